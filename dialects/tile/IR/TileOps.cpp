@@ -1,0 +1,195 @@
+//===- TileOps.cpp - verifiers and folders of the tile ops ----------------===//
+//
+// What the ODS traits cannot say: shape relations between operands and results, axis ranges,
+// and where a streamed softmax may sit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace tessel::tile;
+
+#define GET_OP_CLASSES
+#include "tile/IR/TileOps.cpp.inc"
+
+namespace {
+// Prints a shape as 128x64 for diagnostics.
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "x" : "") + std::to_string(d);
+  return s;
+}
+
+// Checks that a load or store addresses as many axes as the descriptor has and that the tile
+// has the descriptor's rank and element type.
+LogicalResult verifyAccess(Operation *op, DescType desc, size_t numOffsets, RankedTensorType tile) {
+  if (numOffsets != desc.getRank())
+    return op->emitOpError() << "needs one offset per descriptor axis: expected " << desc.getRank()
+                             << ", got " << numOffsets;
+  if (tile.getRank() != desc.getRank())
+    return op->emitOpError() << "tile rank " << tile.getRank() << " does not match descriptor rank "
+                             << desc.getRank();
+  if (tile.getElementType() != desc.getElementType())
+    return op->emitOpError() << "tile element type " << tile.getElementType()
+                             << " does not match descriptor element type "
+                             << desc.getElementType();
+  return success();
+}
+
+LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
+  if (axis >= rank)
+    return op->emitOpError() << "axis " << axis << " is out of range for a tile of rank " << rank;
+  return success();
+}
+
+SmallVector<int64_t> dropAxis(ArrayRef<int64_t> shape, int64_t axis) {
+  SmallVector<int64_t> out(shape);
+  out.erase(out.begin() + axis);
+  return out;
+}
+} // namespace
+
+LogicalResult MakeDescOp::verify() {
+  DescType desc = getResult().getType();
+  if (getBase().getType().getElementType() != desc.getElementType())
+    return emitOpError() << "pointer element type " << getBase().getType().getElementType()
+                         << " does not match descriptor element type " << desc.getElementType();
+  if (getShape().size() != desc.getRank() || getStrides().size() != desc.getRank())
+    return emitOpError() << "needs " << desc.getRank() << " sizes and " << desc.getRank()
+                         << " strides for a rank-" << desc.getRank() << " descriptor, got "
+                         << getShape().size() << " and " << getStrides().size();
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  return verifyAccess(*this, getDesc().getType(), getOffsets().size(), getResult().getType());
+}
+
+LogicalResult StoreOp::verify() {
+  auto valueType = cast<RankedTensorType>(getValue().getType());
+  if (failed(verifyAccess(*this, getDesc().getType(), getOffsets().size(), valueType)))
+    return failure();
+  if (getMask() && cast<RankedTensorType>(getMask().getType()).getShape() != valueType.getShape())
+    return emitOpError() << "mask shape "
+                         << shapeStr(cast<RankedTensorType>(getMask().getType()).getShape())
+                         << " does not match value shape " << shapeStr(valueType.getShape());
+  return success();
+}
+
+LogicalResult DotOp::verify() {
+  ArrayRef<int64_t> a = getA().getType().getShape(), b = getB().getType().getShape(),
+                    c = getAcc().getType().getShape();
+  if (a[1] != b[0])
+    return emitOpError() << "contraction sizes differ: a is " << shapeStr(a) << ", b is "
+                         << shapeStr(b);
+  if (c[0] != a[0] || c[1] != b[1])
+    return emitOpError() << "accumulator is " << shapeStr(c) << " but a·b is " << a[0] << "x"
+                         << b[1];
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "result element type " << out.getElementType()
+                         << " differs from input element type " << in.getElementType();
+  if (in.getElementType().isInteger(1))
+    return emitOpError() << "cannot reduce a mask (i1) tile";
+  SmallVector<int64_t> expected = dropAxis(in.getShape(), getAxis());
+  if (in.getRank() == 1 || out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "reducing " << shapeStr(in.getShape()) << " along axis " << getAxis()
+                         << " gives " << (in.getRank() == 1 ? "a scalar, which tiles cannot hold"
+                                                             : shapeStr(expected))
+                         << ", not " << shapeStr(out.getShape());
+  return success();
+}
+
+LogicalResult ExpandDimsOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (getAxis() > in.getRank())
+    return emitOpError() << "axis " << getAxis() << " is out of range for expanding a rank-"
+                         << in.getRank() << " tile";
+  SmallVector<int64_t> expected(in.getShape());
+  expected.insert(expected.begin() + getAxis(), 1);
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "expected result shape " << shapeStr(expected) << ", got "
+                         << shapeStr(out.getShape());
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (in.getRank() != out.getRank())
+    return emitOpError() << "input rank " << in.getRank() << " differs from result rank "
+                         << out.getRank() << "; use tile.expand_dims first";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(in.getShape(), out.getShape())))
+    if (std::get<0>(pair) != std::get<1>(pair) && std::get<0>(pair) != 1)
+      return emitOpError() << "axis " << i << " has size " << std::get<0>(pair)
+                           << ", which broadcasts only to itself, not to " << std::get<1>(pair);
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult TransOp::verify() {
+  ArrayRef<int64_t> in = cast<RankedTensorType>(getInput().getType()).getShape();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(getResult().getType()).getShape();
+  if (in[0] != out[1] || in[1] != out[0])
+    return emitOpError() << "transposing " << shapeStr(in) << " gives " << in[1] << "x" << in[0]
+                         << ", not " << shapeStr(out);
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto lse = cast<RankedTensorType>(getLse().getType());
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  SmallVector<int64_t> expected = dropAxis(in.getShape(), getAxis());
+  if (in.getRank() < 2 || lse.getShape() != ArrayRef<int64_t>(expected) ||
+      lse.getElementType() != in.getElementType())
+    return emitOpError() << "log-sum-exp of " << shapeStr(in.getShape()) << " along axis "
+                         << getAxis() << " must be tensor<" << shapeStr(expected) << "x"
+                         << in.getElementType() << ">";
+  if (getStreamed()) {
+    auto loop = dyn_cast<scf::ForOp>((*this)->getParentOp());
+    if (!loop)
+      return emitOpError() << "is streamed, so it must sit directly in the body of an scf.for "
+                              "whose iterations walk along the softmax axis";
+    // The row must be known before the loop runs: its input may not read loop-carried values.
+    SmallVector<Value> work{getInput()};
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == loop.getBody() && arg.getArgNumber() > 0)
+          return emitOpError() << "is streamed, so its input may not depend on the loop-carried "
+                                  "value #"
+                               << arg.getArgNumber() - 1 << " of the enclosing scf.for";
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!def || !loop->isProperAncestor(def) || !seen.insert(def).second)
+        continue;
+      llvm::append_range(work, def->getOperands());
+      def->walk([&](Operation *nested) { llvm::append_range(work, nested->getOperands()); });
+    }
+  }
+  return success();
+}

@@ -1,0 +1,281 @@
+//===- TileOps.td - operations of the tile dialect ----------*- tablegen -*-===//
+//
+// Every op a FlashAttention forward needs at block level: grid queries, descriptors, bounded
+// loads and stores, dot with f32 accumulation, reductions and shape ops on tiles, and the
+// streamed softmax that the online-softmax rewrite consumes. Element-wise math, casts, compares
+// and selects come from upstream arith/math on tensors; loops from scf.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILE_OPS_TD
+#define TESSEL_TILE_OPS_TD
+
+include "tile/IR/TileDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+// A tile is a statically shaped tensor; floats are what the hardware multiplies.
+def Tile_FloatElement : AnyTypeOf<[F16, BF16, F32]>;
+def Tile_Element : AnyTypeOf<[F16, BF16, F32, I32, I1]>;
+def Tile_Tile : StaticShapeTensorOf<[F16, BF16, F32, I32, I1]>;
+def Tile_FloatTile : StaticShapeTensorOf<[F16, BF16, F32]>;
+def Tile_F32Tile : StaticShapeTensorOf<[F32]>;
+def Tile_MaskTile : StaticShapeTensorOf<[I1]>;
+def Tile_Tile1D : TensorRankOf<[I32], [1]>;
+def Tile_Tile2D : TensorRankOf<[F16, BF16, F32, I32, I1], [2]>;
+
+//===----------------------------------------------------------------------===//
+// The grid
+//===----------------------------------------------------------------------===//
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "Index of this program instance along one grid axis.";
+  let description = [{
+    Each program instance of a launch sees its coordinates in a grid of up to three axes.
+
+    ```mlir
+    %pid_m = tile.program_id 0 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntNonNegative, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+  let summary = "Number of program instances along one grid axis.";
+  let description = [{
+    ```mlir
+    %n = tile.num_programs 1 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntNonNegative, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Global memory
+//===----------------------------------------------------------------------===//
+
+def Tile_MakeDescOp : Tile_Op<"make_desc", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Give a global pointer a shape and strides.";
+  let description = [{
+    Builds a descriptor of the elements `base[offset + Σ i_k · strides[k]]` for
+    `0 ≤ i_k < shape[k]`. The optional element offset selects a sub-tensor, which is how a kernel
+    picks a batch and head out of a BSHD or BHSD tensor (and a shared key/value head for
+    grouped-query attention). Shapes, strides and the offset are counted in elements.
+
+    ```mlir
+    // rows [0, n) of one head of a BSHD tensor: stride between rows is h·d
+    %d = tile.make_desc %q[%off], shape [%n, %c128], strides [%hd, %c1]
+        : !tile.ptr<f16> -> !tile.desc<2, f16>
+    ```
+  }];
+  let arguments = (ins Tile_PtrType:$base, Optional<I32>:$offset,
+                       Variadic<I32>:$shape, Variadic<I32>:$strides);
+  let results = (outs Tile_DescType:$result);
+  let assemblyFormat = [{
+    $base (`[` $offset^ `]`)? `,` `shape` `[` $shape `]` `,` `strides` `[` $strides `]`
+    attr-dict `:` qualified(type($base)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>]> {
+  let summary = "Load a tile at run-time offsets; out-of-bounds elements get the padding.";
+  let description = [{
+    Loads the tile whose first element sits at `offsets` in the descriptor. Elements whose index
+    lies outside the descriptor's shape are not read; they take the value `padding` (0 unless
+    given), so a partial last block needs no special code.
+
+    ```mlir
+    %k = tile.load %kdesc[%j, %c0] : !tile.desc<2, f16> -> tensor<64x128xf16>
+    %m = tile.load %mdesc[%i] {padding = 0xFFF0000000000000 : f64}
+        : !tile.desc<1, f32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Tile_DescType:$desc, Variadic<I32>:$offsets,
+                       DefaultValuedAttr<F64Attr, "0.0">:$padding);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $desc `[` $offsets `]` attr-dict `:` qualified(type($desc)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>, AttrSizedOperandSegments]> {
+  let summary = "Store a tile at run-time offsets; out-of-bounds and masked-off elements are dropped.";
+  let description = [{
+    Writes `value` so that its first element lands at `offsets`. Elements outside the
+    descriptor's shape are never written; with a mask, neither are those whose mask bit is 0.
+
+    ```mlir
+    tile.store %odesc[%i, %c0], %o : !tile.desc<2, f16>, tensor<128x128xf16>
+    tile.store %odesc[%i, %c0], %o mask %m : !tile.desc<2, f16>, tensor<128x128xf16>, tensor<128x128xi1>
+    ```
+  }];
+  let arguments = (ins Tile_DescType:$desc, Variadic<I32>:$offsets, Tile_Tile:$value,
+                       Optional<Tile_MaskTile>:$mask);
+  let assemblyFormat = [{
+    $desc `[` $offsets `]` `,` $value (`mask` $mask^)? attr-dict `:` qualified(type($desc)) `,`
+    type($value) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>,
+                                 AllElementTypesMatch<["a", "b"]>]> {
+  let summary = "Matrix product of two tiles added to an f32 accumulator.";
+  let description = [{
+    `result = a · b + acc` with `a: M×K`, `b: K×N`, `acc: M×N`. The operands are f16, bf16 or f32;
+    products and sums are in f32 (the tensor cores' accumulation), whatever the operand type.
+
+    ```mlir
+    %s = tile.dot %q, %kt, %zero : tensor<128x128xf16>, tensor<128x64xf16> -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[F16, BF16, F32], [2]>:$a,
+                       TensorRankOf<[F16, BF16, F32], [2]>:$b,
+                       TensorRankOf<[F32], [2]>:$acc);
+  let results = (outs TensorRankOf<[F32], [2]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+  let summary = "Reduce a tile along one axis with sum, max or min.";
+  let description = [{
+    The result drops the reduced axis: a `128×64` tile reduced along axis 1 gives `128`.
+    Max of an all-`-inf` row is `-inf`; sum of an empty axis cannot occur (shapes are static).
+
+    ```mlir
+    %m = tile.reduce max %s axis 1 : tensor<128x64xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_Tile:$input,
+                       ConfinedAttr<I32Attr, [IntNonNegative]>:$axis);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $kind $input `axis` $axis attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure,
+    TypesMatchWith<"element type of the result is the scalar's type",
+                   "result", "value", "::llvm::cast<::mlir::ShapedType>($_self).getElementType()">]> {
+  let summary = "A tile whose every element is one scalar.";
+  let description = [{
+    ```mlir
+    %start = tile.splat %off : i32 -> tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins Tile_Element:$value);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+}
+
+def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
+  let summary = "The tile 0, 1, …, N−1.";
+  let description = [{
+    The index arithmetic of masks starts here: `q_idx = splat(start) + iota`.
+
+    ```mlir
+    %r = tile.iota : tensor<64xi32>
+    ```
+  }];
+  let results = (outs Tile_Tile1D:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Insert an axis of size 1.";
+  let description = [{
+    ```mlir
+    %col = tile.expand_dims %m axis 1 : tensor<128xf32> -> tensor<128x1xf32>
+    ```
+  }];
+  let arguments = (ins Tile_Tile:$input, ConfinedAttr<I32Attr, [IntNonNegative]>:$axis);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Repeat a tile along its axes of size 1.";
+  let description = [{
+    Every axis of the input either has the result's size or size 1; the latter are repeated.
+
+    ```mlir
+    %mb = tile.broadcast %col : tensor<128x1xf32> -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Tile_Tile:$input);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_TransOp : Tile_Op<"trans", [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Transpose a 2-D tile.";
+  let description = [{
+    ```mlir
+    %kt = tile.trans %k : tensor<64x128xf16> -> tensor<128x64xf16>
+    ```
+  }];
+  let arguments = (ins Tile_Tile2D:$input);
+  let results = (outs Tile_Tile2D:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention-level ops
+//===----------------------------------------------------------------------===//
+
+def Tile_SoftmaxOp : Tile_Op<"softmax", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Softmax along an axis, optionally streamed across the iterations of a loop.";
+  let description = [{
+    `result = exp(input − M) / L` along `axis`, with `M` the row max and `L = Σ exp(input − M)`;
+    `lse = M + log(L)` is the row's natural log-sum-exp. Elements equal to `-inf` are masked: they
+    get 0, and a row with every element masked gives 0 everywhere and `lse = -inf` (never NaN).
+
+    With `streamed`, the op sits directly in the body of an `scf.for` whose iterations walk along
+    the axis: the row is the concatenation of `input` over *all* iterations, and `result` is this
+    iteration's slice of the softmax of that whole row. `lse` is the same at every iteration. This
+    is the naive form of attention; `tile-online-softmax` turns it into one streamed pass. The
+    input must not depend on the loop's carried values (the row must be known up front).
+
+    ```mlir
+    %r = scf.for %j = %c0 to %n step %c64 iter_args(%acc = %zero, %l0 = %ninf) -> (...) : i32 {
+      ...
+      %p, %lse = tile.softmax %s axis 1 streamed : tensor<128x64xf32> -> tensor<128xf32>
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Tile_FloatTile:$input, ConfinedAttr<I32Attr, [IntNonNegative]>:$axis,
+                       UnitAttr:$streamed);
+  let results = (outs Tile_FloatTile:$result, Tile_FloatTile:$lse);
+  let assemblyFormat = [{
+    $input `axis` $axis (`streamed` $streamed^)? attr-dict `:` type($input) `->` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TESSEL_TILE_OPS_TD
