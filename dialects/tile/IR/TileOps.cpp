@@ -165,8 +165,8 @@ LogicalResult SoftmaxOp::verify() {
   if (in.getRank() < 2 || lse.getShape() != ArrayRef<int64_t>(expected) ||
       lse.getElementType() != in.getElementType())
     return emitOpError() << "log-sum-exp of " << shapeStr(in.getShape()) << " along axis "
-                         << getAxis() << " must be tensor<" << shapeStr(expected) << "x"
-                         << in.getElementType() << ">";
+                         << getAxis() << " must be "
+                         << RankedTensorType::get(expected, in.getElementType());
   if (getStreamed()) {
     auto loop = dyn_cast<scf::ForOp>((*this)->getParentOp());
     if (!loop)

@@ -1,0 +1,28 @@
+# lit configuration of tessel's FileCheck tests. Tests mirror the source tree: Dialect/, Transforms/,
+# Conversion/, Pipeline/, Interpreter/.
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "tessel"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tessel_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "python", "gpu"]
+
+llvm_config.use_default_substitutions()
+tool_dirs = [
+    os.path.join(config.tessel_obj_root, "bin"),
+    config.llvm_tools_dir,
+]
+llvm_config.add_tool_substitutions(["tessel-opt", "tessel-run", "FileCheck", "not", "count"], tool_dirs)
+config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", "")])
+
+# ptxas is needed by the tests that make cubins; they say `REQUIRES: ptxas`.
+ptxas = os.path.join(config.tessel_cuda_home, "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.environment["CUDA_HOME"] = config.tessel_cuda_home

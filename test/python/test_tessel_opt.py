@@ -1,0 +1,41 @@
+"""tessel-opt as a user meets it: bad input and bad options give a located error and exit 1."""
+import subprocess
+
+
+def run(tools, args, stdin):
+    return subprocess.run([str(tools / "tessel-opt"), *args], input=stdin, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_invalid_ir_is_located(tools):
+    src = "func.func @f(%a: tensor<4x8xf16>, %b: tensor<4x8xf16>, %c: tensor<4x8xf32>) {\n" \
+          "  %d = tile.dot %a, %b, %c : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf32>\n" \
+          "  return\n}\n"
+    r = run(tools, ["-"], src)
+    assert r.returncode == 1
+    assert "<stdin>:2:8: error: 'tile.dot' op contraction sizes differ: a is 4x8, b is 4x8" in r.stderr
+    assert "Stack dump" not in r.stderr
+
+
+def test_syntax_error_is_located(tools):
+    r = run(tools, ["-"], "func.func @f() {\n  %0 = tile.program_id : i32\n  return\n}\n")
+    assert r.returncode == 1
+    assert "<stdin>:2:" in r.stderr and "error:" in r.stderr
+
+
+def test_unknown_option_is_rejected(tools):
+    r = run(tools, ["--no-such-option", "-"], "")
+    assert r.returncode == 1
+    assert "Unknown command line argument '--no-such-option'" in r.stderr
+
+
+def test_unknown_pass_is_rejected(tools):
+    r = run(tools, ["--pass-pipeline=builtin.module(tile-no-such-pass)", "-"], "")
+    assert r.returncode == 1
+    assert "tile-no-such-pass" in r.stderr and "Stack dump" not in r.stderr
+
+
+def test_empty_input_round_trips(tools):
+    r = run(tools, ["-"], "")
+    assert r.returncode == 0
+    assert "module" in r.stdout
