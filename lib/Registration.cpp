@@ -8,6 +8,7 @@
 #include "tessel/Registration.h"
 
 #include "tile/IR/TileDialect.h"
+#include "tile/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -33,5 +34,7 @@ void tessel::registerPasses() {
     mlir::registerInlinerPass();
     mlir::registerSymbolDCEPass();
     mlir::registerLoopInvariantCodeMotionPass();
+    tile::registerTilePasses();
+    tile::registerTileOptimizationPipeline();
   });
 }

@@ -6,6 +6,7 @@
 
 #include "tile/IR/TileDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -32,6 +33,11 @@ void TileDialect::registerTypes() {
 #define GET_TYPEDEF_LIST
 #include "tile/IR/TileTypes.cpp.inc"
       >();
+}
+
+Operation *TileDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                            Location loc) {
+  return arith::ConstantOp::materialize(builder, value, type, loc);
 }
 
 LogicalResult DescType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned rank,

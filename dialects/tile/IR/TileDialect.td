@@ -26,6 +26,7 @@ def Tile_Dialect : Dialect {
     Element-wise math on tiles uses upstream `arith` and `math` ops on tensors.
   }];
   let useDefaultTypePrinterParser = 1;
+  let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     void registerTypes();
   }];

@@ -141,10 +141,27 @@ LogicalResult BroadcastOp::verify() {
   return success();
 }
 
-OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+// A splat constant keeps its value under reshaping: fold it to a constant of the new shape.
+static OpFoldResult reshapeSplat(Attribute input, Type resultType) {
+  if (auto dense = dyn_cast_if_present<SplatElementsAttr>(input))
+    return DenseElementsAttr::get(cast<ShapedType>(resultType), dense.getSplatValue<Attribute>());
+  return {};
+}
+
+OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
+  if (auto value = dyn_cast_if_present<TypedAttr>(adaptor.getValue()))
+    return DenseElementsAttr::get(getResult().getType(), value);
+  return {};
+}
+
+OpFoldResult ExpandDimsOp::fold(FoldAdaptor adaptor) {
+  return reshapeSplat(adaptor.getInput(), getResult().getType());
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();
-  return {};
+  return reshapeSplat(adaptor.getInput(), getResult().getType());
 }
 
 LogicalResult TransOp::verify() {

@@ -187,6 +187,7 @@ def Tile_SplatOp : Tile_Op<"splat", [Pure,
   let arguments = (ins Tile_Element:$value);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
@@ -213,6 +214,7 @@ def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure, AllElementTypesMatch<["inp
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure, AllElementTypesMatch<["input", "result"]>]> {

@@ -1,0 +1,235 @@
+//===- MaskAnalysis.cpp - masks as affine predicates on block indices -----===//
+//
+// Walks the index arithmetic behind a mask (iota, splat, add, sub, multiply by a constant,
+// expand_dims, broadcast, cmpi, andi) and rebuilds it as affine atoms. Anything else makes the
+// analysis give up: the mask is then simply kept, which is always correct.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Transforms/MaskAnalysis.h"
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace tessel::tile;
+
+LinearExpr LinearExpr::scaled(int64_t factor) const {
+  LinearExpr out;
+  out.constant = constant * factor;
+  for (auto [sym, coef] : terms)
+    if (coef * factor != 0)
+      out.terms[sym] = coef * factor;
+  return out;
+}
+
+LinearExpr LinearExpr::plus(const LinearExpr &other, int64_t otherFactor) const {
+  LinearExpr out = *this;
+  out.constant += other.constant * otherFactor;
+  for (auto [sym, coef] : other.terms) {
+    int64_t sum = out.coefficientOf(sym) + coef * otherFactor;
+    if (sum == 0)
+      out.terms.erase(sym);
+    else
+      out.terms[sym] = sum;
+  }
+  return out;
+}
+
+int64_t LinearExpr::coefficientOf(Value symbol) const {
+  auto it = terms.find(symbol);
+  return it == terms.end() ? 0 : it->second;
+}
+
+int64_t IndexTile::minOffset() const {
+  int64_t sum = 0;
+  for (auto [step, size] : llvm::zip(steps, shape))
+    sum += std::min<int64_t>(0, step * (size - 1));
+  return sum;
+}
+
+int64_t IndexTile::maxOffset() const {
+  int64_t sum = 0;
+  for (auto [step, size] : llvm::zip(steps, shape))
+    sum += std::max<int64_t>(0, step * (size - 1));
+  return sum;
+}
+
+namespace {
+std::optional<int64_t> constantInt(Value v) {
+  APInt value;
+  if (matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return std::nullopt;
+}
+
+// The integer every element of a tile equals, if it is a constant splat or a splat of a constant.
+std::optional<int64_t> splatConstantInt(Value v) {
+  if (auto splat = v.getDefiningOp<SplatOp>())
+    return constantInt(splat.getValue());
+  DenseIntElementsAttr dense;
+  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
+    return dense.getSplatValue<APInt>().getSExtValue();
+  return std::nullopt;
+}
+
+IndexTile mapSteps(IndexTile tile, function_ref<void(IndexTile &)> fn) {
+  fn(tile);
+  return tile;
+}
+
+std::optional<AffineMask> negateAtom(const MaskAtom &atom) {
+  using P = arith::CmpIPredicate;
+  P negated;
+  switch (atom.predicate) {
+  case P::slt: negated = P::sge; break;
+  case P::sle: negated = P::sgt; break;
+  case P::sgt: negated = P::sle; break;
+  case P::sge: negated = P::slt; break;
+  default: return std::nullopt;
+  }
+  return AffineMask{{MaskAtom{atom.diff, negated}}};
+}
+} // namespace
+
+LinearExpr tessel::tile::analyseScalar(Value scalar) {
+  if (std::optional<int64_t> c = constantInt(scalar))
+    return LinearExpr{*c, {}};
+  Operation *def = scalar.getDefiningOp();
+  if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
+    return analyseScalar(add.getLhs()).plus(analyseScalar(add.getRhs()));
+  if (auto sub = dyn_cast_or_null<arith::SubIOp>(def))
+    return analyseScalar(sub.getLhs()).plus(analyseScalar(sub.getRhs()), -1);
+  if (auto mul = dyn_cast_or_null<arith::MulIOp>(def)) {
+    if (std::optional<int64_t> c = constantInt(mul.getRhs()))
+      return analyseScalar(mul.getLhs()).scaled(*c);
+    if (std::optional<int64_t> c = constantInt(mul.getLhs()))
+      return analyseScalar(mul.getRhs()).scaled(*c);
+  }
+  LinearExpr symbol;
+  symbol.terms[scalar] = 1;
+  return symbol;
+}
+
+std::optional<IndexTile> tessel::tile::analyseIndexTile(Value tile) {
+  auto type = dyn_cast<RankedTensorType>(tile.getType());
+  if (!type || !type.getElementType().isSignlessInteger() || type.getElementType().isInteger(1))
+    return std::nullopt;
+  SmallVector<int64_t> shape(type.getShape());
+  SmallVector<int64_t> zeros(shape.size(), 0);
+  if (std::optional<int64_t> c = splatConstantInt(tile))
+    return IndexTile{LinearExpr{*c, {}}, zeros, shape};
+  Operation *def = tile.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<IotaOp>(def))
+    return IndexTile{LinearExpr{}, {1}, shape};
+  if (auto splat = dyn_cast<SplatOp>(def))
+    return IndexTile{analyseScalar(splat.getValue()), zeros, shape};
+  if (isa<arith::AddIOp, arith::SubIOp>(def)) {
+    std::optional<IndexTile> lhs = analyseIndexTile(def->getOperand(0));
+    std::optional<IndexTile> rhs = analyseIndexTile(def->getOperand(1));
+    if (!lhs || !rhs)
+      return std::nullopt;
+    int64_t sign = isa<arith::AddIOp>(def) ? 1 : -1;
+    IndexTile out{lhs->base.plus(rhs->base, sign), lhs->steps, shape};
+    for (auto [s, r] : llvm::zip(out.steps, rhs->steps))
+      s += sign * r;
+    return out;
+  }
+  if (auto mul = dyn_cast<arith::MulIOp>(def)) {
+    for (unsigned i = 0; i < 2; ++i)
+      if (std::optional<int64_t> c = splatConstantInt(mul->getOperand(1 - i)))
+        if (std::optional<IndexTile> t = analyseIndexTile(mul->getOperand(i)))
+          return mapSteps(*t, [&](IndexTile &x) {
+            x.base = x.base.scaled(*c);
+            for (int64_t &s : x.steps)
+              s *= *c;
+          });
+    return std::nullopt;
+  }
+  if (auto expand = dyn_cast<ExpandDimsOp>(def)) {
+    std::optional<IndexTile> in = analyseIndexTile(expand.getInput());
+    if (!in)
+      return std::nullopt;
+    in->steps.insert(in->steps.begin() + expand.getAxis(), 0);
+    in->shape = shape;
+    return in;
+  }
+  if (auto bcast = dyn_cast<BroadcastOp>(def)) {
+    std::optional<IndexTile> in = analyseIndexTile(bcast.getInput());
+    if (!in)
+      return std::nullopt;
+    // A broadcast axis had size 1, so its index was always 0: its step no longer matters.
+    for (auto [step, from, to] : llvm::zip(in->steps, in->shape, shape))
+      if (from != to)
+        step = 0;
+    in->shape = shape;
+    return in;
+  }
+  return std::nullopt;
+}
+
+std::optional<AffineMask> tessel::tile::analyseMask(Value mask) {
+  auto type = dyn_cast<RankedTensorType>(mask.getType());
+  if (!type || !type.getElementType().isInteger(1))
+    return std::nullopt;
+  DenseIntElementsAttr dense;
+  if (matchPattern(mask, m_Constant(&dense)) && dense.isSplat()) {
+    if (dense.getSplatValue<bool>())
+      return AffineMask{};
+    return std::nullopt; // an all-false constant mask: nothing to split, the loop is dead
+  }
+  Operation *def = mask.getDefiningOp();
+  if (auto cmp = dyn_cast_or_null<arith::CmpIOp>(def)) {
+    std::optional<IndexTile> lhs = analyseIndexTile(cmp.getLhs());
+    std::optional<IndexTile> rhs = analyseIndexTile(cmp.getRhs());
+    using P = arith::CmpIPredicate;
+    P pred = cmp.getPredicate();
+    if (!lhs || !rhs || !llvm::is_contained({P::slt, P::sle, P::sgt, P::sge}, pred))
+      return std::nullopt;
+    IndexTile diff{lhs->base.plus(rhs->base, -1), lhs->steps, lhs->shape};
+    for (auto [s, r] : llvm::zip(diff.steps, rhs->steps))
+      s -= r;
+    return AffineMask{{MaskAtom{diff, pred}}};
+  }
+  if (auto andOp = dyn_cast_or_null<arith::AndIOp>(def)) {
+    std::optional<AffineMask> lhs = analyseMask(andOp.getLhs());
+    std::optional<AffineMask> rhs = analyseMask(andOp.getRhs());
+    if (!lhs || !rhs)
+      return std::nullopt;
+    llvm::append_range(lhs->atoms, rhs->atoms);
+    return lhs;
+  }
+  // not(a) for a single atom: xori with an all-true constant.
+  if (auto xorOp = dyn_cast_or_null<arith::XOrIOp>(def)) {
+    for (unsigned i = 0; i < 2; ++i) {
+      DenseIntElementsAttr ones;
+      if (matchPattern(xorOp->getOperand(1 - i), m_Constant(&ones)) && ones.isSplat() &&
+          ones.getSplatValue<bool>())
+        if (std::optional<AffineMask> in = analyseMask(xorOp->getOperand(i)))
+          if (in->atoms.size() == 1)
+            return negateAtom(in->atoms.front());
+    }
+    return std::nullopt;
+  }
+  if (isa_and_nonnull<ExpandDimsOp, BroadcastOp>(def)) {
+    std::optional<AffineMask> in = analyseMask(def->getOperand(0));
+    if (!in)
+      return std::nullopt;
+    auto inType = cast<RankedTensorType>(def->getOperand(0).getType());
+    for (MaskAtom &atom : in->atoms) {
+      if (auto expand = dyn_cast<ExpandDimsOp>(def)) {
+        atom.diff.steps.insert(atom.diff.steps.begin() + expand.getAxis(), 0);
+      } else {
+        for (auto [step, from, to] : llvm::zip(atom.diff.steps, inType.getShape(), type.getShape()))
+          if (from != to)
+            step = 0;
+      }
+      atom.diff.shape.assign(type.getShape().begin(), type.getShape().end());
+    }
+    return in;
+  }
+  return std::nullopt;
+}

@@ -1,0 +1,62 @@
+//===- MaskAnalysis.h - masks as affine predicates on block indices -*- C++ -*-===//
+//
+// Attention masks are i1 tiles built from index arithmetic: q_idx = splat(start) + iota, compared
+// with kv_idx. This analysis recognises such masks as conjunctions of signed comparisons of an
+// affine index tile with zero, so that a pass can decide, per key block, whether the mask is
+// all-true, all-false or mixed by interval arithmetic over the block's index ranges.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILE_TRANSFORMS_MASKANALYSIS_H
+#define TESSEL_TILE_TRANSFORMS_MASKANALYSIS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <optional>
+
+namespace tessel::tile {
+
+/// constant + Σ coefficient · symbol, over scalar integer SSA values.
+struct LinearExpr {
+  int64_t constant = 0;
+  llvm::MapVector<mlir::Value, int64_t> terms;
+
+  LinearExpr scaled(int64_t factor) const;
+  LinearExpr plus(const LinearExpr &other, int64_t otherFactor = 1) const;
+  int64_t coefficientOf(mlir::Value symbol) const;
+};
+
+/// An integer tile whose element at (i_0, …, i_{r−1}) is base + Σ_k steps[k] · i_k.
+struct IndexTile {
+  LinearExpr base;
+  llvm::SmallVector<int64_t> steps;
+  llvm::SmallVector<int64_t> shape;
+
+  /// Smallest and largest value of Σ_k steps[k]·i_k over the tile.
+  int64_t minOffset() const;
+  int64_t maxOffset() const;
+};
+
+/// `diff pred 0` for every element, with pred one of slt, sle, sgt, sge.
+struct MaskAtom {
+  IndexTile diff;
+  mlir::arith::CmpIPredicate predicate;
+};
+
+/// The conjunction of its atoms; no atoms means all-true.
+struct AffineMask {
+  llvm::SmallVector<MaskAtom> atoms;
+};
+
+/// Decomposes a scalar integer into a linear expression; what cannot be decomposed is a symbol.
+LinearExpr analyseScalar(mlir::Value scalar);
+/// Recognises an integer tile as an IndexTile, or returns nullopt.
+std::optional<IndexTile> analyseIndexTile(mlir::Value tile);
+/// Recognises an i1 tile as an AffineMask, or returns nullopt.
+std::optional<AffineMask> analyseMask(mlir::Value mask);
+
+} // namespace tessel::tile
+
+#endif // TESSEL_TILE_TRANSFORMS_MASKANALYSIS_H

@@ -1,0 +1,59 @@
+//===- Passes.td - rewrite passes of the tile dialect -------*- tablegen -*-===//
+//
+// The passes that turn attention written the naive way into the fast streamed form, before any
+// layout is chosen. Each is checked by lit (before/after) and by translation validation on the
+// CPU interpreter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILE_TRANSFORMS_PASSES_TD
+#define TESSEL_TILE_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TileOnlineSoftmax : Pass<"tile-online-softmax", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite a softmax streamed across a loop into the one-pass online softmax.";
+  let description = [{
+    Naive attention normalises each score row over every key block before the dot with V. This
+    pass turns each `tile.softmax ... streamed` into the FlashAttention recurrence, in base 2:
+    the loop carries a running row max `m` and sum `l`; per block `t = s·log2(e)`,
+    `m' = max(m, rowmax t)`, `p = exp2(t − m')`, `l' = l·exp2(m − m') + rowsum p`, and the
+    accumulator is rescaled by `exp2(m − m')` before `p·V` is added. After the loop the
+    accumulator is divided by `l` (rows with `l = 0`, i.e. fully masked, give 0) and the
+    log-sum-exp is `(m + log2 l)·ln 2`.
+
+    It is legal only when the softmax feeds, through casts, the A operand of one `tile.dot` whose
+    accumulator is a loop-carried value used by nothing else — a sum over the streamed axis. The
+    pass says why when it refuses.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def TileFoldSoftmaxScale : Pass<"tile-fold-softmax-scale", "::mlir::func::FuncOp"> {
+  let summary = "Fold the softmax scale and log2(e) into one multiply before exp2.";
+  let description = [{
+    After the online-softmax rewrite the scores are multiplied twice: by the user's scale and by
+    log2(e). This pass moves positive constant factors through `-inf` masking selects and merges
+    chains of multiplications by splatted scalars into one, so each score pays one multiply.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def TileSplitMaskedLoops : Pass<"tile-split-masked-loops", "::mlir::func::FuncOp"> {
+  let summary = "Skip key blocks a mask hides entirely and drop mask arithmetic where it shows all.";
+  let description = [{
+    For a loop whose body masks scores with `select(mask, s, -inf)`, where `mask` is built from
+    index arithmetic (iota, splat, add, sub, multiply by constants, compares, `and`), interval
+    arithmetic over each block's index ranges classifies every iteration as all-false, all-true
+    or mixed, as a function of the induction variable. The loop is split into up to three loops:
+    blocks proven all-false are never visited, blocks proven all-true run with the mask replaced by
+    `true` (so no mask arithmetic is left after canonicalisation), and only the boundary blocks
+    pay for the mask. Bounds are computed at run time where they depend on run-time values.
+
+    Run it after `tile-online-softmax`: skipping a fully masked block leaves the running max, sum
+    and accumulator unchanged only in the streamed form.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
+#endif // TESSEL_TILE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,195 @@
+//===- SplitMaskedLoops.cpp - skip hidden blocks, unmask full ones --------===//
+//
+// For a key-block loop whose scores are masked with select(mask, s, -inf), the mask analysis
+// gives each atom `d(j) pred 0` with d affine in the induction variable j. Over one block, d
+// ranges over [base(j) + minOffset, base(j) + maxOffset], so "all-true" and "all-false" become
+// linear inequalities in the iteration number k — each a prefix or a suffix of the iterations.
+// The loop is split into three: [a, b) masked, [b, c) unmasked, [c, d) masked, with [0, a) and
+// [d, K) skipped as all-false. Bounds are computed in i64 before the loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/IR/TileDialect.h"
+#include "tile/Transforms/MaskAnalysis.h"
+#include "tile/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace tessel::tile {
+#define GEN_PASS_DEF_TILESPLITMASKEDLOOPS
+#include "tile/Transforms/Passes.h.inc"
+} // namespace tessel::tile
+
+using namespace mlir;
+using namespace tessel::tile;
+
+namespace {
+bool isNegInfSplat(Value v) {
+  DenseFPElementsAttr dense;
+  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
+         dense.getSplatValue<APFloat>().isInfinity() &&
+         dense.getSplatValue<APFloat>().isNegative();
+}
+
+// Emits i64 arithmetic for the bounds, folding constants as it goes.
+struct BoundBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
+  Value toI64(Value v) {
+    if (v.getType().isIndex())
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+    if (v.getType().getIntOrFloatBitWidth() < 64)
+      return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+    return v;
+  }
+  Value fromI64(Value v, Type type) {
+    if (type.isIndex())
+      return arith::IndexCastOp::create(b, loc, type, v);
+    if (type.getIntOrFloatBitWidth() < 64)
+      return arith::TruncIOp::create(b, loc, type, v);
+    return v;
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t k) { return arith::MulIOp::create(b, loc, x, c(k)); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
+  Value linear(const LinearExpr &e) {
+    Value sum = c(e.constant);
+    for (auto [sym, coef] : e.terms)
+      sum = add(sum, mul(toI64(sym), coef));
+    return sum;
+  }
+};
+
+// The iterations k in [0, K) where `a·k + b >= 0`, as [lo, hi) clamped to [0, K).
+std::pair<Value, Value> solve(BoundBuilder &bb, int64_t a, Value b, Value zero, Value count) {
+  if (a > 0) { // k >= ceil(-b / a): a suffix
+    Value lo = arith::CeilDivSIOp::create(bb.b, bb.loc, bb.mul(b, -1), bb.c(a));
+    return {bb.clamp(lo, zero, count), count};
+  }
+  if (a < 0) { // k <= floor(b / -a): a prefix
+    Value last = arith::FloorDivSIOp::create(bb.b, bb.loc, b, bb.c(-a));
+    return {zero, bb.clamp(bb.add(last, bb.c(1)), zero, count)};
+  }
+  // Same answer for every iteration: everything or nothing, as a prefix.
+  Value holds = arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sge, b, zero);
+  return {zero, arith::SelectOp::create(bb.b, bb.loc, holds, count, zero)};
+}
+
+struct TileSplitMaskedLoopsPass
+    : public tessel::tile::impl::TileSplitMaskedLoopsBase<TileSplitMaskedLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> loops;
+    getOperation().walk([&](scf::ForOp loop) {
+      if (!loop->hasAttr(kSplitAttr))
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops)
+      splitLoop(loop);
+  }
+
+  static constexpr llvm::StringLiteral kSplitAttr = "tile.block_mask";
+
+  void splitLoop(scf::ForOp loop) {
+    // The masking selects directly in the body, all on one mask.
+    Value mask;
+    SmallVector<arith::SelectOp> selects;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      auto select = dyn_cast<arith::SelectOp>(op);
+      if (!select || !isa<RankedTensorType>(select.getCondition().getType()) ||
+          !isNegInfSplat(select.getFalseValue()))
+        continue;
+      if (mask && select.getCondition() != mask)
+        return;
+      mask = select.getCondition();
+      selects.push_back(select);
+    }
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (!mask || !step || *step <= 0)
+      return;
+    std::optional<AffineMask> affine = analyseMask(mask);
+    if (!affine)
+      return;
+    Value iv = loop.getInductionVar();
+    for (const MaskAtom &atom : affine->atoms)
+      for (auto [sym, coef] : atom.diff.base.terms)
+        if (sym != iv && !loop.isDefinedOutsideOfLoop(sym))
+          return; // the mask depends on something computed per block
+
+    OpBuilder b(loop);
+    BoundBuilder bb{b, loop.getLoc()};
+    Value lb = bb.toI64(loop.getLowerBound()), ub = bb.toI64(loop.getUpperBound());
+    Value zero = bb.c(0);
+    Value count = bb.max(zero, arith::CeilDivSIOp::create(b, bb.loc, arith::SubIOp::create(
+                                                                         b, bb.loc, ub, lb),
+                                                          bb.c(*step)));
+    // all-true = ∩ of intervals; all-false = ∪ of prefixes [0, p) and suffixes [s, K).
+    Value trueLo = zero, trueHi = count, liveLo = zero, liveHi = count;
+    using P = arith::CmpIPredicate;
+    for (const MaskAtom &atom : affine->atoms) {
+      int64_t cj = atom.diff.base.coefficientOf(iv);
+      LinearExpr rest = atom.diff.base;
+      rest.terms.erase(iv);
+      // d over the block, at iteration k: cj·(lb + k·step) + rest + offset.
+      auto condition = [&](int64_t sign, int64_t offset, int64_t extra) {
+        Value b0 = bb.add(bb.add(bb.mul(lb, cj), bb.linear(rest)), bb.c(offset));
+        return solve(bb, sign * cj * *step, bb.add(bb.mul(b0, sign), bb.c(extra)), zero, count);
+      };
+      int64_t dmin = atom.diff.minOffset(), dmax = atom.diff.maxOffset();
+      std::pair<Value, Value> allTrue, allFalse;
+      switch (atom.predicate) {
+      case P::sge: allTrue = condition(1, dmin, 0); allFalse = condition(-1, dmax, -1); break;
+      case P::sgt: allTrue = condition(1, dmin, -1); allFalse = condition(-1, dmax, 0); break;
+      case P::sle: allTrue = condition(-1, dmax, 0); allFalse = condition(1, dmin, -1); break;
+      case P::slt: allTrue = condition(-1, dmax, -1); allFalse = condition(1, dmin, 0); break;
+      default: return;
+      }
+      trueLo = bb.max(trueLo, allTrue.first);
+      trueHi = bb.min(trueHi, allTrue.second);
+      // A suffix starts after 0 or is the whole range; a prefix ends before K.
+      if (cj * (atom.predicate == P::sge || atom.predicate == P::sgt ? -1 : 1) > 0)
+        liveHi = bb.min(liveHi, allFalse.first);  // all-false is a suffix [first, K)
+      else
+        liveLo = bb.max(liveLo, allFalse.second); // all-false is a prefix [0, second)
+    }
+    Value k0 = liveLo, k3 = bb.max(liveHi, liveLo);
+    Value k1 = bb.clamp(trueLo, k0, k3);
+    Value k2 = bb.clamp(trueHi, k1, k3);
+
+    // Three copies of the loop over [k0,k1) masked, [k1,k2) unmasked, [k2,k3) masked.
+    Type ivType = loop.getInductionVar().getType();
+    auto bound = [&](Value k) { return bb.fromI64(bb.add(lb, bb.mul(k, *step)), ivType); };
+    Value bounds[4] = {bound(k0), bound(k1), bound(k2), bound(k3)};
+    ValueRange inits = loop.getInitArgs();
+    SmallVector<Value> carried(inits.begin(), inits.end());
+    const char *kinds[3] = {"mixed", "all_true", "mixed"};
+    for (int part = 0; part < 3; ++part) {
+      auto copy = cast<scf::ForOp>(b.clone(*loop));
+      copy.getLowerBoundMutable().assign(bounds[part]);
+      copy.getUpperBoundMutable().assign(bounds[part + 1]);
+      copy.getInitArgsMutable().assign(carried);
+      copy->setAttr(kSplitAttr, b.getStringAttr(kinds[part]));
+      if (part == 1) {
+        // Proven all-true: the selects keep their scores; canonicalisation drops the mask.
+        OpBuilder inner(copy.getBody(), copy.getBody()->begin());
+        Value allTrue = arith::ConstantOp::create(
+            inner, loop.getLoc(), DenseElementsAttr::get(cast<ShapedType>(mask.getType()), true));
+        for (Operation &op : copy.getBody()->without_terminator())
+          if (auto select = dyn_cast<arith::SelectOp>(op))
+            if (isNegInfSplat(select.getFalseValue()) && isa<RankedTensorType>(select.getType()))
+              select.getConditionMutable().assign(allTrue);
+      }
+      carried.assign(copy.getResults().begin(), copy.getResults().end());
+    }
+    loop.replaceAllUsesWith(carried);
+    loop.erase();
+  }
+};
+} // namespace
