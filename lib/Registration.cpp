@@ -11,6 +11,7 @@
 #include "tile/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -34,6 +35,7 @@ void tessel::registerPasses() {
     mlir::registerInlinerPass();
     mlir::registerSymbolDCEPass();
     mlir::registerLoopInvariantCodeMotionPass();
+    mlir::arith::registerArithIntRangeOpts();
     tile::registerTilePasses();
     tile::registerTileOptimizationPipeline();
   });

@@ -11,6 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tessel_obj_root, "test")
+config.substitutions.append(("%tessel_examples", os.path.join(config.tessel_src_root, "examples")))
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "python", "gpu"]
 
 llvm_config.use_default_substitutions()
