@@ -1,0 +1,213 @@
+//===- CudaDriver.cpp - the CUDA driver, opened at run time ---------------===//
+//
+// The driver API is C with stable entry points; we declare the handful of signatures we call
+// ourselves (no cuda.h needed at build time) and resolve their versioned symbols with dlsym.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Runtime/CudaDriver.h"
+
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace tessel;
+
+namespace {
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+
+// The entry points, by the names the driver exports (the _v2 ABI where there is one).
+struct Api {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadData)(void **, const void *);
+  CUresult (*cuModuleUnload)(void *);
+  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+  CUresult (*cuFuncSetAttribute)(void *, int, int);
+  CUresult (*cuMemAlloc)(cuda::DevicePtr *, size_t);
+  CUresult (*cuMemFree)(cuda::DevicePtr);
+  CUresult (*cuMemcpyHtoD)(cuda::DevicePtr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, cuda::DevicePtr, size_t);
+  CUresult (*cuMemsetD8)(cuda::DevicePtr, unsigned char, size_t);
+  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, void *, void **, void **);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuEventCreate)(void **, unsigned);
+  CUresult (*cuEventRecord)(void *, void *);
+  CUresult (*cuEventElapsedTime)(float *, void *, void *);
+  CUresult (*cuEventDestroy)(void *);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+constexpr int kFuncAttrMaxDynamicSharedMemory = 8;
+
+struct State {
+  Api api{};
+  bool ok = false;
+  std::string error;
+  CUdevice device = 0;
+};
+
+template <typename Fn> bool resolve(void *lib, const char *name, Fn &fn, std::string &error) {
+  fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  if (!fn)
+    error = std::string("libcuda has no symbol ") + name;
+  return fn != nullptr;
+}
+
+State &state() {
+  static State s;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      s.error = "no CUDA driver (libcuda.so.1 could not be opened)";
+      return;
+    }
+    Api &a = s.api;
+    std::string &e = s.error;
+    bool ok = resolve(lib, "cuInit", a.cuInit, e) && resolve(lib, "cuDeviceGet", a.cuDeviceGet, e) &&
+              resolve(lib, "cuDeviceGetName", a.cuDeviceGetName, e) &&
+              resolve(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, e) &&
+              resolve(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, e) &&
+              resolve(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, e) &&
+              resolve(lib, "cuModuleLoadData", a.cuModuleLoadData, e) &&
+              resolve(lib, "cuModuleUnload", a.cuModuleUnload, e) &&
+              resolve(lib, "cuModuleGetFunction", a.cuModuleGetFunction, e) &&
+              resolve(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute, e) &&
+              resolve(lib, "cuMemAlloc_v2", a.cuMemAlloc, e) &&
+              resolve(lib, "cuMemFree_v2", a.cuMemFree, e) &&
+              resolve(lib, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, e) &&
+              resolve(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, e) &&
+              resolve(lib, "cuMemsetD8_v2", a.cuMemsetD8, e) &&
+              resolve(lib, "cuLaunchKernel", a.cuLaunchKernel, e) &&
+              resolve(lib, "cuCtxSynchronize", a.cuCtxSynchronize, e) &&
+              resolve(lib, "cuEventCreate", a.cuEventCreate, e) &&
+              resolve(lib, "cuEventRecord", a.cuEventRecord, e) &&
+              resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, e) &&
+              resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, e) &&
+              resolve(lib, "cuGetErrorString", a.cuGetErrorString, e);
+    if (!ok)
+      return;
+    CUcontext ctx = nullptr;
+    if (a.cuInit(0) != 0 || a.cuDeviceGet(&s.device, 0) != 0 ||
+        a.cuDevicePrimaryCtxRetain(&ctx, s.device) != 0 || a.cuCtxSetCurrent(ctx) != 0) {
+      s.error = "the CUDA driver is present but found no usable device";
+      return;
+    }
+    s.ok = true;
+  });
+  return s;
+}
+
+// Turns a CUresult into `call: message`; true on success.
+bool check(CUresult result, const char *call, std::string &error) {
+  if (result == 0)
+    return true;
+  const char *text = nullptr;
+  if (state().api.cuGetErrorString)
+    state().api.cuGetErrorString(result, &text);
+  error = std::string(call) + " failed: " + (text ? text : "unknown CUDA error") + " (" +
+          std::to_string(result) + ")";
+  return false;
+}
+
+bool ready(std::string &error) {
+  if (!state().ok)
+    error = state().error;
+  return state().ok;
+}
+} // namespace
+
+bool cuda::initialize(std::string &error) { return ready(error); }
+
+bool cuda::deviceInfo(std::string &name, int &major, int &minor, std::string &error) {
+  if (!ready(error))
+    return false;
+  char buf[256] = {};
+  Api &a = state().api;
+  return check(a.cuDeviceGetName(buf, sizeof(buf) - 1, state().device), "cuDeviceGetName",
+               error) &&
+         check(a.cuDeviceGetAttribute(&major, kAttrComputeCapabilityMajor, state().device),
+               "cuDeviceGetAttribute", error) &&
+         check(a.cuDeviceGetAttribute(&minor, kAttrComputeCapabilityMinor, state().device),
+               "cuDeviceGetAttribute", error) &&
+         (name = buf, true);
+}
+
+bool cuda::loadModule(const std::string &cubin, ModuleHandle &module, std::string &error) {
+  return ready(error) &&
+         check(state().api.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData", error);
+}
+
+bool cuda::unloadModule(ModuleHandle module, std::string &error) {
+  return ready(error) && check(state().api.cuModuleUnload(module), "cuModuleUnload", error);
+}
+
+bool cuda::getFunction(ModuleHandle module, const std::string &name, FunctionHandle &function,
+                       std::string &error) {
+  return ready(error) && check(state().api.cuModuleGetFunction(&function, module, name.c_str()),
+                               ("cuModuleGetFunction(" + name + ")").c_str(), error);
+}
+
+bool cuda::setDynamicSharedMemory(FunctionHandle function, int bytes, std::string &error) {
+  return ready(error) &&
+         check(state().api.cuFuncSetAttribute(function, kFuncAttrMaxDynamicSharedMemory, bytes),
+               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", error);
+}
+
+bool cuda::allocate(size_t bytes, DevicePtr &ptr, std::string &error) {
+  return ready(error) && check(state().api.cuMemAlloc(&ptr, bytes ? bytes : 1), "cuMemAlloc", error);
+}
+
+bool cuda::release(DevicePtr ptr, std::string &error) {
+  return ready(error) && check(state().api.cuMemFree(ptr), "cuMemFree", error);
+}
+
+bool cuda::copyToDevice(DevicePtr dst, const void *src, size_t bytes, std::string &error) {
+  return ready(error) && check(state().api.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD", error);
+}
+
+bool cuda::copyToHost(void *dst, DevicePtr src, size_t bytes, std::string &error) {
+  return ready(error) && check(state().api.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH", error);
+}
+
+bool cuda::fill(DevicePtr dst, uint8_t value, size_t bytes, std::string &error) {
+  return ready(error) && check(state().api.cuMemsetD8(dst, value, bytes), "cuMemsetD8", error);
+}
+
+bool cuda::launch(FunctionHandle function, const unsigned grid[3], const unsigned block[3],
+                  unsigned sharedBytes, std::vector<void *> &args, std::string &error) {
+  return ready(error) &&
+         check(state().api.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1],
+                                          block[2], sharedBytes, nullptr, args.data(), nullptr),
+               "cuLaunchKernel", error);
+}
+
+bool cuda::synchronize(std::string &error) {
+  return ready(error) && check(state().api.cuCtxSynchronize(), "cuCtxSynchronize", error);
+}
+
+bool cuda::createEvent(EventHandle &event, std::string &error) {
+  return ready(error) && check(state().api.cuEventCreate(&event, 0), "cuEventCreate", error);
+}
+
+bool cuda::recordEvent(EventHandle event, std::string &error) {
+  return ready(error) && check(state().api.cuEventRecord(event, nullptr), "cuEventRecord", error);
+}
+
+bool cuda::elapsedMs(EventHandle start, EventHandle end, float &ms, std::string &error) {
+  return ready(error) &&
+         check(state().api.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime", error);
+}
+
+bool cuda::destroyEvent(EventHandle event, std::string &error) {
+  return ready(error) && check(state().api.cuEventDestroy(event), "cuEventDestroy", error);
+}
