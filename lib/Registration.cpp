@@ -7,6 +7,8 @@
 
 #include "tessel/Registration.h"
 
+#include "tessel/Target/Pipeline.h"
+
 #include "tile/IR/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,6 +25,7 @@ void tessel::registerDialects(mlir::DialectRegistry &registry) {
   registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::math::MathDialect, mlir::scf::SCFDialect>();
   mlir::func::registerInlinerExtension(registry);
+  tessel::registerTargetDialects(registry);
 }
 
 void tessel::registerPasses() {
@@ -33,5 +36,6 @@ void tessel::registerPasses() {
     mlir::registerInlinerPass();
     mlir::registerSymbolDCEPass();
     mlir::registerLoopInvariantCodeMotionPass();
+    tessel::registerTargetPasses();
   });
 }
