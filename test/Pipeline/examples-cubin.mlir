@@ -11,4 +11,5 @@
 // SM90: ptxas sm_90a softmax_rows: {{[0-9]+}} registers, {{[1-9][0-9]*}} bytes smem
 // ELF: 7f 45 4c 46
 // MM: ptxas sm_90a matmul: {{[0-9]+}} registers
-// BIN: gpu.binary @tessel_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">, bin = "\7FELF
+// BIN: gpu.binary @tessel_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">
+// BIN-SAME: bin = "\7FELF

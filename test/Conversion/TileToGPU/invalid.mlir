@@ -1,9 +1,10 @@
 // convert-tile-to-gpu refuses what it cannot lower, with a located error and never a crash.
 // RUN: tessel-opt %s --split-input-file --verify-diagnostics --convert-tile-to-gpu
 
-func.func @streamed_softmax(%s: tensor<4x8xf32>, %n: i32) {
+func.func @streamed_softmax(%x: f32, %n: i32) {
   %c0 = arith.constant 0 : i32
   %c8 = arith.constant 8 : i32
+  %s = tile.splat %x : f32 -> tensor<4x8xf32>
   scf.for %j = %c0 to %n step %c8 : i32 {
     // expected-error @+1 {{'tile.softmax' op is streamed: run tile-online-softmax before convert-tile-to-gpu}}
     %p, %l = tile.softmax %s axis 1 streamed : tensor<4x8xf32> -> tensor<4xf32>
