@@ -7,6 +7,8 @@
 
 #include "tessel/Registration.h"
 
+#include "tessel/Target/Pipeline.h"
+
 #include "tile/IR/TileDialect.h"
 #include "tile/Transforms/Passes.h"
 
@@ -25,6 +27,7 @@ void tessel::registerDialects(mlir::DialectRegistry &registry) {
   registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::math::MathDialect, mlir::scf::SCFDialect>();
   mlir::func::registerInlinerExtension(registry);
+  tessel::registerTargetDialects(registry);
 }
 
 void tessel::registerPasses() {
@@ -38,5 +41,6 @@ void tessel::registerPasses() {
     mlir::arith::registerArithIntRangeOpts();
     tile::registerTilePasses();
     tile::registerTileOptimizationPipeline();
+    tessel::registerTargetPasses();
   });
 }

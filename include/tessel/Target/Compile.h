@@ -1,0 +1,74 @@
+//===- Compile.h - compile a tile module to PTX and cubin -------*- C++ -*-===//
+//
+// The C++ driver that tools (tesselc, later the JIT) call: runs the tile-to-nvvm pipeline on a
+// module, returns the LLVM-dialect kernel module, the PTX, the cubin made by ptxas, and ptxas'
+// resource report (registers, spills, shared memory) parsed per kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TARGET_COMPILE_H
+#define TESSEL_TARGET_COMPILE_H
+
+#include "tessel/Target/Pipeline.h"
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace tessel {
+
+/// One kernel's line of `ptxas -v`.
+struct KernelResources {
+  std::string kernel;
+  std::string arch;
+  int registers = 0;
+  int barriers = 0;
+  int64_t stackBytes = 0;
+  int64_t spillStoreBytes = 0;
+  int64_t spillLoadBytes = 0;
+  int64_t sharedBytes = 0;
+  int64_t constantBytes = 0;
+};
+
+/// Parses the output of `ptxas -v`; kernels appear in the order ptxas reports them.
+llvm::SmallVector<KernelResources> parsePtxasReport(llvm::StringRef log);
+
+/// How far `compileModule` goes.
+enum class Stage { LLVM, PTX, Cubin };
+
+struct CompiledModule {
+  /// The kernel module after lowering to the LLVM dialect (Stage::LLVM and later).
+  std::string llvmDialect;
+  /// PTX text (Stage::PTX and later).
+  std::string ptx;
+  /// The cubin made by ptxas and its resource report (Stage::Cubin).
+  std::string cubin;
+  std::string ptxasLog;
+  llvm::SmallVector<KernelResources> resources;
+};
+
+/// The ptxas to use: `toolkit`/bin/ptxas, then $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, tessel's
+/// configured CUDA, then PATH. Empty if none is found.
+std::string findPtxas(llvm::StringRef toolkit);
+
+/// Compiles a copy of `module` (tile IR) up to `stage`. Failures are reported as diagnostics on
+/// the module's context (located where the IR says) and return failure.
+mlir::FailureOr<CompiledModule> compileModule(mlir::ModuleOp module, const TargetOptions &options,
+                                              Stage stage);
+
+/// Runs `ptxas -v` on `ptx` for `chip`; fills `cubin`, `log` and `resources`. `error` says why
+/// on failure.
+bool runPtxas(llvm::StringRef ptx, llvm::StringRef chip, llvm::StringRef toolkit,
+              CompiledModule &out, std::string &error);
+
+} // namespace tessel
+
+#endif // TESSEL_TARGET_COMPILE_H

@@ -1,0 +1,49 @@
+//===- Pipeline.h - the pipeline from tile IR to PTX and cubin --*- C++ -*-===//
+//
+// The named pipeline `tile-to-nvvm` (convert-tile-to-gpu, then the upstream GPU→NVVM→LLVM passes
+// and gpu-module-to-binary) and the registration of everything it needs: upstream dialects,
+// conversion interfaces, LLVM IR translations and passes, each registered one by one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TARGET_PIPELINE_H
+#define TESSEL_TARGET_PIPELINE_H
+
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+class OpPassManager;
+} // namespace mlir
+
+namespace tessel {
+
+/// What the pipeline makes and for which GPU.
+struct TargetOptions {
+  /// `sm_80` or `sm_90a`.
+  std::string chip = "sm_90a";
+  /// PTX features handed to nvvm-attach-target (ptxas 13 accepts PTX ISA 8.0).
+  std::string features = "+ptx80";
+  /// Threads per CTA of the reference lowering.
+  unsigned numThreads = 128;
+  /// Where to stop: `llvm` (LLVM dialect inside the gpu.module), `isa` (PTX) or `bin` (cubin).
+  std::string format = "isa";
+  /// CUDA toolkit for gpu-module-to-binary{format=bin}; empty: CUDA_HOME or PATH.
+  std::string toolkit;
+};
+
+/// Whether `chip` is one tessel targets (sm_80, sm_90a).
+bool isSupportedChip(const std::string &chip);
+
+/// Appends tile IR → GPU kernels → NVVM/LLVM → (PTX|cubin) to `pm`, anchored on builtin.module.
+void buildTileToNVVMPipeline(mlir::OpPassManager &pm, const TargetOptions &options);
+
+/// Adds the dialects, conversion interfaces and LLVM IR translations the pipeline needs.
+void registerTargetDialects(mlir::DialectRegistry &registry);
+
+/// Registers `tile-to-nvvm`, convert-tile-to-gpu and the upstream passes it runs.
+void registerTargetPasses();
+
+} // namespace tessel
+
+#endif // TESSEL_TARGET_PIPELINE_H

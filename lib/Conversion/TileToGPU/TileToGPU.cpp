@@ -1,0 +1,842 @@
+//===- TileToGPU.cpp - reference lowering of tile programs to GPU kernels -===//
+//
+// convert-tile-to-gpu: each tile program (a `func.func`) becomes a `gpu.func` kernel, one CTA per
+// program instance. Correct rather than fast: every tile value lives in its own shared-memory
+// buffer, and every tile op is a loop over elements spread over the CTA's threads and closed by a
+// barrier. Scalars are computed by every thread alike, so all control flow is uniform and the
+// barriers inside loops and ifs are legal. The fast path (register fragments, mma.sync, wgmma)
+// replaces this lowering later; this one is the yardstick it is checked against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Conversion/Passes.h"
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
+
+namespace tessel {
+#define GEN_PASS_DEF_CONVERTTILETOGPU
+#include "tessel/Conversion/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+namespace tile = tessel::tile;
+
+namespace {
+
+/// The largest static shared-memory allocation of a CTA; more needs dynamic shared memory.
+constexpr int64_t kStaticSharedLimit = 48 * 1024;
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// A descriptor after lowering: base pointer, element offset, shape and strides, all i64.
+struct LoweredDesc {
+  Value base;
+  Value offset;
+  SmallVector<Value> shape;
+  SmallVector<Value> strides;
+  Type elementType;
+};
+
+/// Builds one kernel from one tile program, op by op.
+class KernelBuilder {
+public:
+  KernelBuilder(gpu::GPUFuncOp kernel, unsigned numThreads)
+      : kernel(kernel), b(kernel.getContext()), numThreads(numThreads) {}
+
+  LogicalResult build(func::FuncOp program);
+  int64_t sharedBytes() const { return sharedBytesUsed; }
+
+private:
+  using ElementBody = function_ref<void(OpBuilder &, Location, ValueRange)>;
+
+  LogicalResult emitBlock(Block &block);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitFor(scf::ForOp op);
+  LogicalResult emitIf(scf::IfOp op);
+  LogicalResult emitElementwise(Operation *op);
+  LogicalResult emitConstant(arith::ConstantOp op);
+  LogicalResult emitMakeDesc(tile::MakeDescOp op);
+  LogicalResult emitLoad(tile::LoadOp op);
+  LogicalResult emitStore(tile::StoreOp op);
+  LogicalResult emitDot(tile::DotOp op);
+  LogicalResult emitReduce(tile::ReduceOp op);
+  LogicalResult emitSoftmax(tile::SoftmaxOp op);
+  LogicalResult emitShapeOp(Operation *op);
+
+  /// A fresh shared-memory buffer for a value of tile type `type`.
+  Value newBuffer(RankedTensorType type, Location loc);
+  /// The buffer of a tile value, or an error at `user` if it has none.
+  FailureOr<Value> bufferOf(Value tileValue, Operation *user);
+  /// Runs `body` once per element index of `shape`, spread over the CTA's threads, then waits
+  /// at a barrier so that every thread sees every element.
+  void forEachElement(Location loc, ArrayRef<int64_t> shape, ElementBody body);
+  void copyTile(Location loc, Value from, Value to);
+  /// Emits the scalar form of an element-wise op; exp/exp2/log/log2 take NVVM's fast paths.
+  SmallVector<Value> emitScalar(OpBuilder &ob, Operation *op, ValueRange operands,
+                                TypeRange resultTypes);
+
+  gpu::GPUFuncOp kernel;
+  OpBuilder b;
+  unsigned numThreads;
+  Value threadId;
+  int64_t sharedBytesUsed = 0;
+  IRMapping scalars;
+  DenseMap<Value, Value> tiles;
+  DenseMap<Value, LoweredDesc> descs;
+};
+
+bool isTile(Type t) { return isa<RankedTensorType>(t); }
+
+Value constIndex(OpBuilder &ob, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(ob, loc, v);
+}
+
+Value constF32(OpBuilder &ob, Location loc, double v) {
+  return arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(static_cast<float>(v)));
+}
+
+Value toI64(OpBuilder &ob, Location loc, Value v) {
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(ob, loc, ob.getI64Type(), v);
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    return arith::ExtSIOp::create(ob, loc, ob.getI64Type(), v);
+  return v;
+}
+
+Value toF32(OpBuilder &ob, Location loc, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(ob, loc, ob.getF32Type(), v);
+}
+
+Value fromF32(OpBuilder &ob, Location loc, Value v, Type to) {
+  if (to.isF32())
+    return v;
+  return arith::TruncFOp::create(ob, loc, to, v);
+}
+
+/// 2^x and log2(x) on f32 through NVVM's approximate instructions (what FlashAttention uses).
+Value ex2(OpBuilder &ob, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
+                                       ob.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
+      .getResult(0);
+}
+
+Value lg2(OpBuilder &ob, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
+                                       ob.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{x})
+      .getResult(0);
+}
+
+/// A typed scalar constant from a double (the padding value of a load).
+Value scalarConstant(OpBuilder &ob, Location loc, Type type, double v) {
+  if (isa<FloatType>(type))
+    return arith::ConstantOp::create(ob, loc, ob.getFloatAttr(type, v));
+  if (type.isInteger(1))
+    return arith::ConstantOp::create(ob, loc, ob.getBoolAttr(v != 0.0));
+  return arith::ConstantOp::create(ob, loc, ob.getIntegerAttr(type, static_cast<int64_t>(v)));
+}
+
+Value combine(OpBuilder &ob, Location loc, tile::ReduceKind kind, Value x, Value y) {
+  bool isFloat = isa<FloatType>(x.getType());
+  switch (kind) {
+  case tile::ReduceKind::Sum:
+    return isFloat ? Value(arith::AddFOp::create(ob, loc, x, y))
+                   : Value(arith::AddIOp::create(ob, loc, x, y));
+  case tile::ReduceKind::Max:
+    return isFloat ? Value(arith::MaximumFOp::create(ob, loc, x, y))
+                   : Value(arith::MaxSIOp::create(ob, loc, x, y));
+  case tile::ReduceKind::Min:
+    return isFloat ? Value(arith::MinimumFOp::create(ob, loc, x, y))
+                   : Value(arith::MinSIOp::create(ob, loc, x, y));
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+/// `idx` with `k` inserted at position `axis`.
+SmallVector<Value> insertAt(ValueRange idx, unsigned axis, Value k) {
+  SmallVector<Value> out(idx.begin(), idx.end());
+  out.insert(out.begin() + axis, k);
+  return out;
+}
+
+Value KernelBuilder::newBuffer(RankedTensorType type, Location loc) {
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType(),
+                                    MemRefLayoutAttrInterface(), space);
+  int64_t bits = std::max<int64_t>(8, type.getElementTypeBitWidth());
+  sharedBytesUsed += type.getNumElements() * bits / 8;
+  return kernel.addWorkgroupAttribution(memrefType, loc);
+}
+
+FailureOr<Value> KernelBuilder::bufferOf(Value tileValue, Operation *user) {
+  auto it = tiles.find(tileValue);
+  if (it == tiles.end())
+    return user->emitOpError("uses a tile that convert-tile-to-gpu could not place in memory");
+  return it->second;
+}
+
+void KernelBuilder::forEachElement(Location loc, ArrayRef<int64_t> shape, ElementBody body) {
+  int64_t numElements = 1;
+  for (int64_t d : shape)
+    numElements *= d;
+  Value lb = numThreads == 1 ? constIndex(b, loc, 0) : threadId;
+  Value ub = constIndex(b, loc, numElements);
+  Value step = constIndex(b, loc, numThreads);
+  SmallVector<int64_t> shapeCopy(shape.begin(), shape.end());
+  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &ob, Location l, Value linear, ValueRange) {
+                       SmallVector<Value> idx(shapeCopy.size());
+                       Value rest = linear;
+                       for (int i = static_cast<int>(shapeCopy.size()) - 1; i >= 0; --i) {
+                         Value size = constIndex(ob, l, shapeCopy[i]);
+                         idx[i] = i == 0 ? rest : Value(arith::RemUIOp::create(ob, l, rest, size));
+                         if (i > 0)
+                           rest = arith::DivUIOp::create(ob, l, rest, size);
+                       }
+                       body(ob, l, idx);
+                       scf::YieldOp::create(ob, l);
+                     });
+  gpu::BarrierOp::create(b, loc);
+}
+
+void KernelBuilder::copyTile(Location loc, Value from, Value to) {
+  forEachElement(loc, cast<MemRefType>(from.getType()).getShape(),
+                 [&](OpBuilder &ob, Location l, ValueRange idx) {
+                   Value v = memref::LoadOp::create(ob, l, from, idx);
+                   memref::StoreOp::create(ob, l, v, to, idx);
+                 });
+}
+
+LogicalResult KernelBuilder::build(func::FuncOp program) {
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Location loc = program.getLoc();
+  threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
+    scalars.map(src, dst);
+  if (failed(emitBlock(program.getBody().front())))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+LogicalResult KernelBuilder::emitBlock(Block &block) {
+  for (Operation &op : block.without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult KernelBuilder::emitOp(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+    Value id = gpu::BlockIdOp::create(b, loc, static_cast<gpu::Dimension>(pid.getAxis()));
+    scalars.map(pid.getResult(), arith::IndexCastOp::create(b, loc, b.getI32Type(), id));
+    return success();
+  }
+  if (auto np = dyn_cast<tile::NumProgramsOp>(op)) {
+    Value n = gpu::GridDimOp::create(b, loc, static_cast<gpu::Dimension>(np.getAxis()));
+    scalars.map(np.getResult(), arith::IndexCastOp::create(b, loc, b.getI32Type(), n));
+    return success();
+  }
+  if (auto md = dyn_cast<tile::MakeDescOp>(op))
+    return emitMakeDesc(md);
+  if (auto ld = dyn_cast<tile::LoadOp>(op))
+    return emitLoad(ld);
+  if (auto st = dyn_cast<tile::StoreOp>(op))
+    return emitStore(st);
+  if (auto dot = dyn_cast<tile::DotOp>(op))
+    return emitDot(dot);
+  if (auto red = dyn_cast<tile::ReduceOp>(op))
+    return emitReduce(red);
+  if (auto sm = dyn_cast<tile::SoftmaxOp>(op))
+    return emitSoftmax(sm);
+  if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp>(op))
+    return emitShapeOp(op);
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return emitFor(forOp);
+  if (auto ifOp = dyn_cast<scf::IfOp>(op))
+    return emitIf(ifOp);
+  if (auto cst = dyn_cast<arith::ConstantOp>(op))
+    return emitConstant(cst);
+
+  Dialect *dialect = op->getDialect();
+  bool elementwise = dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
+                     op->getNumRegions() == 0;
+  if (!elementwise)
+    return op->emitOpError("is not supported by convert-tile-to-gpu");
+  if (llvm::any_of(op->getResultTypes(), isTile))
+    return emitElementwise(op);
+  for (Type t : op->getOperandTypes())
+    if (isTile(t))
+      return op->emitOpError("mixes tiles and scalars in a way convert-tile-to-gpu cannot lower");
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(scalars.lookup(v));
+  SmallVector<Value> results = emitScalar(b, op, operands, op->getResultTypes());
+  for (auto [src, dst] : llvm::zip(op->getResults(), results))
+    scalars.map(src, dst);
+  return success();
+}
+
+SmallVector<Value> KernelBuilder::emitScalar(OpBuilder &ob, Operation *op, ValueRange operands,
+                                             TypeRange resultTypes) {
+  Location loc = op->getLoc();
+  bool fast = isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
+              isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0]);
+  if (fast) {
+    Value x = toF32(ob, loc, operands[0]);
+    Value r;
+    if (isa<math::ExpOp>(op))
+      r = ex2(ob, loc, arith::MulFOp::create(ob, loc, x, constF32(ob, loc, kLog2E)));
+    else if (isa<math::Exp2Op>(op))
+      r = ex2(ob, loc, x);
+    else if (isa<math::LogOp>(op))
+      r = arith::MulFOp::create(ob, loc, lg2(ob, loc, x), constF32(ob, loc, kLn2));
+    else
+      r = lg2(ob, loc, x);
+    return {fromF32(ob, loc, r, resultTypes[0])};
+  }
+  SmallVector<NamedAttribute> discardable(op->getDiscardableAttrs());
+  OperationState state(loc, op->getName(), operands, resultTypes, discardable);
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  Operation *scalarOp = ob.create(state);
+  return SmallVector<Value>(scalarOp->getResults());
+}
+
+LogicalResult KernelBuilder::emitElementwise(Operation *op) {
+  Location loc = op->getLoc();
+  RankedTensorType shapeType;
+  for (Type t : op->getResultTypes())
+    if (auto rt = dyn_cast<RankedTensorType>(t))
+      shapeType = rt;
+  SmallVector<Value> inputs;
+  SmallVector<bool> inputIsTile;
+  for (Value v : op->getOperands()) {
+    if (isTile(v.getType())) {
+      FailureOr<Value> buf = bufferOf(v, op);
+      if (failed(buf))
+        return failure();
+      inputs.push_back(*buf);
+      inputIsTile.push_back(true);
+    } else {
+      inputs.push_back(scalars.lookup(v));
+      inputIsTile.push_back(false);
+    }
+  }
+  SmallVector<Type> elementTypes;
+  SmallVector<Value> outputs;
+  for (Value r : op->getResults()) {
+    auto rt = dyn_cast<RankedTensorType>(r.getType());
+    if (!rt || rt.getShape() != shapeType.getShape())
+      return op->emitOpError("has results of different shapes");
+    elementTypes.push_back(rt.getElementType());
+    outputs.push_back(newBuffer(rt, loc));
+    tiles[r] = outputs.back();
+  }
+  forEachElement(loc, shapeType.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    SmallVector<Value> operands;
+    for (auto [in, tiled] : llvm::zip(inputs, inputIsTile))
+      operands.push_back(tiled ? Value(memref::LoadOp::create(ob, l, in, idx)) : in);
+    SmallVector<Value> results = emitScalar(ob, op, operands, elementTypes);
+    for (auto [res, out] : llvm::zip(results, outputs))
+      memref::StoreOp::create(ob, l, res, out, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitConstant(arith::ConstantOp op) {
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  if (!type) {
+    scalars.map(op.getResult(), b.clone(*op, scalars)->getResult(0));
+    return success();
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense || !dense.isSplat())
+    return op.emitOpError("is a non-splat tile constant, which convert-tile-to-gpu does not "
+                          "support; build it with tile.splat/tile.iota");
+  Location loc = op.getLoc();
+  Value scalar = arith::ConstantOp::create(b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+  Value buf = newBuffer(type, loc);
+  tiles[op.getResult()] = buf;
+  forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    memref::StoreOp::create(ob, l, scalar, buf, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitMakeDesc(tile::MakeDescOp op) {
+  Location loc = op.getLoc();
+  LoweredDesc d;
+  d.base = scalars.lookup(op.getBase());
+  d.offset = op.getOffset() ? toI64(b, loc, scalars.lookup(op.getOffset()))
+                            : Value(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+  for (Value v : op.getShape())
+    d.shape.push_back(toI64(b, loc, scalars.lookup(v)));
+  for (Value v : op.getStrides())
+    d.strides.push_back(toI64(b, loc, scalars.lookup(v)));
+  d.elementType = op.getResult().getType().getElementType();
+  descs[op.getResult()] = d;
+  return success();
+}
+
+/// The i64 element offset of `idx` + `offsets` in `d`, and whether it lies inside `d`'s shape.
+static std::pair<Value, Value> globalAddress(OpBuilder &ob, Location loc, const LoweredDesc &d,
+                                             ArrayRef<Value> offsets, ValueRange idx) {
+  Value zero = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+  Value inBounds = arith::ConstantOp::create(ob, loc, ob.getBoolAttr(true));
+  Value address = d.offset;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    Value g = arith::AddIOp::create(ob, loc, offsets[k], toI64(ob, loc, idx[k]));
+    Value lo = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, g, zero);
+    Value hi = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, g, d.shape[k]);
+    inBounds = arith::AndIOp::create(ob, loc, inBounds, arith::AndIOp::create(ob, loc, lo, hi));
+    address = arith::AddIOp::create(ob, loc, address,
+                                    arith::MulIOp::create(ob, loc, g, d.strides[k]));
+  }
+  return {address, inBounds};
+}
+
+LogicalResult KernelBuilder::emitLoad(tile::LoadOp op) {
+  Location loc = op.getLoc();
+  auto it = descs.find(op.getDesc());
+  if (it == descs.end())
+    return op.emitOpError("reads a descriptor that convert-tile-to-gpu cannot trace to a "
+                          "tile.make_desc");
+  LoweredDesc d = it->second;
+  SmallVector<Value> offsets;
+  for (Value v : op.getOffsets())
+    offsets.push_back(toI64(b, loc, scalars.lookup(v)));
+  auto type = op.getResult().getType();
+  Value buf = newBuffer(type, loc);
+  tiles[op.getResult()] = buf;
+  double padding = op.getPadding().convertToDouble();
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    auto [address, inBounds] = globalAddress(ob, l, d, offsets, idx);
+    auto ifOp = scf::IfOp::create(ob, l, TypeRange{d.elementType}, inBounds, true);
+    {
+      OpBuilder::InsertionGuard guard(ob);
+      ob.setInsertionPointToStart(ifOp.thenBlock());
+      Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
+      Value v = LLVM::LoadOp::create(ob, l, d.elementType, ptr);
+      scf::YieldOp::create(ob, l, v);
+      ob.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(ob, l, scalarConstant(ob, l, d.elementType, padding));
+    }
+    memref::StoreOp::create(ob, l, ifOp.getResult(0), buf, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitStore(tile::StoreOp op) {
+  Location loc = op.getLoc();
+  auto it = descs.find(op.getDesc());
+  if (it == descs.end())
+    return op.emitOpError("writes a descriptor that convert-tile-to-gpu cannot trace to a "
+                          "tile.make_desc");
+  LoweredDesc d = it->second;
+  SmallVector<Value> offsets;
+  for (Value v : op.getOffsets())
+    offsets.push_back(toI64(b, loc, scalars.lookup(v)));
+  FailureOr<Value> value = bufferOf(op.getValue(), op);
+  if (failed(value))
+    return failure();
+  Value mask;
+  if (op.getMask()) {
+    FailureOr<Value> m = bufferOf(op.getMask(), op);
+    if (failed(m))
+      return failure();
+    mask = *m;
+  }
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  forEachElement(loc, op.getValue().getType().getShape(),
+                 [&](OpBuilder &ob, Location l, ValueRange idx) {
+                   auto [address, doStore] = globalAddress(ob, l, d, offsets, idx);
+                   if (mask)
+                     doStore = arith::AndIOp::create(ob, l, doStore,
+                                                     memref::LoadOp::create(ob, l, mask, idx));
+                   auto ifOp = scf::IfOp::create(ob, l, TypeRange{}, doStore, false);
+                   OpBuilder::InsertionGuard guard(ob);
+                   ob.setInsertionPointToStart(ifOp.thenBlock());
+                   Value v = memref::LoadOp::create(ob, l, *value, idx);
+                   Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base,
+                                                   ValueRange{address});
+                   LLVM::StoreOp::create(ob, l, v, ptr);
+                 });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitDot(tile::DotOp op) {
+  Location loc = op.getLoc();
+  FailureOr<Value> a = bufferOf(op.getA(), op), bm = bufferOf(op.getB(), op),
+                   acc = bufferOf(op.getAcc(), op);
+  if (failed(a) || failed(bm) || failed(acc))
+    return failure();
+  auto type = op.getResult().getType();
+  int64_t k = op.getA().getType().getShape()[1];
+  Value out = newBuffer(type, loc);
+  tiles[op.getResult()] = out;
+  forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    Value init = memref::LoadOp::create(ob, l, *acc, idx);
+    auto loop = scf::ForOp::create(
+        ob, l, constIndex(ob, l, 0), constIndex(ob, l, k), constIndex(ob, l, 1), ValueRange{init},
+        [&](OpBuilder &ib, Location il, Value kk, ValueRange sum) {
+          Value x = toF32(ib, il, memref::LoadOp::create(ib, il, *a, ValueRange{idx[0], kk}));
+          Value y = toF32(ib, il, memref::LoadOp::create(ib, il, *bm, ValueRange{kk, idx[1]}));
+          Value s = arith::AddFOp::create(ib, il, sum[0], arith::MulFOp::create(ib, il, x, y));
+          scf::YieldOp::create(ib, il, s);
+        });
+    memref::StoreOp::create(ob, l, loop.getResult(0), out, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitReduce(tile::ReduceOp op) {
+  Location loc = op.getLoc();
+  FailureOr<Value> in = bufferOf(op.getInput(), op);
+  if (failed(in))
+    return failure();
+  auto inType = op.getInput().getType();
+  auto type = cast<RankedTensorType>(op.getResult().getType());
+  unsigned axis = op.getAxis();
+  int64_t n = inType.getShape()[axis];
+  Value out = newBuffer(type, loc);
+  tiles[op.getResult()] = out;
+  tile::ReduceKind kind = op.getKind();
+  forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    Value first =
+        memref::LoadOp::create(ob, l, *in, insertAt(idx, axis, constIndex(ob, l, 0)));
+    auto loop = scf::ForOp::create(
+        ob, l, constIndex(ob, l, 1), constIndex(ob, l, n), constIndex(ob, l, 1), ValueRange{first},
+        [&](OpBuilder &ib, Location il, Value kk, ValueRange acc) {
+          Value x = memref::LoadOp::create(ib, il, *in, insertAt(idx, axis, kk));
+          scf::YieldOp::create(ib, il, combine(ib, il, kind, acc[0], x));
+        });
+    memref::StoreOp::create(ob, l, loop.getResult(0), out, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitSoftmax(tile::SoftmaxOp op) {
+  if (op.getStreamed())
+    return op.emitOpError("is streamed: run tile-online-softmax before convert-tile-to-gpu");
+  Location loc = op.getLoc();
+  FailureOr<Value> in = bufferOf(op.getInput(), op);
+  if (failed(in))
+    return failure();
+  auto inType = op.getInput().getType();
+  auto lseType = cast<RankedTensorType>(op.getLse().getType());
+  unsigned axis = op.getAxis();
+  int64_t n = inType.getShape()[axis];
+  Value out = newBuffer(cast<RankedTensorType>(op.getResult().getType()), loc);
+  Value lse = newBuffer(lseType, loc);
+  tiles[op.getResult()] = out;
+  tiles[op.getLse()] = lse;
+  Type elementType = inType.getElementType();
+  forEachElement(loc, lseType.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    Value ninf = constF32(ob, l, -INFINITY);
+    Value zero = constF32(ob, l, 0.0);
+    Value log2e = constF32(ob, l, kLog2E);
+    Value c0 = constIndex(ob, l, 0), cn = constIndex(ob, l, n), c1 = constIndex(ob, l, 1);
+    auto element = [&](OpBuilder &ib, Location il, Value k) {
+      return toF32(ib, il, memref::LoadOp::create(ib, il, *in, insertAt(idx, axis, k)));
+    };
+    // exp(x - M), with masked elements (x = -inf) giving 0 even when M = -inf.
+    auto expShifted = [&](OpBuilder &ib, Location il, Value x, Value m) {
+      Value e = ex2(ib, il, arith::MulFOp::create(ib, il, arith::SubFOp::create(ib, il, x, m),
+                                                  log2e));
+      Value masked = arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OEQ, x, ninf);
+      return Value(arith::SelectOp::create(ib, il, masked, zero, e));
+    };
+    auto maxLoop = scf::ForOp::create(
+        ob, l, c0, cn, c1, ValueRange{ninf},
+        [&](OpBuilder &ib, Location il, Value k, ValueRange m) {
+          scf::YieldOp::create(ib, il,
+                               Value(arith::MaximumFOp::create(ib, il, m[0], element(ib, il, k))));
+        });
+    Value rowMax = maxLoop.getResult(0);
+    auto sumLoop = scf::ForOp::create(
+        ob, l, c0, cn, c1, ValueRange{zero},
+        [&](OpBuilder &ib, Location il, Value k, ValueRange s) {
+          Value e = expShifted(ib, il, element(ib, il, k), rowMax);
+          scf::YieldOp::create(ib, il, Value(arith::AddFOp::create(ib, il, s[0], e)));
+        });
+    Value rowSum = sumLoop.getResult(0);
+    // An all-masked row has L = 0: its elements are already 0; keep 0/0 out of the division.
+    Value empty = arith::CmpFOp::create(ob, l, arith::CmpFPredicate::OEQ, rowSum, zero);
+    Value divisor = arith::SelectOp::create(ob, l, empty, constF32(ob, l, 1.0), rowSum);
+    scf::ForOp::create(ob, l, c0, cn, c1, ValueRange{},
+                       [&](OpBuilder &ib, Location il, Value k, ValueRange) {
+                         Value p = arith::DivFOp::create(
+                             ib, il, expShifted(ib, il, element(ib, il, k), rowMax), divisor);
+                         memref::StoreOp::create(ib, il, fromF32(ib, il, p, elementType), out,
+                                                 insertAt(idx, axis, k));
+                         scf::YieldOp::create(ib, il);
+                       });
+    // lse = M + log(L); -inf for an all-masked row (M = -inf, log 0 = -inf).
+    Value logSum = arith::MulFOp::create(ob, l, lg2(ob, l, rowSum), constF32(ob, l, kLn2));
+    Value lseValue = arith::AddFOp::create(ob, l, rowMax, logSum);
+    lseValue = arith::SelectOp::create(ob, l, empty, ninf, lseValue);
+    memref::StoreOp::create(ob, l, fromF32(ob, l, lseValue, lseType.getElementType()), lse, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitShapeOp(Operation *op) {
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  Value in;
+  if (op->getNumOperands() == 1 && isTile(op->getOperand(0).getType())) {
+    FailureOr<Value> buf = bufferOf(op->getOperand(0), op);
+    if (failed(buf))
+      return failure();
+    in = *buf;
+  }
+  Value out = newBuffer(type, loc);
+  tiles[op->getResult(0)] = out;
+  Value splatValue;
+  if (auto splat = dyn_cast<tile::SplatOp>(op))
+    splatValue = scalars.lookup(splat.getValue());
+  forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    Value v;
+    if (isa<tile::SplatOp>(op)) {
+      v = splatValue;
+    } else if (isa<tile::IotaOp>(op)) {
+      v = arith::IndexCastOp::create(ob, l, type.getElementType(), idx[0]);
+    } else if (auto ed = dyn_cast<tile::ExpandDimsOp>(op)) {
+      SmallVector<Value> src(idx.begin(), idx.end());
+      src.erase(src.begin() + ed.getAxis());
+      v = memref::LoadOp::create(ob, l, in, src);
+    } else if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
+      SmallVector<Value> src(idx.begin(), idx.end());
+      ArrayRef<int64_t> inShape = bc.getInput().getType().getShape();
+      for (size_t k = 0; k < src.size(); ++k)
+        if (inShape[k] == 1)
+          src[k] = constIndex(ob, l, 0);
+      v = memref::LoadOp::create(ob, l, in, src);
+    } else {
+      v = memref::LoadOp::create(ob, l, in, ValueRange{idx[1], idx[0]});
+    }
+    memref::StoreOp::create(ob, l, v, out, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitFor(scf::ForOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> scalarInits;
+  SmallVector<Value> carried(op.getNumRegionIterArgs());
+  for (auto [i, init] : llvm::enumerate(op.getInitArgs())) {
+    if (isa<tile::DescType>(init.getType()))
+      return op.emitOpError("carries a descriptor, which convert-tile-to-gpu does not support");
+    if (!isTile(init.getType())) {
+      scalarInits.push_back(scalars.lookup(init));
+      continue;
+    }
+    FailureOr<Value> buf = bufferOf(init, op);
+    if (failed(buf))
+      return failure();
+    carried[i] = newBuffer(cast<RankedTensorType>(init.getType()), loc);
+    copyTile(loc, *buf, carried[i]);
+  }
+  auto loop = scf::ForOp::create(b, loc, scalars.lookup(op.getLowerBound()),
+                                 scalars.lookup(op.getUpperBound()), scalars.lookup(op.getStep()),
+                                 scalarInits, nullptr, op.getUnsignedCmp());
+  Block *body = loop.getBody();
+  if (!body->empty())
+    body->back().erase();
+  scalars.map(op.getInductionVar(), loop.getInductionVar());
+  unsigned s = 0;
+  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+    if (carried[i])
+      tiles[arg] = carried[i];
+    else
+      scalars.map(arg, loop.getRegionIterArgs()[s++]);
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(body);
+  if (failed(emitBlock(*op.getBody())))
+    return failure();
+
+  // Copy out. A yield that passes another position's carried tile (a swap) reads a buffer that
+  // this copy overwrites: then every yielded tile goes through a temporary first.
+  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  bool swaps = false;
+  for (auto [j, v] : llvm::enumerate(yield.getOperands()))
+    for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs()))
+      if (carried[j] && v == arg && i != j)
+        swaps = true;
+  SmallVector<Value> scalarYields;
+  SmallVector<std::pair<Value, Value>> copies;
+  for (auto [j, v] : llvm::enumerate(yield.getOperands())) {
+    if (!carried[j]) {
+      scalarYields.push_back(scalars.lookup(v));
+      continue;
+    }
+    if (v == op.getRegionIterArgs()[j])
+      continue;
+    FailureOr<Value> buf = bufferOf(v, yield);
+    if (failed(buf))
+      return failure();
+    copies.push_back({*buf, carried[j]});
+  }
+  if (swaps) {
+    for (auto &[from, to] : copies) {
+      Value tmp = newBuffer(RankedTensorType::get(cast<MemRefType>(from.getType()).getShape(),
+                                                  cast<MemRefType>(from.getType()).getElementType()),
+                            loc);
+      copyTile(loc, from, tmp);
+      from = tmp;
+    }
+  }
+  for (auto &[from, to] : copies)
+    copyTile(loc, from, to);
+  scf::YieldOp::create(b, loc, scalarYields);
+
+  s = 0;
+  for (auto [i, res] : llvm::enumerate(op.getResults())) {
+    if (carried[i])
+      tiles[res] = carried[i];
+    else
+      scalars.map(res, loop.getResult(s++));
+  }
+  return success();
+}
+
+LogicalResult KernelBuilder::emitIf(scf::IfOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Type> scalarTypes;
+  SmallVector<Value> outBuffers(op.getNumResults());
+  for (auto [i, res] : llvm::enumerate(op.getResults())) {
+    if (isa<tile::DescType>(res.getType()))
+      return op.emitOpError("yields a descriptor, which convert-tile-to-gpu does not support");
+    if (isTile(res.getType()))
+      outBuffers[i] = newBuffer(cast<RankedTensorType>(res.getType()), loc);
+    else
+      scalarTypes.push_back(res.getType());
+  }
+  bool hasElse = !op.getElseRegion().empty();
+  auto ifOp = scf::IfOp::create(b, loc, scalarTypes, scalars.lookup(op.getCondition()), true,
+                                hasElse);
+  auto emitBranch = [&](Region &src, Block *dst) -> LogicalResult {
+    if (!dst->empty())
+      dst->back().erase();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(dst);
+    if (failed(emitBlock(src.front())))
+      return failure();
+    SmallVector<Value> scalarYields;
+    for (auto [i, v] : llvm::enumerate(src.front().getTerminator()->getOperands())) {
+      if (!outBuffers[i]) {
+        scalarYields.push_back(scalars.lookup(v));
+        continue;
+      }
+      FailureOr<Value> buf = bufferOf(v, op);
+      if (failed(buf))
+        return failure();
+      copyTile(loc, *buf, outBuffers[i]);
+    }
+    scf::YieldOp::create(b, loc, scalarYields);
+    return success();
+  };
+  if (failed(emitBranch(op.getThenRegion(), ifOp.thenBlock())))
+    return failure();
+  if (hasElse && failed(emitBranch(op.getElseRegion(), ifOp.elseBlock())))
+    return failure();
+  unsigned s = 0;
+  for (auto [i, res] : llvm::enumerate(op.getResults())) {
+    if (outBuffers[i])
+      tiles[res] = outBuffers[i];
+    else
+      scalars.map(res, ifOp.getResult(s++));
+  }
+  return success();
+}
+
+struct ConvertTileToGPU : tessel::impl::ConvertTileToGPUBase<ConvertTileToGPU> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> programs(module.getOps<func::FuncOp>());
+    if (programs.empty())
+      return;
+    if (numThreads == 0) {
+      module.emitError("convert-tile-to-gpu needs num-threads >= 1");
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    bool failed = false;
+    for (func::FuncOp program : programs) {
+      if (program.isExternal())
+        continue;
+      if (program.getNumResults() != 0) {
+        program.emitOpError("is a tile program, so it must return nothing");
+        failed = true;
+        continue;
+      }
+      SmallVector<Type> argTypes;
+      bool badArg = false;
+      for (BlockArgument arg : program.getArguments()) {
+        Type t = arg.getType();
+        if (isa<tile::PtrType>(t)) {
+          argTypes.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+        } else if (t.isIntOrIndexOrFloat()) {
+          argTypes.push_back(t);
+        } else {
+          program.emitOpError() << "argument #" << arg.getArgNumber() << " has type " << t
+                                << ": a kernel takes !tile.ptr and scalar arguments";
+          badArg = true;
+        }
+      }
+      if (badArg) {
+        failed = true;
+        continue;
+      }
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
+                                           FunctionType::get(ctx, argTypes, {}));
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+      kernel.setKnownBlockSizeAttr(
+          b.getDenseI32ArrayAttr({static_cast<int32_t>(numThreads.getValue()), 1, 1}));
+      KernelBuilder builder(kernel, numThreads);
+      if (mlir::failed(builder.build(program))) {
+        failed = true;
+        continue;
+      }
+      if (builder.sharedBytes() > kStaticSharedLimit) {
+        program.emitOpError() << "needs " << builder.sharedBytes()
+                              << " bytes of shared memory for its tiles, more than the "
+                              << kStaticSharedLimit
+                              << " a CTA may allocate statically (the reference lowering keeps "
+                                 "every tile value in shared memory)";
+        failed = true;
+        continue;
+      }
+      kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
+      program.erase();
+    }
+    if (failed)
+      signalPassFailure();
+  }
+};
+
+} // namespace

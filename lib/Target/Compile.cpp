@@ -1,0 +1,175 @@
+//===- Compile.cpp - compile a tile module to PTX and cubin ---------------===//
+//
+// Runs tile-to-nvvm in process (to the LLVM dialect, then to PTX with gpu-module-to-binary
+// {format=isa}), and makes the cubin with one `ptxas -v` run so that the cubin and the resource
+// report always come from the same ptxas invocation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Target/Compile.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+#ifndef TESSEL_CUDA_HOME
+#define TESSEL_CUDA_HOME "/usr/local/cuda"
+#endif
+
+using namespace mlir;
+
+llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::StringRef log) {
+  llvm::SmallVector<KernelResources> kernels;
+  llvm::Regex entry("Compiling entry function '([^']+)' for '([^']+)'");
+  llvm::Regex frame("([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes "
+                    "spill loads");
+  llvm::Regex regs("Used ([0-9]+) registers");
+  llvm::Regex barriers("used ([0-9]+) barriers");
+  llvm::Regex smem("([0-9]+) bytes smem");
+  llvm::Regex cmem("([0-9]+) bytes cmem\\[0\\]");
+  llvm::SmallVector<llvm::StringRef> lines;
+  log.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef> m;
+    if (entry.match(line, &m)) {
+      kernels.push_back({});
+      kernels.back().kernel = m[1].str();
+      kernels.back().arch = m[2].str();
+      continue;
+    }
+    if (kernels.empty())
+      continue;
+    KernelResources &k = kernels.back();
+    if (frame.match(line, &m)) {
+      m[1].getAsInteger(10, k.stackBytes);
+      m[2].getAsInteger(10, k.spillStoreBytes);
+      m[3].getAsInteger(10, k.spillLoadBytes);
+    }
+    if (regs.match(line, &m))
+      m[1].getAsInteger(10, k.registers);
+    if (barriers.match(line, &m))
+      m[1].getAsInteger(10, k.barriers);
+    if (smem.match(line, &m))
+      m[1].getAsInteger(10, k.sharedBytes);
+    if (cmem.match(line, &m))
+      m[1].getAsInteger(10, k.constantBytes);
+  }
+  return kernels;
+}
+
+std::string tessel::findPtxas(llvm::StringRef toolkit) {
+  llvm::SmallVector<std::string> homes;
+  if (!toolkit.empty())
+    homes.push_back(toolkit.str());
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+    if (const char *v = std::getenv(var))
+      homes.push_back(v);
+  homes.push_back(TESSEL_CUDA_HOME);
+  for (const std::string &home : homes) {
+    llvm::SmallString<256> path(home);
+    llvm::sys::path::append(path, "bin", "ptxas");
+    if (llvm::sys::fs::can_execute(path))
+      return std::string(path);
+  }
+  if (llvm::ErrorOr<std::string> p = llvm::sys::findProgramByName("ptxas"))
+    return *p;
+  return {};
+}
+
+bool tessel::runPtxas(llvm::StringRef ptx, llvm::StringRef chip, llvm::StringRef toolkit,
+                      CompiledModule &out, std::string &error) {
+  std::string ptxas = findPtxas(toolkit);
+  if (ptxas.empty()) {
+    error = "no ptxas found: pass a toolkit or set CUDA_HOME";
+    return false;
+  }
+  llvm::SmallString<128> ptxPath, cubinPath, logPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("tessel", "ptx", fd, ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("tessel", "cubin", cubinPath) ||
+      llvm::sys::fs::createTemporaryFile("tessel", "log", logPath)) {
+    error = "cannot create temporary files for ptxas";
+    return false;
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << ptx;
+  }
+  std::string arch = ("-arch=" + chip).str();
+  llvm::SmallVector<llvm::StringRef> args = {ptxas, arch, "-v", "-o", cubinPath, ptxPath};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(logPath),
+                                                llvm::StringRef(logPath)};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0, &execError);
+  auto log = llvm::MemoryBuffer::getFile(logPath);
+  out.ptxasLog = log ? (*log)->getBuffer().str() : std::string();
+  if (rc == 0) {
+    if (auto cubin = llvm::MemoryBuffer::getFile(cubinPath, false, false))
+      out.cubin = (*cubin)->getBuffer().str();
+    out.resources = parsePtxasReport(out.ptxasLog);
+  }
+  llvm::sys::fs::remove(ptxPath);
+  llvm::sys::fs::remove(cubinPath);
+  llvm::sys::fs::remove(logPath);
+  if (rc != 0) {
+    error = "ptxas failed (" + (execError.empty() ? "exit " + std::to_string(rc) : execError) +
+            "):\n" + out.ptxasLog;
+    return false;
+  }
+  return true;
+}
+
+FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
+                                                        const TargetOptions &options,
+                                                        Stage stage) {
+  if (!isSupportedChip(options.chip))
+    return module.emitError() << "unsupported chip '" << options.chip
+                              << "': tessel compiles for sm_80 and sm_90a";
+  CompiledModule result;
+  OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
+  TargetOptions toLLVM = options;
+  toLLVM.format = "llvm";
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  buildTileToNVVMPipeline(pm, toLLVM);
+  if (failed(pm.run(*work)))
+    return failure();
+  {
+    llvm::raw_string_ostream os(result.llvmDialect);
+    work->print(os);
+  }
+  if (stage == Stage::LLVM)
+    return result;
+
+  // The LLVM-dialect module goes on to PTX; the pass list after tile-to-nvvm's lowering part is
+  // just gpu-module-to-binary, so run the full pipeline on a fresh copy to keep one definition.
+  OwningOpRef<ModuleOp> isa(cast<ModuleOp>(module->clone()));
+  TargetOptions toPTX = options;
+  toPTX.format = "isa";
+  PassManager pmIsa(module.getContext(), ModuleOp::getOperationName());
+  buildTileToNVVMPipeline(pmIsa, toPTX);
+  if (failed(pmIsa.run(*isa)))
+    return failure();
+  isa->walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects())
+      if (auto obj = dyn_cast<gpu::ObjectAttr>(object))
+        result.ptx += obj.getObject().getValue().str();
+  });
+  if (result.ptx.empty())
+    return module.emitError("the pipeline produced no PTX (the module holds no tile program?)");
+  if (stage == Stage::PTX)
+    return result;
+
+  std::string error;
+  if (!runPtxas(result.ptx, options.chip, options.toolkit, result, error))
+    return module.emitError() << error;
+  return result;
+}

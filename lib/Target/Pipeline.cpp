@@ -1,0 +1,141 @@
+//===- Pipeline.cpp - the pipeline from tile IR to PTX and cubin ----------===//
+//
+// Builds and registers `tile-to-nvvm`. This is the one file that includes
+// mlir/Conversion/Passes.h (22 s to compile, TOOLCHAIN.md): every upstream conversion pass and
+// interface tessel uses is named here, one by one, never through the catch-all registrations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Target/Pipeline.h"
+
+#include "tessel/Conversion/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace {
+
+/// The options of `tile-to-nvvm`, mirroring tessel::TargetOptions.
+struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU to compile for: sm_80 or sm_90a."),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features, e.g. +ptx80."),
+                               llvm::cl::init("+ptx80")};
+  Option<unsigned> numThreads{*this, "num-threads",
+                              llvm::cl::desc("Threads per CTA of the reference lowering."),
+                              llvm::cl::init(128)};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("Stop at llvm (LLVM dialect), isa (PTX) or bin "
+                                            "(cubin)."),
+                             llvm::cl::init("isa")};
+  Option<std::string> toolkit{*this, "toolkit",
+                              llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
+                              llvm::cl::init("")};
+};
+
+} // namespace
+
+bool tessel::isSupportedChip(const std::string &chip) {
+  return chip == "sm_80" || chip == "sm_90a";
+}
+
+void tessel::buildTileToNVVMPipeline(OpPassManager &pm, const TargetOptions &options) {
+  ConvertTileToGPUOptions tileOptions;
+  tileOptions.numThreads = options.numThreads;
+  pm.addPass(createConvertTileToGPU(tileOptions));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createConvertNVVMToLLVMPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+
+  if (options.format == "llvm")
+    return;
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void tessel::registerTargetDialects(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect, memref::MemRefDialect,
+                  cf::ControlFlowDialect, index::IndexDialect, ub::UBDialect>();
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+}
+
+void tessel::registerTargetPasses() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerConvertTileToGPU();
+    registerGpuNVVMAttachTarget();
+    registerGpuModuleToBinaryPass();
+    registerSCFToControlFlowPass();
+    registerConvertGpuOpsToNVVMOps();
+    registerConvertNVVMToLLVMPass();
+    registerReconcileUnrealizedCastsPass();
+    PassPipelineRegistration<TileToNVVMOptions>(
+        "tile-to-nvvm",
+        "Lower tile programs to GPU kernels, NVVM and LLVM, then to PTX (format=isa) or a cubin "
+        "(format=bin).",
+        [](OpPassManager &pm, const TileToNVVMOptions &o) {
+          TargetOptions options;
+          options.chip = o.chip;
+          options.features = o.features;
+          options.numThreads = o.numThreads;
+          options.format = o.format;
+          options.toolkit = o.toolkit;
+          buildTileToNVVMPipeline(pm, options);
+        });
+  });
+}

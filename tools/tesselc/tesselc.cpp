@@ -1,0 +1,129 @@
+//===- tesselc.cpp - the ahead-of-time compiler of tessel -----------------===//
+//
+// tesselc FILE.mlir --chip=sm_80|sm_90a --emit=tile|llvm|ptx|cubin -o OUT [--ptxas-report]
+// compiles the tile programs of FILE to the LLVM dialect, PTX or a cubin and can print ptxas'
+// resource usage. Errors in the input are reported at their file:line:col; every failure exits 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Registration.h"
+#include "tessel/Target/Compile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<tile IR file>"), cl::init("-"));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"), cl::value_desc("file"),
+                                       cl::init("-"));
+static cl::opt<std::string> chip("chip", cl::desc("GPU to compile for: sm_80 or sm_90a"),
+                                 cl::init("sm_90a"));
+enum class Emit { Tile, LLVM, PTX, Cubin };
+static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::PTX),
+                          cl::values(clEnumValN(Emit::Tile, "tile", "the verified tile IR"),
+                                     clEnumValN(Emit::LLVM, "llvm",
+                                                "the kernels in the LLVM dialect"),
+                                     clEnumValN(Emit::PTX, "ptx", "PTX"),
+                                     clEnumValN(Emit::Cubin, "cubin", "a cubin made by ptxas")));
+static cl::opt<bool> ptxasReport("ptxas-report",
+                                 cl::desc("Print ptxas' resource usage of every kernel"));
+static cl::opt<unsigned> numThreads("num-threads", cl::desc("Threads per CTA"), cl::init(128));
+static cl::opt<std::string> toolkit("cuda-toolkit", cl::desc("CUDA toolkit holding bin/ptxas"),
+                                    cl::init(""));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "tesselc") << message << "\n";
+  return 1;
+}
+
+static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled) {
+  for (const tessel::KernelResources &k : compiled.resources)
+    os << "ptxas " << k.arch << " " << k.kernel << ": " << k.registers << " registers, "
+       << k.sharedBytes << " bytes smem, " << k.stackBytes << " bytes stack, "
+       << k.spillStoreBytes << " bytes spill stores, " << k.spillLoadBytes
+       << " bytes spill loads, " << k.barriers << " barriers, " << k.constantBytes
+       << " bytes cmem[0]\n";
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "tessel ahead-of-time compiler\n");
+  if (!tessel::isSupportedChip(chip))
+    return fail("unknown chip '" + chip + "' (expected sm_80 or sm_90a)");
+  if (numThreads == 0 || numThreads > 1024)
+    return fail("--num-threads must be between 1 and 1024");
+  if (emit == Emit::Cubin && outputFile == "-")
+    return fail("--emit=cubin writes a binary: give an output file with -o");
+
+  mlir::DialectRegistry registry;
+  tessel::registerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  auto input = mlir::openInputFile(inputFile, &errorMessage);
+  if (!input)
+    return fail(errorMessage);
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  auto output = mlir::openOutputFile(outputFile, &errorMessage);
+  if (!output)
+    return fail(errorMessage);
+  if (emit == Emit::Tile && !ptxasReport) {
+    module->print(output->os());
+    output->os() << "\n";
+    output->keep();
+    return 0;
+  }
+
+  tessel::TargetOptions options;
+  options.chip = chip;
+  options.numThreads = numThreads;
+  options.toolkit = toolkit;
+  tessel::Stage stage = tessel::Stage::PTX;
+  if (emit == Emit::LLVM && !ptxasReport)
+    stage = tessel::Stage::LLVM;
+  if (emit == Emit::Cubin || ptxasReport)
+    stage = tessel::Stage::Cubin;
+  mlir::FailureOr<tessel::CompiledModule> compiled =
+      tessel::compileModule(*module, options, stage);
+  if (mlir::failed(compiled))
+    return 1;
+
+  switch (emit) {
+  case Emit::Tile:
+    module->print(output->os());
+    output->os() << "\n";
+    break;
+  case Emit::LLVM:
+    output->os() << compiled->llvmDialect;
+    break;
+  case Emit::PTX:
+    output->os() << compiled->ptx;
+    break;
+  case Emit::Cubin:
+    output->os() << compiled->cubin;
+    break;
+  }
+  output->keep();
+  if (ptxasReport)
+    printReport(outputFile == "-" ? errs() : outs(), *compiled);
+  return 0;
+}
