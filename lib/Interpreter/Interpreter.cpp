@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/Interpreter/Interpreter.h"
+#include "InterpreterImpl.h"
 #include "tessel/Interpreter/Rounding.h"
 
 #include "tile/IR/TileDialect.h"
@@ -37,183 +37,40 @@
 using namespace mlir;
 using namespace tessel;
 using namespace tessel::interp;
-namespace endian = llvm::support::endian;
-
-//===----------------------------------------------------------------------===//
-// Buffers and kernel arguments
-//===----------------------------------------------------------------------===//
-
-llvm::StringRef tessel::interp::elementKindName(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F16:
-    return "f16";
-  case ElementKind::BF16:
-    return "bf16";
-  case ElementKind::F32:
-    return "f32";
-  case ElementKind::I32:
-    return "i32";
-  }
-  return "?";
-}
-
-std::optional<ElementKind> tessel::interp::elementKindOf(Type type) {
-  if (type.isF16())
-    return ElementKind::F16;
-  if (type.isBF16())
-    return ElementKind::BF16;
-  if (type.isF32())
-    return ElementKind::F32;
-  if (type.isInteger(32))
-    return ElementKind::I32;
-  return std::nullopt;
-}
-
-unsigned tessel::interp::elementSize(ElementKind kind) {
-  return kind == ElementKind::F16 || kind == ElementKind::BF16 ? 2 : 4;
-}
-
-Buffer::Buffer(ElementKind kind, int64_t count)
-    : elemKind(kind), count(count < 0 ? 0 : count),
-      data(static_cast<size_t>(this->count) * elementSize(kind), 0) {}
-
-double Buffer::get(int64_t i) const {
-  const uint8_t *p = data.data() + i * elementSize(elemKind);
-  switch (elemKind) {
-  case ElementKind::F16:
-    return doubleFromF16Bits(endian::read16le(p));
-  case ElementKind::BF16:
-    return doubleFromBF16Bits(endian::read16le(p));
-  case ElementKind::F32: {
-    uint32_t bits = endian::read32le(p);
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  }
-  case ElementKind::I32:
-    return static_cast<int32_t>(endian::read32le(p));
-  }
-  return 0.0;
-}
-
-void Buffer::set(int64_t i, double v) {
-  uint8_t *p = data.data() + i * elementSize(elemKind);
-  switch (elemKind) {
-  case ElementKind::F16:
-    endian::write16le(p, f16BitsFromDouble(v));
-    return;
-  case ElementKind::BF16:
-    endian::write16le(p, bf16BitsFromDouble(v));
-    return;
-  case ElementKind::F32: {
-    float f = static_cast<float>(v);
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    endian::write32le(p, bits);
-    return;
-  }
-  case ElementKind::I32: {
-    // Truncate toward zero, then wrap to 32 bits; NaN stores 0. Clamp first: converting an
-    // out-of-range double to an integer is undefined behaviour in C++.
-    double t = std::isnan(v) ? 0.0 : std::trunc(v);
-    t = std::fmax(std::fmin(t, 9.0e18), -9.0e18);
-    endian::write32le(p, static_cast<uint32_t>(static_cast<int64_t>(t)));
-    return;
-  }
-  }
-}
-
-KernelArg KernelArg::ofBuffer(Buffer b) {
-  KernelArg a;
-  a.kind = Kind::Buffer;
-  a.buffer = std::move(b);
-  return a;
-}
-
-KernelArg KernelArg::ofInt(int64_t v) {
-  KernelArg a;
-  a.kind = Kind::Int;
-  a.intValue = v;
-  return a;
-}
-
-KernelArg KernelArg::ofFloat(double v) {
-  KernelArg a;
-  a.kind = Kind::Float;
-  a.floatValue = v;
-  return a;
-}
+using namespace tessel::interp::detail;
 
 //===----------------------------------------------------------------------===//
 // Run-time values
 //===----------------------------------------------------------------------===//
 
-namespace {
-// A scalar (empty shape, one element) or a statically shaped tensor, row-major. Floats live in
-// `f`, integers (sign-extended from their width) in `i`; the other vector is empty.
-struct Tile {
-  Type elementType;
-  SmallVector<int64_t, 4> shape;
-  std::vector<double> f;
-  std::vector<int64_t> i;
-  bool isFloat() const { return isa<FloatType>(elementType); }
-  int64_t size() const { return isFloat() ? f.size() : i.size(); }
-};
-
-// A !tile.ptr value: the kernel argument it points into.
-struct PtrValue {
-  unsigned arg;
-};
-
-// A !tile.desc value.
-struct DescValue {
-  unsigned arg;
-  int64_t offset;
-  SmallVector<int64_t, 4> shape, strides;
-};
-
-using RValue = std::variant<Tile, PtrValue, DescValue>;
-
-// Row statistics of one streamed softmax: max and sum of exp(s - max), one per row.
-struct SoftmaxStats {
-  std::vector<double> max, sum;
-};
-
-// The values of one function activation. unordered_map keeps references to its elements valid
-// while others are inserted.
-struct Frame {
-  std::unordered_map<const void *, RValue> values;
-  llvm::DenseMap<Operation *, SoftmaxStats> streamedStats;
-};
-
-int64_t product(ArrayRef<int64_t> shape) {
+int64_t tessel::interp::detail::product(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
 }
 
-unsigned bitWidth(Type t) {
+unsigned tessel::interp::detail::bitWidth(Type t) {
   if (auto it = dyn_cast<IntegerType>(t))
     return it.getWidth();
   return 64; // index
 }
 
 // Wraps `v` to the bit width of the integer type `t`, sign-extended.
-int64_t wrapInt(Type t, int64_t v) {
+int64_t tessel::interp::detail::wrapInt(Type t, int64_t v) {
   unsigned w = bitWidth(t);
   return w >= 64 ? v : llvm::SignExtend64(static_cast<uint64_t>(v), w);
 }
 
-uint64_t toUnsigned(int64_t v, unsigned w) {
+uint64_t tessel::interp::detail::toUnsigned(int64_t v, unsigned w) {
   return w >= 64 ? static_cast<uint64_t>(v) : static_cast<uint64_t>(v) & ((uint64_t(1) << w) - 1);
 }
 
-int64_t minSigned(unsigned w) {
+int64_t tessel::interp::detail::minSigned(unsigned w) {
   return w >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (w - 1));
 }
 
-double roundFloat(Type t, double v) {
+double tessel::interp::detail::roundFloat(Type t, double v) {
   if (t.isF16())
     return roundToF16(v);
   if (t.isBF16())
@@ -223,13 +80,15 @@ double roundFloat(Type t, double v) {
   return v; // f64
 }
 
-bool isSupportedElement(Type t) {
+bool tessel::interp::detail::isSupportedElement(Type t) {
   if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() || t.isIndex())
     return true;
   auto it = dyn_cast<IntegerType>(t);
   return it && it.getWidth() >= 1 && it.getWidth() <= 64;
 }
 
+
+namespace {
 // Splits `shape` around `axis`: element (o, k, n) sits at (o·size + k)·inner + n.
 struct AxisSplit {
   int64_t outer, size, inner;
@@ -285,88 +144,11 @@ void applySoftmax(const Tile &s, int64_t axis, const SoftmaxStats &st, Tile &p, 
       }
     }
 }
-
-//===----------------------------------------------------------------------===//
-// The interpreter
-//===----------------------------------------------------------------------===//
-
-class Interpreter {
-public:
-  Interpreter(MutableArrayRef<KernelArg> args, std::array<int64_t, 3> grid,
-              const RunOptions &options)
-      : args(args), grid(grid), options(options) {}
-
-  // Runs the program instance at `pid`; `params` are the kernel's parameter values.
-  LogicalResult runProgram(func::FuncOp kernel, ArrayRef<RValue> params,
-                           std::array<int64_t, 3> pid) {
-    this->pid = pid;
-    return call(kernel, params, 0);
-  }
-
-private:
-  FailureOr<SmallVector<RValue>> call(func::FuncOp fn, ArrayRef<RValue> params, unsigned depth);
-  LogicalResult runBlock(Frame &fr, Block &block, SmallVectorImpl<RValue> &yielded);
-  LogicalResult runOp(Frame &fr, Operation *op);
-
-  // Counts `n` steps; fails at `op` past the step limit.
-  LogicalResult step(Operation *op, uint64_t n) {
-    steps += n;
-    if (options.maxSteps && steps > options.maxSteps)
-      return op->emitOpError() << "exceeds the interpreter's step limit of " << options.maxSteps;
-    return success();
-  }
-
-  FailureOr<const RValue *> lookup(Frame &fr, Operation *op, Value v);
-  FailureOr<const Tile *> tile(Frame &fr, Operation *op, Value v);
-  FailureOr<int64_t> intScalar(Frame &fr, Operation *op, Value v);
-  FailureOr<Tile> newTile(Operation *op, Type type);
-  void set(Frame &fr, Value v, RValue value) {
-    fr.values[v.getAsOpaquePointer()] = std::move(value);
-  }
-
-  LogicalResult unsupported(Operation *op) {
-    return op->emitError() << "the interpreter does not support '" << op->getName() << "'";
-  }
-
-  // Element-wise ops.
-  template <typename Fn>
-  LogicalResult floatUnary(Frame &fr, Operation *op, Fn fn);
-  template <typename Fn>
-  LogicalResult floatBinary(Frame &fr, Operation *op, Fn fn);
-  template <typename Fn>
-  LogicalResult intBinary(Frame &fr, Operation *op, Fn fn);
-  LogicalResult convert(Frame &fr, Operation *op);
-  LogicalResult cmpI(Frame &fr, arith::CmpIOp op);
-  LogicalResult cmpF(Frame &fr, arith::CmpFOp op);
-  LogicalResult select(Frame &fr, arith::SelectOp op);
-  LogicalResult constant(Frame &fr, arith::ConstantOp op);
-
-  // Tile ops.
-  LogicalResult makeDesc(Frame &fr, tile::MakeDescOp op);
-  LogicalResult access(Frame &fr, Operation *op, Value descV, ValueRange offsetVs,
-                       const Tile *value, const Tile *mask, Tile *result);
-  LogicalResult load(Frame &fr, tile::LoadOp op);
-  LogicalResult store(Frame &fr, tile::StoreOp op);
-  LogicalResult dot(Frame &fr, tile::DotOp op);
-  LogicalResult reduce(Frame &fr, tile::ReduceOp op);
-  LogicalResult reshape(Frame &fr, Operation *op, bool transpose);
-  LogicalResult softmax(Frame &fr, tile::SoftmaxOp op);
-
-  // Control flow.
-  LogicalResult forOp(Frame &fr, scf::ForOp op);
-  LogicalResult prepareStreamed(Frame &fr, scf::ForOp loop, ArrayRef<int64_t> ivs,
-                                ArrayRef<tile::SoftmaxOp> softmaxes);
-  LogicalResult ifOp(Frame &fr, scf::IfOp op);
-  LogicalResult callOp(Frame &fr, func::CallOp op);
-
-  MutableArrayRef<KernelArg> args;
-  std::array<int64_t, 3> grid;
-  std::array<int64_t, 3> pid{0, 0, 0};
-  const RunOptions &options;
-  uint64_t steps = 0;
-  unsigned depth = 0;
-};
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Values and frames
+//===----------------------------------------------------------------------===//
 
 FailureOr<const RValue *> Interpreter::lookup(Frame &fr, Operation *op, Value v) {
   auto it = fr.values.find(v.getAsOpaquePointer());
@@ -469,73 +251,6 @@ LogicalResult Interpreter::runBlock(Frame &fr, Block &block, SmallVectorImpl<RVa
 // Dispatch
 //===----------------------------------------------------------------------===//
 
-namespace {
-double maximumF(double a, double b) {
-  if (std::isnan(a) || std::isnan(b))
-    return std::numeric_limits<double>::quiet_NaN();
-  if (a == 0.0 && b == 0.0)
-    return std::signbit(a) ? b : a;
-  return a > b ? a : b;
-}
-
-double minimumF(double a, double b) {
-  if (std::isnan(a) || std::isnan(b))
-    return std::numeric_limits<double>::quiet_NaN();
-  if (a == 0.0 && b == 0.0)
-    return std::signbit(a) ? a : b;
-  return a < b ? a : b;
-}
-
-// Integer ops report undefined behaviour through `err` instead of computing garbage.
-using IntFn = int64_t (*)(int64_t, int64_t, unsigned, const char *&);
-
-int64_t divSI(int64_t a, int64_t b, unsigned w, const char *&err) {
-  if (b == 0)
-    return err = "divides by zero", 0;
-  if (a == minSigned(w) && b == -1)
-    return err = "overflows: the quotient of the most negative value by -1", 0;
-  return a / b;
-}
-
-int64_t floorDivSI(int64_t a, int64_t b, unsigned w, const char *&err) {
-  int64_t q = divSI(a, b, w, err);
-  if (!err && a % b != 0 && ((a < 0) != (b < 0)))
-    --q;
-  return q;
-}
-
-int64_t ceilDivSI(int64_t a, int64_t b, unsigned w, const char *&err) {
-  int64_t q = divSI(a, b, w, err);
-  if (!err && a % b != 0 && ((a < 0) == (b < 0)))
-    ++q;
-  return q;
-}
-
-int64_t remSI(int64_t a, int64_t b, unsigned, const char *&err) {
-  if (b == 0)
-    return err = "divides by zero", 0;
-  return b == -1 ? 0 : a % b;
-}
-
-int64_t shiftLeft(int64_t a, int64_t b, unsigned w, const char *&err) {
-  if (toUnsigned(b, w) >= w)
-    return err = "shifts by at least the bit width", 0;
-  return static_cast<int64_t>(static_cast<uint64_t>(a) << toUnsigned(b, w));
-}
-
-int64_t shiftRightS(int64_t a, int64_t b, unsigned w, const char *&err) {
-  if (toUnsigned(b, w) >= w)
-    return err = "shifts by at least the bit width", 0;
-  return a >> toUnsigned(b, w);
-}
-
-int64_t shiftRightU(int64_t a, int64_t b, unsigned w, const char *&err) {
-  if (toUnsigned(b, w) >= w)
-    return err = "shifts by at least the bit width", 0;
-  return static_cast<int64_t>(toUnsigned(a, w) >> toUnsigned(b, w));
-}
-} // namespace
-
 LogicalResult Interpreter::runOp(Frame &fr, Operation *op) {
   if (failed(step(op, 1)))
     return failure();
@@ -590,328 +305,14 @@ LogicalResult Interpreter::runOp(Frame &fr, Operation *op) {
           [&](auto o) { return reshape(fr, op, /*transpose=*/false); })
       .Case([&](tile::TransOp o) { return reshape(fr, op, /*transpose=*/true); })
       .Case([&](tile::SoftmaxOp o) { return softmax(fr, o); })
-      // arith: floats.
-      .Case([&](arith::AddFOp) { return floatBinary(fr, op, [](double a, double b) { return a + b; }); })
-      .Case([&](arith::SubFOp) { return floatBinary(fr, op, [](double a, double b) { return a - b; }); })
-      .Case([&](arith::MulFOp) { return floatBinary(fr, op, [](double a, double b) { return a * b; }); })
-      .Case([&](arith::DivFOp) { return floatBinary(fr, op, [](double a, double b) { return a / b; }); })
-      .Case([&](arith::MaximumFOp) { return floatBinary(fr, op, maximumF); })
-      .Case([&](arith::MinimumFOp) { return floatBinary(fr, op, minimumF); })
-      .Case([&](arith::MaxNumFOp) {
-        return floatBinary(fr, op, [](double a, double b) { return std::fmax(a, b); });
-      })
-      .Case([&](arith::MinNumFOp) {
-        return floatBinary(fr, op, [](double a, double b) { return std::fmin(a, b); });
-      })
-      .Case([&](arith::NegFOp) { return floatUnary(fr, op, [](double a) { return -a; }); })
-      // arith: integers.
-      .Case([&](arith::AddIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
-                         }));
-      })
-      .Case([&](arith::SubIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return static_cast<int64_t>(uint64_t(a) - uint64_t(b));
-                         }));
-      })
-      .Case([&](arith::MulIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
-                         }));
-      })
-      .Case([&](arith::DivSIOp) { return intBinary(fr, op, IntFn(divSI)); })
-      .Case([&](arith::RemSIOp) { return intBinary(fr, op, IntFn(remSI)); })
-      .Case([&](arith::FloorDivSIOp) { return intBinary(fr, op, IntFn(floorDivSI)); })
-      .Case([&](arith::CeilDivSIOp) { return intBinary(fr, op, IntFn(ceilDivSI)); })
-      .Case([&](arith::MaxSIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return std::max(a, b);
-                         }));
-      })
-      .Case([&](arith::MinSIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return std::min(a, b);
-                         }));
-      })
-      .Case([&](arith::AndIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return a & b;
-                         }));
-      })
-      .Case([&](arith::OrIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return a | b;
-                         }));
-      })
-      .Case([&](arith::XOrIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return a ^ b;
-                         }));
-      })
-      .Case([&](arith::ShLIOp) { return intBinary(fr, op, IntFn(shiftLeft)); })
-      .Case([&](arith::ShRSIOp) { return intBinary(fr, op, IntFn(shiftRightS)); })
-      .Case([&](arith::ShRUIOp) { return intBinary(fr, op, IntFn(shiftRightU)); })
-      .Case([&](arith::CmpIOp o) { return cmpI(fr, o); })
-      .Case([&](arith::CmpFOp o) { return cmpF(fr, o); })
-      .Case([&](arith::SelectOp o) { return select(fr, o); })
-      .Case([&](arith::ConstantOp o) { return constant(fr, o); })
-      .Case<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp,
-            arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp,
-            arith::TruncIOp>([&](auto) { return convert(fr, op); })
-      // math.
-      .Case([&](math::ExpOp) { return floatUnary(fr, op, [](double a) { return std::exp(a); }); })
-      .Case([&](math::Exp2Op) { return floatUnary(fr, op, [](double a) { return std::exp2(a); }); })
-      .Case([&](math::LogOp) { return floatUnary(fr, op, [](double a) { return std::log(a); }); })
-      .Case([&](math::Log2Op) { return floatUnary(fr, op, [](double a) { return std::log2(a); }); })
-      .Case([&](math::SqrtOp) { return floatUnary(fr, op, [](double a) { return std::sqrt(a); }); })
-      .Case([&](math::RsqrtOp) {
-        return floatUnary(fr, op, [](double a) { return 1.0 / std::sqrt(a); });
-      })
-      .Case([&](math::TanhOp) { return floatUnary(fr, op, [](double a) { return std::tanh(a); }); })
-      .Case([&](math::AbsFOp) { return floatUnary(fr, op, [](double a) { return std::fabs(a); }); })
       // Control flow.
       .Case([&](scf::ForOp o) { return forOp(fr, o); })
       .Case([&](scf::IfOp o) { return ifOp(fr, o); })
       .Case([&](func::CallOp o) { return callOp(fr, o); })
-      .Default([&](Operation *) { return unsupported(op); });
-}
-
-//===----------------------------------------------------------------------===//
-// Element-wise ops
-//===----------------------------------------------------------------------===//
-
-template <typename Fn>
-LogicalResult Interpreter::floatUnary(Frame &fr, Operation *op, Fn fn) {
-  FailureOr<const Tile *> a = tile(fr, op, op->getOperand(0));
-  FailureOr<Tile> r = newTile(op, op->getResult(0).getType());
-  if (failed(a) || failed(r))
-    return failure();
-  if (!(*a)->isFloat() || !r->isFloat() || (*a)->size() != r->size())
-    return op->emitOpError() << "expects float operands shaped like its result";
-  for (int64_t k = 0; k < r->size(); ++k)
-    r->f[k] = roundFloat(r->elementType, fn((*a)->f[k]));
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op->getResult(0), std::move(*r));
-  return success();
-}
-
-template <typename Fn>
-LogicalResult Interpreter::floatBinary(Frame &fr, Operation *op, Fn fn) {
-  FailureOr<const Tile *> a = tile(fr, op, op->getOperand(0));
-  FailureOr<const Tile *> b = tile(fr, op, op->getOperand(1));
-  FailureOr<Tile> r = newTile(op, op->getResult(0).getType());
-  if (failed(a) || failed(b) || failed(r))
-    return failure();
-  if (!(*a)->isFloat() || !(*b)->isFloat() || !r->isFloat() || (*a)->size() != r->size() ||
-      (*b)->size() != r->size())
-    return op->emitOpError() << "expects float operands shaped like its result";
-  for (int64_t k = 0; k < r->size(); ++k)
-    r->f[k] = roundFloat(r->elementType, fn((*a)->f[k], (*b)->f[k]));
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op->getResult(0), std::move(*r));
-  return success();
-}
-
-template <typename Fn>
-LogicalResult Interpreter::intBinary(Frame &fr, Operation *op, Fn fn) {
-  FailureOr<const Tile *> a = tile(fr, op, op->getOperand(0));
-  FailureOr<const Tile *> b = tile(fr, op, op->getOperand(1));
-  FailureOr<Tile> r = newTile(op, op->getResult(0).getType());
-  if (failed(a) || failed(b) || failed(r))
-    return failure();
-  if ((*a)->isFloat() || (*b)->isFloat() || r->isFloat() || (*a)->size() != r->size() ||
-      (*b)->size() != r->size())
-    return op->emitOpError() << "expects integer operands shaped like its result";
-  unsigned w = bitWidth(r->elementType);
-  for (int64_t k = 0; k < r->size(); ++k) {
-    const char *err = nullptr;
-    int64_t v = fn((*a)->i[k], (*b)->i[k], w, err);
-    if (err)
-      return op->emitOpError() << err << " (operands " << (*a)->i[k] << " and " << (*b)->i[k]
-                               << ")";
-    r->i[k] = wrapInt(r->elementType, v);
-  }
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op->getResult(0), std::move(*r));
-  return success();
-}
-
-LogicalResult Interpreter::convert(Frame &fr, Operation *op) {
-  FailureOr<const Tile *> a = tile(fr, op, op->getOperand(0));
-  FailureOr<Tile> r = newTile(op, op->getResult(0).getType());
-  if (failed(a) || failed(r))
-    return failure();
-  const Tile &in = **a;
-  if (in.size() != r->size())
-    return op->emitOpError() << "expects an operand shaped like its result";
-  if (auto trunc = dyn_cast<arith::TruncFOp>(op))
-    if (trunc.getRoundingmodeAttr() &&
-        *trunc.getRoundingmode() != arith::RoundingMode::to_nearest_even)
-      return op->emitOpError() << "rounds " << trunc.getRoundingmodeAttr()
-                               << "; the interpreter supports only to_nearest_even";
-  unsigned inWidth = in.isFloat() ? 0 : bitWidth(in.elementType);
-  bool wantFloatIn = isa<arith::ExtFOp, arith::TruncFOp, arith::FPToSIOp>(op);
-  if (wantFloatIn != in.isFloat() ||
-      r->isFloat() != isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(op))
-    return op->emitOpError() << "has operand or result types the interpreter cannot cast";
-  for (int64_t k = 0; k < r->size(); ++k) {
-    if (isa<arith::ExtFOp, arith::TruncFOp>(op)) {
-      r->f[k] = roundFloat(r->elementType, in.f[k]);
-    } else if (isa<arith::SIToFPOp>(op)) {
-      r->f[k] = roundFloat(r->elementType, static_cast<double>(in.i[k]));
-    } else if (isa<arith::UIToFPOp>(op)) {
-      r->f[k] = roundFloat(r->elementType, static_cast<double>(toUnsigned(in.i[k], inWidth)));
-    } else if (isa<arith::FPToSIOp>(op)) {
-      double t = std::trunc(in.f[k]);
-      unsigned w = bitWidth(r->elementType);
-      double lo = std::ldexp(-1.0, w - 1), hi = std::ldexp(1.0, w - 1);
-      if (std::isnan(t) || t < lo || t >= hi)
-        return op->emitOpError() << "converts " << in.f[k] << ", which does not fit in "
-                                 << r->elementType;
-      r->i[k] = static_cast<int64_t>(t);
-    } else if (isa<arith::IndexCastUIOp, arith::ExtUIOp>(op)) {
-      r->i[k] = wrapInt(r->elementType, static_cast<int64_t>(toUnsigned(in.i[k], inWidth)));
-    } else { // index_cast, extsi, trunci: sign-extend or truncate
-      r->i[k] = wrapInt(r->elementType, in.i[k]);
-    }
-  }
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op->getResult(0), std::move(*r));
-  return success();
-}
-
-LogicalResult Interpreter::cmpI(Frame &fr, arith::CmpIOp op) {
-  FailureOr<const Tile *> a = tile(fr, op, op.getLhs());
-  FailureOr<const Tile *> b = tile(fr, op, op.getRhs());
-  FailureOr<Tile> r = newTile(op, op.getType());
-  if (failed(a) || failed(b) || failed(r))
-    return failure();
-  if ((*a)->isFloat() || (*b)->isFloat() || (*a)->size() != r->size() ||
-      (*b)->size() != r->size())
-    return op.emitOpError() << "expects integer operands shaped like its result";
-  unsigned w = bitWidth((*a)->elementType);
-  for (int64_t k = 0; k < r->size(); ++k) {
-    int64_t x = (*a)->i[k], y = (*b)->i[k];
-    uint64_t ux = toUnsigned(x, w), uy = toUnsigned(y, w);
-    bool v = false;
-    switch (op.getPredicate()) {
-    case arith::CmpIPredicate::eq: v = x == y; break;
-    case arith::CmpIPredicate::ne: v = x != y; break;
-    case arith::CmpIPredicate::slt: v = x < y; break;
-    case arith::CmpIPredicate::sle: v = x <= y; break;
-    case arith::CmpIPredicate::sgt: v = x > y; break;
-    case arith::CmpIPredicate::sge: v = x >= y; break;
-    case arith::CmpIPredicate::ult: v = ux < uy; break;
-    case arith::CmpIPredicate::ule: v = ux <= uy; break;
-    case arith::CmpIPredicate::ugt: v = ux > uy; break;
-    case arith::CmpIPredicate::uge: v = ux >= uy; break;
-    }
-    r->i[k] = v ? -1 : 0; // i1 true, sign-extended
-  }
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op.getResult(), std::move(*r));
-  return success();
-}
-
-LogicalResult Interpreter::cmpF(Frame &fr, arith::CmpFOp op) {
-  FailureOr<const Tile *> a = tile(fr, op, op.getLhs());
-  FailureOr<const Tile *> b = tile(fr, op, op.getRhs());
-  FailureOr<Tile> r = newTile(op, op.getType());
-  if (failed(a) || failed(b) || failed(r))
-    return failure();
-  if (!(*a)->isFloat() || !(*b)->isFloat() || (*a)->size() != r->size() ||
-      (*b)->size() != r->size())
-    return op.emitOpError() << "expects float operands shaped like its result";
-  using P = arith::CmpFPredicate;
-  for (int64_t k = 0; k < r->size(); ++k) {
-    double x = (*a)->f[k], y = (*b)->f[k];
-    bool unordered = std::isnan(x) || std::isnan(y);
-    bool v = false;
-    switch (op.getPredicate()) {
-    case P::AlwaysFalse: v = false; break;
-    case P::OEQ: v = !unordered && x == y; break;
-    case P::OGT: v = !unordered && x > y; break;
-    case P::OGE: v = !unordered && x >= y; break;
-    case P::OLT: v = !unordered && x < y; break;
-    case P::OLE: v = !unordered && x <= y; break;
-    case P::ONE: v = !unordered && x != y; break;
-    case P::ORD: v = !unordered; break;
-    case P::UEQ: v = unordered || x == y; break;
-    case P::UGT: v = unordered || x > y; break;
-    case P::UGE: v = unordered || x >= y; break;
-    case P::ULT: v = unordered || x < y; break;
-    case P::ULE: v = unordered || x <= y; break;
-    case P::UNE: v = unordered || x != y; break;
-    case P::UNO: v = unordered; break;
-    case P::AlwaysTrue: v = true; break;
-    }
-    r->i[k] = v ? -1 : 0;
-  }
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op.getResult(), std::move(*r));
-  return success();
-}
-
-LogicalResult Interpreter::select(Frame &fr, arith::SelectOp op) {
-  FailureOr<const Tile *> c = tile(fr, op, op.getCondition());
-  FailureOr<const Tile *> a = tile(fr, op, op.getTrueValue());
-  FailureOr<const Tile *> b = tile(fr, op, op.getFalseValue());
-  FailureOr<Tile> r = newTile(op, op.getType());
-  if (failed(c) || failed(a) || failed(b) || failed(r))
-    return failure();
-  const Tile &cond = **c;
-  bool scalarCond = cond.shape.empty();
-  if (cond.isFloat() || (*a)->size() != r->size() || (*b)->size() != r->size() ||
-      (!scalarCond && cond.size() != r->size()) || (*a)->isFloat() != r->isFloat())
-    return op.emitOpError() << "expects operands shaped like its result";
-  for (int64_t k = 0; k < r->size(); ++k) {
-    bool pick = cond.i[scalarCond ? 0 : k] != 0;
-    const Tile &src = pick ? **a : **b;
-    if (r->isFloat())
-      r->f[k] = src.f[k];
-    else
-      r->i[k] = src.i[k];
-  }
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op.getResult(), std::move(*r));
-  return success();
-}
-
-LogicalResult Interpreter::constant(Frame &fr, arith::ConstantOp op) {
-  FailureOr<Tile> r = newTile(op, op.getType());
-  if (failed(r))
-    return failure();
-  Attribute attr = op.getValue();
-  if (auto fa = dyn_cast<FloatAttr>(attr); fa && r->isFloat() && r->size() == 1) {
-    r->f[0] = roundFloat(r->elementType, fa.getValueAsDouble());
-  } else if (auto ia = dyn_cast<IntegerAttr>(attr); ia && !r->isFloat() && r->size() == 1) {
-    r->i[0] = wrapInt(r->elementType, ia.getValue().getSExtValue());
-  } else if (auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
-             dense && dense.getNumElements() == r->size()) {
-    int64_t k = 0;
-    if (r->isFloat()) {
-      for (const APFloat &v : dense.getValues<APFloat>())
-        r->f[k++] = roundFloat(r->elementType, v.convertToDouble());
-    } else {
-      for (const APInt &v : dense.getValues<APInt>())
-        r->i[k++] = wrapInt(r->elementType, v.getSExtValue());
-    }
-  } else {
-    return op.emitOpError() << "has the value " << attr
-                            << ", which the interpreter does not support";
-  }
-  if (failed(step(op, r->size())))
-    return failure();
-  set(fr, op.getResult(), std::move(*r));
-  return success();
+      .Default([&](Operation *) {
+        std::optional<LogicalResult> result = runElementwise(fr, op);
+        return result ? *result : unsupported(op);
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1479,3 +880,4 @@ LogicalResult tessel::interp::runKernel(func::FuncOp kernel, MutableArrayRef<Ker
           return failure();
   return success();
 }
+
