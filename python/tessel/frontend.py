@@ -234,6 +234,7 @@ class CodeGenerator:
         if self.loops or self.nesting:
             raise self.error(node, "return inside a loop or a run-time if is not supported")
         self.returned = self.expr(node.value) if node.value is not None else None
+        self.return_node = node
         raise _Return()
 
     # ---- if -------------------------------------------------------------------------------

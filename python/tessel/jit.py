@@ -142,7 +142,7 @@ class JITFunction:
             gen.run_body(source.tree.body)
         except _Return:
             if gen.returned is not None:
-                raise gen.error(gen.node, "a kernel cannot return a value; store it") from None
+                raise gen.error(gen.return_node, "a kernel cannot return a value; store it") from None
         builder.set_loc(*pos)
         builder.end_function()
         _raise_diagnostics(builder.verify(), pos)
