@@ -613,7 +613,10 @@ class CodeGenerator:
     def inline_call(self, node, fn, args, kwargs):
         if self.depth > 32:
             raise self.error(node, f"calls nest too deeply (recursive call of {fn.__name__}?)")
-        source = fn.source
+        try:
+            source = fn.source
+        except CompilationError as e:
+            raise self.error(node, e.message) from None
         sig = inspect.signature(fn.fn)
         try:
             bound = sig.bind(*args, **kwargs)

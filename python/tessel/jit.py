@@ -73,7 +73,11 @@ class JITFunction:
     @property
     def source(self):
         if self._source is None:
-            self._source = FunctionSource(self.fn)
+            try:
+                self._source = FunctionSource(self.fn)
+            except (OSError, TypeError) as e:
+                raise CompilationError(f"cannot read the source of {self.__name__} ({e}): "
+                                       "@tessel.jit functions must be defined in a file") from None
         return self._source
 
     def __call__(self, *args, **kwargs):
