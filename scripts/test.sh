@@ -15,7 +15,7 @@ echo "== lit"
 echo "== C++ unit tests"
 "$build/bin/tessel-unittests" --gtest_brief=1 --gtest_output="xml:$results/unit.xml"
 echo "== Python tests"
-TESSEL_BUILD_DIR="$build" "$PYTHON" -m pytest -q "$root/test/python" --junitxml "$results/python.xml" \
+TESSEL_BUILD_DIR="$build" PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q "$root/test/python" --junitxml "$results/python.xml" \
   -p no:cacheprovider
 
 echo "== $(( $(date +%s) - start )) s"

@@ -1,0 +1,154 @@
+//===- KernelBuilder.h - the IR builder behind the Python DSL ---*- C++ -*-===//
+//
+// KernelBuilder owns an MLIRContext and a module and builds tile programs one op at a time: the
+// Python front end walks a kernel's AST and calls one method per op family (constants, arith and
+// math element-wise ops, compares, selects, casts, tile ops, scf.for and scf.if). It never parses
+// IR text. Misuse (operands of the wrong kind) throws std::invalid_argument, which pybind11 turns
+// into a Python ValueError that the front end reports at the user's source line; everything the
+// MLIR verifier or a pass says comes back as a list of located Diagnostics, never on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PYTHON_KERNELBUILDER_H
+#define TESSEL_PYTHON_KERNELBUILDER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Value.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace tessel::python {
+
+/// One message of the MLIR verifier or of a pass, at the user's source position when the op
+/// that caused it carries one (line 0 when it does not).
+struct Diagnostic {
+  std::string severity;
+  std::string message;
+  std::string file;
+  unsigned line = 0;
+  unsigned column = 0;
+};
+
+/// A kernel parameter: `kind` is "ptr" (a `!tile.ptr<dtype>`) or "scalar".
+struct Param {
+  std::string kind;
+  std::string dtype;
+};
+
+class KernelBuilder {
+public:
+  KernelBuilder();
+  ~KernelBuilder();
+  KernelBuilder(const KernelBuilder &) = delete;
+  KernelBuilder &operator=(const KernelBuilder &) = delete;
+
+  mlir::MLIRContext &context() { return *ctx; }
+  mlir::ModuleOp module() { return *moduleOp; }
+  /// The function named `name`, or a null op.
+  mlir::func::FuncOp lookupFunction(const std::string &name);
+
+  /// Every op built from now on carries this source position.
+  void setLocation(const std::string &file, unsigned line, unsigned column);
+
+  // Functions.
+  std::vector<mlir::Value> beginFunction(const std::string &name, const std::vector<Param> &params);
+  void endFunction();
+
+  // Scalars and element-wise ops. `shape` empty means a scalar, otherwise a splat tile.
+  mlir::Value constInt(int64_t value, const std::string &dtype, const std::vector<int64_t> &shape);
+  mlir::Value constFloat(double value, const std::string &dtype, const std::vector<int64_t> &shape);
+  /// add sub mul div mod max min and or xor pow; float or integer variant by element type.
+  mlir::Value binary(const std::string &op, mlir::Value lhs, mlir::Value rhs);
+  /// lt le gt ge eq ne; signed compares for integers, ordered ones for floats.
+  mlir::Value compare(const std::string &predicate, mlir::Value lhs, mlir::Value rhs);
+  mlir::Value select(mlir::Value cond, mlir::Value ifTrue, mlir::Value ifFalse);
+  /// exp exp2 log log2 sqrt tanh abs neg not.
+  mlir::Value unary(const std::string &fn, mlir::Value value);
+  /// Converts to another element type (extf, truncf, sitofp, fptosi, extui, compare with 0).
+  mlir::Value convert(mlir::Value value, const std::string &dtype);
+
+  // Tile ops.
+  mlir::Value programId(int axis);
+  mlir::Value numPrograms(int axis);
+  mlir::Value makeDesc(mlir::Value ptr, std::optional<mlir::Value> offset,
+                       const std::vector<mlir::Value> &shape,
+                       const std::vector<mlir::Value> &strides);
+  mlir::Value load(mlir::Value desc, const std::vector<mlir::Value> &offsets,
+                   const std::vector<int64_t> &shape, double padding);
+  void store(mlir::Value desc, const std::vector<mlir::Value> &offsets, mlir::Value value,
+             std::optional<mlir::Value> mask);
+  /// `a·b + acc`; without `acc`, a zero accumulator.
+  mlir::Value dot(mlir::Value a, mlir::Value b, std::optional<mlir::Value> acc);
+  /// If `product` is an unused `tile.dot` with a zero accumulator, rebuilds it as
+  /// `tile.dot(a, b, addend)` (so `acc + dot(a, b)` accumulates in place) and returns it.
+  std::optional<mlir::Value> fuseDotAdd(mlir::Value product, mlir::Value addend);
+  mlir::Value reduce(const std::string &kind, mlir::Value value, int axis);
+  mlir::Value splat(mlir::Value scalar, const std::vector<int64_t> &shape);
+  mlir::Value iota(int64_t size);
+  mlir::Value expandDims(mlir::Value value, int axis);
+  mlir::Value broadcast(mlir::Value value, const std::vector<int64_t> &shape);
+  mlir::Value trans(mlir::Value value);
+  std::pair<mlir::Value, mlir::Value> softmax(mlir::Value value, int axis, bool streamed);
+
+  // Control flow. Regions nest: begin/end pairs must match.
+  /// Starts an i32 scf.for; returns the induction variable and the body's carried values.
+  std::pair<mlir::Value, std::vector<mlir::Value>> beginFor(mlir::Value lo, mlir::Value hi,
+                                                           mlir::Value step,
+                                                           const std::vector<mlir::Value> &inits);
+  std::vector<mlir::Value> endFor(const std::vector<mlir::Value> &yields);
+  /// Starts an scf.if with both branches; building continues in the then branch.
+  void beginIf(mlir::Value cond);
+  void enterThen();
+  void enterElse();
+  /// Closes the innermost scf.if, yielding the given values from each branch.
+  std::vector<mlir::Value> endIf(const std::vector<mlir::Value> &thenValues,
+                                 const std::vector<mlir::Value> &elseValues);
+
+  // Whole-module operations.
+  std::vector<Diagnostic> verify();
+  /// Runs a textual pass pipeline (e.g. "tile-optimize") on the module; with `dumpIR`, prints the
+  /// IR after every pass to stderr.
+  std::vector<Diagnostic> runPipeline(const std::string &pipeline, bool dumpIR);
+  std::string print(bool withLocations);
+
+  // Value introspection.
+  static std::string kindOf(mlir::Value value);   // scalar, tile, ptr, desc
+  static std::string dtypeOf(mlir::Value value);  // f16 bf16 f32 i32 i1 (element type)
+  static std::vector<int64_t> shapeOf(mlir::Value value);
+  static int64_t rankOf(mlir::Value value);
+
+private:
+  mlir::Type elementType(const std::string &dtype);
+  mlir::Type withShape(mlir::Type element, llvm::ArrayRef<int64_t> shape);
+  mlir::Value requireI32Scalar(mlir::Value value, const char *what);
+  mlir::Location loc() const { return location; }
+
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> moduleOp;
+  mlir::OpBuilder builder;
+  mlir::Location location;
+  struct OpenRegion {
+    mlir::Operation *op;
+    mlir::OpBuilder::InsertPoint after;
+  };
+  std::vector<OpenRegion> open;
+};
+
+/// The position an MLIR location points at in user code, if it has one.
+Diagnostic locate(mlir::Location loc);
+
+} // namespace tessel::python
+
+#endif // TESSEL_PYTHON_KERNELBUILDER_H

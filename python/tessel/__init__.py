@@ -1,0 +1,23 @@
+"""tessel: a Triton-style DSL and compiler for FlashAttention kernels, on MLIR.
+
+    import tessel
+    from tessel import language as tl
+
+    @tessel.jit
+    def kernel(x, y, N: tl.constexpr): ...
+
+    kernel[grid](x, y, N=128)          # runs on the CPU interpreter with numpy arrays
+
+`tessel.attention(q, k, v, ...)` has PyTorch scaled_dot_product_attention semantics, with
+FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions.
+"""
+from . import language
+from . import language as tl
+from .errors import CompilationError, KernelRuntimeError
+from .jit import CompileOptions, CompiledKernel, JITFunction, jit
+from .runtime import from_bf16, to_bf16
+from .attention import attention, compile_attention
+
+__all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
+           "CompiledKernel", "JITFunction", "attention", "compile_attention", "to_bf16",
+           "from_bf16"]

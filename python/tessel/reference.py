@@ -1,0 +1,47 @@
+"""float64 numpy attention with PyTorch SDPA semantics: the reference of tests and examples.
+
+`score(s, b, h, q_idx, kv_idx)` and `allowed(b, h, q_idx, kv_idx)` are numpy versions of a
+score_mod and a mask_mod (q_idx is a column, kv_idx a row of indices). Fully masked rows give 0
+and lse -inf.
+"""
+import numpy as np
+
+
+def reference_attention(q, k, v, scale=None, causal=False, score=None, allowed=None,
+                        enable_gqa=False):
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    B, H, Nq, D = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    assert H == Hkv or enable_gqa
+    k = np.repeat(k, H // Hkv, axis=1)
+    v = np.repeat(v, H // Hkv, axis=1)
+    scale = 1.0 / np.sqrt(D) if scale is None else scale
+    qi = np.arange(Nq)[:, None]
+    ki = np.arange(Nk)[None, :]
+    o = np.zeros((B, H, Nq, D))
+    lse = np.zeros((B, H, Nq))
+    for b in range(B):
+        for h in range(H):
+            s = q[b, h] @ k[b, h].T * scale
+            if score is not None:
+                s = score(s, b, h, qi, ki)
+            ok = np.ones((Nq, Nk), dtype=bool)
+            if causal:
+                ok &= qi >= ki
+            if allowed is not None:
+                ok &= np.broadcast_to(allowed(b, h, qi, ki), (Nq, Nk))
+            s = np.where(ok, s, -np.inf)
+            m = s.max(axis=-1, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0.0)
+            e = np.exp(s - m)
+            l = e.sum(axis=-1, keepdims=True)
+            o[b, h] = (e / np.where(l == 0, 1.0, l)) @ v[b, h]
+            with np.errstate(divide="ignore"):
+                lse[b, h] = (m + np.log(l))[:, 0]
+    return o, lse
+
+
+def max_rel_error(out, ref):
+    """max |out - ref| / max(1, max |ref|)."""
+    out = np.asarray(out, dtype=np.float64)
+    return float(np.max(np.abs(out - ref)) / max(1.0, float(np.max(np.abs(ref)))))

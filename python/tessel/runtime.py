@@ -1,0 +1,102 @@
+"""Running compiled kernels: argument conversion and the dispatch point between backends.
+
+Today the only backend is the CPU interpreter (tessel._tessel.KernelBuilder.run_kernel) on numpy
+arrays. The GPU backend (cubins through the CUDA driver) plugs in at `launch`: it will take
+device arrays (torch tensors, DLPack) and run the kernel's tile-opt IR through the GPU pipeline.
+
+bf16: numpy has no bfloat16. An array of dtype uint16 is taken as bf16 bit patterns (use
+`to_bf16` / `from_bf16`); arrays of ml_dtypes.bfloat16 are accepted too where that package is
+installed.
+"""
+import numpy as np
+
+from .errors import KernelRuntimeError
+
+_NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
+                   np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16"}
+
+
+def llvm_version():
+    return "22"
+
+
+def dtype_of_array(a):
+    if a.dtype.name == "bfloat16":
+        return "bf16"
+    d = _NUMPY_TO_DTYPE.get(a.dtype)
+    if d is None:
+        raise TypeError(f"arrays of {a.dtype} are not supported: use float32, float16, int32 or "
+                        "uint16 (bf16 bit patterns)")
+    return d
+
+
+def classify(name, value):
+    """(kind, dtype) of one run-time kernel argument."""
+    if isinstance(value, np.ndarray):
+        return "ptr", dtype_of_array(value)
+    if isinstance(value, (bool, np.bool_)):
+        return "scalar", "i32"
+    if isinstance(value, (int, np.integer)):
+        return "scalar", "i32"
+    if isinstance(value, (float, np.floating)):
+        return "scalar", "f32"
+    raise TypeError(f"argument '{name}': cannot pass a {type(value).__name__} to a kernel "
+                    "(arrays, ints and floats only; mark compile-time values tl.constexpr)")
+
+
+def to_bf16(x):
+    """float array -> uint16 array of bfloat16 bits (round to nearest even)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounding = ((bits >> 16) & 1) + 0x7FFF
+    out = ((bits + rounding) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(x, dtype=np.float32))
+    out[nan] = 0x7FC0
+    return out
+
+
+def from_bf16(x):
+    """uint16 array of bfloat16 bits -> float32 array."""
+    return (np.asarray(x, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _grid3(grid):
+    g = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    if not 1 <= len(g) <= 3 or any(int(x) < 0 for x in g):
+        raise ValueError(f"a grid has 1 to 3 non-negative sizes, got {grid!r}")
+    return [int(x) for x in g] + [1] * (3 - len(g))
+
+
+def launch(kernel, grid, args, backend=None):
+    """Runs `kernel` over `grid`. The dispatch point: numpy arrays go to the interpreter."""
+    backend = backend or kernel.options.backend
+    if backend != "interpreter":
+        raise NotImplementedError(f"backend '{backend}' is not available yet (GPU path: later)")
+    from . import _tessel
+    if not _tessel.has_interpreter:
+        raise RuntimeError("this build of tessel has no interpreter")
+    if len(args) != len(kernel.params):
+        raise TypeError(f"{kernel.name} takes {len(kernel.params)} run-time arguments, "
+                        f"got {len(args)}")
+    call_args, copies = [], []
+    for (name, kind, dtype), value in zip(kernel.params, args):
+        if kind == "ptr":
+            if dtype_of_array(value) != dtype:
+                raise TypeError(f"argument '{name}' is {value.dtype}, the kernel was "
+                                f"specialised for {dtype}")
+            arr = value.view(np.uint16) if value.dtype.name == "bfloat16" else value
+            if not arr.flags.c_contiguous or not arr.flags.writeable:
+                tmp = np.ascontiguousarray(arr).copy()
+                copies.append((value, tmp))
+                arr = tmp
+            call_args.append(arr)
+        else:
+            call_args.append(float(value) if dtype == "f32" else int(value))
+    diags = kernel._builder.run_kernel(kernel.name, _grid3(grid), call_args)
+    errors = [d for d in diags if d[0] == "error"]
+    if errors:
+        _, message, filename, line, col = errors[0]
+        where = f"{filename}:{line}:{col}: " if filename else ""
+        raise KernelRuntimeError(f"{where}{message}")
+    for original, tmp in copies:
+        if original.flags.writeable:
+            original[...] = tmp.view(original.dtype) if original.dtype != tmp.dtype else tmp
