@@ -122,3 +122,34 @@ func.func @two_masks(%n: i32, %s: tensor<16x32xf32>, %a: tensor<16x32xi32>, %b: 
   }
   return %r : tensor<16x32xf32>
 }
+
+// -----
+
+// A loop that still streams a softmax is not split: the softmax normalises over all of its
+// iterations (run tile-online-softmax first).
+// CHECK-LABEL: func.func @streamed_softmax_loop
+// CHECK:       scf.for
+// CHECK-NOT:   tile.block_mask
+// CHECK-NOT:   scf.for
+func.func @streamed_softmax_loop(%qstart: i32, %n: i32, %s: tensor<16x16xf32>, %v: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %ninf = arith.constant dense<0xFF800000> : tensor<16x16xf32>
+  %qs = tile.splat %qstart : i32 -> tensor<16xi32>
+  %qi = tile.iota : tensor<16xi32>
+  %q1 = arith.addi %qs, %qi : tensor<16xi32>
+  %q2 = tile.expand_dims %q1 axis 1 : tensor<16xi32> -> tensor<16x1xi32>
+  %q = tile.broadcast %q2 : tensor<16x1xi32> -> tensor<16x16xi32>
+  %r = scf.for %j = %c0 to %n step %c16 iter_args(%acc = %s) -> (tensor<16x16xf32>) : i32 {
+    %ks = tile.splat %j : i32 -> tensor<16xi32>
+    %k1 = arith.addi %ks, %qi : tensor<16xi32>
+    %k2 = tile.expand_dims %k1 axis 0 : tensor<16xi32> -> tensor<1x16xi32>
+    %k = tile.broadcast %k2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %m = arith.cmpi sge, %q, %k : tensor<16x16xi32>
+    %x = arith.select %m, %s, %ninf : tensor<16x16xi1>, tensor<16x16xf32>
+    %p, %l = tile.softmax %x axis 1 streamed : tensor<16x16xf32> -> tensor<16xf32>
+    %y = tile.dot %p, %v, %acc : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
+    scf.yield %y : tensor<16x16xf32>
+  }
+  return %r : tensor<16x16xf32>
+}

@@ -98,6 +98,11 @@ struct TileSplitMaskedLoopsPass
   static constexpr llvm::StringLiteral kSplitAttr = "tile.block_mask";
 
   void splitLoop(scf::ForOp loop) {
+    // A streamed softmax normalises over all iterations of its loop: cutting the loop would
+    // change what it computes. tile-online-softmax must run first.
+    for (Operation &op : loop.getBody()->without_terminator())
+      if (auto softmax = dyn_cast<SoftmaxOp>(op); softmax && softmax.getStreamed())
+        return;
     // The masking selects directly in the body, all on one mask.
     Value mask;
     SmallVector<arith::SelectOp> selects;
