@@ -12,6 +12,7 @@
 #include "tessel/Interpreter/Npy.h"
 #include "tessel/Interpreter/Rounding.h"
 #include "tessel/Registration.h"
+#include "tessel/Runtime/KernelLauncher.h"
 #include "tile/IR/TileDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -59,6 +60,16 @@ static cl::opt<double> relTol("rtol", cl::desc("Relative tolerance of --validate
                             cl::init(1e-5));
 static cl::opt<double> absTol("atol", cl::desc("Absolute tolerance of --validate-pipeline"),
                             cl::init(1e-6));
+static cl::opt<std::string>
+    device("device",
+           cl::desc("Where to run: cpu (the interpreter), gpu (compiled, through the CUDA "
+                    "driver), or both (and compare the buffers, with --rtol/--atol)"),
+           cl::init("cpu"));
+static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|both (default: "
+                                                  "from the device)"));
+static cl::opt<unsigned> repeats("repeats",
+                                 cl::desc("--device=gpu|both: time this many launches (median)"),
+                                 cl::init(0));
 static cl::opt<uint64_t> maxSteps("max-steps",
                                   cl::desc("Stop after this many interpreter steps (0: no limit)"),
                                   cl::init(0));
@@ -179,7 +190,8 @@ bool compareRuns(ArrayRef<KernelArg> before, ArrayRef<KernelArg> after) {
         ok = false;
     }
   }
-  llvm::outs() << "validate: max abs err " << llvm::format("%g", maxAbs) << ", max rel err "
+  llvm::outs() << (device == "both" ? "compare cpu/gpu" : "validate")
+               << ": max abs err " << llvm::format("%g", maxAbs) << ", max rel err "
                << llvm::format("%g", maxRel) << " over " << count
                << " elements: " << (ok ? "OK" : "MISMATCH") << "\n";
   return ok;
@@ -281,13 +293,42 @@ int main(int argc, char **argv) {
     outs.push_back({index, path.str()});
   }
 
+  if (device != "cpu" && device != "gpu" && device != "both")
+    return fail("--device must be cpu, gpu or both, not '" + device + "'");
+  if (device != "cpu" && !validatePipeline.empty())
+    return fail("--validate-pipeline runs on the interpreter: use it with --device=cpu");
+
   RunOptions options;
   options.maxSteps = maxSteps;
   SmallVector<KernelArg> args = inputs;
-  if (failed(runKernel(kernel, args, grid, options)))
-    return 1;
-
   bool ok = true;
+  if (device != "gpu" && failed(runKernel(kernel, args, grid, options)))
+    return 1;
+  if (device != "cpu") {
+    tessel::runtime::GpuRunOptions gpuOptions;
+    gpuOptions.chip = chip;
+    gpuOptions.repeats = repeats;
+    gpuOptions.warmup = repeats ? 3 : 0;
+    for (auto &[index, path] : outs)
+      gpuOptions.outputs.push_back(index);
+    SmallVector<KernelArg> gpuArgs = inputs;
+    std::string kernelSym = kernel.getSymName().str();
+    FailureOr<tessel::runtime::GpuRunResult> run =
+        tessel::runtime::runOnGpu(*module, kernelSym, gpuArgs, grid, gpuOptions);
+    if (failed(run))
+      return 1;
+    llvm::outs() << "gpu: " << run->device << ", " << run->chip << ", " << run->blockSize
+                 << " threads, " << run->dynamicSharedBytes << " B dynamic shared memory, "
+                 << run->registers << " registers, " << run->spillBytes << " B spilled";
+    if (repeats)
+      llvm::outs() << ", median " << llvm::format("%.4f", run->medianMs) << " ms over "
+                   << repeats << " launches";
+    llvm::outs() << "\n";
+    if (device == "both")
+      ok = compareRuns(args, gpuArgs);
+    args = std::move(gpuArgs);
+  }
+
   if (!validatePipeline.empty()) {
     std::string message;
     llvm::raw_string_ostream os(message);
