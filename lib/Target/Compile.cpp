@@ -9,6 +9,7 @@
 #include "tessel/Target/Compile.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -128,6 +129,30 @@ bool tessel::runPtxas(llvm::StringRef ptx, llvm::StringRef chip, llvm::StringRef
   return true;
 }
 
+/// The launch needs of every kernel in a module lowered to the LLVM dialect: the block size that
+/// convert-tile-to-gpu fixed (gpu.known_block_size, else nvvm.maxntid) and the dynamic shared
+/// memory it planned (tessel.dynamic_shared_bytes).
+static llvm::SmallVector<tessel::KernelLaunchInfo> collectLaunchInfo(ModuleOp lowered) {
+  llvm::SmallVector<tessel::KernelLaunchInfo> kernels;
+  lowered->walk([&](LLVM::LLVMFuncOp func) {
+    if (!func->hasAttr(gpu::GPUDialect::getKernelFuncAttrName()) && !func->hasAttr("nvvm.kernel"))
+      return;
+    tessel::KernelLaunchInfo info;
+    info.name = func.getSymName().str();
+    auto block = func->getAttrOfType<DenseI32ArrayAttr>("gpu.known_block_size");
+    if (!block)
+      block = func->getAttrOfType<DenseI32ArrayAttr>("nvvm.maxntid");
+    if (block)
+      for (auto [i, v] : llvm::enumerate(block.asArrayRef()))
+        if (i < 3)
+          info.blockSize[i] = static_cast<unsigned>(v);
+    if (auto bytes = func->getAttrOfType<IntegerAttr>("tessel.dynamic_shared_bytes"))
+      info.dynamicSharedBytes = bytes.getInt();
+    kernels.push_back(std::move(info));
+  });
+  return kernels;
+}
+
 FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
                                                         const TargetOptions &options,
                                                         Stage stage) {
@@ -146,6 +171,7 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
     llvm::raw_string_ostream os(result.llvmDialect);
     work->print(os);
   }
+  result.kernels = collectLaunchInfo(*work);
   if (stage == Stage::LLVM)
     return result;
 

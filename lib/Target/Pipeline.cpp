@@ -68,9 +68,15 @@ bool tessel::isSupportedChip(const std::string &chip) {
   return chip == "sm_80" || chip == "sm_90a";
 }
 
+int64_t tessel::maxSharedBytesPerBlock(const std::string &chip) {
+  // cudaDevAttrMaxSharedMemoryPerBlockOptin: 163 KiB on A100 (sm_80), 227 KiB on H100 (sm_90).
+  return chip == "sm_80" ? 163 * 1024 : 227 * 1024;
+}
+
 void tessel::buildTileToNVVMPipeline(OpPassManager &pm, const TargetOptions &options) {
   ConvertTileToGPUOptions tileOptions;
   tileOptions.numThreads = options.numThreads;
+  tileOptions.sharedLimit = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertTileToGPU(tileOptions));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -85,6 +91,7 @@ void tessel::buildTileToNVVMPipeline(OpPassManager &pm, const TargetOptions &opt
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createConvertNVVMToLLVMPass());
+  kernels.addPass(createExternDynamicSharedMemory());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -118,6 +125,7 @@ void tessel::registerTargetPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerConvertTileToGPU();
+    registerExternDynamicSharedMemory();
     registerGpuNVVMAttachTarget();
     registerGpuModuleToBinaryPass();
     registerSCFToControlFlowPass();

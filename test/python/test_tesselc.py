@@ -72,3 +72,39 @@ def test_emits_ptx_and_tile(tools):
     assert ".target sm_80" in ptx.stdout and ".entry softmax_rows(" in ptx.stdout
     tile = run(tools, [str(EXAMPLES / "softmax_rows.mlir"), "--emit=tile", "-o", "-"])
     assert tile.returncode == 0 and "tile.softmax" in tile.stdout
+
+
+BIG_TILE = ("func.func @big(%x: f32) {\n"
+            "  %t = tile.splat %x : f32 -> tensor<200x256xf32>\n"
+            "  return\n}\n")
+
+
+def test_errors_carry_no_ir_dump(tools):
+    # 200x256 f32 = 204800 bytes: more than sm_80's 163 KiB of shared memory per CTA.
+    r = run(tools, ["-", "--chip=sm_80", "--emit=ptx", "-o", "-"], BIG_TILE)
+    assert r.returncode == 1
+    assert ("<stdin>:1:1: error: 'func.func' op needs 204800 bytes of shared memory for its tiles"
+            in r.stderr)
+    assert "more than the 166912 a CTA may use" in r.stderr
+    assert "see current operation" not in r.stderr
+    assert '"func.func"' not in r.stderr and "tile.splat" not in r.stderr.split("error:")[1]
+
+
+def test_unsupported_op_error_carries_no_ir_dump(tools):
+    src = ("func.func private @helper(i32)\n"
+           "func.func @k(%n: i32) {\n"
+           "  func.call @helper(%n) : (i32) -> ()\n"
+           "  return\n}\n")
+    r = run(tools, ["-", "--emit=ptx", "-o", "-"], src)
+    assert r.returncode == 1
+    assert "'func.call' op is not supported by convert-tile-to-gpu" in r.stderr
+    assert "see current operation" not in r.stderr
+
+
+def test_report_gives_launch_needs(tools, tmp_path):
+    # The same kernel fits sm_90a's 227 KiB: dynamic shared memory, reported for the launcher.
+    r = run(tools, ["-", "--chip=sm_90a", "--emit=cubin", "-o", str(tmp_path / "big.cubin"),
+                    "--ptxas-report", "--num-threads=256"], BIG_TILE)
+    assert r.returncode == 0, r.stderr
+    assert "kernel big: block 256x1x1, 204800 bytes dynamic smem" in r.stdout
+    assert "ptxas sm_90a big:" in r.stdout and " 0 bytes smem," in r.stdout

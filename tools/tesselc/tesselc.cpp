@@ -2,7 +2,7 @@
 //
 // tesselc FILE.mlir --chip=sm_80|sm_90a --emit=tile|llvm|ptx|cubin -o OUT [--ptxas-report]
 // compiles the tile programs of FILE to the LLVM dialect, PTX or a cubin and can print ptxas'
-// resource usage. Errors in the input are reported at their file:line:col; every failure exits 1.
+// resource usage and each kernel's launch needs (block size, dynamic shared memory). Errors in the input are reported at their file:line:col; every failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +54,9 @@ static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled)
        << k.spillStoreBytes << " bytes spill stores, " << k.spillLoadBytes
        << " bytes spill loads, " << k.barriers << " barriers, " << k.constantBytes
        << " bytes cmem[0]\n";
+  for (const tessel::KernelLaunchInfo &k : compiled.kernels)
+    os << "kernel " << k.name << ": block " << k.blockSize[0] << "x" << k.blockSize[1] << "x"
+       << k.blockSize[2] << ", " << k.dynamicSharedBytes << " bytes dynamic smem\n";
 }
 
 int main(int argc, char **argv) {
@@ -70,6 +73,8 @@ int main(int argc, char **argv) {
   tessel::registerDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Users get the located message, never a generic dump of the failing op (and its function).
+  context.printOpOnDiagnostic(false);
 
   std::string errorMessage;
   auto input = mlir::openInputFile(inputFile, &errorMessage);

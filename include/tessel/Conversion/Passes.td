@@ -16,8 +16,12 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     The reference lowering: correct rather than fast. Each `func.func` tile program becomes a
     `gpu.func` kernel in the `gpu.module @tessel_kernels`, launched with one CTA per program
     instance (grid = the program grid) and `num-threads` threads in x. `!tile.ptr<T>` arguments
-    become `!llvm.ptr<1>` (one pointer per buffer). Every tile value gets its own buffer in
-    shared memory (a workgroup attribution); every tile op becomes a loop over its elements
+    become `!llvm.ptr<1>` (one pointer per buffer). Every tile value gets a buffer in shared
+    memory; the buffers are packed into one arena by their live intervals, so that values whose
+    lifetimes are disjoint share bytes. An arena of up to 48 KiB is a static workgroup
+    attribution; a larger one is dynamic shared memory (`gpu.dynamic_shared_memory`), its size
+    recorded as the kernel attribute `tessel.dynamic_shared_bytes` for the launcher (always
+    `tessel.shared_bytes`). Every tile op becomes a loop over its elements
     whose iterations are spread over the CTA's threads, followed by `gpu.barrier`. Scalars are
     computed redundantly by every thread, so control flow stays uniform. `exp`, `exp2`, `log` and
     `log2` on f32 become NVVM's `ex2.approx`/`lg2.approx` so that nothing links libdevice.
@@ -30,8 +34,24 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let options = [
     Option<"numThreads", "num-threads", "unsigned", /*default=*/"128",
-           "Threads per CTA; 1 gives the single-thread scheme.">
+           "Threads per CTA; 1 gives the single-thread scheme.">,
+    Option<"sharedLimit", "shared-limit", "int64_t", /*default=*/"232448",
+           "Most bytes of shared memory a CTA may use: 232448 (227 KiB) on sm_90, 166912 "
+           "(163 KiB) on sm_80, with the dynamic-shared-memory opt-in.">
   ];
+}
+
+def ExternDynamicSharedMemory
+    : Pass<"tessel-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declare the dynamic shared-memory global external, as PTX's `.extern .shared`.";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm`. The upstream lowering of `gpu.dynamic_shared_memory`
+    makes a zero-sized `internal` global in address space 3, which the NVPTX back end prints as
+    a one-byte static `.shared` variable: the kernel then indexes past it instead of into the
+    dynamic shared memory given at launch. This pass gives every zero-sized address-space-3
+    global without an initializer `external` linkage, so that the PTX reads
+    `.extern .shared .align 16 .b8 __dynamic_shmem__0[];`, as `extern __shared__` does in CUDA.
+  }];
 }
 
 #endif // TESSEL_CONVERSION_PASSES_TD

@@ -38,6 +38,17 @@ struct KernelResources {
   int64_t constantBytes = 0;
 };
 
+/// What a runtime needs to launch one kernel: its entry name, the block size it was compiled for
+/// (launch with exactly this block) and the dynamic shared memory it expects. A kernel with
+/// dynamic shared memory above 48 KiB needs
+/// cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamicSharedBytes) before
+/// cuLaunchKernel(..., sharedMemBytes = dynamicSharedBytes, ...).
+struct KernelLaunchInfo {
+  std::string name;
+  unsigned blockSize[3] = {1, 1, 1};
+  int64_t dynamicSharedBytes = 0;
+};
+
 /// Parses the output of `ptxas -v`; kernels appear in the order ptxas reports them.
 llvm::SmallVector<KernelResources> parsePtxasReport(llvm::StringRef log);
 
@@ -45,6 +56,8 @@ llvm::SmallVector<KernelResources> parsePtxasReport(llvm::StringRef log);
 enum class Stage { LLVM, PTX, Cubin };
 
 struct CompiledModule {
+  /// Every kernel of the module with its launch needs, in module order (every stage).
+  llvm::SmallVector<KernelLaunchInfo> kernels;
   /// The kernel module after lowering to the LLVM dialect (Stage::LLVM and later).
   std::string llvmDialect;
   /// PTX text (Stage::PTX and later).

@@ -9,6 +9,7 @@
 #ifndef TESSEL_TARGET_PIPELINE_H
 #define TESSEL_TARGET_PIPELINE_H
 
+#include <cstdint>
 #include <string>
 
 namespace mlir {
@@ -34,6 +35,10 @@ struct TargetOptions {
 
 /// Whether `chip` is one tessel targets (sm_80, sm_90a).
 bool isSupportedChip(const std::string &chip);
+
+/// The most shared memory one CTA may use on `chip` (static plus dynamic, after opting in with
+/// cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)).
+int64_t maxSharedBytesPerBlock(const std::string &chip);
 
 /// Appends tile IR → GPU kernels → NVVM/LLVM → (PTX|cubin) to `pm`, anchored on builtin.module.
 void buildTileToNVVMPipeline(mlir::OpPassManager &pm, const TargetOptions &options);

@@ -1,8 +1,8 @@
 //===- TileToGPU.cpp - reference lowering of tile programs to GPU kernels -===//
 //
 // convert-tile-to-gpu: each tile program (a `func.func`) becomes a `gpu.func` kernel, one CTA per
-// program instance. Correct rather than fast: every tile value lives in its own shared-memory
-// buffer, and every tile op is a loop over elements spread over the CTA's threads and closed by a
+// program instance. Correct rather than fast: every tile value lives in a shared-memory buffer
+// (buffers whose lifetimes are disjoint share bytes, SharedMemoryPlan.h), and every tile op is a loop over elements spread over the CTA's threads and closed by a
 // barrier. Scalars are computed by every thread alike, so all control flow is uniform and the
 // barriers inside loops and ifs are legal. The fast path (register fragments, mma.sync, wgmma)
 // replaces this lowering later; this one is the yardstick it is checked against.
@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Conversion/Passes.h"
+
+#include "SharedMemoryPlan.h"
 
 #include "tile/IR/TileDialect.h"
 
@@ -37,6 +39,8 @@ namespace {
 
 /// The largest static shared-memory allocation of a CTA; more needs dynamic shared memory.
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
+/// Every buffer starts at a multiple of this many bytes of the arena (room for 16-byte vectors).
+constexpr int64_t kBufferAlignment = 16;
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
@@ -56,7 +60,9 @@ public:
       : kernel(kernel), b(kernel.getContext()), numThreads(numThreads) {}
 
   LogicalResult build(func::FuncOp program);
-  int64_t sharedBytes() const { return sharedBytesUsed; }
+  /// Packs the buffers into one arena (liveness-based reuse) and places it in static shared
+  /// memory up to 48 KiB, in dynamic shared memory above that, up to `sharedLimit` bytes.
+  LogicalResult placeBuffers(func::FuncOp program, int64_t sharedLimit);
 
 private:
   using ElementBody = function_ref<void(OpBuilder &, Location, ValueRange)>;
@@ -75,7 +81,8 @@ private:
   LogicalResult emitSoftmax(tile::SoftmaxOp op);
   LogicalResult emitShapeOp(Operation *op);
 
-  /// A fresh shared-memory buffer for a value of tile type `type`.
+  /// A fresh shared-memory buffer for a value of tile type `type`: a placeholder until
+  /// placeBuffers gives it its bytes in the arena.
   Value newBuffer(RankedTensorType type, Location loc);
   /// The buffer of a tile value, or an error at `user` if it has none.
   FailureOr<Value> bufferOf(Value tileValue, Operation *user);
@@ -91,7 +98,9 @@ private:
   OpBuilder b;
   unsigned numThreads;
   Value threadId;
-  int64_t sharedBytesUsed = 0;
+  /// The placeholders of newBuffer and their sizes in bytes.
+  SmallVector<Value> buffers;
+  SmallVector<int64_t> bufferBytes;
   IRMapping scalars;
   DenseMap<Value, Value> tiles;
   DenseMap<Value, LoweredDesc> descs;
@@ -177,8 +186,62 @@ Value KernelBuilder::newBuffer(RankedTensorType type, Location loc) {
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType(),
                                     MemRefLayoutAttrInterface(), space);
   int64_t bits = std::max<int64_t>(8, type.getElementTypeBitWidth());
-  sharedBytesUsed += type.getNumElements() * bits / 8;
-  return kernel.addWorkgroupAttribution(memrefType, loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  Value placeholder =
+      UnrealizedConversionCastOp::create(b, loc, TypeRange{memrefType}, ValueRange{}).getResult(0);
+  buffers.push_back(placeholder);
+  bufferBytes.push_back(type.getNumElements() * bits / 8);
+  return placeholder;
+}
+
+LogicalResult KernelBuilder::placeBuffers(func::FuncOp program, int64_t sharedLimit) {
+  tessel::SharedMemoryPlan plan =
+      tessel::planSharedMemory(kernel.getBody(), buffers, bufferBytes, kBufferAlignment);
+  int64_t total = 0;
+  for (int64_t bytes : bufferBytes)
+    total += bytes;
+  if (plan.arenaBytes > sharedLimit)
+    return program.emitOpError()
+           << "needs " << plan.arenaBytes << " bytes of shared memory for its tiles (" << total
+           << " before reuse), more than the " << sharedLimit
+           << " a CTA may use on this target (the reference lowering keeps every live tile "
+              "value in shared memory)";
+  kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(plan.arenaBytes));
+  if (buffers.empty())
+    return success();
+
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Location loc = kernel.getLoc();
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value arena;
+  if (plan.arenaBytes <= kStaticSharedLimit) {
+    arena = kernel.addWorkgroupAttribution(
+        MemRefType::get({plan.arenaBytes}, b.getI8Type(), MemRefLayoutAttrInterface(), space),
+        loc);
+    kernel.setWorkgroupAttributionAttr(kernel.getNumWorkgroupAttributions() - 1,
+                                       LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(kBufferAlignment));
+  } else {
+    arena = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                        space));
+    kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(plan.arenaBytes));
+  }
+  // One index constant per distinct offset, then one view per buffer, in creation order.
+  DenseMap<int64_t, Value> offsets;
+  for (const tessel::BufferPlacement &p : plan.buffers)
+    if (!offsets.count(p.offset))
+      offsets[p.offset] = constIndex(b, loc, p.offset);
+  for (auto [placeholder, p] : llvm::zip(buffers, plan.buffers)) {
+    Value view = memref::ViewOp::create(b, loc, placeholder.getType(), arena,
+                                        offsets[p.offset], ValueRange{});
+    placeholder.replaceAllUsesWith(view);
+    placeholder.getDefiningOp()->erase();
+  }
+  return success();
 }
 
 FailureOr<Value> KernelBuilder::bufferOf(Value tileValue, Operation *user) {
@@ -818,20 +881,11 @@ struct ConvertTileToGPU : tessel::impl::ConvertTileToGPUBase<ConvertTileToGPU> {
       kernel.setKnownBlockSizeAttr(
           b.getDenseI32ArrayAttr({static_cast<int32_t>(numThreads.getValue()), 1, 1}));
       KernelBuilder builder(kernel, numThreads);
-      if (mlir::failed(builder.build(program))) {
+      if (mlir::failed(builder.build(program)) ||
+          mlir::failed(builder.placeBuffers(program, sharedLimit))) {
         failed = true;
         continue;
       }
-      if (builder.sharedBytes() > kStaticSharedLimit) {
-        program.emitOpError() << "needs " << builder.sharedBytes()
-                              << " bytes of shared memory for its tiles, more than the "
-                              << kStaticSharedLimit
-                              << " a CTA may allocate statically (the reference lowering keeps "
-                                 "every tile value in shared memory)";
-        failed = true;
-        continue;
-      }
-      kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
       program.erase();
     }
     if (failed)

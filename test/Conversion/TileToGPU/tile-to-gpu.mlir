@@ -7,9 +7,11 @@
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @tessel_kernels
 // CHECK-LABEL: gpu.func @load_pad(%{{.*}}: !llvm.ptr<1>, %{{.*}}: i32)
-// CHECK-SAME: workgroup(%[[BUF:.*]] : memref<4x8xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[ARENA:.*]] : memref<128xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: tessel.shared_bytes = 128
+// CHECK: %[[BUF:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<128xi8, #gpu.address_space<workgroup>> to memref<4x8xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: gpu.block_id x
 // CHECK: scf.for %[[LIN:.*]] = %[[TID]] to %{{.*}} step %{{.*}}
@@ -27,6 +29,7 @@
 // CHECK-NOT: func.func
 // ONE-LABEL: gpu.func @load_pad
 // ONE-SAME: known_block_size = array<i32: 1, 1, 1>
+// ONE: gpu.block_id x
 // ONE: %[[ZERO:.*]] = arith.constant 0 : index
 // ONE: scf.for %{{.*}} = %[[ZERO]] to %{{.*}} step %{{.*}}
 func.func @load_pad(%p: !tile.ptr<f32>, %n: i32) {
@@ -146,7 +149,12 @@ func.func @softmax_rows(%x: f32) {
 // A loop-carried tile lives in its own buffer, copied in before the loop and out at each yield.
 // Swapped tiles go through temporaries first, so neither copy reads a buffer already overwritten.
 // CHECK-LABEL: gpu.func @swap_carried
-// CHECK-SAME: workgroup(%[[A0:.*]] : memref<8xf32, {{.*}}>, %[[B0:.*]] : memref<8xf32, {{.*}}>, %[[CA:.*]] : memref<8xf32, {{.*}}>, %[[CB:.*]] : memref<8xf32, {{.*}}>, %[[TA:.*]] : memref<8xf32, {{.*}}>, %[[TB:.*]] : memref<8xf32, {{.*}}>)
+// CHECK: %[[A0:.*]] = memref.view {{.*}} to memref<8xf32, {{.*}}>
+// CHECK: %[[B0:.*]] = memref.view {{.*}} to memref<8xf32, {{.*}}>
+// CHECK: %[[CA:.*]] = memref.view {{.*}} to memref<8xf32, {{.*}}>
+// CHECK: %[[CB:.*]] = memref.view {{.*}} to memref<8xf32, {{.*}}>
+// CHECK: %[[TA:.*]] = memref.view {{.*}} to memref<8xf32, {{.*}}>
+// CHECK: %[[TB:.*]] = memref.view {{.*}} to memref<8xf32, {{.*}}>
 // CHECK: memref.store %{{.*}}, %[[CA]]
 // CHECK: memref.store %{{.*}}, %[[CB]]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
