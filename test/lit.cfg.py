@@ -27,3 +27,12 @@ ptxas = os.path.join(config.tessel_cuda_home, "bin", "ptxas")
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.environment["CUDA_HOME"] = config.tessel_cuda_home
+
+# A CUDA driver (a GPU machine): GPU-only tests say `REQUIRES: cuda-driver`, tests of the
+# no-GPU error paths `UNSUPPORTED: cuda-driver`.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

@@ -65,6 +65,9 @@ static cl::opt<std::string>
            cl::desc("Where to run: cpu (the interpreter), gpu (compiled, through the CUDA "
                     "driver), or both (and compare the buffers, with --rtol/--atol)"),
            cl::init("cpu"));
+static cl::opt<std::string> pipeline(
+    "pipeline", cl::desc("Run this pass pipeline on the module before running the kernel, "
+                         "e.g. builtin.module(tile-optimize)"));
 static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|both (default: "
                                                   "from the device)"));
 static cl::opt<unsigned> repeats("repeats",
@@ -266,6 +269,23 @@ int main(int argc, char **argv) {
     if (part.trim().getAsInteger(10, grid[i]) || grid[i] < 1 || grid[i] > (1 << 20))
       return fail("--grid: '" + part + "' is not a grid size in [1, 2^20]");
 
+  // Runs `text` (anchored on builtin.module) on the module; false after reporting why not.
+  auto runPipeline = [&](llvm::StringRef option, const std::string &text) -> bool {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    FailureOr<OpPassManager> parsed = parsePassPipeline(text, os);
+    if (failed(parsed))
+      return fail("invalid --" + option + " '" + text + "': " + message), false;
+    llvm::StringRef anchor = parsed->getOpAnchorName();
+    if (anchor != ModuleOp::getOperationName() && anchor != OpPassManager::getAnyOpAnchorName())
+      return fail("--" + option + " must be anchored on builtin.module, not " + anchor), false;
+    PassManager pm(&ctx, anchor);
+    static_cast<OpPassManager &>(pm) = std::move(*parsed);
+    return succeeded(pm.run(*module));
+  };
+  if (!pipeline.empty() && !runPipeline("pipeline", pipeline))
+    return 1;
+
   func::FuncOp kernel = findKernel(*module);
   if (!kernel)
     return 1;
@@ -330,18 +350,8 @@ int main(int argc, char **argv) {
   }
 
   if (!validatePipeline.empty()) {
-    std::string message;
-    llvm::raw_string_ostream os(message);
-    FailureOr<OpPassManager> parsed = parsePassPipeline(validatePipeline, os);
-    if (failed(parsed))
-      return fail("invalid --validate-pipeline '" + validatePipeline + "': " + message);
-    llvm::StringRef anchor = parsed->getOpAnchorName();
-    if (anchor != ModuleOp::getOperationName() && anchor != OpPassManager::getAnyOpAnchorName())
-      return fail("--validate-pipeline must be anchored on builtin.module, not " + anchor);
-    PassManager pm(&ctx, anchor);
-    static_cast<OpPassManager &>(pm) = std::move(*parsed);
     std::string kernelSym = kernel.getSymName().str();
-    if (failed(pm.run(*module)))
+    if (!runPipeline("validate-pipeline", validatePipeline))
       return 1;
     auto after = module->lookupSymbol<func::FuncOp>(kernelSym);
     if (!after) {
