@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The GPU check, on the GPU machine (from the repo root, with .bundle/ carried there):
+# unpack the bundle → run the examples → check attention on the GPU against float64/float32
+# references and against the interpreter → benchmark side by side with PyTorch SDPA → print a
+# short table last and write JSON under $OUT (or build/gpu-check).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/build/gpu-check}
+work=$(mktemp -d)
+mkdir -p "$out"
+tar -C "$work" -xJf "$root/.bundle/tessel-gpu.tar.xz"
+export PATH="$work/bin:/usr/local/cuda/bin:$PATH" CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PYTHONUNBUFFERED=1
+nvidia-smi -L
+echo "== examples (cubins built on the build machine)"
+python3 "$root/test/gpu/run_examples.py" "$work/cubin" 2>&1 | tee "$out/examples.log"
+echo "== attention"
+python3 "$root/test/gpu/check_attention.py" --tessel-run "$work/bin/tessel-run" \
+  --json "$out/attention.json" "$@" 2>&1 | tee "$out/attention.log"
