@@ -62,6 +62,8 @@ def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, block, window=6
            f"--out=3:{tmp / 'o.npy'}", f"--out=4:{tmp / 'lse.npy'}"]
     if repeats:
         cmd.append(f"--repeats={repeats}")
+    if device == "both":  # outputs are rounded to the input type: allow an ulp or two of it
+        cmd += [f"--rtol={TOL[dtype] / 2}", f"--atol={TOL[dtype] / 5}"]
     start = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     wall = time.time() - start
