@@ -31,7 +31,7 @@ def test_streamed_softmax_is_located(tools):
            "    %p, %l = tile.softmax %s axis 1 streamed : tensor<4x8xf32> -> tensor<4xf32>\n"
            "  }\n"
            "  return\n}\n")
-    r = run(tools, ["-", "--emit=ptx", "-o", "-"], src)
+    r = run(tools, ["-", "--emit=ptx", "-o", "-", "--tile-optimize=false"], src)
     assert r.returncode == 1
     assert "<stdin>:6:14: error: 'tile.softmax' op is streamed: run tile-online-softmax" in r.stderr
 
@@ -81,7 +81,7 @@ BIG_TILE = ("func.func @big(%x: f32) {\n"
 
 def test_errors_carry_no_ir_dump(tools):
     # 200x256 f32 = 204800 bytes: more than sm_80's 163 KiB of shared memory per CTA.
-    r = run(tools, ["-", "--chip=sm_80", "--emit=ptx", "-o", "-"], BIG_TILE)
+    r = run(tools, ["-", "--chip=sm_80", "--emit=ptx", "-o", "-", "--tile-optimize=false"], BIG_TILE)
     assert r.returncode == 1
     assert ("<stdin>:1:1: error: 'func.func' op needs 204800 bytes of shared memory for its tiles"
             in r.stderr)
@@ -95,7 +95,7 @@ def test_unsupported_op_error_carries_no_ir_dump(tools):
            "func.func @k(%n: i32) {\n"
            "  func.call @helper(%n) : (i32) -> ()\n"
            "  return\n}\n")
-    r = run(tools, ["-", "--emit=ptx", "-o", "-"], src)
+    r = run(tools, ["-", "--emit=ptx", "-o", "-", "--tile-optimize=false"], src)
     assert r.returncode == 1
     assert "'func.call' op is not supported by convert-tile-to-gpu" in r.stderr
     assert "see current operation" not in r.stderr
@@ -103,8 +103,20 @@ def test_unsupported_op_error_carries_no_ir_dump(tools):
 
 def test_report_gives_launch_needs(tools, tmp_path):
     # The same kernel fits sm_90a's 227 KiB: dynamic shared memory, reported for the launcher.
-    r = run(tools, ["-", "--chip=sm_90a", "--emit=cubin", "-o", str(tmp_path / "big.cubin"),
+    r = run(tools, ["-", "--chip=sm_90a", "--emit=cubin", "--tile-optimize=false", "-o", str(tmp_path / "big.cubin"),
                     "--ptxas-report", "--num-threads=256"], BIG_TILE)
     assert r.returncode == 0, r.stderr
     assert "kernel big: block 256x1x1, 204800 bytes dynamic smem" in r.stdout
     assert "ptxas sm_90a big:" in r.stdout and " 0 bytes smem," in r.stdout
+
+
+def test_naive_attention_compiles_as_written(tools, tmp_path):
+    """tile-optimize runs first by default: the naive (streamed softmax) kernel compiles."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "attention_naive.mlir"
+    r = subprocess.run([str(tools / "tesselc"), str(example), "--chip=sm_80", "--emit=ptx", "-o", "-"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert ".entry attention(" in r.stdout and "ex2.approx" in r.stdout
+    off = subprocess.run([str(tools / "tesselc"), str(example), "--emit=ptx", "-o", "-",
+                          "--tile-optimize=false"], capture_output=True, text=True, timeout=120)
+    assert off.returncode == 1 and "run tile-online-softmax" in off.stderr

@@ -34,48 +34,52 @@
 
 using namespace mlir;
 using namespace tessel::interp;
+
 namespace cl = llvm::cl;
 
+// --help lists tessel-run's options, not the hundreds that LLVM's libraries register.
+static cl::OptionCategory runCategory("tessel-run options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
-                                      cl::init("-"));
+                                      cl::init("-"), cl::cat(runCategory));
 static cl::opt<std::string> kernelName("kernel", cl::desc("The kernel (func.func) to run"),
-                                       cl::value_desc("name"));
+                                       cl::value_desc("name"), cl::cat(runCategory));
 static cl::opt<std::string> gridSpec("grid", cl::desc("Launch grid X[,Y[,Z]] (default 1)"),
-                                     cl::init("1"));
+                                     cl::init("1"), cl::cat(runCategory));
 static cl::list<std::string>
     argSpecs("arg", cl::desc("One per kernel parameter, in order: file.npy, zeros:N, "
                              "rand:N[:SEED], or a scalar literal"),
-             cl::value_desc("spec"));
+             cl::value_desc("spec"), cl::cat(runCategory));
 static cl::list<std::string> outSpecs("out",
                                       cl::desc("Write buffer argument INDEX to a .npy file"),
-                                      cl::value_desc("INDEX:path.npy"));
+                                      cl::value_desc("INDEX:path.npy"), cl::cat(runCategory));
 static cl::opt<bool> printArgs("print-args",
-                               cl::desc("Print every buffer argument after the run"));
+                               cl::desc("Print every buffer argument after the run"), cl::cat(runCategory));
 static cl::opt<std::string>
     validatePipeline("validate-pipeline",
                      cl::desc("Run the kernel before and after this pass pipeline and compare "
                               "the buffers, e.g. builtin.module(canonicalize)"),
-                     cl::value_desc("pipeline"));
+                     cl::value_desc("pipeline"), cl::cat(runCategory));
 static cl::opt<double> relTol("rtol", cl::desc("Relative tolerance of --validate-pipeline"),
-                            cl::init(1e-5));
+                            cl::init(1e-5), cl::cat(runCategory));
 static cl::opt<double> absTol("atol", cl::desc("Absolute tolerance of --validate-pipeline"),
-                            cl::init(1e-6));
+                            cl::init(1e-6), cl::cat(runCategory));
 static cl::opt<std::string>
     device("device",
            cl::desc("Where to run: cpu (the interpreter), gpu (compiled, through the CUDA "
                     "driver), or both (and compare the buffers, with --rtol/--atol)"),
-           cl::init("cpu"));
+           cl::init("cpu"), cl::cat(runCategory));
 static cl::opt<std::string> pipeline(
     "pipeline", cl::desc("Run this pass pipeline on the module before running the kernel, "
-                         "e.g. builtin.module(tile-optimize)"));
+                         "e.g. builtin.module(tile-optimize)"), cl::cat(runCategory));
 static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|both (default: "
-                                                  "from the device)"));
+                                                  "from the device)"), cl::cat(runCategory));
 static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
-                                 cl::init(0));
+                                 cl::init(0), cl::cat(runCategory));
 static cl::opt<uint64_t> maxSteps("max-steps",
                                   cl::desc("Stop after this many interpreter steps (0: no limit)"),
-                                  cl::init(0));
+                                  cl::init(0), cl::cat(runCategory));
 
 namespace {
 int fail(const llvm::Twine &message) {
@@ -240,7 +244,8 @@ func::FuncOp findKernel(ModuleOp module) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   tessel::registerPasses();
-  cl::ParseCommandLineOptions(argc, argv, "tessel-run: run a tile kernel on the CPU interpreter\n");
+  cl::HideUnrelatedOptions(runCategory);
+  cl::ParseCommandLineOptions(argc, argv, "tessel-run: run a tile kernel on the CPU interpreter or the GPU\n");
 
   DialectRegistry registry;
   tessel::registerDialects(registry);

@@ -2,17 +2,22 @@
 //
 // tesselc FILE.mlir --chip=sm_80|sm_90a --emit=tile|llvm|ptx|cubin -o OUT [--ptxas-report]
 // compiles the tile programs of FILE to the LLVM dialect, PTX or a cubin and can print ptxas'
-// resource usage and each kernel's launch needs (block size, dynamic shared memory). Errors in the input are reported at their file:line:col; every failure exits 1.
+// resource usage and each kernel's launch needs (block size, dynamic shared memory). The
+// tile-level optimisations run first (--tile-optimize, on by default), so attention written the
+// naive way compiles as it is. Errors in the input are reported at their file:line:col; every
+// failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Registration.h"
 #include "tessel/Target/Compile.h"
+#include "tile/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -24,23 +29,35 @@
 
 using namespace llvm;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<tile IR file>"), cl::init("-"));
+// --help lists tesselc's options, not the hundreds that LLVM's libraries register.
+static cl::OptionCategory tesselcCategory("tesselc options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<tile IR file>"), cl::init("-"),
+                                      cl::cat(tesselcCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"), cl::value_desc("file"),
-                                       cl::init("-"));
+                                       cl::init("-"), cl::cat(tesselcCategory));
 static cl::opt<std::string> chip("chip", cl::desc("GPU to compile for: sm_80 or sm_90a"),
-                                 cl::init("sm_90a"));
+                                 cl::init("sm_90a"), cl::cat(tesselcCategory));
+static cl::opt<bool> tileOptimize(
+    "tile-optimize",
+    cl::desc("Run the tile-level optimisation pipeline (online softmax, scale folding, masked-loop "
+             "splitting) first; on by default, so naive attention compiles as it is"),
+    cl::init(true), cl::cat(tesselcCategory));
 enum class Emit { Tile, LLVM, PTX, Cubin };
 static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::PTX),
                           cl::values(clEnumValN(Emit::Tile, "tile", "the verified tile IR"),
                                      clEnumValN(Emit::LLVM, "llvm",
                                                 "the kernels in the LLVM dialect"),
                                      clEnumValN(Emit::PTX, "ptx", "PTX"),
-                                     clEnumValN(Emit::Cubin, "cubin", "a cubin made by ptxas")));
+                                     clEnumValN(Emit::Cubin, "cubin", "a cubin made by ptxas")),
+                          cl::cat(tesselcCategory));
 static cl::opt<bool> ptxasReport("ptxas-report",
-                                 cl::desc("Print ptxas' resource usage of every kernel"));
-static cl::opt<unsigned> numThreads("num-threads", cl::desc("Threads per CTA"), cl::init(128));
+                                 cl::desc("Print ptxas' resource usage of every kernel"),
+                                 cl::cat(tesselcCategory));
+static cl::opt<unsigned> numThreads("num-threads", cl::desc("Threads per CTA"), cl::init(128),
+                                    cl::cat(tesselcCategory));
 static cl::opt<std::string> toolkit("cuda-toolkit", cl::desc("CUDA toolkit holding bin/ptxas"),
-                                    cl::init(""));
+                                    cl::init(""), cl::cat(tesselcCategory));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
@@ -61,7 +78,9 @@ static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled)
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(tesselcCategory);
   cl::ParseCommandLineOptions(argc, argv, "tessel ahead-of-time compiler\n");
+  tessel::registerPasses();
   if (!tessel::isSupportedChip(chip))
     return fail("unknown chip '" + chip + "' (expected sm_80 or sm_90a)");
   if (numThreads == 0 || numThreads > 1024)
@@ -87,6 +106,13 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
+
+  if (tileOptimize) {
+    mlir::PassManager pm(&context);
+    tessel::tile::buildTileOptimizationPipeline(pm);
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
 
   auto output = mlir::openOutputFile(outputFile, &errorMessage);
   if (!output)
