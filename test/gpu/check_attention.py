@@ -17,18 +17,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
-from attention_kernels import naive_attention_kernel, reference_attention  # noqa: E402
+from attention_kernels import (from_bf16_bits, naive_attention_kernel, reference_attention,
+                               to_bf16_bits)  # noqa: E402
 
 TOL = {"f16": 5e-3, "bf16": 2e-2, "f32": 1e-4}
 
 
-def to_bf16_bits(x):
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def from_bf16_bits(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def encode(x, dtype):

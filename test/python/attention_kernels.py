@@ -100,6 +100,16 @@ func.func @attention(%q: !tile.ptr<{T}>, %k: !tile.ptr<{T}>, %v: !tile.ptr<{T}>,
 """
 
 
+def to_bf16_bits(x):
+    """Round float32 values to bfloat16 (nearest even); the bit patterns as uint16 (the .npy form)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
 def reference_attention(q, k, v, scale, mask="none", window=0):
     """float64 attention with SDPA semantics (causal aligned top-left: q_idx >= kv_idx).
 

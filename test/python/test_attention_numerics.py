@@ -10,20 +10,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from attention_kernels import naive_attention_kernel, reference_attention
+from attention_kernels import (from_bf16_bits, naive_attention_kernel, reference_attention,
+                               to_bf16_bits)
 
 BLOCK_M, BLOCK_N, HEAD_DIM = 16, 16, 32
 
 
-def to_bf16_bits(x):
-    """Round float32 values to bfloat16 (nearest even) and return the bit patterns as uint16."""
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
-
-
-def from_bf16_bits(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def run_attention(tools, tmp_path, kernel_text, dtype, q, k, v, scale, window, optimize):
