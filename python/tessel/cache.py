@@ -7,8 +7,8 @@ record of its *ingredients* (docs/cache.md):
 - ``tile_ir``: SHA-256 of the tile IR after the front end, printed without locations — so
   comments, blank lines, line numbers and the file's path never reach the key;
 - ``specialization``: the argument signature and the constexpr values, canonicalised (a
-  @tessel.jit function passed as a constexpr is named by module and qualified name, never by its
-  address);
+  @tessel.jit function passed as a constexpr is named by its qualified name — never by its
+  address or module, which is derived from a file path; its code is in the tile IR);
 - ``chip``;
 - ``options``: every field of the frozen option records (CompileOptions, GpuOptions) marked as
   changing code, plus the C++ TargetOptions' own canonical string (lib/Target/Compile.cpp, guarded
@@ -140,7 +140,7 @@ def canonical_value(value):
         return repr(value)            # exact, and keeps nan/inf representable
     if isinstance(value, JITFunction):
         fn = value.fn
-        return f"jit:{fn.__module__}.{fn.__qualname__}"
+        return f"jit:{fn.__qualname__}"   # its code is in the tile IR; a module name is a path
     if isinstance(value, (tuple, list)):
         return [canonical_value(v) for v in value]
     text = repr(value)
