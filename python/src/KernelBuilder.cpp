@@ -647,6 +647,22 @@ std::vector<PyDiagnostic> KernelBuilder::runPipeline(const std::string &pipeline
   return collect.diagnostics;
 }
 
+tessel::python::GpuCompileResult
+KernelBuilder::compileForGpu(const tessel::TargetOptions &options) {
+  GpuCompileResult result;
+  DiagnosticCollector collect(*ctx);
+  FailureOr<tessel::CompiledModule> compiled =
+      tessel::compileModule(*moduleOp, options, tessel::Stage::Cubin);
+  if (succeeded(compiled)) {
+    result.ok = true;
+    result.compiled = std::move(*compiled);
+  } else if (collect.diagnostics.empty()) {
+    collect.diagnostics.push_back({"error", "compiling for " + options.chip + " failed", "", 0, 0});
+  }
+  result.diagnostics = std::move(collect.diagnostics);
+  return result;
+}
+
 std::string KernelBuilder::print(bool withLocations) {
   std::string s;
   llvm::raw_string_ostream os(s);

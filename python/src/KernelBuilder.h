@@ -12,6 +12,8 @@
 #ifndef TESSEL_PYTHON_KERNELBUILDER_H
 #define TESSEL_PYTHON_KERNELBUILDER_H
 
+#include "tessel/Target/Compile.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -39,6 +41,13 @@ struct Diagnostic {
   std::string file;
   unsigned line = 0;
   unsigned column = 0;
+};
+
+/// The module compiled for a GPU (PTX, cubin, launch needs), or the diagnostics of the failure.
+struct GpuCompileResult {
+  bool ok = false;
+  tessel::CompiledModule compiled;
+  std::vector<Diagnostic> diagnostics;
 };
 
 /// A kernel parameter: `kind` is "ptr" (a `!tile.ptr<dtype>`) or "scalar".
@@ -122,6 +131,8 @@ public:
   /// IR after every pass to stderr.
   std::vector<Diagnostic> runPipeline(const std::string &pipeline, bool dumpIR);
   std::string print(bool withLocations);
+  /// Compiles the module as it is now (after `runPipeline`) to PTX and a cubin.
+  GpuCompileResult compileForGpu(const tessel::TargetOptions &options);
 
   // Value introspection.
   static std::string kindOf(mlir::Value value);   // scalar, tile, ptr, desc

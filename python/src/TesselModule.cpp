@@ -113,6 +113,10 @@ py::list runKernel(KernelBuilder &kb, const std::string &name, std::array<int64_
 #endif
 } // namespace
 
+namespace tessel::python {
+void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
+} // namespace tessel::python
+
 PYBIND11_MODULE(_tessel, m) {
   m.doc() = "tessel's compiler core: the tile IR builder, pass pipelines and the interpreter.";
 #ifdef TESSEL_HAVE_INTERPRETER
@@ -140,7 +144,8 @@ PYBIND11_MODULE(_tessel, m) {
   // Single values keep their builder (and its context) alive; lists of values do not, so the
   // front end holds the builder for as long as it uses them.
   auto keep = py::keep_alive<0, 1>();
-  py::class_<KernelBuilder>(m, "KernelBuilder")
+  py::class_<KernelBuilder> builderClass(m, "KernelBuilder");
+  builderClass
       .def(py::init<>())
       .def("set_loc", &KernelBuilder::setLocation, py::arg("file"), py::arg("line"), py::arg("col"))
       .def("begin_function",
@@ -192,4 +197,5 @@ PYBIND11_MODULE(_tessel, m) {
            py::arg("max_steps") = 0)
 #endif
       ;
+  tessel::python::bindCache(m, builderClass);
 }

@@ -24,8 +24,9 @@ VERSION = "0.1.0"
 class CompileOptions:
     """Every option that changes the generated code. Frozen: its hash feeds the cache key."""
 
-    pipeline: str = "tile-optimize"
-    backend: str = "interpreter"
+    pipeline: str = dataclasses.field(default="tile-optimize", metadata={"code": True})
+    # Where a kernel runs, not what it compiles to: the GPU cache key leaves it out.
+    backend: str = dataclasses.field(default="interpreter", metadata={"code": False})
 
     def digest(self):
         fields = sorted(dataclasses.asdict(self).items())
@@ -46,9 +47,25 @@ class CompiledKernel:
         self.asm = asm                # {"tile": ..., "tile-opt": ...}
         self.specialization = key
         self.options = options
-        self.cache_key = hashlib.sha256("\n".join([
-            asm["tile"], repr(key), options.digest(), VERSION, runtime.llvm_version(),
-        ]).encode()).hexdigest()
+
+    def key_ingredients(self, gpu=None):
+        """What the GPU cache key of this kernel is made of (tessel/cache.py)."""
+        from . import cache
+        return cache.ingredients(self, gpu or cache.GpuOptions())
+
+    def key(self, gpu=None):
+        """The kernel cache key of this kernel compiled with GpuOptions `gpu`."""
+        from . import cache
+        return cache.key_of(self.key_ingredients(gpu))
+
+    @property
+    def cache_key(self):
+        return self.key()
+
+    def binary(self, gpu=None):
+        """The cubin, PTX and launch needs for GpuOptions `gpu` (memory, disk cache or compile)."""
+        from . import cache
+        return cache.get_binary(self, gpu)
 
     def run(self, grid, *args):
         """Runs the kernel over `grid` on the run-time arguments (numpy arrays, numbers)."""

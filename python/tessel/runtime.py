@@ -17,7 +17,9 @@ _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
 
 
 def llvm_version():
-    return "22"
+    """The version of the LLVM tessel was built with (an ingredient of the cache key)."""
+    from . import _tessel
+    return _tessel.llvm_version
 
 
 def dtype_of_array(a):

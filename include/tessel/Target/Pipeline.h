@@ -33,6 +33,13 @@ struct TargetOptions {
   std::string toolkit;
 };
 
+/// The fields of `options` that change the generated code, as one canonical string
+/// (`chip=sm_90a;features=+ptx80;num-threads=128`) for the kernel cache key. `format` is left out
+/// (the cache always stores both PTX and cubin) and so is `toolkit`, a path: which ptxas ran is
+/// in the key as its version. A static_assert on the struct's size makes adding a field without
+/// deciding here whether it changes code a compile error.
+std::string codeOptionsKey(const TargetOptions &options);
+
 /// Whether `chip` is one tessel targets (sm_80, sm_90a).
 bool isSupportedChip(const std::string &chip);
 

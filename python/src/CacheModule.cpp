@@ -1,0 +1,160 @@
+//===- CacheModule.cpp - kernel cache and GPU compile bindings ------------===//
+//
+// The part of tessel._tessel the JIT's disk cache and the AOT driver use: `KernelCache` (the C++
+// on-disk cache of lib/Runtime), `KernelBuilder.compile_gpu` (tile module → PTX + cubin + launch
+// needs), the canonical string of the code-changing target options, and the versions that go
+// into every cache key (LLVM; ptxas is found here and asked by the Python side).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "tessel/Runtime/KernelCache.h"
+#include "tessel/Target/Compile.h"
+
+#include "llvm/Config/llvm-config.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+using tessel::python::KernelBuilder;
+using tessel::runtime::KernelCache;
+
+namespace tessel::python {
+void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
+} // namespace tessel::python
+
+namespace {
+tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
+                                    unsigned numThreads, const std::string &toolkit) {
+  tessel::TargetOptions options;
+  options.chip = chip;
+  options.features = features;
+  options.numThreads = numThreads;
+  options.toolkit = toolkit;
+  return options;
+}
+
+py::dict entryDict(const tessel::runtime::CacheEntry &e) {
+  py::dict d;
+  d["key"] = e.key;
+  d["cubin"] = py::bytes(e.cubin);
+  d["ptx"] = e.ptx;
+  d["manifest"] = e.manifest;
+  return d;
+}
+} // namespace
+
+void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder) {
+  m.attr("llvm_version") = LLVM_VERSION_STRING;
+  m.def("find_ptxas", [](const std::string &toolkit) { return tessel::findPtxas(toolkit); },
+        py::arg("toolkit") = "",
+        "The ptxas tessel would run (empty if none).");
+  m.def("target_options_key",
+        [](const std::string &chip, const std::string &features, unsigned numThreads) {
+          return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, ""));
+        },
+        py::arg("chip"), py::arg("features"), py::arg("num_threads"));
+  m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
+
+  builder.def(
+      "compile_gpu",
+      [](KernelBuilder &kb, const std::string &chip, const std::string &features,
+         unsigned numThreads, const std::string &toolkit) {
+        GpuCompileResult r;
+        {
+          py::gil_scoped_release release;
+          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit));
+        }
+        py::dict out;
+        py::list diags;
+        for (const Diagnostic &d : r.diagnostics)
+          diags.append(py::make_tuple(d.severity, d.message, d.file, d.line, d.column));
+        out["diagnostics"] = diags;
+        out["ok"] = r.ok;
+        if (!r.ok)
+          return out;
+        out["ptx"] = r.compiled.ptx;
+        out["cubin"] = py::bytes(r.compiled.cubin);
+        out["ptxas_log"] = r.compiled.ptxasLog;
+        py::list kernels;
+        for (const tessel::KernelLaunchInfo &k : r.compiled.kernels) {
+          py::dict kd;
+          kd["name"] = k.name;
+          kd["block"] = py::make_tuple(k.blockSize[0], k.blockSize[1], k.blockSize[2]);
+          kd["dynamic_shared_bytes"] = k.dynamicSharedBytes;
+          for (const tessel::KernelResources &res : r.compiled.resources)
+            if (res.kernel == k.name) {
+              kd["registers"] = res.registers;
+              kd["static_shared_bytes"] = res.sharedBytes;
+              kd["spill_bytes"] = res.spillStoreBytes + res.spillLoadBytes;
+            }
+          kernels.append(kd);
+        }
+        out["kernels"] = kernels;
+        return out;
+      },
+      py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
+      py::arg("toolkit") = "");
+
+  py::class_<KernelCache>(m, "KernelCache")
+      .def(py::init<std::string>(), py::arg("directory"))
+      .def_static("default_directory", &KernelCache::defaultDirectory)
+      .def_property_readonly("directory", &KernelCache::directory)
+      .def("lookup",
+           [](KernelCache &c, const std::string &key) {
+             std::string problem;
+             std::optional<tessel::runtime::CacheEntry> e;
+             {
+               py::gil_scoped_release release;
+               e = c.lookup(key, &problem);
+             }
+             return py::make_tuple(e ? py::object(entryDict(*e)) : py::object(py::none()),
+                                   problem);
+           },
+           py::arg("key"),
+           "(entry dict or None, problem): `problem` says why a bad entry was discarded.")
+      .def("store",
+           [](KernelCache &c, const std::string &key, py::bytes cubin, const std::string &ptx,
+              const std::string &metadata) {
+             std::string warning, cubinBytes(cubin);
+             tessel::runtime::StoreResult r;
+             {
+               py::gil_scoped_release release;
+               r = c.store(key, cubinBytes, ptx, metadata, warning);
+             }
+             const char *what = r == tessel::runtime::StoreResult::Written ? "written"
+                                : r == tessel::runtime::StoreResult::AlreadyPresent
+                                    ? "already-present"
+                                    : "memory";
+             return py::make_tuple(what, warning);
+           },
+           py::arg("key"), py::arg("cubin"), py::arg("ptx"), py::arg("metadata"),
+           "(\"written\" | \"already-present\" | \"memory\", warning or \"\").")
+      .def("list",
+           [](const KernelCache &c) {
+             py::list out;
+             for (const tessel::runtime::CacheEntryInfo &i : c.list()) {
+               py::dict d;
+               d["key"] = i.key;
+               d["path"] = i.path;
+               d["kernel"] = i.kernel;
+               d["chip"] = i.chip;
+               d["manifest"] = i.manifest;
+               d["bytes"] = i.bytes;
+               d["created"] = i.created;
+               d["problem"] = i.problem;
+               d["temporary"] = i.temporary;
+               out.append(d);
+             }
+             return out;
+           })
+      .def("remove",
+           [](KernelCache &c, const std::string &name) {
+             std::string error;
+             if (!c.remove(name, error))
+               throw std::runtime_error(error);
+           })
+      .def("clear", &KernelCache::clear);
+}

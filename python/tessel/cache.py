@@ -1,0 +1,363 @@
+"""The kernel cache: the key, the GPU compile behind it, and explanations of misses.
+
+A cubin is looked up by a key that is correct by construction: the SHA-256 of a canonical JSON
+record of its *ingredients* (docs/cache.md):
+
+- ``kernel``: the kernel's name (it is the cubin's entry point);
+- ``tile_ir``: SHA-256 of the tile IR after the front end, printed without locations — so
+  comments, blank lines, line numbers and the file's path never reach the key;
+- ``specialization``: the argument signature and the constexpr values, canonicalised (a
+  @tessel.jit function passed as a constexpr is named by its qualified name — never by its
+  address or module, which is derived from a file path; its code is in the tile IR);
+- ``chip``;
+- ``options``: every field of the frozen option records (CompileOptions, GpuOptions) marked as
+  changing code, plus the C++ TargetOptions' own canonical string (lib/Target/Compile.cpp, guarded
+  by a static_assert on the struct);
+- ``tessel``, ``llvm``, ``ptxas``: the tessel version with the build id of the compiler binary,
+  LLVM's version, and the output of ``ptxas --version``.
+
+Each option field must say in its metadata whether it changes code (``code=True``/``False``);
+``code_fields`` refuses a record with an unclassified field, so a new option cannot silently
+stay out of the key.
+
+Lookup order: this process's memory, then the disk cache (tessel._tessel.KernelCache, C++:
+verified on load, written atomically), then a compile whose result is stored in both.
+``TESSEL_CACHE_EXPLAIN=1`` prints on every miss which ingredient differs from the nearest entry
+of the same kernel.
+"""
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+from .errors import CompilationError
+
+log = logging.getLogger("tessel.cache")
+
+CHIPS = ("sm_80", "sm_90a")
+CODEGENS = ("reference",)
+
+
+class CacheWarning(UserWarning):
+    """The disk cache could not be written: kernels are kept in memory (said once per process)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuOptions:
+    """How a kernel is compiled for the GPU. Frozen; its code-changing fields feed the cache key."""
+
+    chip: str = dataclasses.field(default="sm_90a", metadata={"code": True})
+    features: str = dataclasses.field(default="+ptx80", metadata={"code": True})
+    num_threads: int = dataclasses.field(default=128, metadata={"code": True})
+    codegen: str = dataclasses.field(default="reference", metadata={"code": True})
+    # A path: which ptxas it holds is in the key as ptxas' version, so moving the toolkit does
+    # not invalidate the cache and swapping it for another release does.
+    toolkit: str = dataclasses.field(default="", metadata={"code": False})
+
+    def __post_init__(self):
+        if self.chip not in CHIPS:
+            raise ValueError(f"unknown chip '{self.chip}' (expected one of {', '.join(CHIPS)})")
+        if self.codegen not in CODEGENS:
+            raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
+                             f"{', '.join(CODEGENS)})")
+        if not 1 <= int(self.num_threads) <= 1024:
+            raise ValueError("num_threads must be between 1 and 1024")
+
+
+def code_fields(record):
+    """{field: value} of the fields of a frozen option record that change code."""
+    out = {}
+    for f in dataclasses.fields(record):
+        if "code" not in f.metadata:
+            raise TypeError(f"{type(record).__name__}.{f.name} does not say whether it changes "
+                            "code: give it metadata={'code': True|False}")
+        if f.metadata["code"]:
+            out[f.name] = getattr(record, f.name)
+    return out
+
+
+# --- versions ----------------------------------------------------------------------------------
+
+_versions_lock = threading.Lock()
+_build_id = None
+_ptxas_versions = {}
+
+
+def build_id():
+    """SHA-256 (16 hex digits) of the compiler binary, tessel._tessel: any change of the C++
+    compiler, committed or not, is a new build id."""
+    global _build_id
+    with _versions_lock:
+        if _build_id is None:
+            from . import _tessel
+            h = hashlib.sha256()
+            with open(_tessel.__file__, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            _build_id = h.hexdigest()[:16]
+        return _build_id
+
+
+def tessel_version():
+    from .jit import VERSION
+    return f"{VERSION}+{build_id()}"
+
+
+def llvm_version():
+    from . import _tessel
+    return _tessel.llvm_version
+
+
+def ptxas_version(toolkit=""):
+    """The first lines of `ptxas --version` of the ptxas tessel would run."""
+    from . import _tessel
+    path = _tessel.find_ptxas(toolkit)
+    if not path:
+        raise CompilationError("no ptxas found: install the CUDA toolkit or set CUDA_HOME")
+    with _versions_lock:
+        if path not in _ptxas_versions:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+            lines = [l.strip() for l in out.stdout.splitlines() if l.strip()]
+            # "Cuda compilation tools, release 13.0, V13.0.48" and the build line: the copyright
+            # lines carry nothing more.
+            _ptxas_versions[path] = " | ".join(l for l in lines if "Copyright" not in l)
+        return _ptxas_versions[path]
+
+
+# --- the key -----------------------------------------------------------------------------------
+
+def canonical_value(value):
+    """A JSON value that names a constexpr the same way in every process."""
+    from .jit import JITFunction
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return repr(value)            # exact, and keeps nan/inf representable
+    if isinstance(value, JITFunction):
+        fn = value.fn
+        return f"jit:{fn.__qualname__}"   # its code is in the tile IR; a module name is a path
+    if isinstance(value, (tuple, list)):
+        return [canonical_value(v) for v in value]
+    text = repr(value)
+    if " at 0x" in text:
+        raise TypeError(f"constexpr of type {type(value).__name__} has no stable name for the "
+                        "kernel cache")
+    return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
+
+
+def canonical_specialization(spec):
+    out = []
+    for item in spec:
+        if item[1] == "constexpr":
+            name, _, type_name, value = item
+            out.append([name, "constexpr", type_name, canonical_value(value)])
+        else:
+            out.append(list(item))
+    return out
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ingredients(kernel, gpu):
+    """The key's ingredients for CompiledKernel `kernel` compiled with GpuOptions `gpu`."""
+    from . import _tessel
+    options = {f"compile.{k}": v for k, v in code_fields(kernel.options).items()}
+    # The chip is an ingredient of its own.
+    options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
+    options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads))
+    return {
+        "kernel": kernel.name,
+        "tile_ir": sha256_text(kernel.asm["tile"]),
+        "specialization": canonical_specialization(kernel.specialization),
+        "chip": gpu.chip,
+        "options": options,
+        "tessel": tessel_version(),
+        "llvm": llvm_version(),
+        "ptxas": ptxas_version(gpu.toolkit),
+    }
+
+
+def key_of(ingr):
+    """The cache key: SHA-256 of the ingredients as canonical JSON."""
+    return sha256_text(json.dumps(ingr, sort_keys=True, separators=(",", ":")))
+
+
+# --- explanations ------------------------------------------------------------------------------
+
+def _short(v):
+    s = json.dumps(v) if not isinstance(v, str) else v
+    if isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v):
+        return v[:12]
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def differences(mine, theirs):
+    """[(what, mine, theirs)] between two ingredient records, most specific names first."""
+    out = []
+    for name in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(name), theirs.get(name)
+        if a == b:
+            continue
+        if name == "options" and isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b)):
+                if a.get(k) != b.get(k):
+                    out.append((f"option {k}", a.get(k), b.get(k)))
+        elif name == "specialization" and isinstance(a, list) and isinstance(b, list):
+            da = {x[0]: x[1:] for x in a}
+            db = {x[0]: x[1:] for x in b}
+            for k in [x[0] for x in a] + [x[0] for x in b if x[0] not in da]:
+                if da.get(k) != db.get(k):
+                    va = da.get(k, [None])[-1] if da.get(k) else None
+                    vb = db.get(k, [None])[-1] if db.get(k) else None
+                    out.append((f"specialization {k}", va, vb))
+        elif name == "tile_ir":
+            out.append(("tile IR", a, b))
+        else:
+            out.append((name, a, b))
+    # The C++ target string is derived from the chip and the gpu options: name it only when
+    # nothing else explains it.
+    if len(out) > 1:
+        out = [d for d in out if d[0] != "option target"]
+    return out
+
+
+def explain_miss(cache, ingr):
+    """One line: why `ingr` misses in `cache`, against the nearest entry of the same kernel."""
+    key = key_of(ingr)
+    nearest = None
+    for info in cache.list():
+        if info["temporary"] or info["problem"] or info["kernel"] != ingr["kernel"]:
+            continue
+        try:
+            theirs = json.loads(info["manifest"]).get("ingredients", {})
+        except ValueError:
+            continue
+        diffs = differences(ingr, theirs)
+        if nearest is None or len(diffs) < len(nearest[1]):
+            nearest = (info["key"], diffs)
+    if nearest is None:
+        return f"miss: no entry for kernel '{ingr['kernel']}' in {cache.directory}"
+    entry, diffs = nearest
+    if entry == key:
+        return f"hit: entry {key[:12]}"
+    if not diffs:
+        return (f"miss: the nearest entry {entry[:12]} has the same ingredients but another key "
+                "(written by another version of the key's format)")
+    what = "; ".join(f"{name} differs ({_short(a)} vs {_short(b)})" for name, a, b in diffs)
+    return f"miss: {what} [nearest entry {entry[:12]}]"
+
+
+# --- the lookup --------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class GpuBinary:
+    """One kernel compiled for one chip: what a launcher needs."""
+    key: str
+    name: str                   # the cubin's entry point
+    chip: str
+    cubin: bytes
+    ptx: str
+    block: tuple
+    dynamic_shared_bytes: int
+    manifest: dict
+    source: str                 # "compiled", "disk" or "memory"
+
+
+_memory = {}
+_memory_lock = threading.Lock()
+_caches = {}
+
+
+def cache_directory():
+    from . import _tessel
+    return _tessel.KernelCache.default_directory()
+
+
+def disk_cache(directory=None):
+    """The KernelCache of `directory` (default: $TESSEL_CACHE_DIR or ~/.cache/tessel)."""
+    from . import _tessel
+    directory = directory or cache_directory()
+    with _memory_lock:
+        if directory not in _caches:
+            _caches[directory] = _tessel.KernelCache(directory)
+        return _caches[directory]
+
+
+def forget_memory():
+    """Drops this process's in-memory binaries (tests; the disk cache stays)."""
+    with _memory_lock:
+        _memory.clear()
+        _caches.clear()
+
+
+def _binary_from_entry(entry, source):
+    m = json.loads(entry["manifest"])
+    return GpuBinary(key=entry["key"], name=m["entry"], chip=m["chip"], cubin=entry["cubin"],
+                     ptx=entry["ptx"], block=tuple(m["block"]),
+                     dynamic_shared_bytes=int(m["dynamic_shared_bytes"]), manifest=m,
+                     source=source)
+
+
+def _explain_enabled():
+    return os.environ.get("TESSEL_CACHE_EXPLAIN", "") not in ("", "0")
+
+
+def get_binary(kernel, gpu=None, directory=None):
+    """The GpuBinary of CompiledKernel `kernel` for GpuOptions `gpu`, from memory, disk or a compile."""
+    gpu = gpu or GpuOptions()
+    ingr = ingredients(kernel, gpu)
+    key = key_of(ingr)
+    with _memory_lock:
+        hit = _memory.get(key)
+    if hit is not None:
+        return dataclasses.replace(hit, source="memory")
+    cache = disk_cache(directory)
+    entry, problem = cache.lookup(key)
+    if problem:
+        log.warning("tessel: discarded a bad cache entry %s (%s); rebuilding", key[:12], problem)
+    if entry is not None:
+        binary = _binary_from_entry(entry, "disk")
+    else:
+        if _explain_enabled():
+            print(f"tessel cache: {kernel.name}: {explain_miss(cache, ingr)}", file=sys.stderr)
+        binary = _compile(kernel, gpu, key, ingr, cache)
+    with _memory_lock:
+        _memory[key] = binary
+    return binary
+
+
+def _compile(kernel, gpu, key, ingr, cache):
+    r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit)
+    if not r["ok"]:
+        errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]
+        _, message, filename, line, col = errors[0] if errors else ("error", "failed", "", 0, 0)
+        raise CompilationError(f"compiling {kernel.name} for {gpu.chip}: {message}",
+                               filename or None, line or None, col or None)
+    kernels = r["kernels"]
+    launch = next((k for k in kernels if k["name"] == kernel.name), kernels[0])
+    manifest = {
+        "kernel": kernel.name,
+        "entry": launch["name"],
+        "chip": gpu.chip,
+        "signature": [[n, k, d] for n, k, d in kernel.params],
+        "block": list(launch["block"]),
+        "dynamic_shared_bytes": launch["dynamic_shared_bytes"],
+        "static_shared_bytes": launch.get("static_shared_bytes", 0),
+        "registers": launch.get("registers", 0),
+        "ingredients": ingr,
+    }
+    what, warning = cache.store(key, r["cubin"], r["ptx"], json.dumps(manifest))
+    if warning:
+        warnings.warn(warning, CacheWarning, stacklevel=3)
+    manifest.update(key=key)
+    return GpuBinary(key=key, name=launch["name"], chip=gpu.chip, cubin=r["cubin"], ptx=r["ptx"],
+                     block=tuple(launch["block"]),
+                     dynamic_shared_bytes=int(launch["dynamic_shared_bytes"]),
+                     manifest=manifest, source="compiled")

@@ -1,0 +1,126 @@
+//===- KernelCacheTest.cpp - the on-disk kernel cache ---------------------===//
+//
+// KernelCache without Python: a stored entry reads back whole; a corrupted one is discarded and
+// reported, never returned; threads racing to store one key leave one good entry; an injected
+// read-only directory keeps entries in memory and warns once per process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Runtime/KernelCache.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using tessel::runtime::KernelCache;
+using tessel::runtime::StoreResult;
+
+namespace {
+std::string freshDirectory() {
+  char tmpl[] = "/tmp/tessel-cache-test-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+std::vector<std::string> names(const std::string &dir) {
+  std::vector<std::string> out;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+        out.push_back(e->d_name);
+    closedir(d);
+  }
+  return out;
+}
+
+/// Removes a test's cache directory (entries first).
+void removeDirectory(const std::string &dir) {
+  KernelCache(dir).clear();
+  rmdir(dir.c_str());
+}
+
+const std::string kKey(64, 'a');
+const std::string kCubin = std::string("\x7f" "ELF", 4) + std::string(1000, '\x01');
+} // namespace
+
+TEST(KernelCache, StoresAndReadsBack) {
+  KernelCache cache(freshDirectory());
+  std::string warning;
+  EXPECT_EQ(cache.store(kKey, kCubin, ".version 8.0", R"({"kernel":"k","chip":"sm_80"})",
+                        warning),
+            StoreResult::Written);
+  EXPECT_TRUE(warning.empty());
+  KernelCache reader(cache.directory());
+  std::string problem;
+  auto entry = reader.lookup(kKey, &problem);
+  ASSERT_TRUE(entry.has_value()) << problem;
+  EXPECT_EQ(entry->cubin, kCubin);
+  EXPECT_EQ(entry->ptx, ".version 8.0");
+  EXPECT_NE(entry->manifest.find("\"kernel\": \"k\""), std::string::npos);
+  auto listed = reader.list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].kernel, "k");
+  EXPECT_EQ(listed[0].chip, "sm_80");
+  EXPECT_TRUE(listed[0].problem.empty());
+  removeDirectory(cache.directory());
+}
+
+TEST(KernelCache, CorruptedEntryIsDiscardedNotReturned) {
+  KernelCache cache(freshDirectory());
+  std::string warning, problem;
+  cache.store(kKey, kCubin, "ptx", "{}", warning);
+  {
+    std::fstream f(cache.directory() + "/" + kKey + "/kernel.cubin",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(10);
+    f.put('\x55');
+  }
+  KernelCache reader(cache.directory());
+  EXPECT_FALSE(reader.lookup(kKey, &problem).has_value());
+  EXPECT_EQ(problem, "kernel.cubin checksum mismatch");
+  EXPECT_TRUE(names(cache.directory()).empty());
+  removeDirectory(cache.directory());
+}
+
+TEST(KernelCache, RacingWritersLeaveOneGoodEntry) {
+  std::string dir = freshDirectory();
+  std::vector<std::thread> threads;
+  std::vector<StoreResult> results(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      KernelCache cache(dir);
+      std::string warning;
+      results[i] = cache.store(kKey, kCubin, "ptx", "{}", warning);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  int written = 0;
+  for (StoreResult r : results) {
+    EXPECT_NE(r, StoreResult::InMemory);
+    written += r == StoreResult::Written;
+  }
+  EXPECT_EQ(written, 1);
+  EXPECT_EQ(names(dir), std::vector<std::string>{kKey});
+  EXPECT_TRUE(KernelCache(dir).lookup(kKey).has_value());
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, UnwritableDirectoryKeepsEntriesInMemory) {
+  std::string dir = freshDirectory();
+  setenv("TESSEL_CACHE_FAULT", "erofs", 1);
+  KernelCache cache(dir);
+  std::string first, second;
+  EXPECT_EQ(cache.store(kKey, kCubin, "ptx", "{}", first), StoreResult::InMemory);
+  EXPECT_EQ(cache.store(std::string(64, 'b'), kCubin, "ptx", "{}", second), StoreResult::InMemory);
+  unsetenv("TESSEL_CACHE_FAULT");
+  EXPECT_NE(first.find("Read-only file system"), std::string::npos);
+  EXPECT_TRUE(second.empty()); // once per process
+  EXPECT_TRUE(cache.lookup(kKey).has_value());
+  EXPECT_TRUE(names(dir).empty());
+  removeDirectory(dir);
+}

@@ -1,0 +1,413 @@
+"""The kernel cache: a key correct by construction, and a disk cache that survives faults.
+
+The key: changing any ingredient changes it; comments, blank lines, line numbers, file paths and
+the toolkit's path do not. The disk cache: concurrent writers, a writer killed between its
+temporary write and the rename, corrupted entries, a read-only or full directory. Faults are made
+with the test hook TESSEL_CACHE_FAULT (lib/Runtime/KernelCache.cpp); the tests run as root, where
+chmod does not stop writes, so a read-only directory is simulated with the hook, a real
+unwritable one is /sys (EPERM even for root), and the chmod case runs only as non-root.
+"""
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from dsl_helpers import BUILD
+import tessel
+from tessel import cache
+from tessel import _tessel
+
+HERE = pathlib.Path(__file__).resolve().parent
+WORKER = HERE / "cache_worker.py"
+
+KERNEL = '''\
+import tessel
+from tessel import language as tl
+
+
+@tessel.jit
+def scale(x, y, n, alpha, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n,), strides=(1,))
+    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
+    tl.store(yd, (pid * BLOCK,), t * alpha)
+'''
+
+# The same kernel with other comments, blank lines, spacing and so other line numbers.
+KERNEL_RESTYLED = '''\
+"""A docstring that moves every line down."""
+import tessel
+from tessel import language as tl
+
+# a comment
+
+
+@tessel.jit
+def scale(x, y, n, alpha,
+          BLOCK: tl.constexpr):   # the block
+    pid = tl.program_id(0)        # which block
+
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n, ), strides=(1, ))
+    t = tl.load(xd, (pid*BLOCK,), shape=(BLOCK,))
+    # scale it
+    tl.store(yd, (pid*BLOCK,), t*alpha)
+'''
+
+X = np.zeros(1, np.float32)
+
+
+def load(tmp_path, source, name="kernels.py"):
+    import importlib.util
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"m_{abs(hash(str(path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+@pytest.fixture
+def kern(tmp_path):
+    module, _ = load(tmp_path, KERNEL)
+    return module.scale.warmup(X, X, 1, 1.0, BLOCK=32)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(d))
+    monkeypatch.delenv("TESSEL_CACHE_FAULT", raising=False)
+    cache.forget_memory()
+    yield d
+    cache.forget_memory()
+
+
+def worker(path, cache_dir, chip="sm_80", block=32, count=1, fault=None, timeout=120):
+    env = dict(os.environ, TESSEL_CACHE_DIR=str(cache_dir), TESSEL_BUILD_DIR=str(BUILD.resolve()))
+    env.pop("TESSEL_CACHE_FAULT", None)
+    if fault:
+        env["TESSEL_CACHE_FAULT"] = fault
+    return subprocess.Popen([sys.executable, str(WORKER), str(path), chip, str(block), str(count)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=str(HERE))
+
+
+def finish(proc, timeout=120):
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def entries(d):
+    return sorted(p.name for p in pathlib.Path(d).iterdir()) if pathlib.Path(d).exists() else []
+
+
+def tessel_cli(*args, cache_dir=None):
+    env = dict(os.environ, PYTHONPATH=str(BUILD.resolve() / "python"))
+    if cache_dir:
+        env["TESSEL_CACHE_DIR"] = str(cache_dir)
+    return subprocess.run([sys.executable, "-m", "tessel", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+# --- the key ---------------------------------------------------------------------------------
+
+def test_every_ingredient_changes_the_key(kern):
+    base = kern.key_ingredients(cache.GpuOptions(chip="sm_80"))
+    key = cache.key_of(base)
+    assert set(base) == {"kernel", "tile_ir", "specialization", "chip", "options", "tessel", "llvm",
+                         "ptxas"}
+    seen = {key}
+    for name, value in base.items():
+        if isinstance(value, dict):
+            for opt in value:
+                changed = json.loads(json.dumps(base))
+                changed[name][opt] = "something else"
+                seen.add(cache.key_of(changed))
+        else:
+            changed = dict(base, **{name: value + ["x"] if isinstance(value, list) else value + "x"})
+            seen.add(cache.key_of(changed))
+    assert len(seen) == 1 + len(base) - 1 + len(base["options"])
+
+
+def test_real_changes_change_the_key(tmp_path, kern):
+    gpu = cache.GpuOptions(chip="sm_80")
+    keys = {
+        "base": kern.key(gpu),
+        "chip": kern.key(cache.GpuOptions(chip="sm_90a")),
+        "threads": kern.key(cache.GpuOptions(chip="sm_80", num_threads=64)),
+        "features": kern.key(cache.GpuOptions(chip="sm_80", features="+ptx81")),
+    }
+    module, _ = load(tmp_path, KERNEL, "other.py")
+    keys["constexpr"] = module.scale.warmup(X, X, 1, 1.0, BLOCK=64).key(gpu)
+    keys["dtype"] = module.scale.warmup(X.astype(np.float16), X, 1, 1.0, BLOCK=32).key(gpu)
+    keys["pipeline"] = tessel.jit(module.scale.fn, options=tessel.CompileOptions(
+        pipeline="canonicalize")).warmup(X, X, 1, 1.0, BLOCK=32).key(gpu)
+    edited, _ = load(tmp_path, KERNEL.replace("t * alpha", "t * alpha + 1.0"), "edited.py")
+    keys["code"] = edited.scale.warmup(X, X, 1, 1.0, BLOCK=32).key(gpu)
+    assert len(set(keys.values())) == len(keys), keys
+    # The C++ target options string and the versions are in.
+    ingr = kern.key_ingredients(gpu)
+    assert ingr["options"]["target"] == "chip=sm_80;features=+ptx80;num-threads=128"
+    assert ingr["llvm"].startswith("22.") and "release" in ingr["ptxas"]
+    assert ingr["tessel"].startswith("0.1.0+") and len(ingr["tessel"]) == len("0.1.0+") + 16
+
+
+def test_versions_change_the_key(kern, monkeypatch):
+    gpu = cache.GpuOptions(chip="sm_80")
+    base = kern.key(gpu)
+    monkeypatch.setattr(cache, "ptxas_version", lambda toolkit="": "release 99.9")
+    assert kern.key(gpu) != base
+    monkeypatch.undo()
+    monkeypatch.setattr(cache, "llvm_version", lambda: "23.0.0")
+    assert kern.key(gpu) != base
+    monkeypatch.undo()
+    monkeypatch.setattr(cache, "tessel_version", lambda: "0.1.0+other")
+    assert kern.key(gpu) != base
+
+
+def test_comments_whitespace_locations_and_paths_do_not_change_the_key(tmp_path):
+    a, _ = load(tmp_path / "one", KERNEL)
+    b, _ = load(tmp_path / "two" / "deeper", KERNEL_RESTYLED, "renamed.py")
+    ka = a.scale.warmup(X, X, 1, 1.0, BLOCK=32)
+    kb = b.scale.warmup(X, X, 1, 1.0, BLOCK=32)
+    assert ka.asm["tile"] == kb.asm["tile"]
+    gpu = cache.GpuOptions(chip="sm_90a")
+    assert ka.key(gpu) == kb.key(gpu)
+    # The toolkit is a path: the same ptxas found another way gives the same key; so does the
+    # backend a kernel runs on (not code).
+    assert ka.key(gpu) == ka.key(dataclasses.replace(gpu, toolkit="/usr/local/cuda"))
+    other = tessel.jit(a.scale.fn, options=tessel.CompileOptions(backend="gpu"))
+    assert other.warmup(X, X, 1, 1.0, BLOCK=32).key(gpu) == ka.key(gpu)
+
+
+def test_mask_mod_constexpr_is_named_without_address_or_module(tmp_path):
+    from tessel.attention import attention_kernel
+    srcs = {}
+    for name in ("a", "b"):
+        module, _ = load(tmp_path / name, "import tessel\n\n@tessel.jit\ndef window(b, h, q, k):\n"
+                         "    return q - k < 8\n", f"masks_{name}.py")
+        q = np.zeros(0, np.float16)
+        k = attention_kernel.warmup(q, q, q, q, np.zeros(0, np.float32), 1, 1, 1, 1, 1.0, D=16,
+                                    BLOCK_M=16, BLOCK_N=16, CAUSAL=False, SCORE_MOD=None,
+                                    MASK_MOD=module.window)
+        srcs[name] = k.key_ingredients(cache.GpuOptions())
+        assert ["MASK_MOD", "constexpr", "JITFunction", "jit:window"] in srcs[name]["specialization"]
+    assert cache.key_of(srcs["a"]) == cache.key_of(srcs["b"])
+
+
+def test_every_option_field_says_whether_it_changes_code():
+    for record in (tessel.CompileOptions(), cache.GpuOptions()):
+        for f in dataclasses.fields(record):
+            assert "code" in f.metadata, f"{type(record).__name__}.{f.name}"
+
+    @dataclasses.dataclass(frozen=True)
+    class Unclassified:
+        fast_math: bool = False
+    with pytest.raises(TypeError, match="does not say whether it changes code"):
+        cache.code_fields(Unclassified())
+    with pytest.raises(ValueError, match="unknown chip"):
+        cache.GpuOptions(chip="sm_70")
+    with pytest.raises(ValueError, match="unknown codegen"):
+        cache.GpuOptions(codegen="wgmma-someday")
+
+
+# --- the disk cache --------------------------------------------------------------------------
+
+def test_memory_disk_and_compile(kern, cache_dir):
+    gpu = cache.GpuOptions(chip="sm_80")
+    first = kern.binary(gpu)
+    assert first.source == "compiled" and first.cubin[:4] == b"\x7fELF"
+    assert ".entry scale(" in first.ptx and first.block == (128, 1, 1)
+    assert kern.binary(gpu).source == "memory"
+    cache.forget_memory()
+    again = kern.binary(gpu)
+    assert again.source == "disk" and again.cubin == first.cubin and again.ptx == first.ptx
+    assert entries(cache_dir) == [first.key]
+    m = json.loads((cache_dir / first.key / "manifest.json").read_text())
+    assert m["kernel"] == "scale" and m["entry"] == "scale" and m["chip"] == "sm_80"
+    assert m["signature"] == [["x", "ptr", "f32"], ["y", "ptr", "f32"], ["n", "scalar", "i32"],
+                              ["alpha", "scalar", "f32"]]
+    assert m["block"] == [128, 1, 1] and m["dynamic_shared_bytes"] == 0
+    assert m["ingredients"] == kern.key_ingredients(gpu) and m["key"] == first.key
+    assert m["payload"]["kernel.cubin"]["size"] == len(first.cubin)
+
+
+def test_concurrent_writers_end_with_one_good_entry(tmp_path):
+    _, path = load(tmp_path, KERNEL)
+    d = tmp_path / "cache"
+    # Each writer holds its finished temporary entry for 300 ms before the rename, so the eight
+    # overlap; the first rename wins and the others discard theirs.
+    procs = [worker(path, d, fault="delay-before-rename=300") for _ in range(8)]
+    results = [finish(p) for p in procs]
+    assert len({r["sha"][0] for r in results}) == 1
+    assert len({r["keys"][0] for r in results}) == 1
+    assert entries(d) == [results[0]["keys"][0]]          # no temporaries left behind
+    assert all(r["warnings"] == [] for r in results)
+    r = tessel_cli("cache", "verify", cache_dir=d)
+    assert r.returncode == 0 and "1 good, 0 bad" in r.stdout
+    # A ninth process reads the entry instead of compiling.
+    assert finish(worker(path, d))["source"] == ["disk"]
+
+
+def test_killed_between_write_and_rename_leaves_no_entry(tmp_path):
+    _, path = load(tmp_path, KERNEL)
+    d = tmp_path / "cache"
+    p = worker(path, d, fault="kill-before-rename")
+    p.communicate(timeout=120)
+    assert p.returncode == -9
+    names = entries(d)
+    assert len(names) == 1 and names[0].startswith(".tmp-")     # only the dead writer's temp
+    listed = tessel_cli("cache", "list", cache_dir=d)
+    assert "stale temporary directory" in listed.stdout
+    r = finish(worker(path, d))
+    assert r["source"] == ["compiled"]
+    assert r["keys"][0] in entries(d)
+    fix = tessel_cli("cache", "verify", "--fix", cache_dir=d)
+    assert fix.returncode == 0 and "removed" in fix.stdout
+    assert entries(d) == [r["keys"][0]]
+    assert finish(worker(path, d))["source"] == ["disk"]
+
+
+def corrupt_flip(entry):
+    cubin = entry / "kernel.cubin"
+    data = bytearray(cubin.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cubin.write_bytes(bytes(data))
+
+
+def corrupt_truncate(entry):
+    cubin = entry / "kernel.cubin"
+    cubin.write_bytes(cubin.read_bytes()[:100])
+
+
+def corrupt_manifest(entry):
+    (entry / "manifest.json").write_text("{ this is not json")
+
+
+def corrupt_ptx_missing(entry):
+    (entry / "kernel.ptx").unlink()
+
+
+def corrupt_other_key(entry):
+    m = json.loads((entry / "manifest.json").read_text())
+    m["key"] = "0" * 64
+    (entry / "manifest.json").write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("corrupt", [corrupt_flip, corrupt_truncate, corrupt_manifest,
+                                     corrupt_ptx_missing, corrupt_other_key])
+def test_corrupted_entries_are_detected_and_rebuilt(kern, cache_dir, corrupt):
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    corrupt(cache_dir / good.key)
+    r = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert r.returncode == 1 and f"bad: {good.key}" in r.stdout
+    # Never returned: the C++ lookup discards it and says why.
+    entry, problem = cache.disk_cache().lookup(good.key)
+    assert entry is None and problem
+    assert entries(cache_dir) == []
+    cache.forget_memory()
+    rebuilt = kern.binary(gpu)
+    assert rebuilt.source == "compiled" and rebuilt.cubin == good.cubin
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "disk"
+
+
+def test_corrupted_entry_found_by_a_lookup_is_rebuilt(kern, cache_dir):
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    corrupt_flip(cache_dir / good.key)
+    cache.forget_memory()
+    rebuilt = kern.binary(gpu)
+    assert rebuilt.source == "compiled" and rebuilt.cubin == good.cubin
+    assert entries(cache_dir) == [good.key]
+
+
+@pytest.mark.parametrize("fault", ["erofs", "eacces", "enospc", "enospc-write"])
+def test_unwritable_directory_falls_back_to_memory_with_one_warning(tmp_path, fault):
+    _, path = load(tmp_path, KERNEL)
+    d = tmp_path / "cache"
+    r = finish(worker(path, d, count=3, fault=fault))
+    assert r["source"] == ["compiled"] * 3
+    assert len(r["warnings"]) == 1, r["warnings"]
+    reason = {"erofs": "Read-only file system", "eacces": "Permission denied",
+              "enospc": "No space left on device", "enospc-write": "No space left on device"}
+    assert reason[fault] in r["warnings"][0] and "kept in memory" in r["warnings"][0]
+    assert [n for n in entries(d) if not n.startswith(".trash")] == []   # no partial entry
+
+
+def test_really_unwritable_directory_falls_back(tmp_path):
+    # /sys refuses mkdir even for root (EPERM): a real unwritable cache directory.
+    _, path = load(tmp_path, KERNEL)
+    if os.access("/sys", os.W_OK) and os.path.isdir("/sys/class") is False:
+        pytest.skip("/sys is not sysfs here")
+    r = finish(worker(path, "/sys/tessel-cache", count=2))
+    assert r["source"] == ["compiled", "compiled"] and len(r["warnings"]) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores chmod: covered by the fault hook "
+                    "and /sys")
+def test_read_only_directory_by_chmod(tmp_path):
+    _, path = load(tmp_path, KERNEL)
+    d = tmp_path / "cache"
+    d.mkdir()
+    d.chmod(0o555)
+    try:
+        r = finish(worker(path, d, count=2))
+    finally:
+        d.chmod(0o755)
+    assert len(r["warnings"]) == 1 and "Permission denied" in r["warnings"][0]
+
+
+# --- the command ------------------------------------------------------------------------------
+
+def test_cache_command(kern, cache_dir, tmp_path):
+    good = kern.binary(cache.GpuOptions(chip="sm_80"))
+    listed = tessel_cli("cache", "list", cache_dir=cache_dir)
+    assert listed.returncode == 0
+    line = next(l for l in listed.stdout.splitlines() if l.startswith(good.key[:12]))
+    assert "scale" in line and "sm_80" in line and "KiB" in line and line.endswith("ok")
+    ok = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert ok.returncode == 0 and "1 good, 0 bad" in ok.stdout
+    corrupt_truncate(cache_dir / good.key)
+    bad = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert bad.returncode == 1 and "kernel.cubin has 100 bytes" in bad.stdout
+    fixed = tessel_cli("cache", "verify", "--fix", cache_dir=cache_dir)
+    assert fixed.returncode == 0 and entries(cache_dir) == []
+    cache.forget_memory()
+    kern.binary(cache.GpuOptions(chip="sm_80"))
+    cleared = tessel_cli("cache", "clear", cache_dir=cache_dir)
+    assert "removed 1 entries" in cleared.stdout and entries(cache_dir) == []
+    assert "empty" in tessel_cli("cache", "list", cache_dir=cache_dir).stdout
+
+
+def test_explain_names_the_differing_ingredient(kern, cache_dir, capfd, monkeypatch):
+    kern.binary(cache.GpuOptions(chip="sm_90a"))
+    disk = cache.disk_cache()
+    ingr = kern.key_ingredients(cache.GpuOptions(chip="sm_80"))
+    assert cache.explain_miss(disk, ingr).startswith("miss: chip differs (sm_80 vs sm_90a)")
+    ingr = kern.key_ingredients(cache.GpuOptions(chip="sm_90a", num_threads=64))
+    assert "option gpu.num_threads differs (64 vs 128)" in cache.explain_miss(disk, ingr)
+    assert cache.explain_miss(disk, kern.key_ingredients(cache.GpuOptions())).startswith("hit")
+    # On a miss with TESSEL_CACHE_EXPLAIN=1 the reason goes to stderr.
+    monkeypatch.setenv("TESSEL_CACHE_EXPLAIN", "1")
+    kern.binary(cache.GpuOptions(chip="sm_80"))
+    assert "tessel cache: scale: miss: chip differs (sm_80 vs sm_90a)" in capfd.readouterr().err
+
+
+def test_explain_command(cache_dir):
+    dsl = pathlib.Path(__file__).resolve().parents[2] / "examples" / "aot" / "attention_dsl.py"
+    r = tessel_cli("cache", "explain", str(dsl), "head_dim=16,chip=sm_80", cache_dir=cache_dir)
+    assert r.returncode == 0 and "miss: no entry for kernel 'attention_kernel'" in r.stdout
+    bad = tessel_cli("cache", "explain", str(dsl), "head_dim=16,chip=sm_70", cache_dir=cache_dir)
+    assert bad.returncode == 2 and "chip must be one of" in bad.stderr
