@@ -15,6 +15,9 @@ for chip in sm_80 sm_90a; do
       -o "$bundle/cubin/$ex.$chip.cubin"
   done
 done
+# The ahead-of-time example: generated C source + embedded cubins, linked against libcuda only.
+PYTHONPATH="$root/build/python" bash "$root/examples/aot/build.sh" "$bundle/aot" >/dev/null
+cp "$bundle/aot/attention_aot" "$bundle/bin/"
 tar -C "$bundle" -cf - bin cubin | xz -T2 -6 > "$bundle/tessel-gpu.tar.xz"
-rm -rf "$bundle/bin" "$bundle/cubin"
+rm -rf "$bundle/bin" "$bundle/cubin" "$bundle/aot"
 echo "bundle: $(du -h "$bundle/tessel-gpu.tar.xz" | cut -f1) in .bundle/tessel-gpu.tar.xz"

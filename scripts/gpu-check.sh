@@ -14,6 +14,8 @@ export PYTHONUNBUFFERED=1
 nvidia-smi -L
 echo "== examples (cubins built on the build machine)"
 python3 "$root/test/gpu/run_examples.py" "$work/cubin" 2>&1 | tee "$out/examples.log"
+echo "== ahead-of-time kernels (examples/aot: generated C header and source, libcuda only)"
+"$work/bin/attention_aot" 2>&1 | tee "$out/aot.log" || echo "AOT example FAILED"
 echo "== attention"
 python3 "$root/test/gpu/check_attention.py" --tessel-run "$work/bin/tessel-run" \
   --json "$out/attention.json" "$@" 2>&1 | tee "$out/attention.log"
