@@ -31,7 +31,14 @@ struct TargetOptions {
   std::string format = "isa";
   /// CUDA toolkit for gpu-module-to-binary{format=bin}; empty: CUDA_HOME or PATH.
   std::string toolkit;
+  /// Which lowering makes the kernels: `reference` (convert-tile-to-gpu), `mma` (the sm_80+
+  /// fast path convert-tile-to-mma; programs outside its class are errors) or `auto` (the fast
+  /// path where the program fits, else the reference lowering with a remark saying why).
+  std::string codegen = "reference";
 };
+
+/// Whether `codegen` is one of auto, reference, mma.
+bool isSupportedCodegen(const std::string &codegen);
 
 /// Whether `chip` is one tessel targets (sm_80, sm_90a).
 bool isSupportedChip(const std::string &chip);
