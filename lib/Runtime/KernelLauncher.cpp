@@ -57,6 +57,7 @@ FailureOr<GpuRunResult> tessel::runtime::runOnGpu(ModuleOp module, StringRef nam
 
   TargetOptions target;
   target.chip = result.chip;
+  target.codegen = options.codegen;
   FailureOr<CompiledModule> compiled = compileModule(module, target, Stage::Cubin);
   if (failed(compiled))
     return failure();

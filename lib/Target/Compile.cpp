@@ -68,12 +68,12 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Four strings and one unsigned. A new field of TargetOptions lands here first: put it in the
+  // Five strings and one unsigned. A new field of TargetOptions lands here first: put it in the
   // key if it can change the PTX or the cubin, then update the size.
-  static_assert(sizeof(TargetOptions) == 4 * sizeof(std::string) + alignof(std::string),
+  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
-         ";num-threads=" + std::to_string(options.numThreads);
+         ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen;
 }
 
 std::string tessel::findPtxas(llvm::StringRef toolkit) {

@@ -57,12 +57,21 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                              llvm::cl::desc("Stop at llvm (LLVM dialect), isa (PTX) or bin "
                                             "(cubin)."),
                              llvm::cl::init("isa")};
+  Option<std::string> codegen{*this, "codegen",
+                              llvm::cl::desc("Lowering of tile programs: reference, mma (the "
+                                             "mma.sync fast path) or auto (mma where the "
+                                             "program fits, else reference)."),
+                              llvm::cl::init("reference")};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
 };
 
 } // namespace
+
+bool tessel::isSupportedCodegen(const std::string &codegen) {
+  return codegen == "auto" || codegen == "reference" || codegen == "mma";
+}
 
 bool tessel::isSupportedChip(const std::string &chip) {
   return chip == "sm_80" || chip == "sm_90a";
@@ -74,6 +83,14 @@ int64_t tessel::maxSharedBytesPerBlock(const std::string &chip) {
 }
 
 void tessel::buildTileToNVVMPipeline(OpPassManager &pm, const TargetOptions &options) {
+  if (options.codegen != "reference") {
+    // The fast path takes the programs of its class; the reference lowering the rest (with
+    // codegen=mma there is no rest: the fast path fails on programs outside its class).
+    ConvertTileToMMAOptions mmaOptions;
+    mmaOptions.fallback = options.codegen == "auto";
+    mmaOptions.sharedLimit = maxSharedBytesPerBlock(options.chip);
+    pm.addPass(createConvertTileToMMA(mmaOptions));
+  }
   ConvertTileToGPUOptions tileOptions;
   tileOptions.numThreads = options.numThreads;
   tileOptions.sharedLimit = maxSharedBytesPerBlock(options.chip);
@@ -125,6 +142,7 @@ void tessel::registerTargetPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerConvertTileToGPU();
+    registerConvertTileToMMA();
     registerExternDynamicSharedMemory();
     registerGpuNVVMAttachTarget();
     registerGpuModuleToBinaryPass();
@@ -143,6 +161,7 @@ void tessel::registerTargetPasses() {
           options.numThreads = o.numThreads;
           options.format = o.format;
           options.toolkit = o.toolkit;
+          options.codegen = o.codegen;
           buildTileToNVVMPipeline(pm, options);
         });
   });

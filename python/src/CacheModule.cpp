@@ -27,8 +27,10 @@ void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
 
 namespace {
 tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
-                                    unsigned numThreads, const std::string &toolkit) {
+                                    unsigned numThreads, const std::string &toolkit,
+                                    const std::string &codegen) {
   tessel::TargetOptions options;
+  options.codegen = codegen;
   options.chip = chip;
   options.features = features;
   options.numThreads = numThreads;
@@ -52,20 +54,21 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         py::arg("toolkit") = "",
         "The ptxas tessel would run (empty if none).");
   m.def("target_options_key",
-        [](const std::string &chip, const std::string &features, unsigned numThreads) {
-          return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, ""));
+        [](const std::string &chip, const std::string &features, unsigned numThreads,
+           const std::string &codegen) {
+          return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, "", codegen));
         },
-        py::arg("chip"), py::arg("features"), py::arg("num_threads"));
+        py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"));
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
       "compile_gpu",
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
-         unsigned numThreads, const std::string &toolkit) {
+         unsigned numThreads, const std::string &toolkit, const std::string &codegen) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit));
+          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen));
         }
         py::dict out;
         py::list diags;
@@ -96,7 +99,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         return out;
       },
       py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
-      py::arg("toolkit") = "");
+      py::arg("toolkit") = "", py::arg("codegen") = "reference");
 
   py::class_<KernelCache>(m, "KernelCache")
       .def(py::init<std::string>(), py::arg("directory"))

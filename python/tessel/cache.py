@@ -40,7 +40,7 @@ from .errors import CompilationError
 log = logging.getLogger("tessel.cache")
 
 CHIPS = ("sm_80", "sm_90a")
-CODEGENS = ("reference",)
+CODEGENS = ("reference", "mma", "auto")
 
 
 class CacheWarning(UserWarning):
@@ -171,7 +171,8 @@ def ingredients(kernel, gpu):
     options = {f"compile.{k}": v for k, v in code_fields(kernel.options).items()}
     # The chip is an ingredient of its own.
     options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
-    options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads))
+    options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
+                                                    gpu.codegen)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -334,7 +335,8 @@ def get_binary(kernel, gpu=None, directory=None):
 
 
 def _compile(kernel, gpu, key, ingr, cache):
-    r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit)
+    r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
+                                    gpu.codegen)
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]
         _, message, filename, line, col = errors[0] if errors else ("error", "failed", "", 0, 0)

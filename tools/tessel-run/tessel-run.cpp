@@ -13,6 +13,7 @@
 #include "tessel/Interpreter/Rounding.h"
 #include "tessel/Registration.h"
 #include "tessel/Runtime/KernelLauncher.h"
+#include "tessel/Target/Pipeline.h"
 #include "tile/IR/TileDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -74,6 +75,11 @@ static cl::opt<std::string> pipeline(
                          "e.g. builtin.module(tile-optimize)"), cl::cat(runCategory));
 static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|both (default: "
                                                   "from the device)"), cl::cat(runCategory));
+static cl::opt<std::string>
+    codegen("codegen",
+            cl::desc("Lowering for --device=gpu|both: reference, mma (the mma.sync fast path) or "
+                     "auto (mma where the program fits, else reference)"),
+            cl::init("reference"), cl::cat(runCategory));
 static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
                                  cl::init(0), cl::cat(runCategory));
@@ -320,6 +326,8 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "gpu" && device != "both")
     return fail("--device must be cpu, gpu or both, not '" + device + "'");
+  if (!tessel::isSupportedCodegen(codegen))
+    return fail("--codegen must be auto, reference or mma, not '" + codegen + "'");
   if (device != "cpu" && !validatePipeline.empty())
     return fail("--validate-pipeline runs on the interpreter: use it with --device=cpu");
 
@@ -332,6 +340,7 @@ int main(int argc, char **argv) {
   if (device != "cpu") {
     tessel::runtime::GpuRunOptions gpuOptions;
     gpuOptions.chip = chip;
+    gpuOptions.codegen = codegen;
     gpuOptions.repeats = repeats;
     gpuOptions.warmup = repeats ? 3 : 0;
     for (auto &[index, path] : outs)

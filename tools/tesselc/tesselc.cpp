@@ -59,6 +59,13 @@ static cl::opt<unsigned> numThreads("num-threads", cl::desc("Threads per CTA"), 
 static cl::opt<std::string> toolkit("cuda-toolkit", cl::desc("CUDA toolkit holding bin/ptxas"),
                                     cl::init(""), cl::cat(tesselcCategory));
 
+static cl::opt<std::string> codegen(
+    "codegen",
+    cl::desc("Lowering: reference (every tile in shared memory), mma (the mma.sync fast path "
+             "for attention; errors outside its class) or auto (mma where the program fits, "
+             "else reference, with a remark)"),
+    cl::init("auto"));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
   return 1;
@@ -83,6 +90,8 @@ int main(int argc, char **argv) {
   tessel::registerPasses();
   if (!tessel::isSupportedChip(chip))
     return fail("unknown chip '" + chip + "' (expected sm_80 or sm_90a)");
+  if (!tessel::isSupportedCodegen(codegen))
+    return fail("unknown codegen '" + codegen + "' (expected auto, reference or mma)");
   if (numThreads == 0 || numThreads > 1024)
     return fail("--num-threads must be between 1 and 1024");
   if (emit == Emit::Cubin && outputFile == "-")
@@ -128,6 +137,7 @@ int main(int argc, char **argv) {
   options.chip = chip;
   options.numThreads = numThreads;
   options.toolkit = toolkit;
+  options.codegen = codegen;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)
     stage = tessel::Stage::LLVM;

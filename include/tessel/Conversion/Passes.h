@@ -1,6 +1,6 @@
 //===- Passes.h - tessel's conversion passes --------------------*- C++ -*-===//
 //
-// Declarations of the conversions declared in Passes.td (convert-tile-to-gpu) and their
+// Declarations of the conversions declared in Passes.td (convert-tile-to-gpu, convert-tile-to-mma) and their
 // registration.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +21,9 @@ class MemRefDialect;
 namespace LLVM {
 class LLVMDialect;
 } // namespace LLVM
+namespace NVVM {
+class NVVMDialect;
+} // namespace NVVM
 namespace scf {
 class SCFDialect;
 } // namespace scf

@@ -41,6 +41,34 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
+  let summary = "Lower attention-class tile programs to register-resident mma.sync kernels (sm_80+).";
+  let description = [{
+    The fast path for the attention class (docs/dev/codegen-mma.md). Each 2-D tile whose rows
+    are the program's query block lives in registers in the `mma.sync.m16n8k16` accumulator
+    layout (one warp per 16 rows); row vectors live as the matching slice; index tiles are
+    computed per register from the lane and warp ids. `tile.dot` becomes `mma.sync` with the A
+    operand from registers (a loaded block read once with `ldmatrix`, or the packed f16/bf16
+    probabilities) and the B operand from XOR-swizzled shared memory through `ldmatrix`
+    (`.trans` for a B that is not transposed). Loads are `cp.async` with zero fill past the
+    bounds; the loads of a loop body are software-pipelined (each one issues the next while the
+    current one is consumed). Reductions along rows are per-thread folds plus quad shuffles.
+
+    With `fallback`, a program outside the class is left as it is, with a remark saying why, so
+    that `convert-tile-to-gpu` (run next) lowers it; without it, the reason is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let options = [
+    Option<"fallback", "fallback", "bool", /*default=*/"false",
+           "Leave programs outside the class to the reference lowering (remark) instead of "
+           "failing.">,
+    Option<"sharedLimit", "shared-limit", "int64_t", /*default=*/"232448",
+           "Most bytes of shared memory a CTA may use (see convert-tile-to-gpu).">
+  ];
+}
+
 def ExternDynamicSharedMemory
     : Pass<"tessel-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Declare the dynamic shared-memory global external, as PTX's `.extern .shared`.";

@@ -31,6 +31,10 @@ struct TargetOptions {
   std::string format = "isa";
   /// CUDA toolkit for gpu-module-to-binary{format=bin}; empty: CUDA_HOME or PATH.
   std::string toolkit;
+  /// Which lowering makes the kernels: `reference` (convert-tile-to-gpu), `mma` (the sm_80+
+  /// fast path convert-tile-to-mma; programs outside its class are errors) or `auto` (the fast
+  /// path where the program fits, else the reference lowering with a remark saying why).
+  std::string codegen = "reference";
 };
 
 /// The fields of `options` that change the generated code, as one canonical string
@@ -39,6 +43,9 @@ struct TargetOptions {
 /// in the key as its version. A static_assert on the struct's size makes adding a field without
 /// deciding here whether it changes code a compile error.
 std::string codeOptionsKey(const TargetOptions &options);
+
+/// Whether `codegen` is one of auto, reference, mma.
+bool isSupportedCodegen(const std::string &codegen);
 
 /// Whether `chip` is one tessel targets (sm_80, sm_90a).
 bool isSupportedChip(const std::string &chip);

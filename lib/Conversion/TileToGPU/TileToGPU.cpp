@@ -844,9 +844,16 @@ struct ConvertTileToGPU : tessel::impl::ConvertTileToGPUBase<ConvertTileToGPU> {
     }
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
-    b.setInsertionPointToEnd(module.getBody());
-    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    // convert-tile-to-mma may have made the kernel module already (for the programs it took).
+    gpu::GPUModuleOp gpuModule;
+    for (auto m : module.getOps<gpu::GPUModuleOp>())
+      if (m.getName() == "tessel_kernels")
+        gpuModule = m;
+    if (!gpuModule) {
+      b.setInsertionPointToEnd(module.getBody());
+      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    }
     bool failed = false;
     for (func::FuncOp program : programs) {
       if (program.isExternal())

@@ -1,0 +1,1146 @@
+//===- TileToMMA.cpp - register-resident mma.sync lowering of attention ---===//
+//
+// convert-tile-to-mma: the sm_80 fast path (FlashAttention-2 style) for the attention class of
+// tile programs. Tiles whose rows are the query block live in registers in the accumulator
+// layout of mma.sync.m16n8k16 (warp w owns rows 16w..16w+15; lane l holds rows l/4 and l/4+8,
+// columns 2(l%4) and 2(l%4)+1 of every 8-column slab); row vectors hold the two rows a thread
+// owns; index tiles (iota/splat/expand_dims/broadcast and arithmetic on them) are computed per
+// register from the lane and warp ids, on demand, in the layout their consumer asks for. Loads
+// go through XOR-swizzled shared memory with cp.async (zero fill past the bounds) and reach the
+// tensor cores through ldmatrix; the loads of a loop body are pipelined across the body and
+// the next iteration. docs/dev/codegen-mma.md explains the choices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Conversion/Passes.h"
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_CONVERTTILETOMMA
+#include "tessel/Conversion/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+namespace tile = tessel::tile;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+constexpr const char *kSharedGlobal = "__tessel_mma_smem";
+
+/// How a tile value is spread over the registers of the CTA (see the file comment).
+/// Acc: [BM, N], regs[(n/8)*4 + r]; Row: [BM] or [BM, 1], regs[h]; Col: [N] or [1, N],
+/// regs[(n/8)*2 + c].
+enum class Layout { Acc = 0, Row = 1, Col = 2 };
+
+/// A descriptor after lowering, all i64.
+struct Desc {
+  Value base, offset;
+  SmallVector<Value> shape, strides;
+  Type elementType;
+};
+
+/// What a tile.load feeds, which decides how its block reaches the tensor cores.
+enum class LoadRole { A, BTransposed, B };
+
+/// Where a load's block lives in shared memory.
+struct LoadPlan {
+  LoadRole role;
+  int64_t smemOffset = 0;
+  int64_t rows = 0, cols = 0;
+  /// Index among the loads of its loop body; -1 outside loops.
+  int streamIndex = -1;
+};
+
+/// The loop being emitted and its pipelined loads.
+struct LoopContext {
+  scf::ForOp source;
+  SmallVector<tile::LoadOp> streams;
+  Value iv, ub, step;
+};
+
+bool isTensor(Type t) { return isa<RankedTensorType>(t); }
+
+int64_t constantOf(Value v) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return c.getSExtValue();
+  return INT64_MIN;
+}
+
+class MmaKernelBuilder {
+public:
+  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem)
+      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()) {}
+
+  /// Checks that `program` is in the class and plans it; fills the block size and bytes.
+  LogicalResult plan(func::FuncOp program);
+  LogicalResult build(func::FuncOp program);
+
+  int64_t numThreads() const { return numWarps * 32; }
+  int64_t sharedBytes() const { return smemBytes; }
+
+private:
+  LogicalResult emitBlock(Block &block);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitLoad(tile::LoadOp op);
+  LogicalResult emitStore(tile::StoreOp op);
+  LogicalResult emitDot(tile::DotOp op);
+  LogicalResult emitReduce(tile::ReduceOp op);
+  LogicalResult emitFor(scf::ForOp op);
+
+  /// The registers of tile `v` in `layout`, computing index/element-wise tiles on demand.
+  FailureOr<SmallVector<Value>> materialize(Value v, Layout layout, Operation *user);
+  FailureOr<int64_t> regCount(RankedTensorType type, Layout layout, Operation *user);
+  SmallVector<Value> emitScalar(Operation *op, ValueRange operands, TypeRange resultTypes);
+
+  /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
+  void issueLoad(tile::LoadOp op, Value row0, Value col0);
+  /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
+  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
+  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk);
+  Value ldmatrix4(Value addr, bool transpose);
+  Value packPair(Value lo, Value hi);
+  Value fragmentOf(Value i32reg);
+
+  Value ci32(int64_t v) {
+    return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI32IntegerAttr(v));
+  }
+  Value ci64(int64_t v) {
+    return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI64IntegerAttr(v));
+  }
+  Value toI64(Value v);
+  Value toI32(Value v);
+
+  gpu::GPUFuncOp kernel;
+  LLVM::GlobalOp smemGlobal;
+  OpBuilder b;
+
+  // The class: query rows, element type of the operands.
+  int64_t blockM = 0;
+  int64_t numWarps = 0;
+  Type operandType;
+  int64_t smemBytes = 0;
+  DenseMap<Operation *, LoadPlan> loads;
+
+  // Thread coordinates (i32) and the shared-memory base.
+  Value tid, lane, laneRow, quadCol2, rowBase, smemBase;
+  Value rowIdx[2];
+
+  IRMapping scalars;
+  DenseMap<Value, Desc> descs;
+  DenseMap<Value, std::pair<Layout, SmallVector<Value>>> eager;
+  DenseMap<Value, SmallVector<Value>> aFragments;
+  SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
+  LoopContext *loop = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// Planning: is the program in the class, and where does each load's block go?
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
+  // The query block: the A operand of the first dot that comes from a load.
+  tile::LoadOp queryLoad;
+  program.walk([&](tile::DotOp dot) {
+    if (!queryLoad)
+      queryLoad = dot.getA().getDefiningOp<tile::LoadOp>();
+  });
+  if (!queryLoad)
+    return program.emitOpError("has no tile.dot whose A operand is a tile.load: not the "
+                               "attention class convert-tile-to-mma handles");
+  auto qType = queryLoad.getResult().getType();
+  blockM = qType.getShape()[0];
+  operandType = qType.getElementType();
+  if (!operandType.isF16() && !operandType.isBF16())
+    return queryLoad.emitOpError("loads ") << operandType
+           << ": convert-tile-to-mma needs f16 or bf16 operands";
+  if (blockM != 64 && blockM != 128)
+    return queryLoad.emitOpError("loads a block of ")
+           << blockM << " rows: convert-tile-to-mma handles 64 or 128 (one warp per 16 rows)";
+  numWarps = blockM / 16;
+
+  WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
+    if (isa<tile::SoftmaxOp>(op))
+      return op->emitOpError("is a softmax: run tile-optimize (online softmax) first"),
+             WalkResult::interrupt();
+    if (isa<scf::IfOp, scf::WhileOp>(op))
+      return op->emitOpError("is not supported by convert-tile-to-mma"), WalkResult::interrupt();
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      if (forOp->getParentOfType<scf::ForOp>())
+        return op->emitOpError("is a nested loop, which convert-tile-to-mma does not handle"),
+               WalkResult::interrupt();
+    }
+    for (Type t : op->getResultTypes()) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      if (!rt)
+        continue;
+      if (rt.getRank() == 2 && rt.getShape()[0] != blockM && rt.getShape()[0] != 1 &&
+          !isa<tile::LoadOp, tile::TransOp>(op))
+        return op->emitOpError("makes a tile of ")
+                   << rt.getShape()[0] << " rows; convert-tile-to-mma keeps 2-D tiles of "
+                   << blockM << " (query) rows in registers",
+               WalkResult::interrupt();
+      if (rt.getRank() > 2)
+        return op->emitOpError("makes a tile of rank > 2"), WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  // Shared memory: the A blocks and loads outside loops get their own slots; the loads of a
+  // loop body share slots by their position in the body (loops run one after the other).
+  SmallVector<int64_t> streamSlotBytes;
+  SmallVector<std::pair<Operation *, int>> streamUsers;
+  int64_t offset = 0;
+  WalkResult lw = program.walk([&](tile::LoadOp ld) -> WalkResult {
+    auto type = ld.getResult().getType();
+    if (type.getRank() != 2 || type.getElementType() != operandType)
+      return ld.emitOpError("loads ") << type
+                 << ": convert-tile-to-mma loads 2-D " << operandType << " blocks (dot operands)",
+             WalkResult::interrupt();
+    LoadPlan p;
+    p.rows = type.getShape()[0];
+    p.cols = type.getShape()[1];
+    if (p.cols != 64 && p.cols != 128)
+      return ld.emitOpError("loads a block of ")
+                 << p.cols << " columns: convert-tile-to-mma handles head dims 64 and 128",
+             WalkResult::interrupt();
+    if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % numThreads() != 0)
+      return ld.emitOpError("loads a block of ") << p.rows << " rows that the "
+                 << numThreads() << " threads cannot split into whole 16-byte chunks",
+             WalkResult::interrupt();
+    Value result = ld.getResult();
+    auto isDotA = [&](OpOperand &use) {
+      auto dot = dyn_cast<tile::DotOp>(use.getOwner());
+      return dot && use.getOperandNumber() == 0;
+    };
+    auto isDotB = [&](OpOperand &use) {
+      auto dot = dyn_cast<tile::DotOp>(use.getOwner());
+      return dot && use.getOperandNumber() == 1;
+    };
+    if (!result.use_empty() && llvm::all_of(result.getUses(), isDotA)) {
+      p.role = LoadRole::A;
+      if (p.rows != blockM || ld->getParentOfType<scf::ForOp>())
+        return ld.emitOpError("is an A operand inside a loop or of another height than the "
+                              "query block"),
+               WalkResult::interrupt();
+    } else if (!result.use_empty() && llvm::all_of(result.getUses(), isDotB)) {
+      p.role = LoadRole::B;
+    } else if (result.hasOneUse() && isa<tile::TransOp>(*result.getUsers().begin()) &&
+               !result.getUsers().begin()->getResult(0).use_empty() &&
+               llvm::all_of(result.getUsers().begin()->getResult(0).getUses(), isDotB)) {
+      p.role = LoadRole::BTransposed;
+    } else {
+      return ld.emitOpError("feeds something other than tile.dot operands, which "
+                            "convert-tile-to-mma does not handle"),
+             WalkResult::interrupt();
+    }
+    int64_t bytes = p.rows * p.cols * 2;
+    if (auto forOp = dyn_cast<scf::ForOp>(ld->getParentOp())) {
+      for (Value o : ld.getOffsets())
+        if (o != forOp.getInductionVar() && !forOp.isDefinedOutsideOfLoop(o))
+          return ld.emitOpError("has offsets that are neither the loop's induction variable "
+                                "nor loop-invariant: convert-tile-to-mma cannot pipeline it"),
+                 WalkResult::interrupt();
+      int index = 0;
+      for (Operation &o : forOp.getBody()->without_terminator()) {
+        if (&o == ld.getOperation())
+          break;
+        if (isa<tile::LoadOp>(o))
+          ++index;
+      }
+      p.streamIndex = index;
+      if (static_cast<int>(streamSlotBytes.size()) <= index)
+        streamSlotBytes.resize(index + 1, 0);
+      streamSlotBytes[index] = std::max(streamSlotBytes[index], bytes);
+      streamUsers.push_back({ld.getOperation(), index});
+    } else if (!isa<func::FuncOp>(ld->getParentOp())) {
+      return ld.emitOpError("is nested in a region convert-tile-to-mma does not handle"),
+             WalkResult::interrupt();
+    } else {
+      p.smemOffset = offset;
+      offset += bytes;
+    }
+    loads[ld.getOperation()] = p;
+    return WalkResult::advance();
+  });
+  if (lw.wasInterrupted())
+    return failure();
+  SmallVector<int64_t> slotOffset;
+  for (int64_t bytes : streamSlotBytes) {
+    slotOffset.push_back(offset);
+    offset += bytes;
+  }
+  for (auto [op, index] : streamUsers)
+    loads[op].smemOffset = slotOffset[index];
+  smemBytes = offset;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Value MmaKernelBuilder::toI64(Value v) {
+  Location loc = b.getUnknownLoc();
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+  return v;
+}
+
+Value MmaKernelBuilder::toI32(Value v) {
+  Location loc = b.getUnknownLoc();
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  if (v.getType().getIntOrFloatBitWidth() > 32)
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), v);
+  return v;
+}
+
+Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk) {
+  Location loc = b.getUnknownLoc();
+  Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
+  Value bytes = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
+      arith::MulIOp::create(b, loc, swz, ci32(16)));
+  bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
+}
+
+Value MmaKernelBuilder::ldmatrix4(Value addr, bool transpose) {
+  Location loc = b.getUnknownLoc();
+  Type i32 = b.getI32Type();
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+  return NVVM::LdMatrixOp::create(
+      b, loc, structType, addr, 4, transpose ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
+}
+
+/// An i32 register from ldmatrix as an mma operand: vector<2xf16> for f16, i32 for bf16.
+Value MmaKernelBuilder::fragmentOf(Value reg) {
+  if (operandType.isBF16())
+    return reg;
+  return LLVM::BitcastOp::create(b, b.getUnknownLoc(),
+                                 VectorType::get({2}, operandType), reg);
+}
+
+/// Two 16-bit scalars as one mma operand register (lo in the low half).
+Value MmaKernelBuilder::packPair(Value lo, Value hi) {
+  Location loc = b.getUnknownLoc();
+  auto vt = VectorType::get({2}, operandType);
+  Value v = LLVM::PoisonOp::create(b, loc, vt);
+  v = LLVM::InsertElementOp::create(b, loc, v, lo, ci32(0));
+  v = LLVM::InsertElementOp::create(b, loc, v, hi, ci32(1));
+  if (operandType.isBF16())
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
+  return v;
+}
+
+Value ex2(OpBuilder &b, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+                                       ValueRange{x})
+      .getResult(0);
+}
+
+Value lg2(OpBuilder &b, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{x})
+      .getResult(0);
+}
+
+SmallVector<Value> MmaKernelBuilder::emitScalar(Operation *op, ValueRange operands,
+                                                TypeRange resultTypes) {
+  Location loc = op->getLoc();
+  if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
+      isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
+    Value x = operands[0];
+    if (!x.getType().isF32())
+      x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    auto c = [&](double v) {
+      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
+    };
+    Value r;
+    if (isa<math::ExpOp>(op))
+      r = ex2(b, loc, arith::MulFOp::create(b, loc, x, c(kLog2E)));
+    else if (isa<math::Exp2Op>(op))
+      r = ex2(b, loc, x);
+    else if (isa<math::LogOp>(op))
+      r = arith::MulFOp::create(b, loc, lg2(b, loc, x), c(kLn2));
+    else
+      r = lg2(b, loc, x);
+    if (!resultTypes[0].isF32())
+      r = arith::TruncFOp::create(b, loc, resultTypes[0], r);
+    return {r};
+  }
+  SmallVector<NamedAttribute> discardable(op->getDiscardableAttrs());
+  OperationState state(loc, op->getName(), operands, resultTypes, discardable);
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  Operation *scalarOp = b.create(state);
+  return SmallVector<Value>(scalarOp->getResults());
+}
+
+//===----------------------------------------------------------------------===//
+// Registers of a tile value
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> MmaKernelBuilder::regCount(RankedTensorType type, Layout layout,
+                                              Operation *user) {
+  ArrayRef<int64_t> s = type.getShape();
+  switch (layout) {
+  case Layout::Acc:
+    if (type.getRank() == 2 && s[0] == blockM && s[1] % 8 == 0)
+      return s[1] / 8 * 4;
+    break;
+  case Layout::Row:
+    if ((type.getRank() == 1 && s[0] == blockM) ||
+        (type.getRank() == 2 && s[0] == blockM && s[1] == 1))
+      return 2;
+    break;
+  case Layout::Col: {
+    int64_t n = type.getRank() == 1 ? s[0] : (s[0] == 1 ? s[1] : -1);
+    if (n > 0 && n % 8 == 0)
+      return n / 8 * 2;
+    break;
+  }
+  }
+  return user->emitOpError("uses a tile of type ")
+         << type << " in a way convert-tile-to-mma cannot place in registers";
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layout,
+                                                            Operation *user) {
+  auto type = cast<RankedTensorType>(v.getType());
+  auto e = eager.find(v);
+  if (e != eager.end()) {
+    if (e->second.first != layout)
+      return user->emitOpError("needs a register tile in another layout than the one it has");
+    return e->second.second;
+  }
+  std::pair<Value, int> key{v, static_cast<int>(layout)};
+  for (auto &scope : llvm::reverse(lazy)) {
+    auto it = scope.find(key);
+    if (it != scope.end())
+      return it->second;
+  }
+  FailureOr<int64_t> n = regCount(type, layout, user);
+  if (failed(n))
+    return failure();
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return user->emitOpError("reads a tile block argument convert-tile-to-mma did not place");
+  Location loc = def->getLoc();
+  SmallVector<Value> regs;
+  if (auto splat = dyn_cast<tile::SplatOp>(def)) {
+    regs.assign(*n, scalars.lookup(splat.getValue()));
+  } else if (auto cst = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!dense || !dense.isSplat())
+      return def->emitOpError("is a non-splat tile constant (convert-tile-to-mma)");
+    Value s = arith::ConstantOp::create(b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    regs.assign(*n, s);
+  } else if (isa<tile::IotaOp>(def)) {
+    if (layout == Layout::Row) {
+      regs = {rowIdx[0], rowIdx[1]};
+    } else if (layout == Layout::Col) {
+      for (int64_t i = 0; i < *n; ++i)
+        regs.push_back(arith::AddIOp::create(b, loc, quadCol2, ci32((i / 2) * 8 + (i % 2))));
+    } else {
+      return def->emitOpError("is an iota used as a 2-D tile");
+    }
+  } else if (auto ed = dyn_cast<tile::ExpandDimsOp>(def)) {
+    Layout want = ed.getAxis() == 1 ? Layout::Row : Layout::Col;
+    if (want != layout)
+      return user->emitOpError("uses an expand_dims along the other axis than it broadcasts");
+    FailureOr<SmallVector<Value>> in = materialize(ed.getInput(), layout, def);
+    if (failed(in))
+      return failure();
+    regs = *in;
+  } else if (auto bc = dyn_cast<tile::BroadcastOp>(def)) {
+    auto inType = cast<RankedTensorType>(bc.getInput().getType());
+    if (inType.getShape() == type.getShape()) {
+      FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), layout, def);
+      if (failed(in))
+        return failure();
+      regs = *in;
+    } else if (layout == Layout::Acc && inType.getShape()[1] == 1) {
+      FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), Layout::Row, def);
+      if (failed(in))
+        return failure();
+      for (int64_t i = 0; i < *n; ++i)
+        regs.push_back((*in)[(i % 4) / 2]);
+    } else if (layout == Layout::Acc && inType.getShape()[0] == 1) {
+      FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), Layout::Col, def);
+      if (failed(in))
+        return failure();
+      for (int64_t i = 0; i < *n; ++i)
+        regs.push_back((*in)[(i / 4) * 2 + (i % 2)]);
+    } else {
+      return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
+    }
+  } else if (def->getDialect() &&
+             isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
+             def->getNumRegions() == 0) {
+    SmallVector<SmallVector<Value>> ins;
+    for (Value o : def->getOperands()) {
+      if (isTensor(o.getType())) {
+        FailureOr<SmallVector<Value>> in = materialize(o, layout, def);
+        if (failed(in))
+          return failure();
+        ins.push_back(*in);
+      } else {
+        ins.push_back(SmallVector<Value>(*n, scalars.lookup(o)));
+      }
+    }
+    if (def->getNumResults() != 1)
+      return def->emitOpError("has several results (convert-tile-to-mma)");
+    Type elem = type.getElementType();
+    for (int64_t i = 0; i < *n; ++i) {
+      SmallVector<Value> operands;
+      for (auto &in : ins)
+        operands.push_back(in[i]);
+      regs.push_back(emitScalar(def, operands, TypeRange{elem})[0]);
+    }
+  } else {
+    return def->emitOpError("makes a tile convert-tile-to-mma cannot compute in registers");
+  }
+  lazy.back()[key] = regs;
+  return regs;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel body
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Location loc = program.getLoc();
+  lazy.emplace_back();
+  tid = toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  lane = arith::AndIOp::create(b, loc, tid, ci32(31));
+  Value warp = arith::ShRUIOp::create(b, loc, tid, ci32(5));
+  laneRow = arith::ShRUIOp::create(b, loc, lane, ci32(2));
+  quadCol2 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, lane, ci32(3)), ci32(2));
+  rowBase = arith::MulIOp::create(b, loc, warp, ci32(16));
+  rowIdx[0] = arith::AddIOp::create(b, loc, rowBase, laneRow);
+  rowIdx[1] = arith::AddIOp::create(b, loc, rowIdx[0], ci32(8));
+  smemBase = LLVM::AddressOfOp::create(b, loc, smemGlobal);
+  for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
+    scalars.map(src, dst);
+  if (failed(emitBlock(program.getBody().front())))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitBlock(Block &block) {
+  for (Operation &op : block.without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+    Value id = gpu::BlockIdOp::create(b, loc, static_cast<gpu::Dimension>(pid.getAxis()));
+    scalars.map(pid.getResult(), toI32(id));
+    return success();
+  }
+  if (auto np = dyn_cast<tile::NumProgramsOp>(op)) {
+    Value n = gpu::GridDimOp::create(b, loc, static_cast<gpu::Dimension>(np.getAxis()));
+    scalars.map(np.getResult(), toI32(n));
+    return success();
+  }
+  if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
+    Desc d;
+    d.base = scalars.lookup(md.getBase());
+    d.offset = md.getOffset() ? toI64(scalars.lookup(md.getOffset())) : ci64(0);
+    for (Value v : md.getShape())
+      d.shape.push_back(toI64(scalars.lookup(v)));
+    for (Value v : md.getStrides())
+      d.strides.push_back(toI64(scalars.lookup(v)));
+    d.elementType = md.getResult().getType().getElementType();
+    descs[md.getResult()] = d;
+    return success();
+  }
+  if (auto ld = dyn_cast<tile::LoadOp>(op))
+    return emitLoad(ld);
+  if (auto st = dyn_cast<tile::StoreOp>(op))
+    return emitStore(st);
+  if (auto dot = dyn_cast<tile::DotOp>(op))
+    return emitDot(dot);
+  if (auto red = dyn_cast<tile::ReduceOp>(op))
+    return emitReduce(red);
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return emitFor(forOp);
+  // Tile-valued pure ops are computed where a consumer needs them, in its layout.
+  if (llvm::any_of(op->getResultTypes(), isTensor)) {
+    if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
+            arith::ConstantOp>(op))
+      return success();
+    Dialect *dialect = op->getDialect();
+    if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
+        op->getNumRegions() == 0)
+      return success();
+    return op->emitOpError("is not supported by convert-tile-to-mma");
+  }
+  Dialect *dialect = op->getDialect();
+  bool scalarOp = dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
+                  op->getNumRegions() == 0 && !llvm::any_of(op->getOperandTypes(), isTensor);
+  if (!scalarOp)
+    return op->emitOpError("is not supported by convert-tile-to-mma");
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(scalars.lookup(v));
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    scalars.map(cst.getResult(), b.clone(*op)->getResult(0));
+    return success();
+  }
+  SmallVector<Value> results = emitScalar(op, operands, op->getResultTypes());
+  for (auto [src, dst] : llvm::zip(op->getResults(), results))
+    scalars.map(src, dst);
+  return success();
+}
+
+void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0) {
+  Location loc = op.getLoc();
+  const LoadPlan &p = loads[op.getOperation()];
+  const Desc &d = descs[op.getDesc()];
+  int64_t chunksPerRow = p.cols / 8;
+  int64_t perThread = p.rows * chunksPerRow / numThreads();
+  Value r0 = toI64(row0), c0 = toI64(col0);
+  Value zero = ci64(0);
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  for (int64_t i = 0; i < perThread; ++i) {
+    Value id = arith::AddIOp::create(b, loc, tid, ci32(i * numThreads()));
+    Value row = arith::DivUIOp::create(b, loc, id, ci32(chunksPerRow));
+    Value chunk = arith::RemUIOp::create(b, loc, id, ci32(chunksPerRow));
+    Value grow = arith::AddIOp::create(b, loc, r0, toI64(row));
+    Value gcol = arith::AddIOp::create(
+        b, loc, c0, toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+    auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+      return arith::CmpIOp::create(b, loc, pred, x, y);
+    };
+    Value in = arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
+                                     cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
+    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
+    Value gcolEnd = arith::AddIOp::create(b, loc, gcol, ci64(8));
+    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sle, gcolEnd, d.shape[1]));
+    Value elem = arith::AddIOp::create(
+        b, loc, d.offset,
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, grow, d.strides[0]),
+                              arith::MulIOp::create(b, loc, gcol, d.strides[1])));
+    // Out of bounds: read nothing (src-size 0 zero-fills) from an address that is valid.
+    elem = arith::SelectOp::create(b, loc, in, elem, d.offset);
+    Value src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem});
+    Value dst = smemChunk(p.smemOffset, p.cols, row, chunk);
+    Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
+    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG, srcBytes);
+  }
+}
+
+LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
+  Location loc = op.getLoc();
+  if (!descs.count(op.getDesc()))
+    return op.emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
+  const Desc &d = descs[op.getDesc()];
+  // The inner dimension must be contiguous and rows 16-byte aligned for cp.async.
+  int64_t innerStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
+  int64_t rowStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
+  if (innerStride != 1 || rowStride == INT64_MIN || rowStride % 8 != 0)
+    return op.emitOpError("reads a descriptor whose strides are not [8k (constant), 1]: "
+                          "convert-tile-to-mma copies 16-byte chunks");
+  (void)d;
+  const LoadPlan &p = loads[op.getOperation()];
+  if (p.streamIndex < 0) {
+    issueLoad(op, scalars.lookup(op.getOffsets()[0]), scalars.lookup(op.getOffsets()[1]));
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    gpu::BarrierOp::create(b, loc);
+    if (p.role == LoadRole::A) {
+      // A fragments for every 16-column step, kept in registers: matrix q = lane/8 holds rows
+      // +8·(q&1) and columns +8·(q>>1) of the warp's 16×16 slab.
+      Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
+      Value row = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, rowBase, arith::AndIOp::create(b, loc, lane, ci32(7))),
+          arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8)));
+      Value chunkHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
+      SmallVector<Value> frags;
+      for (int64_t kt = 0; kt < p.cols / 16; ++kt) {
+        Value chunk = arith::AddIOp::create(b, loc, chunkHi, ci32(kt * 2));
+        Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk), false);
+        for (int64_t i = 0; i < 4; ++i)
+          frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
+      }
+      aFragments[op.getResult()] = frags;
+    }
+    return success();
+  }
+  // A pipelined load of a loop body: its block was issued earlier (the previous load of the
+  // body, or the previous iteration / the prologue for the first). Wait for it; the barrier
+  // also ends every read of the slot the next issue overwrites.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  gpu::BarrierOp::create(b, loc);
+  LoopContext &l = *loop;
+  size_t next = static_cast<size_t>(p.streamIndex) + 1;
+  auto offsetsAt = [&](tile::LoadOp ld, Value iv) {
+    SmallVector<Value> offs;
+    for (Value o : ld.getOffsets())
+      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
+    return offs;
+  };
+  if (next < l.streams.size()) {
+    SmallVector<Value> offs = offsetsAt(l.streams[next], l.iv);
+    issueLoad(l.streams[next], offs[0], offs[1]);
+  } else {
+    Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
+    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
+    auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    SmallVector<Value> offs = offsetsAt(l.streams[0], nextIv);
+    issueLoad(l.streams[0], offs[0], offs[1]);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
+  Location loc = op.getLoc();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto cType = cast<RankedTensorType>(op.getAcc().getType());
+  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
+  if (aType.getShape()[0] != blockM || aType.getElementType() != operandType ||
+      K % 16 != 0 || N % 16 != 0)
+    return op.emitOpError("is a dot convert-tile-to-mma cannot map onto m16n8k16 (A must be ")
+           << blockM << "xK " << operandType << ", K and N multiples of 16)";
+  // A fragments: a loaded block read once, or a register tile packed pairwise (the accumulator
+  // layout of two adjacent 8-column slabs is the A layout of one 16-column step).
+  SmallVector<Value> a;
+  auto resident = aFragments.find(op.getA());
+  if (resident != aFragments.end()) {
+    a = resident->second;
+  } else {
+    FailureOr<SmallVector<Value>> regs = materialize(op.getA(), Layout::Acc, op);
+    if (failed(regs))
+      return failure();
+    for (int64_t kt = 0; kt < K / 16; ++kt) {
+      auto at = [&](int64_t slab, int64_t r) { return (*regs)[(2 * kt + slab) * 4 + r]; };
+      a.push_back(packPair(at(0, 0), at(0, 1)));
+      a.push_back(packPair(at(0, 2), at(0, 3)));
+      a.push_back(packPair(at(1, 0), at(1, 1)));
+      a.push_back(packPair(at(1, 2), at(1, 3)));
+    }
+  }
+  // B from shared memory.
+  Value bSource = op.getB();
+  bool transposed = false;
+  if (auto tr = bSource.getDefiningOp<tile::TransOp>()) {
+    bSource = tr.getInput();
+    transposed = true;
+  }
+  auto ld = bSource.getDefiningOp<tile::LoadOp>();
+  if (!ld || !loads.count(ld.getOperation()))
+    return op.emitOpError("has a B operand that is not a loaded block (convert-tile-to-mma)");
+  const LoadPlan &p = loads[ld.getOperation()];
+  FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
+  if (failed(c))
+    return failure();
+  SmallVector<Value> acc = *c;
+  Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
+  Value qLo = arith::AndIOp::create(b, loc, q, ci32(1));
+  Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
+  Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  for (int64_t kt = 0; kt < K / 16; ++kt) {
+    for (int64_t np = 0; np < N / 16; ++np) {
+      Value row, chunk;
+      if (transposed) {
+        // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8).
+        row = arith::AddIOp::create(b, loc, lane7,
+                                    arith::AddIOp::create(b, loc, ci32(np * 16),
+                                                          arith::MulIOp::create(b, loc, qHi, ci32(8))));
+        chunk = arith::AddIOp::create(b, loc, qLo, ci32(kt * 2));
+      } else {
+        // V rows are the k index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
+        row = arith::AddIOp::create(b, loc, lane7,
+                                    arith::AddIOp::create(b, loc, ci32(kt * 16),
+                                                          arith::MulIOp::create(b, loc, qLo, ci32(8))));
+        chunk = arith::AddIOp::create(b, loc, qHi, ci32(np * 2));
+      }
+      Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk), !transposed);
+      Value regs[4];
+      for (int64_t i = 0; i < 4; ++i)
+        regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
+      for (int64_t half = 0; half < 2; ++half) {
+        int64_t nt = np * 2 + half;
+        SmallVector<Value> cIn(acc.begin() + nt * 4, acc.begin() + nt * 4 + 4);
+        SmallVector<Value> aIn(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
+        Value mma = NVVM::MmaOp::create(
+            b, loc, resultType, aIn, ValueRange{regs[half * 2], regs[half * 2 + 1]}, cIn,
+            ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+            std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+        for (int64_t i = 0; i < 4; ++i)
+          acc[nt * 4 + i] = LLVM::ExtractValueOp::create(b, loc, mma, i);
+      }
+    }
+  }
+  eager[op.getResult()] = {Layout::Acc, acc};
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
+  Location loc = op.getLoc();
+  auto inType = cast<RankedTensorType>(op.getInput().getType());
+  if (inType.getRank() != 2 || op.getAxis() != 1)
+    return op.emitOpError("reduces along another axis than the rows' (convert-tile-to-mma)");
+  FailureOr<SmallVector<Value>> in = materialize(op.getInput(), Layout::Acc, op);
+  if (failed(in))
+    return failure();
+  auto combine = [&](Value x, Value y) -> Value {
+    bool isFloat = isa<FloatType>(x.getType());
+    switch (op.getKind()) {
+    case tile::ReduceKind::Sum:
+      return isFloat ? Value(arith::AddFOp::create(b, loc, x, y))
+                     : Value(arith::AddIOp::create(b, loc, x, y));
+    case tile::ReduceKind::Max:
+      return isFloat ? Value(arith::MaximumFOp::create(b, loc, x, y))
+                     : Value(arith::MaxSIOp::create(b, loc, x, y));
+    case tile::ReduceKind::Min:
+      return isFloat ? Value(arith::MinimumFOp::create(b, loc, x, y))
+                     : Value(arith::MinSIOp::create(b, loc, x, y));
+    }
+    llvm_unreachable("reduction kind");
+  };
+  Type elem = inType.getElementType();
+  if (!elem.isF32() && !elem.isInteger(32))
+    return op.emitOpError("reduces ") << elem << ": convert-tile-to-mma shuffles f32 or i32";
+  int64_t slabs = inType.getShape()[1] / 8;
+  SmallVector<Value> out;
+  Value full = ci32(-1), clamp = ci32(31);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value r = (*in)[h * 2];
+    r = combine(r, (*in)[h * 2 + 1]);
+    for (int64_t s = 1; s < slabs; ++s)
+      r = combine(combine(r, (*in)[s * 4 + h * 2]), (*in)[s * 4 + h * 2 + 1]);
+    // The four threads of a quad hold the other columns of the same rows.
+    for (int64_t off : {1, 2}) {
+      Value other = NVVM::ShflOp::create(b, loc, elem, full, r, ci32(off), clamp,
+                                         NVVM::ShflKind::bfly, UnitAttr());
+      r = combine(r, other);
+    }
+    out.push_back(r);
+  }
+  eager[op.getResult()] = {Layout::Row, out};
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
+  Location loc = op.getLoc();
+  if (op.getMask())
+    return op.emitOpError("has a mask, which convert-tile-to-mma does not handle");
+  if (!descs.count(op.getDesc()))
+    return op.emitOpError("writes a descriptor convert-tile-to-mma cannot trace to make_desc");
+  const Desc &d = descs[op.getDesc()];
+  auto type = cast<RankedTensorType>(op.getValue().getType());
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  Value zero = ci64(0);
+  auto storeAt = [&](Value row, Value col, int64_t width, Value value) {
+    Value grow = arith::AddIOp::create(b, loc, toI64(scalars.lookup(op.getOffsets()[0])),
+                                       toI64(row));
+    Value in = arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
+                                     cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
+    Value elem = arith::AddIOp::create(b, loc, d.offset,
+                                       arith::MulIOp::create(b, loc, grow, d.strides[0]));
+    if (col) {
+      Value gcol = arith::AddIOp::create(b, loc, toI64(scalars.lookup(op.getOffsets()[1])),
+                                         toI64(col));
+      in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
+      in = arith::AndIOp::create(
+          b, loc, in,
+          cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(width)),
+              d.shape[1]));
+      elem = arith::AddIOp::create(b, loc, elem, arith::MulIOp::create(b, loc, gcol, d.strides[1]));
+    }
+    return std::make_pair(in, elem);
+  };
+  if (type.getRank() == 2) {
+    int64_t innerStride =
+        constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
+    if (innerStride != 1)
+      return op.emitOpError("writes a descriptor whose inner stride is not 1 "
+                            "(convert-tile-to-mma stores pairs)");
+    FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
+    if (failed(regs))
+      return failure();
+    Type elem = type.getElementType();
+    auto vt = VectorType::get({2}, elem);
+    for (int64_t s = 0; s < type.getShape()[1] / 8; ++s) {
+      Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
+      for (int64_t h = 0; h < 2; ++h) {
+        auto [in, elemOff] = storeAt(rowIdx[h], col, 2, Value());
+        auto ifOp = scf::IfOp::create(b, loc, in, false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value v = LLVM::PoisonOp::create(b, loc, vt);
+        v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[s * 4 + h * 2], ci32(0));
+        v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[s * 4 + h * 2 + 1], ci32(1));
+        Value ptr = LLVM::GEPOp::create(b, loc, ptr1, elem, d.base, ValueRange{elemOff});
+        LLVM::StoreOp::create(b, loc, v, ptr, /*alignment=*/elem.getIntOrFloatBitWidth() / 4);
+      }
+    }
+    return success();
+  }
+  // A row vector: the first thread of each quad writes its two rows.
+  FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Row, op);
+  if (failed(regs))
+    return failure();
+  Value quadLead = cmp(arith::CmpIPredicate::eq, quadCol2, ci32(0));
+  for (int64_t h = 0; h < 2; ++h) {
+    auto [in, elemOff] = storeAt(rowIdx[h], Value(), 1, Value());
+    in = arith::AndIOp::create(b, loc, in, quadLead);
+    auto ifOp = scf::IfOp::create(b, loc, in, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value ptr = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff});
+    LLVM::StoreOp::create(b, loc, (*regs)[h], ptr);
+  }
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Layout> layouts;
+  SmallVector<int64_t> counts;
+  SmallVector<Value> inits;
+  for (auto [init, arg] : llvm::zip(op.getInitArgs(), op.getRegionIterArgs())) {
+    auto rt = dyn_cast<RankedTensorType>(arg.getType());
+    if (!rt) {
+      layouts.push_back(Layout::Acc);
+      counts.push_back(-1);
+      inits.push_back(scalars.lookup(init));
+      continue;
+    }
+    Layout l = rt.getRank() == 2 ? Layout::Acc : Layout::Row;
+    FailureOr<SmallVector<Value>> regs = materialize(init, l, op);
+    if (failed(regs))
+      return failure();
+    layouts.push_back(l);
+    counts.push_back(regs->size());
+    inits.append(regs->begin(), regs->end());
+  }
+  LoopContext ctx;
+  ctx.source = op;
+  for (Operation &o : op.getBody()->without_terminator())
+    if (auto ld = dyn_cast<tile::LoadOp>(o))
+      ctx.streams.push_back(ld);
+  Value lb = scalars.lookup(op.getLowerBound());
+  ctx.ub = scalars.lookup(op.getUpperBound());
+  ctx.step = scalars.lookup(op.getStep());
+  if (!ctx.streams.empty()) {
+    // Prologue: the first load of the body for the first iteration.
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
+    auto ifOp = scf::IfOp::create(b, loc, any, false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> offs;
+      for (Value o : ctx.streams[0].getOffsets())
+        offs.push_back(o == op.getInductionVar() ? lb : scalars.lookup(o));
+      issueLoad(ctx.streams[0], offs[0], offs[1]);
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+  auto newFor = scf::ForOp::create(b, loc, lb, ctx.ub, ctx.step, inits);
+  Block *body = newFor.getBody();
+  OpBuilder::InsertionGuard guard(b);
+  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+    body->back().erase();
+  b.setInsertionPointToEnd(body);
+  ctx.iv = newFor.getInductionVar();
+  scalars.map(op.getInductionVar(), ctx.iv);
+  LoopContext *outer = loop;
+  loop = &ctx;
+  lazy.emplace_back();
+  auto unflatten = [&](ValueRange flat, ValueRange targets) {
+    size_t pos = 0;
+    for (auto [i, t] : llvm::enumerate(targets)) {
+      if (counts[i] < 0) {
+        scalars.map(t, flat[pos++]);
+        continue;
+      }
+      SmallVector<Value> regs(flat.begin() + pos, flat.begin() + pos + counts[i]);
+      pos += counts[i];
+      eager[t] = {layouts[i], regs};
+    }
+  };
+  unflatten(newFor.getRegionIterArgs(), op.getRegionIterArgs());
+  LogicalResult result = emitBlock(*op.getBody());
+  SmallVector<Value> yielded;
+  if (succeeded(result)) {
+    auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+    for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
+      if (counts[i] < 0) {
+        yielded.push_back(scalars.lookup(v));
+        continue;
+      }
+      FailureOr<SmallVector<Value>> regs = materialize(v, layouts[i], yield);
+      if (failed(regs)) {
+        result = failure();
+        break;
+      }
+      yielded.append(regs->begin(), regs->end());
+    }
+  }
+  if (succeeded(result))
+    scf::YieldOp::create(b, loc, yielded);
+  else
+    scf::YieldOp::create(b, loc, ValueRange(newFor.getRegionIterArgs()));
+  lazy.pop_back();
+  loop = outer;
+  b.setInsertionPointAfter(newFor);
+  if (failed(result))
+    return failure();
+  unflatten(newFor.getResults(), op.getResults());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> programs;
+    for (func::FuncOp f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        programs.push_back(f);
+    if (programs.empty())
+      return;
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    gpu::GPUModuleOp gpuModule;
+    LLVM::GlobalOp smem;
+    bool failedAny = false;
+    for (func::FuncOp program : programs) {
+      // Collect the first error of this program; with fallback it becomes a remark.
+      std::string reason;
+      Location where = program.getLoc();
+      LogicalResult built = failure();
+      gpu::GPUFuncOp kernel;
+      {
+        ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+          if (diag.getSeverity() != DiagnosticSeverity::Error)
+            return failure();
+          if (reason.empty()) {
+            reason = diag.str();
+            where = diag.getLocation();
+          }
+          return success();
+        });
+        built = lowerProgram(program, gpuModule, smem, kernel);
+      }
+      if (succeeded(built)) {
+        program.erase();
+        continue;
+      }
+      if (kernel)
+        kernel.erase();
+      if (fallback) {
+        emitRemark(where) << "convert-tile-to-mma leaves @" << program.getName()
+                          << " to the reference lowering: " << reason;
+      } else {
+        emitError(where) << reason;
+        failedAny = true;
+      }
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  LogicalResult lowerProgram(func::FuncOp program, gpu::GPUModuleOp &gpuModule,
+                             LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel) {
+    MLIRContext *ctx = &getContext();
+    ModuleOp module = getOperation();
+    if (program.getNumResults() != 0)
+      return program.emitOpError("is a tile program, so it must return nothing");
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : program.getArguments()) {
+      Type t = arg.getType();
+      if (isa<tile::PtrType>(t))
+        argTypes.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+      else if (t.isIntOrIndexOrFloat())
+        argTypes.push_back(t);
+      else
+        return program.emitOpError() << "argument #" << arg.getArgNumber() << " has type " << t
+                                     << ": a kernel takes !tile.ptr and scalar arguments";
+    }
+    OpBuilder b(ctx);
+    if (!gpuModule) {
+      for (auto m : module.getOps<gpu::GPUModuleOp>())
+        if (m.getName() == "tessel_kernels")
+          gpuModule = m;
+      if (!gpuModule) {
+        b.setInsertionPointToEnd(module.getBody());
+        gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
+        module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+      }
+    }
+    if (!smem) {
+      b.setInsertionPointToStart(gpuModule.getBody());
+      smem = LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                                    /*isConstant=*/false, LLVM::Linkage::External, kSharedGlobal,
+                                    Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+    }
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
+                                    FunctionType::get(ctx, argTypes, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    MmaKernelBuilder builder(kernel, smem);
+    if (failed(builder.plan(program)))
+      return failure();
+    if (builder.sharedBytes() > sharedLimit)
+      return program.emitOpError("needs ")
+             << builder.sharedBytes() << " bytes of shared memory, more than " << sharedLimit;
+    kernel.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
+    kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
+    kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
+    kernel->setAttr("tessel.codegen", b.getStringAttr("mma"));
+    return builder.build(program);
+  }
+};
+
+} // namespace

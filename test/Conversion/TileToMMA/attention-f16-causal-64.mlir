@@ -1,0 +1,119 @@
+// The naive causal attention of test/python/attention_kernels.py,
+// naive_attention_kernel("f16", "causal", 64, 64, 64), after --tile-optimize, through the
+// mma.sync fast path (convert-tile-to-mma) to PTX and cubins for sm_80 and sm_90a: the PTX has
+// the tensor-core instructions, ldmatrix (plain for K, .trans for V) and cp.async with
+// zero fill, the row reductions are quad shuffles, and ptxas spills nothing.
+// REQUIRES: ptxas
+// RUN: tessel-opt %s --tile-optimize -o %t.mlir
+// RUN: tessel-opt %t.mlir --convert-tile-to-mma | FileCheck %s --check-prefix=MMA
+// RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=cubin -o %t.sm80.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=mma --emit=cubin -o %t.sm90.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM90
+// RUN: tesselc %t.mlir --chip=sm_80 --codegen=auto --emit=cubin -o %t.auto.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=AUTO
+
+// One warp per 16 query rows; Q, K and V blocks of 64x64 f16 (8 KiB each) in shared memory.
+// MMA: llvm.mlir.global external @__tessel_mma_smem() {addr_space = 3 : i32, alignment = 16 : i64}
+// MMA: gpu.func @attention
+// MMA-SAME: known_block_size = array<i32: 128, 1, 1>
+// MMA-SAME: tessel.dynamic_shared_bytes = 24576
+// MMA-NOT: memref.
+// MMA: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} :
+// MMA: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// Both key loops (unmasked, diagonal) are pipelined: prologue load, then the loop.
+// MMA: nvvm.cp.async.commit.group
+// MMA: scf.for
+// MMA: nvvm.cp.async.wait.group 0
+// MMA: nvvm.mma.sync
+// MMA: nvvm.shfl.sync bfly
+// MMA: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// MMA: nvvm.mma.sync
+// MMA: scf.for
+// MMA-NOT: func.func
+
+// PTX: .extern .shared .align 16 .b8 __tessel_mma_smem[];
+// PTX: .entry attention(
+// PTX: .maxntid 128, 1, 1
+// PTX: cp.async.cg.shared.global [{{.*}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// PTX: cp.async.wait_group 0;
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX: shfl.sync.bfly.b32
+// PTX: ex2.approx.ftz.f32
+// PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+
+// SM80: ptxas sm_80 attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
+// SM80: kernel attention: block 128x1x1, 24576 bytes dynamic smem
+// SM90: ptxas sm_90a attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
+// SM90: kernel attention: block 128x1x1, 24576 bytes dynamic smem
+// auto takes the fast path for this program: same launch, no remark.
+// AUTO-NOT: remark
+// AUTO: kernel attention: block 128x1x1, 24576 bytes dynamic smem
+
+
+func.func @attention(%q: !tile.ptr<f16>, %k: !tile.ptr<f16>, %v: !tile.ptr<f16>,
+                     %o: !tile.ptr<f16>, %lse_out: !tile.ptr<f32>,
+                     %nq: i32, %nk: i32, %h: i32, %hkv: i32, %scale: f32, %window: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %cbm = arith.constant 64 : i32
+  %cbn = arith.constant 64 : i32
+  %d = arith.constant 64 : i32
+  %pid_m = tile.program_id 0 : i32
+  %bh = tile.program_id 1 : i32
+  %b = arith.divsi %bh, %h : i32
+  %head = arith.remsi %bh, %h : i32
+  %group = arith.divsi %h, %hkv : i32
+  %kv_head = arith.divsi %head, %group : i32
+  %q_rows = arith.muli %bh, %nq : i32
+  %q_off = arith.muli %q_rows, %d : i32
+  %b_kv = arith.muli %b, %hkv : i32
+  %bkv_head = arith.addi %b_kv, %kv_head : i32
+  %kv_rows = arith.muli %bkv_head, %nk : i32
+  %kv_off = arith.muli %kv_rows, %d : i32
+  %qd = tile.make_desc %q[%q_off], shape [%nq, %d], strides [%d, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %kd = tile.make_desc %k[%kv_off], shape [%nk, %d], strides [%d, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %vd = tile.make_desc %v[%kv_off], shape [%nk, %d], strides [%d, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %od = tile.make_desc %o[%q_off], shape [%nq, %d], strides [%d, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %ld = tile.make_desc %lse_out[%q_rows], shape [%nq], strides [%c1] : !tile.ptr<f32> -> !tile.desc<1, f32>
+  %m0 = arith.muli %pid_m, %cbm : i32
+  %qt = tile.load %qd[%m0, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+  %q_start = tile.splat %m0 : i32 -> tensor<64xi32>
+  %rows = tile.iota : tensor<64xi32>
+  %q_idx1 = arith.addi %q_start, %rows : tensor<64xi32>
+  %q_idx2 = tile.expand_dims %q_idx1 axis 1 : tensor<64xi32> -> tensor<64x1xi32>
+  %q_idx = tile.broadcast %q_idx2 : tensor<64x1xi32> -> tensor<64x64xi32>
+  %win_t = tile.splat %window : i32 -> tensor<64x64xi32>
+  %win_lo = arith.subi %q_idx, %win_t : tensor<64x64xi32>
+  %nk_t = tile.splat %nk : i32 -> tensor<64x64xi32>
+  %scale_t = tile.splat %scale : f32 -> tensor<64x64xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<64x64xf32>
+  %zero_s = arith.constant dense<0.0> : tensor<64x64xf32>
+  %zero_o = arith.constant dense<0.0> : tensor<64x64xf32>
+  %lse_init = arith.constant dense<0xFF800000> : tensor<64xf32>
+  %acc, %lse = scf.for %j = %c0 to %nk step %cbn
+      iter_args(%acc_i = %zero_o, %lse_i = %lse_init) -> (tensor<64x64xf32>, tensor<64xf32>) : i32 {
+    %kt = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+    %ktt = tile.trans %kt : tensor<64x64xf16> -> tensor<64x64xf16>
+    %s0 = tile.dot %qt, %ktt, %zero_s : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    %s = arith.mulf %s0, %scale_t : tensor<64x64xf32>
+    %kv_start = tile.splat %j : i32 -> tensor<64xi32>
+    %cols = tile.iota : tensor<64xi32>
+    %kv_idx1 = arith.addi %kv_start, %cols : tensor<64xi32>
+    %kv_idx2 = tile.expand_dims %kv_idx1 axis 0 : tensor<64xi32> -> tensor<1x64xi32>
+    %kv_idx = tile.broadcast %kv_idx2 : tensor<1x64xi32> -> tensor<64x64xi32>
+    %in_range = arith.cmpi slt, %kv_idx, %nk_t : tensor<64x64xi32>
+    %causal_ok = arith.cmpi sge, %q_idx, %kv_idx : tensor<64x64xi32>
+    %mask0 = arith.andi %in_range, %causal_ok : tensor<64x64xi1>
+    %sm = arith.select %mask0, %s, %ninf : tensor<64x64xi1>, tensor<64x64xf32>
+    %p, %row_lse = tile.softmax %sm axis 1 streamed : tensor<64x64xf32> -> tensor<64xf32>
+    %pc = arith.truncf %p : tensor<64x64xf32> to tensor<64x64xf16>
+    %vt = tile.load %vd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+    %acc_n = tile.dot %pc, %vt, %acc_i : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    scf.yield %acc_n, %row_lse : tensor<64x64xf32>, tensor<64xf32>
+  }
+  %out = arith.truncf %acc : tensor<64x64xf32> to tensor<64x64xf16>
+  tile.store %od[%m0, %c0], %out : !tile.desc<2, f16>, tensor<64x64xf16>
+  tile.store %ld[%m0], %lse : !tile.desc<1, f32>, tensor<64xf32>
+  return
+}
+

@@ -1,0 +1,180 @@
+"""The mma.sync fast path (convert-tile-to-mma) on the GPU: correctness against float64 and the
+interpreter, then speed beside PyTorch SDPA (FA2, cuDNN) in the same process. Run on the GPU
+machine: python3 check_attention_mma.py --tessel-run BIN --json OUT.json
+
+Every case: the naive kernel of test/python/attention_kernels.py, made streamed by tile-optimize
+inside tessel-run, compiled with --codegen=mma (auto for the fallback case) and run on fresh
+random inputs with the outputs poisoned before the run (tessel-run does that).
+"""
+import argparse
+import json
+import math
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+here = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(here))
+sys.path.insert(0, str(here.parents[0] / "python"))
+from attention_kernels import naive_attention_kernel, reference_attention  # noqa: E402
+from check_attention import TOL, decode, encode  # noqa: E402
+
+
+def sdpa_tflops(B, H, N, D, causal, flops):
+    """SDPA under the FA2 and cuDNN backends, fp16, median of 20 CUDA-event timings."""
+    try:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"no torch: {e}"}
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    out = {}
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
+                          ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                for _ in range(3):
+                    f()
+                times = []
+                for _ in range(20):
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record(); f(); e.record(); torch.cuda.synchronize()
+                    times.append(s.elapsed_time(e))
+            ms = sorted(times)[len(times) // 2]
+            out[name] = {"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12}
+        except Exception as e:  # noqa: BLE001
+            out[name] = {"error": str(e)[:200]}
+    return out
+
+
+def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen="mma",
+             window=64, device="gpu", repeats=0, seed=0, reference=True):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((B, H, Nq, D), dtype=np.float32)
+    k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
+    v = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
+    q, k, v = (decode(encode(x, dtype), dtype) for x in (q, k, v))
+    kernel = tmp / "attention.mlir"
+    kernel.write_text(naive_attention_kernel(dtype, mask, bm, bn, D))
+    args = []
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        np.save(tmp / f"{name}.npy", encode(x, dtype).ravel())
+        args.append(f"--arg={tmp / f'{name}.npy'}")
+    scale = 1.0 / math.sqrt(D)
+    args += [f"--arg=zeros:{q.size}", f"--arg=zeros:{B * H * Nq}", f"--arg={Nq}", f"--arg={Nk}",
+             f"--arg={H}", f"--arg={Hkv}", f"--arg={scale!r}", f"--arg={window}"]
+    cmd = [tessel_run, str(kernel), "--kernel=attention", f"--grid={-(-Nq // bm)},{B * H}",
+           "--pipeline=builtin.module(tile-optimize)", f"--device={device}",
+           f"--codegen={codegen}", *args, f"--out=3:{tmp / 'o.npy'}", f"--out=4:{tmp / 'lse.npy'}"]
+    if repeats:
+        cmd.append(f"--repeats={repeats}")
+    if device == "both":
+        cmd += [f"--rtol={TOL[dtype] / 2}", f"--atol={TOL[dtype] / 5}"]
+    start = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    result = {"ok": r.returncode == 0, "wall_s": round(time.time() - start, 2),
+              "stderr": r.stderr[-1500:], "log": r.stdout.strip().splitlines()[-3:]}
+    if r.returncode != 0:
+        return result
+    for line in r.stdout.splitlines():
+        if " median " in line:
+            result["median_ms"] = float(line.split(" median ")[1].split()[0])
+        if line.startswith("gpu: "):
+            result["gpu"] = line
+        if line.startswith("compare cpu/gpu"):
+            result["compare"] = line
+            result["ok"] = line.endswith("OK")
+    if reference:
+        o = decode(np.load(tmp / "o.npy"), dtype).reshape(q.shape).astype(np.float64)
+        lse = np.load(tmp / "lse.npy").reshape(B, H, Nq)
+        ref_o, ref_lse = reference_attention(q, k, v, scale, mask, window)
+        rel = float(np.linalg.norm(o - ref_o) / max(np.linalg.norm(ref_o), 1e-30))
+        rel_max = float(np.abs(o - ref_o).max() / max(np.abs(ref_o).max(), 1e-30))
+        masked = np.isneginf(ref_lse)
+        nan_free = not (np.isnan(o).any() or np.isnan(lse).any())
+        masked_ok = bool((o[masked] == 0).all() and np.isneginf(lse[masked]).all())
+        lse_err = float(np.abs(lse[~masked] - ref_lse[~masked]).max()) if (~masked).any() else 0.0
+        result.update(rel_err=rel, rel_max=rel_max, lse_abs_err=lse_err, nan_free=nan_free,
+                      masked_ok=masked_ok)
+        result["ok"] = (result["ok"] and nan_free and masked_ok and rel_max < TOL[dtype]
+                        and lse_err < 1e-2)
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tessel-run", required=True)
+    ap.add_argument("--json", required=True)
+    opts = ap.parse_args()
+    results = {"correctness": [], "interpreter": [], "speed": []}
+    failures = 0
+    with tempfile.TemporaryDirectory() as d:
+        tmp = pathlib.Path(d)
+        cases = []
+        for dtype in ("f16", "bf16"):
+            for mask in ("none", "causal", "window"):
+                for nq, nk in ((1, 1), (17, 33), (129, 200), (1000, 1000)):
+                    cases.append((dtype, mask, 1, 4, 2, nq, nk, 64, 64, 64))
+        for dtype in ("f16", "bf16"):
+            for mask in ("none", "causal"):
+                cases.append((dtype, mask, 2, 4, 1, 300, 257, 128, 128, 64))
+                cases.append((dtype, mask, 1, 2, 2, 517, 517, 64, 128, 64))
+                cases.append((dtype, mask, 1, 2, 2, 517, 517, 128, 64, 64))
+        for dtype, mask, B, H, Hkv, nq, nk, D, bm, bn in cases:
+            r = run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq, nk, D, bm, bn)
+            r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn)
+            results["correctness"].append(r)
+            failures += not r["ok"]
+            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}: "
+                  + ("ok" if r["ok"] else "FAIL")
+                  + f"  rel {r.get('rel_err', float('nan')):.2e} max {r.get('rel_max', float('nan')):.2e}"
+                  f" lse {r.get('lse_abs_err', float('nan')):.1e}"
+                  + ("" if r["ok"] else f"  {r.get('stderr', '')[-400:]}"), flush=True)
+        # The GPU against the interpreter (the oracle) on the same inputs; f32 goes to the
+        # reference lowering under --codegen=auto.
+        for dtype, mask, codegen in (("f16", "causal", "mma"), ("bf16", "none", "mma"),
+                                     ("f32", "causal", "auto")):
+            r = run_case(opts.tessel_run, tmp, dtype, mask, 1, 2, 1, 90, 130, 64, 64, 64,
+                         codegen=codegen, device="both")
+            r.update(dtype=dtype, mask=mask, codegen=codegen)
+            results["interpreter"].append(r)
+            failures += not r["ok"]
+            print(f"gpu vs interpreter {dtype} {mask} {codegen}: "
+                  f"{r.get('compare', r.get('stderr', '')[-300:])}", flush=True)
+        # Speed: b·n = 16384 tokens, h·d = 2048 (as bench/anchors.md), fp16.
+        for D, N, causal, bm, bn in ((128, 4096, False, 128, 64), (128, 16384, False, 128, 64),
+                                     (128, 4096, True, 128, 64), (128, 16384, True, 128, 64),
+                                     (64, 4096, False, 128, 64), (64, 16384, False, 128, 64),
+                                     (64, 4096, False, 64, 64), (64, 16384, True, 128, 64)):
+            B, H = 16384 // N, 2048 // D
+            flops = 4 * B * H * N * N * D / (2 if causal else 1)
+            r = run_case(opts.tessel_run, tmp, "f16", "causal" if causal else "none", B, H, H,
+                         N, N, D, bm, bn, repeats=20, reference=False)
+            if "median_ms" in r:
+                r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
+            row = {"b": B, "h": H, "n": N, "d": D, "causal": causal, "bm": bm, "bn": bn,
+                   "tessel_mma": r, "sdpa": sdpa_tflops(B, H, N, D, causal, flops)}
+            results["speed"].append(row)
+            print(f"speed d={D} n={N} causal={causal} {bm}x{bn}: {r.get('tflops', 'FAIL')} "
+                  f"{r.get('gpu', r.get('stderr', '')[-300:])}", flush=True)
+    pathlib.Path(opts.json).write_text(json.dumps(results, indent=1))
+    print("\n| d | n | causal | block | tessel mma | FA2 (SDPA flash) | cuDNN |")
+    print("|---|---|---|---|---|---|---|")
+    for row in results["speed"]:
+        cell = lambda x: f"{x['tflops']:.1f}" if "tflops" in x else "—"
+        s = row["sdpa"]
+        print(f"| {row['d']} | {row['n']} | {'yes' if row['causal'] else 'no'} | "
+              f"{row['bm']}x{row['bn']} | {cell(row['tessel_mma'])} | "
+              f"{cell(s.get('flash', {}))} | {cell(s.get('cudnn', {}))} |")
+    n = len(results["correctness"]) + len(results["interpreter"])
+    print(f"\n{n - failures} passed, {failures} failed (GPU correctness, mma path)")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
