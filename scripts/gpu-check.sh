@@ -16,6 +16,11 @@ echo "== examples (cubins built on the build machine)"
 python3 "$root/test/gpu/run_examples.py" "$work/cubin" 2>&1 | tee "$out/examples.log"
 echo "== ahead-of-time kernels (examples/aot: generated C header and source, libcuda only)"
 "$work/bin/attention_aot" 2>&1 | tee "$out/aot.log" || echo "AOT example FAILED"
-echo "== attention"
-python3 "$root/test/gpu/check_attention.py" --tessel-run "$work/bin/tessel-run" \
-  --json "$out/attention.json" "$@" 2>&1 | tee "$out/attention.log"
+echo "== attention, the mma.sync fast path: correctness sweep and speed beside SDPA"
+python3 "$root/test/gpu/check_attention_mma.py" --tessel-run "$work/bin/tessel-run" \
+  --json "$out/attention_mma.json" 2>&1 | tee "$out/attention_mma.log"
+if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
+  echo "== attention, the reference lowering"
+  python3 "$root/test/gpu/check_attention.py" --tessel-run "$work/bin/tessel-run" \
+    --json "$out/attention.json" 2>&1 | tee "$out/attention.log"
+fi

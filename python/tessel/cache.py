@@ -54,7 +54,7 @@ class GpuOptions:
     chip: str = dataclasses.field(default="sm_90a", metadata={"code": True})
     features: str = dataclasses.field(default="+ptx80", metadata={"code": True})
     num_threads: int = dataclasses.field(default=128, metadata={"code": True})
-    codegen: str = dataclasses.field(default="reference", metadata={"code": True})
+    codegen: str = dataclasses.field(default="auto", metadata={"code": True})
     # A path: which ptxas it holds is in the key as ptxas' version, so moving the toolkit does
     # not invalidate the cache and swapping it for another release does.
     toolkit: str = dataclasses.field(default="", metadata={"code": False})

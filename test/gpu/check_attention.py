@@ -1,4 +1,4 @@
-"""Attention on the GPU (the reference lowering) against float64 references and the interpreter,
+"""Attention on the GPU through the reference lowering (--codegen=reference) against float64 references and the interpreter,
 then timed side by side with PyTorch SDPA. Run by scripts/gpu-check.sh on the GPU machine.
 
 Every case: the naive kernel of test/python/attention_kernels.py, made streamed by tile-optimize
@@ -52,7 +52,8 @@ def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, block, window=6
     args += [f"--arg=zeros:{q.size}", f"--arg=zeros:{B * H * Nq}", f"--arg={Nq}", f"--arg={Nk}",
              f"--arg={H}", f"--arg={Hkv}", f"--arg={scale!r}", f"--arg={window}"]
     cmd = [tessel_run, str(kernel), "--kernel=attention", f"--grid={-(-Nq // block)},{B * H}",
-           "--pipeline=builtin.module(tile-optimize)", f"--device={device}", *args,
+           "--pipeline=builtin.module(tile-optimize)", f"--device={device}",
+           "--codegen=reference", *args,
            f"--out=3:{tmp / 'o.npy'}", f"--out=4:{tmp / 'lse.npy'}"]
     if repeats:
         cmd.append(f"--repeats={repeats}")

@@ -157,7 +157,7 @@ def test_real_changes_change_the_key(tmp_path, kern):
     assert len(set(keys.values())) == len(keys), keys
     # The C++ target options string and the versions are in.
     ingr = kern.key_ingredients(gpu)
-    assert ingr["options"]["target"] == "chip=sm_80;features=+ptx80;num-threads=128;codegen=reference"
+    assert ingr["options"]["target"] == "chip=sm_80;features=+ptx80;num-threads=128;codegen=auto"
     assert ingr["llvm"].startswith("22.") and "release" in ingr["ptxas"]
     assert ingr["tessel"].startswith("0.1.0+") and len(ingr["tessel"]) == len("0.1.0+") + 16
 

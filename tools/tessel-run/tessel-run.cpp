@@ -78,8 +78,8 @@ static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|b
 static cl::opt<std::string>
     codegen("codegen",
             cl::desc("Lowering for --device=gpu|both: reference, mma (the mma.sync fast path) or "
-                     "auto (mma where the program fits, else reference)"),
-            cl::init("reference"), cl::cat(runCategory));
+                     "auto (mma where the program fits, else reference; the default)"),
+            cl::init("auto"), cl::cat(runCategory));
 static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
                                  cl::init(0), cl::cat(runCategory));

@@ -23,7 +23,7 @@ struct GpuRunOptions {
   /// sm_80 or sm_90a; empty: chosen from the device (sm_90a from compute capability 9.0 on).
   std::string chip;
   /// Which lowering makes the kernel: auto, reference or mma (TargetOptions::codegen).
-  std::string codegen = "reference";
+  std::string codegen = "auto";
   /// Buffer arguments the kernel writes: they are filled with 0xFF bytes (NaN for floats) on the
   /// device instead of being copied in, so an element the kernel forgets cannot look right.
   llvm::SmallVector<unsigned> outputs;
