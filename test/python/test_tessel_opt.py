@@ -39,3 +39,13 @@ def test_empty_input_round_trips(tools):
     r = run(tools, ["-"], "")
     assert r.returncode == 0
     assert "module" in r.stdout
+
+
+def test_tools_are_self_contained(tools):
+    """The tools travel to the GPU machine, which has no LLVM: no libLLVM/libMLIR dependency."""
+    for tool in ("tessel-opt", "tesselc", "tessel-run"):
+        r = subprocess.run(["ldd", str(tools / tool)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        libs = r.stdout.lower()
+        assert "libllvm" not in libs and "libmlir" not in libs, f"{tool}: {r.stdout}"
+        assert "libstdc++" in libs  # ldd really listed the dependencies
