@@ -77,6 +77,16 @@ struct LoopContext {
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
 
+/// A [BM, N] tile that is a [BM, 1] column broadcast along the rows.
+bool isRowBroadcast(Value v) {
+  auto bc = v.getDefiningOp<tile::BroadcastOp>();
+  if (!bc)
+    return false;
+  auto in = cast<RankedTensorType>(bc.getInput().getType());
+  return in.getRank() == 2 && in.getShape()[1] == 1 &&
+         cast<RankedTensorType>(v.getType()).getShape()[1] != 1;
+}
+
 int64_t constantOf(Value v) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
@@ -499,6 +509,23 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     } else {
       return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
     }
+  } else if (auto div = dyn_cast<arith::DivFOp>(def);
+             div && layout == Layout::Acc && isRowBroadcast(div.getRhs())) {
+    // x / broadcast(l): one reciprocal per row (two per thread), then a multiply per element
+    // (the epilogue's acc / l), instead of an IEEE division per element.
+    FailureOr<SmallVector<Value>> num = materialize(div.getLhs(), Layout::Acc, def);
+    if (failed(num))
+      return failure();
+    FailureOr<SmallVector<Value>> den = materialize(
+        div.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    if (failed(den))
+      return failure();
+    Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(type.getElementType(), 1.0));
+    Value inv[2];
+    for (int64_t h = 0; h < 2; ++h)
+      inv[h] = arith::DivFOp::create(b, loc, one, (*den)[h]);
+    for (int64_t i = 0; i < *n; ++i)
+      regs.push_back(arith::MulFOp::create(b, loc, (*num)[i], inv[(i % 4) / 2]));
   } else if (def->getDialect() &&
              isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
              def->getNumRegions() == 0) {
@@ -629,36 +656,78 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0) {
   Location loc = op.getLoc();
   const LoadPlan &p = loads[op.getOperation()];
   const Desc &d = descs[op.getDesc()];
+  // Thread t copies chunk t % cpr of rows t / cpr + i·rps (rps = threads / cpr rows per step):
+  // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of
+  // 8, so one shared and one global address per thread serve every step with constant offsets.
   int64_t chunksPerRow = p.cols / 8;
-  int64_t perThread = p.rows * chunksPerRow / numThreads();
+  int64_t rowsPerStep = numThreads() / chunksPerRow;
+  int64_t steps = p.rows / rowsPerStep;
+  int64_t rowStride =
+      constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  for (int64_t i = 0; i < perThread; ++i) {
-    Value id = arith::AddIOp::create(b, loc, tid, ci32(i * numThreads()));
-    Value row = arith::DivUIOp::create(b, loc, id, ci32(chunksPerRow));
-    Value chunk = arith::RemUIOp::create(b, loc, id, ci32(chunksPerRow));
-    Value grow = arith::AddIOp::create(b, loc, r0, toI64(row));
-    Value gcol = arith::AddIOp::create(
-        b, loc, c0, toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-    auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
-      return arith::CmpIOp::create(b, loc, pred, x, y);
-    };
-    Value in = arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
-                                     cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
-    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
-    Value gcolEnd = arith::AddIOp::create(b, loc, gcol, ci64(8));
-    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sle, gcolEnd, d.shape[1]));
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
+  Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                     cmp(arith::CmpIPredicate::sle,
+                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  Value g0 = arith::AddIOp::create(b, loc, r0, toI64(rowT));
+  Value elem0 = arith::AddIOp::create(
+      b, loc, d.offset,
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, g0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, gcol, d.strides[1])));
+  Value src0 = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem0});
+  bool sameSwizzle = rowsPerStep % 8 == 0;
+  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk);
+  auto dstAt = [&](int64_t i) -> Value {
+    if (i == 0)
+      return dst0;
+    if (sameSwizzle)
+      return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
+                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * p.cols * 2)});
+    Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
+    return smemChunk(p.smemOffset, p.cols, row, chunk);
+  };
+  // The whole block inside the tensor (every block but the last of a loop): plain copies.
+  Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
+                         cmp(arith::CmpIPredicate::sle,
+                             arith::AddIOp::create(b, loc, r0, ci64(p.rows)), d.shape[0])),
+                    colIn);
+  auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  for (int64_t i = 0; i < steps; ++i) {
+    Value src = src0;
+    if (i != 0)
+      src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
+                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+                            Value());
+  }
+  // Otherwise each chunk is checked; out of bounds it reads nothing (src-size 0 zero-fills)
+  // from an address that is valid (the descriptor's base).
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  for (int64_t i = 0; i < steps; ++i) {
+    Value grow = arith::AddIOp::create(b, loc, g0, ci64(i * rowsPerStep));
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, grow, zero),
+                         cmp(arith::CmpIPredicate::slt, grow, d.shape[0])),
+                    colIn);
     Value elem = arith::AddIOp::create(
-        b, loc, d.offset,
-        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, grow, d.strides[0]),
-                              arith::MulIOp::create(b, loc, gcol, d.strides[1])));
-    // Out of bounds: read nothing (src-size 0 zero-fills) from an address that is valid.
+        b, loc, elem0,
+        arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), d.strides[0]));
     elem = arith::SelectOp::create(b, loc, in, elem, d.offset);
     Value src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem});
-    Value dst = smemChunk(p.smemOffset, p.cols, row, chunk);
     Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
-    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG, srcBytes);
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+                            srcBytes);
   }
 }
 

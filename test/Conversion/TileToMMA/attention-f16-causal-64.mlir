@@ -33,6 +33,9 @@
 // PTX: .extern .shared .align 16 .b8 __tessel_mma_smem[];
 // PTX: .entry attention(
 // PTX: .maxntid 128, 1, 1
+// Blocks wholly inside the tensor: plain copies, one address per thread plus constant offsets;
+// the last block of a loop: per-chunk bounds with zero fill.
+// PTX: cp.async.cg.shared.global [%rd{{[0-9]+}}+{{[0-9]+}}], [%rd{{[0-9]+}}+{{[0-9]+}}], 16;
 // PTX: cp.async.cg.shared.global [{{.*}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
 // PTX: cp.async.wait_group 0;
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
@@ -40,6 +43,9 @@
 // PTX: shfl.sync.bfly.b32
 // PTX: ex2.approx.ftz.f32
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// The epilogue divides by l through one reciprocal per row, not a division per element.
+// PTX: rcp.rn.f32
+// PTX-NOT: div.rn.f32
 
 // SM80: ptxas sm_80 attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM80: kernel attention: block 128x1x1, 24576 bytes dynamic smem
