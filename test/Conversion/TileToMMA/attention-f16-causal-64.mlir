@@ -7,6 +7,7 @@
 // RUN: tessel-opt %s --tile-optimize -o %t.mlir
 // RUN: tessel-opt %t.mlir --convert-tile-to-mma | FileCheck %s --check-prefix=MMA
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=EPI
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=cubin -o %t.sm80.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=mma --emit=cubin -o %t.sm90.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM90
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=auto --emit=cubin -o %t.auto.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=AUTO
@@ -44,8 +45,9 @@
 // PTX: ex2.approx.ftz.f32
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // The epilogue divides by l through one reciprocal per row, not a division per element.
-// PTX: rcp.rn.f32
-// PTX-NOT: div.rn.f32
+// EPI-NOT: div.rn.f32
+// EPI: rcp.rn.f32
+// EPI-NOT: div.rn.f32
 
 // SM80: ptxas sm_80 attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM80: kernel attention: block 128x1x1, 24576 bytes dynamic smem
