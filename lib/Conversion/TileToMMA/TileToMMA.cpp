@@ -73,6 +73,8 @@ struct LoopContext {
   scf::ForOp source;
   SmallVector<tile::LoadOp> streams;
   Value iv, ub, step;
+  /// Byte offset (i32) of the stage the current iteration reads: 0 or streamStageBytes.
+  Value stage;
 };
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
@@ -121,10 +123,12 @@ private:
   SmallVector<Value> emitScalar(Operation *op, ValueRange operands, TypeRange resultTypes);
 
   /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
-  void issueLoad(tile::LoadOp op, Value row0, Value col0);
+  void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
+  /// Issues every load of the loop body for iteration `iv` into the stage at `stage` bytes.
+  void issueStreams(Value iv, Value stage);
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
-  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk);
+  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {});
   Value ldmatrix4(Value addr, bool transpose);
   Value packPair(Value lo, Value hi);
   Value fragmentOf(Value i32reg);
@@ -147,6 +151,8 @@ private:
   int64_t numWarps = 0;
   Type operandType;
   int64_t smemBytes = 0;
+  /// Bytes of one stage of the loop-body loads (two stages: double buffering).
+  int64_t streamStageBytes = 0;
   DenseMap<Operation *, LoadPlan> loads;
 
   // Thread coordinates (i32) and the shared-memory base.
@@ -295,13 +301,16 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
   if (lw.wasInterrupted())
     return failure();
   SmallVector<int64_t> slotOffset;
+  int64_t streamStart = offset;
   for (int64_t bytes : streamSlotBytes) {
     slotOffset.push_back(offset);
     offset += bytes;
   }
   for (auto [op, index] : streamUsers)
     loads[op].smemOffset = slotOffset[index];
-  smemBytes = offset;
+  // Two stages of the loop-body loads: iteration j reads one while j+1's land in the other.
+  streamStageBytes = offset - streamStart;
+  smemBytes = offset + streamStageBytes;
   return success();
 }
 
@@ -327,13 +336,16 @@ Value MmaKernelBuilder::toI32(Value v) {
   return v;
 }
 
-Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk) {
+Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk,
+                                  Value stage) {
   Location loc = b.getUnknownLoc();
   Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
   Value bytes = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
       arith::MulIOp::create(b, loc, swz, ci32(16)));
   bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
+  if (stage)
+    bytes = arith::AddIOp::create(b, loc, bytes, stage);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
@@ -652,7 +664,7 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   return success();
 }
 
-void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0) {
+void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage) {
   Location loc = op.getLoc();
   const LoadPlan &p = loads[op.getOperation()];
   const Desc &d = descs[op.getDesc()];
@@ -686,7 +698,7 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0) {
                             arith::MulIOp::create(b, loc, gcol, d.strides[1])));
   Value src0 = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem0});
   bool sameSwizzle = rowsPerStep % 8 == 0;
-  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk);
+  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage);
   auto dstAt = [&](int64_t i) -> Value {
     if (i == 0)
       return dst0;
@@ -694,7 +706,7 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0) {
       return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
                                  ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * p.cols * 2)});
     Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
-    return smemChunk(p.smemOffset, p.cols, row, chunk);
+    return smemChunk(p.smemOffset, p.cols, row, chunk, stage);
   };
   // The whole block inside the tensor (every block but the last of a loop): plain copies.
   Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
@@ -768,33 +780,37 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
     }
     return success();
   }
-  // A pipelined load of a loop body: its block was issued earlier (the previous load of the
-  // body, or the previous iteration / the prologue for the first). Wait for it; the barrier
-  // also ends every read of the slot the next issue overwrites.
+  // A load of a loop body: its block (all of the body's loads, one commit group) was issued
+  // one iteration earlier, or by the prologue, into this iteration's stage. At the first load
+  // of the body: wait for it; the barrier makes it visible to every warp and proves every warp
+  // finished the previous iteration, which read the other stage; then issue the next
+  // iteration's loads into that stage, so they land while this iteration computes. One wait
+  // and one barrier per iteration; the other loads of the body find their blocks in place.
+  if (p.streamIndex != 0)
+    return success();
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   gpu::BarrierOp::create(b, loc);
   LoopContext &l = *loop;
-  size_t next = static_cast<size_t>(p.streamIndex) + 1;
-  auto offsetsAt = [&](tile::LoadOp ld, Value iv) {
-    SmallVector<Value> offs;
-    for (Value o : ld.getOffsets())
-      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
-    return offs;
-  };
-  if (next < l.streams.size()) {
-    SmallVector<Value> offs = offsetsAt(l.streams[next], l.iv);
-    issueLoad(l.streams[next], offs[0], offs[1]);
-  } else {
-    Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
-    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
+  Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
+  Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
+  {
     auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    SmallVector<Value> offs = offsetsAt(l.streams[0], nextIv);
-    issueLoad(l.streams[0], offs[0], offs[1]);
+    issueStreams(nextIv, arith::SubIOp::create(b, loc, ci32(streamStageBytes), l.stage));
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   return success();
+}
+
+void MmaKernelBuilder::issueStreams(Value iv, Value stage) {
+  LoopContext &l = *loop;
+  for (tile::LoadOp ld : l.streams) {
+    SmallVector<Value> offs;
+    for (Value o : ld.getOffsets())
+      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
+    issueLoad(ld, offs[0], offs[1], stage);
+  }
 }
 
 LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
@@ -839,6 +855,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   if (failed(c))
     return failure();
   SmallVector<Value> acc = *c;
+  // A loop-body load lives in the stage of the current iteration.
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
   Value qLo = arith::AndIOp::create(b, loc, q, ci32(1));
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
@@ -862,7 +880,7 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
                                                           arith::MulIOp::create(b, loc, qLo, ci32(8))));
         chunk = arith::AddIOp::create(b, loc, qHi, ci32(np * 2));
       }
-      Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk), !transposed);
+      Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk, stage), !transposed);
       Value regs[4];
       for (int64_t i = 0; i < 4; ++i)
         regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
@@ -1035,19 +1053,23 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   Value lb = scalars.lookup(op.getLowerBound());
   ctx.ub = scalars.lookup(op.getUpperBound());
   ctx.step = scalars.lookup(op.getStep());
-  if (!ctx.streams.empty()) {
-    // Prologue: the first load of the body for the first iteration.
+  bool streamed = !ctx.streams.empty();
+  if (streamed) {
+    // Prologue: every load of the body for the first iteration, into stage 0. The barrier
+    // first: an earlier loop's last iteration may still be reading stage 0.
+    gpu::BarrierOp::create(b, loc);
     Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
     auto ifOp = scf::IfOp::create(b, loc, any, false);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      SmallVector<Value> offs;
-      for (Value o : ctx.streams[0].getOffsets())
-        offs.push_back(o == op.getInductionVar() ? lb : scalars.lookup(o));
-      issueLoad(ctx.streams[0], offs[0], offs[1]);
+      LoopContext *outer = loop;
+      loop = &ctx;
+      issueStreams(lb, ci32(0));
+      loop = outer;
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    inits.push_back(ci32(0));
   }
   auto newFor = scf::ForOp::create(b, loc, lb, ctx.ub, ctx.step, inits);
   Block *body = newFor.getBody();
@@ -1056,6 +1078,8 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
     body->back().erase();
   b.setInsertionPointToEnd(body);
   ctx.iv = newFor.getInductionVar();
+  if (streamed)
+    ctx.stage = newFor.getRegionIterArgs().back();
   scalars.map(op.getInductionVar(), ctx.iv);
   LoopContext *outer = loop;
   loop = &ctx;
@@ -1090,6 +1114,8 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
       yielded.append(regs->begin(), regs->end());
     }
   }
+  if (succeeded(result) && streamed)
+    yielded.push_back(arith::SubIOp::create(b, loc, ci32(streamStageBytes), ctx.stage));
   if (succeeded(result))
     scf::YieldOp::create(b, loc, yielded);
   else
