@@ -73,9 +73,21 @@ struct LoopContext {
   scf::ForOp source;
   SmallVector<tile::LoadOp> streams;
   Value iv, ub, step;
+  /// Byte offset (i32) of the stage the current iteration reads: 0 or streamStageBytes.
+  Value stage;
 };
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
+
+/// A [BM, N] tile that is a [BM, 1] column broadcast along the rows.
+bool isRowBroadcast(Value v) {
+  auto bc = v.getDefiningOp<tile::BroadcastOp>();
+  if (!bc)
+    return false;
+  auto in = cast<RankedTensorType>(bc.getInput().getType());
+  return in.getRank() == 2 && in.getShape()[1] == 1 &&
+         cast<RankedTensorType>(v.getType()).getShape()[1] != 1;
+}
 
 int64_t constantOf(Value v) {
   APInt c;
@@ -111,10 +123,12 @@ private:
   SmallVector<Value> emitScalar(Operation *op, ValueRange operands, TypeRange resultTypes);
 
   /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
-  void issueLoad(tile::LoadOp op, Value row0, Value col0);
+  void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
+  /// Issues every load of the loop body for iteration `iv` into the stage at `stage` bytes.
+  void issueStreams(Value iv, Value stage);
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
-  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk);
+  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {});
   Value ldmatrix4(Value addr, bool transpose);
   Value packPair(Value lo, Value hi);
   Value fragmentOf(Value i32reg);
@@ -137,6 +151,8 @@ private:
   int64_t numWarps = 0;
   Type operandType;
   int64_t smemBytes = 0;
+  /// Bytes of one stage of the loop-body loads (two stages: double buffering).
+  int64_t streamStageBytes = 0;
   DenseMap<Operation *, LoadPlan> loads;
 
   // Thread coordinates (i32) and the shared-memory base.
@@ -285,13 +301,16 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
   if (lw.wasInterrupted())
     return failure();
   SmallVector<int64_t> slotOffset;
+  int64_t streamStart = offset;
   for (int64_t bytes : streamSlotBytes) {
     slotOffset.push_back(offset);
     offset += bytes;
   }
   for (auto [op, index] : streamUsers)
     loads[op].smemOffset = slotOffset[index];
-  smemBytes = offset;
+  // Two stages of the loop-body loads: iteration j reads one while j+1's land in the other.
+  streamStageBytes = offset - streamStart;
+  smemBytes = offset + streamStageBytes;
   return success();
 }
 
@@ -317,13 +336,16 @@ Value MmaKernelBuilder::toI32(Value v) {
   return v;
 }
 
-Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk) {
+Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk,
+                                  Value stage) {
   Location loc = b.getUnknownLoc();
   Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
   Value bytes = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
       arith::MulIOp::create(b, loc, swz, ci32(16)));
   bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
+  if (stage)
+    bytes = arith::AddIOp::create(b, loc, bytes, stage);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
@@ -499,6 +521,23 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     } else {
       return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
     }
+  } else if (auto div = dyn_cast<arith::DivFOp>(def);
+             div && layout == Layout::Acc && isRowBroadcast(div.getRhs())) {
+    // x / broadcast(l): one reciprocal per row (two per thread), then a multiply per element
+    // (the epilogue's acc / l), instead of an IEEE division per element.
+    FailureOr<SmallVector<Value>> num = materialize(div.getLhs(), Layout::Acc, def);
+    if (failed(num))
+      return failure();
+    FailureOr<SmallVector<Value>> den = materialize(
+        div.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    if (failed(den))
+      return failure();
+    Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(type.getElementType(), 1.0));
+    Value inv[2];
+    for (int64_t h = 0; h < 2; ++h)
+      inv[h] = arith::DivFOp::create(b, loc, one, (*den)[h]);
+    for (int64_t i = 0; i < *n; ++i)
+      regs.push_back(arith::MulFOp::create(b, loc, (*num)[i], inv[(i % 4) / 2]));
   } else if (def->getDialect() &&
              isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
              def->getNumRegions() == 0) {
@@ -625,40 +664,82 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   return success();
 }
 
-void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0) {
+void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage) {
   Location loc = op.getLoc();
   const LoadPlan &p = loads[op.getOperation()];
   const Desc &d = descs[op.getDesc()];
+  // Thread t copies chunk t % cpr of rows t / cpr + i·rps (rps = threads / cpr rows per step):
+  // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of
+  // 8, so one shared and one global address per thread serve every step with constant offsets.
   int64_t chunksPerRow = p.cols / 8;
-  int64_t perThread = p.rows * chunksPerRow / numThreads();
+  int64_t rowsPerStep = numThreads() / chunksPerRow;
+  int64_t steps = p.rows / rowsPerStep;
+  int64_t rowStride =
+      constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  for (int64_t i = 0; i < perThread; ++i) {
-    Value id = arith::AddIOp::create(b, loc, tid, ci32(i * numThreads()));
-    Value row = arith::DivUIOp::create(b, loc, id, ci32(chunksPerRow));
-    Value chunk = arith::RemUIOp::create(b, loc, id, ci32(chunksPerRow));
-    Value grow = arith::AddIOp::create(b, loc, r0, toI64(row));
-    Value gcol = arith::AddIOp::create(
-        b, loc, c0, toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-    auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
-      return arith::CmpIOp::create(b, loc, pred, x, y);
-    };
-    Value in = arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
-                                     cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
-    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
-    Value gcolEnd = arith::AddIOp::create(b, loc, gcol, ci64(8));
-    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sle, gcolEnd, d.shape[1]));
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
+  Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                     cmp(arith::CmpIPredicate::sle,
+                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  Value g0 = arith::AddIOp::create(b, loc, r0, toI64(rowT));
+  Value elem0 = arith::AddIOp::create(
+      b, loc, d.offset,
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, g0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, gcol, d.strides[1])));
+  Value src0 = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem0});
+  bool sameSwizzle = rowsPerStep % 8 == 0;
+  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage);
+  auto dstAt = [&](int64_t i) -> Value {
+    if (i == 0)
+      return dst0;
+    if (sameSwizzle)
+      return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
+                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * p.cols * 2)});
+    Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
+    return smemChunk(p.smemOffset, p.cols, row, chunk, stage);
+  };
+  // The whole block inside the tensor (every block but the last of a loop): plain copies.
+  Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
+                         cmp(arith::CmpIPredicate::sle,
+                             arith::AddIOp::create(b, loc, r0, ci64(p.rows)), d.shape[0])),
+                    colIn);
+  auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  for (int64_t i = 0; i < steps; ++i) {
+    Value src = src0;
+    if (i != 0)
+      src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
+                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+                            Value());
+  }
+  // Otherwise each chunk is checked; out of bounds it reads nothing (src-size 0 zero-fills)
+  // from an address that is valid (the descriptor's base).
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  for (int64_t i = 0; i < steps; ++i) {
+    Value grow = arith::AddIOp::create(b, loc, g0, ci64(i * rowsPerStep));
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, grow, zero),
+                         cmp(arith::CmpIPredicate::slt, grow, d.shape[0])),
+                    colIn);
     Value elem = arith::AddIOp::create(
-        b, loc, d.offset,
-        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, grow, d.strides[0]),
-                              arith::MulIOp::create(b, loc, gcol, d.strides[1])));
-    // Out of bounds: read nothing (src-size 0 zero-fills) from an address that is valid.
+        b, loc, elem0,
+        arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), d.strides[0]));
     elem = arith::SelectOp::create(b, loc, in, elem, d.offset);
     Value src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem});
-    Value dst = smemChunk(p.smemOffset, p.cols, row, chunk);
     Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
-    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG, srcBytes);
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+                            srcBytes);
   }
 }
 
@@ -699,33 +780,37 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
     }
     return success();
   }
-  // A pipelined load of a loop body: its block was issued earlier (the previous load of the
-  // body, or the previous iteration / the prologue for the first). Wait for it; the barrier
-  // also ends every read of the slot the next issue overwrites.
+  // A load of a loop body: its block (all of the body's loads, one commit group) was issued
+  // one iteration earlier, or by the prologue, into this iteration's stage. At the first load
+  // of the body: wait for it; the barrier makes it visible to every warp and proves every warp
+  // finished the previous iteration, which read the other stage; then issue the next
+  // iteration's loads into that stage, so they land while this iteration computes. One wait
+  // and one barrier per iteration; the other loads of the body find their blocks in place.
+  if (p.streamIndex != 0)
+    return success();
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   gpu::BarrierOp::create(b, loc);
   LoopContext &l = *loop;
-  size_t next = static_cast<size_t>(p.streamIndex) + 1;
-  auto offsetsAt = [&](tile::LoadOp ld, Value iv) {
-    SmallVector<Value> offs;
-    for (Value o : ld.getOffsets())
-      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
-    return offs;
-  };
-  if (next < l.streams.size()) {
-    SmallVector<Value> offs = offsetsAt(l.streams[next], l.iv);
-    issueLoad(l.streams[next], offs[0], offs[1]);
-  } else {
-    Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
-    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
+  Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
+  Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
+  {
     auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    SmallVector<Value> offs = offsetsAt(l.streams[0], nextIv);
-    issueLoad(l.streams[0], offs[0], offs[1]);
+    issueStreams(nextIv, arith::SubIOp::create(b, loc, ci32(streamStageBytes), l.stage));
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   return success();
+}
+
+void MmaKernelBuilder::issueStreams(Value iv, Value stage) {
+  LoopContext &l = *loop;
+  for (tile::LoadOp ld : l.streams) {
+    SmallVector<Value> offs;
+    for (Value o : ld.getOffsets())
+      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
+    issueLoad(ld, offs[0], offs[1], stage);
+  }
 }
 
 LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
@@ -770,6 +855,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   if (failed(c))
     return failure();
   SmallVector<Value> acc = *c;
+  // A loop-body load lives in the stage of the current iteration.
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
   Value qLo = arith::AndIOp::create(b, loc, q, ci32(1));
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
@@ -793,7 +880,7 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
                                                           arith::MulIOp::create(b, loc, qLo, ci32(8))));
         chunk = arith::AddIOp::create(b, loc, qHi, ci32(np * 2));
       }
-      Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk), !transposed);
+      Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk, stage), !transposed);
       Value regs[4];
       for (int64_t i = 0; i < 4; ++i)
         regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
@@ -966,19 +1053,23 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   Value lb = scalars.lookup(op.getLowerBound());
   ctx.ub = scalars.lookup(op.getUpperBound());
   ctx.step = scalars.lookup(op.getStep());
-  if (!ctx.streams.empty()) {
-    // Prologue: the first load of the body for the first iteration.
+  bool streamed = !ctx.streams.empty();
+  if (streamed) {
+    // Prologue: every load of the body for the first iteration, into stage 0. The barrier
+    // first: an earlier loop's last iteration may still be reading stage 0.
+    gpu::BarrierOp::create(b, loc);
     Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
     auto ifOp = scf::IfOp::create(b, loc, any, false);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      SmallVector<Value> offs;
-      for (Value o : ctx.streams[0].getOffsets())
-        offs.push_back(o == op.getInductionVar() ? lb : scalars.lookup(o));
-      issueLoad(ctx.streams[0], offs[0], offs[1]);
+      LoopContext *outer = loop;
+      loop = &ctx;
+      issueStreams(lb, ci32(0));
+      loop = outer;
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    inits.push_back(ci32(0));
   }
   auto newFor = scf::ForOp::create(b, loc, lb, ctx.ub, ctx.step, inits);
   Block *body = newFor.getBody();
@@ -987,6 +1078,8 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
     body->back().erase();
   b.setInsertionPointToEnd(body);
   ctx.iv = newFor.getInductionVar();
+  if (streamed)
+    ctx.stage = newFor.getRegionIterArgs().back();
   scalars.map(op.getInductionVar(), ctx.iv);
   LoopContext *outer = loop;
   loop = &ctx;
@@ -1021,6 +1114,8 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
       yielded.append(regs->begin(), regs->end());
     }
   }
+  if (succeeded(result) && streamed)
+    yielded.push_back(arith::SubIOp::create(b, loc, ci32(streamStageBytes), ctx.stage));
   if (succeeded(result))
     scf::YieldOp::create(b, loc, yielded);
   else

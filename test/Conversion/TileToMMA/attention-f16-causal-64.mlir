@@ -7,22 +7,31 @@
 // RUN: tessel-opt %s --tile-optimize -o %t.mlir
 // RUN: tessel-opt %t.mlir --convert-tile-to-mma | FileCheck %s --check-prefix=MMA
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=EPI
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=cubin -o %t.sm80.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=mma --emit=cubin -o %t.sm90.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM90
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=auto --emit=cubin -o %t.auto.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=AUTO
 
-// One warp per 16 query rows; Q, K and V blocks of 64x64 f16 (8 KiB each) in shared memory.
+// One warp per 16 query rows; Q, K and V blocks of 64x64 f16 (8 KiB each) in shared memory,
+// K and V double-buffered (two stages): 8 + 2 * 16 KiB.
 // MMA: llvm.mlir.global external @__tessel_mma_smem() {addr_space = 3 : i32, alignment = 16 : i64}
 // MMA: gpu.func @attention
 // MMA-SAME: known_block_size = array<i32: 128, 1, 1>
-// MMA-SAME: tessel.dynamic_shared_bytes = 24576
+// MMA-SAME: tessel.dynamic_shared_bytes = 40960
 // MMA-NOT: memref.
 // MMA: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} :
 // MMA: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
-// Both key loops (unmasked, diagonal) are pipelined: prologue load, then the loop.
+// Both key loops (unmasked, diagonal) are pipelined over two stages: a barrier, the prologue
+// issues K and V of the first iteration; each iteration waits once, passes one barrier, issues
+// K and V of the next iteration into the other stage, then computes.
+// MMA: gpu.barrier
 // MMA: nvvm.cp.async.commit.group
-// MMA: scf.for
+// MMA: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %c0_i32{{.*}}) -> (
 // MMA: nvvm.cp.async.wait.group 0
+// MMA-NEXT: gpu.barrier
+// MMA: nvvm.cp.async.shared.global
+// MMA: nvvm.cp.async.commit.group
+// MMA-NOT: gpu.barrier
 // MMA: nvvm.mma.sync
 // MMA: nvvm.shfl.sync bfly
 // MMA: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
@@ -33,6 +42,9 @@
 // PTX: .extern .shared .align 16 .b8 __tessel_mma_smem[];
 // PTX: .entry attention(
 // PTX: .maxntid 128, 1, 1
+// Blocks wholly inside the tensor: plain copies, one address per thread plus constant offsets;
+// the last block of a loop: per-chunk bounds with zero fill.
+// PTX: cp.async.cg.shared.global [%rd{{[0-9]+}}+{{[0-9]+}}], [%rd{{[0-9]+}}+{{[0-9]+}}], 16;
 // PTX: cp.async.cg.shared.global [{{.*}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
 // PTX: cp.async.wait_group 0;
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
@@ -40,14 +52,18 @@
 // PTX: shfl.sync.bfly.b32
 // PTX: ex2.approx.ftz.f32
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// The epilogue divides by l through one reciprocal per row, not a division per element.
+// EPI-NOT: div.rn.f32
+// EPI: rcp.rn.f32
+// EPI-NOT: div.rn.f32
 
 // SM80: ptxas sm_80 attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
-// SM80: kernel attention: block 128x1x1, 24576 bytes dynamic smem
+// SM80: kernel attention: block 128x1x1, 40960 bytes dynamic smem
 // SM90: ptxas sm_90a attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
-// SM90: kernel attention: block 128x1x1, 24576 bytes dynamic smem
+// SM90: kernel attention: block 128x1x1, 40960 bytes dynamic smem
 // auto takes the fast path for this program: same launch, no remark.
 // AUTO-NOT: remark
-// AUTO: kernel attention: block 128x1x1, 24576 bytes dynamic smem
+// AUTO: kernel attention: block 128x1x1, 40960 bytes dynamic smem
 
 
 func.func @attention(%q: !tile.ptr<f16>, %k: !tile.ptr<f16>, %v: !tile.ptr<f16>,
