@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
 # The GPU check, on the GPU machine (from the repo root, with .bundle/ carried there):
-# unpack the bundle → run the examples → check attention on the GPU against float64/float32
-# references and against the interpreter → benchmark side by side with PyTorch SDPA → print a
-# short table last and write JSON under $OUT (or build/gpu-check).
-set -euo pipefail
+# unpack the bundle → run the examples and the ahead-of-time program → check attention on the GPU
+# against float64/float32 references and against the interpreter → benchmark side by side with
+# PyTorch SDPA → print a short table last and write JSON and logs under $OUT (or build/gpu-check).
+set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build/gpu-check}
 work=$(mktemp -d)
 mkdir -p "$out"
-tar -C "$work" -xJf "$root/.bundle/tessel-gpu.tar.xz"
+tar -C "$work" -xJf "$root/.bundle/tessel-gpu.tar.xz" || { echo "no bundle: run scripts/gpu-bundle.sh"; exit 1; }
 export PATH="$work/bin:/usr/local/cuda/bin:$PATH" CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export PYTHONUNBUFFERED=1
 nvidia-smi -L
-echo "== examples (cubins built on the build machine)"
-python3 "$root/test/gpu/run_examples.py" "$work/cubin" 2>&1 | tee "$out/examples.log"
-echo "== ahead-of-time kernels (examples/aot: generated C header and source, libcuda only)"
-"$work/bin/attention_aot" 2>&1 | tee "$out/aot.log" || echo "AOT example FAILED"
-echo "== attention, the mma.sync fast path: correctness sweep and speed beside SDPA"
-python3 "$root/test/gpu/check_attention_mma.py" --tessel-run "$work/bin/tessel-run" \
-  --json "$out/attention_mma.json" 2>&1 | tee "$out/attention_mma.log"
+failed=()
+step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a failure, goes on
+  local name=$1; shift
+  echo "== $name"
+  "$@" 2>&1 | tee "$out/$name.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
+}
+step examples python3 "$root/test/gpu/run_examples.py" "$work/cubin"
+step aot "$work/bin/attention_aot"
+step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
+  --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
+step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tessel-run" \
+  --json "$out/sweep.json"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
-  echo "== attention, the reference lowering"
-  python3 "$root/test/gpu/check_attention.py" --tessel-run "$work/bin/tessel-run" \
-    --json "$out/attention.json" 2>&1 | tee "$out/attention.log"
+  step attention_reference python3 "$root/test/gpu/check_attention.py" \
+    --tessel-run "$work/bin/tessel-run" --json "$out/attention.json"
 fi
+
+echo
+echo "== summary"
+grep -h -A20 '^| d | n | causal | block' "$out/attention_mma.log" | grep '^|'
+grep -h -E 'passed, [0-9]+ failed|^n=4096' "$out"/*.log
+echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
+[ ${#failed[@]} -eq 0 ]
