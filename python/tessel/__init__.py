@@ -16,6 +16,7 @@ from . import language as tl
 from .errors import CompilationError, KernelRuntimeError
 from .jit import CompileOptions, CompiledKernel, JITFunction, jit
 from .runtime import from_bf16, to_bf16
+from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
