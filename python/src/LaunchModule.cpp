@@ -275,10 +275,20 @@ public:
     uint64_t slots[kMaxParams];
     void *params[kMaxParams];
     int device = -1;
+    if (g == 0) {   // an empty grid launches nothing; the arguments are still checked
+      if (!pack(args + 2, size_t(nargs - 2), slots, false, device))
+        return nullptr;
+      Py_RETURN_NONE;
+    }
+    std::string error;
+    if (!cuda::initialize(error)) {   // a once-flag: no driver call after the first
+      PyErr_Format(cudaErrorType, "%s: %s", name_.c_str(), error.c_str());
+      return nullptr;
+    }
     if (!pack(args + 2, size_t(nargs - 2), slots, true, device))
       return nullptr;
-    // Nothing to do: an empty grid, or no memory to work on (every pointer null: empty tensors).
-    if (g == 0 || device < 0)
+    // No memory to work on (every pointer null: empty tensors): nothing to launch.
+    if (device < 0)
       Py_RETURN_NONE;
     cuda::FunctionHandle fn = function(device);
     if (!fn)
@@ -299,7 +309,6 @@ public:
       return nullptr;
     for (size_t i = 0; i < plan_.size(); ++i)
       params[i] = &slots[i];
-    std::string error;
     void *previous;
     bool changed;
     if (!cuda::makeCurrent(device, previous, changed, error)) {

@@ -59,6 +59,9 @@ def dtype_name(dtype):
     """The tessel element type name ("f16", "bf16", "f32", "i32") of a dtype-like value."""
     if isinstance(dtype, tl.dtype):
         name = dtype.name
+    elif isinstance(dtype, type) or type(dtype).__module__.startswith("numpy"):
+        import numpy as np
+        name = _NAMES.get(np.dtype(dtype).name)
     else:
         text = str(dtype)
         name = _NAMES.get(text.rsplit(".", 1)[-1])   # "torch.float16" -> "float16"
