@@ -18,6 +18,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tessel  # noqa: E402
+import tessel.cache  # noqa: E402
 from tessel import language as tl  # noqa: E402
 from tessel.attention import attention_kernel, gpu_blocks  # noqa: E402
 
