@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check, on the GPU machine (from the repo root, with .bundle/ carried there):
 # unpack the bundle → run the examples and the ahead-of-time program → check attention on the GPU
-# against float64/float32 references and against the interpreter → benchmark side by side with
-# PyTorch SDPA → print a short table last and write JSON and logs under $OUT (or build/gpu-check).
+# against float64/float32 references and against the interpreter, benchmark it side by side with
+# PyTorch SDPA → the Python DSL on CUDA tensors (test/gpu/test_python_gpu.py) and its launch
+# overhead (test/gpu/bench_launch.py) → print a short table last; JSON and logs under $OUT (or
+# build/gpu-check).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build/gpu-check}
@@ -11,6 +13,7 @@ mkdir -p "$out"
 tar -C "$work" -xJf "$root/.bundle/tessel-gpu.tar.xz" || { echo "no bundle: run scripts/gpu-bundle.sh"; exit 1; }
 export PATH="$work/bin:/usr/local/cuda/bin:$PATH" CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export PYTHONUNBUFFERED=1
+export PYTHONPATH="$work/python${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi -L
 failed=()
 step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a failure, goes on
@@ -25,6 +28,11 @@ step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
   --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
 step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tessel-run" \
   --json "$out/sweep.json"
+step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
+  python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
+  --junitxml "$out/python_gpu.xml"
+step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
+  --json "$out/launch.json"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
     --tessel-run "$work/bin/tessel-run" --json "$out/attention.json"
@@ -33,6 +41,6 @@ fi
 echo
 echo "== summary"
 grep -h -A20 '^| d | n | causal | block' "$out/attention_mma.log" | grep '^|'
-grep -h -E 'passed, [0-9]+ failed|^n=4096' "$out"/*.log
+grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$out"/*.log | head -30
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
 [ ${#failed[@]} -eq 0 ]

@@ -7,6 +7,9 @@
 
 #include "tessel/Runtime/CudaDriver.h"
 
+#include <array>
+#include <atomic>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
 
@@ -42,17 +45,26 @@ struct Api {
   CUresult (*cuEventElapsedTime)(float *, void *, void *);
   CUresult (*cuEventDestroy)(void *);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
+  CUresult (*cuPointerGetAttribute)(void *, int, cuda::DevicePtr);
 };
 
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr int kFuncAttrMaxDynamicSharedMemory = 8;
+constexpr int kPointerAttrDeviceOrdinal = 9;   // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+constexpr int kMaxDevices = 64;
 
 struct State {
   Api api{};
   bool ok = false;
   std::string error;
   CUdevice device = 0;
+  int deviceCount = 0;
+  // Primary contexts, retained on first use; read without a lock on the launch path.
+  std::array<std::atomic<CUcontext>, kMaxDevices> primary{};
+  std::mutex primaryMutex;
 };
 
 template <typename Fn> bool resolve(void *lib, const char *name, Fn &fn, std::string &error) {
@@ -66,9 +78,11 @@ State &state() {
   static State s;
   static std::once_flag once;
   std::call_once(once, [] {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char *override = std::getenv("TESSEL_LIBCUDA");
+    std::string path = override && *override ? override : "libcuda.so.1";
+    void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      s.error = "no CUDA driver (libcuda.so.1 could not be opened)";
+      s.error = "no CUDA driver (" + path + " could not be opened)";
       return;
     }
     Api &a = s.api;
@@ -93,15 +107,33 @@ State &state() {
               resolve(lib, "cuEventRecord", a.cuEventRecord, e) &&
               resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, e) &&
               resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, e) &&
-              resolve(lib, "cuGetErrorString", a.cuGetErrorString, e);
+              resolve(lib, "cuGetErrorString", a.cuGetErrorString, e) &&
+              resolve(lib, "cuDeviceGetCount", a.cuDeviceGetCount, e) &&
+              resolve(lib, "cuCtxGetCurrent", a.cuCtxGetCurrent, e) &&
+              resolve(lib, "cuPointerGetAttribute", a.cuPointerGetAttribute, e);
     if (!ok)
       return;
+    CUresult r = a.cuInit(0);
+    if (r != 0) {
+      const char *text = nullptr;
+      a.cuGetErrorString(r, &text);
+      s.error = "the CUDA driver is present but cuInit failed: " +
+                std::string(r == 34 ? "it is the toolkit's stub library, not a driver"
+                                    : text ? text : "unknown error") +
+                " (" + std::to_string(r) + ")";
+      return;
+    }
     CUcontext ctx = nullptr;
-    if (a.cuInit(0) != 0 || a.cuDeviceGet(&s.device, 0) != 0 ||
-        a.cuDevicePrimaryCtxRetain(&ctx, s.device) != 0 || a.cuCtxSetCurrent(ctx) != 0) {
+    if (a.cuDeviceGetCount(&s.deviceCount) != 0 || s.deviceCount < 1 ||
+        a.cuDeviceGet(&s.device, 0) != 0 || a.cuDevicePrimaryCtxRetain(&ctx, s.device) != 0) {
       s.error = "the CUDA driver is present but found no usable device";
       return;
     }
+    s.primary[0].store(ctx);
+    // Make device 0 current only where nothing is (tools); never replace the caller's context.
+    CUcontext current = nullptr;
+    if (a.cuCtxGetCurrent(&current) == 0 && current == nullptr)
+      a.cuCtxSetCurrent(ctx);
     s.ok = true;
   });
   return s;
@@ -127,6 +159,106 @@ bool ready(std::string &error) {
 } // namespace
 
 bool cuda::initialize(std::string &error) { return ready(error); }
+
+bool cuda::deviceCount(int &count, std::string &error) {
+  if (!ready(error))
+    return false;
+  count = state().deviceCount;
+  return true;
+}
+
+namespace {
+CUcontext primaryContext(int device, std::string &error) {
+  State &s = state();
+  if (device < 0 || device >= s.deviceCount || device >= kMaxDevices) {
+    error = "no CUDA device " + std::to_string(device) + " (the driver sees " +
+            std::to_string(s.deviceCount) + ")";
+    return nullptr;
+  }
+  CUcontext ctx = s.primary[device].load(std::memory_order_acquire);
+  if (ctx)
+    return ctx;
+  std::lock_guard<std::mutex> lock(s.primaryMutex);
+  ctx = s.primary[device].load();
+  if (ctx)
+    return ctx;
+  CUdevice dev = 0;
+  if (!check(s.api.cuDeviceGet(&dev, device), "cuDeviceGet", error) ||
+      !check(s.api.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain", error))
+    return nullptr;
+  s.primary[device].store(ctx, std::memory_order_release);
+  return ctx;
+}
+} // namespace
+
+bool cuda::deviceInfo(int device, std::string &name, int &major, int &minor,
+                      std::string &error) {
+  if (!ready(error))
+    return false;
+  if (device < 0 || device >= state().deviceCount) {
+    error = "no CUDA device " + std::to_string(device) + " (the driver sees " +
+            std::to_string(state().deviceCount) + ")";
+    return false;
+  }
+  char buf[256] = {};
+  Api &a = state().api;
+  CUdevice dev = 0;
+  return check(a.cuDeviceGet(&dev, device), "cuDeviceGet", error) &&
+         check(a.cuDeviceGetName(buf, sizeof(buf) - 1, dev), "cuDeviceGetName", error) &&
+         check(a.cuDeviceGetAttribute(&major, kAttrComputeCapabilityMajor, dev),
+               "cuDeviceGetAttribute", error) &&
+         check(a.cuDeviceGetAttribute(&minor, kAttrComputeCapabilityMinor, dev),
+               "cuDeviceGetAttribute", error) &&
+         (name = buf, true);
+}
+
+bool cuda::makeCurrent(int device, void *&previous, bool &changed, std::string &error) {
+  changed = false;
+  previous = nullptr;
+  if (!ready(error))
+    return false;
+  CUcontext ctx = primaryContext(device, error);
+  if (!ctx)
+    return false;
+  Api &a = state().api;
+  if (!check(a.cuCtxGetCurrent(&previous), "cuCtxGetCurrent", error))
+    return false;
+  if (previous == ctx)
+    return true;
+  if (!check(a.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", error))
+    return false;
+  changed = true;
+  return true;
+}
+
+void cuda::restoreContext(void *previous) {
+  // Restoring "no context" is what the caller had too.
+  state().api.cuCtxSetCurrent(previous);
+}
+
+bool cuda::loadModule(int device, const std::string &cubin, ModuleHandle &module,
+                      std::string &error) {
+  void *previous;
+  bool changed;
+  if (!makeCurrent(device, previous, changed, error))
+    return false;
+  bool ok = check(state().api.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData", error);
+  if (changed)
+    restoreContext(previous);
+  return ok;
+}
+
+bool cuda::pointerDevice(DevicePtr ptr, int &device) {
+  return state().ok &&
+         state().api.cuPointerGetAttribute(&device, kPointerAttrDeviceOrdinal, ptr) == 0;
+}
+
+bool cuda::launchOnStream(FunctionHandle function, const unsigned grid[3], const unsigned block[3],
+                          unsigned sharedBytes, void *stream, void **args, std::string &error) {
+  return check(state().api.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1],
+                                          block[2], sharedBytes, stream, args, nullptr),
+               "cuLaunchKernel", error);
+}
 
 bool cuda::deviceInfo(std::string &name, int &major, int &minor, std::string &error) {
   if (!ready(error))

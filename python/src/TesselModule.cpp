@@ -115,6 +115,7 @@ py::list runKernel(KernelBuilder &kb, const std::string &name, std::array<int64_
 
 namespace tessel::python {
 void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
+void bindLauncher(py::module &m);
 } // namespace tessel::python
 
 PYBIND11_MODULE(_tessel, m) {
@@ -198,4 +199,5 @@ PYBIND11_MODULE(_tessel, m) {
 #endif
       ;
   tessel::python::bindCache(m, builderClass);
+  tessel::python::bindLauncher(m);
 }

@@ -6,7 +6,8 @@
     @tessel.jit
     def kernel(x, y, N: tl.constexpr): ...
 
-    kernel[grid](x, y, N=128)          # runs on the CPU interpreter with numpy arrays
+    kernel[grid](x, y, N=128)          # numpy arrays: the CPU interpreter
+    kernel[grid](xt, yt, N=128)        # CUDA torch tensors (or tessel.DevicePointer): the GPU
 
 `tessel.attention(q, k, v, ...)` has PyTorch scaled_dot_product_attention semantics, with
 FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions.
@@ -16,8 +17,10 @@ from . import language as tl
 from .errors import CompilationError, KernelRuntimeError
 from .jit import CompileOptions, CompiledKernel, JITFunction, jit
 from .runtime import from_bf16, to_bf16
+from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
+from . import gpu
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
            "CompiledKernel", "JITFunction", "attention", "compile_attention", "to_bf16",
-           "from_bf16"]
+           "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu"]

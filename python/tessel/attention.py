@@ -7,11 +7,18 @@ functions traced into the loop body (FlexAttention semantics, applied per block:
 argument is a tile of the score block's shape).
 
 Layout BHSD: q [B, H, Nq, D], k and v [B, Hkv, Nk, D]; grid (ceil(Nq / BLOCK_M), B·H).
+
+Given CUDA torch tensors, it runs on the GPU (`_attention_cuda`): fp16/bf16 with head dim 64 or
+128 take the mma.sync fast path with the block sizes that measured fastest on the H200
+(docs/bench/2026-11-29-h200-mma.md: 128×64 at d128, 64×64 at d64); other shapes and float32 fall
+back to the reference lowering. The only memory beyond the inputs and the output is the LSE
+(B·H·Nq float32), plus copies of inputs that are not contiguous.
 """
 import math
 
 import numpy as np
 
+from . import gpu
 from . import language as tl
 from .jit import JITFunction, jit
 
@@ -61,35 +68,64 @@ def _block(n, cap=64, floor=16):
     return max(floor, min(cap, 1 << max(0, (n - 1).bit_length())))
 
 
+_jitted = {}   # plain function -> its JITFunction, so a repeated call hits the same kernel
+
+
 def _as_jit(fn, what):
     if fn is None or isinstance(fn, JITFunction):
         return fn
     if callable(fn):
-        return jit(fn)
+        j = _jitted.get(fn)
+        if j is None:
+            j = _jitted[fn] = jit(fn)
+        return j
     raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
+
+
+# (head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU: the mma.sync fast path takes 64 or 128
+# query rows, head dims 64 and 128, f16/bf16; the fastest on the H200 were 128×64 at d128 and
+# 64×64 at d64 (128×64 at d64 exposes the V load: 209-223 vs 271 TFLOP/s).
+GPU_BLOCKS = {(64, "f16"): (64, 64), (64, "bf16"): (64, 64),
+              (128, "f16"): (128, 64), (128, "bf16"): (128, 64)}
+
+
+def gpu_blocks(D, dtype, nq, nk):
+    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D and dtype name."""
+    hit = GPU_BLOCKS.get((D, dtype))
+    if hit is not None:
+        return hit
+    return _block(nq), _block(nk)    # the reference lowering: the interpreter's choice
+
+
+def _check_shapes(qs, ks, vs, enable_gqa):
+    if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
+        bad = next(n for n, s in (("q", qs), ("k", ks), ("v", vs)) if len(s) != 4)
+        shape = {"q": qs, "k": ks, "v": vs}[bad]
+        raise ValueError(f"{bad} must have shape [B, H, N, D], got {tuple(shape)}")
+    B, H, Nq, D = qs
+    Bk, Hkv, Nk, Dk = ks
+    if tuple(vs) != tuple(ks):
+        raise ValueError(f"k and v differ in shape: {tuple(ks)} and {tuple(vs)}")
+    if Bk != B or Dk != D:
+        raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} disagree on batch or head dimension")
+    if H != Hkv:
+        if not enable_gqa:
+            raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "
+                             "grouped-query attention")
+        if Hkv == 0 or H % Hkv:
+            raise ValueError(f"the number of query heads ({H}) must be a multiple of the "
+                             f"number of key/value heads ({Hkv})")
+    return B, H, Nq, D, Hkv, Nk
 
 
 def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, np.ndarray):
-            raise TypeError(f"{name} must be a numpy array (the GPU path comes later)")
-        if x.ndim != 4:
-            raise ValueError(f"{name} must have shape [B, H, N, D], got {x.shape}")
+            raise TypeError(f"{name} must be a numpy array (interpreter) or a CUDA torch tensor "
+                            f"(GPU), got {type(x).__name__}")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v differ in dtype: {q.dtype}, {k.dtype}, {v.dtype}")
-    B, H, Nq, D = q.shape
-    Bk, Hkv, Nk, Dk = k.shape
-    if v.shape != k.shape:
-        raise ValueError(f"k and v differ in shape: {k.shape} and {v.shape}")
-    if Bk != B or Dk != D:
-        raise ValueError(f"q {q.shape} and k {k.shape} disagree on batch or head dimension")
-    if H != Hkv:
-        if not enable_gqa:
-            raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "
-                             "grouped-query attention")
-        if H % Hkv:
-            raise ValueError(f"the number of query heads ({H}) must be a multiple of the "
-                             f"number of key/value heads ({Hkv})")
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     BM = block_m or _block(Nq)
     BN = block_n or _block(Nk)
@@ -107,6 +143,10 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
 def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                       enable_gqa=False, block_m=None, block_n=None):
     """The CompiledKernel tessel.attention would run for these inputs (for IR inspection)."""
+    if gpu.is_torch_tensor(q):
+        args, constexprs, _, _, _ = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
+                                                  enable_gqa, block_m, block_n)
+        return attention_kernel.warmup(*args, **constexprs)
     args, constexprs, _, _, _ = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                          enable_gqa, block_m, block_n)
     return attention_kernel.warmup(*args, **constexprs)
@@ -120,8 +160,81 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     1/sqrt(D); causal is top-left aligned (q_idx >= kv_idx). score_mod(score, b, h, q_idx, kv_idx)
     returns new scores; mask_mod(b, h, q_idx, kv_idx) returns True where attention is allowed.
     Rows with every key masked give 0 (and lse -inf). Returns o, or (o, lse) with return_lse.
+
+    numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU (o a new tensor like
+    q, lse float32 [B, H, Nq]), on torch's current stream.
     """
+    if gpu.is_torch_tensor(q):
+        return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                               return_lse, block_m, block_n)
     args, constexprs, grid, o, lse = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                               enable_gqa, block_m, block_n)
     attention_kernel[grid](*args, **constexprs)
+    return (o, lse) if return_lse else o
+
+
+def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
+    torch = gpu.torch_module()
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"q is a torch tensor, {name} a {type(x).__name__}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v differ in dtype: {q.dtype}, {k.dtype}, {v.dtype}")
+    if not q.is_cuda:
+        raise TypeError(f"q is on {q.device}: tessel.attention runs CUDA tensors on the GPU and "
+                        "numpy arrays on the CPU interpreter")
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    dtype = gpu.torch_dtype_name(q)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    dm, dn = gpu_blocks(D, dtype, Nq, Nk)
+    BM, BN = block_m or dm, block_n or dn
+    # The kernel reads BHSD rows with stride D: non-contiguous inputs are copied.
+    q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
+    o = torch.empty_like(q)
+    lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
+    args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
+    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
+                      SCORE_MOD=_as_jit(score_mod, "score_mod"),
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    grid = (-(-Nq // BM), B * H)
+    return args, constexprs, grid, o, lse
+
+
+_cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
+
+
+def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
+                    block_m, block_n):
+    """The GPU path, kept lean: a call on known shapes of arguments costs the two output
+    allocations, a dict lookup and the kernel's launch path. Anything unusual (bad shapes,
+    dtypes, devices, non-contiguous inputs) goes through _prepare_cuda, which explains it."""
+    torch = gpu.torch_module()
+    qs, ks = q.shape, k.shape
+    try:
+        B, H, Nq, D = qs
+        _, Hkv, Nk, _ = ks
+        ok = (type(k) is type(q) and type(v) is type(q) and v.shape == ks and ks[0] == B
+              and ks[3] == D and (Hkv == H or (enable_gqa and Hkv and H % Hkv == 0))
+              and q.dtype == k.dtype == v.dtype and q.is_cuda and q.is_contiguous()
+              and k.is_contiguous() and v.is_contiguous())
+    except (ValueError, AttributeError):
+        ok = False
+    c = _cuda_configs.get((q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)) if ok \
+        else None
+    if c is None:
+        args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
+                                               enable_gqa, block_m, block_n)
+        consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
+                  cx["MASK_MOD"])
+        if (D, gpu.torch_dtype_name(q)) in GPU_BLOCKS or (block_m and block_n):
+            _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = consts
+        if grid[0] and grid[1]:
+            attention_kernel._runner(grid, *args, *consts)
+        return (o, lse) if return_lse else o
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    o = torch.empty_like(q)
+    lse = q.new_empty((B, H, Nq), dtype=torch.float32)
+    if Nq and B * H:
+        attention_kernel._runner((-(-Nq // c[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
+                                 scale, *c)
     return (o, lse) if return_lse else o

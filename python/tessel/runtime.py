@@ -1,8 +1,8 @@
 """Running compiled kernels: argument conversion and the dispatch point between backends.
 
-Today the only backend is the CPU interpreter (tessel._tessel.KernelBuilder.run_kernel) on numpy
-arrays. The GPU backend (cubins through the CUDA driver) plugs in at `launch`: it will take
-device arrays (torch tensors, DLPack) and run the kernel's tile-opt IR through the GPU pipeline.
+Two backends, chosen by the arguments (`placement`): numpy arrays run on the CPU interpreter
+(tessel._tessel.KernelBuilder.run_kernel, `launch` below); CUDA torch tensors and
+tessel.DevicePointer run on the GPU (tessel/gpu.py, the C++ Launcher). Scalars go with either.
 
 bf16: numpy has no bfloat16. An array of dtype uint16 is taken as bf16 bit patterns (use
 `to_bf16` / `from_bf16`); arrays of ml_dtypes.bfloat16 are accepted too where that package is
@@ -10,7 +10,12 @@ installed.
 """
 import numpy as np
 
+from . import gpu
 from .errors import KernelRuntimeError
+
+# Types whose instances carry a `dtype` the cheap launch key reads (jit.py); torch's tensor types
+# join when first seen. A set shared with every generated launch function.
+ARRAY_TYPES = {np.ndarray, gpu.DevicePointer}
 
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
                    np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16"}
@@ -32,10 +37,52 @@ def dtype_of_array(a):
     return d
 
 
+def is_array(value):
+    return isinstance(value, (np.ndarray, gpu.DevicePointer)) or gpu.is_torch_tensor(value)
+
+
+def where_is(name, value):
+    """"host" (numpy), "cuda" (a CUDA tensor, a DevicePointer) or None (a scalar)."""
+    if isinstance(value, np.ndarray):
+        return "host"
+    if isinstance(value, gpu.DevicePointer):
+        return "cuda"
+    if gpu.is_torch_tensor(value):
+        if value.is_cuda:
+            return "cuda"
+        raise TypeError(f"argument '{name}' is a torch tensor on {value.device}: tessel runs "
+                        "CUDA tensors on the GPU and numpy arrays on the CPU interpreter "
+                        "(pass tensor.numpy())")
+    return None
+
+
+def placement(params, args):
+    """Where a kernel with run-time params [(name, kind, dtype)] runs on `args`: "host",
+    "cuda", or None when no argument is an array."""
+    places = {where_is(name, value) for (name, _, _), value in zip(params, args)} - {None}
+    if len(places) > 1:
+        raise TypeError("a kernel's array arguments must all be numpy arrays (interpreter) or "
+                        "all device memory (GPU), not a mix")
+    return places.pop() if places else None
+
+
+def device_of_args(args):
+    """The CUDA device of the first device argument (0 when there is none)."""
+    for value in args:
+        if isinstance(value, gpu.DevicePointer) or gpu.is_torch_tensor(value):
+            return gpu.device_of(value)
+    return 0
+
+
 def classify(name, value):
     """(kind, dtype) of one run-time kernel argument."""
     if isinstance(value, np.ndarray):
         return "ptr", dtype_of_array(value)
+    if isinstance(value, gpu.DevicePointer):
+        return "ptr", value.dtype
+    if gpu.is_torch_tensor(value):
+        where_is(name, value)
+        return "ptr", gpu.torch_dtype_name(value)
     if isinstance(value, (bool, np.bool_)):
         return "scalar", "i32"
     if isinstance(value, (int, np.integer)):
@@ -43,7 +90,8 @@ def classify(name, value):
     if isinstance(value, (float, np.floating)):
         return "scalar", "f32"
     raise TypeError(f"argument '{name}': cannot pass a {type(value).__name__} to a kernel "
-                    "(arrays, ints and floats only; mark compile-time values tl.constexpr)")
+                    "(numpy arrays, CUDA tensors, tessel.DevicePointer, ints and floats only; "
+                    "mark compile-time values tl.constexpr)")
 
 
 def to_bf16(x):
@@ -70,9 +118,6 @@ def _grid3(grid):
 
 def launch(kernel, grid, args, backend=None):
     """Runs `kernel` over `grid`. The dispatch point: numpy arrays go to the interpreter."""
-    backend = backend or kernel.options.backend
-    if backend != "interpreter":
-        raise NotImplementedError(f"backend '{backend}' is not available yet (GPU path: later)")
     from . import _tessel
     if not _tessel.has_interpreter:
         raise RuntimeError("this build of tessel has no interpreter")

@@ -43,6 +43,33 @@ bool copyToHost(void *dst, DevicePtr src, size_t bytes, std::string &error);
 /// Fills `bytes` with `value` bytes (used to poison outputs before a run).
 bool fill(DevicePtr dst, uint8_t value, size_t bytes, std::string &error);
 
+/// --- Several devices, streams (the Python launcher) ------------------------------------------
+/// The driver is libcuda.so.1, or the file $TESSEL_LIBCUDA names (tests point it at the stub).
+
+/// How many devices the driver sees.
+bool deviceCount(int &count, std::string &error);
+/// deviceInfo of device `device` (an ordinal, as torch's cuda:N).
+bool deviceInfo(int device, std::string &name, int &major, int &minor, std::string &error);
+
+/// Makes the primary context of `device` current on this thread (retained on first use: the
+/// context torch and the CUDA runtime use). `previous` receives the context that was current and
+/// `changed` whether it differed; give both to restoreContext afterwards so that the caller's
+/// notion of the current device (torch's) is untouched.
+bool makeCurrent(int device, void *&previous, bool &changed, std::string &error);
+void restoreContext(void *previous);
+
+/// Loads a cubin into the primary context of `device`.
+bool loadModule(int device, const std::string &cubin, ModuleHandle &module, std::string &error);
+
+/// The device ordinal of `ptr` if the driver knows it as device (or mapped) memory; false for
+/// host memory it does not know (a CPU tensor). Cheap: no error string on the fast path.
+bool pointerDevice(DevicePtr ptr, int &device);
+
+/// Launches on `stream` (a CUstream; 0 is the legacy default stream). `args[i]` points at the
+/// i-th kernel parameter's value.
+bool launchOnStream(FunctionHandle function, const unsigned grid[3], const unsigned block[3],
+                    unsigned sharedBytes, void *stream, void **args, std::string &error);
+
 /// Launches on the default stream; `args[i]` points at the i-th kernel parameter's value.
 bool launch(FunctionHandle function, const unsigned grid[3], const unsigned block[3],
             unsigned sharedBytes, std::vector<void *> &args, std::string &error);

@@ -1,0 +1,175 @@
+"""Launch overhead and cold compile time of the DSL on the GPU.
+
+    python3 test/gpu/bench_launch.py [--json OUT.json] [--n 1000]
+
+Host time per launch on a cache hit (median and p90 of N single launches timed with
+time.perf_counter_ns, after warm-up; the GPU work is tiny so the launch queue never fills):
+
+- trivial:       scale_shift[grid](x, y, n, a, b, BLOCK=256) on CUDA tensors (the whole DSL path);
+- trivial-raw:   the C++ Launcher.launch builtin called directly (no key, no lookup);
+- trivial-nochk: the same with the per-pointer driver check off;
+- driver:        cuLaunchKernel alone, arguments packed once (Launcher.time_driver): the floor;
+- attention-kernel: attention_kernel[grid](...) with preallocated outputs (d128, fp16, causal);
+- attention:     tessel.attention(q, k, v, causal=True) (+ output and LSE allocation);
+- sdpa:          torch.nn.functional.scaled_dot_product_attention on the same inputs, for scale;
+- triton:        a trivial @triton.jit kernel launch, when triton is installed.
+
+Cold compile: a fresh process with an empty TESSEL_CACHE_DIR runs tessel.attention once
+(trace + tile pipeline + GPU compile + ptxas + load + launch, synchronised), for d128 and d64;
+then a fresh process on the filled cache (disk hit).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import torch
+
+import tessel
+from tessel import language as tl
+from tessel.attention import attention_kernel
+
+
+@tessel.jit
+def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n,), strides=(1,))
+    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
+    tl.store(yd, (pid * BLOCK,), t * a + b)
+
+
+def time_calls(fn, n, warmup=50):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    clock = time.perf_counter_ns
+    for i in range(n):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+        if i % 200 == 199:
+            torch.cuda.synchronize()      # outside the timed region: keep the queue short
+    torch.cuda.synchronize()
+    times.sort()
+    return {"median_us": times[len(times) // 2] / 1e3, "p90_us": times[int(len(times) * 0.9)] / 1e3,
+            "min_us": times[0] / 1e3, "mean_us": statistics.fmean(times) / 1e3, "n": n}
+
+
+COLD = textwrap.dedent("""
+    import json, sys, time
+    import torch
+    t0 = time.perf_counter()
+    import tessel
+    t1 = time.perf_counter()
+    D = int(sys.argv[1])
+    q = torch.randn(1, 8, 1024, D, device="cuda", dtype=torch.float16)
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    o = tessel.attention(q, q, q, causal=True)
+    torch.cuda.synchronize()
+    t3 = time.perf_counter()
+    o = tessel.attention(q, q, q, causal=True)
+    torch.cuda.synchronize()
+    t4 = time.perf_counter()
+    print(json.dumps({"import_tessel_s": t1 - t0, "first_call_s": t3 - t2,
+                      "second_call_s": t4 - t3}))
+""")
+
+
+def cold_compile(D, cache_dir):
+    env = dict(os.environ, TESSEL_CACHE_DIR=cache_dir)
+    r = subprocess.run([sys.executable, "-c", COLD, str(D)], capture_output=True, text=True,
+                       env=env, timeout=300)
+    if r.returncode != 0:
+        return {"error": r.stderr[-2000:]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--n", type=int, default=1000)
+    opts = ap.parse_args()
+    n = opts.n
+    results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "n": n}
+
+    x = torch.randn(1024, device="cuda")
+    y = torch.empty_like(x)
+    grid = (4,)
+    results["trivial"] = time_calls(lambda: scale_shift[grid](x, y, 1024, 2.0, 1.0, BLOCK=256), n)
+    torch.cuda.synchronize()
+    assert torch.allclose(y, x * 2.0 + 1.0)
+    kernel = scale_shift.warmup(x, y, 1024, 2.0, 1.0, BLOCK=256)
+    launcher = kernel.gpu_launcher(0)
+    launch = launcher.launch
+    stream = torch.cuda.current_stream().cuda_stream
+    results["trivial-raw"] = time_calls(lambda: launch(grid, stream, x, y, 1024, 2.0, 1.0), n)
+    launcher.check_pointers = False
+    results["trivial-nochk"] = time_calls(lambda: launch(grid, stream, x, y, 1024, 2.0, 1.0), n)
+    launcher.check_pointers = True
+    results["driver"] = {"median_us": min(
+        launcher.time_driver(n, grid, stream, 0, x, y, 1024, 2.0, 1.0) for _ in range(3)) / 1e3}
+
+    B, H, N, D = 1, 2, 128, 128
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, N, device="cuda")
+    scale = D ** -0.5
+    agrid = (1, B * H)
+    results["attention-kernel"] = time_calls(
+        lambda: attention_kernel[agrid](q, k, v, o, lse, N, N, H, H, scale, D=D, BLOCK_M=128,
+                                        BLOCK_N=64, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None), n)
+    results["attention"] = time_calls(lambda: tessel.attention(q, k, v, causal=True), n)
+    f = torch.nn.functional.scaled_dot_product_attention
+    results["sdpa"] = time_calls(lambda: f(q, k, v, is_causal=True), n)
+
+    try:
+        import triton
+        import triton.language as ttl
+
+        @triton.jit
+        def tri_scale_shift(x_ptr, y_ptr, n, a, b, BLOCK: ttl.constexpr):
+            offs = ttl.program_id(0) * BLOCK + ttl.arange(0, BLOCK)
+            m = offs < n
+            ttl.store(y_ptr + offs, ttl.load(x_ptr + offs, mask=m) * a + b, mask=m)
+
+        results["triton"] = time_calls(
+            lambda: tri_scale_shift[grid](x, y, 1024, 2.0, 1.0, BLOCK=256), n)
+        results["triton"]["version"] = triton.__version__
+    except Exception as e:  # noqa: BLE001
+        results["triton"] = {"error": str(e)[:300]}
+
+    with tempfile.TemporaryDirectory() as d128, tempfile.TemporaryDirectory() as d64:
+        results["cold_d128"] = cold_compile(128, d128)
+        results["warm_disk_d128"] = cold_compile(128, d128)
+        results["cold_d64"] = cold_compile(64, d64)
+
+    print(f"{'what':<18} {'median us':>10} {'p90 us':>8}")
+    for key in ("trivial", "trivial-raw", "trivial-nochk", "driver", "attention-kernel",
+                "attention", "sdpa", "triton"):
+        r = results.get(key, {})
+        if "median_us" in r:
+            print(f"{key:<18} {r['median_us']:>10.2f} {r.get('p90_us', float('nan')):>8.2f}")
+        else:
+            print(f"{key:<18} {r}")
+    for key in ("cold_d128", "warm_disk_d128", "cold_d64"):
+        r = results[key]
+        if "first_call_s" in r:
+            print(f"{key:<18} first call {r['first_call_s']:.3f} s, then {r['second_call_s']*1e3:.2f} ms"
+                  f" (import tessel {r['import_tessel_s']:.3f} s)")
+        else:
+            print(key, r)
+    if opts.json:
+        with open(opts.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

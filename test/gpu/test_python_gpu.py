@@ -1,0 +1,211 @@
+"""The DSL on the GPU: kernel[grid](...) and tessel.attention on CUDA torch tensors.
+
+Run on a machine with a GPU and torch (skipped elsewhere):
+    TESSEL_CACHE_DIR=$(mktemp -d) python3 -m pytest -q test/gpu/test_python_gpu.py
+with tessel importable (PYTHONPATH=build/python, or the GPU bundle's python/). Every result is
+compared with a float32 torch reference on fresh random inputs; outputs are poisoned with NaN
+before the launches that write them. TESSEL_GPU_RESULTS=FILE.json collects the measured errors
+and the memory numbers.
+"""
+import json
+import math
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tessel  # noqa: E402
+import tessel.cache  # noqa: E402
+from tessel import language as tl  # noqa: E402
+from tessel.attention import attention_kernel, gpu_blocks  # noqa: E402
+
+RESULTS = {"attention": [], "memory": [], "kernels": []}
+TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2, torch.float32: 1e-4}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_results():
+    yield
+    path = os.environ.get("TESSEL_GPU_RESULTS")
+    if path:
+        with open(path, "w") as f:
+            json.dump(RESULTS, f, indent=1)
+
+
+@tessel.jit
+def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n,), strides=(1,))
+    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
+    tl.store(yd, (pid * BLOCK,), t * a + b)
+
+
+def reference(q, k, v, causal, scale):
+    """float32 attention (o, natural-log lse) on the GPU; k/v heads repeated for GQA."""
+    q, k, v = q.float(), k.float(), v.float()
+    rep = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(rep, dim=1)
+    v = v.repeat_interleave(rep, dim=1)
+    s = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if causal:
+        nq, nk = s.shape[-2:]
+        keep = torch.ones(nq, nk, dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s, dim=-1)
+    return p @ v, lse
+
+
+def rand(shape, dtype, gen):
+    return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+
+
+def test_chip_and_device():
+    count, reason = tessel.gpu.device_count()
+    assert count == torch.cuda.device_count(), reason
+    major, _ = torch.cuda.get_device_capability(0)
+    assert tessel.gpu.chip_of(0) == ("sm_90a" if major >= 9 else "sm_80")
+
+
+@pytest.mark.parametrize("n", [1, 1000, 4099])
+def test_trivial_kernel_on_tensors(n):
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.randn(n, generator=gen, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    block = 256
+    scale_shift[(-(-n // block),)](x, y, n, 2.5, -1.0, BLOCK=block)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, x * 2.5 - 1.0)
+    # A callable grid sees every argument by name.
+    y.fill_(float("nan"))
+    scale_shift[lambda m: (-(-m["n"] // m["BLOCK"]),)](x, y, n, 0.5, 3.0, BLOCK=block)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, x * 0.5 + 3.0)
+
+
+def test_device_pointer_and_stream():
+    n = 3000
+    x = torch.randn(n, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x2 = x * 3.0                      # on stream s: the launch must come after it
+        scale_shift[(-(-n // 128),)](tessel.DevicePointer(x2.data_ptr(), "f32"),
+                                     tessel.DevicePointer(y.data_ptr(), torch.float32),
+                                     n, 1.0, 0.0, BLOCK=128)
+    s.synchronize()
+    torch.testing.assert_close(y, x * 3.0)
+
+
+def test_host_memory_is_an_error_not_a_fault():
+    x = torch.randn(64, device="cuda")
+    with pytest.raises(TypeError, match="torch tensor on cpu"):
+        scale_shift[(1,)](x.cpu(), x, 64, 1.0, 0.0, BLOCK=64)
+    import ctypes
+    host = ctypes.create_string_buffer(256)
+    with pytest.raises(ValueError, match="not CUDA device memory"):
+        scale_shift[(1,)](x, tessel.DevicePointer(ctypes.addressof(host), "f32"), 64, 1.0, 0.0,
+                          BLOCK=64)
+    # The context still works.
+    y = torch.zeros_like(x)
+    scale_shift[(1,)](x, y, 64, 1.0, 0.0, BLOCK=64)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, x)
+
+
+@tessel.jit
+def bad_kernel(x, n, BLOCK: tl.constexpr):
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    t = tl.load(xd, (0,), shape=(BLOCK,))
+    tl.store(xd, (0,), t + undefined_name)  # noqa: F821
+
+
+def test_compilation_error_is_located():
+    x = torch.zeros(16, device="cuda")
+    with pytest.raises(tessel.CompilationError) as e:
+        bad_kernel[(1,)](x, 16, BLOCK=16)
+    assert e.value.filename == __file__ and e.value.lineno is not None
+
+
+CASES = [  # B, H, Hkv, Nq, Nk
+    (2, 2, 2, 1, 1),
+    (1, 4, 2, 100, 77),        # GQA 2:1, lengths not multiples of the block
+    (2, 2, 2, 257, 300),
+    (1, 8, 1, 1000, 1000),     # GQA 8:1
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[3]}x{c[4]}h{c[1]}:{c[2]}" for c in CASES])
+def test_attention_matches_float32(dtype, D, causal, case):
+    B, H, Hkv, Nq, Nk = case
+    gen = torch.Generator(device="cuda").manual_seed(hash((D, causal, case)) & 0xFFFF)
+    q = rand((B, H, Nq, D), dtype, gen)
+    k = rand((B, Hkv, Nk, D), dtype, gen)
+    v = rand((B, Hkv, Nk, D), dtype, gen)
+    scale = 1.0 / math.sqrt(D)
+    ref_o, ref_lse = reference(q, k, v, causal, scale)
+
+    # tessel.attention itself.
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=Hkv != H, return_lse=True)
+    assert o.dtype == dtype and o.shape == q.shape and lse.shape == (B, H, Nq)
+    # The kernel directly, outputs poisoned.
+    bm, bn = gpu_blocks(D, tessel.gpu.torch_dtype_name(q), Nq, Nk)
+    o2 = torch.full_like(q, float("nan"))
+    lse2 = torch.full((B, H, Nq), float("nan"), device="cuda")
+    kernel = attention_kernel.warmup(q, k, v, o2, lse2, Nq, Nk, H, Hkv, scale, D=D, BLOCK_M=bm,
+                                     BLOCK_N=bn, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
+    attention_kernel[(-(-Nq // bm), B * H)](q, k, v, o2, lse2, Nq, Nk, H, Hkv, scale, D=D,
+                                            BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                                            SCORE_MOD=None, MASK_MOD=None)
+    torch.cuda.synchronize()
+    binary = kernel.binary(tessel.cache.GpuOptions(chip=tessel.gpu.chip_of(0)))
+    row = {"dtype": str(dtype), "D": D, "causal": causal, "case": case, "block": [bm, bn],
+           "registers": binary.manifest.get("registers"),
+           "dynamic_smem": binary.dynamic_shared_bytes, "threads": binary.block[0]}
+    for tag, out, out_lse in (("attention", o, lse), ("poisoned", o2, lse2)):
+        assert not torch.isnan(out).any() and not torch.isnan(out_lse).any(), tag
+        err = (out.float() - ref_o).abs().max().item()
+        rel = err / max(ref_o.abs().max().item(), 1e-30)
+        lse_err = (out_lse - ref_lse).abs().max().item()
+        row[tag] = {"rel_max": rel, "lse_abs": lse_err}
+        assert rel < TOL[dtype], (tag, rel)
+        assert lse_err < 1e-2, (tag, lse_err)
+    torch.testing.assert_close(o, o2, rtol=0, atol=0)   # same kernel, same inputs
+    RESULTS["attention"].append(row)
+
+
+def test_attention_fast_path_is_used():
+    """fp16 d128 and d64 compile to the mma.sync path (the manifest says so through the block:
+    one warp per 16 query rows)."""
+    for D, (bm, _) in ((128, (128, 64)), (64, (64, 64))):
+        q = torch.randn(1, 1, 64, D, device="cuda", dtype=torch.float16)
+        kernel = tessel.compile_attention(q, q, q, causal=True)
+        binary = kernel.binary(tessel.cache.GpuOptions(chip=tessel.gpu.chip_of(0)))
+        assert binary.block[0] == 32 * bm // 16
+        assert "mma.sync" in binary.ptx
+
+
+@pytest.mark.parametrize("D,N", [(128, 4096), (64, 8192)])
+def test_attention_extra_memory_is_the_lse(D, N):
+    B, H = 2, 8
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    tessel.attention(q, k, v, causal=True)          # compile and load outside the measurement
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    o, lse = tessel.attention(q, k, v, causal=True, return_lse=True)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    extra = peak - before - o.numel() * o.element_size()
+    lse_bytes = lse.numel() * 4
+    RESULTS["memory"].append({"B": B, "H": H, "N": N, "D": D, "inputs_bytes": 3 * q.numel() * 2,
+                              "output_bytes": o.numel() * 2, "lse_bytes": lse_bytes,
+                              "extra_bytes": extra})
+    assert extra <= lse_bytes + 1024, (extra, lse_bytes)

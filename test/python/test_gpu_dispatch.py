@@ -1,0 +1,305 @@
+"""The GPU launch path without a GPU: the C++ argument packing plan, the dispatch between the
+interpreter and the GPU, the cheap launch key, and clear errors when device memory is passed
+but no driver can run it. (test/gpu/test_python_gpu.py runs the real thing on a GPU.)
+"""
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import _tessel
+from tessel import language as tl
+from tessel import gpu, runtime
+
+NO_GPU = _tessel.cuda_status()[0] == 0
+needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="a CUDA device is present")
+
+
+@tessel.jit
+def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n,), strides=(1,))
+    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
+    tl.store(yd, (pid * BLOCK,), t * a + b)
+
+
+@tessel.jit
+def with_defaults(x, y, n, a=2.0, *, BLOCK: tl.constexpr = 4):
+    d = tl.make_desc(x, shape=(n,), strides=(1,))
+    e = tl.make_desc(y, shape=(n,), strides=(1,))
+    pid = tl.program_id(0)
+    tl.store(e, (pid * BLOCK,), tl.load(d, (pid * BLOCK,), shape=(BLOCK,)) * a)
+
+
+PARAMS = [("p", "ptr", "f16"), ("n", "scalar", "i32"), ("s", "scalar", "f32")]
+
+
+def make_launcher(params=PARAMS, shared=0):
+    return _tessel.Launcher("k", b"not a cubin", (128, 1, 1), shared, params)
+
+
+class HasDataPtr:
+    def __init__(self, p):
+        self.p = p
+
+    def data_ptr(self):
+        return self.p
+
+
+# --- the packing plan --------------------------------------------------------------------------
+
+def test_plan_and_packing():
+    L = make_launcher()
+    assert L.plan == ["ptr:f16", "i32", "f32"]
+    assert L.block == [128, 1, 1] or tuple(L.block) == (128, 1, 1)
+    grid, values = L.pack((3, 2), 0x7F0000001000, 5, 0.1)
+    assert grid == (3, 2, 1)
+    assert values[0] == 0x7F0000001000 and values[1] == 5
+    assert values[2] == float(np.float32(0.1)) and values[2] != 0.1      # rounded to f32
+    assert L.pack(7, HasDataPtr(4096), np.int64(-3), 2)[1] == [4096, -3, 2.0]
+    assert L.pack([1, 1, 9], tessel.DevicePointer(8192, "f16"), True, 1.5)[0] == (1, 1, 9)
+    assert L.pack((2, 0), 0, 0, 0.0)[0] == (2, 0, 1)                    # an empty grid packs
+
+
+def test_packing_errors():
+    L = make_launcher()
+    with pytest.raises(OverflowError, match="'n' = 4294967296 does not fit in an i32"):
+        L.pack(1, 0, 2 ** 32, 1.0)
+    with pytest.raises(TypeError, match="argument 'p': expected a CUDA tensor"):
+        L.pack(1, object(), 1, 1.0)
+    with pytest.raises(TypeError, match="argument 'n': expected an int"):
+        L.pack(1, 0, "3", 1.0)
+    with pytest.raises(TypeError):
+        L.pack(1, 0, 1, "x")
+    with pytest.raises(TypeError, match="takes 3 run-time arguments on the GPU, got 2"):
+        L.pack(1, 0, 1)
+    with pytest.raises(ValueError, match="1 to 3 sizes"):
+        L.pack((1, 1, 1, 1), 0, 1, 1.0)
+    with pytest.raises(ValueError, match="between 0 and"):
+        L.pack((-1,), 0, 1, 1.0)
+    with pytest.raises(TypeError, match="a grid is an int or a tuple"):
+        L.pack("grid", 0, 1, 1.0)
+    with pytest.raises(ValueError, match="cannot pass a scalar of f16"):
+        make_launcher([("x", "scalar", "f16")])
+
+
+def test_launch_builtin_is_bound_and_keeps_the_launcher_alive():
+    L = make_launcher()
+    launch = L.launch
+    del L
+    import gc
+    gc.collect()
+    assert launch.__name__ == "launch"
+    # An empty grid launches nothing: no driver needed, the arguments are still checked.
+    assert launch((0, 4), 0, 0, 1, 1.0) is None
+    with pytest.raises(OverflowError):
+        launch((0,), 0, 0, 2 ** 40, 1.0)
+
+
+def test_kernel_plan_matches_its_signature():
+    x = np.zeros(8, np.float32)
+    kernel = scale_shift.warmup(x, x, 8, 1.0, 2.0, BLOCK=4)
+    assert kernel.params == [("x", "ptr", "f32"), ("y", "ptr", "f32"), ("n", "scalar", "i32"),
+                             ("a", "scalar", "f32"), ("b", "scalar", "f32")]
+    L = _tessel.Launcher("scale_shift", b"x", (128, 1, 1), 0, kernel.params)
+    assert L.plan == ["ptr:f32", "ptr:f32", "i32", "f32", "f32"]
+
+
+# --- dispatch ----------------------------------------------------------------------------------
+
+def test_numpy_runs_on_the_interpreter_through_the_cheap_key():
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros_like(x)
+    scale_shift._fast.clear()
+    scale_shift[(3,)](x, y, 10, 2.0, 1.0, BLOCK=4)
+    np.testing.assert_allclose(y, x * 2 + 1)
+    assert len(scale_shift._fast) == 1
+    y[:] = 0
+    scale_shift[lambda meta: (-(-meta["n"] // meta["BLOCK"]),)](x, y, 10, 3.0, 0.0, BLOCK=4)
+    np.testing.assert_allclose(y, x * 3)
+    assert len(scale_shift._fast) == 1                    # a hit: same types, same constexprs
+    scale_shift[(5,)](x, y, 10, 2.0, 1.0, BLOCK=2)
+    assert len(scale_shift._fast) == 2
+    scale_shift[(5,)](x, y, np.int32(10), 2.0, 1.0, BLOCK=2)    # another scalar type: a new key
+    assert len(scale_shift._fast) == 3 and len(scale_shift.cache) == 2
+
+
+def test_constexprs_equal_across_types_are_distinct_keys():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+    scale_shift._fast.clear()
+    scale_shift[(2,)](x, y, 8, 1.0, 0.0, BLOCK=4)
+    with pytest.raises(tessel.CompilationError):
+        scale_shift[(2,)](x, y, 8, 1.0, 0.0, BLOCK=4.0)     # not a hit on the BLOCK=4 entry
+    assert len(scale_shift._fast) == 1
+
+
+def test_defaults_and_keyword_only_parameters():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+    with_defaults[(2,)](x, y, 8)
+    np.testing.assert_allclose(y, x * 2)
+    with_defaults[(4,)](x, y, 8, 3.0, BLOCK=2)
+    np.testing.assert_allclose(y, x * 3)
+    with pytest.raises(TypeError):
+        with_defaults[(2,)](x, y)                         # Python binds: n is missing
+
+
+def test_unhashable_constexpr_is_a_type_error():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(TypeError, match="must be hashable"):
+        scale_shift[(1,)](x, x, 4, 1.0, 0.0, BLOCK=[4])
+
+
+def test_mixed_host_and_device_arguments_are_refused():
+    x = np.zeros(8, np.float32)
+    with pytest.raises(TypeError, match="not a mix"):
+        scale_shift[(1,)](x, tessel.DevicePointer(4096, "f32"), 8, 1.0, 0.0, BLOCK=8)
+
+
+def test_backend_option_refuses_the_other_kind():
+    k = tessel.jit(scale_shift.fn, options=tessel.CompileOptions(backend="interpreter"))
+    with pytest.raises(TypeError, match="backend='interpreter'"):
+        k[(1,)](tessel.DevicePointer(4096, "f32"), tessel.DevicePointer(8192, "f32"), 8, 1.0,
+                0.0, BLOCK=8)
+    with pytest.raises(ValueError, match="unknown backend"):
+        tessel.CompileOptions(backend="tpu")
+
+
+def test_device_pointer():
+    p = tessel.DevicePointer(0x1000, tl.bfloat16, device=1)
+    assert (p.data_ptr(), p.dtype, p.get_device()) == (0x1000, "bf16", 1)
+    assert tessel.DevicePointer(1, "float16").dtype == "f16"
+    assert tessel.DevicePointer(1, np.float32).dtype == "f32"
+    with pytest.raises(TypeError, match="no tessel element type"):
+        tessel.DevicePointer(1, "float64")
+    with pytest.raises(ValueError):
+        tessel.DevicePointer(-1, "f32")
+
+
+@needs_no_gpu
+def test_device_memory_without_a_driver_is_a_clear_error():
+    p, q = tessel.DevicePointer(4096, "f32"), tessel.DevicePointer(8192, "f32")
+    with pytest.raises(tessel.GpuUnavailableError, match="cannot run on the GPU: no CUDA driver"):
+        scale_shift[(1,)](p, q, 8, 1.0, 0.0, BLOCK=8)
+    count, reason = gpu.device_count()
+    assert count == 0 and "libcuda" in reason
+    L = make_launcher()
+    with pytest.raises(_tessel.CudaError, match="no CUDA driver"):
+        L.launch((1,), 0, 4096, 1, 1.0)
+    assert issubclass(_tessel.CudaError, RuntimeError)
+
+
+def test_the_stub_driver_is_named():
+    stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+    if not os.path.exists(stub):
+        pytest.skip("no CUDA stub library")
+    code = ("import tessel\n"
+            "try:\n"
+            "    tessel.gpu.chip_of(0)\n"
+            "except tessel.GpuUnavailableError as e:\n"
+            "    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, TESSEL_LIBCUDA=stub), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "stub library, not a driver" in r.stdout
+
+
+# --- torch tensors (a stand-in torch module: CI has no torch) ----------------------------------
+
+class FakeDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+    __str__ = __repr__
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    torch = types.ModuleType("torch")
+    for name in ("float16", "bfloat16", "float32", "int32", "float64"):
+        setattr(torch, name, FakeDtype(name))
+
+    class Tensor:
+        def __init__(self, shape, dtype, cuda=True, ptr=0x7F0000000000):
+            self.shape, self.dtype, self.is_cuda, self.ptr = tuple(shape), dtype, cuda, ptr
+            self.device = "cuda:0" if cuda else "cpu"
+
+        def data_ptr(self):
+            return self.ptr
+
+        def get_device(self):
+            return 0 if self.is_cuda else -1
+
+        def is_contiguous(self):
+            return True
+
+        def new_empty(self, shape, dtype):
+            return Tensor(shape, dtype, self.is_cuda)
+
+    torch.Tensor = Tensor
+    torch.empty_like = lambda t: Tensor(t.shape, t.dtype, t.is_cuda)
+    torch.empty = lambda shape, dtype, device: Tensor(shape, dtype)
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(gpu, "_TORCH_DTYPES", None)
+    yield torch
+
+
+def test_torch_tensors_are_device_arguments(fake_torch):
+    t = fake_torch.Tensor((8,), fake_torch.bfloat16)
+    assert runtime.classify("x", t) == ("ptr", "bf16")
+    assert runtime.where_is("x", t) == "cuda"
+    with pytest.raises(TypeError, match="not supported"):
+        runtime.classify("x", fake_torch.Tensor((8,), fake_torch.float64))
+    with pytest.raises(TypeError, match="torch tensor on cpu"):
+        runtime.classify("x", fake_torch.Tensor((8,), fake_torch.float32, cuda=False))
+    assert gpu.stream_source()(0) == 0
+
+
+@needs_no_gpu
+def test_torch_attention_dispatches_to_the_gpu(fake_torch):
+    T = fake_torch.Tensor
+    q = T((1, 4, 100, 128), fake_torch.float16)
+    k = T((1, 2, 77, 128), fake_torch.float16)
+    for _ in range(2):   # the first call through _prepare_cuda, the second the lean path
+        with pytest.raises(tessel.GpuUnavailableError, match="no CUDA driver"):
+            tessel.attention(q, k, k, causal=True, enable_gqa=True)
+    with pytest.raises(ValueError, match="enable_gqa"):
+        tessel.attention(q, k, k)
+    with pytest.raises(TypeError, match="differ in dtype"):
+        tessel.attention(q, T((1, 4, 77, 128), fake_torch.bfloat16), k)
+    with pytest.raises(TypeError, match="on cpu"):
+        tessel.attention(T((1, 1, 4, 64), fake_torch.float16, cuda=False),
+                         T((1, 1, 4, 64), fake_torch.float16, cuda=False),
+                         T((1, 1, 4, 64), fake_torch.float16, cuda=False))
+    # What it would compile: the mma.sync block sizes.
+    kernel = tessel.compile_attention(q, k, k, causal=True, enable_gqa=True)
+    spec = {item[0]: item[-1] for item in kernel.specialization}
+    assert (spec["BLOCK_M"], spec["BLOCK_N"], spec["D"]) == (128, 64, 128)
+    assert [p[2] for p in kernel.params[:5]] == ["f16", "f16", "f16", "f16", "f32"]
+
+
+def test_gpu_block_sizes():
+    from tessel.attention import gpu_blocks
+    assert gpu_blocks(128, "f16", 1000, 1000) == (128, 64)
+    assert gpu_blocks(128, "bf16", 7, 7) == (128, 64)
+    assert gpu_blocks(64, "f16", 1000, 1000) == (64, 64)
+    assert gpu_blocks(32, "f16", 10, 1000) == (16, 64)        # the reference lowering's choice
+    assert gpu_blocks(64, "f32", 100, 100) == (64, 64)
+
+
+def test_plain_score_mod_functions_are_traced_once():
+    from tessel.attention import _as_jit
+
+    def bias(s, b, h, q, kv):
+        return s
+    assert _as_jit(bias, "score_mod") is _as_jit(bias, "score_mod")
