@@ -31,6 +31,8 @@ step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tesse
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$out/python_gpu.xml"
+step aot_vs_jit env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_aot_vs_jit.py"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
