@@ -65,7 +65,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "Leave programs outside the class to the reference lowering (remark) instead of "
            "failing.">,
     Option<"sharedLimit", "shared-limit", "int64_t", /*default=*/"232448",
-           "Most bytes of shared memory a CTA may use (see convert-tile-to-gpu).">
+           "Most bytes of shared memory a CTA may use (see convert-tile-to-gpu).">,
+    Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
+           "Query rows per warp: 16 (one m16 tile), 32 (two m16 tiles sharing every K/V "
+           "ldmatrix) or 0 to choose (32 for a 128-row query block, else 16).">
   ];
 }
 
