@@ -14,6 +14,7 @@ import numpy as np
 
 from . import language as tl
 from .jit import JITFunction, jit
+from .runtime import dtype_of_array
 
 
 @jit
@@ -61,6 +62,20 @@ def _block(n, cap=64, floor=16):
     return max(floor, min(cap, 1 << max(0, (n - 1).bit_length())))
 
 
+def _block_m(nq, head_dim, dtype):
+    """The query block when the caller names none.
+
+    f16/bf16 at head dims 64 and 128 with at least 128 queries: 128 rows, which the mma.sync
+    fast path runs as 4 warps of 32 rows (FA2's layout; two m16 tiles share every K/V
+    ldmatrix). On the H200 it beat 64-row blocks at d128 by 19-24 % and at d64 by 7 %
+    (docs/bench/2026-11-29-h200-mma-perf2.md). Otherwise the smallest power of two that holds
+    the queries, 16 to 64 (the reference lowering and the interpreter).
+    """
+    if dtype in ("f16", "bf16") and head_dim in (64, 128) and nq >= 128:
+        return 128
+    return _block(nq)
+
+
 def _as_jit(fn, what):
     if fn is None or isinstance(fn, JITFunction):
         return fn
@@ -91,7 +106,7 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
             raise ValueError(f"the number of query heads ({H}) must be a multiple of the "
                              f"number of key/value heads ({Hkv})")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    BM = block_m or _block(Nq)
+    BM = block_m or _block_m(Nq, D, dtype_of_array(q))
     BN = block_n or _block(Nk)
     q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
     o = np.zeros_like(q)
