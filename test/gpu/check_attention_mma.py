@@ -155,7 +155,8 @@ def main():
                                      (128, 4096, True, 128, 64), (128, 4096, True, 64, 64),
                                      (128, 16384, True, 128, 64), (128, 16384, True, 64, 64),
                                      (64, 4096, False, 64, 64), (64, 4096, False, 128, 64),
-                                     (64, 16384, False, 64, 64), (64, 16384, True, 64, 64)):
+                                     (64, 16384, False, 64, 64), (64, 16384, False, 128, 64),
+                                     (64, 16384, True, 64, 64), (64, 16384, True, 128, 64)):
             B, H = 16384 // N, 2048 // D
             flops = 4 * B * H * N * N * D / (2 if causal else 1)
             r = run_case(opts.tessel_run, tmp, "f16", "causal" if causal else "none", B, H, H,
