@@ -46,7 +46,7 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
   let description = [{
     The fast path for the attention class (docs/dev/codegen-mma.md). Each 2-D tile whose rows
     are the program's query block lives in registers in the `mma.sync.m16n8k16` accumulator
-    layout (one warp per 16 rows); row vectors live as the matching slice; index tiles are
+    layout (16 or 32 rows per warp: one or two m16 tiles); row vectors live as the matching slice; index tiles are
     computed per register from the lane and warp ids. `tile.dot` becomes `mma.sync` with the A
     operand from registers (a loaded block read once with `ldmatrix`, or the packed f16/bf16
     probabilities) and the B operand from XOR-swizzled shared memory through `ldmatrix`

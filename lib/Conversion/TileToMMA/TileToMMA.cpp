@@ -2,8 +2,8 @@
 //
 // convert-tile-to-mma: the sm_80 fast path (FlashAttention-2 style) for the attention class of
 // tile programs. Tiles whose rows are the query block live in registers in the accumulator
-// layout of mma.sync.m16n8k16 (warp w owns rows 16w..16w+15; lane l holds rows l/4 and l/4+8,
-// columns 2(l%4) and 2(l%4)+1 of every 8-column slab); row vectors hold the two rows a thread
+// layout of mma.sync.m16n8k16 (warp w owns 16 or 32 rows, one or two m16 tiles; in each tile
+// lane l holds rows l/4 and l/4+8, columns 2(l%4) and 2(l%4)+1 of every 8-column slab); row vectors hold the two rows a thread
 // owns; index tiles (iota/splat/expand_dims/broadcast and arithmetic on them) are computed per
 // register from the lane and warp ids, on demand, in the layout their consumer asks for. Loads
 // go through XOR-swizzled shared memory with cp.async (zero fill past the bounds) and reach the
