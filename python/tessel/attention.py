@@ -83,9 +83,10 @@ def _as_jit(fn, what):
 
 
 # (head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU: the mma.sync fast path takes 64 or 128
-# query rows, head dims 64 and 128, f16/bf16; the fastest on the H200 were 128×64 at d128 and
-# 64×64 at d64 (128×64 at d64 exposes the V load: 209-223 vs 271 TFLOP/s).
-GPU_BLOCKS = {(64, "f16"): (64, 64), (64, "bf16"): (64, 64),
+# query rows, head dims 64 and 128, f16/bf16. 128-row blocks run as 4 warps of 32 rows (FA2's
+# layout, two m16 tiles per K/V ldmatrix) and were the fastest on the H200 at both head dims:
+# +19-24 % over 64-row blocks at d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
+GPU_BLOCKS = {(64, "f16"): (128, 64), (64, "bf16"): (128, 64),
               (128, "f16"): (128, 64), (128, "bf16"): (128, 64)}
 
 

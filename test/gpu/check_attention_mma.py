@@ -147,15 +147,16 @@ def main():
             print(f"gpu vs interpreter {dtype} {mask} {codegen}: "
                   f"{r.get('compare', r.get('stderr', '')[-300:])}", flush=True)
         # Speed: b·n = 16384 tokens, h·d = 2048 (as bench/anchors.md), fp16.
-        # d128: 128x64 (8 warps, one CTA per SM at ~240 registers) and 64x64 (4 warps, two
-        # CTAs per SM); d64: 64x64 (three CTAs per SM) and 128x64.
+        # d128: 128x64 (4 warps of 32 rows, FA2's layout) and 64x64 (4 warps of 16 rows, two
+        # CTAs per SM); d64: 64x64 and 128x64.
         sdpa_cache = {}
         for D, N, causal, bm, bn in ((128, 4096, False, 128, 64), (128, 4096, False, 64, 64),
                                      (128, 16384, False, 128, 64), (128, 16384, False, 64, 64),
                                      (128, 4096, True, 128, 64), (128, 4096, True, 64, 64),
                                      (128, 16384, True, 128, 64), (128, 16384, True, 64, 64),
                                      (64, 4096, False, 64, 64), (64, 4096, False, 128, 64),
-                                     (64, 16384, False, 64, 64), (64, 16384, True, 64, 64)):
+                                     (64, 16384, False, 64, 64), (64, 16384, False, 128, 64),
+                                     (64, 16384, True, 64, 64), (64, 16384, True, 128, 64)):
             B, H = 16384 // N, 2048 // D
             flops = 4 * B * H * N * N * D / (2 if causal else 1)
             r = run_case(opts.tessel_run, tmp, "f16", "causal" if causal else "none", B, H, H,

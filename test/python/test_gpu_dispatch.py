@@ -292,7 +292,7 @@ def test_gpu_block_sizes():
     from tessel.attention import gpu_blocks
     assert gpu_blocks(128, "f16", 1000, 1000) == (128, 64)
     assert gpu_blocks(128, "bf16", 7, 7) == (128, 64)
-    assert gpu_blocks(64, "f16", 1000, 1000) == (64, 64)
+    assert gpu_blocks(64, "f16", 1000, 1000) == (128, 64)
     assert gpu_blocks(32, "f16", 10, 1000) == (16, 64)        # the reference lowering's choice
     assert gpu_blocks(64, "f32", 100, 100) == (64, 64)
 

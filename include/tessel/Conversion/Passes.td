@@ -46,7 +46,7 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
   let description = [{
     The fast path for the attention class (docs/dev/codegen-mma.md). Each 2-D tile whose rows
     are the program's query block lives in registers in the `mma.sync.m16n8k16` accumulator
-    layout (one warp per 16 rows); row vectors live as the matching slice; index tiles are
+    layout (16 or 32 rows per warp: one or two m16 tiles); row vectors live as the matching slice; index tiles are
     computed per register from the lane and warp ids. `tile.dot` becomes `mma.sync` with the A
     operand from registers (a loaded block read once with `ldmatrix`, or the packed f16/bf16
     probabilities) and the B operand from XOR-swizzled shared memory through `ldmatrix`
@@ -65,7 +65,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "Leave programs outside the class to the reference lowering (remark) instead of "
            "failing.">,
     Option<"sharedLimit", "shared-limit", "int64_t", /*default=*/"232448",
-           "Most bytes of shared memory a CTA may use (see convert-tile-to-gpu).">
+           "Most bytes of shared memory a CTA may use (see convert-tile-to-gpu).">,
+    Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
+           "Query rows per warp: 16 (one m16 tile), 32 (two m16 tiles sharing every K/V "
+           "ldmatrix) or 0 to choose (32 for a 128-row query block, else 16).">
   ];
 }
 

@@ -2,8 +2,8 @@
 //
 // convert-tile-to-mma: the sm_80 fast path (FlashAttention-2 style) for the attention class of
 // tile programs. Tiles whose rows are the query block live in registers in the accumulator
-// layout of mma.sync.m16n8k16 (warp w owns rows 16w..16w+15; lane l holds rows l/4 and l/4+8,
-// columns 2(l%4) and 2(l%4)+1 of every 8-column slab); row vectors hold the two rows a thread
+// layout of mma.sync.m16n8k16 (warp w owns 16 or 32 rows, one or two m16 tiles; in each tile
+// lane l holds rows l/4 and l/4+8, columns 2(l%4) and 2(l%4)+1 of every 8-column slab); row vectors hold the two rows a thread
 // owns; index tiles (iota/splat/expand_dims/broadcast and arithmetic on them) are computed per
 // register from the lane and warp ids, on demand, in the layout their consumer asks for. Loads
 // go through XOR-swizzled shared memory with cp.async (zero fill past the bounds) and reach the
@@ -98,8 +98,9 @@ int64_t constantOf(Value v) {
 
 class MmaKernelBuilder {
 public:
-  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem)
-      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()) {}
+  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, int64_t warpRowsOption)
+      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()),
+        warpRowsOption(warpRowsOption) {}
 
   /// Checks that `program` is in the class and plans it; fills the block size and bytes.
   LogicalResult plan(func::FuncOp program);
@@ -129,7 +130,21 @@ private:
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
   Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {});
+  /// The byte offset (i32) of the ldmatrix row address of this lane for a tile of `cols` 16-bit
+  /// columns at `base` (+ `stage`): matrix row `row8 + lane%8` (row8 a multiple of 8), chunk
+  /// `chunkLo` (0 or 1) XOR the swizzle. Other k/n steps of the same lane are this offset XOR
+  /// 32·step (chunk + 2·step) plus a constant row offset: see ldmatrixAt.
+  Value ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8, Value chunkLo,
+                           Value stage = {});
+  /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `addBytes` (a whole number of 8-row
+  /// groups, folded into the instruction's immediate offset).
+  Value ldmatrixAt(Value laneOffset, int64_t xorBytes, int64_t addBytes, bool transpose);
   Value ldmatrix4(Value addr, bool transpose);
+  /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory.
+  SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt);
+  /// Acc register `i` of a tile of `slabs` 8-column slabs: its Row and Col register.
+  int64_t accRow(int64_t i, int64_t slabs) const { return i / (slabs * 4) * 2 + (i % 4) / 2; }
+  int64_t accCol(int64_t i, int64_t slabs) const { return (i / 4) % slabs * 2 + i % 2; }
   Value packPair(Value lo, Value hi);
   Value fragmentOf(Value i32reg);
 
@@ -149,6 +164,10 @@ private:
   // The class: query rows, element type of the operands.
   int64_t blockM = 0;
   int64_t numWarps = 0;
+  /// 0 (choose), 16 or 32 query rows per warp.
+  int64_t warpRowsOption = 0;
+  /// Query rows per warp (16 or 32) and m16 row tiles per warp (1 or 2).
+  int64_t warpRows = 16, mTiles = 1;
   Type operandType;
   int64_t smemBytes = 0;
   /// Bytes of one stage of the loop-body loads (two stages: double buffering).
@@ -157,12 +176,16 @@ private:
 
   // Thread coordinates (i32) and the shared-memory base.
   Value tid, lane, laneRow, quadCol2, rowBase, smemBase;
-  Value rowIdx[2];
+  /// The query rows of the thread's Row registers: rowIdx[mt·2 + h] = row of (m tile, half).
+  SmallVector<Value, 4> rowIdx;
 
   IRMapping scalars;
   DenseMap<Value, Desc> descs;
   DenseMap<Value, std::pair<Layout, SmallVector<Value>>> eager;
+  /// A operands kept in registers for the whole kernel (Q when it fits), by load result.
   DenseMap<Value, SmallVector<Value>> aFragments;
+  /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
+  DenseMap<Value, LoadPlan> aShared;
   SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
   LoopContext *loop = nullptr;
 };
@@ -189,8 +212,15 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
            << ": convert-tile-to-mma needs f16 or bf16 operands";
   if (blockM != 64 && blockM != 128)
     return queryLoad.emitOpError("loads a block of ")
-           << blockM << " rows: convert-tile-to-mma handles 64 or 128 (one warp per 16 rows)";
-  numWarps = blockM / 16;
+           << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp)";
+  // Rows per warp: 16 (one m16 tile) or 32 (two m16 tiles sharing every K/V ldmatrix, FA2's
+  // d128 layout). Chosen: 32 for a 128-row block (4 warps), 16 otherwise.
+  warpRows = warpRowsOption ? warpRowsOption : (blockM == 128 ? 32 : 16);
+  if (warpRows != 16 && warpRows != 32)
+    return program.emitOpError("asks for ")
+           << warpRows << " rows per warp: convert-tile-to-mma handles 16 or 32";
+  mTiles = warpRows / 16;
+  numWarps = blockM / warpRows;
 
   WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
     if (isa<tile::SoftmaxOp>(op))
@@ -350,6 +380,39 @@ Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value c
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
 
+Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8,
+                                           Value chunkLo, Value stage) {
+  // The tile starts at a multiple of 2·cols bytes (slots and stages are whole tiles), so bits
+  // 4 and up of a row's bytes below 2·cols are the swizzled chunk alone: chunk c + 2·step of the
+  // lane's row sits at (offset of chunk c) XOR 32·step, as (c + 2·step) XOR r = (c XOR r) XOR
+  // 2·step for c < 2. One XOR per ldmatrix instead of a full address, and one live register
+  // per operand and lane instead of one per k step.
+  Location loc = b.getUnknownLoc();
+  Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
+  Value row = arith::AddIOp::create(b, loc, row8, lane7);
+  Value swz = arith::XOrIOp::create(b, loc, chunkLo, lane7);
+  Value bytes = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
+      arith::MulIOp::create(b, loc, swz, ci32(16)));
+  bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
+  if (stage)
+    bytes = arith::AddIOp::create(b, loc, bytes, stage);
+  return bytes;
+}
+
+Value MmaKernelBuilder::ldmatrixAt(Value laneOffset, int64_t xorBytes, int64_t addBytes,
+                                   bool transpose) {
+  Location loc = b.getUnknownLoc();
+  Value bytes = xorBytes ? Value(arith::XOrIOp::create(b, loc, laneOffset, ci32(xorBytes)))
+                         : laneOffset;
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
+  if (addBytes)
+    addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(addBytes)});
+  return ldmatrix4(addr, transpose);
+}
+
 Value MmaKernelBuilder::ldmatrix4(Value addr, bool transpose) {
   Location loc = b.getUnknownLoc();
   Type i32 = b.getI32Type();
@@ -433,12 +496,12 @@ FailureOr<int64_t> MmaKernelBuilder::regCount(RankedTensorType type, Layout layo
   switch (layout) {
   case Layout::Acc:
     if (type.getRank() == 2 && s[0] == blockM && s[1] % 8 == 0)
-      return s[1] / 8 * 4;
+      return mTiles * (s[1] / 8 * 4);
     break;
   case Layout::Row:
     if ((type.getRank() == 1 && s[0] == blockM) ||
         (type.getRank() == 2 && s[0] == blockM && s[1] == 1))
-      return 2;
+      return 2 * mTiles;
     break;
   case Layout::Col: {
     int64_t n = type.getRank() == 1 ? s[0] : (s[0] == 1 ? s[1] : -1);
@@ -484,7 +547,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     regs.assign(*n, s);
   } else if (isa<tile::IotaOp>(def)) {
     if (layout == Layout::Row) {
-      regs = {rowIdx[0], rowIdx[1]};
+      regs.assign(rowIdx.begin(), rowIdx.end());
     } else if (layout == Layout::Col) {
       for (int64_t i = 0; i < *n; ++i)
         regs.push_back(arith::AddIOp::create(b, loc, quadCol2, ci32((i / 2) * 8 + (i % 2))));
@@ -511,13 +574,13 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
       if (failed(in))
         return failure();
       for (int64_t i = 0; i < *n; ++i)
-        regs.push_back((*in)[(i % 4) / 2]);
+        regs.push_back((*in)[accRow(i, type.getShape()[1] / 8)]);
     } else if (layout == Layout::Acc && inType.getShape()[0] == 1) {
       FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), Layout::Col, def);
       if (failed(in))
         return failure();
       for (int64_t i = 0; i < *n; ++i)
-        regs.push_back((*in)[(i / 4) * 2 + (i % 2)]);
+        regs.push_back((*in)[accCol(i, type.getShape()[1] / 8)]);
     } else {
       return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
     }
@@ -533,11 +596,12 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     if (failed(den))
       return failure();
     Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(type.getElementType(), 1.0));
-    Value inv[2];
-    for (int64_t h = 0; h < 2; ++h)
-      inv[h] = arith::DivFOp::create(b, loc, one, (*den)[h]);
+    SmallVector<Value> inv;
+    for (Value d : *den)
+      inv.push_back(arith::DivFOp::create(b, loc, one, d));
     for (int64_t i = 0; i < *n; ++i)
-      regs.push_back(arith::MulFOp::create(b, loc, (*num)[i], inv[(i % 4) / 2]));
+      regs.push_back(
+          arith::MulFOp::create(b, loc, (*num)[i], inv[accRow(i, type.getShape()[1] / 8)]));
   } else if (def->getDialect() &&
              isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
              def->getNumRegions() == 0) {
@@ -582,9 +646,10 @@ LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   Value warp = arith::ShRUIOp::create(b, loc, tid, ci32(5));
   laneRow = arith::ShRUIOp::create(b, loc, lane, ci32(2));
   quadCol2 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, lane, ci32(3)), ci32(2));
-  rowBase = arith::MulIOp::create(b, loc, warp, ci32(16));
-  rowIdx[0] = arith::AddIOp::create(b, loc, rowBase, laneRow);
-  rowIdx[1] = arith::AddIOp::create(b, loc, rowIdx[0], ci32(8));
+  rowBase = arith::MulIOp::create(b, loc, warp, ci32(warpRows));
+  Value row0 = arith::AddIOp::create(b, loc, rowBase, laneRow);
+  for (int64_t i = 0; i < 2 * mTiles; ++i)
+    rowIdx.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
   smemBase = LLVM::AddressOfOp::create(b, loc, smemGlobal);
   for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
     scalars.map(src, dst);
@@ -762,20 +827,18 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
     if (p.role == LoadRole::A) {
-      // A fragments for every 16-column step, kept in registers: matrix q = lane/8 holds rows
-      // +8·(q&1) and columns +8·(q>>1) of the warp's 16×16 slab.
-      Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
-      Value row = arith::AddIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, rowBase, arith::AndIOp::create(b, loc, lane, ci32(7))),
-          arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8)));
-      Value chunkHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
-      SmallVector<Value> frags;
-      for (int64_t kt = 0; kt < p.cols / 16; ++kt) {
-        Value chunk = arith::AddIOp::create(b, loc, chunkHi, ci32(kt * 2));
-        Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk), false);
-        for (int64_t i = 0; i < 4; ++i)
-          frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
+      // A fragments for every m tile and 16-column step, kept in registers when they take at
+      // most 32 (d64, or d128 with one m tile per warp); else each dot reads them from shared
+      // memory at every k step (d128 with two m tiles: 64 registers would not fit beside the
+      // 128 of the accumulator and the 64 of the scores).
+      if (mTiles * (p.cols / 16) * 4 > 32) {
+        aShared[op.getResult()] = p;
+        return success();
       }
+      SmallVector<Value> frags;
+      for (int64_t mt = 0; mt < mTiles; ++mt)
+        for (int64_t kt = 0; kt < p.cols / 16; ++kt)
+          llvm::append_range(frags, loadAFragments(p, mt, kt));
       aFragments[op.getResult()] = frags;
     }
     return success();
@@ -803,6 +866,23 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
   return success();
 }
 
+SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt) {
+  // Matrix q = lane/8 of the ldmatrix.x4 holds rows +8·(q&1) and columns +8·(q>>1) of the
+  // 16×16 slab of m tile mt at k step kt.
+  Location loc = b.getUnknownLoc();
+  Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
+  Value row8 = arith::AddIOp::create(
+      b, loc, rowBase,
+      arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8)));
+  Value laneOffset = ldmatrixLaneOffset(p.smemOffset, p.cols, row8,
+                                        arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value x4 = ldmatrixAt(laneOffset, 32 * kt, 16 * mt * p.cols * 2, false);
+  SmallVector<Value> frags;
+  for (int64_t i = 0; i < 4; ++i)
+    frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
+  return frags;
+}
+
 void MmaKernelBuilder::issueStreams(Value iv, Value stage) {
   LoopContext &l = *loop;
   for (tile::LoadOp ld : l.streams) {
@@ -822,23 +902,32 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
       K % 16 != 0 || N % 16 != 0)
     return op.emitOpError("is a dot convert-tile-to-mma cannot map onto m16n8k16 (A must be ")
            << blockM << "xK " << operandType << ", K and N multiples of 16)";
-  // A fragments: a loaded block read once, or a register tile packed pairwise (the accumulator
-  // layout of two adjacent 8-column slabs is the A layout of one 16-column step).
+  // A fragments, a[(mt·K/16 + kt)·4 + i]: a loaded block read once into registers, or read from
+  // shared memory at each k step (filled in below), or a register tile packed pairwise (the
+  // accumulator layout of two adjacent 8-column slabs is the A layout of one 16-column step).
+  int64_t kSteps = K / 16;
   SmallVector<Value> a;
   auto resident = aFragments.find(op.getA());
+  auto shared = aShared.find(op.getA());
   if (resident != aFragments.end()) {
     a = resident->second;
-  } else {
+  } else if (shared == aShared.end()) {
     FailureOr<SmallVector<Value>> regs = materialize(op.getA(), Layout::Acc, op);
     if (failed(regs))
       return failure();
-    for (int64_t kt = 0; kt < K / 16; ++kt) {
-      auto at = [&](int64_t slab, int64_t r) { return (*regs)[(2 * kt + slab) * 4 + r]; };
-      a.push_back(packPair(at(0, 0), at(0, 1)));
-      a.push_back(packPair(at(0, 2), at(0, 3)));
-      a.push_back(packPair(at(1, 0), at(1, 1)));
-      a.push_back(packPair(at(1, 2), at(1, 3)));
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      for (int64_t kt = 0; kt < kSteps; ++kt) {
+        auto at = [&](int64_t slab, int64_t r) {
+          return (*regs)[(mt * (K / 8) + 2 * kt + slab) * 4 + r];
+        };
+        a.push_back(packPair(at(0, 0), at(0, 1)));
+        a.push_back(packPair(at(0, 2), at(0, 3)));
+        a.push_back(packPair(at(1, 0), at(1, 1)));
+        a.push_back(packPair(at(1, 2), at(1, 3)));
+      }
     }
+  } else {
+    a.resize(mTiles * kSteps * 4);
   }
   // B from shared memory.
   Value bSource = op.getB();
@@ -860,34 +949,37 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
   Value qLo = arith::AndIOp::create(b, loc, q, ci32(1));
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
-  Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
+  // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
+  // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
+  Value laneOffset = transposed
+      ? ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo,
+                           stage)
+      : ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi,
+                           stage);
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  for (int64_t kt = 0; kt < K / 16; ++kt) {
-    for (int64_t np = 0; np < N / 16; ++np) {
-      Value row, chunk;
-      if (transposed) {
-        // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8).
-        row = arith::AddIOp::create(b, loc, lane7,
-                                    arith::AddIOp::create(b, loc, ci32(np * 16),
-                                                          arith::MulIOp::create(b, loc, qHi, ci32(8))));
-        chunk = arith::AddIOp::create(b, loc, qLo, ci32(kt * 2));
-      } else {
-        // V rows are the k index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
-        row = arith::AddIOp::create(b, loc, lane7,
-                                    arith::AddIOp::create(b, loc, ci32(kt * 16),
-                                                          arith::MulIOp::create(b, loc, qLo, ci32(8))));
-        chunk = arith::AddIOp::create(b, loc, qHi, ci32(np * 2));
+  for (int64_t kt = 0; kt < kSteps; ++kt) {
+    if (shared != aShared.end())
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+        SmallVector<Value> frags = loadAFragments(shared->second, mt, kt);
+        std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
       }
-      Value x4 = ldmatrix4(smemChunk(p.smemOffset, p.cols, row, chunk, stage), !transposed);
+    for (int64_t np = 0; np < N / 16; ++np) {
+      int64_t rowBytes = p.cols * 2;
+      Value x4 = transposed
+          ? ldmatrixAt(laneOffset, 32 * kt, np * 16 * rowBytes, /*transpose=*/false)
+          : ldmatrixAt(laneOffset, 32 * np, kt * 16 * rowBytes, /*transpose=*/true);
       Value regs[4];
       for (int64_t i = 0; i < 4; ++i)
         regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
+      // Every m tile of the warp uses the same B fragments.
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
       for (int64_t half = 0; half < 2; ++half) {
-        int64_t nt = np * 2 + half;
+        int64_t nt = mt * (N / 8) + np * 2 + half;
+        int64_t ai = (mt * kSteps + kt) * 4;
         SmallVector<Value> cIn(acc.begin() + nt * 4, acc.begin() + nt * 4 + 4);
-        SmallVector<Value> aIn(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
+        SmallVector<Value> aIn(a.begin() + ai, a.begin() + ai + 4);
         Value mma = NVVM::MmaOp::create(
             b, loc, resultType, aIn, ValueRange{regs[half * 2], regs[half * 2 + 1]}, cIn,
             ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
@@ -895,6 +987,7 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
             std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
         for (int64_t i = 0; i < 4; ++i)
           acc[nt * 4 + i] = LLVM::ExtractValueOp::create(b, loc, mma, i);
+      }
       }
     }
   }
@@ -931,11 +1024,12 @@ LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
   int64_t slabs = inType.getShape()[1] / 8;
   SmallVector<Value> out;
   Value full = ci32(-1), clamp = ci32(31);
-  for (int64_t h = 0; h < 2; ++h) {
-    Value r = (*in)[h * 2];
-    r = combine(r, (*in)[h * 2 + 1]);
+  for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
+    int64_t base = rr / 2 * slabs * 4 + rr % 2 * 2;
+    Value r = (*in)[base];
+    r = combine(r, (*in)[base + 1]);
     for (int64_t s = 1; s < slabs; ++s)
-      r = combine(combine(r, (*in)[s * 4 + h * 2]), (*in)[s * 4 + h * 2 + 1]);
+      r = combine(combine(r, (*in)[base + s * 4]), (*in)[base + s * 4 + 1]);
     // The four threads of a quad hold the other columns of the same rows.
     for (int64_t off : {1, 2}) {
       Value other = NVVM::ShflOp::create(b, loc, elem, full, r, ci32(off), clamp,
@@ -991,16 +1085,18 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
       return failure();
     Type elem = type.getElementType();
     auto vt = VectorType::get({2}, elem);
-    for (int64_t s = 0; s < type.getShape()[1] / 8; ++s) {
+    int64_t slabs = type.getShape()[1] / 8;
+    for (int64_t s = 0; s < slabs; ++s) {
       Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
-      for (int64_t h = 0; h < 2; ++h) {
-        auto [in, elemOff] = storeAt(rowIdx[h], col, 2, Value());
+      for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
+        int64_t reg = (rr / 2 * slabs + s) * 4 + rr % 2 * 2;
+        auto [in, elemOff] = storeAt(rowIdx[rr], col, 2, Value());
         auto ifOp = scf::IfOp::create(b, loc, in, false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
         Value v = LLVM::PoisonOp::create(b, loc, vt);
-        v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[s * 4 + h * 2], ci32(0));
-        v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[s * 4 + h * 2 + 1], ci32(1));
+        v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[reg], ci32(0));
+        v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[reg + 1], ci32(1));
         Value ptr = LLVM::GEPOp::create(b, loc, ptr1, elem, d.base, ValueRange{elemOff});
         LLVM::StoreOp::create(b, loc, v, ptr, /*alignment=*/elem.getIntOrFloatBitWidth() / 4);
       }
@@ -1012,7 +1108,7 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
   if (failed(regs))
     return failure();
   Value quadLead = cmp(arith::CmpIPredicate::eq, quadCol2, ci32(0));
-  for (int64_t h = 0; h < 2; ++h) {
+  for (int64_t h = 0; h < 2 * mTiles; ++h) {
     auto [in, elemOff] = storeAt(rowIdx[h], Value(), 1, Value());
     in = arith::AndIOp::create(b, loc, in, quadLead);
     auto ifOp = scf::IfOp::create(b, loc, in, false);
@@ -1223,7 +1319,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
                                     FunctionType::get(ctx, argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    MmaKernelBuilder builder(kernel, smem);
+    MmaKernelBuilder builder(kernel, smem, warpRows);
     if (failed(builder.plan(program)))
       return failure();
     if (builder.sharedBytes() > sharedLimit)
