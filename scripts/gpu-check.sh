@@ -24,15 +24,15 @@ step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a fail
 }
 step examples python3 "$root/test/gpu/run_examples.py" "$work/cubin"
 step aot "$work/bin/attention_aot"
-step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
-  --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
+step aot_vs_jit env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_aot_vs_jit.py"
 step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tessel-run" \
   --json "$out/sweep.json"
+step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
+  --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$out/python_gpu.xml"
-step aot_vs_jit env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_aot_vs_jit.py"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
