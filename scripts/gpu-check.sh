@@ -3,8 +3,8 @@
 # unpack the bundle → run the examples and the ahead-of-time program → check attention on the GPU
 # against float64/float32 references and against the interpreter, benchmark it side by side with
 # PyTorch SDPA → the Python DSL on CUDA tensors (test/gpu/test_python_gpu.py) and its launch
-# overhead (test/gpu/bench_launch.py) → print a short table last; JSON and logs under $OUT (or
-# build/gpu-check).
+# overhead (test/gpu/bench_launch.py) → print a short table last; JSON results and one log
+# (gpu-check.log) under $OUT (or build/gpu-check).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build/gpu-check}
@@ -16,10 +16,13 @@ export PYTHONUNBUFFERED=1
 export PYTHONPATH="$work/python${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi -L
 failed=()
+logs="$work/logs"
+mkdir -p "$logs"
+# One log comes back (the device tool returns at most 8 files): every part appends to it.
 step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a failure, goes on
   local name=$1; shift
-  echo "== $name"
-  "$@" 2>&1 | tee "$out/$name.log"
+  echo "== $name" | tee -a "$out/gpu-check.log"
+  "$@" 2>&1 | tee "$logs/$name.log" | tee -a "$out/gpu-check.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
 }
 step examples python3 "$root/test/gpu/run_examples.py" "$work/cubin"
@@ -32,7 +35,7 @@ step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
   --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
-  --junitxml "$out/python_gpu.xml"
+  --junitxml "$logs/python_gpu.xml"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
@@ -42,7 +45,7 @@ fi
 
 echo
 echo "== summary"
-grep -h -A20 '^| d | n | causal | block' "$out/attention_mma.log" | grep '^|'
-grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$out"/*.log | head -30
+grep -h -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
+grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
 [ ${#failed[@]} -eq 0 ]
