@@ -85,8 +85,9 @@ def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, block, window=6
     return result
 
 
-def sdpa_tflops(B, H, N, D, causal, flops):
-    """PyTorch SDPA under each backend on the same shape, fp16, median of CUDA-event timings."""
+def sdpa_tflops(B, H, N, D, causal, flops, backends=("flash", "cudnn", "math"), repeats=10):
+    """PyTorch SDPA under each of `backends` on the same shape, fp16, median of `repeats`
+    CUDA-event timings after 3 warm-up calls. Shared by the GPU check scripts."""
     try:
         import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -94,15 +95,17 @@ def sdpa_tflops(B, H, N, D, causal, flops):
         return {"error": f"no torch: {e}"}
     q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
     out = {}
-    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
-                          ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)):
+    known = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+             "math": SDPBackend.MATH}
+    for name in backends:
+        backend = known[name]
         try:
             with sdpa_kernel(backend):
                 f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
                 for _ in range(3):
                     f()
                 times = []
-                for _ in range(10):
+                for _ in range(repeats):
                     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     s.record(); f(); e.record(); torch.cuda.synchronize()
                     times.append(s.elapsed_time(e))

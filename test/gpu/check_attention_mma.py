@@ -21,35 +21,7 @@ here = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(here))
 sys.path.insert(0, str(here.parents[0] / "python"))
 from attention_kernels import naive_attention_kernel, reference_attention  # noqa: E402
-from check_attention import TOL, decode, encode  # noqa: E402
-
-
-def sdpa_tflops(B, H, N, D, causal, flops):
-    """SDPA under the FA2 and cuDNN backends, fp16, median of 20 CUDA-event timings."""
-    try:
-        import torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except Exception as e:  # noqa: BLE001
-        return {"error": f"no torch: {e}"}
-    q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
-    out = {}
-    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
-                          ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-        try:
-            with sdpa_kernel(backend):
-                f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                for _ in range(3):
-                    f()
-                times = []
-                for _ in range(20):
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record(); f(); e.record(); torch.cuda.synchronize()
-                    times.append(s.elapsed_time(e))
-            ms = sorted(times)[len(times) // 2]
-            out[name] = {"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12}
-        except Exception as e:  # noqa: BLE001
-            out[name] = {"error": str(e)[:200]}
-    return out
+from check_attention import TOL, decode, encode, sdpa_tflops  # noqa: E402
 
 
 def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen="mma",
@@ -166,7 +138,8 @@ def main():
             row = {"b": B, "h": H, "n": N, "d": D, "causal": causal, "bm": bm, "bn": bn,
                    "tessel_mma": r}
             if (D, N, causal) not in sdpa_cache:
-                sdpa_cache[(D, N, causal)] = sdpa_tflops(B, H, N, D, causal, flops)
+                sdpa_cache[(D, N, causal)] = sdpa_tflops(B, H, N, D, causal, flops,
+                                                         backends=("flash", "cudnn"), repeats=20)
             row["sdpa"] = sdpa_cache[(D, N, causal)]
             results["speed"].append(row)
             print(f"speed d={D} n={N} causal={causal} {bm}x{bn}: {r.get('tflops', 'FAIL')} "
