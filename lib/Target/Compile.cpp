@@ -218,7 +218,7 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
     // The one verification of the lowered module, before it is translated to LLVM IR.
     if (failed(verify(*work)))
       return failure();
-    clock.lap("verify");
+    clock.lap("verify lowered");
   }
   if (flags.printLLVMDialect || stage == Stage::LLVM) {
     llvm::raw_string_ostream os(result.llvmDialect);

@@ -9,7 +9,7 @@ Every compile records the wall time of its steps (a clock read per step, always 
   ``ptxas --version`` (once per ptxas and process), ``cache key``, ``disk lookup``, then either
   ``disk load`` or the compile and ``cache write``;
 - the compile (C++, lib/Target/Compile.cpp): ``clone``, ``lowering`` (tile → GPU → NVVM/LLVM
-  dialect), ``verify``, ``llvm ir + opt`` (translation to LLVM IR and LLVM's O3 pipeline),
+  dialect), ``verify lowered``, ``llvm ir + opt`` (translation to LLVM IR and LLVM's O3 pipeline),
   ``nvptx`` (LLVM IR → PTX), ``ptxas``;
 
 kept as ``GpuBinary.timings``. With ``TESSEL_TIMING=1`` (any value but empty or 0) each

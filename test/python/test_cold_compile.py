@@ -26,7 +26,7 @@ from tessel import _tessel
 FRONT_END = ["mlir context", "trace", "verify", "print tile ir", "tile pipeline",
              "print tile-opt ir"]
 COMPILED = ["compiler version", "ptxas --version", "cache key", "disk lookup", "clone",
-            "lowering", "verify", "llvm ir + opt", "nvptx", "ptxas", "cache write"]
+            "lowering", "verify lowered", "llvm ir + opt", "nvptx", "ptxas", "cache write"]
 DISK = ["compiler version", "ptxas --version", "cache key", "disk lookup", "disk load"]
 
 SCRIPT = textwrap.dedent('''\
