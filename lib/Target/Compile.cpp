@@ -11,7 +11,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -20,6 +22,8 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #ifndef TESSEL_CUDA_HOME
@@ -162,42 +166,102 @@ static llvm::SmallVector<tessel::KernelLaunchInfo> collectLaunchInfo(ModuleOp lo
   return kernels;
 }
 
+namespace {
+/// Wall time of the steps of one compile, appended to CompiledModule::timings.
+class StageClock {
+public:
+  explicit StageClock(llvm::SmallVector<tessel::StageTime> &out) : out(out) {}
+  void lap(llvm::StringRef name) {
+    auto now = std::chrono::steady_clock::now();
+    out.push_back({name.str(), std::chrono::duration<double>(now - last).count()});
+    last = now;
+  }
+
+private:
+  llvm::SmallVector<tessel::StageTime> &out;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+} // namespace
+
 FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
                                                         const TargetOptions &options,
-                                                        Stage stage) {
+                                                        Stage stage, const CompileFlags &flags) {
   if (!isSupportedChip(options.chip))
     return module.emitError() << "unsupported chip '" << options.chip
                               << "': tessel compiles for sm_80 and sm_90a";
   CompiledModule result;
+  StageClock clock(result.timings);
+  // One timing manager for both pass managers: its report lists the lowering and
+  // gpu-module-to-binary together. Disabled, it costs nothing.
+  llvm::raw_string_ostream passTimingStream(result.passTimingReport);
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(flags.passTiming);
+  timingManager.setOutput(
+      createOutputStrategy(DefaultTimingManager::OutputFormat::Text, passTimingStream));
+  TimingScope timingRoot = timingManager.getRootScope();
+
+  // The lowering runs once, on a copy (the caller's tile module stays as it is: it may be
+  // compiled again for another chip); gpu-module-to-binary then runs on the lowered copy. This
+  // is the same pass list as tile-to-nvvm{format=isa} (buildTileToNVVMPipeline is these two
+  // parts), so the PTX is the same as running the named pipeline.
   OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
-  TargetOptions toLLVM = options;
-  toLLVM.format = "llvm";
+  clock.lap("clone");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  buildTileToNVVMPipeline(pm, toLLVM);
+  pm.enableVerifier(flags.verifyEachPass);
+  if (flags.passTiming)
+    pm.enableTiming(timingRoot);
+  buildTileToLLVMPipeline(pm, options);
   if (failed(pm.run(*work)))
     return failure();
-  {
+  clock.lap("lowering");
+  if (!flags.verifyEachPass) {
+    // The one verification of the lowered module, before it is translated to LLVM IR.
+    if (failed(verify(*work)))
+      return failure();
+    clock.lap("verify lowered");
+  }
+  if (flags.printLLVMDialect || stage == Stage::LLVM) {
     llvm::raw_string_ostream os(result.llvmDialect);
     work->print(os);
+    clock.lap("print llvm dialect");
   }
   result.kernels = collectLaunchInfo(*work);
-  if (stage == Stage::LLVM)
+  if (stage == Stage::LLVM) {
+    timingRoot.stop();
+    timingManager.print();
     return result;
+  }
 
-  // The LLVM-dialect module goes on to PTX; the pass list after tile-to-nvvm's lowering part is
-  // just gpu-module-to-binary, so run the full pipeline on a fresh copy to keep one definition.
-  OwningOpRef<ModuleOp> isa(cast<ModuleOp>(module->clone()));
   TargetOptions toPTX = options;
   toPTX.format = "isa";
   PassManager pmIsa(module.getContext(), ModuleOp::getOperationName());
-  buildTileToNVVMPipeline(pmIsa, toPTX);
-  if (failed(pmIsa.run(*isa)))
+  pmIsa.enableVerifier(flags.verifyEachPass);
+  if (flags.passTiming)
+    pmIsa.enableTiming(timingRoot);
+  buildLLVMToBinaryPipeline(pmIsa, toPTX);
+  if (failed(pmIsa.run(*work)))
     return failure();
-  isa->walk([&](gpu::BinaryOp binary) {
+  int64_t isaMs = -1;
+  work->walk([&](gpu::BinaryOp binary) {
     for (Attribute object : binary.getObjects())
-      if (auto obj = dyn_cast<gpu::ObjectAttr>(object))
+      if (auto obj = dyn_cast<gpu::ObjectAttr>(object)) {
         result.ptx += obj.getObject().getValue().str();
+        if (DictionaryAttr props = obj.getProperties())
+          if (auto ms = props.getAs<IntegerAttr>("LLVMIRToISATimeInMs"))
+            isaMs = std::max<int64_t>(isaMs, 0) + ms.getInt();
+      }
   });
+  clock.lap("llvm ir + opt + nvptx");
+  if (isaMs >= 0 && !result.timings.empty()) {
+    // gpu-module-to-binary reports how long LLVM IR → PTX (the NVPTX back end) took; the rest
+    // of the step is the translation to LLVM IR and LLVM's optimisation pipeline.
+    StageTime whole = result.timings.pop_back_val();
+    double isa = std::min(whole.seconds, isaMs / 1000.0);
+    result.timings.push_back({"llvm ir + opt", whole.seconds - isa});
+    result.timings.push_back({"nvptx", isa});
+  }
+  timingRoot.stop();
+  timingManager.print();
   if (result.ptx.empty())
     return module.emitError("the pipeline produced no PTX (the module holds no tile program?)");
   if (stage == Stage::PTX)
@@ -206,5 +270,6 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
   std::string error;
   if (!runPtxas(result.ptx, options.chip, options.toolkit, result, error))
     return module.emitError() << error;
+  clock.lap("ptxas");
   return result;
 }

@@ -14,6 +14,12 @@
 
 #include "llvm/Config/llvm-config.h"
 
+#if defined(__linux__)
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#endif
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -38,6 +44,73 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
   return options;
 }
 
+#if defined(__linux__)
+/// The build id note (NT_GNU_BUILD_ID) of the loaded ELF object that holds `address`, in hex;
+/// read from the object's PT_NOTE segments in memory, so nothing is read from disk.
+std::string elfBuildIdOf(const void *address) {
+  Dl_info info;
+  if (!dladdr(address, &info) || !info.dli_fbase)
+    return {};
+  struct Search {
+    const void *base;
+    std::string hex;
+  } search{info.dli_fbase, {}};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *object, size_t, void *data) -> int {
+        auto *s = static_cast<Search *>(data);
+        // The object whose first PT_LOAD maps at its load base is ours.
+        bool ours = false;
+        for (int i = 0; i < object->dlpi_phnum && !ours; ++i)
+          if (object->dlpi_phdr[i].p_type == PT_LOAD)
+            ours = reinterpret_cast<const char *>(object->dlpi_addr) +
+                       object->dlpi_phdr[i].p_vaddr - object->dlpi_phdr[i].p_offset ==
+                   s->base;
+        if (!ours)
+          return 0;
+        for (int i = 0; i < object->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &ph = object->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE)
+            continue;
+          const char *p = reinterpret_cast<const char *>(object->dlpi_addr + ph.p_vaddr);
+          const char *end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            auto *note = reinterpret_cast<const ElfW(Nhdr) *>(p);
+            const char *name = p + sizeof(ElfW(Nhdr));
+            const char *desc = name + ((note->n_namesz + 3) & ~3u);
+            const char *next = desc + ((note->n_descsz + 3) & ~3u);
+            if (next > end)
+              break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                std::string(name, 3) == "GNU") {
+              static const char digits[] = "0123456789abcdef";
+              for (unsigned j = 0; j < note->n_descsz; ++j) {
+                unsigned char byte = static_cast<unsigned char>(desc[j]);
+                s->hex += digits[byte >> 4];
+                s->hex += digits[byte & 15];
+              }
+              return 1;
+            }
+            p = next;
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.hex;
+}
+#endif
+
+/// The build id the linker wrote into this extension (python/CMakeLists.txt asks for SHA-1 of
+/// the output), or "" where there is none: the cache then hashes the file.
+std::string extensionBuildId() {
+#if defined(__linux__)
+  static const std::string id = elfBuildIdOf(reinterpret_cast<const void *>(&extensionBuildId));
+  return id;
+#else
+  return {};
+#endif
+}
+
 py::dict entryDict(const tessel::runtime::CacheEntry &e) {
   py::dict d;
   d["key"] = e.key;
@@ -50,6 +123,9 @@ py::dict entryDict(const tessel::runtime::CacheEntry &e) {
 
 void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder) {
   m.attr("llvm_version") = LLVM_VERSION_STRING;
+  m.def("build_id", &extensionBuildId,
+        "The ELF build id of this extension in hex (a hash of the linked binary, written by the "
+        "linker), or '' when the binary has none.");
   m.def("find_ptxas", [](const std::string &toolkit) { return tessel::findPtxas(toolkit); },
         py::arg("toolkit") = "",
         "The ptxas tessel would run (empty if none).");
@@ -64,11 +140,13 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
   builder.def(
       "compile_gpu",
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
-         unsigned numThreads, const std::string &toolkit, const std::string &codegen) {
+         unsigned numThreads, const std::string &toolkit, const std::string &codegen,
+         bool passTiming) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen));
+          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen),
+                               passTiming);
         }
         py::dict out;
         py::list diags;
@@ -76,6 +154,11 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
           diags.append(py::make_tuple(d.severity, d.message, d.file, d.line, d.column));
         out["diagnostics"] = diags;
         out["ok"] = r.ok;
+        py::list timings;
+        for (const tessel::StageTime &t : r.compiled.timings)
+          timings.append(py::make_tuple(t.name, t.seconds));
+        out["timings"] = timings;
+        out["pass_timing"] = r.compiled.passTimingReport;
         if (!r.ok)
           return out;
         out["ptx"] = r.compiled.ptx;
@@ -99,7 +182,10 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         return out;
       },
       py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
-      py::arg("toolkit") = "", py::arg("codegen") = "reference");
+      py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
+      "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
+      "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
+      "(MLIR's pass timing report when pass_timing=True).");
 
   py::class_<KernelCache>(m, "KernelCache")
       .def(py::init<std::string>(), py::arg("directory"))

@@ -648,11 +648,15 @@ std::vector<PyDiagnostic> KernelBuilder::runPipeline(const std::string &pipeline
 }
 
 tessel::python::GpuCompileResult
-KernelBuilder::compileForGpu(const tessel::TargetOptions &options) {
+KernelBuilder::compileForGpu(const tessel::TargetOptions &options, bool passTiming) {
   GpuCompileResult result;
   DiagnosticCollector collect(*ctx);
+  tessel::CompileFlags flags;
+  flags.printLLVMDialect = false;
+  flags.verifyEachPass = false;
+  flags.passTiming = passTiming;
   FailureOr<tessel::CompiledModule> compiled =
-      tessel::compileModule(*moduleOp, options, tessel::Stage::Cubin);
+      tessel::compileModule(*moduleOp, options, tessel::Stage::Cubin, flags);
   if (succeeded(compiled)) {
     result.ok = true;
     result.compiled = std::move(*compiled);

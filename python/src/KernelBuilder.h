@@ -131,8 +131,10 @@ public:
   /// IR after every pass to stderr.
   std::vector<Diagnostic> runPipeline(const std::string &pipeline, bool dumpIR);
   std::string print(bool withLocations);
-  /// Compiles the module as it is now (after `runPipeline`) to PTX and a cubin.
-  GpuCompileResult compileForGpu(const tessel::TargetOptions &options);
+  /// Compiles the module as it is now (after `runPipeline`) to PTX and a cubin. The lowered
+  /// LLVM-dialect module is not printed and the IR is verified once after the lowering, not
+  /// after every pass (docs/dev/cold-compile.md); `passTiming` keeps MLIR's pass timing report.
+  GpuCompileResult compileForGpu(const tessel::TargetOptions &options, bool passTiming = false);
 
   // Value introspection.
   static std::string kindOf(mlir::Value value);   // scalar, tile, ptr, desc

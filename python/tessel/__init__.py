@@ -12,6 +12,10 @@
 `tessel.attention(q, k, v, ...)` has PyTorch scaled_dot_product_attention semantics, with
 FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions.
 """
+import time as _time
+
+_import_started = _time.perf_counter()
+
 from . import language
 from . import language as tl
 from .errors import CompilationError, KernelRuntimeError
@@ -20,6 +24,10 @@ from .runtime import from_bf16, to_bf16
 from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
 from . import gpu
+from . import timing
+
+timing.import_seconds = _time.perf_counter() - _import_started
+del _time, _import_started
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
            "CompiledKernel", "JITFunction", "attention", "compile_attention", "to_bf16",

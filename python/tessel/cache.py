@@ -35,6 +35,7 @@ import sys
 import threading
 import warnings
 
+from . import timing
 from .errors import CompilationError
 
 log = logging.getLogger("tessel.cache")
@@ -89,18 +90,29 @@ _ptxas_versions = {}
 
 
 def build_id():
-    """SHA-256 (16 hex digits) of the compiler binary, tessel._tessel: any change of the C++
-    compiler, committed or not, is a new build id."""
+    """The build id of the compiler binary, tessel._tessel: any change of the C++ compiler,
+    committed or not, is a new build id.
+
+    It is the ELF build id the linker wrote (SHA-1 of the linked extension, asked for in
+    python/CMakeLists.txt), read from memory by ``_tessel.build_id()``: nothing is read from
+    disk. A binary without one (another linker or platform) is hashed instead: SHA-256 of the
+    file, 16 hex digits, ~0.1 s once per process for the 110 MB extension."""
     global _build_id
     with _versions_lock:
         if _build_id is None:
             from . import _tessel
-            h = hashlib.sha256()
-            with open(_tessel.__file__, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            _build_id = h.hexdigest()[:16]
+            elf = _tessel.build_id()
+            _build_id = f"elf:{elf}" if elf else file_build_id(_tessel.__file__)
         return _build_id
+
+
+def file_build_id(path):
+    """SHA-256 (16 hex digits) of a file: the build id of a binary that carries none."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
 
 
 def tessel_version():
@@ -269,6 +281,9 @@ class GpuBinary:
     dynamic_shared_bytes: int
     manifest: dict
     source: str                 # "compiled", "disk" or "memory"
+    # [(step, seconds)] of what this lookup did (tessel/timing.py): the front end's steps when
+    # it compiled, the key, the disk, the C++ compile; empty for a memory hit.
+    timings: list = dataclasses.field(default_factory=list)
 
 
 _memory = {}
@@ -313,30 +328,49 @@ def _explain_enabled():
 def get_binary(kernel, gpu=None, directory=None):
     """The GpuBinary of CompiledKernel `kernel` for GpuOptions `gpu`, from memory, disk or a compile."""
     gpu = gpu or GpuOptions()
+    clock = timing.Steps()
+    build_id()
+    clock.lap("compiler version")
+    ptxas_version(gpu.toolkit)
+    clock.lap("ptxas --version")
     ingr = ingredients(kernel, gpu)
     key = key_of(ingr)
+    clock.lap("cache key")
     with _memory_lock:
         hit = _memory.get(key)
     if hit is not None:
-        return dataclasses.replace(hit, source="memory")
+        return dataclasses.replace(hit, source="memory", timings=[])
     cache = disk_cache(directory)
     entry, problem = cache.lookup(key)
     if problem:
         log.warning("tessel: discarded a bad cache entry %s (%s); rebuilding", key[:12], problem)
+    clock.lap("disk lookup")
+    pass_timing = ""
     if entry is not None:
         binary = _binary_from_entry(entry, "disk")
+        clock.lap("disk load")
     else:
         if _explain_enabled():
             print(f"tessel cache: {kernel.name}: {explain_miss(cache, ingr)}", file=sys.stderr)
-        binary = _compile(kernel, gpu, key, ingr, cache)
+        binary, pass_timing = _compile(kernel, gpu, key, ingr, cache, clock)
+    # The front end's steps come first when this lookup is the kernel's first: they are part of
+    # its cold compile.
+    steps = list(getattr(kernel, "timings", [])) if not getattr(kernel, "_timings_reported",
+                                                                   False) else []
+    kernel._timings_reported = True
+    binary.timings = steps + clock.steps
+    timing.report(f"{kernel.name} for {gpu.chip}: {binary.source} (key {key[:12]})",
+                  binary.timings, pass_timing)
     with _memory_lock:
         _memory[key] = binary
     return binary
 
 
-def _compile(kernel, gpu, key, ingr, cache):
+def _compile(kernel, gpu, key, ingr, cache, clock):
+    """(GpuBinary, MLIR's pass timing report or ""): compiles and stores in `cache`."""
     r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
-                                    gpu.codegen)
+                                    gpu.codegen, timing.enabled())
+    clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]
         _, message, filename, line, col = errors[0] if errors else ("error", "failed", "", 0, 0)
@@ -356,10 +390,11 @@ def _compile(kernel, gpu, key, ingr, cache):
         "ingredients": ingr,
     }
     what, warning = cache.store(key, r["cubin"], r["ptx"], json.dumps(manifest))
+    clock.lap("cache write")
     if warning:
         warnings.warn(warning, CacheWarning, stacklevel=3)
     manifest.update(key=key)
     return GpuBinary(key=key, name=launch["name"], chip=gpu.chip, cubin=r["cubin"], ptx=r["ptx"],
                      block=tuple(launch["block"]),
                      dynamic_shared_bytes=int(launch["dynamic_shared_bytes"]),
-                     manifest=manifest, source="compiled")
+                     manifest=manifest, source="compiled"), r.get("pass_timing", "")

@@ -27,6 +27,7 @@ import os
 from . import gpu
 from . import language as tl
 from . import runtime
+from . import timing
 from .errors import CompilationError
 from .frontend import CodeGenerator, FunctionSource, TVal, _Return
 
@@ -66,6 +67,7 @@ class CompiledKernel:
         self.asm = asm                # {"tile": ..., "tile-opt": ...}
         self.specialization = key
         self.options = options
+        self.timings = []             # [(step, seconds)] of the front end (tessel/timing.py)
 
     def key_ingredients(self, gpu=None):
         """What the GPU cache key of this kernel is made of (tessel/cache.py)."""
@@ -262,7 +264,9 @@ class JITFunction:
 
     def compile(self, key, bound, params):
         from . import _tessel
+        clock = timing.Steps()
         builder = _tessel.KernelBuilder()
+        clock.lap("mlir context")
         source = self.source
         if source.tree.decorator_list:
             pos = source.position(source.tree)
@@ -285,13 +289,19 @@ class JITFunction:
                 raise gen.error(gen.return_node, "a kernel cannot return a value; store it") from None
         builder.set_loc(*pos)
         builder.end_function()
+        clock.lap("trace")
         _raise_diagnostics(builder.verify(), pos)
+        clock.lap("verify")
         asm = {"tile": builder.print()}
+        clock.lap("print tile ir")
         diags = builder.run_pipeline(self.options.pipeline, _dump_ir())
         _raise_diagnostics(diags, pos)
+        clock.lap("tile pipeline")
         asm["tile-opt"] = builder.print()
+        clock.lap("print tile-opt ir")
         kernel = CompiledKernel(self.__name__, builder, params, asm, key, self.options)
         kernel.warnings = [d for d in diags if d[0] != "error"]
+        kernel.timings = clock.steps
         return kernel
 
     def warmup(self, *args, **kwargs):

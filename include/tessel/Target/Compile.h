@@ -55,10 +55,30 @@ llvm::SmallVector<KernelResources> parsePtxasReport(llvm::StringRef log);
 /// How far `compileModule` goes.
 enum class Stage { LLVM, PTX, Cubin };
 
+/// How long one step of compileModule took (wall clock).
+struct StageTime {
+  std::string name;
+  double seconds = 0;
+};
+
+/// What compileModule does besides compiling.
+struct CompileFlags {
+  /// Print the LLVM-dialect module into CompiledModule::llvmDialect (always at Stage::LLVM).
+  /// The JIT does not need it: 10-20 ms for the attention kernels.
+  bool printLLVMDialect = true;
+  /// Time every pass with MLIR's timing manager (PassManager::enableTiming) and keep the
+  /// report in CompiledModule::passTimingReport.
+  bool passTiming = false;
+  /// Verify the IR after every pass of the lowering (as tessel-opt does). Off: verify once,
+  /// after the lowering, before the module reaches LLVM IR translation.
+  bool verifyEachPass = true;
+};
+
 struct CompiledModule {
   /// Every kernel of the module with its launch needs, in module order (every stage).
   llvm::SmallVector<KernelLaunchInfo> kernels;
-  /// The kernel module after lowering to the LLVM dialect (Stage::LLVM and later).
+  /// The kernel module after lowering to the LLVM dialect (Stage::LLVM; later stages with
+  /// CompileFlags::printLLVMDialect).
   std::string llvmDialect;
   /// PTX text (Stage::PTX and later).
   std::string ptx;
@@ -66,6 +86,12 @@ struct CompiledModule {
   std::string cubin;
   std::string ptxasLog;
   llvm::SmallVector<KernelResources> resources;
+  /// The steps of the compile in order, with their wall time: clone, lowering (tile → LLVM
+  /// dialect), [verify lowered], [print llvm dialect], llvm ir + opt (translation to LLVM IR and LLVM's
+  /// O3 pipeline), nvptx (LLVM IR → PTX), ptxas. Always filled (a clock read per step).
+  llvm::SmallVector<StageTime> timings;
+  /// MLIR's pass timing report (CompileFlags::passTiming), as text.
+  std::string passTimingReport;
 };
 
 /// The ptxas to use: `toolkit`/bin/ptxas, then $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, tessel's
@@ -75,7 +101,7 @@ std::string findPtxas(llvm::StringRef toolkit);
 /// Compiles a copy of `module` (tile IR) up to `stage`. Failures are reported as diagnostics on
 /// the module's context (located where the IR says) and return failure.
 mlir::FailureOr<CompiledModule> compileModule(mlir::ModuleOp module, const TargetOptions &options,
-                                              Stage stage);
+                                              Stage stage, const CompileFlags &flags = {});
 
 /// Runs `ptxas -v` on `ptx` for `chip`; fills `cubin`, `log` and `resources`. `error` says why
 /// on failure.

@@ -54,8 +54,18 @@ bool isSupportedChip(const std::string &chip);
 /// cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)).
 int64_t maxSharedBytesPerBlock(const std::string &chip);
 
-/// Appends tile IR → GPU kernels → NVVM/LLVM → (PTX|cubin) to `pm`, anchored on builtin.module.
+/// Appends tile IR → GPU kernels → NVVM/LLVM → (PTX|cubin) to `pm`, anchored on builtin.module:
+/// buildTileToLLVMPipeline followed by buildLLVMToBinaryPipeline.
 void buildTileToNVVMPipeline(mlir::OpPassManager &pm, const TargetOptions &options);
+
+/// The first part of tile-to-nvvm: tile IR → GPU kernels → NVVM/LLVM dialect (all of
+/// `format=llvm`). `options.format` is ignored.
+void buildTileToLLVMPipeline(mlir::OpPassManager &pm, const TargetOptions &options);
+
+/// The rest for `format=isa|bin`: gpu-module-to-binary (LLVM IR translation, LLVM's O3
+/// pipeline, NVPTX, and ptxas for `bin`). Adds nothing for `format=llvm`. compileModule runs it
+/// on the module the first part lowered, so the lowering runs once per compile.
+void buildLLVMToBinaryPipeline(mlir::OpPassManager &pm, const TargetOptions &options);
 
 /// Adds the dialects, conversion interfaces and LLVM IR translations the pipeline needs.
 void registerTargetDialects(mlir::DialectRegistry &registry);

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Cold compile of tessel.attention's kernel, in fresh processes with an empty cache directory.
+
+    python3 scripts/bench_cold_compile.py [--runs 5] [--dims 64,128] [--build build]
+
+Each run is a new interpreter that imports tessel, traces the kernel with numpy fp16 inputs
+(`tessel.compile_attention(q, q, q, causal=True, block_m=128, block_n=64)`: the GPU's 128x64
+blocks) and compiles it for sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with
+TESSEL_TIMING=1 and a fresh TESSEL_CACHE_DIR. Prints, per head dim, the minimum and the median of
+every step of the breakdown (tessel/timing.py) and of the first call (trace + binary, what the
+GPU benchmark calls the cold compile). A build without the breakdown gives the totals only.
+"""
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+CHILD = r'''
+import sys, time
+t0 = time.perf_counter()
+import numpy as np
+import tessel
+from tessel.cache import GpuOptions
+t1 = time.perf_counter()
+D = int(sys.argv[1])
+q = np.zeros((1, 1, 128, D), np.float16)
+k = tessel.compile_attention(q, q, q, causal=True, block_m=128, block_n=64)
+t2 = time.perf_counter()
+b = k.binary(GpuOptions(chip="sm_90a"))
+t3 = time.perf_counter()
+assert b.source == "compiled", b.source
+print(f"RESULT import={t1 - t0:.6f} compile_attention={t2 - t1:.6f} binary={t3 - t2:.6f} first_call={t3 - t1:.6f}")
+'''
+
+
+def one_run(build, dim):
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = dict(os.environ, PYTHONPATH=str(build / "python"), TESSEL_CACHE_DIR=cache_dir,
+                   TESSEL_TIMING="1")
+        r = subprocess.run([sys.executable, "-c", CHILD, str(dim)], capture_output=True,
+                           text=True, env=env, timeout=600)
+    if r.returncode:
+        sys.exit(f"run failed:\n{r.stderr}")
+    steps = {}
+    for line in r.stderr.splitlines():
+        m = re.match(r"  (\S.*?)\s+([0-9.]+) ms", line)
+        if m and m.group(1) not in ("import tessel", "total"):
+            steps[m.group(1)] = steps.get(m.group(1), 0.0) + float(m.group(2)) / 1000
+    totals = dict(kv.split("=") for kv in r.stdout.split("RESULT ")[1].split())
+    return steps, {k: float(v) for k, v in totals.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    a = ap.parse_args()
+    build = pathlib.Path(a.build).resolve()
+    for dim in [int(d) for d in a.dims.split(",")]:
+        runs = [one_run(build, dim) for _ in range(a.runs)]
+        print(f"d{dim}, 128x64, sm_90a, {a.runs} fresh processes (ms: min / median)")
+        names = list(runs[0][0])
+        for name in names + ["-"] + list(runs[0][1]):
+            if name == "-":
+                print("  " + "-" * 40)
+                continue
+            vals = [r[1][name] if name in r[1] else r[0].get(name, 0.0) for r in runs]
+            print(f"  {name:<22} {min(vals) * 1000:8.1f} / {statistics.median(vals) * 1000:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
