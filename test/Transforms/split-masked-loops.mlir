@@ -153,3 +153,42 @@ func.func @streamed_softmax_loop(%qstart: i32, %n: i32, %s: tensor<16x16xf32>, %
   }
   return %r : tensor<16x16xf32>
 }
+
+// -----
+
+// Prefix-LM, an `ori` of two atoms: blocks wholly inside the prefix or wholly below the diagonal
+// need no mask (the union of the two all-true prefixes), blocks past both are never visited.
+// CHECK-LABEL: func.func @prefix_lm
+// CHECK:       scf.for
+// CHECK-NOT:     arith.ori
+// CHECK:       } {tile.block_mask = "all_true"}
+// CHECK:       scf.for
+// CHECK:         arith.cmpi slt
+// CHECK:         arith.ori
+// CHECK:       } {tile.block_mask = "mixed"}
+// CHECK-NOT:   scf.for
+func.func @prefix_lm(%qstart: i32, %prefix: i32, %n: i32, %s: tensor<16x32xf32>) -> tensor<16x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %ninf = arith.constant dense<0xFF800000> : tensor<16x32xf32>
+  %qs = tile.splat %qstart : i32 -> tensor<16xi32>
+  %qi = tile.iota : tensor<16xi32>
+  %q1 = arith.addi %qs, %qi : tensor<16xi32>
+  %q2 = tile.expand_dims %q1 axis 1 : tensor<16xi32> -> tensor<16x1xi32>
+  %q = tile.broadcast %q2 : tensor<16x1xi32> -> tensor<16x32xi32>
+  %pt = tile.splat %prefix : i32 -> tensor<16x32xi32>
+  %r = scf.for %j = %c0 to %n step %c32 iter_args(%acc = %s) -> (tensor<16x32xf32>) : i32 {
+    %ks = tile.splat %j : i32 -> tensor<32xi32>
+    %ki = tile.iota : tensor<32xi32>
+    %k1 = arith.addi %ks, %ki : tensor<32xi32>
+    %k2 = tile.expand_dims %k1 axis 0 : tensor<32xi32> -> tensor<1x32xi32>
+    %k = tile.broadcast %k2 : tensor<1x32xi32> -> tensor<16x32xi32>
+    %in_prefix = arith.cmpi slt, %k, %pt : tensor<16x32xi32>
+    %causal = arith.cmpi sge, %q, %k : tensor<16x32xi32>
+    %m = arith.ori %in_prefix, %causal : tensor<16x32xi1>
+    %x = arith.select %m, %s, %ninf : tensor<16x32xi1>, tensor<16x32xf32>
+    %y = arith.addf %acc, %x : tensor<16x32xf32>
+    scf.yield %y : tensor<16x32xf32>
+  }
+  return %r : tensor<16x32xf32>
+}

@@ -8,7 +8,7 @@ Kernel arguments: q, k, v, o, lse, nq, nk, h, hkv, scale, window.
 """
 import numpy as np
 
-MASKS = ("none", "causal", "window")
+MASKS = ("none", "causal", "window", "prefix")
 
 
 def naive_attention_kernel(dtype="f16", mask="causal", block_m=64, block_n=64, head_dim=64):
@@ -29,6 +29,12 @@ def naive_attention_kernel(dtype="f16", mask="causal", block_m=64, block_n=64, h
         # Each query sees the `window` most recent keys, itself included.
         masks.append(f"    %win_ok = arith.cmpi sgt, %kv_idx, %win_lo : tensor<{BM}x{BN}xi32>\n")
         names.append("%win_ok")
+    if mask == "prefix":
+        # Prefix-LM: the first `window` keys are visible to every query, the rest causally.
+        masks.append(f"    %causal_ok = arith.cmpi sge, %q_idx, %kv_idx : tensor<{BM}x{BN}xi32>\n")
+        masks.append(f"    %in_prefix = arith.cmpi slt, %kv_idx, %win_t : tensor<{BM}x{BN}xi32>\n")
+        masks.append(f"    %prefix_ok = arith.ori %in_prefix, %causal_ok : tensor<{BM}x{BN}xi1>\n")
+        names.append("%prefix_ok")
     combine = ""
     acc = names[0]
     for i, n in enumerate(names[1:]):
@@ -111,7 +117,8 @@ def from_bf16_bits(bits):
 
 
 def reference_attention(q, k, v, scale, mask="none", window=0):
-    """float64 attention with SDPA semantics (causal aligned top-left: q_idx >= kv_idx).
+    """float64 attention with SDPA semantics (causal aligned top-left: q_idx >= kv_idx); "window"
+    keeps the `window` most recent keys, "prefix" (prefix-LM) adds the first `window` keys.
 
     q [B, H, Nq, D], k and v [B, Hkv, Nk, D]; returns (o, lse) with fully masked rows 0 and -inf.
     """
@@ -128,6 +135,8 @@ def reference_attention(q, k, v, scale, mask="none", window=0):
         allowed &= qi >= ki
     if mask == "window":
         allowed &= ki > qi - window
+    if mask == "prefix":
+        allowed &= (qi >= ki) | (ki < window)
     s = np.where(allowed, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
     m_safe = np.where(np.isfinite(m), m, 0.0)

@@ -72,7 +72,7 @@ def check(o, lse, ref_o, ref_lse, tol):
 
 CASES = [(dtype, mask, nk)
          for dtype in ("f32", "bf16")
-         for mask in ("none", "causal", "window")
+         for mask in ("none", "causal", "window", "prefix")
          for nk in (1, 17, 128, 1000)]
 
 

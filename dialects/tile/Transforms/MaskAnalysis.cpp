@@ -1,7 +1,8 @@
 //===- MaskAnalysis.cpp - masks as affine predicates on block indices -----===//
 //
 // Walks the index arithmetic behind a mask (iota, splat, add, sub, multiply by a constant,
-// expand_dims, broadcast, cmpi, andi) and rebuilds it as affine atoms. Anything else makes the
+// expand_dims, broadcast, cmpi, andi, ori, xori with true) and rebuilds it as and/or combinations
+// of affine atoms. Anything else makes the
 // analysis give up: the mask is then simply kept, which is always correct.
 //
 //===----------------------------------------------------------------------===//
@@ -56,6 +57,35 @@ int64_t IndexTile::maxOffset() const {
   return sum;
 }
 
+AffineMask AffineMask::ofAtom(MaskAtom atom) {
+  AffineMask m;
+  m.kind = Kind::Atom;
+  m.atom = std::move(atom);
+  return m;
+}
+
+AffineMask AffineMask::combine(Kind kind, AffineMask lhs, AffineMask rhs) {
+  AffineMask m;
+  m.kind = kind;
+  m.operands.push_back(std::move(lhs));
+  m.operands.push_back(std::move(rhs));
+  return m;
+}
+
+void AffineMask::forEachAtom(function_ref<void(MaskAtom &)> fn) {
+  if (kind == Kind::Atom)
+    fn(atom);
+  for (AffineMask &operand : operands)
+    operand.forEachAtom(fn);
+}
+
+void AffineMask::forEachAtom(function_ref<void(const MaskAtom &)> fn) const {
+  if (kind == Kind::Atom)
+    fn(atom);
+  for (const AffineMask &operand : operands)
+    operand.forEachAtom(fn);
+}
+
 namespace {
 std::optional<int64_t> constantInt(Value v) {
   APInt value;
@@ -89,7 +119,7 @@ std::optional<AffineMask> negateAtom(const MaskAtom &atom) {
   case P::sge: negated = P::slt; break;
   default: return std::nullopt;
   }
-  return AffineMask{{MaskAtom{atom.diff, negated}}};
+  return AffineMask::ofAtom(MaskAtom{atom.diff, negated});
 }
 } // namespace
 
@@ -192,15 +222,16 @@ std::optional<AffineMask> tessel::tile::analyseMask(Value mask) {
     IndexTile diff{lhs->base.plus(rhs->base, -1), lhs->steps, lhs->shape};
     for (auto [s, r] : llvm::zip(diff.steps, rhs->steps))
       s -= r;
-    return AffineMask{{MaskAtom{diff, pred}}};
+    return AffineMask::ofAtom(MaskAtom{diff, pred});
   }
-  if (auto andOp = dyn_cast_or_null<arith::AndIOp>(def)) {
-    std::optional<AffineMask> lhs = analyseMask(andOp.getLhs());
-    std::optional<AffineMask> rhs = analyseMask(andOp.getRhs());
+  if (isa_and_nonnull<arith::AndIOp, arith::OrIOp>(def)) {
+    std::optional<AffineMask> lhs = analyseMask(def->getOperand(0));
+    std::optional<AffineMask> rhs = analyseMask(def->getOperand(1));
     if (!lhs || !rhs)
       return std::nullopt;
-    llvm::append_range(lhs->atoms, rhs->atoms);
-    return lhs;
+    return AffineMask::combine(isa<arith::AndIOp>(def) ? AffineMask::Kind::And
+                                                       : AffineMask::Kind::Or,
+                               std::move(*lhs), std::move(*rhs));
   }
   // not(a) for a single atom: xori with an all-true constant.
   if (auto xorOp = dyn_cast_or_null<arith::XOrIOp>(def)) {
@@ -209,8 +240,8 @@ std::optional<AffineMask> tessel::tile::analyseMask(Value mask) {
       if (matchPattern(xorOp->getOperand(1 - i), m_Constant(&ones)) && ones.isSplat() &&
           ones.getSplatValue<bool>())
         if (std::optional<AffineMask> in = analyseMask(xorOp->getOperand(i)))
-          if (in->atoms.size() == 1)
-            return negateAtom(in->atoms.front());
+          if (in->kind == AffineMask::Kind::Atom)
+            return negateAtom(in->atom);
     }
     return std::nullopt;
   }
@@ -219,7 +250,7 @@ std::optional<AffineMask> tessel::tile::analyseMask(Value mask) {
     if (!in)
       return std::nullopt;
     auto inType = cast<RankedTensorType>(def->getOperand(0).getType());
-    for (MaskAtom &atom : in->atoms) {
+    in->forEachAtom([&](MaskAtom &atom) {
       if (auto expand = dyn_cast<ExpandDimsOp>(def)) {
         atom.diff.steps.insert(atom.diff.steps.begin() + expand.getAxis(), 0);
       } else {
@@ -228,7 +259,7 @@ std::optional<AffineMask> tessel::tile::analyseMask(Value mask) {
             step = 0;
       }
       atom.diff.shape.assign(type.getShape().begin(), type.getShape().end());
-    }
+    });
     return in;
   }
   return std::nullopt;

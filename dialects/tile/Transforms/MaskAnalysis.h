@@ -13,8 +13,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
+#include <vector>
 
 namespace tessel::tile {
 
@@ -45,9 +47,18 @@ struct MaskAtom {
   mlir::arith::CmpIPredicate predicate;
 };
 
-/// The conjunction of its atoms; no atoms means all-true.
+/// A boolean combination of atoms: all-true, one atom, or the and / or of two masks.
 struct AffineMask {
-  llvm::SmallVector<MaskAtom> atoms;
+  enum class Kind { True, Atom, And, Or };
+  Kind kind = Kind::True;
+  MaskAtom atom;                     // Kind::Atom
+  std::vector<AffineMask> operands;  // Kind::And and Kind::Or: two masks
+
+  static AffineMask ofAtom(MaskAtom atom);
+  static AffineMask combine(Kind kind, AffineMask lhs, AffineMask rhs);
+  /// Calls `fn` on every atom of the mask.
+  void forEachAtom(llvm::function_ref<void(MaskAtom &)> fn);
+  void forEachAtom(llvm::function_ref<void(const MaskAtom &)> fn) const;
 };
 
 /// Decomposes a scalar integer into a linear expression; what cannot be decomposed is a symbol.

@@ -83,6 +83,84 @@ std::pair<Value, Value> solve(BoundBuilder &bb, int64_t a, Value b, Value zero, 
   return {zero, arith::SelectOp::create(bb.b, bb.loc, holds, count, zero)};
 }
 
+// Iterations [lo, hi) of the loop, clamped to [0, K); lo >= hi is empty.
+struct Interval {
+  Value lo, hi;
+};
+
+// For a mask: iterations where it is proven all-true over the block (an under-approximation),
+// and iterations where it may be true somewhere (an over-approximation of the complement of
+// all-false). Skipping outside `live` and dropping the mask inside `allTrue` are then both safe.
+struct IterationSets {
+  Interval allTrue, live;
+};
+
+// The union of two intervals is not always one interval: the hull over-approximates it, so it is
+// used for `live`; for `allTrue` it is used only when the two overlap or touch, else the longer
+// one stands for both (an under-approximation). Empty operands never widen the result.
+Interval unite(BoundBuilder &bb, Interval a, Interval c, bool overApproximate) {
+  auto empty = [&](Interval x) {
+    return arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sge, x.lo, x.hi);
+  };
+  auto pick = [&](Value cond, Interval x, Interval y) {
+    return Interval{arith::SelectOp::create(bb.b, bb.loc, cond, x.lo, y.lo),
+                    arith::SelectOp::create(bb.b, bb.loc, cond, x.hi, y.hi)};
+  };
+  Interval hull{bb.min(a.lo, c.lo), bb.max(a.hi, c.hi)};
+  Interval joined = hull;
+  if (!overApproximate) {
+    Value touch = arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sle,
+                                        bb.max(a.lo, c.lo), bb.min(a.hi, c.hi));
+    Value aLonger = arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sge,
+                                          arith::SubIOp::create(bb.b, bb.loc, a.hi, a.lo),
+                                          arith::SubIOp::create(bb.b, bb.loc, c.hi, c.lo));
+    joined = pick(touch, hull, pick(aLonger, a, c));
+  }
+  return pick(empty(a), c, pick(empty(c), a, joined));
+}
+
+IterationSets classify(BoundBuilder &bb, const AffineMask &mask, Value iv, Value lb, int64_t step,
+                       Value zero, Value count) {
+  using K = AffineMask::Kind;
+  if (mask.kind == K::True)
+    return {{zero, count}, {zero, count}};
+  if (mask.kind == K::And || mask.kind == K::Or) {
+    IterationSets l = classify(bb, mask.operands[0], iv, lb, step, zero, count);
+    IterationSets r = classify(bb, mask.operands[1], iv, lb, step, zero, count);
+    auto meet = [&](Interval a, Interval c) {
+      return Interval{bb.max(a.lo, c.lo), bb.min(a.hi, c.hi)};
+    };
+    if (mask.kind == K::And) // all-true of both; live only where both may be true
+      return {meet(l.allTrue, r.allTrue), meet(l.live, r.live)};
+    return {unite(bb, l.allTrue, r.allTrue, /*overApproximate=*/false),
+            unite(bb, l.live, r.live, /*overApproximate=*/true)};
+  }
+  const MaskAtom &atom = mask.atom;
+  int64_t cj = atom.diff.base.coefficientOf(iv);
+  LinearExpr rest = atom.diff.base;
+  rest.terms.erase(iv);
+  // d over the block, at iteration k: cj·(lb + k·step) + rest + offset.
+  auto condition = [&](int64_t sign, int64_t offset, int64_t extra) {
+    Value b0 = bb.add(bb.add(bb.mul(lb, cj), bb.linear(rest)), bb.c(offset));
+    return solve(bb, sign * cj * step, bb.add(bb.mul(b0, sign), bb.c(extra)), zero, count);
+  };
+  int64_t dmin = atom.diff.minOffset(), dmax = atom.diff.maxOffset();
+  using P = arith::CmpIPredicate;
+  std::pair<Value, Value> allTrue, allFalse;
+  int64_t falseSign; // the sign of k's coefficient in the all-false inequality
+  switch (atom.predicate) {
+  case P::sge: allTrue = condition(1, dmin, 0); allFalse = condition(-1, dmax, -1); falseSign = -1; break;
+  case P::sgt: allTrue = condition(1, dmin, -1); allFalse = condition(-1, dmax, 0); falseSign = -1; break;
+  case P::sle: allTrue = condition(-1, dmax, 0); allFalse = condition(1, dmin, -1); falseSign = 1; break;
+  default:     allTrue = condition(-1, dmax, -1); allFalse = condition(1, dmin, 0); falseSign = 1; break;
+  }
+  // All-false is a suffix [first, K) when its inequality grows with k, else a prefix [0, second);
+  // the iterations that may be true are the rest.
+  Interval live = falseSign * cj > 0 ? Interval{zero, allFalse.first}
+                                     : Interval{allFalse.second, count};
+  return {{allTrue.first, allTrue.second}, live};
+}
+
 struct TileSplitMaskedLoopsPass
     : public tessel::tile::impl::TileSplitMaskedLoopsBase<TileSplitMaskedLoopsPass> {
   void runOnOperation() override {
@@ -123,10 +201,16 @@ struct TileSplitMaskedLoopsPass
     if (!affine)
       return;
     Value iv = loop.getInductionVar();
-    for (const MaskAtom &atom : affine->atoms)
+    bool perBlock = false;
+    affine->forEachAtom([&](const MaskAtom &atom) {
       for (auto [sym, coef] : atom.diff.base.terms)
-        if (sym != iv && !loop.isDefinedOutsideOfLoop(sym))
-          return; // the mask depends on something computed per block
+        perBlock |= sym != iv && !loop.isDefinedOutsideOfLoop(sym);
+      perBlock |= !llvm::is_contained({arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+                                       arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge},
+                                      atom.predicate);
+    });
+    if (perBlock)
+      return; // the mask depends on something computed per block
 
     OpBuilder b(loop);
     BoundBuilder bb{b, loop.getLoc()};
@@ -135,35 +219,9 @@ struct TileSplitMaskedLoopsPass
     Value count = bb.max(zero, arith::CeilDivSIOp::create(b, bb.loc, arith::SubIOp::create(
                                                                          b, bb.loc, ub, lb),
                                                           bb.c(*step)));
-    // all-true = ∩ of intervals; all-false = ∪ of prefixes [0, p) and suffixes [s, K).
-    Value trueLo = zero, trueHi = count, liveLo = zero, liveHi = count;
-    using P = arith::CmpIPredicate;
-    for (const MaskAtom &atom : affine->atoms) {
-      int64_t cj = atom.diff.base.coefficientOf(iv);
-      LinearExpr rest = atom.diff.base;
-      rest.terms.erase(iv);
-      // d over the block, at iteration k: cj·(lb + k·step) + rest + offset.
-      auto condition = [&](int64_t sign, int64_t offset, int64_t extra) {
-        Value b0 = bb.add(bb.add(bb.mul(lb, cj), bb.linear(rest)), bb.c(offset));
-        return solve(bb, sign * cj * *step, bb.add(bb.mul(b0, sign), bb.c(extra)), zero, count);
-      };
-      int64_t dmin = atom.diff.minOffset(), dmax = atom.diff.maxOffset();
-      std::pair<Value, Value> allTrue, allFalse;
-      switch (atom.predicate) {
-      case P::sge: allTrue = condition(1, dmin, 0); allFalse = condition(-1, dmax, -1); break;
-      case P::sgt: allTrue = condition(1, dmin, -1); allFalse = condition(-1, dmax, 0); break;
-      case P::sle: allTrue = condition(-1, dmax, 0); allFalse = condition(1, dmin, -1); break;
-      case P::slt: allTrue = condition(-1, dmax, -1); allFalse = condition(1, dmin, 0); break;
-      default: return;
-      }
-      trueLo = bb.max(trueLo, allTrue.first);
-      trueHi = bb.min(trueHi, allTrue.second);
-      // A suffix starts after 0 or is the whole range; a prefix ends before K.
-      if (cj * (atom.predicate == P::sge || atom.predicate == P::sgt ? -1 : 1) > 0)
-        liveHi = bb.min(liveHi, allFalse.first);  // all-false is a suffix [first, K)
-      else
-        liveLo = bb.max(liveLo, allFalse.second); // all-false is a prefix [0, second)
-    }
+    IterationSets sets = classify(bb, *affine, iv, lb, *step, zero, count);
+    Value trueLo = sets.allTrue.lo, trueHi = sets.allTrue.hi;
+    Value liveLo = sets.live.lo, liveHi = sets.live.hi;
     Value k0 = liveLo, k3 = bb.max(liveHi, liveLo);
     Value k1 = bb.clamp(trueLo, k0, k3);
     Value k2 = bb.clamp(trueHi, k1, k3);

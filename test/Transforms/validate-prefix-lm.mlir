@@ -1,0 +1,89 @@
+// Translation validation of tile-optimize on prefix-LM attention (an `ori` mask: the first
+// `window` keys visible to every query, the rest causally), which tile-split-masked-loops splits
+// since it handles and/or combinations of affine atoms. The kernel is
+// naive_attention_kernel("f32", "prefix", 16, 16, 32) from test/python/attention_kernels.py.
+// Arguments as in validate-passes.mlir; the last one is the prefix length.
+// DEFINE: %{run} = tessel-run %s --kernel=attention --grid=3,2 --arg=rand:2880:1 --arg=rand:2240:2 \
+// DEFINE:   --arg=rand:2240:3 --arg=zeros:2880 --arg=zeros:90 --arg=45 --arg=70 --arg=2 --arg=1 \
+// DEFINE:   --arg=0.25
+// RUN: %{run} --arg=24 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// RUN: %{run} --arg=0 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// RUN: %{run} --arg=5 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// RUN: %{run} --arg=100 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// CHECK: validate: max abs err {{.*}} over 10330 elements: OK
+
+// And the loop is split: a mask-free part first, then the boundary blocks.
+// RUN: tessel-opt %s --tile-optimize | FileCheck %s --check-prefix=SPLIT
+// SPLIT: scf.for
+// SPLIT-NOT: arith.ori
+// SPLIT: tile.block_mask = "all_true"
+// SPLIT: scf.for
+// SPLIT: arith.ori
+// SPLIT: tile.block_mask = "mixed"
+
+func.func @attention(%q: !tile.ptr<f32>, %k: !tile.ptr<f32>, %v: !tile.ptr<f32>,
+                     %o: !tile.ptr<f32>, %lse_out: !tile.ptr<f32>,
+                     %nq: i32, %nk: i32, %h: i32, %hkv: i32, %scale: f32, %window: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %cbm = arith.constant 16 : i32
+  %cbn = arith.constant 16 : i32
+  %d = arith.constant 32 : i32
+  %pid_m = tile.program_id 0 : i32
+  %bh = tile.program_id 1 : i32
+  %b = arith.divsi %bh, %h : i32
+  %head = arith.remsi %bh, %h : i32
+  %group = arith.divsi %h, %hkv : i32
+  %kv_head = arith.divsi %head, %group : i32
+  %q_rows = arith.muli %bh, %nq : i32
+  %q_off = arith.muli %q_rows, %d : i32
+  %b_kv = arith.muli %b, %hkv : i32
+  %bkv_head = arith.addi %b_kv, %kv_head : i32
+  %kv_rows = arith.muli %bkv_head, %nk : i32
+  %kv_off = arith.muli %kv_rows, %d : i32
+  %qd = tile.make_desc %q[%q_off], shape [%nq, %d], strides [%d, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %kd = tile.make_desc %k[%kv_off], shape [%nk, %d], strides [%d, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %vd = tile.make_desc %v[%kv_off], shape [%nk, %d], strides [%d, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %od = tile.make_desc %o[%q_off], shape [%nq, %d], strides [%d, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %ld = tile.make_desc %lse_out[%q_rows], shape [%nq], strides [%c1] : !tile.ptr<f32> -> !tile.desc<1, f32>
+  %m0 = arith.muli %pid_m, %cbm : i32
+  %qt = tile.load %qd[%m0, %c0] : !tile.desc<2, f32> -> tensor<16x32xf32>
+  %q_start = tile.splat %m0 : i32 -> tensor<16xi32>
+  %rows = tile.iota : tensor<16xi32>
+  %q_idx1 = arith.addi %q_start, %rows : tensor<16xi32>
+  %q_idx2 = tile.expand_dims %q_idx1 axis 1 : tensor<16xi32> -> tensor<16x1xi32>
+  %q_idx = tile.broadcast %q_idx2 : tensor<16x1xi32> -> tensor<16x16xi32>
+  %win_t = tile.splat %window : i32 -> tensor<16x16xi32>
+  %win_lo = arith.subi %q_idx, %win_t : tensor<16x16xi32>
+  %nk_t = tile.splat %nk : i32 -> tensor<16x16xi32>
+  %scale_t = tile.splat %scale : f32 -> tensor<16x16xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<16x16xf32>
+  %zero_s = arith.constant dense<0.0> : tensor<16x16xf32>
+  %zero_o = arith.constant dense<0.0> : tensor<16x32xf32>
+  %lse_init = arith.constant dense<0xFF800000> : tensor<16xf32>
+  %acc, %lse = scf.for %j = %c0 to %nk step %cbn
+      iter_args(%acc_i = %zero_o, %lse_i = %lse_init) -> (tensor<16x32xf32>, tensor<16xf32>) : i32 {
+    %kt = tile.load %kd[%j, %c0] : !tile.desc<2, f32> -> tensor<16x32xf32>
+    %ktt = tile.trans %kt : tensor<16x32xf32> -> tensor<32x16xf32>
+    %s0 = tile.dot %qt, %ktt, %zero_s : tensor<16x32xf32>, tensor<32x16xf32> -> tensor<16x16xf32>
+    %s = arith.mulf %s0, %scale_t : tensor<16x16xf32>
+    %kv_start = tile.splat %j : i32 -> tensor<16xi32>
+    %cols = tile.iota : tensor<16xi32>
+    %kv_idx1 = arith.addi %kv_start, %cols : tensor<16xi32>
+    %kv_idx2 = tile.expand_dims %kv_idx1 axis 0 : tensor<16xi32> -> tensor<1x16xi32>
+    %kv_idx = tile.broadcast %kv_idx2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %in_range = arith.cmpi slt, %kv_idx, %nk_t : tensor<16x16xi32>
+    %causal_ok = arith.cmpi sge, %q_idx, %kv_idx : tensor<16x16xi32>
+    %in_prefix = arith.cmpi slt, %kv_idx, %win_t : tensor<16x16xi32>
+    %prefix_ok = arith.ori %in_prefix, %causal_ok : tensor<16x16xi1>
+    %mask0 = arith.andi %in_range, %prefix_ok : tensor<16x16xi1>
+    %sm = arith.select %mask0, %s, %ninf : tensor<16x16xi1>, tensor<16x16xf32>
+    %p, %row_lse = tile.softmax %sm axis 1 streamed : tensor<16x16xf32> -> tensor<16xf32>
+    %vt = tile.load %vd[%j, %c0] : !tile.desc<2, f32> -> tensor<16x32xf32>
+    %acc_n = tile.dot %p, %vt, %acc_i : tensor<16x16xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+    scf.yield %acc_n, %row_lse : tensor<16x32xf32>, tensor<16xf32>
+  }
+  tile.store %od[%m0, %c0], %acc : !tile.desc<2, f32>, tensor<16x32xf32>
+  tile.store %ld[%m0], %lse : !tile.desc<1, f32>, tensor<16xf32>
+  return
+}
