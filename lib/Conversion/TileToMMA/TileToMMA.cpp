@@ -127,6 +127,9 @@ private:
   void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
   /// Issues every load of the loop body for iteration `iv` into the stage at `stage` bytes.
   void issueStreams(Value iv, Value stage);
+  /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
+  /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given).
+  Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage);
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
   Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {});
@@ -370,12 +373,7 @@ Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value c
                                   Value stage) {
   Location loc = b.getUnknownLoc();
   Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
-  Value bytes = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
-      arith::MulIOp::create(b, loc, swz, ci32(16)));
-  bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
-  if (stage)
-    bytes = arith::AddIOp::create(b, loc, bytes, stage);
+  Value bytes = swizzledOffset(base, cols, row, swz, stage);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
@@ -391,9 +389,15 @@ Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t base, int64_t cols, Value row
   Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
   Value row = arith::AddIOp::create(b, loc, row8, lane7);
   Value swz = arith::XOrIOp::create(b, loc, chunkLo, lane7);
+  return swizzledOffset(base, cols, row, swz, stage);
+}
+
+Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled,
+                                       Value stage) {
+  Location loc = b.getUnknownLoc();
   Value bytes = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
-      arith::MulIOp::create(b, loc, swz, ci32(16)));
+      arith::MulIOp::create(b, loc, swizzled, ci32(16)));
   bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
   if (stage)
     bytes = arith::AddIOp::create(b, loc, bytes, stage);
