@@ -38,6 +38,8 @@ step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/pyth
   --junitxml "$logs/python_gpu.xml"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
+# The cold compile on this host, step by step (fresh processes, empty caches; compile only).
+step cold_compile python3 "$root/scripts/bench_cold_compile.py" --runs 5 --build "$work"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
     --tessel-run "$work/bin/tessel-run" --json "$out/attention.json"
@@ -47,5 +49,6 @@ echo
 echo "== summary"
 grep -h -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
 grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30
+grep -h -E '^d[0-9]+, 128x64|first_call' "$logs/cold_compile.log"
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
 [ ${#failed[@]} -eq 0 ]
