@@ -12,7 +12,8 @@ Given CUDA torch tensors, it runs on the GPU (`_attention_cuda`): fp16/bf16 with
 128 take the mma.sync fast path with the block sizes that measured fastest on the H200
 (docs/bench/2026-11-29-h200-mma.md: 128×64 at d128, 64×64 at d64); other shapes and float32 fall
 back to the reference lowering. The only memory beyond the inputs and the output is the LSE
-(B·H·Nq float32), plus copies of inputs that are not contiguous.
+(B·H·Nq float32), plus copies of inputs that are not contiguous; without return_lse, the LSE goes
+to a per-device scratch buffer reused across calls (_lse_scratch: one allocation fewer per call).
 """
 import math
 
@@ -203,6 +204,26 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
 
+# device index -> [(elements, float32 tensor)], the last the largest: where the kernel writes an
+# LSE nobody asked for (return_lse=False), instead of a torch allocation per call (~4 us of the
+# ~12 us tessel.attention spent above its kernel launch on the H200). Buffers are never freed:
+# a kernel on another stream may still be writing a smaller one, and the caching allocator would
+# hand its memory to the next allocation on the stream it was made on without waiting. Growth
+# doubles, so what is held is at most twice the largest LSE (2/D of q's size). Writes from
+# concurrent kernels to the same buffer race, harmlessly: nothing reads it.
+_lse_buffers = {}
+
+
+def _lse_scratch(q, n, torch):
+    dev = q.get_device()
+    held = _lse_buffers.get(dev)
+    if held is not None and held[-1][0] >= n:
+        return held[-1][1]
+    size = max(n, 2 * held[-1][0]) if held else n
+    buf = q.new_empty((size,), dtype=torch.float32)
+    _lse_buffers.setdefault(dev, []).append((size, buf))
+    return buf
+
 
 def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
                     block_m, block_n):
@@ -234,7 +255,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         return (o, lse) if return_lse else o
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     o = torch.empty_like(q)
-    lse = q.new_empty((B, H, Nq), dtype=torch.float32)
+    lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
+        _lse_scratch(q, B * H * Nq, torch)
     if Nq and B * H:
         attention_kernel._runner((-(-Nq // c[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
                                  scale, *c)

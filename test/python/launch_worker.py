@@ -258,16 +258,26 @@ def attention():
     q = T((1, 2, 100, 64), torch.float16)
     k = T((1, 2, 100, 64), torch.float16)
     before = DRV.launches()
-    o = tessel.attention(q, k, k, causal=True)
-    o2, lse = tessel.attention(q, k, k, causal=True, return_lse=True)
-    o3 = tessel.attention(q, k, k, causal=True)
     DRV.record_params(10)
+    o = tessel.attention(q, k, k, causal=True)                         # the slow path, first
+    o2, lse = tessel.attention(q, k, k, causal=True, return_lse=True)
+    lse_slot = DRV.last_launch()["slots"][4]
+    o3 = tessel.attention(q, k, k, causal=True)
+    scratch3 = DRV.last_launch()["slots"][4]
     o4 = tessel.attention(q, k, k, causal=True)
     rec = DRV.last_launch()
+    big = T((2, 4, 300, 64), torch.float16)
+    tessel.attention(big, big, big)        # a new configuration: the slow path allocates
+    o5 = tessel.attention(big, big, big)   # the lean path: the scratch grows
+    scratch5 = DRV.last_launch()["slots"][4]
+    o6 = tessel.attention(q, k, k, causal=True)
+    scratch6 = DRV.last_launch()["slots"][4]
     return {"launched": DRV.launches() - before, "o_shape": list(o.shape),
-            "lse_shape": list(lse.shape), "distinct_outputs": len({o.ptr, o2.ptr, o3.ptr, o4.ptr}),
-            "slots": rec["slots"][:5], "q": q.ptr, "k": k.ptr, "o4": o4.ptr,
-            "grid": rec["grid"]}
+            "lse_shape": list(lse.shape), "lse": lse.ptr, "lse_slot": lse_slot,
+            "outputs": [x.ptr for x in (o, o2, o3, o4, o5, o6)],
+            "scratch": [scratch3, rec["slots"][4], scratch5, scratch6],
+            "slots": rec["slots"][:4], "q": q.ptr, "k": k.ptr, "o4": o4.ptr,
+            "grid": rec["grid"], "nq": fakecuda.slot_i32(rec["slots"][5])}
 
 
 def main(names):

@@ -135,10 +135,14 @@ def test_device_pointers_key_by_dtype_value(runs):
 
 def test_attention_launches(runs):
     r = runs["attention"]
-    assert r["launched"] == 4 and r["distinct_outputs"] == 4
+    assert r["launched"] == 7 and len(set(r["outputs"])) == 6
     assert r["o_shape"] == [1, 2, 100, 64] and r["lse_shape"] == [1, 2, 100]
-    assert r["slots"][:4] == [r["q"], r["k"], r["k"], r["o4"]]
-    assert r["grid"] == [1, 2, 1]
+    assert r["slots"] == [r["q"], r["k"], r["k"], r["o4"]]
+    assert r["grid"] == [1, 2, 1] and r["nq"] == 100
+    assert r["lse_slot"] == r["lse"]                 # return_lse: the LSE tensor returned
+    s3, s4, s5, s6 = r["scratch"]
+    assert s3 == s4 and s3 not in r["outputs"] and s3 != r["lse"]   # otherwise one scratch
+    assert s5 != s3 and s6 == s5                     # grown for a larger call, then kept
 
 
 # --- in this process (no driver needed) -------------------------------------------------------
