@@ -66,7 +66,7 @@ def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
 
 
 def time_calls(fn, n, warmup=50):
-    if FAKE:
+    if FAKE and "--per-call" not in sys.argv:
         return time_batches(fn, n, warmup)
     for _ in range(warmup):
         fn()
@@ -140,6 +140,8 @@ def main():
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--fake-driver", action="store_true",
                     help="the no-op driver of test/FakeCuda and a stand-in torch (no GPU)")
+    ap.add_argument("--per-call", action="store_true",
+                    help="with --fake-driver: time each call as on the GPU (not batches)")
     opts = ap.parse_args()
     n = opts.n
     results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "n": n,
