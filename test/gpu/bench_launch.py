@@ -225,6 +225,13 @@ def finish(results, opts):
             print(line)
         else:
             print(f"{key:<18} {r}")
+    if "median_us" in results.get("trivial", {}) and "median_us" in results.get("driver", {}):
+        drv = results["driver"]["median_us"]
+        above = {k: results[k]["median_us"] - drv for k in ("trivial", "attention-kernel")
+                 if "median_us" in results.get(k, {})}
+        results["above_driver_us"] = above
+        print("above cuLaunchKernel (row - driver; goal < 1 us, trivial < 5 us in all): " +
+              ", ".join(f"{k} {v:.2f} us" for k, v in above.items()))
     for key in ("cold_d128", "warm_disk_d128", "cold_d64"):
         if key not in results:
             continue
