@@ -12,7 +12,8 @@ Given CUDA torch tensors, it runs on the GPU (`_attention_cuda`): fp16/bf16 with
 128 take the mma.sync fast path with the block sizes that measured fastest on the H200
 (docs/bench/2026-11-29-h200-mma.md: 128×64 at d128, 64×64 at d64); other shapes and float32 fall
 back to the reference lowering. The only memory beyond the inputs and the output is the LSE
-(B·H·Nq float32), plus copies of inputs that are not contiguous.
+(B·H·Nq float32), plus copies of inputs that are not contiguous; without return_lse, the LSE goes
+to a per-device scratch buffer reused across calls (_lse_scratch: one allocation fewer per call).
 """
 import math
 
@@ -203,6 +204,26 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
 
+# device index -> [(elements, float32 tensor)], the last the largest: where the kernel writes an
+# LSE nobody asked for (return_lse=False), instead of a torch allocation per call (~4 us of the
+# ~12 us tessel.attention spent above its kernel launch on the H200). Buffers are never freed:
+# a kernel on another stream may still be writing a smaller one, and the caching allocator would
+# hand its memory to the next allocation on the stream it was made on without waiting. Growth
+# doubles, so what is held is at most twice the largest LSE (2/D of q's size). Writes from
+# concurrent kernels to the same buffer race, harmlessly: nothing reads it.
+_lse_buffers = {}
+
+
+def _lse_scratch(q, n, torch):
+    dev = q.get_device()
+    held = _lse_buffers.get(dev)
+    if held is not None and held[-1][0] >= n:
+        return held[-1][1]
+    size = max(n, 2 * held[-1][0]) if held else n
+    buf = q.new_empty((size,), dtype=torch.float32)
+    _lse_buffers.setdefault(dev, []).append((size, buf))
+    return buf
+
 
 def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
                     block_m, block_n):
@@ -210,17 +231,22 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     allocations, a dict lookup and the kernel's launch path. Anything unusual (bad shapes,
     dtypes, devices, non-contiguous inputs) goes through _prepare_cuda, which explains it."""
     torch = gpu.torch_module()
-    qs, ks = q.shape, k.shape
+    qs = q.shape
+    ks = k.shape
+    dt = q.dtype
     try:
         B, H, Nq, D = qs
-        _, Hkv, Nk, _ = ks
-        ok = (type(k) is type(q) and type(v) is type(q) and v.shape == ks and ks[0] == B
-              and ks[3] == D and (Hkv == H or (enable_gqa and Hkv and H % Hkv == 0))
-              and q.dtype == k.dtype == v.dtype and q.is_cuda and q.is_contiguous()
-              and k.is_contiguous() and v.is_contiguous())
+        Bk, Hkv, Nk, Dk = ks
+        # torch dtypes are singletons: `is` is their equality. v is often k (self-attention
+        # benchmarks, shared K/V): then its checks are k's.
+        ok = (Bk == B and Dk == D and (Hkv == H or (enable_gqa and Hkv and H % Hkv == 0))
+              and type(k) is type(q) and k.dtype is dt
+              and (v is k or (type(v) is type(q) and v.dtype is dt and v.shape == ks
+                              and v.is_contiguous()))
+              and q.is_cuda and q.is_contiguous() and k.is_contiguous())
     except (ValueError, AttributeError):
         ok = False
-    c = _cuda_configs.get((q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)) if ok \
+    c = _cuda_configs.get((dt, D, causal, score_mod, mask_mod, block_m, block_n)) if ok \
         else None
     if c is None:
         args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
@@ -228,14 +254,17 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
         if (D, gpu.torch_dtype_name(q)) in GPU_BLOCKS or (block_m and block_n):
-            _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = consts
+            _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
+                consts, 1.0 / math.sqrt(D))
         if grid[0] and grid[1]:
             attention_kernel._runner(grid, *args, *consts)
         return (o, lse) if return_lse else o
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    consts, default_scale = c
+    scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q)
-    lse = q.new_empty((B, H, Nq), dtype=torch.float32)
+    lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
+        _lse_scratch(q, B * H * Nq, torch)
     if Nq and B * H:
-        attention_kernel._runner((-(-Nq // c[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
-                                 scale, *c)
+        attention_kernel._runner((-(-Nq // consts[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
+                                 scale, *consts)
     return (o, lse) if return_lse else o
