@@ -362,16 +362,24 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
   if (lw.wasInterrupted())
     return failure();
   SmallVector<int64_t> slotOffset;
-  int64_t streamStart = offset;
+  // wgmma: every load outside the loops is an A block (Q) read into registers right after it
+  // lands (16 rows per warp: at most 32 registers), and a loop's prologue passes a barrier
+  // before it issues anything, so the loops' stages may reuse those slots: d128 64×64 needs
+  // 64 KiB instead of 80 (three CTAs per SM instead of two).
+  bool onlyResidentA = llvm::all_of(loads, [](auto &entry) {
+    return entry.second.streamIndex >= 0 || entry.second.role == LoadRole::A;
+  });
+  int64_t streamStart = wgmma && onlyResidentA ? 0 : offset;
+  int64_t end = streamStart;
   for (int64_t bytes : streamSlotBytes) {
-    slotOffset.push_back(offset);
-    offset += bytes;
+    slotOffset.push_back(end);
+    end += bytes;
   }
   for (auto [op, index] : streamUsers)
     loads[op].smemOffset = slotOffset[index];
   // Two stages of the loop-body loads: iteration j reads one while j+1's land in the other.
-  streamStageBytes = offset - streamStart;
-  smemBytes = offset + streamStageBytes;
+  streamStageBytes = end - streamStart;
+  smemBytes = std::max(offset, end + streamStageBytes);
   return success();
 }
 

@@ -19,10 +19,17 @@
 
 // The shared block is 1024-byte aligned (the 128-byte swizzle is a function of the address).
 // MLIR: llvm.mlir.global external @__tessel_mma_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
+// Q (8 KiB) is read into registers before the loops; their K/V stages (2 x 16 KiB) reuse its
+// slot, behind the barrier that opens each loop's prologue: 32 KiB, not 40.
 // MLIR-LABEL: gpu.func @f16_causal_d64
 // MLIR-SAME: known_block_size = array<i32: 128, 1, 1>
 // MLIR-SAME: tessel.codegen = "wgmma"
-// MLIR-SAME: tessel.dynamic_shared_bytes = 40960
+// MLIR-SAME: tessel.dynamic_shared_bytes = 32768
+// MLIR: nvvm.ldmatrix
+// MLIR: gpu.barrier
+// MLIR-NEXT: arith.cmpi slt
+// MLIR-NEXT: scf.if
+// MLIR: nvvm.cp.async.shared.global
 // MLIR: scf.for
 // MLIR: nvvm.cp.async.wait.group 0
 // MLIR-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -48,7 +55,7 @@
 // A 128-row block is two warpgroups (8 warps of 16 rows).
 // MLIR-LABEL: gpu.func @f16_none_d128
 // MLIR-SAME: known_block_size = array<i32: 256, 1, 1>
-// MLIR-SAME: tessel.dynamic_shared_bytes = 98304
+// MLIR-SAME: tessel.dynamic_shared_bytes = 65536
 // MLIR-LABEL: gpu.func @bf16_causal_d128
 // MLIR-SAME: known_block_size = array<i32: 128, 1, 1>
 // MLIR-LABEL: gpu.func @bf16_none_d64
@@ -98,10 +105,10 @@
 // SM90-DAG: ptxas sm_90a f16_none_d128: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM90-DAG: ptxas sm_90a bf16_causal_d128: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM90-DAG: ptxas sm_90a bf16_none_d64: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
-// SM90-DAG: kernel f16_causal_d64: block 128x1x1, 40960 bytes dynamic smem
-// SM90-DAG: kernel f16_none_d128: block 256x1x1, 98304 bytes dynamic smem
-// SM90-DAG: kernel bf16_causal_d128: block 128x1x1, 81920 bytes dynamic smem
-// SM90-DAG: kernel bf16_none_d64: block 256x1x1, 49152 bytes dynamic smem
+// SM90-DAG: kernel f16_causal_d64: block 128x1x1, 32768 bytes dynamic smem
+// SM90-DAG: kernel f16_none_d128: block 256x1x1, 65536 bytes dynamic smem
+// SM90-DAG: kernel bf16_causal_d128: block 128x1x1, 65536 bytes dynamic smem
+// SM90-DAG: kernel bf16_none_d64: block 256x1x1, 32768 bytes dynamic smem
 
 // SM80: .mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'func.func' op cannot use codegen=wgmma on sm_80: wgmma.mma_async needs sm_90a
 
