@@ -1062,36 +1062,42 @@ void MmaKernelBuilder::fenceSharedForAsyncProxy(Location loc) {
       NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
 }
 
-/// Inline PTX `text` that reads and writes `tied` in place (result i is tied to operand i) and
-/// reads `inputs` with `inputConstraints`; returns the new values of `tied`. Values read by an
-/// asynchronous wgmma go through such statements so that LLVM cannot move an ordinary read or
-/// write of them across the fence or the wait.
-static SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
-                                  ValueRange inputs, ArrayRef<StringRef> inputConstraints) {
-  std::string constraints;
-  llvm::raw_string_ostream os(constraints);
-  SmallVector<Type> types;
-  for (Value v : tied) {
-    types.push_back(v.getType());
-    os << (constraints.empty() ? "" : ",") << (v.getType().isF32() ? "=f" : "=r");
-  }
+/// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
+/// operand of the same position in `tied` when `tied` is given (the statement reads and
+/// writes it in place), then `inputs` read with `inputConstraints`.
+static SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
+                                     TypeRange types, ValueRange tied, ValueRange inputs,
+                                     ArrayRef<StringRef> inputConstraints) {
+  SmallVector<std::string> constraints;
+  for (Type t : types)
+    constraints.push_back(t.isF32() ? "=f" : "=r");
   for (size_t i = 0; i < tied.size(); ++i)
-    os << (constraints.empty() ? "" : ",") << i;
+    constraints.push_back(std::to_string(i));
   for (StringRef c : inputConstraints)
-    os << (constraints.empty() ? "" : ",") << c;
+    constraints.push_back(c.str());
   SmallVector<Value> operands(tied.begin(), tied.end());
   operands.append(inputs.begin(), inputs.end());
-  Type result = types.empty() ? Type()
-                : LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  SmallVector<Type> resultTypes;
+  if (!types.empty())
+    resultTypes.push_back(LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                           SmallVector<Type>(types)));
   auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, result ? TypeRange{result} : TypeRange{}, operands, text, constraints,
+      b, loc, resultTypes, operands, text, llvm::join(constraints, ","),
       /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::TailCallKind::None,
       LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
       /*operand_attrs=*/ArrayAttr());
   SmallVector<Value> out;
-  for (size_t i = 0; i < tied.size(); ++i)
+  for (size_t i = 0; i < types.size(); ++i)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
   return out;
+}
+
+/// Inline PTX `text` that reads and writes `tied` in place and reads `inputs`; the new values
+/// of `tied`. Values read by an asynchronous wgmma go through such statements so that LLVM
+/// cannot move an ordinary read or write of them across the fence or the wait.
+static SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
+                                  ValueRange inputs, ArrayRef<StringRef> inputConstraints) {
+  return asmResults(b, loc, text, TypeRange(tied), tied, inputs, inputConstraints);
 }
 
 /// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
@@ -1193,24 +1199,9 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
     inputs.push_back(desc);
     inputs.push_back(ci32(readAcc ? 1 : 0));
     SmallVector<StringRef> cons = {"r", "r", "r", "r", "l", "r"};
-    if (readAcc) {
-      acc = tiedAsm(b, loc, text, acc, inputs, cons);
-      continue;
-    }
     // The first step of a zero accumulator writes it without reading it (scale-d false).
-    std::string constraints;
-    for (int64_t i = 0; i < nAcc; ++i)
-      constraints += "=f,";
-    constraints += "r,r,r,r,l,r";
-    auto result = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                   SmallVector<Type>(nAcc, f32));
-    auto asmOp = LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{result}, inputs, text, constraints, /*has_side_effects=*/true,
-        /*is_align_stack=*/false, LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
-    acc.clear();
-    for (int64_t i = 0; i < nAcc; ++i)
-      acc.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+    acc = readAcc ? tiedAsm(b, loc, text, acc, inputs, cons)
+                  : asmResults(b, loc, text, SmallVector<Type>(nAcc, f32), {}, inputs, cons);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   // The accumulator (and packed A) registers are in flight until the wait: it re-defines
