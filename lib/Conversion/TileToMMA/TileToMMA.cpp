@@ -1065,9 +1065,9 @@ void MmaKernelBuilder::fenceSharedForAsyncProxy(Location loc) {
 /// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
 /// operand of the same position in `tied` when `tied` is given (the statement reads and
 /// writes it in place), then `inputs` read with `inputConstraints`.
-static SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
-                                     TypeRange types, ValueRange tied, ValueRange inputs,
-                                     ArrayRef<StringRef> inputConstraints) {
+SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
+                              TypeRange types, ValueRange tied, ValueRange inputs,
+                              ArrayRef<StringRef> inputConstraints) {
   SmallVector<std::string> constraints;
   for (Type t : types)
     constraints.push_back(t.isF32() ? "=f" : "=r");
@@ -1095,13 +1095,13 @@ static SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
 /// Inline PTX `text` that reads and writes `tied` in place and reads `inputs`; the new values
 /// of `tied`. Values read by an asynchronous wgmma go through such statements so that LLVM
 /// cannot move an ordinary read or write of them across the fence or the wait.
-static SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
-                                  ValueRange inputs, ArrayRef<StringRef> inputConstraints) {
+SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
+                           ValueRange inputs, ArrayRef<StringRef> inputConstraints) {
   return asmResults(b, loc, text, TypeRange(tied), tied, inputs, inputConstraints);
 }
 
 /// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
-static bool isZeroTile(Value v) {
+bool isZeroTile(Value v) {
   auto cst = v.getDefiningOp<arith::ConstantOp>();
   auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
   return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
