@@ -138,27 +138,33 @@ private:
   void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
   /// Issues every load of the loop body for iteration `iv` into the stage at `stage` bytes.
   void issueStreams(Value iv, Value stage);
-  /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of the tile `p`
-  /// (+ `stage`, the ring slot's offset, when given).
-  Value swizzledOffset(const LoadPlan &p, Value row, Value swizzled, Value stage);
-  /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of the tile `p`
-  /// (XOR swizzle of the chunk with row % 8).
-  Value smemChunk(const LoadPlan &p, Value row, Value chunk, Value stage = {});
-  /// The byte offset (i32) of the ldmatrix row address of this lane in the tile `p`
-  /// (+ `stage`): matrix row `row8 + lane%8` (row8 a multiple of 8), chunk `chunkLo` (0 or 1)
-  /// XOR the swizzle. Other k/n steps of the same lane are this offset XOR and plus constants:
-  /// see chunkStep and ldmatrixAt.
-  Value ldmatrixLaneOffset(const LoadPlan &p, Value row8, Value chunkLo, Value stage = {});
+  /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
+  /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
+  /// `slabBytes` (wgmma, d128: see slabBytes) chunks 8 and up are in the second slab.
+  Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage,
+                       int64_t slabBytes = 0);
+  /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
+  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
+  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {},
+                  int64_t slabBytes = 0);
+  /// The byte offset (i32) of the ldmatrix row address of this lane for a tile of `cols` 16-bit
+  /// columns at `base` (+ `stage`): matrix row `row8 + lane%8` (row8 a multiple of 8), chunk
+  /// `chunkLo` (0 or 1) XOR the swizzle. Other k/n steps of the same lane are this offset XOR
+  /// 32·step (chunk + 2·step) plus a constant row offset: see chunkStep and ldmatrixAt.
+  Value ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8, Value chunkLo,
+                           Value stage = {});
   /// Bytes between two rows of a tile of `cols` 16-bit columns: the whole row (mma.sync), or
   /// one 128-byte slab row (wgmma: a [rows, 128] tile is two [rows, 64] slabs).
   int64_t rowBytes(int64_t cols) const { return wgmma ? 128 : cols * 2; }
+  /// Bytes between the two 64-column slabs of the tile `p` (wgmma, 128 columns), else 0.
+  int64_t slabBytes(const LoadPlan &p) const { return wgmma && p.cols > 64 ? p.rows * 128 : 0; }
   /// 16-column step `step` of a lane's ldmatrix address relative to step 0: {XOR, add} bytes.
   /// Chunk 2·step lies at XOR 32·step inside a 128-byte slab row; past 64 columns (wgmma), in
   /// the next slab.
   std::pair<int64_t, int64_t> chunkStep(const LoadPlan &p, int64_t step) const {
     if (!wgmma)
       return {32 * step, 0};
-    return {32 * (step % 4), step / 4 * p.rows * 128};
+    return {32 * (step % 4), step / 4 * slabBytes(p)};
   }
   /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `addBytes` (a whole number of 8-row
   /// groups, folded into the instruction's immediate offset).
@@ -405,16 +411,17 @@ Value MmaKernelBuilder::toI32(Value v) {
   return v;
 }
 
-Value MmaKernelBuilder::smemChunk(const LoadPlan &p, Value row, Value chunk, Value stage) {
+Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk,
+                                  Value stage, int64_t slabBytes) {
   Location loc = b.getUnknownLoc();
   Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
-  Value bytes = swizzledOffset(p, row, swz, stage);
+  Value bytes = swizzledOffset(base, cols, row, swz, stage, slabBytes);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
 
-Value MmaKernelBuilder::ldmatrixLaneOffset(const LoadPlan &p, Value row8, Value chunkLo,
-                                           Value stage) {
+Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8,
+                                           Value chunkLo, Value stage) {
   // The tile starts at a multiple of 2·cols bytes (slots and stages are whole tiles), so bits
   // 4 and up of a row's bytes below 2·cols are the swizzled chunk alone: chunk c + 2·step of the
   // lane's row sits at (offset of chunk c) XOR 32·step, as (c + 2·step) XOR r = (c XOR r) XOR
@@ -424,25 +431,25 @@ Value MmaKernelBuilder::ldmatrixLaneOffset(const LoadPlan &p, Value row8, Value 
   Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
   Value row = arith::AddIOp::create(b, loc, row8, lane7);
   Value swz = arith::XOrIOp::create(b, loc, chunkLo, lane7);
-  return swizzledOffset(p, row, swz, stage);
+  return swizzledOffset(base, cols, row, swz, stage);
 }
 
-Value MmaKernelBuilder::swizzledOffset(const LoadPlan &p, Value row, Value swizzled,
-                                       Value stage) {
+Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled,
+                                       Value stage, int64_t slabBytes) {
   Location loc = b.getUnknownLoc();
   Value chunkBytes = arith::MulIOp::create(b, loc, swizzled, ci32(16));
-  if (wgmma && p.cols > 64) {
+  if (slabBytes) {
     // wgmma's 128-byte-swizzle canonical layout: 64-column slabs of 128-byte rows one after
     // the other; the XOR keeps bit 3 of the chunk, which is the slab.
     Value slab = arith::ShRUIOp::create(b, loc, swizzled, ci32(3));
     chunkBytes = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, slab, ci32(p.rows * 128)),
+        b, loc, arith::MulIOp::create(b, loc, slab, ci32(slabBytes)),
         arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, swizzled, ci32(7)),
                               ci32(16)));
   }
   Value bytes = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, row, ci32(rowBytes(p.cols))), chunkBytes);
-  bytes = arith::AddIOp::create(b, loc, bytes, ci32(p.smemOffset));
+      b, loc, arith::MulIOp::create(b, loc, row, ci32(rowBytes(cols))), chunkBytes);
+  bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
   if (stage)
     bytes = arith::AddIOp::create(b, loc, bytes, stage);
   return bytes;
@@ -811,7 +818,7 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
                             arith::MulIOp::create(b, loc, gcol, d.strides[1])));
   Value src0 = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem0});
   bool sameSwizzle = rowsPerStep % 8 == 0;
-  Value dst0 = smemChunk(p, rowT, chunk, stage);
+  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
   auto dstAt = [&](int64_t i) -> Value {
     if (i == 0)
       return dst0;
@@ -819,7 +826,7 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
       return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
                                  ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowBytes(p.cols))});
     Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
-    return smemChunk(p, row, chunk, stage);
+    return smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p));
   };
   // The whole block inside the tensor (every block but the last of a loop): plain copies.
   Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
@@ -926,7 +933,8 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   Value row8 = arith::AddIOp::create(
       b, loc, rowBase,
       arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8)));
-  Value laneOffset = ldmatrixLaneOffset(p, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value laneOffset = ldmatrixLaneOffset(p.smemOffset, p.cols, row8,
+                                        arith::ShRUIOp::create(b, loc, q, ci32(1)));
   auto [xorBytes, addBytes] = chunkStep(p, kt);
   Value x4 = ldmatrixAt(laneOffset, xorBytes, 16 * mt * rowBytes(p.cols) + addBytes, false);
   SmallVector<Value> frags;
@@ -1015,8 +1023,10 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
   // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
   Value laneOffset = transposed
-      ? ldmatrixLaneOffset(p, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo, stage)
-      : ldmatrixLaneOffset(p, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi, stage);
+      ? ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo,
+                           stage)
+      : ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi,
+                           stage);
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
