@@ -2,9 +2,10 @@
 # The GPU check, on the GPU machine (from the repo root, with .bundle/ carried there):
 # unpack the bundle → run the examples and the ahead-of-time program → check attention on the GPU
 # against float64/float32 references and against the interpreter, benchmark it side by side with
-# PyTorch SDPA → the Python DSL on CUDA tensors (test/gpu/test_python_gpu.py) and its launch
-# overhead (test/gpu/bench_launch.py) → print a short table last; JSON results and one log
-# (gpu-check.log) under $OUT (or build/gpu-check).
+# PyTorch SDPA (the mma.sync path, then the sm_90a wgmma path: ~2.5 min more) → the Python DSL on
+# CUDA tensors (test/gpu/test_python_gpu.py) and its launch overhead (test/gpu/bench_launch.py) →
+# print a short table last; JSON results and one log (gpu-check.log) under $OUT (or
+# build/gpu-check).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build/gpu-check}
@@ -33,6 +34,8 @@ step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tesse
   --json "$out/sweep.json"
 step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
   --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
+step attention_wgmma python3 "$root/test/gpu/check_attention_wgmma.py" \
+  --tessel-run "$work/bin/tessel-run" --json "$out/attention_wgmma.json" --budget-s 200
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$logs/python_gpu.xml"
@@ -48,6 +51,7 @@ fi
 echo
 echo "== summary"
 grep -h -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
+grep -h -A20 '^| d | n | causal | wgmma' "$logs/attention_wgmma.log" | grep '^|'
 grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30
 grep -h -E '^d[0-9]+, 128x64|first_call' "$logs/cold_compile.log"
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
