@@ -83,20 +83,33 @@ def _as_jit(fn, what):
     raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
 
 
-# (head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU: the mma.sync fast path takes 64 or 128
-# query rows, head dims 64 and 128, f16/bf16. 128-row blocks run as 4 warps of 32 rows (FA2's
-# layout, two m16 tiles per K/V ldmatrix) and were the fastest on the H200 at both head dims:
-# +19-24 % over 64-row blocks at d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
-GPU_BLOCKS = {(64, "f16"): (128, 64), (64, "bf16"): (128, 64),
-              (128, "f16"): (128, 64), (128, "bf16"): (128, 64)}
+# (chip, head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU. Both fast paths take 64 or 128
+# query rows, head dims 64 and 128, f16/bf16.
+# - sm_80 (mma.sync): 128-row blocks as 4 warps of 32 rows (FA2's layout, two m16 tiles per K/V
+#   ldmatrix) were the fastest on the H200 at both head dims: +19-24 % over 64-row blocks at
+#   d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
+# - sm_90a (wgmma, codegen auto): one warpgroup of 64 rows; 64x64 is the best d128 block (three
+#   CTAs per SM) and 64x128 the best d64 block (docs/bench/2026-11-29-h200-wgmma.md).
+GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64),
+              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64)}
+_FAST_DTYPES = ("f16", "bf16")
 
 
-def gpu_blocks(D, dtype, nq, nk):
-    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D and dtype name."""
-    hit = GPU_BLOCKS.get((D, dtype))
+def gpu_blocks(D, dtype, nq, nk, chip="sm_80"):
+    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip."""
+    hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
     if hit is not None:
         return hit
     return _block(nq), _block(nk)    # the reference lowering: the interpreter's choice
+
+
+def _chip_for_blocks(q):
+    """The chip of q's device; sm_80 where the driver cannot say (compile_attention without a
+    GPU: the launch then raises GpuUnavailableError as before)."""
+    try:
+        return gpu.chip_of(q.get_device())
+    except gpu.GpuUnavailableError:
+        return "sm_80"
 
 
 def _check_shapes(qs, ks, vs, enable_gqa):
@@ -188,7 +201,10 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     dtype = gpu.torch_dtype_name(q)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    dm, dn = gpu_blocks(D, dtype, Nq, Nk)
+    # The chip of q's device picks the blocks. The choice is remembered per (dtype, D, ...), not
+    # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
+    # both, which is correct everywhere and fastest on the first.
+    dm, dn = gpu_blocks(D, dtype, Nq, Nk, _chip_for_blocks(q))
     BM, BN = block_m or dm, block_n or dn
     # The kernel reads BHSD rows with stride D: non-contiguous inputs are copied.
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
@@ -253,7 +269,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                                                enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
-        if (D, gpu.torch_dtype_name(q)) in GPU_BLOCKS or (block_m and block_n):
+        if (gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128)) or (block_m and block_n):
             _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
                 consts, 1.0 / math.sqrt(D))
         if grid[0] and grid[1]:

@@ -295,6 +295,12 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000) == (128, 64)
     assert gpu_blocks(32, "f16", 10, 1000) == (16, 64)        # the reference lowering's choice
     assert gpu_blocks(64, "f32", 100, 100) == (64, 64)
+    # sm_90a (wgmma): one warpgroup of 64 query rows; 64 keys at d128, 128 at d64.
+    assert gpu_blocks(128, "f16", 1000, 1000, "sm_90a") == (64, 64)
+    assert gpu_blocks(128, "bf16", 7, 7, "sm_90a") == (64, 64)
+    assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
+    assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
+    assert gpu_blocks(32, "f16", 10, 1000, "sm_90a") == (16, 64)
 
 
 def test_plain_score_mod_functions_are_traced_once():

@@ -33,8 +33,8 @@ struct TargetOptions {
   std::string toolkit;
   /// Which lowering makes the kernels: `reference` (convert-tile-to-gpu), `mma` (the sm_80+
   /// fast path convert-tile-to-mma; programs outside its class are errors), `wgmma` (sm_90a
-  /// only: the same class with wgmma.mma_async dots) or `auto` (the mma fast path where the
-  /// program fits, else the reference lowering with a remark saying why).
+  /// only: the same class with wgmma.mma_async dots) or `auto` (wgmma on sm_90a, else the mma
+  /// fast path, where the program fits; else the reference lowering with a remark saying why).
   std::string codegen = "reference";
 };
 

@@ -1476,29 +1476,43 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     LLVM::GlobalOp smem;
     bool failedAny = false;
     for (func::FuncOp program : programs) {
-      // Collect the first error of this program; with fallback it becomes a remark.
+      // Collect the first error of this program; with fallback it becomes a remark. With
+      // fallback and wgmma (codegen=auto on sm_90a) a program wgmma refuses is tried on the
+      // mma.sync path before it is left to the reference lowering.
       std::string reason;
       Location where = program.getLoc();
       LogicalResult built = failure();
-      gpu::GPUFuncOp kernel;
-      {
-        ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-          if (diag.getSeverity() != DiagnosticSeverity::Error)
-            return failure();
-          if (reason.empty()) {
-            reason = diag.str();
-            where = diag.getLocation();
-          }
-          return success();
-        });
-        built = lowerProgram(program, gpuModule, smem, kernel);
+      bool useWgmma = wgmma;
+      for (;;) {
+        gpu::GPUFuncOp kernel;
+        reason.clear();
+        where = program.getLoc();
+        {
+          ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+            if (diag.getSeverity() != DiagnosticSeverity::Error)
+              return failure();
+            if (reason.empty()) {
+              reason = diag.str();
+              where = diag.getLocation();
+            }
+            return success();
+          });
+          built = lowerProgram(program, gpuModule, smem, kernel, useWgmma);
+        }
+        if (succeeded(built))
+          break;
+        if (kernel)
+          kernel.erase();
+        if (!(fallback && useWgmma))
+          break;
+        emitRemark(where) << "convert-tile-to-mma lowers @" << program.getName()
+                          << " with mma.sync, not wgmma: " << reason;
+        useWgmma = false;
       }
       if (succeeded(built)) {
         program.erase();
         continue;
       }
-      if (kernel)
-        kernel.erase();
       if (fallback) {
         emitRemark(where) << "convert-tile-to-mma leaves @" << program.getName()
                           << " to the reference lowering: " << reason;
@@ -1512,7 +1526,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
   }
 
   LogicalResult lowerProgram(func::FuncOp program, gpu::GPUModuleOp &gpuModule,
-                             LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel) {
+                             LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel, bool useWgmma) {
     MLIRContext *ctx = &getContext();
     ModuleOp module = getOperation();
     if (program.getNumResults() != 0)
@@ -1539,7 +1553,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
       }
     }
-    if (wgmma && !chip.empty() && chip != "sm_90a")
+    if (useWgmma && !chip.empty() && chip != "sm_90a")
       return program.emitOpError("cannot use codegen=wgmma on ")
              << chip << ": wgmma.mma_async needs sm_90a";
     if (!smem) {
@@ -1555,7 +1569,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
                                     FunctionType::get(ctx, argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    MmaKernelBuilder builder(kernel, smem, warpRows, wgmma);
+    MmaKernelBuilder builder(kernel, smem, warpRows, useWgmma);
     if (failed(builder.plan(program)))
       return failure();
     if (builder.sharedBytes() > sharedLimit)
@@ -1565,7 +1579,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
-    kernel->setAttr("tessel.codegen", b.getStringAttr(wgmma ? "wgmma" : "mma"));
+    kernel->setAttr("tessel.codegen", b.getStringAttr(useWgmma ? "wgmma" : "mma"));
     return builder.build(program);
   }
 };

@@ -16,6 +16,11 @@
 // RUN: not tesselc %t.mlir --chip=sm_80 --codegen=wgmma --emit=ptx -o - 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not tessel-opt %t.mlir --convert-tile-to-mma="wgmma=true chip=sm_80" 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not tessel-opt %t.mlir --convert-tile-to-mma="wgmma=true warp-rows=32" 2>&1 | FileCheck %s --check-prefix=W32
+// codegen=auto (tesselc's default) takes wgmma on sm_90a and mma.sync on sm_80; with fallback a
+// program wgmma refuses is tried on mma.sync before the reference lowering.
+// RUN: tesselc %t.mlir --chip=sm_90a --emit=ptx -o - | FileCheck %s --check-prefix=AUTO90 --implicit-check-not=mma.sync.aligned
+// RUN: tesselc %t.mlir --chip=sm_80 --emit=ptx -o - | FileCheck %s --check-prefix=AUTO80 --implicit-check-not=wgmma
+// RUN: tessel-opt %t.mlir --convert-tile-to-mma="wgmma=true fallback=true warp-rows=32" 2>&1 | FileCheck %s --check-prefix=CHAIN
 
 // The shared block is 1024-byte aligned (the 128-byte swizzle is a function of the address).
 // MLIR: llvm.mlir.global external @__tessel_mma_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
@@ -381,3 +386,13 @@ func.func @bf16_none_d64(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %v: !tile.ptr
   tile.store %ld[%m0], %lse : !tile.desc<1, f32>, tensor<128xf32>
   return
 }
+
+// AUTO90: .entry f16_causal_d64
+// AUTO90: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// AUTO80: .entry f16_causal_d64
+// AUTO80: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+
+// CHAIN: remark: convert-tile-to-mma lowers @f16_causal_d64 with mma.sync, not wgmma: 'func.func' op asks for 32 rows per warp
+// CHAIN: gpu.func @f16_causal_d64
+// CHAIN-NOT: tessel.codegen = "wgmma"
+// CHAIN: nvvm.mma.sync
