@@ -58,6 +58,7 @@ FailureOr<GpuRunResult> tessel::runtime::runOnGpu(ModuleOp module, StringRef nam
   TargetOptions target;
   target.chip = result.chip;
   target.codegen = options.codegen;
+  target.wgmmaOverlap = options.wgmmaOverlap;
   FailureOr<CompiledModule> compiled = compileModule(module, target, Stage::Cubin);
   if (failed(compiled))
     return failure();

@@ -72,12 +72,13 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings and one unsigned. A new field of TargetOptions lands here first: put it in the
+  // Five strings, one unsigned and one bool (each padded to a word). A new field of TargetOptions lands here first: put it in the
   // key if it can change the PTX or the cubin, then update the size.
-  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + alignof(std::string),
+  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 2 * alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
-         ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen;
+         ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
+         (options.wgmmaOverlap ? ";wgmma-overlap" : "");
 }
 
 std::string tessel::findPtxas(llvm::StringRef toolkit) {

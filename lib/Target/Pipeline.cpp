@@ -65,6 +65,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                              "sm_90a, else mma, where the program fits; "
                                              "else reference)."),
                               llvm::cl::init("reference")};
+  Option<bool> wgmmaOverlap{*this, "wgmma-overlap",
+                            llvm::cl::desc("With wgmma: overlap the softmax with the previous "
+                                           "block's P·V inside a warpgroup."),
+                            llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -98,6 +102,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     // to mma.sync, then to the reference lowering, program by program.
     mmaOptions.wgmma = options.codegen == "wgmma" ||
                        (options.codegen == "auto" && options.chip == "sm_90a");
+    mmaOptions.wgmmaOverlap = options.wgmmaOverlap;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
   }
@@ -186,6 +191,7 @@ void tessel::registerTargetPasses() {
           options.format = o.format;
           options.toolkit = o.toolkit;
           options.codegen = o.codegen;
+          options.wgmmaOverlap = o.wgmmaOverlap;
           buildTileToNVVMPipeline(pm, options);
         });
   });

@@ -25,7 +25,7 @@ from check_attention import TOL, decode, encode, sdpa_tflops  # noqa: E402
 
 
 def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen="mma",
-             window=64, device="gpu", repeats=0, seed=0, reference=True):
+             window=64, device="gpu", repeats=0, seed=0, reference=True, extra=()):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((B, H, Nq, D), dtype=np.float32)
     k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
@@ -42,7 +42,8 @@ def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen
              f"--arg={H}", f"--arg={Hkv}", f"--arg={scale!r}", f"--arg={window}"]
     cmd = [tessel_run, str(kernel), "--kernel=attention", f"--grid={-(-Nq // bm)},{B * H}",
            "--pipeline=builtin.module(tile-optimize)", f"--device={device}",
-           f"--codegen={codegen}", *args, f"--out=3:{tmp / 'o.npy'}", f"--out=4:{tmp / 'lse.npy'}"]
+           f"--codegen={codegen}", *extra, *args, f"--out=3:{tmp / 'o.npy'}",
+           f"--out=4:{tmp / 'lse.npy'}"]
     if repeats:
         cmd.append(f"--repeats={repeats}")
     if device == "both":

@@ -1,7 +1,11 @@
 """The sm_90a wgmma path (convert-tile-to-mma with wgmma, --codegen=wgmma) on the H200:
 correctness against float64 and the interpreter, then speed beside the mma.sync path and PyTorch
 SDPA (FA2, cuDNN) in the same process. Run on the GPU machine:
-python3 check_attention_wgmma.py --tessel-run BIN --json OUT.json [--budget-s 250]
+python3 check_attention_wgmma.py --tessel-run BIN --json OUT.json [--budget-s 250] [--overlap]
+
+With --overlap the correctness cases run with --wgmma-overlap (FA3's intra-warpgroup
+pipelining, docs/dev/codegen-wgmma.md) and the speed rows time each wgmma block with and
+without it (columns *_ov), instead of the mma.sync column.
 
 Cases run through run_case of check_attention_mma.py (the naive kernel of
 test/python/attention_kernels.py, tile-optimize inside tessel-run, outputs poisoned first).
@@ -41,7 +45,9 @@ def main():
     ap.add_argument("--tessel-run", required=True)
     ap.add_argument("--json", required=True)
     ap.add_argument("--budget-s", type=float, default=250)
+    ap.add_argument("--overlap", action="store_true")
     opts = ap.parse_args()
+    extra = ("--wgmma-overlap",) if opts.overlap else ()
     start = time.time()
     left = lambda: opts.budget_s - (time.time() - start)  # noqa: E731
     results = {"correctness": [], "interpreter": [], "speed": [], "skipped": 0}
@@ -70,7 +76,7 @@ def main():
                 results["skipped"] += 1
                 continue
             r = check_attention_mma.run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq,
-                                             nk, D, bm, bn, codegen="wgmma")
+                                             nk, D, bm, bn, codegen="wgmma", extra=extra)
             r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn)
             results["correctness"].append(r)
             failures += not r["ok"]
@@ -85,7 +91,8 @@ def main():
                 results["skipped"] += 1
                 continue
             r = check_attention_mma.run_case(opts.tessel_run, tmp, dtype, mask, 1, 2, 1, 90, 130,
-                                             D, bm, 64, codegen="wgmma", device="both")
+                                             D, bm, 64, codegen="wgmma", device="both",
+                                             extra=extra)
             r.update(dtype=dtype, mask=mask, d=D, bm=bm)
             results["interpreter"].append(r)
             failures += not r["ok"]
@@ -100,10 +107,13 @@ def main():
             B, H = 16384 // N, 2048 // D
             flops = 4 * B * H * N * N * D / (2 if causal else 1)
             row = {"b": B, "h": H, "n": N, "d": D, "causal": causal}
-            configs = [("wgmma_128", "wgmma", 128, 64), ("wgmma_64", "wgmma", 64, 64),
-                       ("mma_128", "mma", 128, 64)]
+            configs = [("wgmma_128", "wgmma", 128, 64), ("wgmma_64", "wgmma", 64, 64)]
             if D == 64:
                 configs.append(("wgmma_64x128", "wgmma", 64, 128))
+            if opts.overlap:
+                configs = [c for base in configs for c in (base, (base[0] + "_ov",) + base[1:])]
+            else:
+                configs.append(("mma_128", "mma", 128, 64))
             for name, codegen, bm, bn in configs:
                 if left() < 12:
                     results["skipped"] += 1
@@ -111,7 +121,8 @@ def main():
                 r = check_attention_mma.run_case(opts.tessel_run, tmp, "f16",
                                                  "causal" if causal else "none", B, H, H, N, N,
                                                  D, bm, bn, codegen=codegen, repeats=20,
-                                                 reference=False)
+                                                 reference=False,
+                                                 extra=extra if name.endswith("_ov") else ())
                 if "median_ms" in r:
                     r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
                 row[name] = r
@@ -124,21 +135,25 @@ def main():
             print(f"speed d={D} n={N} causal={causal}: wgmma128 {cell(row.get('wgmma_128'))} "
                   f"wgmma64 {cell(row.get('wgmma_64'))} wgmma64x128 {cell(row.get('wgmma_64x128'))} "
                   f"mma128 {cell(row.get('mma_128'))} "
-                  f"FA2 {cell(s.get('flash'))} cuDNN {cell(s.get('cudnn'))}"
+                  + (f"ov128 {cell(row.get('wgmma_128_ov'))} ov64 {cell(row.get('wgmma_64_ov'))} "
+                     f"ov64x128 {cell(row.get('wgmma_64x128_ov'))} " if opts.overlap else "")
+                  + f"FA2 {cell(s.get('flash'))} cuDNN {cell(s.get('cudnn'))}"
                   + ("" if "tflops" in row.get("wgmma_128", {}) else
                      f"  {row.get('wgmma_128', {}).get('stderr', '')[-300:]}"), flush=True)
             save()
     save()
+    ov = ["wgmma_128_ov", "wgmma_64_ov", "wgmma_64x128_ov"] if opts.overlap else []
     print("\n| d | n | causal | wgmma 128x64 | wgmma 64x64 | wgmma 64x128 | mma 128x64 | FA2 | "
-          "cuDNN |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "cuDNN |" + "".join(f" {c} |" for c in ov))
+    print("|---|---|---|---|---|---|---|---|---|" + "---|" * len(ov))
     for row in results["speed"]:
         cell = lambda x: f"{x['tflops']:.1f}" if x and "tflops" in x else "—"  # noqa: E731
         s = row.get("sdpa", {})
         print(f"| {row['d']} | {row['n']} | {'yes' if row['causal'] else 'no'} | "
               f"{cell(row.get('wgmma_128'))} | {cell(row.get('wgmma_64'))} | "
               f"{cell(row.get('wgmma_64x128'))} | "
-              f"{cell(row.get('mma_128'))} | {cell(s.get('flash'))} | {cell(s.get('cudnn'))} |")
+              f"{cell(row.get('mma_128'))} | {cell(s.get('flash'))} | {cell(s.get('cudnn'))} |"
+              + "".join(f" {cell(row.get(c))} |" for c in ov))
     n = len(results["correctness"]) + len(results["interpreter"])
     print(f"\n{n - failures} passed, {failures} failed (GPU correctness, wgmma path); "
           f"{results['skipped']} skipped for time; {time.time() - start:.0f} s")

@@ -81,6 +81,10 @@ static cl::opt<std::string>
                      "wgmma (sm_90a: wgmma.mma_async) or auto (mma where the program fits, "
                      "else reference; the default)"),
             cl::init("auto"), cl::cat(runCategory));
+static cl::opt<bool> wgmmaOverlap("wgmma-overlap",
+                                  cl::desc("With wgmma: overlap the softmax with the previous "
+                                           "block's P·V inside a warpgroup"),
+                                  cl::init(false), cl::cat(runCategory));
 static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
                                  cl::init(0), cl::cat(runCategory));
@@ -342,6 +346,7 @@ int main(int argc, char **argv) {
     tessel::runtime::GpuRunOptions gpuOptions;
     gpuOptions.chip = chip;
     gpuOptions.codegen = codegen;
+    gpuOptions.wgmmaOverlap = wgmmaOverlap;
     gpuOptions.repeats = repeats;
     gpuOptions.warmup = repeats ? 3 : 0;
     for (auto &[index, path] : outs)

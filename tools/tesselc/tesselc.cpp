@@ -67,6 +67,12 @@ static cl::opt<std::string> codegen(
              "remark)"),
     cl::init("auto"));
 
+static cl::opt<bool> wgmmaOverlap(
+    "wgmma-overlap",
+    cl::desc("With wgmma: overlap the softmax of each K/V block with the previous block's P·V "
+             "inside a warpgroup (FA3's intra-warpgroup pipelining)"),
+    cl::init(false));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
   return 1;
@@ -149,6 +155,7 @@ int main(int argc, char **argv) {
   options.numThreads = numThreads;
   options.toolkit = toolkit;
   options.codegen = codegen;
+  options.wgmmaOverlap = wgmmaOverlap;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)
     stage = tessel::Stage::LLVM;

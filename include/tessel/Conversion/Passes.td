@@ -77,6 +77,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "sm_90a: both dots as warpgroup wgmma.mma_async (A from registers, B from "
            "128-byte-swizzled shared memory through matrix descriptors), 16 rows per warp "
            "(docs/dev/codegen-wgmma.md).">,
+    Option<"wgmmaOverlap", "wgmma-overlap", "bool", /*default=*/"false",
+           "With wgmma: FA3's intra-warpgroup pipelining of the attention loop: S_j = Q·K_jᵀ and "
+           "the previous block's O += P·V issued as two commit groups, the softmax of S_j under "
+           "P·V (wait_group 1), the rescale of O after it (docs/dev/codegen-wgmma.md).">,
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
            "The chip the kernels are for (sm_80, sm_90a); with wgmma, anything but sm_90a "
            "(or empty: unknown) is refused.">

@@ -24,6 +24,8 @@ struct GpuRunOptions {
   std::string chip;
   /// Which lowering makes the kernel: auto, reference or mma (TargetOptions::codegen).
   std::string codegen = "auto";
+  /// TargetOptions::wgmmaOverlap.
+  bool wgmmaOverlap = false;
   /// Buffer arguments the kernel writes: they are filled with 0xFF bytes (NaN for floats) on the
   /// device instead of being copied in, so an element the kernel forgets cannot look right.
   llvm::SmallVector<unsigned> outputs;

@@ -36,6 +36,9 @@ struct TargetOptions {
   /// only: the same class with wgmma.mma_async dots) or `auto` (wgmma on sm_90a, else the mma
   /// fast path, where the program fits; else the reference lowering with a remark saying why).
   std::string codegen = "reference";
+  /// With wgmma (also through auto on sm_90a): overlap the softmax of each K/V block with the
+  /// previous block's P·V inside a warpgroup (convert-tile-to-mma wgmma-overlap).
+  bool wgmmaOverlap = false;
 };
 
 /// The fields of `options` that change the generated code, as one canonical string

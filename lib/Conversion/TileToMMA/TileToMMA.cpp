@@ -68,6 +68,22 @@ struct LoadPlan {
   int streamIndex = -1;
 };
 
+/// FA3's intra-warpgroup pipelining of an attention loop (wgmma-overlap,
+/// docs/dev/codegen-wgmma.md): the loop's P·V dot is issued one iteration late, as a second
+/// commit group beside the next S = Q·Kᵀ, and V is loaded one iteration late to match.
+struct Overlap {
+  tile::DotOp sDot, pvDot;
+  tile::LoadOp kLoad, vLoad;
+  /// Position of O among the loop's iter_args and results.
+  unsigned accIndex = 0;
+  /// The P·V still to issue: P packed (b32 registers) and the byte offset (i32) of its V block
+  /// (slot + stage). From the loop's iter_args until the S dot, then from the P·V dot.
+  SmallVector<Value> pendingP;
+  Value pendingV;
+  /// O while that P·V runs: from the S dot (issue) to the P·V dot (wait_group 0).
+  SmallVector<Value> inFlight;
+};
+
 /// The loop being emitted and its pipelined loads.
 struct LoopContext {
   scf::ForOp source;
@@ -75,6 +91,8 @@ struct LoopContext {
   Value iv, ub, step;
   /// Byte offset (i32) of the stage the current iteration reads: 0 or streamStageBytes.
   Value stage;
+  /// Set when the loop runs the overlapped schedule.
+  Overlap *overlap = nullptr;
 };
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
@@ -99,9 +117,9 @@ int64_t constantOf(Value v) {
 class MmaKernelBuilder {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, int64_t warpRowsOption,
-                   bool wgmma)
+                   bool wgmma, bool overlap = false)
       : kernel(kernel), smemGlobal(smem), b(kernel.getContext()),
-        warpRowsOption(warpRowsOption), wgmma(wgmma) {}
+        warpRowsOption(warpRowsOption), wgmma(wgmma), overlapOption(wgmma && overlap) {}
 
   /// Checks that `program` is in the class and plans it; fills the block size and bytes.
   LogicalResult plan(func::FuncOp program);
@@ -120,6 +138,23 @@ private:
   /// shared-memory matrix descriptor).
   LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const LoadPlan &p,
                              bool transposed);
+  /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
+  /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
+  /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
+  /// `offset` bytes (i32). Returns the accumulator, in flight until a wait re-defines it.
+  SmallVector<Value> wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> acc, Value offset,
+                                const LoadPlan &p, bool transposed, int64_t n, int64_t kSteps);
+  /// wgmma-overlap: whether loop `op` has the shape of the overlapped schedule (see Overlap).
+  std::optional<Overlap> matchOverlap(scf::ForOp op);
+  /// wgmma-overlap: S_j = Q·K_jᵀ and the previous iteration's O += P·V as two commit groups,
+  /// then wait_group 1 (S_j) — the softmax follows while P·V runs.
+  LogicalResult emitOverlapS(tile::DotOp op);
+  /// wgmma-overlap: packs P_j, wait_group 0 (O), rescales O, and leaves P_j·V_j to the next
+  /// iteration (or the loop's drain).
+  LogicalResult emitOverlapPV(tile::DotOp op);
+  /// wgmma-overlap: the last P·V of a loop after it (when it ran at all): O.
+  SmallVector<Value> drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p,
+                                  Value v, Value any);
   /// The A fragments of a dot, a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded
   /// block read once, or a register tile packed pairwise); empty when they are read from
   /// shared memory at every k step.
@@ -136,8 +171,10 @@ private:
 
   /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
   void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
-  /// Issues every load of the loop body for iteration `iv` into the stage at `stage` bytes.
-  void issueStreams(Value iv, Value stage);
+  /// Issues the loads of the loop body for iteration `iv` into the stage at `stage` bytes:
+  /// every load, or with wgmma-overlap those the schedule does not defer (`deferred` false)
+  /// or the deferred V (`deferred` true).
+  void issueStreams(Value iv, Value stage, bool deferred = false);
   /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
   /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
   /// `slabBytes` (wgmma, d128: see slabBytes) chunks 8 and up are in the second slab.
@@ -198,6 +235,8 @@ private:
   int64_t warpRowsOption = 0;
   /// sm_90a wgmma dots (16 rows per warp, 128-byte-swizzled slabs in shared memory).
   bool wgmma = false;
+  /// wgmma-overlap (with wgmma): the overlapped schedule for the loops that have its shape.
+  bool overlapOption = false;
   /// Query rows per warp (16 or 32) and m16 row tiles per warp (1 or 2).
   int64_t warpRows = 16, mTiles = 1;
   Type operandType;
@@ -921,6 +960,11 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
     b.setInsertionPointToStart(ifOp.thenBlock());
     issueStreams(nextIv, arith::SubIOp::create(b, loc, ci32(streamStageBytes), l.stage));
   }
+  // Overlapped: V_j goes into this iteration's stage now, read by P_j·V_j in the next
+  // iteration. The slot's last reader, P_{j-2}·V_{j-2}, was waited for (wait_group 0) in
+  // iteration j-1, before every warp passed the barrier above.
+  if (l.overlap)
+    issueStreams(l.iv, l.stage, /*deferred=*/true);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   return success();
 }
@@ -943,9 +987,11 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   return frags;
 }
 
-void MmaKernelBuilder::issueStreams(Value iv, Value stage) {
+void MmaKernelBuilder::issueStreams(Value iv, Value stage, bool deferred) {
   LoopContext &l = *loop;
   for (tile::LoadOp ld : l.streams) {
+    if ((l.overlap && ld == l.overlap->vLoad) != deferred)
+      continue;
     SmallVector<Value> offs;
     for (Value o : ld.getOffsets())
       offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
@@ -980,6 +1026,10 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::dotAFragments(tile::DotOp op, in
 }
 
 LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
+  if (loop && loop->overlap && op == loop->overlap->sDot)
+    return emitOverlapS(op);
+  if (loop && loop->overlap && op == loop->overlap->pvDot)
+    return emitOverlapPV(op);
   Location loc = op.getLoc();
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto cType = cast<RankedTensorType>(op.getAcc().getType());
@@ -1117,62 +1167,16 @@ bool isZeroTile(Value v) {
   return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
 }
 
-LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
-                                             const LoadPlan &p, bool transposed) {
-  // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
-  // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
-  // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared
-  // memory in the 128-byte-swizzle canonical layout, named by a matrix descriptor:
-  //   K of S = Q·Kᵀ: the block [N, K] is K-major (no transpose): 8-row core-matrix groups
-  //     1024 B apart (SBO); LBO unused with swizzling; k step = 32 B inside the 128-byte
-  //     atom, next slab past 64 columns.
-  //   V of O += P·V: the block [K, N] is N-major (transpose-B 1): 8-row groups along k 1024 B
-  //     apart (SBO), 64-column slabs along n p.rows·128 B apart (LBO); k step = 16 rows.
-  Location loc = op.getLoc();
-  auto aType = cast<RankedTensorType>(op.getA().getType());
-  auto cType = cast<RankedTensorType>(op.getAcc().getType());
-  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
-  if (aShared.count(op.getA()))
-    return op.emitOpError("reads its A operand from shared memory at every k step, which "
-                          "codegen=wgmma does not do");
-  if (N % 8 != 0 || N > 256)
-    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
-                                    << "multiple of 8 up to 256";
-  int64_t kSteps = K / 16;
-  Type f32 = b.getF32Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
-  bool zeroAcc = isZeroTile(op.getAcc());
-  SmallVector<Value> acc;
-  if (!zeroAcc) {
-    FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
-    if (failed(c))
-      return failure();
-    acc = *c;
-  }
-  // A as b32 registers. A packed here (P) is written by ordinary instructions just before the
-  // wgmmas read it, and so is an accumulator that is not a fresh zero (O·alpha): the fence
-  // ties them, so that every such write is ordered before it.
-  SmallVector<Value> a;
-  for (Value v : aIn)
-    a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
-  bool aPacked = !aFragments.count(op.getA());
-  SmallVector<Value> fenced(acc);
-  if (aPacked)
-    fenced.append(a);
-  if (fenced.empty()) {
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  } else {
-    fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
-    std::copy(fenced.begin(), fenced.begin() + acc.size(), acc.begin());
-    if (aPacked)
-      std::copy(fenced.begin() + acc.size(), fenced.end(), a.begin());
-  }
+SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> accIn,
+                                                Value offset, const LoadPlan &p,
+                                                bool transposed, int64_t N, int64_t kSteps) {
+  Location loc = b.getUnknownLoc();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  SmallVector<Value> acc(accIn);
+  bool zeroAcc = acc.empty();
   // The descriptor of k step 0; the start address (bits 0-13, bytes >> 4) of the others is a
   // constant further (the slab base is 1024-byte aligned, so adding inside the 128-byte
   // atom is what the hardware's address-based swizzle expects).
-  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
-  Value offset = ci32(p.smemOffset);
-  if (stage)
-    offset = arith::AddIOp::create(b, loc, offset, stage);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   Value addr = LLVM::PtrToIntOp::create(
       b, loc, i64, LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{offset}));
@@ -1213,6 +1217,63 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
     acc = readAcc ? tiedAsm(b, loc, text, acc, inputs, cons)
                   : asmResults(b, loc, text, SmallVector<Type>(nAcc, f32), {}, inputs, cons);
   }
+  return acc;
+}
+
+LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
+                                             const LoadPlan &p, bool transposed) {
+  // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
+  // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
+  // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared
+  // memory in the 128-byte-swizzle canonical layout, named by a matrix descriptor:
+  //   K of S = Q·Kᵀ: the block [N, K] is K-major (no transpose): 8-row core-matrix groups
+  //     1024 B apart (SBO); LBO unused with swizzling; k step = 32 B inside the 128-byte
+  //     atom, next slab past 64 columns.
+  //   V of O += P·V: the block [K, N] is N-major (transpose-B 1): 8-row groups along k 1024 B
+  //     apart (SBO), 64-column slabs along n p.rows·128 B apart (LBO); k step = 16 rows.
+  Location loc = op.getLoc();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto cType = cast<RankedTensorType>(op.getAcc().getType());
+  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
+  if (aShared.count(op.getA()))
+    return op.emitOpError("reads its A operand from shared memory at every k step, which "
+                          "codegen=wgmma does not do");
+  if (N % 8 != 0 || N > 256)
+    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
+                                    << "multiple of 8 up to 256";
+  int64_t kSteps = K / 16;
+  Type i32 = b.getI32Type();
+  bool zeroAcc = isZeroTile(op.getAcc());
+  SmallVector<Value> acc;
+  if (!zeroAcc) {
+    FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
+    if (failed(c))
+      return failure();
+    acc = *c;
+  }
+  // A as b32 registers. A packed here (P) is written by ordinary instructions just before the
+  // wgmmas read it, and so is an accumulator that is not a fresh zero (O·alpha): the fence
+  // ties them, so that every such write is ordered before it.
+  SmallVector<Value> a;
+  for (Value v : aIn)
+    a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
+  bool aPacked = !aFragments.count(op.getA());
+  SmallVector<Value> fenced(acc);
+  if (aPacked)
+    fenced.append(a);
+  if (fenced.empty()) {
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  } else {
+    fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
+    std::copy(fenced.begin(), fenced.begin() + acc.size(), acc.begin());
+    if (aPacked)
+      std::copy(fenced.begin() + acc.size(), fenced.end(), a.begin());
+  }
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  Value offset = ci32(p.smemOffset);
+  if (stage)
+    offset = arith::AddIOp::create(b, loc, offset, stage);
+  acc = wgmmaChain(a, acc, offset, p, transposed, N, kSteps);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   // The accumulator (and packed A) registers are in flight until the wait: it re-defines
   // them, so every use of the result is after it.
@@ -1220,9 +1281,178 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
   if (aPacked)
     waited.append(a);
   waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
-  acc.assign(waited.begin(), waited.begin() + nAcc);
+  acc.assign(waited.begin(), waited.begin() + N / 2);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// wgmma-overlap: FA3's intra-warpgroup pipelining (docs/dev/codegen-wgmma.md)
+//===----------------------------------------------------------------------===//
+//
+// Iteration j of a loop with the attention shape (S = Q·K_jᵀ, softmax, O = O·alpha_j + P_j·V_j)
+// runs
+//   top:   wait cp.async (K_j, V_{j-1}), fence.proxy.async, barrier;
+//          issue K_{j+1} into the other stage and V_j into this one
+//   fence (O, P_{j-1}); S_j = Q·K_jᵀ; commit; O += P_{j-1}·V_{j-1}; commit
+//   wait_group 1                      -- S_j is in; P_{j-1}·V_{j-1} still runs
+//   softmax of S_j: m_j, alpha_j, P_j (packed), l_j
+//   wait_group 0                      -- O = O_{j-1} + P_{j-1}·V_{j-1} (at max m_{j-1})
+//   O = O·alpha_j                     -- now at max m_j, without P_j·V_j
+// and after the loop, if it ran: wait cp.async, fence, barrier, O += P_last·V_last, wait 0.
+// The source's O_j = alpha_j·O_{j-1} + P_j·V_j is the loop-carried O plus the pending P_j·V_j,
+// and the rescale comes after the P·V it scales. Iteration lb has no P·V yet: it issues
+// P = 0 against K_lb (landed, same shape), which adds exactly 0 — one spare wgmma group per
+// loop instead of a peeled iteration. V_j is loaded one iteration late (issued at the top of j
+// into this iteration's stage), so V_{j-1} stays in place while K_{j+1} and V_j land: the same
+// two stages, no third.
+
+std::optional<Overlap> MmaKernelBuilder::matchOverlap(scf::ForOp op) {
+  SmallVector<tile::DotOp> dots;
+  for (Operation &o : op.getBody()->without_terminator())
+    if (auto dot = dyn_cast<tile::DotOp>(o))
+      dots.push_back(dot);
+  if (dots.size() != 2)
+    return std::nullopt;
+  Overlap ov;
+  ov.sDot = dots[0];
+  ov.pvDot = dots[1];
+  // S = Q·trans(K_j) with Q in registers and a fresh accumulator.
+  if (!aFragments.count(ov.sDot.getA()) || !isZeroTile(ov.sDot.getAcc()))
+    return std::nullopt;
+  auto tr = ov.sDot.getB().getDefiningOp<tile::TransOp>();
+  ov.kLoad = tr ? tr.getInput().getDefiningOp<tile::LoadOp>() : tile::LoadOp();
+  ov.vLoad = ov.pvDot.getB().getDefiningOp<tile::LoadOp>();
+  if (!ov.kLoad || !ov.vLoad || ov.kLoad->getParentOp() != op.getOperation() ||
+      ov.vLoad->getParentOp() != op.getOperation() || !ov.vLoad.getResult().hasOneUse())
+    return std::nullopt;
+  const LoadPlan &kp = loads[ov.kLoad.getOperation()];
+  const LoadPlan &vp = loads[ov.vLoad.getOperation()];
+  // K is the first load (its wait opens the iteration); the spare first P·V reads K_lb as V.
+  if (kp.streamIndex != 0 || vp.streamIndex <= 0 || kp.rows != vp.rows || kp.cols != vp.cols)
+    return std::nullopt;
+  // P·V's A is computed in the body; its accumulator is the iter_arg O, or O·broadcast(alpha),
+  // used only there, and its result is yielded in O's place and used nowhere else.
+  if (aFragments.count(ov.pvDot.getA()) || aShared.count(ov.pvDot.getA()))
+    return std::nullopt;
+  Value acc = ov.pvDot.getAcc();
+  if (auto mul = acc.getDefiningOp<arith::MulFOp>()) {
+    if (!acc.hasOneUse() || !isRowBroadcast(mul.getRhs()))
+      return std::nullopt;
+    acc = mul.getLhs();
+  }
+  auto arg = dyn_cast<BlockArgument>(acc);
+  if (!arg || arg.getOwner() != op.getBody() || arg.getArgNumber() == 0 || !arg.hasOneUse())
+    return std::nullopt;
+  ov.accIndex = arg.getArgNumber() - 1;
+  Value result = ov.pvDot.getResult();
+  Operation *yield = op.getBody()->getTerminator();
+  if (!result.hasOneUse() || *result.getUsers().begin() != yield ||
+      yield->getOperand(ov.accIndex) != result)
+    return std::nullopt;
+  return ov;
+}
+
+LogicalResult MmaKernelBuilder::emitOverlapS(tile::DotOp op) {
+  Location loc = op.getLoc();
+  Overlap &ov = *loop->overlap;
+  Type i32 = b.getI32Type();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto cType = cast<RankedTensorType>(op.getAcc().getType());
+  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
+  Value oArg = loop->source.getRegionIterArgs()[ov.accIndex];
+  SmallVector<Value> o = eager[oArg].second;
+  // O (rescaled) and P_{j-1} (packed) were written by ordinary instructions: the fence ties them.
+  SmallVector<Value> fenced(o);
+  fenced.append(ov.pendingP);
+  fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
+  o.assign(fenced.begin(), fenced.begin() + o.size());
+  SmallVector<Value> p(fenced.begin() + o.size(), fenced.end());
+  SmallVector<Value> q;
+  for (Value v : aFragments[op.getA()])
+    q.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
+  const LoadPlan &kp = loads[ov.kLoad.getOperation()];
+  const LoadPlan &vp = loads[ov.vLoad.getOperation()];
+  Value kOffset = arith::AddIOp::create(b, loc, ci32(kp.smemOffset), loop->stage);
+  SmallVector<Value> s = wgmmaChain(q, {}, kOffset, kp, /*transposed=*/true, N, K / 16);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  auto dType = cast<RankedTensorType>(ov.pvDot.getAcc().getType());
+  auto pType = cast<RankedTensorType>(ov.pvDot.getA().getType());
+  o = wgmmaChain(p, o, ov.pendingV, vp, /*transposed=*/false, dType.getShape()[1],
+                 pType.getShape()[1] / 16);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  // The older group (S) is complete; O and P_{j-1} stay in flight until wait_group 0.
+  s = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 1;", s, {}, {});
+  ov.inFlight = o;
+  ov.pendingP = p;
+  eager[op.getResult()] = {Layout::Acc, s};
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitOverlapPV(tile::DotOp op) {
+  Location loc = op.getLoc();
+  Overlap &ov = *loop->overlap;
+  Type i32 = b.getI32Type();
+  int64_t K = cast<RankedTensorType>(op.getA().getType()).getShape()[1];
+  FailureOr<SmallVector<Value>> packed = dotAFragments(op, K);
+  if (failed(packed))
+    return failure();
+  SmallVector<Value> newP;
+  for (Value v : *packed)
+    newP.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
+  // wait_group 0 re-defines O and P_{j-1} (in flight until here) and ties P_j as well, so that
+  // the softmax that makes P_j stays before the wait, under P_{j-1}·V_{j-1}.
+  SmallVector<Value> waited(ov.inFlight);
+  waited.append(ov.pendingP);
+  waited.append(newP);
+  waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
+  size_t nO = ov.inFlight.size(), nP = ov.pendingP.size();
+  Value oArg = loop->source.getRegionIterArgs()[ov.accIndex];
+  // O_{j-1} + P_{j-1}·V_{j-1} takes the iter_arg's place: the rescale O·alpha_j reads it.
+  eager[oArg] = {Layout::Acc, SmallVector<Value>(waited.begin(), waited.begin() + nO)};
+  FailureOr<SmallVector<Value>> o = materialize(op.getAcc(), Layout::Acc, op);
+  if (failed(o))
+    return failure();
+  eager[op.getResult()] = {Layout::Acc, *o};
+  ov.pendingP.assign(waited.begin() + nO + nP, waited.end());
+  const LoadPlan &vp = loads[ov.vLoad.getOperation()];
+  ov.pendingV = arith::AddIOp::create(b, loc, ci32(vp.smemOffset), loop->stage);
+  ov.inFlight.clear();
+  return success();
+}
+
+SmallVector<Value> MmaKernelBuilder::drainOverlap(Overlap &ov, ArrayRef<Value> o,
+                                                  ArrayRef<Value> p, Value v, Value any) {
+  Location loc = ov.pvDot.getLoc();
+  // V_last was issued at the top of the last iteration: wait for it, make it visible to the
+  // async proxy and to every warp.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  fenceSharedForAsyncProxy(loc);
+  gpu::BarrierOp::create(b, loc);
+  auto dType = cast<RankedTensorType>(ov.pvDot.getAcc().getType());
+  auto pType = cast<RankedTensorType>(ov.pvDot.getA().getType());
+  // A loop that did not run has nothing pending (and its V offset names no landed block).
+  auto ifOp = scf::IfOp::create(b, loc, SmallVector<Type>(o.size(), b.getF32Type()), any,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    SmallVector<Value> fenced(o.begin(), o.end());
+    fenced.append(p.begin(), p.end());
+    fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
+    SmallVector<Value> acc(fenced.begin(), fenced.begin() + o.size());
+    SmallVector<Value> a(fenced.begin() + o.size(), fenced.end());
+    acc = wgmmaChain(a, acc, v, loads[ov.vLoad.getOperation()], /*transposed=*/false,
+                     dType.getShape()[1], pType.getShape()[1] / 16);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    SmallVector<Value> waited(acc);
+    waited.append(a);
+    waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
+    scf::YieldOp::create(b, loc, ValueRange(waited).take_front(o.size()));
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, o);
+  }
+  return SmallVector<Value>(ifOp.getResults());
 }
 
 LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
@@ -1380,6 +1610,15 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   ctx.ub = scalars.lookup(op.getUpperBound());
   ctx.step = scalars.lookup(op.getStep());
   bool streamed = !ctx.streams.empty();
+  std::optional<Overlap> overlap;
+  if (streamed && overlapOption)
+    overlap = matchOverlap(op);
+  if (overlap)
+    ctx.overlap = &*overlap;
+  // The loop's own iter_args (flattened registers), then the stage, then (overlapped) the
+  // pending P and its V offset.
+  size_t sourceRegs = inits.size();
+  int64_t pendingRegs = 0;
   if (streamed) {
     // Prologue: every load of the body for the first iteration, into stage 0. The barrier
     // first: an earlier loop's last iteration may still be reading stage 0.
@@ -1397,6 +1636,13 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     inits.push_back(ci32(0));
   }
+  if (overlap) {
+    // Nothing is pending before the first iteration: P = 0 against K_lb (see Overlap).
+    int64_t k = cast<RankedTensorType>(overlap->pvDot.getA().getType()).getShape()[1];
+    pendingRegs = mTiles * (k / 16) * 4;
+    inits.append(pendingRegs, ci32(0));
+    inits.push_back(ci32(loads[overlap->kLoad.getOperation()].smemOffset));
+  }
   auto newFor = scf::ForOp::create(b, loc, lb, ctx.ub, ctx.step, inits);
   Block *body = newFor.getBody();
   OpBuilder::InsertionGuard guard(b);
@@ -1405,7 +1651,13 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   b.setInsertionPointToEnd(body);
   ctx.iv = newFor.getInductionVar();
   if (streamed)
-    ctx.stage = newFor.getRegionIterArgs().back();
+    ctx.stage = newFor.getRegionIterArgs()[sourceRegs];
+  if (overlap) {
+    auto args = newFor.getRegionIterArgs();
+    overlap->pendingP.assign(args.begin() + sourceRegs + 1,
+                             args.begin() + sourceRegs + 1 + pendingRegs);
+    overlap->pendingV = args[sourceRegs + 1 + pendingRegs];
+  }
   scalars.map(op.getInductionVar(), ctx.iv);
   LoopContext *outer = loop;
   loop = &ctx;
@@ -1442,6 +1694,10 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   }
   if (succeeded(result) && streamed)
     yielded.push_back(arith::SubIOp::create(b, loc, ci32(streamStageBytes), ctx.stage));
+  if (succeeded(result) && overlap) {
+    llvm::append_range(yielded, overlap->pendingP);
+    yielded.push_back(overlap->pendingV);
+  }
   if (succeeded(result))
     scf::YieldOp::create(b, loc, yielded);
   else
@@ -1452,6 +1708,15 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   if (failed(result))
     return failure();
   unflatten(newFor.getResults(), op.getResults());
+  if (overlap) {
+    auto results = newFor.getResults();
+    Value o = op.getResult(overlap->accIndex);
+    SmallVector<Value> p(results.begin() + sourceRegs + 1,
+                         results.begin() + sourceRegs + 1 + pendingRegs);
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
+    eager[o] = {Layout::Acc, drainOverlap(*overlap, eager[o].second, p,
+                                          results[sourceRegs + 1 + pendingRegs], any)};
+  }
   return success();
 }
 
@@ -1569,7 +1834,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
                                     FunctionType::get(ctx, argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    MmaKernelBuilder builder(kernel, smem, warpRows, useWgmma);
+    MmaKernelBuilder builder(kernel, smem, warpRows, useWgmma, wgmmaOverlap);
     if (failed(builder.plan(program)))
       return failure();
     if (builder.sharedBytes() > sharedLimit)
