@@ -84,6 +84,15 @@ struct Overlap {
   SmallVector<Value> inFlight;
 };
 
+/// wgmma-overlap: the pending P·V a loop leaves to the next one (see handoverTarget) instead of
+/// draining it: P, V's offset, the stage the next loop starts in, whether any loop of the chain
+/// ran (else nothing is pending).
+struct Handover {
+  scf::ForOp next;
+  SmallVector<Value> pendingP;
+  Value pendingV, stage, ran;
+};
+
 /// The loop being emitted and its pipelined loads.
 struct LoopContext {
   scf::ForOp source;
@@ -152,6 +161,9 @@ private:
   /// wgmma-overlap: packs P_j, wait_group 0 (O), rescales O, and leaves P_j·V_j to the next
   /// iteration (or the loop's drain).
   LogicalResult emitOverlapPV(tile::DotOp op);
+  /// wgmma-overlap: the loop that takes over the pending P·V of loop `op` (the next loop, also
+  /// overlapped, whose O starts from this loop's O and nothing but pure ops between), or null.
+  scf::ForOp handoverTarget(scf::ForOp op, const Overlap &ov);
   /// wgmma-overlap: the last P·V of a loop after it (when it ran at all): O.
   SmallVector<Value> drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p,
                                   Value v, Value any);
@@ -237,6 +249,8 @@ private:
   bool wgmma = false;
   /// wgmma-overlap (with wgmma): the overlapped schedule for the loops that have its shape.
   bool overlapOption = false;
+  /// wgmma-overlap: what the loop just emitted hands to the next one.
+  std::optional<Handover> handover;
   /// Query rows per warp (16 or 32) and m16 row tiles per warp (1 or 2).
   int64_t warpRows = 16, mTiles = 1;
   Type operandType;
@@ -1421,6 +1435,23 @@ LogicalResult MmaKernelBuilder::emitOverlapPV(tile::DotOp op) {
   return success();
 }
 
+scf::ForOp MmaKernelBuilder::handoverTarget(scf::ForOp op, const Overlap &ov) {
+  Value o = op.getResult(ov.accIndex);
+  if (!o.hasOneUse())
+    return {};
+  auto next = dyn_cast<scf::ForOp>(*o.getUsers().begin());
+  if (!next || next->getBlock() != op->getBlock())
+    return {};
+  std::optional<Overlap> nextOv = matchOverlap(next);
+  if (!nextOv || next.getInitArgs()[nextOv->accIndex] != o)
+    return {};
+  for (Operation *it = op->getNextNode(); it && it != next.getOperation();
+       it = it->getNextNode())
+    if (isa<tile::LoadOp, tile::StoreOp, tile::DotOp, scf::ForOp>(it))
+      return {};
+  return next;
+}
+
 SmallVector<Value> MmaKernelBuilder::drainOverlap(Overlap &ov, ArrayRef<Value> o,
                                                   ArrayRef<Value> p, Value v, Value any) {
   Location loc = ov.pvDot.getLoc();
@@ -1615,13 +1646,27 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
     overlap = matchOverlap(op);
   if (overlap)
     ctx.overlap = &*overlap;
+  // A loop that takes over the previous loop's pending P·V starts in the stage after that
+  // loop's last (V_last stays in the other one until this loop's first iteration reads it).
+  std::optional<Handover> taken;
+  if (overlap && handover && handover->next == op)
+    taken = handover;
+  handover.reset();
+  Value stage0 = taken ? taken->stage : ci32(0);
+  Value ran;
+  if (overlap) {
+    ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
+    if (taken)
+      ran = arith::OrIOp::create(b, loc, taken->ran, ran);
+  }
   // The loop's own iter_args (flattened registers), then the stage, then (overlapped) the
   // pending P and its V offset.
   size_t sourceRegs = inits.size();
   int64_t pendingRegs = 0;
   if (streamed) {
-    // Prologue: every load of the body for the first iteration, into stage 0. The barrier
-    // first: an earlier loop's last iteration may still be reading stage 0.
+    // Prologue: every load of the body for the first iteration, into stage 0 (or, overlapped,
+    // where the previous loop left off). The barrier first: an earlier loop's last iteration
+    // may still be reading that stage.
     gpu::BarrierOp::create(b, loc);
     Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
     auto ifOp = scf::IfOp::create(b, loc, any, false);
@@ -1630,18 +1675,23 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
       b.setInsertionPointToStart(ifOp.thenBlock());
       LoopContext *outer = loop;
       loop = &ctx;
-      issueStreams(lb, ci32(0));
+      issueStreams(lb, stage0);
       loop = outer;
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    inits.push_back(ci32(0));
+    inits.push_back(stage0);
   }
   if (overlap) {
-    // Nothing is pending before the first iteration: P = 0 against K_lb (see Overlap).
     int64_t k = cast<RankedTensorType>(overlap->pvDot.getA().getType()).getShape()[1];
     pendingRegs = mTiles * (k / 16) * 4;
-    inits.append(pendingRegs, ci32(0));
-    inits.push_back(ci32(loads[overlap->kLoad.getOperation()].smemOffset));
+    if (taken) {
+      inits.append(taken->pendingP.begin(), taken->pendingP.end());
+      inits.push_back(taken->pendingV);
+    } else {
+      // Nothing is pending before the first iteration: P = 0 against K_lb (see Overlap).
+      inits.append(pendingRegs, ci32(0));
+      inits.push_back(ci32(loads[overlap->kLoad.getOperation()].smemOffset));
+    }
   }
   auto newFor = scf::ForOp::create(b, loc, lb, ctx.ub, ctx.step, inits);
   Block *body = newFor.getBody();
@@ -1713,9 +1763,11 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
     Value o = op.getResult(overlap->accIndex);
     SmallVector<Value> p(results.begin() + sourceRegs + 1,
                          results.begin() + sourceRegs + 1 + pendingRegs);
-    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
-    eager[o] = {Layout::Acc, drainOverlap(*overlap, eager[o].second, p,
-                                          results[sourceRegs + 1 + pendingRegs], any)};
+    Value v = results[sourceRegs + 1 + pendingRegs];
+    if (scf::ForOp next = handoverTarget(op, *overlap))
+      handover = Handover{next, p, v, results[sourceRegs], ran};
+    else
+      eager[o] = {Layout::Acc, drainOverlap(*overlap, eager[o].second, p, v, ran)};
   }
   return success();
 }

@@ -2,8 +2,8 @@
 // wgmma=true wgmma-overlap=true; tesselc --codegen=wgmma --wgmma-overlap): in each iteration
 // S_j = Q·K_jᵀ and the previous block's O += P_{j-1}·V_{j-1} are two commit groups, then
 // `wgmma.wait_group 1` (S_j in, P·V still running), the softmax of S_j (its exp2s), then
-// `wait_group 0` and the rescale of O; after each loop the last P·V behind a cp.async wait, the
-// async-proxy fence and the barrier. The naive kernels of test/python/attention_kernels.py,
+// `wait_group 0` and the rescale of O; after the last loop the last P·V behind a cp.async wait,
+// the async-proxy fence and the barrier. The naive kernels of test/python/attention_kernels.py,
 // f16/bf16 × d64/d128 × none/causal (and window), blocks 64×64, 64×128 and 128×64, after
 // --tile-optimize (a mask-free loop, then the masked ones: every loop is pipelined and drained).
 // ptxas for sm_90a: no spill, no warning, no (C75xx) advisory ("wgmma serialized").
@@ -14,6 +14,8 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --wgmma-overlap --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --wgmma-overlap --emit=cubin -o %t.cubin --ptxas-report 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SM90 --implicit-check-not='(C75' --implicit-check-not=warning
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --wgmma-overlap --emit=ptx -o - | FileCheck %s --check-prefix=W1
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --wgmma-overlap --emit=ptx -o - | FileCheck %s --check-prefix=W0
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=OFF --implicit-check-not='wait_group.sync.aligned 1'
 // RUN: tesselc %t.mlir --chip=sm_90a --wgmma-overlap --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 
@@ -29,7 +31,7 @@
 // MLIR-COUNT-8: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
 // MLIR-NOT: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
 // MLIR: nvvm.cp.async.commit.group
-// MLIR: scf.for {{.*}} -> ({{.*}}f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)
+// MLIR: %[[L1:[0-9]+]]:86 = scf.for {{.*}} -> ({{.*}}f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)
 // MLIR: nvvm.cp.async.wait.group 0
 // MLIR-NEXT: nvvm.fence.proxy
 // MLIR-NEXT: gpu.barrier
@@ -44,7 +46,12 @@
 // MLIR-NEXT: "wgmma.wait_group.sync.aligned 1;"
 // MLIR: "wgmma.wait_group.sync.aligned 0;"
 // MLIR: scf.yield
-// The drain: the last P·V when the loop ran.
+// The masked loop takes over: it starts in the stage after the first loop's last, with its
+// pending P and V offset (no drain between the loops).
+// MLIR-NOT: wgmma
+// MLIR: scf.for {{.*}} iter_args(%{{[a-z0-9_]+}} = %[[L1]]#0, {{.*}}, %{{[a-z0-9_]+}} = %[[L1]]#68, {{.*}}, %{{[a-z0-9_]+}} = %[[L1]]#85)
+// MLIR: scf.yield
+// The drain: the last P·V when either loop ran.
 // MLIR: nvvm.cp.async.wait.group 0
 // MLIR-NEXT: nvvm.fence.proxy
 // MLIR-NEXT: gpu.barrier
@@ -53,9 +60,11 @@
 // MLIR: nvvm.wgmma.commit.group.sync.aligned
 // MLIR-NEXT: "wgmma.wait_group.sync.aligned 0;"
 
+// Per kernel, each loop (in the order LLVM lays them out) issues S (k steps with scale-d 0
+// first: K-major, transpose-B 0) and P·V (transpose-B 1) with no wait between, two commit
+// groups, then wait_group 1, the exp2s of the softmax, wait_group 0.
 // PTX-LABEL: .entry f16_none_d128_64x64(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -69,15 +78,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -91,19 +91,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry f16_causal_d128_64x64(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -117,15 +107,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -139,19 +120,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry bf16_none_d128_64x64(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -165,15 +136,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -187,19 +149,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry bf16_causal_d128_64x64(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -213,15 +165,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -235,19 +178,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry f16_none_d64_64x128(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -261,15 +194,6 @@
 // PTX-COUNT-64: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -283,19 +207,9 @@
 // PTX-COUNT-64: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry f16_causal_d64_64x64(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -309,15 +223,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -331,19 +236,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry bf16_none_d64_64x64(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -357,15 +252,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -379,19 +265,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry bf16_causal_d64_64x128(
 // PTX: .maxntid 128, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -405,15 +281,6 @@
 // PTX-COUNT-64: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -427,19 +294,9 @@
 // PTX-COUNT-64: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry f16_causal_d128_128x64(
 // PTX: .maxntid 256, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -453,15 +310,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -475,19 +323,9 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
 
 // PTX-LABEL: .entry bf16_window_d64_128x64(
 // PTX: .maxntid 256, 1, 1
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -501,15 +339,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -523,15 +352,6 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: wgmma.fence.sync.aligned;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -545,15 +365,68 @@
 // PTX-COUNT-32: ex2.approx.ftz.f32
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
-// PTX: cp.async.wait_group 0;
-// PTX-NEXT: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync 0;
-// PTX: wgmma.fence.sync.aligned;
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// PTX: wgmma.commit_group.sync.aligned;
-// PTX-NOT: {{^}}{{[[:space:]]*}}{{[a-z]}}
-// PTX: wgmma.wait_group.sync.aligned 0;
-// PTX-NOT: wgmma.wait_group.sync.aligned 1;
+
+// One wait_group 1 per loop; one wait_group 0 per loop plus the drain's (one per kernel).
+// W1-LABEL: .entry f16_none_d128_64x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry f16_none_d128_64x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry f16_causal_d128_64x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry f16_causal_d128_64x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry bf16_none_d128_64x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry bf16_none_d128_64x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry bf16_causal_d128_64x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry bf16_causal_d128_64x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry f16_none_d64_64x128(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry f16_none_d64_64x128(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry f16_causal_d64_64x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry f16_causal_d64_64x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry bf16_none_d64_64x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry bf16_none_d64_64x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry bf16_causal_d64_64x128(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry bf16_causal_d64_64x128(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry f16_causal_d128_128x64(
+// W1-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry f16_causal_d128_128x64(
+// W0-COUNT-3: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
+// W1-LABEL: .entry bf16_window_d64_128x64(
+// W1-COUNT-3: wgmma.wait_group.sync.aligned 1;
+// W1-NOT: wgmma.wait_group.sync.aligned 1;
+// W0-LABEL: .entry bf16_window_d64_128x64(
+// W0-COUNT-4: wgmma.wait_group.sync.aligned 0;
+// W0-NOT: wgmma.wait_group.sync.aligned 0;
 
 // SM90-DAG: ptxas sm_90a f16_none_d128_64x64: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM90-DAG: ptxas sm_90a f16_causal_d128_64x64: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
@@ -586,7 +459,6 @@
 // OFF: wgmma.wait_group.sync.aligned 0;
 // OFF-LABEL: .entry bf16_window_d64_128x64(
 // OFF: wgmma.wait_group.sync.aligned 0;
-
 
 func.func @f16_none_d128_64x64(%q: !tile.ptr<f16>, %k: !tile.ptr<f16>, %v: !tile.ptr<f16>,
                      %o: !tile.ptr<f16>, %lse_out: !tile.ptr<f32>,
