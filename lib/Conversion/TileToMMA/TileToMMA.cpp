@@ -118,6 +118,25 @@ private:
   LogicalResult emitReduce(tile::ReduceOp op);
   LogicalResult emitFor(scf::ForOp op);
 
+  /// A tile of scaled scores `x = S·c` or `x = select(mask, S·c, -inf)` with `c` a splat scalar
+  /// (tile-optimize's scale·log2e) and `product` the S·c tile.
+  struct ScaledScores {
+    Value scores, scale, mask, product;
+  };
+  std::optional<ScaledScores> matchScaledScores(Value x);
+  /// The single-FFMA softmax (docs/dev/codegen-mma.md): for a match whose S is a register tile
+  /// used only by S·c, replaces S's registers by T = (0 < c < inf) ? S : S·c (a uniform branch
+  /// that does nothing on the fast side) and records k = (0 < c < inf) ? c : 1, so that
+  /// S·c = T·k exactly on both sides; the row max is k·max(T) and exp2(S·c - m) is
+  /// ex2(fma(T, k, -m)). Returns the match once that is in place.
+  std::optional<ScaledScores> prepareScaled(Value x);
+  /// T, or select(mask, T, -inf), per register of the Acc layout.
+  FailureOr<SmallVector<Value>> maskedScores(const ScaledScores &m, Operation *user);
+  /// The row reduction of Acc registers `in` of a tile of `slabs` 8-column slabs: the thread's
+  /// registers of each row, then two quad shuffles.
+  SmallVector<Value> reduceRows(ArrayRef<Value> in, int64_t slabs,
+                                function_ref<Value(Value, Value)> combine);
+
   /// The registers of tile `v` in `layout`, computing index/element-wise tiles on demand.
   FailureOr<SmallVector<Value>> materialize(Value v, Layout layout, Operation *user);
   FailureOr<int64_t> regCount(RankedTensorType type, Layout layout, Operation *user);
@@ -190,6 +209,8 @@ private:
   /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
   DenseMap<Value, LoadPlan> aShared;
   SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
+  /// S·c tiles of the single-FFMA softmax whose S registers hold T: S·c = T·k, by S·c.
+  DenseMap<Value, Value> scaleFactor;
   LoopContext *loop = nullptr;
 };
 
@@ -606,6 +627,32 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     for (int64_t i = 0; i < *n; ++i)
       regs.push_back(
           arith::MulFOp::create(b, loc, (*num)[i], inv[accRow(i, type.getShape()[1] / 8)]));
+  } else if (auto sub = isa<math::Exp2Op>(def) && layout == Layout::Acc
+                            ? def->getOperand(0).getDefiningOp<arith::SubFOp>()
+                            : arith::SubFOp();
+             sub && isRowBroadcast(sub.getRhs()) && prepareScaled(sub.getLhs())) {
+    // exp2(S·c - m) with a row-broadcast m: one FFMA per element, ex2(fma(T, k, -m)).
+    ScaledScores m = *prepareScaled(sub.getLhs());
+    FailureOr<SmallVector<Value>> rows = materialize(
+        sub.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    FailureOr<SmallVector<Value>> x = maskedScores(m, def);
+    if (failed(rows) || failed(x))
+      return failure();
+    Value k = scaleFactor.lookup(m.product);
+    int64_t slabs = type.getShape()[1] / 8;
+    for (int64_t i = 0; i < *n; ++i) {
+      Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
+      regs.push_back(ex2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM)));
+    }
+  } else if (auto mul = dyn_cast<arith::MulFOp>(def); mul && scaleFactor.count(v)) {
+    // S·c for another consumer: T·k (the same value bit for bit).
+    FailureOr<SmallVector<Value>> t = materialize(
+        matchScaledScores(v)->scores, layout, def);
+    if (failed(t))
+      return failure();
+    Value k = scaleFactor.lookup(v);
+    for (Value x : *t)
+      regs.push_back(arith::MulFOp::create(b, loc, x, k));
   } else if (def->getDialect() &&
              isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
              def->getNumRegions() == 0) {
@@ -753,19 +800,24 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
     return arith::CmpIOp::create(b, loc, pred, x, y);
   };
   auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
+  auto gep1 = [&](Value base, Value elems) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, base, ValueRange{elems});
+  };
   Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
   Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
-  Value gcol = arith::AddIOp::create(b, loc, c0,
-                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
-                     cmp(arith::CmpIPredicate::sle,
-                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
-  Value g0 = arith::AddIOp::create(b, loc, r0, toI64(rowT));
-  Value elem0 = arith::AddIOp::create(
+  // The block's first element (uniform: the same for every thread, so ptxas keeps it in uniform
+  // registers) and the thread's element offset inside the block (loop-invariant, the same for
+  // every load of the same row stride: K and V share it). Two live values instead of one 64-bit
+  // address per load that LLVM would strength-reduce into a loop-carried pointer per load.
+  Value blockElem = arith::AddIOp::create(
       b, loc, d.offset,
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, g0, d.strides[0]),
-                            arith::MulIOp::create(b, loc, gcol, d.strides[1])));
-  Value src0 = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem0});
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
+  Value threadElem = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
+      arith::MulIOp::create(b, loc, chunk, ci32(8)));
+  Value src0 = gep1(gep1(d.base, blockElem), arith::ExtUIOp::create(b, loc, b.getI64Type(),
+                                                                   threadElem));
   bool sameSwizzle = rowsPerStep % 8 == 0;
   Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage);
   auto dstAt = [&](int64_t i) -> Value {
@@ -777,35 +829,55 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
     Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
     return smemChunk(p.smemOffset, p.cols, row, chunk, stage);
   };
-  // The whole block inside the tensor (every block but the last of a loop): plain copies.
+  auto srcAt = [&](int64_t i) -> Value {
+    if (i == 0)
+      return src0;
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+  };
+  // The whole block inside the tensor (every block but the last of a ragged loop): plain copies.
+  // A uniform condition (rows and columns of the block, not of the thread's chunk), so the
+  // branch is uniform.
   Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
                          cmp(arith::CmpIPredicate::sle,
                              arith::AddIOp::create(b, loc, r0, ci64(p.rows)), d.shape[0])),
-                    colIn);
+                    andi(cmp(arith::CmpIPredicate::sge, c0, zero),
+                         cmp(arith::CmpIPredicate::sle,
+                             arith::AddIOp::create(b, loc, c0, ci64(p.cols)), d.shape[1])));
   auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  for (int64_t i = 0; i < steps; ++i) {
-    Value src = src0;
-    if (i != 0)
-      src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
-                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
-    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+  for (int64_t i = 0; i < steps; ++i)
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), srcAt(i), 16, NVVM::LoadCacheModifierKind::CG,
                             Value());
-  }
   // Otherwise each chunk is checked; out of bounds it reads nothing (src-size 0 zero-fills)
-  // from an address that is valid (the descriptor's base).
+  // from an address that is valid (the descriptor's base). Everything here is computed inside
+  // the branch, in 32 bits where it can be: the block's rows inside the tensor are the local
+  // rows x with lo <= x < hi (lo, hi clamped to [0, rows], uniform).
   b.setInsertionPointToStart(ifOp.elseBlock());
+  auto clampRows = [&](Value v) -> Value {
+    Value c = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, zero),
+                                     ci64(p.rows));
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), c);
+  };
+  Value lo = clampRows(arith::SubIOp::create(b, loc, zero, r0));
+  Value hi = clampRows(arith::SubIOp::create(b, loc, d.shape[0], r0));
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                     cmp(arith::CmpIPredicate::sle,
+                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  Value origin = gep1(d.base, d.offset);
   for (int64_t i = 0; i < steps; ++i) {
-    Value grow = arith::AddIOp::create(b, loc, g0, ci64(i * rowsPerStep));
-    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, grow, zero),
-                         cmp(arith::CmpIPredicate::slt, grow, d.shape[0])),
+    // rowT + i·rps in [lo, hi) as rowT against bounds moved by i·rps: uniform values, so
+    // nothing per thread and step is loop-invariant (LICM would hoist it, live across the loop).
+    Value shift = ci32(i * rowsPerStep);
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, rowT,
+                             arith::SubIOp::create(b, loc, lo, shift)),
+                         cmp(arith::CmpIPredicate::slt, rowT,
+                             arith::SubIOp::create(b, loc, hi, shift))),
                     colIn);
-    Value elem = arith::AddIOp::create(
-        b, loc, elem0,
-        arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), d.strides[0]));
-    elem = arith::SelectOp::create(b, loc, in, elem, d.offset);
-    Value src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem});
+    Value src = arith::SelectOp::create(b, loc, in, srcAt(i), origin);
     Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
     NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
                             srcBytes);
@@ -999,14 +1071,119 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   return success();
 }
 
+SmallVector<Value> MmaKernelBuilder::reduceRows(ArrayRef<Value> in, int64_t slabs,
+                                                function_ref<Value(Value, Value)> combine) {
+  Location loc = b.getUnknownLoc();
+  SmallVector<Value> out;
+  Value full = ci32(-1), clamp = ci32(31);
+  for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
+    int64_t base = rr / 2 * slabs * 4 + rr % 2 * 2;
+    Value r = in[base];
+    r = combine(r, in[base + 1]);
+    for (int64_t s = 1; s < slabs; ++s)
+      r = combine(combine(r, in[base + s * 4]), in[base + s * 4 + 1]);
+    // The four threads of a quad hold the other columns of the same rows.
+    for (int64_t off : {1, 2}) {
+      Value other = NVVM::ShflOp::create(b, loc, r.getType(), full, r, ci32(off), clamp,
+                                         NVVM::ShflKind::bfly, UnitAttr());
+      r = combine(r, other);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::matchScaledScores(Value x) {
+  ScaledScores m;
+  if (auto sel = x.getDefiningOp<arith::SelectOp>()) {
+    DenseElementsAttr other;
+    if (!isTensor(sel.getCondition().getType()) ||
+        !matchPattern(sel.getFalseValue(), m_Constant(&other)) || !other.isSplat() ||
+        !other.getElementType().isF32() ||
+        !other.getSplatValue<APFloat>().isNegInfinity())
+      return std::nullopt;
+    m.mask = sel.getCondition();
+    x = sel.getTrueValue();
+  }
+  auto mul = x.getDefiningOp<arith::MulFOp>();
+  if (!mul || !cast<RankedTensorType>(mul.getType()).getElementType().isF32())
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    auto splat = mul->getOperand(1 - i).getDefiningOp<tile::SplatOp>();
+    if (splat && splat.getValue().getType().isF32() && scalars.contains(splat.getValue())) {
+      m.scores = mul->getOperand(i);
+      m.scale = splat.getValue();
+      m.product = mul.getResult();
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::prepareScaled(Value x) {
+  std::optional<ScaledScores> m = matchScaledScores(x);
+  if (!m)
+    return std::nullopt;
+  if (scaleFactor.count(m->product))
+    return m;
+  // S must be a register tile placed where it stands (a dot's result) whose only use is S·c,
+  // in the block being emitted: then T can take S's place.
+  auto e = eager.find(m->scores);
+  if (!m->scores.hasOneUse() || e == eager.end() || e->second.first != Layout::Acc ||
+      e->second.second.empty() || !e->second.second.front().getDefiningOp() ||
+      e->second.second.front().getDefiningOp()->getBlock() != b.getInsertionBlock())
+    return std::nullopt;
+  // For 0 < c < inf, x -> round(c·x) is non-decreasing, so max(c·S) = c·max(S) bit for bit
+  // (NaN and -inf included). c = 0 (0·-inf = NaN for a fully masked row), c < 0 (the max
+  // becomes a min), c = inf and NaN take the other side, which scales S in place and keeps
+  // k = 1: the exact code, as fma(x, 1, -m) = x - m and max(x)·1 = max(x).
+  Location loc = b.getUnknownLoc();
+  Value c = scalars.lookup(m->scale);
+  auto f = [&](float v) { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)); };
+  Value fast = arith::AndIOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, c, f(0.0f)),
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, c,
+                            f(std::numeric_limits<float>::infinity())));
+  SmallVector<Value> &regs = e->second.second;
+  SmallVector<Type> types(regs.size(), b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, loc, types, fast, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, regs);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    SmallVector<Value> scaled;
+    for (Value r : regs)
+      scaled.push_back(arith::MulFOp::create(b, loc, r, c));
+    scf::YieldOp::create(b, loc, scaled);
+  }
+  regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  scaleFactor[m->product] = arith::SelectOp::create(b, loc, fast, c, f(1.0f));
+  return m;
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::maskedScores(const ScaledScores &m,
+                                                             Operation *user) {
+  FailureOr<SmallVector<Value>> s = materialize(m.scores, Layout::Acc, user);
+  if (failed(s) || !m.mask)
+    return s;
+  FailureOr<SmallVector<Value>> mask = materialize(m.mask, Layout::Acc, user);
+  if (failed(mask))
+    return failure();
+  Location loc = b.getUnknownLoc();
+  Value ninf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  SmallVector<Value> out;
+  for (auto [keep, x] : llvm::zip(*mask, *s))
+    out.push_back(arith::SelectOp::create(b, loc, keep, x, ninf));
+  return out;
+}
+
 LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
   Location loc = op.getLoc();
   auto inType = cast<RankedTensorType>(op.getInput().getType());
   if (inType.getRank() != 2 || op.getAxis() != 1)
     return op.emitOpError("reduces along another axis than the rows' (convert-tile-to-mma)");
-  FailureOr<SmallVector<Value>> in = materialize(op.getInput(), Layout::Acc, op);
-  if (failed(in))
-    return failure();
   auto combine = [&](Value x, Value y) -> Value {
     bool isFloat = isa<FloatType>(x.getType());
     switch (op.getKind()) {
@@ -1026,23 +1203,25 @@ LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
   if (!elem.isF32() && !elem.isInteger(32))
     return op.emitOpError("reduces ") << elem << ": convert-tile-to-mma shuffles f32 or i32";
   int64_t slabs = inType.getShape()[1] / 8;
-  SmallVector<Value> out;
-  Value full = ci32(-1), clamp = ci32(31);
-  for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
-    int64_t base = rr / 2 * slabs * 4 + rr % 2 * 2;
-    Value r = (*in)[base];
-    r = combine(r, (*in)[base + 1]);
-    for (int64_t s = 1; s < slabs; ++s)
-      r = combine(combine(r, (*in)[base + s * 4]), (*in)[base + s * 4 + 1]);
-    // The four threads of a quad hold the other columns of the same rows.
-    for (int64_t off : {1, 2}) {
-      Value other = NVVM::ShflOp::create(b, loc, elem, full, r, ci32(off), clamp,
-                                         NVVM::ShflKind::bfly, UnitAttr());
-      r = combine(r, other);
-    }
-    out.push_back(r);
+  std::optional<ScaledScores> scaled;
+  if (op.getKind() == tile::ReduceKind::Max)
+    scaled = prepareScaled(op.getInput());
+  if (scaled) {
+    // The row max of S·c as k·(row max of T): no scaled tile, one multiply per row.
+    FailureOr<SmallVector<Value>> x = maskedScores(*scaled, op);
+    if (failed(x))
+      return failure();
+    SmallVector<Value> rows = reduceRows(*x, slabs, combine);
+    Value k = scaleFactor.lookup(scaled->product);
+    for (Value &r : rows)
+      r = arith::MulFOp::create(b, loc, r, k);
+    eager[op.getResult()] = {Layout::Row, rows};
+    return success();
   }
-  eager[op.getResult()] = {Layout::Row, out};
+  FailureOr<SmallVector<Value>> in = materialize(op.getInput(), Layout::Acc, op);
+  if (failed(in))
+    return failure();
+  eager[op.getResult()] = {Layout::Row, reduceRows(*in, slabs, combine)};
   return success();
 }
 
