@@ -152,15 +152,17 @@ private:
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
   Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {});
-  /// The byte offset (i32) of the ldmatrix row address of this lane for a tile of `cols` 16-bit
-  /// columns at `base` (+ `stage`): matrix row `row8 + lane%8` (row8 a multiple of 8), chunk
-  /// `chunkLo` (0 or 1) XOR the swizzle. Other k/n steps of the same lane are this offset XOR
-  /// 32·step (chunk + 2·step) plus a constant row offset: see ldmatrixAt.
-  Value ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8, Value chunkLo,
-                           Value stage = {});
-  /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `addBytes` (a whole number of 8-row
-  /// groups, folded into the instruction's immediate offset).
-  Value ldmatrixAt(Value laneOffset, int64_t xorBytes, int64_t addBytes, bool transpose);
+  /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
+  /// 16-bit columns: matrix row `row8 + lane%8` (row8 = 0 or 8), chunk `chunkLo` (0 or 1) XOR
+  /// the swizzle. Other k/n steps of the same lane are this offset XOR 32·step (chunk + 2·step)
+  /// plus a constant row offset: see ldmatrixAt. It depends on the lane alone, so Q and K (the
+  /// same matrix order) share it, and the tile's place (slot, stage, warp rows) is added after.
+  Value ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo);
+  /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `tileBytes` (where the tile starts, a
+  /// multiple of 2·cols bytes, uniform across the warp), plus `addBytes` (a whole number of
+  /// 8-row groups, folded into the instruction's immediate offset).
+  Value ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes, int64_t addBytes,
+                   bool transpose);
   Value ldmatrix4(Value addr, bool transpose);
   /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory.
   SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt);
@@ -399,18 +401,20 @@ Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value c
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
 
-Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8,
-                                           Value chunkLo, Value stage) {
+Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo) {
   // The tile starts at a multiple of 2·cols bytes (slots and stages are whole tiles), so bits
   // 4 and up of a row's bytes below 2·cols are the swizzled chunk alone: chunk c + 2·step of the
   // lane's row sits at (offset of chunk c) XOR 32·step, as (c + 2·step) XOR r = (c XOR r) XOR
   // 2·step for c < 2. One XOR per ldmatrix instead of a full address, and one live register
-  // per operand and lane instead of one per k step.
+  // per operand and lane instead of one per k step. The XOR touches bits below 2·cols only, so
+  // it commutes with adding the tile's start: (L + t) XOR x = (L XOR x) + t. The start (slot,
+  // stage, the warp's first row) is uniform and ptxas adds it in the ldmatrix's address
+  // ([R + UR + imm]): one lane register for Q and K together, one for V.
   Location loc = b.getUnknownLoc();
   Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
   Value row = arith::AddIOp::create(b, loc, row8, lane7);
   Value swz = arith::XOrIOp::create(b, loc, chunkLo, lane7);
-  return swizzledOffset(base, cols, row, swz, stage);
+  return swizzledOffset(0, cols, row, swz, Value());
 }
 
 Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled,
@@ -425,13 +429,14 @@ Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Va
   return bytes;
 }
 
-Value MmaKernelBuilder::ldmatrixAt(Value laneOffset, int64_t xorBytes, int64_t addBytes,
-                                   bool transpose) {
+Value MmaKernelBuilder::ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes,
+                                   int64_t addBytes, bool transpose) {
   Location loc = b.getUnknownLoc();
   Value bytes = xorBytes ? Value(arith::XOrIOp::create(b, loc, laneOffset, ci32(xorBytes)))
                          : laneOffset;
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  Value addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
+  Value addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{tileBytes});
+  addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr, ValueRange{bytes});
   if (addBytes)
     addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr,
                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(addBytes)});
@@ -694,7 +699,12 @@ LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   lazy.emplace_back();
   tid = toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
   lane = arith::AndIOp::create(b, loc, tid, ci32(31));
-  Value warp = arith::ShRUIOp::create(b, loc, tid, ci32(5));
+  // The warp index through a shuffle from lane 0: the same value, but ptxas then knows it is
+  // uniform across the warp and keeps what derives from it (the warp's first row, the start of
+  // its Q rows in shared memory) in uniform registers.
+  Value warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), ci32(-1),
+                                    arith::ShRUIOp::create(b, loc, tid, ci32(5)), ci32(0),
+                                    ci32(31), NVVM::ShflKind::idx, UnitAttr());
   laneRow = arith::ShRUIOp::create(b, loc, lane, ci32(2));
   quadCol2 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, lane, ci32(3)), ci32(2));
   rowBase = arith::MulIOp::create(b, loc, warp, ci32(warpRows));
@@ -947,12 +957,11 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   // 16×16 slab of m tile mt at k step kt.
   Location loc = b.getUnknownLoc();
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
-  Value row8 = arith::AddIOp::create(
-      b, loc, rowBase,
-      arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8)));
-  Value laneOffset = ldmatrixLaneOffset(p.smemOffset, p.cols, row8,
-                                        arith::ShRUIOp::create(b, loc, q, ci32(1)));
-  Value x4 = ldmatrixAt(laneOffset, 32 * kt, 16 * mt * p.cols * 2, false);
+  Value row8 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8));
+  Value laneOffset = ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value tile = arith::AddIOp::create(b, loc, ci32(p.smemOffset),
+                                     arith::MulIOp::create(b, loc, rowBase, ci32(p.cols * 2)));
+  Value x4 = ldmatrixAt(laneOffset, 32 * kt, tile, 16 * mt * p.cols * 2, false);
   SmallVector<Value> frags;
   for (int64_t i = 0; i < 4; ++i)
     frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
@@ -1028,10 +1037,11 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
   // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
   Value laneOffset = transposed
-      ? ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo,
-                           stage)
-      : ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi,
-                           stage);
+      ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi)
+      : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo);
+  Value tile = ci32(p.smemOffset);
+  if (stage)
+    tile = arith::AddIOp::create(b, loc, tile, stage);
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
@@ -1044,8 +1054,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
     for (int64_t np = 0; np < N / 16; ++np) {
       int64_t rowBytes = p.cols * 2;
       Value x4 = transposed
-          ? ldmatrixAt(laneOffset, 32 * kt, np * 16 * rowBytes, /*transpose=*/false)
-          : ldmatrixAt(laneOffset, 32 * np, kt * 16 * rowBytes, /*transpose=*/true);
+          ? ldmatrixAt(laneOffset, 32 * kt, tile, np * 16 * rowBytes, /*transpose=*/false)
+          : ldmatrixAt(laneOffset, 32 * np, tile, kt * 16 * rowBytes, /*transpose=*/true);
       Value regs[4];
       for (int64_t i = 0; i < 4; ++i)
         regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
