@@ -652,6 +652,41 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
       Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
       regs.push_back(ex2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM)));
     }
+  } else if (auto mul = dyn_cast<arith::MulFOp>(def);
+             mul && layout == Layout::Acc && v.hasOneUse() &&
+             isa<tile::DotOp>(*v.getUsers().begin()) && isRowBroadcast(mul.getRhs()) &&
+             eager.count(mul.getLhs()) && !getenv("X_NOSKIP")) {
+    // The accumulator rescale O·alpha of the online softmax, skipped by the whole warp when
+    // every alpha of its rows is exactly 1 (no row max moved: most iterations once the maxima
+    // have settled): O·1 = O, so the skip is exact. A warp-uniform branch (vote.any).
+    FailureOr<SmallVector<Value>> acc = materialize(mul.getLhs(), Layout::Acc, def);
+    FailureOr<SmallVector<Value>> alpha = materialize(
+        mul.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    if (failed(acc) || failed(alpha))
+      return failure();
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    Value moved;
+    for (Value a : *alpha) {
+      Value ne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, a, one);
+      moved = moved ? Value(arith::OrIOp::create(b, loc, moved, ne)) : ne;
+    }
+    Value any = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), ci32(-1), moved,
+                                         NVVM::VoteSyncKind::any);
+    int64_t slabs = type.getShape()[1] / 8;
+    SmallVector<Type> types(*n, b.getF32Type());
+    auto ifOp = scf::IfOp::create(b, loc, types, any, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> scaled;
+      for (int64_t i = 0; i < *n; ++i)
+        scaled.push_back(
+            arith::MulFOp::create(b, loc, (*acc)[i], (*alpha)[accRow(i, slabs)]));
+      scf::YieldOp::create(b, loc, scaled);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, *acc);
+    }
+    regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
   } else if (auto mul = dyn_cast<arith::MulFOp>(def); mul && scaleFactor.count(v)) {
     // S·c for another consumer: T·k (the same value bit for bit).
     FailureOr<SmallVector<Value>> t = materialize(
