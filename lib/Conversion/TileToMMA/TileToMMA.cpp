@@ -203,8 +203,14 @@ private:
 
   // Thread coordinates (i32) and the shared-memory base.
   Value tid, lane, laneRow, quadCol2, rowBase, smemBase;
-  /// The query rows of the thread's Row registers: rowIdx[mt·2 + h] = row of (m tile, half).
-  SmallVector<Value, 4> rowIdx;
+  /// The query rows of the thread's Row registers ([mt·2 + h] = row of (m tile, half)) and the
+  /// first of the thread's two columns of every 8-column slab: computed where they are used,
+  /// from the current thread index (see emitFor), not kept from the kernel's entry.
+  SmallVector<Value> rowIndices();
+  Value quadColumn();
+  /// The same, computed at the kernel's entry: what the epilogue's stores use (measured: the
+  /// register allocation of the loops is better with these than with ones from the last loop).
+  SmallVector<Value, 4> entryRows;
 
   IRMapping scalars;
   DenseMap<Value, Desc> descs;
@@ -580,10 +586,10 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     regs.assign(*n, s);
   } else if (isa<tile::IotaOp>(def)) {
     if (layout == Layout::Row) {
-      regs.assign(rowIdx.begin(), rowIdx.end());
+      regs = rowIndices();
     } else if (layout == Layout::Col) {
       for (int64_t i = 0; i < *n; ++i)
-        regs.push_back(arith::AddIOp::create(b, loc, quadCol2, ci32((i / 2) * 8 + (i % 2))));
+        regs.push_back(arith::AddIOp::create(b, loc, quadColumn(), ci32((i / 2) * 8 + (i % 2))));
     } else {
       return def->emitOpError("is an iota used as a 2-D tile");
     }
@@ -655,7 +661,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
   } else if (auto mul = dyn_cast<arith::MulFOp>(def);
              mul && layout == Layout::Acc && v.hasOneUse() &&
              isa<tile::DotOp>(*v.getUsers().begin()) && isRowBroadcast(mul.getRhs()) &&
-             eager.count(mul.getLhs()) && !getenv("X_NOSKIP")) {
+             eager.count(mul.getLhs())) {
     // The accumulator rescale O·alpha of the online softmax, skipped by the whole warp when
     // every alpha of its rows is exactly 1 (no row max moved: most iterations once the maxima
     // have settled): O·1 = O, so the skip is exact. A warp-uniform branch (vote.any).
@@ -730,6 +736,24 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
 // Kernel body
 //===----------------------------------------------------------------------===//
 
+SmallVector<Value> MmaKernelBuilder::rowIndices() {
+  Location loc = b.getUnknownLoc();
+  Value t = tid;
+  Value row0 = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, arith::ShRUIOp::create(b, loc, t, ci32(5)),
+                                    ci32(warpRows)),
+      arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, t, ci32(31)), ci32(2)));
+  SmallVector<Value> rows;
+  for (int64_t i = 0; i < 2 * mTiles; ++i)
+    rows.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+  return rows;
+}
+
+Value MmaKernelBuilder::quadColumn() {
+  Location loc = b.getUnknownLoc();
+  return arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, tid, ci32(3)), ci32(2));
+}
+
 LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -748,7 +772,8 @@ LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   rowBase = arith::MulIOp::create(b, loc, warp, ci32(warpRows));
   Value row0 = arith::AddIOp::create(b, loc, rowBase, laneRow);
   for (int64_t i = 0; i < 2 * mTiles; ++i)
-    rowIdx.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+    entryRows.push_back(i == 0 ? row0
+                               : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
   smemBase = LLVM::AddressOfOp::create(b, loc, smemGlobal);
   for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
     scalars.map(src, dst);
@@ -892,7 +917,6 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
                     andi(cmp(arith::CmpIPredicate::sge, c0, zero),
                          cmp(arith::CmpIPredicate::sle,
                              arith::AddIOp::create(b, loc, c0, ci64(p.cols)), d.shape[1])));
-  if (getenv("X_NOBOUNDS")) full = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
   auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
@@ -917,14 +941,17 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
                      cmp(arith::CmpIPredicate::sle,
                          arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
   Value origin = gep1(d.base, d.offset);
+  // Step i of the thread (row rowT + i·rps) is inside iff first <= i < end, with
+  // first = ceil((lo - rowT) / rps), end = ceil((hi - rowT) / rps): two values per block, and
+  // per step a compare with a constant. (Written as rowT + i·rps against lo and hi, LLVM
+  // hoists the thread's rows out of the loop: one loop-invariant register per step.)
+  Value first = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, lo, rowT),
+                                           ci32(rowsPerStep));
+  Value end = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, hi, rowT),
+                                         ci32(rowsPerStep));
   for (int64_t i = 0; i < steps; ++i) {
-    // rowT + i·rps in [lo, hi) as rowT against bounds moved by i·rps: uniform values, so
-    // nothing per thread and step is loop-invariant (LICM would hoist it, live across the loop).
-    Value shift = ci32(i * rowsPerStep);
-    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, rowT,
-                             arith::SubIOp::create(b, loc, lo, shift)),
-                         cmp(arith::CmpIPredicate::slt, rowT,
-                             arith::SubIOp::create(b, loc, hi, shift))),
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sle, first, ci32(i)),
+                         cmp(arith::CmpIPredicate::sgt, end, ci32(i))),
                     colIn);
     Value src = arith::SelectOp::create(b, loc, in, srcAt(i), origin);
     Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
@@ -1220,7 +1247,6 @@ std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::prepareScaled(Va
                             f(std::numeric_limits<float>::infinity())));
   SmallVector<Value> &regs = e->second.second;
   SmallVector<Type> types(regs.size(), b.getF32Type());
-  if (getenv("X_NOEXACT")) fast = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
   auto ifOp = scf::IfOp::create(b, loc, types, fast, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -1348,7 +1374,7 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
       Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
         int64_t reg = (rr / 2 * slabs + s) * 4 + rr % 2 * 2;
-        auto [in, elemOff] = storeAt(rowIdx[rr], col, 2, Value());
+        auto [in, elemOff] = storeAt(entryRows[rr], col, 2, Value());
         auto ifOp = scf::IfOp::create(b, loc, in, false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1367,7 +1393,7 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
     return failure();
   Value quadLead = cmp(arith::CmpIPredicate::eq, quadCol2, ci32(0));
   for (int64_t h = 0; h < 2 * mTiles; ++h) {
-    auto [in, elemOff] = storeAt(rowIdx[h], Value(), 1, Value());
+    auto [in, elemOff] = storeAt(entryRows[h], Value(), 1, Value());
     in = arith::AndIOp::create(b, loc, in, quadLead);
     auto ifOp = scf::IfOp::create(b, loc, in, false);
     OpBuilder::InsertionGuard guard(b);
@@ -1408,6 +1434,18 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   ctx.ub = scalars.lookup(op.getUpperBound());
   ctx.step = scalars.lookup(op.getStep());
   bool streamed = !ctx.streams.empty();
+  // The thread index read afresh for each loop (a volatile read, which LLVM neither hoists nor
+  // merges with an earlier one): every per-thread value the loop derives from it (lane offsets,
+  // copy addresses, row and column indices) is computed after the previous loop instead of
+  // being merged with the previous loop's and kept alive across it. A value alive across a loop
+  // that does not use it costs that loop a register: the unmasked loop of the 128×64 d128
+  // kernel carried a dozen for the diagonal loop and spilled its row sums.
+  tid = LLVM::InlineAsmOp::create(b, loc, b.getI32Type(), ValueRange{}, "mov.u32 $0, %tid.x;",
+                                  "=r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                  LLVM::tailcallkind::TailCallKind::None,
+                                  LLVM::AsmDialectAttr(), ArrayAttr())
+            .getResult(0);
+  lane = arith::AndIOp::create(b, loc, tid, ci32(31));
   if (streamed) {
     // Prologue: every load of the body for the first iteration, into stage 0. The barrier
     // first: an earlier loop's last iteration may still be reading stage 0.
