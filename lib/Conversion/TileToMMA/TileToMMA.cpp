@@ -155,7 +155,7 @@ private:
   /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
   /// 16-bit columns: matrix row `row8 + lane%8` (row8 = 0 or 8), chunk `chunkLo` (0 or 1) XOR
   /// the swizzle. Other k/n steps of the same lane are this offset XOR 32·step (chunk + 2·step)
-  /// plus a constant row offset: see ldmatrixAt. It depends on the lane alone, so Q and K (the
+  /// plus a constant row offset: see ldmatrixAt. It depends on the lane alone, so Q and V (the
   /// same matrix order) share it, and the tile's place (slot, stage, warp rows) is added after.
   Value ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo);
   /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `tileBytes` (where the tile starts, a
@@ -418,7 +418,7 @@ Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t cols, Value row8, Value chunk
   // per operand and lane instead of one per k step. The XOR touches bits below 2·cols only, so
   // it commutes with adding the tile's start: (L + t) XOR x = (L XOR x) + t. The start (slot,
   // stage, the warp's first row) is uniform and ptxas adds it in the ldmatrix's address
-  // ([R + UR + imm]): one lane register for Q and K together, one for V.
+  // ([R + UR + imm]): one lane register for Q and V together (the same matrix order), one for K.
   Location loc = b.getUnknownLoc();
   Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
   Value row = arith::AddIOp::create(b, loc, row8, lane7);
@@ -1106,18 +1106,27 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
   // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
   // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
+  // K (n rows, k chunks): matrix q at rows +8·(q>>1), chunk +(q&1). V (k rows, n chunks) and
+  // an A block (m rows, k chunks): rows +8·(q&1), chunk +(q>>1): V and Q share a lane offset.
+  auto rowsLoChunkHi = [&]() {
+    return ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
+  };
   Value laneOffset = transposed
-      ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi)
-      : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo);
+      ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo)
+      : rowsLoChunkHi();
   // Inside a loop the stage goes into the lane offset, not the uniform tile start: that keeps
   // the offset loop-variant, so LICM does not hoist its XOR with every k/n step out of the loop
   // (one loop-invariant register per step and operand: 14 at d128, the spills of the 128×64
   // kernel). (L + stage) XOR x = (L XOR x) + stage, as the stage is a multiple of 2·cols bytes.
-  // An A operand read from shared memory (Q) at the same k steps uses the same offset, minus
-  // the stage in its uniform start.
+  // An A operand read from shared memory (Q) at the same k steps does the same with its own
+  // lane offset (the same value as V's, which LLVM shares), minus the stage in its uniform start.
   Value tile = ci32(p.smemOffset);
-  if (stage)
+  Value aLane;
+  if (stage) {
     laneOffset = arith::AddIOp::create(b, loc, laneOffset, stage);
+    if (shared != aShared.end())
+      aLane = arith::AddIOp::create(b, loc, rowsLoChunkHi(), stage);
+  }
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
@@ -1125,8 +1134,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {
         SmallVector<Value> frags =
-            transposed && stage ? loadAFragments(shared->second, mt, kt, laneOffset, stage)
-                                : loadAFragments(shared->second, mt, kt);
+            aLane ? loadAFragments(shared->second, mt, kt, aLane, stage)
+                  : loadAFragments(shared->second, mt, kt);
         std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
       }
     for (int64_t np = 0; np < N / 16; ++np) {
