@@ -165,10 +165,7 @@ private:
                    bool transpose);
   Value ldmatrix4(Value addr, bool transpose);
   /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory.
-  /// `laneOffset`, when given, is the lane offset plus `shift` (a multiple of 2·cols bytes: the
-  /// stage of the B operand read in the same loop, see emitDot).
-  SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt,
-                                    Value laneOffset = {}, Value shift = {});
+  SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt);
   /// Acc register `i` of a tile of `slabs` 8-column slabs: its Row and Col register.
   int64_t accRow(int64_t i, int64_t slabs) const { return i / (slabs * 4) * 2 + (i % 4) / 2; }
   int64_t accCol(int64_t i, int64_t slabs) const { return (i / 4) % slabs * 2 + i % 2; }
@@ -1018,19 +1015,16 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
   return success();
 }
 
-SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt,
-                                                   Value laneOffset, Value shift) {
+SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt) {
   // Matrix q = lane/8 of the ldmatrix.x4 holds rows +8·(q&1) and columns +8·(q>>1) of the
   // 16×16 slab of m tile mt at k step kt.
   Location loc = b.getUnknownLoc();
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
   Value row8 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8));
-  if (!laneOffset)
-    laneOffset = ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value laneOffset =
+      ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
   Value tile = arith::AddIOp::create(b, loc, ci32(p.smemOffset),
                                      arith::MulIOp::create(b, loc, rowBase, ci32(p.cols * 2)));
-  if (shift)
-    tile = arith::SubIOp::create(b, loc, tile, shift);
   Value x4 = ldmatrixAt(laneOffset, 32 * kt, tile, 16 * mt * p.cols * 2, false);
   SmallVector<Value> frags;
   for (int64_t i = 0; i < 4; ++i)
@@ -1106,36 +1100,24 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
   // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
   // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
-  // K (n rows, k chunks): matrix q at rows +8·(q>>1), chunk +(q&1). V (k rows, n chunks) and
-  // an A block (m rows, k chunks): rows +8·(q&1), chunk +(q>>1): V and Q share a lane offset.
-  auto rowsLoChunkHi = [&]() {
-    return ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
-  };
+  // So for K matrix q = lane/8 is at rows +8·(q>>1), chunk +(q&1); for V, as for an A block
+  // (loadAFragments), rows +8·(q&1), chunk +(q>>1): V and Q share a lane offset, K does not.
   Value laneOffset = transposed
       ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo)
-      : rowsLoChunkHi();
-  // Inside a loop the stage goes into the lane offset, not the uniform tile start: that keeps
-  // the offset loop-variant, so LICM does not hoist its XOR with every k/n step out of the loop
-  // (one loop-invariant register per step and operand: 14 at d128, the spills of the 128×64
-  // kernel). (L + stage) XOR x = (L XOR x) + stage, as the stage is a multiple of 2·cols bytes.
-  // An A operand read from shared memory (Q) at the same k steps does the same with its own
-  // lane offset (the same value as V's, which LLVM shares), minus the stage in its uniform start.
+      : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
+  // The tile's start (slot and, in a loop, the stage) is uniform: ptxas adds it in the
+  // ldmatrix's address. (Tried: the stage in the lane offset, to keep LLVM from hoisting the
+  // offset's XORs out of the loop; ptxas spilled more.)
   Value tile = ci32(p.smemOffset);
-  Value aLane;
-  if (stage) {
-    laneOffset = arith::AddIOp::create(b, loc, laneOffset, stage);
-    if (shared != aShared.end())
-      aLane = arith::AddIOp::create(b, loc, rowsLoChunkHi(), stage);
-  }
+  if (stage)
+    tile = arith::AddIOp::create(b, loc, tile, stage);
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   for (int64_t kt = 0; kt < kSteps; ++kt) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {
-        SmallVector<Value> frags =
-            aLane ? loadAFragments(shared->second, mt, kt, aLane, stage)
-                  : loadAFragments(shared->second, mt, kt);
+        SmallVector<Value> frags = loadAFragments(shared->second, mt, kt);
         std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
       }
     for (int64_t np = 0; np < N / 16; ++np) {
@@ -1443,18 +1425,6 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   ctx.ub = scalars.lookup(op.getUpperBound());
   ctx.step = scalars.lookup(op.getStep());
   bool streamed = !ctx.streams.empty();
-  // The thread index read afresh for each loop (a volatile read, which LLVM neither hoists nor
-  // merges with an earlier one): every per-thread value the loop derives from it (lane offsets,
-  // copy addresses, row and column indices) is computed after the previous loop instead of
-  // being merged with the previous loop's and kept alive across it. A value alive across a loop
-  // that does not use it costs that loop a register: the unmasked loop of the 128×64 d128
-  // kernel carried a dozen for the diagonal loop and spilled its row sums.
-  tid = LLVM::InlineAsmOp::create(b, loc, b.getI32Type(), ValueRange{}, "mov.u32 $0, %tid.x;",
-                                  "=r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                  LLVM::tailcallkind::TailCallKind::None,
-                                  LLVM::AsmDialectAttr(), ArrayAttr())
-            .getResult(0);
-  lane = arith::AndIOp::create(b, loc, tid, ci32(31));
   if (streamed) {
     // Prologue: every load of the body for the first iteration, into stage 0. The barrier
     // first: an earlier loop's last iteration may still be reading stage 0.
