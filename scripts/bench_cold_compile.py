@@ -4,8 +4,8 @@
     python3 scripts/bench_cold_compile.py [--runs 5] [--dims 64,128] [--build build]
 
 Each run is a new interpreter that imports tessel, traces the kernel with numpy fp16 inputs
-(`tessel.compile_attention(q, q, q, causal=True, block_m=128, block_n=64)`: the GPU's 128x64
-blocks) and compiles it for sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with
+(`tessel.compile_attention(q, q, q, causal=True, ...)` with the blocks tessel.attention takes
+on sm_90a) and compiles it for sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with
 TESSEL_TIMING=1 and a fresh TESSEL_CACHE_DIR. Prints, per head dim, the minimum and the median of
 every step of the breakdown (tessel/timing.py) and of the first call (trace + binary, what the
 GPU benchmark calls the cold compile). A build without the breakdown gives the totals only.
@@ -30,7 +30,9 @@ from tessel.cache import GpuOptions
 t1 = time.perf_counter()
 D = int(sys.argv[1])
 q = np.zeros((1, 1, 128, D), np.float16)
-k = tessel.compile_attention(q, q, q, causal=True, block_m=128, block_n=64)
+from tessel.attention import gpu_blocks
+bm, bn = gpu_blocks(D, "f16", 128, 128, "sm_90a")   # tessel.attention's blocks on the H200
+k = tessel.compile_attention(q, q, q, causal=True, block_m=bm, block_n=bn)
 t2 = time.perf_counter()
 b = k.binary(GpuOptions(chip="sm_90a"))
 t3 = time.perf_counter()
@@ -65,7 +67,8 @@ def main():
     build = pathlib.Path(a.build).resolve()
     for dim in [int(d) for d in a.dims.split(",")]:
         runs = [one_run(build, dim) for _ in range(a.runs)]
-        print(f"d{dim}, 128x64, sm_90a, {a.runs} fresh processes (ms: min / median)")
+        print(f"d{dim}, tessel.attention's blocks, sm_90a, {a.runs} fresh processes "
+              "(ms: min / median)")
         names = list(runs[0][0])
         for name in names + ["-"] + list(runs[0][1]):
             if name == "-":

@@ -2,9 +2,10 @@
 # The GPU check, on the GPU machine (from the repo root, with .bundle/ carried there):
 # unpack the bundle → run the examples and the ahead-of-time program → check attention on the GPU
 # against float64/float32 references and against the interpreter, benchmark it side by side with
-# PyTorch SDPA → the Python DSL on CUDA tensors (test/gpu/test_python_gpu.py) and its launch
-# overhead (test/gpu/bench_launch.py) → print a short table last; JSON results and one log
-# (gpu-check.log) under $OUT (or build/gpu-check).
+# PyTorch SDPA (the mma.sync path, then the sm_90a wgmma path: ~2.5 min more) → the Python DSL on
+# CUDA tensors (test/gpu/test_python_gpu.py) and its launch overhead (test/gpu/bench_launch.py) →
+# print a short table last; JSON results and one log (gpu-check.log) under $OUT (or
+# build/gpu-check).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build/gpu-check}
@@ -19,8 +20,10 @@ failed=()
 logs="$work/logs"
 mkdir -p "$logs"
 # One log comes back (the device tool returns at most 8 files): every part appends to it.
+# TESSEL_GPU_CHECK_SKIP="name ..." leaves parts out (to spend less device time on a re-check).
 step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a failure, goes on
   local name=$1; shift
+  case " ${TESSEL_GPU_CHECK_SKIP:-} " in *" $name "*) echo "== $name: skipped"; return;; esac
   echo "== $name" | tee -a "$out/gpu-check.log"
   "$@" 2>&1 | tee "$logs/$name.log" | tee -a "$out/gpu-check.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
@@ -33,11 +36,15 @@ step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tesse
   --json "$out/sweep.json"
 step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
   --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
+step attention_wgmma python3 "$root/test/gpu/check_attention_wgmma.py" \
+  --tessel-run "$work/bin/tessel-run" --json "$out/attention_wgmma.json" --budget-s 200
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$logs/python_gpu.xml"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
+# The cold compile on this host, step by step (fresh processes, empty caches; compile only).
+step cold_compile python3 "$root/scripts/bench_cold_compile.py" --runs 5 --build "$work"
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
     --tessel-run "$work/bin/tessel-run" --json "$out/attention.json"
@@ -45,7 +52,9 @@ fi
 
 echo
 echo "== summary"
-grep -h -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
+grep -sh -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
+grep -sh -A20 '^| d | n | causal | wgmma' "$logs/attention_wgmma.log" | grep '^|'
 grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30
+grep -sh -E '^d[0-9]+, |first_call' "$logs/cold_compile.log"
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
 [ ${#failed[@]} -eq 0 ]

@@ -60,8 +60,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                              llvm::cl::init("isa")};
   Option<std::string> codegen{*this, "codegen",
                               llvm::cl::desc("Lowering of tile programs: reference, mma (the "
-                                             "mma.sync fast path) or auto (mma where the "
-                                             "program fits, else reference)."),
+                                             "mma.sync fast path), wgmma (sm_90a: the same "
+                                             "class with wgmma.mma_async) or auto (wgmma on "
+                                             "sm_90a, else mma, where the program fits; "
+                                             "else reference)."),
                               llvm::cl::init("reference")};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
@@ -71,7 +73,8 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
 } // namespace
 
 bool tessel::isSupportedCodegen(const std::string &codegen) {
-  return codegen == "auto" || codegen == "reference" || codegen == "mma";
+  return codegen == "auto" || codegen == "reference" || codegen == "mma" ||
+         codegen == "wgmma";
 }
 
 bool tessel::isSupportedChip(const std::string &chip) {
@@ -90,6 +93,12 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     ConvertTileToMMAOptions mmaOptions;
     mmaOptions.fallback = options.codegen == "auto";
     mmaOptions.sharedLimit = maxSharedBytesPerBlock(options.chip);
+    // wgmma is sm_90a only; the pass refuses other chips with a located error. auto takes it
+    // on sm_90a (1.5x the mma.sync path on the H200, docs/dev/codegen-wgmma.md), falling back
+    // to mma.sync, then to the reference lowering, program by program.
+    mmaOptions.wgmma = options.codegen == "wgmma" ||
+                       (options.codegen == "auto" && options.chip == "sm_90a");
+    mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
   }
   ConvertTileToGPUOptions tileOptions;

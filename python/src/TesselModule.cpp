@@ -116,6 +116,7 @@ py::list runKernel(KernelBuilder &kb, const std::string &name, std::array<int64_
 namespace tessel::python {
 void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
 void bindLauncher(py::module &m);
+void bindDispatcher(py::module &m);
 } // namespace tessel::python
 
 PYBIND11_MODULE(_tessel, m) {
@@ -200,4 +201,5 @@ PYBIND11_MODULE(_tessel, m) {
       ;
   tessel::python::bindCache(m, builderClass);
   tessel::python::bindLauncher(m);
+  tessel::python::bindDispatcher(m);
 }

@@ -47,9 +47,16 @@ class AttentionSpec:
     causal: bool = False
     mask: str = "none"          # "none" or the name of a @tessel.jit mask_mod in the DSL file
     chip: str = "sm_90a"
-    block_m: int = 16
-    block_n: int = 16
+    block_m: int = 0            # 0: the chip's choice (default_blocks)
+    block_n: int = 0
     num_threads: int = 128
+
+    def __post_init__(self):
+        dm, dn = default_blocks(self.dtype, self.head_dim, self.chip)
+        if not self.block_m:
+            object.__setattr__(self, "block_m", dm)
+        if not self.block_n:
+            object.__setattr__(self, "block_n", dn)
 
     def function_name(self, prefix):
         parts = [prefix, self.dtype, f"d{self.head_dim}"]
@@ -57,12 +64,22 @@ class AttentionSpec:
             parts.append("causal")
         if self.mask != "none":
             parts.append(self.mask)
-        if (self.block_m, self.block_n) != (16, 16):
+        if (self.block_m, self.block_n) != default_blocks(self.dtype, self.head_dim, self.chip):
             parts.append(f"b{self.block_m}x{self.block_n}")
         if self.num_threads != 128:
             parts.append(f"t{self.num_threads}")
         parts.append(self.chip.replace("_", ""))
         return "_".join(parts)
+
+
+def default_blocks(dtype, head_dim, chip):
+    """The blocks of a specialisation that does not name them: tessel.attention's on the GPU for
+    the fast paths (f16/bf16, D 64 or 128: wgmma on sm_90a, mma.sync on sm_80), else 16x16 for
+    the reference lowering (lengths are run-time arguments, so no length-based choice)."""
+    from .attention import GPU_BLOCKS, _FAST_DTYPES
+    if dtype in _FAST_DTYPES and (chip, head_dim) in GPU_BLOCKS:
+        return GPU_BLOCKS[(chip, head_dim)]
+    return 16, 16
 
 
 def parse_spec(text):
@@ -76,7 +93,6 @@ def parse_spec(text):
         if k not in SPEC_KEYS:
             raise ValueError(f"spec '{text}': unknown key '{k}' (expected {', '.join(SPEC_KEYS)})")
         fields[k] = v
-    spec = AttentionSpec()
     out = {}
     for k, v in fields.items():
         if k in ("head_dim", "block_m", "block_n", "num_threads"):
@@ -89,7 +105,7 @@ def parse_spec(text):
             out[k] = v.lower() in ("1", "true", "yes")
         else:
             out[k] = v
-    spec = dataclasses.replace(spec, **out)
+    spec = AttentionSpec(**out)     # unnamed blocks: the chip's choice for these fields
     if spec.dtype not in DTYPES:
         raise ValueError(f"spec '{text}': dtype must be one of {', '.join(DTYPES)}")
     if spec.chip not in tcache.CHIPS:

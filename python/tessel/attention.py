@@ -12,7 +12,8 @@ Given CUDA torch tensors, it runs on the GPU (`_attention_cuda`): fp16/bf16 with
 128 take the mma.sync fast path with the block sizes that measured fastest on the H200
 (docs/bench/2026-11-29-h200-mma.md: 128×64 at d128, 64×64 at d64); other shapes and float32 fall
 back to the reference lowering. The only memory beyond the inputs and the output is the LSE
-(B·H·Nq float32), plus copies of inputs that are not contiguous.
+(B·H·Nq float32), plus copies of inputs that are not contiguous; without return_lse, the LSE goes
+to a per-device scratch buffer reused across calls (_lse_scratch: one allocation fewer per call).
 """
 import math
 
@@ -82,20 +83,33 @@ def _as_jit(fn, what):
     raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
 
 
-# (head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU: the mma.sync fast path takes 64 or 128
-# query rows, head dims 64 and 128, f16/bf16. 128-row blocks run as 4 warps of 32 rows (FA2's
-# layout, two m16 tiles per K/V ldmatrix) and were the fastest on the H200 at both head dims:
-# +19-24 % over 64-row blocks at d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
-GPU_BLOCKS = {(64, "f16"): (128, 64), (64, "bf16"): (128, 64),
-              (128, "f16"): (128, 64), (128, "bf16"): (128, 64)}
+# (chip, head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU. Both fast paths take 64 or 128
+# query rows, head dims 64 and 128, f16/bf16.
+# - sm_80 (mma.sync): 128-row blocks as 4 warps of 32 rows (FA2's layout, two m16 tiles per K/V
+#   ldmatrix) were the fastest on the H200 at both head dims: +19-24 % over 64-row blocks at
+#   d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
+# - sm_90a (wgmma, codegen auto): one warpgroup of 64 rows; 64x64 is the best d128 block (three
+#   CTAs per SM) and 64x128 the best d64 block (docs/bench/2026-11-29-h200-wgmma.md).
+GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64),
+              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64)}
+_FAST_DTYPES = ("f16", "bf16")
 
 
-def gpu_blocks(D, dtype, nq, nk):
-    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D and dtype name."""
-    hit = GPU_BLOCKS.get((D, dtype))
+def gpu_blocks(D, dtype, nq, nk, chip="sm_80"):
+    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip."""
+    hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
     if hit is not None:
         return hit
     return _block(nq), _block(nk)    # the reference lowering: the interpreter's choice
+
+
+def _chip_for_blocks(q):
+    """The chip of q's device; sm_80 where the driver cannot say (compile_attention without a
+    GPU: the launch then raises GpuUnavailableError as before)."""
+    try:
+        return gpu.chip_of(q.get_device())
+    except gpu.GpuUnavailableError:
+        return "sm_80"
 
 
 def _check_shapes(qs, ks, vs, enable_gqa):
@@ -187,7 +201,10 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     dtype = gpu.torch_dtype_name(q)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    dm, dn = gpu_blocks(D, dtype, Nq, Nk)
+    # The chip of q's device picks the blocks. The choice is remembered per (dtype, D, ...), not
+    # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
+    # both, which is correct everywhere and fastest on the first.
+    dm, dn = gpu_blocks(D, dtype, Nq, Nk, _chip_for_blocks(q))
     BM, BN = block_m or dm, block_n or dn
     # The kernel reads BHSD rows with stride D: non-contiguous inputs are copied.
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
@@ -203,6 +220,26 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
 
+# device index -> [(elements, float32 tensor)], the last the largest: where the kernel writes an
+# LSE nobody asked for (return_lse=False), instead of a torch allocation per call (~4 us of the
+# ~12 us tessel.attention spent above its kernel launch on the H200). Buffers are never freed:
+# a kernel on another stream may still be writing a smaller one, and the caching allocator would
+# hand its memory to the next allocation on the stream it was made on without waiting. Growth
+# doubles, so what is held is at most twice the largest LSE (2/D of q's size). Writes from
+# concurrent kernels to the same buffer race, harmlessly: nothing reads it.
+_lse_buffers = {}
+
+
+def _lse_scratch(q, n, torch):
+    dev = q.get_device()
+    held = _lse_buffers.get(dev)
+    if held is not None and held[-1][0] >= n:
+        return held[-1][1]
+    size = max(n, 2 * held[-1][0]) if held else n
+    buf = q.new_empty((size,), dtype=torch.float32)
+    _lse_buffers.setdefault(dev, []).append((size, buf))
+    return buf
+
 
 def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
                     block_m, block_n):
@@ -210,32 +247,40 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     allocations, a dict lookup and the kernel's launch path. Anything unusual (bad shapes,
     dtypes, devices, non-contiguous inputs) goes through _prepare_cuda, which explains it."""
     torch = gpu.torch_module()
-    qs, ks = q.shape, k.shape
+    qs = q.shape
+    ks = k.shape
+    dt = q.dtype
     try:
         B, H, Nq, D = qs
-        _, Hkv, Nk, _ = ks
-        ok = (type(k) is type(q) and type(v) is type(q) and v.shape == ks and ks[0] == B
-              and ks[3] == D and (Hkv == H or (enable_gqa and Hkv and H % Hkv == 0))
-              and q.dtype == k.dtype == v.dtype and q.is_cuda and q.is_contiguous()
-              and k.is_contiguous() and v.is_contiguous())
+        Bk, Hkv, Nk, Dk = ks
+        # torch dtypes are singletons: `is` is their equality. v is often k (self-attention
+        # benchmarks, shared K/V): then its checks are k's.
+        ok = (Bk == B and Dk == D and (Hkv == H or (enable_gqa and Hkv and H % Hkv == 0))
+              and type(k) is type(q) and k.dtype is dt
+              and (v is k or (type(v) is type(q) and v.dtype is dt and v.shape == ks
+                              and v.is_contiguous()))
+              and q.is_cuda and q.is_contiguous() and k.is_contiguous())
     except (ValueError, AttributeError):
         ok = False
-    c = _cuda_configs.get((q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)) if ok \
+    c = _cuda_configs.get((dt, D, causal, score_mod, mask_mod, block_m, block_n)) if ok \
         else None
     if c is None:
         args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
-        if (D, gpu.torch_dtype_name(q)) in GPU_BLOCKS or (block_m and block_n):
-            _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = consts
+        if (gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128)) or (block_m and block_n):
+            _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
+                consts, 1.0 / math.sqrt(D))
         if grid[0] and grid[1]:
             attention_kernel._runner(grid, *args, *consts)
         return (o, lse) if return_lse else o
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    consts, default_scale = c
+    scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q)
-    lse = q.new_empty((B, H, Nq), dtype=torch.float32)
+    lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
+        _lse_scratch(q, B * H * Nq, torch)
     if Nq and B * H:
-        attention_kernel._runner((-(-Nq // c[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
-                                 scale, *c)
+        attention_kernel._runner((-(-Nq // consts[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
+                                 scale, *consts)
     return (o, lse) if return_lse else o

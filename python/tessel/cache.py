@@ -41,7 +41,7 @@ from .errors import CompilationError
 log = logging.getLogger("tessel.cache")
 
 CHIPS = ("sm_80", "sm_90a")
-CODEGENS = ("reference", "mma", "auto")
+CODEGENS = ("reference", "mma", "wgmma", "auto")
 
 
 class CacheWarning(UserWarning):

@@ -9,21 +9,24 @@ after the front end ("tile") and after the pipeline ("tile-opt").
 Where it runs follows the arguments (tessel/gpu.py): numpy arrays on the CPU interpreter, CUDA
 tensors and tessel.DevicePointer on the GPU.
 
-The launch path is built for a cache hit to cost microseconds. Each JITFunction generates (once,
-with ``exec``) a Python function with the kernel's own parameters, so Python itself binds the
-call; it builds a cheap key — per run-time argument its ``dtype`` (arrays, tensors, device
-pointers) or its type (scalars), per constexpr its type and value — and looks it up in a dict
-whose values are launch callables: for the GPU the C++ ``Launcher.launch`` builtin directly, for
-the interpreter a Python function. A miss goes the slow way (``_slow``: bind, classify, trace,
-compile through the kernel cache, make the launcher) and fills the dict.
+The launch path is built for a cache hit to cost well under a microsecond above the driver
+(docs/dev/launch.md). JITFunction subclasses the C type ``tessel._tessel.Dispatcher``:
+``kernel[grid]`` is a small C object whose call binds the arguments to the kernel's parameters,
+computes the specialisation key — per run-time argument its type plus its ``dtype`` for array
+types (numpy arrays, device pointers, torch tensors), per constexpr its type and value — finds
+the entry of that key and runs it: for the GPU the C++ ``Launcher`` directly (packing, pointer
+checks, cuLaunchKernel), for the interpreter a Python function. No Python bytecode runs on a GPU
+cache hit. A miss (or a call the C side cannot bind simply) goes the slow way (``_slow``: bind,
+classify, trace, compile through the kernel cache, make the launcher), which remembers the entry
+(``_remember``) for the next call.
 """
 import ast
 import dataclasses
-import functools
 import hashlib
 import inspect
 import os
 
+from . import _tessel
 from . import gpu
 from . import language as tl
 from . import runtime
@@ -108,7 +111,7 @@ class CompiledKernel:
         return f"<CompiledKernel {self.name} {self.specialization}>"
 
 
-class JITFunction:
+class JITFunction(_tessel.Dispatcher):
     def __init__(self, fn, options=None):
         self.fn = fn
         self.__name__ = fn.__name__
@@ -119,9 +122,10 @@ class JITFunction:
                            if p.annotation is tl.constexpr or p.annotation == "tl.constexpr"}
         self._source = None
         self.cache = {}
-        self._fast = {}          # cheap key -> launch callable (see the module docstring)
-        self._runner_globals = {"__tessel_stream": 0}
-        self._runner = self._make_runner()
+        self._configure(self._dispatch_params())
+        # kernel._runner(grid, *args, **kwargs) is kernel[grid](*args, **kwargs) without the
+        # bound-grid object (tessel.attention calls it).
+        self._runner = self._call
 
     @property
     def source(self):
@@ -137,80 +141,32 @@ class JITFunction:
         raise RuntimeError(f"{self.__name__} is a @tessel.jit function: launch it with "
                            f"{self.__name__}[grid](...) or call it from another kernel")
 
-    def __getitem__(self, grid):
-        """kernel[grid](*args, **kwargs): grid is an int, a tuple of 1 to 3 ints, or a callable
-        taking the dict of every argument by name (constexprs included) and returning one."""
-        if self._runner is not None:
-            return functools.partial(self._runner, grid)
-        return functools.partial(self._slow, grid, None)
+    # kernel[grid](*args, **kwargs): grid is an int, a tuple of 1 to 3 ints, or a callable taking
+    # the dict of every argument by name (constexprs included) and returning one. The indexing is
+    # the C Dispatcher's (module docstring).
 
-    def _make_runner(self):
-        """The generated launch function (module docstring); None for a signature with *args or
-        **kwargs, which always goes the slow way."""
-        params = list(self.signature.parameters.values())
+    def _dispatch_params(self):
+        """What the C dispatcher binds calls with: [(name, is_constexpr, kind, has_default,
+        default)]; None for a signature with *args or **kwargs (always the slow way)."""
         P = inspect.Parameter
+        params = list(self.signature.parameters.values())
         if any(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in params):
             return None
-        names = [p.name for p in params]
-        if any(n.startswith("__tessel_") for n in names):
-            return None
-        ns = {"__tessel_fast": self._fast, "__tessel_DT": runtime.ARRAY_TYPES,
-              "__tessel_slow": self._slow, "__tessel_stream": 0}
-        positional_only = [p for p in params if p.kind == P.POSITIONAL_ONLY]
-        sig = ["__tessel_grid"]
-        for i, p in enumerate(params):
-            if p.kind == P.KEYWORD_ONLY and sig[-1] != "*" and "*" not in sig:
-                if "/" not in sig:
-                    sig.append("/")
-                sig.append("*")
-            text = p.name
-            if p.default is not P.empty:
-                ns[f"__tessel_d{i}"] = p.default
-                text += f"=__tessel_d{i}"
-            sig.append(text)
-            if p.kind == P.POSITIONAL_ONLY and p is positional_only[-1]:
-                sig.append("/")
-        if "/" not in sig:
-            sig.insert(1, "/")
-        key = []
-        for n in names:
-            if n in self.constexprs:
-                key += [f"type({n})", n]
-            else:
-                key.append(f"({n}.dtype if type({n}) in __tessel_DT else type({n}))")
-        everything = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
-        as_call = ", ".join(n if p.kind != P.KEYWORD_ONLY else f"{n}={n}"
-                            for n, p in zip(names, params))
-        runtime_args = ", ".join(n for n in names if n not in self.constexprs)
-        fname = self.__name__ if self.__name__.isidentifier() else "kernel"
-        code = (
-            f"def {fname}({', '.join(sig)}):\n"
-            f"    __tessel_k = ({', '.join(key)},)\n"
-            f"    try:\n"
-            f"        __tessel_e = __tessel_fast[__tessel_k]\n"
-            f"    except (KeyError, TypeError):\n"
-            f"        return __tessel_slow(__tessel_grid, __tessel_k, {as_call})\n"
-            f"    if callable(__tessel_grid):\n"
-            f"        __tessel_grid = __tessel_grid({everything})\n"
-            f"    return __tessel_e(__tessel_grid, __tessel_stream, {runtime_args})\n")
-        exec(compile(code, f"<tessel launcher of {self.__name__}>", "exec"), ns)
-        self._runner_globals = ns
-        self._runner_code = code
-        return ns[fname]
+        kinds = {P.POSITIONAL_ONLY: "positional_only", P.KEYWORD_ONLY: "keyword_only",
+                 P.POSITIONAL_OR_KEYWORD: "positional"}
+        return [(p.name, p.name in self.constexprs, kinds[p.kind], p.default is not P.empty,
+                 None if p.default is P.empty else p.default) for p in params]
 
     def _slow(self, grid, fast_key, /, *args, **kwargs):
-        """A call whose cheap key missed: bind, specialise, compile, make the launch callable,
-        remember it under the key (when the key is complete), launch."""
+        """A call the C dispatcher did not find (or could not bind simply): bind, specialise,
+        compile, make the launch entry, remember it under the call's key, launch. `fast_key` is
+        unused (None)."""
         bound = self._bind(args, kwargs)
-        # A key with an array whose type was not yet known to carry a dtype (a torch tensor on
-        # the first call, a subclass) lacks that dtype: learn the type, and let the next call
-        # key it properly.
-        complete = True
+        # Array types key by their dtype: learn a type (a torch tensor on the first call, a
+        # subclass) before the entry is remembered, so that its key has the dtype in it.
         for name, value in bound.items():
-            if name not in self.constexprs and runtime.is_array(value) and (
-                    type(value) not in runtime.ARRAY_TYPES):
-                runtime.ARRAY_TYPES.add(type(value))
-                complete = False
+            if name not in self.constexprs and runtime.is_array(value):
+                runtime.add_array_type(type(value))
         kernel, runtime_args = self.specialize(*args, **kwargs)
         where = runtime.placement(kernel.params, runtime_args)
         backend = self.options.backend
@@ -219,16 +175,17 @@ class JITFunction:
                             f"{'device' if where == 'cuda' else 'host'} arrays")
         if where == "cuda" or (where is None and backend == "gpu"):
             device = runtime.device_of_args(runtime_args)
-            entry = kernel.gpu_launcher(device).launch
-            if gpu.torch_module() is not None:
-                self._runner_globals["__tessel_stream"] = gpu.stream_source()
-        else:
-            def entry(g, _stream, *a, _kernel=kernel):
-                return _kernel.run(g, *a)
-        if fast_key is not None and complete:
-            self._fast[fast_key] = entry
+            entry = kernel.gpu_launcher(device)
+            stream = gpu.stream_source()
+            self._remember(entry, stream, *args, **kwargs)
+            g = grid(dict(bound)) if callable(grid) else grid
+            return entry.launch(g, stream, *runtime_args)
+
+        def entry(g, _stream, *a, _kernel=kernel):
+            return _kernel.run(g, *a)
+        self._remember(entry, 0, *args, **kwargs)
         g = grid(dict(bound)) if callable(grid) else grid
-        return entry(g, gpu.stream_source() if where == "cuda" else 0, *runtime_args)
+        return entry(g, 0, *runtime_args)
 
     def _bind(self, args, kwargs):
         try:

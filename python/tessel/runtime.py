@@ -10,12 +10,24 @@ installed.
 """
 import numpy as np
 
+from . import _tessel
 from . import gpu
 from .errors import KernelRuntimeError
 
-# Types whose instances carry a `dtype` the cheap launch key reads (jit.py); torch's tensor types
-# join when first seen. A set shared with every generated launch function.
-ARRAY_TYPES = {np.ndarray, gpu.DevicePointer}
+# Types whose instances carry a `dtype` the launch key reads (jit.py, the C Dispatcher); torch's
+# tensor types join when first seen (add_array_type).
+ARRAY_TYPES = set()
+
+
+def add_array_type(t):
+    """Makes the specialisation key of kernel calls read `dtype` from instances of type t."""
+    if t not in ARRAY_TYPES:
+        ARRAY_TYPES.add(t)
+        _tessel._add_array_type(t)
+
+
+add_array_type(np.ndarray)
+add_array_type(gpu.DevicePointer)
 
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
                    np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16"}

@@ -1,5 +1,6 @@
 """Issue 5's standard sweep on the GPU: attention through tessel's default code generation
-(--codegen=auto: the mma.sync fast path where the kernel fits) against a float32 torch reference
+(--codegen=auto: wgmma on sm_90a, mma.sync on sm_80, where the kernel fits; the blocks
+tessel.attention picks) against a float32 torch reference
 on fresh random inputs, for b·n = 16k tokens, h·d = 2048, n from 512 to 16k, d 64 and 128, causal
 and not, plus n = 1000 and 4097 and grouped-query 4:1; then tessel vs SDPA's math path at n = 4k.
 
@@ -18,6 +19,9 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 from attention_kernels import naive_attention_kernel  # noqa: E402
+from tessel.attention import gpu_blocks  # noqa: E402
+
+CHIP = "sm_90a" if torch.cuda.get_device_capability(0)[0] >= 9 else "sm_80"
 
 TOL = {"f16": 5e-3, "bf16": 2e-2}
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -106,8 +110,9 @@ def main():
             q = torch.randn(B, H, N, D, device="cuda", dtype=TORCH[dtype])
             k = torch.randn(B, Hkv, N, D, device="cuda", dtype=TORCH[dtype])
             v = torch.randn(B, Hkv, N, D, device="cuda", dtype=TORCH[dtype])
-            # 128x64 blocks (the GPU default of tessel.attention) where there are 128 queries
-            o, info = run_tessel(opts.tessel_run, tmp, dtype, causal, q, k, v, 128 if N >= 128 else 64)
+            # The blocks tessel.attention picks on this GPU's chip.
+            bm, bn = gpu_blocks(D, dtype, N, N, CHIP)
+            o, info = run_tessel(opts.tessel_run, tmp, dtype, causal, q, k, v, bm, block_n=bn)
             row = {"dtype": dtype, "b": B, "h": H, "hkv": Hkv, "n": N, "d": D, "causal": causal, **info}
             if o is not None:
                 ref = reference(q, k, v, causal, 1.0 / math.sqrt(D))
@@ -128,7 +133,9 @@ def main():
             N, H, B = 4096, 2048 // D, 4
             q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
             flops = 4 * B * H * N * N * D
-            _, info = run_tessel(opts.tessel_run, tmp, "f16", False, q, k, v, 128, repeats=10)
+            bm, bn = gpu_blocks(D, "f16", N, N, CHIP)
+            _, info = run_tessel(opts.tessel_run, tmp, "f16", False, q, k, v, bm, repeats=10,
+                                 block_n=bn)
             m = math_ms(q, k, v, False)
             row = {"d": D, "n": N, "tessel_ms": info.get("median_ms"), "math_ms": m}
             if info.get("median_ms"):

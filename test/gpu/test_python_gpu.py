@@ -156,7 +156,8 @@ def test_attention_matches_float32(dtype, D, causal, case):
     o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=Hkv != H, return_lse=True)
     assert o.dtype == dtype and o.shape == q.shape and lse.shape == (B, H, Nq)
     # The kernel directly, outputs poisoned.
-    bm, bn = gpu_blocks(D, tessel.gpu.torch_dtype_name(q), Nq, Nk)
+    bm, bn = gpu_blocks(D, tessel.gpu.torch_dtype_name(q), Nq, Nk,
+                        tessel.gpu.chip_of(q.get_device()))
     o2 = torch.full_like(q, float("nan"))
     lse2 = torch.full((B, H, Nq), float("nan"), device="cuda")
     kernel = attention_kernel.warmup(q, k, v, o2, lse2, Nq, Nk, H, Hkv, scale, D=D, BLOCK_M=bm,
@@ -182,14 +183,22 @@ def test_attention_matches_float32(dtype, D, causal, case):
 
 
 def test_attention_fast_path_is_used():
-    """fp16 d128 and d64 compile to the mma.sync path (the PTX says so, and the block: one warp
-    per 16 query rows, or per 32 with 128-row blocks — FA2's 4 warps x 32 rows)."""
-    for D, (bm, _) in ((128, (128, 64)), (64, (128, 64))):
+    """fp16 d128 and d64 compile to the chip's fast path: on sm_90a wgmma (one warpgroup of 4 warps
+    per 64 query rows), on sm_80 mma.sync (one warp per 16 query rows, or per 32 with 128-row
+    blocks — FA2's 4 warps x 32 rows). The PTX says so, and the block size."""
+    chip = tessel.gpu.chip_of(0)
+    for D in (128, 64):
         q = torch.randn(1, 1, 64, D, device="cuda", dtype=torch.float16)
         kernel = tessel.compile_attention(q, q, q, causal=True)
-        binary = kernel.binary(tessel.cache.GpuOptions(chip=tessel.gpu.chip_of(0)))
-        assert binary.block[0] in (32 * bm // 16, 32 * bm // 32)
-        assert "mma.sync" in binary.ptx
+        bm, _ = gpu_blocks(D, "f16", 64, 64, chip)
+        binary = kernel.binary(tessel.cache.GpuOptions(chip=chip))
+        if chip == "sm_90a":
+            assert binary.block[0] == 128 * bm // 64
+            assert "wgmma.mma_async.sync.aligned.m64n" in binary.ptx
+            assert "mma.sync.aligned" not in binary.ptx
+        else:
+            assert binary.block[0] in (32 * bm // 16, 32 * bm // 32)
+            assert "mma.sync.aligned.m16n8k16" in binary.ptx
 
 
 @pytest.mark.parametrize("D,N", [(128, 4096), (64, 8192)])

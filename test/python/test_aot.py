@@ -141,3 +141,18 @@ def test_example_builds_and_runs_where_a_gpu_is(tmp_path, aot_cache):
         pytest.skip("built examples/aot; running it needs a GPU")
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "PASS" in run.stdout, run.stdout + run.stderr
+
+
+def test_unnamed_blocks_are_the_chips_choice():
+    from tessel import aot
+    s = aot.parse_spec("dtype=f16,head_dim=128,chip=sm_90a")
+    assert (s.block_m, s.block_n) == (64, 64)                  # wgmma, one warpgroup
+    assert s.function_name("t") == "t_f16_d128_sm90a"
+    s = aot.parse_spec("dtype=bf16,head_dim=64,causal=1,chip=sm_90a")
+    assert (s.block_m, s.block_n) == (64, 128)
+    s = aot.parse_spec("dtype=f16,head_dim=128,chip=sm_80")
+    assert (s.block_m, s.block_n) == (128, 64)                 # mma.sync, 4 warps x 32 rows
+    s = aot.parse_spec("dtype=bf16,head_dim=32,chip=sm_80")
+    assert (s.block_m, s.block_n) == (16, 16)                  # the reference lowering
+    s = aot.parse_spec("dtype=f16,head_dim=64,chip=sm_90a,block_m=16,block_n=16")
+    assert s.function_name("t") == "t_f16_d64_b16x16_sm90a"    # named blocks show in the name

@@ -115,28 +115,28 @@ def test_kernel_plan_matches_its_signature():
 def test_numpy_runs_on_the_interpreter_through_the_cheap_key():
     x = np.arange(10, dtype=np.float32)
     y = np.zeros_like(x)
-    scale_shift._fast.clear()
+    scale_shift._fast_clear()
     scale_shift[(3,)](x, y, 10, 2.0, 1.0, BLOCK=4)
     np.testing.assert_allclose(y, x * 2 + 1)
-    assert len(scale_shift._fast) == 1
+    assert scale_shift._fast_size() == 1
     y[:] = 0
     scale_shift[lambda meta: (-(-meta["n"] // meta["BLOCK"]),)](x, y, 10, 3.0, 0.0, BLOCK=4)
     np.testing.assert_allclose(y, x * 3)
-    assert len(scale_shift._fast) == 1                    # a hit: same types, same constexprs
+    assert scale_shift._fast_size() == 1                    # a hit: same types, same constexprs
     scale_shift[(5,)](x, y, 10, 2.0, 1.0, BLOCK=2)
-    assert len(scale_shift._fast) == 2
+    assert scale_shift._fast_size() == 2
     scale_shift[(5,)](x, y, np.int32(10), 2.0, 1.0, BLOCK=2)    # another scalar type: a new key
-    assert len(scale_shift._fast) == 3 and len(scale_shift.cache) == 2
+    assert scale_shift._fast_size() == 3 and len(scale_shift.cache) == 2
 
 
 def test_constexprs_equal_across_types_are_distinct_keys():
     x = np.arange(8, dtype=np.float32)
     y = np.zeros_like(x)
-    scale_shift._fast.clear()
+    scale_shift._fast_clear()
     scale_shift[(2,)](x, y, 8, 1.0, 0.0, BLOCK=4)
     with pytest.raises(tessel.CompilationError):
         scale_shift[(2,)](x, y, 8, 1.0, 0.0, BLOCK=4.0)     # not a hit on the BLOCK=4 entry
-    assert len(scale_shift._fast) == 1
+    assert scale_shift._fast_size() == 1
 
 
 def test_defaults_and_keyword_only_parameters():
@@ -295,6 +295,12 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000) == (128, 64)
     assert gpu_blocks(32, "f16", 10, 1000) == (16, 64)        # the reference lowering's choice
     assert gpu_blocks(64, "f32", 100, 100) == (64, 64)
+    # sm_90a (wgmma): one warpgroup of 64 query rows; 64 keys at d128, 128 at d64.
+    assert gpu_blocks(128, "f16", 1000, 1000, "sm_90a") == (64, 64)
+    assert gpu_blocks(128, "bf16", 7, 7, "sm_90a") == (64, 64)
+    assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
+    assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
+    assert gpu_blocks(32, "f16", 10, 1000, "sm_90a") == (16, 64)
 
 
 def test_plain_score_mod_functions_are_traced_once():

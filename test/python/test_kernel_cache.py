@@ -412,3 +412,18 @@ def test_explain_command(cache_dir):
     assert r.returncode == 0 and "miss: no entry for kernel 'attention_kernel'" in r.stdout
     bad = tessel_cli("cache", "explain", str(dsl), "head_dim=16,chip=sm_70", cache_dir=cache_dir)
     assert bad.returncode == 2 and "chip must be one of" in bad.stderr
+
+
+def test_wgmma_codegen_compiles_for_sm90a_and_is_refused_for_sm80(cache_dir):
+    # GpuOptions(codegen="wgmma"): the sm_90a wgmma path (docs/dev/codegen-wgmma.md), its own
+    # cache entry, a located compilation error for sm_80.
+    q = np.zeros((1, 1, 64, 64), np.float16)
+    k = tessel.compile_attention(q, q, q, causal=True, block_m=64, block_n=64)
+    wgmma = k.binary(cache.GpuOptions(chip="sm_90a", codegen="wgmma"))
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in wgmma.ptx
+    assert "mma.sync" not in wgmma.ptx
+    assert wgmma.block == (128, 1, 1) and wgmma.dynamic_shared_bytes == 32768
+    mma = k.binary(cache.GpuOptions(chip="sm_90a", codegen="mma"))
+    assert "wgmma" not in mma.ptx and mma.key != wgmma.key
+    with pytest.raises(tessel.CompilationError, match="cannot use codegen=wgmma on sm_80"):
+        k.binary(cache.GpuOptions(chip="sm_80", codegen="wgmma"))

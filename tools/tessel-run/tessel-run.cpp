@@ -77,8 +77,9 @@ static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|b
                                                   "from the device)"), cl::cat(runCategory));
 static cl::opt<std::string>
     codegen("codegen",
-            cl::desc("Lowering for --device=gpu|both: reference, mma (the mma.sync fast path) or "
-                     "auto (mma where the program fits, else reference; the default)"),
+            cl::desc("Lowering for --device=gpu|both: reference, mma (the mma.sync fast path), "
+                     "wgmma (sm_90a: wgmma.mma_async) or auto (mma where the program fits, "
+                     "else reference; the default)"),
             cl::init("auto"), cl::cat(runCategory));
 static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
@@ -327,7 +328,7 @@ int main(int argc, char **argv) {
   if (device != "cpu" && device != "gpu" && device != "both")
     return fail("--device must be cpu, gpu or both, not '" + device + "'");
   if (!tessel::isSupportedCodegen(codegen))
-    return fail("--codegen must be auto, reference or mma, not '" + codegen + "'");
+    return fail("--codegen must be auto, reference, mma or wgmma, not '" + codegen + "'");
   if (device != "cpu" && !validatePipeline.empty())
     return fail("--validate-pipeline runs on the interpreter: use it with --device=cpu");
 

@@ -62,8 +62,9 @@ static cl::opt<std::string> toolkit("cuda-toolkit", cl::desc("CUDA toolkit holdi
 static cl::opt<std::string> codegen(
     "codegen",
     cl::desc("Lowering: reference (every tile in shared memory), mma (the mma.sync fast path "
-             "for attention; errors outside its class) or auto (mma where the program fits, "
-             "else reference, with a remark)"),
+             "for attention; errors outside its class), wgmma (sm_90a: the same class with "
+             "wgmma.mma_async) or auto (mma where the program fits, else reference, with a "
+             "remark)"),
     cl::init("auto"));
 
 static int fail(const Twine &message) {
@@ -78,6 +79,16 @@ static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled)
        << k.spillStoreBytes << " bytes spill stores, " << k.spillLoadBytes
        << " bytes spill loads, " << k.barriers << " barriers, " << k.constantBytes
        << " bytes cmem[0]\n";
+  // ptxas warnings and numbered advisories ("(C7515) Potential Performance Loss:
+  // wgmma.mma_async instructions are serialized ...", "(C7519) warpgroup.arrive is injected
+  // ...") verbatim, so that tests can refuse them.
+  StringRef log = compiled.ptxasLog;
+  while (!log.empty()) {
+    auto [line, rest] = log.split('\n');
+    log = rest;
+    if (line.contains_insensitive("warning") || line.contains(": (C"))
+      os << line.trim() << "\n";
+  }
   for (const tessel::KernelLaunchInfo &k : compiled.kernels)
     os << "kernel " << k.name << ": block " << k.blockSize[0] << "x" << k.blockSize[1] << "x"
        << k.blockSize[2] << ", " << k.dynamicSharedBytes << " bytes dynamic smem\n";
@@ -91,7 +102,7 @@ int main(int argc, char **argv) {
   if (!tessel::isSupportedChip(chip))
     return fail("unknown chip '" + chip + "' (expected sm_80 or sm_90a)");
   if (!tessel::isSupportedCodegen(codegen))
-    return fail("unknown codegen '" + codegen + "' (expected auto, reference or mma)");
+    return fail("unknown codegen '" + codegen + "' (expected auto, reference, mma or wgmma)");
   if (numThreads == 0 || numThreads > 1024)
     return fail("--num-threads must be between 1 and 1024");
   if (emit == Emit::Cubin && outputFile == "-")

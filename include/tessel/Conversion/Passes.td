@@ -56,6 +56,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
 
     With `fallback`, a program outside the class is left as it is, with a remark saying why, so
     that `convert-tile-to-gpu` (run next) lowers it; without it, the reason is an error.
+
+    With `wgmma` (sm_90a) the same class and register layouts (16 rows per warp, four warps per
+    warpgroup of 64 rows) use `wgmma.mma_async` for both dots instead of `mma.sync`: A from
+    registers, B from 128-byte-swizzled shared memory through matrix descriptors.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
@@ -68,7 +72,14 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "Most bytes of shared memory a CTA may use (see convert-tile-to-gpu).">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
            "Query rows per warp: 16 (one m16 tile), 32 (two m16 tiles sharing every K/V "
-           "ldmatrix) or 0 to choose (32 for a 128-row query block, else 16).">
+           "ldmatrix) or 0 to choose (32 for a 128-row query block, else 16).">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "sm_90a: both dots as warpgroup wgmma.mma_async (A from registers, B from "
+           "128-byte-swizzled shared memory through matrix descriptors), 16 rows per warp "
+           "(docs/dev/codegen-wgmma.md).">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "The chip the kernels are for (sm_80, sm_90a); with wgmma, anything but sm_90a "
+           "(or empty: unknown) is refused.">
   ];
 }
 

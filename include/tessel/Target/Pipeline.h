@@ -32,8 +32,9 @@ struct TargetOptions {
   /// CUDA toolkit for gpu-module-to-binary{format=bin}; empty: CUDA_HOME or PATH.
   std::string toolkit;
   /// Which lowering makes the kernels: `reference` (convert-tile-to-gpu), `mma` (the sm_80+
-  /// fast path convert-tile-to-mma; programs outside its class are errors) or `auto` (the fast
-  /// path where the program fits, else the reference lowering with a remark saying why).
+  /// fast path convert-tile-to-mma; programs outside its class are errors), `wgmma` (sm_90a
+  /// only: the same class with wgmma.mma_async dots) or `auto` (wgmma on sm_90a, else the mma
+  /// fast path, where the program fits; else the reference lowering with a remark saying why).
   std::string codegen = "reference";
 };
 
@@ -44,7 +45,7 @@ struct TargetOptions {
 /// deciding here whether it changes code a compile error.
 std::string codeOptionsKey(const TargetOptions &options);
 
-/// Whether `codegen` is one of auto, reference, mma.
+/// Whether `codegen` is one of auto, reference, mma, wgmma.
 bool isSupportedCodegen(const std::string &codegen);
 
 /// Whether `chip` is one tessel targets (sm_80, sm_90a).

@@ -98,9 +98,10 @@ int64_t constantOf(Value v) {
 
 class MmaKernelBuilder {
 public:
-  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, int64_t warpRowsOption)
+  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, int64_t warpRowsOption,
+                   bool wgmma)
       : kernel(kernel), smemGlobal(smem), b(kernel.getContext()),
-        warpRowsOption(warpRowsOption) {}
+        warpRowsOption(warpRowsOption), wgmma(wgmma) {}
 
   /// Checks that `program` is in the class and plans it; fills the block size and bytes.
   LogicalResult plan(func::FuncOp program);
@@ -115,6 +116,16 @@ private:
   LogicalResult emitLoad(tile::LoadOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitDot(tile::DotOp op);
+  /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
+  /// shared-memory matrix descriptor).
+  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const LoadPlan &p,
+                             bool transposed);
+  /// The A fragments of a dot, a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded
+  /// block read once, or a register tile packed pairwise); empty when they are read from
+  /// shared memory at every k step.
+  FailureOr<SmallVector<Value>> dotAFragments(tile::DotOp op, int64_t K);
+  /// Orders the landed cp.async (generic proxy) writes before wgmma's (async proxy) reads.
+  void fenceSharedForAsyncProxy(Location loc);
   LogicalResult emitReduce(tile::ReduceOp op);
   LogicalResult emitFor(scf::ForOp op);
 
@@ -147,20 +158,37 @@ private:
   /// Issues every load of the loop body for iteration `iv` into the stage at `stage` bytes.
   void issueStreams(Value iv, Value stage);
   /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
-  /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given).
-  Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage);
+  /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
+  /// `slabBytes` (wgmma, d128: see slabBytes) chunks 8 and up are in the second slab.
+  Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage,
+                       int64_t slabBytes = 0);
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
-  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {});
+  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {},
+                  int64_t slabBytes = 0);
   /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
   /// 16-bit columns: matrix row `row8 + lane%8` (row8 = 0 or 8), chunk `chunkLo` (0 or 1) XOR
   /// the swizzle. Other k/n steps of the same lane are this offset XOR 32·step (chunk + 2·step)
-  /// plus a constant row offset: see ldmatrixAt. It depends on the lane alone, so Q and V (the
-  /// same matrix order) share it, and the tile's place (slot, stage, warp rows) is added after.
+  /// plus a constant row offset: see chunkStep and ldmatrixAt. It depends on the lane alone, so
+  /// Q and V (the same matrix order) share it, and the tile's place (slot, stage, warp rows) is
+  /// added after.
   Value ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo);
+  /// Bytes between two rows of a tile of `cols` 16-bit columns: the whole row (mma.sync), or
+  /// one 128-byte slab row (wgmma: a [rows, 128] tile is two [rows, 64] slabs).
+  int64_t rowBytes(int64_t cols) const { return wgmma ? 128 : cols * 2; }
+  /// Bytes between the two 64-column slabs of the tile `p` (wgmma, 128 columns), else 0.
+  int64_t slabBytes(const LoadPlan &p) const { return wgmma && p.cols > 64 ? p.rows * 128 : 0; }
+  /// 16-column step `step` of a lane's ldmatrix address relative to step 0: {XOR, add} bytes.
+  /// Chunk 2·step lies at XOR 32·step inside a 128-byte slab row; past 64 columns (wgmma), in
+  /// the next slab.
+  std::pair<int64_t, int64_t> chunkStep(const LoadPlan &p, int64_t step) const {
+    if (!wgmma)
+      return {32 * step, 0};
+    return {32 * (step % 4), step / 4 * slabBytes(p)};
+  }
   /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `tileBytes` (where the tile starts, a
-  /// multiple of 2·cols bytes, uniform across the warp), plus `addBytes` (a whole number of
-  /// 8-row groups, folded into the instruction's immediate offset).
+  /// multiple of the row bytes and of 128, uniform across the warp), plus `addBytes` (a whole
+  /// number of 8-row groups, folded into the instruction's immediate offset).
   Value ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes, int64_t addBytes,
                    bool transpose);
   Value ldmatrix4(Value addr, bool transpose);
@@ -190,6 +218,8 @@ private:
   int64_t numWarps = 0;
   /// 0 (choose), 16 or 32 query rows per warp.
   int64_t warpRowsOption = 0;
+  /// sm_90a wgmma dots (16 rows per warp, 128-byte-swizzled slabs in shared memory).
+  bool wgmma = false;
   /// Query rows per warp (16 or 32) and m16 row tiles per warp (1 or 2).
   int64_t warpRows = 16, mTiles = 1;
   Type operandType;
@@ -247,10 +277,15 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
            << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp)";
   // Rows per warp: 16 (one m16 tile) or 32 (two m16 tiles sharing every K/V ldmatrix, FA2's
   // d128 layout). Chosen: 32 for a 128-row block (4 warps), 16 otherwise.
-  warpRows = warpRowsOption ? warpRowsOption : (blockM == 128 ? 32 : 16);
+  warpRows = warpRowsOption ? warpRowsOption : (blockM == 128 && !wgmma ? 32 : 16);
   if (warpRows != 16 && warpRows != 32)
     return program.emitOpError("asks for ")
            << warpRows << " rows per warp: convert-tile-to-mma handles 16 or 32";
+  // wgmma: a warpgroup's m64 accumulator is four warps of 16 rows (one m16 tile each).
+  if (wgmma && warpRows != 16)
+    return program.emitOpError("asks for ")
+           << warpRows << " rows per warp: codegen=wgmma runs 16 (a warpgroup of 4 warps per 64 "
+           << "query rows)";
   mTiles = warpRows / 16;
   numWarps = blockM / warpRows;
 
@@ -363,16 +398,24 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
   if (lw.wasInterrupted())
     return failure();
   SmallVector<int64_t> slotOffset;
-  int64_t streamStart = offset;
+  // wgmma: every load outside the loops is an A block (Q) read into registers right after it
+  // lands (16 rows per warp: at most 32 registers), and a loop's prologue passes a barrier
+  // before it issues anything, so the loops' stages may reuse those slots: d128 64×64 needs
+  // 64 KiB instead of 80 (three CTAs per SM instead of two).
+  bool onlyResidentA = llvm::all_of(loads, [](auto &entry) {
+    return entry.second.streamIndex >= 0 || entry.second.role == LoadRole::A;
+  });
+  int64_t streamStart = wgmma && onlyResidentA ? 0 : offset;
+  int64_t end = streamStart;
   for (int64_t bytes : streamSlotBytes) {
-    slotOffset.push_back(offset);
-    offset += bytes;
+    slotOffset.push_back(end);
+    end += bytes;
   }
   for (auto [op, index] : streamUsers)
     loads[op].smemOffset = slotOffset[index];
   // Two stages of the loop-body loads: iteration j reads one while j+1's land in the other.
-  streamStageBytes = offset - streamStart;
-  smemBytes = offset + streamStageBytes;
+  streamStageBytes = end - streamStart;
+  smemBytes = std::max(offset, end + streamStageBytes);
   return success();
 }
 
@@ -399,10 +442,10 @@ Value MmaKernelBuilder::toI32(Value v) {
 }
 
 Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk,
-                                  Value stage) {
+                                  Value stage, int64_t slabBytes) {
   Location loc = b.getUnknownLoc();
   Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
-  Value bytes = swizzledOffset(base, cols, row, swz, stage);
+  Value bytes = swizzledOffset(base, cols, row, swz, stage, slabBytes);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
@@ -424,11 +467,20 @@ Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t cols, Value row8, Value chunk
 }
 
 Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled,
-                                       Value stage) {
+                                       Value stage, int64_t slabBytes) {
   Location loc = b.getUnknownLoc();
+  Value chunkBytes = arith::MulIOp::create(b, loc, swizzled, ci32(16));
+  if (slabBytes) {
+    // wgmma's 128-byte-swizzle canonical layout: 64-column slabs of 128-byte rows one after
+    // the other; the XOR keeps bit 3 of the chunk, which is the slab.
+    Value slab = arith::ShRUIOp::create(b, loc, swizzled, ci32(3));
+    chunkBytes = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, slab, ci32(slabBytes)),
+        arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, swizzled, ci32(7)),
+                              ci32(16)));
+  }
   Value bytes = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, row, ci32(cols * 2)),
-      arith::MulIOp::create(b, loc, swizzled, ci32(16)));
+      b, loc, arith::MulIOp::create(b, loc, row, ci32(rowBytes(cols))), chunkBytes);
   bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
   if (stage)
     bytes = arith::AddIOp::create(b, loc, bytes, stage);
@@ -889,15 +941,15 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
   Value src0 = gep1(gep1(d.base, blockElem), arith::ExtUIOp::create(b, loc, b.getI64Type(),
                                                                    threadElem));
   bool sameSwizzle = rowsPerStep % 8 == 0;
-  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage);
+  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
   auto dstAt = [&](int64_t i) -> Value {
     if (i == 0)
       return dst0;
     if (sameSwizzle)
       return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
-                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * p.cols * 2)});
+                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowBytes(p.cols))});
     Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
-    return smemChunk(p.smemOffset, p.cols, row, chunk, stage);
+    return smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p));
   };
   auto srcAt = [&](int64_t i) -> Value {
     if (i == 0)
@@ -974,6 +1026,8 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
     issueLoad(op, scalars.lookup(op.getOffsets()[0]), scalars.lookup(op.getOffsets()[1]));
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (wgmma && p.role != LoadRole::A)
+      fenceSharedForAsyncProxy(loc);
     gpu::BarrierOp::create(b, loc);
     if (p.role == LoadRole::A) {
       // A fragments for every m tile and 16-column step, kept in registers when they take at
@@ -1001,6 +1055,8 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
   if (p.streamIndex != 0)
     return success();
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  if (wgmma)
+    fenceSharedForAsyncProxy(loc);
   gpu::BarrierOp::create(b, loc);
   LoopContext &l = *loop;
   Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
@@ -1023,9 +1079,10 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   Value row8 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8));
   Value laneOffset =
       ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
-  Value tile = arith::AddIOp::create(b, loc, ci32(p.smemOffset),
-                                     arith::MulIOp::create(b, loc, rowBase, ci32(p.cols * 2)));
-  Value x4 = ldmatrixAt(laneOffset, 32 * kt, tile, 16 * mt * p.cols * 2, false);
+  Value tile = arith::AddIOp::create(
+      b, loc, ci32(p.smemOffset), arith::MulIOp::create(b, loc, rowBase, ci32(rowBytes(p.cols))));
+  auto [xorBytes, addBytes] = chunkStep(p, kt);
+  Value x4 = ldmatrixAt(laneOffset, xorBytes, tile, 16 * mt * rowBytes(p.cols) + addBytes, false);
   SmallVector<Value> frags;
   for (int64_t i = 0; i < 4; ++i)
     frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
@@ -1042,6 +1099,32 @@ void MmaKernelBuilder::issueStreams(Value iv, Value stage) {
   }
 }
 
+FailureOr<SmallVector<Value>> MmaKernelBuilder::dotAFragments(tile::DotOp op, int64_t K) {
+  // A loaded block read once into registers, or a register tile packed pairwise (the
+  // accumulator layout of two adjacent 8-column slabs is the A layout of one 16-column step).
+  auto resident = aFragments.find(op.getA());
+  if (resident != aFragments.end())
+    return resident->second;
+  if (aShared.count(op.getA()))
+    return SmallVector<Value>();
+  FailureOr<SmallVector<Value>> regs = materialize(op.getA(), Layout::Acc, op);
+  if (failed(regs))
+    return failure();
+  SmallVector<Value> a;
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    for (int64_t kt = 0; kt < K / 16; ++kt) {
+      auto at = [&](int64_t slab, int64_t r) {
+        return (*regs)[(mt * (K / 8) + 2 * kt + slab) * 4 + r];
+      };
+      a.push_back(packPair(at(0, 0), at(0, 1)));
+      a.push_back(packPair(at(0, 2), at(0, 3)));
+      a.push_back(packPair(at(1, 0), at(1, 1)));
+      a.push_back(packPair(at(1, 2), at(1, 3)));
+    }
+  }
+  return a;
+}
+
 LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   Location loc = op.getLoc();
   auto aType = cast<RankedTensorType>(op.getA().getType());
@@ -1051,33 +1134,16 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
       K % 16 != 0 || N % 16 != 0)
     return op.emitOpError("is a dot convert-tile-to-mma cannot map onto m16n8k16 (A must be ")
            << blockM << "xK " << operandType << ", K and N multiples of 16)";
-  // A fragments, a[(mt·K/16 + kt)·4 + i]: a loaded block read once into registers, or read from
-  // shared memory at each k step (filled in below), or a register tile packed pairwise (the
-  // accumulator layout of two adjacent 8-column slabs is the A layout of one 16-column step).
+  // A fragments, a[(mt·K/16 + kt)·4 + i]; read from shared memory at each k step (filled in
+  // below) when dotAFragments leaves them there.
   int64_t kSteps = K / 16;
-  SmallVector<Value> a;
-  auto resident = aFragments.find(op.getA());
+  FailureOr<SmallVector<Value>> aRegs = dotAFragments(op, K);
+  if (failed(aRegs))
+    return failure();
+  SmallVector<Value> a = *aRegs;
   auto shared = aShared.find(op.getA());
-  if (resident != aFragments.end()) {
-    a = resident->second;
-  } else if (shared == aShared.end()) {
-    FailureOr<SmallVector<Value>> regs = materialize(op.getA(), Layout::Acc, op);
-    if (failed(regs))
-      return failure();
-    for (int64_t mt = 0; mt < mTiles; ++mt) {
-      for (int64_t kt = 0; kt < kSteps; ++kt) {
-        auto at = [&](int64_t slab, int64_t r) {
-          return (*regs)[(mt * (K / 8) + 2 * kt + slab) * 4 + r];
-        };
-        a.push_back(packPair(at(0, 0), at(0, 1)));
-        a.push_back(packPair(at(0, 2), at(0, 3)));
-        a.push_back(packPair(at(1, 0), at(1, 1)));
-        a.push_back(packPair(at(1, 2), at(1, 3)));
-      }
-    }
-  } else {
+  if (a.empty())
     a.resize(mTiles * kSteps * 4);
-  }
   // B from shared memory.
   Value bSource = op.getB();
   bool transposed = false;
@@ -1089,6 +1155,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   if (!ld || !loads.count(ld.getOperation()))
     return op.emitOpError("has a B operand that is not a loaded block (convert-tile-to-mma)");
   const LoadPlan &p = loads[ld.getOperation()];
+  if (wgmma)
+    return emitDotWgmma(op, a, p, transposed);
   FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
   if (failed(c))
     return failure();
@@ -1146,6 +1214,165 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
       }
     }
   }
+  eager[op.getResult()] = {Layout::Acc, acc};
+  return success();
+}
+
+void MmaKernelBuilder::fenceSharedForAsyncProxy(Location loc) {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
+
+/// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
+/// operand of the same position in `tied` when `tied` is given (the statement reads and
+/// writes it in place), then `inputs` read with `inputConstraints`.
+SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
+                              TypeRange types, ValueRange tied, ValueRange inputs,
+                              ArrayRef<StringRef> inputConstraints) {
+  SmallVector<std::string> constraints;
+  for (Type t : types)
+    constraints.push_back(t.isF32() ? "=f" : "=r");
+  for (size_t i = 0; i < tied.size(); ++i)
+    constraints.push_back(std::to_string(i));
+  for (StringRef c : inputConstraints)
+    constraints.push_back(c.str());
+  SmallVector<Value> operands(tied.begin(), tied.end());
+  operands.append(inputs.begin(), inputs.end());
+  SmallVector<Type> resultTypes;
+  if (!types.empty())
+    resultTypes.push_back(LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                           SmallVector<Type>(types)));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultTypes, operands, text, llvm::join(constraints, ","),
+      /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < types.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
+/// Inline PTX `text` that reads and writes `tied` in place and reads `inputs`; the new values
+/// of `tied`. Values read by an asynchronous wgmma go through such statements so that LLVM
+/// cannot move an ordinary read or write of them across the fence or the wait.
+SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
+                           ValueRange inputs, ArrayRef<StringRef> inputConstraints) {
+  return asmResults(b, loc, text, TypeRange(tied), tied, inputs, inputConstraints);
+}
+
+/// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
+bool isZeroTile(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
+  return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
+}
+
+LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
+                                             const LoadPlan &p, bool transposed) {
+  // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
+  // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
+  // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared
+  // memory in the 128-byte-swizzle canonical layout, named by a matrix descriptor:
+  //   K of S = Q·Kᵀ: the block [N, K] is K-major (no transpose): 8-row core-matrix groups
+  //     1024 B apart (SBO); LBO unused with swizzling; k step = 32 B inside the 128-byte
+  //     atom, next slab past 64 columns.
+  //   V of O += P·V: the block [K, N] is N-major (transpose-B 1): 8-row groups along k 1024 B
+  //     apart (SBO), 64-column slabs along n p.rows·128 B apart (LBO); k step = 16 rows.
+  Location loc = op.getLoc();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto cType = cast<RankedTensorType>(op.getAcc().getType());
+  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
+  if (aShared.count(op.getA()))
+    return op.emitOpError("reads its A operand from shared memory at every k step, which "
+                          "codegen=wgmma does not do");
+  if (N % 8 != 0 || N > 256)
+    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
+                                    << "multiple of 8 up to 256";
+  int64_t kSteps = K / 16;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+  bool zeroAcc = isZeroTile(op.getAcc());
+  SmallVector<Value> acc;
+  if (!zeroAcc) {
+    FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
+    if (failed(c))
+      return failure();
+    acc = *c;
+  }
+  // A as b32 registers. A packed here (P) is written by ordinary instructions just before the
+  // wgmmas read it, and so is an accumulator that is not a fresh zero (O·alpha): the fence
+  // ties them, so that every such write is ordered before it.
+  SmallVector<Value> a;
+  for (Value v : aIn)
+    a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
+  bool aPacked = !aFragments.count(op.getA());
+  SmallVector<Value> fenced(acc);
+  if (aPacked)
+    fenced.append(a);
+  if (fenced.empty()) {
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  } else {
+    fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
+    std::copy(fenced.begin(), fenced.begin() + acc.size(), acc.begin());
+    if (aPacked)
+      std::copy(fenced.begin() + acc.size(), fenced.end(), a.begin());
+  }
+  // The descriptor of k step 0; the start address (bits 0-13, bytes >> 4) of the others is a
+  // constant further (the slab base is 1024-byte aligned, so adding inside the 128-byte
+  // atom is what the hardware's address-based swizzle expects).
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  Value offset = ci32(p.smemOffset);
+  if (stage)
+    offset = arith::AddIOp::create(b, loc, offset, stage);
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value addr = LLVM::PtrToIntOp::create(
+      b, loc, i64, LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{offset}));
+  uint64_t lbo = transposed ? 1 : static_cast<uint64_t>(p.rows * 128 / 16);
+  uint64_t sbo = 1024 / 16;
+  uint64_t fields = (uint64_t{1} << 62) | (sbo << 32) | (lbo << 16);
+  Value start = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, addr, ci64(4)), ci64(0x3FFF));
+  Value desc0 = arith::OrIOp::create(b, loc, start, ci64(static_cast<int64_t>(fields)));
+  StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
+  int64_t nAcc = N / 2;
+  for (int64_t kt = 0; kt < kSteps; ++kt) {
+    int64_t bytes;
+    if (transposed) {
+      auto [xorBytes, addBytes] = chunkStep(p, kt);
+      bytes = xorBytes + addBytes;
+    } else {
+      bytes = kt * 16 * 128;
+    }
+    Value desc = bytes ? Value(arith::AddIOp::create(b, loc, desc0, ci64(bytes >> 4))) : desc0;
+    bool readAcc = !(zeroAcc && kt == 0);
+    // Operands: the nAcc outputs, then (when read) the nAcc tied inputs, then A, desc, scale-d.
+    int64_t first = readAcc ? 2 * nAcc : nAcc;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + 5 << ", 0;\n"
+       << "wgmma.mma_async.sync.aligned.m64n" << N << "k16.f32." << ptxType << "." << ptxType
+       << " {";
+    for (int64_t i = 0; i < nAcc; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
+       << "}, $" << first + 4 << ", p, 1, 1, " << (transposed ? 0 : 1) << ";\n}";
+    SmallVector<Value> inputs(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
+    inputs.push_back(desc);
+    inputs.push_back(ci32(readAcc ? 1 : 0));
+    SmallVector<StringRef> cons = {"r", "r", "r", "r", "l", "r"};
+    // The first step of a zero accumulator writes it without reading it (scale-d false).
+    acc = readAcc ? tiedAsm(b, loc, text, acc, inputs, cons)
+                  : asmResults(b, loc, text, SmallVector<Type>(nAcc, f32), {}, inputs, cons);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  // The accumulator (and packed A) registers are in flight until the wait: it re-defines
+  // them, so every use of the result is after it.
+  SmallVector<Value> waited(acc);
+  if (aPacked)
+    waited.append(a);
+  waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
+  acc.assign(waited.begin(), waited.begin() + nAcc);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();
 }
@@ -1521,29 +1748,43 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     LLVM::GlobalOp smem;
     bool failedAny = false;
     for (func::FuncOp program : programs) {
-      // Collect the first error of this program; with fallback it becomes a remark.
+      // Collect the first error of this program; with fallback it becomes a remark. With
+      // fallback and wgmma (codegen=auto on sm_90a) a program wgmma refuses is tried on the
+      // mma.sync path before it is left to the reference lowering.
       std::string reason;
       Location where = program.getLoc();
       LogicalResult built = failure();
-      gpu::GPUFuncOp kernel;
-      {
-        ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-          if (diag.getSeverity() != DiagnosticSeverity::Error)
-            return failure();
-          if (reason.empty()) {
-            reason = diag.str();
-            where = diag.getLocation();
-          }
-          return success();
-        });
-        built = lowerProgram(program, gpuModule, smem, kernel);
+      bool useWgmma = wgmma;
+      for (;;) {
+        gpu::GPUFuncOp kernel;
+        reason.clear();
+        where = program.getLoc();
+        {
+          ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+            if (diag.getSeverity() != DiagnosticSeverity::Error)
+              return failure();
+            if (reason.empty()) {
+              reason = diag.str();
+              where = diag.getLocation();
+            }
+            return success();
+          });
+          built = lowerProgram(program, gpuModule, smem, kernel, useWgmma);
+        }
+        if (succeeded(built))
+          break;
+        if (kernel)
+          kernel.erase();
+        if (!(fallback && useWgmma))
+          break;
+        emitRemark(where) << "convert-tile-to-mma lowers @" << program.getName()
+                          << " with mma.sync, not wgmma: " << reason;
+        useWgmma = false;
       }
       if (succeeded(built)) {
         program.erase();
         continue;
       }
-      if (kernel)
-        kernel.erase();
       if (fallback) {
         emitRemark(where) << "convert-tile-to-mma leaves @" << program.getName()
                           << " to the reference lowering: " << reason;
@@ -1557,7 +1798,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
   }
 
   LogicalResult lowerProgram(func::FuncOp program, gpu::GPUModuleOp &gpuModule,
-                             LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel) {
+                             LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel, bool useWgmma) {
     MLIRContext *ctx = &getContext();
     ModuleOp module = getOperation();
     if (program.getNumResults() != 0)
@@ -1584,17 +1825,23 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
       }
     }
+    if (useWgmma && !chip.empty() && chip != "sm_90a")
+      return program.emitOpError("cannot use codegen=wgmma on ")
+             << chip << ": wgmma.mma_async needs sm_90a";
     if (!smem) {
+      // wgmma's 128-byte swizzle is a function of the shared address: slabs start at
+      // multiples of 1024 bytes, so the block must too.
       b.setInsertionPointToStart(gpuModule.getBody());
       smem = LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
                                     /*isConstant=*/false, LLVM::Linkage::External, kSharedGlobal,
-                                    Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+                                    Attribute(), /*alignment=*/wgmma ? 1024 : 16,
+                                    /*addrSpace=*/3);
     }
     b.setInsertionPointToEnd(gpuModule.getBody());
     kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
                                     FunctionType::get(ctx, argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    MmaKernelBuilder builder(kernel, smem, warpRows);
+    MmaKernelBuilder builder(kernel, smem, warpRows, useWgmma);
     if (failed(builder.plan(program)))
       return failure();
     if (builder.sharedBytes() > sharedLimit)
@@ -1604,7 +1851,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
-    kernel->setAttr("tessel.codegen", b.getStringAttr("mma"));
+    kernel->setAttr("tessel.codegen", b.getStringAttr(useWgmma ? "wgmma" : "mma"));
     return builder.build(program);
   }
 };

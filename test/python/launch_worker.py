@@ -1,0 +1,294 @@
+"""Runs kernel launches on the fake CUDA driver (test/FakeCuda) and prints what the driver saw,
+as JSON on the last line. test_launch_dispatch.py runs it in a subprocess (the driver is opened
+once per process, and the other tests need a process without one).
+
+Each scenario records its observations, or the exception it raised as [type name, message].
+"""
+import json
+import sys
+import traceback
+
+import fakecuda
+
+DRV = fakecuda.install()
+torch = fakecuda.fake_torch(DRV)
+state = {"stream": 0}
+torch._C._cuda_getCurrentRawStream = lambda device: state["stream"] + device
+
+import tessel  # noqa: E402
+from tessel import language as tl  # noqa: E402
+
+T = torch.Tensor
+
+
+@tessel.jit
+def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n,), strides=(1,))
+    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
+    tl.store(yd, (pid * BLOCK,), t * a + b)
+
+
+@tessel.jit
+def with_defaults(x, y, n, a=2.0, *, BLOCK: tl.constexpr = 4):
+    d = tl.make_desc(x, shape=(n,), strides=(1,))
+    e = tl.make_desc(y, shape=(n,), strides=(1,))
+    pid = tl.program_id(0)
+    tl.store(e, (pid * BLOCK,), tl.load(d, (pid * BLOCK,), shape=(BLOCK,)) * a)
+
+
+@tessel.jit
+def copy(x, y, n, BLOCK: tl.constexpr):
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    yd = tl.make_desc(y, shape=(n,), strides=(1,))
+    pid = tl.program_id(0)
+    tl.store(yd, (pid * BLOCK,), tl.load(xd, (pid * BLOCK,), shape=(BLOCK,)))
+
+
+@tessel.jit
+def flagged(x, n, FLAG: tl.constexpr):
+    d = tl.make_desc(x, shape=(n,), strides=(1,))
+    t = tl.load(d, (0,), shape=(4,))
+    if FLAG:
+        t = t * 2.0
+    tl.store(d, (0,), t)
+
+
+class SlowCounter:
+    """Counts the calls that reach the Python slow path of a kernel."""
+
+    def __init__(self, kernel):
+        self.n = 0
+        original = kernel._slow
+
+        def counted(*args, **kwargs):
+            self.n += 1
+            return original(*args, **kwargs)
+        kernel._slow = counted   # an instance attribute: the C dispatcher looks it up by name
+
+
+def error(e):
+    return [type(e).__name__, str(e)]
+
+
+def last(n):
+    DRV.record_params(n)
+    return DRV.last_launch()
+
+
+def launch_record(fn, nparams):
+    DRV.record_params(nparams)
+    before = DRV.launches()
+    fn()
+    d = DRV.last_launch()
+    d["launched"] = DRV.launches() - before
+    return d
+
+
+SCENARIOS = {}
+
+
+def scenario(fn):
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+@scenario
+def packing():
+    x, y = T((1000,), torch.float32), T((1000,), torch.float32)
+    slow = SlowCounter(scale_shift)
+    first = launch_record(lambda: scale_shift[(3, 2)](x, y, 1000, 2.5, -1.0, BLOCK=256), 5)
+    hit = launch_record(lambda: scale_shift[(3, 2)](x, y, 999, 0.25, 3.0, BLOCK=256), 5)
+    called = launch_record(lambda: scale_shift._call(7, x, y, 5, 1.0, 1.0, 256), 5)
+    kernel = scale_shift.warmup(x, y, 1, 1.0, 1.0, BLOCK=256)
+    return {"x": x.ptr, "y": y.ptr, "first": first, "hit": hit, "called": called,
+            "block": list(kernel.binary().block), "slow_calls": slow.n,
+            "fast_size": scale_shift._fast_size(),
+            "hit_f32": [fakecuda.slot_i32(hit["slots"][2]), fakecuda.slot_f32(hit["slots"][3]),
+                        fakecuda.slot_f32(hit["slots"][4])]}
+
+
+@scenario
+def binding():
+    x, y = T((64,), torch.float32), T((64,), torch.float32)
+    slow = SlowCounter(with_defaults)
+    out = []
+    for call in (lambda: with_defaults[(2,)](x, y, 8),
+                 lambda: with_defaults[(2,)](x, y, n=8),
+                 lambda: with_defaults[(2,)](y=y, x=x, n=8, a=2.0),
+                 lambda: with_defaults[(2,)](x, y, 8, 2.0, BLOCK=4)):
+        r = launch_record(call, 4)
+        out.append([r["slots"][0], r["slots"][1], fakecuda.slot_i32(r["slots"][2]),
+                    fakecuda.slot_f32(r["slots"][3]), r["launched"]])
+    errors = {}
+    for name, call in (("missing", lambda: with_defaults[(2,)](x, y)),
+                       ("unknown", lambda: with_defaults[(2,)](x, y, 8, bogus=1)),
+                       ("twice", lambda: with_defaults[(2,)](x, y, 8, n=8)),
+                       ("kwonly", lambda: with_defaults[(2,)](x, y, 8, 2.0, 4)),
+                       ("string", lambda: with_defaults[(2,)](x, y, "8")),
+                       ("unhashable", lambda: scale_shift[(1,)](x, y, 8, 1.0, 1.0, BLOCK=[4]))):
+        try:
+            call()
+            errors[name] = None
+        except Exception as e:  # noqa: BLE001
+            errors[name] = error(e)
+    return {"x": x.ptr, "y": y.ptr, "calls": out, "slow_calls": slow.n,
+            "fast_size": with_defaults._fast_size(), "errors": errors}
+
+
+@scenario
+def specialisation():
+    x32, y32 = T((64,), torch.float32), T((64,), torch.float32)
+    x16, y16 = T((64,), torch.float16), T((64,), torch.float16)
+    slow = SlowCounter(copy)
+    f = {}
+    f["f32"] = launch_record(lambda: copy[(1,)](x32, y32, 64, BLOCK=64), 0)
+    f["f16"] = launch_record(lambda: copy[(1,)](x16, y16, 64, BLOCK=64), 0)
+    f["f32-32"] = launch_record(lambda: copy[(2,)](x32, y32, 64, BLOCK=32), 0)
+    f["f32-again"] = launch_record(lambda: copy[(1,)](x32, y32, 64, BLOCK=64), 0)
+    f["f16-again"] = launch_record(lambda: copy[(1,)](x16, y16, 64, BLOCK=64), 0)
+    f["i32-n"] = launch_record(lambda: copy[(1,)](x32, y32, True, BLOCK=64), 0)
+    slow_after_warm = slow.n
+    flags = {}
+    for v in (True, 1, False, 0, 1):
+        flags[repr(v)] = launch_record(lambda: flagged[(1,)](x32, 4, FLAG=v), 0)["function"]
+    return {"functions": {k: v["function"] for k, v in f.items()},
+            "launched": {k: v["launched"] for k, v in f.items()},
+            "slow_after_warm": slow_after_warm, "fast_size": copy._fast_size(),
+            "compiled": len(copy.cache), "flags": flags,
+            "flag_entries": flagged._fast_size(), "flag_compiled": len(flagged.cache)}
+
+
+@scenario
+def errors():
+    x, y = T((64,), torch.float32), T((64,), torch.float32)
+    out = {}
+
+    def attempt(name, call):
+        before = DRV.launches()
+        try:
+            call()
+            out[name] = None
+        except Exception as e:  # noqa: BLE001
+            out[name] = error(e)
+        out[name + "-launched"] = DRV.launches() - before
+
+    scale_shift[(1,)](x, y, 64, 1.0, 0.0, BLOCK=64)   # a warm entry: the rest are cache hits
+    attempt("f64", lambda: scale_shift[(1,)](T((64,), torch.float64), y, 64, 1.0, 0.0, BLOCK=64))
+    cpu = T((64,), torch.float32, device="cpu")
+    attempt("cpu-hit", lambda: scale_shift[(1,)](cpu, y, 64, 1.0, 0.0, BLOCK=64))
+    other = T((64,), torch.float32, device="cuda:1")
+    attempt("other-device", lambda: scale_shift[(1,)](x, other, 64, 1.0, 0.0, BLOCK=64))
+    attempt("both-on-1", lambda: scale_shift[(1,)](T((64,), torch.float32, device="cuda:1"),
+                                                   other, 64, 1.0, 0.0, BLOCK=64))
+    attempt("overflow", lambda: scale_shift[(1,)](x, y, 2 ** 31, 1.0, 0.0, BLOCK=64))
+    attempt("bad-grid", lambda: scale_shift[(1, 2, 3, 4)](x, y, 64, 1.0, 0.0, BLOCK=64))
+    attempt("grid-type", lambda: scale_shift["x"](x, y, 64, 1.0, 0.0, BLOCK=64))
+    attempt("empty-grid", lambda: scale_shift[(0,)](x, y, 64, 1.0, 0.0, BLOCK=64))
+    DRV.fail_next_launch(1)
+    attempt("driver-fails", lambda: scale_shift[(1,)](x, y, 64, 1.0, 0.0, BLOCK=64))
+    attempt("after-failure", lambda: scale_shift[(1,)](x, y, 64, 1.0, 0.0, BLOCK=64))
+    # A CPU tensor on the first call of its kind: the slow path says what is wrong.
+    fresh = tessel.jit(with_defaults.fn)
+    attempt("cpu-first", lambda: fresh[(1,)](cpu, cpu, 64))
+    return out
+
+
+@scenario
+def grid_and_stream():
+    x, y = T((1000,), torch.float32), T((1000,), torch.float32)
+    out = {}
+    seen = []
+
+    def grid(meta):
+        seen.append(sorted(meta))
+        return (-(-meta["n"] // meta["BLOCK"]), 2)
+    out["callable"] = launch_record(lambda: scale_shift[grid](x, y, 1000, 1.0, 0.0, BLOCK=256),
+                                    0)["grid"]
+    out["callable-hit"] = launch_record(
+        lambda: scale_shift[grid](x, y, 100, 1.0, 0.0, BLOCK=256), 0)["grid"]
+    out["meta"] = seen[-1]
+    out["int"] = launch_record(lambda: scale_shift[5](x, y, 1000, 1.0, 0.0, BLOCK=256), 0)["grid"]
+    out["list"] = launch_record(lambda: scale_shift[[2, 3, 4]](x, y, 1000, 1.0, 0.0, BLOCK=256),
+                                0)["grid"]
+    streams = []
+    for s in (0, 0x5000, 0x7000):
+        state["stream"] = s
+        streams.append(launch_record(lambda: scale_shift[(1,)](x, y, 1000, 1.0, 0.0, BLOCK=256),
+                                     0)["stream"])
+    state["stream"] = 0
+    on1 = T((1000,), torch.float32, device="cuda:1")
+    state["stream"] = 0x100
+    out["device1-stream"] = launch_record(
+        lambda: scale_shift[(1,)](on1, on1, 1000, 1.0, 0.0, BLOCK=256), 0)["stream"]
+    state["stream"] = 0
+    out["streams"] = streams
+    out["bound_repr"] = repr(scale_shift[(1,)])
+    return out
+
+
+@scenario
+def pointer_checks_are_remembered():
+    x, y = T((64,), torch.float32), T((64,), torch.float32)
+    scale_shift[(1,)](x, y, 64, 1.0, 0.0, BLOCK=64)
+    q0 = DRV.pointer_queries()
+    for _ in range(100):
+        scale_shift[(1,)](x, y, 64, 1.0, 0.0, BLOCK=64)
+    return {"queries": DRV.pointer_queries() - q0}
+
+
+@scenario
+def device_pointers():
+    a = DRV.device_address(0, 1 << 20)
+    b = DRV.device_address(0, 2 << 20)
+    k = tessel.jit(scale_shift.fn)
+    r1 = launch_record(lambda: k[(1,)](tessel.DevicePointer(a, "f32"), tessel.DevicePointer(b, "f32"),
+                                       8, 1.0, 0.0, BLOCK=8), 2)
+    # An equal dtype that is not the same string object, and a torch-style dtype name.
+    r2 = launch_record(lambda: k[(1,)](tessel.DevicePointer(b, "".join(["f", "32"])),
+                                       tessel.DevicePointer(a, "float32"), 8, 1.0, 0.0,
+                                       BLOCK=8), 2)
+    return {"a": a, "b": b, "r1": r1["slots"], "r2": r2["slots"], "fast_size": k._fast_size(),
+            "same_function": r1["function"] == r2["function"]}
+
+
+@scenario
+def attention():
+    q = T((1, 2, 100, 64), torch.float16)
+    k = T((1, 2, 100, 64), torch.float16)
+    before = DRV.launches()
+    DRV.record_params(10)
+    o = tessel.attention(q, k, k, causal=True)                         # the slow path, first
+    o2, lse = tessel.attention(q, k, k, causal=True, return_lse=True)
+    lse_slot = DRV.last_launch()["slots"][4]
+    o3 = tessel.attention(q, k, k, causal=True)
+    scratch3 = DRV.last_launch()["slots"][4]
+    o4 = tessel.attention(q, k, k, causal=True)
+    rec = DRV.last_launch()
+    big = T((2, 4, 300, 64), torch.float16)
+    tessel.attention(big, big, big)        # a new configuration: the slow path allocates
+    o5 = tessel.attention(big, big, big)   # the lean path: the scratch grows
+    scratch5 = DRV.last_launch()["slots"][4]
+    o6 = tessel.attention(q, k, k, causal=True)
+    scratch6 = DRV.last_launch()["slots"][4]
+    return {"launched": DRV.launches() - before, "o_shape": list(o.shape),
+            "lse_shape": list(lse.shape), "lse": lse.ptr, "lse_slot": lse_slot,
+            "outputs": [x.ptr for x in (o, o2, o3, o4, o5, o6)],
+            "scratch": [scratch3, rec["slots"][4], scratch5, scratch6],
+            "slots": rec["slots"][:4], "q": q.ptr, "k": k.ptr, "o4": o4.ptr,
+            "grid": rec["grid"], "nq": fakecuda.slot_i32(rec["slots"][5])}
+
+
+def main(names):
+    results = {}
+    for name in names or SCENARIOS:
+        try:
+            results[name] = SCENARIOS[name]()
+        except Exception:  # noqa: BLE001
+            results[name] = {"crashed": traceback.format_exc()}
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

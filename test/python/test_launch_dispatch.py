@@ -1,0 +1,191 @@
+"""kernel[grid](...) through the C dispatcher down to cuLaunchKernel, on the fake CUDA driver.
+
+launch_worker.py runs the launches in a subprocess with TESSEL_LIBCUDA pointing at the fake
+driver (test/FakeCuda: it records every launch's function, grid, block, stream and parameter
+slots) and a stand-in torch module; these tests check what the driver received. No GPU and no
+torch needed.
+"""
+import gc
+import json
+import os
+import struct
+import subprocess
+import sys
+import weakref
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import language as tl
+
+import fakecuda
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if not fakecuda.library_path().exists():
+        pytest.fail(f"no fake driver at {fakecuda.library_path()} (build tessel_fake_cuda)")
+    env = dict(os.environ, TESSEL_CACHE_DIR=str(tmp_path_factory.mktemp("cache")))
+    env["PYTHONPATH"] = os.pathsep.join([HERE, env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, os.path.join(HERE, "launch_worker.py")],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    results = json.loads(r.stdout.strip().splitlines()[-1])
+    crashed = {k: v["crashed"] for k, v in results.items() if "crashed" in v}
+    assert not crashed, crashed
+    return results
+
+
+def f32(slot):
+    return struct.unpack("<f", struct.pack("<I", slot & 0xFFFFFFFF))[0]
+
+
+def test_arguments_are_packed_in_order(runs):
+    r = runs["packing"]
+    first = r["first"]
+    assert first["slots"][:2] == [r["x"], r["y"]]
+    assert first["slots"][2] == 1000
+    assert (f32(first["slots"][3]), f32(first["slots"][4])) == (2.5, -1.0)
+    assert first["grid"] == [3, 2, 1] and first["block"] == r["block"]
+    assert first["launched"] == 1
+    # A cache hit packs the new values, launches the same function.
+    assert r["hit_f32"] == [999, 0.25, 3.0]
+    assert r["hit"]["function"] == first["function"] and r["hit"]["launched"] == 1
+    # kernel._call(grid, ...) (what tessel.attention uses) is the same path, constexpr by position.
+    assert r["called"]["grid"] == [7, 1, 1] and r["called"]["slots"][2] == 5
+    assert r["called"]["function"] == first["function"]
+    assert r["slow_calls"] == 1 and r["fast_size"] == 1      # only the first call went slow
+
+
+def test_positional_keyword_and_default_bindings_are_one_key(runs):
+    r = runs["binding"]
+    for call in r["calls"]:
+        assert call == [r["x"], r["y"], 8, 2.0, 1]
+    assert r["fast_size"] == 1
+    # The first call plus the six failing calls below reach the slow path (which explains them).
+    assert r["slow_calls"] == 1 + 5
+
+
+def test_calls_that_do_not_bind_get_python_errors(runs):
+    e = runs["binding"]["errors"]
+    assert e["missing"] == ["TypeError", "with_defaults(): missing a required argument: 'n'"]
+    assert e["unknown"][0] == "TypeError" and "bogus" in e["unknown"][1]
+    assert e["twice"][0] == "TypeError" and "multiple values for argument 'n'" in e["twice"][1]
+    assert e["kwonly"][0] == "TypeError" and "too many positional" in e["kwonly"][1]
+    assert e["string"][0] == "TypeError" and "cannot pass a str" in e["string"][1]
+    assert e["unhashable"] == ["TypeError",
+                               "scale_shift(): constexpr 'BLOCK' must be hashable, got list"]
+
+
+def test_dtypes_and_constexprs_select_distinct_kernels(runs):
+    r = runs["specialisation"]
+    fn = r["functions"]
+    assert len({fn["f32"], fn["f16"], fn["f32-32"]}) == 3
+    assert fn["f32-again"] == fn["f32"] and fn["f16-again"] == fn["f16"]
+    assert fn["i32-n"] == fn["f32"]          # a bool for an i32 scalar: its own key, same kernel
+    assert all(n == 1 for n in r["launched"].values())
+    assert r["slow_after_warm"] == 4 and r["fast_size"] == 4 and r["compiled"] == 3
+    # Constexprs equal across types (True == 1) are distinct specialisations, as in Python keys.
+    assert len(set(r["flags"].values())) == 4
+    assert r["flag_entries"] == 4 and r["flag_compiled"] == 4
+
+
+def test_wrong_arguments_are_errors_not_launches(runs):
+    e = runs["errors"]
+    assert e["f64"][0] == "TypeError" and "float64 are not supported" in e["f64"][1]
+    # A CPU tensor of a known type and dtype is a cache hit: the driver's pointer check refuses it.
+    assert e["cpu-hit"][0] == "ValueError" and "is not CUDA device memory" in e["cpu-hit"][1]
+    assert e["cpu-first"][0] == "TypeError" and "torch tensor on cpu" in e["cpu-first"][1]
+    assert e["other-device"] == ["ValueError",
+                                 "argument 'y' of scale_shift is on cuda:1, the launch is on cuda:0"]
+    assert e["overflow"][0] == "OverflowError" and "does not fit in an i32" in e["overflow"][1]
+    assert e["bad-grid"] == ["ValueError", "a grid has 1 to 3 sizes, got 4"]
+    assert e["grid-type"][0] == "TypeError"
+    assert e["driver-fails"][0] == "CudaError" and "cuLaunchKernel failed" in e["driver-fails"][1]
+    for name in ("f64", "cpu-hit", "cpu-first", "other-device", "overflow", "bad-grid",
+                 "grid-type", "empty-grid", "driver-fails"):
+        assert e[name + "-launched"] == 0, name
+    assert e["empty-grid"] is None
+    assert e["both-on-1"] is None and e["both-on-1-launched"] == 1
+    assert e["after-failure"] is None and e["after-failure-launched"] == 1
+
+
+def test_grids_and_the_current_stream(runs):
+    r = runs["grid_and_stream"]
+    assert r["callable"] == [4, 2, 1] and r["callable-hit"] == [1, 2, 1]
+    assert r["meta"] == ["BLOCK", "a", "b", "n", "x", "y"]
+    assert r["int"] == [5, 1, 1] and r["list"] == [2, 3, 4]
+    assert r["streams"] == [0, 0x5000, 0x7000]     # asked on every launch, never cached
+    assert r["device1-stream"] == 0x101            # asked for the arguments' device
+    assert r["bound_repr"] == "<scale_shift[(1,)]>"
+
+
+def test_pointer_checks_are_remembered(runs):
+    assert runs["pointer_checks_are_remembered"]["queries"] == 0
+
+
+def test_device_pointers_key_by_dtype_value(runs):
+    r = runs["device_pointers"]
+    assert r["r1"] == [r["a"], r["b"]] and r["r2"] == [r["b"], r["a"]]
+    assert r["fast_size"] == 1 and r["same_function"]
+
+
+def test_attention_launches(runs):
+    r = runs["attention"]
+    assert r["launched"] == 7 and len(set(r["outputs"])) == 6
+    assert r["o_shape"] == [1, 2, 100, 64] and r["lse_shape"] == [1, 2, 100]
+    assert r["slots"] == [r["q"], r["k"], r["k"], r["o4"]]
+    # The fake devices are compute capability 9.0: sm_90a's 64-row blocks (wgmma) at d64.
+    assert r["grid"] == [2, 2, 1] and r["nq"] == 100
+    assert r["lse_slot"] == r["lse"]                 # return_lse: the LSE tensor returned
+    s3, s4, s5, s6 = r["scratch"]
+    assert s3 == s4 and s3 not in r["outputs"] and s3 != r["lse"]   # otherwise one scratch
+    assert s5 != s3 and s6 == s5                     # grown for a larger call, then kept
+
+
+# --- in this process (no driver needed) -------------------------------------------------------
+
+def test_dispatcher_is_collected():
+    def kern(x, n, B: tl.constexpr):
+        d = tl.make_desc(x, shape=(n,), strides=(1,))
+        tl.store(d, (0,), tl.load(d, (0,), shape=(B,)))
+    # A module-level @jit lives forever; one made here must not leak (its dict holds a method
+    # bound to it, and the fast table holds the interpreter entry: a cycle through C).
+    k = tessel.jit(kern)
+    x = np.zeros(4, np.float32)
+    k[(1,)](x, 4, B=4)
+    assert k._fast_size() == 1
+    ref = weakref.ref(k)
+    del k
+    gc.collect()
+    assert ref() is None
+
+
+def test_signatures_with_varargs_take_the_slow_path():
+    def kern(x, *rest):
+        pass
+    k = tessel.jit(kern)
+    assert not k._fast_path
+    with pytest.raises(TypeError, match="argument 'rest': cannot pass a tuple"):
+        k[(1,)](np.zeros(4, np.float32))   # bound by inspect, refused by the classifier
+
+
+def test_bound_grid_is_reusable():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+
+    @tessel.jit
+    def double(x, y, n, B: tl.constexpr):
+        xd = tl.make_desc(x, shape=(n,), strides=(1,))
+        yd = tl.make_desc(y, shape=(n,), strides=(1,))
+        tl.store(yd, (0,), tl.load(xd, (0,), shape=(B,)) * 2.0)
+    launch = double[(1,)]
+    launch(x, y, 8, B=8)
+    np.testing.assert_allclose(y, x * 2)
+    y[:] = 0
+    launch(x, y, 8, B=8)
+    np.testing.assert_allclose(y, x * 2)
+    assert double._fast_size() == 1
