@@ -25,7 +25,8 @@ from check_attention import TOL, decode, encode, sdpa_tflops  # noqa: E402
 
 
 def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen="mma",
-             window=64, device="gpu", repeats=0, seed=0, reference=True, extra=()):
+             window=64, device="gpu", repeats=0, seed=0, reference=True, scale=None,
+             extra=()):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((B, H, Nq, D), dtype=np.float32)
     k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
@@ -37,7 +38,9 @@ def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen
     for name, x in (("q", q), ("k", k), ("v", v)):
         np.save(tmp / f"{name}.npy", encode(x, dtype).ravel())
         args.append(f"--arg={tmp / f'{name}.npy'}")
-    scale = 1.0 / math.sqrt(D)
+    # The softmax scale: 1/sqrt(D) unless given (0 and negative scales take the exact side of the
+    # lowering's scale branch, docs/dev/codegen-mma.md).
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
     args += [f"--arg=zeros:{q.size}", f"--arg=zeros:{B * H * Nq}", f"--arg={Nq}", f"--arg={Nk}",
              f"--arg={H}", f"--arg={Hkv}", f"--arg={scale!r}", f"--arg={window}"]
     cmd = [tessel_run, str(kernel), "--kernel=attention", f"--grid={-(-Nq // bm)},{B * H}",
@@ -98,12 +101,19 @@ def main():
                 cases.append((dtype, mask, 2, 4, 1, 300, 257, 128, 128, 64))
                 cases.append((dtype, mask, 1, 2, 2, 517, 517, 64, 128, 64))
                 cases.append((dtype, mask, 1, 2, 2, 517, 517, 128, 64, 64))
-        for dtype, mask, B, H, Hkv, nq, nk, D, bm, bn in cases:
-            r = run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq, nk, D, bm, bn)
-            r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn)
+        # Scales that are not positive and finite (the exact side of the scale branch).
+        cases += [("f16", "causal", 1, 2, 1, 129, 200, 64, 64, 64, -0.25),
+                  ("bf16", "none", 1, 2, 2, 300, 257, 128, 128, 64, 0.0),
+                  ("f16", "none", 1, 2, 2, 517, 517, 128, 128, 64, -0.125)]
+        for dtype, mask, B, H, Hkv, nq, nk, D, bm, bn, *scale in cases:
+            scale = scale[0] if scale else None
+            r = run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq, nk, D, bm, bn,
+                         scale=scale)
+            r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn, scale=scale)
             results["correctness"].append(r)
             failures += not r["ok"]
-            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}: "
+            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}"
+                  + (f" scale={scale}" if scale is not None else "") + ": "
                   + ("ok" if r["ok"] else "FAIL")
                   + f"  rel {r.get('rel_err', float('nan')):.2e} max {r.get('rel_max', float('nan')):.2e}"
                   f" lse {r.get('lse_abs_err', float('nan')):.1e}"

@@ -71,21 +71,27 @@ def main():
                   ("bf16", "none", 1, 2, 2, 4096, 4096, 128, 64, 64),
                   ("f16", "causal", 1, 2, 2, 1000, 1000, 64, 64, 128),
                   ("bf16", "none", 1, 2, 1, 4096, 4096, 64, 64, 128),
+                  # scales that are not positive and finite: the exact side of the scale branch
+                  ("f16", "causal", 1, 2, 1, 129, 200, 64, 64, 64, -0.25),
+                  ("bf16", "none", 1, 2, 2, 300, 257, 128, 64, 64, 0.0),
                   # fully masked rows (0, lse -inf), one key, one block
                   ("f16", "window", 1, 2, 2, 300, 100, 128, 64, 64),
                   ("bf16", "window", 1, 2, 2, 200, 40, 64, 128, 64),
                   ("f16", "none", 1, 2, 2, 70, 1, 128, 64, 64),
                   ("bf16", "causal", 1, 2, 2, 64, 64, 128, 64, 64)]
-        for dtype, mask, B, H, Hkv, nq, nk, D, bm, bn in cases:
+        for dtype, mask, B, H, Hkv, nq, nk, D, bm, bn, *scale in cases:
+            scale = scale[0] if scale else None
             if left() < 150:
                 results["skipped"] += 1
                 continue
             r = check_attention_mma.run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq,
-                                             nk, D, bm, bn, codegen="wgmma", extra=extra)
-            r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn)
+                                             nk, D, bm, bn, codegen="wgmma", scale=scale,
+                                             extra=extra)
+            r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn, scale=scale)
             results["correctness"].append(r)
             failures += not r["ok"]
-            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}: "
+            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}"
+                  + (f" scale={scale}" if scale is not None else "") + ": "
                   + ("ok" if r["ok"] else "FAIL")
                   + f"  rel {r.get('rel_err', float('nan')):.2e} max {r.get('rel_max', float('nan')):.2e}"
                   f" lse {r.get('lse_abs_err', float('nan')):.1e} ({r['wall_s']} s)"

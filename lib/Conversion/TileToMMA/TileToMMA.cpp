@@ -176,6 +176,25 @@ private:
   LogicalResult emitReduce(tile::ReduceOp op);
   LogicalResult emitFor(scf::ForOp op);
 
+  /// A tile of scaled scores `x = S·c` or `x = select(mask, S·c, -inf)` with `c` a splat scalar
+  /// (tile-optimize's scale·log2e) and `product` the S·c tile.
+  struct ScaledScores {
+    Value scores, scale, mask, product;
+  };
+  std::optional<ScaledScores> matchScaledScores(Value x);
+  /// The single-FFMA softmax (docs/dev/codegen-mma.md): for a match whose S is a register tile
+  /// used only by S·c, replaces S's registers by T = (0 < c < inf) ? S : S·c (a uniform branch
+  /// that does nothing on the fast side) and records k = (0 < c < inf) ? c : 1, so that
+  /// S·c = T·k exactly on both sides; the row max is k·max(T) and exp2(S·c - m) is
+  /// ex2(fma(T, k, -m)). Returns the match once that is in place.
+  std::optional<ScaledScores> prepareScaled(Value x);
+  /// T, or select(mask, T, -inf), per register of the Acc layout.
+  FailureOr<SmallVector<Value>> maskedScores(const ScaledScores &m, Operation *user);
+  /// The row reduction of Acc registers `in` of a tile of `slabs` 8-column slabs: the thread's
+  /// registers of each row, then two quad shuffles.
+  SmallVector<Value> reduceRows(ArrayRef<Value> in, int64_t slabs,
+                                function_ref<Value(Value, Value)> combine);
+
   /// The registers of tile `v` in `layout`, computing index/element-wise tiles on demand.
   FailureOr<SmallVector<Value>> materialize(Value v, Layout layout, Operation *user);
   FailureOr<int64_t> regCount(RankedTensorType type, Layout layout, Operation *user);
@@ -196,12 +215,13 @@ private:
   /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
   Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {},
                   int64_t slabBytes = 0);
-  /// The byte offset (i32) of the ldmatrix row address of this lane for a tile of `cols` 16-bit
-  /// columns at `base` (+ `stage`): matrix row `row8 + lane%8` (row8 a multiple of 8), chunk
-  /// `chunkLo` (0 or 1) XOR the swizzle. Other k/n steps of the same lane are this offset XOR
-  /// 32·step (chunk + 2·step) plus a constant row offset: see chunkStep and ldmatrixAt.
-  Value ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8, Value chunkLo,
-                           Value stage = {});
+  /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
+  /// 16-bit columns: matrix row `row8 + lane%8` (row8 = 0 or 8), chunk `chunkLo` (0 or 1) XOR
+  /// the swizzle. Other k/n steps of the same lane are this offset XOR 32·step (chunk + 2·step)
+  /// plus a constant row offset: see chunkStep and ldmatrixAt. It depends on the lane alone, so
+  /// Q and V (the same matrix order) share it, and the tile's place (slot, stage, warp rows) is
+  /// added after.
+  Value ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo);
   /// Bytes between two rows of a tile of `cols` 16-bit columns: the whole row (mma.sync), or
   /// one 128-byte slab row (wgmma: a [rows, 128] tile is two [rows, 64] slabs).
   int64_t rowBytes(int64_t cols) const { return wgmma ? 128 : cols * 2; }
@@ -215,9 +235,11 @@ private:
       return {32 * step, 0};
     return {32 * (step % 4), step / 4 * slabBytes(p)};
   }
-  /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `addBytes` (a whole number of 8-row
-  /// groups, folded into the instruction's immediate offset).
-  Value ldmatrixAt(Value laneOffset, int64_t xorBytes, int64_t addBytes, bool transpose);
+  /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `tileBytes` (where the tile starts, a
+  /// multiple of the row bytes and of 128, uniform across the warp), plus `addBytes` (a whole
+  /// number of 8-row groups, folded into the instruction's immediate offset).
+  Value ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes, int64_t addBytes,
+                   bool transpose);
   Value ldmatrix4(Value addr, bool transpose);
   /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory.
   SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt);
@@ -261,8 +283,14 @@ private:
 
   // Thread coordinates (i32) and the shared-memory base.
   Value tid, lane, laneRow, quadCol2, rowBase, smemBase;
-  /// The query rows of the thread's Row registers: rowIdx[mt·2 + h] = row of (m tile, half).
-  SmallVector<Value, 4> rowIdx;
+  /// The query rows of the thread's Row registers ([mt·2 + h] = row of (m tile, half)) and the
+  /// first of the thread's two columns of every 8-column slab: computed where they are used,
+  /// from the current thread index (see emitFor), not kept from the kernel's entry.
+  SmallVector<Value> rowIndices();
+  Value quadColumn();
+  /// The same, computed at the kernel's entry: what the epilogue's stores use (measured: the
+  /// register allocation of the loops is better with these than with ones from the last loop).
+  SmallVector<Value, 4> entryRows;
 
   IRMapping scalars;
   DenseMap<Value, Desc> descs;
@@ -272,6 +300,8 @@ private:
   /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
   DenseMap<Value, LoadPlan> aShared;
   SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
+  /// S·c tiles of the single-FFMA softmax whose S registers hold T: S·c = T·k, by S·c.
+  DenseMap<Value, Value> scaleFactor;
   LoopContext *loop = nullptr;
 };
 
@@ -473,18 +503,20 @@ Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value c
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
 }
 
-Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t base, int64_t cols, Value row8,
-                                           Value chunkLo, Value stage) {
+Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo) {
   // The tile starts at a multiple of 2·cols bytes (slots and stages are whole tiles), so bits
   // 4 and up of a row's bytes below 2·cols are the swizzled chunk alone: chunk c + 2·step of the
   // lane's row sits at (offset of chunk c) XOR 32·step, as (c + 2·step) XOR r = (c XOR r) XOR
   // 2·step for c < 2. One XOR per ldmatrix instead of a full address, and one live register
-  // per operand and lane instead of one per k step.
+  // per operand and lane instead of one per k step. The XOR touches bits below 2·cols only, so
+  // it commutes with adding the tile's start: (L + t) XOR x = (L XOR x) + t. The start (slot,
+  // stage, the warp's first row) is uniform and ptxas adds it in the ldmatrix's address
+  // ([R + UR + imm]): one lane register for Q and V together (the same matrix order), one for K.
   Location loc = b.getUnknownLoc();
   Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
   Value row = arith::AddIOp::create(b, loc, row8, lane7);
   Value swz = arith::XOrIOp::create(b, loc, chunkLo, lane7);
-  return swizzledOffset(base, cols, row, swz, stage);
+  return swizzledOffset(0, cols, row, swz, Value());
 }
 
 Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled,
@@ -508,13 +540,14 @@ Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Va
   return bytes;
 }
 
-Value MmaKernelBuilder::ldmatrixAt(Value laneOffset, int64_t xorBytes, int64_t addBytes,
-                                   bool transpose) {
+Value MmaKernelBuilder::ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes,
+                                   int64_t addBytes, bool transpose) {
   Location loc = b.getUnknownLoc();
   Value bytes = xorBytes ? Value(arith::XOrIOp::create(b, loc, laneOffset, ci32(xorBytes)))
                          : laneOffset;
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  Value addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
+  Value addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{tileBytes});
+  addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr, ValueRange{bytes});
   if (addBytes)
     addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr,
                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(addBytes)});
@@ -655,10 +688,10 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     regs.assign(*n, s);
   } else if (isa<tile::IotaOp>(def)) {
     if (layout == Layout::Row) {
-      regs.assign(rowIdx.begin(), rowIdx.end());
+      regs = rowIndices();
     } else if (layout == Layout::Col) {
       for (int64_t i = 0; i < *n; ++i)
-        regs.push_back(arith::AddIOp::create(b, loc, quadCol2, ci32((i / 2) * 8 + (i % 2))));
+        regs.push_back(arith::AddIOp::create(b, loc, quadColumn(), ci32((i / 2) * 8 + (i % 2))));
     } else {
       return def->emitOpError("is an iota used as a 2-D tile");
     }
@@ -710,6 +743,67 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     for (int64_t i = 0; i < *n; ++i)
       regs.push_back(
           arith::MulFOp::create(b, loc, (*num)[i], inv[accRow(i, type.getShape()[1] / 8)]));
+  } else if (auto sub = isa<math::Exp2Op>(def) && layout == Layout::Acc
+                            ? def->getOperand(0).getDefiningOp<arith::SubFOp>()
+                            : arith::SubFOp();
+             sub && isRowBroadcast(sub.getRhs()) && prepareScaled(sub.getLhs())) {
+    // exp2(S·c - m) with a row-broadcast m: one FFMA per element, ex2(fma(T, k, -m)).
+    ScaledScores m = *prepareScaled(sub.getLhs());
+    FailureOr<SmallVector<Value>> rows = materialize(
+        sub.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    FailureOr<SmallVector<Value>> x = maskedScores(m, def);
+    if (failed(rows) || failed(x))
+      return failure();
+    Value k = scaleFactor.lookup(m.product);
+    int64_t slabs = type.getShape()[1] / 8;
+    for (int64_t i = 0; i < *n; ++i) {
+      Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
+      regs.push_back(ex2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM)));
+    }
+  } else if (auto mul = dyn_cast<arith::MulFOp>(def);
+             mul && layout == Layout::Acc && v.hasOneUse() &&
+             isa<tile::DotOp>(*v.getUsers().begin()) && isRowBroadcast(mul.getRhs()) &&
+             eager.count(mul.getLhs())) {
+    // The accumulator rescale O·alpha of the online softmax, skipped by the whole warp when
+    // every alpha of its rows is exactly 1 (no row max moved: most iterations once the maxima
+    // have settled): O·1 = O, so the skip is exact. A warp-uniform branch (vote.any).
+    FailureOr<SmallVector<Value>> acc = materialize(mul.getLhs(), Layout::Acc, def);
+    FailureOr<SmallVector<Value>> alpha = materialize(
+        mul.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    if (failed(acc) || failed(alpha))
+      return failure();
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    Value moved;
+    for (Value a : *alpha) {
+      Value ne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, a, one);
+      moved = moved ? Value(arith::OrIOp::create(b, loc, moved, ne)) : ne;
+    }
+    Value any = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), ci32(-1), moved,
+                                         NVVM::VoteSyncKind::any);
+    int64_t slabs = type.getShape()[1] / 8;
+    SmallVector<Type> types(*n, b.getF32Type());
+    auto ifOp = scf::IfOp::create(b, loc, types, any, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> scaled;
+      for (int64_t i = 0; i < *n; ++i)
+        scaled.push_back(
+            arith::MulFOp::create(b, loc, (*acc)[i], (*alpha)[accRow(i, slabs)]));
+      scf::YieldOp::create(b, loc, scaled);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, *acc);
+    }
+    regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else if (auto mul = dyn_cast<arith::MulFOp>(def); mul && scaleFactor.count(v)) {
+    // S·c for another consumer: T·k (the same value bit for bit).
+    FailureOr<SmallVector<Value>> t = materialize(
+        matchScaledScores(v)->scores, layout, def);
+    if (failed(t))
+      return failure();
+    Value k = scaleFactor.lookup(v);
+    for (Value x : *t)
+      regs.push_back(arith::MulFOp::create(b, loc, x, k));
   } else if (def->getDialect() &&
              isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
              def->getNumRegions() == 0) {
@@ -744,6 +838,24 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
 // Kernel body
 //===----------------------------------------------------------------------===//
 
+SmallVector<Value> MmaKernelBuilder::rowIndices() {
+  Location loc = b.getUnknownLoc();
+  Value t = tid;
+  Value row0 = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, arith::ShRUIOp::create(b, loc, t, ci32(5)),
+                                    ci32(warpRows)),
+      arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, t, ci32(31)), ci32(2)));
+  SmallVector<Value> rows;
+  for (int64_t i = 0; i < 2 * mTiles; ++i)
+    rows.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+  return rows;
+}
+
+Value MmaKernelBuilder::quadColumn() {
+  Location loc = b.getUnknownLoc();
+  return arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, tid, ci32(3)), ci32(2));
+}
+
 LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -751,13 +863,19 @@ LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   lazy.emplace_back();
   tid = toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
   lane = arith::AndIOp::create(b, loc, tid, ci32(31));
-  Value warp = arith::ShRUIOp::create(b, loc, tid, ci32(5));
+  // The warp index through a shuffle from lane 0: the same value, but ptxas then knows it is
+  // uniform across the warp and keeps what derives from it (the warp's first row, the start of
+  // its Q rows in shared memory) in uniform registers.
+  Value warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), ci32(-1),
+                                    arith::ShRUIOp::create(b, loc, tid, ci32(5)), ci32(0),
+                                    ci32(31), NVVM::ShflKind::idx, UnitAttr());
   laneRow = arith::ShRUIOp::create(b, loc, lane, ci32(2));
   quadCol2 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, lane, ci32(3)), ci32(2));
   rowBase = arith::MulIOp::create(b, loc, warp, ci32(warpRows));
   Value row0 = arith::AddIOp::create(b, loc, rowBase, laneRow);
   for (int64_t i = 0; i < 2 * mTiles; ++i)
-    rowIdx.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+    entryRows.push_back(i == 0 ? row0
+                               : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
   smemBase = LLVM::AddressOfOp::create(b, loc, smemGlobal);
   for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
     scalars.map(src, dst);
@@ -857,19 +975,24 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
     return arith::CmpIOp::create(b, loc, pred, x, y);
   };
   auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
+  auto gep1 = [&](Value base, Value elems) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, base, ValueRange{elems});
+  };
   Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
   Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
-  Value gcol = arith::AddIOp::create(b, loc, c0,
-                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
-                     cmp(arith::CmpIPredicate::sle,
-                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
-  Value g0 = arith::AddIOp::create(b, loc, r0, toI64(rowT));
-  Value elem0 = arith::AddIOp::create(
+  // The block's first element (uniform: the same for every thread, so ptxas keeps it in uniform
+  // registers) and the thread's element offset inside the block (loop-invariant, the same for
+  // every load of the same row stride: K and V share it). Two live values instead of one 64-bit
+  // address per load that LLVM would strength-reduce into a loop-carried pointer per load.
+  Value blockElem = arith::AddIOp::create(
       b, loc, d.offset,
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, g0, d.strides[0]),
-                            arith::MulIOp::create(b, loc, gcol, d.strides[1])));
-  Value src0 = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem0});
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
+  Value threadElem = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
+      arith::MulIOp::create(b, loc, chunk, ci32(8)));
+  Value src0 = gep1(gep1(d.base, blockElem), arith::ExtUIOp::create(b, loc, b.getI64Type(),
+                                                                   threadElem));
   bool sameSwizzle = rowsPerStep % 8 == 0;
   Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
   auto dstAt = [&](int64_t i) -> Value {
@@ -881,35 +1004,58 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
     Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
     return smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p));
   };
-  // The whole block inside the tensor (every block but the last of a loop): plain copies.
+  auto srcAt = [&](int64_t i) -> Value {
+    if (i == 0)
+      return src0;
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+  };
+  // The whole block inside the tensor (every block but the last of a ragged loop): plain copies.
+  // A uniform condition (rows and columns of the block, not of the thread's chunk), so the
+  // branch is uniform.
   Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
                          cmp(arith::CmpIPredicate::sle,
                              arith::AddIOp::create(b, loc, r0, ci64(p.rows)), d.shape[0])),
-                    colIn);
+                    andi(cmp(arith::CmpIPredicate::sge, c0, zero),
+                         cmp(arith::CmpIPredicate::sle,
+                             arith::AddIOp::create(b, loc, c0, ci64(p.cols)), d.shape[1])));
   auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  for (int64_t i = 0; i < steps; ++i) {
-    Value src = src0;
-    if (i != 0)
-      src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
-                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
-    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+  for (int64_t i = 0; i < steps; ++i)
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), srcAt(i), 16, NVVM::LoadCacheModifierKind::CG,
                             Value());
-  }
   // Otherwise each chunk is checked; out of bounds it reads nothing (src-size 0 zero-fills)
-  // from an address that is valid (the descriptor's base).
+  // from an address that is valid (the descriptor's base). Everything here is computed inside
+  // the branch, in 32 bits where it can be: the block's rows inside the tensor are the local
+  // rows x with lo <= x < hi (lo, hi clamped to [0, rows], uniform).
   b.setInsertionPointToStart(ifOp.elseBlock());
+  auto clampRows = [&](Value v) -> Value {
+    Value c = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, zero),
+                                     ci64(p.rows));
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), c);
+  };
+  Value lo = clampRows(arith::SubIOp::create(b, loc, zero, r0));
+  Value hi = clampRows(arith::SubIOp::create(b, loc, d.shape[0], r0));
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                     cmp(arith::CmpIPredicate::sle,
+                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  Value origin = gep1(d.base, d.offset);
+  // Step i of the thread (row rowT + i·rps) is inside iff first <= i < end, with
+  // first = ceil((lo - rowT) / rps), end = ceil((hi - rowT) / rps): two values per block, and
+  // per step a compare with a constant. (Written as rowT + i·rps against lo and hi, LLVM
+  // hoists the thread's rows out of the loop: one loop-invariant register per step.)
+  Value first = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, lo, rowT),
+                                           ci32(rowsPerStep));
+  Value end = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, hi, rowT),
+                                         ci32(rowsPerStep));
   for (int64_t i = 0; i < steps; ++i) {
-    Value grow = arith::AddIOp::create(b, loc, g0, ci64(i * rowsPerStep));
-    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, grow, zero),
-                         cmp(arith::CmpIPredicate::slt, grow, d.shape[0])),
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sle, first, ci32(i)),
+                         cmp(arith::CmpIPredicate::sgt, end, ci32(i))),
                     colIn);
-    Value elem = arith::AddIOp::create(
-        b, loc, elem0,
-        arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), d.strides[0]));
-    elem = arith::SelectOp::create(b, loc, in, elem, d.offset);
-    Value src = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem});
+    Value src = arith::SelectOp::create(b, loc, in, srcAt(i), origin);
     Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
     NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
                             srcBytes);
@@ -988,13 +1134,13 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   // 16×16 slab of m tile mt at k step kt.
   Location loc = b.getUnknownLoc();
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
-  Value row8 = arith::AddIOp::create(
-      b, loc, rowBase,
-      arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8)));
-  Value laneOffset = ldmatrixLaneOffset(p.smemOffset, p.cols, row8,
-                                        arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value row8 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8));
+  Value laneOffset =
+      ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value tile = arith::AddIOp::create(
+      b, loc, ci32(p.smemOffset), arith::MulIOp::create(b, loc, rowBase, ci32(rowBytes(p.cols))));
   auto [xorBytes, addBytes] = chunkStep(p, kt);
-  Value x4 = ldmatrixAt(laneOffset, xorBytes, 16 * mt * rowBytes(p.cols) + addBytes, false);
+  Value x4 = ldmatrixAt(laneOffset, xorBytes, tile, 16 * mt * rowBytes(p.cols) + addBytes, false);
   SmallVector<Value> frags;
   for (int64_t i = 0; i < 4; ++i)
     frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
@@ -1086,11 +1232,17 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
   // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
   // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
+  // So for K matrix q = lane/8 is at rows +8·(q>>1), chunk +(q&1); for V, as for an A block
+  // (loadAFragments), rows +8·(q&1), chunk +(q>>1): V and Q share a lane offset, K does not.
   Value laneOffset = transposed
-      ? ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo,
-                           stage)
-      : ldmatrixLaneOffset(p.smemOffset, p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi,
-                           stage);
+      ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo)
+      : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
+  // The tile's start (slot and, in a loop, the stage) is uniform: ptxas adds it in the
+  // ldmatrix's address. (Tried: the stage in the lane offset, to keep LLVM from hoisting the
+  // offset's XORs out of the loop; ptxas spilled more.)
+  Value tile = ci32(p.smemOffset);
+  if (stage)
+    tile = arith::AddIOp::create(b, loc, tile, stage);
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
@@ -1103,8 +1255,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
     for (int64_t np = 0; np < N / 16; ++np) {
       int64_t rowBytes = p.cols * 2;
       Value x4 = transposed
-          ? ldmatrixAt(laneOffset, 32 * kt, np * 16 * rowBytes, /*transpose=*/false)
-          : ldmatrixAt(laneOffset, 32 * np, kt * 16 * rowBytes, /*transpose=*/true);
+          ? ldmatrixAt(laneOffset, 32 * kt, tile, np * 16 * rowBytes, /*transpose=*/false)
+          : ldmatrixAt(laneOffset, 32 * np, tile, kt * 16 * rowBytes, /*transpose=*/true);
       Value regs[4];
       for (int64_t i = 0; i < 4; ++i)
         regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
@@ -1486,14 +1638,132 @@ SmallVector<Value> MmaKernelBuilder::drainOverlap(Overlap &ov, ArrayRef<Value> o
   return SmallVector<Value>(ifOp.getResults());
 }
 
+SmallVector<Value> MmaKernelBuilder::reduceRows(ArrayRef<Value> in, int64_t slabs,
+                                                function_ref<Value(Value, Value)> combine) {
+  Location loc = b.getUnknownLoc();
+  SmallVector<Value> out;
+  Value full = ci32(-1), clamp = ci32(31);
+  for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
+    int64_t base = rr / 2 * slabs * 4 + rr % 2 * 2;
+    // A balanced tree over the row's slab pairs, not a chain: ptxas can then fold each
+    // exponential into the row sum as soon as it is computed instead of keeping them all
+    // alive until a serial chain reaches them (it interleaves the exponentials with P·V),
+    // which was what pushed the 128×64 d128 kernel over 255 registers. Max is associative,
+    // so only the rounding order of a sum changes.
+    SmallVector<Value> parts;
+    for (int64_t s = 0; s < slabs; ++s)
+      parts.push_back(combine(in[base + s * 4], in[base + s * 4 + 1]));
+    while (parts.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2)
+        next.push_back(combine(parts[i], parts[i + 1]));
+      if (parts.size() % 2)
+        next.push_back(parts.back());
+      parts = std::move(next);
+    }
+    Value r = parts.front();
+    // The four threads of a quad hold the other columns of the same rows.
+    for (int64_t off : {1, 2}) {
+      Value other = NVVM::ShflOp::create(b, loc, r.getType(), full, r, ci32(off), clamp,
+                                         NVVM::ShflKind::bfly, UnitAttr());
+      r = combine(r, other);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::matchScaledScores(Value x) {
+  ScaledScores m;
+  if (auto sel = x.getDefiningOp<arith::SelectOp>()) {
+    DenseElementsAttr other;
+    if (!isTensor(sel.getCondition().getType()) ||
+        !matchPattern(sel.getFalseValue(), m_Constant(&other)) || !other.isSplat() ||
+        !other.getElementType().isF32() ||
+        !other.getSplatValue<APFloat>().isNegInfinity())
+      return std::nullopt;
+    m.mask = sel.getCondition();
+    x = sel.getTrueValue();
+  }
+  auto mul = x.getDefiningOp<arith::MulFOp>();
+  if (!mul || !cast<RankedTensorType>(mul.getType()).getElementType().isF32())
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    auto splat = mul->getOperand(1 - i).getDefiningOp<tile::SplatOp>();
+    if (splat && splat.getValue().getType().isF32() && scalars.contains(splat.getValue())) {
+      m.scores = mul->getOperand(i);
+      m.scale = splat.getValue();
+      m.product = mul.getResult();
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::prepareScaled(Value x) {
+  std::optional<ScaledScores> m = matchScaledScores(x);
+  if (!m)
+    return std::nullopt;
+  if (scaleFactor.count(m->product))
+    return m;
+  // S must be a register tile placed where it stands (a dot's result) whose only use is S·c,
+  // in the block being emitted: then T can take S's place.
+  auto e = eager.find(m->scores);
+  if (!m->scores.hasOneUse() || e == eager.end() || e->second.first != Layout::Acc ||
+      e->second.second.empty() || !e->second.second.front().getDefiningOp() ||
+      e->second.second.front().getDefiningOp()->getBlock() != b.getInsertionBlock())
+    return std::nullopt;
+  // For 0 < c < inf, x -> round(c·x) is non-decreasing, so max(c·S) = c·max(S) bit for bit
+  // (NaN and -inf included). c = 0 (0·-inf = NaN for a fully masked row), c < 0 (the max
+  // becomes a min), c = inf and NaN take the other side, which scales S in place and keeps
+  // k = 1: the exact code, as fma(x, 1, -m) = x - m and max(x)·1 = max(x).
+  Location loc = b.getUnknownLoc();
+  Value c = scalars.lookup(m->scale);
+  auto f = [&](float v) { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)); };
+  Value fast = arith::AndIOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, c, f(0.0f)),
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, c,
+                            f(std::numeric_limits<float>::infinity())));
+  SmallVector<Value> &regs = e->second.second;
+  SmallVector<Type> types(regs.size(), b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, loc, types, fast, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, regs);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    SmallVector<Value> scaled;
+    for (Value r : regs)
+      scaled.push_back(arith::MulFOp::create(b, loc, r, c));
+    scf::YieldOp::create(b, loc, scaled);
+  }
+  regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  scaleFactor[m->product] = arith::SelectOp::create(b, loc, fast, c, f(1.0f));
+  return m;
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::maskedScores(const ScaledScores &m,
+                                                             Operation *user) {
+  FailureOr<SmallVector<Value>> s = materialize(m.scores, Layout::Acc, user);
+  if (failed(s) || !m.mask)
+    return s;
+  FailureOr<SmallVector<Value>> mask = materialize(m.mask, Layout::Acc, user);
+  if (failed(mask))
+    return failure();
+  Location loc = b.getUnknownLoc();
+  Value ninf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  SmallVector<Value> out;
+  for (auto [keep, x] : llvm::zip(*mask, *s))
+    out.push_back(arith::SelectOp::create(b, loc, keep, x, ninf));
+  return out;
+}
+
 LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
   Location loc = op.getLoc();
   auto inType = cast<RankedTensorType>(op.getInput().getType());
   if (inType.getRank() != 2 || op.getAxis() != 1)
     return op.emitOpError("reduces along another axis than the rows' (convert-tile-to-mma)");
-  FailureOr<SmallVector<Value>> in = materialize(op.getInput(), Layout::Acc, op);
-  if (failed(in))
-    return failure();
   auto combine = [&](Value x, Value y) -> Value {
     bool isFloat = isa<FloatType>(x.getType());
     switch (op.getKind()) {
@@ -1513,23 +1783,25 @@ LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
   if (!elem.isF32() && !elem.isInteger(32))
     return op.emitOpError("reduces ") << elem << ": convert-tile-to-mma shuffles f32 or i32";
   int64_t slabs = inType.getShape()[1] / 8;
-  SmallVector<Value> out;
-  Value full = ci32(-1), clamp = ci32(31);
-  for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
-    int64_t base = rr / 2 * slabs * 4 + rr % 2 * 2;
-    Value r = (*in)[base];
-    r = combine(r, (*in)[base + 1]);
-    for (int64_t s = 1; s < slabs; ++s)
-      r = combine(combine(r, (*in)[base + s * 4]), (*in)[base + s * 4 + 1]);
-    // The four threads of a quad hold the other columns of the same rows.
-    for (int64_t off : {1, 2}) {
-      Value other = NVVM::ShflOp::create(b, loc, elem, full, r, ci32(off), clamp,
-                                         NVVM::ShflKind::bfly, UnitAttr());
-      r = combine(r, other);
-    }
-    out.push_back(r);
+  std::optional<ScaledScores> scaled;
+  if (op.getKind() == tile::ReduceKind::Max)
+    scaled = prepareScaled(op.getInput());
+  if (scaled) {
+    // The row max of S·c as k·(row max of T): no scaled tile, one multiply per row.
+    FailureOr<SmallVector<Value>> x = maskedScores(*scaled, op);
+    if (failed(x))
+      return failure();
+    SmallVector<Value> rows = reduceRows(*x, slabs, combine);
+    Value k = scaleFactor.lookup(scaled->product);
+    for (Value &r : rows)
+      r = arith::MulFOp::create(b, loc, r, k);
+    eager[op.getResult()] = {Layout::Row, rows};
+    return success();
   }
-  eager[op.getResult()] = {Layout::Row, out};
+  FailureOr<SmallVector<Value>> in = materialize(op.getInput(), Layout::Acc, op);
+  if (failed(in))
+    return failure();
+  eager[op.getResult()] = {Layout::Row, reduceRows(*in, slabs, combine)};
   return success();
 }
 
@@ -1581,7 +1853,7 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
       Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
         int64_t reg = (rr / 2 * slabs + s) * 4 + rr % 2 * 2;
-        auto [in, elemOff] = storeAt(rowIdx[rr], col, 2, Value());
+        auto [in, elemOff] = storeAt(entryRows[rr], col, 2, Value());
         auto ifOp = scf::IfOp::create(b, loc, in, false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1600,7 +1872,7 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
     return failure();
   Value quadLead = cmp(arith::CmpIPredicate::eq, quadCol2, ci32(0));
   for (int64_t h = 0; h < 2 * mTiles; ++h) {
-    auto [in, elemOff] = storeAt(rowIdx[h], Value(), 1, Value());
+    auto [in, elemOff] = storeAt(entryRows[h], Value(), 1, Value());
     in = arith::AndIOp::create(b, loc, in, quadLead);
     auto ifOp = scf::IfOp::create(b, loc, in, false);
     OpBuilder::InsertionGuard guard(b);

@@ -2,12 +2,13 @@
 // naive_attention_kernel("f16", "causal", 64, 64, 64), after --tile-optimize, through the
 // mma.sync fast path (convert-tile-to-mma) to PTX and cubins for sm_80 and sm_90a: the PTX has
 // the tensor-core instructions, ldmatrix (plain for K, .trans for V) and cp.async with
-// zero fill, the row reductions are quad shuffles, and ptxas spills at most a few bytes (it caps this
-// kernel at 128 registers, four CTAs per SM, and keeps one value around the masked loop in
-// local memory, outside the hot loop).
+// zero fill, the row reductions are quad shuffles, the softmax is one FFMA per score under a
+// uniform 0 < scale < inf branch, the accumulator rescale is skipped by a warp whose row maxima
+// did not move, and ptxas spills nothing.
 // REQUIRES: ptxas
 // RUN: tessel-opt %s --tile-optimize -o %t.mlir
 // RUN: tessel-opt %t.mlir --convert-tile-to-mma | FileCheck %s --check-prefix=MMA
+// RUN: tessel-opt %t.mlir --convert-tile-to-mma | FileCheck %s --check-prefix=FFMA
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=EPI
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=mma --emit=cubin -o %t.sm80.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=SM80
@@ -40,6 +41,29 @@
 // MMA: nvvm.mma.sync
 // MMA: scf.for
 // MMA-NOT: func.func
+// The single-FFMA softmax (docs/dev/codegen-mma.md): S stays unscaled on the 0 < c < inf side of
+// a uniform branch and is scaled in place on the other (k = 1 there: the exact code); the row
+// max is k·max(S); each probability is ex2(fma(S, k, -m)).
+// FFMA: scf.for
+// FFMA: %[[LT:.*]] = arith.cmpf olt, %[[C:.*]], %{{.*}} : f32
+// FFMA: %[[GT:.*]] = arith.cmpf ogt, %[[C]], %{{.*}} : f32
+// FFMA: %[[FAST:.*]] = arith.andi %[[GT]], %[[LT]] : i1
+// FFMA: %[[T:.*]]:32 = scf.if %[[FAST]] -> (f32,
+// FFMA-NEXT: scf.yield
+// FFMA-NEXT: } else {
+// FFMA-NEXT: arith.mulf %{{.*}}, %[[C]] : f32
+// FFMA: %[[K:.*]] = arith.select %[[FAST]], %[[C]], %{{.*}} : f32
+// FFMA: arith.maximumf
+// FFMA: nvvm.shfl.sync bfly
+// FFMA: arith.mulf %{{.*}}, %[[K]] : f32
+// FFMA: llvm.intr.fma(%[[T]]#0, %[[K]], %{{.*}}) : (f32, f32, f32) -> f32
+// FFMA-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// The rescale O·alpha under a warp vote: skipped when every alpha of the warp is 1.
+// FFMA: arith.cmpf une, %{{.*}}, %{{.*}} : f32
+// FFMA: %[[MOVED:.*]] = nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
+// FFMA: scf.if %[[MOVED]] -> (f32,
+// FFMA: } else {
+// FFMA: nvvm.mma.sync
 
 // PTX: .extern .shared .align 16 .b8 __tessel_mma_smem[];
 // PTX: .entry attention(
@@ -52,16 +76,18 @@
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX: shfl.sync.bfly.b32
-// PTX: ex2.approx.ftz.f32
+// PTX: fma.rn.f32 [[P:%r[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}};
+// PTX-NEXT: ex2.approx.ftz.f32 %r{{[0-9]+}}, [[P]];
+// PTX: vote.sync.any.pred
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // The epilogue divides by l through one reciprocal per row, not a division per element.
 // EPI-NOT: div.rn.f32
 // EPI: rcp.rn.f32
 // EPI-NOT: div.rn.f32
 
-// SM80: ptxas sm_80 attention: {{[0-9]+}} registers, 0 bytes smem, {{[0-9]}} bytes stack, {{[0-9]}} bytes spill stores, {{[0-9]}} bytes spill loads
+// SM80: ptxas sm_80 attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM80: kernel attention: block 128x1x1, 40960 bytes dynamic smem
-// SM90: ptxas sm_90a attention: {{[0-9]+}} registers, 0 bytes smem, {{[0-9]}} bytes stack, {{[0-9]}} bytes spill stores, {{[0-9]}} bytes spill loads
+// SM90: ptxas sm_90a attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM90: kernel attention: block 128x1x1, 40960 bytes dynamic smem
 // auto takes the fast path for this program: same launch, no remark.
 // AUTO-NOT: remark

@@ -26,7 +26,7 @@
 
 // W8: asks for 8 rows per warp: convert-tile-to-mma handles 16 or 32
 
-// SM90: ptxas sm_90a attention: {{[0-9]+}} registers
+// SM90: ptxas sm_90a attention: {{[0-9]+}} registers, 0 bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SM90: kernel attention: block 128x1x1, 98304 bytes dynamic smem
 
 
