@@ -171,6 +171,9 @@ private:
   /// block read once, or a register tile packed pairwise); empty when they are read from
   /// shared memory at every k step.
   FailureOr<SmallVector<Value>> dotAFragments(tile::DotOp op, int64_t K);
+  /// At the first load of a loop body, after its wait and barrier: the next iteration's loads
+  /// into the other stage (overlapped: K_{j+1}, and V_j into this stage), one commit group.
+  void issueNextLoads(Location loc);
   /// Orders the landed cp.async (generic proxy) writes before wgmma's (async proxy) reads.
   void fenceSharedForAsyncProxy(Location loc);
   LogicalResult emitReduce(tile::ReduceOp op);
@@ -1111,6 +1114,15 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
   if (wgmma)
     fenceSharedForAsyncProxy(loc);
   gpu::BarrierOp::create(b, loc);
+  // Overlapped: the issue comes after the iteration's wgmmas (issueNextLoads from
+  // emitOverlapS), so that the tensor cores start right after the barrier.
+  if (loop->overlap)
+    return success();
+  issueNextLoads(loc);
+  return success();
+}
+
+void MmaKernelBuilder::issueNextLoads(Location loc) {
   LoopContext &l = *loop;
   Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
   Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
@@ -1126,7 +1138,6 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
   if (l.overlap)
     issueStreams(l.iv, l.stage, /*deferred=*/true);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  return success();
 }
 
 SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt) {
@@ -1547,6 +1558,10 @@ LogicalResult MmaKernelBuilder::emitOverlapS(tile::DotOp op) {
   o = wgmmaChain(p, o, ov.pendingV, vp, /*transposed=*/false, dType.getShape()[1],
                  pType.getShape()[1] / 16);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  // The next loads, while both groups run: K_{j+1} goes to the other stage's K slot (last read
+  // by S_{j-1}), V_j to this stage's V slot (last read by P_{j-2}·V_{j-2}); the wgmmas in
+  // flight read K_j (this stage) and V_{j-1} (the other stage's V slot).
+  issueNextLoads(loc);
   // The older group (S) is complete; O and P_{j-1} stay in flight until wait_group 0.
   s = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 1;", s, {}, {});
   ov.inFlight = o;

@@ -21,8 +21,8 @@
 
 // The loop carries O, m, l, the stage, then P_{j-1} packed (16 b32 at 64 keys) and V_{j-1}'s
 // offset; before the first iteration P = 0 and the offset is K's slot (K_lb, landed: the spare
-// first P·V adds exactly 0). The prologue issues K alone; the loop top issues K_{j+1} (if any)
-// into the other stage and V_j into this one, one commit group.
+// first P·V adds exactly 0). The prologue issues K alone; each iteration issues K_{j+1} (if any)
+// into the other stage and V_j into this one, one commit group, after its two wgmma groups.
 // MLIR-LABEL: gpu.func @f16_none_d128_64x64
 // MLIR: nvvm.ldmatrix
 // MLIR: gpu.barrier
@@ -32,17 +32,20 @@
 // MLIR-NOT: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
 // MLIR: nvvm.cp.async.commit.group
 // MLIR: %[[L1:[0-9]+]]:86 = scf.for {{.*}} -> ({{.*}}f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)
+// The wgmmas right after the barrier, then the next loads while they run.
 // MLIR: nvvm.cp.async.wait.group 0
 // MLIR-NEXT: nvvm.fence.proxy
 // MLIR-NEXT: gpu.barrier
-// MLIR: scf.if
+// MLIR-NEXT: "wgmma.fence.sync.aligned;"
+// MLIR: nvvm.wgmma.commit.group.sync.aligned
+// MLIR: nvvm.wgmma.commit.group.sync.aligned
+// MLIR-NEXT: arith.addi
+// MLIR-NEXT: arith.cmpi slt
+// MLIR-NEXT: scf.if
 // MLIR-COUNT-8: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
 // MLIR: scf.if
 // MLIR-COUNT-8: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
 // MLIR: nvvm.cp.async.commit.group
-// MLIR-NEXT: "wgmma.fence.sync.aligned;"
-// MLIR: nvvm.wgmma.commit.group.sync.aligned
-// MLIR: nvvm.wgmma.commit.group.sync.aligned
 // MLIR-NEXT: "wgmma.wait_group.sync.aligned 1;"
 // MLIR: "wgmma.wait_group.sync.aligned 0;"
 // MLIR: scf.yield
