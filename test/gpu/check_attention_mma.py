@@ -8,78 +8,14 @@ random inputs with the outputs poisoned before the run (tessel-run does that).
 """
 import argparse
 import json
-import math
 import pathlib
-import subprocess
 import sys
 import tempfile
-import time
-
-import numpy as np
 
 here = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(here))
 sys.path.insert(0, str(here.parents[0] / "python"))
-from attention_kernels import naive_attention_kernel, reference_attention  # noqa: E402
-from check_attention import TOL, decode, encode, sdpa_tflops  # noqa: E402
-
-
-def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen="mma",
-             window=64, device="gpu", repeats=0, seed=0, reference=True, scale=None,
-             extra=()):
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((B, H, Nq, D), dtype=np.float32)
-    k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
-    v = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
-    q, k, v = (decode(encode(x, dtype), dtype) for x in (q, k, v))
-    kernel = tmp / "attention.mlir"
-    kernel.write_text(naive_attention_kernel(dtype, mask, bm, bn, D))
-    args = []
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        np.save(tmp / f"{name}.npy", encode(x, dtype).ravel())
-        args.append(f"--arg={tmp / f'{name}.npy'}")
-    # The softmax scale: 1/sqrt(D) unless given (0 and negative scales take the exact side of the
-    # lowering's scale branch, docs/dev/codegen-mma.md).
-    scale = 1.0 / math.sqrt(D) if scale is None else scale
-    args += [f"--arg=zeros:{q.size}", f"--arg=zeros:{B * H * Nq}", f"--arg={Nq}", f"--arg={Nk}",
-             f"--arg={H}", f"--arg={Hkv}", f"--arg={scale!r}", f"--arg={window}"]
-    cmd = [tessel_run, str(kernel), "--kernel=attention", f"--grid={-(-Nq // bm)},{B * H}",
-           "--pipeline=builtin.module(tile-optimize)", f"--device={device}",
-           f"--codegen={codegen}", *extra, *args, f"--out=3:{tmp / 'o.npy'}",
-           f"--out=4:{tmp / 'lse.npy'}"]
-    if repeats:
-        cmd.append(f"--repeats={repeats}")
-    if device == "both":
-        cmd += [f"--rtol={TOL[dtype] / 2}", f"--atol={TOL[dtype] / 5}"]
-    start = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    result = {"ok": r.returncode == 0, "wall_s": round(time.time() - start, 2),
-              "stderr": r.stderr[-1500:], "log": r.stdout.strip().splitlines()[-3:]}
-    if r.returncode != 0:
-        return result
-    for line in r.stdout.splitlines():
-        if " median " in line:
-            result["median_ms"] = float(line.split(" median ")[1].split()[0])
-        if line.startswith("gpu: "):
-            result["gpu"] = line
-        if line.startswith("compare cpu/gpu"):
-            result["compare"] = line
-            result["ok"] = line.endswith("OK")
-    if reference:
-        o = decode(np.load(tmp / "o.npy"), dtype).reshape(q.shape).astype(np.float64)
-        lse = np.load(tmp / "lse.npy").reshape(B, H, Nq)
-        ref_o, ref_lse = reference_attention(q, k, v, scale, mask, window)
-        rel = float(np.linalg.norm(o - ref_o) / max(np.linalg.norm(ref_o), 1e-30))
-        rel_max = float(np.abs(o - ref_o).max() / max(np.abs(ref_o).max(), 1e-30))
-        masked = np.isneginf(ref_lse)
-        nan_free = not (np.isnan(o).any() or np.isnan(lse).any())
-        masked_ok = bool((o[masked] == 0).all() and np.isneginf(lse[masked]).all())
-        lse_err = float(np.abs(lse[~masked] - ref_lse[~masked]).max()) if (~masked).any() else 0.0
-        result.update(rel_err=rel, rel_max=rel_max, lse_abs_err=lse_err, nan_free=nan_free,
-                      masked_ok=masked_ok)
-        result["ok"] = (result["ok"] and nan_free and masked_ok and rel_max < TOL[dtype]
-                        and lse_err < 1e-2)
-    return result
+from attention_case import run_case, sdpa_tflops  # noqa: E402,F401  (run_case: re-exported)
 
 
 def main():

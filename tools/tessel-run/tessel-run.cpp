@@ -78,8 +78,8 @@ static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|b
 static cl::opt<std::string>
     codegen("codegen",
             cl::desc("Lowering for --device=gpu|both: reference, mma (the mma.sync fast path), "
-                     "wgmma (sm_90a: wgmma.mma_async) or auto (mma where the program fits, "
-                     "else reference; the default)"),
+                     "wgmma (sm_90a: wgmma.mma_async) or auto (wgmma on sm_90a, else mma, "
+                     "where the program fits; else reference; the default)"),
             cl::init("auto"), cl::cat(runCategory));
 static cl::opt<bool> wgmmaOverlap("wgmma-overlap",
                                   cl::desc("With wgmma: overlap the softmax with the previous "

@@ -63,8 +63,8 @@ static cl::opt<std::string> codegen(
     "codegen",
     cl::desc("Lowering: reference (every tile in shared memory), mma (the mma.sync fast path "
              "for attention; errors outside its class), wgmma (sm_90a: the same class with "
-             "wgmma.mma_async) or auto (mma where the program fits, else reference, with a "
-             "remark)"),
+             "wgmma.mma_async) or auto (wgmma on sm_90a, else mma, where the program fits; "
+             "else reference, with a remark)"),
     cl::init("auto"));
 
 static cl::opt<bool> wgmmaOverlap(

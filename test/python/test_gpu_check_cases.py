@@ -1,0 +1,40 @@
+"""The GPU check scripts' one-case runner (test/gpu/attention_case.py) on the interpreter: the
+same plumbing the H200 runs (kernel text, .npy arguments, scale, outputs, float64 comparison,
+fully masked rows) checked in CI, where device="cpu" stands in for the GPU."""
+import pathlib
+import sys
+
+import pytest
+
+from dsl_helpers import BUILD
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu"))
+import attention_case  # noqa: E402
+
+TESSEL_RUN = str(BUILD / "bin" / "tessel-run")
+
+
+@pytest.mark.parametrize("dtype,mask,scale", [("f16", "causal", None), ("bf16", "none", -0.25),
+                                              ("f32", "window", 0.0), ("f16", "none", None)])
+def test_case_passes_on_the_interpreter(tmp_path, dtype, mask, scale):
+    r = attention_case.run_case(TESSEL_RUN, tmp_path, dtype, mask, 1, 2, 1, 17, 33, 64, 16, 16,
+                                window=5, device="cpu", scale=scale)
+    assert r["ok"], r
+    assert r["nan_free"] and r["masked_ok"]
+    assert r["rel_max"] < attention_case.TOL[dtype] and r["lse_abs_err"] < 1e-2
+
+
+def test_case_fails_against_a_wrong_reference(tmp_path, monkeypatch):
+    # The comparison can fail: a reference without the causal mask disagrees with the kernel.
+    real = attention_case.reference_attention
+    monkeypatch.setattr(attention_case, "reference_attention",
+                        lambda q, k, v, scale, mask, window: real(q, k, v, scale, "none", window))
+    r = attention_case.run_case(TESSEL_RUN, tmp_path, "f32", "causal", 1, 1, 1, 9, 9, 64, 16, 16,
+                                device="cpu")
+    assert not r["ok"] and r["rel_max"] > 1e-2
+
+
+def test_tessel_run_failure_is_reported(tmp_path):
+    r = attention_case.run_case(TESSEL_RUN, tmp_path, "f16", "none", 1, 1, 1, 4, 4, 64, 16, 16,
+                                device="nowhere")
+    assert not r["ok"] and "device" in r["stderr"]
