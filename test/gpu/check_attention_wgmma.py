@@ -134,7 +134,7 @@ def main():
                                                  D, bm, bn, codegen=codegen, repeats=20,
                                                  reference=False,
                                                  extra=extra if name.endswith("_ov") else ())
-                if "median_ms" in r:
+                if r.get("median_ms"):
                     r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
                 row[name] = r
             if left() > 8:
