@@ -72,8 +72,9 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, one unsigned and one bool (each padded to a word). A new field of TargetOptions lands here first: put it in the
-  // key if it can change the PTX or the cubin, then update the size.
+  // Five strings, one unsigned and one bool (each padded to a word). A new field of
+  // TargetOptions lands here first: put it in the key if it can change the PTX or the cubin,
+  // then update the size.
   static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 2 * alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
