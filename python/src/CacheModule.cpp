@@ -34,9 +34,10 @@ void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
 namespace {
 tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
                                     unsigned numThreads, const std::string &toolkit,
-                                    const std::string &codegen) {
+                                    const std::string &codegen, bool wgmmaOverlap) {
   tessel::TargetOptions options;
   options.codegen = codegen;
+  options.wgmmaOverlap = wgmmaOverlap;
   options.chip = chip;
   options.features = features;
   options.numThreads = numThreads;
@@ -131,22 +132,25 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         "The ptxas tessel would run (empty if none).");
   m.def("target_options_key",
         [](const std::string &chip, const std::string &features, unsigned numThreads,
-           const std::string &codegen) {
-          return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, "", codegen));
+           const std::string &codegen, bool wgmmaOverlap) {
+          return tessel::codeOptionsKey(
+              targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap));
         },
-        py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"));
+        py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
+        py::arg("wgmma_overlap") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
       "compile_gpu",
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
-         bool passTiming) {
+         bool passTiming, bool wgmmaOverlap) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen),
-                               passTiming);
+          r = kb.compileForGpu(
+              targetOptions(chip, features, numThreads, toolkit, codegen, wgmmaOverlap),
+              passTiming);
         }
         py::dict out;
         py::list diags;
@@ -183,6 +187,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       },
       py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
       py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
+      py::arg("wgmma_overlap") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

@@ -56,6 +56,10 @@ class GpuOptions:
     features: str = dataclasses.field(default="+ptx80", metadata={"code": True})
     num_threads: int = dataclasses.field(default=128, metadata={"code": True})
     codegen: str = dataclasses.field(default="auto", metadata={"code": True})
+    # sm_90a wgmma path: overlap each block's softmax with the previous block's P·V inside a
+    # warpgroup (FA3's schedule). Off by default: measured slower for the default blocks
+    # (docs/bench/2026-11-29-h200-wgmma-overlap.md).
+    wgmma_overlap: bool = dataclasses.field(default=False, metadata={"code": True})
     # A path: which ptxas it holds is in the key as ptxas' version, so moving the toolkit does
     # not invalidate the cache and swapping it for another release does.
     toolkit: str = dataclasses.field(default="", metadata={"code": False})
@@ -66,6 +70,8 @@ class GpuOptions:
         if self.codegen not in CODEGENS:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
+        if not isinstance(self.wgmma_overlap, bool):
+            raise TypeError(f"wgmma_overlap must be a bool, got {self.wgmma_overlap!r}")
         if not 1 <= int(self.num_threads) <= 1024:
             raise ValueError("num_threads must be between 1 and 1024")
 
@@ -184,7 +190,7 @@ def ingredients(kernel, gpu):
     # The chip is an ingredient of its own.
     options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
     options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
-                                                    gpu.codegen)
+                                                    gpu.codegen, gpu.wgmma_overlap)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -369,7 +375,7 @@ def get_binary(kernel, gpu=None, directory=None):
 def _compile(kernel, gpu, key, ingr, cache, clock):
     """(GpuBinary, MLIR's pass timing report or ""): compiles and stores in `cache`."""
     r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
-                                    gpu.codegen, timing.enabled())
+                                    gpu.codegen, timing.enabled(), gpu.wgmma_overlap)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

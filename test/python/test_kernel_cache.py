@@ -146,6 +146,7 @@ def test_real_changes_change_the_key(tmp_path, kern):
         "chip": kern.key(cache.GpuOptions(chip="sm_90a")),
         "threads": kern.key(cache.GpuOptions(chip="sm_80", num_threads=64)),
         "features": kern.key(cache.GpuOptions(chip="sm_80", features="+ptx81")),
+        "overlap": kern.key(cache.GpuOptions(chip="sm_80", wgmma_overlap=True)),
     }
     module, _ = load(tmp_path, KERNEL, "other.py")
     keys["constexpr"] = module.scale.warmup(X, X, 1, 1.0, BLOCK=64).key(gpu)
@@ -427,3 +428,19 @@ def test_wgmma_codegen_compiles_for_sm90a_and_is_refused_for_sm80(cache_dir):
     assert "wgmma" not in mma.ptx and mma.key != wgmma.key
     with pytest.raises(tessel.CompilationError, match="cannot use codegen=wgmma on sm_80"):
         k.binary(cache.GpuOptions(chip="sm_80", codegen="wgmma"))
+
+
+def test_wgmma_overlap_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(wgmma_overlap=True): FA3's schedule on the sm_90a wgmma path (off by default):
+    # S_j and the previous P·V in flight together, the softmax under wait_group 1.
+    q = np.zeros((1, 1, 64, 64), np.float16)
+    k = tessel.compile_attention(q, q, q, causal=True, block_m=64, block_n=64)
+    plain = k.binary(cache.GpuOptions(chip="sm_90a"))
+    overlap = k.binary(cache.GpuOptions(chip="sm_90a", wgmma_overlap=True))
+    assert "wgmma.wait_group.sync.aligned 1;" in overlap.ptx
+    assert "wgmma.wait_group.sync.aligned 1;" not in plain.ptx
+    assert overlap.key != plain.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", wgmma_overlap=True))["options"][
+        "target"].endswith(";wgmma-overlap")
+    with pytest.raises(TypeError, match="wgmma_overlap must be a bool"):
+        cache.GpuOptions(wgmma_overlap="yes")
