@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Conversion/Passes.h"
+#include "tessel/Conversion/ScalarLowering.h"
 
 #include "SharedMemoryPlan.h"
 
@@ -34,6 +35,7 @@ namespace tessel {
 
 using namespace mlir;
 namespace tile = tessel::tile;
+using namespace tessel::conversion;
 
 namespace {
 
@@ -41,8 +43,6 @@ namespace {
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
 /// Every buffer starts at a multiple of this many bytes of the arena (room for 16-byte vectors).
 constexpr int64_t kBufferAlignment = 16;
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 /// A descriptor after lowering: base pointer, element offset, shape and strides, all i64.
 struct LoweredDesc {
@@ -90,9 +90,6 @@ private:
   /// at a barrier so that every thread sees every element.
   void forEachElement(Location loc, ArrayRef<int64_t> shape, ElementBody body);
   void copyTile(Location loc, Value from, Value to);
-  /// Emits the scalar form of an element-wise op; exp/exp2/log/log2 take NVVM's fast paths.
-  SmallVector<Value> emitScalar(OpBuilder &ob, Operation *op, ValueRange operands,
-                                TypeRange resultTypes);
 
   gpu::GPUFuncOp kernel;
   OpBuilder b;
@@ -110,10 +107,6 @@ bool isTile(Type t) { return isa<RankedTensorType>(t); }
 
 Value constIndex(OpBuilder &ob, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(ob, loc, v);
-}
-
-Value constF32(OpBuilder &ob, Location loc, double v) {
-  return arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(static_cast<float>(v)));
 }
 
 Value toI64(OpBuilder &ob, Location loc, Value v) {
@@ -134,19 +127,6 @@ Value fromF32(OpBuilder &ob, Location loc, Value v, Type to) {
   if (to.isF32())
     return v;
   return arith::TruncFOp::create(ob, loc, to, v);
-}
-
-/// 2^x and log2(x) on f32 through NVVM's approximate instructions (what FlashAttention uses).
-Value ex2(OpBuilder &ob, Location loc, Value x) {
-  return LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
-                                       ob.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
-      .getResult(0);
-}
-
-Value lg2(OpBuilder &ob, Location loc, Value x) {
-  return LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
-                                       ob.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{x})
-      .getResult(0);
 }
 
 /// A typed scalar constant from a double (the padding value of a load).
@@ -305,14 +285,8 @@ LogicalResult KernelBuilder::emitBlock(Block &block) {
 
 LogicalResult KernelBuilder::emitOp(Operation *op) {
   Location loc = op->getLoc();
-  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
-    Value id = gpu::BlockIdOp::create(b, loc, static_cast<gpu::Dimension>(pid.getAxis()));
-    scalars.map(pid.getResult(), arith::IndexCastOp::create(b, loc, b.getI32Type(), id));
-    return success();
-  }
-  if (auto np = dyn_cast<tile::NumProgramsOp>(op)) {
-    Value n = gpu::GridDimOp::create(b, loc, static_cast<gpu::Dimension>(np.getAxis()));
-    scalars.map(np.getResult(), arith::IndexCastOp::create(b, loc, b.getI32Type(), n));
+  if (Value v = emitGridQuery(b, op)) {
+    scalars.map(op->getResult(0), v);
     return success();
   }
   if (auto md = dyn_cast<tile::MakeDescOp>(op))
@@ -349,35 +323,10 @@ LogicalResult KernelBuilder::emitOp(Operation *op) {
   SmallVector<Value> operands;
   for (Value v : op->getOperands())
     operands.push_back(scalars.lookup(v));
-  SmallVector<Value> results = emitScalar(b, op, operands, op->getResultTypes());
+  SmallVector<Value> results = emitScalarOp(b, op, operands, op->getResultTypes(), /*ftz=*/false);
   for (auto [src, dst] : llvm::zip(op->getResults(), results))
     scalars.map(src, dst);
   return success();
-}
-
-SmallVector<Value> KernelBuilder::emitScalar(OpBuilder &ob, Operation *op, ValueRange operands,
-                                             TypeRange resultTypes) {
-  Location loc = op->getLoc();
-  bool fast = isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
-              isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0]);
-  if (fast) {
-    Value x = toF32(ob, loc, operands[0]);
-    Value r;
-    if (isa<math::ExpOp>(op))
-      r = ex2(ob, loc, arith::MulFOp::create(ob, loc, x, constF32(ob, loc, kLog2E)));
-    else if (isa<math::Exp2Op>(op))
-      r = ex2(ob, loc, x);
-    else if (isa<math::LogOp>(op))
-      r = arith::MulFOp::create(ob, loc, lg2(ob, loc, x), constF32(ob, loc, kLn2));
-    else
-      r = lg2(ob, loc, x);
-    return {fromF32(ob, loc, r, resultTypes[0])};
-  }
-  SmallVector<NamedAttribute> discardable(op->getDiscardableAttrs());
-  OperationState state(loc, op->getName(), operands, resultTypes, discardable);
-  state.propertiesAttr = op->getPropertiesAsAttribute();
-  Operation *scalarOp = ob.create(state);
-  return SmallVector<Value>(scalarOp->getResults());
 }
 
 LogicalResult KernelBuilder::emitElementwise(Operation *op) {
@@ -414,7 +363,7 @@ LogicalResult KernelBuilder::emitElementwise(Operation *op) {
     SmallVector<Value> operands;
     for (auto [in, tiled] : llvm::zip(inputs, inputIsTile))
       operands.push_back(tiled ? Value(memref::LoadOp::create(ob, l, in, idx)) : in);
-    SmallVector<Value> results = emitScalar(ob, op, operands, elementTypes);
+    SmallVector<Value> results = emitScalarOp(ob, op, operands, elementTypes, /*ftz=*/false);
     for (auto [res, out] : llvm::zip(results, outputs))
       memref::StoreOp::create(ob, l, res, out, idx);
   });
@@ -620,8 +569,9 @@ LogicalResult KernelBuilder::emitSoftmax(tile::SoftmaxOp op) {
     };
     // exp(x - M), with masked elements (x = -inf) giving 0 even when M = -inf.
     auto expShifted = [&](OpBuilder &ib, Location il, Value x, Value m) {
-      Value e = ex2(ib, il, arith::MulFOp::create(ib, il, arith::SubFOp::create(ib, il, x, m),
-                                                  log2e));
+      Value e = approxEx2(ib, il,
+                          arith::MulFOp::create(ib, il, arith::SubFOp::create(ib, il, x, m), log2e),
+                          /*ftz=*/false);
       Value masked = arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OEQ, x, ninf);
       return Value(arith::SelectOp::create(ib, il, masked, zero, e));
     };
@@ -651,7 +601,7 @@ LogicalResult KernelBuilder::emitSoftmax(tile::SoftmaxOp op) {
                          scf::YieldOp::create(ib, il);
                        });
     // lse = M + log(L); -inf for an all-masked row (M = -inf, log 0 = -inf).
-    Value logSum = arith::MulFOp::create(ob, l, lg2(ob, l, rowSum), constF32(ob, l, kLn2));
+    Value logSum = arith::MulFOp::create(ob, l, approxLg2(ob, l, rowSum), constF32(ob, l, kLn2));
     Value lseValue = arith::AddFOp::create(ob, l, rowMax, logSum);
     lseValue = arith::SelectOp::create(ob, l, empty, ninf, lseValue);
     memref::StoreOp::create(ob, l, fromF32(ob, l, lseValue, lseType.getElementType()), lse, idx);

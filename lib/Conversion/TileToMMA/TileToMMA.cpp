@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Conversion/Passes.h"
+#include "tessel/Conversion/ScalarLowering.h"
 
 #include "tile/IR/TileDialect.h"
 
@@ -37,11 +38,10 @@ namespace tessel {
 
 using namespace mlir;
 namespace tile = tessel::tile;
+using tessel::conversion::approxEx2;
 
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 constexpr const char *kSharedGlobal = "__tessel_mma_smem";
 
 /// How a tile value is spread over the registers of the CTA (see the file comment).
@@ -201,7 +201,6 @@ private:
   /// The registers of tile `v` in `layout`, computing index/element-wise tiles on demand.
   FailureOr<SmallVector<Value>> materialize(Value v, Layout layout, Operation *user);
   FailureOr<int64_t> regCount(RankedTensorType type, Layout layout, Operation *user);
-  SmallVector<Value> emitScalar(Operation *op, ValueRange operands, TypeRange resultTypes);
 
   /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
   void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
@@ -586,50 +585,6 @@ Value MmaKernelBuilder::packPair(Value lo, Value hi) {
   return v;
 }
 
-Value ex2(OpBuilder &b, Location loc, Value x) {
-  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
-                                       b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-                                       ValueRange{x})
-      .getResult(0);
-}
-
-Value lg2(OpBuilder &b, Location loc, Value x) {
-  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
-                                       b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{x})
-      .getResult(0);
-}
-
-SmallVector<Value> MmaKernelBuilder::emitScalar(Operation *op, ValueRange operands,
-                                                TypeRange resultTypes) {
-  Location loc = op->getLoc();
-  if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
-      isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
-    Value x = operands[0];
-    if (!x.getType().isF32())
-      x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-    auto c = [&](double v) {
-      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
-    };
-    Value r;
-    if (isa<math::ExpOp>(op))
-      r = ex2(b, loc, arith::MulFOp::create(b, loc, x, c(kLog2E)));
-    else if (isa<math::Exp2Op>(op))
-      r = ex2(b, loc, x);
-    else if (isa<math::LogOp>(op))
-      r = arith::MulFOp::create(b, loc, lg2(b, loc, x), c(kLn2));
-    else
-      r = lg2(b, loc, x);
-    if (!resultTypes[0].isF32())
-      r = arith::TruncFOp::create(b, loc, resultTypes[0], r);
-    return {r};
-  }
-  SmallVector<NamedAttribute> discardable(op->getDiscardableAttrs());
-  OperationState state(loc, op->getName(), operands, resultTypes, discardable);
-  state.propertiesAttr = op->getPropertiesAsAttribute();
-  Operation *scalarOp = b.create(state);
-  return SmallVector<Value>(scalarOp->getResults());
-}
-
 //===----------------------------------------------------------------------===//
 // Registers of a tile value
 //===----------------------------------------------------------------------===//
@@ -761,7 +716,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     int64_t slabs = type.getShape()[1] / 8;
     for (int64_t i = 0; i < *n; ++i) {
       Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
-      regs.push_back(ex2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM)));
+      regs.push_back(approxEx2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM), /*ftz=*/true));
     }
   } else if (auto mul = dyn_cast<arith::MulFOp>(def);
              mul && layout == Layout::Acc && v.hasOneUse() &&
@@ -828,7 +783,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
       SmallVector<Value> operands;
       for (auto &in : ins)
         operands.push_back(in[i]);
-      regs.push_back(emitScalar(def, operands, TypeRange{elem})[0]);
+      regs.push_back(tessel::conversion::emitScalarOp(b, def, operands, TypeRange{elem}, /*ftz=*/true)[0]);
     }
   } else {
     return def->emitOpError("makes a tile convert-tile-to-mma cannot compute in registers");
@@ -897,14 +852,8 @@ LogicalResult MmaKernelBuilder::emitBlock(Block &block) {
 
 LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   Location loc = op->getLoc();
-  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
-    Value id = gpu::BlockIdOp::create(b, loc, static_cast<gpu::Dimension>(pid.getAxis()));
-    scalars.map(pid.getResult(), toI32(id));
-    return success();
-  }
-  if (auto np = dyn_cast<tile::NumProgramsOp>(op)) {
-    Value n = gpu::GridDimOp::create(b, loc, static_cast<gpu::Dimension>(np.getAxis()));
-    scalars.map(np.getResult(), toI32(n));
+  if (Value v = tessel::conversion::emitGridQuery(b, op)) {
+    scalars.map(op->getResult(0), v);
     return success();
   }
   if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
@@ -952,7 +901,8 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     scalars.map(cst.getResult(), b.clone(*op)->getResult(0));
     return success();
   }
-  SmallVector<Value> results = emitScalar(op, operands, op->getResultTypes());
+  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands, op->getResultTypes(),
+                                                                /*ftz=*/true);
   for (auto [src, dst] : llvm::zip(op->getResults(), results))
     scalars.map(src, dst);
   return success();

@@ -1,0 +1,34 @@
+//===- ScalarLowering.h - the scalar part shared by the GPU lowerings ----------------------===//
+//
+// Both lowerings of tile programs (convert-tile-to-gpu, convert-tile-to-mma) emit the scalar
+// part of a program the same way: grid queries as i32, scalar arith/math cloned, exp/log through
+// NVVM's approximate ex2/lg2 on f32. One copy here.
+//
+//===----------------------------------------------------------------------------------------===//
+#ifndef TESSEL_CONVERSION_SCALARLOWERING_H
+#define TESSEL_CONVERSION_SCALARLOWERING_H
+
+#include "mlir/IR/Builders.h"
+
+namespace tessel::conversion {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// An f32 constant.
+mlir::Value constF32(mlir::OpBuilder &b, mlir::Location loc, double v);
+/// 2^x on f32 through ex2.approx (FlashAttention's choice); `ftz` flushes subnormals.
+mlir::Value approxEx2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, bool ftz);
+/// log2(x) on f32 through lg2.approx.
+mlir::Value approxLg2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// tile.program_id / tile.num_programs as an i32 (block index / grid size); null for any other op.
+mlir::Value emitGridQuery(mlir::OpBuilder &b, mlir::Operation *op);
+/// A scalar arith/math op on already lowered `operands`: exp, exp2, log, log2 of f16/bf16/f32
+/// through approxEx2/approxLg2 in f32, anything else cloned with its attributes.
+llvm::SmallVector<mlir::Value> emitScalarOp(mlir::OpBuilder &b, mlir::Operation *op,
+                                            mlir::ValueRange operands,
+                                            mlir::TypeRange resultTypes, bool ftz);
+
+} // namespace tessel::conversion
+
+#endif // TESSEL_CONVERSION_SCALARLOWERING_H

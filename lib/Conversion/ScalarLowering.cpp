@@ -1,0 +1,73 @@
+//===- ScalarLowering.cpp - the scalar part shared by the GPU lowerings --------------------===//
+
+#include "tessel/Conversion/ScalarLowering.h"
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+
+namespace tessel::conversion {
+
+Value constF32(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
+}
+
+Value approxEx2(OpBuilder &b, Location loc, Value x, bool ftz) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr(ftz ? "llvm.nvvm.ex2.approx.ftz.f32" : "llvm.nvvm.ex2.approx.f32"),
+             ValueRange{x})
+      .getResult(0);
+}
+
+Value approxLg2(OpBuilder &b, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{x})
+      .getResult(0);
+}
+
+Value emitGridQuery(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Value index;
+  if (auto pid = dyn_cast<tile::ProgramIdOp>(op))
+    index = gpu::BlockIdOp::create(b, loc, static_cast<gpu::Dimension>(pid.getAxis()));
+  else if (auto np = dyn_cast<tile::NumProgramsOp>(op))
+    index = gpu::GridDimOp::create(b, loc, static_cast<gpu::Dimension>(np.getAxis()));
+  else
+    return Value();
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands,
+                                TypeRange resultTypes, bool ftz) {
+  Location loc = op->getLoc();
+  if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
+      isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
+    Value x = operands[0];
+    if (!x.getType().isF32())
+      x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    Value r;
+    if (isa<math::ExpOp>(op))
+      r = approxEx2(b, loc, arith::MulFOp::create(b, loc, x, constF32(b, loc, kLog2E)), ftz);
+    else if (isa<math::Exp2Op>(op))
+      r = approxEx2(b, loc, x, ftz);
+    else if (isa<math::LogOp>(op))
+      r = arith::MulFOp::create(b, loc, approxLg2(b, loc, x), constF32(b, loc, kLn2));
+    else
+      r = approxLg2(b, loc, x);
+    if (!resultTypes[0].isF32())
+      r = arith::TruncFOp::create(b, loc, resultTypes[0], r);
+    return {r};
+  }
+  SmallVector<NamedAttribute> discardable(op->getDiscardableAttrs());
+  OperationState state(loc, op->getName(), operands, resultTypes, discardable);
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  return SmallVector<Value>(b.create(state)->getResults());
+}
+
+} // namespace tessel::conversion
