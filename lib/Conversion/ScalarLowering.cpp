@@ -13,6 +13,28 @@ using namespace mlir;
 
 namespace tessel::conversion {
 
+Value toI64(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+  return v;
+}
+
+LoweredDesc lowerMakeDesc(OpBuilder &b, tile::MakeDescOp op, const IRMapping &scalars) {
+  Location loc = op.getLoc();
+  LoweredDesc d;
+  d.base = scalars.lookup(op.getBase());
+  d.offset = op.getOffset() ? toI64(b, loc, scalars.lookup(op.getOffset()))
+                            : Value(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+  for (Value v : op.getShape())
+    d.shape.push_back(toI64(b, loc, scalars.lookup(v)));
+  for (Value v : op.getStrides())
+    d.strides.push_back(toI64(b, loc, scalars.lookup(v)));
+  d.elementType = op.getResult().getType().getElementType();
+  return d;
+}
+
 Value constF32(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
 }

@@ -1,20 +1,35 @@
 //===- ScalarLowering.h - the scalar part shared by the GPU lowerings ----------------------===//
 //
 // Both lowerings of tile programs (convert-tile-to-gpu, convert-tile-to-mma) emit the scalar
-// part of a program the same way: grid queries as i32, scalar arith/math cloned, exp/log through
+// part of a program the same way: grid queries as i32, descriptors as i64 scalars, scalar
+// arith/math cloned, exp/log through
 // NVVM's approximate ex2/lg2 on f32. One copy here.
 //
 //===----------------------------------------------------------------------------------------===//
 #ifndef TESSEL_CONVERSION_SCALARLOWERING_H
 #define TESSEL_CONVERSION_SCALARLOWERING_H
 
+#include "tile/IR/TileDialect.h"
+
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace tessel::conversion {
 
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
+/// A tile.make_desc lowered to scalars: the base pointer, and i64 element offset, shape and
+/// strides.
+struct LoweredDesc {
+  mlir::Value base, offset;
+  llvm::SmallVector<mlir::Value> shape, strides;
+  mlir::Type elementType;
+};
+/// `op`'s descriptor from the lowered scalars its operands map to in `scalars`.
+LoweredDesc lowerMakeDesc(mlir::OpBuilder &b, tile::MakeDescOp op, const mlir::IRMapping &scalars);
+/// An index or integer as i64 (sign-extended).
+mlir::Value toI64(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 /// An f32 constant.
 mlir::Value constF32(mlir::OpBuilder &b, mlir::Location loc, double v);
 /// 2^x on f32 through ex2.approx (FlashAttention's choice); `ftz` flushes subnormals.

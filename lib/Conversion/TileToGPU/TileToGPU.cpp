@@ -45,13 +45,6 @@ constexpr int64_t kStaticSharedLimit = 48 * 1024;
 constexpr int64_t kBufferAlignment = 16;
 
 /// A descriptor after lowering: base pointer, element offset, shape and strides, all i64.
-struct LoweredDesc {
-  Value base;
-  Value offset;
-  SmallVector<Value> shape;
-  SmallVector<Value> strides;
-  Type elementType;
-};
 
 /// Builds one kernel from one tile program, op by op.
 class KernelBuilder {
@@ -107,14 +100,6 @@ bool isTile(Type t) { return isa<RankedTensorType>(t); }
 
 Value constIndex(OpBuilder &ob, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(ob, loc, v);
-}
-
-Value toI64(OpBuilder &ob, Location loc, Value v) {
-  if (v.getType().isIndex())
-    return arith::IndexCastOp::create(ob, loc, ob.getI64Type(), v);
-  if (v.getType().getIntOrFloatBitWidth() < 64)
-    return arith::ExtSIOp::create(ob, loc, ob.getI64Type(), v);
-  return v;
 }
 
 Value toF32(OpBuilder &ob, Location loc, Value v) {
@@ -284,7 +269,6 @@ LogicalResult KernelBuilder::emitBlock(Block &block) {
 }
 
 LogicalResult KernelBuilder::emitOp(Operation *op) {
-  Location loc = op->getLoc();
   if (Value v = emitGridQuery(b, op)) {
     scalars.map(op->getResult(0), v);
     return success();
@@ -391,17 +375,7 @@ LogicalResult KernelBuilder::emitConstant(arith::ConstantOp op) {
 }
 
 LogicalResult KernelBuilder::emitMakeDesc(tile::MakeDescOp op) {
-  Location loc = op.getLoc();
-  LoweredDesc d;
-  d.base = scalars.lookup(op.getBase());
-  d.offset = op.getOffset() ? toI64(b, loc, scalars.lookup(op.getOffset()))
-                            : Value(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
-  for (Value v : op.getShape())
-    d.shape.push_back(toI64(b, loc, scalars.lookup(v)));
-  for (Value v : op.getStrides())
-    d.strides.push_back(toI64(b, loc, scalars.lookup(v)));
-  d.elementType = op.getResult().getType().getElementType();
-  descs[op.getResult()] = d;
+  descs[op.getResult()] = lowerMakeDesc(b, op, scalars);
   return success();
 }
 

@@ -50,11 +50,7 @@ constexpr const char *kSharedGlobal = "__tessel_mma_smem";
 enum class Layout { Acc = 0, Row = 1, Col = 2 };
 
 /// A descriptor after lowering, all i64.
-struct Desc {
-  Value base, offset;
-  SmallVector<Value> shape, strides;
-  Type elementType;
-};
+using Desc = tessel::conversion::LoweredDesc;
 
 /// What a tile.load feeds, which decides how its block reaches the tensor cores.
 enum class LoadRole { A, BTransposed, B };
@@ -479,12 +475,7 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
 //===----------------------------------------------------------------------===//
 
 Value MmaKernelBuilder::toI64(Value v) {
-  Location loc = b.getUnknownLoc();
-  if (v.getType().isIndex())
-    return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
-  if (v.getType().getIntOrFloatBitWidth() < 64)
-    return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
-  return v;
+  return tessel::conversion::toI64(b, b.getUnknownLoc(), v);
 }
 
 Value MmaKernelBuilder::toI32(Value v) {
@@ -851,21 +842,12 @@ LogicalResult MmaKernelBuilder::emitBlock(Block &block) {
 }
 
 LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
-  Location loc = op->getLoc();
   if (Value v = tessel::conversion::emitGridQuery(b, op)) {
     scalars.map(op->getResult(0), v);
     return success();
   }
   if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
-    Desc d;
-    d.base = scalars.lookup(md.getBase());
-    d.offset = md.getOffset() ? toI64(scalars.lookup(md.getOffset())) : ci64(0);
-    for (Value v : md.getShape())
-      d.shape.push_back(toI64(scalars.lookup(v)));
-    for (Value v : md.getStrides())
-      d.strides.push_back(toI64(scalars.lookup(v)));
-    d.elementType = md.getResult().getType().getElementType();
-    descs[md.getResult()] = d;
+    descs[md.getResult()] = tessel::conversion::lowerMakeDesc(b, md, scalars);
     return success();
   }
   if (auto ld = dyn_cast<tile::LoadOp>(op))
