@@ -96,6 +96,20 @@ def run_case(tessel_run, tmp, dtype, mask, B, H, Hkv, Nq, Nk, D, bm, bn, codegen
     return result
 
 
+def case_line(r, wall=False):
+    """One printed line for a correctness case: its shape (the fields the caller put in `r`),
+    ok/FAIL, the errors against float64, the wall time with `wall`, the tail of stderr on a
+    failure."""
+    scale = r.get("scale")
+    return (f"{r['dtype']:5} {r['mask']:7} nq={r['nq']:5} nk={r['nk']:5} d={r['d']:3} "
+            f"{r['bm']}x{r['bn']}" + (f" scale={scale}" if scale is not None else "") + ": "
+            + ("ok" if r["ok"] else "FAIL")
+            + f"  rel {r.get('rel_err', float('nan')):.2e} max {r.get('rel_max', float('nan')):.2e}"
+            f" lse {r.get('lse_abs_err', float('nan')):.1e}"
+            + (f" ({r['wall_s']} s)" if wall else "")
+            + ("" if r["ok"] else f"  {r.get('stderr', '')[-400:]}"))
+
+
 def sdpa_tflops(B, H, N, D, causal, flops, backends=("flash", "cudnn", "math"), repeats=10):
     """PyTorch SDPA under each of `backends` on the same shape, fp16, median of `repeats`
     CUDA-event timings after 3 warm-up calls. Shared by the GPU check scripts."""

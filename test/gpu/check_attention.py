@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from attention_case import run_case, sdpa_tflops  # noqa: E402,F401  (sdpa_tflops: re-exported)
+from attention_case import run_case, sdpa_tflops  # noqa: E402
 
 
 def main():

@@ -15,7 +15,7 @@ import tempfile
 here = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(here))
 sys.path.insert(0, str(here.parents[0] / "python"))
-from attention_case import run_case, sdpa_tflops  # noqa: E402,F401  (run_case: re-exported)
+from attention_case import case_line, run_case, sdpa_tflops  # noqa: E402
 
 
 def main():
@@ -48,12 +48,7 @@ def main():
             r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn, scale=scale)
             results["correctness"].append(r)
             failures += not r["ok"]
-            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}"
-                  + (f" scale={scale}" if scale is not None else "") + ": "
-                  + ("ok" if r["ok"] else "FAIL")
-                  + f"  rel {r.get('rel_err', float('nan')):.2e} max {r.get('rel_max', float('nan')):.2e}"
-                  f" lse {r.get('lse_abs_err', float('nan')):.1e}"
-                  + ("" if r["ok"] else f"  {r.get('stderr', '')[-400:]}"), flush=True)
+            print(case_line(r), flush=True)
         # The GPU against the interpreter (the oracle) on the same inputs; f32 goes to the
         # reference lowering under --codegen=auto.
         for dtype, mask, codegen in (("f16", "causal", "mma"), ("bf16", "none", "mma"),

@@ -7,7 +7,7 @@ With --overlap the correctness cases run with --wgmma-overlap (FA3's intra-warpg
 pipelining, docs/dev/codegen-wgmma.md) and the speed rows time each wgmma block with and
 without it (columns *_ov), instead of the mma.sync column.
 
-Cases run through run_case of check_attention_mma.py (the naive kernel of
+Cases run through run_case of attention_case.py (the naive kernel of
 test/python/attention_kernels.py, tile-optimize inside tessel-run, outputs poisoned first).
 Each tessel-run is capped at 90 s (a hung kernel fails its case instead of the whole check), and
 the check stops starting new cases past --budget-s so that what it has is printed and saved.
@@ -23,8 +23,7 @@ import time
 here = pathlib.Path(__file__).resolve().parent
 for extra in (here, here.parents[0] / "python"):
     sys.path.insert(0, str(extra))
-import check_attention_mma  # noqa: E402
-from check_attention import sdpa_tflops  # noqa: E402
+from attention_case import case_line, run_case, sdpa_tflops  # noqa: E402
 
 _run = subprocess.run
 
@@ -84,24 +83,19 @@ def main():
             if left() < 150:
                 results["skipped"] += 1
                 continue
-            r = check_attention_mma.run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq,
+            r = run_case(opts.tessel_run, tmp, dtype, mask, B, H, Hkv, nq,
                                              nk, D, bm, bn, codegen="wgmma", scale=scale,
                                              extra=extra)
             r.update(dtype=dtype, mask=mask, nq=nq, nk=nk, d=D, bm=bm, bn=bn, scale=scale)
             results["correctness"].append(r)
             failures += not r["ok"]
-            print(f"{dtype:5} {mask:7} nq={nq:5} nk={nk:5} d={D:3} {bm}x{bn}"
-                  + (f" scale={scale}" if scale is not None else "") + ": "
-                  + ("ok" if r["ok"] else "FAIL")
-                  + f"  rel {r.get('rel_err', float('nan')):.2e} max {r.get('rel_max', float('nan')):.2e}"
-                  f" lse {r.get('lse_abs_err', float('nan')):.1e} ({r['wall_s']} s)"
-                  + ("" if r["ok"] else f"  {r.get('stderr', '')[-400:]}"), flush=True)
+            print(case_line(r, wall=True), flush=True)
         save()
         for dtype, mask, D, bm in (("f16", "causal", 64, 64), ("bf16", "none", 128, 128)):
             if left() < 140:
                 results["skipped"] += 1
                 continue
-            r = check_attention_mma.run_case(opts.tessel_run, tmp, dtype, mask, 1, 2, 1, 90, 130,
+            r = run_case(opts.tessel_run, tmp, dtype, mask, 1, 2, 1, 90, 130,
                                              D, bm, 64, codegen="wgmma", device="both",
                                              extra=extra)
             r.update(dtype=dtype, mask=mask, d=D, bm=bm)
@@ -129,7 +123,7 @@ def main():
                 if left() < 12:
                     results["skipped"] += 1
                     continue
-                r = check_attention_mma.run_case(opts.tessel_run, tmp, "f16",
+                r = run_case(opts.tessel_run, tmp, "f16",
                                                  "causal" if causal else "none", B, H, H, N, N,
                                                  D, bm, bn, codegen=codegen, repeats=20,
                                                  reference=False,

@@ -38,3 +38,14 @@ def test_tessel_run_failure_is_reported(tmp_path):
     r = attention_case.run_case(TESSEL_RUN, tmp_path, "f16", "none", 1, 1, 1, 4, 4, 64, 16, 16,
                                 device="nowhere")
     assert not r["ok"] and "device" in r["stderr"]
+
+
+def test_case_line_names_the_case_and_its_errors(tmp_path):
+    r = attention_case.run_case(TESSEL_RUN, tmp_path, "f16", "causal", 1, 1, 1, 9, 9, 64, 16, 16,
+                                device="cpu", scale=-0.25)
+    r.update(dtype="f16", mask="causal", nq=9, nk=9, d=64, bm=16, bn=16, scale=-0.25)
+    line = attention_case.case_line(r, wall=True)
+    assert line.startswith("f16   causal  nq=    9 nk=    9 d= 64 16x16 scale=-0.25: ok  rel ")
+    assert f"({r['wall_s']} s)" in line
+    r["ok"], r["stderr"] = False, "boom"
+    assert ": FAIL" in attention_case.case_line(r) and attention_case.case_line(r).endswith("  boom")
