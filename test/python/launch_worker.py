@@ -17,25 +17,9 @@ torch._C._cuda_getCurrentRawStream = lambda device: state["stream"] + device
 
 import tessel  # noqa: E402
 from tessel import language as tl  # noqa: E402
+from launch_kernels import scale_shift, with_defaults  # noqa: E402
 
 T = torch.Tensor
-
-
-@tessel.jit
-def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    xd = tl.make_desc(x, shape=(n,), strides=(1,))
-    yd = tl.make_desc(y, shape=(n,), strides=(1,))
-    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
-    tl.store(yd, (pid * BLOCK,), t * a + b)
-
-
-@tessel.jit
-def with_defaults(x, y, n, a=2.0, *, BLOCK: tl.constexpr = 4):
-    d = tl.make_desc(x, shape=(n,), strides=(1,))
-    e = tl.make_desc(y, shape=(n,), strides=(1,))
-    pid = tl.program_id(0)
-    tl.store(e, (pid * BLOCK,), tl.load(d, (pid * BLOCK,), shape=(BLOCK,)) * a)
 
 
 @tessel.jit

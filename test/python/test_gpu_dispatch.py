@@ -18,22 +18,7 @@ from tessel import gpu, runtime
 NO_GPU = _tessel.cuda_status()[0] == 0
 needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="a CUDA device is present")
 
-
-@tessel.jit
-def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    xd = tl.make_desc(x, shape=(n,), strides=(1,))
-    yd = tl.make_desc(y, shape=(n,), strides=(1,))
-    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
-    tl.store(yd, (pid * BLOCK,), t * a + b)
-
-
-@tessel.jit
-def with_defaults(x, y, n, a=2.0, *, BLOCK: tl.constexpr = 4):
-    d = tl.make_desc(x, shape=(n,), strides=(1,))
-    e = tl.make_desc(y, shape=(n,), strides=(1,))
-    pid = tl.program_id(0)
-    tl.store(e, (pid * BLOCK,), tl.load(d, (pid * BLOCK,), shape=(BLOCK,)) * a)
+from launch_kernels import scale_shift, with_defaults  # noqa: E402
 
 
 PARAMS = [("p", "ptr", "f16"), ("n", "scalar", "i32"), ("s", "scalar", "f32")]
