@@ -11,6 +11,8 @@
 
 #include "tile/IR/TileDialect.h"
 #include "tile/Transforms/Passes.h"
+#include "tilegpu/IR/TileGPUDialect.h"
+#include "tilegpu/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -24,7 +26,7 @@
 #include <mutex>
 
 void tessel::registerDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
+  registry.insert<tile::TileDialect, tilegpu::TileGPUDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::math::MathDialect, mlir::scf::SCFDialect>();
   mlir::func::registerInlinerExtension(registry);
   tessel::registerTargetDialects(registry);
@@ -41,6 +43,7 @@ void tessel::registerPasses() {
     mlir::arith::registerArithIntRangeOpts();
     tile::registerTilePasses();
     tile::registerTileOptimizationPipeline();
+    tilegpu::registerTileGPUPasses();
     tessel::registerTargetPasses();
   });
 }

@@ -1,0 +1,213 @@
+//===- TileGPUOps.td - the ops of the GPU level ------------*- tablegen -*-===//
+//
+// Data movement (global → shared → registers), layout conversion and tensor-core ops. Barriers
+// are upstream `gpu.barrier`; TMA and mbarriers are upstream `nvgpu` ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILEGPU_OPS_TD
+#define TESSEL_TILEGPU_OPS_TD
+
+include "TileGPUDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class TileGPU_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TileGPU_Dialect, mnemonic, traits>;
+
+// tile's descriptor type, by C++ class (including tile's .td would emit its enums here too).
+def TileGPU_Desc : Type<CPred<"::llvm::isa<::tessel::tile::DescType>($_self)">,
+                        "a tile descriptor", "::tessel::tile::DescType">;
+def TileGPU_Tile : StaticShapeTensorOf<[F16, BF16, F32, I32, I1]>;
+def TileGPU_OperandTile : StaticShapeTensorOf<[F16, BF16]>;
+def TileGPU_AccTile : StaticShapeTensorOf<[F32]>;
+
+def TileGPU_AllocOp : TileGPU_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "A shared-memory buffer; `offset` is its place in the CTA's shared memory.";
+  let description = [{
+    Layout assignment leaves `offset` out; `tilegpu-allocate-shared` fills it in (bytes from
+    the start of the kernel's shared memory). Two buffers may share bytes when their lives do
+    not overlap; the allocation pass decides.
+
+    ```mlir
+    %k = tilegpu.alloc {offset = 16384 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs TileGPU_SharedBufferType:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def TileGPU_AsyncCopyOp : TileGPU_Op<"async_copy", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Copy a block from global to shared memory without the registers (cp.async).";
+  let description = [{
+    Starts copying the block of the descriptor at `offsets` (element offsets per dim, as for
+    `tile.load`) into stage `stage` of `buffer`, in 16-byte chunks
+    (`cp.async.cg.shared.global`, PTX ISA 9.7.9.25.3). Elements outside the descriptor's shape
+    are filled with zeros (the chunk's source size is cut to what is in bounds). The copy is
+    in flight until a `tilegpu.async_wait` covers the commit group that holds its token.
+
+    ```mlir
+    %t = tilegpu.async_copy %kd[%j, %c0] into %k[%stage] : !tile.desc<2, f16> -> !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins TileGPU_Desc:$desc, Variadic<I32>:$offsets,
+                       TileGPU_SharedBufferType:$buffer, I32:$stage);
+  let results = (outs TileGPU_AsyncTokenType:$token);
+  let assemblyFormat = [{
+    $desc `[` $offsets `]` `into` $buffer `[` $stage `]` attr-dict `:` qualified(type($desc)) `->` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
+def TileGPU_AsyncCommitOp : TileGPU_Op<"async_commit"> {
+  let summary = "Close a group of async copies (cp.async.commit_group).";
+  let description = [{
+    The copies named by `tokens` (and, as in PTX, every copy this thread issued since the last
+    commit) form one group; its token is what `tilegpu.async_wait` waits for.
+
+    ```mlir
+    %g = tilegpu.async_commit %t0, %t1
+    ```
+  }];
+  let arguments = (ins Variadic<TileGPU_AsyncTokenType>:$tokens);
+  let results = (outs TileGPU_AsyncTokenType:$group);
+  let assemblyFormat = "$tokens attr-dict";
+}
+
+def TileGPU_AsyncWaitOp : TileGPU_Op<"async_wait"> {
+  let summary = "Wait until at most `pending` commit groups are in flight (cp.async.wait_group).";
+  let description = [{
+    After the wait, the groups named by `groups` have landed in this thread's view; a barrier
+    (`gpu.barrier`) makes them visible to the other threads. `pending` is the number of younger
+    groups allowed to stay in flight (the pipeline depth minus one).
+
+    ```mlir
+    tilegpu.async_wait %g {pending = 1 : i32}
+    ```
+  }];
+  let arguments = (ins Variadic<TileGPU_AsyncTokenType>:$groups, I32Attr:$pending);
+  let assemblyFormat = "$groups attr-dict";
+  let hasVerifier = 1;
+}
+
+def TileGPU_LocalLoadOp : TileGPU_Op<"local_load", [MemoryEffects<[MemRead]>]> {
+  let summary = "Read a block from shared memory into registers (ldmatrix, with .trans).";
+  let description = [{
+    Reads stage `stage` of `buffer` into the register layout of the result type, a
+    `#tilegpu.dot_operand` (`ldmatrix.sync.aligned.m8n8.x4`, PTX ISA 9.7.14.5.15). The result
+    is the block as stored, `[a, b]` for a buffer of `[a, b]`, or with `transpose` the block
+    transposed, `[b, a]` (the K block of Q·Kᵀ read as the B operand Kᵀ). Which ldmatrix the
+    lowering uses follows from the two: a B operand is read with `.trans` exactly when it is
+    not transposed here (mma.sync wants B column-major; a `[K, N]` row-major block is not).
+
+    ```mlir
+    %q = tilegpu.local_load %qs[%c0] : !tilegpu.smem<64x128xf16, stages = 1, swizzle = 128> -> tensor<64x128xf16, #a>
+    ```
+  }];
+  let arguments = (ins TileGPU_SharedBufferType:$buffer, I32:$stage, UnitAttr:$transpose);
+  let results = (outs TileGPU_OperandTile:$result);
+  let assemblyFormat = [{
+    $buffer `[` $stage `]` attr-dict `:` qualified(type($buffer)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TileGPU_ConvertLayoutOp : TileGPU_Op<"convert_layout", [Pure]> {
+  let summary = "The same tile in another layout.";
+  let description = [{
+    Moves elements between threads (or only between registers of a thread) so that the result
+    is the operand in the layout its consumer needs. The one the attention class needs is the
+    P re-pack: the f16/bf16 probabilities of a `#tilegpu.mma` accumulator become the A operand
+    of the P·V product (`#tilegpu.dot_operand<operand = 0>`) — within each thread, two
+    adjacent columns packed into one b32 register, no data crosses threads.
+
+    ```mlir
+    %pa = tilegpu.convert_layout %p : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #a>
+    ```
+  }];
+  let arguments = (ins TileGPU_Tile:$input);
+  let results = (outs TileGPU_Tile:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TileGPU_MmaOp : TileGPU_Op<"mma", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "acc + a·b on the tensor cores with mma.sync.m16n8k16 (sm_80+).";
+  let description = [{
+    `a` is `[M, K]` in `#tilegpu.dot_operand<operand = 0>`, `b` is `[K, N]` in
+    `#tilegpu.dot_operand<operand = 1>` of the same parent, `acc` and the result are `[M, N]`
+    f32 in the parent `#tilegpu.mma<mma_sync, …>`. Lowered to one
+    `mma.sync.aligned.m16n8k16.row.col.f32` per m16 tile, 8 columns and k step (PTX ISA
+    9.7.14.5.14).
+
+    ```mlir
+    %o = tilegpu.mma %pa, %vb, %acc : tensor<64x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<64x128xf32, #mma>
+    ```
+  }];
+  let arguments = (ins TileGPU_OperandTile:$a, TileGPU_OperandTile:$b, TileGPU_AccTile:$acc);
+  let results = (outs TileGPU_AccTile:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TileGPU_WgmmaOp : TileGPU_Op<"wgmma", [AllTypesMatch<["acc", "result"]>,
+                                            MemoryEffects<[MemRead]>]> {
+  let summary = "Start acc + a·b on a warpgroup with wgmma.mma_async (sm_90a).";
+  let description = [{
+    `a` is `[M, K]` in registers (`#tilegpu.dot_operand<operand = 0>` of a `#tilegpu.mma<wgmma,
+    …>`), B is read from stage `stage` of the shared buffer `b` through a matrix descriptor:
+    with `transpose_b` the buffer holds Bᵀ, `[N, K]` (K-major, e.g. the K block of Q·Kᵀ),
+    otherwise B, `[K, N]` (N-major, e.g. the V block of P·V). The product is asynchronous: the
+    result is in flight, and only the results of a `tilegpu.wgmma_wait` that names it may be
+    read (PTX ISA 9.7.15.5.2, wgmma.mma_async; the ops of one chain form a commit group).
+
+    ```mlir
+    %s = tilegpu.wgmma %q, %k[%stage], %zero {transpose_b} : tensor<64x128xf16, #a>, !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128> -> tensor<64x64xf32, #mma>
+    ```
+  }];
+  let arguments = (ins TileGPU_OperandTile:$a, TileGPU_SharedBufferType:$b, I32:$stage,
+                       TileGPU_AccTile:$acc, UnitAttr:$transpose_b);
+  let results = (outs TileGPU_AccTile:$result);
+  let assemblyFormat = [{
+    $a `,` $b `[` $stage `]` `,` $acc attr-dict `:` type($a) `,` qualified(type($b)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["values", "results"]>]> {
+  let summary = "Wait for wgmma groups; the results are the values that were in flight.";
+  let description = [{
+    `wgmma.wait_group.sync.aligned pending` (PTX ISA 9.7.15.7.4): at most `pending` commit
+    groups stay in flight. The operands are accumulators in flight and the results are the
+    same values, now safe to read: every use after the wait takes the result, so nothing can
+    be moved across the wait (FA3's intra-warpgroup overlap keeps P·V in flight over the
+    softmax with `pending = 1`).
+
+    ```mlir
+    %o2, %s2 = tilegpu.wgmma_wait %o, %s {pending = 0 : i32} : tensor<64x128xf32, #mma>, tensor<64x64xf32, #mma>
+    ```
+  }];
+  let arguments = (ins Variadic<TileGPU_AccTile>:$values, I32Attr:$pending);
+  let results = (outs Variadic<TileGPU_AccTile>:$results);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+def TileGPU_FenceAsyncSharedOp : TileGPU_Op<"fence_async_shared"> {
+  let summary = "Order shared-memory writes of the generic proxy before async-proxy reads.";
+  let description = [{
+    `fence.proxy.async.shared::cta` (PTX ISA 9.7.13.4.2): what cp.async or st.shared wrote is
+    seen by later wgmma or TMA reads of the same bytes. Between a landed `tilegpu.async_copy`
+    and the `tilegpu.wgmma` that reads its buffer.
+
+    ```mlir
+    tilegpu.fence_async_shared
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+#endif // TESSEL_TILEGPU_OPS_TD

@@ -1,0 +1,114 @@
+//===- AllocateShared.cpp - loaded blocks into shared memory, explicitly --===//
+//
+// tilegpu-allocate-shared: every tile.load of a dot operand becomes a shared-memory buffer at
+// the offset MmaClass.h plans, an async copy into it, the wait and barrier that make the copy
+// visible, and a local load into the operand's register layout. The form is the unpipelined
+// one (each copy waited for where the load was); pipelining moves the copies earlier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace tessel::tilegpu {
+#define GEN_PASS_DEF_TILEGPUALLOCATESHARED
+#include "tilegpu/Transforms/Passes.h.inc"
+} // namespace tessel::tilegpu
+
+using namespace mlir;
+using namespace tessel::tilegpu;
+namespace tile = tessel::tile;
+
+namespace {
+
+/// The mma layout the program's tiles were given, or null.
+MmaEncodingAttr programLayout(func::FuncOp program) {
+  MmaEncodingAttr found;
+  program.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto rt = dyn_cast<RankedTensorType>(t); rt && !found)
+        found = getMmaParent(rt.getEncoding());
+  });
+  return found;
+}
+
+struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<AllocateShared> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp program = getOperation();
+    if (program.isExternal())
+      return;
+    MmaEncodingAttr layout = programLayout(program);
+    if (!layout) {
+      program.emitOpError("has no tilegpu layouts: run tilegpu-assign-layouts first");
+      return signalPassFailure();
+    }
+    if (stages < 1) {
+      program.emitOpError("asks for ") << stages << " stages: the ring needs at least one";
+      return signalPassFailure();
+    }
+    FailureOr<MmaClassPlan> plan =
+        planMmaClass(program, layout.getKind() == MmaKind::Wgmma, layout.getWarpRows());
+    if (failed(plan))
+      return signalPassFailure();
+    OpBuilder b(program.getContext());
+    b.setInsertionPointToStart(&program.getBody().front());
+    Value zero = arith::ConstantOp::create(b, program.getLoc(), b.getI32IntegerAttr(0));
+    int64_t outside = 0;
+    for (auto [op, slot] : plan->loads) {
+      auto load = cast<tile::LoadOp>(op);
+      auto type = load.getResult().getType();
+      bool streamed = slot.streamIndex >= 0;
+      auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(),
+                                              type.getElementType(), streamed ? stages : 1, 128);
+      if (!streamed)
+        outside = std::max(outside, slot.smemOffset + bufferType.getBytes());
+      b.setInsertionPointAfter(zero.getDefiningOp());
+      Value buffer = AllocOp::create(b, load.getLoc(), bufferType,
+                                     b.getI64IntegerAttr(slot.smemOffset));
+      b.setInsertionPoint(load);
+      Location loc = load.getLoc();
+      Value stage = zero;
+      if (auto forOp = dyn_cast<scf::ForOp>(load->getParentOp())) {
+        // Iteration (iv - lb) / step reads stage iteration % stages.
+        Value iteration = arith::DivUIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, forOp.getInductionVar(), forOp.getLowerBound()),
+            forOp.getStep());
+        stage = arith::RemUIOp::create(
+            b, loc, iteration,
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(stages)));
+        // One stage: the previous iteration's reads of the buffer come before this copy.
+        if (stages == 1)
+          gpu::BarrierOp::create(b, loc);
+      }
+      auto tokenType = AsyncTokenType::get(b.getContext());
+      Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(),
+                                        buffer, stage);
+      Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
+      AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
+      gpu::BarrierOp::create(b, loc);
+      Operation *replaced = load;
+      RankedTensorType resultType = type;
+      bool transpose = slot.role == LoadRole::BTransposed;
+      if (transpose) {
+        replaced = *load->getUsers().begin();
+        resultType = cast<RankedTensorType>(replaced->getResult(0).getType());
+      }
+      Value read = LocalLoadOp::create(b, loc, resultType, buffer, stage, transpose);
+      replaced->getResult(0).replaceAllUsesWith(read);
+      if (replaced != load)
+        replaced->erase();
+      load.erase();
+    }
+    int64_t ring = plan->ringStart + stages * plan->stageBytes;
+    program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(std::max(outside, ring)));
+  }
+};
+
+} // namespace

@@ -1,0 +1,322 @@
+//===- AssignLayouts.cpp - a register layout for every tile ---------------===//
+//
+// tilegpu-assign-layouts: the layouts the register-resident path gives the tiles of an
+// attention-class program, written on their types. Consumers ask for layouts (a dot for its
+// accumulator, a reduction for its input, a store for its value, a loop for its carried
+// values) and the demands flow back through the pure ops that make the tiles, by the rules
+// convert-tile-to-mma computes registers with: element-wise ops take their result's layout, a
+// broadcast of a row or column vector reads the matching slice, an expand_dims keeps it.
+// An index tile demanded in two layouts is cloned, one copy per layout; any other tile
+// demanded in a layout other than the one its producer gives it is refused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace tessel::tilegpu {
+#define GEN_PASS_DEF_TILEGPUASSIGNLAYOUTS
+#include "tilegpu/Transforms/Passes.h.inc"
+} // namespace tessel::tilegpu
+
+using namespace mlir;
+using namespace tessel::tilegpu;
+namespace tile = tessel::tile;
+
+namespace {
+
+class LayoutAssigner {
+public:
+  LayoutAssigner(func::FuncOp program, const MmaClassPlan &plan);
+  LogicalResult run();
+
+private:
+  /// Records the demands of the program's consumers (dots, reductions, stores, loops).
+  LogicalResult demandAll();
+  /// `use` needs its value in `layout`.
+  LogicalResult demandUse(OpOperand &use, Attribute layout);
+  /// Operand `index` of `op` is needed in `layout` when op's result is in `resultLayout`.
+  LogicalResult demandOperand(Operation *op, unsigned index, Attribute layout,
+                              Attribute resultLayout);
+  LogicalResult demandValue(Value v, Attribute layout, Operation *user);
+  /// The layout the producer of `v` gives it (dot, reduction, load, loop-carried), or null
+  /// when the layout follows from its consumers.
+  Attribute producedLayout(Value v) const;
+  bool fits(RankedTensorType type, Attribute layout) const;
+  /// Index tiles demanded in several layouts: one copy per layout.
+  void cloneMultiLayoutValues();
+  /// Writes the layouts on the types; the P re-pack before dots whose A is computed.
+  void rewriteTypes();
+
+  func::FuncOp program;
+  const MmaClassPlan &plan;
+  int64_t blockM;
+  Attribute acc, row, col, operandA, operandB;
+  DenseMap<OpOperand *, Attribute> useLayout;
+  llvm::MapVector<Value, SmallVector<Attribute, 2>> valueLayouts;
+  DenseMap<std::tuple<Operation *, unsigned, Attribute>, Attribute> operandLayouts;
+};
+
+LayoutAssigner::LayoutAssigner(func::FuncOp program, const MmaClassPlan &plan)
+    : program(program), plan(plan), blockM(plan.layout.getBlockRows()) {
+  MLIRContext *ctx = program.getContext();
+  acc = plan.layout;
+  row = SliceEncodingAttr::get(ctx, 1, plan.layout);
+  col = SliceEncodingAttr::get(ctx, 0, plan.layout);
+  operandA = DotOperandEncodingAttr::get(ctx, 0, plan.layout);
+  operandB = DotOperandEncodingAttr::get(ctx, 1, plan.layout);
+}
+
+LogicalResult LayoutAssigner::run() {
+  if (failed(demandAll()))
+    return failure();
+  cloneMultiLayoutValues();
+  rewriteTypes();
+  return success();
+}
+
+bool LayoutAssigner::fits(RankedTensorType type, Attribute layout) const {
+  ArrayRef<int64_t> s = type.getShape();
+  if (layout == acc)
+    return type.getRank() == 2 && s[0] == blockM && s[1] % 8 == 0;
+  if (layout == row)
+    return (type.getRank() == 1 && s[0] == blockM) ||
+           (type.getRank() == 2 && s[0] == blockM && s[1] == 1);
+  if (layout == col) {
+    int64_t n = type.getRank() == 1 ? s[0] : (s[0] == 1 ? s[1] : -1);
+    return n > 0 && n % 8 == 0;
+  }
+  return true;
+}
+
+Attribute LayoutAssigner::producedLayout(Value v) const {
+  auto carried = [&](Type t) -> Attribute {
+    return cast<RankedTensorType>(t).getRank() == 2 ? acc : row;
+  };
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto forOp = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (forOp && arg != forOp.getInductionVar())
+      return carried(v.getType());
+    return {};
+  }
+  Operation *def = v.getDefiningOp();
+  if (isa<tile::DotOp>(def))
+    return acc;
+  if (isa<tile::ReduceOp>(def))
+    return row;
+  if (isa<tile::TransOp>(def))
+    return operandB;
+  if (isa<tile::LoadOp>(def))
+    return plan.loads.lookup(def).role == LoadRole::A ? operandA : operandB;
+  if (isa<scf::ForOp>(def))
+    return carried(v.getType());
+  return {};
+}
+
+LogicalResult LayoutAssigner::demandUse(OpOperand &use, Attribute layout) {
+  useLayout[&use] = layout;
+  return demandValue(use.get(), layout, use.getOwner());
+}
+
+LogicalResult LayoutAssigner::demandOperand(Operation *op, unsigned index, Attribute layout,
+                                            Attribute resultLayout) {
+  operandLayouts[{op, index, resultLayout}] = layout;
+  return demandValue(op->getOperand(index), layout, op);
+}
+
+LogicalResult LayoutAssigner::demandValue(Value v, Attribute layout, Operation *user) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!fits(type, layout))
+    return user->emitOpError("uses a tile of type ")
+           << type << " in a way convert-tile-to-mma cannot place in registers";
+  if (Attribute produced = producedLayout(v)) {
+    if (produced != layout)
+      return user->emitOpError("needs a register tile in another layout than the one it has");
+    return success();
+  }
+  SmallVector<Attribute, 2> &layouts = valueLayouts[v];
+  if (llvm::is_contained(layouts, layout))
+    return success();
+  layouts.push_back(layout);
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return user->emitOpError("reads a tile block argument convert-tile-to-mma did not place");
+  if (isa<tile::SplatOp>(def))
+    return success();
+  if (auto cst = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!dense || !dense.isSplat())
+      return def->emitOpError("is a non-splat tile constant (convert-tile-to-mma)");
+    return success();
+  }
+  if (isa<tile::IotaOp>(def)) {
+    if (layout != row && layout != col)
+      return def->emitOpError("is an iota used as a 2-D tile");
+    return success();
+  }
+  if (auto ed = dyn_cast<tile::ExpandDimsOp>(def)) {
+    if ((ed.getAxis() == 1 ? row : col) != layout)
+      return user->emitOpError("uses an expand_dims along the other axis than it broadcasts");
+    return demandOperand(def, 0, layout, layout);
+  }
+  if (auto bc = dyn_cast<tile::BroadcastOp>(def)) {
+    auto inType = cast<RankedTensorType>(bc.getInput().getType());
+    if (inType.getShape() == type.getShape())
+      return demandOperand(def, 0, layout, layout);
+    if (layout == acc && inType.getShape()[1] == 1)
+      return demandOperand(def, 0, row, layout);
+    if (layout == acc && inType.getShape()[0] == 1)
+      return demandOperand(def, 0, col, layout);
+    return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
+  }
+  if (def->getDialect() && isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
+      def->getNumRegions() == 0) {
+    if (def->getNumResults() != 1)
+      return def->emitOpError("has several results (convert-tile-to-mma)");
+    for (OpOperand &o : def->getOpOperands())
+      if (isa<RankedTensorType>(o.get().getType()) &&
+          failed(demandOperand(def, o.getOperandNumber(), layout, layout)))
+        return failure();
+    return success();
+  }
+  return def->emitOpError("makes a tile convert-tile-to-mma cannot compute in registers");
+}
+
+LogicalResult LayoutAssigner::demandAll() {
+  WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
+    if (auto dot = dyn_cast<tile::DotOp>(op)) {
+      if (producedLayout(dot.getB()) != operandB)
+        return dot.emitOpError("reads a B operand that is not a loaded block "
+                               "(convert-tile-to-mma)");
+      if (!dot.getA().getDefiningOp<tile::LoadOp>() &&
+          failed(demandUse(dot->getOpOperand(0), acc)))
+        return WalkResult::interrupt();
+      return failure(failed(demandUse(dot->getOpOperand(2), acc)));
+    }
+    if (auto red = dyn_cast<tile::ReduceOp>(op)) {
+      auto inType = cast<RankedTensorType>(red.getInput().getType());
+      if (inType.getRank() != 2 || red.getAxis() != 1)
+        return red.emitOpError("reduces along another axis than the rows' (convert-tile-to-mma)");
+      Type elem = inType.getElementType();
+      if (!elem.isF32() && !elem.isInteger(32))
+        return red.emitOpError("reduces ") << elem << ": convert-tile-to-mma shuffles f32 or i32";
+      return failure(failed(demandUse(red->getOpOperand(0), acc)));
+    }
+    if (auto st = dyn_cast<tile::StoreOp>(op)) {
+      if (st.getMask())
+        return st.emitOpError("has a mask, which convert-tile-to-mma does not handle");
+      auto type = cast<RankedTensorType>(st.getValue().getType());
+      OpOperand &value = st.getValueMutable();
+      return failure(failed(demandUse(value, type.getRank() == 2 ? acc : row)));
+    }
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+      for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
+        Attribute layout = producedLayout(arg);
+        if (!layout)
+          continue;
+        if (failed(demandUse(forOp.getInitArgsMutable()[i], layout)) ||
+            failed(demandUse(yield->getOpOperand(i), layout)))
+          return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+void LayoutAssigner::cloneMultiLayoutValues() {
+  SmallVector<Operation *> ops;
+  program.walk([&](Operation *op) { ops.push_back(op); });
+  OpBuilder b(program.getContext());
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->getNumResults() != 1)
+      continue;
+    Value v = op->getResult(0);
+    auto it = valueLayouts.find(v);
+    if (it == valueLayouts.end())
+      continue;
+    SmallVector<Attribute, 2> layouts = it->second;
+    auto setOperandUses = [&](Operation *user, Attribute resultLayout) {
+      for (OpOperand &o : user->getOpOperands())
+        if (Attribute l = operandLayouts.lookup({op, o.getOperandNumber(), resultLayout}))
+          useLayout[&o] = l;
+    };
+    setOperandUses(op, layouts.front());
+    it->second.resize(1);
+    for (Attribute layout : ArrayRef(layouts).drop_front()) {
+      b.setInsertionPointAfter(op);
+      Operation *copy = b.clone(*op);
+      // The operands of the copy are needed in the layouts the original's were for `layout`.
+      setOperandUses(copy, layout);
+      for (OpOperand &use : llvm::make_early_inc_range(v.getUses()))
+        if (useLayout.lookup(&use) == layout)
+          use.set(copy->getResult(0));
+      valueLayouts[copy->getResult(0)] = {layout};
+    }
+  }
+}
+
+void LayoutAssigner::rewriteTypes() {
+  auto retype = [&](Value v, Attribute layout) {
+    v.setType(withEncoding(cast<RankedTensorType>(v.getType()), layout));
+  };
+  program.walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (Attribute l = producedLayout(arg))
+            retype(arg, l);
+    for (Value v : op->getResults()) {
+      if (!isa<RankedTensorType>(v.getType()))
+        continue;
+      if (Attribute l = producedLayout(v))
+        retype(v, l);
+      else if (auto it = valueLayouts.find(v); it != valueLayouts.end())
+        retype(v, it->second.front());
+    }
+  });
+  OpBuilder b(program.getContext());
+  program.walk([&](arith::ConstantOp cst) {
+    auto type = dyn_cast<RankedTensorType>(cst.getType());
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!type || !dense || dense.getType() == type)
+      return;
+    b.setInsertionPoint(cst);
+    auto copy = arith::ConstantOp::create(
+        b, cst.getLoc(), type, DenseElementsAttr::get(type, dense.getSplatValue<Attribute>()));
+    cst.replaceAllUsesWith(copy.getResult());
+    cst.erase();
+  });
+  // The P re-pack: a dot's A computed in registers arrives in the accumulator layout.
+  program.walk([&](tile::DotOp dot) {
+    auto aType = cast<RankedTensorType>(dot.getA().getType());
+    if (aType.getEncoding() != acc)
+      return;
+    b.setInsertionPoint(dot);
+    Value packed = ConvertLayoutOp::create(b, dot.getLoc(), withEncoding(aType, operandA),
+                                           dot.getA());
+    dot->setOperand(0, packed);
+  });
+}
+
+struct AssignLayouts : tessel::tilegpu::impl::TileGPUAssignLayoutsBase<AssignLayouts> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp program = getOperation();
+    if (program.isExternal())
+      return;
+    FailureOr<MmaClassPlan> plan = planMmaClass(program, wgmma, warpRows);
+    if (failed(plan) || failed(LayoutAssigner(program, *plan).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace

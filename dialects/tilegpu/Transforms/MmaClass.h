@@ -1,0 +1,53 @@
+//===- MmaClass.h - the attention class of the register-resident path -*- C++ -*-===//
+//
+// Which tile programs the mma.sync/wgmma path takes, and the two decisions it makes for the
+// whole program: the register layout (warps, rows per warp, instruction family) and where each
+// loaded block lives in shared memory. One function decides both, used by the layout and
+// shared-memory passes of the tilegpu level and by convert-tile-to-mma, so they cannot drift.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILEGPU_TRANSFORMS_MMACLASS_H
+#define TESSEL_TILEGPU_TRANSFORMS_MMACLASS_H
+
+#include "tilegpu/IR/TileGPUDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace tessel::tilegpu {
+
+/// What a tile.load feeds, which decides how its block reaches the tensor cores.
+enum class LoadRole { A, BTransposed, B };
+
+/// Where a load's block lives in shared memory.
+struct LoadSlot {
+  LoadRole role = LoadRole::A;
+  /// Bytes from the start of the kernel's shared memory (stage 0 for loop-body loads).
+  int64_t smemOffset = 0;
+  int64_t rows = 0, cols = 0;
+  /// Index among the loads of its loop body; -1 outside loops.
+  int streamIndex = -1;
+};
+
+/// The plan of an attention-class program.
+struct MmaClassPlan {
+  MmaEncodingAttr layout;
+  /// f16 or bf16: the element type of every dot operand.
+  mlir::Type operandType;
+  /// Every tile.load of the program, in program order.
+  llvm::MapVector<mlir::Operation *, LoadSlot> loads;
+  /// Where the ring of loop-body loads starts, and the bytes of one stage of it.
+  int64_t ringStart = 0, stageBytes = 0;
+  /// Bytes of shared memory the kernel needs with a ring of two stages.
+  int64_t sharedBytes = 0;
+};
+
+/// Checks that `program` is in the class (the reason, located, when it is not) and plans it:
+/// wgmma layouts or mma.sync ones, `warpRowsOption` rows per warp (0: choose).
+mlir::FailureOr<MmaClassPlan> planMmaClass(mlir::func::FuncOp program, bool wgmma,
+                                           int64_t warpRowsOption);
+
+} // namespace tessel::tilegpu
+
+#endif // TESSEL_TILEGPU_TRANSFORMS_MMACLASS_H

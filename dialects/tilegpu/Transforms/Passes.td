@@ -1,0 +1,55 @@
+//===- Passes.td - passes of the GPU level ------------------*- tablegen -*-===//
+//
+// The decisions that make a kernel fast, each a pass on the tilegpu level that lit can run
+// alone: which layout every tile has, where each block lives in shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILEGPU_TRANSFORMS_PASSES_TD
+#define TESSEL_TILEGPU_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TileGPUAssignLayouts : Pass<"tilegpu-assign-layouts", "::mlir::func::FuncOp"> {
+  let summary = "Give every tile of an attention-class program its register layout.";
+  let description = [{
+    For a tile program in the attention class (docs/dev/codegen.md: a query block of 64 or 128
+    rows, f16/bf16 dot operands from loads, one loop level), every tensor type gets a layout
+    encoding: 2-D tiles whose rows are the query block and dot accumulators
+    `#tilegpu.mma<kind, warps, warp_rows>`, row vectors `#tilegpu.slice<dim = 1>`, column
+    vectors `#tilegpu.slice<dim = 0>`, loaded dot operands `#tilegpu.dot_operand<operand = 0|1>`.
+    An index tile (iota, splat, broadcast and arithmetic on them) that consumers need in two
+    layouts is computed twice, once per layout; a dot whose A operand is computed in registers
+    (the probabilities P) reads it through a `tilegpu.convert_layout` from the accumulator
+    layout, the P re-pack. A program outside the class is refused with the reason, located.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "sm_90a warpgroup layouts (#tilegpu.mma<wgmma, …>: 16 rows per warp).">,
+    Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
+           "Query rows per warp: 16, 32, or 0 to choose (32 for a 128-row block on "
+           "mma.sync, else 16).">
+  ];
+}
+
+def TileGPUAllocateShared : Pass<"tilegpu-allocate-shared", "::mlir::func::FuncOp"> {
+  let summary = "Place the loaded blocks in shared memory and make their copies explicit.";
+  let description = [{
+    Runs after `tilegpu-assign-layouts`. Each `tile.load` of a dot operand becomes a
+    `tilegpu.alloc` (a `!tilegpu.smem` buffer with its byte offset), a `tilegpu.async_copy`
+    with its commit and wait, a `gpu.barrier` and a `tilegpu.local_load` into the operand
+    layout (`transpose` where a `tile.trans` read it). Loads outside loops get their own bytes;
+    the loads of a loop body share slots by their position in the body, in a ring of `stages`
+    stages (iteration j reads stage j % stages). With wgmma layouts, when every load outside
+    the loops is an A operand read into registers once, the ring reuses those bytes. The
+    function gets `tilegpu.shared_bytes`, the bytes the kernel needs.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Stages of the ring of loop-body loads (2: double buffering).">
+  ];
+}
+
+#endif // TESSEL_TILEGPU_TRANSFORMS_PASSES_TD
