@@ -89,6 +89,8 @@ LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emi
 }
 
 MmaEncodingAttr tessel::tilegpu::getMmaParent(Attribute encoding) {
+  if (!encoding)
+    return {};
   return llvm::TypeSwitch<Attribute, MmaEncodingAttr>(encoding)
       .Case([](MmaEncodingAttr mma) { return mma; })
       .Case([](SliceEncodingAttr slice) { return slice.getParent(); })

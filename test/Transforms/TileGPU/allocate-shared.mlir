@@ -1,0 +1,90 @@
+// tilegpu-allocate-shared on programs whose tiles already carry their layouts: each load of a
+// dot operand becomes a buffer at its planned offset, an async copy, its wait and barrier, and
+// a local load into the operand layout.
+// RUN: tessel-opt %s --split-input-file --tilegpu-allocate-shared | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --tilegpu-allocate-shared="stages=3" | FileCheck %s --check-prefix=THREE
+
+#mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+
+// Q gets bytes of its own (8 KiB); K and V share a ring of two stages after it, each slot
+// 16 KiB (8 KiB per stage): 8 + 2 · 16 KiB.
+// CHECK-LABEL: func.func @qkv_mma_sync
+// CHECK-SAME: tilegpu.shared_bytes = 40960
+// CHECK-DAG: %[[VS:.*]] = tilegpu.alloc {offset = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[KS:.*]] = tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[QS:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x64xf16, stages = 1, swizzle = 128>
+// CHECK: %[[QT:.*]] = tilegpu.async_copy %{{.*}} into %[[QS]][%[[C0:.*]]] :
+// CHECK-NEXT: %[[QG:.*]] = tilegpu.async_commit %[[QT]]
+// CHECK-NEXT: tilegpu.async_wait %[[QG]] {pending = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[Q:.*]] = tilegpu.local_load %[[QS]][%[[C0]]] : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 0,
+// CHECK: scf.for %[[J:.*]] = %[[LB:.*]] to
+// Iteration (j - lb) / step reads stage iteration % 2.
+// CHECK: %[[D:.*]] = arith.subi %[[J]], %[[LB]] : i32
+// CHECK-NEXT: %[[IT:.*]] = arith.divui %[[D]], %{{.*}} : i32
+// CHECK: %[[ST:.*]] = arith.remui %[[IT]], %{{.*}} : i32
+// CHECK-NEXT: %[[KT:.*]] = tilegpu.async_copy %{{.*}} into %[[KS]][%[[ST]]]
+// The K block read transposed replaces the tile.trans.
+// CHECK: %[[K:.*]] = tilegpu.local_load %[[KS]][%[[ST]]] {transpose} : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
+// CHECK-NOT: tile.trans
+// CHECK: tile.dot %[[Q]], %[[K]]
+// CHECK: tilegpu.async_copy %{{.*}} into %[[VS]]
+// CHECK: %[[V:.*]] = tilegpu.local_load %[[VS]][%{{.*}}] : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
+// CHECK: tile.dot %{{.*}}, %[[V]]
+
+// THREE-LABEL: func.func @qkv_mma_sync
+// THREE-SAME: tilegpu.shared_bytes = 57344
+// THREE: tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 3, swizzle = 128>
+func.func @qkv_mma_sync(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
+                        %lb: i32, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #mma>
+  %q = tile.load %qd[%lb, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16, #a>
+  %o = scf.for %j = %lb to %ub step %c64 iter_args(%acc = %zero) -> (tensor<64x64xf32, #mma>) : i32 {
+    %k = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16, #b>
+    %kt = tile.trans %k : tensor<64x64xf16, #b> -> tensor<64x64xf16, #b>
+    %s = tile.dot %q, %kt, %zero : tensor<64x64xf16, #a>, tensor<64x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %p = arith.truncf %s : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+    %pa = tilegpu.convert_layout %p : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #a>
+    %v = tile.load %vd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16, #b>
+    %acc2 = tile.dot %pa, %v, %acc : tensor<64x64xf16, #a>, tensor<64x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %acc2 : tensor<64x64xf32, #mma>
+  }
+  return
+}
+
+// -----
+
+#wg = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>
+#wa = #tilegpu.dot_operand<operand = 0, parent = #wg>
+#wb = #tilegpu.dot_operand<operand = 1, parent = #wg>
+
+// wgmma: Q is read into registers once, so the ring reuses its bytes (starts at 0):
+// 2 · (16 + 16) KiB for d128 instead of 16 + 2 · 32.
+// CHECK-LABEL: func.func @qkv_wgmma_d128
+// CHECK-SAME: tilegpu.shared_bytes = 65536
+// CHECK-DAG: tilegpu.alloc {offset = 16384 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 1, swizzle = 128>
+func.func @qkv_wgmma_d128(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
+                          %lb: i32, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zs = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #wg>
+  %zo = arith.constant dense<0.000000e+00> : tensor<64x128xf32, #wg>
+  %q = tile.load %qd[%lb, %c0] : !tile.desc<2, f16> -> tensor<64x128xf16, #wa>
+  %o = scf.for %j = %lb to %ub step %c64 iter_args(%acc = %zo) -> (tensor<64x128xf32, #wg>) : i32 {
+    %k = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x128xf16, #wb>
+    %kt = tile.trans %k : tensor<64x128xf16, #wb> -> tensor<128x64xf16, #wb>
+    %s = tile.dot %q, %kt, %zs : tensor<64x128xf16, #wa>, tensor<128x64xf16, #wb> -> tensor<64x64xf32, #wg>
+    %p = arith.truncf %s : tensor<64x64xf32, #wg> to tensor<64x64xf16, #wg>
+    %pa = tilegpu.convert_layout %p : tensor<64x64xf16, #wg> -> tensor<64x64xf16, #wa>
+    %v = tile.load %vd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x128xf16, #wb>
+    %acc2 = tile.dot %pa, %v, %acc : tensor<64x64xf16, #wa>, tensor<64x128xf16, #wb> -> tensor<64x128xf32, #wg>
+    scf.yield %acc2 : tensor<64x128xf32, #wg>
+  }
+  return
+}
