@@ -26,17 +26,6 @@ namespace tile = tessel::tile;
 
 namespace {
 
-/// The mma layout the program's tiles were given, or null.
-MmaEncodingAttr programLayout(func::FuncOp program) {
-  MmaEncodingAttr found;
-  program.walk([&](Operation *op) {
-    for (Type t : op->getResultTypes())
-      if (auto rt = dyn_cast<RankedTensorType>(t); rt && !found)
-        found = getMmaParent(rt.getEncoding());
-  });
-  return found;
-}
-
 struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<AllocateShared> {
   using Base::Base;
 

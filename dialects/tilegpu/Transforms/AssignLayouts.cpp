@@ -31,6 +31,22 @@ namespace tile = tessel::tile;
 
 namespace {
 
+/// Tensor constants whose result type was given (or lost) a layout: the same value, retyped
+/// (arith.constant's value must have its result's type).
+void retypeConstants(func::FuncOp program) {
+  OpBuilder b(program.getContext());
+  program.walk([&](arith::ConstantOp cst) {
+    auto type = dyn_cast<RankedTensorType>(cst.getType());
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!type || !dense || dense.getType() == type)
+      return;
+    b.setInsertionPoint(cst);
+    auto copy = arith::ConstantOp::create(b, cst.getLoc(), type, dense.reshape(type));
+    cst.replaceAllUsesWith(copy.getResult());
+    cst.erase();
+  });
+}
+
 class LayoutAssigner {
 public:
   LayoutAssigner(func::FuncOp program, const MmaClassPlan &plan);
@@ -282,18 +298,8 @@ void LayoutAssigner::rewriteTypes() {
         retype(v, it->second.front());
     }
   });
+  retypeConstants(program);
   OpBuilder b(program.getContext());
-  program.walk([&](arith::ConstantOp cst) {
-    auto type = dyn_cast<RankedTensorType>(cst.getType());
-    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
-    if (!type || !dense || dense.getType() == type)
-      return;
-    b.setInsertionPoint(cst);
-    auto copy = arith::ConstantOp::create(
-        b, cst.getLoc(), type, DenseElementsAttr::get(type, dense.getSplatValue<Attribute>()));
-    cst.replaceAllUsesWith(copy.getResult());
-    cst.erase();
-  });
   // The P re-pack: a dot's A computed in registers arrives in the accumulator layout.
   program.walk([&](tile::DotOp dot) {
     auto aType = cast<RankedTensorType>(dot.getA().getType());
@@ -311,12 +317,50 @@ struct AssignLayouts : tessel::tilegpu::impl::TileGPUAssignLayoutsBase<AssignLay
 
   void runOnOperation() override {
     func::FuncOp program = getOperation();
-    if (program.isExternal())
-      return;
-    FailureOr<MmaClassPlan> plan = planMmaClass(program, wgmma, warpRows);
-    if (failed(plan) || failed(LayoutAssigner(program, *plan).run()))
+    if (!program.isExternal() && failed(assignLayouts(program, wgmma, warpRows)))
       signalPassFailure();
   }
 };
 
 } // namespace
+
+LogicalResult tessel::tilegpu::assignLayouts(func::FuncOp program, bool wgmma,
+                                             int64_t warpRowsOption) {
+  FailureOr<MmaClassPlan> plan = planMmaClass(program, wgmma, warpRowsOption);
+  if (failed(plan))
+    return failure();
+  LayoutAssigner assigner(program, *plan);
+  // Demands are collected before anything changes, so a refusal leaves the program as it was.
+  return assigner.run();
+}
+
+MmaEncodingAttr tessel::tilegpu::programLayout(func::FuncOp program) {
+  MmaEncodingAttr found;
+  program.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto rt = dyn_cast<RankedTensorType>(t); rt && !found)
+        found = getMmaParent(rt.getEncoding());
+  });
+  return found;
+}
+
+void tessel::tilegpu::stripLayouts(func::FuncOp program) {
+  auto strip = [](Value v) {
+    if (auto rt = dyn_cast<RankedTensorType>(v.getType()); rt && rt.getEncoding())
+      v.setType(withEncoding(rt, Attribute()));
+  };
+  program.walk([&](Operation *op) {
+    if (auto cvt = dyn_cast<ConvertLayoutOp>(op)) {
+      cvt.getResult().replaceAllUsesWith(cvt.getInput());
+      cvt.erase();
+      return;
+    }
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          strip(arg);
+    for (Value v : op->getResults())
+      strip(v);
+  });
+  retypeConstants(program);
+}

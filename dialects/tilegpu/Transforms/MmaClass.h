@@ -4,6 +4,7 @@
 // whole program: the register layout (warps, rows per warp, instruction family) and where each
 // loaded block lives in shared memory. One function decides both, used by the layout and
 // shared-memory passes of the tilegpu level and by convert-tile-to-mma, so they cannot drift.
+// The entry points of layout assignment are here too, for convert-tile-to-mma's fallbacks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,18 @@ struct MmaClassPlan {
 /// wgmma layouts or mma.sync ones, `warpRowsOption` rows per warp (0: choose).
 mlir::FailureOr<MmaClassPlan> planMmaClass(mlir::func::FuncOp program, bool wgmma,
                                            int64_t warpRowsOption);
+
+/// Gives every tile of `program` its layout (tilegpu-assign-layouts): the class check, then
+/// the layouts on the types. On failure (the reason emitted, located) the program is unchanged.
+mlir::LogicalResult assignLayouts(mlir::func::FuncOp program, bool wgmma,
+                                  int64_t warpRowsOption);
+
+/// The mma layout the tiles of `program` were given, or null when they have none.
+MmaEncodingAttr programLayout(mlir::func::FuncOp program);
+
+/// Takes the layouts off again (a program another lowering will take): encodings dropped,
+/// layout conversions bypassed.
+void stripLayouts(mlir::func::FuncOp program);
 
 } // namespace tessel::tilegpu
 
