@@ -9,6 +9,7 @@
 #include "tessel/Target/Pipeline.h"
 
 #include "tessel/Conversion/Passes.h"
+#include "tessel/Target/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"

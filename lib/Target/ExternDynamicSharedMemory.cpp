@@ -6,14 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/Conversion/Passes.h"
+#include "tessel/Target/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_EXTERNDYNAMICSHAREDMEMORY
-#include "tessel/Conversion/Passes.h.inc"
+#include "tessel/Target/Passes.h.inc"
 } // namespace tessel
 
 using namespace mlir;
