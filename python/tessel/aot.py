@@ -32,7 +32,8 @@ import sys
 import numpy as np
 
 from . import cache as tcache
-from .jit import VERSION, JITFunction
+from .jit import JITFunction
+from .version import VERSION
 
 DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}
 C_SCALAR = {"f16": "uint16_t", "bf16": "uint16_t", "f32": "float"}

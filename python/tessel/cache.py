@@ -37,6 +37,7 @@ import warnings
 
 from . import timing
 from .errors import CompilationError
+from .version import VERSION
 
 log = logging.getLogger("tessel.cache")
 
@@ -122,7 +123,6 @@ def file_build_id(path):
 
 
 def tessel_version():
-    from .jit import VERSION
     return f"{VERSION}+{build_id()}"
 
 
@@ -151,12 +151,14 @@ def ptxas_version(toolkit=""):
 
 def canonical_value(value):
     """A JSON value that names a constexpr the same way in every process."""
-    from .jit import JITFunction
+    from . import _tessel
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
         return repr(value)            # exact, and keeps nan/inf representable
-    if isinstance(value, JITFunction):
+    # A @tessel.jit function: JITFunction (jit.py) is the one subclass of the C Dispatcher, which
+    # names it here without importing the JIT.
+    if isinstance(value, _tessel.Dispatcher):
         fn = value.fn
         return f"jit:{fn.__qualname__}"   # its code is in the tile IR; a module name is a path
     if isinstance(value, (tuple, list)):

@@ -34,8 +34,6 @@ from . import timing
 from .errors import CompilationError
 from .frontend import CodeGenerator, FunctionSource, TVal, _Return
 
-VERSION = "0.1.0"
-
 
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:

@@ -33,12 +33,6 @@ _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
                    np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16"}
 
 
-def llvm_version():
-    """The version of the LLVM tessel was built with (an ingredient of the cache key)."""
-    from . import _tessel
-    return _tessel.llvm_version
-
-
 def dtype_of_array(a):
     if a.dtype.name == "bfloat16":
         return "bf16"

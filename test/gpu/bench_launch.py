@@ -35,9 +35,10 @@ import tempfile
 import textwrap
 import time
 
+# test/python: fakecuda and the launch-path kernels (launch_kernels.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 FAKE = "--fake-driver" in sys.argv
 if FAKE:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import fakecuda
     DRIVER = fakecuda.install()
     torch = fakecuda.fake_torch(DRIVER)
@@ -52,17 +53,9 @@ else:
     randn = torch.randn
 
 import tessel  # noqa: E402
-from tessel import language as tl  # noqa: E402
 from tessel.attention import attention_kernel  # noqa: E402
 
-
-@tessel.jit
-def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    xd = tl.make_desc(x, shape=(n,), strides=(1,))
-    yd = tl.make_desc(y, shape=(n,), strides=(1,))
-    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
-    tl.store(yd, (pid * BLOCK,), t * a + b)
+from launch_kernels import scale_shift  # noqa: E402
 
 
 def time_calls(fn, n, warmup=50):

@@ -10,6 +10,7 @@ and the memory numbers.
 import json
 import math
 import os
+import sys
 
 import pytest
 
@@ -22,6 +23,9 @@ import tessel.cache  # noqa: E402
 from tessel import language as tl  # noqa: E402
 from tessel.attention import attention_kernel, gpu_blocks  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from launch_kernels import scale_shift  # noqa: E402
+
 RESULTS = {"attention": [], "memory": [], "kernels": []}
 TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 
@@ -33,15 +37,6 @@ def write_results():
     if path:
         with open(path, "w") as f:
             json.dump(RESULTS, f, indent=1)
-
-
-@tessel.jit
-def scale_shift(x, y, n, a, b, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    xd = tl.make_desc(x, shape=(n,), strides=(1,))
-    yd = tl.make_desc(y, shape=(n,), strides=(1,))
-    t = tl.load(xd, (pid * BLOCK,), shape=(BLOCK,))
-    tl.store(yd, (pid * BLOCK,), t * a + b)
 
 
 def reference(q, k, v, causal, scale):

@@ -1,5 +1,6 @@
-"""Small kernels the launch-path tests share (test_gpu_dispatch.py in process, launch_worker.py
-in a subprocess on the fake driver)."""
+"""Small kernels the launch-path tests share: test_gpu_dispatch.py in process, launch_worker.py
+in a subprocess on the fake driver, and on a GPU test/gpu/test_python_gpu.py and
+test/gpu/bench_launch.py (which put this folder on sys.path)."""
 import tessel
 from tessel import language as tl
 
