@@ -2,10 +2,11 @@
 //
 // convert-tile-to-gpu: each tile program (a `func.func`) becomes a `gpu.func` kernel, one CTA per
 // program instance. Correct rather than fast: every tile value lives in a shared-memory buffer
-// (buffers whose lifetimes are disjoint share bytes, SharedMemoryPlan.h), and every tile op is a loop over elements spread over the CTA's threads and closed by a
-// barrier. Scalars are computed by every thread alike, so all control flow is uniform and the
-// barriers inside loops and ifs are legal. The fast path (register fragments, mma.sync, wgmma)
-// replaces this lowering later; this one is the yardstick it is checked against.
+// (buffers whose lifetimes are disjoint share bytes, SharedMemoryPlan.h), and every tile op is a
+// loop over elements spread over the CTA's threads and closed by a barrier. Scalars are computed
+// by every thread alike, so all control flow is uniform and the barriers inside loops and ifs are
+// legal. The fast path (convert-tile-to-mma) takes the attention class; this lowering takes every
+// other program and is the yardstick the fast path is checked against.
 //
 //===----------------------------------------------------------------------===//
 
