@@ -1,0 +1,307 @@
+//===- ConvertTileToMMA.cpp - register-resident mma.sync lowering of attention ----------------===//
+//
+// convert-tile-to-mma: the sm_80 fast path (FlashAttention-2 style) for the attention class of tile
+// programs. Tiles whose rows are the query block live in registers in the accumulator layout of
+// mma.sync.m16n8k16 (warp w owns 16 or 32 rows, one or two m16 tiles; in each tile lane l holds
+// rows l/4 and l/4+8, columns 2(l%4) and 2(l%4)+1 of every 8-column slab); row vectors hold the two
+// rows a thread owns; index tiles (iota/splat/expand_dims/broadcast and arithmetic on them) are
+// computed per register from the lane and warp ids, on demand, in the layout their consumer asks
+// for. Loads go through XOR-swizzled shared memory with cp.async (zero fill past the bounds) and
+// reach the tensor cores through ldmatrix; the loads of a loop body are pipelined across the body
+// and the next iteration. docs/dev/codegen-mma.md explains the choices.
+//
+// This file holds the pass (one gpu.func per program, the fallback to the reference lowering
+// with a remark, the shared-memory global) and the builder's entry: thread coordinates, the
+// walk over the program that dispatches each op to the part that emits it, scalar helpers.
+// MmaKernelBuilder.h lists the other parts.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "tessel/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_CONVERTTILETOMMA
+#include "tessel/Conversion/Passes.h.inc"
+} // namespace tessel
+
+namespace tessel::mma {
+
+bool isTensor(Type t) { return isa<RankedTensorType>(t); }
+
+/// A [BM, N] tile that is a [BM, 1] column broadcast along the rows.
+bool isRowBroadcast(Value v) {
+  auto bc = v.getDefiningOp<tile::BroadcastOp>();
+  if (!bc)
+    return false;
+  auto in = cast<RankedTensorType>(bc.getInput().getType());
+  return in.getRank() == 2 && in.getShape()[1] == 1 &&
+         cast<RankedTensorType>(v.getType()).getShape()[1] != 1;
+}
+
+int64_t constantOf(Value v) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return c.getSExtValue();
+  return INT64_MIN;
+}
+
+Value MmaKernelBuilder::ci32(int64_t v) {
+  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI32IntegerAttr(v));
+}
+
+Value MmaKernelBuilder::ci64(int64_t v) {
+  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI64IntegerAttr(v));
+}
+
+Value MmaKernelBuilder::toI64(Value v) {
+  return tessel::conversion::toI64(b, b.getUnknownLoc(), v);
+}
+
+Value MmaKernelBuilder::toI32(Value v) {
+  Location loc = b.getUnknownLoc();
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  if (v.getType().getIntOrFloatBitWidth() > 32)
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), v);
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel body
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Location loc = program.getLoc();
+  lazy.emplace_back();
+  tid = toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  lane = arith::AndIOp::create(b, loc, tid, ci32(31));
+  // The warp index through a shuffle from lane 0: the same value, but ptxas then knows it is
+  // uniform across the warp and keeps what derives from it (the warp's first row, the start of
+  // its Q rows in shared memory) in uniform registers.
+  Value warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), ci32(-1),
+                                    arith::ShRUIOp::create(b, loc, tid, ci32(5)), ci32(0),
+                                    ci32(31), NVVM::ShflKind::idx, UnitAttr());
+  laneRow = arith::ShRUIOp::create(b, loc, lane, ci32(2));
+  quadCol2 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, lane, ci32(3)), ci32(2));
+  rowBase = arith::MulIOp::create(b, loc, warp, ci32(warpRows));
+  Value row0 = arith::AddIOp::create(b, loc, rowBase, laneRow);
+  for (int64_t i = 0; i < 2 * mTiles; ++i)
+    entryRows.push_back(i == 0 ? row0
+                               : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+  smemBase = LLVM::AddressOfOp::create(b, loc, smemGlobal);
+  for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
+    scalars.map(src, dst);
+  if (failed(emitBlock(program.getBody().front())))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitBlock(Block &block) {
+  for (Operation &op : block.without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
+  if (Value v = tessel::conversion::emitGridQuery(b, op)) {
+    scalars.map(op->getResult(0), v);
+    return success();
+  }
+  if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
+    descs[md.getResult()] = tessel::conversion::lowerMakeDesc(b, md, scalars);
+    return success();
+  }
+  if (auto ld = dyn_cast<tile::LoadOp>(op))
+    return emitLoad(ld);
+  if (auto st = dyn_cast<tile::StoreOp>(op))
+    return emitStore(st);
+  if (auto dot = dyn_cast<tile::DotOp>(op))
+    return emitDot(dot);
+  if (auto red = dyn_cast<tile::ReduceOp>(op))
+    return emitReduce(red);
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return emitFor(forOp);
+  // Tile-valued pure ops are computed where a consumer needs them, in its layout.
+  if (llvm::any_of(op->getResultTypes(), isTensor)) {
+    if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
+            arith::ConstantOp>(op))
+      return success();
+    Dialect *dialect = op->getDialect();
+    if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
+        op->getNumRegions() == 0)
+      return success();
+    return op->emitOpError("is not supported by convert-tile-to-mma");
+  }
+  Dialect *dialect = op->getDialect();
+  bool scalarOp = dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
+                  op->getNumRegions() == 0 && !llvm::any_of(op->getOperandTypes(), isTensor);
+  if (!scalarOp)
+    return op->emitOpError("is not supported by convert-tile-to-mma");
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(scalars.lookup(v));
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    scalars.map(cst.getResult(), b.clone(*op)->getResult(0));
+    return success();
+  }
+  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands, op->getResultTypes(),
+                                                                /*ftz=*/true);
+  for (auto [src, dst] : llvm::zip(op->getResults(), results))
+    scalars.map(src, dst);
+  return success();
+}
+
+} // namespace tessel::mma
+
+using namespace mlir;
+using tessel::mma::MmaKernelBuilder;
+namespace tile = tessel::tile;
+
+namespace {
+
+constexpr const char *kSharedGlobal = "__tessel_mma_smem";
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> programs;
+    for (func::FuncOp f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        programs.push_back(f);
+    if (programs.empty())
+      return;
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    gpu::GPUModuleOp gpuModule;
+    LLVM::GlobalOp smem;
+    bool failedAny = false;
+    for (func::FuncOp program : programs) {
+      // Collect the first error of this program; with fallback it becomes a remark. With
+      // fallback and wgmma (codegen=auto on sm_90a) a program wgmma refuses is tried on the
+      // mma.sync path before it is left to the reference lowering.
+      std::string reason;
+      Location where = program.getLoc();
+      LogicalResult built = failure();
+      bool useWgmma = wgmma;
+      for (;;) {
+        gpu::GPUFuncOp kernel;
+        reason.clear();
+        where = program.getLoc();
+        {
+          ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+            if (diag.getSeverity() != DiagnosticSeverity::Error)
+              return failure();
+            if (reason.empty()) {
+              reason = diag.str();
+              where = diag.getLocation();
+            }
+            return success();
+          });
+          built = lowerProgram(program, gpuModule, smem, kernel, useWgmma);
+        }
+        if (succeeded(built))
+          break;
+        if (kernel)
+          kernel.erase();
+        if (!(fallback && useWgmma))
+          break;
+        emitRemark(where) << "convert-tile-to-mma lowers @" << program.getName()
+                          << " with mma.sync, not wgmma: " << reason;
+        useWgmma = false;
+      }
+      if (succeeded(built)) {
+        program.erase();
+        continue;
+      }
+      if (fallback) {
+        emitRemark(where) << "convert-tile-to-mma leaves @" << program.getName()
+                          << " to the reference lowering: " << reason;
+      } else {
+        emitError(where) << reason;
+        failedAny = true;
+      }
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  LogicalResult lowerProgram(func::FuncOp program, gpu::GPUModuleOp &gpuModule,
+                             LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel, bool useWgmma) {
+    MLIRContext *ctx = &getContext();
+    ModuleOp module = getOperation();
+    if (program.getNumResults() != 0)
+      return program.emitOpError("is a tile program, so it must return nothing");
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : program.getArguments()) {
+      Type t = arg.getType();
+      if (isa<tile::PtrType>(t))
+        argTypes.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+      else if (t.isIntOrIndexOrFloat())
+        argTypes.push_back(t);
+      else
+        return program.emitOpError() << "argument #" << arg.getArgNumber() << " has type " << t
+                                     << ": a kernel takes !tile.ptr and scalar arguments";
+    }
+    OpBuilder b(ctx);
+    if (!gpuModule) {
+      for (auto m : module.getOps<gpu::GPUModuleOp>())
+        if (m.getName() == "tessel_kernels")
+          gpuModule = m;
+      if (!gpuModule) {
+        b.setInsertionPointToEnd(module.getBody());
+        gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
+        module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+      }
+    }
+    if (useWgmma && !chip.empty() && chip != "sm_90a")
+      return program.emitOpError("cannot use codegen=wgmma on ")
+             << chip << ": wgmma.mma_async needs sm_90a";
+    if (!smem) {
+      // wgmma's 128-byte swizzle is a function of the shared address: slabs start at
+      // multiples of 1024 bytes, so the block must too.
+      b.setInsertionPointToStart(gpuModule.getBody());
+      smem = LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                                    /*isConstant=*/false, LLVM::Linkage::External, kSharedGlobal,
+                                    Attribute(), /*alignment=*/wgmma ? 1024 : 16,
+                                    /*addrSpace=*/3);
+    }
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
+                                    FunctionType::get(ctx, argTypes, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    MmaKernelBuilder builder(kernel, smem, warpRows, useWgmma, wgmmaOverlap);
+    if (failed(builder.plan(program)))
+      return failure();
+    if (builder.sharedBytes() > sharedLimit)
+      return program.emitOpError("needs ")
+             << builder.sharedBytes() << " bytes of shared memory, more than " << sharedLimit;
+    kernel.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
+    kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
+    kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
+    kernel->setAttr("tessel.codegen", b.getStringAttr(useWgmma ? "wgmma" : "mma"));
+    return builder.build(program);
+  }
+};
+
+} // namespace

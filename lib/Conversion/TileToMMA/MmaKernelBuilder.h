@@ -1,0 +1,306 @@
+//===- MmaKernelBuilder.h - convert-tile-to-mma's kernel builder --------------------*- C++ -*-===//
+//
+// Private to lib/Conversion/TileToMMA. MmaKernelBuilder turns one tile program of the attention
+// class into a gpu.func: tiles in registers in the mma.sync accumulator layout, loads through
+// swizzled shared memory (cp.async, ldmatrix), dots as mma.sync (sm_80) or wgmma.mma_async
+// (sm_90a). This header declares the class and the types and helpers its parts share; the
+// definitions are in the files named after what they emit:
+//   ConvertTileToMMA.cpp  the pass; the builder's entry, op dispatch and scalar helpers
+//   Planning.cpp          plan: the class check, load roles, shared-memory slots and stages
+//   Registers.cpp         register layouts: materialize (on-demand index and element-wise tiles)
+//   SharedLoads.cpp       cp.async into swizzled shared memory, the load ring, ldmatrix addresses
+//   MmaSync.cpp           A fragments and dots as mma.sync.m16n8k16
+//   Wgmma.cpp             dots as wgmma.mma_async, the inline-PTX helpers for values in flight
+//   WgmmaOverlap.cpp      wgmma-overlap: FA3's intra-warpgroup schedule
+//   Softmax.cpp           row reductions (quad shuffles) and the single-FFMA scaled scores
+//   Loops.cpp             scf.for with its pipelined loads, and the stores
+// docs/dev/codegen-mma.md and docs/dev/codegen-wgmma.md explain the choices.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#ifndef TESSEL_LIB_CONVERSION_TILETOMMA_MMAKERNELBUILDER_H
+#define TESSEL_LIB_CONVERSION_TILETOMMA_MMAKERNELBUILDER_H
+
+#include "tessel/Conversion/ScalarLowering.h"
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <utility>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace tessel::mma {
+
+// The builder's parts are written against MLIR's names, as the rest of lib/Conversion is (with
+// `using namespace mlir` in its .cpp files); inside this private namespace only.
+using namespace mlir;
+
+/// How a tile value is spread over the registers of the CTA (docs/dev/codegen-mma.md, Layouts).
+/// Acc: [BM, N], regs[(n/8)*4 + r]; Row: [BM] or [BM, 1], regs[h]; Col: [N] or [1, N],
+/// regs[(n/8)*2 + c].
+enum class Layout { Acc = 0, Row = 1, Col = 2 };
+
+/// A descriptor after lowering, all i64.
+using Desc = tessel::conversion::LoweredDesc;
+
+/// What a tile.load feeds, which decides how its block reaches the tensor cores.
+enum class LoadRole { A, BTransposed, B };
+
+/// Where a load's block lives in shared memory.
+struct LoadPlan {
+  LoadRole role;
+  int64_t smemOffset = 0;
+  int64_t rows = 0, cols = 0;
+  /// Index among the loads of its loop body; -1 outside loops.
+  int streamIndex = -1;
+};
+
+/// FA3's intra-warpgroup pipelining of an attention loop (wgmma-overlap,
+/// docs/dev/codegen-wgmma.md): the loop's P·V dot is issued one iteration late, as a second
+/// commit group beside the next S = Q·Kᵀ, and V is loaded one iteration late to match.
+struct Overlap {
+  tile::DotOp sDot, pvDot;
+  tile::LoadOp kLoad, vLoad;
+  /// Position of O among the loop's iter_args and results.
+  unsigned accIndex = 0;
+  /// The P·V still to issue: P packed (b32 registers) and the byte offset (i32) of its V block
+  /// (slot + stage). From the loop's iter_args until the S dot, then from the P·V dot.
+  SmallVector<Value> pendingP;
+  Value pendingV;
+  /// O while that P·V runs: from the S dot (issue) to the P·V dot (wait_group 0).
+  SmallVector<Value> inFlight;
+};
+
+/// wgmma-overlap: the pending P·V a loop leaves to the next one (see handoverTarget) instead of
+/// draining it: P, V's offset, the stage the next loop starts in, whether any loop of the chain
+/// ran (else nothing is pending).
+struct Handover {
+  scf::ForOp next;
+  SmallVector<Value> pendingP;
+  Value pendingV, stage, ran;
+};
+
+/// The loop being emitted and its pipelined loads.
+struct LoopContext {
+  scf::ForOp source;
+  SmallVector<tile::LoadOp> streams;
+  Value iv, ub, step;
+  /// Byte offset (i32) of the stage the current iteration reads: 0 or streamStageBytes.
+  Value stage;
+  /// Set when the loop runs the overlapped schedule.
+  Overlap *overlap = nullptr;
+};
+
+/// Whether `t` is a tile (a ranked tensor).
+bool isTensor(Type t);
+/// A [BM, N] tile that is a [BM, 1] column broadcast along the rows.
+bool isRowBroadcast(Value v);
+/// The value of an integer constant, INT64_MIN when `v` is not one.
+int64_t constantOf(Value v);
+
+/// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
+/// operand of the same position in `tied` when `tied` is given (the statement reads and
+/// writes it in place), then `inputs` read with `inputConstraints`.
+SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text, TypeRange types,
+                              ValueRange tied, ValueRange inputs,
+                              ArrayRef<StringRef> inputConstraints);
+/// Inline PTX `text` that reads and writes `tied` in place and reads `inputs`; the new values
+/// of `tied`. Values read by an asynchronous wgmma go through such statements so that LLVM
+/// cannot move an ordinary read or write of them across the fence or the wait.
+SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
+                           ValueRange inputs, ArrayRef<StringRef> inputConstraints);
+/// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
+bool isZeroTile(Value v);
+
+class MmaKernelBuilder {
+public:
+  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, int64_t warpRowsOption,
+                   bool wgmma, bool overlap = false)
+      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()),
+        warpRowsOption(warpRowsOption), wgmma(wgmma), overlapOption(wgmma && overlap) {}
+
+  /// Checks that `program` is in the class and plans it; fills the block size and bytes.
+  LogicalResult plan(func::FuncOp program);
+  LogicalResult build(func::FuncOp program);
+
+  int64_t numThreads() const { return numWarps * 32; }
+  int64_t sharedBytes() const { return smemBytes; }
+
+private:
+  LogicalResult emitBlock(Block &block);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitLoad(tile::LoadOp op);
+  LogicalResult emitStore(tile::StoreOp op);
+  LogicalResult emitDot(tile::DotOp op);
+  /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
+  /// shared-memory matrix descriptor).
+  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const LoadPlan &p,
+                             bool transposed);
+  /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
+  /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
+  /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
+  /// `offset` bytes (i32). Returns the accumulator, in flight until a wait re-defines it.
+  SmallVector<Value> wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> acc, Value offset,
+                                const LoadPlan &p, bool transposed, int64_t n, int64_t kSteps);
+  /// wgmma-overlap: whether loop `op` has the shape of the overlapped schedule (see Overlap).
+  std::optional<Overlap> matchOverlap(scf::ForOp op);
+  /// wgmma-overlap: S_j = Q·K_jᵀ and the previous iteration's O += P·V as two commit groups,
+  /// then wait_group 1 (S_j) — the softmax follows while P·V runs.
+  LogicalResult emitOverlapS(tile::DotOp op);
+  /// wgmma-overlap: packs P_j, wait_group 0 (O), rescales O, and leaves P_j·V_j to the next
+  /// iteration (or the loop's drain).
+  LogicalResult emitOverlapPV(tile::DotOp op);
+  /// wgmma-overlap: the loop that takes over the pending P·V of loop `op` (the next loop, also
+  /// overlapped, whose O starts from this loop's O and nothing but pure ops between), or null.
+  scf::ForOp handoverTarget(scf::ForOp op, const Overlap &ov);
+  /// wgmma-overlap: the last P·V of a loop after it (when it ran at all): O.
+  SmallVector<Value> drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p,
+                                  Value v, Value any);
+  /// The A fragments of a dot, a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded
+  /// block read once, or a register tile packed pairwise); empty when they are read from
+  /// shared memory at every k step.
+  FailureOr<SmallVector<Value>> dotAFragments(tile::DotOp op, int64_t K);
+  /// At the first load of a loop body, after its wait and barrier: the next iteration's loads
+  /// into the other stage (overlapped: K_{j+1}, and V_j into this stage), one commit group.
+  void issueNextLoads(Location loc);
+  /// Orders the landed cp.async (generic proxy) writes before wgmma's (async proxy) reads.
+  void fenceSharedForAsyncProxy(Location loc);
+  LogicalResult emitReduce(tile::ReduceOp op);
+  LogicalResult emitFor(scf::ForOp op);
+
+  /// A tile of scaled scores `x = S·c` or `x = select(mask, S·c, -inf)` with `c` a splat scalar
+  /// (tile-optimize's scale·log2e) and `product` the S·c tile.
+  struct ScaledScores {
+    Value scores, scale, mask, product;
+  };
+  std::optional<ScaledScores> matchScaledScores(Value x);
+  /// The single-FFMA softmax (docs/dev/codegen-mma.md): for a match whose S is a register tile
+  /// used only by S·c, replaces S's registers by T = (0 < c < inf) ? S : S·c (a uniform branch
+  /// that does nothing on the fast side) and records k = (0 < c < inf) ? c : 1, so that
+  /// S·c = T·k exactly on both sides; the row max is k·max(T) and exp2(S·c - m) is
+  /// ex2(fma(T, k, -m)). Returns the match once that is in place.
+  std::optional<ScaledScores> prepareScaled(Value x);
+  /// T, or select(mask, T, -inf), per register of the Acc layout.
+  FailureOr<SmallVector<Value>> maskedScores(const ScaledScores &m, Operation *user);
+  /// The row reduction of Acc registers `in` of a tile of `slabs` 8-column slabs: the thread's
+  /// registers of each row, then two quad shuffles.
+  SmallVector<Value> reduceRows(ArrayRef<Value> in, int64_t slabs,
+                                function_ref<Value(Value, Value)> combine);
+
+  /// The registers of tile `v` in `layout`, computing index/element-wise tiles on demand.
+  FailureOr<SmallVector<Value>> materialize(Value v, Layout layout, Operation *user);
+  FailureOr<int64_t> regCount(RankedTensorType type, Layout layout, Operation *user);
+
+  /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
+  void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
+  /// Issues the loads of the loop body for iteration `iv` into the stage at `stage` bytes:
+  /// every load, or with wgmma-overlap those the schedule does not defer (`deferred` false)
+  /// or the deferred V (`deferred` true).
+  void issueStreams(Value iv, Value stage, bool deferred = false);
+  /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
+  /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
+  /// `slabBytes` (wgmma, d128: see slabBytes) chunks 8 and up are in the second slab.
+  Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage,
+                       int64_t slabBytes = 0);
+  /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
+  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
+  Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {},
+                  int64_t slabBytes = 0);
+  /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
+  /// 16-bit columns: matrix row `row8 + lane%8` (row8 = 0 or 8), chunk `chunkLo` (0 or 1) XOR
+  /// the swizzle. Other k/n steps of the same lane are this offset XOR 32·step (chunk + 2·step)
+  /// plus a constant row offset: see chunkStep and ldmatrixAt. It depends on the lane alone, so
+  /// Q and V (the same matrix order) share it, and the tile's place (slot, stage, warp rows) is
+  /// added after.
+  Value ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo);
+  /// Bytes between two rows of a tile of `cols` 16-bit columns: the whole row (mma.sync), or
+  /// one 128-byte slab row (wgmma: a [rows, 128] tile is two [rows, 64] slabs).
+  int64_t rowBytes(int64_t cols) const { return wgmma ? 128 : cols * 2; }
+  /// Bytes between the two 64-column slabs of the tile `p` (wgmma, 128 columns), else 0.
+  int64_t slabBytes(const LoadPlan &p) const { return wgmma && p.cols > 64 ? p.rows * 128 : 0; }
+  /// 16-column step `step` of a lane's ldmatrix address relative to step 0: {XOR, add} bytes.
+  /// Chunk 2·step lies at XOR 32·step inside a 128-byte slab row; past 64 columns (wgmma), in
+  /// the next slab.
+  std::pair<int64_t, int64_t> chunkStep(const LoadPlan &p, int64_t step) const;
+  /// ldmatrix.x4 at `laneOffset` XOR `xorBytes`, plus `tileBytes` (where the tile starts, a
+  /// multiple of the row bytes and of 128, uniform across the warp), plus `addBytes` (a whole
+  /// number of 8-row groups, folded into the instruction's immediate offset).
+  Value ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes, int64_t addBytes,
+                   bool transpose);
+  Value ldmatrix4(Value addr, bool transpose);
+  /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory.
+  SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt);
+  /// Acc register `i` of a tile of `slabs` 8-column slabs: its Row and Col register.
+  int64_t accRow(int64_t i, int64_t slabs) const { return i / (slabs * 4) * 2 + (i % 4) / 2; }
+  int64_t accCol(int64_t i, int64_t slabs) const { return (i / 4) % slabs * 2 + i % 2; }
+  Value packPair(Value lo, Value hi);
+  Value fragmentOf(Value i32reg);
+
+  /// i32 / i64 constants.
+  Value ci32(int64_t v);
+  Value ci64(int64_t v);
+  Value toI64(Value v);
+  Value toI32(Value v);
+
+  gpu::GPUFuncOp kernel;
+  LLVM::GlobalOp smemGlobal;
+  OpBuilder b;
+
+  // The class: query rows, element type of the operands.
+  int64_t blockM = 0;
+  int64_t numWarps = 0;
+  /// 0 (choose), 16 or 32 query rows per warp.
+  int64_t warpRowsOption = 0;
+  /// sm_90a wgmma dots (16 rows per warp, 128-byte-swizzled slabs in shared memory).
+  bool wgmma = false;
+  /// wgmma-overlap (with wgmma): the overlapped schedule for the loops that have its shape.
+  bool overlapOption = false;
+  /// wgmma-overlap: what the loop just emitted hands to the next one.
+  std::optional<Handover> handover;
+  /// Query rows per warp (16 or 32) and m16 row tiles per warp (1 or 2).
+  int64_t warpRows = 16, mTiles = 1;
+  Type operandType;
+  int64_t smemBytes = 0;
+  /// Bytes of one stage of the loop-body loads (two stages: double buffering).
+  int64_t streamStageBytes = 0;
+  DenseMap<Operation *, LoadPlan> loads;
+
+  // Thread coordinates (i32) and the shared-memory base.
+  Value tid, lane, laneRow, quadCol2, rowBase, smemBase;
+  /// The query rows of the thread's Row registers ([mt·2 + h] = row of (m tile, half)) and the
+  /// first of the thread's two columns of every 8-column slab: computed where they are used,
+  /// from the current thread index (see emitFor), not kept from the kernel's entry.
+  SmallVector<Value> rowIndices();
+  Value quadColumn();
+  /// The same, computed at the kernel's entry: what the epilogue's stores use (measured: the
+  /// register allocation of the loops is better with these than with ones from the last loop).
+  SmallVector<Value, 4> entryRows;
+
+  IRMapping scalars;
+  DenseMap<Value, Desc> descs;
+  DenseMap<Value, std::pair<Layout, SmallVector<Value>>> eager;
+  /// A operands kept in registers for the whole kernel (Q when it fits), by load result.
+  DenseMap<Value, SmallVector<Value>> aFragments;
+  /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
+  DenseMap<Value, LoadPlan> aShared;
+  SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
+  /// S·c tiles of the single-FFMA softmax whose S registers hold T: S·c = T·k, by S·c.
+  DenseMap<Value, Value> scaleFactor;
+  LoopContext *loop = nullptr;
+};
+
+} // namespace tessel::mma
+
+#endif // TESSEL_LIB_CONVERSION_TILETOMMA_MMAKERNELBUILDER_H

@@ -1,0 +1,159 @@
+//===- MmaSync.cpp - tile.dot as mma.sync.m16n8k16 --------------------------------------------===//
+//
+// The dot of the sm_80 path: the A fragments (a loaded block read once with ldmatrix, or a
+// register tile packed pairwise from the accumulator layout, shared with wgmma), the B fragments
+// by ldmatrix (.trans for V) and mma.sync.m16n8k16 per m tile, k step and pair of n slabs.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace tessel::mma {
+
+/// An i32 register from ldmatrix as an mma operand: vector<2xf16> for f16, i32 for bf16.
+Value MmaKernelBuilder::fragmentOf(Value reg) {
+  if (operandType.isBF16())
+    return reg;
+  return LLVM::BitcastOp::create(b, b.getUnknownLoc(),
+                                 VectorType::get({2}, operandType), reg);
+}
+
+/// Two 16-bit scalars as one mma operand register (lo in the low half).
+Value MmaKernelBuilder::packPair(Value lo, Value hi) {
+  Location loc = b.getUnknownLoc();
+  auto vt = VectorType::get({2}, operandType);
+  Value v = LLVM::PoisonOp::create(b, loc, vt);
+  v = LLVM::InsertElementOp::create(b, loc, v, lo, ci32(0));
+  v = LLVM::InsertElementOp::create(b, loc, v, hi, ci32(1));
+  if (operandType.isBF16())
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
+  return v;
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::dotAFragments(tile::DotOp op, int64_t K) {
+  // A loaded block read once into registers, or a register tile packed pairwise (the
+  // accumulator layout of two adjacent 8-column slabs is the A layout of one 16-column step).
+  auto resident = aFragments.find(op.getA());
+  if (resident != aFragments.end())
+    return resident->second;
+  if (aShared.count(op.getA()))
+    return SmallVector<Value>();
+  FailureOr<SmallVector<Value>> regs = materialize(op.getA(), Layout::Acc, op);
+  if (failed(regs))
+    return failure();
+  SmallVector<Value> a;
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    for (int64_t kt = 0; kt < K / 16; ++kt) {
+      auto at = [&](int64_t slab, int64_t r) {
+        return (*regs)[(mt * (K / 8) + 2 * kt + slab) * 4 + r];
+      };
+      a.push_back(packPair(at(0, 0), at(0, 1)));
+      a.push_back(packPair(at(0, 2), at(0, 3)));
+      a.push_back(packPair(at(1, 0), at(1, 1)));
+      a.push_back(packPair(at(1, 2), at(1, 3)));
+    }
+  }
+  return a;
+}
+
+LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
+  if (loop && loop->overlap && op == loop->overlap->sDot)
+    return emitOverlapS(op);
+  if (loop && loop->overlap && op == loop->overlap->pvDot)
+    return emitOverlapPV(op);
+  Location loc = op.getLoc();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto cType = cast<RankedTensorType>(op.getAcc().getType());
+  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
+  if (aType.getShape()[0] != blockM || aType.getElementType() != operandType ||
+      K % 16 != 0 || N % 16 != 0)
+    return op.emitOpError("is a dot convert-tile-to-mma cannot map onto m16n8k16 (A must be ")
+           << blockM << "xK " << operandType << ", K and N multiples of 16)";
+  // A fragments, a[(mt·K/16 + kt)·4 + i]; read from shared memory at each k step (filled in
+  // below) when dotAFragments leaves them there.
+  int64_t kSteps = K / 16;
+  FailureOr<SmallVector<Value>> aRegs = dotAFragments(op, K);
+  if (failed(aRegs))
+    return failure();
+  SmallVector<Value> a = *aRegs;
+  auto shared = aShared.find(op.getA());
+  if (a.empty())
+    a.resize(mTiles * kSteps * 4);
+  // B from shared memory.
+  Value bSource = op.getB();
+  bool transposed = false;
+  if (auto tr = bSource.getDefiningOp<tile::TransOp>()) {
+    bSource = tr.getInput();
+    transposed = true;
+  }
+  auto ld = bSource.getDefiningOp<tile::LoadOp>();
+  if (!ld || !loads.count(ld.getOperation()))
+    return op.emitOpError("has a B operand that is not a loaded block (convert-tile-to-mma)");
+  const LoadPlan &p = loads[ld.getOperation()];
+  if (wgmma)
+    return emitDotWgmma(op, a, p, transposed);
+  FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
+  if (failed(c))
+    return failure();
+  SmallVector<Value> acc = *c;
+  // A loop-body load lives in the stage of the current iteration.
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
+  Value qLo = arith::AndIOp::create(b, loc, q, ci32(1));
+  Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));
+  // K rows are the n index: matrices (n, k), (n, k+8), (n+8, k), (n+8, k+8); V rows are the k
+  // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
+  // So for K matrix q = lane/8 is at rows +8·(q>>1), chunk +(q&1); for V, as for an A block
+  // (loadAFragments), rows +8·(q&1), chunk +(q>>1): V and Q share a lane offset, K does not.
+  Value laneOffset = transposed
+      ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo)
+      : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
+  // The tile's start (slot and, in a loop, the stage) is uniform: ptxas adds it in the
+  // ldmatrix's address. (Tried: the stage in the lane offset, to keep LLVM from hoisting the
+  // offset's XORs out of the loop; ptxas spilled more.)
+  Value tile = ci32(p.smemOffset);
+  if (stage)
+    tile = arith::AddIOp::create(b, loc, tile, stage);
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  for (int64_t kt = 0; kt < kSteps; ++kt) {
+    if (shared != aShared.end())
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+        SmallVector<Value> frags = loadAFragments(shared->second, mt, kt);
+        std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
+      }
+    for (int64_t np = 0; np < N / 16; ++np) {
+      int64_t rowBytes = p.cols * 2;
+      Value x4 = transposed
+          ? ldmatrixAt(laneOffset, 32 * kt, tile, np * 16 * rowBytes, /*transpose=*/false)
+          : ldmatrixAt(laneOffset, 32 * np, tile, kt * 16 * rowBytes, /*transpose=*/true);
+      Value regs[4];
+      for (int64_t i = 0; i < 4; ++i)
+        regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
+      // Every m tile of the warp uses the same B fragments.
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+      for (int64_t half = 0; half < 2; ++half) {
+        int64_t nt = mt * (N / 8) + np * 2 + half;
+        int64_t ai = (mt * kSteps + kt) * 4;
+        SmallVector<Value> cIn(acc.begin() + nt * 4, acc.begin() + nt * 4 + 4);
+        SmallVector<Value> aIn(a.begin() + ai, a.begin() + ai + 4);
+        Value mma = NVVM::MmaOp::create(
+            b, loc, resultType, aIn, ValueRange{regs[half * 2], regs[half * 2 + 1]}, cIn,
+            ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+            std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+        for (int64_t i = 0; i < 4; ++i)
+          acc[nt * 4 + i] = LLVM::ExtractValueOp::create(b, loc, mma, i);
+      }
+      }
+    }
+  }
+  eager[op.getResult()] = {Layout::Acc, acc};
+  return success();
+}
+
+} // namespace tessel::mma

@@ -1,0 +1,246 @@
+//===- Registers.cpp - tile values in registers -----------------------------------------------===//
+//
+// The register layouts of tile values (Acc, Row, Col; docs/dev/codegen-mma.md): how many
+// registers a tile takes, and materialize, which computes index and element-wise tiles on demand
+// in the layout their consumer asks for (iota, splat, expand_dims, broadcast, constants,
+// arith/math per register), including the reciprocal epilogue, the single-FFMA exponentials and
+// the skipped accumulator rescale. Also the thread's row and column numbers.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using tessel::conversion::approxEx2;
+
+namespace tessel::mma {
+
+//===----------------------------------------------------------------------===//
+// Registers of a tile value
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> MmaKernelBuilder::regCount(RankedTensorType type, Layout layout,
+                                              Operation *user) {
+  ArrayRef<int64_t> s = type.getShape();
+  switch (layout) {
+  case Layout::Acc:
+    if (type.getRank() == 2 && s[0] == blockM && s[1] % 8 == 0)
+      return mTiles * (s[1] / 8 * 4);
+    break;
+  case Layout::Row:
+    if ((type.getRank() == 1 && s[0] == blockM) ||
+        (type.getRank() == 2 && s[0] == blockM && s[1] == 1))
+      return 2 * mTiles;
+    break;
+  case Layout::Col: {
+    int64_t n = type.getRank() == 1 ? s[0] : (s[0] == 1 ? s[1] : -1);
+    if (n > 0 && n % 8 == 0)
+      return n / 8 * 2;
+    break;
+  }
+  }
+  return user->emitOpError("uses a tile of type ")
+         << type << " in a way convert-tile-to-mma cannot place in registers";
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layout,
+                                                            Operation *user) {
+  auto type = cast<RankedTensorType>(v.getType());
+  auto e = eager.find(v);
+  if (e != eager.end()) {
+    if (e->second.first != layout)
+      return user->emitOpError("needs a register tile in another layout than the one it has");
+    return e->second.second;
+  }
+  std::pair<Value, int> key{v, static_cast<int>(layout)};
+  for (auto &scope : llvm::reverse(lazy)) {
+    auto it = scope.find(key);
+    if (it != scope.end())
+      return it->second;
+  }
+  FailureOr<int64_t> n = regCount(type, layout, user);
+  if (failed(n))
+    return failure();
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return user->emitOpError("reads a tile block argument convert-tile-to-mma did not place");
+  Location loc = def->getLoc();
+  SmallVector<Value> regs;
+  if (auto splat = dyn_cast<tile::SplatOp>(def)) {
+    regs.assign(*n, scalars.lookup(splat.getValue()));
+  } else if (auto cst = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!dense || !dense.isSplat())
+      return def->emitOpError("is a non-splat tile constant (convert-tile-to-mma)");
+    Value s = arith::ConstantOp::create(b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    regs.assign(*n, s);
+  } else if (isa<tile::IotaOp>(def)) {
+    if (layout == Layout::Row) {
+      regs = rowIndices();
+    } else if (layout == Layout::Col) {
+      for (int64_t i = 0; i < *n; ++i)
+        regs.push_back(arith::AddIOp::create(b, loc, quadColumn(), ci32((i / 2) * 8 + (i % 2))));
+    } else {
+      return def->emitOpError("is an iota used as a 2-D tile");
+    }
+  } else if (auto ed = dyn_cast<tile::ExpandDimsOp>(def)) {
+    Layout want = ed.getAxis() == 1 ? Layout::Row : Layout::Col;
+    if (want != layout)
+      return user->emitOpError("uses an expand_dims along the other axis than it broadcasts");
+    FailureOr<SmallVector<Value>> in = materialize(ed.getInput(), layout, def);
+    if (failed(in))
+      return failure();
+    regs = *in;
+  } else if (auto bc = dyn_cast<tile::BroadcastOp>(def)) {
+    auto inType = cast<RankedTensorType>(bc.getInput().getType());
+    if (inType.getShape() == type.getShape()) {
+      FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), layout, def);
+      if (failed(in))
+        return failure();
+      regs = *in;
+    } else if (layout == Layout::Acc && inType.getShape()[1] == 1) {
+      FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), Layout::Row, def);
+      if (failed(in))
+        return failure();
+      for (int64_t i = 0; i < *n; ++i)
+        regs.push_back((*in)[accRow(i, type.getShape()[1] / 8)]);
+    } else if (layout == Layout::Acc && inType.getShape()[0] == 1) {
+      FailureOr<SmallVector<Value>> in = materialize(bc.getInput(), Layout::Col, def);
+      if (failed(in))
+        return failure();
+      for (int64_t i = 0; i < *n; ++i)
+        regs.push_back((*in)[accCol(i, type.getShape()[1] / 8)]);
+    } else {
+      return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
+    }
+  } else if (auto div = dyn_cast<arith::DivFOp>(def);
+             div && layout == Layout::Acc && isRowBroadcast(div.getRhs())) {
+    // x / broadcast(l): one reciprocal per row (two per thread), then a multiply per element
+    // (the epilogue's acc / l), instead of an IEEE division per element.
+    FailureOr<SmallVector<Value>> num = materialize(div.getLhs(), Layout::Acc, def);
+    if (failed(num))
+      return failure();
+    FailureOr<SmallVector<Value>> den = materialize(
+        div.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    if (failed(den))
+      return failure();
+    Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(type.getElementType(), 1.0));
+    SmallVector<Value> inv;
+    for (Value d : *den)
+      inv.push_back(arith::DivFOp::create(b, loc, one, d));
+    for (int64_t i = 0; i < *n; ++i)
+      regs.push_back(
+          arith::MulFOp::create(b, loc, (*num)[i], inv[accRow(i, type.getShape()[1] / 8)]));
+  } else if (auto sub = isa<math::Exp2Op>(def) && layout == Layout::Acc
+                            ? def->getOperand(0).getDefiningOp<arith::SubFOp>()
+                            : arith::SubFOp();
+             sub && isRowBroadcast(sub.getRhs()) && prepareScaled(sub.getLhs())) {
+    // exp2(S·c - m) with a row-broadcast m: one FFMA per element, ex2(fma(T, k, -m)).
+    ScaledScores m = *prepareScaled(sub.getLhs());
+    FailureOr<SmallVector<Value>> rows = materialize(
+        sub.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    FailureOr<SmallVector<Value>> x = maskedScores(m, def);
+    if (failed(rows) || failed(x))
+      return failure();
+    Value k = scaleFactor.lookup(m.product);
+    int64_t slabs = type.getShape()[1] / 8;
+    for (int64_t i = 0; i < *n; ++i) {
+      Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
+      regs.push_back(approxEx2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM), /*ftz=*/true));
+    }
+  } else if (auto mul = dyn_cast<arith::MulFOp>(def);
+             mul && layout == Layout::Acc && v.hasOneUse() &&
+             isa<tile::DotOp>(*v.getUsers().begin()) && isRowBroadcast(mul.getRhs()) &&
+             eager.count(mul.getLhs())) {
+    // The accumulator rescale O·alpha of the online softmax, skipped by the whole warp when
+    // every alpha of its rows is exactly 1 (no row max moved: most iterations once the maxima
+    // have settled): O·1 = O, so the skip is exact. A warp-uniform branch (vote.any).
+    FailureOr<SmallVector<Value>> acc = materialize(mul.getLhs(), Layout::Acc, def);
+    FailureOr<SmallVector<Value>> alpha = materialize(
+        mul.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    if (failed(acc) || failed(alpha))
+      return failure();
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    Value moved;
+    for (Value a : *alpha) {
+      Value ne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, a, one);
+      moved = moved ? Value(arith::OrIOp::create(b, loc, moved, ne)) : ne;
+    }
+    Value any = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), ci32(-1), moved,
+                                         NVVM::VoteSyncKind::any);
+    int64_t slabs = type.getShape()[1] / 8;
+    SmallVector<Type> types(*n, b.getF32Type());
+    auto ifOp = scf::IfOp::create(b, loc, types, any, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> scaled;
+      for (int64_t i = 0; i < *n; ++i)
+        scaled.push_back(
+            arith::MulFOp::create(b, loc, (*acc)[i], (*alpha)[accRow(i, slabs)]));
+      scf::YieldOp::create(b, loc, scaled);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, *acc);
+    }
+    regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else if (auto mul = dyn_cast<arith::MulFOp>(def); mul && scaleFactor.count(v)) {
+    // S·c for another consumer: T·k (the same value bit for bit).
+    FailureOr<SmallVector<Value>> t = materialize(
+        matchScaledScores(v)->scores, layout, def);
+    if (failed(t))
+      return failure();
+    Value k = scaleFactor.lookup(v);
+    for (Value x : *t)
+      regs.push_back(arith::MulFOp::create(b, loc, x, k));
+  } else if (def->getDialect() &&
+             isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
+             def->getNumRegions() == 0) {
+    SmallVector<SmallVector<Value>> ins;
+    for (Value o : def->getOperands()) {
+      if (isTensor(o.getType())) {
+        FailureOr<SmallVector<Value>> in = materialize(o, layout, def);
+        if (failed(in))
+          return failure();
+        ins.push_back(*in);
+      } else {
+        ins.push_back(SmallVector<Value>(*n, scalars.lookup(o)));
+      }
+    }
+    if (def->getNumResults() != 1)
+      return def->emitOpError("has several results (convert-tile-to-mma)");
+    Type elem = type.getElementType();
+    for (int64_t i = 0; i < *n; ++i) {
+      SmallVector<Value> operands;
+      for (auto &in : ins)
+        operands.push_back(in[i]);
+      regs.push_back(tessel::conversion::emitScalarOp(b, def, operands, TypeRange{elem}, /*ftz=*/true)[0]);
+    }
+  } else {
+    return def->emitOpError("makes a tile convert-tile-to-mma cannot compute in registers");
+  }
+  lazy.back()[key] = regs;
+  return regs;
+}
+
+SmallVector<Value> MmaKernelBuilder::rowIndices() {
+  Location loc = b.getUnknownLoc();
+  Value t = tid;
+  Value row0 = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, arith::ShRUIOp::create(b, loc, t, ci32(5)),
+                                    ci32(warpRows)),
+      arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, t, ci32(31)), ci32(2)));
+  SmallVector<Value> rows;
+  for (int64_t i = 0; i < 2 * mTiles; ++i)
+    rows.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+  return rows;
+}
+
+Value MmaKernelBuilder::quadColumn() {
+  Location loc = b.getUnknownLoc();
+  return arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, tid, ci32(3)), ci32(2));
+}
+
+} // namespace tessel::mma

@@ -1,0 +1,313 @@
+//===- SharedLoads.cpp - cp.async into swizzled shared memory, ldmatrix -----------------------===//
+//
+// How loaded blocks reach the tensor cores: the XOR-swizzled shared-memory addresses (the mma
+// path's swizzle, and wgmma's 128-byte-swizzle slabs), cp.async of a block with the bounds
+// checked once per block (zero fill past them), the two-stage ring of the loop-body loads (issue
+// of the next iteration's blocks after the wait and barrier) and the ldmatrix reads of A
+// fragments from shared memory.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace tessel::mma {
+
+//===----------------------------------------------------------------------===//
+// Shared-memory addresses
+//===----------------------------------------------------------------------===//
+
+Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk,
+                                  Value stage, int64_t slabBytes) {
+  Location loc = b.getUnknownLoc();
+  Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
+  Value bytes = swizzledOffset(base, cols, row, swz, stage, slabBytes);
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
+}
+
+Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo) {
+  // The tile starts at a multiple of 2·cols bytes (slots and stages are whole tiles), so bits
+  // 4 and up of a row's bytes below 2·cols are the swizzled chunk alone: chunk c + 2·step of the
+  // lane's row sits at (offset of chunk c) XOR 32·step, as (c + 2·step) XOR r = (c XOR r) XOR
+  // 2·step for c < 2. One XOR per ldmatrix instead of a full address, and one live register
+  // per operand and lane instead of one per k step. The XOR touches bits below 2·cols only, so
+  // it commutes with adding the tile's start: (L + t) XOR x = (L XOR x) + t. The start (slot,
+  // stage, the warp's first row) is uniform and ptxas adds it in the ldmatrix's address
+  // ([R + UR + imm]): one lane register for Q and V together (the same matrix order), one for K.
+  Location loc = b.getUnknownLoc();
+  Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
+  Value row = arith::AddIOp::create(b, loc, row8, lane7);
+  Value swz = arith::XOrIOp::create(b, loc, chunkLo, lane7);
+  return swizzledOffset(0, cols, row, swz, Value());
+}
+
+Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled,
+                                       Value stage, int64_t slabBytes) {
+  Location loc = b.getUnknownLoc();
+  Value chunkBytes = arith::MulIOp::create(b, loc, swizzled, ci32(16));
+  if (slabBytes) {
+    // wgmma's 128-byte-swizzle canonical layout: 64-column slabs of 128-byte rows one after
+    // the other; the XOR keeps bit 3 of the chunk, which is the slab.
+    Value slab = arith::ShRUIOp::create(b, loc, swizzled, ci32(3));
+    chunkBytes = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, slab, ci32(slabBytes)),
+        arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, swizzled, ci32(7)),
+                              ci32(16)));
+  }
+  Value bytes = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, ci32(rowBytes(cols))), chunkBytes);
+  bytes = arith::AddIOp::create(b, loc, bytes, ci32(base));
+  if (stage)
+    bytes = arith::AddIOp::create(b, loc, bytes, stage);
+  return bytes;
+}
+
+Value MmaKernelBuilder::ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes,
+                                   int64_t addBytes, bool transpose) {
+  Location loc = b.getUnknownLoc();
+  Value bytes = xorBytes ? Value(arith::XOrIOp::create(b, loc, laneOffset, ci32(xorBytes)))
+                         : laneOffset;
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{tileBytes});
+  addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr, ValueRange{bytes});
+  if (addBytes)
+    addr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), addr,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(addBytes)});
+  return ldmatrix4(addr, transpose);
+}
+
+Value MmaKernelBuilder::ldmatrix4(Value addr, bool transpose) {
+  Location loc = b.getUnknownLoc();
+  Type i32 = b.getI32Type();
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+  return NVVM::LdMatrixOp::create(
+      b, loc, structType, addr, 4, transpose ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
+}
+
+std::pair<int64_t, int64_t> MmaKernelBuilder::chunkStep(const LoadPlan &p, int64_t step) const {
+  if (!wgmma)
+    return {32 * step, 0};
+  return {32 * (step % 4), step / 4 * slabBytes(p)};
+}
+
+//===----------------------------------------------------------------------===//
+// cp.async and the load ring
+//===----------------------------------------------------------------------===//
+
+void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage) {
+  Location loc = op.getLoc();
+  const LoadPlan &p = loads[op.getOperation()];
+  const Desc &d = descs[op.getDesc()];
+  // Thread t copies chunk t % cpr of rows t / cpr + i·rps (rps = threads / cpr rows per step):
+  // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of
+  // 8, so one shared and one global address per thread serve every step with constant offsets.
+  int64_t chunksPerRow = p.cols / 8;
+  int64_t rowsPerStep = numThreads() / chunksPerRow;
+  int64_t steps = p.rows / rowsPerStep;
+  int64_t rowStride =
+      constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
+  Value r0 = toI64(row0), c0 = toI64(col0);
+  Value zero = ci64(0);
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
+  auto gep1 = [&](Value base, Value elems) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, base, ValueRange{elems});
+  };
+  Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  // The block's first element (uniform: the same for every thread, so ptxas keeps it in uniform
+  // registers) and the thread's element offset inside the block (loop-invariant, the same for
+  // every load of the same row stride: K and V share it). Two live values instead of one 64-bit
+  // address per load that LLVM would strength-reduce into a loop-carried pointer per load.
+  Value blockElem = arith::AddIOp::create(
+      b, loc, d.offset,
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
+  Value threadElem = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
+      arith::MulIOp::create(b, loc, chunk, ci32(8)));
+  Value src0 = gep1(gep1(d.base, blockElem), arith::ExtUIOp::create(b, loc, b.getI64Type(),
+                                                                   threadElem));
+  bool sameSwizzle = rowsPerStep % 8 == 0;
+  Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
+  auto dstAt = [&](int64_t i) -> Value {
+    if (i == 0)
+      return dst0;
+    if (sameSwizzle)
+      return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
+                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowBytes(p.cols))});
+    Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
+    return smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p));
+  };
+  auto srcAt = [&](int64_t i) -> Value {
+    if (i == 0)
+      return src0;
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+  };
+  // The whole block inside the tensor (every block but the last of a ragged loop): plain copies.
+  // A uniform condition (rows and columns of the block, not of the thread's chunk), so the
+  // branch is uniform.
+  Value full = andi(andi(cmp(arith::CmpIPredicate::sge, r0, zero),
+                         cmp(arith::CmpIPredicate::sle,
+                             arith::AddIOp::create(b, loc, r0, ci64(p.rows)), d.shape[0])),
+                    andi(cmp(arith::CmpIPredicate::sge, c0, zero),
+                         cmp(arith::CmpIPredicate::sle,
+                             arith::AddIOp::create(b, loc, c0, ci64(p.cols)), d.shape[1])));
+  auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  for (int64_t i = 0; i < steps; ++i)
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), srcAt(i), 16, NVVM::LoadCacheModifierKind::CG,
+                            Value());
+  // Otherwise each chunk is checked; out of bounds it reads nothing (src-size 0 zero-fills)
+  // from an address that is valid (the descriptor's base). Everything here is computed inside
+  // the branch, in 32 bits where it can be: the block's rows inside the tensor are the local
+  // rows x with lo <= x < hi (lo, hi clamped to [0, rows], uniform).
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  auto clampRows = [&](Value v) -> Value {
+    Value c = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, zero),
+                                     ci64(p.rows));
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), c);
+  };
+  Value lo = clampRows(arith::SubIOp::create(b, loc, zero, r0));
+  Value hi = clampRows(arith::SubIOp::create(b, loc, d.shape[0], r0));
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                     cmp(arith::CmpIPredicate::sle,
+                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  Value origin = gep1(d.base, d.offset);
+  // Step i of the thread (row rowT + i·rps) is inside iff first <= i < end, with
+  // first = ceil((lo - rowT) / rps), end = ceil((hi - rowT) / rps): two values per block, and
+  // per step a compare with a constant. (Written as rowT + i·rps against lo and hi, LLVM
+  // hoists the thread's rows out of the loop: one loop-invariant register per step.)
+  Value first = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, lo, rowT),
+                                           ci32(rowsPerStep));
+  Value end = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, hi, rowT),
+                                         ci32(rowsPerStep));
+  for (int64_t i = 0; i < steps; ++i) {
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sle, first, ci32(i)),
+                         cmp(arith::CmpIPredicate::sgt, end, ci32(i))),
+                    colIn);
+    Value src = arith::SelectOp::create(b, loc, in, srcAt(i), origin);
+    Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
+                            srcBytes);
+  }
+}
+
+LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
+  Location loc = op.getLoc();
+  if (!descs.count(op.getDesc()))
+    return op.emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
+  const Desc &d = descs[op.getDesc()];
+  // The inner dimension must be contiguous and rows 16-byte aligned for cp.async.
+  int64_t innerStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
+  int64_t rowStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
+  if (innerStride != 1 || rowStride == INT64_MIN || rowStride % 8 != 0)
+    return op.emitOpError("reads a descriptor whose strides are not [8k (constant), 1]: "
+                          "convert-tile-to-mma copies 16-byte chunks");
+  (void)d;
+  const LoadPlan &p = loads[op.getOperation()];
+  if (p.streamIndex < 0) {
+    issueLoad(op, scalars.lookup(op.getOffsets()[0]), scalars.lookup(op.getOffsets()[1]));
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (wgmma && p.role != LoadRole::A)
+      fenceSharedForAsyncProxy(loc);
+    gpu::BarrierOp::create(b, loc);
+    if (p.role == LoadRole::A) {
+      // A fragments for every m tile and 16-column step, kept in registers when they take at
+      // most 32 (d64, or d128 with one m tile per warp); else each dot reads them from shared
+      // memory at every k step (d128 with two m tiles: 64 registers would not fit beside the
+      // 128 of the accumulator and the 64 of the scores).
+      if (mTiles * (p.cols / 16) * 4 > 32) {
+        aShared[op.getResult()] = p;
+        return success();
+      }
+      SmallVector<Value> frags;
+      for (int64_t mt = 0; mt < mTiles; ++mt)
+        for (int64_t kt = 0; kt < p.cols / 16; ++kt)
+          llvm::append_range(frags, loadAFragments(p, mt, kt));
+      aFragments[op.getResult()] = frags;
+    }
+    return success();
+  }
+  // A load of a loop body: its block (all of the body's loads, one commit group) was issued
+  // one iteration earlier, or by the prologue, into this iteration's stage. At the first load
+  // of the body: wait for it; the barrier makes it visible to every warp and proves every warp
+  // finished the previous iteration, which read the other stage; then issue the next
+  // iteration's loads into that stage, so they land while this iteration computes. One wait
+  // and one barrier per iteration; the other loads of the body find their blocks in place.
+  if (p.streamIndex != 0)
+    return success();
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  if (wgmma)
+    fenceSharedForAsyncProxy(loc);
+  gpu::BarrierOp::create(b, loc);
+  // Overlapped: the issue comes after the iteration's wgmmas (issueNextLoads from
+  // emitOverlapS), so that the tensor cores start right after the barrier.
+  if (loop->overlap)
+    return success();
+  issueNextLoads(loc);
+  return success();
+}
+
+void MmaKernelBuilder::issueNextLoads(Location loc) {
+  LoopContext &l = *loop;
+  Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
+  Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
+  {
+    auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    issueStreams(nextIv, arith::SubIOp::create(b, loc, ci32(streamStageBytes), l.stage));
+  }
+  // Overlapped: V_j goes into this iteration's stage now, read by P_j·V_j in the next
+  // iteration. The slot's last reader, P_{j-2}·V_{j-2}, was waited for (wait_group 0) in
+  // iteration j-1, before every warp passed the barrier above.
+  if (l.overlap)
+    issueStreams(l.iv, l.stage, /*deferred=*/true);
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+}
+
+SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt) {
+  // Matrix q = lane/8 of the ldmatrix.x4 holds rows +8·(q&1) and columns +8·(q>>1) of the
+  // 16×16 slab of m tile mt at k step kt.
+  Location loc = b.getUnknownLoc();
+  Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
+  Value row8 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8));
+  Value laneOffset =
+      ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value tile = arith::AddIOp::create(
+      b, loc, ci32(p.smemOffset), arith::MulIOp::create(b, loc, rowBase, ci32(rowBytes(p.cols))));
+  auto [xorBytes, addBytes] = chunkStep(p, kt);
+  Value x4 = ldmatrixAt(laneOffset, xorBytes, tile, 16 * mt * rowBytes(p.cols) + addBytes, false);
+  SmallVector<Value> frags;
+  for (int64_t i = 0; i < 4; ++i)
+    frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
+  return frags;
+}
+
+void MmaKernelBuilder::issueStreams(Value iv, Value stage, bool deferred) {
+  LoopContext &l = *loop;
+  for (tile::LoadOp ld : l.streams) {
+    if ((l.overlap && ld == l.overlap->vLoad) != deferred)
+      continue;
+    SmallVector<Value> offs;
+    for (Value o : ld.getOffsets())
+      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
+    issueLoad(ld, offs[0], offs[1], stage);
+  }
+}
+
+} // namespace tessel::mma

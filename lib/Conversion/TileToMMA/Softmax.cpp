@@ -1,0 +1,184 @@
+//===- Softmax.cpp - row reductions and the scaled scores -------------------------------------===//
+//
+// The softmax's row work on the accumulator layout: tile.reduce along rows (the thread's
+// registers of a row, then two quad shuffles, as balanced trees), and the single-FFMA softmax
+// (docs/dev/codegen-mma.md): the match of scaled scores S·c, the uniform branch on the scale that
+// lets exp2(S·c - m) be one FFMA, and the masked scores.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace tessel::mma {
+
+SmallVector<Value> MmaKernelBuilder::reduceRows(ArrayRef<Value> in, int64_t slabs,
+                                                function_ref<Value(Value, Value)> combine) {
+  Location loc = b.getUnknownLoc();
+  SmallVector<Value> out;
+  Value full = ci32(-1), clamp = ci32(31);
+  for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
+    int64_t base = rr / 2 * slabs * 4 + rr % 2 * 2;
+    // A balanced tree over the row's slab pairs, not a chain: ptxas can then fold each
+    // exponential into the row sum as soon as it is computed instead of keeping them all
+    // alive until a serial chain reaches them (it interleaves the exponentials with P·V),
+    // which was what pushed the 128×64 d128 kernel over 255 registers. Max is associative,
+    // so only the rounding order of a sum changes.
+    SmallVector<Value> parts;
+    for (int64_t s = 0; s < slabs; ++s)
+      parts.push_back(combine(in[base + s * 4], in[base + s * 4 + 1]));
+    while (parts.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2)
+        next.push_back(combine(parts[i], parts[i + 1]));
+      if (parts.size() % 2)
+        next.push_back(parts.back());
+      parts = std::move(next);
+    }
+    Value r = parts.front();
+    // The four threads of a quad hold the other columns of the same rows.
+    for (int64_t off : {1, 2}) {
+      Value other = NVVM::ShflOp::create(b, loc, r.getType(), full, r, ci32(off), clamp,
+                                         NVVM::ShflKind::bfly, UnitAttr());
+      r = combine(r, other);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::matchScaledScores(Value x) {
+  ScaledScores m;
+  if (auto sel = x.getDefiningOp<arith::SelectOp>()) {
+    DenseElementsAttr other;
+    if (!isTensor(sel.getCondition().getType()) ||
+        !matchPattern(sel.getFalseValue(), m_Constant(&other)) || !other.isSplat() ||
+        !other.getElementType().isF32() ||
+        !other.getSplatValue<APFloat>().isNegInfinity())
+      return std::nullopt;
+    m.mask = sel.getCondition();
+    x = sel.getTrueValue();
+  }
+  auto mul = x.getDefiningOp<arith::MulFOp>();
+  if (!mul || !cast<RankedTensorType>(mul.getType()).getElementType().isF32())
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    auto splat = mul->getOperand(1 - i).getDefiningOp<tile::SplatOp>();
+    if (splat && splat.getValue().getType().isF32() && scalars.contains(splat.getValue())) {
+      m.scores = mul->getOperand(i);
+      m.scale = splat.getValue();
+      m.product = mul.getResult();
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::prepareScaled(Value x) {
+  std::optional<ScaledScores> m = matchScaledScores(x);
+  if (!m)
+    return std::nullopt;
+  if (scaleFactor.count(m->product))
+    return m;
+  // S must be a register tile placed where it stands (a dot's result) whose only use is S·c,
+  // in the block being emitted: then T can take S's place.
+  auto e = eager.find(m->scores);
+  if (!m->scores.hasOneUse() || e == eager.end() || e->second.first != Layout::Acc ||
+      e->second.second.empty() || !e->second.second.front().getDefiningOp() ||
+      e->second.second.front().getDefiningOp()->getBlock() != b.getInsertionBlock())
+    return std::nullopt;
+  // For 0 < c < inf, x -> round(c·x) is non-decreasing, so max(c·S) = c·max(S) bit for bit
+  // (NaN and -inf included). c = 0 (0·-inf = NaN for a fully masked row), c < 0 (the max
+  // becomes a min), c = inf and NaN take the other side, which scales S in place and keeps
+  // k = 1: the exact code, as fma(x, 1, -m) = x - m and max(x)·1 = max(x).
+  Location loc = b.getUnknownLoc();
+  Value c = scalars.lookup(m->scale);
+  auto f = [&](float v) { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)); };
+  Value fast = arith::AndIOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, c, f(0.0f)),
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, c,
+                            f(std::numeric_limits<float>::infinity())));
+  SmallVector<Value> &regs = e->second.second;
+  SmallVector<Type> types(regs.size(), b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, loc, types, fast, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, regs);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    SmallVector<Value> scaled;
+    for (Value r : regs)
+      scaled.push_back(arith::MulFOp::create(b, loc, r, c));
+    scf::YieldOp::create(b, loc, scaled);
+  }
+  regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  scaleFactor[m->product] = arith::SelectOp::create(b, loc, fast, c, f(1.0f));
+  return m;
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::maskedScores(const ScaledScores &m,
+                                                             Operation *user) {
+  FailureOr<SmallVector<Value>> s = materialize(m.scores, Layout::Acc, user);
+  if (failed(s) || !m.mask)
+    return s;
+  FailureOr<SmallVector<Value>> mask = materialize(m.mask, Layout::Acc, user);
+  if (failed(mask))
+    return failure();
+  Location loc = b.getUnknownLoc();
+  Value ninf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  SmallVector<Value> out;
+  for (auto [keep, x] : llvm::zip(*mask, *s))
+    out.push_back(arith::SelectOp::create(b, loc, keep, x, ninf));
+  return out;
+}
+
+LogicalResult MmaKernelBuilder::emitReduce(tile::ReduceOp op) {
+  Location loc = op.getLoc();
+  auto inType = cast<RankedTensorType>(op.getInput().getType());
+  if (inType.getRank() != 2 || op.getAxis() != 1)
+    return op.emitOpError("reduces along another axis than the rows' (convert-tile-to-mma)");
+  auto combine = [&](Value x, Value y) -> Value {
+    bool isFloat = isa<FloatType>(x.getType());
+    switch (op.getKind()) {
+    case tile::ReduceKind::Sum:
+      return isFloat ? Value(arith::AddFOp::create(b, loc, x, y))
+                     : Value(arith::AddIOp::create(b, loc, x, y));
+    case tile::ReduceKind::Max:
+      return isFloat ? Value(arith::MaximumFOp::create(b, loc, x, y))
+                     : Value(arith::MaxSIOp::create(b, loc, x, y));
+    case tile::ReduceKind::Min:
+      return isFloat ? Value(arith::MinimumFOp::create(b, loc, x, y))
+                     : Value(arith::MinSIOp::create(b, loc, x, y));
+    }
+    llvm_unreachable("reduction kind");
+  };
+  Type elem = inType.getElementType();
+  if (!elem.isF32() && !elem.isInteger(32))
+    return op.emitOpError("reduces ") << elem << ": convert-tile-to-mma shuffles f32 or i32";
+  int64_t slabs = inType.getShape()[1] / 8;
+  std::optional<ScaledScores> scaled;
+  if (op.getKind() == tile::ReduceKind::Max)
+    scaled = prepareScaled(op.getInput());
+  if (scaled) {
+    // The row max of S·c as k·(row max of T): no scaled tile, one multiply per row.
+    FailureOr<SmallVector<Value>> x = maskedScores(*scaled, op);
+    if (failed(x))
+      return failure();
+    SmallVector<Value> rows = reduceRows(*x, slabs, combine);
+    Value k = scaleFactor.lookup(scaled->product);
+    for (Value &r : rows)
+      r = arith::MulFOp::create(b, loc, r, k);
+    eager[op.getResult()] = {Layout::Row, rows};
+    return success();
+  }
+  FailureOr<SmallVector<Value>> in = materialize(op.getInput(), Layout::Acc, op);
+  if (failed(in))
+    return failure();
+  eager[op.getResult()] = {Layout::Row, reduceRows(*in, slabs, combine)};
+  return success();
+}
+
+} // namespace tessel::mma

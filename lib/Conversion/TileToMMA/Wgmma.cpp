@@ -1,0 +1,187 @@
+//===- Wgmma.cpp - tile.dot as wgmma.mma_async (sm_90a) ---------------------------------------===//
+//
+// The dot of the sm_90a path (docs/dev/codegen-wgmma.md): a chain of wgmma.mma_async k steps with
+// A from registers and B through a 128-byte-swizzle shared-memory matrix descriptor, the fence,
+// commit and wait around it, and the inline-PTX statements that tie the registers in flight so
+// that LLVM cannot move their ordinary uses across the fence or the wait.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace tessel::mma {
+
+void MmaKernelBuilder::fenceSharedForAsyncProxy(Location loc) {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
+
+/// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
+/// operand of the same position in `tied` when `tied` is given (the statement reads and
+/// writes it in place), then `inputs` read with `inputConstraints`.
+SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
+                              TypeRange types, ValueRange tied, ValueRange inputs,
+                              ArrayRef<StringRef> inputConstraints) {
+  SmallVector<std::string> constraints;
+  for (Type t : types)
+    constraints.push_back(t.isF32() ? "=f" : "=r");
+  for (size_t i = 0; i < tied.size(); ++i)
+    constraints.push_back(std::to_string(i));
+  for (StringRef c : inputConstraints)
+    constraints.push_back(c.str());
+  SmallVector<Value> operands(tied.begin(), tied.end());
+  operands.append(inputs.begin(), inputs.end());
+  SmallVector<Type> resultTypes;
+  if (!types.empty())
+    resultTypes.push_back(LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                           SmallVector<Type>(types)));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultTypes, operands, text, llvm::join(constraints, ","),
+      /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < types.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
+/// Inline PTX `text` that reads and writes `tied` in place and reads `inputs`; the new values
+/// of `tied`. Values read by an asynchronous wgmma go through such statements so that LLVM
+/// cannot move an ordinary read or write of them across the fence or the wait.
+SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRange tied,
+                           ValueRange inputs, ArrayRef<StringRef> inputConstraints) {
+  return asmResults(b, loc, text, TypeRange(tied), tied, inputs, inputConstraints);
+}
+
+/// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
+bool isZeroTile(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
+  return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
+}
+
+SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> accIn,
+                                                Value offset, const LoadPlan &p,
+                                                bool transposed, int64_t N, int64_t kSteps) {
+  Location loc = b.getUnknownLoc();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  SmallVector<Value> acc(accIn);
+  bool zeroAcc = acc.empty();
+  // The descriptor of k step 0; the start address (bits 0-13, bytes >> 4) of the others is a
+  // constant further (the slab base is 1024-byte aligned, so adding inside the 128-byte
+  // atom is what the hardware's address-based swizzle expects).
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value addr = LLVM::PtrToIntOp::create(
+      b, loc, i64, LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{offset}));
+  uint64_t lbo = transposed ? 1 : static_cast<uint64_t>(p.rows * 128 / 16);
+  uint64_t sbo = 1024 / 16;
+  uint64_t fields = (uint64_t{1} << 62) | (sbo << 32) | (lbo << 16);
+  Value start = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, addr, ci64(4)), ci64(0x3FFF));
+  Value desc0 = arith::OrIOp::create(b, loc, start, ci64(static_cast<int64_t>(fields)));
+  StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
+  int64_t nAcc = N / 2;
+  for (int64_t kt = 0; kt < kSteps; ++kt) {
+    int64_t bytes;
+    if (transposed) {
+      auto [xorBytes, addBytes] = chunkStep(p, kt);
+      bytes = xorBytes + addBytes;
+    } else {
+      bytes = kt * 16 * 128;
+    }
+    Value desc = bytes ? Value(arith::AddIOp::create(b, loc, desc0, ci64(bytes >> 4))) : desc0;
+    bool readAcc = !(zeroAcc && kt == 0);
+    // Operands: the nAcc outputs, then (when read) the nAcc tied inputs, then A, desc, scale-d.
+    int64_t first = readAcc ? 2 * nAcc : nAcc;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + 5 << ", 0;\n"
+       << "wgmma.mma_async.sync.aligned.m64n" << N << "k16.f32." << ptxType << "." << ptxType
+       << " {";
+    for (int64_t i = 0; i < nAcc; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
+       << "}, $" << first + 4 << ", p, 1, 1, " << (transposed ? 0 : 1) << ";\n}";
+    SmallVector<Value> inputs(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
+    inputs.push_back(desc);
+    inputs.push_back(ci32(readAcc ? 1 : 0));
+    SmallVector<StringRef> cons = {"r", "r", "r", "r", "l", "r"};
+    // The first step of a zero accumulator writes it without reading it (scale-d false).
+    acc = readAcc ? tiedAsm(b, loc, text, acc, inputs, cons)
+                  : asmResults(b, loc, text, SmallVector<Type>(nAcc, f32), {}, inputs, cons);
+  }
+  return acc;
+}
+
+LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
+                                             const LoadPlan &p, bool transposed) {
+  // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
+  // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
+  // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared
+  // memory in the 128-byte-swizzle canonical layout, named by a matrix descriptor:
+  //   K of S = Q·Kᵀ: the block [N, K] is K-major (no transpose): 8-row core-matrix groups
+  //     1024 B apart (SBO); LBO unused with swizzling; k step = 32 B inside the 128-byte
+  //     atom, next slab past 64 columns.
+  //   V of O += P·V: the block [K, N] is N-major (transpose-B 1): 8-row groups along k 1024 B
+  //     apart (SBO), 64-column slabs along n p.rows·128 B apart (LBO); k step = 16 rows.
+  Location loc = op.getLoc();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto cType = cast<RankedTensorType>(op.getAcc().getType());
+  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
+  if (aShared.count(op.getA()))
+    return op.emitOpError("reads its A operand from shared memory at every k step, which "
+                          "codegen=wgmma does not do");
+  if (N % 8 != 0 || N > 256)
+    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
+                                    << "multiple of 8 up to 256";
+  int64_t kSteps = K / 16;
+  Type i32 = b.getI32Type();
+  bool zeroAcc = isZeroTile(op.getAcc());
+  SmallVector<Value> acc;
+  if (!zeroAcc) {
+    FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
+    if (failed(c))
+      return failure();
+    acc = *c;
+  }
+  // A as b32 registers. A packed here (P) is written by ordinary instructions just before the
+  // wgmmas read it, and so is an accumulator that is not a fresh zero (O·alpha): the fence
+  // ties them, so that every such write is ordered before it.
+  SmallVector<Value> a;
+  for (Value v : aIn)
+    a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
+  bool aPacked = !aFragments.count(op.getA());
+  SmallVector<Value> fenced(acc);
+  if (aPacked)
+    fenced.append(a);
+  if (fenced.empty()) {
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  } else {
+    fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
+    std::copy(fenced.begin(), fenced.begin() + acc.size(), acc.begin());
+    if (aPacked)
+      std::copy(fenced.begin() + acc.size(), fenced.end(), a.begin());
+  }
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  Value offset = ci32(p.smemOffset);
+  if (stage)
+    offset = arith::AddIOp::create(b, loc, offset, stage);
+  acc = wgmmaChain(a, acc, offset, p, transposed, N, kSteps);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  // The accumulator (and packed A) registers are in flight until the wait: it re-defines
+  // them, so every use of the result is after it.
+  SmallVector<Value> waited(acc);
+  if (aPacked)
+    waited.append(a);
+  waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
+  acc.assign(waited.begin(), waited.begin() + N / 2);
+  eager[op.getResult()] = {Layout::Acc, acc};
+  return success();
+}
+
+} // namespace tessel::mma
