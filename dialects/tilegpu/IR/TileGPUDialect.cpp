@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -23,7 +24,33 @@ using namespace tessel::tilegpu;
 #define GET_TYPEDEF_CLASSES
 #include "tilegpu/IR/TileGPUTypes.cpp.inc"
 
+namespace {
+
+/// Printed IR names layouts by short aliases (`#mma`, `#row`/`#col` for its slices, `#op_a`/
+/// `#op_b` for its operands, `#blocked`), as Triton's GPU level does: a layout's long form
+/// appears once, at the top.
+struct TileGPUAsmInterface : OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    if (isa<MmaEncodingAttr>(attr))
+      os << "mma";
+    else if (auto slice = dyn_cast<SliceEncodingAttr>(attr))
+      os << (slice.getDim() == 1 ? "row" : "col");
+    else if (auto op = dyn_cast<DotOperandEncodingAttr>(attr))
+      os << (op.getOperand() == 0 ? "op_a" : "op_b");
+    else if (isa<BlockedEncodingAttr>(attr))
+      os << "blocked";
+    else
+      return AliasResult::NoAlias;
+    return AliasResult::FinalAlias;
+  }
+};
+
+} // namespace
+
 void TileGPUDialect::initialize() {
+  addInterfaces<TileGPUAsmInterface>();
   registerAttributes();
   registerTypes();
   addOperations<

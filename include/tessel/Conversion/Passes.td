@@ -57,13 +57,18 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     With `fallback`, a program outside the class is left as it is, with a remark saying why, so
     that `convert-tile-to-gpu` (run next) lowers it; without it, the reason is an error.
 
+    The layouts are the tilegpu level's (docs/dev/codegen.md): a program whose tiles carry them
+    (after `tilegpu-assign-layouts`) is lowered as they say; one without gets them here, by the
+    same function, with the `wgmma` and `warp-rows` options.
+
     With `wgmma` (sm_90a) the same class and register layouts (16 rows per warp, four warps per
     warpgroup of 64 rows) use `wgmma.mma_async` for both dots instead of `mma.sync`: A from
     registers, B from 128-byte-swizzled shared memory through matrix descriptors.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::tessel::tilegpu::TileGPUDialect"];
   let options = [
     Option<"fallback", "fallback", "bool", /*default=*/"false",
            "Leave programs outside the class to the reference lowering (remark) instead of "

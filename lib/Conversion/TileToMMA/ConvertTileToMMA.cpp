@@ -138,7 +138,7 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   // Tile-valued pure ops are computed where a consumer needs them, in its layout.
   if (llvm::any_of(op->getResultTypes(), isTensor)) {
     if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
-            arith::ConstantOp>(op))
+            arith::ConstantOp, tilegpu::ConvertLayoutOp>(op))
       return success();
     Dialect *dialect = op->getDialect();
     if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
@@ -227,6 +227,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
           break;
         emitRemark(where) << "convert-tile-to-mma lowers @" << program.getName()
                           << " with mma.sync, not wgmma: " << reason;
+        tessel::tilegpu::stripLayouts(program);
         useWgmma = false;
       }
       if (succeeded(built)) {
@@ -234,6 +235,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         continue;
       }
       if (fallback) {
+        tessel::tilegpu::stripLayouts(program);
         emitRemark(where) << "convert-tile-to-mma leaves @" << program.getName()
                           << " to the reference lowering: " << reason;
       } else {
@@ -289,9 +291,16 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
                                     FunctionType::get(ctx, argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    MmaKernelBuilder builder(kernel, smem, warpRows, useWgmma, wgmmaOverlap);
+    // The layouts decide the kernel: given in the input, or assigned here as
+    // tilegpu-assign-layouts does (the pass's function, so both agree).
+    if (!tessel::tilegpu::programLayout(program) &&
+        failed(tessel::tilegpu::assignLayouts(program, useWgmma, warpRows)))
+      return failure();
+    MmaKernelBuilder builder(kernel, smem, wgmmaOverlap);
     if (failed(builder.plan(program)))
       return failure();
+    if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")
+      return program.emitOpError("has wgmma layouts, which need sm_90a, not ") << chip;
     if (builder.sharedBytes() > sharedLimit)
       return program.emitOpError("needs ")
              << builder.sharedBytes() << " bytes of shared memory, more than " << sharedLimit;
@@ -299,7 +308,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
-    kernel->setAttr("tessel.codegen", b.getStringAttr(useWgmma ? "wgmma" : "mma"));
+    kernel->setAttr("tessel.codegen", b.getStringAttr(builder.usesWgmma() ? "wgmma" : "mma"));
     return builder.build(program);
   }
 };

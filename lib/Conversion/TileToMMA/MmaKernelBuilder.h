@@ -24,6 +24,7 @@
 #include "tessel/Conversion/ScalarLowering.h"
 
 #include "tile/IR/TileDialect.h"
+#include "tilegpu/Transforms/MmaClass.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -55,17 +56,10 @@ enum class Layout { Acc = 0, Row = 1, Col = 2 };
 /// A descriptor after lowering, all i64.
 using Desc = tessel::conversion::LoweredDesc;
 
-/// What a tile.load feeds, which decides how its block reaches the tensor cores.
-enum class LoadRole { A, BTransposed, B };
-
-/// Where a load's block lives in shared memory.
-struct LoadPlan {
-  LoadRole role;
-  int64_t smemOffset = 0;
-  int64_t rows = 0, cols = 0;
-  /// Index among the loads of its loop body; -1 outside loops.
-  int streamIndex = -1;
-};
+/// What a tile.load feeds and where its block lives in shared memory: the plan of the tilegpu
+/// level (tilegpu/Transforms/MmaClass.h), shared with the layout and shared-memory passes.
+using tessel::tilegpu::LoadRole;
+using LoadPlan = tessel::tilegpu::LoadSlot;
 
 /// FA3's intra-warpgroup pipelining of an attention loop (wgmma-overlap,
 /// docs/dev/codegen-wgmma.md): the loop's P·V dot is issued one iteration late, as a second
@@ -126,16 +120,16 @@ bool isZeroTile(Value v);
 
 class MmaKernelBuilder {
 public:
-  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, int64_t warpRowsOption,
-                   bool wgmma, bool overlap = false)
-      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()),
-        warpRowsOption(warpRowsOption), wgmma(wgmma), overlapOption(wgmma && overlap) {}
+  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, bool overlap = false)
+      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()), overlapOption(overlap) {}
 
-  /// Checks that `program` is in the class and plans it; fills the block size and bytes.
+  /// Takes the plan of `program`, whose tiles carry their tilegpu layouts: the block size, the
+  /// instruction family and the shared-memory slots (tilegpu::planMmaClass).
   LogicalResult plan(func::FuncOp program);
   LogicalResult build(func::FuncOp program);
 
   int64_t numThreads() const { return numWarps * 32; }
+  bool usesWgmma() const { return wgmma; }
   int64_t sharedBytes() const { return smemBytes; }
 
 private:
@@ -261,8 +255,6 @@ private:
   // The class: query rows, element type of the operands.
   int64_t blockM = 0;
   int64_t numWarps = 0;
-  /// 0 (choose), 16 or 32 query rows per warp.
-  int64_t warpRowsOption = 0;
   /// sm_90a wgmma dots (16 rows per warp, 128-byte-swizzled slabs in shared memory).
   bool wgmma = false;
   /// wgmma-overlap (with wgmma): the overlapped schedule for the loops that have its shape.

@@ -41,7 +41,12 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::dotAFragments(tile::DotOp op, in
     return resident->second;
   if (aShared.count(op.getA()))
     return SmallVector<Value>();
-  FailureOr<SmallVector<Value>> regs = materialize(op.getA(), Layout::Acc, op);
+  // The P re-pack (tilegpu.convert_layout from the accumulator layout): pairs of adjacent
+  // columns of the accumulator registers, packed below.
+  Value source = op.getA();
+  if (auto repack = source.getDefiningOp<tilegpu::ConvertLayoutOp>())
+    source = repack.getInput();
+  FailureOr<SmallVector<Value>> regs = materialize(source, Layout::Acc, op);
   if (failed(regs))
     return failure();
   SmallVector<Value> a;

@@ -1,10 +1,9 @@
-//===- Planning.cpp - which programs convert-tile-to-mma takes --------------------------------===//
+//===- Planning.cpp - the plan convert-tile-to-mma takes from the tilegpu level ----------------===//
 //
-// MmaKernelBuilder::plan: checks that a tile program is in the attention class (f16/bf16 operands,
-// a 64- or 128-row query block, 16 or 32 rows per warp, no softmax, nested loop or scf.if, 2-D
-// tiles of the query block's rows) with a located error naming the first reason otherwise, gives
-// each tile.load its role (A, B, B through tile.trans) and its shared-memory slot, and sizes the
-// two-stage ring of the loop-body loads.
+// MmaKernelBuilder::plan: the builder takes its decisions from the tilegpu level: the kernel's
+// shape and instruction family from the tiles' layouts (tilegpu-assign-layouts), each load's role
+// and shared-memory slot and the ring's size from tilegpu::planMmaClass — the one place that
+// checks the attention class and plans it, shared with the tilegpu passes.
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -14,170 +13,28 @@
 
 namespace tessel::mma {
 
-//===----------------------------------------------------------------------===//
-// Planning: is the program in the class, and where does each load's block go?
-//===----------------------------------------------------------------------===//
-
 LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
-  // The query block: the A operand of the first dot that comes from a load.
-  tile::LoadOp queryLoad;
-  program.walk([&](tile::DotOp dot) {
-    if (!queryLoad)
-      queryLoad = dot.getA().getDefiningOp<tile::LoadOp>();
-  });
-  if (!queryLoad)
-    return program.emitOpError("has no tile.dot whose A operand is a tile.load: not the "
-                               "attention class convert-tile-to-mma handles");
-  auto qType = queryLoad.getResult().getType();
-  blockM = qType.getShape()[0];
-  operandType = qType.getElementType();
-  if (!operandType.isF16() && !operandType.isBF16())
-    return queryLoad.emitOpError("loads ") << operandType
-           << ": convert-tile-to-mma needs f16 or bf16 operands";
-  if (blockM != 64 && blockM != 128)
-    return queryLoad.emitOpError("loads a block of ")
-           << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp)";
-  // Rows per warp: 16 (one m16 tile) or 32 (two m16 tiles sharing every K/V ldmatrix, FA2's
-  // d128 layout). Chosen: 32 for a 128-row block (4 warps), 16 otherwise.
-  warpRows = warpRowsOption ? warpRowsOption : (blockM == 128 && !wgmma ? 32 : 16);
-  if (warpRows != 16 && warpRows != 32)
-    return program.emitOpError("asks for ")
-           << warpRows << " rows per warp: convert-tile-to-mma handles 16 or 32";
-  // wgmma: a warpgroup's m64 accumulator is four warps of 16 rows (one m16 tile each).
-  if (wgmma && warpRows != 16)
-    return program.emitOpError("asks for ")
-           << warpRows << " rows per warp: codegen=wgmma runs 16 (a warpgroup of 4 warps per 64 "
-           << "query rows)";
-  mTiles = warpRows / 16;
-  numWarps = blockM / warpRows;
-
-  WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
-    if (isa<tile::SoftmaxOp>(op))
-      return op->emitOpError("is a softmax: run tile-optimize (online softmax) first"),
-             WalkResult::interrupt();
-    if (isa<scf::IfOp, scf::WhileOp>(op))
-      return op->emitOpError("is not supported by convert-tile-to-mma"), WalkResult::interrupt();
-    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
-      if (forOp->getParentOfType<scf::ForOp>())
-        return op->emitOpError("is a nested loop, which convert-tile-to-mma does not handle"),
-               WalkResult::interrupt();
-    }
-    for (Type t : op->getResultTypes()) {
-      auto rt = dyn_cast<RankedTensorType>(t);
-      if (!rt)
-        continue;
-      if (rt.getRank() == 2 && rt.getShape()[0] != blockM && rt.getShape()[0] != 1 &&
-          !isa<tile::LoadOp, tile::TransOp>(op))
-        return op->emitOpError("makes a tile of ")
-                   << rt.getShape()[0] << " rows; convert-tile-to-mma keeps 2-D tiles of "
-                   << blockM << " (query) rows in registers",
-               WalkResult::interrupt();
-      if (rt.getRank() > 2)
-        return op->emitOpError("makes a tile of rank > 2"), WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  tilegpu::MmaEncodingAttr layout = tilegpu::programLayout(program);
+  if (!layout)
+    return program.emitOpError("has no tilegpu layouts: run tilegpu-assign-layouts first");
+  wgmma = layout.getKind() == tilegpu::MmaKind::Wgmma;
+  overlapOption = overlapOption && wgmma;
+  FailureOr<tilegpu::MmaClassPlan> planned =
+      tilegpu::planMmaClass(program, wgmma, layout.getWarpRows());
+  if (failed(planned))
     return failure();
-
-  // Shared memory: the A blocks and loads outside loops get their own slots; the loads of a
-  // loop body share slots by their position in the body (loops run one after the other).
-  SmallVector<int64_t> streamSlotBytes;
-  SmallVector<std::pair<Operation *, int>> streamUsers;
-  int64_t offset = 0;
-  WalkResult lw = program.walk([&](tile::LoadOp ld) -> WalkResult {
-    auto type = ld.getResult().getType();
-    if (type.getRank() != 2 || type.getElementType() != operandType)
-      return ld.emitOpError("loads ") << type
-                 << ": convert-tile-to-mma loads 2-D " << operandType << " blocks (dot operands)",
-             WalkResult::interrupt();
-    LoadPlan p;
-    p.rows = type.getShape()[0];
-    p.cols = type.getShape()[1];
-    if (p.cols != 64 && p.cols != 128)
-      return ld.emitOpError("loads a block of ")
-                 << p.cols << " columns: convert-tile-to-mma handles head dims 64 and 128",
-             WalkResult::interrupt();
-    if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % numThreads() != 0)
-      return ld.emitOpError("loads a block of ") << p.rows << " rows that the "
-                 << numThreads() << " threads cannot split into whole 16-byte chunks",
-             WalkResult::interrupt();
-    Value result = ld.getResult();
-    auto isDotA = [&](OpOperand &use) {
-      auto dot = dyn_cast<tile::DotOp>(use.getOwner());
-      return dot && use.getOperandNumber() == 0;
-    };
-    auto isDotB = [&](OpOperand &use) {
-      auto dot = dyn_cast<tile::DotOp>(use.getOwner());
-      return dot && use.getOperandNumber() == 1;
-    };
-    if (!result.use_empty() && llvm::all_of(result.getUses(), isDotA)) {
-      p.role = LoadRole::A;
-      if (p.rows != blockM || ld->getParentOfType<scf::ForOp>())
-        return ld.emitOpError("is an A operand inside a loop or of another height than the "
-                              "query block"),
-               WalkResult::interrupt();
-    } else if (!result.use_empty() && llvm::all_of(result.getUses(), isDotB)) {
-      p.role = LoadRole::B;
-    } else if (result.hasOneUse() && isa<tile::TransOp>(*result.getUsers().begin()) &&
-               !result.getUsers().begin()->getResult(0).use_empty() &&
-               llvm::all_of(result.getUsers().begin()->getResult(0).getUses(), isDotB)) {
-      p.role = LoadRole::BTransposed;
-    } else {
-      return ld.emitOpError("feeds something other than tile.dot operands, which "
-                            "convert-tile-to-mma does not handle"),
-             WalkResult::interrupt();
-    }
-    int64_t bytes = p.rows * p.cols * 2;
-    if (auto forOp = dyn_cast<scf::ForOp>(ld->getParentOp())) {
-      for (Value o : ld.getOffsets())
-        if (o != forOp.getInductionVar() && !forOp.isDefinedOutsideOfLoop(o))
-          return ld.emitOpError("has offsets that are neither the loop's induction variable "
-                                "nor loop-invariant: convert-tile-to-mma cannot pipeline it"),
-                 WalkResult::interrupt();
-      int index = 0;
-      for (Operation &o : forOp.getBody()->without_terminator()) {
-        if (&o == ld.getOperation())
-          break;
-        if (isa<tile::LoadOp>(o))
-          ++index;
-      }
-      p.streamIndex = index;
-      if (static_cast<int>(streamSlotBytes.size()) <= index)
-        streamSlotBytes.resize(index + 1, 0);
-      streamSlotBytes[index] = std::max(streamSlotBytes[index], bytes);
-      streamUsers.push_back({ld.getOperation(), index});
-    } else if (!isa<func::FuncOp>(ld->getParentOp())) {
-      return ld.emitOpError("is nested in a region convert-tile-to-mma does not handle"),
-             WalkResult::interrupt();
-    } else {
-      p.smemOffset = offset;
-      offset += bytes;
-    }
-    loads[ld.getOperation()] = p;
-    return WalkResult::advance();
-  });
-  if (lw.wasInterrupted())
-    return failure();
-  SmallVector<int64_t> slotOffset;
-  // wgmma: every load outside the loops is an A block (Q) read into registers right after it
-  // lands (16 rows per warp: at most 32 registers), and a loop's prologue passes a barrier
-  // before it issues anything, so the loops' stages may reuse those slots: d128 64×64 needs
-  // 64 KiB instead of 80 (three CTAs per SM instead of two).
-  bool onlyResidentA = llvm::all_of(loads, [](auto &entry) {
-    return entry.second.streamIndex >= 0 || entry.second.role == LoadRole::A;
-  });
-  int64_t streamStart = wgmma && onlyResidentA ? 0 : offset;
-  int64_t end = streamStart;
-  for (int64_t bytes : streamSlotBytes) {
-    slotOffset.push_back(end);
-    end += bytes;
-  }
-  for (auto [op, index] : streamUsers)
-    loads[op].smemOffset = slotOffset[index];
-  // Two stages of the loop-body loads: iteration j reads one while j+1's land in the other.
-  streamStageBytes = end - streamStart;
-  smemBytes = std::max(offset, end + streamStageBytes);
+  if (planned->layout != layout)
+    return program.emitOpError("has the tile layout ")
+           << layout << ", but its query block needs " << planned->layout;
+  blockM = layout.getBlockRows();
+  numWarps = layout.getWarps();
+  warpRows = layout.getWarpRows();
+  mTiles = layout.getMTiles();
+  operandType = planned->operandType;
+  for (auto &[op, slot] : planned->loads)
+    loads[op] = slot;
+  streamStageBytes = planned->stageBytes;
+  smemBytes = planned->sharedBytes;
   return success();
 }
 

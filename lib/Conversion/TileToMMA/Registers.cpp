@@ -46,9 +46,23 @@ FailureOr<int64_t> MmaKernelBuilder::regCount(RankedTensorType type, Layout layo
          << type << " in a way convert-tile-to-mma cannot place in registers";
 }
 
+/// Whether a tilegpu encoding is the register layout `layout` (Acc: the mma layout; Row and
+/// Col: its row and column slices).
+static bool isLayout(Attribute encoding, Layout layout) {
+  if (layout == Layout::Acc)
+    return isa<tilegpu::MmaEncodingAttr>(encoding);
+  auto slice = dyn_cast<tilegpu::SliceEncodingAttr>(encoding);
+  return slice && slice.getDim() == (layout == Layout::Row ? 1u : 0u);
+}
+
 FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layout,
                                                             Operation *user) {
   auto type = cast<RankedTensorType>(v.getType());
+  // The registers are computed in the layout the tile's type says: a consumer that needs
+  // another one means the layouts and this lowering disagree, which must not pass silently.
+  if (Attribute encoding = type.getEncoding(); encoding && !isLayout(encoding, layout))
+    return user->emitOpError("reads a tile of type ")
+           << type << " in another layout than its own (convert-tile-to-mma)";
   auto e = eager.find(v);
   if (e != eager.end()) {
     if (e->second.first != layout)

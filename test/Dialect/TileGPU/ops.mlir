@@ -8,10 +8,14 @@
 #wg = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>
 #wa = #tilegpu.dot_operand<operand = 0, parent = #wg>
 
+// Layouts print as aliases, their long form once at the top.
+// CHECK-DAG: #[[MMA:mma.*]] = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
+// CHECK-DAG: #[[ROW:row.*]] = #tilegpu.slice<dim = 1, parent = #[[MMA]]>
+// CHECK-DAG: #[[BL:blocked.*]] = #tilegpu.blocked<threads = 128>
+// CHECK-DAG: #[[A:op_a.*]] = #tilegpu.dot_operand<operand = 0, parent = #[[MMA]]>
+// CHECK-DAG: #[[B:op_b.*]] = #tilegpu.dot_operand<operand = 1, parent = #[[MMA]]>
 // CHECK-LABEL: func.func @layouts
-// CHECK-SAME: tensor<64x64xf32, #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>
-// CHECK-SAME: tensor<64xf32, #tilegpu.slice<dim = 1, parent = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>>
-// CHECK-SAME: tensor<16x64xf32, #tilegpu.blocked<threads = 128>>
+// CHECK-SAME: tensor<64x64xf32, #[[MMA]]>, %{{.*}}: tensor<64xf32, #[[ROW]]>, %{{.*}}: tensor<16x64xf32, #[[BL]]>
 func.func @layouts(%s: tensor<64x64xf32, #mma>, %m: tensor<64xf32, #row>,
                    %r: tensor<16x64xf32, #tilegpu.blocked<threads = 128>>) {
   return
@@ -30,9 +34,9 @@ func.func @mma_sync_chain(%kd: !tile.desc<2, f16>, %j: i32, %p: tensor<64x64xf16
   // CHECK: tilegpu.async_wait %[[G]] {pending = 0 : i32}
   tilegpu.async_wait %g {pending = 0 : i32}
   gpu.barrier
-  // CHECK: tilegpu.local_load %[[V]][%{{.*}}] : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128> -> tensor<64x128xf16, #tilegpu.dot_operand<operand = 1
+  // CHECK: tilegpu.local_load %[[V]][%{{.*}}] : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128> -> tensor<64x128xf16, #[[B]]>
   %vb = tilegpu.local_load %v[%c0] : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128> -> tensor<64x128xf16, #b>
-  // CHECK: %[[PA:.*]] = tilegpu.convert_layout %{{.*}} : tensor<64x64xf16, #tilegpu.mma<{{.*}}>> -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 0
+  // CHECK: %[[PA:.*]] = tilegpu.convert_layout %{{.*}} : tensor<64x64xf16, #[[MMA]]> -> tensor<64x64xf16, #[[A]]>
   %pa = tilegpu.convert_layout %p : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #a>
   // CHECK: tilegpu.mma %[[PA]], %{{.*}}, %{{.*}} :
   %o = tilegpu.mma %pa, %vb, %acc : tensor<64x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<64x128xf32, #mma>

@@ -19,7 +19,7 @@
 // CHECK-NEXT: %[[QG:.*]] = tilegpu.async_commit %[[QT]]
 // CHECK-NEXT: tilegpu.async_wait %[[QG]] {pending = 0 : i32}
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: %[[Q:.*]] = tilegpu.local_load %[[QS]][%[[C0]]] : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 0,
+// CHECK-NEXT: %[[Q:.*]] = tilegpu.local_load %[[QS]][%[[C0]]] : {{.*}} -> tensor<64x64xf16, #[[A:op_a.*]]>
 // CHECK: scf.for %[[J:.*]] = %[[LB:.*]] to
 // Iteration (j - lb) / step reads stage iteration % 2.
 // CHECK: %[[D:.*]] = arith.subi %[[J]], %[[LB]] : i32
@@ -27,11 +27,11 @@
 // CHECK: %[[ST:.*]] = arith.remui %[[IT]], %{{.*}} : i32
 // CHECK-NEXT: %[[KT:.*]] = tilegpu.async_copy %{{.*}} into %[[KS]][%[[ST]]]
 // The K block read transposed replaces the tile.trans.
-// CHECK: %[[K:.*]] = tilegpu.local_load %[[KS]][%[[ST]]] {transpose} : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
+// CHECK: %[[K:.*]] = tilegpu.local_load %[[KS]][%[[ST]]] {transpose} : {{.*}} -> tensor<64x64xf16, #[[B:op_b.*]]>
 // CHECK-NOT: tile.trans
 // CHECK: tile.dot %[[Q]], %[[K]]
 // CHECK: tilegpu.async_copy %{{.*}} into %[[VS]]
-// CHECK: %[[V:.*]] = tilegpu.local_load %[[VS]][%{{.*}}] : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
+// CHECK: %[[V:.*]] = tilegpu.local_load %[[VS]][%{{.*}}] : {{.*}} -> tensor<64x64xf16, #[[B]]>
 // CHECK: tile.dot %{{.*}}, %[[V]]
 
 // THREE-LABEL: func.func @qkv_mma_sync

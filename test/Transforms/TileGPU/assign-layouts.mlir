@@ -4,37 +4,48 @@
 // RUN: tessel-opt %s --split-input-file --tilegpu-assign-layouts="wgmma=true" | FileCheck %s --check-prefix=WG
 // RUN: tessel-opt %s --split-input-file --tilegpu-assign-layouts="warp-rows=32" 2>&1 | FileCheck %s --check-prefix=ROWS
 
+// The layouts, named once at the top: the accumulator layout, its row and column slices,
+// the A and B operand layouts.
+// CHECK-DAG: #[[MMA:.*]] = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
+// CHECK-DAG: #[[ROW:.*]] = #tilegpu.slice<dim = 1, parent = #[[MMA]]>
+// CHECK-DAG: #[[COL:.*]] = #tilegpu.slice<dim = 0, parent = #[[MMA]]>
+// CHECK-DAG: #[[A:.*]] = #tilegpu.dot_operand<operand = 0, parent = #[[MMA]]>
+// CHECK-DAG: #[[B:.*]] = #tilegpu.dot_operand<operand = 1, parent = #[[MMA]]>
 // CHECK-LABEL: func.func @causal_block
 // The query block in the A operand layout, the K block (read transposed) and V in the B one.
-// CHECK: %[[Q:.*]] = tile.load {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 0, parent = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>>
+// CHECK: %[[Q:.*]] = tile.load {{.*}} -> tensor<64x64xf16, #[[A]]>
 // The iota is both the query index (a row vector) and the key index (a column vector): one
 // copy per layout.
-// CHECK-DAG: tile.iota : tensor<64xi32, #tilegpu.slice<dim = 1, parent = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>>
-// CHECK-DAG: tile.iota : tensor<64xi32, #tilegpu.slice<dim = 0, parent = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>>
+// CHECK-DAG: %[[IOTA_COL:.*]] = tile.iota : tensor<64xi32, #[[COL]]>
+// CHECK-DAG: %[[IOTA_ROW:.*]] = tile.iota : tensor<64xi32, #[[ROW]]>
+// CHECK: arith.addi %{{.*}}, %[[IOTA_ROW]] : tensor<64xi32, #[[ROW]]>
 // Loop-carried: O in the accumulator layout, m and l as row vectors.
-// CHECK: scf.for {{.*}} -> (tensor<64x64xf32, #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>, tensor<64xf32, #tilegpu.slice<dim = 1, {{.*}}>>, tensor<64xf32, #tilegpu.slice<dim = 1, {{.*}}>>)
-// CHECK: %[[K:.*]] = tile.load {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
-// CHECK: %[[KT:.*]] = tile.trans %[[K]] : {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
-// CHECK: %[[S:.*]] = tile.dot %[[Q]], %[[KT]], {{.*}} -> tensor<64x64xf32, #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>
-// The column index of the causal mask reads the column-vector copy, the row index the other.
-// CHECK: tile.expand_dims {{.*}} axis 0 : tensor<64xi32, #tilegpu.slice<dim = 0, {{.*}}>> -> tensor<1x64xi32, #tilegpu.slice<dim = 0,
-// CHECK: tile.reduce max {{.*}} -> tensor<64xf32, #tilegpu.slice<dim = 1,
-// CHECK: %[[P:.*]] = arith.truncf {{.*}} to tensor<64x64xf16, #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>
-// CHECK: %[[V:.*]] = tile.load {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 1,
+// CHECK: scf.for {{.*}} -> (tensor<64x64xf32, #[[MMA]]>, tensor<64xf32, #[[ROW]]>, tensor<64xf32, #[[ROW]]>)
+// CHECK: %[[K:.*]] = tile.load {{.*}} -> tensor<64x64xf16, #[[B]]>
+// CHECK: %[[KT:.*]] = tile.trans %[[K]] : {{.*}} -> tensor<64x64xf16, #[[B]]>
+// CHECK: %[[S:.*]] = tile.dot %[[Q]], %[[KT]], {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// The column index of the causal mask reads the column-vector copy.
+// CHECK: %[[COLS:.*]] = arith.addi %{{.*}}, %[[IOTA_COL]] : tensor<64xi32, #[[COL]]>
+// CHECK: tile.expand_dims %[[COLS]] axis 0 : tensor<64xi32, #[[COL]]> -> tensor<1x64xi32, #[[COL]]>
+// CHECK: tile.reduce max {{.*}} -> tensor<64xf32, #[[ROW]]>
+// CHECK: %[[P:.*]] = arith.truncf {{.*}} to tensor<64x64xf16, #[[MMA]]>
+// CHECK: %[[V:.*]] = tile.load {{.*}} -> tensor<64x64xf16, #[[B]]>
 // The P re-pack: the probabilities leave the accumulator layout for the A operand's.
-// CHECK: %[[PA:.*]] = tilegpu.convert_layout %[[P]] : tensor<64x64xf16, #tilegpu.mma<{{.*}}>> -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 0,
-// CHECK: tile.dot %[[PA]], %[[V]], {{.*}} -> tensor<64x64xf32, #tilegpu.mma<mma_sync,
+// CHECK: %[[PA:.*]] = tilegpu.convert_layout %[[P]] : tensor<64x64xf16, #[[MMA]]> -> tensor<64x64xf16, #[[A]]>
+// CHECK: tile.dot %[[PA]], %[[V]], {{.*}} -> tensor<64x64xf32, #[[MMA]]>
 // The epilogue: O / l in the accumulator layout, the log-sum-exp as a row vector.
-// CHECK: tile.store {{.*}} : !tile.desc<2, f16>, tensor<64x64xf16, #tilegpu.mma<mma_sync,
-// CHECK: tile.store {{.*}} : !tile.desc<1, f32>, tensor<64xf32, #tilegpu.slice<dim = 1,
+// CHECK: tile.store {{.*}} : !tile.desc<2, f16>, tensor<64x64xf16, #[[MMA]]>
+// CHECK: tile.store {{.*}} : !tile.desc<1, f32>, tensor<64xf32, #[[ROW]]>
 
+// WG-DAG: #[[WMMA:.*]] = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>
+// WG-DAG: #[[WA:.*]] = #tilegpu.dot_operand<operand = 0, parent = #[[WMMA]]>
 // WG-LABEL: func.func @causal_block
-// WG: tile.dot {{.*}} -> tensor<64x64xf32, #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>>
-// WG: tilegpu.convert_layout {{.*}} -> tensor<64x64xf16, #tilegpu.dot_operand<operand = 0, parent = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>>>
+// WG: tile.dot {{.*}} -> tensor<64x64xf32, #[[WMMA]]>
+// WG: tilegpu.convert_layout {{.*}} -> tensor<64x64xf16, #[[WA]]>
 
 // Two m16 tiles per warp: a 64-row block takes two warps.
+// ROWS: #tilegpu.mma<mma_sync, warps = 2, warp_rows = 32>
 // ROWS-LABEL: func.func @causal_block
-// ROWS: tile.dot {{.*}} -> tensor<64x64xf32, #tilegpu.mma<mma_sync, warps = 2, warp_rows = 32>>
 func.func @causal_block(%q: !tile.ptr<f16>, %k: !tile.ptr<f16>, %v: !tile.ptr<f16>,
                         %o: !tile.ptr<f16>, %lse: !tile.ptr<f32>, %nq: i32, %nk: i32,
                         %scale: f32) {
