@@ -155,6 +155,26 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     return args, constexprs, grid, o, lse
 
 
+def _grad_enabled():
+    torch = gpu.torch_module()
+    return True if torch is None else bool(torch.is_grad_enabled())
+
+
+def _refuse_grad(q, k, v):
+    """Inputs that require grad, with grad mode on, get an error instead of an output without a
+    grad_fn (which would fail far away in loss.backward(), or silently leave q, k and v without
+    gradients inside a larger model). Duck-typed: anything with `requires_grad = True` counts."""
+    needs = [n for n, x in (("q", q), ("k", k), ("v", v))
+             if getattr(x, "requires_grad", False) is True]
+    if needs and _grad_enabled():
+        raise NotImplementedError(
+            f"tessel.attention: {', '.join(needs)} require{'s' if len(needs) == 1 else ''} "
+            "grad, but tessel.attention has no backward pass (autograd support) for this case "
+            "yet, so the output would have no grad_fn. Detach the inputs or run under "
+            "torch.no_grad() for inference; for training use "
+            "torch.nn.functional.scaled_dot_product_attention.")
+
+
 def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                       enable_gqa=False, block_m=None, block_n=None):
     """The CompiledKernel tessel.attention would run for these inputs (for IR inspection)."""
@@ -179,6 +199,7 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU (o a new tensor like
     q, lse float32 [B, H, Nq]), on torch's current stream.
     """
+    _refuse_grad(q, k, v)
     if gpu.is_torch_tensor(q):
         return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                return_lse, block_m, block_n)
