@@ -220,13 +220,14 @@ def test_attention_extra_memory_is_the_lse(D, N):
     assert extra <= lse_bytes + 1024, (extra, lse_bytes)
 
 
-def test_attention_refuses_inputs_requiring_grad():
-    """Until a case has a backward, inputs that require grad are an error naming them, never an
-    output without a grad_fn; with grad mode off (or detached inputs) attention runs."""
+
+def test_attention_inputs_requiring_grad_get_a_grad_fn():
+    """Inputs that require grad go through autograd (tessel/backward.py): the output has a
+    grad_fn; with grad mode off it has none. Numerics: test/gpu/test_attention_backward_gpu.py."""
     q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16, requires_grad=True)
     k = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16)
-    with pytest.raises(NotImplementedError, match="q requires grad"):
-        tessel.attention(q, k, k)
+    o = tessel.attention(q, k, k)
+    assert o.grad_fn is not None
     with torch.no_grad():
         o = tessel.attention(q, k, k)
     assert o.grad_fn is None and not torch.isnan(o).any()
