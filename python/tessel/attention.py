@@ -156,8 +156,8 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
 
 
 def _grad_enabled():
-    torch = gpu.torch_module()
-    return True if torch is None else bool(torch.is_grad_enabled())
+    enabled = getattr(gpu.torch_module(), "is_grad_enabled", None)
+    return True if enabled is None else bool(enabled())
 
 
 def _refuse_grad(q, k, v):
@@ -202,7 +202,7 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     q, lse float32 [B, H, Nq]), on torch's current stream.
     """
     if gpu.is_torch_tensor(q):
-        if (q.requires_grad or getattr(k, "requires_grad", False)
+        if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)
                 or getattr(v, "requires_grad", False)) and _grad_enabled():
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,

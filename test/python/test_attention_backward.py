@@ -250,3 +250,27 @@ def test_elementwise_grad_in_a_kernel():
     want = (t / np.sqrt(t * t + 1) * 2 ** t + np.sqrt(t * t + 1) * 2 ** t * np.log(2)
             - np.where(t <= 0.25, 1.0, 0.0) / (t + 3) + np.minimum(t, 0.25) / (t + 3) ** 2)
     assert np.max(np.abs(y - want)) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_backward_half_precision_inputs(dtype):
+    """f16 and bf16 (uint16 bits) inputs: P and dS are rounded to the inputs' type before their
+    matmuls, as FlashAttention does; the gradients come back in the inputs' type."""
+    q, k, v, do = inputs(1, 2, 1, 33, 33, 16, 9)
+    if dtype == "f16":
+        to, back = (lambda x: x.astype(np.float16)), (lambda x: x.astype(np.float32))
+    else:
+        to, back = tessel.to_bf16, tessel.from_bf16
+    qh, kh, vh, doh = (to(x) for x in (q, k, v, do))
+    o, lse = tessel.attention(qh, kh, vh, causal=True, enable_gqa=True, return_lse=True,
+                              score_mod=softcap)
+    dq, dk, dv = tessel.attention_backward(qh, kh, vh, o, lse, doh, causal=True, enable_gqa=True,
+                                           score_mod=softcap)
+    assert dq.dtype == qh.dtype and dk.dtype == kh.dtype
+    ref = reference_attention_backward(*(back(x) for x in (qh, kh, vh, doh)), causal=True,
+                                       score=_np_softcap, enable_gqa=True,
+                                       score_grad=lambda s, b, h, qi, ki:
+                                       1.0 - np.tanh(s / CAP) ** 2)
+    tol = 1e-2 if dtype == "f16" else 4e-2
+    for got, want in zip((dq, dk, dv), ref):
+        assert max_rel_error(back(got), want) < tol
