@@ -235,11 +235,26 @@ def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None
             "dq": attention_bwd_dq.warmup(q, k, v, q, row, row, q, Nq, Nk, H, Hkv, scale, **cx)}
 
 
+def gpu_backward_blocks(D, dtype):
+    """(BLOCK_M, BLOCK_N) of the backward programs on the GPU, for head dim D and dtype name.
+
+    The programs go through the reference lowering (convert-tile-to-gpu; codegen auto's fast
+    paths are shaped for the forward), which keeps every live tile in shared memory: at 64×64
+    blocks the dK/dV program needs 300-460 KB of it, over any CTA's budget. Measured with ptxas
+    (sm_80, causal, softcap): 32×32 needs 101 KB (dK/dV) at d64 f16; 32×16, 85 KB at d128 f16 and
+    109 KB at d128 f32 — under sm_80's 163 KB. test_attention_backward.py compiles them."""
+    if D <= 64 and dtype in ("f16", "bf16"):
+        return 32, 32
+    return 32, 16
+
+
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                              enable_gqa, dlse, block_m, block_n):
     """The same three programs on CUDA tensors, through the GPU lowering (the reference lowering
     convert-tile-to-gpu for these programs: codegen auto's fast paths are the forward's)."""
     torch = gpu.torch_module()
+    dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))
+    block_m, block_n = block_m or dm, block_n or dn
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                 block_m, block_n)
     B, H, Nq, D, Hkv, Nk = shapes
@@ -279,8 +294,9 @@ def _autograd_function():
         def backward(ctx, do, dlse):
             q, k, v, o, lse = ctx.saved_tensors
             causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n = ctx.config
+            # The forward's block sizes are not the backward's (gpu_backward_blocks).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
-                                                  mask_mod, enable_gqa, dlse, block_m, block_n)
+                                                  mask_mod, enable_gqa, dlse, None, None)
             return dq, dk, dv, None
 
     _function = TesselAttention
