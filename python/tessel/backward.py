@@ -303,9 +303,28 @@ def _autograd_function():
     return _function
 
 
+_differentiable = set()   # (score_mod, dtype name, D) whose backward was traced
+
+
+def check_differentiable(score_mod, dtype, D):
+    """Traces the dQ program (the chain rule through score_mod) once per score_mod, dtype name
+    and head dim, on host arrays: a score_mod the compiler cannot differentiate is a
+    CompilationError at its line when the forward is called, not at loss.backward()."""
+    key = (score_mod, dtype, D)
+    if score_mod is None or key in _differentiable:
+        return
+    host = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}[dtype]
+    q = np.zeros((1, 1, 16, D), host)
+    shapes, scale, cx = _config(q, q, q, False, None, score_mod, None, False, 16, 16)
+    row = np.zeros((1, 1, 16), np.float32)
+    attention_bwd_dq.warmup(q, q, q, q, row, row, q, 16, 16, 1, 1, scale, **cx)
+    _differentiable.add(key)
+
+
 def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
                         block_m, block_n):
     """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn."""
+    check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1])
     config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n)
     o, lse = _autograd_function().apply(q, k, v, config)
     return (o, lse) if return_lse else o

@@ -234,6 +234,15 @@ def test_unsupported_score_mod_op_is_a_located_error():
     assert e.source_line.strip() == "return score % 2.0"
 
 
+def test_autograd_checks_the_score_mod_before_the_forward_runs():
+    """On CUDA tensors that require grad, tessel.attention traces the chain rule through the
+    score_mod first (tessel.backward.check_differentiable): the error is at the forward call."""
+    from tessel.backward import check_differentiable
+    check_differentiable(softcap, "bf16", 64)          # differentiable: no error, remembered
+    with pytest.raises(tessel.CompilationError, match="cannot differentiate 'arith.remf'"):
+        check_differentiable(not_differentiable, "f16", 64)
+
+
 def test_elementwise_grad_in_a_kernel():
     @tessel.jit
     def grad_kernel(x, y, W: tl.constexpr):
