@@ -199,7 +199,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     Rows with every key masked give 0 (and lse -inf). Returns o, or (o, lse) with return_lse.
 
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU (o a new tensor like
-    q, lse float32 [B, H, Nq]), on torch's current stream.
+    q, lse float32 [B, H, Nq]), on torch's current stream. CUDA tensors that require grad (grad
+    mode on) go through torch.autograd: o and lse get a grad_fn whose backward runs the derived
+    backward programs (tessel/backward.py); numpy users call tessel.attention_backward.
     """
     if gpu.is_torch_tensor(q):
         if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)

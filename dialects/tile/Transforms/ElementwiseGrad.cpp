@@ -126,7 +126,7 @@ FailureOr<Value> TangentBuilder::tangent(Value v) {
 FailureOr<Value> TangentBuilder::derive(Operation *op, Value y) {
   Type type = y.getType();
   // Element-wise ops only: tile ops reshape, move or combine elements of the score.
-  if (isa<tessel::tile::TileDialect>(op->getDialect()))
+  if (isa_and_nonnull<tessel::tile::TileDialect>(op->getDialect()))
     return refuse(op, "it is not element-wise (a score_mod may only apply element-wise ops to "
                       "the score)");
   if (op->getNumRegions())
