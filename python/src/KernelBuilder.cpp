@@ -10,6 +10,7 @@
 
 #include "tessel/Registration.h"
 #include "tile/IR/TileDialect.h"
+#include "tile/Transforms/ElementwiseGrad.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -620,6 +621,22 @@ std::vector<PyDiagnostic> KernelBuilder::verify() {
   if (failed(mlir::verify(*moduleOp)) && collect.diagnostics.empty())
     collect.diagnostics.push_back({"error", "the module does not verify", "", 0, 0});
   return collect.diagnostics;
+}
+
+std::pair<std::optional<Value>, std::vector<PyDiagnostic>>
+KernelBuilder::elementwiseGrad(Value y, Value x) {
+  if (y.getType() != x.getType() || !isa<RankedTensorType>(x.getType()) ||
+      !isa<FloatType>(elementOf(x)))
+    fail("tl.elementwise_grad needs two float tiles of one type, got " + typeStr(y.getType()) +
+         " and " + typeStr(x.getType()));
+  DiagnosticCollector collect(*ctx);
+  FailureOr<Value> grad = tessel::tile::buildElementwiseGrad(builder, loc(), y, x);
+  if (failed(grad)) {
+    if (collect.diagnostics.empty())
+      collect.diagnostics.push_back({"error", "cannot differentiate", "", 0, 0});
+    return {std::nullopt, collect.diagnostics};
+  }
+  return {*grad, {}};
 }
 
 std::vector<PyDiagnostic> KernelBuilder::runPipeline(const std::string &pipeline, bool dumpIR) {

@@ -110,6 +110,11 @@ public:
   mlir::Value broadcast(mlir::Value value, const std::vector<int64_t> &shape);
   mlir::Value trans(mlir::Value value);
   std::pair<mlir::Value, mlir::Value> softmax(mlir::Value value, int axis, bool streamed);
+  /// ∂y/∂x element by element, for a tile y computed from the tile x by element-wise ops (the
+  /// chain rule through a score_mod; tessel::tile::buildElementwiseGrad). On failure no value
+  /// and the diagnostics, located at the op that cannot be differentiated.
+  std::pair<std::optional<mlir::Value>, std::vector<Diagnostic>> elementwiseGrad(mlir::Value y,
+                                                                                 mlir::Value x);
 
   // Control flow. Regions nest: begin/end pairs must match.
   /// Starts an i32 scf.for; returns the induction variable and the body's carried values.

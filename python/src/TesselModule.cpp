@@ -182,6 +182,12 @@ PYBIND11_MODULE(_tessel, m) {
       .def("broadcast", &KernelBuilder::broadcast, keep)
       .def("trans", &KernelBuilder::trans, keep)
       .def("softmax", &KernelBuilder::softmax)
+      .def("elementwise_grad",
+           [](KernelBuilder &kb, V y, V x) {
+             auto [grad, diagnostics] = kb.elementwiseGrad(y, x);
+             return py::make_tuple(grad ? py::cast(*grad) : py::none(),
+                                   diagnosticList(diagnostics));
+           })
       .def("begin_for", &KernelBuilder::beginFor)
       .def("end_for", &KernelBuilder::endFor)
       .def("begin_if", &KernelBuilder::beginIf)

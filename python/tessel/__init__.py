@@ -23,6 +23,7 @@ from .jit import CompileOptions, CompiledKernel, JITFunction, jit
 from .runtime import from_bf16, to_bf16
 from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
+from .backward import attention_backward, compile_attention_backward
 from . import gpu
 from . import timing
 
@@ -30,5 +31,6 @@ timing.import_seconds = _time.perf_counter() - _import_started
 del _time, _import_started
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
-           "CompiledKernel", "JITFunction", "attention", "compile_attention", "to_bf16",
+           "CompiledKernel", "JITFunction", "attention", "compile_attention",
+           "attention_backward", "compile_attention_backward", "to_bf16",
            "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu"]

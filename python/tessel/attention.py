@@ -155,6 +155,28 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     return args, constexprs, grid, o, lse
 
 
+def _grad_enabled():
+    enabled = getattr(gpu.torch_module(), "is_grad_enabled", None)
+    return True if enabled is None else bool(enabled())
+
+
+def _refuse_grad(q, k, v):
+    """Inputs that require grad, with grad mode on, get an error instead of an output without a
+    grad_fn (which would fail far away in loss.backward(), or silently leave q, k and v without
+    gradients inside a larger model). Duck-typed: anything with `requires_grad = True` counts.
+    CUDA torch tensors never get here: they have a backward (tessel/backward.py, autograd);
+    numpy users call tessel.attention_backward."""
+    needs = [n for n, x in (("q", q), ("k", k), ("v", v))
+             if getattr(x, "requires_grad", False) is True]
+    if needs and _grad_enabled():
+        raise NotImplementedError(
+            f"tessel.attention: {', '.join(needs)} require{'s' if len(needs) == 1 else ''} "
+            "grad, but tessel.attention has no backward pass (autograd support) for this case "
+            "yet, so the output would have no grad_fn: autograd covers CUDA torch tensors only "
+            "(numpy arrays: tessel.attention_backward). Detach the inputs or run under "
+            "torch.no_grad() for inference.")
+
+
 def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                       enable_gqa=False, block_m=None, block_n=None):
     """The CompiledKernel tessel.attention would run for these inputs (for IR inspection)."""
@@ -177,11 +199,19 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     Rows with every key masked give 0 (and lse -inf). Returns o, or (o, lse) with return_lse.
 
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU (o a new tensor like
-    q, lse float32 [B, H, Nq]), on torch's current stream.
+    q, lse float32 [B, H, Nq]), on torch's current stream. CUDA tensors that require grad (grad
+    mode on) go through torch.autograd: o and lse get a grad_fn whose backward runs the derived
+    backward programs (tessel/backward.py); numpy users call tessel.attention_backward.
     """
     if gpu.is_torch_tensor(q):
+        if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)
+                or getattr(v, "requires_grad", False)) and _grad_enabled():
+            from .backward import attention_with_grad
+            return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                       return_lse, block_m, block_n)
         return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                return_lse, block_m, block_n)
+    _refuse_grad(q, k, v)
     args, constexprs, grid, o, lse = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                               enable_gqa, block_m, block_n)
     attention_kernel[grid](*args, **constexprs)

@@ -941,6 +941,24 @@ class CodeGenerator:
         p, lse = self.build("softmax", x.v, axis, bool(streamed))
         return (self.wrap(p), self.wrap(lse)) if return_lse else self.wrap(p)
 
+    def tl_elementwise_grad(self, node, y, x):
+        x = self.tile_arg(x, node, "tl.elementwise_grad's second operand")
+        if x.dtype not in _FLOATS:
+            raise self.error(node, f"tl.elementwise_grad differentiates with respect to a float "
+                                   f"tile, not {x.type_str()}")
+        if not isinstance(y, TVal):         # a constant does not depend on x
+            return self.tl_full(node, x.shape, 0, tl.DTYPES[x.dtype])
+        if not y.same_type(x):
+            raise self.error(node, f"tl.elementwise_grad needs y of x's type ({x.type_str()}), "
+                                   f"not {y.type_str()}")
+        grad, diags = self.build("elementwise_grad", y.v, x.v)
+        if grad is None:
+            _, message, filename, line, col = next(d for d in diags if d[0] == "error")
+            if filename:    # at the op that cannot be differentiated, in the user's score_mod
+                raise CompilationError(message, filename, line, col)
+            raise self.error(node, message)
+        return self.wrap(grad)
+
     def tl_zeros(self, node, shape, dtype=tl.float32):
         return self.tl_full(node, shape, 0, dtype)
 

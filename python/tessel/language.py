@@ -96,6 +96,11 @@ for _name, _doc in [
     ("maximum", "maximum(x, y): element-wise maximum."),
     ("minimum", "minimum(x, y): element-wise minimum."),
     ("cdiv", "cdiv(a, b): ceil(a / b) for integers."),
+    ("elementwise_grad", "elementwise_grad(y, x): dy/dx element by element, for a float tile y "
+                         "computed from the float tile x by element-wise ops (a score_mod): "
+                         "built by the compiler (forward mode). Differentiates + - * / neg, "
+                         "maximum, minimum, where, casts, exp exp2 log log2 sqrt tanh abs and "
+                         "**; other ops on the way from x to y are errors at their line."),
 ]:
     BUILTINS[_name] = _builtin(_name, _doc)
 

@@ -45,3 +45,48 @@ def max_rel_error(out, ref):
     """max |out - ref| / max(1, max |ref|)."""
     out = np.asarray(out, dtype=np.float64)
     return float(np.max(np.abs(out - ref)) / max(1.0, float(np.max(np.abs(ref)))))
+
+
+def reference_attention_backward(q, k, v, do, scale=None, causal=False, score=None,
+                                 score_grad=None, allowed=None, enable_gqa=False, dlse=None):
+    """float64 gradients (dq, dk, dv) of reference_attention for the output gradient do (and
+    dlse, the gradient of the lse), written out by hand, independently of tessel's programs:
+    score_grad(s, b, h, q_idx, kv_idx) is the derivative of `score` with respect to s. dk and
+    dv are summed over the query heads of each key/value head (GQA)."""
+    q, k, v, do = (np.asarray(x, dtype=np.float64) for x in (q, k, v, do))
+    B, H, Nq, D = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    assert H == Hkv or enable_gqa
+    group = H // Hkv
+    scale = 1.0 / np.sqrt(D) if scale is None else scale
+    qi = np.arange(Nq)[:, None]
+    ki = np.arange(Nk)[None, :]
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    for b in range(B):
+        for h in range(H):
+            kh = h // group
+            s_raw = q[b, h] @ k[b, kh].T * scale
+            s = s_raw if score is None else score(s_raw, b, h, qi, ki)
+            ok = np.ones((Nq, Nk), dtype=bool)
+            if causal:
+                ok &= qi >= ki
+            if allowed is not None:
+                ok &= np.broadcast_to(allowed(b, h, qi, ki), (Nq, Nk))
+            s = np.where(ok, s, -np.inf)
+            m = s.max(axis=-1, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0.0)
+            e = np.exp(s - m)
+            l = e.sum(axis=-1, keepdims=True)
+            p = e / np.where(l == 0, 1.0, l)                 # 0 in rows that see no key
+            o = p @ v[b, kh]
+            delta = (do[b, h] * o).sum(axis=-1, keepdims=True)
+            if dlse is not None:
+                delta = delta - np.asarray(dlse, dtype=np.float64)[b, h][:, None]
+            ds = p * (do[b, h] @ v[b, kh].T - delta)
+            if score_grad is not None:
+                ds = ds * np.where(ok, np.broadcast_to(score_grad(s_raw, b, h, qi, ki), ds.shape),
+                                   0.0)
+            dq[b, h] = ds @ k[b, kh] * scale
+            dk[b, kh] += ds.T @ q[b, h] * scale
+            dv[b, kh] += p.T @ do[b, h]
+    return dq, dk, dv

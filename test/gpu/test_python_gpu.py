@@ -213,3 +213,16 @@ def test_attention_extra_memory_is_the_lse(D, N):
                               "output_bytes": o.numel() * 2, "lse_bytes": lse_bytes,
                               "extra_bytes": extra})
     assert extra <= lse_bytes + 1024, (extra, lse_bytes)
+
+
+
+def test_attention_inputs_requiring_grad_get_a_grad_fn():
+    """Inputs that require grad go through autograd (tessel/backward.py): the output has a
+    grad_fn; with grad mode off it has none. Numerics: test/gpu/test_attention_backward_gpu.py."""
+    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16, requires_grad=True)
+    k = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16)
+    o = tessel.attention(q, k, k)
+    assert o.grad_fn is not None
+    with torch.no_grad():
+        o = tessel.attention(q, k, k)
+    assert o.grad_fn is None and not torch.isnan(o).any()

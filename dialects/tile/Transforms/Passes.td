@@ -56,4 +56,17 @@ def TileSplitMaskedLoops : Pass<"tile-split-masked-loops", "::mlir::func::FuncOp
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def TileTestElementwiseGrad : Pass<"tile-test-elementwise-grad", "::mlir::func::FuncOp"> {
+  let summary = "For tests: return the element-wise derivative of a function's first result.";
+  let description = [{
+    The backward of attention differentiates the user's score_mod, element-wise code on the
+    score tile, with `tessel::tile::buildElementwiseGrad` (forward mode; called by the Python
+    front end for `tl.elementwise_grad` while it traces the backward kernels). This pass exposes
+    that step to lit: in every function marked `tile.test_elementwise_grad`, it appends the
+    derivative of the first returned tile with respect to the first argument to the returned
+    values (and removes the mark). Ops it cannot differentiate are errors at their location.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
 #endif // TESSEL_TILE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,330 @@
+"""The attention backward: three DSL programs derived from the naive forward, and autograd.
+
+How it is derived (docs/dev/backward.md has the reasoning): the forward is
+`S = score_mod(Q·Kᵀ·scale)`, masked, `P = softmax(S)` over the whole key row, `O = P·V`, with
+`lse = log Σ exp S` saved per row. The backward recomputes S and P from Q, K and the saved LSE
+(`P = exp(S − lse)`, no N×N buffer), and with Δ = rowsum(dO∘O):
+
+    dV = Pᵀ·dO        dP = dO·Vᵀ        dS = P∘(dP − Δ)
+    dS_raw = dS∘∂score_mod/∂s     (tl.elementwise_grad: the compiler differentiates the
+                                   score_mod's own element-wise tile ops, forward mode)
+    dQ = dS_raw·K·scale           dK = dS_rawᵀ·Q·scale
+
+Blocked as FlashAttention-2 does it, in three programs written in the DSL like the forward, so
+that score_mod and mask_mod are traced into them the same way:
+
+- `attention_bwd_delta`: Δ per query row, grid (⌈Nq/BLOCK_M⌉, B·H);
+- `attention_bwd_dkdv`: one key block per program, grid (⌈Nk/BLOCK_N⌉, B·Hkv); its loop streams
+  the query blocks of every query head of the key/value head's group (so GQA sums dK and dV over
+  the group in registers, deterministically);
+- `attention_bwd_dq`: one query block per program, grid (⌈Nq/BLOCK_M⌉, B·H), a key-block loop like
+  the forward's (deterministic: no atomics).
+
+Both main loops mask with `select(mask, s, −inf)` from index arithmetic, so `tile-optimize`'s
+mask analysis (tile-split-masked-loops) skips the blocks a mask hides entirely — P is 0 there, so
+skipping is the identity on dQ, dK and dV — and drops the mask where it shows everything.
+
+A gradient flowing into the returned lse (return_lse=True with lse used in the loss) joins dS:
+∂lse/∂S = P, so dS = P∘(dP − (Δ − dlse)); it is folded into Δ.
+"""
+import math
+
+import numpy as np
+
+from . import gpu
+from . import language as tl
+from .jit import jit
+
+
+@jit
+def attention_bwd_delta(o, do, dlse, delta, nq, D: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Δ = rowsum(dO∘O) − dlse, per query row (dlse: the gradient of the returned lse, or 0)."""
+    pid_m = tl.program_id(0)
+    rows = tl.program_id(1) * nq
+    od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=rows * D)
+    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=rows * D)
+    gd = tl.make_desc(dlse, shape=(nq,), strides=(1,), offset=rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=rows)
+    m0 = pid_m * BLOCK_M
+    ot = tl.load(od, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
+    g = tl.load(gd, (m0,), shape=(BLOCK_M,))
+    tl.store(dd, (m0,), tl.sum(ot * dot_, axis=1) - g)
+
+
+@jit
+def attention_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, scale,
+                       D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dK and dV of one key block (FA2): the loop streams every query block of every query head
+    of this key/value head's group."""
+    pid_n = tl.program_id(0)
+    bkv = tl.program_id(1)
+    b = bkv // HKV
+    kv_h = bkv % HKV
+    group = H // HKV
+    kv_rows = bkv * nk
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    n0 = pid_n * BLOCK_N
+    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+    dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    for g in range(0, group, 1):
+        h = kv_h * group + g
+        q_rows = (b * H + h) * nq
+        qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+        dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+        ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+        dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+        for i in range(0, nq, BLOCK_M):
+            qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+            dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+            lse = tl.load(ld, (i,), shape=(BLOCK_M,))
+            lse = tl.where(lse == float("-inf"), 0.0, lse)   # rows that see no key: P = 0
+            dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
+            q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+            s_raw = tl.dot(qt, kt.T) * scale
+            s_mod = s_raw
+            if SCORE_MOD is not None:
+                s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+            mask = (kv_idx < nk) & (q_idx < nq)
+            if CAUSAL:
+                mask = mask & (q_idx >= kv_idx)
+            if MASK_MOD is not None:
+                mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+            s = tl.where(mask, s_mod, float("-inf"))
+            p = tl.exp(s - lse[:, None])
+            dv_acc += tl.dot(p.to(dot_.dtype).T, dot_)
+            dp = tl.dot(dot_, vt.T)
+            ds = p * (dp - dlt[:, None])
+            if SCORE_MOD is not None:
+                ds = ds * tl.elementwise_grad(s_mod, s_raw)
+            dk_acc += tl.dot(ds.to(qt.dtype).T, qt)
+    tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
+
+
+@jit
+def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
+                     D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dQ of one query block: a key-block loop like the forward's."""
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    q_rows = bh * nq
+    kv_rows = (b * HKV + kv_h) * nk
+    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    m0 = pid_m * BLOCK_M
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
+    lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
+    lse = tl.where(lse == float("-inf"), 0.0, lse)           # rows that see no key: P = 0
+    dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
+    for j in range(0, nk, BLOCK_N):
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        s_raw = tl.dot(qt, kt.T) * scale
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        s_mod = s_raw
+        if SCORE_MOD is not None:
+            s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+        mask = kv_idx < nk
+        if CAUSAL:
+            mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+        s = tl.where(mask, s_mod, float("-inf"))
+        p = tl.exp(s - lse[:, None])
+        dp = tl.dot(dot_, vt.T)
+        ds = p * (dp - dlt[:, None])
+        if SCORE_MOD is not None:
+            ds = ds * tl.elementwise_grad(s_mod, s_raw)
+        dq_acc += tl.dot(ds.to(kt.dtype), kt)
+    tl.store(dqd, (m0, 0), (dq_acc * scale).to(qt.dtype))
+
+
+def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
+    from .attention import _as_jit, _block, _check_shapes
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    BM = block_m or _block(Nq)
+    BN = block_n or _block(Nk)
+    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
+                      SCORE_MOD=_as_jit(score_mod, "score_mod"),
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    return (B, H, Nq, D, Hkv, Nk), scale, constexprs
+
+
+def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx):
+    B, H, Nq, D, Hkv, Nk = shapes
+    BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+    if B * H and Nq:
+        attention_bwd_delta[(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, D=D, BLOCK_M=BM)
+    if B * Hkv and Nk:
+        attention_bwd_dkdv[(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq, Nk, H,
+                                                    Hkv, scale, **cx)
+    if B * H and Nq:
+        attention_bwd_dq[(-(-Nq // BM), B * H)](q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv,
+                                                scale, **cx)
+
+
+def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
+                       mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None):
+    """The gradients (dq, dk, dv) of tessel.attention at (q, k, v), given its output o, its
+    log-sum-exp lse (return_lse=True) and the gradient do of the loss with respect to o — and
+    optionally dlse, the gradient with respect to lse. Same arguments and semantics as
+    tessel.attention; dq is like q, dk and dv like k (GQA: summed over each group's heads).
+
+    numpy arrays run on the CPU interpreter (float32, float16, or bf16 as uint16 bits; the
+    gradients have the inputs' dtype, lse and dlse are float32); CUDA torch tensors on the GPU.
+    """
+    if gpu.is_torch_tensor(q):
+        return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                                        enable_gqa, dlse, block_m, block_n)
+    arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do}
+    for name, x in arrays.items():
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array (interpreter) or a CUDA torch tensor "
+                            f"(GPU), got {type(x).__name__}")
+    if not (q.dtype == k.dtype == v.dtype == o.dtype == do.dtype):
+        raise TypeError(f"q, k, v, o and do differ in dtype: "
+                        f"{', '.join(str(x.dtype) for x in (q, k, v, o, do))}")
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                block_m, block_n)
+    B, H, Nq, D, Hkv, Nk = shapes
+    if o.shape != q.shape or do.shape != q.shape or lse.shape != (B, H, Nq):
+        raise ValueError(f"o and do must have q's shape {tuple(q.shape)} and lse {(B, H, Nq)}; "
+                         f"got {tuple(o.shape)}, {tuple(do.shape)}, {tuple(lse.shape)}")
+    q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
+    lse = np.ascontiguousarray(lse, dtype=np.float32)
+    dlse = np.zeros((B, H, Nq), np.float32) if dlse is None else \
+        np.ascontiguousarray(np.broadcast_to(dlse, (B, H, Nq)), dtype=np.float32)
+    delta = np.zeros((B, H, Nq), np.float32)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
+    return dq, dk, dv
+
+
+def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None,
+                               mask_mod=None, enable_gqa=False, block_m=None, block_n=None):
+    """The CompiledKernels of the backward for these inputs (numpy arrays), for IR inspection:
+    a dict with "delta", "dkdv" and "dq"."""
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                block_m, block_n)
+    B, H, Nq, D, Hkv, Nk = shapes
+    row = np.zeros((B, H, Nq), np.float32)
+    dkdv_args = (q, k, v, q, row, row, k, v, Nq, Nk, H, Hkv, scale)
+    return {"delta": attention_bwd_delta.warmup(q, q, row, row, Nq, D=D, BLOCK_M=cx["BLOCK_M"]),
+            "dkdv": attention_bwd_dkdv.warmup(*dkdv_args, **cx),
+            "dq": attention_bwd_dq.warmup(q, k, v, q, row, row, q, Nq, Nk, H, Hkv, scale, **cx)}
+
+
+def gpu_backward_blocks(D, dtype):
+    """(BLOCK_M, BLOCK_N) of the backward programs on the GPU, for head dim D and dtype name.
+
+    The programs go through the reference lowering (convert-tile-to-gpu; codegen auto's fast
+    paths are shaped for the forward), which keeps every live tile in shared memory: at 64×64
+    blocks the dK/dV program needs 300-460 KB of it, over any CTA's budget. Measured with ptxas
+    (sm_80, causal, softcap): 32×32 needs 101 KB (dK/dV) at d64 f16; 32×16, 85 KB at d128 f16 and
+    109 KB at d128 f32 — under sm_80's 163 KB. test_attention_backward.py compiles them."""
+    if D <= 64 and dtype in ("f16", "bf16"):
+        return 32, 32
+    return 32, 16
+
+
+def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                             enable_gqa, dlse, block_m, block_n):
+    """The same three programs on CUDA tensors, through the GPU lowering (the reference lowering
+    convert-tile-to-gpu for these programs: codegen auto's fast paths are the forward's)."""
+    torch = gpu.torch_module()
+    dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))
+    block_m, block_n = block_m or dm, block_n or dn
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                block_m, block_n)
+    B, H, Nq, D, Hkv, Nk = shapes
+    q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
+    lse = lse.contiguous().float()
+    dlse = torch.zeros_like(lse) if dlse is None else \
+        dlse.float().expand(B, H, Nq).contiguous()
+    delta = torch.empty_like(lse)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
+    return dq, dk, dv
+
+
+_function = None
+
+
+def _autograd_function():
+    """tessel.attention as a torch.autograd.Function (made on first use: tessel never imports
+    torch). It saves q, k, v, O and the LSE — not P — and runs the three backward programs."""
+    global _function
+    if _function is not None:
+        return _function
+    torch = gpu.torch_module()
+    from .attention import _attention_cuda
+
+    class TesselAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, config):
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n = config
+            o, lse = _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                     True, block_m, block_n)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.config = config
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n = ctx.config
+            # The forward's block sizes are not the backward's (gpu_backward_blocks).
+            dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
+                                                  mask_mod, enable_gqa, dlse, None, None)
+            return dq, dk, dv, None
+
+    _function = TesselAttention
+    return _function
+
+
+_differentiable = set()   # (score_mod, dtype name, D) whose backward was traced
+
+
+def check_differentiable(score_mod, dtype, D):
+    """Traces the dQ program (the chain rule through score_mod) once per score_mod, dtype name
+    and head dim, on host arrays: a score_mod the compiler cannot differentiate is a
+    CompilationError at its line when the forward is called, not at loss.backward()."""
+    key = (score_mod, dtype, D)
+    if score_mod is None or key in _differentiable:
+        return
+    host = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}[dtype]
+    q = np.zeros((1, 1, 16, D), host)
+    shapes, scale, cx = _config(q, q, q, False, None, score_mod, None, False, 16, 16)
+    row = np.zeros((1, 1, 16), np.float32)
+    attention_bwd_dq.warmup(q, q, q, q, row, row, q, 16, 16, 1, 1, scale, **cx)
+    _differentiable.add(key)
+
+
+def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
+                        block_m, block_n):
+    """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn."""
+    check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1])
+    config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n)
+    o, lse = _autograd_function().apply(q, k, v, config)
+    return (o, lse) if return_lse else o

@@ -1,0 +1,302 @@
+"""The attention backward on the interpreter (issue 11).
+
+tessel.attention_backward runs the three derived programs (Δ, dK/dV, dQ; python/tessel/
+backward.py) after tile-optimize. Each case: fresh random float32 inputs; the forward by
+tessel.attention (o, lse); the gradients of loss = Σ o∘do (+ Σ lse∘dlse) compared with an
+independent float64 numpy backward (tessel.reference.reference_attention_backward), which is
+itself checked against central finite differences of the float64 forward on small inputs.
+score_mods are differentiated by the compiler (tl.elementwise_grad); the reference is given
+their derivatives by hand.
+"""
+import numpy as np
+import pytest
+
+import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+import tessel
+from tessel import _tessel
+from tessel import language as tl
+from tessel.reference import (max_rel_error, reference_attention,
+                              reference_attention_backward)
+
+pytestmark = pytest.mark.skipif(not _tessel.has_interpreter,
+                                reason="this build has no interpreter")
+
+WINDOW = 5
+PREFIX = 4
+CAP = 2.0
+
+
+@tessel.jit
+def alibi(score, b, h, q_idx, kv_idx):
+    slope = tl.exp2(-(h + 1).to(tl.float32))
+    return score + slope * (kv_idx - q_idx).to(tl.float32)
+
+
+@tessel.jit
+def softcap(score, b, h, q_idx, kv_idx):
+    return CAP * tl.tanh(score / CAP)
+
+
+@tessel.jit
+def scale_mul(score, b, h, q_idx, kv_idx):
+    return score * 1.5
+
+
+@tessel.jit
+def softcap_alibi_clamped(score, b, h, q_idx, kv_idx):
+    # several rules at once: exp/log, max, where on the score, a per-element bias
+    t = tl.log(tl.exp(CAP * tl.tanh(score / CAP)))
+    t = tl.maximum(t, -1.5)
+    return tl.where(score > 0.0, t, 0.5 * t) + (kv_idx - q_idx).to(tl.float32) * 0.1
+
+
+@tessel.jit
+def sliding_window(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < WINDOW)
+
+
+@tessel.jit
+def prefix_lm(b, h, q_idx, kv_idx):
+    return (kv_idx < PREFIX) | (q_idx >= kv_idx)
+
+
+def _np_alibi(s, b, h, qi, ki):
+    return s + 2.0 ** -(h + 1) * (ki - qi)
+
+
+def _np_softcap(s, b, h, qi, ki):
+    return CAP * np.tanh(s / CAP)
+
+
+def _np_clamped(s, b, h, qi, ki):
+    t = np.maximum(CAP * np.tanh(s / CAP), -1.5)
+    return np.where(s > 0, t, 0.5 * t) + (ki - qi) * 0.1
+
+
+def _np_clamped_grad(s, b, h, qi, ki):
+    t = CAP * np.tanh(s / CAP)
+    g = np.where(t >= -1.5, 1.0 - np.tanh(s / CAP) ** 2, 0.0)
+    return np.where(s > 0, g, 0.5 * g)
+
+
+# name -> (score_mod, mask_mod, causal, numpy score, numpy score derivative, numpy mask)
+CASES = {
+    "none": (None, None, False, None, None, None),
+    "causal": (None, None, True, None, None, None),
+    "window": (None, sliding_window, False, None, None,
+               lambda b, h, qi, ki: (qi >= ki) & (qi - ki < WINDOW)),
+    "prefix_lm": (None, prefix_lm, False, None, None,
+                  lambda b, h, qi, ki: (ki < PREFIX) | (qi >= ki)),
+    "alibi_causal": (alibi, None, True, _np_alibi, lambda s, b, h, qi, ki: np.ones_like(s), None),
+    "softcap": (softcap, None, False, _np_softcap,
+                lambda s, b, h, qi, ki: 1.0 - np.tanh(s / CAP) ** 2, None),
+    "scale_mul": (scale_mul, None, False, lambda s, b, h, qi, ki: 1.5 * s,
+                  lambda s, b, h, qi, ki: np.full_like(s, 1.5), None),
+    "mixed_window": (softcap_alibi_clamped, sliding_window, False, _np_clamped, _np_clamped_grad,
+                     lambda b, h, qi, ki: (qi >= ki) & (qi - ki < WINDOW)),
+}
+
+
+def inputs(B, H, Hkv, Nq, Nk, D, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((B, H, Nq, D)).astype(np.float32)
+    k = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
+    v = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
+    do = rng.standard_normal((B, H, Nq, D)).astype(np.float32)
+    return q, k, v, do
+
+
+def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None):
+    score_mod, mask_mod, causal, score, score_grad, allowed = CASES[name]
+    q, k, v, do = inputs(B, H, Hkv, Nq, Nk, D, seed)
+    gqa = H != Hkv
+    kw = dict(causal=causal, score_mod=score_mod, mask_mod=mask_mod, enable_gqa=gqa)
+    blocks = dict(block_m=block, block_n=block) if block else {}
+    o, lse = tessel.attention(q, k, v, return_lse=True, **kw, **blocks)
+    dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **kw, **blocks)
+    ref = reference_attention_backward(q, k, v, do, causal=causal, score=score,
+                                       score_grad=score_grad, allowed=allowed, enable_gqa=gqa,
+                                       dlse=dlse)
+    for got, want, what in zip((dq, dk, dv), ref, ("dq", "dk", "dv")):
+        assert got.dtype == np.float32 and got.shape == want.shape, what
+        assert np.all(np.isfinite(got)), what
+        err = max_rel_error(got, want)
+        assert err < 2e-5, (name, what, err)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("n", [1, 17, 40])
+def test_backward_matches_float64_reference(name, n):
+    run_case(name, B=1, H=2, Hkv=2, Nq=n, Nk=n, D=16, seed=n)
+
+
+@pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "window"])
+def test_backward_gqa_sums_over_the_group(name):
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16)
+
+
+@pytest.mark.parametrize("name", ["causal", "softcap"])
+def test_backward_query_and_key_lengths_differ(name):
+    # causal with more keys than queries leaves whole key blocks unseen (their dK, dV are 0);
+    # more queries than keys, a row per query past the last key
+    run_case(name, B=1, H=1, Hkv=1, Nq=9, Nk=37, D=16, seed=3, block=16)
+    run_case(name, B=1, H=1, Hkv=1, Nq=37, Nk=9, D=16, seed=4, block=16)
+
+
+def test_backward_with_lse_gradient():
+    rng = np.random.default_rng(11)
+    dlse = rng.standard_normal((1, 2, 21)).astype(np.float32)
+    run_case("causal", B=1, H=2, Hkv=2, Nq=21, Nk=21, D=8, seed=11, dlse=dlse)
+
+
+def test_backward_long_sequence_non_multiple_of_block():
+    run_case("causal", B=1, H=1, Hkv=1, Nq=1000, Nk=1000, D=8, seed=5)
+
+
+def test_fully_masked_rows_give_zero_gradients():
+    # causal with the diagonal moved off: query i sees keys > i + 100, i.e. none
+    @tessel.jit
+    def nothing(b, h, q_idx, kv_idx):
+        return kv_idx > q_idx + 100
+
+    q, k, v, do = inputs(1, 1, 1, 20, 20, 8, 0)
+    o, lse = tessel.attention(q, k, v, mask_mod=nothing, return_lse=True)
+    assert np.all(lse == -np.inf)
+    dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=nothing)
+    for g in (dq, dk, dv):
+        assert np.all(g == 0.0)
+
+
+@pytest.mark.parametrize("name", ["none", "window", "mixed_window", "alibi_causal"])
+def test_reference_backward_matches_finite_differences(name):
+    """The float64 numpy backward the interpreter is checked against is itself right: central
+    differences of loss = Σ o∘do + Σ lse∘dlse in float64."""
+    score_mod, mask_mod, causal, score, score_grad, allowed = CASES[name]
+    q, k, v, do = (x.astype(np.float64) for x in inputs(1, 2, 1, 6, 7, 4, 1))
+    dlse = np.random.default_rng(2).standard_normal((1, 2, 6))
+
+    def loss(q, k, v):
+        o, lse = reference_attention(q, k, v, causal=causal, score=score, allowed=allowed,
+                                     enable_gqa=True)
+        return float(np.sum(o * do) + np.sum(np.where(np.isfinite(lse), lse, 0.0) * dlse))
+
+    grads = reference_attention_backward(q, k, v, do, causal=causal, score=score,
+                                         score_grad=score_grad, allowed=allowed,
+                                         enable_gqa=True, dlse=dlse)
+    eps = 1e-6
+    for which, g in enumerate(grads):
+        args = [q, k, v]
+        x = args[which]
+        fd = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            saved = x[idx]
+            x[idx] = saved + eps
+            up = loss(*args)
+            x[idx] = saved - eps
+            down = loss(*args)
+            x[idx] = saved
+            fd[idx] = (up - down) / (2 * eps)
+        assert np.max(np.abs(fd - g)) < 1e-6 * max(1.0, np.max(np.abs(g))), (name, which)
+
+
+def test_masked_blocks_are_skipped_in_the_backward():
+    """The dK/dV and dQ loops mask with select(mask, s, -inf): tile-split-masked-loops classifies
+    their blocks like the forward's, so causal runs all-true blocks without the mask and never
+    visits the blocks above the diagonal."""
+    q, k, v, _ = inputs(1, 1, 1, 128, 128, 16, 0)
+    kernels = tessel.compile_attention_backward(q, k, v, causal=True)
+    for which in ("dkdv", "dq"):
+        opt = kernels[which].asm["tile-opt"]
+        assert 'tile.block_mask = "all_true"' in opt, which
+        assert 'tile.block_mask = "mixed"' in opt, which
+
+
+def test_score_mod_derivative_is_built_from_its_ops():
+    q, k, v, _ = inputs(1, 1, 1, 16, 16, 16, 0)
+    ir = tessel.compile_attention_backward(q, k, v, score_mod=softcap)["dq"].asm["tile"]
+    assert ir.count("math.tanh") == 1        # the forward's tanh, reused by the derivative
+    assert "arith.subf" in ir                # 1 - tanh^2
+
+
+@tessel.jit
+def not_differentiable(score, b, h, q_idx, kv_idx):
+    return score % 2.0
+
+
+def test_unsupported_score_mod_op_is_a_located_error():
+    q, k, v, do = inputs(1, 1, 1, 16, 16, 16, 0)
+    o, lse = np.zeros_like(q), np.zeros((1, 1, 16), np.float32)   # never read: tracing fails
+    with pytest.raises(tessel.CompilationError) as err:
+        tessel.attention_backward(q, k, v, o, lse, do, score_mod=not_differentiable)
+    e = err.value
+    assert "cannot differentiate 'arith.remf'" in e.message
+    assert e.filename.endswith("test_attention_backward.py")
+    assert e.source_line.strip() == "return score % 2.0"
+
+
+def test_autograd_checks_the_score_mod_before_the_forward_runs():
+    """On CUDA tensors that require grad, tessel.attention traces the chain rule through the
+    score_mod first (tessel.backward.check_differentiable): the error is at the forward call."""
+    from tessel.backward import check_differentiable
+    check_differentiable(softcap, "bf16", 64)          # differentiable: no error, remembered
+    with pytest.raises(tessel.CompilationError, match="cannot differentiate 'arith.remf'"):
+        check_differentiable(not_differentiable, "f16", 64)
+
+
+def test_elementwise_grad_in_a_kernel():
+    @tessel.jit
+    def grad_kernel(x, y, W: tl.constexpr):
+        d = tl.make_desc(x, shape=(W,), strides=(1,))
+        e = tl.make_desc(y, shape=(W,), strides=(1,))
+        t = tl.load(d, (0,), shape=(W,))
+        u = tl.sqrt(t * t + 1.0) * tl.exp2(t) - tl.minimum(t, 0.25) / (t + 3.0)
+        tl.store(e, (0,), tl.elementwise_grad(u, t))
+
+    x = np.linspace(-1, 1, 16).astype(np.float32)
+    y = np.zeros_like(x)
+    grad_kernel[(1,)](x, y, W=16)
+    t = x.astype(np.float64)
+    want = (t / np.sqrt(t * t + 1) * 2 ** t + np.sqrt(t * t + 1) * 2 ** t * np.log(2)
+            - np.where(t <= 0.25, 1.0, 0.0) / (t + 3) + np.minimum(t, 0.25) / (t + 3) ** 2)
+    assert np.max(np.abs(y - want)) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_backward_half_precision_inputs(dtype):
+    """f16 and bf16 (uint16 bits) inputs: P and dS are rounded to the inputs' type before their
+    matmuls, as FlashAttention does; the gradients come back in the inputs' type."""
+    q, k, v, do = inputs(1, 2, 1, 33, 33, 16, 9)
+    if dtype == "f16":
+        to, back = (lambda x: x.astype(np.float16)), (lambda x: x.astype(np.float32))
+    else:
+        to, back = tessel.to_bf16, tessel.from_bf16
+    qh, kh, vh, doh = (to(x) for x in (q, k, v, do))
+    o, lse = tessel.attention(qh, kh, vh, causal=True, enable_gqa=True, return_lse=True,
+                              score_mod=softcap)
+    dq, dk, dv = tessel.attention_backward(qh, kh, vh, o, lse, doh, causal=True, enable_gqa=True,
+                                           score_mod=softcap)
+    assert dq.dtype == qh.dtype and dk.dtype == kh.dtype
+    ref = reference_attention_backward(*(back(x) for x in (qh, kh, vh, doh)), causal=True,
+                                       score=_np_softcap, enable_gqa=True,
+                                       score_grad=lambda s, b, h, qi, ki:
+                                       1.0 - np.tanh(s / CAP) ** 2)
+    tol = 1e-2 if dtype == "f16" else 4e-2
+    for got, want in zip((dq, dk, dv), ref):
+        assert max_rel_error(back(got), want) < tol
+
+
+def test_backward_programs_compile_for_the_gpu():
+    """The GPU runs the backward programs through the reference lowering, which keeps live tiles
+    in shared memory: at the blocks gpu_backward_blocks picks they fit a CTA and ptxas accepts
+    them. One case, the largest (f32, d128, on sm_80's 163 KB): ptxas takes ~8 s a program here.
+    By hand on 2026-12-01, f16/bf16/f32 at d64 and d128 on sm_80, and f16 d128 on sm_90a, passed
+    too (codegen auto leaves these programs to the reference lowering: no mma/wgmma in the PTX)."""
+    from tessel.backward import gpu_backward_blocks
+    from tessel.cache import GpuOptions
+    bm, bn = gpu_backward_blocks(128, "f32")
+    q = np.zeros((1, 2, 100, 128), np.float32)
+    kernels = tessel.compile_attention_backward(q, q, q, causal=True, score_mod=softcap,
+                                                block_m=bm, block_n=bn)
+    for which, kernel in kernels.items():
+        binary = kernel.binary(GpuOptions(chip="sm_80"))
+        assert "mma.sync" not in binary.ptx, which
