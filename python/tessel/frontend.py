@@ -771,12 +771,39 @@ class CodeGenerator:
             if d not in _FLOATS:
                 raise self.error(node, "'**' needs a float operand")
         x, y = self.unify(a, b, node, dtype)
+        if op in ("div", "mod") and x.dtype not in _FLOATS:
+            return self.floor_divmod(op, x, y, b if not isinstance(b, TVal) else None, node)
         if op == "add" and x.kind == "tile":
             for p, q in ((y, x), (x, y)):
                 fused = self.build("fuse_dot_add", p.v, q.v)
                 if fused is not None:
                     return self.wrap(fused)
         return self.wrap(self.build("binary", op, x.v, y.v))
+
+    def floor_divmod(self, op, x, y, divisor, node):
+        """`//` and `%` of integers with Python's semantics: the quotient rounds toward -inf
+        and the remainder takes the divisor's sign. Built from the C-like arith.divsi/remsi
+        (truncating) and a correction where the remainder is non-zero and its sign differs
+        from the divisor's, so that the interpreter and both GPU lowerings, which implement
+        those ops, agree. `divisor` is the divisor when it is a compile-time int: its sign is
+        then known and the correction is one compare."""
+        q = self.wrap(self.build("binary", "div", x.v, y.v))
+        r = self.wrap(self.build("binary", "mod", x.v, y.v))
+        zero = self.materialize(0, r, node)
+        if isinstance(divisor, int) and divisor != 0:
+            fix = self.wrap(self.build("compare", "lt" if divisor > 0 else "gt", r.v, zero.v))
+        else:
+            r_neg = self.build("compare", "lt", r.v, zero.v)
+            y_neg = self.build("compare", "lt", y.v, zero.v)
+            signs = self.build("binary", "xor", r_neg, y_neg)
+            nonzero = self.build("compare", "ne", r.v, zero.v)
+            fix = self.wrap(self.build("binary", "and", signs, nonzero))
+        if op == "mod":
+            fixed = self.wrap(self.build("binary", "add", r.v, y.v))
+            return self.wrap(self.build("select", fix.v, fixed.v, r.v))
+        one = self.materialize(1, q, node)
+        fixed = self.wrap(self.build("binary", "sub", q.v, one.v))
+        return self.wrap(self.build("select", fix.v, fixed.v, q.v))
 
     def compare(self, pred, a, b, node):
         x, y = self.unify(a, b, node)
