@@ -21,6 +21,7 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
+from .frontend import ModFunction
 from .jit import JITFunction, jit
 
 
@@ -69,18 +70,26 @@ def _block(n, cap=64, floor=16):
     return max(floor, min(cap, 1 << max(0, (n - 1).bit_length())))
 
 
-_jitted = {}   # plain function -> its JITFunction, so a repeated call hits the same kernel
+_jitted = {}   # (function, role) -> its ModFunction, so a repeated call hits the same kernel
 
 
 def _as_jit(fn, what):
-    if fn is None or isinstance(fn, JITFunction):
-        return fn
-    if callable(fn):
-        j = _jitted.get(fn)
-        if j is None:
-            j = _jitted[fn] = jit(fn)
-        return j
-    raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
+    """score_mod / mask_mod as the kernel's constexpr: a ModFunction (the @tessel.jit function
+    and its role, whose contract the front end checks at the user's code), or None."""
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
+    try:
+        key = (fn, what)
+        m = _jitted.get(key)
+    except TypeError:
+        key, m = None, None
+    if m is None:
+        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(fn), what)
+        if key is not None:
+            _jitted[key] = m
+    return m
 
 
 # (chip, head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU. Both fast paths take 64 or 128

@@ -125,6 +125,28 @@ class FunctionSource:
         return self.filename, line, col
 
 
+class ModFunction:
+    """A score_mod or mask_mod as tessel.attention passes it to its kernel (a constexpr): the
+    @tessel.jit function and its role. Calling it in a kernel inlines the function and checks
+    the contract of the role at the user's code: the number of arguments (at its `def`) and the type of the result (at its `return`)."""
+
+    ROLES = {"mask_mod": ("b, h, q_idx, kv_idx", "a boolean tile"),
+             "score_mod": ("score, b, h, q_idx, kv_idx", "a floating-point tile")}
+
+    def __init__(self, jit_fn, role):
+        self.jit = jit_fn
+        self.role = role
+
+    def __eq__(self, other):
+        return isinstance(other, ModFunction) and (self.jit, self.role) == (other.jit, other.role)
+
+    def __hash__(self):
+        return hash((ModFunction, id(self.jit), self.role))
+
+    def __repr__(self):
+        return f"<{self.role} {self.jit.__name__}>"
+
+
 class CodeGenerator:
     """Traces one function body into the builder (kernels, and inlined callees)."""
 
@@ -582,6 +604,8 @@ class CodeGenerator:
         from .jit import JITFunction
         if isinstance(fn, JITFunction):
             return self.inline_call(node, fn, args, kwargs)
+        if isinstance(fn, ModFunction):
+            return self.inline_call(node, fn.jit, args, kwargs, role=fn.role)
         if fn is builtins.range:
             raise self.error(node, "range can only be the iterable of a for loop")
         if fn in _PY_FUNCS or getattr(fn, "__module__", None) == "math":
@@ -610,30 +634,74 @@ class CodeGenerator:
             raise self.error(node, f"{name}(): {e}") from None
         return handler(node, *args, **kwargs)
 
-    def inline_call(self, node, fn, args, kwargs):
+    def inline_call(self, node, fn, args, kwargs, role=None):
+        """Traces a @tessel.jit function in place. With a role ("mask_mod", "score_mod": a
+        ModFunction), a wrong number of arguments is reported at the user's function and its
+        result is checked against the role's contract at the user's `return`."""
         if self.depth > 32:
             raise self.error(node, f"calls nest too deeply (recursive call of {fn.__name__}?)")
         try:
             source = fn.source
         except CompilationError as e:
             raise self.error(node, e.message) from None
+        callee = CodeGenerator(self.b, source, {}, self.depth + 1)
         sig = inspect.signature(fn.fn)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
+            if role is not None:
+                expected, _ = ModFunction.ROLES[role]
+                raise callee.error(source.tree, f"{role} is called as {role}({expected}): it must "
+                                                f"take {len(args)} arguments, but "
+                                                f"{fn.__name__}{sig} cannot ({e})") from None
             raise self.error(node, f"{fn.__name__}(): {e}") from None
         bound.apply_defaults()
         for pname, p in sig.parameters.items():
             if p.annotation is tl.constexpr and isinstance(bound.arguments[pname], TVal):
                 raise self.error(node, f"{fn.__name__}(): parameter '{pname}' is tl.constexpr but "
                                        "receives a run-time value")
-        callee = CodeGenerator(self.b, source, dict(bound.arguments), self.depth + 1)
+        callee.env = dict(bound.arguments)
         try:
             callee.run_body(source.tree.body)
         except _Return:
             pass
+        if role is not None:
+            self.check_mod_result(callee, fn, role, args)
         self.at(node)
         return callee.returned
+
+    def check_mod_result(self, callee, fn, role, args):
+        """A mask_mod returns booleans, a score_mod floats, each broadcastable to the score
+        block: anything else would be silently combined with the built-in mask or scores."""
+        r = callee.returned
+        where = getattr(callee, "return_node", None)
+        at = where.value if where is not None and where.value is not None else callee.src.tree
+        _, wanted = ModFunction.ROLES[role]
+        block = next((a.shape for a in args if isinstance(a, TVal) and a.kind == "tile"), ())
+        if isinstance(r, TVal):
+            got = r.type_str()
+            got = ("an " if got[0] in "aeiouf" else "a ") + got
+            if r.kind not in ("tile", "scalar") or (r.dtype == "i1") != (role == "mask_mod") or \
+                    (role == "score_mod" and r.dtype not in _FLOATS):
+                pass
+            else:
+                try:
+                    if self.broadcast_shape(r.shape, block, at) != tuple(block):
+                        raise ValueError
+                except (CompilationError, ValueError):
+                    raise callee.error(at, f"{role} {fn.__name__} must return {wanted} of the "
+                                           f"score block's shape {tuple(block)}, not {got}") \
+                        from None
+                return
+        elif role == "mask_mod" and isinstance(r, bool):
+            return
+        elif role == "score_mod" and isinstance(r, float):
+            return
+        else:
+            got = "nothing" if r is None else f"the constant {r!r}"
+        hint = " (compare it: `... != 0`)" if role == "mask_mod" else \
+            " (convert it: `.to(tl.float32)`)" if role == "score_mod" else ""
+        raise callee.error(at, f"{role} {fn.__name__} must return {wanted}, not {got}{hint}")
 
     # ---- typing helpers -------------------------------------------------------------------
     def require_value(self, x, node, what):
