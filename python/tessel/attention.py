@@ -70,7 +70,22 @@ def _block(n, cap=64, floor=16):
     return max(floor, min(cap, 1 << max(0, (n - 1).bit_length())))
 
 
-_jitted = {}   # (function, role) -> its ModFunction, so a repeated call hits the same kernel
+# (function, role) -> its ModFunction, so a repeated call hits the same kernel. Plain functions
+# and lambdas key by their code and closure values: a lambda written in a function called in a
+# loop (the FlexAttention habit) is a new object each time but the same kernel.
+_jitted = {}
+
+
+def _fn_key(fn):
+    if isinstance(fn, JITFunction) or not hasattr(fn, "__code__"):
+        return fn
+    try:
+        cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        key = (fn.__code__, cells, id(fn.__globals__))
+        hash(key)
+        return key
+    except (ValueError, TypeError):
+        return fn
 
 
 def _as_jit(fn, what):
@@ -81,7 +96,7 @@ def _as_jit(fn, what):
     if not callable(fn):
         raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
     try:
-        key = (fn, what)
+        key = (_fn_key(fn), what)
         m = _jitted.get(key)
     except TypeError:
         key, m = None, None

@@ -104,12 +104,17 @@ class FunctionSource:
     def __init__(self, fn):
         self.fn = fn
         self.filename = inspect.getsourcefile(fn) or "<unknown>"
-        lines, first = inspect.getsourcelines(fn)
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
-        self.tree = ast.parse(src).body[0]
-        self.line_offset = first - 1
-        self.col_offset = indent
+        if fn.__name__ == "<lambda>":
+            self.tree = _lambda_tree(fn, self.filename)
+            self.line_offset = 0
+            self.col_offset = 0
+        else:
+            lines, first = inspect.getsourcelines(fn)
+            indent = len(lines[0]) - len(lines[0].lstrip())
+            src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
+            self.tree = ast.parse(src).body[0]
+            self.line_offset = first - 1
+            self.col_offset = indent
         self.globals = fn.__globals__
         self.closure = {}
         if fn.__closure__:
@@ -125,10 +130,40 @@ class FunctionSource:
         return self.filename, line, col
 
 
+def _lambda_tree(fn, filename):
+    """A lambda's body as a FunctionDef `<lambda>(args): return body`, located in its file.
+
+    inspect gives a lambda's source lines only, often not a complete statement: the whole file is
+    parsed and the lambda found by its first line and parameter names (then by the columns the
+    compiler recorded for its body, when one line holds several such lambdas)."""
+    import linecache
+    code = fn.__code__
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)) or open(filename).read())
+    except (OSError, SyntaxError) as e:
+        raise OSError(f"cannot parse {filename}: {e}") from None
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and n.lineno == code.co_firstlineno
+             and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == params]
+    if len(found) > 1:
+        cols = {c for _, _, c, end in code.co_positions() if c is not None and end}
+        found = [n for n in found if cols and min(cols) >= n.body.col_offset
+                 and max(cols) <= (n.body.end_col_offset or 1 << 30)] or found
+    if len(found) != 1:
+        raise OSError(f"cannot find the lambda of line {code.co_firstlineno} in {filename}")
+    lam = found[0]
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    fdef = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[],
+                           returns=None, type_comment=None)
+    return ast.copy_location(fdef, lam)
+
+
 class ModFunction:
     """A score_mod or mask_mod as tessel.attention passes it to its kernel (a constexpr): the
     @tessel.jit function and its role. Calling it in a kernel inlines the function and checks
-    the contract of the role at the user's code: the number of arguments (at its `def`) and the type of the result (at its `return`)."""
+    the contract of the role at the user's code: the number of arguments (at its `def` or
+    lambda) and the type of the result (at its `return`)."""
 
     ROLES = {"mask_mod": ("b, h, q_idx, kv_idx", "a boolean tile"),
              "score_mod": ("score, b, h, q_idx, kv_idx", "a floating-point tile")}
