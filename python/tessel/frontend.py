@@ -88,6 +88,8 @@ _UNSUPPORTED = {
 _PY_FUNCS = {builtins.min, builtins.max, builtins.abs, builtins.float, builtins.int,
              builtins.len, builtins.round, builtins.bool, builtins.pow}
 _FLOATS = ("f16", "bf16", "f32")
+# Globals read by a trace that need no guard: Python's builtins and tl's own objects.
+_UNGUARDED = tuple(_PY_FUNCS) + (tl.constexpr,)
 
 
 def _float_rank(d):
@@ -116,9 +118,11 @@ class FunctionSource:
             self.line_offset = first - 1
             self.col_offset = indent
         self.globals = fn.__globals__
+        self.cells = {}
         self.closure = {}
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                self.cells[name] = cell
                 try:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
@@ -185,8 +189,12 @@ class ModFunction:
 class CodeGenerator:
     """Traces one function body into the builder (kernels, and inlined callees)."""
 
-    def __init__(self, builder, source, env, depth=0, softmax_guard=None):
+    def __init__(self, builder, source, env, depth=0, softmax_guard=None, guards=None):
         self.b = builder
+        # What the trace read from globals and closures: {(id(container), name): (container,
+        # name, value)}, shared with inlined callees. A JITFunction keys its specialisations by
+        # these values too (tessel/jit.py, docs/dsl-decisions.md).
+        self.guards = {} if guards is None else guards
         self.src = source
         self.env = env
         self.depth = depth
@@ -470,13 +478,28 @@ class CodeGenerator:
             where, line = self.scoped_out[name]
             raise self.error(node, f"'{name}' is defined only inside the {where} at line {line}; "
                                    f"define it before the {where} to use it after")
-        if name in self.src.closure:
-            return self.src.closure[name]
+        if name in self.src.cells:
+            try:
+                value = self.src.cells[name].cell_contents   # now, not when the source was read
+            except ValueError:
+                raise self.error(node, f"free variable '{name}' has no value yet") from None
+            self.guard(self.src.cells[name], None, value)
+            return value
         if name in self.src.globals:
-            return self.src.globals[name]
+            value = self.src.globals[name]
+            self.guard(self.src.globals, name, value)
+            return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(node, f"name '{name}' is not defined")
+
+    def guard(self, container, name, value):
+        """Records that the trace depends on `container[name]` (a globals dict or a module's
+        dict; a closure cell when name is None) having this value."""
+        if inspect.ismodule(value) or isinstance(value, (tl._Builtin, tl.dtype)) or \
+                any(value is u for u in _UNGUARDED):
+            return
+        self.guards.setdefault((id(container), name), (container, name, value))
 
     def expr_Name(self, node):
         return self.load_name(node)
@@ -494,7 +517,11 @@ class CodeGenerator:
                 return _Method(base, "to")
             raise self.error(node, f"a {base.type_str()} has no attribute '{node.attr}'")
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
+            if inspect.ismodule(base) and base not in (tl, math, builtins) and \
+                    node.attr in vars(base):
+                self.guard(vars(base), node.attr, value)
+            return value
         except AttributeError:
             what = getattr(base, "__name__", type(base).__name__)
             raise self.error(node, f"'{what}' has no attribute '{node.attr}'") from None
@@ -679,7 +706,7 @@ class CodeGenerator:
             source = fn.source
         except CompilationError as e:
             raise self.error(node, e.message) from None
-        callee = CodeGenerator(self.b, source, {}, self.depth + 1)
+        callee = CodeGenerator(self.b, source, {}, self.depth + 1, guards=self.guards)
         sig = inspect.signature(fn.fn)
         try:
             bound = sig.bind(*args, **kwargs)
