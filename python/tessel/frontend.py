@@ -1176,6 +1176,10 @@ class CodeGenerator:
             x = self.cast(x, "f32", node)
         if x.dtype == "i1":
             return x
+        if fn == "abs" and x.dtype not in _FLOATS:
+            # |x| = max(x, -x): ops every backend has (math.absi is not in the interpreter).
+            neg = self.wrap(self.build("unary", "neg", x.v))
+            return self.wrap(self.build("binary", "max", x.v, neg.v))
         return self.wrap(self.build("unary", fn, x.v))
 
     def tl_exp(self, node, x):
