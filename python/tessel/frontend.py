@@ -937,6 +937,9 @@ class CodeGenerator:
 
     def compare(self, pred, a, b, node):
         x, y = self.unify(a, b, node)
+        if x.dtype == "i1" and pred in ("lt", "le", "gt", "ge"):
+            # Booleans order as Python's False < True; as signed i1, true is -1.
+            x, y = self.cast(x, "i32", node), self.cast(y, "i32", node)
         return self.wrap(self.build("compare", pred, x.v, y.v))
 
     # ---- tl builtins ----------------------------------------------------------------------
