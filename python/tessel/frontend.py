@@ -896,6 +896,8 @@ class CodeGenerator:
                 dtype = "i32"
             if op == "div" and d in _FLOATS:
                 raise self.error(node, "'//' on floats is not supported; use '/'")
+            if op == "mod" and d in _FLOATS:
+                raise self.error(node, "'%' on floats is not supported (only on integers)")
         elif op == "pow":
             d = self.common_dtype(a, b, node)
             if d not in _FLOATS:

@@ -27,6 +27,7 @@ EXPECTED_ERRORS = {
     **{("dot", d): "tl.dot multiplies f16, bf16 or f32 tiles" for d in ("i32", "i1")},
     **{("softmax", d): "tl.softmax needs a float tile" for d in ("i32", "i1")},
     **{("floordiv", d): "'//' on floats is not supported" for d in FLOATS},
+    **{("mod", d): "'%' on floats is not supported" for d in FLOATS},
     **{("cdiv", d): "'//' on floats" for d in FLOATS},
 }
 

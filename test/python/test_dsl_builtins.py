@@ -19,9 +19,6 @@ def launch(kernel, *args, **constexprs):
 
 # What the matrix found beyond tl.abs, each fixed by a commit that follows this one.
 KNOWN_BROKEN = {
-    ("binary", "mod", "f16"): "% on floats fails at run time (no arith.remf)",
-    ("binary", "mod", "bf16"): "% on floats fails at run time (no arith.remf)",
-    ("binary", "mod", "f32"): "% on floats fails at run time (no arith.remf)",
     ("binary", "cdiv", "i32"): "tl.cdiv is wrong for negative divisors",
 }
 
