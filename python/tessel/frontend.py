@@ -1215,8 +1215,10 @@ class CodeGenerator:
         return self.binary("min", x, y, node)
 
     def tl_cdiv(self, node, a, b):
-        return self.binary("div", self.binary("sub", self.binary("add", a, b, node), 1, node),
-                           b, node)
+        # ceil(a / b) = -((-a) // b) with floor division: right for every sign of a and b
+        # ((a + b - 1) // b, Triton's formula, is right for b > 0 only).
+        return self.binary("sub", 0, self.binary("div", self.binary("sub", 0, a, node), b, node),
+                           node)
 
 
 def _assigned_names(stmts):

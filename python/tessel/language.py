@@ -95,7 +95,7 @@ for _name, _doc in [
     ("sqrt", "sqrt(x)"), ("tanh", "tanh(x)"), ("abs", "abs(x)"),
     ("maximum", "maximum(x, y): element-wise maximum."),
     ("minimum", "minimum(x, y): element-wise minimum."),
-    ("cdiv", "cdiv(a, b): ceil(a / b) for integers."),
+    ("cdiv", "cdiv(a, b): ceil(a / b) for integers of any sign."),
 ]:
     BUILTINS[_name] = _builtin(_name, _doc)
 

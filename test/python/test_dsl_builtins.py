@@ -17,18 +17,7 @@ def launch(kernel, *args, **constexprs):
     kernel[(1,)](*args, **constexprs)
 
 
-# What the matrix found beyond tl.abs, each fixed by a commit that follows this one.
-KNOWN_BROKEN = {
-    ("binary", "cdiv", "i32"): "tl.cdiv is wrong for negative divisors",
-}
-
-
-def cases():
-    return [pytest.param(*c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN[c]))
-            if c in KNOWN_BROKEN else c for c in bc.all_cases()]
-
-
-@pytest.mark.parametrize("kind,case,dtype", cases())
+@pytest.mark.parametrize("kind,case,dtype", bc.all_cases())
 def test_builtin_on_dtype(kind, case, dtype):
     rng = np.random.default_rng(abs(hash((kind, case, dtype))) % 2**32)
     a, b = bc.inputs(case, dtype, rng)
