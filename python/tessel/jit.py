@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import inspect
 import os
+import sys
 
 from . import _tessel
 from . import gpu
@@ -57,6 +58,12 @@ class CompileOptions:
     def digest(self):
         fields = sorted(dataclasses.asdict(self).items())
         return hashlib.sha256(repr(fields).encode()).hexdigest()
+
+
+def _explain():
+    """TESSEL_EXPLAIN=1: print the passes' remarks (what the mask analysis classified, which
+    lowering took the kernel) as each specialisation is compiled."""
+    return os.environ.get("TESSEL_EXPLAIN", "") not in ("", "0")
 
 
 def _dump_ir():
@@ -265,6 +272,9 @@ class JITFunction(_tessel.Dispatcher):
         clock.lap("print tile-opt ir")
         kernel = CompiledKernel(self.__name__, builder, params, asm, key, self.options)
         kernel.warnings = [d for d in diags if d[0] != "error"]
+        if _explain():
+            for severity, message, filename, line, col in kernel.warnings:
+                print(f"{filename}:{line}:{col}: {severity}: {message}", file=sys.stderr)
         kernel.guards = tuple(gen.guards.values())
         kernel.timings = clock.steps
         return kernel
