@@ -10,6 +10,7 @@ import ast
 import builtins
 import inspect
 import math
+import sys
 
 from . import language as tl
 from .errors import CompilationError
@@ -98,6 +99,13 @@ def _float_rank(d):
 
 def _is_number(x):
     return isinstance(x, (bool, int, float))
+
+
+def _user_module(module):
+    """Whether attributes read from a module are guarded: the user's own modules, not the
+    standard library, tessel, numpy or torch (whose attributes do not change between calls)."""
+    top = module.__name__.partition(".")[0]
+    return top not in sys.stdlib_module_names and top not in ("tessel", "numpy", "torch")
 
 
 class FunctionSource:
@@ -518,8 +526,7 @@ class CodeGenerator:
             raise self.error(node, f"a {base.type_str()} has no attribute '{node.attr}'")
         try:
             value = getattr(base, node.attr)
-            if inspect.ismodule(base) and base not in (tl, math, builtins) and \
-                    node.attr in vars(base):
+            if inspect.ismodule(base) and _user_module(base) and node.attr in vars(base):
                 self.guard(vars(base), node.attr, value)
             return value
         except AttributeError:

@@ -88,3 +88,25 @@ def test_a_changed_closure_variable_retraces():
     shift = 5
     add_shift[(1,)](x, y, 16)
     assert np.array_equal(y, x + 5)
+
+
+def test_module_attributes_are_guarded_for_user_modules_only(tmp_path, monkeypatch):
+    (tmp_path / "user_cfg.py").write_text("SHIFT = 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import math
+    import user_cfg
+
+    @tessel.jit
+    def shifted(x, y, n):
+        d = tl.make_desc(x, shape=(n,), strides=(1,))
+        e = tl.make_desc(y, shape=(n,), strides=(1,))
+        tl.store(e, (0,), tl.load(d, (0,), shape=(16,)) + user_cfg.SHIFT + math.pi * 0)
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    shifted[(1,)](x, y, 16)
+    assert np.array_equal(y, x + 1)
+    guarded = [name for _, name, _ in shifted.warmup(x, y, 16).guards]
+    assert "SHIFT" in guarded and "pi" not in guarded and "math" not in guarded
+    user_cfg.SHIFT = 4.0
+    shifted[(1,)](x, y, 16)
+    assert np.array_equal(y, x + 4)
