@@ -243,6 +243,10 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
+# The user's functions key _cuda_configs by identity (the lean path's lookup must stay a dict
+# hit): a lambda made anew per call adds an entry per call, so the dict is emptied when it
+# reaches this size (the kernels themselves are shared through _as_jit's code key).
+_CUDA_CONFIGS_MAX = 64
 
 # device index -> [(elements, float32 tensor)], the last the largest: where the kernel writes an
 # LSE nobody asked for (return_lse=False), instead of a torch allocation per call (~4 us of the
@@ -294,6 +298,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
         if (gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128)) or (block_m and block_n):
+            if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
+                _cuda_configs.clear()
             _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
                 consts, 1.0 / math.sqrt(D))
         if grid[0] and grid[1]:
