@@ -6,7 +6,20 @@
 # the CPU interpreter otherwise — and checks it against float64 numpy.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/build.sh" >/dev/null
+# The build shows its progress (ninja's [done/total] lines; a cold build takes minutes) on
+# stderr; the whole log goes to build/build.log, and is printed if the build fails.
+mkdir -p "$root/build"
+echo "== build (scripts/build.sh; full log in build/build.log)" >&2
+set +e
+"$root/scripts/build.sh" 2>&1 | tee "$root/build/build.log" |
+  { grep --line-buffered -E '^\[[0-9]+/[0-9]+\]|^ninja: no work|^tessel setup:' >&2; true; }
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+  cat "$root/build/build.log" >&2
+  echo "run-example.sh: the build failed (log above, and in build/build.log)" >&2
+  exit "$status"
+fi
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 bin="$root/build/bin"
 example="$root/examples/attention_naive.mlir"

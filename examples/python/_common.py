@@ -1,10 +1,18 @@
-"""Shared by the examples: find the built package, make inputs, report the error."""
+"""Shared by the examples: find tessel, make inputs, report the error.
+
+An installed tessel (`pip install .`) is used as it is; the build tree's package
+(build/python, or $TESSEL_BUILD_DIR/python) only when tessel is not installed, or when
+TESSEL_BUILD_DIR asks for it explicitly.
+"""
+import importlib.util
 import os
 import pathlib
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(pathlib.Path(os.environ.get("TESSEL_BUILD_DIR", root / "build")) / "python"))
+_build = os.environ.get("TESSEL_BUILD_DIR")
+if _build or importlib.util.find_spec("tessel") is None:
+    sys.path.insert(0, str(pathlib.Path(_build or root / "build") / "python"))
 
 import numpy as np  # noqa: E402
 

@@ -8,14 +8,18 @@
 //   2. compute the specialisation key: per run-time argument its type, plus its `dtype` when the
 //      type is a registered array type (numpy arrays, tessel.DevicePointer, torch tensors — the
 //      Python side registers a type when it first sees it); per constexpr its type and value;
-//   3. find the entry with that key (hash first, then exact comparison: identity or ==);
+//   3. find the entry with that key (hash first, then exact comparison: identity or ==), and
+//      check its guards: every global or closure variable its trace read must still hold the
+//      very object it held then (identity; anything else goes the slow way, which compares
+//      values and finds or makes the trace for the new ones);
 //   4. call the entry: a Launcher's C++ `launch` directly (GPU), or a Python callable
 //      `(grid, stream, *runtime_args)` (the interpreter).
 //
 // Anything the fast path does not handle — no entry yet, a call that does not bind the simple
 // way, an unhashable constexpr, a dtype that cannot be read — calls the Python method
 // `self._slow(grid, None, *args, **kwargs)` with the original arguments, which explains errors,
-// compiles, and remembers the new entry through `self._remember(entry, stream, *args, **kwargs)`
+// compiles, and remembers the new entry through
+// `self._remember(entry, stream, guards, *args, **kwargs)`
 // (same binding, same key: one implementation of the key, here).
 //
 // Everything runs with the GIL held; no Python code runs between the lookup and the moment the
@@ -67,9 +71,18 @@ struct KeyItem {
   PyObject *value;
 };
 
+/// A value the entry's trace read: container[name] of a globals dict, or a closure cell's
+/// contents when name is null (strong references).
+struct Guard {
+  PyObject *container;
+  PyObject *name;
+  PyObject *value;
+};
+
 struct Entry {
   Py_hash_t hash;
   std::vector<KeyItem> key;   // strong references
+  std::vector<Guard> guards;
   PyObject *target;           // a Launcher, or a callable (grid, stream, *runtime_args)
   Launcher *launcher;         // the C++ object of target when it is a Launcher
   PyObject *stream;           // what the Launcher is given as the stream
@@ -87,13 +100,21 @@ struct Dispatch {
     old.swap(entries);   // decref after the table is consistent (a __del__ may re-enter)
     lastHit = 0;
     for (Entry &e : old) {
-      for (KeyItem &k : e.key) {
-        Py_DECREF(k.type);
-        Py_XDECREF(k.value);
-      }
-      Py_DECREF(e.target);
-      Py_DECREF(e.stream);
+      releaseEntry(e);
     }
+  }
+  static void releaseEntry(Entry &e) {
+    for (KeyItem &k : e.key) {
+      Py_DECREF(k.type);
+      Py_XDECREF(k.value);
+    }
+    for (Guard &g : e.guards) {
+      Py_DECREF(g.container);
+      Py_XDECREF(g.name);
+      Py_DECREF(g.value);
+    }
+    Py_DECREF(e.target);
+    Py_DECREF(e.stream);
   }
   void clearParams() {
     std::vector<Param> old;
@@ -232,6 +253,23 @@ bool sameKey(const Entry &e, const KeyItem *items) {
   return true;
 }
 
+/// Whether every global / closure value the entry's trace read is still the same object.
+bool guardsHold(const Entry &e) {
+  for (const Guard &g : e.guards) {
+    PyObject *now;
+    if (g.name) {
+      now = PyDict_GetItemWithError(g.container, g.name);   // borrowed
+      if (!now && PyErr_Occurred())
+        PyErr_Clear();
+    } else {
+      now = PyCell_GET(g.container);
+    }
+    if (now != g.value)
+      return false;
+  }
+  return true;
+}
+
 /// The index of the entry with this key, or -1.
 Py_ssize_t findEntry(Dispatch &d, Py_hash_t hash, const KeyItem *items) {
   size_t n = d.entries.size();
@@ -268,7 +306,7 @@ PyObject *dispatch(PyObject *self, PyObject *grid, PyObject *const *args, size_t
     Py_hash_t hash;
     if (bind(d, args, nargs, kwnames, bound) && computeKey(d, bound, items, hash, owned)) {
       Py_ssize_t hit = findEntry(d, hash, items);
-      if (hit >= 0) {
+      if (hit >= 0 && guardsHold(d.entries[size_t(hit)])) {
         // Hold what the launch needs before any Python code runs (a grid callable, data_ptr()).
         Entry &e = d.entries[size_t(hit)];
         PyObject *target = e.target, *stream = e.stream;
@@ -355,6 +393,10 @@ int dispatcherTraverse(PyObject *self, visitproc visit, void *arg) {
       for (KeyItem &k : e.key) {
         Py_VISIT(k.type);
         Py_VISIT(k.value);
+      }
+      for (Guard &g : e.guards) {
+        Py_VISIT(g.container);
+        Py_VISIT(g.value);
       }
     }
   }
@@ -446,14 +488,15 @@ PyObject *dispatcherConfigure(PyObject *self, PyObject *spec) {
   Py_RETURN_NONE;
 }
 
-/// _remember(entry, stream, *args, **kwargs): the call's key now runs `entry`. Returns whether
-/// it was remembered (not when the call does not bind the simple way or has no key).
+/// _remember(entry, stream, guards, *args, **kwargs): the call's key now runs `entry` while the
+/// guards hold: guards a sequence of (globals dict, name, value) or (cell, None, value). Returns
+/// whether it was remembered (not when the call does not bind the simple way or has no key).
 PyObject *dispatcherRemember(PyObject *self, PyObject *const *args, Py_ssize_t nargsf,
                              PyObject *kwnames) {
   Dispatch &d = *reinterpret_cast<DispatcherObject *>(self)->d;
   size_t nargs = size_t(PyVectorcall_NARGS(nargsf));
-  if (nargs < 2) {
-    PyErr_SetString(PyExc_TypeError, "_remember(entry, stream, *args, **kwargs)");
+  if (nargs < 3) {
+    PyErr_SetString(PyExc_TypeError, "_remember(entry, stream, guards, *args, **kwargs)");
     return nullptr;
   }
   if (!d.configured)
@@ -462,8 +505,40 @@ PyObject *dispatcherRemember(PyObject *self, PyObject *const *args, Py_ssize_t n
   KeyItem items[kMaxArgs];
   Owned owned;
   Py_hash_t hash;
-  if (!bind(d, args + 2, nargs - 2, kwnames, bound) || !computeKey(d, bound, items, hash, owned))
+  if (!bind(d, args + 3, nargs - 3, kwnames, bound) || !computeKey(d, bound, items, hash, owned))
     Py_RETURN_FALSE;
+  std::vector<Guard> guards;
+  {
+    PyObject *seq = PySequence_Fast(args[2], "_remember: guards must be a sequence");
+    if (!seq)
+      return nullptr;
+    bool ok = true;
+    for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(seq); ++i) {
+      PyObject *container, *name, *value;
+      ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOO", &container, &name, &value);
+      if (ok && (name == Py_None ? !PyCell_Check(container) : !PyDict_Check(container))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_remember: a guard is (dict, name, value) or (cell, None, value)");
+        ok = false;
+      }
+      if (ok) {
+        Py_INCREF(container);
+        Py_INCREF(value);
+        if (name != Py_None)
+          Py_INCREF(name);
+        guards.push_back({container, name == Py_None ? nullptr : name, value});
+      }
+    }
+    Py_DECREF(seq);
+    if (!ok) {
+      for (Guard &g : guards) {
+        Py_DECREF(g.container);
+        Py_XDECREF(g.name);
+        Py_DECREF(g.value);
+      }
+      return nullptr;
+    }
+  }
   Launcher *launcher = nullptr;
   py::handle target(args[0]);
   if (py::isinstance<Launcher>(target))
@@ -484,16 +559,12 @@ PyObject *dispatcherRemember(PyObject *self, PyObject *const *args, Py_ssize_t n
   e.target = args[0];
   e.launcher = launcher;
   e.stream = args[1];
+  e.guards = std::move(guards);
   Py_ssize_t old = findEntry(d, hash, items);
   if (old >= 0) {
-    Entry previous = d.entries[size_t(old)];
+    Entry previous = std::move(d.entries[size_t(old)]);
     d.entries[size_t(old)] = std::move(e);
-    for (KeyItem &k : previous.key) {
-      Py_DECREF(k.type);
-      Py_XDECREF(k.value);
-    }
-    Py_DECREF(previous.target);
-    Py_DECREF(previous.stream);
+    Dispatch::releaseEntry(previous);
   } else {
     d.entries.push_back(std::move(e));
   }
@@ -529,7 +600,8 @@ PyMethodDef dispatcherMethods[] = {
     {"_remember",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatcherRemember)),
      METH_FASTCALL | METH_KEYWORDS,
-     "_remember(entry, stream, *args, **kwargs): a cache hit of this call's key runs entry."},
+     "_remember(entry, stream, guards, *args, **kwargs): a cache hit of this call's key runs "
+     "entry while its guards hold."},
     {"_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatcherCall)),
      METH_FASTCALL | METH_KEYWORDS, "_call(grid, *args, **kwargs): kernel[grid](...) in one call."},
     {"_fast_size", &dispatcherFastSize, METH_NOARGS, "How many keys the fast table holds."},

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
+from .frontend import ModFunction
 from .jit import JITFunction, jit
 
 
@@ -69,18 +70,41 @@ def _block(n, cap=64, floor=16):
     return max(floor, min(cap, 1 << max(0, (n - 1).bit_length())))
 
 
-_jitted = {}   # plain function -> its JITFunction, so a repeated call hits the same kernel
+# (function, role) -> its ModFunction, so a repeated call hits the same kernel. Plain functions
+# and lambdas key by their code and closure values: a lambda written in a function called in a
+# loop (the FlexAttention habit) is a new object each time but the same kernel.
+_jitted = {}
+
+
+def _fn_key(fn):
+    if isinstance(fn, JITFunction) or not hasattr(fn, "__code__"):
+        return fn
+    try:
+        cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        key = (fn.__code__, cells, id(fn.__globals__))
+        hash(key)
+        return key
+    except (ValueError, TypeError):
+        return fn
 
 
 def _as_jit(fn, what):
-    if fn is None or isinstance(fn, JITFunction):
-        return fn
-    if callable(fn):
-        j = _jitted.get(fn)
-        if j is None:
-            j = _jitted[fn] = jit(fn)
-        return j
-    raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
+    """score_mod / mask_mod as the kernel's constexpr: a ModFunction (the @tessel.jit function
+    and its role, whose contract the front end checks at the user's code), or None."""
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
+    try:
+        key = (_fn_key(fn), what)
+        m = _jitted.get(key)
+    except TypeError:
+        key, m = None, None
+    if m is None:
+        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(fn), what)
+        if key is not None:
+            _jitted[key] = m
+    return m
 
 
 # (chip, head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU. Both fast paths take 64 or 128
@@ -249,6 +273,10 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
+# The user's functions key _cuda_configs by identity (the lean path's lookup must stay a dict
+# hit): a lambda made anew per call adds an entry per call, so the dict is emptied when it
+# reaches this size (the kernels themselves are shared through _as_jit's code key).
+_CUDA_CONFIGS_MAX = 64
 
 # device index -> [(elements, float32 tensor)], the last the largest: where the kernel writes an
 # LSE nobody asked for (return_lse=False), instead of a torch allocation per call (~4 us of the
@@ -300,6 +328,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
         if (gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128)) or (block_m and block_n):
+            if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
+                _cuda_configs.clear()
             _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
                 consts, 1.0 / math.sqrt(D))
         if grid[0] and grid[1]:

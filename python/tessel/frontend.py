@@ -10,6 +10,7 @@ import ast
 import builtins
 import inspect
 import math
+import sys
 
 from . import language as tl
 from .errors import CompilationError
@@ -88,6 +89,8 @@ _UNSUPPORTED = {
 _PY_FUNCS = {builtins.min, builtins.max, builtins.abs, builtins.float, builtins.int,
              builtins.len, builtins.round, builtins.bool, builtins.pow}
 _FLOATS = ("f16", "bf16", "f32")
+# Globals read by a trace that need no guard: Python's builtins and tl's own objects.
+_UNGUARDED = tuple(_PY_FUNCS) + (tl.constexpr,)
 
 
 def _float_rank(d):
@@ -98,22 +101,36 @@ def _is_number(x):
     return isinstance(x, (bool, int, float))
 
 
+def _user_module(module):
+    """Whether attributes read from a module are guarded: the user's own modules, not the
+    standard library, tessel, numpy or torch (whose attributes do not change between calls)."""
+    top = module.__name__.partition(".")[0]
+    return top not in sys.stdlib_module_names and top not in ("tessel", "numpy", "torch")
+
+
 class FunctionSource:
     """A Python function's AST with the offsets that map its nodes to the user's file."""
 
     def __init__(self, fn):
         self.fn = fn
         self.filename = inspect.getsourcefile(fn) or "<unknown>"
-        lines, first = inspect.getsourcelines(fn)
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
-        self.tree = ast.parse(src).body[0]
-        self.line_offset = first - 1
-        self.col_offset = indent
+        if fn.__name__ == "<lambda>":
+            self.tree = _lambda_tree(fn, self.filename)
+            self.line_offset = 0
+            self.col_offset = 0
+        else:
+            lines, first = inspect.getsourcelines(fn)
+            indent = len(lines[0]) - len(lines[0].lstrip())
+            src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
+            self.tree = ast.parse(src).body[0]
+            self.line_offset = first - 1
+            self.col_offset = indent
         self.globals = fn.__globals__
+        self.cells = {}
         self.closure = {}
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                self.cells[name] = cell
                 try:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
@@ -125,11 +142,67 @@ class FunctionSource:
         return self.filename, line, col
 
 
+def _lambda_tree(fn, filename):
+    """A lambda's body as a FunctionDef `<lambda>(args): return body`, located in its file.
+
+    inspect gives a lambda's source lines only, often not a complete statement: the whole file is
+    parsed and the lambda found by its first line and parameter names (then by the columns the
+    compiler recorded for its body, when one line holds several such lambdas)."""
+    import linecache
+    code = fn.__code__
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)) or open(filename).read())
+    except (OSError, SyntaxError) as e:
+        raise OSError(f"cannot parse {filename}: {e}") from None
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and n.lineno == code.co_firstlineno
+             and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == params]
+    if len(found) > 1:
+        cols = {c for _, _, c, end in code.co_positions() if c is not None and end}
+        found = [n for n in found if cols and min(cols) >= n.body.col_offset
+                 and max(cols) <= (n.body.end_col_offset or 1 << 30)] or found
+    if len(found) != 1:
+        raise OSError(f"cannot find the lambda of line {code.co_firstlineno} in {filename}")
+    lam = found[0]
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    fdef = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[],
+                           returns=None, type_comment=None)
+    return ast.copy_location(fdef, lam)
+
+
+class ModFunction:
+    """A score_mod or mask_mod as tessel.attention passes it to its kernel (a constexpr): the
+    @tessel.jit function and its role. Calling it in a kernel inlines the function and checks
+    the contract of the role at the user's code: the number of arguments (at its `def` or
+    lambda) and the type of the result (at its `return`)."""
+
+    ROLES = {"mask_mod": ("b, h, q_idx, kv_idx", "a boolean tile"),
+             "score_mod": ("score, b, h, q_idx, kv_idx", "a floating-point tile")}
+
+    def __init__(self, jit_fn, role):
+        self.jit = jit_fn
+        self.role = role
+
+    def __eq__(self, other):
+        return isinstance(other, ModFunction) and (self.jit, self.role) == (other.jit, other.role)
+
+    def __hash__(self):
+        return hash((ModFunction, id(self.jit), self.role))
+
+    def __repr__(self):
+        return f"<{self.role} {self.jit.__name__}>"
+
+
 class CodeGenerator:
     """Traces one function body into the builder (kernels, and inlined callees)."""
 
-    def __init__(self, builder, source, env, depth=0, softmax_guard=None):
+    def __init__(self, builder, source, env, depth=0, softmax_guard=None, guards=None):
         self.b = builder
+        # What the trace read from globals and closures: {(id(container), name): (container,
+        # name, value)}, shared with inlined callees. A JITFunction keys its specialisations by
+        # these values too (tessel/jit.py, docs/dsl-decisions.md).
+        self.guards = {} if guards is None else guards
         self.src = source
         self.env = env
         self.depth = depth
@@ -413,13 +486,28 @@ class CodeGenerator:
             where, line = self.scoped_out[name]
             raise self.error(node, f"'{name}' is defined only inside the {where} at line {line}; "
                                    f"define it before the {where} to use it after")
-        if name in self.src.closure:
-            return self.src.closure[name]
+        if name in self.src.cells:
+            try:
+                value = self.src.cells[name].cell_contents   # now, not when the source was read
+            except ValueError:
+                raise self.error(node, f"free variable '{name}' has no value yet") from None
+            self.guard(self.src.cells[name], None, value)
+            return value
         if name in self.src.globals:
-            return self.src.globals[name]
+            value = self.src.globals[name]
+            self.guard(self.src.globals, name, value)
+            return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(node, f"name '{name}' is not defined")
+
+    def guard(self, container, name, value):
+        """Records that the trace depends on `container[name]` (a globals dict or a module's
+        dict; a closure cell when name is None) having this value."""
+        if inspect.ismodule(value) or isinstance(value, (tl._Builtin, tl.dtype)) or \
+                any(value is u for u in _UNGUARDED):
+            return
+        self.guards.setdefault((id(container), name), (container, name, value))
 
     def expr_Name(self, node):
         return self.load_name(node)
@@ -437,7 +525,10 @@ class CodeGenerator:
                 return _Method(base, "to")
             raise self.error(node, f"a {base.type_str()} has no attribute '{node.attr}'")
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
+            if inspect.ismodule(base) and _user_module(base) and node.attr in vars(base):
+                self.guard(vars(base), node.attr, value)
+            return value
         except AttributeError:
             what = getattr(base, "__name__", type(base).__name__)
             raise self.error(node, f"'{what}' has no attribute '{node.attr}'") from None
@@ -582,6 +673,8 @@ class CodeGenerator:
         from .jit import JITFunction
         if isinstance(fn, JITFunction):
             return self.inline_call(node, fn, args, kwargs)
+        if isinstance(fn, ModFunction):
+            return self.inline_call(node, fn.jit, args, kwargs, role=fn.role)
         if fn is builtins.range:
             raise self.error(node, "range can only be the iterable of a for loop")
         if fn in _PY_FUNCS or getattr(fn, "__module__", None) == "math":
@@ -610,30 +703,74 @@ class CodeGenerator:
             raise self.error(node, f"{name}(): {e}") from None
         return handler(node, *args, **kwargs)
 
-    def inline_call(self, node, fn, args, kwargs):
+    def inline_call(self, node, fn, args, kwargs, role=None):
+        """Traces a @tessel.jit function in place. With a role ("mask_mod", "score_mod": a
+        ModFunction), a wrong number of arguments is reported at the user's function and its
+        result is checked against the role's contract at the user's `return`."""
         if self.depth > 32:
             raise self.error(node, f"calls nest too deeply (recursive call of {fn.__name__}?)")
         try:
             source = fn.source
         except CompilationError as e:
             raise self.error(node, e.message) from None
+        callee = CodeGenerator(self.b, source, {}, self.depth + 1, guards=self.guards)
         sig = inspect.signature(fn.fn)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
+            if role is not None:
+                expected, _ = ModFunction.ROLES[role]
+                raise callee.error(source.tree, f"{role} is called as {role}({expected}): it must "
+                                                f"take {len(args)} arguments, but "
+                                                f"{fn.__name__}{sig} cannot ({e})") from None
             raise self.error(node, f"{fn.__name__}(): {e}") from None
         bound.apply_defaults()
         for pname, p in sig.parameters.items():
             if p.annotation is tl.constexpr and isinstance(bound.arguments[pname], TVal):
                 raise self.error(node, f"{fn.__name__}(): parameter '{pname}' is tl.constexpr but "
                                        "receives a run-time value")
-        callee = CodeGenerator(self.b, source, dict(bound.arguments), self.depth + 1)
+        callee.env = dict(bound.arguments)
         try:
             callee.run_body(source.tree.body)
         except _Return:
             pass
+        if role is not None:
+            self.check_mod_result(callee, fn, role, args)
         self.at(node)
         return callee.returned
+
+    def check_mod_result(self, callee, fn, role, args):
+        """A mask_mod returns booleans, a score_mod floats, each broadcastable to the score
+        block: anything else would be silently combined with the built-in mask or scores."""
+        r = callee.returned
+        where = getattr(callee, "return_node", None)
+        at = where.value if where is not None and where.value is not None else callee.src.tree
+        _, wanted = ModFunction.ROLES[role]
+        block = next((a.shape for a in args if isinstance(a, TVal) and a.kind == "tile"), ())
+        if isinstance(r, TVal):
+            got = r.type_str()
+            got = ("an " if got[0] in "aeiouf" else "a ") + got
+            if r.kind not in ("tile", "scalar") or (r.dtype == "i1") != (role == "mask_mod") or \
+                    (role == "score_mod" and r.dtype not in _FLOATS):
+                pass
+            else:
+                try:
+                    if self.broadcast_shape(r.shape, block, at) != tuple(block):
+                        raise ValueError
+                except (CompilationError, ValueError):
+                    raise callee.error(at, f"{role} {fn.__name__} must return {wanted} of the "
+                                           f"score block's shape {tuple(block)}, not {got}") \
+                        from None
+                return
+        elif role == "mask_mod" and isinstance(r, bool):
+            return
+        elif role == "score_mod" and isinstance(r, float):
+            return
+        else:
+            got = "nothing" if r is None else f"the constant {r!r}"
+        hint = " (compare it: `... != 0`)" if role == "mask_mod" else \
+            " (convert it: `.to(tl.float32)`)" if role == "score_mod" else ""
+        raise callee.error(at, f"{role} {fn.__name__} must return {wanted}, not {got}{hint}")
 
     # ---- typing helpers -------------------------------------------------------------------
     def require_value(self, x, node, what):
@@ -766,11 +903,15 @@ class CodeGenerator:
                 dtype = "i32"
             if op == "div" and d in _FLOATS:
                 raise self.error(node, "'//' on floats is not supported; use '/'")
+            if op == "mod" and d in _FLOATS:
+                raise self.error(node, "'%' on floats is not supported (only on integers)")
         elif op == "pow":
             d = self.common_dtype(a, b, node)
             if d not in _FLOATS:
                 raise self.error(node, "'**' needs a float operand")
         x, y = self.unify(a, b, node, dtype)
+        if op in ("div", "mod") and x.dtype not in _FLOATS:
+            return self.floor_divmod(op, x, y, b if not isinstance(b, TVal) else None, node)
         if op == "add" and x.kind == "tile":
             for p, q in ((y, x), (x, y)):
                 fused = self.build("fuse_dot_add", p.v, q.v)
@@ -778,8 +919,36 @@ class CodeGenerator:
                     return self.wrap(fused)
         return self.wrap(self.build("binary", op, x.v, y.v))
 
+    def floor_divmod(self, op, x, y, divisor, node):
+        """`//` and `%` of integers with Python's semantics: the quotient rounds toward -inf
+        and the remainder takes the divisor's sign. Built from the C-like arith.divsi/remsi
+        (truncating) and a correction where the remainder is non-zero and its sign differs
+        from the divisor's, so that the interpreter and both GPU lowerings, which implement
+        those ops, agree. `divisor` is the divisor when it is a compile-time int: its sign is
+        then known and the correction is one compare."""
+        q = self.wrap(self.build("binary", "div", x.v, y.v))
+        r = self.wrap(self.build("binary", "mod", x.v, y.v))
+        zero = self.materialize(0, r, node)
+        if isinstance(divisor, int) and divisor != 0:
+            fix = self.wrap(self.build("compare", "lt" if divisor > 0 else "gt", r.v, zero.v))
+        else:
+            r_neg = self.build("compare", "lt", r.v, zero.v)
+            y_neg = self.build("compare", "lt", y.v, zero.v)
+            signs = self.build("binary", "xor", r_neg, y_neg)
+            nonzero = self.build("compare", "ne", r.v, zero.v)
+            fix = self.wrap(self.build("binary", "and", signs, nonzero))
+        if op == "mod":
+            fixed = self.wrap(self.build("binary", "add", r.v, y.v))
+            return self.wrap(self.build("select", fix.v, fixed.v, r.v))
+        one = self.materialize(1, q, node)
+        fixed = self.wrap(self.build("binary", "sub", q.v, one.v))
+        return self.wrap(self.build("select", fix.v, fixed.v, q.v))
+
     def compare(self, pred, a, b, node):
         x, y = self.unify(a, b, node)
+        if x.dtype == "i1" and pred in ("lt", "le", "gt", "ge"):
+            # Booleans order as Python's False < True; as signed i1, true is -1.
+            x, y = self.cast(x, "i32", node), self.cast(y, "i32", node)
         return self.wrap(self.build("compare", pred, x.v, y.v))
 
     # ---- tl builtins ----------------------------------------------------------------------
@@ -1037,6 +1206,10 @@ class CodeGenerator:
             x = self.cast(x, "f32", node)
         if x.dtype == "i1":
             return x
+        if fn == "abs" and x.dtype not in _FLOATS:
+            # |x| = max(x, -x): ops every backend has (math.absi is not in the interpreter).
+            neg = self.wrap(self.build("unary", "neg", x.v))
+            return self.wrap(self.build("binary", "max", x.v, neg.v))
         return self.wrap(self.build("unary", fn, x.v))
 
     def tl_exp(self, node, x):
@@ -1067,8 +1240,10 @@ class CodeGenerator:
         return self.binary("min", x, y, node)
 
     def tl_cdiv(self, node, a, b):
-        return self.binary("div", self.binary("sub", self.binary("add", a, b, node), 1, node),
-                           b, node)
+        # ceil(a / b) = -((-a) // b) with floor division: right for every sign of a and b
+        # ((a + b - 1) // b, Triton's formula, is right for b > 0 only).
+        return self.binary("sub", 0, self.binary("div", self.binary("sub", 0, a, node), b, node),
+                           node)
 
 
 def _assigned_names(stmts):

@@ -2,8 +2,11 @@
 
 A JITFunction is called as ``kernel[grid](*args, **constexprs)``. The specialisation key is the
 argument signature (element types of array arguments, types of scalars) plus the values of the
-tl.constexpr parameters; each key is traced once into tile IR, verified, optimised with the
-pipeline named in the CompileOptions, and cached in memory. ``CompiledKernel.asm`` keeps the IR
+tl.constexpr parameters; each key is traced into tile IR, verified, optimised with the pipeline
+named in the CompileOptions, and cached in memory. A trace also depends on the globals and
+closure variables it read (``CompiledKernel.guards``): a key holds one trace per set of their
+values, so changing such a global after the first call retraces instead of reusing a stale
+kernel (docs/dsl-decisions.md). ``CompiledKernel.asm`` keeps the IR
 after the front end ("tile") and after the pipeline ("tile-opt").
 
 Where it runs follows the arguments (tessel/gpu.py): numpy arrays on the CPU interpreter, CUDA
@@ -25,6 +28,7 @@ import dataclasses
 import hashlib
 import inspect
 import os
+import sys
 
 from . import _tessel
 from . import gpu
@@ -54,6 +58,12 @@ class CompileOptions:
         return hashlib.sha256(repr(fields).encode()).hexdigest()
 
 
+def _explain():
+    """TESSEL_EXPLAIN=1: print the passes' remarks (what the mask analysis classified, which
+    lowering took the kernel) as each specialisation is compiled."""
+    return os.environ.get("TESSEL_EXPLAIN", "") not in ("", "0")
+
+
 def _dump_ir():
     return os.environ.get("TESSEL_DUMP_IR", "") not in ("", "0")
 
@@ -69,6 +79,7 @@ class CompiledKernel:
         self.specialization = key
         self.options = options
         self.timings = []             # [(step, seconds)] of the front end (tessel/timing.py)
+        self.guards = ()              # [(globals dict | cell, name | None, value)] it read
 
     def key_ingredients(self, gpu=None):
         """What the GPU cache key of this kernel is made of (tessel/cache.py)."""
@@ -175,13 +186,13 @@ class JITFunction(_tessel.Dispatcher):
             device = runtime.device_of_args(runtime_args)
             entry = kernel.gpu_launcher(device)
             stream = gpu.stream_source()
-            self._remember(entry, stream, *args, **kwargs)
+            self._remember(entry, stream, kernel.guards, *args, **kwargs)
             g = grid(dict(bound)) if callable(grid) else grid
             return entry.launch(g, stream, *runtime_args)
 
         def entry(g, _stream, *a, _kernel=kernel):
             return _kernel.run(g, *a)
-        self._remember(entry, 0, *args, **kwargs)
+        self._remember(entry, 0, kernel.guards, *args, **kwargs)
         g = grid(dict(bound)) if callable(grid) else grid
         return entry(g, 0, *runtime_args)
 
@@ -211,10 +222,13 @@ class JITFunction(_tessel.Dispatcher):
                 params.append((name, kind, dtype))
                 runtime_args.append(value)
         key = tuple(key)
-        kernel = self.cache.get(key)
+        # One key may hold several traces: each records the globals (and closure variables)
+        # it read and their values (kernel.guards); the first whose values still hold is used.
+        kernels = self.cache.setdefault(key, [])
+        kernel = next((k for k in kernels if _guards_hold(k.guards)), None)
         if kernel is None:
             kernel = self.compile(key, bound, params)
-            self.cache[key] = kernel
+            kernels.append(kernel)
         return kernel, runtime_args
 
     def compile(self, key, bound, params):
@@ -236,7 +250,7 @@ class JITFunction(_tessel.Dispatcher):
         it = iter(values)
         for name, value in bound.items():
             env[name] = value if name in self.constexprs else TVal(next(it))
-        gen = CodeGenerator(builder, source, env)
+        gen = CodeGenerator(builder, source, env, guards={})
         try:
             gen.run_body(source.tree.body)
         except _Return:
@@ -256,11 +270,44 @@ class JITFunction(_tessel.Dispatcher):
         clock.lap("print tile-opt ir")
         kernel = CompiledKernel(self.__name__, builder, params, asm, key, self.options)
         kernel.warnings = [d for d in diags if d[0] != "error"]
+        if _explain():
+            for severity, message, filename, line, col in kernel.warnings:
+                print(f"{filename}:{line}:{col}: {severity}: {message}", file=sys.stderr)
+        kernel.guards = tuple(gen.guards.values())
         kernel.timings = clock.steps
         return kernel
 
     def warmup(self, *args, **kwargs):
         return self.specialize(*args, **kwargs)[0]
+
+
+_MISSING = object()
+
+
+def _current(container, name):
+    if name is None:
+        try:
+            return container.cell_contents
+        except ValueError:
+            return _MISSING
+    return container.get(name, _MISSING)
+
+
+def _guards_hold(guards):
+    """Whether every global / closure value a trace read is still the same (identity, else
+    equality of values of the same type; an array or other value without a plain == differs)."""
+    for container, name, value in guards:
+        now = _current(container, name)
+        if now is value:
+            continue
+        if type(now) is not type(value):
+            return False
+        try:
+            if not bool(now == value):
+                return False
+        except Exception:
+            return False
+    return True
 
 
 def _raise_diagnostics(diags, pos):

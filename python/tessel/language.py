@@ -95,7 +95,7 @@ for _name, _doc in [
     ("sqrt", "sqrt(x)"), ("tanh", "tanh(x)"), ("abs", "abs(x)"),
     ("maximum", "maximum(x, y): element-wise maximum."),
     ("minimum", "minimum(x, y): element-wise minimum."),
-    ("cdiv", "cdiv(a, b): ceil(a / b) for integers."),
+    ("cdiv", "cdiv(a, b): ceil(a / b) for integers of any sign."),
     ("elementwise_grad", "elementwise_grad(y, x): dy/dx element by element, for a float tile y "
                          "computed from the float tile x by element-wise ops (a score_mod): "
                          "built by the compiler (forward mode). Differentiates + - * / neg, "

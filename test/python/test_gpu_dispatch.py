@@ -294,3 +294,16 @@ def test_plain_score_mod_functions_are_traced_once():
     def bias(s, b, h, q, kv):
         return s
     assert _as_jit(bias, "score_mod") is _as_jit(bias, "score_mod")
+
+
+@needs_no_gpu
+def test_lambdas_made_per_call_do_not_grow_the_cuda_configs(fake_torch):
+    att = sys.modules["tessel.attention"]   # tessel.attention is the function
+    T = fake_torch.Tensor
+    q = T((1, 2, 100, 64), fake_torch.float16)
+    att._cuda_configs.clear()
+    for w in range(3 * att._CUDA_CONFIGS_MAX):
+        with pytest.raises(tessel.GpuUnavailableError):
+            tessel.attention(q, q, q, mask_mod=lambda b, h, q_idx, kv_idx: q_idx >= kv_idx)
+    assert len(att._cuda_configs) <= att._CUDA_CONFIGS_MAX
+    assert len(att._jitted) < 3 * att._CUDA_CONFIGS_MAX   # one kernel, not one per lambda

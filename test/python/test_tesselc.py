@@ -120,3 +120,30 @@ def test_naive_attention_compiles_as_written(tools, tmp_path):
     off = subprocess.run([str(tools / "tesselc"), str(example), "--emit=ptx", "-o", "-",
                           "--tile-optimize=false"], capture_output=True, text=True, timeout=120)
     assert off.returncode == 1 and "run tile-online-softmax" in off.stderr
+
+
+def test_help_lists_every_option(tools):
+    """Every cl::opt of tesselc.cpp appears in --help (HideUnrelatedOptions hides an option
+    without cl::cat(tesselcCategory): --codegen and --wgmma-overlap were missing)."""
+    import re
+    source = (pathlib.Path(__file__).resolve().parents[2] / "tools" / "tesselc" /
+              "tesselc.cpp").read_text()
+    names = re.findall(r'cl::opt<[^>]*>\s*\w+\(\s*"([\w-]+)"', source)
+    assert {"chip", "emit", "codegen", "wgmma-overlap"} <= set(names), names
+    r = run(tools, ["--help"])
+    assert r.returncode == 0
+    for name in names:
+        flag = f"-{name} " if len(name) == 1 else f"--{name}"
+        assert flag in r.stdout, f"{flag} is not in tesselc --help"
+
+
+def test_version_names_tessel_and_llvm(tools):
+    import tomllib
+    r = run(tools, ["--version"])
+    assert r.returncode == 0
+    pyproject = pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml"
+    version = tomllib.loads(pyproject.read_text())["project"]["version"]
+    assert f"tesselc (tessel {version}) on LLVM/MLIR 22." in r.stdout, r.stdout
+    import dsl_helpers  # noqa: F401
+    from tessel.jit import VERSION
+    assert VERSION == version

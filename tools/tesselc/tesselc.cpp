@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -65,13 +66,13 @@ static cl::opt<std::string> codegen(
              "for attention; errors outside its class), wgmma (sm_90a: the same class with "
              "wgmma.mma_async) or auto (wgmma on sm_90a, else mma, where the program fits; "
              "else reference, with a remark)"),
-    cl::init("auto"));
+    cl::init("auto"), cl::cat(tesselcCategory));
 
 static cl::opt<bool> wgmmaOverlap(
     "wgmma-overlap",
     cl::desc("With wgmma: overlap the softmax of each K/V block with the previous block's P·V "
              "inside a warpgroup (FA3's intra-warpgroup pipelining)"),
-    cl::init(false));
+    cl::init(false), cl::cat(tesselcCategory));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
@@ -103,6 +104,9 @@ static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled)
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(tesselcCategory);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "tesselc (tessel " TESSEL_VERSION ") on LLVM/MLIR " LLVM_VERSION_STRING "\n";
+  });
   cl::ParseCommandLineOptions(argc, argv, "tessel ahead-of-time compiler\n");
   tessel::registerPasses();
   if (!tessel::isSupportedChip(chip))

@@ -7,6 +7,13 @@
 // The loop is split into three: [a, b) masked, [b, c) unmasked, [c, d) masked, with [0, a) and
 // [d, K) skipped as all-false. Bounds are computed in i64 before the loop.
 //
+// The mask is split on its top-level conjuncts (`a & b & ...`): those the analysis classifies
+// decide the bounds, the others stay element-wise. When some conjunct is not classified (a
+// modulo, a lookup, an index computed per block), the loop is still split on the rest — the
+// causal part of `causal & dilated(...)` keeps its block skipping — and the middle loop runs
+// only the unclassified conjuncts (`tile.block_mask = "residual"` instead of "all_true"). A
+// remark on the loop names the conjuncts that were and were not classified.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tile/IR/TileDialect.h"
@@ -161,6 +168,47 @@ IterationSets classify(BoundBuilder &bb, const AffineMask &mask, Value iv, Value
   return {{allTrue.first, allTrue.second}, live};
 }
 
+// The top-level conjuncts of an i1 tile: the leaves of its tree of arith.andi.
+void collectConjuncts(Value mask, SmallVectorImpl<Value> &out) {
+  if (auto andOp = mask.getDefiningOp<arith::AndIOp>()) {
+    collectConjuncts(andOp.getLhs(), out);
+    collectConjuncts(andOp.getRhs(), out);
+    return;
+  }
+  out.push_back(mask);
+}
+
+// Whether a classified mask still depends on something computed per block (then the loop
+// cannot be split on it) or uses a predicate the split cannot solve.
+bool dependsPerBlock(const AffineMask &mask, scf::ForOp loop) {
+  Value iv = loop.getInductionVar();
+  bool perBlock = false;
+  mask.forEachAtom([&](const MaskAtom &atom) {
+    for (auto [sym, coef] : atom.diff.base.terms)
+      perBlock |= sym != iv && !loop.isDefinedOutsideOfLoop(sym);
+    perBlock |= !llvm::is_contained({arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+                                     arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge},
+                                    atom.predicate);
+  });
+  return perBlock;
+}
+
+// "arith.cmpi at file:line:col" for a remark.
+std::string describe(Value conjunct) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  Operation *def = conjunct.getDefiningOp();
+  if (!def) {
+    os << "a block argument";
+    return text;
+  }
+  os << def->getName();
+  if (auto file = dyn_cast<FileLineColLoc>(def->getLoc()))
+    os << " at " << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  return text;
+}
+
 struct TileSplitMaskedLoopsPass
     : public tessel::tile::impl::TileSplitMaskedLoopsBase<TileSplitMaskedLoopsPass> {
   void runOnOperation() override {
@@ -197,20 +245,39 @@ struct TileSplitMaskedLoopsPass
     std::optional<int64_t> step = getConstantIntValue(loop.getStep());
     if (!mask || !step || *step <= 0)
       return;
-    std::optional<AffineMask> affine = analyseMask(mask);
-    if (!affine)
-      return;
     Value iv = loop.getInductionVar();
-    bool perBlock = false;
-    affine->forEachAtom([&](const MaskAtom &atom) {
-      for (auto [sym, coef] : atom.diff.base.terms)
-        perBlock |= sym != iv && !loop.isDefinedOutsideOfLoop(sym);
-      perBlock |= !llvm::is_contained({arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
-                                       arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge},
-                                      atom.predicate);
-    });
-    if (perBlock)
-      return; // the mask depends on something computed per block
+    // The whole mask when it is classified; else the conjunction of its classified conjuncts,
+    // the others (`residual`) kept element-wise.
+    std::optional<AffineMask> affine = analyseMask(mask);
+    SmallVector<Value> classified, residual;
+    if (!affine || dependsPerBlock(*affine, loop)) {
+      affine.reset();
+      SmallVector<Value> conjuncts;
+      collectConjuncts(mask, conjuncts);
+      for (Value c : conjuncts) {
+        std::optional<AffineMask> m = analyseMask(c);
+        if (!m || dependsPerBlock(*m, loop)) {
+          residual.push_back(c);
+          continue;
+        }
+        classified.push_back(c);
+        affine = affine ? AffineMask::combine(AffineMask::Kind::And, std::move(*affine),
+                                              std::move(*m))
+                        : std::move(*m);
+      }
+      auto remark = mlir::emitRemark(loop.getLoc())
+                    << "tile-split-masked-loops: " << classified.size() << " of "
+                    << conjuncts.size() << " mask conjuncts classified";
+      for (Value c : classified)
+        remark << "; classified: " << describe(c);
+      for (Value c : residual)
+        remark << "; kept element-wise: " << describe(c);
+      remark << (affine ? "; blocks where the classified ones are false are skipped, where "
+                          "they are true only the rest is masked"
+                        : "; every block runs the whole mask");
+      if (!affine)
+        return;
+    }
 
     OpBuilder b(loop);
     BoundBuilder bb{b, loop.getLoc()};
@@ -232,18 +299,30 @@ struct TileSplitMaskedLoopsPass
     Value bounds[4] = {bound(k0), bound(k1), bound(k2), bound(k3)};
     ValueRange inits = loop.getInitArgs();
     SmallVector<Value> carried(inits.begin(), inits.end());
-    const char *kinds[3] = {"mixed", "all_true", "mixed"};
+    const char *kinds[3] = {"mixed", residual.empty() ? "all_true" : "residual", "mixed"};
     for (int part = 0; part < 3; ++part) {
-      auto copy = cast<scf::ForOp>(b.clone(*loop));
+      IRMapping mapping;
+      auto copy = cast<scf::ForOp>(b.clone(*loop, mapping));
       copy.getLowerBoundMutable().assign(bounds[part]);
       copy.getUpperBoundMutable().assign(bounds[part + 1]);
       copy.getInitArgsMutable().assign(carried);
       copy->setAttr(kSplitAttr, b.getStringAttr(kinds[part]));
       if (part == 1) {
         // Proven all-true: the selects keep their scores; canonicalisation drops the mask.
+        // With residual conjuncts, the mask becomes their conjunction (computed where the
+        // mask was, so every conjunct is defined).
         OpBuilder inner(copy.getBody(), copy.getBody()->begin());
         Value allTrue = arith::ConstantOp::create(
             inner, loop.getLoc(), DenseElementsAttr::get(cast<ShapedType>(mask.getType()), true));
+        if (!residual.empty()) {
+          Value copiedMask = mapping.lookupOrDefault(mask);
+          if (Operation *def = copiedMask.getDefiningOp())
+            inner.setInsertionPointAfter(def);
+          allTrue = mapping.lookupOrDefault(residual.front());
+          for (Value c : ArrayRef<Value>(residual).drop_front())
+            allTrue = arith::AndIOp::create(inner, loop.getLoc(), allTrue,
+                                            mapping.lookupOrDefault(c));
+        }
         for (Operation &op : copy.getBody()->without_terminator())
           if (auto select = dyn_cast<arith::SelectOp>(op))
             if (isNegInfSplat(select.getFalseValue()) && isa<RankedTensorType>(select.getType()))

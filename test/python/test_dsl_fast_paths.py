@@ -1,0 +1,43 @@
+"""The issue-14 semantics reach the GPU fast paths (compiled here, no GPU needed): the attention
+kernel with Python's // and % (on its own head arithmetic and in mask_mods), integer abs and
+tl.cdiv in mods, and the partly classified causal & modulo mask, compiles to a cubin with
+codegen=wgmma on sm_90a and codegen=mma on sm_80 — both refuse programs outside their class, so
+none of these fell back to the reference lowering."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+import tessel
+import tessel.cache
+from tessel import language as tl
+
+pytestmark = pytest.mark.skipif(
+    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                     "/usr/local/cuda/bin"])),
+    reason="needs ptxas (the CUDA toolkit) to make cubins")
+
+CASES = {
+    "causal": dict(causal=True),
+    "causal_and_modulo": dict(causal=True,
+                              mask_mod=lambda b, h, q_idx, kv_idx: (q_idx - kv_idx) % 4 == 1),
+    "floor_blocks": dict(mask_mod=lambda b, h, q_idx, kv_idx: q_idx // 3 >= kv_idx // 3),
+    "abs_bias": dict(score_mod=lambda s, b, h, q_idx, kv_idx:
+                     s - 0.05 * tl.abs(q_idx - kv_idx).to(tl.float32)),
+    "cdiv_blocks": dict(mask_mod=lambda b, h, q_idx, kv_idx:
+                        tl.cdiv(q_idx + 1, 4) >= tl.cdiv(kv_idx + 1, 4)),
+}
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("name", list(CASES))
+def test_fast_path_takes_the_kernel(name, chip, codegen, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    q = np.zeros((1, 2, 1000, 64), np.float16)
+    kernel = tessel.compile_attention(q, q, q, block_m=64, block_n=64, **CASES[name])
+    if name == "causal_and_modulo":
+        assert 'tile.block_mask = "residual"' in kernel.asm["tile-opt"]
+    binary = kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert binary.cubin
