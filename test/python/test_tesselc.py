@@ -145,5 +145,5 @@ def test_version_names_tessel_and_llvm(tools):
     version = tomllib.loads(pyproject.read_text())["project"]["version"]
     assert f"tesselc (tessel {version}) on LLVM/MLIR 22." in r.stdout, r.stdout
     import dsl_helpers  # noqa: F401
-    from tessel.jit import VERSION
+    from tessel.version import VERSION
     assert VERSION == version
