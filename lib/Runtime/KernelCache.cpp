@@ -5,6 +5,13 @@
 // the write path fail the way a full or read-only disk would, or kills the process between the
 // temporary write and the rename (docs/dev/cache.md lists its values).
 //
+// The directory may be shared with other users or tampered with (docs/cache.md, "Threat model"):
+// below the cache directory itself nothing is ever reached through a path. Every call is made
+// relative to a directory descriptor (openat, fstatat, renameat, unlinkat) with O_NOFOLLOW or
+// AT_SYMLINK_NOFOLLOW, so a symbolic link is never followed, nothing outside the cache directory
+// is ever read or deleted, and an object that is not an entry directory (a link, a FIFO, a
+// device, a plain file) under a key's name is moved aside and unlinked as a bad entry.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Runtime/KernelCache.h"
@@ -27,6 +34,8 @@
 #include <ctime>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -80,8 +89,9 @@ int injectedDirectoryErrno() {
   return 0;
 }
 
-bool readFile(const std::string &path, std::string &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+/// Reads the file `name` of the directory `dirfd` whole, never through a link.
+bool readFileAt(int dirfd, const char *name, std::string &out) {
+  int fd = ::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return false;
   out.clear();
@@ -102,9 +112,10 @@ bool readFile(const std::string &path, std::string &out) {
   return true;
 }
 
-/// Writes `data` to a new file and fsyncs it; returns 0 or the errno of the failing call.
-int writeFile(const std::string &path, const std::string &data, bool failWithNoSpace) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+/// Writes `data` to a new file `name` of `dirfd` and fsyncs it; 0 or the errno of the failing
+/// call.
+int writeFileAt(int dirfd, const char *name, const std::string &data, bool failWithNoSpace) {
+  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return errno;
   size_t done = 0;
@@ -130,18 +141,69 @@ int writeFile(const std::string &path, const std::string &data, bool failWithNoS
   return err;
 }
 
-/// Removes a directory and the plain files in it (entries hold no subdirectories).
-void removeTree(const std::string &path) {
-  if (DIR *d = ::opendir(path.c_str())) {
-    while (dirent *e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..")
-        continue;
-      ::unlink(join(path, name).c_str());
-    }
-    ::closedir(d);
+/// A directory descriptor that closes itself.
+class Fd {
+public:
+  explicit Fd(int fd = -1) : fd(fd) {}
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
   }
-  ::rmdir(path.c_str());
+  int get() const { return fd; }
+  bool ok() const { return fd >= 0; }
+  int release() { return std::exchange(fd, -1); }
+
+private:
+  int fd;
+};
+
+/// Opens the directory `name` of `dirfd` without following a link (ELOOP or ENOTDIR otherwise).
+int openDirectoryAt(int dirfd, const std::string &name) {
+  return ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/// The names in the directory `dirfd` (without "." and ".."); the descriptor stays open.
+std::vector<std::string> namesIn(int dirfd) {
+  std::vector<std::string> out;
+  int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0)
+    return out;
+  DIR *d = ::fdopendir(dup);
+  if (!d) {
+    ::close(dup);
+    return out;
+  }
+  ::rewinddir(d);
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..")
+      out.push_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+/// Removes `name` of the directory `dirfd` and, if it is a directory, what it holds; never
+/// follows a link (a link, FIFO or device is unlinked itself). Entries hold no subdirectories;
+/// anything nested deeper than a few levels is left alone. 0 or the errno of the failing call.
+int removeAt(int dirfd, const std::string &name, unsigned depth = 0) {
+  // unlink(2) never removes a directory: EISDIR on Linux, EPERM by POSIX.
+  if (::unlinkat(dirfd, name.c_str(), 0) == 0 || errno == ENOENT)
+    return 0;
+  if (errno != EISDIR && errno != EPERM)
+    return errno;
+  if (depth >= 4)
+    return ELOOP;
+  Fd dir(openDirectoryAt(dirfd, name));
+  if (!dir.ok())
+    return errno;
+  for (const std::string &child : namesIn(dir.get()))
+    removeAt(dir.get(), child, depth + 1);
+  if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+    return errno;
+  return 0;
 }
 
 std::string uniqueSuffix() {
@@ -151,24 +213,46 @@ std::string uniqueSuffix() {
          llvm::utohexstr((uint64_t(rd()) << 32) | rd(), /*LowerCase=*/true);
 }
 
-/// Moves an entry aside and deletes it, so no reader ever sees it half deleted.
-void discardEntry(const std::string &root, const std::string &name) {
-  std::string trash = join(root, kTrashPrefix + name + "-" + uniqueSuffix());
-  if (::rename(join(root, name).c_str(), trash.c_str()) == 0)
-    removeTree(trash);
+/// Moves `name` aside (to a `.trash-` name, so no reader ever sees it half deleted) and deletes
+/// it; 0 or the errno of the failing rename or removal.
+int discardEntry(int rootfd, const std::string &name) {
+  std::string trash = kTrashPrefix + name + "-" + uniqueSuffix();
+  if (::renameat(rootfd, name.c_str(), rootfd, trash.c_str()) != 0)
+    return errno == ENOENT ? 0 : errno;
+  return removeAt(rootfd, trash);
 }
 
-uint64_t treeBytes(const std::string &path) {
+/// Bytes of `name` of `dirfd`: its own size, or the sizes of what a directory holds (one level,
+/// no link followed).
+uint64_t treeBytes(int rootfd, const std::string &name) {
+  struct stat st;
+  if (::fstatat(rootfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return 0;
+  if (!S_ISDIR(st.st_mode))
+    return static_cast<uint64_t>(st.st_size);
+  Fd dir(openDirectoryAt(rootfd, name));
+  if (!dir.ok())
+    return 0;
   uint64_t total = 0;
-  if (DIR *d = ::opendir(path.c_str())) {
-    while (dirent *e = ::readdir(d)) {
-      struct stat st;
-      if (e->d_name[0] != '.' && ::stat(join(path, e->d_name).c_str(), &st) == 0)
-        total += static_cast<uint64_t>(st.st_size);
-    }
-    ::closedir(d);
-  }
+  for (const std::string &child : namesIn(dir.get()))
+    if (::fstatat(dir.get(), child.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+      total += static_cast<uint64_t>(st.st_size);
   return total;
+}
+
+/// What a non-directory object is, for messages.
+const char *kindOf(mode_t mode) {
+  if (S_ISLNK(mode))
+    return "a symbolic link";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode))
+    return "a device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISREG(mode))
+    return "a plain file";
+  return "not a directory";
 }
 
 /// The pid a temporary directory's name carries (".tmp-<key>-<pid>-..."), or 0.
@@ -197,10 +281,20 @@ bool KernelCache::isKey(const std::string &key) {
          });
 }
 
-std::string tessel::runtime::verifyEntryDirectory(const std::string &path, const std::string &key,
-                                                  CacheEntry &entry) {
+/// Checks the entry `key` of the cache directory `rootfd` against its manifest; returns the
+/// problem, or empty when good (then `entry` holds its contents). Nothing is followed: an object
+/// under the key's name that is not a directory is a bad entry, and so is a link inside one.
+static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &entry) {
+  struct stat st;
+  if (::fstatat(rootfd, key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return "cannot be read (" + std::string(std::strerror(errno)) + ")";
+  if (!S_ISDIR(st.st_mode))
+    return std::string("not a cache entry (") + kindOf(st.st_mode) + ")";
+  Fd dir(openDirectoryAt(rootfd, key));
+  if (!dir.ok())
+    return "the entry directory cannot be opened (" + std::string(std::strerror(errno)) + ")";
   std::string manifestText;
-  if (!readFile(join(path, kManifest), manifestText))
+  if (!readFileAt(dir.get(), kManifest, manifestText))
     return "no readable manifest.json";
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(manifestText);
   if (!parsed) {
@@ -229,7 +323,7 @@ std::string tessel::runtime::verifyEntryDirectory(const std::string &path, const
     std::optional<llvm::StringRef> sha = sums->getString("sha256");
     if (!size || !sha)
       return std::string("manifest.json has an incomplete checksum of ") + file;
-    if (!readFile(join(path, file), *out))
+    if (!readFileAt(dir.get(), file, *out))
       return std::string(file) + " is missing";
     if (static_cast<int64_t>(out->size()) != *size)
       return std::string(file) + " has " + std::to_string(out->size()) + " bytes, the manifest says " +
@@ -270,18 +364,24 @@ std::optional<CacheEntry> KernelCache::lookup(const std::string &key, std::strin
     if (it != memory.end())
       return it->second;
   }
-  std::string path = join(root, key);
+  Fd rootDir(openRoot());
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
+  if (!rootDir.ok() || ::fstatat(rootDir.get(), key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return std::nullopt;
   CacheEntry entry;
-  std::string bad = verifyEntryDirectory(path, key, entry);
+  std::string bad = verifyEntry(rootDir.get(), key, entry);
   if (bad.empty())
     return entry;
   if (problem)
     *problem = bad;
-  discardEntry(root, key);
+  discardEntry(rootDir.get(), key);
   return std::nullopt;
+}
+
+int KernelCache::openRoot() const {
+  // The cache directory itself is the user's choice and may be reached through a link; nothing
+  // below it is.
+  return ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 /// Creates `dir` and its parents (mode 0755); 0 or the errno of the failing mkdir.
@@ -344,16 +444,27 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
     err = makeDirectories(root);
   if (err)
     return keepInMemory(err, "creating the directory");
-  std::string temp = join(root, kTempPrefix + key + "-" + uniqueSuffix());
-  if (::mkdir(temp.c_str(), 0755) != 0)
+  Fd rootDir(openRoot());
+  if (!rootDir.ok())
+    return keepInMemory(errno, "opening the directory");
+  std::string temp = kTempPrefix + key + "-" + uniqueSuffix();
+  if (::mkdirat(rootDir.get(), temp.c_str(), 0755) != 0)
     return keepInMemory(errno, "creating a temporary entry");
   bool noSpace = hasFault("enospc-write");
-  for (auto [file, data] : {std::pair<const char *, const std::string *>{kCubin, &cubin},
-                           {kPtx, &ptx},
-                           {kManifest, &manifestText}}) {
-    if (int werr = writeFile(join(temp, file), *data, noSpace && data == &cubin)) {
-      removeTree(temp);
-      return keepInMemory(werr, std::string("writing ") + file);
+  {
+    Fd tempDir(openDirectoryAt(rootDir.get(), temp));
+    if (!tempDir.ok()) {
+      int oerr = errno;
+      removeAt(rootDir.get(), temp);
+      return keepInMemory(oerr, "opening a temporary entry");
+    }
+    for (auto [file, data] : {std::pair<const char *, const std::string *>{kCubin, &cubin},
+                             {kPtx, &ptx},
+                             {kManifest, &manifestText}}) {
+      if (int werr = writeFileAt(tempDir.get(), file, *data, noSpace && data == &cubin)) {
+        removeAt(rootDir.get(), temp);
+        return keepInMemory(werr, std::string("writing ") + file);
+      }
     }
   }
   std::string delay;
@@ -362,49 +473,51 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
   if (hasFault("kill-before-rename"))
     std::raise(SIGKILL);
 
-  std::string final = join(root, key);
   // rename(2) of a directory onto a non-empty one fails: the first writer wins, atomically.
-  if (::rename(temp.c_str(), final.c_str()) == 0)
-    return StoreResult::Written;
-  int renameErr = errno;
-  removeTree(temp);
-  if (renameErr == EEXIST || renameErr == ENOTEMPTY) {
+  // What is in the way may also be a bad entry or a foreign object (a dangling link, a file):
+  // it is discarded and the rename tried once more, so nothing can block a key for good.
+  for (int attempt = 0;; ++attempt) {
+    if (::renameat(rootDir.get(), temp.c_str(), rootDir.get(), key.c_str()) == 0)
+      return StoreResult::Written;
+    int renameErr = errno;
+    if (renameErr != EEXIST && renameErr != ENOTEMPTY && renameErr != ENOTDIR) {
+      removeAt(rootDir.get(), temp);
+      return keepInMemory(renameErr, "renaming the entry into place");
+    }
     CacheEntry theirs;
-    if (verifyEntryDirectory(final, key, theirs).empty())
+    if (verifyEntry(rootDir.get(), key, theirs).empty()) {
+      removeAt(rootDir.get(), temp);
       return StoreResult::AlreadyPresent;
-    // What is there is bad (a corrupted entry another process has not yet discarded): keep ours
-    // in memory; the next lookup in a fresh process discards theirs and rebuilds.
-    std::lock_guard<std::mutex> lock(memoryMutex);
-    memory[key] = entry;
-    return StoreResult::InMemory;
+    }
+    if (attempt == 1) {
+      // Still bad after one discard: someone keeps putting it back. Ours stays in memory.
+      removeAt(rootDir.get(), temp);
+      std::lock_guard<std::mutex> lock(memoryMutex);
+      memory[key] = entry;
+      return StoreResult::InMemory;
+    }
+    discardEntry(rootDir.get(), key);
   }
-  return keepInMemory(renameErr, "renaming the entry into place");
 }
 
 std::vector<CacheEntryInfo> KernelCache::list() const {
   std::vector<CacheEntryInfo> out;
-  DIR *d = ::opendir(root.c_str());
-  if (!d)
+  Fd rootDir(openRoot());
+  if (!rootDir.ok())
     return out;
-  std::vector<std::string> names;
-  while (dirent *e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..")
-      names.push_back(name);
-  }
-  ::closedir(d);
+  std::vector<std::string> names = namesIn(rootDir.get());
   std::sort(names.begin(), names.end());
   for (const std::string &name : names) {
     CacheEntryInfo info;
     info.key = name;
     info.path = join(root, name);
     struct stat st;
-    if (::stat(info.path.c_str(), &st) != 0)
+    if (::fstatat(rootDir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue; // removed meanwhile
     info.created = static_cast<int64_t>(st.st_mtime);
-    info.bytes = S_ISDIR(st.st_mode) ? treeBytes(info.path) : static_cast<uint64_t>(st.st_size);
+    info.bytes = treeBytes(rootDir.get(), name);
     llvm::StringRef ref(name);
-    if (ref.starts_with(kTempPrefix) || ref.starts_with(kTrashPrefix)) {
+    if (S_ISDIR(st.st_mode) && (ref.starts_with(kTempPrefix) || ref.starts_with(kTrashPrefix))) {
       info.temporary = true;
       pid_t writer = writerOf(ref);
       info.problem = processAlive(writer) && ref.starts_with(kTempPrefix)
@@ -413,15 +526,23 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
       out.push_back(std::move(info));
       continue;
     }
-    if (!S_ISDIR(st.st_mode) || !isKey(name)) {
+    if (!S_ISDIR(st.st_mode)) {
+      info.problem = std::string("not a cache entry (") + kindOf(st.st_mode) + ")";
+      out.push_back(std::move(info));
+      continue;
+    }
+    if (!isKey(name)) {
       info.problem = "not a cache entry";
       out.push_back(std::move(info));
       continue;
     }
     CacheEntry entry;
-    info.problem = verifyEntryDirectory(info.path, name, entry);
-    std::string manifestText;
-    if (readFile(join(info.path, kManifest), manifestText)) {
+    info.problem = verifyEntry(rootDir.get(), name, entry);
+    std::string manifestText = entry.manifest;
+    Fd dir(openDirectoryAt(rootDir.get(), name));
+    if (manifestText.empty() && dir.ok())
+      readFileAt(dir.get(), kManifest, manifestText);
+    if (!manifestText.empty()) {
       if (llvm::Expected<llvm::json::Value> v = llvm::json::parse(manifestText)) {
         if (const llvm::json::Object *m = v->getAsObject()) {
           info.manifest = manifestText;
@@ -450,18 +571,19 @@ bool KernelCache::remove(const std::string &name, std::string &error) {
     std::lock_guard<std::mutex> lock(memoryMutex);
     memory.erase(name);
   }
+  Fd rootDir(openRoot());
   struct stat st;
-  std::string path = join(root, name);
-  if (::stat(path.c_str(), &st) != 0) {
+  if (!rootDir.ok() || ::fstatat(rootDir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     error = "no entry " + name;
     return false;
   }
-  if (S_ISDIR(st.st_mode))
-    discardEntry(root, name);
-  else
-    ::unlink(path.c_str());
-  if (::stat(path.c_str(), &st) == 0) {
-    error = "cannot remove " + path + ": " + std::strerror(errno ? errno : EACCES);
+  // A directory is renamed aside first; anything else (a link: the link, not its target) is
+  // unlinked where it is.
+  int err = S_ISDIR(st.st_mode) ? discardEntry(rootDir.get(), name) : removeAt(rootDir.get(), name);
+  if (!err && ::fstatat(rootDir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+    err = EBUSY;
+  if (err) {
+    error = "cannot remove " + join(root, name) + ": " + std::strerror(err);
     return false;
   }
   return true;

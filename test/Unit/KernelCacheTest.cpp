@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -121,6 +122,79 @@ TEST(KernelCache, UnwritableDirectoryKeepsEntriesInMemory) {
   EXPECT_NE(first.find("Read-only file system"), std::string::npos);
   EXPECT_TRUE(second.empty()); // once per process
   EXPECT_TRUE(cache.lookup(kKey).has_value());
+  EXPECT_TRUE(names(dir).empty());
+  removeDirectory(dir);
+}
+
+// --- a shared or hostile cache directory (issue 15) ----------------------------------------
+
+namespace {
+/// A directory outside the cache with one file in it: what a planted link points to.
+std::string victimDirectory() {
+  std::string dir = freshDirectory();
+  std::ofstream(dir + "/precious") << "do not delete";
+  return dir;
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+} // namespace
+
+TEST(KernelCache, SymlinkEntryIsMovedAsideNotFollowed) {
+  // A link named like a key, pointing at someone else's directory: the lookup must neither read
+  // nor delete what it points to, only remove the link.
+  std::string dir = freshDirectory(), victim = victimDirectory();
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/" + kKey).c_str()), 0);
+  KernelCache cache(dir);
+  std::string problem;
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_EQ(problem, "not a cache entry (a symbolic link)");
+  EXPECT_TRUE(exists(victim + "/precious"));
+  EXPECT_TRUE(names(dir).empty());
+  // list and clear do not follow one either.
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/" + kKey).c_str()), 0);
+  auto listed = cache.list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, "not a cache entry (a symbolic link)");
+  EXPECT_EQ(cache.clear(), 1u);
+  EXPECT_TRUE(exists(victim + "/precious"));
+  EXPECT_TRUE(names(dir).empty());
+  removeDirectory(dir);
+  unlink((victim + "/precious").c_str());
+  rmdir(victim.c_str());
+}
+
+TEST(KernelCache, SymlinkInsideAnEntryIsNotFollowed) {
+  // kernel.cubin replaced by a link to a file elsewhere: a bad entry, and the file survives.
+  std::string dir = freshDirectory(), victim = victimDirectory();
+  KernelCache cache(dir);
+  std::string warning, problem;
+  cache.store(kKey, kCubin, "ptx", "{}", warning);
+  std::string cubin = dir + "/" + kKey + "/kernel.cubin";
+  unlink(cubin.c_str());
+  ASSERT_EQ(symlink((victim + "/precious").c_str(), cubin.c_str()), 0);
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_NE(problem.find("kernel.cubin"), std::string::npos) << problem;
+  EXPECT_TRUE(exists(victim + "/precious"));
+  EXPECT_TRUE(names(dir).empty());
+  removeDirectory(dir);
+  unlink((victim + "/precious").c_str());
+  rmdir(victim.c_str());
+}
+
+TEST(KernelCache, ForeignObjectUnderAKeyIsMovedAside) {
+  // A FIFO named like a key is not opened (that would block), only moved aside; so is a file.
+  std::string dir = freshDirectory();
+  ASSERT_EQ(mkfifo((dir + "/" + kKey).c_str(), 0644), 0);
+  std::ofstream(dir + "/" + std::string(64, 'c')) << "junk";
+  KernelCache cache(dir);
+  std::string problem;
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_EQ(problem, "not a cache entry (a FIFO)");
+  EXPECT_FALSE(cache.lookup(std::string(64, 'c'), &problem).has_value());
+  EXPECT_EQ(problem, "not a cache entry (a plain file)");
   EXPECT_TRUE(names(dir).empty());
   removeDirectory(dir);
 }

@@ -335,6 +335,36 @@ def test_corrupted_entry_found_by_a_lookup_is_rebuilt(kern, cache_dir):
     assert entries(cache_dir) == [good.key]
 
 
+# --- a shared or hostile cache directory (issue 15) -----------------------------------------
+
+def test_symlinked_entry_is_never_followed(kern, cache_dir, tmp_path):
+    # A link named like the key, to someone else's directory: an ordinary compile used to delete
+    # every file in it (discarding the "bad entry" followed the link). Now the link alone is moved
+    # aside and removed, and the kernel is compiled and cached.
+    gpu = cache.GpuOptions(chip="sm_80")
+    key = kern.key(gpu)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me")
+    cache_dir.mkdir()
+    (cache_dir / key).symlink_to(victim)
+    b = kern.binary(gpu)
+    assert b.source == "compiled"
+    assert (victim / "precious").read_text() == "keep me"
+    assert entries(cache_dir) == [key] and (cache_dir / key).is_dir()
+    assert not (cache_dir / key).is_symlink()
+    # Links inside an entry are not followed either, by a lookup, `verify --fix` or `clear`.
+    cubin = cache_dir / key / "kernel.cubin"
+    cubin.unlink()
+    cubin.symlink_to(victim / "precious")
+    r = tessel_cli("cache", "verify", "--fix", cache_dir=cache_dir)
+    assert f"bad: {key}" in r.stdout
+    assert entries(cache_dir) == [] and (victim / "precious").read_text() == "keep me"
+    (cache_dir / key).symlink_to(victim)
+    assert "removed 1 entries" in tessel_cli("cache", "clear", cache_dir=cache_dir).stdout
+    assert (victim / "precious").read_text() == "keep me"
+
+
 @pytest.mark.parametrize("fault", ["erofs", "eacces", "enospc", "enospc-write"])
 def test_unwritable_directory_falls_back_to_memory_with_one_warning(tmp_path, fault):
     _, path = load(tmp_path, KERNEL)

@@ -6,7 +6,8 @@
 // whole into a temporary directory beside it and renamed into place, so a reader sees a complete
 // entry or none; of several writers of one key the first rename wins and the others discard
 // theirs. Every load checks the manifest and the payload checksums: a bad entry is deleted and
-// reported as a miss, never returned. When the directory cannot be written (read-only, no space,
+// reported as a miss, never returned. No symbolic link below the cache directory is ever
+// followed, and nothing outside it is ever deleted. When the directory cannot be written (read-only, no space,
 // no permission) entries are kept in memory and the process is warned once.
 //
 // The cache knows nothing about MLIR: keys are computed by the caller (python/tessel/cache.py).
@@ -92,6 +93,9 @@ public:
   static bool isKey(const std::string &key);
 
 private:
+  /// A descriptor of the cache directory (the one path the cache follows), or -1 with errno.
+  int openRoot() const;
+
   std::string root;
   std::mutex memoryMutex;
   std::map<std::string, CacheEntry> memory;
@@ -99,11 +103,6 @@ private:
 
 /// Lowercase hex SHA-256 of `data`.
 std::string sha256Hex(const std::string &data);
-
-/// Checks one entry directory against its manifest; returns the problem, or empty when good.
-/// On success `entry` holds its contents.
-std::string verifyEntryDirectory(const std::string &path, const std::string &key,
-                                 CacheEntry &entry);
 
 } // namespace tessel::runtime
 
