@@ -145,7 +145,7 @@ def launch(kernel, grid, args, backend=None):
             arr = value.view(np.uint16) if value.dtype.name == "bfloat16" else value
             if not arr.flags.c_contiguous or not arr.flags.writeable:
                 tmp = np.ascontiguousarray(arr).copy()
-                copies.append((value, tmp))
+                copies.append((name, value, tmp))
                 arr = tmp
             call_args.append(arr)
         else:
@@ -156,6 +156,13 @@ def launch(kernel, grid, args, backend=None):
         _, message, filename, line, col = errors[0]
         where = f"{filename}:{line}:{col}: " if filename else ""
         raise KernelRuntimeError(f"{where}{message}")
-    for original, tmp in copies:
+    for name, original, tmp in copies:
+        result = tmp.view(original.dtype) if original.dtype != tmp.dtype else tmp
         if original.flags.writeable:
-            original[...] = tmp.view(original.dtype) if original.dtype != tmp.dtype else tmp
+            original[...] = result
+        elif not np.array_equal(np.ascontiguousarray(original).view(np.uint8).ravel(),
+                                np.ascontiguousarray(result).view(np.uint8).ravel()):
+            # A read-only input the kernel only reads is fine; one it wrote would silently lose
+            # the results.
+            raise ValueError(f"argument '{name}' of {kernel.name} is a read-only array, and the "
+                             "kernel writes to it: pass a writable array")

@@ -149,3 +149,23 @@ def test_user_kernel_runs_on_a_grid():
     row_softmax[(3,)](x, y, 10, BLOCK=4, W=8)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     assert np.allclose(y, 2 * e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_read_only_output_array_raises():
+    # The runtime copies a read-only array to pass it; it used to drop the kernel's writes to the
+    # copy silently (issue 15, finding 6). A read-only input the kernel only reads stays fine.
+    @tessel.jit
+    def double(x, y, n, BLOCK: tl.constexpr):
+        d = tl.make_desc(x, shape=(n,), strides=(1,))
+        e = tl.make_desc(y, shape=(n,), strides=(1,))
+        tl.store(e, (0,), tl.load(d, (0,), shape=(BLOCK,)) * 2.0)
+    x = np.arange(8, dtype=np.float32)
+    x.flags.writeable = False
+    y = np.zeros(8, np.float32)
+    double[(1,)](x, y, 8, BLOCK=8)
+    assert np.array_equal(y, 2 * np.arange(8))
+    y = np.zeros(8, np.float32)
+    y.flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'y' of double is a read-only array"):
+        double[(1,)](x, y, 8, BLOCK=8)
+
