@@ -169,3 +169,13 @@ def test_read_only_output_array_raises():
     with pytest.raises(ValueError, match="argument 'y' of double is a read-only array"):
         double[(1,)](x, y, 8, BLOCK=8)
 
+
+@pytest.mark.parametrize("shape", [(1, 2, 0, 16), (0, 2, 8, 16), (1, 0, 8, 16)])
+def test_no_query_rows_give_an_empty_result(shape):
+    # As on the GPU path (issue 15, finding 11): no rows, batches or heads is an empty result,
+    # not "cannot run on a grid of 0x2x1".
+    q = np.zeros(shape, np.float32)
+    k = np.zeros(shape[:2] + (4, shape[3]), np.float32)
+    o, lse = tessel.attention(q, k, k, return_lse=True)
+    assert o.shape == shape and lse.shape == shape[:3]
+
