@@ -179,3 +179,26 @@ def test_no_query_rows_give_an_empty_result(shape):
     o, lse = tessel.attention(q, k, k, return_lse=True)
     assert o.shape == shape and lse.shape == shape[:3]
 
+
+def test_runaway_loop_is_refused_with_a_clear_error(monkeypatch):
+    # Issue 15, finding 5: a loop of 2^31 iterations used to abort the whole Python process with
+    # "LLVM ERROR: out of memory"; now the default step budget refuses it at once, and
+    # TESSEL_MAX_STEPS changes the budget.
+    @tessel.jit
+    def spin(y, n):
+        acc = 0.0
+        for i in range(n):
+            acc = acc + 1.0
+            acc = acc * 1.0
+        d = tl.make_desc(y, shape=(1,), strides=(1,))
+        tl.store(d, (0,), tl.full((1,), 0.0, tl.float32) + acc)
+    y = np.zeros(1, np.float32)
+    with pytest.raises(tessel.KernelRuntimeError, match=r"would run 2147483647 iterations, past "
+                       r"the interpreter's step limit of 4294967296 \(tessel-run --max-steps"):
+        spin[(1,)](y, 2**31 - 1)
+    monkeypatch.setenv("TESSEL_MAX_STEPS", "100")
+    with pytest.raises(tessel.KernelRuntimeError, match="step limit of 100 "):
+        spin[(1,)](y, 1000)
+    monkeypatch.setenv("TESSEL_MAX_STEPS", "0")
+    spin[(1,)](y, 1000)
+    assert y[0] == 1000.0

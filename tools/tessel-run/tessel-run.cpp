@@ -89,8 +89,10 @@ static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
                                  cl::init(0), cl::cat(runCategory));
 static cl::opt<uint64_t> maxSteps("max-steps",
-                                  cl::desc("Stop after this many interpreter steps (0: no limit)"),
-                                  cl::init(0), cl::cat(runCategory));
+                                  cl::desc("Stop after this many interpreter steps (default 2^32; "
+                                           "0: no limit)"),
+                                  cl::init(tessel::interp::kDefaultMaxSteps),
+                                  cl::cat(runCategory));
 
 namespace {
 int fail(const llvm::Twine &message) {
