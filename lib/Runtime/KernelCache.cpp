@@ -49,7 +49,9 @@ namespace {
 constexpr const char *kCubin = "kernel.cubin";
 constexpr const char *kPtx = "kernel.ptx";
 constexpr const char *kManifest = "manifest.json";
-constexpr int kFormat = 1;
+/// 2: the manifest carries `manifest_sha256`, the digest of the rest of it.
+constexpr int kFormat = 2;
+constexpr const char *kManifestDigest = "manifest_sha256";
 /// Names of temporary directories (being written) and of entries being deleted.
 constexpr const char *kTempPrefix = ".tmp-";
 constexpr const char *kTrashPrefix = ".trash-";
@@ -255,6 +257,71 @@ const char *kindOf(mode_t mode) {
   return "not a directory";
 }
 
+/// The digest that covers a whole manifest: SHA-256 of its compact JSON (LLVM prints object keys
+/// sorted) without the digest itself. Launch fields, ingredients and payload checksums are all
+/// under it, so an edited field is a bad entry, not a hit.
+std::string manifestDigest(const llvm::json::Object &manifest) {
+  llvm::json::Object rest(manifest);
+  rest.erase(kManifestDigest);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(rest));
+  os.flush();
+  return tessel::runtime::sha256Hex(text);
+}
+
+/// Little-endian field of `width` bytes at `offset` of `data`; false if it lies outside.
+bool readLE(llvm::StringRef data, uint64_t offset, unsigned width, uint64_t &out) {
+  if (offset > data.size() || width > data.size() - offset)
+    return false;
+  out = 0;
+  for (unsigned i = 0; i < width; ++i)
+    out |= uint64_t(static_cast<unsigned char>(data[offset + i])) << (8 * i);
+  return true;
+}
+
+/// Whether the ELF64 little-endian `image` (a cubin) defines a function symbol `name` in its
+/// symbol table: how a cubin names its kernels' entry points. The image is untrusted: every
+/// offset and count is checked against its size.
+bool elfDefinesFunction(llvm::StringRef image, llvm::StringRef name) {
+  if (!image.starts_with("\x7f" "ELF") || image.size() < 64 || image[4] != 2 /*ELFCLASS64*/ ||
+      image[5] != 1 /*ELFDATA2LSB*/)
+    return false;
+  uint64_t shoff, shentsize, shnum;
+  if (!readLE(image, 0x28, 8, shoff) || !readLE(image, 0x3A, 2, shentsize) ||
+      !readLE(image, 0x3C, 2, shnum) || shentsize < 64)
+    return false;
+  for (uint64_t i = 0; i < shnum; ++i) {
+    uint64_t sh = shoff + i * shentsize, type, offset, size, link, entsize;
+    if (shoff > image.size() || i * shentsize > image.size() ||
+        !readLE(image, sh + 4, 4, type) || !readLE(image, sh + 24, 8, offset) ||
+        !readLE(image, sh + 32, 8, size) || !readLE(image, sh + 40, 4, link) ||
+        !readLE(image, sh + 56, 8, entsize))
+      return false;
+    if (type != 2 /*SHT_SYMTAB*/ || entsize < 24 || link >= shnum)
+      continue;
+    uint64_t strSh = shoff + link * shentsize, strOffset, strSize;
+    if (!readLE(image, strSh + 24, 8, strOffset) || !readLE(image, strSh + 32, 8, strSize) ||
+        strOffset > image.size() || strSize > image.size() - strOffset)
+      return false;
+    llvm::StringRef strings = image.substr(strOffset, strSize);
+    if (offset > image.size() || size > image.size() - offset)
+      return false;
+    for (uint64_t sym = offset; sym + 24 <= offset + size; sym += entsize) {
+      uint64_t nameOffset, info, shndx;
+      if (!readLE(image, sym, 4, nameOffset) || !readLE(image, sym + 4, 1, info) ||
+          !readLE(image, sym + 6, 2, shndx))
+        return false;
+      if ((info & 0xf) != 2 /*STT_FUNC*/ || shndx == 0 || nameOffset >= strings.size())
+        continue;
+      llvm::StringRef symbol = strings.drop_front(nameOffset);
+      if (symbol.substr(0, symbol.find('\0')) == name)
+        return true;
+    }
+  }
+  return false;
+}
+
 /// The pid a temporary directory's name carries (".tmp-<key>-<pid>-..."), or 0.
 pid_t writerOf(llvm::StringRef name) {
   llvm::SmallVector<llvm::StringRef> parts;
@@ -306,6 +373,9 @@ static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &e
     return "manifest.json is not a JSON object";
   if (manifest->getInteger("format") != kFormat)
     return "manifest.json has an unknown format";
+  std::optional<llvm::StringRef> digest = manifest->getString(kManifestDigest);
+  if (!digest || *digest != manifestDigest(*manifest))
+    return "manifest.json checksum mismatch";
   std::optional<llvm::StringRef> storedKey = manifest->getString("key");
   if (!storedKey || *storedKey != key)
     return "manifest.json names another key";
@@ -333,6 +403,12 @@ static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &e
   }
   if (entry.cubin.empty())
     return "the cubin is empty";
+  // The launch fields name the cubin's entry point: another kernel's cubin, even with its
+  // checksums fixed, does not define it.
+  if (std::optional<llvm::StringRef> entryPoint = manifest->getString("entry"))
+    if (!elfDefinesFunction(entry.cubin, *entryPoint))
+      return "the cubin does not define the entry point '" + entryPoint->str() +
+             "' the manifest names";
   return {};
 }
 
@@ -419,6 +495,7 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
                                   {"sha256", sha256Hex(cubin)}}},
       {kPtx, llvm::json::Object{{"size", static_cast<int64_t>(ptx.size())},
                                 {"sha256", sha256Hex(ptx)}}}};
+  manifest[kManifestDigest] = manifestDigest(manifest);
   std::string manifestText;
   {
     llvm::raw_string_ostream os(manifestText);

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -196,5 +197,38 @@ TEST(KernelCache, ForeignObjectUnderAKeyIsMovedAside) {
   EXPECT_FALSE(cache.lookup(std::string(64, 'c'), &problem).has_value());
   EXPECT_EQ(problem, "not a cache entry (a plain file)");
   EXPECT_TRUE(names(dir).empty());
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, EditedManifestIsABadEntry) {
+  // The launch fields are under the manifest's digest: an edited one is not a hit.
+  std::string dir = freshDirectory();
+  KernelCache cache(dir);
+  std::string warning, problem;
+  cache.store(kKey, kCubin, "ptx", R"({"kernel":"k","dynamic_shared_bytes":0})", warning);
+  std::string path = dir + "/" + kKey + "/manifest.json";
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t at = text.find("\"dynamic_shared_bytes\": 0");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 25, "\"dynamic_shared_bytes\": 99999");
+  std::ofstream(path, std::ios::trunc) << text;
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_EQ(problem, "manifest.json checksum mismatch");
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, CubinMustDefineTheManifestsEntryPoint) {
+  // A consistent entry (every checksum right) whose cubin is not an ELF image defining the
+  // entry the manifest names is refused.
+  std::string dir = freshDirectory();
+  KernelCache cache(dir);
+  std::string warning, problem;
+  cache.store(kKey, kCubin, "ptx", R"({"kernel":"k","entry":"k"})", warning);
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_EQ(problem, "the cubin does not define the entry point 'k' the manifest names");
   removeDirectory(dir);
 }

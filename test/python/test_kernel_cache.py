@@ -365,6 +365,41 @@ def test_symlinked_entry_is_never_followed(kern, cache_dir, tmp_path):
     assert (victim / "precious").read_text() == "keep me"
 
 
+def test_edited_launch_fields_are_a_bad_entry(kern, cache_dir):
+    # The whole manifest is under its digest: edited launch needs are not a hit, and `verify`
+    # does not call them good.
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    path = cache_dir / good.key / "manifest.json"
+    m = json.loads(path.read_text())
+    m["dynamic_shared_bytes"] = 200000
+    path.write_text(json.dumps(m, indent=2))
+    r = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert r.returncode == 1 and "manifest.json checksum mismatch" in r.stdout
+    cache.forget_memory()
+    again = kern.binary(gpu)
+    assert again.source == "compiled" and again.dynamic_shared_bytes == 0
+
+
+def test_another_kernels_cubin_is_refused(tmp_path, kern, cache_dir):
+    # An entry consistent in every checksum but holding another kernel's cubin: the cubin does
+    # not define the entry point the manifest names.
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    other, _ = load(tmp_path, KERNEL.replace("def scale(", "def other("), "other.py")
+    theirs = other.other.warmup(X, X, 1, 1.0, BLOCK=32).binary(gpu)
+    m = json.loads((cache_dir / good.key / "manifest.json").read_text())
+    for k in ("format", "key", "created", "payload", "manifest_sha256"):
+        m.pop(k, None)
+    disk = cache.disk_cache()
+    disk.remove(good.key)
+    assert disk.store(good.key, theirs.cubin, theirs.ptx, json.dumps(m))[0] == "written"
+    cache.forget_memory()
+    entry, problem = cache.disk_cache().lookup(good.key)
+    assert entry is None
+    assert problem == "the cubin does not define the entry point 'scale' the manifest names"
+
+
 @pytest.mark.parametrize("fault", ["erofs", "eacces", "enospc", "enospc-write"])
 def test_unwritable_directory_falls_back_to_memory_with_one_warning(tmp_path, fault):
     _, path = load(tmp_path, KERNEL)
