@@ -56,6 +56,12 @@ constexpr const char *kManifestDigest = "manifest_sha256";
 constexpr const char *kTempPrefix = ".tmp-";
 constexpr const char *kTrashPrefix = ".trash-";
 
+/// Bounds checked before a manifest is parsed: llvm::json::parse recurses once per level of
+/// nesting, and `[` repeated 50,000 times overflowed the stack of every later load, list, verify
+/// and clear. Real manifests are a few KiB, nested 4 deep.
+constexpr size_t kMaxManifestBytes = size_t(1) << 20;
+constexpr unsigned kMaxManifestDepth = 64;
+
 /// One warning per process, whichever KernelCache falls back first.
 std::atomic<bool> warnedAboutMemory{false};
 
@@ -270,6 +276,44 @@ std::string manifestDigest(const llvm::json::Object &manifest) {
   return tessel::runtime::sha256Hex(text);
 }
 
+/// The deepest nesting of arrays and objects in the JSON `text` (brackets inside strings do not
+/// count), counted without recursion and only up to `limit` + 1.
+unsigned jsonDepth(llvm::StringRef text, unsigned limit) {
+  unsigned depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit)
+        return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+/// Parses manifest (or metadata) JSON once its size and nesting are known to be bounded.
+llvm::Expected<llvm::json::Value> parseManifest(llvm::StringRef text) {
+  if (text.size() > kMaxManifestBytes)
+    return llvm::createStringError("larger than " + std::to_string(kMaxManifestBytes) + " bytes");
+  if (jsonDepth(text, kMaxManifestDepth) > kMaxManifestDepth)
+    return llvm::createStringError("nested deeper than " + std::to_string(kMaxManifestDepth) +
+                                   " levels");
+  return llvm::json::parse(text);
+}
+
 /// Little-endian field of `width` bytes at `offset` of `data`; false if it lies outside.
 bool readLE(llvm::StringRef data, uint64_t offset, unsigned width, uint64_t &out) {
   if (offset > data.size() || width > data.size() - offset)
@@ -363,7 +407,7 @@ static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &e
   std::string manifestText;
   if (!readFileAt(dir.get(), kManifest, manifestText))
     return "no readable manifest.json";
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(manifestText);
+  llvm::Expected<llvm::json::Value> parsed = parseManifest(manifestText);
   if (!parsed) {
     std::string message = llvm::toString(parsed.takeError());
     return "manifest.json does not parse (" + message + ")";
@@ -481,7 +525,7 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
                                std::string &warning) {
   warning.clear();
   llvm::json::Object manifest;
-  if (llvm::Expected<llvm::json::Value> meta = llvm::json::parse(metadata)) {
+  if (llvm::Expected<llvm::json::Value> meta = parseManifest(metadata)) {
     if (llvm::json::Object *obj = meta->getAsObject())
       manifest = std::move(*obj);
   } else {
@@ -620,7 +664,7 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
     if (manifestText.empty() && dir.ok())
       readFileAt(dir.get(), kManifest, manifestText);
     if (!manifestText.empty()) {
-      if (llvm::Expected<llvm::json::Value> v = llvm::json::parse(manifestText)) {
+      if (llvm::Expected<llvm::json::Value> v = parseManifest(manifestText)) {
         if (const llvm::json::Object *m = v->getAsObject()) {
           info.manifest = manifestText;
           if (auto k = m->getString("kernel"))

@@ -232,3 +232,24 @@ TEST(KernelCache, CubinMustDefineTheManifestsEntryPoint) {
   EXPECT_EQ(problem, "the cubin does not define the entry point 'k' the manifest names");
   removeDirectory(dir);
 }
+
+TEST(KernelCache, DeeplyNestedManifestIsRefusedBeforeParsing) {
+  // `[` x 50,000 overflowed the stack of the recursive JSON parser in every later load, list,
+  // verify and clear; the nesting and size are bounded before parsing.
+  std::string dir = freshDirectory();
+  KernelCache cache(dir);
+  std::string warning, problem;
+  cache.store(kKey, kCubin, "ptx", "{}", warning);
+  std::ofstream(dir + "/" + kKey + "/manifest.json", std::ios::trunc) << std::string(50000, '[');
+  auto listed = cache.list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, "manifest.json does not parse (nested deeper than 64 levels)");
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_EQ(problem, "manifest.json does not parse (nested deeper than 64 levels)");
+  cache.store(kKey, kCubin, "ptx", "{}", warning);
+  std::ofstream(dir + "/" + kKey + "/manifest.json", std::ios::trunc)
+      << "{\"a\":\"" << std::string(2 << 20, 'x') << "\"}";
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_NE(problem.find("larger than 1048576 bytes"), std::string::npos) << problem;
+  removeDirectory(dir);
+}

@@ -400,6 +400,24 @@ def test_another_kernels_cubin_is_refused(tmp_path, kern, cache_dir):
     assert problem == "the cubin does not define the entry point 'scale' the manifest names"
 
 
+def test_deeply_nested_manifest_does_not_crash(kern, cache_dir):
+    # `[` x 50,000 segfaulted every later load, list, verify and clear (a recursive JSON parse).
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    (cache_dir / good.key / "manifest.json").write_text("[" * 50000)
+    listed = tessel_cli("cache", "list", cache_dir=cache_dir)
+    assert listed.returncode == 0 and "nested deeper than 64 levels" in listed.stdout
+    r = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert r.returncode == 1 and "nested deeper than 64 levels" in r.stdout
+    cleared = tessel_cli("cache", "clear", cache_dir=cache_dir)
+    assert cleared.returncode == 0 and entries(cache_dir) == []
+    cache.forget_memory()
+    kern.binary(gpu)
+    (cache_dir / good.key / "manifest.json").write_text("[" * 50000)
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "compiled"
+
+
 @pytest.mark.parametrize("fault", ["erofs", "eacces", "enospc", "enospc-write"])
 def test_unwritable_directory_falls_back_to_memory_with_one_warning(tmp_path, fault):
     _, path = load(tmp_path, KERNEL)
