@@ -62,6 +62,9 @@ constexpr const char *kTrashPrefix = ".trash-";
 constexpr size_t kMaxManifestBytes = size_t(1) << 20;
 constexpr unsigned kMaxManifestDepth = 64;
 
+/// The largest payload file a load reads (cubins and PTX are ~100-150 KB).
+constexpr uint64_t kMaxPayloadBytes = uint64_t(256) << 20;
+
 /// One warning per process, whichever KernelCache falls back first.
 std::atomic<bool> warnedAboutMemory{false};
 
@@ -95,29 +98,6 @@ int injectedDirectoryErrno() {
   if (hasFault("enospc"))
     return ENOSPC;
   return 0;
-}
-
-/// Reads the file `name` of the directory `dirfd` whole, never through a link.
-bool readFileAt(int dirfd, const char *name, std::string &out) {
-  int fd = ::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  out.clear();
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      ::close(fd);
-      return false;
-    }
-    if (n == 0)
-      break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return true;
 }
 
 /// Writes `data` to a new file `name` of `dirfd` and fsyncs it; 0 or the errno of the failing
@@ -260,7 +240,50 @@ const char *kindOf(mode_t mode) {
     return "a socket";
   if (S_ISREG(mode))
     return "a plain file";
+  if (S_ISDIR(mode))
+    return "a directory";
   return "not a directory";
+}
+
+/// Reads the regular file `name` of the directory `dirfd` whole; returns "" or what is wrong
+/// with it, to follow its name in a message. Everything is decided by fstat before one byte is
+/// read: anything but a regular file is refused without being opened (a FIFO would block the
+/// open or the read forever, a link is not followed), so is a file larger than `limit`, and, when
+/// `expected` >= 0, a file of another size (a 10 GB sparse file costs nothing).
+std::string readRegularFile(int dirfd, const char *name, uint64_t limit, int64_t expected,
+                            std::string &out) {
+  out.clear();
+  struct stat st;
+  if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? "is missing"
+                           : "cannot be read (" + std::string(std::strerror(errno)) + ")";
+  if (!S_ISREG(st.st_mode))
+    return std::string("is ") + kindOf(st.st_mode) + ", not a file";
+  // O_NONBLOCK: should a FIFO take the file's place after the fstatat, opening it does not wait
+  // for a writer; the fstat below then refuses it.
+  Fd file(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!file.ok())
+    return "cannot be opened (" + std::string(std::strerror(errno)) + ")";
+  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return "is not a regular file";
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > limit)
+    return "is larger than " + std::to_string(limit) + " bytes (" + std::to_string(size) + ")";
+  if (expected >= 0 && size != static_cast<uint64_t>(expected))
+    return "has " + std::to_string(size) + " bytes, the manifest says " + std::to_string(expected);
+  out.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(file.get(), out.data() + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return "cannot be read (" + std::string(std::strerror(errno)) + ")";
+    if (n == 0)
+      return "changed while being read";
+    done += static_cast<size_t>(n);
+  }
+  return {};
 }
 
 /// The digest that covers a whole manifest: SHA-256 of its compact JSON (LLVM prints object keys
@@ -405,8 +428,9 @@ static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &e
   if (!dir.ok())
     return "the entry directory cannot be opened (" + std::string(std::strerror(errno)) + ")";
   std::string manifestText;
-  if (!readFileAt(dir.get(), kManifest, manifestText))
-    return "no readable manifest.json";
+  if (std::string bad = readRegularFile(dir.get(), kManifest, kMaxManifestBytes, -1, manifestText);
+      !bad.empty())
+    return std::string(kManifest) + " " + bad;
   llvm::Expected<llvm::json::Value> parsed = parseManifest(manifestText);
   if (!parsed) {
     std::string message = llvm::toString(parsed.takeError());
@@ -435,13 +459,11 @@ static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &e
       return std::string("manifest.json has no checksum of ") + file;
     std::optional<int64_t> size = sums->getInteger("size");
     std::optional<llvm::StringRef> sha = sums->getString("sha256");
-    if (!size || !sha)
+    if (!size || !sha || *size < 0)
       return std::string("manifest.json has an incomplete checksum of ") + file;
-    if (!readFileAt(dir.get(), file, *out))
-      return std::string(file) + " is missing";
-    if (static_cast<int64_t>(out->size()) != *size)
-      return std::string(file) + " has " + std::to_string(out->size()) + " bytes, the manifest says " +
-             std::to_string(*size);
+    if (std::string bad = readRegularFile(dir.get(), file, kMaxPayloadBytes, *size, *out);
+        !bad.empty())
+      return std::string(file) + " " + bad;
     if (sha256Hex(*out) != *sha)
       return std::string(file) + " checksum mismatch";
   }
@@ -662,7 +684,7 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
     std::string manifestText = entry.manifest;
     Fd dir(openDirectoryAt(rootDir.get(), name));
     if (manifestText.empty() && dir.ok())
-      readFileAt(dir.get(), kManifest, manifestText);
+      readRegularFile(dir.get(), kManifest, kMaxManifestBytes, -1, manifestText);
     if (!manifestText.empty()) {
       if (llvm::Expected<llvm::json::Value> v = parseManifest(manifestText)) {
         if (const llvm::json::Object *m = v->getAsObject()) {

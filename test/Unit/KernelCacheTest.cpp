@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
@@ -251,5 +252,33 @@ TEST(KernelCache, DeeplyNestedManifestIsRefusedBeforeParsing) {
       << "{\"a\":\"" << std::string(2 << 20, 'x') << "\"}";
   EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
   EXPECT_NE(problem.find("larger than 1048576 bytes"), std::string::npos) << problem;
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, FifosAndHugeFilesAreRefusedWithoutReading) {
+  // A FIFO in place of kernel.cubin or manifest.json blocked load, verify and list forever; a
+  // 10 GB sparse cubin was read whole before its size was compared. fstat decides first.
+  std::string dir = freshDirectory();
+  KernelCache cache(dir);
+  std::string warning, problem;
+  for (const char *file : {"kernel.cubin", "manifest.json"}) {
+    cache.store(kKey, kCubin, "ptx", "{}", warning);
+    std::string path = dir + "/" + kKey + "/" + file;
+    unlink(path.c_str());
+    ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);
+    auto listed = cache.list();
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].problem, std::string(file) + " is a FIFO, not a file");
+    EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+    EXPECT_EQ(problem, std::string(file) + " is a FIFO, not a file");
+    EXPECT_TRUE(names(dir).empty());
+  }
+  cache.store(kKey, kCubin, "ptx", "{}", warning);
+  std::string cubin = dir + "/" + kKey + "/kernel.cubin";
+  ASSERT_EQ(truncate(cubin.c_str(), int64_t(10) << 30), 0);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(problem, "kernel.cubin is larger than 268435456 bytes (10737418240)");
   removeDirectory(dir);
 }

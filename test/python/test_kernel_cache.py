@@ -111,12 +111,12 @@ def entries(d):
     return sorted(p.name for p in pathlib.Path(d).iterdir()) if pathlib.Path(d).exists() else []
 
 
-def tessel_cli(*args, cache_dir=None):
+def tessel_cli(*args, cache_dir=None, timeout=120):
     env = dict(os.environ, PYTHONPATH=str(BUILD.resolve() / "python"))
     if cache_dir:
         env["TESSEL_CACHE_DIR"] = str(cache_dir)
     return subprocess.run([sys.executable, "-m", "tessel", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=timeout)
 
 
 # --- the key ---------------------------------------------------------------------------------
@@ -414,6 +414,22 @@ def test_deeply_nested_manifest_does_not_crash(kern, cache_dir):
     cache.forget_memory()
     kern.binary(gpu)
     (cache_dir / good.key / "manifest.json").write_text("[" * 50000)
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "compiled"
+
+
+@pytest.mark.parametrize("file", ["kernel.cubin", "manifest.json"])
+def test_fifo_in_an_entry_does_not_hang(kern, cache_dir, file):
+    # A FIFO in place of a file blocked load, list and verify forever (the open waits for a
+    # writer); now it is a bad entry, found without opening it.
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    path = cache_dir / good.key / file
+    path.unlink()
+    os.mkfifo(path)
+    for action in ("list", "verify"):
+        r = tessel_cli("cache", action, cache_dir=cache_dir, timeout=30)   # a hang fails
+        assert f"{file} is a FIFO, not a file" in r.stdout
     cache.forget_memory()
     assert kern.binary(gpu).source == "compiled"
 
