@@ -62,6 +62,11 @@ constexpr const char *kTrashPrefix = ".trash-";
 constexpr size_t kMaxManifestBytes = size_t(1) << 20;
 constexpr unsigned kMaxManifestDepth = 64;
 
+/// Temporary and trash directories older than this are left by a process that died (a write or
+/// a removal takes well under a second); every store removes them. Age, not the pid in the
+/// name, decides: a cache shared between hosts or pid namespaces cannot ask whether it lives.
+constexpr int64_t kStaleSeconds = 3600;
+
 /// The largest payload file a load reads (cubins and PTX are ~100-150 KB).
 constexpr uint64_t kMaxPayloadBytes = uint64_t(256) << 20;
 
@@ -87,6 +92,15 @@ bool hasFault(llvm::StringRef fault, std::string *value = nullptr) {
     }
   }
   return false;
+}
+
+/// The errno the hook injects into removals (`erofs`, `eacces`), or 0.
+int injectedRemoveErrno() {
+  if (hasFault("eacces"))
+    return EACCES;
+  if (hasFault("erofs"))
+    return EROFS;
+  return 0;
 }
 
 /// The errno the hook injects into the first write of the cache directory, or 0.
@@ -208,6 +222,20 @@ int discardEntry(int rootfd, const std::string &name) {
   if (::renameat(rootfd, name.c_str(), rootfd, trash.c_str()) != 0)
     return errno == ENOENT ? 0 : errno;
   return removeAt(rootfd, trash);
+}
+
+/// Removes the temporary and trash directories of `rootfd` older than kStaleSeconds.
+void sweepStale(int rootfd) {
+  int64_t now = static_cast<int64_t>(std::time(nullptr));
+  for (const std::string &name : namesIn(rootfd)) {
+    llvm::StringRef ref(name);
+    if (!ref.starts_with(kTempPrefix) && !ref.starts_with(kTrashPrefix))
+      continue;
+    struct stat st;
+    if (::fstatat(rootfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now - static_cast<int64_t>(st.st_mtime) > kStaleSeconds)
+      removeAt(rootfd, name);
+  }
 }
 
 /// Bytes of `name` of `dirfd`: its own size, or the sizes of what a directory holds (one level,
@@ -590,6 +618,7 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
   Fd rootDir(openRoot());
   if (!rootDir.ok())
     return keepInMemory(errno, "opening the directory");
+  sweepStale(rootDir.get());
   std::string temp = kTempPrefix + key + "-" + uniqueSuffix();
   if (::mkdirat(rootDir.get(), temp.c_str(), 0755) != 0)
     return keepInMemory(errno, "creating a temporary entry");
@@ -663,7 +692,8 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
     if (S_ISDIR(st.st_mode) && (ref.starts_with(kTempPrefix) || ref.starts_with(kTrashPrefix))) {
       info.temporary = true;
       pid_t writer = writerOf(ref);
-      info.problem = processAlive(writer) && ref.starts_with(kTempPrefix)
+      bool old = std::time(nullptr) - st.st_mtime > kStaleSeconds;
+      info.problem = processAlive(writer) && ref.starts_with(kTempPrefix) && !old
                          ? ""
                          : "stale temporary directory of a writer that died";
       out.push_back(std::move(info));
@@ -722,7 +752,9 @@ bool KernelCache::remove(const std::string &name, std::string &error) {
   }
   // A directory is renamed aside first; anything else (a link: the link, not its target) is
   // unlinked where it is.
-  int err = S_ISDIR(st.st_mode) ? discardEntry(rootDir.get(), name) : removeAt(rootDir.get(), name);
+  int err = injectedRemoveErrno();
+  if (!err)
+    err = S_ISDIR(st.st_mode) ? discardEntry(rootDir.get(), name) : removeAt(rootDir.get(), name);
   if (!err && ::fstatat(rootDir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
     err = EBUSY;
   if (err) {

@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
+#include <fcntl.h>
 #include <dirent.h>
 #include <fstream>
 #include <iterator>
@@ -280,5 +282,51 @@ TEST(KernelCache, FifosAndHugeFilesAreRefusedWithoutReading) {
   EXPECT_FALSE(cache.lookup(kKey, &problem).has_value());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   EXPECT_EQ(problem, "kernel.cubin is larger than 268435456 bytes (10737418240)");
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, OldTemporariesOfDeadWritersAreSwept) {
+  // A writer killed between its write and the rename leaves a .tmp- directory; nothing cleaned
+  // it. A store removes those more than an hour old and leaves recent ones (a live writer's).
+  std::string dir = freshDirectory();
+  std::string old = dir + "/.tmp-" + kKey + "-999999-0-dead";
+  std::string recent = dir + "/.tmp-" + kKey + "-999998-0-busy";
+  for (const std::string &d : {old, recent}) {
+    ASSERT_EQ(mkdir(d.c_str(), 0755), 0);
+    std::ofstream(d + "/kernel.cubin") << "half";
+  }
+  struct timespec times[2] = {{time(nullptr) - 7200, 0}, {time(nullptr) - 7200, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, old.c_str(), times, 0), 0);
+  KernelCache cache(dir);
+  std::string warning;
+  EXPECT_EQ(cache.store(std::string(64, 'b'), kCubin, "ptx", "{}", warning), StoreResult::Written);
+  EXPECT_FALSE(exists(old));
+  EXPECT_TRUE(exists(recent));
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, DanglingSymlinkKeyDoesNotBlockTheKey) {
+  // A dangling link named like a key made every store fail (rename onto a non-directory) and
+  // kept that kernel out of the disk cache for good.
+  std::string dir = freshDirectory();
+  ASSERT_EQ(symlink("/nonexistent/tessel", (dir + "/" + kKey).c_str()), 0);
+  KernelCache cache(dir);
+  std::string warning;
+  EXPECT_EQ(cache.store(kKey, kCubin, "ptx", "{}", warning), StoreResult::Written);
+  EXPECT_TRUE(warning.empty());
+  EXPECT_TRUE(KernelCache(dir).lookup(kKey).has_value());
+  removeDirectory(dir);
+}
+
+TEST(KernelCache, RemoveReportsAReadOnlyDirectory) {
+  std::string dir = freshDirectory();
+  KernelCache cache(dir);
+  std::string warning, error;
+  cache.store(kKey, kCubin, "ptx", "{}", warning);
+  setenv("TESSEL_CACHE_FAULT", "erofs", 1);
+  EXPECT_FALSE(cache.remove(kKey, error));
+  unsetenv("TESSEL_CACHE_FAULT");
+  EXPECT_NE(error.find("Read-only file system"), std::string::npos) << error;
+  EXPECT_EQ(names(dir), std::vector<std::string>{kKey});
   removeDirectory(dir);
 }

@@ -434,6 +434,49 @@ def test_fifo_in_an_entry_does_not_hang(kern, cache_dir, file):
     assert kern.binary(gpu).source == "compiled"
 
 
+def test_dangling_symlink_key_does_not_block_caching(kern, cache_dir):
+    # A dangling link named like the key used to keep the kernel out of the disk cache for good.
+    gpu = cache.GpuOptions(chip="sm_80")
+    key = kern.key(gpu)
+    cache_dir.mkdir()
+    (cache_dir / key).symlink_to("/nonexistent/tessel-cache-entry")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cache.CacheWarning)
+        assert kern.binary(gpu).source == "compiled"
+    assert (cache_dir / key).is_dir() and not (cache_dir / key).is_symlink()
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "disk"
+
+
+def test_verify_fix_reports_what_it_cannot_remove(kern, cache_dir, monkeypatch):
+    # On a read-only directory `verify --fix` printed "(removed)" and exited 0; the hook makes
+    # removals fail as a read-only file system would (the tests run as root).
+    good = kern.binary(cache.GpuOptions(chip="sm_80"))
+    corrupt_flip(cache_dir / good.key)
+    monkeypatch.setenv("TESSEL_CACHE_FAULT", "erofs")
+    r = tessel_cli("cache", "verify", "--fix", cache_dir=cache_dir)
+    assert r.returncode == 1, r.stdout
+    assert "Read-only file system" in r.stdout and "1 could not be removed" in r.stdout
+    assert entries(cache_dir) == [good.key]
+
+
+def test_stale_temporaries_are_swept_by_age(tmp_path):
+    # Writers killed with kill -9 leave .tmp- directories; a store removes those over an hour old,
+    # and `verify` reports them without failing.
+    _, path = load(tmp_path, KERNEL)
+    d = tmp_path / "cache"
+    p = worker(path, d, fault="kill-before-rename")
+    p.communicate(timeout=120)
+    [temp] = entries(d)
+    r = tessel_cli("cache", "verify", cache_dir=d)
+    assert r.returncode == 0 and "stale: .tmp-" in r.stdout and "1 stale temporary" in r.stdout
+    old = os.stat(d / temp).st_mtime - 7200
+    os.utime(d / temp, (old, old))
+    out = finish(worker(path, d, block=64))
+    assert entries(d) == [out["keys"][0]]
+
+
 @pytest.mark.parametrize("fault", ["erofs", "eacces", "enospc", "enospc-write"])
 def test_unwritable_directory_falls_back_to_memory_with_one_warning(tmp_path, fault):
     _, path = load(tmp_path, KERNEL)

@@ -75,7 +75,8 @@ public:
   /// removed (renamed aside, then deleted) and `problem` says why; the result is then empty.
   std::optional<CacheEntry> lookup(const std::string &key, std::string *problem = nullptr);
 
-  /// Stores an entry. `metadata` is a JSON object; the cache adds `key`, `format`, `created`,
+  /// Stores an entry (first removing temporary directories more than an hour old: left by
+  /// writers that died). `metadata` is a JSON object; the cache adds `key`, `format`, `created`,
   /// `payload` (size and SHA-256 of each file) and `manifest_sha256` (the digest of all the
   /// rest) and writes it as manifest.json. Where `metadata` names an `entry`, a load checks that
   /// the cubin defines that function. `warning` is set
