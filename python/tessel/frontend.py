@@ -125,11 +125,20 @@ class FunctionSource:
         return self.filename, line, col
 
 
+# The deepest nesting of sub-expressions the front end traces (inlined calls included). The walk
+# recurses once per level; past this a kernel gets a located error instead of Python's
+# RecursionError. Chains of binary operators (`a + b + c + ...`, any length) are walked without
+# recursion and do not count.
+MAX_EXPRESSION_DEPTH = 200
+
+
 class CodeGenerator:
     """Traces one function body into the builder (kernels, and inlined callees)."""
 
-    def __init__(self, builder, source, env, depth=0, softmax_guard=None):
+    def __init__(self, builder, source, env, depth=0, softmax_guard=None, nesting=None):
         self.b = builder
+        # [current expression depth], shared with the generators of inlined callees.
+        self.expr_nesting = nesting if nesting is not None else [0]
         self.src = source
         self.env = env
         self.depth = depth
@@ -393,9 +402,15 @@ class CodeGenerator:
         handler = getattr(self, "expr_" + type(node).__name__, None)
         if handler is None:
             raise self.error(node, f"{type(node).__name__} expressions are not supported in kernels")
+        if self.expr_nesting[0] >= MAX_EXPRESSION_DEPTH:
+            raise self.error(node, f"expression nested more than {MAX_EXPRESSION_DEPTH} levels "
+                                   "deep: split it into several statements")
         self.at(node)
-        result = handler(node)
-        return result
+        self.expr_nesting[0] += 1
+        try:
+            return handler(node)
+        finally:
+            self.expr_nesting[0] -= 1
 
     def expr_Constant(self, node):
         return node.value
@@ -506,13 +521,20 @@ class CodeGenerator:
         return self.binary("xor", x, -1, node)
 
     def expr_BinOp(self, node):
-        op = _BINOP.get(type(node.op))
-        if op is None:
-            raise self.error(node, f"operator {type(node.op).__name__} is not supported")
-        lhs = self.expr(node.left)
-        rhs = self.expr(node.right)
-        self.at(node)
-        return self.binary(op, lhs, rhs, node)
+        # `a + b + c + ...` is a chain of BinOps down the left operands: walked iteratively, in
+        # the same order as the recursion would (leftmost operand first, then each right one).
+        chain = [node]
+        while isinstance(chain[-1].left, ast.BinOp):
+            chain.append(chain[-1].left)
+        for n in chain:
+            if _BINOP.get(type(n.op)) is None:
+                raise self.error(n, f"operator {type(n.op).__name__} is not supported")
+        acc = self.expr(chain[-1].left)
+        for n in reversed(chain):
+            rhs = self.expr(n.right)
+            self.at(n)
+            acc = self.binary(_BINOP[type(n.op)], acc, rhs, n)
+        return acc
 
     def expr_BoolOp(self, node):
         values = [self.expr(v) for v in node.values]
@@ -627,7 +649,8 @@ class CodeGenerator:
             if p.annotation is tl.constexpr and isinstance(bound.arguments[pname], TVal):
                 raise self.error(node, f"{fn.__name__}(): parameter '{pname}' is tl.constexpr but "
                                        "receives a run-time value")
-        callee = CodeGenerator(self.b, source, dict(bound.arguments), self.depth + 1)
+        callee = CodeGenerator(self.b, source, dict(bound.arguments), self.depth + 1,
+                               nesting=self.expr_nesting)
         try:
             callee.run_body(source.tree.body)
         except _Return:
