@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Interpreter/Interpreter.h"
+#include "tessel/Support/InputLimits.h"
 #include "tessel/Interpreter/Npy.h"
 #include "tessel/Interpreter/Rounding.h"
 #include "tessel/Registration.h"
@@ -274,6 +275,8 @@ int main(int argc, char **argv) {
   if (!file)
     return fail("cannot read '" + inputFile + "': " + file.getError().message());
   sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  if (!tessel::checkNestingDepth(sourceMgr))
+    return 1;
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&ctx));
   if (!module)
     return 1;
