@@ -59,7 +59,8 @@ _BINOP = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
 _PY_BINOP = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
              "truediv": lambda a, b: a / b, "div": lambda a, b: a // b,
              "mod": lambda a, b: a % b, "pow": lambda a, b: a ** b,
-             "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
+             "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+             "max": max, "min": min}
 _UNSUPPORTED = {
     ast.While: "while loops are not supported; use `for ... in range(...)`",
     ast.Try: "try/except is not supported in kernels",
@@ -739,6 +740,11 @@ class CodeGenerator:
             if y in _FLOATS:
                 return y
             return "i32"
+        if not isinstance(a, TVal) and not isinstance(b, TVal):
+            # Two Python numbers (tl.where(c, 1.0, 2.0)): what they become as tiles.
+            if any(isinstance(v, float) for v in (a, b)):
+                return "f32"
+            return "i1" if all(isinstance(v, bool) for v in (a, b)) else "i32"
         t, lit = (a, b) if isinstance(a, TVal) else (b, a)
         if isinstance(lit, float) and t.dtype not in _FLOATS:
             return "f32"

@@ -202,3 +202,18 @@ def test_runaway_loop_is_refused_with_a_clear_error(monkeypatch):
     monkeypatch.setenv("TESSEL_MAX_STEPS", "0")
     spin[(1,)](y, 1000)
     assert y[0] == 1000.0
+
+
+def test_constant_operands_of_minimum_and_where():
+    # Found by the DSL fuzzer (tools/dsl-fuzz): tl.minimum of two numbers failed with the message
+    # "'min'", and tl.where with two numbers raised AttributeError from the front end.
+    @tessel.jit
+    def consts(x, y, n, BLOCK: tl.constexpr):
+        d = tl.make_desc(x, shape=(n,), strides=(1,))
+        e = tl.make_desc(y, shape=(n,), strides=(1,))
+        t = tl.load(d, (0,), shape=(BLOCK,))
+        tl.store(e, (0,), tl.where(t > 0.0, 1.5, -2.0) + tl.minimum(3.0, 8.0) + tl.maximum(1, 2))
+    x = np.array([-1, 1, -2, 2], np.float32)
+    y = np.zeros(4, np.float32)
+    consts[(1,)](x, y, 4, BLOCK=4)
+    assert np.array_equal(y, np.where(x > 0, 1.5, -2.0) + 5.0)
