@@ -645,21 +645,27 @@ LogicalResult Interpreter::forOp(Frame &fr, scf::ForOp op) {
   __int128 hi = isUnsigned ? (__int128)toUnsigned(*ub, w) : (__int128)*ub;
   __int128 stepV = isUnsigned ? (__int128)toUnsigned(*st, w) : (__int128)*st;
   __int128 trips = hi > lo ? (hi - lo + stepV - 1) / stepV : 0;
-  if (options.maxSteps && trips > (__int128)options.maxSteps)
+  // Every iteration costs at least one step for itself and one per op of the body: a loop that
+  // cannot finish within what is left of the budget is refused before it starts.
+  __int128 perIteration = 1 + std::max<__int128>(0, (__int128)op.getBody()->getOperations().size() - 1);
+  if (options.maxSteps && trips * perIteration > (__int128)(options.maxSteps - std::min(steps, options.maxSteps)))
     return op.emitOpError() << "would run " << (int64_t)std::min<__int128>(trips, INT64_MAX)
                             << " iterations, past the interpreter's step limit of "
-                            << options.maxSteps;
+                            << options.maxSteps << " " << kStepLimitHint;
   if (trips > (__int128)(int64_t(1) << 40))
     return op.emitOpError() << "would run more than 2^40 iterations";
-  SmallVector<int64_t> ivs;
-  for (int64_t k = 0; k < (int64_t)trips; ++k)
-    ivs.push_back(wrapInt(ivType, static_cast<int64_t>(lo + stepV * k)));
+  // The induction values are computed one at a time, never stored: a loop of 2^31 iterations
+  // needs no memory for them.
+  auto ivAt = [&, lo, stepV](int64_t k) {
+    return wrapInt(ivType, static_cast<int64_t>(lo + stepV * k));
+  };
+  int64_t tripCount = static_cast<int64_t>(trips);
 
   SmallVector<tile::SoftmaxOp> streamed;
   for (Operation &inner : *op.getBody())
     if (auto sm = dyn_cast<tile::SoftmaxOp>(inner); sm && sm.getStreamed())
       streamed.push_back(sm);
-  if (!streamed.empty() && failed(prepareStreamed(fr, op, ivs, streamed)))
+  if (!streamed.empty() && failed(prepareStreamed(fr, op, ivAt, tripCount, streamed)))
     return failure();
 
   SmallVector<RValue> carried;
@@ -670,12 +676,12 @@ LogicalResult Interpreter::forOp(Frame &fr, scf::ForOp op) {
     carried.push_back(**rv);
   }
   Block *body = op.getBody();
-  for (int64_t iv : ivs) {
+  for (int64_t k = 0; k < tripCount; ++k) {
     if (failed(step(op, 1)))
       return failure();
     Tile ivTile;
     ivTile.elementType = ivType;
-    ivTile.i = {iv};
+    ivTile.i = {ivAt(k)};
     set(fr, op.getInductionVar(), std::move(ivTile));
     for (auto [arg, value] : llvm::zip(op.getRegionIterArgs(), carried))
       set(fr, arg, value);
@@ -696,7 +702,8 @@ LogicalResult Interpreter::forOp(Frame &fr, scf::ForOp op) {
 
 // The first two passes of the three-pass softmax: row max M, then row sum L, each over all
 // iterations, evaluating only the body ops that the softmax input depends on.
-LogicalResult Interpreter::prepareStreamed(Frame &fr, scf::ForOp loop, ArrayRef<int64_t> ivs,
+LogicalResult Interpreter::prepareStreamed(Frame &fr, scf::ForOp loop,
+                                           function_ref<int64_t(int64_t)> ivAt, int64_t trips,
                                            ArrayRef<tile::SoftmaxOp> softmaxes) {
   Block *body = loop.getBody();
   Type ivType = loop.getInductionVar().getType();
@@ -740,10 +747,10 @@ LogicalResult Interpreter::prepareStreamed(Frame &fr, scf::ForOp loop, ArrayRef<
     stats.sum.assign(rows, 0.0);
     int64_t axis = sm.getAxis();
     for (int sweep = 0; sweep < 2; ++sweep) {
-      for (int64_t iv : ivs) {
+      for (int64_t k = 0; k < trips; ++k) {
         Tile ivTile;
         ivTile.elementType = ivType;
-        ivTile.i = {iv};
+        ivTile.i = {ivAt(k)};
         set(fr, loop.getInductionVar(), std::move(ivTile));
         for (Operation &inner : *body)
           if (slice.contains(&inner) && failed(runOp(fr, &inner)))

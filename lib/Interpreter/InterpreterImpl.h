@@ -106,7 +106,8 @@ private:
   LogicalResult step(Operation *op, uint64_t n) {
     steps += n;
     if (options.maxSteps && steps > options.maxSteps)
-      return op->emitOpError() << "exceeds the interpreter's step limit of " << options.maxSteps;
+      return op->emitOpError() << "exceeds the interpreter's step limit of " << options.maxSteps
+                               << " " << kStepLimitHint;
     return success();
   }
 
@@ -148,8 +149,8 @@ private:
 
   // Control flow.
   LogicalResult forOp(Frame &fr, scf::ForOp op);
-  LogicalResult prepareStreamed(Frame &fr, scf::ForOp loop, ArrayRef<int64_t> ivs,
-                                ArrayRef<tile::SoftmaxOp> softmaxes);
+  LogicalResult prepareStreamed(Frame &fr, scf::ForOp loop, function_ref<int64_t(int64_t)> ivAt,
+                                int64_t trips, ArrayRef<tile::SoftmaxOp> softmaxes);
   LogicalResult ifOp(Frame &fr, scf::IfOp op);
   LogicalResult callOp(Frame &fr, func::CallOp op);
 

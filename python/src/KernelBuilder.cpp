@@ -50,6 +50,9 @@ std::unique_ptr<MLIRContext> makeContext() {
   // Single-threaded: the machines are small, and IR printing after each pass needs it.
   auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
   ctx->loadAllAvailableDialects();
+  // Users get the located message, never a dump of the failing op (a refused kernel's was ~130
+  // lines of IR), as from the command-line tools.
+  ctx->printOpOnDiagnostic(false);
   return ctx;
 }
 

@@ -202,7 +202,7 @@ PYBIND11_MODULE(_tessel, m) {
       .def("print", &KernelBuilder::print, py::arg("with_locations") = false)
 #ifdef TESSEL_HAVE_INTERPRETER
       .def("run_kernel", &runKernel, py::arg("name"), py::arg("grid"), py::arg("args"),
-           py::arg("max_steps") = 0)
+           py::arg("max_steps") = tessel::interp::kDefaultMaxSteps)
 #endif
       ;
   tessel::python::bindCache(m, builderClass);

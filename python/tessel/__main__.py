@@ -50,18 +50,32 @@ def cmd_list(cache, args):
 
 
 def cmd_verify(cache, args):
+    """Exit 1 for bad entries (without --fix) or for anything --fix could not remove. Stale
+    temporary directories are reported but are not bad entries: any store removes them after an
+    hour, --fix at once."""
     entries = cache.list()
-    bad = [e for e in entries if e["problem"]]
-    for e in bad:
-        print(f"bad: {e['key']}: {e['problem']}")
+    bad = [e for e in entries if e["problem"] and not e["temporary"]]
+    stale = [e for e in entries if e["problem"] and e["temporary"]]
+    failed = 0
+    for e in bad + stale:
+        print(f"{'bad' if not e['temporary'] else 'stale'}: {e['key']}: {e['problem']}")
         if args.fix:
             try:
                 cache.remove(e["key"])
                 print(f"  removed {e['path']}")
             except RuntimeError as err:
+                failed += 1
                 print(f"  cannot remove: {err}")
-    good = len(entries) - len(bad)
-    print(f"{good} good, {len(bad)} bad" + (" (removed)" if args.fix and bad else ""))
+    good = sum(1 for e in entries if not e["problem"] and not e["temporary"])
+    summary = f"{good} good, {len(bad)} bad"
+    if stale:
+        summary += f", {len(stale)} stale temporary"
+    if args.fix and (bad or stale):
+        removed = len(bad) + len(stale) - failed
+        summary += f" ({removed} removed" + (f", {failed} could not be removed)" if failed else ")")
+    print(summary)
+    if failed:
+        return 1
     return 1 if bad and not args.fix else 0
 
 

@@ -38,6 +38,13 @@ from .version import VERSION
 DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}
 C_SCALAR = {"f16": "uint16_t", "bf16": "uint16_t", "f32": "float"}
 SPEC_KEYS = ("dtype", "head_dim", "causal", "mask", "chip", "block_m", "block_n", "num_threads")
+# Names the generated <name>.h may not take: headers it or its users include (`cuda.h` would
+# shadow CUDA's own header for everything compiled next to it).
+RESERVED_NAMES = {"cuda", "cuda_runtime", "cuda_runtime_api", "cudaTypedefs", "builtin_types",
+                  "vector_types", "stdint", "stddef", "stdlib", "stdio", "string", "pthread",
+                  "math", "assert", "errno", "limits", "float", "stdbool", "stdarg", "time",
+                  "signal", "setjmp", "locale", "ctype", "wchar", "inttypes", "threads", "complex"}
+MAX_NAME = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +100,8 @@ def parse_spec(text):
         k = {"d": "head_dim", "target": "chip"}.get(k, k)
         if k not in SPEC_KEYS:
             raise ValueError(f"spec '{text}': unknown key '{k}' (expected {', '.join(SPEC_KEYS)})")
+        if k in fields:
+            raise ValueError(f"spec '{text}': {k} is given twice")
         fields[k] = v
     out = {}
     for k, v in fields.items():
@@ -123,9 +132,18 @@ def load_dsl(path):
         raise FileNotFoundError(f"no DSL file {path}")
     name = "tessel_aot_" + re.sub(r"\W", "_", path.stem)
     module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None:
+        raise ValueError(f"{path} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as err:    # the user's file: any error is theirs, reported as a message
+        sys.modules.pop(name, None)
+        if isinstance(err, SyntaxError):
+            where = f"{err.filename}:{err.lineno}: " if err.lineno else ""
+            raise ValueError(f"cannot import {path}: {where}{err.msg}") from None
+        raise ValueError(f"cannot import {path}: {type(err).__name__}: {err}") from None
     return module
 
 
@@ -146,6 +164,13 @@ def trace(module, spec, kernel_name="attention_kernel"):
     args = (empty, empty, empty, empty, np.empty(0, np.float32), 1, 1, 1, 1, 1.0)
     constexprs = dict(D=spec.head_dim, BLOCK_M=spec.block_m, BLOCK_N=spec.block_n,
                       CAUSAL=spec.causal, SCORE_MOD=None, MASK_MOD=mask_mod)
+    import inspect
+    try:
+        inspect.signature(kernel.fn).bind(*args, **constexprs)
+    except TypeError as err:
+        raise ValueError(f"'{kernel_name}' of {module.__file__} does not take the attention "
+                         f"kernel's arguments (q, k, v, o, lse, nq, nk, H, HKV, scale, D, "
+                         f"BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD): {err}") from None
     return kernel.warmup(*args, **constexprs)
 
 
@@ -344,14 +369,64 @@ int {name}_unload(void) {{
 """
 
 
-def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name="attention_kernel"):
-    """Writes the cubins, PTX, header, C source and manifest; returns the manifest (a dict)."""
+def check_name(name):
+    """Refuses a --name that is no C identifier, too long, or the name of a header."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"--name must be a C identifier, got '{name}'")
+    if len(name) > MAX_NAME:
+        raise ValueError(f"--name must be at most {MAX_NAME} characters, got {len(name)}")
+    if name in RESERVED_NAMES or name.startswith("cuda"):
+        raise ValueError(f"--name {name} would write {name}.h, which shadows a system or CUDA "
+                         "header: choose another name (e.g. my_" + name + ")")
+
+
+def _check_output_directory(out):
+    """Refuses an output path that is a file or cannot be written, before anything is compiled."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"-o {out}: not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"-o {out}: cannot create the directory ({err.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ValueError(f"-o {out}: the directory is not writable")
+
+
+def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name="attention_kernel"):
+    """Writes the cubins, PTX, header, C source and manifest; returns the manifest (a dict).
+
+    Everything is written into a temporary directory inside `out_dir` and moved into place only
+    once every specialisation has compiled: a failure leaves `out_dir` as it was, and a rerun
+    never leaves an old header beside new cubins."""
+    import shutil
+    import tempfile
+    check_name(name)
     if not specs:
         raise ValueError("give at least one --spec")
     module = load_dsl(dsl_file)
     out = pathlib.Path(out_dir)
+    _check_output_directory(out)
+    try:
+        stage = pathlib.Path(tempfile.mkdtemp(prefix=".tessel-aot-", dir=out))
+    except OSError as err:
+        raise ValueError(f"-o {out}: cannot write into it ({err.strerror})") from None
+    try:
+        manifest = _write_outputs(module, dsl_file, specs, stage, name, kernel_name)
+        (out / "kernels").mkdir(exist_ok=True)
+        files = sorted(p.relative_to(stage) for p in stage.rglob("*") if p.is_file())
+        # The header last: whoever includes it finds the sources and cubins it describes.
+        files.sort(key=lambda p: p.name == f"{name}.h")
+        for rel in files:
+            os.replace(stage / rel, out / rel)
+    except OSError as err:
+        raise ValueError(f"-o {out}: cannot write the outputs ({err})") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return manifest
+
+
+def _write_outputs(module, dsl_file, specs, out, name, kernel_name):
+    """compile_specs' work, writing into `out` (the staging directory)."""
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     entries, seen = [], set()
     for spec in specs:

@@ -238,7 +238,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     _refuse_grad(q, k, v)
     args, constexprs, grid, o, lse = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                               enable_gqa, block_m, block_n)
-    attention_kernel[grid](*args, **constexprs)
+    # No query rows, batches or heads: an empty result, as on the GPU (no kernel runs there).
+    if grid[0] and grid[1]:
+        attention_kernel[grid](*args, **constexprs)
     return (o, lse) if return_lse else o
 
 

@@ -60,7 +60,8 @@ _BINOP = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
 _PY_BINOP = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
              "truediv": lambda a, b: a / b, "div": lambda a, b: a // b,
              "mod": lambda a, b: a % b, "pow": lambda a, b: a ** b,
-             "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
+             "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+             "max": max, "min": min}
 _UNSUPPORTED = {
     ast.While: "while loops are not supported; use `for ... in range(...)`",
     ast.Try: "try/except is not supported in kernels",
@@ -194,15 +195,25 @@ class ModFunction:
         return f"<{self.role} {self.jit.__name__}>"
 
 
+# The deepest nesting of sub-expressions the front end traces (inlined calls included). The walk
+# recurses once per level; past this a kernel gets a located error instead of Python's
+# RecursionError. Chains of binary operators (`a + b + c + ...`, any length) are walked without
+# recursion and do not count.
+MAX_EXPRESSION_DEPTH = 200
+
+
 class CodeGenerator:
     """Traces one function body into the builder (kernels, and inlined callees)."""
 
-    def __init__(self, builder, source, env, depth=0, softmax_guard=None, guards=None):
+    def __init__(self, builder, source, env, depth=0, softmax_guard=None, guards=None,
+                 nesting=None):
         self.b = builder
         # What the trace read from globals and closures: {(id(container), name): (container,
         # name, value)}, shared with inlined callees. A JITFunction keys its specialisations by
         # these values too (tessel/jit.py, docs/dsl-decisions.md).
         self.guards = {} if guards is None else guards
+        # [current expression depth], shared with the generators of inlined callees.
+        self.expr_nesting = nesting if nesting is not None else [0]
         self.src = source
         self.env = env
         self.depth = depth
@@ -466,9 +477,15 @@ class CodeGenerator:
         handler = getattr(self, "expr_" + type(node).__name__, None)
         if handler is None:
             raise self.error(node, f"{type(node).__name__} expressions are not supported in kernels")
+        if self.expr_nesting[0] >= MAX_EXPRESSION_DEPTH:
+            raise self.error(node, f"expression nested more than {MAX_EXPRESSION_DEPTH} levels "
+                                   "deep: split it into several statements")
         self.at(node)
-        result = handler(node)
-        return result
+        self.expr_nesting[0] += 1
+        try:
+            return handler(node)
+        finally:
+            self.expr_nesting[0] -= 1
 
     def expr_Constant(self, node):
         return node.value
@@ -597,13 +614,20 @@ class CodeGenerator:
         return self.binary("xor", x, -1, node)
 
     def expr_BinOp(self, node):
-        op = _BINOP.get(type(node.op))
-        if op is None:
-            raise self.error(node, f"operator {type(node.op).__name__} is not supported")
-        lhs = self.expr(node.left)
-        rhs = self.expr(node.right)
-        self.at(node)
-        return self.binary(op, lhs, rhs, node)
+        # `a + b + c + ...` is a chain of BinOps down the left operands: walked iteratively, in
+        # the same order as the recursion would (leftmost operand first, then each right one).
+        chain = [node]
+        while isinstance(chain[-1].left, ast.BinOp):
+            chain.append(chain[-1].left)
+        for n in chain:
+            if _BINOP.get(type(n.op)) is None:
+                raise self.error(n, f"operator {type(n.op).__name__} is not supported")
+        acc = self.expr(chain[-1].left)
+        for n in reversed(chain):
+            rhs = self.expr(n.right)
+            self.at(n)
+            acc = self.binary(_BINOP[type(n.op)], acc, rhs, n)
+        return acc
 
     def expr_BoolOp(self, node):
         values = [self.expr(v) for v in node.values]
@@ -713,7 +737,8 @@ class CodeGenerator:
             source = fn.source
         except CompilationError as e:
             raise self.error(node, e.message) from None
-        callee = CodeGenerator(self.b, source, {}, self.depth + 1, guards=self.guards)
+        callee = CodeGenerator(self.b, source, {}, self.depth + 1, guards=self.guards,
+                               nesting=self.expr_nesting)
         sig = inspect.signature(fn.fn)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -853,6 +878,11 @@ class CodeGenerator:
             if y in _FLOATS:
                 return y
             return "i32"
+        if not isinstance(a, TVal) and not isinstance(b, TVal):
+            # Two Python numbers (tl.where(c, 1.0, 2.0)): what they become as tiles.
+            if any(isinstance(v, float) for v in (a, b)):
+                return "f32"
+            return "i1" if all(isinstance(v, bool) for v in (a, b)) else "i32"
         t, lit = (a, b) if isinstance(a, TVal) else (b, a)
         if isinstance(lit, float) and t.dtype not in _FLOATS:
             return "f32"

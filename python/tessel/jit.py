@@ -256,6 +256,11 @@ class JITFunction(_tessel.Dispatcher):
         except _Return:
             if gen.returned is not None:
                 raise gen.error(gen.return_node, "a kernel cannot return a value; store it") from None
+        except RecursionError:
+            # The expression depth is bounded (frontend.MAX_EXPRESSION_DEPTH); this is the net
+            # for what else nests (statements, inlined calls): a located error, not a traceback.
+            raise gen.error(gen.node, "the kernel nests too deeply to trace (statements, calls "
+                                      "or expressions): simplify it") from None
         builder.set_loc(*pos)
         builder.end_function()
         clock.lap("trace")

@@ -8,6 +8,8 @@ bf16: numpy has no bfloat16. An array of dtype uint16 is taken as bf16 bit patte
 `to_bf16` / `from_bf16`); arrays of ml_dtypes.bfloat16 are accepted too where that package is
 installed.
 """
+import os
+
 import numpy as np
 
 from . import _tessel
@@ -122,6 +124,20 @@ def _grid3(grid):
     return [int(x) for x in g] + [1] * (3 - len(g))
 
 
+def _max_steps():
+    """([budget]) from TESSEL_MAX_STEPS (0 = no limit), or () for the interpreter's default."""
+    text = os.environ.get("TESSEL_MAX_STEPS", "").strip()
+    if not text:
+        return ()
+    try:
+        steps = int(text, 0)
+    except ValueError:
+        steps = -1
+    if steps < 0:
+        raise ValueError(f"TESSEL_MAX_STEPS must be a non-negative integer, got {text!r}")
+    return (steps,)
+
+
 def launch(kernel, grid, args, backend=None):
     """Runs `kernel` over `grid`. The dispatch point: numpy arrays go to the interpreter."""
     from . import _tessel
@@ -139,17 +155,24 @@ def launch(kernel, grid, args, backend=None):
             arr = value.view(np.uint16) if value.dtype.name == "bfloat16" else value
             if not arr.flags.c_contiguous or not arr.flags.writeable:
                 tmp = np.ascontiguousarray(arr).copy()
-                copies.append((value, tmp))
+                copies.append((name, value, tmp))
                 arr = tmp
             call_args.append(arr)
         else:
             call_args.append(float(value) if dtype == "f32" else int(value))
-    diags = kernel._builder.run_kernel(kernel.name, _grid3(grid), call_args)
+    diags = kernel._builder.run_kernel(kernel.name, _grid3(grid), call_args, *_max_steps())
     errors = [d for d in diags if d[0] == "error"]
     if errors:
         _, message, filename, line, col = errors[0]
         where = f"{filename}:{line}:{col}: " if filename else ""
         raise KernelRuntimeError(f"{where}{message}")
-    for original, tmp in copies:
+    for name, original, tmp in copies:
+        result = tmp.view(original.dtype) if original.dtype != tmp.dtype else tmp
         if original.flags.writeable:
-            original[...] = tmp.view(original.dtype) if original.dtype != tmp.dtype else tmp
+            original[...] = result
+        elif not np.array_equal(np.ascontiguousarray(original).view(np.uint8).ravel(),
+                                np.ascontiguousarray(result).view(np.uint8).ravel()):
+            # A read-only input the kernel only reads is fine; one it wrote would silently lose
+            # the results.
+            raise ValueError(f"argument '{name}' of {kernel.name} is a read-only array, and the "
+                             "kernel writes to it: pass a writable array")

@@ -348,6 +348,47 @@ func.func @k(%n: i32) {
   EXPECT_NE(run(loop, medium, {1, 1, 1}, limited).find("step limit of 1000"), std::string::npos);
 }
 
+// Issue 15, finding 5: the induction values of a loop are not materialised (2^31 of them were
+// 16 GB: "LLVM ERROR: out of memory"), and a run has a step budget by default.
+TEST_F(InterpreterTest, LongLoopsNeedNoMemoryAndHaveADefaultBudget) {
+  const char *failsAtThree = R"mlir(
+func.func @k(%n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %d = arith.subi %c3, %i : i32
+    %q = arith.divsi %c1, %d : i32
+  }
+  return
+}
+)mlir";
+  RunOptions unlimited;
+  unlimited.maxSteps = 0;
+  SmallVector<KernelArg> huge{KernelArg::ofInt(0x7fffffff)};
+  EXPECT_EQ(run(failsAtThree, huge, {1, 1, 1}, unlimited),
+            "'arith.divsi' op divides by zero (operands 1 and 0)");
+
+  const char *spins = R"mlir(
+func.func @k(%n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %x = arith.addi %i, %c1 : i32
+    %y = arith.addi %x, %c1 : i32
+  }
+  return
+}
+)mlir";
+  EXPECT_EQ(RunOptions().maxSteps, tessel::interp::kDefaultMaxSteps);
+  SmallVector<KernelArg> spinArgs{KernelArg::ofInt(0x7fffffff)};
+  std::string error = run(spins, spinArgs);
+  EXPECT_NE(error.find("would run 2147483647 iterations, past the interpreter's step limit of "
+                       "4294967296 (tessel-run --max-steps=N"),
+            std::string::npos)
+      << error;
+}
+
 // The three-pass meaning of a streamed softmax: one row split over four iterations of 2
 // elements; each iteration stores its slice of the softmax of the whole row, and lse.
 TEST_F(InterpreterTest, StreamedSoftmaxNormalisesOverTheWholeRow) {

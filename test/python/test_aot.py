@@ -156,3 +156,54 @@ def test_unnamed_blocks_are_the_chips_choice():
     assert (s.block_m, s.block_n) == (16, 16)                  # the reference lowering
     s = aot.parse_spec("dtype=f16,head_dim=64,chip=sm_90a,block_m=16,block_n=16")
     assert s.function_name("t") == "t_f16_d64_b16x16_sm90a"    # named blocks show in the name
+
+
+# --- failures leave nothing half-written and say what is wrong (issue 15, finding 9) ----------
+
+def _tree(d):
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(pathlib.Path(d).rglob("*"))
+            if p.is_file()}
+
+
+def test_a_failed_run_leaves_the_output_as_it_was(generated, aot_cache, tmp_path):
+    # A refusal after the specs parse used to leave OUT/kernels/ half-written, and a failed rerun
+    # an old header beside new cubins; now everything is staged and moved in at the end.
+    out = tmp_path / "out"
+    shutil.copytree(generated, out)
+    before = _tree(out)
+    too_big = "dtype=f32,head_dim=256,block_m=128,block_n=128,chip=sm_80"
+    r = tessel_aot([str(DSL), "-o", str(out), "--spec", "dtype=f16,head_dim=32,chip=sm_80",
+                    "--spec", too_big], aot_cache)
+    assert r.returncode == 1 and "bytes of shared memory" in r.stderr
+    # The refusal is one message, not ~130 lines of IR.
+    assert "see current operation" not in r.stderr and len(r.stderr.splitlines()) <= 3, r.stderr
+    assert _tree(out) == before
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in generated.iterdir())
+
+
+def test_mistakes_are_messages_not_tracebacks(tmp_path, aot_cache):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import tessel\n\ndef oops(:\n    pass\n")
+    raising = tmp_path / "raising.py"
+    raising.write_text("import no_such_module_for_tessel\n")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    spec = ["--spec", "dtype=f16,head_dim=32,chip=sm_80"]
+    cases = [
+        ([str(DSL), "-o", str(tmp_path / "o1"), "--name", "n" * 300, *spec], "at most 64"),
+        ([str(DSL), "-o", str(tmp_path / "o2"), "--name", "cuda", *spec], "shadows a system or "
+         "CUDA header"),
+        ([str(DSL), "-o", str(a_file), *spec], "not a directory"),
+        ([str(DSL), "-o", "/sys/tessel-aot-out", *spec], "cannot create the directory"),
+        ([str(broken), "-o", str(tmp_path / "o3"), *spec], f"cannot import {broken}"),
+        ([str(raising), "-o", str(tmp_path / "o4"), *spec], "ModuleNotFoundError"),
+        ([str(DSL), "-o", str(tmp_path / "o5"), "--kernel", "prefix_lm", *spec],
+         "'prefix_lm' of"),
+        ([str(DSL), "-o", str(tmp_path / "o6"), "--spec", "head_dim=32,head_dim=64"],
+         "head_dim is given twice"),
+    ]
+    for args, message in cases:
+        r = tessel_aot(args, aot_cache)
+        assert r.returncode == 2 and message in r.stderr, (args[-3:], r.returncode, r.stderr)
+        assert "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "o2").exists() or not (tmp_path / "o2" / "cuda.h").exists()

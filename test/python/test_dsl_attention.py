@@ -149,3 +149,71 @@ def test_user_kernel_runs_on_a_grid():
     row_softmax[(3,)](x, y, 10, BLOCK=4, W=8)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     assert np.allclose(y, 2 * e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_read_only_output_array_raises():
+    # The runtime copies a read-only array to pass it; it used to drop the kernel's writes to the
+    # copy silently (issue 15, finding 6). A read-only input the kernel only reads stays fine.
+    @tessel.jit
+    def double(x, y, n, BLOCK: tl.constexpr):
+        d = tl.make_desc(x, shape=(n,), strides=(1,))
+        e = tl.make_desc(y, shape=(n,), strides=(1,))
+        tl.store(e, (0,), tl.load(d, (0,), shape=(BLOCK,)) * 2.0)
+    x = np.arange(8, dtype=np.float32)
+    x.flags.writeable = False
+    y = np.zeros(8, np.float32)
+    double[(1,)](x, y, 8, BLOCK=8)
+    assert np.array_equal(y, 2 * np.arange(8))
+    y = np.zeros(8, np.float32)
+    y.flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'y' of double is a read-only array"):
+        double[(1,)](x, y, 8, BLOCK=8)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 0, 16), (0, 2, 8, 16), (1, 0, 8, 16)])
+def test_no_query_rows_give_an_empty_result(shape):
+    # As on the GPU path (issue 15, finding 11): no rows, batches or heads is an empty result,
+    # not "cannot run on a grid of 0x2x1".
+    q = np.zeros(shape, np.float32)
+    k = np.zeros(shape[:2] + (4, shape[3]), np.float32)
+    o, lse = tessel.attention(q, k, k, return_lse=True)
+    assert o.shape == shape and lse.shape == shape[:3]
+
+
+def test_runaway_loop_is_refused_with_a_clear_error(monkeypatch):
+    # Issue 15, finding 5: a loop of 2^31 iterations used to abort the whole Python process with
+    # "LLVM ERROR: out of memory"; now the default step budget refuses it at once, and
+    # TESSEL_MAX_STEPS changes the budget.
+    @tessel.jit
+    def spin(y, n):
+        acc = 0.0
+        for i in range(n):
+            acc = acc + 1.0
+            acc = acc * 1.0
+        d = tl.make_desc(y, shape=(1,), strides=(1,))
+        tl.store(d, (0,), tl.full((1,), 0.0, tl.float32) + acc)
+    y = np.zeros(1, np.float32)
+    with pytest.raises(tessel.KernelRuntimeError, match=r"would run 2147483647 iterations, past "
+                       r"the interpreter's step limit of 4294967296 \(tessel-run --max-steps"):
+        spin[(1,)](y, 2**31 - 1)
+    monkeypatch.setenv("TESSEL_MAX_STEPS", "100")
+    with pytest.raises(tessel.KernelRuntimeError, match="step limit of 100 "):
+        spin[(1,)](y, 1000)
+    monkeypatch.setenv("TESSEL_MAX_STEPS", "0")
+    spin[(1,)](y, 1000)
+    assert y[0] == 1000.0
+
+
+def test_constant_operands_of_minimum_and_where():
+    # Found by the DSL fuzzer (tools/dsl-fuzz): tl.minimum of two numbers failed with the message
+    # "'min'", and tl.where with two numbers raised AttributeError from the front end.
+    @tessel.jit
+    def consts(x, y, n, BLOCK: tl.constexpr):
+        d = tl.make_desc(x, shape=(n,), strides=(1,))
+        e = tl.make_desc(y, shape=(n,), strides=(1,))
+        t = tl.load(d, (0,), shape=(BLOCK,))
+        tl.store(e, (0,), tl.where(t > 0.0, 1.5, -2.0) + tl.minimum(3.0, 8.0) + tl.maximum(1, 2))
+    x = np.array([-1, 1, -2, 2], np.float32)
+    y = np.zeros(4, np.float32)
+    consts[(1,)](x, y, 4, BLOCK=4)
+    assert np.array_equal(y, np.where(x > 0, 1.5, -2.0) + 5.0)

@@ -319,3 +319,41 @@ def test_mlir_verifier_error_is_located():
     # The front end lets this through; the tile.softmax verifier refuses it, and the MLIR
     # diagnostic comes back at the user's line.
     check(compile_error(k_carried_softmax, F32, 8), "E26", "tl.softmax", "'tile.softmax' op")
+
+
+def _kernel_from_source(tmp_path, expression):
+    """A kernel `deep(x, y)` storing `expression` (of the tile `t`), from a file of its own."""
+    import importlib.util
+    path = tmp_path / "deep_kernel.py"
+    path.write_text("import tessel\nfrom tessel import language as tl\n\n\n@tessel.jit\n"
+                    "def deep(x, y):\n"
+                    "    d = tl.make_desc(x, shape=(64,), strides=(1,))\n"
+                    "    e = tl.make_desc(y, shape=(64,), strides=(1,))\n"
+                    "    t = tl.load(d, (0,), shape=(64,))\n"
+                    f"    r = {expression}\n"
+                    "    tl.store(e, (0,), r)\n")
+    spec = importlib.util.spec_from_file_location(f"deep_{abs(hash(expression))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.deep, path
+
+
+def test_long_expression_traces_without_recursion(tmp_path):
+    # Issue 15, finding 7: a sum of 600 terms raised RecursionError from frontend.py; chains of
+    # binary operators are walked iteratively, whatever their length.
+    deep, _ = _kernel_from_source(tmp_path, " + ".join(["t"] * 600))
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    deep[(1,)](x, y)
+    assert np.array_equal(y, 600 * x)
+
+
+def test_deeply_nested_expression_is_a_located_error(tmp_path):
+    # Nesting that is not a chain (here 900 unary minus signs: a RecursionError before) is refused
+    # past a documented depth with a located error.
+    deep, path = _kernel_from_source(tmp_path, "- " * 900 + "t")
+    with pytest.raises(tessel.CompilationError) as info:
+        deep.warmup(F32, F32)
+    err = info.value
+    assert err.filename == str(path) and err.lineno == 10
+    assert "expression nested more than 200 levels deep" in err.message

@@ -111,12 +111,12 @@ def entries(d):
     return sorted(p.name for p in pathlib.Path(d).iterdir()) if pathlib.Path(d).exists() else []
 
 
-def tessel_cli(*args, cache_dir=None):
+def tessel_cli(*args, cache_dir=None, timeout=120):
     env = dict(os.environ, PYTHONPATH=str(BUILD.resolve() / "python"))
     if cache_dir:
         env["TESSEL_CACHE_DIR"] = str(cache_dir)
     return subprocess.run([sys.executable, "-m", "tessel", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=timeout)
 
 
 # --- the key ---------------------------------------------------------------------------------
@@ -333,6 +333,148 @@ def test_corrupted_entry_found_by_a_lookup_is_rebuilt(kern, cache_dir):
     rebuilt = kern.binary(gpu)
     assert rebuilt.source == "compiled" and rebuilt.cubin == good.cubin
     assert entries(cache_dir) == [good.key]
+
+
+# --- a shared or hostile cache directory (issue 15) -----------------------------------------
+
+def test_symlinked_entry_is_never_followed(kern, cache_dir, tmp_path):
+    # A link named like the key, to someone else's directory: an ordinary compile used to delete
+    # every file in it (discarding the "bad entry" followed the link). Now the link alone is moved
+    # aside and removed, and the kernel is compiled and cached.
+    gpu = cache.GpuOptions(chip="sm_80")
+    key = kern.key(gpu)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me")
+    cache_dir.mkdir()
+    (cache_dir / key).symlink_to(victim)
+    b = kern.binary(gpu)
+    assert b.source == "compiled"
+    assert (victim / "precious").read_text() == "keep me"
+    assert entries(cache_dir) == [key] and (cache_dir / key).is_dir()
+    assert not (cache_dir / key).is_symlink()
+    # Links inside an entry are not followed either, by a lookup, `verify --fix` or `clear`.
+    cubin = cache_dir / key / "kernel.cubin"
+    cubin.unlink()
+    cubin.symlink_to(victim / "precious")
+    r = tessel_cli("cache", "verify", "--fix", cache_dir=cache_dir)
+    assert f"bad: {key}" in r.stdout
+    assert entries(cache_dir) == [] and (victim / "precious").read_text() == "keep me"
+    (cache_dir / key).symlink_to(victim)
+    assert "removed 1 entries" in tessel_cli("cache", "clear", cache_dir=cache_dir).stdout
+    assert (victim / "precious").read_text() == "keep me"
+
+
+def test_edited_launch_fields_are_a_bad_entry(kern, cache_dir):
+    # The whole manifest is under its digest: edited launch needs are not a hit, and `verify`
+    # does not call them good.
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    path = cache_dir / good.key / "manifest.json"
+    m = json.loads(path.read_text())
+    m["dynamic_shared_bytes"] = 200000
+    path.write_text(json.dumps(m, indent=2))
+    r = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert r.returncode == 1 and "manifest.json checksum mismatch" in r.stdout
+    cache.forget_memory()
+    again = kern.binary(gpu)
+    assert again.source == "compiled" and again.dynamic_shared_bytes == 0
+
+
+def test_another_kernels_cubin_is_refused(tmp_path, kern, cache_dir):
+    # An entry consistent in every checksum but holding another kernel's cubin: the cubin does
+    # not define the entry point the manifest names.
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    other, _ = load(tmp_path, KERNEL.replace("def scale(", "def other("), "other.py")
+    theirs = other.other.warmup(X, X, 1, 1.0, BLOCK=32).binary(gpu)
+    m = json.loads((cache_dir / good.key / "manifest.json").read_text())
+    for k in ("format", "key", "created", "payload", "manifest_sha256"):
+        m.pop(k, None)
+    disk = cache.disk_cache()
+    disk.remove(good.key)
+    assert disk.store(good.key, theirs.cubin, theirs.ptx, json.dumps(m))[0] == "written"
+    cache.forget_memory()
+    entry, problem = cache.disk_cache().lookup(good.key)
+    assert entry is None
+    assert problem == "the cubin does not define the entry point 'scale' the manifest names"
+
+
+def test_deeply_nested_manifest_does_not_crash(kern, cache_dir):
+    # `[` x 50,000 segfaulted every later load, list, verify and clear (a recursive JSON parse).
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    (cache_dir / good.key / "manifest.json").write_text("[" * 50000)
+    listed = tessel_cli("cache", "list", cache_dir=cache_dir)
+    assert listed.returncode == 0 and "nested deeper than 64 levels" in listed.stdout
+    r = tessel_cli("cache", "verify", cache_dir=cache_dir)
+    assert r.returncode == 1 and "nested deeper than 64 levels" in r.stdout
+    cleared = tessel_cli("cache", "clear", cache_dir=cache_dir)
+    assert cleared.returncode == 0 and entries(cache_dir) == []
+    cache.forget_memory()
+    kern.binary(gpu)
+    (cache_dir / good.key / "manifest.json").write_text("[" * 50000)
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "compiled"
+
+
+@pytest.mark.parametrize("file", ["kernel.cubin", "manifest.json"])
+def test_fifo_in_an_entry_does_not_hang(kern, cache_dir, file):
+    # A FIFO in place of a file blocked load, list and verify forever (the open waits for a
+    # writer); now it is a bad entry, found without opening it.
+    gpu = cache.GpuOptions(chip="sm_80")
+    good = kern.binary(gpu)
+    path = cache_dir / good.key / file
+    path.unlink()
+    os.mkfifo(path)
+    for action in ("list", "verify"):
+        r = tessel_cli("cache", action, cache_dir=cache_dir, timeout=30)   # a hang fails
+        assert f"{file} is a FIFO, not a file" in r.stdout
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "compiled"
+
+
+def test_dangling_symlink_key_does_not_block_caching(kern, cache_dir):
+    # A dangling link named like the key used to keep the kernel out of the disk cache for good.
+    gpu = cache.GpuOptions(chip="sm_80")
+    key = kern.key(gpu)
+    cache_dir.mkdir()
+    (cache_dir / key).symlink_to("/nonexistent/tessel-cache-entry")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cache.CacheWarning)
+        assert kern.binary(gpu).source == "compiled"
+    assert (cache_dir / key).is_dir() and not (cache_dir / key).is_symlink()
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "disk"
+
+
+def test_verify_fix_reports_what_it_cannot_remove(kern, cache_dir, monkeypatch):
+    # On a read-only directory `verify --fix` printed "(removed)" and exited 0; the hook makes
+    # removals fail as a read-only file system would (the tests run as root).
+    good = kern.binary(cache.GpuOptions(chip="sm_80"))
+    corrupt_flip(cache_dir / good.key)
+    monkeypatch.setenv("TESSEL_CACHE_FAULT", "erofs")
+    r = tessel_cli("cache", "verify", "--fix", cache_dir=cache_dir)
+    assert r.returncode == 1, r.stdout
+    assert "Read-only file system" in r.stdout and "1 could not be removed" in r.stdout
+    assert entries(cache_dir) == [good.key]
+
+
+def test_stale_temporaries_are_swept_by_age(tmp_path):
+    # Writers killed with kill -9 leave .tmp- directories; a store removes those over an hour old,
+    # and `verify` reports them without failing.
+    _, path = load(tmp_path, KERNEL)
+    d = tmp_path / "cache"
+    p = worker(path, d, fault="kill-before-rename")
+    p.communicate(timeout=120)
+    [temp] = entries(d)
+    r = tessel_cli("cache", "verify", cache_dir=d)
+    assert r.returncode == 0 and "stale: .tmp-" in r.stdout and "1 stale temporary" in r.stdout
+    old = os.stat(d / temp).st_mtime - 7200
+    os.utime(d / temp, (old, old))
+    out = finish(worker(path, d, block=64))
+    assert entries(d) == [out["keys"][0]]
 
 
 @pytest.mark.parametrize("fault", ["erofs", "eacces", "enospc", "enospc-write"])

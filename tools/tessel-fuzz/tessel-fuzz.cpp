@@ -10,6 +10,7 @@
 
 #include "tessel/Interpreter/Interpreter.h"
 #include "tessel/Registration.h"
+#include "tessel/Support/InputLimits.h"
 #include "tile/IR/TileDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -70,6 +71,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
   // The MLIR lexer relies on a NUL after the buffer; libFuzzer's data has none, std::string has.
   std::string text(reinterpret_cast<const char *>(data), size);
+  // As the tools do: nesting MLIR's recursive parser cannot take is refused before parsing.
+  if (tessel::findDeepNesting(text) != llvm::StringRef::npos)
+    return 0;
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
   if (module)
     runAll(*module);

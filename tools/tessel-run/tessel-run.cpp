@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Interpreter/Interpreter.h"
+#include "tessel/Support/InputLimits.h"
 #include "tessel/Interpreter/Npy.h"
 #include "tessel/Interpreter/Rounding.h"
 #include "tessel/Registration.h"
@@ -97,8 +98,10 @@ static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
                                  cl::init(0), cl::cat(runCategory));
 static cl::opt<uint64_t> maxSteps("max-steps",
-                                  cl::desc("Stop after this many interpreter steps (0: no limit)"),
-                                  cl::init(0), cl::cat(runCategory));
+                                  cl::desc("Stop after this many interpreter steps (default 2^32; "
+                                           "0: no limit)"),
+                                  cl::init(tessel::interp::kDefaultMaxSteps),
+                                  cl::cat(runCategory));
 
 namespace {
 int fail(const llvm::Twine &message) {
@@ -298,6 +301,8 @@ int main(int argc, char **argv) {
   if (!file)
     return fail("cannot read '" + inputFile + "': " + file.getError().message());
   sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  if (!tessel::checkNestingDepth(sourceMgr))
+    return 1;
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&ctx));
   if (!module)
     return 1;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Registration.h"
+#include "tessel/Support/InputLimits.h"
 #include "tessel/Target/Compile.h"
 #include "tile/Transforms/Passes.h"
 
@@ -132,6 +133,8 @@ int main(int argc, char **argv) {
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  if (!tessel::checkNestingDepth(sourceMgr))
+    return 1;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
   if (!module)

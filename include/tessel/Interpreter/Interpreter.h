@@ -93,10 +93,18 @@ struct KernelArg {
   static KernelArg ofFloat(double v);
 };
 
+/// The default step budget of a run: 2^32 steps (an op, or a tile element it computes), a few
+/// minutes of interpretation; a kernel that needs more says so instead of running for hours.
+inline constexpr uint64_t kDefaultMaxSteps = uint64_t(1) << 32;
+
+/// How the step-limit errors tell the user to raise the budget.
+inline constexpr const char *kStepLimitHint =
+    "(tessel-run --max-steps=N, TESSEL_MAX_STEPS=N from Python; 0 = no limit)";
+
 /// Limits that keep the interpreter from running away on hostile input.
 struct RunOptions {
   /// Abort with an error after this many steps (an op, or a tile element it computes); 0 = no limit.
-  uint64_t maxSteps = 0;
+  uint64_t maxSteps = kDefaultMaxSteps;
   /// The largest tile, in elements, any op may produce.
   int64_t maxTileElements = int64_t(1) << 24;
   /// The deepest chain of func.call.

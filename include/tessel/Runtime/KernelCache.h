@@ -5,9 +5,11 @@
 // ingredients of the key — plus the size and SHA-256 of each payload file). An entry is written
 // whole into a temporary directory beside it and renamed into place, so a reader sees a complete
 // entry or none; of several writers of one key the first rename wins and the others discard
-// theirs. Every load checks the manifest and the payload checksums: a bad entry is deleted and
-// reported as a miss, never returned. When the directory cannot be written (read-only, no space,
-// no permission) entries are kept in memory and the process is warned once.
+// theirs. Every load checks the manifest's own digest, the payload checksums and that the cubin
+// defines the entry point the manifest names: a bad entry is deleted and reported as a miss,
+// never returned. No symbolic link below the cache directory is ever followed, and nothing
+// outside it is ever deleted. When the directory cannot be written (read-only, no space, no
+// permission) entries are kept in memory and the process is warned once.
 //
 // The cache knows nothing about MLIR: keys are computed by the caller (python/tessel/cache.py).
 //
@@ -73,8 +75,11 @@ public:
   /// removed (renamed aside, then deleted) and `problem` says why; the result is then empty.
   std::optional<CacheEntry> lookup(const std::string &key, std::string *problem = nullptr);
 
-  /// Stores an entry. `metadata` is a JSON object; the cache adds `key`, `format`, `created` and
-  /// `payload` (size and SHA-256 of each file) and writes it as manifest.json. `warning` is set
+  /// Stores an entry (first removing temporary directories more than an hour old: left by
+  /// writers that died). `metadata` is a JSON object; the cache adds `key`, `format`, `created`,
+  /// `payload` (size and SHA-256 of each file) and `manifest_sha256` (the digest of all the
+  /// rest) and writes it as manifest.json. Where `metadata` names an `entry`, a load checks that
+  /// the cubin defines that function. `warning` is set
   /// (once per process) when the entry could only be kept in memory.
   StoreResult store(const std::string &key, const std::string &cubin, const std::string &ptx,
                     const std::string &metadata, std::string &warning);
@@ -92,6 +97,9 @@ public:
   static bool isKey(const std::string &key);
 
 private:
+  /// A descriptor of the cache directory (the one path the cache follows), or -1 with errno.
+  int openRoot() const;
+
   std::string root;
   std::mutex memoryMutex;
   std::map<std::string, CacheEntry> memory;
@@ -99,11 +107,6 @@ private:
 
 /// Lowercase hex SHA-256 of `data`.
 std::string sha256Hex(const std::string &data);
-
-/// Checks one entry directory against its manifest; returns the problem, or empty when good.
-/// On success `entry` holds its contents.
-std::string verifyEntryDirectory(const std::string &path, const std::string &key,
-                                 CacheEntry &entry);
 
 } // namespace tessel::runtime
 
