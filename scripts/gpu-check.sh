@@ -41,10 +41,28 @@ step attention_wgmma python3 "$root/test/gpu/check_attention_wgmma.py" \
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$logs/python_gpu.xml"
+step builtins_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_builtins_gpu.py"
+step backward_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_attention_backward_gpu.py"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 # The cold compile on this host, step by step (fresh processes, empty caches; compile only).
 step cold_compile python3 "$root/scripts/bench_cold_compile.py" --runs 5 --build "$work"
+# TESSEL_GPU_CHECK_BEFORE=FILE (a stripped tessel-run of an earlier build, or FILE.xz): the two
+# speed tables again with it, in the same run, beside the same cuDNN and FA2 (before/after).
+if [ -n "${TESSEL_GPU_CHECK_BEFORE:-}" ]; then
+  before="$work/bin/tessel-run-before"
+  case "$TESSEL_GPU_CHECK_BEFORE" in
+    *.xz) xz -dc "$TESSEL_GPU_CHECK_BEFORE" > "$before" ;;
+    *) cp "$TESSEL_GPU_CHECK_BEFORE" "$before" ;;
+  esac
+  chmod +x "$before"
+  step attention_mma_before python3 "$root/test/gpu/check_attention_mma.py" \
+    --tessel-run "$before" --json "$out/attention_mma_before.json"
+  step attention_wgmma_before python3 "$root/test/gpu/check_attention_wgmma.py" \
+    --tessel-run "$before" --json "$out/attention_wgmma_before.json" --budget-s 200
+fi
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
     --tessel-run "$work/bin/tessel-run" --json "$out/attention.json"
@@ -54,6 +72,9 @@ echo
 echo "== summary"
 grep -sh -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
 grep -sh -A20 '^| d | n | causal | wgmma' "$logs/attention_wgmma.log" | grep '^|'
+for part in attention_mma_before attention_wgmma_before; do
+  grep -sh -A20 '^| d | n | causal | ' "$logs/$part.log" | grep '^|' | sed "s/^/$part /"
+done
 grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30
 grep -sh -E '^d[0-9]+, |first_call' "$logs/cold_compile.log"
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
