@@ -280,6 +280,11 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000) == (128, 64)
     assert gpu_blocks(32, "f16", 10, 1000) == (16, 64)        # the reference lowering's choice
     assert gpu_blocks(64, "f32", 100, 100) == (64, 64)
+    # The reference lowering past head dim 64: 32-row blocks (64 need more shared memory than a
+    # CTA has at f32 d128).
+    assert gpu_blocks(128, "f32", 1000, 1000) == (32, 32)
+    assert gpu_blocks(128, "f32", 1000, 1000, "sm_90a") == (32, 32)
+    assert gpu_blocks(96, "f16", 10, 1000) == (16, 32)
     # sm_90a (wgmma): one warpgroup of 64 query rows; 64 keys at d128, 128 at d64.
     assert gpu_blocks(128, "f16", 1000, 1000, "sm_90a") == (64, 64)
     assert gpu_blocks(128, "bf16", 7, 7, "sm_90a") == (64, 64)
