@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessel/Conversion/KernelWalker.h"
 #include "tessel/Conversion/Passes.h"
-#include "tessel/Conversion/ScalarLowering.h"
 
 #include "SharedMemoryPlan.h"
 
@@ -48,12 +48,12 @@ constexpr int64_t kBufferAlignment = 16;
 /// A descriptor after lowering: base pointer, element offset, shape and strides, all i64.
 
 /// Builds one kernel from one tile program, op by op.
-class KernelBuilder {
+class KernelBuilder : public KernelWalker {
 public:
   KernelBuilder(gpu::GPUFuncOp kernel, unsigned numThreads)
-      : kernel(kernel), b(kernel.getContext()), numThreads(numThreads) {}
+      : KernelWalker(kernel), numThreads(numThreads) {}
 
-  LogicalResult build(func::FuncOp program);
+  LogicalResult build(func::FuncOp program) { return walk(program); }
   /// Packs the buffers into one arena (liveness-based reuse) and places it in static shared
   /// memory up to 48 KiB, in dynamic shared memory above that, up to `sharedLimit` bytes.
   LogicalResult placeBuffers(func::FuncOp program, int64_t sharedLimit);
@@ -61,13 +61,13 @@ public:
 private:
   using ElementBody = function_ref<void(OpBuilder &, Location, ValueRange)>;
 
-  LogicalResult emitBlock(Block &block);
-  LogicalResult emitOp(Operation *op);
+  /// The thread index, which every element loop starts from.
+  void emitPrologue(Location loc) override;
+  LogicalResult emitOp(Operation *op) override;
   LogicalResult emitFor(scf::ForOp op);
   LogicalResult emitIf(scf::IfOp op);
   LogicalResult emitElementwise(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
-  LogicalResult emitMakeDesc(tile::MakeDescOp op);
   LogicalResult emitLoad(tile::LoadOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitDot(tile::DotOp op);
@@ -85,16 +85,12 @@ private:
   void forEachElement(Location loc, ArrayRef<int64_t> shape, ElementBody body);
   void copyTile(Location loc, Value from, Value to);
 
-  gpu::GPUFuncOp kernel;
-  OpBuilder b;
   unsigned numThreads;
   Value threadId;
   /// The placeholders of newBuffer and their sizes in bytes.
   SmallVector<Value> buffers;
   SmallVector<int64_t> bufferBytes;
-  IRMapping scalars;
   DenseMap<Value, Value> tiles;
-  DenseMap<Value, LoweredDesc> descs;
 };
 
 bool isTile(Type t) { return isa<RankedTensorType>(t); }
@@ -162,8 +158,8 @@ Value KernelBuilder::newBuffer(RankedTensorType type, Location loc) {
 }
 
 LogicalResult KernelBuilder::placeBuffers(func::FuncOp program, int64_t sharedLimit) {
-  tessel::SharedMemoryPlan plan =
-      tessel::planSharedMemory(kernel.getBody(), buffers, bufferBytes, kBufferAlignment);
+  tessel::SharedMemoryPlan plan = tessel::planSharedMemory(kernel.getBody(), buffers, bufferBytes,
+                                                           kBufferAlignment);
   int64_t total = 0;
   for (int64_t bytes : bufferBytes)
     total += bytes;
@@ -184,16 +180,14 @@ LogicalResult KernelBuilder::placeBuffers(func::FuncOp program, int64_t sharedLi
   Value arena;
   if (plan.arenaBytes <= kStaticSharedLimit) {
     arena = kernel.addWorkgroupAttribution(
-        MemRefType::get({plan.arenaBytes}, b.getI8Type(), MemRefLayoutAttrInterface(), space),
-        loc);
+        MemRefType::get({plan.arenaBytes}, b.getI8Type(), MemRefLayoutAttrInterface(), space), loc);
     kernel.setWorkgroupAttributionAttr(kernel.getNumWorkgroupAttributions() - 1,
                                        LLVM::LLVMDialect::getAlignAttrName(),
                                        b.getI64IntegerAttr(kBufferAlignment));
   } else {
     arena = gpu::DynamicSharedMemoryOp::create(
         b, loc,
-        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
-                        space));
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), space));
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(plan.arenaBytes));
   }
   // One index constant per distinct offset, then one view per buffer, in creation order.
@@ -202,8 +196,8 @@ LogicalResult KernelBuilder::placeBuffers(func::FuncOp program, int64_t sharedLi
     if (!offsets.count(p.offset))
       offsets[p.offset] = constIndex(b, loc, p.offset);
   for (auto [placeholder, p] : llvm::zip(buffers, plan.buffers)) {
-    Value view = memref::ViewOp::create(b, loc, placeholder.getType(), arena,
-                                        offsets[p.offset], ValueRange{});
+    Value view = memref::ViewOp::create(b, loc, placeholder.getType(), arena, offsets[p.offset],
+                                        ValueRange{});
     placeholder.replaceAllUsesWith(view);
     placeholder.getDefiningOp()->erase();
   }
@@ -249,33 +243,11 @@ void KernelBuilder::copyTile(Location loc, Value from, Value to) {
                  });
 }
 
-LogicalResult KernelBuilder::build(func::FuncOp program) {
-  Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  Location loc = program.getLoc();
+void KernelBuilder::emitPrologue(Location loc) {
   threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
-    scalars.map(src, dst);
-  if (failed(emitBlock(program.getBody().front())))
-    return failure();
-  gpu::ReturnOp::create(b, loc);
-  return success();
-}
-
-LogicalResult KernelBuilder::emitBlock(Block &block) {
-  for (Operation &op : block.without_terminator())
-    if (failed(emitOp(&op)))
-      return failure();
-  return success();
 }
 
 LogicalResult KernelBuilder::emitOp(Operation *op) {
-  if (Value v = emitGridQuery(b, op)) {
-    scalars.map(op->getResult(0), v);
-    return success();
-  }
-  if (auto md = dyn_cast<tile::MakeDescOp>(op))
-    return emitMakeDesc(md);
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return emitLoad(ld);
   if (auto st = dyn_cast<tile::StoreOp>(op))
@@ -366,17 +338,13 @@ LogicalResult KernelBuilder::emitConstant(arith::ConstantOp op) {
     return op.emitOpError("is a non-splat tile constant, which convert-tile-to-gpu does not "
                           "support; build it with tile.splat/tile.iota");
   Location loc = op.getLoc();
-  Value scalar = arith::ConstantOp::create(b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+  Value scalar = arith::ConstantOp::create(b, loc,
+                                           cast<TypedAttr>(dense.getSplatValue<Attribute>()));
   Value buf = newBuffer(type, loc);
   tiles[op.getResult()] = buf;
   forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
     memref::StoreOp::create(ob, l, scalar, buf, idx);
   });
-  return success();
-}
-
-LogicalResult KernelBuilder::emitMakeDesc(tile::MakeDescOp op) {
-  descs[op.getResult()] = lowerMakeDesc(b, op, scalars);
   return success();
 }
 
@@ -450,20 +418,18 @@ LogicalResult KernelBuilder::emitStore(tile::StoreOp op) {
     mask = *m;
   }
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  forEachElement(loc, op.getValue().getType().getShape(),
-                 [&](OpBuilder &ob, Location l, ValueRange idx) {
-                   auto [address, doStore] = globalAddress(ob, l, d, offsets, idx);
-                   if (mask)
-                     doStore = arith::AndIOp::create(ob, l, doStore,
-                                                     memref::LoadOp::create(ob, l, mask, idx));
-                   auto ifOp = scf::IfOp::create(ob, l, TypeRange{}, doStore, false);
-                   OpBuilder::InsertionGuard guard(ob);
-                   ob.setInsertionPointToStart(ifOp.thenBlock());
-                   Value v = memref::LoadOp::create(ob, l, *value, idx);
-                   Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base,
-                                                   ValueRange{address});
-                   LLVM::StoreOp::create(ob, l, v, ptr);
-                 });
+  forEachElement(
+      loc, op.getValue().getType().getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+        auto [address, doStore] = globalAddress(ob, l, d, offsets, idx);
+        if (mask)
+          doStore = arith::AndIOp::create(ob, l, doStore, memref::LoadOp::create(ob, l, mask, idx));
+        auto ifOp = scf::IfOp::create(ob, l, TypeRange{}, doStore, false);
+        OpBuilder::InsertionGuard guard(ob);
+        ob.setInsertionPointToStart(ifOp.thenBlock());
+        Value v = memref::LoadOp::create(ob, l, *value, idx);
+        Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
+        LLVM::StoreOp::create(ob, l, v, ptr);
+      });
   return success();
 }
 
@@ -505,8 +471,7 @@ LogicalResult KernelBuilder::emitReduce(tile::ReduceOp op) {
   tiles[op.getResult()] = out;
   tile::ReduceKind kind = op.getKind();
   forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
-    Value first =
-        memref::LoadOp::create(ob, l, *in, insertAt(idx, axis, constIndex(ob, l, 0)));
+    Value first = memref::LoadOp::create(ob, l, *in, insertAt(idx, axis, constIndex(ob, l, 0)));
     auto loop = scf::ForOp::create(
         ob, l, constIndex(ob, l, 1), constIndex(ob, l, n), constIndex(ob, l, 1), ValueRange{first},
         [&](OpBuilder &ib, Location il, Value kk, ValueRange acc) {
@@ -557,12 +522,12 @@ LogicalResult KernelBuilder::emitSoftmax(tile::SoftmaxOp op) {
                                Value(arith::MaximumFOp::create(ib, il, m[0], element(ib, il, k))));
         });
     Value rowMax = maxLoop.getResult(0);
-    auto sumLoop = scf::ForOp::create(
-        ob, l, c0, cn, c1, ValueRange{zero},
-        [&](OpBuilder &ib, Location il, Value k, ValueRange s) {
-          Value e = expShifted(ib, il, element(ib, il, k), rowMax);
-          scf::YieldOp::create(ib, il, Value(arith::AddFOp::create(ib, il, s[0], e)));
-        });
+    auto sumLoop = scf::ForOp::create(ob, l, c0, cn, c1, ValueRange{zero},
+                                      [&](OpBuilder &ib, Location il, Value k, ValueRange s) {
+                                        Value e = expShifted(ib, il, element(ib, il, k), rowMax);
+                                        scf::YieldOp::create(
+                                            ib, il, Value(arith::AddFOp::create(ib, il, s[0], e)));
+                                      });
     Value rowSum = sumLoop.getResult(0);
     // An all-masked row has L = 0: its elements are already 0; keep 0/0 out of the division.
     Value empty = arith::CmpFOp::create(ob, l, arith::CmpFPredicate::OEQ, rowSum, zero);
@@ -684,9 +649,10 @@ LogicalResult KernelBuilder::emitFor(scf::ForOp op) {
   }
   if (swaps) {
     for (auto &[from, to] : copies) {
-      Value tmp = newBuffer(RankedTensorType::get(cast<MemRefType>(from.getType()).getShape(),
-                                                  cast<MemRefType>(from.getType()).getElementType()),
-                            loc);
+      Value tmp = newBuffer(
+          RankedTensorType::get(cast<MemRefType>(from.getType()).getShape(),
+                                cast<MemRefType>(from.getType()).getElementType()),
+          loc);
       copyTile(loc, from, tmp);
       from = tmp;
     }
@@ -767,49 +733,19 @@ struct ConvertTileToGPU : tessel::impl::ConvertTileToGPUBase<ConvertTileToGPU> {
       module.emitError("convert-tile-to-gpu needs num-threads >= 1");
       return signalPassFailure();
     }
-    MLIRContext *ctx = &getContext();
-    OpBuilder b(ctx);
+    OpBuilder b(&getContext());
     // convert-tile-to-mma may have made the kernel module already (for the programs it took).
-    gpu::GPUModuleOp gpuModule;
-    for (auto m : module.getOps<gpu::GPUModuleOp>())
-      if (m.getName() == "tessel_kernels")
-        gpuModule = m;
-    if (!gpuModule) {
-      b.setInsertionPointToEnd(module.getBody());
-      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
-      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
-    }
+    gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module);
     bool failed = false;
     for (func::FuncOp program : programs) {
       if (program.isExternal())
         continue;
-      if (program.getNumResults() != 0) {
-        program.emitOpError("is a tile program, so it must return nothing");
+      FailureOr<gpu::GPUFuncOp> made = createKernel(program, gpuModule);
+      if (mlir::failed(made)) {
         failed = true;
         continue;
       }
-      SmallVector<Type> argTypes;
-      bool badArg = false;
-      for (BlockArgument arg : program.getArguments()) {
-        Type t = arg.getType();
-        if (isa<tile::PtrType>(t)) {
-          argTypes.push_back(LLVM::LLVMPointerType::get(ctx, 1));
-        } else if (t.isIntOrIndexOrFloat()) {
-          argTypes.push_back(t);
-        } else {
-          program.emitOpError() << "argument #" << arg.getArgNumber() << " has type " << t
-                                << ": a kernel takes !tile.ptr and scalar arguments";
-          badArg = true;
-        }
-      }
-      if (badArg) {
-        failed = true;
-        continue;
-      }
-      b.setInsertionPointToEnd(gpuModule.getBody());
-      auto kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
-                                           FunctionType::get(ctx, argTypes, {}));
-      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+      gpu::GPUFuncOp kernel = *made;
       kernel.setKnownBlockSizeAttr(
           b.getDenseI32ArrayAttr({static_cast<int32_t>(numThreads.getValue()), 1, 1}));
       KernelBuilder builder(kernel, numThreads);

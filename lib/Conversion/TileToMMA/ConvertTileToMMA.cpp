@@ -80,10 +80,7 @@ Value MmaKernelBuilder::toI32(Value v) {
 // Kernel body
 //===----------------------------------------------------------------------===//
 
-LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
-  Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  Location loc = program.getLoc();
+void MmaKernelBuilder::emitPrologue(Location loc) {
   lazy.emplace_back();
   tid = toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
   lane = arith::AndIOp::create(b, loc, tid, ci32(31));
@@ -91,40 +88,18 @@ LogicalResult MmaKernelBuilder::build(func::FuncOp program) {
   // uniform across the warp and keeps what derives from it (the warp's first row, the start of
   // its Q rows in shared memory) in uniform registers.
   Value warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), ci32(-1),
-                                    arith::ShRUIOp::create(b, loc, tid, ci32(5)), ci32(0),
-                                    ci32(31), NVVM::ShflKind::idx, UnitAttr());
+                                    arith::ShRUIOp::create(b, loc, tid, ci32(5)), ci32(0), ci32(31),
+                                    NVVM::ShflKind::idx, UnitAttr());
   laneRow = arith::ShRUIOp::create(b, loc, lane, ci32(2));
   quadCol2 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, lane, ci32(3)), ci32(2));
   rowBase = arith::MulIOp::create(b, loc, warp, ci32(warpRows));
   Value row0 = arith::AddIOp::create(b, loc, rowBase, laneRow);
   for (int64_t i = 0; i < 2 * mTiles; ++i)
-    entryRows.push_back(i == 0 ? row0
-                               : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
+    entryRows.push_back(i == 0 ? row0 : Value(arith::AddIOp::create(b, loc, row0, ci32(8 * i))));
   smemBase = LLVM::AddressOfOp::create(b, loc, smemGlobal);
-  for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
-    scalars.map(src, dst);
-  if (failed(emitBlock(program.getBody().front())))
-    return failure();
-  gpu::ReturnOp::create(b, loc);
-  return success();
-}
-
-LogicalResult MmaKernelBuilder::emitBlock(Block &block) {
-  for (Operation &op : block.without_terminator())
-    if (failed(emitOp(&op)))
-      return failure();
-  return success();
 }
 
 LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
-  if (Value v = tessel::conversion::emitGridQuery(b, op)) {
-    scalars.map(op->getResult(0), v);
-    return success();
-  }
-  if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
-    descs[md.getResult()] = tessel::conversion::lowerMakeDesc(b, md, scalars);
-    return success();
-  }
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return emitLoad(ld);
   if (auto st = dyn_cast<tile::StoreOp>(op))
@@ -141,8 +116,7 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
             arith::ConstantOp, tilegpu::ConvertLayoutOp>(op))
       return success();
     Dialect *dialect = op->getDialect();
-    if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
-        op->getNumRegions() == 0)
+    if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) && op->getNumRegions() == 0)
       return success();
     return op->emitOpError("is not supported by convert-tile-to-mma");
   }
@@ -158,7 +132,8 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     scalars.map(cst.getResult(), b.clone(*op)->getResult(0));
     return success();
   }
-  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands, op->getResultTypes(),
+  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands,
+                                                                op->getResultTypes(),
                                                                 /*ftz=*/true);
   for (auto [src, dst] : llvm::zip(op->getResults(), results))
     scalars.map(src, dst);
@@ -249,32 +224,14 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
 
   LogicalResult lowerProgram(func::FuncOp program, gpu::GPUModuleOp &gpuModule,
                              LLVM::GlobalOp &smem, gpu::GPUFuncOp &kernel, bool useWgmma) {
-    MLIRContext *ctx = &getContext();
     ModuleOp module = getOperation();
-    if (program.getNumResults() != 0)
-      return program.emitOpError("is a tile program, so it must return nothing");
-    SmallVector<Type> argTypes;
-    for (BlockArgument arg : program.getArguments()) {
-      Type t = arg.getType();
-      if (isa<tile::PtrType>(t))
-        argTypes.push_back(LLVM::LLVMPointerType::get(ctx, 1));
-      else if (t.isIntOrIndexOrFloat())
-        argTypes.push_back(t);
-      else
-        return program.emitOpError() << "argument #" << arg.getArgNumber() << " has type " << t
-                                     << ": a kernel takes !tile.ptr and scalar arguments";
-    }
-    OpBuilder b(ctx);
-    if (!gpuModule) {
-      for (auto m : module.getOps<gpu::GPUModuleOp>())
-        if (m.getName() == "tessel_kernels")
-          gpuModule = m;
-      if (!gpuModule) {
-        b.setInsertionPointToEnd(module.getBody());
-        gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
-        module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
-      }
-    }
+    if (!gpuModule)
+      gpuModule = tessel::conversion::getOrCreateKernelModule(module);
+    FailureOr<gpu::GPUFuncOp> made = tessel::conversion::createKernel(program, gpuModule);
+    if (failed(made))
+      return failure();
+    kernel = *made;
+    OpBuilder b(&getContext());
     if (useWgmma && !chip.empty() && chip != "sm_90a")
       return program.emitOpError("cannot use codegen=wgmma on ")
              << chip << ": wgmma.mma_async needs sm_90a";
@@ -287,10 +244,6 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
                                     Attribute(), /*alignment=*/wgmma ? 1024 : 16,
                                     /*addrSpace=*/3);
     }
-    b.setInsertionPointToEnd(gpuModule.getBody());
-    kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
-                                    FunctionType::get(ctx, argTypes, {}));
-    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     // The layouts decide the kernel: given in the input, or assigned here as
     // tilegpu-assign-layouts does (the pass's function, so both agree).
     if (!tessel::tilegpu::programLayout(program) &&

@@ -21,7 +21,7 @@
 #ifndef TESSEL_LIB_CONVERSION_TILETOMMA_MMAKERNELBUILDER_H
 #define TESSEL_LIB_CONVERSION_TILETOMMA_MMAKERNELBUILDER_H
 
-#include "tessel/Conversion/ScalarLowering.h"
+#include "tessel/Conversion/KernelWalker.h"
 
 #include "tile/IR/TileDialect.h"
 #include "tilegpu/Transforms/MmaClass.h"
@@ -118,30 +118,30 @@ SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRang
 /// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
 bool isZeroTile(Value v);
 
-class MmaKernelBuilder {
+class MmaKernelBuilder : public tessel::conversion::KernelWalker {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, bool overlap = false)
-      : kernel(kernel), smemGlobal(smem), b(kernel.getContext()), overlapOption(overlap) {}
+      : KernelWalker(kernel), smemGlobal(smem), overlapOption(overlap) {}
 
   /// Takes the plan of `program`, whose tiles carry their tilegpu layouts: the block size, the
   /// instruction family and the shared-memory slots (tilegpu::planMmaClass).
   LogicalResult plan(func::FuncOp program);
-  LogicalResult build(func::FuncOp program);
+  LogicalResult build(func::FuncOp program) { return walk(program); }
 
   int64_t numThreads() const { return numWarps * 32; }
   bool usesWgmma() const { return wgmma; }
   int64_t sharedBytes() const { return smemBytes; }
 
 private:
-  LogicalResult emitBlock(Block &block);
-  LogicalResult emitOp(Operation *op);
+  /// Thread coordinates and the shared-memory base, at the kernel's entry.
+  void emitPrologue(Location loc) override;
+  LogicalResult emitOp(Operation *op) override;
   LogicalResult emitLoad(tile::LoadOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitDot(tile::DotOp op);
   /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
   /// shared-memory matrix descriptor).
-  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const LoadPlan &p,
-                             bool transposed);
+  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const LoadPlan &p, bool transposed);
   /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
   /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
   /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
@@ -160,8 +160,8 @@ private:
   /// overlapped, whose O starts from this loop's O and nothing but pure ops between), or null.
   scf::ForOp handoverTarget(scf::ForOp op, const Overlap &ov);
   /// wgmma-overlap: the last P·V of a loop after it (when it ran at all): O.
-  SmallVector<Value> drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p,
-                                  Value v, Value any);
+  SmallVector<Value> drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p, Value v,
+                                  Value any);
   /// The A fragments of a dot, a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded
   /// block read once, or a register tile packed pairwise); empty when they are read from
   /// shared memory at every k step.
@@ -248,9 +248,7 @@ private:
   Value toI64(Value v);
   Value toI32(Value v);
 
-  gpu::GPUFuncOp kernel;
   LLVM::GlobalOp smemGlobal;
-  OpBuilder b;
 
   // The class: query rows, element type of the operands.
   int64_t blockM = 0;
@@ -280,8 +278,6 @@ private:
   /// register allocation of the loops is better with these than with ones from the last loop).
   SmallVector<Value, 4> entryRows;
 
-  IRMapping scalars;
-  DenseMap<Value, Desc> descs;
   DenseMap<Value, std::pair<Layout, SmallVector<Value>>> eager;
   /// A operands kept in registers for the whole kernel (Q when it fits), by load result.
   DenseMap<Value, SmallVector<Value>> aFragments;

@@ -1,0 +1,64 @@
+//===- KernelWalker.h - what both GPU lowerings do around the tile ops --------------------===//
+//
+// The two lowerings of tile programs (convert-tile-to-gpu, convert-tile-to-mma) build their
+// kernels the same way: one `gpu.func` per program in the `tessel_kernels` module, arguments
+// mapped to the kernel's, the body walked op by op with grid queries and descriptors lowered to
+// scalars. That scaffolding is here once; each lowering says how it emits the tile ops.
+//
+//===----------------------------------------------------------------------------------------===//
+#ifndef TESSEL_CONVERSION_KERNELWALKER_H
+#define TESSEL_CONVERSION_KERNELWALKER_H
+
+#include "tessel/Conversion/ScalarLowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir {
+class ModuleOp;
+namespace func {
+class FuncOp;
+} // namespace func
+} // namespace mlir
+
+namespace tessel::conversion {
+
+/// The module's `gpu.module @tessel_kernels`, made (and the module marked a container) if it
+/// has none yet.
+mlir::gpu::GPUModuleOp getOrCreateKernelModule(mlir::ModuleOp module);
+
+/// The kernel of `program` at the end of `gpuModule`: `!tile.ptr` arguments become
+/// `!llvm.ptr<1>`, scalars stay. A program that returns values or takes other arguments is
+/// refused with a located error for each reason (nothing is created then).
+mlir::FailureOr<mlir::gpu::GPUFuncOp> createKernel(mlir::func::FuncOp program,
+                                                   mlir::gpu::GPUModuleOp gpuModule);
+
+/// Walks a tile program into its kernel. Subclasses emit the tile ops (emitOp) and whatever the
+/// kernel needs at its entry (emitPrologue); grid queries and descriptors are lowered here.
+class KernelWalker {
+public:
+  virtual ~KernelWalker();
+
+protected:
+  explicit KernelWalker(mlir::gpu::GPUFuncOp kernel);
+
+  /// The whole body: emitPrologue at the kernel's entry, the arguments mapped, every op, the
+  /// gpu.return.
+  mlir::LogicalResult walk(mlir::func::FuncOp program);
+  /// Every op of `block` but its terminator, in order.
+  mlir::LogicalResult emitBlock(mlir::Block &block);
+  virtual void emitPrologue(mlir::Location loc) {}
+  /// An op that is not a grid query or a tile.make_desc.
+  virtual mlir::LogicalResult emitOp(mlir::Operation *op) = 0;
+
+  mlir::gpu::GPUFuncOp kernel;
+  mlir::OpBuilder b;
+  /// Scalars of the program → their values in the kernel.
+  mlir::IRMapping scalars;
+  /// Descriptors of the program, lowered.
+  llvm::DenseMap<mlir::Value, LoweredDesc> descs;
+};
+
+} // namespace tessel::conversion
+
+#endif // TESSEL_CONVERSION_KERNELWALKER_H

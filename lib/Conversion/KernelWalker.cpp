@@ -1,0 +1,89 @@
+//===- KernelWalker.cpp - what both GPU lowerings do around the tile ops ---------------------===//
+//
+// The kernel module, the kernel's signature and the walk over a program's ops
+// (KernelWalker.h), shared by convert-tile-to-gpu and convert-tile-to-mma.
+//
+//===----------------------------------------------------------------------------------------===//
+
+#include "tessel/Conversion/KernelWalker.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace tessel::conversion;
+namespace tile = tessel::tile;
+
+gpu::GPUModuleOp tessel::conversion::getOrCreateKernelModule(ModuleOp module) {
+  for (auto m : module.getOps<gpu::GPUModuleOp>())
+    if (m.getName() == "tessel_kernels")
+      return m;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tessel_kernels");
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+  return gpuModule;
+}
+
+FailureOr<gpu::GPUFuncOp> tessel::conversion::createKernel(func::FuncOp program,
+                                                           gpu::GPUModuleOp gpuModule) {
+  MLIRContext *ctx = program.getContext();
+  if (program.getNumResults() != 0)
+    return program.emitOpError("is a tile program, so it must return nothing");
+  SmallVector<Type> argTypes;
+  bool badArg = false;
+  for (BlockArgument arg : program.getArguments()) {
+    Type t = arg.getType();
+    if (isa<tile::PtrType>(t)) {
+      argTypes.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+    } else if (t.isIntOrIndexOrFloat()) {
+      argTypes.push_back(t);
+    } else {
+      program.emitOpError() << "argument #" << arg.getArgNumber() << " has type " << t
+                            << ": a kernel takes !tile.ptr and scalar arguments";
+      badArg = true;
+    }
+  }
+  if (badArg)
+    return failure();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  auto kernel = gpu::GPUFuncOp::create(b, program.getLoc(), program.getName(),
+                                       FunctionType::get(ctx, argTypes, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  return kernel;
+}
+
+KernelWalker::KernelWalker(gpu::GPUFuncOp kernel) : kernel(kernel), b(kernel.getContext()) {}
+
+KernelWalker::~KernelWalker() = default;
+
+LogicalResult KernelWalker::walk(func::FuncOp program) {
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Location loc = program.getLoc();
+  emitPrologue(loc);
+  for (auto [src, dst] : llvm::zip(program.getArguments(), entry.getArguments()))
+    scalars.map(src, dst);
+  if (failed(emitBlock(program.getBody().front())))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+LogicalResult KernelWalker::emitBlock(Block &block) {
+  for (Operation &op : block.without_terminator()) {
+    if (Value v = emitGridQuery(b, &op)) {
+      scalars.map(op.getResult(0), v);
+      continue;
+    }
+    if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
+      descs[md.getResult()] = lowerMakeDesc(b, md, scalars);
+      continue;
+    }
+    if (failed(emitOp(&op)))
+      return failure();
+  }
+  return success();
+}
