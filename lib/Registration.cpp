@@ -26,8 +26,8 @@
 #include <mutex>
 
 void tessel::registerDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tile::TileDialect, tilegpu::TileGPUDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
-                  mlir::math::MathDialect, mlir::scf::SCFDialect>();
+  registry.insert<tile::TileDialect, tilegpu::TileGPUDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::math::MathDialect, mlir::scf::SCFDialect>();
   mlir::func::registerInlinerExtension(registry);
   tessel::registerTargetDialects(registry);
 }

@@ -64,15 +64,15 @@ float fromHalf(uint16_t h) {
   return f;
 }
 
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    CUresult r_ = (call);                                                                        \
-    if (r_ != CUDA_SUCCESS) {                                                                    \
-      const char *s_ = nullptr;                                                                  \
-      cuGetErrorString(r_, &s_);                                                                 \
-      std::fprintf(stderr, "%s failed: %s\n", #call, s_ ? s_ : "?");                            \
-      return false;                                                                              \
-    }                                                                                            \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      const char *s_ = nullptr;                                                                    \
+      cuGetErrorString(r_, &s_);                                                                   \
+      std::fprintf(stderr, "%s failed: %s\n", #call, s_ ? s_ : "?");                               \
+      return false;                                                                                \
+    }                                                                                              \
   } while (0)
 
 struct Case {
@@ -103,8 +103,8 @@ bool runCase(const Case &c, std::mt19937 &rng) {
   CHECK(cuMemcpyHtoD(dv, v.data(), nk * 2));
   CHECK(cuMemsetD8(dout, 0xff, nq * 2)); // NaN: an element the kernel forgets cannot look right
   auto ptr = [](CUdeviceptr p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); };
-  CHECK(CUresult(c.fn(nullptr, ptr(dq), ptr(dk), ptr(dv), ptr(dout), ptr(dlse), B, H, HKV, NQ, NK,
-                      0.0f)));
+  CHECK(CUresult(
+      c.fn(nullptr, ptr(dq), ptr(dk), ptr(dv), ptr(dout), ptr(dlse), B, H, HKV, NQ, NK, 0.0f)));
   CHECK(cuCtxSynchronize());
   CHECK(cuMemcpyDtoH(o.data(), dout, nq * 2));
   CHECK(cuMemcpyDtoH(lse.data(), dlse, lse.size() * 4));
@@ -171,16 +171,15 @@ int main() {
   bool ampere = major == 8;
   std::vector<Case> cases;
   if (hopper) {
-    cases.push_back({"tessel_attention_f16_d64_causal_sm90a",
-                     tessel_attention_f16_d64_causal_sm90a, 64, true});
-    cases.push_back({"tessel_attention_f16_d128_sm90a", tessel_attention_f16_d128_sm90a, 128,
-                     false});
+    cases.push_back(
+        {"tessel_attention_f16_d64_causal_sm90a", tessel_attention_f16_d64_causal_sm90a, 64, true});
+    cases.push_back(
+        {"tessel_attention_f16_d128_sm90a", tessel_attention_f16_d128_sm90a, 128, false});
   }
   if (ampere) {
-    cases.push_back({"tessel_attention_f16_d64_causal_sm80",
-                     tessel_attention_f16_d64_causal_sm80, 64, true});
-    cases.push_back({"tessel_attention_f16_d128_sm80", tessel_attention_f16_d128_sm80, 128,
-                     false});
+    cases.push_back(
+        {"tessel_attention_f16_d64_causal_sm80", tessel_attention_f16_d64_causal_sm80, 64, true});
+    cases.push_back({"tessel_attention_f16_d128_sm80", tessel_attention_f16_d128_sm80, 128, false});
   }
   if (cases.empty()) {
     std::printf("SKIP: no kernel of this example targets compute capability %d.%d\n", major, minor);

@@ -25,14 +25,10 @@ namespace endian = llvm::support::endian;
 
 llvm::StringRef tessel::interp::elementKindName(ElementKind kind) {
   switch (kind) {
-  case ElementKind::F16:
-    return "f16";
-  case ElementKind::BF16:
-    return "bf16";
-  case ElementKind::F32:
-    return "f32";
-  case ElementKind::I32:
-    return "i32";
+  case ElementKind::F16: return "f16";
+  case ElementKind::BF16: return "bf16";
+  case ElementKind::F32: return "f32";
+  case ElementKind::I32: return "i32";
   }
   return "?";
 }
@@ -60,18 +56,15 @@ Buffer::Buffer(ElementKind kind, int64_t count)
 double Buffer::get(int64_t i) const {
   const uint8_t *p = data.data() + i * elementSize(elemKind);
   switch (elemKind) {
-  case ElementKind::F16:
-    return doubleFromF16Bits(endian::read16le(p));
-  case ElementKind::BF16:
-    return doubleFromBF16Bits(endian::read16le(p));
+  case ElementKind::F16: return doubleFromF16Bits(endian::read16le(p));
+  case ElementKind::BF16: return doubleFromBF16Bits(endian::read16le(p));
   case ElementKind::F32: {
     uint32_t bits = endian::read32le(p);
     float f;
     std::memcpy(&f, &bits, sizeof f);
     return f;
   }
-  case ElementKind::I32:
-    return static_cast<int32_t>(endian::read32le(p));
+  case ElementKind::I32: return static_cast<int32_t>(endian::read32le(p));
   }
   return 0.0;
 }
@@ -79,12 +72,8 @@ double Buffer::get(int64_t i) const {
 void Buffer::set(int64_t i, double v) {
   uint8_t *p = data.data() + i * elementSize(elemKind);
   switch (elemKind) {
-  case ElementKind::F16:
-    endian::write16le(p, f16BitsFromDouble(v));
-    return;
-  case ElementKind::BF16:
-    endian::write16le(p, bf16BitsFromDouble(v));
-    return;
+  case ElementKind::F16: endian::write16le(p, f16BitsFromDouble(v)); return;
+  case ElementKind::BF16: endian::write16le(p, bf16BitsFromDouble(v)); return;
   case ElementKind::F32: {
     float f = static_cast<float>(v);
     uint32_t bits;
@@ -123,4 +112,3 @@ KernelArg KernelArg::ofFloat(double v) {
   a.floatValue = v;
   return a;
 }
-

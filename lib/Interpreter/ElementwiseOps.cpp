@@ -36,7 +36,6 @@ double tessel::interp::detail::minimumF(double a, double b) {
   return a < b ? a : b;
 }
 
-
 namespace {
 // Integer ops report undefined behaviour through `err` instead of computing garbage.
 using IntFn = int64_t (*)(int64_t, int64_t, unsigned, const char *&);
@@ -92,10 +91,18 @@ std::optional<LogicalResult> Interpreter::runElementwise(Frame &fr, Operation *o
   using llvm::TypeSwitch;
   return TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       // arith: floats.
-      .Case([&](arith::AddFOp) { return floatBinary(fr, op, [](double a, double b) { return a + b; }); })
-      .Case([&](arith::SubFOp) { return floatBinary(fr, op, [](double a, double b) { return a - b; }); })
-      .Case([&](arith::MulFOp) { return floatBinary(fr, op, [](double a, double b) { return a * b; }); })
-      .Case([&](arith::DivFOp) { return floatBinary(fr, op, [](double a, double b) { return a / b; }); })
+      .Case([&](arith::AddFOp) {
+        return floatBinary(fr, op, [](double a, double b) { return a + b; });
+      })
+      .Case([&](arith::SubFOp) {
+        return floatBinary(fr, op, [](double a, double b) { return a - b; });
+      })
+      .Case([&](arith::MulFOp) {
+        return floatBinary(fr, op, [](double a, double b) { return a * b; });
+      })
+      .Case([&](arith::DivFOp) {
+        return floatBinary(fr, op, [](double a, double b) { return a / b; });
+      })
       .Case([&](arith::MaximumFOp) { return floatBinary(fr, op, maximumF); })
       .Case([&](arith::MinimumFOp) { return floatBinary(fr, op, minimumF); })
       .Case([&](arith::MaxNumFOp) {
@@ -136,19 +143,16 @@ std::optional<LogicalResult> Interpreter::runElementwise(Frame &fr, Operation *o
                          }));
       })
       .Case([&](arith::AndIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return a & b;
-                         }));
+        return intBinary(
+            fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) { return a & b; }));
       })
       .Case([&](arith::OrIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return a | b;
-                         }));
+        return intBinary(
+            fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) { return a | b; }));
       })
       .Case([&](arith::XOrIOp) {
-        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
-                           return a ^ b;
-                         }));
+        return intBinary(
+            fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) { return a ^ b; }));
       })
       .Case([&](arith::ShLIOp) { return intBinary(fr, op, IntFn(shiftLeft)); })
       .Case([&](arith::ShRSIOp) { return intBinary(fr, op, IntFn(shiftRightS)); })
@@ -173,7 +177,6 @@ std::optional<LogicalResult> Interpreter::runElementwise(Frame &fr, Operation *o
       .Case([&](math::AbsFOp) { return floatUnary(fr, op, [](double a) { return std::fabs(a); }); })
       .Default([](Operation *) { return std::nullopt; });
 }
-
 
 template <typename Fn>
 LogicalResult Interpreter::floatUnary(Frame &fr, Operation *op, Fn fn) {
@@ -285,8 +288,7 @@ LogicalResult Interpreter::cmpI(Frame &fr, arith::CmpIOp op) {
   FailureOr<Tile> r = newTile(op, op.getType());
   if (failed(a) || failed(b) || failed(r))
     return failure();
-  if ((*a)->isFloat() || (*b)->isFloat() || (*a)->size() != r->size() ||
-      (*b)->size() != r->size())
+  if ((*a)->isFloat() || (*b)->isFloat() || (*a)->size() != r->size() || (*b)->size() != r->size())
     return op.emitOpError() << "expects integer operands shaped like its result";
   unsigned w = bitWidth((*a)->elementType);
   for (int64_t k = 0; k < r->size(); ++k) {
@@ -407,4 +409,3 @@ LogicalResult Interpreter::constant(Frame &fr, arith::ConstantOp op) {
   set(fr, op.getResult(), std::move(*r));
   return success();
 }
-

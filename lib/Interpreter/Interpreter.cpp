@@ -87,7 +87,6 @@ bool tessel::interp::detail::isSupportedElement(Type t) {
   return it && it.getWidth() >= 1 && it.getWidth() <= 64;
 }
 
-
 namespace {
 // Splits `shape` around `axis`: element (o, k, n) sits at (o·size + k)·inner + n.
 struct AxisSplit {
@@ -373,8 +372,7 @@ LogicalResult Interpreter::access(Frame &fr, Operation *op, Value descV, ValueRa
   const Tile &t = result ? *result : *value;
   size_t rank = t.shape.size();
   if (offsets.size() != rank || desc->shape.size() != rank)
-    return op->emitOpError() << "needs a rank-" << rank << " descriptor and " << rank
-                             << " offsets";
+    return op->emitOpError() << "needs a rank-" << rank << " descriptor and " << rank << " offsets";
   if (desc->arg >= args.size() || args[desc->arg].kind != KernelArg::Kind::Buffer)
     return op->emitOpError() << "uses argument #" << desc->arg << ", which is not a buffer";
   Buffer &buf = args[desc->arg].buffer;
@@ -408,8 +406,8 @@ LogicalResult Interpreter::access(Frame &fr, Operation *op, Value descV, ValueRa
                                  << desc->arg;
       if (*addr < 0 || *addr >= buf.size())
         return op->emitOpError() << (isLoad ? "reads" : "writes") << " element " << *addr
-                                 << " of argument #" << desc->arg << ", a buffer of "
-                                 << buf.size() << " elements";
+                                 << " of argument #" << desc->arg << ", a buffer of " << buf.size()
+                                 << " elements";
       if (isLoad) {
         double v = buf.get(*addr);
         if (result->isFloat())
@@ -440,8 +438,7 @@ LogicalResult Interpreter::load(Frame &fr, tile::LoadOp op) {
     std::fill(r->f.begin(), r->f.end(), roundFloat(r->elementType, pad));
   } else {
     if (!std::isfinite(pad) || pad != std::trunc(pad) || std::fabs(pad) > 9.0e18)
-      return op.emitOpError() << "pads an integer tile with " << pad
-                              << ", which is not an integer";
+      return op.emitOpError() << "pads an integer tile with " << pad << ", which is not an integer";
     std::fill(r->i.begin(), r->i.end(), wrapInt(r->elementType, static_cast<int64_t>(pad)));
   }
   if (failed(access(fr, op, op.getDesc(), op.getOffsets(), nullptr, nullptr, &*r)))
@@ -547,8 +544,7 @@ LogicalResult Interpreter::reshape(Frame &fr, Operation *op, bool transpose) {
   // Input strides seen from the result's axes.
   SmallVector<int64_t, 4> srcStride(rank, 0);
   if (transpose) {
-    if (rank != 2 || s.shape.size() != 2 || s.shape[0] != r->shape[1] ||
-        s.shape[1] != r->shape[0])
+    if (rank != 2 || s.shape.size() != 2 || s.shape[0] != r->shape[1] || s.shape[1] != r->shape[0])
       return op->emitOpError() << "has a result that is not its input transposed";
     srcStride = {1, s.shape[1]};
   } else if (isa<tile::ExpandDimsOp>(op)) {
@@ -647,8 +643,10 @@ LogicalResult Interpreter::forOp(Frame &fr, scf::ForOp op) {
   __int128 trips = hi > lo ? (hi - lo + stepV - 1) / stepV : 0;
   // Every iteration costs at least one step for itself and one per op of the body: a loop that
   // cannot finish within what is left of the budget is refused before it starts.
-  __int128 perIteration = 1 + std::max<__int128>(0, (__int128)op.getBody()->getOperations().size() - 1);
-  if (options.maxSteps && trips * perIteration > (__int128)(options.maxSteps - std::min(steps, options.maxSteps)))
+  __int128 perIteration = 1 +
+                          std::max<__int128>(0, (__int128)op.getBody()->getOperations().size() - 1);
+  if (options.maxSteps &&
+      trips * perIteration > (__int128)(options.maxSteps - std::min(steps, options.maxSteps)))
     return op.emitOpError() << "would run " << (int64_t)std::min<__int128>(trips, INT64_MAX)
                             << " iterations, past the interpreter's step limit of "
                             << options.maxSteps << " " << kStepLimitHint;
@@ -732,8 +730,7 @@ LogicalResult Interpreter::prepareStreamed(Frame &fr, scf::ForOp loop,
           effectful = nested;
       });
       if (effectful)
-        return sm.emitOpError() << "is streamed, but its input depends on '"
-                                << effectful->getName()
+        return sm.emitOpError() << "is streamed, but its input depends on '" << effectful->getName()
                                 << "', which the interpreter will not repeat to compute the "
                                    "row statistics";
     }
@@ -783,8 +780,8 @@ LogicalResult Interpreter::ifOp(Frame &fr, scf::IfOp op) {
   if (!region.empty() && failed(runBlock(fr, region.front(), yielded)))
     return failure();
   if (yielded.size() != op.getNumResults())
-    return op.emitOpError() << "yields " << yielded.size() << " values for "
-                            << op.getNumResults() << " results";
+    return op.emitOpError() << "yields " << yielded.size() << " values for " << op.getNumResults()
+                            << " results";
   for (auto [result, value] : llvm::zip(op.getResults(), yielded))
     set(fr, result, value);
   return success();
@@ -829,13 +826,12 @@ LogicalResult tessel::interp::runKernel(func::FuncOp kernel, MutableArrayRef<Ker
     return kernel.emitOpError() << "@" << kernel.getSymName() << " has no body to interpret";
   ArrayRef<Type> params = kernel.getArgumentTypes();
   if (params.size() != args.size())
-    return kernel.emitOpError() << "kernel @" << kernel.getSymName() << " takes "
-                                << params.size() << " arguments, but " << args.size()
-                                << " were given";
+    return kernel.emitOpError() << "kernel @" << kernel.getSymName() << " takes " << params.size()
+                                << " arguments, but " << args.size() << " were given";
   for (int64_t g : grid)
     if (g < 1)
-      return kernel.emitOpError() << "cannot run on a grid of " << grid[0] << "x" << grid[1]
-                                  << "x" << grid[2] << ": every axis needs at least 1 program";
+      return kernel.emitOpError() << "cannot run on a grid of " << grid[0] << "x" << grid[1] << "x"
+                                  << grid[2] << ": every axis needs at least 1 program";
 
   SmallVector<RValue> values;
   for (auto [i, type] : llvm::enumerate(params)) {
@@ -847,8 +843,8 @@ LogicalResult tessel::interp::runKernel(func::FuncOp kernel, MutableArrayRef<Ker
                                     << ", but buffers hold only f16, bf16, f32 or i32";
       if (arg.kind != KernelArg::Kind::Buffer || arg.buffer.kind() != *kind)
         return kernel.emitOpError()
-               << "argument #" << i << " is " << type << " and needs a buffer of " << elementKindName(*kind)
-               << ", but was given "
+               << "argument #" << i << " is " << type << " and needs a buffer of "
+               << elementKindName(*kind) << ", but was given "
                << (arg.kind == KernelArg::Kind::Buffer
                        ? ("a buffer of " + elementKindName(arg.buffer.kind())).str()
                        : std::string("a scalar"));
@@ -859,16 +855,16 @@ LogicalResult tessel::interp::runKernel(func::FuncOp kernel, MutableArrayRef<Ker
     t.elementType = type;
     if (isa<IntegerType, IndexType>(type) && isSupportedElement(type)) {
       if (arg.kind != KernelArg::Kind::Int)
-        return kernel.emitOpError() << "argument #" << i << " is " << type
-                                    << " and needs an integer scalar";
+        return kernel.emitOpError()
+               << "argument #" << i << " is " << type << " and needs an integer scalar";
       if (wrapInt(type, arg.intValue) != arg.intValue)
         return kernel.emitOpError() << "argument #" << i << " is " << type << ", but "
                                     << arg.intValue << " does not fit in it";
       t.i = {arg.intValue};
     } else if (isa<FloatType>(type) && isSupportedElement(type)) {
       if (arg.kind == KernelArg::Kind::Buffer)
-        return kernel.emitOpError() << "argument #" << i << " is " << type
-                                    << " and needs a float scalar";
+        return kernel.emitOpError()
+               << "argument #" << i << " is " << type << " and needs a float scalar";
       double v = arg.kind == KernelArg::Kind::Float ? arg.floatValue
                                                     : static_cast<double>(arg.intValue);
       t.f = {roundFloat(type, v)};
@@ -887,4 +883,3 @@ LogicalResult tessel::interp::runKernel(func::FuncOp kernel, MutableArrayRef<Ker
           return failure();
   return success();
 }
-

@@ -126,7 +126,8 @@ llvm::Expected<NpyArray> tessel::interp::parseNpy(StringRef contents, StringRef 
 }
 
 llvm::Expected<NpyArray> tessel::interp::readNpy(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail(path, "cannot read file: " + buffer.getError().message());
   return parseNpy((*buffer)->getBuffer(), path);
@@ -156,8 +157,8 @@ std::string tessel::interp::serializeNpy(StringRef descr, llvm::ArrayRef<int64_t
   return out;
 }
 
-llvm::Error tessel::interp::writeNpy(StringRef path, StringRef descr,
-                                     llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<uint8_t> data) {
+llvm::Error tessel::interp::writeNpy(StringRef path, StringRef descr, llvm::ArrayRef<int64_t> shape,
+                                     llvm::ArrayRef<uint8_t> data) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)

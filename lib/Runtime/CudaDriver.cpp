@@ -53,7 +53,7 @@ struct Api {
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr int kFuncAttrMaxDynamicSharedMemory = 8;
-constexpr int kPointerAttrDeviceOrdinal = 9;   // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+constexpr int kPointerAttrDeviceOrdinal = 9; // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 constexpr int kMaxDevices = 64;
 
 struct State {
@@ -67,7 +67,8 @@ struct State {
   std::mutex primaryMutex;
 };
 
-template <typename Fn> bool resolve(void *lib, const char *name, Fn &fn, std::string &error) {
+template <typename Fn>
+bool resolve(void *lib, const char *name, Fn &fn, std::string &error) {
   fn = reinterpret_cast<Fn>(dlsym(lib, name));
   if (!fn)
     error = std::string("libcuda has no symbol ") + name;
@@ -87,7 +88,8 @@ State &openState() {
     }
     Api &a = s.api;
     std::string &e = s.error;
-    bool ok = resolve(lib, "cuInit", a.cuInit, e) && resolve(lib, "cuDeviceGet", a.cuDeviceGet, e) &&
+    bool ok = resolve(lib, "cuInit", a.cuInit, e) &&
+              resolve(lib, "cuDeviceGet", a.cuDeviceGet, e) &&
               resolve(lib, "cuDeviceGetName", a.cuDeviceGetName, e) &&
               resolve(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, e) &&
               resolve(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, e) &&
@@ -119,7 +121,8 @@ State &openState() {
       a.cuGetErrorString(r, &text);
       s.error = "the CUDA driver is present but cuInit failed: " +
                 std::string(r == 34 ? "it is the toolkit's stub library, not a driver"
-                                    : text ? text : "unknown error") +
+                            : text  ? text
+                                    : "unknown error") +
                 " (" + std::to_string(r) + ")";
       return;
     }
@@ -203,8 +206,7 @@ CUcontext primaryContext(int device, std::string &error) {
 }
 } // namespace
 
-bool cuda::deviceInfo(int device, std::string &name, int &major, int &minor,
-                      std::string &error) {
+bool cuda::deviceInfo(int device, std::string &name, int &major, int &minor, std::string &error) {
   if (!ready(error))
     return false;
   if (device < 0 || device >= state().deviceCount) {
@@ -277,8 +279,7 @@ bool cuda::deviceInfo(std::string &name, int &major, int &minor, std::string &er
     return false;
   char buf[256] = {};
   Api &a = state().api;
-  return check(a.cuDeviceGetName(buf, sizeof(buf) - 1, state().device), "cuDeviceGetName",
-               error) &&
+  return check(a.cuDeviceGetName(buf, sizeof(buf) - 1, state().device), "cuDeviceGetName", error) &&
          check(a.cuDeviceGetAttribute(&major, kAttrComputeCapabilityMajor, state().device),
                "cuDeviceGetAttribute", error) &&
          check(a.cuDeviceGetAttribute(&minor, kAttrComputeCapabilityMinor, state().device),
@@ -308,7 +309,8 @@ bool cuda::setDynamicSharedMemory(FunctionHandle function, int bytes, std::strin
 }
 
 bool cuda::allocate(size_t bytes, DevicePtr &ptr, std::string &error) {
-  return ready(error) && check(state().api.cuMemAlloc(&ptr, bytes ? bytes : 1), "cuMemAlloc", error);
+  return ready(error) &&
+         check(state().api.cuMemAlloc(&ptr, bytes ? bytes : 1), "cuMemAlloc", error);
 }
 
 bool cuda::release(DevicePtr ptr, std::string &error) {

@@ -21,8 +21,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <atomic>
@@ -379,8 +379,9 @@ bool readLE(llvm::StringRef data, uint64_t offset, unsigned width, uint64_t &out
 /// symbol table: how a cubin names its kernels' entry points. The image is untrusted: every
 /// offset and count is checked against its size.
 bool elfDefinesFunction(llvm::StringRef image, llvm::StringRef name) {
-  if (!image.starts_with("\x7f" "ELF") || image.size() < 64 || image[4] != 2 /*ELFCLASS64*/ ||
-      image[5] != 1 /*ELFDATA2LSB*/)
+  if (!image.starts_with("\x7f"
+                         "ELF") ||
+      image.size() < 64 || image[4] != 2 /*ELFCLASS64*/ || image[5] != 1 /*ELFDATA2LSB*/)
     return false;
   uint64_t shoff, shentsize, shnum;
   if (!readLE(image, 0x28, 8, shoff) || !readLE(image, 0x3A, 2, shentsize) ||
@@ -388,10 +389,9 @@ bool elfDefinesFunction(llvm::StringRef image, llvm::StringRef name) {
     return false;
   for (uint64_t i = 0; i < shnum; ++i) {
     uint64_t sh = shoff + i * shentsize, type, offset, size, link, entsize;
-    if (shoff > image.size() || i * shentsize > image.size() ||
-        !readLE(image, sh + 4, 4, type) || !readLE(image, sh + 24, 8, offset) ||
-        !readLE(image, sh + 32, 8, size) || !readLE(image, sh + 40, 4, link) ||
-        !readLE(image, sh + 56, 8, entsize))
+    if (shoff > image.size() || i * shentsize > image.size() || !readLE(image, sh + 4, 4, type) ||
+        !readLE(image, sh + 24, 8, offset) || !readLE(image, sh + 32, 8, size) ||
+        !readLE(image, sh + 40, 4, link) || !readLE(image, sh + 56, 8, entsize))
       return false;
     if (type != 2 /*SHT_SYMTAB*/ || entsize < 24 || link >= shnum)
       continue;
@@ -438,9 +438,8 @@ std::string tessel::runtime::sha256Hex(const std::string &data) {
 }
 
 bool KernelCache::isKey(const std::string &key) {
-  return key.size() == 64 && llvm::all_of(key, [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return key.size() == 64 &&
+         llvm::all_of(key, [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 /// Checks the entry `key` of the cache directory `rootfd` against its manifest; returns the
@@ -480,8 +479,8 @@ static std::string verifyEntry(int rootfd, const std::string &key, CacheEntry &e
     return "manifest.json has no payload checksums";
   entry.key = key;
   entry.manifest = manifestText;
-  for (auto [file, out] : {std::pair<const char *, std::string *>{kCubin, &entry.cubin},
-                           {kPtx, &entry.ptx}}) {
+  for (auto [file, out] :
+       {std::pair<const char *, std::string *>{kCubin, &entry.cubin}, {kPtx, &entry.ptx}}) {
     const llvm::json::Object *sums = payload->getObject(file);
     if (!sums)
       return std::string("manifest.json has no checksum of ") + file;
@@ -587,8 +586,8 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
   manifest["payload"] = llvm::json::Object{
       {kCubin, llvm::json::Object{{"size", static_cast<int64_t>(cubin.size())},
                                   {"sha256", sha256Hex(cubin)}}},
-      {kPtx, llvm::json::Object{{"size", static_cast<int64_t>(ptx.size())},
-                                {"sha256", sha256Hex(ptx)}}}};
+      {kPtx,
+       llvm::json::Object{{"size", static_cast<int64_t>(ptx.size())}, {"sha256", sha256Hex(ptx)}}}};
   manifest[kManifestDigest] = manifestDigest(manifest);
   std::string manifestText;
   {
@@ -631,8 +630,8 @@ StoreResult KernelCache::store(const std::string &key, const std::string &cubin,
       return keepInMemory(oerr, "opening a temporary entry");
     }
     for (auto [file, data] : {std::pair<const char *, const std::string *>{kCubin, &cubin},
-                             {kPtx, &ptx},
-                             {kManifest, &manifestText}}) {
+                              {kPtx, &ptx},
+                              {kManifest, &manifestText}}) {
       if (int werr = writeFileAt(tempDir.get(), file, *data, noSpace && data == &cubin)) {
         removeAt(rootDir.get(), temp);
         return keepInMemory(werr, std::string("writing ") + file);

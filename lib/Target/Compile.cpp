@@ -186,8 +186,8 @@ private:
 } // namespace
 
 FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
-                                                        const TargetOptions &options,
-                                                        Stage stage, const CompileFlags &flags) {
+                                                        const TargetOptions &options, Stage stage,
+                                                        const CompileFlags &flags) {
   if (!isSupportedChip(options.chip))
     return module.emitError() << "unsupported chip '" << options.chip
                               << "': tessel compiles for sm_80 and sm_90a";

@@ -49,8 +49,7 @@ namespace {
 struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU to compile for: sm_80 or sm_90a."),
                            llvm::cl::init("sm_90a")};
-  Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features, e.g. +ptx80."),
+  Option<std::string> features{*this, "features", llvm::cl::desc("PTX features, e.g. +ptx80."),
                                llvm::cl::init("+ptx80")};
   Option<unsigned> numThreads{*this, "num-threads",
                               llvm::cl::desc("Threads per CTA of the reference lowering."),
@@ -78,8 +77,7 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
 } // namespace
 
 bool tessel::isSupportedCodegen(const std::string &codegen) {
-  return codegen == "auto" || codegen == "reference" || codegen == "mma" ||
-         codegen == "wgmma";
+  return codegen == "auto" || codegen == "reference" || codegen == "mma" || codegen == "wgmma";
 }
 
 bool tessel::isSupportedChip(const std::string &chip) {

@@ -127,17 +127,18 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
   m.def("build_id", &extensionBuildId,
         "The ELF build id of this extension in hex (a hash of the linked binary, written by the "
         "linker), or '' when the binary has none.");
-  m.def("find_ptxas", [](const std::string &toolkit) { return tessel::findPtxas(toolkit); },
-        py::arg("toolkit") = "",
-        "The ptxas tessel would run (empty if none).");
-  m.def("target_options_key",
-        [](const std::string &chip, const std::string &features, unsigned numThreads,
-           const std::string &codegen, bool wgmmaOverlap) {
-          return tessel::codeOptionsKey(
-              targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap));
-        },
-        py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
-        py::arg("wgmma_overlap") = false);
+  m.def(
+      "find_ptxas", [](const std::string &toolkit) { return tessel::findPtxas(toolkit); },
+      py::arg("toolkit") = "", "The ptxas tessel would run (empty if none).");
+  m.def(
+      "target_options_key",
+      [](const std::string &chip, const std::string &features, unsigned numThreads,
+         const std::string &codegen, bool wgmmaOverlap) {
+        return tessel::codeOptionsKey(
+            targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap));
+      },
+      py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
+      py::arg("wgmma_overlap") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -196,36 +197,37 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       .def(py::init<std::string>(), py::arg("directory"))
       .def_static("default_directory", &KernelCache::defaultDirectory)
       .def_property_readonly("directory", &KernelCache::directory)
-      .def("lookup",
-           [](KernelCache &c, const std::string &key) {
-             std::string problem;
-             std::optional<tessel::runtime::CacheEntry> e;
-             {
-               py::gil_scoped_release release;
-               e = c.lookup(key, &problem);
-             }
-             return py::make_tuple(e ? py::object(entryDict(*e)) : py::object(py::none()),
-                                   problem);
-           },
-           py::arg("key"),
-           "(entry dict or None, problem): `problem` says why a bad entry was discarded.")
-      .def("store",
-           [](KernelCache &c, const std::string &key, py::bytes cubin, const std::string &ptx,
-              const std::string &metadata) {
-             std::string warning, cubinBytes(cubin);
-             tessel::runtime::StoreResult r;
-             {
-               py::gil_scoped_release release;
-               r = c.store(key, cubinBytes, ptx, metadata, warning);
-             }
-             const char *what = r == tessel::runtime::StoreResult::Written ? "written"
-                                : r == tessel::runtime::StoreResult::AlreadyPresent
-                                    ? "already-present"
-                                    : "memory";
-             return py::make_tuple(what, warning);
-           },
-           py::arg("key"), py::arg("cubin"), py::arg("ptx"), py::arg("metadata"),
-           "(\"written\" | \"already-present\" | \"memory\", warning or \"\").")
+      .def(
+          "lookup",
+          [](KernelCache &c, const std::string &key) {
+            std::string problem;
+            std::optional<tessel::runtime::CacheEntry> e;
+            {
+              py::gil_scoped_release release;
+              e = c.lookup(key, &problem);
+            }
+            return py::make_tuple(e ? py::object(entryDict(*e)) : py::object(py::none()), problem);
+          },
+          py::arg("key"),
+          "(entry dict or None, problem): `problem` says why a bad entry was discarded.")
+      .def(
+          "store",
+          [](KernelCache &c, const std::string &key, py::bytes cubin, const std::string &ptx,
+             const std::string &metadata) {
+            std::string warning, cubinBytes(cubin);
+            tessel::runtime::StoreResult r;
+            {
+              py::gil_scoped_release release;
+              r = c.store(key, cubinBytes, ptx, metadata, warning);
+            }
+            const char *what = r == tessel::runtime::StoreResult::Written ? "written"
+                               : r == tessel::runtime::StoreResult::AlreadyPresent
+                                   ? "already-present"
+                                   : "memory";
+            return py::make_tuple(what, warning);
+          },
+          py::arg("key"), py::arg("cubin"), py::arg("ptx"), py::arg("metadata"),
+          "(\"written\" | \"already-present\" | \"memory\", warning or \"\").")
       .def("list",
            [](const KernelCache &c) {
              py::list out;

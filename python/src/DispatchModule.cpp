@@ -42,8 +42,8 @@ using tessel::python::Launcher;
 namespace {
 constexpr size_t kMaxArgs = 128;
 
-PyObject *dtypeName = nullptr;   // interned "dtype"
-PyObject *slowName = nullptr;    // interned "_slow"
+PyObject *dtypeName = nullptr; // interned "dtype"
+PyObject *slowName = nullptr;  // interned "_slow"
 
 /// Types whose instances carry a `dtype` that keys the specialisation (strong references).
 std::vector<PyTypeObject *> arrayTypes;
@@ -58,8 +58,8 @@ bool isArrayType(PyTypeObject *t) {
 enum class ParamKind : uint8_t { PositionalOrKeyword, PositionalOnly, KeywordOnly };
 
 struct Param {
-  PyObject *name = nullptr;           // interned str
-  PyObject *defaultValue = nullptr;   // null: required
+  PyObject *name = nullptr;         // interned str
+  PyObject *defaultValue = nullptr; // null: required
   ParamKind kind = ParamKind::PositionalOrKeyword;
   bool isConstexpr = false;
 };
@@ -81,23 +81,23 @@ struct Guard {
 
 struct Entry {
   Py_hash_t hash;
-  std::vector<KeyItem> key;   // strong references
+  std::vector<KeyItem> key; // strong references
   std::vector<Guard> guards;
-  PyObject *target;           // a Launcher, or a callable (grid, stream, *runtime_args)
-  Launcher *launcher;         // the C++ object of target when it is a Launcher
-  PyObject *stream;           // what the Launcher is given as the stream
+  PyObject *target;   // a Launcher, or a callable (grid, stream, *runtime_args)
+  Launcher *launcher; // the C++ object of target when it is a Launcher
+  PyObject *stream;   // what the Launcher is given as the stream
 };
 
 struct Dispatch {
   bool configured = false;
   std::vector<Param> params;
-  std::vector<size_t> runtimeIndex;   // the parameters passed to the kernel, in order
+  std::vector<size_t> runtimeIndex; // the parameters passed to the kernel, in order
   std::vector<Entry> entries;
   size_t lastHit = 0;
 
   void clearEntries() {
     std::vector<Entry> old;
-    old.swap(entries);   // decref after the table is consistent (a __del__ may re-enter)
+    old.swap(entries); // decref after the table is consistent (a __del__ may re-enter)
     lastHit = 0;
     for (Entry &e : old) {
       releaseEntry(e);
@@ -129,13 +129,11 @@ struct Dispatch {
 };
 
 struct DispatcherObject {
-  PyObject_HEAD
-  Dispatch *d;
+  PyObject_HEAD Dispatch *d;
 };
 
 struct BoundGridObject {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject *dispatcher;
   PyObject *grid;
 };
@@ -173,7 +171,7 @@ bool bind(const Dispatch &d, PyObject *const *args, size_t nargs, PyObject *kwna
     for (Py_ssize_t j = 0; j < nk; ++j) {
       PyObject *k = PyTuple_GET_ITEM(kwnames, j);
       size_t idx = np;
-      for (size_t i = 0; i < np; ++i)   // call sites' keywords are interned: pointers match
+      for (size_t i = 0; i < np; ++i) // call sites' keywords are interned: pointers match
         if (d.params[i].name == k) {
           idx = i;
           break;
@@ -258,7 +256,7 @@ bool guardsHold(const Entry &e) {
   for (const Guard &g : e.guards) {
     PyObject *now;
     if (g.name) {
-      now = PyDict_GetItemWithError(g.container, g.name);   // borrowed
+      now = PyDict_GetItemWithError(g.container, g.name); // borrowed
       if (!now && PyErr_Occurred())
         PyErr_Clear();
     } else {
@@ -444,7 +442,7 @@ PyObject *dispatcherConfigure(PyObject *self, PyObject *spec) {
   if (!seq)
     return nullptr;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  if (size_t(n) > kMaxArgs) {   // too many for the stack arrays: the slow path only
+  if (size_t(n) > kMaxArgs) { // too many for the stack arrays: the slow path only
     Py_DECREF(seq);
     Py_RETURN_NONE;
   }
@@ -597,8 +595,7 @@ PyObject *dispatcherConfigured(PyObject *self, void *) {
 PyMethodDef dispatcherMethods[] = {
     {"_configure", reinterpret_cast<PyCFunction>(&dispatcherConfigure), METH_O,
      "_configure(params): [(name, is_constexpr, kind, has_default, default)] or None."},
-    {"_remember",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatcherRemember)),
+    {"_remember", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatcherRemember)),
      METH_FASTCALL | METH_KEYWORDS,
      "_remember(entry, stream, guards, *args, **kwargs): a cache hit of this call's key runs "
      "entry while its guards hold."},

@@ -260,25 +260,39 @@ Value KernelBuilder::compare(const std::string &predicate, Value lhs, Value rhs)
   Type element = elementOf(lhs);
   if (isa<FloatType>(element)) {
     arith::CmpFPredicate p;
-    if (predicate == "lt") p = arith::CmpFPredicate::OLT;
-    else if (predicate == "le") p = arith::CmpFPredicate::OLE;
-    else if (predicate == "gt") p = arith::CmpFPredicate::OGT;
-    else if (predicate == "ge") p = arith::CmpFPredicate::OGE;
-    else if (predicate == "eq") p = arith::CmpFPredicate::OEQ;
-    else if (predicate == "ne") p = arith::CmpFPredicate::UNE;
-    else fail("unknown comparison '" + predicate + "'");
+    if (predicate == "lt")
+      p = arith::CmpFPredicate::OLT;
+    else if (predicate == "le")
+      p = arith::CmpFPredicate::OLE;
+    else if (predicate == "gt")
+      p = arith::CmpFPredicate::OGT;
+    else if (predicate == "ge")
+      p = arith::CmpFPredicate::OGE;
+    else if (predicate == "eq")
+      p = arith::CmpFPredicate::OEQ;
+    else if (predicate == "ne")
+      p = arith::CmpFPredicate::UNE;
+    else
+      fail("unknown comparison '" + predicate + "'");
     return arith::CmpFOp::create(builder, loc(), p, lhs, rhs);
   }
   if (!element.isInteger())
     fail("cannot compare " + typeStr(lhs.getType()));
   arith::CmpIPredicate p;
-  if (predicate == "lt") p = arith::CmpIPredicate::slt;
-  else if (predicate == "le") p = arith::CmpIPredicate::sle;
-  else if (predicate == "gt") p = arith::CmpIPredicate::sgt;
-  else if (predicate == "ge") p = arith::CmpIPredicate::sge;
-  else if (predicate == "eq") p = arith::CmpIPredicate::eq;
-  else if (predicate == "ne") p = arith::CmpIPredicate::ne;
-  else fail("unknown comparison '" + predicate + "'");
+  if (predicate == "lt")
+    p = arith::CmpIPredicate::slt;
+  else if (predicate == "le")
+    p = arith::CmpIPredicate::sle;
+  else if (predicate == "gt")
+    p = arith::CmpIPredicate::sgt;
+  else if (predicate == "ge")
+    p = arith::CmpIPredicate::sge;
+  else if (predicate == "eq")
+    p = arith::CmpIPredicate::eq;
+  else if (predicate == "ne")
+    p = arith::CmpIPredicate::ne;
+  else
+    fail("unknown comparison '" + predicate + "'");
   return arith::CmpIOp::create(builder, loc(), p, lhs, rhs);
 }
 
@@ -317,12 +331,18 @@ Value KernelBuilder::unary(const std::string &fn, Value value) {
   }
   if (!isFloat)
     fail("'" + fn + "' needs a float operand, not " + typeStr(value.getType()));
-  if (fn == "exp") return math::ExpOp::create(builder, l, value);
-  if (fn == "exp2") return math::Exp2Op::create(builder, l, value);
-  if (fn == "log") return math::LogOp::create(builder, l, value);
-  if (fn == "log2") return math::Log2Op::create(builder, l, value);
-  if (fn == "sqrt") return math::SqrtOp::create(builder, l, value);
-  if (fn == "tanh") return math::TanhOp::create(builder, l, value);
+  if (fn == "exp")
+    return math::ExpOp::create(builder, l, value);
+  if (fn == "exp2")
+    return math::Exp2Op::create(builder, l, value);
+  if (fn == "log")
+    return math::LogOp::create(builder, l, value);
+  if (fn == "log2")
+    return math::Log2Op::create(builder, l, value);
+  if (fn == "sqrt")
+    return math::SqrtOp::create(builder, l, value);
+  if (fn == "tanh")
+    return math::TanhOp::create(builder, l, value);
   fail("unknown function '" + fn + "'");
 }
 
@@ -337,8 +357,8 @@ Value KernelBuilder::convert(Value value, const std::string &dtype) {
   auto toF = dyn_cast<FloatType>(to);
   if (fromF && toF) {
     if (fromF.getWidth() == toF.getWidth()) { // f16 <-> bf16 goes through f32
-      Value wide = arith::ExtFOp::create(builder, l, withShape(builder.getF32Type(), shapeOf(value)),
-                                         value);
+      Value wide = arith::ExtFOp::create(builder, l,
+                                         withShape(builder.getF32Type(), shapeOf(value)), value);
       return arith::TruncFOp::create(builder, l, result, wide);
     }
     if (fromF.getWidth() < toF.getWidth())
@@ -464,10 +484,14 @@ Value KernelBuilder::reduce(const std::string &kind, Value value, int axis) {
   if (axis < 0 || axis >= type.getRank())
     fail("reduction axis out of range");
   tile::ReduceKind k;
-  if (kind == "sum") k = tile::ReduceKind::Sum;
-  else if (kind == "max") k = tile::ReduceKind::Max;
-  else if (kind == "min") k = tile::ReduceKind::Min;
-  else fail("unknown reduction '" + kind + "'");
+  if (kind == "sum")
+    k = tile::ReduceKind::Sum;
+  else if (kind == "max")
+    k = tile::ReduceKind::Max;
+  else if (kind == "min")
+    k = tile::ReduceKind::Min;
+  else
+    fail("unknown reduction '" + kind + "'");
   SmallVector<int64_t> shape(type.getShape());
   shape.erase(shape.begin() + axis);
   auto result = RankedTensorType::get(shape, type.getElementType());
@@ -530,8 +554,8 @@ std::pair<Value, Value> KernelBuilder::softmax(Value value, int axis, bool strea
   return {op.getResult(), op.getLse()};
 }
 
-std::pair<Value, std::vector<Value>>
-KernelBuilder::beginFor(Value lo, Value hi, Value step, const std::vector<Value> &inits) {
+std::pair<Value, std::vector<Value>> KernelBuilder::beginFor(Value lo, Value hi, Value step,
+                                                             const std::vector<Value> &inits) {
   requireI32Scalar(lo, "loop start");
   requireI32Scalar(hi, "loop end");
   requireI32Scalar(step, "loop step");
@@ -603,9 +627,8 @@ std::vector<Value> KernelBuilder::endIf(const std::vector<Value> &thenValues,
   auto ifOp = scf::IfOp::create(builder, old.getLoc(), types, old.getCondition(),
                                 /*withElseRegion=*/true);
   // Move the branches' ops over and give them the yields.
-  for (auto [from, to, values] :
-       {std::tuple{old.thenBlock(), ifOp.thenBlock(), &thenValues},
-        std::tuple{old.elseBlock(), ifOp.elseBlock(), &elseValues}}) {
+  for (auto [from, to, values] : {std::tuple{old.thenBlock(), ifOp.thenBlock(), &thenValues},
+                                  std::tuple{old.elseBlock(), ifOp.elseBlock(), &elseValues}}) {
     from->getTerminator()->erase();
     if (!to->empty() && to->back().hasTrait<OpTrait::IsTerminator>())
       to->back().erase();
@@ -626,8 +649,8 @@ std::vector<PyDiagnostic> KernelBuilder::verify() {
   return collect.diagnostics;
 }
 
-std::pair<std::optional<Value>, std::vector<PyDiagnostic>>
-KernelBuilder::elementwiseGrad(Value y, Value x) {
+std::pair<std::optional<Value>, std::vector<PyDiagnostic>> KernelBuilder::elementwiseGrad(Value y,
+                                                                                          Value x) {
   if (y.getType() != x.getType() || !isa<RankedTensorType>(x.getType()) ||
       !isa<FloatType>(elementOf(x)))
     fail("tl.elementwise_grad needs two float tiles of one type, got " + typeStr(y.getType()) +
@@ -647,8 +670,8 @@ std::vector<PyDiagnostic> KernelBuilder::runPipeline(const std::string &pipeline
   std::string errors;
   llvm::raw_string_ostream errorStream(errors);
   // The FailureOr overload anchors the pass manager on the module itself (TOOLCHAIN.md, pitfall 5).
-  FailureOr<OpPassManager> parsed =
-      parsePassPipeline("builtin.module(" + pipeline + ")", errorStream);
+  FailureOr<OpPassManager> parsed = parsePassPipeline("builtin.module(" + pipeline + ")",
+                                                      errorStream);
   if (failed(parsed)) {
     collect.diagnostics.push_back(
         {"error", "invalid pass pipeline '" + pipeline + "': " + errors, "", 0, 0});
@@ -667,16 +690,16 @@ std::vector<PyDiagnostic> KernelBuilder::runPipeline(const std::string &pipeline
   return collect.diagnostics;
 }
 
-tessel::python::GpuCompileResult
-KernelBuilder::compileForGpu(const tessel::TargetOptions &options, bool passTiming) {
+tessel::python::GpuCompileResult KernelBuilder::compileForGpu(const tessel::TargetOptions &options,
+                                                              bool passTiming) {
   GpuCompileResult result;
   DiagnosticCollector collect(*ctx);
   tessel::CompileFlags flags;
   flags.printLLVMDialect = false;
   flags.verifyEachPass = false;
   flags.passTiming = passTiming;
-  FailureOr<tessel::CompiledModule> compiled =
-      tessel::compileModule(*moduleOp, options, tessel::Stage::Cubin, flags);
+  FailureOr<tessel::CompiledModule> compiled = tessel::compileModule(*moduleOp, options,
+                                                                     tessel::Stage::Cubin, flags);
   if (succeeded(compiled)) {
     result.ok = true;
     result.compiled = std::move(*compiled);
@@ -716,11 +739,16 @@ std::string KernelBuilder::dtypeOf(Value value) {
     t = d.getElementType();
   else
     t = getElementTypeOrSelf(t);
-  if (t.isF32()) return "f32";
-  if (t.isF16()) return "f16";
-  if (t.isBF16()) return "bf16";
-  if (t.isInteger(32)) return "i32";
-  if (t.isInteger(1)) return "i1";
+  if (t.isF32())
+    return "f32";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(1))
+    return "i1";
   return typeStr(t);
 }
 

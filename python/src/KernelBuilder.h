@@ -118,9 +118,8 @@ public:
 
   // Control flow. Regions nest: begin/end pairs must match.
   /// Starts an i32 scf.for; returns the induction variable and the body's carried values.
-  std::pair<mlir::Value, std::vector<mlir::Value>> beginFor(mlir::Value lo, mlir::Value hi,
-                                                           mlir::Value step,
-                                                           const std::vector<mlir::Value> &inits);
+  std::pair<mlir::Value, std::vector<mlir::Value>>
+  beginFor(mlir::Value lo, mlir::Value hi, mlir::Value step, const std::vector<mlir::Value> &inits);
   std::vector<mlir::Value> endFor(const std::vector<mlir::Value> &yields);
   /// Starts an scf.if with both branches; building continues in the then branch.
   void beginIf(mlir::Value cond);
@@ -142,8 +141,8 @@ public:
   GpuCompileResult compileForGpu(const tessel::TargetOptions &options, bool passTiming = false);
 
   // Value introspection.
-  static std::string kindOf(mlir::Value value);   // scalar, tile, ptr, desc
-  static std::string dtypeOf(mlir::Value value);  // f16 bf16 f32 i32 i1 (element type)
+  static std::string kindOf(mlir::Value value);  // scalar, tile, ptr, desc
+  static std::string dtypeOf(mlir::Value value); // f16 bf16 f32 i32 i1 (element type)
   static std::vector<int64_t> shapeOf(mlir::Value value);
   static int64_t rankOf(mlir::Value value);
 

@@ -53,10 +53,9 @@ PyObject *fastLaunch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   return launcher->launch(args, nargs);
 }
 
-PyMethodDef fastLaunchDef = {"launch", reinterpret_cast<PyCFunction>(
-                                           reinterpret_cast<void (*)()>(&fastLaunch)),
-                             METH_FASTCALL,
-                             "launch(grid, stream, *args): launch on the GPU."};
+PyMethodDef fastLaunchDef = {
+    "launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fastLaunch)),
+    METH_FASTCALL, "launch(grid, stream, *args): launch on the GPU."};
 
 void releaseCapsule(PyObject *capsule) {
   Py_XDECREF(static_cast<PyObject *>(PyCapsule_GetPointer(capsule, kCapsuleName)));
@@ -93,23 +92,29 @@ void tessel::python::bindLauncher(py::module &m) {
   dataPtrName = PyUnicode_InternFromString("data_ptr");
   cudaErrorType = PyErr_NewExceptionWithDoc(
       "tessel._tessel.CudaError",
-      "The CUDA driver is missing, found no device, or a driver call failed.",
-      PyExc_RuntimeError, nullptr);
+      "The CUDA driver is missing, found no device, or a driver call failed.", PyExc_RuntimeError,
+      nullptr);
   m.attr("CudaError") = py::handle(cudaErrorType);
 
-  m.def("cuda_status", [] {
-    std::string error;
-    int count = 0;
-    bool ok = cuda::deviceCount(count, error);
-    return py::make_tuple(ok ? count : 0, error);
-  }, "(number of CUDA devices, reason when 0): opens the driver on first call.");
-  m.def("cuda_device_info", [](int device) {
-    std::string name, error;
-    int major = 0, minor = 0;
-    if (!cuda::deviceInfo(device, name, major, minor, error))
-      raiseCudaError(error);
-    return py::make_tuple(name, major, minor);
-  }, py::arg("device"), "(name, major, minor) of CUDA device `device`.");
+  m.def(
+      "cuda_status",
+      [] {
+        std::string error;
+        int count = 0;
+        bool ok = cuda::deviceCount(count, error);
+        return py::make_tuple(ok ? count : 0, error);
+      },
+      "(number of CUDA devices, reason when 0): opens the driver on first call.");
+  m.def(
+      "cuda_device_info",
+      [](int device) {
+        std::string name, error;
+        int major = 0, minor = 0;
+        if (!cuda::deviceInfo(device, name, major, minor, error))
+          raiseCudaError(error);
+        return py::make_tuple(name, major, minor);
+      },
+      py::arg("device"), "(name, major, minor) of CUDA device `device`.");
 
   py::class_<Launcher>(m, "Launcher")
       .def(py::init<std::string, py::bytes, std::array<unsigned, 3>, unsigned,
@@ -126,14 +131,17 @@ void tessel::python::bindLauncher(py::module &m) {
       .def_property_readonly("launch", &boundLaunch,
                              "A builtin launch(grid, stream, *args) bound to this "
                              "launcher (keep it: each access makes a new one).")
-      .def("load", [](Launcher &l, int device) {
-        if (!l.function(device))
-          throw py::error_already_set();
-      }, py::arg("device"), "Loads the cubin on `device` now (otherwise on the first launch).")
+      .def(
+          "load",
+          [](Launcher &l, int device) {
+            if (!l.function(device))
+              throw py::error_already_set();
+          },
+          py::arg("device"), "Loads the cubin on `device` now (otherwise on the first launch).")
       .def("pack", &Launcher::packForTest, py::arg("grid"),
            "pack(grid, *args) -> ((gx, gy, gz), [values]): the packing of a launch, no driver "
            "needed (pointers are not checked).")
-      .def("time_driver", &Launcher::timeDriver, py::arg("n"), py::arg("grid"),
-           py::arg("stream"), py::arg("device"),
+      .def("time_driver", &Launcher::timeDriver, py::arg("n"), py::arg("grid"), py::arg("stream"),
+           py::arg("device"),
            "time_driver(n, grid, stream, device, *args): ns per cuLaunchKernel, packed once.");
 }

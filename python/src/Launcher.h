@@ -33,8 +33,8 @@ namespace cuda = tessel::cuda;
 inline constexpr size_t kMaxParams = 128;
 inline constexpr int kMaxDevices = 64;
 
-inline PyObject *cudaErrorType = nullptr;   // tessel._tessel.CudaError (a RuntimeError)
-inline PyObject *dataPtrName = nullptr;     // interned "data_ptr"
+inline PyObject *cudaErrorType = nullptr; // tessel._tessel.CudaError (a RuntimeError)
+inline PyObject *dataPtrName = nullptr;   // interned "data_ptr"
 
 enum class ArgKind : uint8_t { Ptr, I32, F32 };
 
@@ -49,7 +49,7 @@ struct PointerMemo {
   uint64_t granulePlusOne[kMemoSlots] = {};
   int device[kMemoSlots] = {};
 };
-inline PointerMemo pointerMemo;   // touched only with the GIL held
+inline PointerMemo pointerMemo; // touched only with the GIL held
 
 inline bool devicePointerDevice(uint64_t p, int &device) {
   uint64_t g = p >> kGranuleShift;
@@ -300,13 +300,13 @@ public:
     uint64_t slots[kMaxParams];
     void *params[kMaxParams];
     int device = -1;
-    if (g == 0) {   // an empty grid launches nothing; the arguments are still checked
+    if (g == 0) { // an empty grid launches nothing; the arguments are still checked
       if (!pack(kernelArgs, nKernelArgs, slots, false, device))
         return nullptr;
       Py_RETURN_NONE;
     }
     std::string error;
-    if (!cuda::initialize(error)) {   // a once-flag: no driver call after the first
+    if (!cuda::initialize(error)) { // a once-flag: no driver call after the first
       PyErr_Format(cudaErrorType, "%s: %s", name_.c_str(), error.c_str());
       return nullptr;
     }
@@ -344,9 +344,11 @@ public:
     if (changed)
       cuda::restoreContext(previous);
     if (!ok) {
-      PyErr_Format(cudaErrorType, "%s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of "
-                   "dynamic shared memory: %s", name_.c_str(), grid[0], grid[1], grid[2],
-                   block_[0], block_[1], block_[2], shared_, error.c_str());
+      PyErr_Format(cudaErrorType,
+                   "%s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of "
+                   "dynamic shared memory: %s",
+                   name_.c_str(), grid[0], grid[1], grid[2], block_[0], block_[1], block_[2],
+                   shared_, error.c_str());
       return nullptr;
     }
     ++launches;

@@ -46,10 +46,14 @@ using tessel::interp::KernelArg;
 
 /// The interpreter's element kind for a tile.ptr element type name.
 ElementKind kindOfName(const std::string &dtype) {
-  if (dtype == "f16") return ElementKind::F16;
-  if (dtype == "bf16") return ElementKind::BF16;
-  if (dtype == "f32") return ElementKind::F32;
-  if (dtype == "i32") return ElementKind::I32;
+  if (dtype == "f16")
+    return ElementKind::F16;
+  if (dtype == "bf16")
+    return ElementKind::BF16;
+  if (dtype == "f32")
+    return ElementKind::F32;
+  if (dtype == "i32")
+    return ElementKind::I32;
   throw std::invalid_argument("buffers cannot hold " + dtype);
 }
 
@@ -77,8 +81,10 @@ py::list runKernel(KernelBuilder &kb, const std::string &name, std::array<int64_
       ElementKind ek = kindOfName(KernelBuilder::dtypeOf(param));
       if (size_t(arr.itemsize()) != tessel::interp::elementSize(ek))
         throw std::invalid_argument("argument " + std::to_string(i) + " has " +
-                                    std::to_string(arr.itemsize()) + "-byte elements, the kernel "
-                                    "expects " + KernelBuilder::dtypeOf(param));
+                                    std::to_string(arr.itemsize()) +
+                                    "-byte elements, the kernel "
+                                    "expects " +
+                                    KernelBuilder::dtypeOf(param));
       Buffer buffer(ek, arr.size());
       std::memcpy(buffer.bytes().data(), arr.data(), arr.nbytes());
       kargs.push_back(KernelArg::ofBuffer(std::move(buffer)));
@@ -130,16 +136,18 @@ PYBIND11_MODULE(_tessel, m) {
   py::class_<mlir::Value>(m, "Value")
       .def_property_readonly("kind", &KernelBuilder::kindOf)
       .def_property_readonly("dtype", &KernelBuilder::dtypeOf)
-      .def_property_readonly("shape", [](mlir::Value v) {
-        std::vector<int64_t> s = KernelBuilder::shapeOf(v);
-        py::tuple t(s.size());
-        for (size_t i = 0; i < s.size(); ++i)
-          t[i] = s[i];
-        return t;
-      })
+      .def_property_readonly("shape",
+                             [](mlir::Value v) {
+                               std::vector<int64_t> s = KernelBuilder::shapeOf(v);
+                               py::tuple t(s.size());
+                               for (size_t i = 0; i < s.size(); ++i)
+                                 t[i] = s[i];
+                               return t;
+                             })
       .def_property_readonly("rank", &KernelBuilder::rankOf)
       .def("__eq__", [](mlir::Value a, mlir::Value b) { return a == b; })
-      .def("__hash__", [](mlir::Value v) { return std::hash<const void *>()(v.getAsOpaquePointer()); });
+      .def("__hash__",
+           [](mlir::Value v) { return std::hash<const void *>()(v.getAsOpaquePointer()); });
 
   using V = mlir::Value;
   using OptV = std::optional<mlir::Value>;
@@ -147,8 +155,7 @@ PYBIND11_MODULE(_tessel, m) {
   // front end holds the builder for as long as it uses them.
   auto keep = py::keep_alive<0, 1>();
   py::class_<KernelBuilder> builderClass(m, "KernelBuilder");
-  builderClass
-      .def(py::init<>())
+  builderClass.def(py::init<>())
       .def("set_loc", &KernelBuilder::setLocation, py::arg("file"), py::arg("line"), py::arg("col"))
       .def("begin_function",
            [](KernelBuilder &kb, const std::string &name,
@@ -173,7 +180,8 @@ PYBIND11_MODULE(_tessel, m) {
       .def("make_desc", &KernelBuilder::makeDesc, keep)
       .def("load", &KernelBuilder::load, keep)
       .def("store", &KernelBuilder::store)
-      .def("dot", [](KernelBuilder &kb, V a, V b, OptV acc) { return kb.dot(a, b, acc); }, keep)
+      .def(
+          "dot", [](KernelBuilder &kb, V a, V b, OptV acc) { return kb.dot(a, b, acc); }, keep)
       .def("fuse_dot_add", &KernelBuilder::fuseDotAdd, keep)
       .def("reduce", &KernelBuilder::reduce, keep)
       .def("splat", &KernelBuilder::splat, keep)
@@ -195,10 +203,12 @@ PYBIND11_MODULE(_tessel, m) {
       .def("enter_else", &KernelBuilder::enterElse)
       .def("end_if", &KernelBuilder::endIf)
       .def("verify", [](KernelBuilder &kb) { return diagnosticList(kb.verify()); })
-      .def("run_pipeline",
-           [](KernelBuilder &kb, const std::string &pipeline, bool dumpIR) {
-             return diagnosticList(kb.runPipeline(pipeline, dumpIR));
-           }, py::arg("pipeline"), py::arg("dump_ir") = false)
+      .def(
+          "run_pipeline",
+          [](KernelBuilder &kb, const std::string &pipeline, bool dumpIR) {
+            return diagnosticList(kb.runPipeline(pipeline, dumpIR));
+          },
+          py::arg("pipeline"), py::arg("dump_ir") = false)
       .def("print", &KernelBuilder::print, py::arg("with_locations") = false)
 #ifdef TESSEL_HAVE_INTERPRETER
       .def("run_kernel", &runKernel, py::arg("name"), py::arg("grid"), py::arg("args"),

@@ -30,13 +30,13 @@ constexpr int kMaxRecorded = 64;
 struct Launch {
   void *function, *stream;
   unsigned grid[3], block[3], shared;
-  uint64_t params[kMaxRecorded];   // the first `recordParams` 8-byte parameter slots
+  uint64_t params[kMaxRecorded]; // the first `recordParams` 8-byte parameter slots
 };
 
 struct Fake {
   int devices = 2, ccMajor = 9, ccMinor = 0;
   uint64_t launches = 0, pointerQueries = 0, modulesLoaded = 0, contextSwitches = 0;
-  int recordParams = 0;   // how many parameter slots cuLaunchKernel copies into `last`
+  int recordParams = 0; // how many parameter slots cuLaunchKernel copies into `last`
   CUresult failNextLaunch = 0;
   Launch last{};
   uint64_t nextAlloc[8] = {};
@@ -63,7 +63,10 @@ struct Module {
 extern "C" {
 // --- the driver entry points tessel resolves ----------------------------------------------------
 CUresult cuInit(unsigned) { return kSuccess; }
-CUresult cuDeviceGetCount(int *n) { *n = fake.devices; return kSuccess; }
+CUresult cuDeviceGetCount(int *n) {
+  *n = fake.devices;
+  return kSuccess;
+}
 CUresult cuDeviceGet(int *dev, int ordinal) {
   if (ordinal < 0 || ordinal >= fake.devices)
     return kInvalidDevice;
@@ -79,14 +82,20 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int) {
   *value = attribute == 75 ? fake.ccMajor : attribute == 76 ? fake.ccMinor : 0;
   return kSuccess;
 }
-CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { *ctx = contextOf(dev); return kSuccess; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  *ctx = contextOf(dev);
+  return kSuccess;
+}
 CUresult cuCtxSetCurrent(void *ctx) {
   if (ctx != current)
     ++fake.contextSwitches;
   current = ctx;
   return kSuccess;
 }
-CUresult cuCtxGetCurrent(void **ctx) { *ctx = current; return kSuccess; }
+CUresult cuCtxGetCurrent(void **ctx) {
+  *ctx = current;
+  return kSuccess;
+}
 CUresult cuCtxSynchronize() { return kSuccess; }
 CUresult cuModuleLoadData(void **module, const void *image) {
   if (!image)
@@ -94,7 +103,10 @@ CUresult cuModuleLoadData(void **module, const void *image) {
   *module = new Module{++fake.modulesLoaded};
   return kSuccess;
 }
-CUresult cuModuleUnload(void *module) { delete static_cast<Module *>(module); return kSuccess; }
+CUresult cuModuleUnload(void *module) {
+  delete static_cast<Module *>(module);
+  return kSuccess;
+}
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   if (!module || !name || !*name)
     return kNotFound;
@@ -140,12 +152,21 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
     std::memcpy(&l.params[i], params[i], 8);
   return kSuccess;
 }
-CUresult cuEventCreate(void **event, unsigned) { *event = new int(0); return kSuccess; }
+CUresult cuEventCreate(void **event, unsigned) {
+  *event = new int(0);
+  return kSuccess;
+}
 CUresult cuEventRecord(void *, void *) { return kSuccess; }
-CUresult cuEventElapsedTime(float *ms, void *, void *) { *ms = 0; return kSuccess; }
-CUresult cuEventDestroy_v2(void *event) { delete static_cast<int *>(event); return kSuccess; }
+CUresult cuEventElapsedTime(float *ms, void *, void *) {
+  *ms = 0;
+  return kSuccess;
+}
+CUresult cuEventDestroy_v2(void *event) {
+  delete static_cast<int *>(event);
+  return kSuccess;
+}
 CUresult cuGetErrorString(CUresult r, const char **text) {
-  *text = r == kInvalidValue ? "invalid argument (fake driver)"
+  *text = r == kInvalidValue    ? "invalid argument (fake driver)"
           : r == kInvalidDevice ? "invalid device ordinal (fake driver)"
                                 : "fake driver error";
   return kSuccess;

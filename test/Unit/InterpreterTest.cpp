@@ -51,7 +51,7 @@ TEST(Rounding, F16EdgeCases) {
   EXPECT_EQ(f16BitsFromDouble(3 * std::ldexp(1.0, -25)), 0x0002);
   EXPECT_EQ(f16BitsFromDouble(std::ldexp(1.0, -25) * 1.0001), 0x0001);
   EXPECT_EQ(f16BitsFromDouble(-std::ldexp(1.0, -24)), 0x8001);
-  EXPECT_EQ(f16BitsFromDouble(std::ldexp(1.0, -14)), 0x0400);               // smallest normal
+  EXPECT_EQ(f16BitsFromDouble(std::ldexp(1.0, -14)), 0x0400); // smallest normal
   EXPECT_EQ(f16BitsFromDouble(std::ldexp(1.0, -14) - std::ldexp(1.0, -24)), 0x03FF);
   // Rounding up out of the subnormals into the smallest normal.
   EXPECT_EQ(f16BitsFromDouble(std::ldexp(1.0, -14) - std::ldexp(1.0, -26)), 0x0400);
@@ -72,11 +72,11 @@ TEST(Rounding, BF16EdgeCases) {
   EXPECT_EQ(bf16BitsFromDouble(std::nextafter(threshold, 0.0)), 0x7F7F);
   EXPECT_EQ(bf16BitsFromDouble(threshold), 0x7F80);
   EXPECT_EQ(bf16BitsFromDouble(std::numeric_limits<float>::max()), 0x7F80);
-  EXPECT_EQ(roundToBF16(1.0 + std::ldexp(1.0, -8)), 1.0);                       // tie → even
+  EXPECT_EQ(roundToBF16(1.0 + std::ldexp(1.0, -8)), 1.0);                           // tie → even
   EXPECT_EQ(roundToBF16(1.0 + 3 * std::ldexp(1.0, -8)), 1.0 + std::ldexp(1.0, -6)); // tie → even
-  EXPECT_EQ(bf16BitsFromDouble(std::ldexp(1.0, -133)), 0x0001);                 // subnormal
-  EXPECT_EQ(bf16BitsFromDouble(std::ldexp(1.0, -134)), 0x0000);                 // tie → 0
-  EXPECT_EQ(bf16BitsFromDouble(std::ldexp(1.0, -126)), 0x0080);                 // smallest normal
+  EXPECT_EQ(bf16BitsFromDouble(std::ldexp(1.0, -133)), 0x0001);                     // subnormal
+  EXPECT_EQ(bf16BitsFromDouble(std::ldexp(1.0, -134)), 0x0000);                     // tie → 0
+  EXPECT_EQ(bf16BitsFromDouble(std::ldexp(1.0, -126)), 0x0080); // smallest normal
   EXPECT_EQ(bf16BitsFromDouble(-std::nan("")), 0xFFC0);
   EXPECT_EQ(doubleFromBF16Bits(0x7F7F), maxFinite);
   EXPECT_EQ(doubleFromBF16Bits(0x4049), 3.140625);
@@ -425,9 +425,10 @@ func.func @k(%x: !tile.ptr<f32>, %p: !tile.ptr<f32>, %lse: !tile.ptr<f32>) {
   EXPECT_EQ(args[2].buffer.get(0), roundToF32(3.0 + std::log(l)));
 
   // Every element masked: p = 0 and lse = -inf, never NaN.
-  SmallVector<KernelArg> masked{KernelArg::ofBuffer(filled(ElementKind::F32, std::vector<double>(8, -kInf))),
-                                KernelArg::ofBuffer(filled(ElementKind::F32, std::vector<double>(8, 7.0))),
-                                KernelArg::ofBuffer(Buffer(ElementKind::F32, 1))};
+  SmallVector<KernelArg> masked{
+      KernelArg::ofBuffer(filled(ElementKind::F32, std::vector<double>(8, -kInf))),
+      KernelArg::ofBuffer(filled(ElementKind::F32, std::vector<double>(8, 7.0))),
+      KernelArg::ofBuffer(Buffer(ElementKind::F32, 1))};
   ASSERT_EQ(run(src, masked), "");
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(masked[1].buffer.get(i), 0.0);

@@ -13,8 +13,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <fcntl.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -50,14 +50,16 @@ void removeDirectory(const std::string &dir) {
 }
 
 const std::string kKey(64, 'a');
-const std::string kCubin = std::string("\x7f" "ELF", 4) + std::string(1000, '\x01');
+const std::string kCubin = std::string("\x7f"
+                                       "ELF",
+                                       4) +
+                           std::string(1000, '\x01');
 } // namespace
 
 TEST(KernelCache, StoresAndReadsBack) {
   KernelCache cache(freshDirectory());
   std::string warning;
-  EXPECT_EQ(cache.store(kKey, kCubin, ".version 8.0", R"({"kernel":"k","chip":"sm_80"})",
-                        warning),
+  EXPECT_EQ(cache.store(kKey, kCubin, ".version 8.0", R"({"kernel":"k","chip":"sm_80"})", warning),
             StoreResult::Written);
   EXPECT_TRUE(warning.empty());
   KernelCache reader(cache.directory());

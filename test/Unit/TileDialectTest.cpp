@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/Registration.h"
 #include "tile/IR/TileDialect.h"
+#include "tessel/Registration.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -64,10 +64,12 @@ TEST_F(TileDialectTest, WellFormedDotVerifies) {
   auto f32 = Float32Type::get(&ctx);
   OpBuilder b = makeFunc({});
   Location loc = b.getUnknownLoc();
-  auto a = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({16, 32}, f16), b.getF16FloatAttr(1.0).getValue()));
-  auto bt = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({32, 8}, f16), b.getF16FloatAttr(2.0).getValue()));
+  auto a = arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(RankedTensorType::get({16, 32}, f16),
+                                                            b.getF16FloatAttr(1.0).getValue()));
+  auto bt = arith::ConstantOp::create(b, loc,
+                                      DenseElementsAttr::get(RankedTensorType::get({32, 8}, f16),
+                                                             b.getF16FloatAttr(2.0).getValue()));
   auto acc = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(RankedTensorType::get({16, 8}, f32), 0.0f));
   auto dot = tile::DotOp::create(b, loc, acc.getType(), a, bt, acc);
@@ -81,10 +83,12 @@ TEST_F(TileDialectTest, DotWithMismatchedContractionIsRejected) {
   auto f32 = Float32Type::get(&ctx);
   OpBuilder b = makeFunc({});
   Location loc = b.getUnknownLoc();
-  auto a = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({16, 32}, f16), b.getF16FloatAttr(1.0).getValue()));
-  auto bt = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({16, 8}, f16), b.getF16FloatAttr(2.0).getValue()));
+  auto a = arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(RankedTensorType::get({16, 32}, f16),
+                                                            b.getF16FloatAttr(1.0).getValue()));
+  auto bt = arith::ConstantOp::create(b, loc,
+                                      DenseElementsAttr::get(RankedTensorType::get({16, 8}, f16),
+                                                             b.getF16FloatAttr(2.0).getValue()));
   auto acc = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(RankedTensorType::get({16, 8}, f32), 0.0f));
   tile::DotOp::create(b, loc, acc.getType(), a, bt, acc);

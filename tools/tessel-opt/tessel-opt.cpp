@@ -23,13 +23,12 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   tessel::registerDialects(registry);
   tessel::registerPasses();
-  auto [inputFile, outputFile] =
-      mlir::registerAndParseCLIOptions(argc, argv, "tessel optimizer driver\n", registry);
+  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
+      argc, argv, "tessel optimizer driver\n", registry);
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
   // Listing dialects or passes reads no input: MlirOptMain does it.
   if (config.shouldShowDialects() || config.shouldListPasses())
-    return mlir::asMainReturnCode(
-        mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry));
+    return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry));
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = mlir::openInputFile(inputFile, &error);

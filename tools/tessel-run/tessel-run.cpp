@@ -9,11 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Interpreter/Interpreter.h"
-#include "tessel/Support/InputLimits.h"
 #include "tessel/Interpreter/Npy.h"
 #include "tessel/Interpreter/Rounding.h"
 #include "tessel/Registration.h"
 #include "tessel/Runtime/KernelLauncher.h"
+#include "tessel/Support/InputLimits.h"
 #include "tessel/Target/Pipeline.h"
 #include "tile/IR/TileDialect.h"
 
@@ -43,21 +43,21 @@ namespace cl = llvm::cl;
 // --help lists tessel-run's options, not the hundreds that LLVM's libraries register.
 static cl::OptionCategory runCategory("tessel-run options");
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
-                                      cl::init("-"), cl::cat(runCategory));
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"), cl::init("-"),
+                                      cl::cat(runCategory));
 static cl::opt<std::string> kernelName("kernel", cl::desc("The kernel (func.func) to run"),
                                        cl::value_desc("name"), cl::cat(runCategory));
 static cl::opt<std::string> gridSpec("grid", cl::desc("Launch grid X[,Y[,Z]] (default 1)"),
                                      cl::init("1"), cl::cat(runCategory));
 static cl::list<std::string>
-    argSpecs("arg", cl::desc("One per kernel parameter, in order: file.npy, zeros:N, "
-                             "rand:N[:SEED], or a scalar literal"),
+    argSpecs("arg",
+             cl::desc("One per kernel parameter, in order: file.npy, zeros:N, "
+                      "rand:N[:SEED], or a scalar literal"),
              cl::value_desc("spec"), cl::cat(runCategory));
-static cl::list<std::string> outSpecs("out",
-                                      cl::desc("Write buffer argument INDEX to a .npy file"),
+static cl::list<std::string> outSpecs("out", cl::desc("Write buffer argument INDEX to a .npy file"),
                                       cl::value_desc("INDEX:path.npy"), cl::cat(runCategory));
-static cl::opt<bool> printArgs("print-args",
-                               cl::desc("Print every buffer argument after the run"), cl::cat(runCategory));
+static cl::opt<bool> printArgs("print-args", cl::desc("Print every buffer argument after the run"),
+                               cl::cat(runCategory));
 static cl::opt<std::string>
     validatePipeline("validate-pipeline",
                      cl::desc("Run the kernel before and after this pass pipeline and compare "
@@ -79,11 +79,15 @@ static cl::opt<std::string>
            cl::desc("Where to run: cpu (the interpreter), gpu (compiled, through the CUDA "
                     "driver), or both (and compare the buffers, with --rtol/--atol)"),
            cl::init("cpu"), cl::cat(runCategory));
-static cl::opt<std::string> pipeline(
-    "pipeline", cl::desc("Run this pass pipeline on the module before running the kernel, "
-                         "e.g. builtin.module(tile-optimize)"), cl::cat(runCategory));
-static cl::opt<std::string> chip("chip", cl::desc("GPU target for --device=gpu|both (default: "
-                                                  "from the device)"), cl::cat(runCategory));
+static cl::opt<std::string>
+    pipeline("pipeline",
+             cl::desc("Run this pass pipeline on the module before running the kernel, "
+                      "e.g. builtin.module(tile-optimize)"),
+             cl::cat(runCategory));
+static cl::opt<std::string> chip("chip",
+                                 cl::desc("GPU target for --device=gpu|both (default: "
+                                          "from the device)"),
+                                 cl::cat(runCategory));
 static cl::opt<std::string>
     codegen("codegen",
             cl::desc("Lowering for --device=gpu|both: reference, mma (the mma.sync fast path), "
@@ -100,8 +104,7 @@ static cl::opt<unsigned> repeats("repeats",
 static cl::opt<uint64_t> maxSteps("max-steps",
                                   cl::desc("Stop after this many interpreter steps (default 2^32; "
                                            "0: no limit)"),
-                                  cl::init(tessel::interp::kDefaultMaxSteps),
-                                  cl::cat(runCategory));
+                                  cl::init(tessel::interp::kDefaultMaxSteps), cl::cat(runCategory));
 
 namespace {
 int fail(const llvm::Twine &message) {
@@ -112,14 +115,10 @@ int fail(const llvm::Twine &message) {
 // The .npy dtype of a buffer: bf16 travels as its 16-bit patterns.
 llvm::StringRef npyDescr(ElementKind kind) {
   switch (kind) {
-  case ElementKind::F16:
-    return "<f2";
-  case ElementKind::BF16:
-    return "<u2";
-  case ElementKind::F32:
-    return "<f4";
-  case ElementKind::I32:
-    return "<i4";
+  case ElementKind::F16: return "<f2";
+  case ElementKind::BF16: return "<u2";
+  case ElementKind::F32: return "<f4";
+  case ElementKind::I32: return "<i4";
   }
   return "";
 }
@@ -139,8 +138,7 @@ bool parseCount(llvm::StringRef s, int64_t &n) {
 
 // Builds the argument for parameter `index` of type `type` from `spec`, or emits an error at the
 // kernel and fails.
-FailureOr<KernelArg> makeArg(func::FuncOp kernel, unsigned index, Type type,
-                             llvm::StringRef spec) {
+FailureOr<KernelArg> makeArg(func::FuncOp kernel, unsigned index, Type type, llvm::StringRef spec) {
   auto error = [&]() {
     return kernel.emitError() << "--arg #" << index << " ('" << spec << "') for parameter #"
                               << index << " of type " << type << ": ";
@@ -202,9 +200,18 @@ FailureOr<KernelArg> makeArg(func::FuncOp kernel, unsigned index, Type type,
 std::pair<double, double> toleranceOf(ElementKind kind) {
   double rtol = 1e-5, atol = 1e-6;
   switch (kind) {
-  case ElementKind::F16: rtol = 2e-3; atol = 1e-3; break;
-  case ElementKind::BF16: rtol = 1.6e-2; atol = 1e-2; break;
-  case ElementKind::I32: rtol = 0; atol = 0; break;
+  case ElementKind::F16:
+    rtol = 2e-3;
+    atol = 1e-3;
+    break;
+  case ElementKind::BF16:
+    rtol = 1.6e-2;
+    atol = 1e-2;
+    break;
+  case ElementKind::I32:
+    rtol = 0;
+    atol = 0;
+    break;
   case ElementKind::F32: break;
   }
   return {relTol >= 0 ? double(relTol) : rtol, absTol >= 0 ? double(absTol) : atol};
@@ -234,10 +241,9 @@ bool compareRuns(ArrayRef<KernelArg> before, ArrayRef<KernelArg> after) {
         ok = false;
     }
   }
-  llvm::outs() << (device == "both" ? "compare cpu/gpu" : "validate")
-               << ": max abs err " << llvm::format("%g", maxAbs) << ", max rel err "
-               << llvm::format("%g", maxRel) << " over " << count
-               << " elements: " << (ok ? "OK" : "MISMATCH") << "\n";
+  llvm::outs() << (device == "both" ? "compare cpu/gpu" : "validate") << ": max abs err "
+               << llvm::format("%g", maxAbs) << ", max rel err " << llvm::format("%g", maxRel)
+               << " over " << count << " elements: " << (ok ? "OK" : "MISMATCH") << "\n";
   return ok;
 }
 
@@ -285,7 +291,8 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "tessel-run (tessel " TESSEL_VERSION ") on LLVM/MLIR " LLVM_VERSION_STRING "\n";
   });
-  cl::ParseCommandLineOptions(argc, argv, "tessel-run: run a tile kernel on the CPU interpreter or the GPU\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tessel-run: run a tile kernel on the CPU interpreter or the GPU\n");
 
   DialectRegistry registry;
   tessel::registerDialects(registry);
@@ -384,16 +391,16 @@ int main(int argc, char **argv) {
       gpuOptions.outputs.push_back(index);
     SmallVector<KernelArg> gpuArgs = inputs;
     std::string kernelSym = kernel.getSymName().str();
-    FailureOr<tessel::runtime::GpuRunResult> run =
-        tessel::runtime::runOnGpu(*module, kernelSym, gpuArgs, grid, gpuOptions);
+    FailureOr<tessel::runtime::GpuRunResult> run = tessel::runtime::runOnGpu(
+        *module, kernelSym, gpuArgs, grid, gpuOptions);
     if (failed(run))
       return 1;
     llvm::outs() << "gpu: " << run->device << ", " << run->chip << ", " << run->blockSize
                  << " threads, " << run->dynamicSharedBytes << " B dynamic shared memory, "
                  << run->registers << " registers, " << run->spillBytes << " B spilled";
     if (repeats)
-      llvm::outs() << ", median " << llvm::format("%.4f", run->medianMs) << " ms over "
-                   << repeats << " launches";
+      llvm::outs() << ", median " << llvm::format("%.4f", run->medianMs) << " ms over " << repeats
+                   << " launches";
     llvm::outs() << "\n";
     if (device == "both")
       ok = compareRuns(args, gpuArgs);

@@ -46,13 +46,13 @@ static cl::opt<bool> tileOptimize(
              "splitting) first; on by default, so naive attention compiles as it is"),
     cl::init(true), cl::cat(tesselcCategory));
 enum class Emit { Tile, LLVM, PTX, Cubin };
-static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::PTX),
-                          cl::values(clEnumValN(Emit::Tile, "tile", "the verified tile IR"),
-                                     clEnumValN(Emit::LLVM, "llvm",
-                                                "the kernels in the LLVM dialect"),
-                                     clEnumValN(Emit::PTX, "ptx", "PTX"),
-                                     clEnumValN(Emit::Cubin, "cubin", "a cubin made by ptxas")),
-                          cl::cat(tesselcCategory));
+static cl::opt<Emit>
+    emit("emit", cl::desc("What to write"), cl::init(Emit::PTX),
+         cl::values(clEnumValN(Emit::Tile, "tile", "the verified tile IR"),
+                    clEnumValN(Emit::LLVM, "llvm", "the kernels in the LLVM dialect"),
+                    clEnumValN(Emit::PTX, "ptx", "PTX"),
+                    clEnumValN(Emit::Cubin, "cubin", "a cubin made by ptxas")),
+         cl::cat(tesselcCategory));
 static cl::opt<bool> ptxasReport("ptxas-report",
                                  cl::desc("Print ptxas' resource usage of every kernel"),
                                  cl::cat(tesselcCategory));
@@ -83,10 +83,9 @@ static int fail(const Twine &message) {
 static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled) {
   for (const tessel::KernelResources &k : compiled.resources)
     os << "ptxas " << k.arch << " " << k.kernel << ": " << k.registers << " registers, "
-       << k.sharedBytes << " bytes smem, " << k.stackBytes << " bytes stack, "
-       << k.spillStoreBytes << " bytes spill stores, " << k.spillLoadBytes
-       << " bytes spill loads, " << k.barriers << " barriers, " << k.constantBytes
-       << " bytes cmem[0]\n";
+       << k.sharedBytes << " bytes smem, " << k.stackBytes << " bytes stack, " << k.spillStoreBytes
+       << " bytes spill stores, " << k.spillLoadBytes << " bytes spill loads, " << k.barriers
+       << " barriers, " << k.constantBytes << " bytes cmem[0]\n";
   // ptxas warnings and numbered advisories ("(C7515) Potential Performance Loss:
   // wgmma.mma_async instructions are serialized ...", "(C7519) warpgroup.arrive is injected
   // ...") verbatim, so that tests can refuse them.
@@ -135,8 +134,8 @@ int main(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   if (!tessel::checkNestingDepth(sourceMgr))
     return 1;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr,
+                                                                                   &context);
   if (!module)
     return 1;
 
@@ -168,8 +167,7 @@ int main(int argc, char **argv) {
     stage = tessel::Stage::LLVM;
   if (emit == Emit::Cubin || ptxasReport)
     stage = tessel::Stage::Cubin;
-  mlir::FailureOr<tessel::CompiledModule> compiled =
-      tessel::compileModule(*module, options, stage);
+  mlir::FailureOr<tessel::CompiledModule> compiled = tessel::compileModule(*module, options, stage);
   if (mlir::failed(compiled))
     return 1;
 
@@ -178,15 +176,9 @@ int main(int argc, char **argv) {
     module->print(output->os());
     output->os() << "\n";
     break;
-  case Emit::LLVM:
-    output->os() << compiled->llvmDialect;
-    break;
-  case Emit::PTX:
-    output->os() << compiled->ptx;
-    break;
-  case Emit::Cubin:
-    output->os() << compiled->cubin;
-    break;
+  case Emit::LLVM: output->os() << compiled->llvmDialect; break;
+  case Emit::PTX: output->os() << compiled->ptx; break;
+  case Emit::Cubin: output->os() << compiled->cubin; break;
   }
   output->keep();
   if (ptxasReport)

@@ -38,8 +38,7 @@ LogicalResult verifyAccess(Operation *op, DescType desc, size_t numOffsets, Rank
                              << desc.getRank();
   if (tile.getElementType() != desc.getElementType())
     return op->emitOpError() << "tile element type " << tile.getElementType()
-                             << " does not match descriptor element type "
-                             << desc.getElementType();
+                             << " does not match descriptor element type " << desc.getElementType();
   return success();
 }
 
@@ -108,8 +107,9 @@ LogicalResult ReduceOp::verify() {
   SmallVector<int64_t> expected = dropAxis(in.getShape(), getAxis());
   if (in.getRank() == 1 || out.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "reducing " << shapeStr(in.getShape()) << " along axis " << getAxis()
-                         << " gives " << (in.getRank() == 1 ? "a scalar, which tiles cannot hold"
-                                                             : shapeStr(expected))
+                         << " gives "
+                         << (in.getRank() == 1 ? "a scalar, which tiles cannot hold"
+                                               : shapeStr(expected))
                          << ", not " << shapeStr(out.getShape());
   return success();
 }

@@ -216,8 +216,8 @@ FailureOr<Value> TangentBuilder::derive(Operation *op, Value y) {
   if (isa<math::AbsFOp>(op)) { // sign(a)·a'
     Value negative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a,
                                            constant(type, 0.0));
-    return Value(arith::SelectOp::create(b, loc, negative, arith::NegFOp::create(b, loc, *ta),
-                                         *ta));
+    return Value(
+        arith::SelectOp::create(b, loc, negative, arith::NegFOp::create(b, loc, *ta), *ta));
   }
   return refuse(op, "not supported (supported: arith addf subf mulf divf negf maximumf minimumf "
                     "maxnumf minnumf select extf truncf; math exp exp2 log log2 sqrt rsqrt tanh "
@@ -237,7 +237,7 @@ FailureOr<Value> tessel::tile::buildElementwiseGrad(OpBuilder &builder, Location
     return failure();
   if (!*t)
     return Value(arith::ConstantOp::create(
-        builder, loc, DenseElementsAttr::get(xType, builder.getFloatAttr(xType.getElementType(),
-                                                                         0.0))));
+        builder, loc,
+        DenseElementsAttr::get(xType, builder.getFloatAttr(xType.getElementType(), 0.0))));
   return *t;
 }

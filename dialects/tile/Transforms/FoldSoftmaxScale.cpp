@@ -26,9 +26,8 @@ namespace {
 // Whether every element of `v` is one float scalar: a splat constant or a tile.splat.
 bool isSplattedScalar(Value v) {
   DenseElementsAttr dense;
-  return v.getDefiningOp<SplatOp>() ||
-         (matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-          isa<FloatType>(dense.getElementType()));
+  return v.getDefiningOp<SplatOp>() || (matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
+                                        isa<FloatType>(dense.getElementType()));
 }
 
 // The scalar of a value for which isSplattedScalar holds; constants are materialised as scalar

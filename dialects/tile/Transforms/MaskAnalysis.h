@@ -51,8 +51,8 @@ struct MaskAtom {
 struct AffineMask {
   enum class Kind { True, Atom, And, Or };
   Kind kind = Kind::True;
-  MaskAtom atom;                     // Kind::Atom
-  std::vector<AffineMask> operands;  // Kind::And and Kind::Or: two masks
+  MaskAtom atom;                    // Kind::Atom
+  std::vector<AffineMask> operands; // Kind::And and Kind::Or: two masks
 
   static AffineMask ofAtom(MaskAtom atom);
   static AffineMask combine(Kind kind, AffineMask lhs, AffineMask rhs);

@@ -126,38 +126,34 @@ void rewrite(StreamedSoftmaxUse use) {
   Value l0 = splatF32(rewriter, loc, rowType, 0.0);
 
   Value alpha;
-  auto newLoopOr = cast<LoopLikeOpInterface>(use.loop.getOperation())
-                       .replaceWithAdditionalYields(
-                           rewriter, ValueRange{m0, l0}, /*replaceInitOperandUsesInLoop=*/false,
-                           [&](OpBuilder &b, Location, ArrayRef<BlockArgument> args) {
-                             // Built where the softmax was: the scores are known there.
-                             OpBuilder::InsertionGuard guard(b);
-                             b.setInsertionPoint(softmax);
-                             Value m = args[0], l = args[1];
-                             Value t = arith::MulFOp::create(
-                                 b, loc, softmax.getInput(), splatF32(b, loc, scoreType, kLog2E));
-                             Value blockMax =
-                                 ReduceOp::create(b, loc, rowType, ReduceKind::Max, t, 1);
-                             Value mNew = arith::MaximumFOp::create(b, loc, m, blockMax);
-                             // A row with nothing seen yet has m' = -inf: subtract 0 instead so
-                             // that exp2(-inf - -inf) never makes a NaN.
-                             Value noneSeen = arith::CmpFOp::create(
-                                 b, loc, arith::CmpFPredicate::OEQ, mNew,
-                                 splatF32(b, loc, rowType, -inf));
-                             Value mSafe = arith::SelectOp::create(
-                                 b, loc, noneSeen, splatF32(b, loc, rowType, 0.0), mNew);
-                             alpha = math::Exp2Op::create(
-                                 b, loc, arith::SubFOp::create(b, loc, m, mSafe));
-                             Value p = math::Exp2Op::create(
-                                 b, loc,
-                                 arith::SubFOp::create(b, loc, t,
-                                                       rowsToTile(b, loc, mSafe, scoreType)));
-                             Value rowSum = ReduceOp::create(b, loc, rowType, ReduceKind::Sum, p, 1);
-                             Value lNew = arith::AddFOp::create(
-                                 b, loc, arith::MulFOp::create(b, loc, l, alpha), rowSum);
-                             softmax.getResult().replaceAllUsesWith(p);
-                             return SmallVector<Value>{mNew, lNew};
-                           });
+  auto newLoopOr =
+      cast<LoopLikeOpInterface>(use.loop.getOperation())
+          .replaceWithAdditionalYields(
+              rewriter, ValueRange{m0, l0}, /*replaceInitOperandUsesInLoop=*/false,
+              [&](OpBuilder &b, Location, ArrayRef<BlockArgument> args) {
+                // Built where the softmax was: the scores are known there.
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPoint(softmax);
+                Value m = args[0], l = args[1];
+                Value t = arith::MulFOp::create(b, loc, softmax.getInput(),
+                                                splatF32(b, loc, scoreType, kLog2E));
+                Value blockMax = ReduceOp::create(b, loc, rowType, ReduceKind::Max, t, 1);
+                Value mNew = arith::MaximumFOp::create(b, loc, m, blockMax);
+                // A row with nothing seen yet has m' = -inf: subtract 0 instead so
+                // that exp2(-inf - -inf) never makes a NaN.
+                Value noneSeen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
+                                                       splatF32(b, loc, rowType, -inf));
+                Value mSafe = arith::SelectOp::create(b, loc, noneSeen,
+                                                      splatF32(b, loc, rowType, 0.0), mNew);
+                alpha = math::Exp2Op::create(b, loc, arith::SubFOp::create(b, loc, m, mSafe));
+                Value p = math::Exp2Op::create(
+                    b, loc, arith::SubFOp::create(b, loc, t, rowsToTile(b, loc, mSafe, scoreType)));
+                Value rowSum = ReduceOp::create(b, loc, rowType, ReduceKind::Sum, p, 1);
+                Value lNew = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, l, alpha),
+                                                   rowSum);
+                softmax.getResult().replaceAllUsesWith(p);
+                return SmallVector<Value>{mNew, lNew};
+              });
   auto newLoop = cast<scf::ForOp>(newLoopOr->getOperation());
   unsigned numOld = newLoop.getNumResults() - 2;
 
@@ -171,9 +167,8 @@ void rewrite(StreamedSoftmaxUse use) {
   // The lse leaves through its carried value unchanged; its real value is built after the loop.
   auto yield = cast<scf::YieldOp>(newLoop.getBody()->getTerminator());
   for (unsigned idx : use.lseIndices)
-    rewriter.modifyOpInPlace(yield, [&] {
-      yield->setOperand(idx, newLoop.getRegionIterArgs()[idx]);
-    });
+    rewriter.modifyOpInPlace(yield,
+                             [&] { yield->setOperand(idx, newLoop.getRegionIterArgs()[idx]); });
   rewriter.eraseOp(softmax);
 
   // After the loop: O = acc / l (0 for fully masked rows), lse = (m + log2 l)·ln 2.
@@ -181,8 +176,8 @@ void rewrite(StreamedSoftmaxUse use) {
   Value m = newLoop.getResult(numOld), l = newLoop.getResult(numOld + 1);
   Value empty = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ, l,
                                       splatF32(rewriter, loc, rowType, 0.0));
-  Value lSafe = arith::SelectOp::create(rewriter, loc, empty,
-                                        splatF32(rewriter, loc, rowType, 1.0), l);
+  Value lSafe = arith::SelectOp::create(rewriter, loc, empty, splatF32(rewriter, loc, rowType, 1.0),
+                                        l);
   Value accOut = newLoop.getResult(use.accIndex);
   Value out = arith::DivFOp::create(rewriter, loc, accOut,
                                     rowsToTile(rewriter, loc, lSafe, accType));

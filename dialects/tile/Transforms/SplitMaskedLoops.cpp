@@ -38,8 +38,7 @@ namespace {
 bool isNegInfSplat(Value v) {
   DenseFPElementsAttr dense;
   return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().isInfinity() &&
-         dense.getSplatValue<APFloat>().isNegative();
+         dense.getSplatValue<APFloat>().isInfinity() && dense.getSplatValue<APFloat>().isNegative();
 }
 
 // Emits i64 arithmetic for the bounds, folding constants as it goes.
@@ -116,8 +115,8 @@ Interval unite(BoundBuilder &bb, Interval a, Interval c, bool overApproximate) {
   Interval hull{bb.min(a.lo, c.lo), bb.max(a.hi, c.hi)};
   Interval joined = hull;
   if (!overApproximate) {
-    Value touch = arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sle,
-                                        bb.max(a.lo, c.lo), bb.min(a.hi, c.hi));
+    Value touch = arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sle, bb.max(a.lo, c.lo),
+                                        bb.min(a.hi, c.hi));
     Value aLonger = arith::CmpIOp::create(bb.b, bb.loc, arith::CmpIPredicate::sge,
                                           arith::SubIOp::create(bb.b, bb.loc, a.hi, a.lo),
                                           arith::SubIOp::create(bb.b, bb.loc, c.hi, c.lo));
@@ -156,10 +155,26 @@ IterationSets classify(BoundBuilder &bb, const AffineMask &mask, Value iv, Value
   std::pair<Value, Value> allTrue, allFalse;
   int64_t falseSign; // the sign of k's coefficient in the all-false inequality
   switch (atom.predicate) {
-  case P::sge: allTrue = condition(1, dmin, 0); allFalse = condition(-1, dmax, -1); falseSign = -1; break;
-  case P::sgt: allTrue = condition(1, dmin, -1); allFalse = condition(-1, dmax, 0); falseSign = -1; break;
-  case P::sle: allTrue = condition(-1, dmax, 0); allFalse = condition(1, dmin, -1); falseSign = 1; break;
-  default:     allTrue = condition(-1, dmax, -1); allFalse = condition(1, dmin, 0); falseSign = 1; break;
+  case P::sge:
+    allTrue = condition(1, dmin, 0);
+    allFalse = condition(-1, dmax, -1);
+    falseSign = -1;
+    break;
+  case P::sgt:
+    allTrue = condition(1, dmin, -1);
+    allFalse = condition(-1, dmax, 0);
+    falseSign = -1;
+    break;
+  case P::sle:
+    allTrue = condition(-1, dmax, 0);
+    allFalse = condition(1, dmin, -1);
+    falseSign = 1;
+    break;
+  default:
+    allTrue = condition(-1, dmax, -1);
+    allFalse = condition(1, dmin, 0);
+    falseSign = 1;
+    break;
   }
   // All-false is a suffix [first, K) when its inequality grows with k, else a prefix [0, second);
   // the iterations that may be true are the rest.
@@ -261,9 +276,9 @@ struct TileSplitMaskedLoopsPass
           continue;
         }
         classified.push_back(c);
-        affine = affine ? AffineMask::combine(AffineMask::Kind::And, std::move(*affine),
-                                              std::move(*m))
-                        : std::move(*m);
+        affine = affine
+                     ? AffineMask::combine(AffineMask::Kind::And, std::move(*affine), std::move(*m))
+                     : std::move(*m);
       }
       auto remark = mlir::emitRemark(loop.getLoc())
                     << "tile-split-masked-loops: " << classified.size() << " of "
@@ -283,8 +298,8 @@ struct TileSplitMaskedLoopsPass
     BoundBuilder bb{b, loop.getLoc()};
     Value lb = bb.toI64(loop.getLowerBound()), ub = bb.toI64(loop.getUpperBound());
     Value zero = bb.c(0);
-    Value count = bb.max(zero, arith::CeilDivSIOp::create(b, bb.loc, arith::SubIOp::create(
-                                                                         b, bb.loc, ub, lb),
+    Value count = bb.max(zero, arith::CeilDivSIOp::create(b, bb.loc,
+                                                          arith::SubIOp::create(b, bb.loc, ub, lb),
                                                           bb.c(*step)));
     IterationSets sets = classify(bb, *affine, iv, lb, *step, zero, count);
     Value trueLo = sets.allTrue.lo, trueHi = sets.allTrue.hi;

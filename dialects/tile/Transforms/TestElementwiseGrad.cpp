@@ -30,8 +30,8 @@ struct TileTestElementwiseGradPass
       return signalPassFailure();
     }
     OpBuilder b(ret);
-    FailureOr<Value> grad =
-        tessel::tile::buildElementwiseGrad(b, ret.getLoc(), ret.getOperand(0), fn.getArgument(0));
+    FailureOr<Value> grad = tessel::tile::buildElementwiseGrad(b, ret.getLoc(), ret.getOperand(0),
+                                                               fn.getArgument(0));
     if (failed(grad))
       return signalPassFailure();
     ret.getOperandsMutable().append(*grad);

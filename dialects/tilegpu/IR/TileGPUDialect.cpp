@@ -90,8 +90,8 @@ LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitErr
   return success();
 }
 
-LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                        unsigned dim, MmaEncodingAttr parent) {
+LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError, unsigned dim,
+                                        MmaEncodingAttr parent) {
   if (dim > 1)
     return emitError() << "slices dim 0 (columns) or 1 (rows) of a 2-D layout, got " << dim;
   if (!parent)
@@ -168,8 +168,8 @@ Type SharedBufferType::parse(AsmParser &parser) {
       parser.parseKeyword("swizzle") || parser.parseEqual() || parser.parseInteger(swizzle) ||
       parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                    parser.getContext(), shape, elementType, stages, swizzle);
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); }, parser.getContext(),
+                    shape, elementType, stages, swizzle);
 }
 
 void SharedBufferType::print(AsmPrinter &printer) const {

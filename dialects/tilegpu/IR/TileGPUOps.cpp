@@ -49,14 +49,14 @@ LogicalResult AsyncCopyOp::verify() {
   auto desc = getDesc().getType();
   SharedBufferType buffer = getBuffer().getType();
   if (desc.getRank() != buffer.getShape().size())
-    return emitOpError("copies a rank-") << desc.getRank() << " descriptor into a rank-"
-                                         << buffer.getShape().size() << " buffer";
+    return emitOpError("copies a rank-")
+           << desc.getRank() << " descriptor into a rank-" << buffer.getShape().size() << " buffer";
   if (desc.getElementType() != buffer.getElementType())
     return emitOpError("copies ") << desc.getElementType() << " elements into a buffer of "
                                   << buffer.getElementType();
   if (getOffsets().size() != desc.getRank())
-    return emitOpError("needs one offset per descriptor dim (") << desc.getRank() << "), got "
-                                                                 << getOffsets().size();
+    return emitOpError("needs one offset per descriptor dim (")
+           << desc.getRank() << "), got " << getOffsets().size();
   int64_t rowBytes = buffer.getShape().back() * buffer.getElementType().getIntOrFloatBitWidth() / 8;
   if (rowBytes % 16 != 0)
     return emitOpError("copies 16-byte chunks, but a buffer row is ") << rowBytes << " bytes";
@@ -110,8 +110,8 @@ LogicalResult MmaOp::verify() {
                     cs = getAcc().getType().getShape();
   if (as.size() != 2 || bs.size() != 2 || cs.size() != 2 || as[1] != bs[0] || as[0] != cs[0] ||
       bs[1] != cs[1])
-    return emitOpError("multiplies ") << getA().getType() << " by " << getB().getType()
-                                      << " into " << getAcc().getType();
+    return emitOpError("multiplies ")
+           << getA().getType() << " by " << getB().getType() << " into " << getAcc().getType();
   if (getA().getType().getElementType() != getB().getType().getElementType())
     return emitOpError("multiplies operands of two element types");
   if (as[1] % 16 != 0 || cs[1] % 8 != 0 || cs[0] != acc->getBlockRows())
@@ -135,9 +135,9 @@ LogicalResult WgmmaOp::verify() {
   if (getTransposeB())
     std::reverse(bs.begin(), bs.end());
   if (bs.size() != 2 || as[1] != bs[0] || as[0] != cs[0] || bs[1] != cs[1])
-    return emitOpError("multiplies ") << getA().getType() << " by " << b
-                                      << (getTransposeB() ? " (transposed)" : "") << " into "
-                                      << getAcc().getType();
+    return emitOpError("multiplies ")
+           << getA().getType() << " by " << b << (getTransposeB() ? " (transposed)" : "")
+           << " into " << getAcc().getType();
   if (b.getElementType() != getA().getType().getElementType())
     return emitOpError("multiplies operands of two element types");
   if (b.getSwizzle() != 128)

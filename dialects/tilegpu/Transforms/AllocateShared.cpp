@@ -42,8 +42,8 @@ struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<Allocat
       program.emitOpError("asks for ") << stages << " stages: the ring needs at least one";
       return signalPassFailure();
     }
-    FailureOr<MmaClassPlan> plan =
-        planMmaClass(program, layout.getKind() == MmaKind::Wgmma, layout.getWarpRows());
+    FailureOr<MmaClassPlan> plan = planMmaClass(program, layout.getKind() == MmaKind::Wgmma,
+                                                layout.getWarpRows());
     if (failed(plan))
       return signalPassFailure();
     OpBuilder b(program.getContext());
@@ -70,8 +70,7 @@ struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<Allocat
             b, loc, arith::SubIOp::create(b, loc, forOp.getInductionVar(), forOp.getLowerBound()),
             forOp.getStep());
         stage = arith::RemUIOp::create(
-            b, loc, iteration,
-            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(stages)));
+            b, loc, iteration, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(stages)));
         // One stage: the previous iteration's reads of the buffer come before this copy.
         if (stages == 1)
           gpu::BarrierOp::create(b, loc);

@@ -210,8 +210,7 @@ LogicalResult LayoutAssigner::demandAll() {
       if (producedLayout(dot.getB()) != operandB)
         return dot.emitOpError("reads a B operand that is not a loaded block "
                                "(convert-tile-to-mma)");
-      if (!dot.getA().getDefiningOp<tile::LoadOp>() &&
-          failed(demandUse(dot->getOpOperand(0), acc)))
+      if (!dot.getA().getDefiningOp<tile::LoadOp>() && failed(demandUse(dot->getOpOperand(0), acc)))
         return WalkResult::interrupt();
       return failure(failed(demandUse(dot->getOpOperand(2), acc)));
     }

@@ -16,8 +16,7 @@ namespace tile = tessel::tile;
 
 namespace {
 
-LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption,
-                   MmaClassPlan &plan) {
+LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, MmaClassPlan &plan) {
   // The query block: the A operand of the first dot that comes from a load.
   tile::LoadOp queryLoad;
   program.walk([&](tile::DotOp dot) {
@@ -32,8 +31,8 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption,
   Type operandType = qType.getElementType();
   plan.operandType = operandType;
   if (!operandType.isF16() && !operandType.isBF16())
-    return queryLoad.emitOpError("loads ") << operandType
-           << ": convert-tile-to-mma needs f16 or bf16 operands";
+    return queryLoad.emitOpError("loads ")
+           << operandType << ": convert-tile-to-mma needs f16 or bf16 operands";
   if (blockM != 64 && blockM != 128)
     return queryLoad.emitOpError("loads a block of ")
            << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp)";
@@ -51,8 +50,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption,
   int64_t numWarps = blockM / warpRows;
   int64_t numThreads = numWarps * 32;
   plan.layout = MmaEncodingAttr::get(program.getContext(),
-                                     wgmma ? MmaKind::Wgmma : MmaKind::MmaSync, numWarps,
-                                     warpRows);
+                                     wgmma ? MmaKind::Wgmma : MmaKind::MmaSync, numWarps, warpRows);
 
   WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
     if (isa<tile::SoftmaxOp>(op))
@@ -72,8 +70,8 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption,
       if (rt.getRank() == 2 && rt.getShape()[0] != blockM && rt.getShape()[0] != 1 &&
           !isa<tile::LoadOp, tile::TransOp>(op))
         return op->emitOpError("makes a tile of ")
-                   << rt.getShape()[0] << " rows; convert-tile-to-mma keeps 2-D tiles of "
-                   << blockM << " (query) rows in registers",
+                   << rt.getShape()[0] << " rows; convert-tile-to-mma keeps 2-D tiles of " << blockM
+                   << " (query) rows in registers",
                WalkResult::interrupt();
       if (rt.getRank() > 2)
         return op->emitOpError("makes a tile of rank > 2"), WalkResult::interrupt();
@@ -91,8 +89,8 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption,
   WalkResult lw = program.walk([&](tile::LoadOp ld) -> WalkResult {
     auto type = ld.getResult().getType();
     if (type.getRank() != 2 || type.getElementType() != operandType)
-      return ld.emitOpError("loads ") << type
-                 << ": convert-tile-to-mma loads 2-D " << operandType << " blocks (dot operands)",
+      return ld.emitOpError("loads ") << type << ": convert-tile-to-mma loads 2-D " << operandType
+                                      << " blocks (dot operands)",
              WalkResult::interrupt();
     LoadSlot p;
     p.rows = type.getShape()[0];
@@ -102,12 +100,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption,
                  << p.cols << " columns: convert-tile-to-mma handles head dims 64 and 128",
              WalkResult::interrupt();
     if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % numThreads != 0)
-      return ld.emitOpError("loads a block of ") << p.rows << " rows that the "
-                 << numThreads << " threads cannot split into whole 16-byte chunks",
+      return ld.emitOpError("loads a block of ")
+                 << p.rows << " rows that the " << numThreads
+                 << " threads cannot split into whole 16-byte chunks",
              WalkResult::interrupt();
     if (ld.getPadding().convertToDouble() != 0.0)
       return ld.emitOpError("pads with ") << ld.getPadding().convertToDouble()
-                 << ": convert-tile-to-mma's copies fill zeros",
+                                          << ": convert-tile-to-mma's copies fill zeros",
              WalkResult::interrupt();
     Value result = ld.getResult();
     auto isDotA = [&](OpOperand &use) {

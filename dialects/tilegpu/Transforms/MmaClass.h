@@ -51,8 +51,7 @@ mlir::FailureOr<MmaClassPlan> planMmaClass(mlir::func::FuncOp program, bool wgmm
 
 /// Gives every tile of `program` its layout (tilegpu-assign-layouts): the class check, then
 /// the layouts on the types. On failure (the reason emitted, located) the program is unchanged.
-mlir::LogicalResult assignLayouts(mlir::func::FuncOp program, bool wgmma,
-                                  int64_t warpRowsOption);
+mlir::LogicalResult assignLayouts(mlir::func::FuncOp program, bool wgmma, int64_t warpRowsOption);
 
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);

@@ -92,10 +92,12 @@ LogicalResult pipeline(scf::ForOp loop) {
   gpu::BarrierOp::create(rw, loc);
   SmallVector<Value> groups;
   for (int64_t k = 0; k + 1 < stages; ++k) {
-    Value iv = k == 0 ? lb
-                      : Value(arith::AddIOp::create(
-                            rw, loc, lb, arith::MulIOp::create(rw, loc, step, constI32(rw, loc, k))));
-    groups.push_back(issueGroup(rw, loc, loads, {loop.getInductionVar()}, iv, constI32(rw, loc, k)));
+    Value iv = k == 0
+                   ? lb
+                   : Value(arith::AddIOp::create(
+                         rw, loc, lb, arith::MulIOp::create(rw, loc, step, constI32(rw, loc, k))));
+    groups.push_back(
+        issueGroup(rw, loc, loads, {loop.getInductionVar()}, iv, constI32(rw, loc, k)));
   }
   Value oldIv = loop.getInductionVar();
   FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
@@ -109,8 +111,8 @@ LogicalResult pipeline(scf::ForOp loop) {
         AsyncWaitOp::create(b, loc, ValueRange{inFlight.front()}, stages - 2);
         gpu::BarrierOp::create(b, loc);
         Value ahead = arith::MulIOp::create(b, loc, step, constI32(b, loc, stages - 1));
-        Value iteration = arith::DivUIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, iv, lb), step);
+        Value iteration = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, lb),
+                                                 step);
         Value stage = arith::RemUIOp::create(
             b, loc, arith::AddIOp::create(b, loc, iteration, constI32(b, loc, stages - 1)),
             constI32(b, loc, stages));

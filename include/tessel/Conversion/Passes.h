@@ -1,7 +1,7 @@
 //===- Passes.h - tessel's conversion passes --------------------*- C++ -*-===//
 //
-// Declarations of the conversions declared in Passes.td (convert-tile-to-gpu, convert-tile-to-mma) and their
-// registration.
+// Declarations of the conversions declared in Passes.td (convert-tile-to-gpu, convert-tile-to-mma)
+// and their registration.
 //
 //===----------------------------------------------------------------------===//
 

@@ -103,7 +103,8 @@ inline constexpr const char *kStepLimitHint =
 
 /// Limits that keep the interpreter from running away on hostile input.
 struct RunOptions {
-  /// Abort with an error after this many steps (an op, or a tile element it computes); 0 = no limit.
+  /// Abort with an error after this many steps (an op, or a tile element it computes); 0 = no
+  /// limit.
   uint64_t maxSteps = kDefaultMaxSteps;
   /// The largest tile, in elements, any op may produce.
   int64_t maxTileElements = int64_t(1) << 24;

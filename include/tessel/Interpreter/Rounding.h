@@ -26,11 +26,13 @@ double roundToF32(double x);
 /// f32 (23, 8). Exposed so tests can check the routine against the hardware's float conversion.
 double roundToFormat(double x, int mantissaBits, int exponentBits);
 
-/// The binary16 bit pattern of `x` rounded to f16. NaN becomes the quiet NaN 0x7E00 (with the sign).
+/// The binary16 bit pattern of `x` rounded to f16. NaN becomes the quiet NaN 0x7E00 (with the
+/// sign).
 uint16_t f16BitsFromDouble(double x);
 /// The value of a binary16 bit pattern.
 double doubleFromF16Bits(uint16_t bits);
-/// The bfloat16 bit pattern of `x` rounded to bf16. NaN becomes the quiet NaN 0x7FC0 (with the sign).
+/// The bfloat16 bit pattern of `x` rounded to bf16. NaN becomes the quiet NaN 0x7FC0 (with the
+/// sign).
 uint16_t bf16BitsFromDouble(double x);
 /// The value of a bfloat16 bit pattern.
 double doubleFromBF16Bits(uint16_t bits);

@@ -87,8 +87,8 @@ struct CompiledModule {
   std::string ptxasLog;
   llvm::SmallVector<KernelResources> resources;
   /// The steps of the compile in order, with their wall time: clone, lowering (tile → LLVM
-  /// dialect), [verify lowered], [print llvm dialect], llvm ir + opt (translation to LLVM IR and LLVM's
-  /// O3 pipeline), nvptx (LLVM IR → PTX), ptxas. Always filled (a clock read per step).
+  /// dialect), [verify lowered], [print llvm dialect], llvm ir + opt (translation to LLVM IR and
+  /// LLVM's O3 pipeline), nvptx (LLVM IR → PTX), ptxas. Always filled (a clock read per step).
   llvm::SmallVector<StageTime> timings;
   /// MLIR's pass timing report (CompileFlags::passTiming), as text.
   std::string passTimingReport;

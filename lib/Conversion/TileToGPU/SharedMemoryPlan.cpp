@@ -56,9 +56,8 @@ bool writes(Operation *user, Value buffer) {
 /// The loops around `op` inside `body`, innermost first.
 SmallVector<Operation *> enclosingLoops(Operation *op, Region &body) {
   SmallVector<Operation *> loops;
-  for (Operation *p = op->getParentOp(); p && p->getParentRegion() &&
-                                         body.isAncestor(p->getParentRegion());
-       p = p->getParentOp())
+  for (Operation *p = op->getParentOp();
+       p && p->getParentRegion() && body.isAncestor(p->getParentRegion()); p = p->getParentOp())
     if (isa<LoopLikeOpInterface>(p))
       loops.push_back(p);
   return loops;

@@ -38,17 +38,16 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
       Value gcol = arith::AddIOp::create(b, loc, toI64(scalars.lookup(op.getOffsets()[1])),
                                          toI64(col));
       in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
-      in = arith::AndIOp::create(
-          b, loc, in,
-          cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(width)),
-              d.shape[1]));
+      in = arith::AndIOp::create(b, loc, in,
+                                 cmp(arith::CmpIPredicate::sle,
+                                     arith::AddIOp::create(b, loc, gcol, ci64(width)), d.shape[1]));
       elem = arith::AddIOp::create(b, loc, elem, arith::MulIOp::create(b, loc, gcol, d.strides[1]));
     }
     return std::make_pair(in, elem);
   };
   if (type.getRank() == 2) {
-    int64_t innerStride =
-        constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
+    int64_t innerStride = constantOf(
+        op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
     if (innerStride != 1)
       return op.emitOpError("writes a descriptor whose inner stride is not 1 "
                             "(convert-tile-to-mma stores pairs)");

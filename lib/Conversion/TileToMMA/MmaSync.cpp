@@ -17,8 +17,7 @@ namespace tessel::mma {
 Value MmaKernelBuilder::fragmentOf(Value reg) {
   if (operandType.isBF16())
     return reg;
-  return LLVM::BitcastOp::create(b, b.getUnknownLoc(),
-                                 VectorType::get({2}, operandType), reg);
+  return LLVM::BitcastOp::create(b, b.getUnknownLoc(), VectorType::get({2}, operandType), reg);
 }
 
 /// Two 16-bit scalars as one mma operand register (lo in the low half).
@@ -73,8 +72,8 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto cType = cast<RankedTensorType>(op.getAcc().getType());
   int64_t K = aType.getShape()[1], N = cType.getShape()[1];
-  if (aType.getShape()[0] != blockM || aType.getElementType() != operandType ||
-      K % 16 != 0 || N % 16 != 0)
+  if (aType.getShape()[0] != blockM || aType.getElementType() != operandType || K % 16 != 0 ||
+      N % 16 != 0)
     return op.emitOpError("is a dot convert-tile-to-mma cannot map onto m16n8k16 (A must be ")
            << blockM << "xK " << operandType << ", K and N multiples of 16)";
   // A fragments, a[(mt·K/16 + kt)·4 + i]; read from shared memory at each k step (filled in
@@ -113,9 +112,9 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   // index, read transposed: (k, n), (k+8, n), (k, n+8), (k+8, n+8).
   // So for K matrix q = lane/8 is at rows +8·(q>>1), chunk +(q&1); for V, as for an A block
   // (loadAFragments), rows +8·(q&1), chunk +(q>>1): V and Q share a lane offset, K does not.
-  Value laneOffset = transposed
-      ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo)
-      : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
+  Value laneOffset =
+      transposed ? ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qHi, ci32(8)), qLo)
+                 : ldmatrixLaneOffset(p.cols, arith::MulIOp::create(b, loc, qLo, ci32(8)), qHi);
   // The tile's start (slot and, in a loop, the stage) is uniform: ptxas adds it in the
   // ldmatrix's address. (Tried: the stage in the lane offset, to keep LLVM from hoisting the
   // offset's XORs out of the loop; ptxas spilled more.)
@@ -133,27 +132,28 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
       }
     for (int64_t np = 0; np < N / 16; ++np) {
       int64_t rowBytes = p.cols * 2;
-      Value x4 = transposed
-          ? ldmatrixAt(laneOffset, 32 * kt, tile, np * 16 * rowBytes, /*transpose=*/false)
-          : ldmatrixAt(laneOffset, 32 * np, tile, kt * 16 * rowBytes, /*transpose=*/true);
+      Value x4 =
+          transposed
+              ? ldmatrixAt(laneOffset, 32 * kt, tile, np * 16 * rowBytes, /*transpose=*/false)
+              : ldmatrixAt(laneOffset, 32 * np, tile, kt * 16 * rowBytes, /*transpose=*/true);
       Value regs[4];
       for (int64_t i = 0; i < 4; ++i)
         regs[i] = fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i));
       // Every m tile of the warp uses the same B fragments.
       for (int64_t mt = 0; mt < mTiles; ++mt) {
-      for (int64_t half = 0; half < 2; ++half) {
-        int64_t nt = mt * (N / 8) + np * 2 + half;
-        int64_t ai = (mt * kSteps + kt) * 4;
-        SmallVector<Value> cIn(acc.begin() + nt * 4, acc.begin() + nt * 4 + 4);
-        SmallVector<Value> aIn(a.begin() + ai, a.begin() + ai + 4);
-        Value mma = NVVM::MmaOp::create(
-            b, loc, resultType, aIn, ValueRange{regs[half * 2], regs[half * 2 + 1]}, cIn,
-            ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-            std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-        for (int64_t i = 0; i < 4; ++i)
-          acc[nt * 4 + i] = LLVM::ExtractValueOp::create(b, loc, mma, i);
-      }
+        for (int64_t half = 0; half < 2; ++half) {
+          int64_t nt = mt * (N / 8) + np * 2 + half;
+          int64_t ai = (mt * kSteps + kt) * 4;
+          SmallVector<Value> cIn(acc.begin() + nt * 4, acc.begin() + nt * 4 + 4);
+          SmallVector<Value> aIn(a.begin() + ai, a.begin() + ai + 4);
+          Value mma = NVVM::MmaOp::create(
+              b, loc, resultType, aIn, ValueRange{regs[half * 2], regs[half * 2 + 1]}, cIn,
+              ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+          for (int64_t i = 0; i < 4; ++i)
+            acc[nt * 4 + i] = LLVM::ExtractValueOp::create(b, loc, mma, i);
+        }
       }
     }
   }

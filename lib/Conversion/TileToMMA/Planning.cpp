@@ -1,4 +1,5 @@
-//===- Planning.cpp - the plan convert-tile-to-mma takes from the tilegpu level ----------------===//
+//===- Planning.cpp - the plan convert-tile-to-mma takes from the tilegpu level
+//----------------===//
 //
 // MmaKernelBuilder::plan: the builder takes its decisions from the tilegpu level: the kernel's
 // shape and instruction family from the tiles' layouts (tilegpu-assign-layouts), each load's role
@@ -19,8 +20,8 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
     return program.emitOpError("has no tilegpu layouts: run tilegpu-assign-layouts first");
   wgmma = layout.getKind() == tilegpu::MmaKind::Wgmma;
   overlapOption = overlapOption && wgmma;
-  FailureOr<tilegpu::MmaClassPlan> planned =
-      tilegpu::planMmaClass(program, wgmma, layout.getWarpRows());
+  FailureOr<tilegpu::MmaClassPlan> planned = tilegpu::planMmaClass(program, wgmma,
+                                                                   layout.getWarpRows());
   if (failed(planned))
     return failure();
   if (planned->layout != layout)

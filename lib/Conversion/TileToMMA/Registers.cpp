@@ -11,8 +11,8 @@
 #include "MmaKernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using tessel::conversion::approxEx2;
 
@@ -163,7 +163,8 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     int64_t slabs = type.getShape()[1] / 8;
     for (int64_t i = 0; i < *n; ++i) {
       Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
-      regs.push_back(approxEx2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM), /*ftz=*/true));
+      regs.push_back(
+          approxEx2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM), /*ftz=*/true));
     }
   } else if (auto mul = dyn_cast<arith::MulFOp>(def);
              mul && layout == Layout::Acc && v.hasOneUse() &&
@@ -193,8 +194,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
       b.setInsertionPointToStart(ifOp.thenBlock());
       SmallVector<Value> scaled;
       for (int64_t i = 0; i < *n; ++i)
-        scaled.push_back(
-            arith::MulFOp::create(b, loc, (*acc)[i], (*alpha)[accRow(i, slabs)]));
+        scaled.push_back(arith::MulFOp::create(b, loc, (*acc)[i], (*alpha)[accRow(i, slabs)]));
       scf::YieldOp::create(b, loc, scaled);
       b.setInsertionPointToStart(ifOp.elseBlock());
       scf::YieldOp::create(b, loc, *acc);
@@ -202,15 +202,13 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     regs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
   } else if (auto mul = dyn_cast<arith::MulFOp>(def); mul && scaleFactor.count(v)) {
     // S·c for another consumer: T·k (the same value bit for bit).
-    FailureOr<SmallVector<Value>> t = materialize(
-        matchScaledScores(v)->scores, layout, def);
+    FailureOr<SmallVector<Value>> t = materialize(matchScaledScores(v)->scores, layout, def);
     if (failed(t))
       return failure();
     Value k = scaleFactor.lookup(v);
     for (Value x : *t)
       regs.push_back(arith::MulFOp::create(b, loc, x, k));
-  } else if (def->getDialect() &&
-             isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
+  } else if (def->getDialect() && isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
              def->getNumRegions() == 0) {
     SmallVector<SmallVector<Value>> ins;
     for (Value o : def->getOperands()) {
@@ -230,7 +228,8 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
       SmallVector<Value> operands;
       for (auto &in : ins)
         operands.push_back(in[i]);
-      regs.push_back(tessel::conversion::emitScalarOp(b, def, operands, TypeRange{elem}, /*ftz=*/true)[0]);
+      regs.push_back(
+          tessel::conversion::emitScalarOp(b, def, operands, TypeRange{elem}, /*ftz=*/true)[0]);
     }
   } else {
     return def->emitOpError("makes a tile convert-tile-to-mma cannot compute in registers");
@@ -243,8 +242,8 @@ SmallVector<Value> MmaKernelBuilder::rowIndices() {
   Location loc = b.getUnknownLoc();
   Value t = tid;
   Value row0 = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, arith::ShRUIOp::create(b, loc, t, ci32(5)),
-                                    ci32(warpRows)),
+      b, loc,
+      arith::MulIOp::create(b, loc, arith::ShRUIOp::create(b, loc, t, ci32(5)), ci32(warpRows)),
       arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, t, ci32(31)), ci32(2)));
   SmallVector<Value> rows;
   for (int64_t i = 0; i < 2 * mTiles; ++i)

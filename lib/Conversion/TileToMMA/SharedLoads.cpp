@@ -19,8 +19,8 @@ namespace tessel::mma {
 // Shared-memory addresses
 //===----------------------------------------------------------------------===//
 
-Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk,
-                                  Value stage, int64_t slabBytes) {
+Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage,
+                                  int64_t slabBytes) {
   Location loc = b.getUnknownLoc();
   Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
   Value bytes = swizzledOffset(base, cols, row, swz, stage, slabBytes);
@@ -54,8 +54,7 @@ Value MmaKernelBuilder::swizzledOffset(int64_t base, int64_t cols, Value row, Va
     Value slab = arith::ShRUIOp::create(b, loc, swizzled, ci32(3));
     chunkBytes = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, slab, ci32(slabBytes)),
-        arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, swizzled, ci32(7)),
-                              ci32(16)));
+        arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, swizzled, ci32(7)), ci32(16)));
   }
   Value bytes = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, row, ci32(rowBytes(cols))), chunkBytes);
@@ -108,8 +107,7 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
   int64_t chunksPerRow = p.cols / 8;
   int64_t rowsPerStep = numThreads() / chunksPerRow;
   int64_t steps = p.rows / rowsPerStep;
-  int64_t rowStride =
-      constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
+  int64_t rowStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -131,27 +129,29 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
       b, loc, d.offset,
       arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
                             arith::MulIOp::create(b, loc, c0, d.strides[1])));
-  Value threadElem = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
-      arith::MulIOp::create(b, loc, chunk, ci32(8)));
-  Value src0 = gep1(gep1(d.base, blockElem), arith::ExtUIOp::create(b, loc, b.getI64Type(),
-                                                                   threadElem));
+  Value threadElem = arith::AddIOp::create(b, loc,
+                                           arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
+                                           arith::MulIOp::create(b, loc, chunk, ci32(8)));
+  Value src0 = gep1(gep1(d.base, blockElem),
+                    arith::ExtUIOp::create(b, loc, b.getI64Type(), threadElem));
   bool sameSwizzle = rowsPerStep % 8 == 0;
   Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
   auto dstAt = [&](int64_t i) -> Value {
     if (i == 0)
       return dst0;
     if (sameSwizzle)
-      return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), dst0,
-                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowBytes(p.cols))});
+      return LLVM::GEPOp::create(
+          b, loc, ptr3, b.getI8Type(), dst0,
+          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowBytes(p.cols))});
     Value row = arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep));
     return smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p));
   };
   auto srcAt = [&](int64_t i) -> Value {
     if (i == 0)
       return src0;
-    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, src0,
-                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+    return LLVM::GEPOp::create(
+        b, loc, ptr1, d.elementType, src0,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
   };
   // The whole block inside the tensor (every block but the last of a ragged loop): plain copies.
   // A uniform condition (rows and columns of the block, not of the thread's chunk), so the
@@ -174,17 +174,16 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
   // rows x with lo <= x < hi (lo, hi clamped to [0, rows], uniform).
   b.setInsertionPointToStart(ifOp.elseBlock());
   auto clampRows = [&](Value v) -> Value {
-    Value c = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, zero),
-                                     ci64(p.rows));
+    Value c = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, zero), ci64(p.rows));
     return arith::TruncIOp::create(b, loc, b.getI32Type(), c);
   };
   Value lo = clampRows(arith::SubIOp::create(b, loc, zero, r0));
   Value hi = clampRows(arith::SubIOp::create(b, loc, d.shape[0], r0));
   Value gcol = arith::AddIOp::create(b, loc, c0,
                                      toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
-                     cmp(arith::CmpIPredicate::sle,
-                         arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  Value colIn = andi(
+      cmp(arith::CmpIPredicate::sge, gcol, zero),
+      cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
   Value origin = gep1(d.base, d.offset);
   // Step i of the thread (row rowT + i·rps) is inside iff first <= i < end, with
   // first = ceil((lo - rowT) / rps), end = ceil((hi - rowT) / rps): two values per block, and
@@ -200,8 +199,7 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
                     colIn);
     Value src = arith::SelectOp::create(b, loc, in, srcAt(i), origin);
     Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
-    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG,
-                            srcBytes);
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG, srcBytes);
   }
 }
 
@@ -286,8 +284,7 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   Location loc = b.getUnknownLoc();
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
   Value row8 = arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(8));
-  Value laneOffset =
-      ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
+  Value laneOffset = ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
   Value tile = arith::AddIOp::create(
       b, loc, ci32(p.smemOffset), arith::MulIOp::create(b, loc, rowBase, ci32(rowBytes(p.cols))));
   auto [xorBytes, addBytes] = chunkStep(p, kt);

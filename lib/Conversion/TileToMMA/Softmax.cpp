@@ -55,8 +55,7 @@ std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::matchScaledScore
     DenseElementsAttr other;
     if (!isTensor(sel.getCondition().getType()) ||
         !matchPattern(sel.getFalseValue(), m_Constant(&other)) || !other.isSplat() ||
-        !other.getElementType().isF32() ||
-        !other.getSplatValue<APFloat>().isNegInfinity())
+        !other.getElementType().isF32() || !other.getSplatValue<APFloat>().isNegInfinity())
       return std::nullopt;
     m.mask = sel.getCondition();
     x = sel.getTrueValue();

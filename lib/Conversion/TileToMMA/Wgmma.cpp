@@ -23,8 +23,8 @@ void MmaKernelBuilder::fenceSharedForAsyncProxy(Location loc) {
 /// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
 /// operand of the same position in `tied` when `tied` is given (the statement reads and
 /// writes it in place), then `inputs` read with `inputConstraints`.
-SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
-                              TypeRange types, ValueRange tied, ValueRange inputs,
+SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text, TypeRange types,
+                              ValueRange tied, ValueRange inputs,
                               ArrayRef<StringRef> inputConstraints) {
   SmallVector<std::string> constraints;
   for (Type t : types)
@@ -37,8 +37,8 @@ SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text,
   operands.append(inputs.begin(), inputs.end());
   SmallVector<Type> resultTypes;
   if (!types.empty())
-    resultTypes.push_back(LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                           SmallVector<Type>(types)));
+    resultTypes.push_back(
+        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(types)));
   auto asmOp = LLVM::InlineAsmOp::create(
       b, loc, resultTypes, operands, text, llvm::join(constraints, ","),
       /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::TailCallKind::None,
@@ -66,8 +66,8 @@ bool isZeroTile(Value v) {
 }
 
 SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> accIn,
-                                                Value offset, const LoadPlan &p,
-                                                bool transposed, int64_t N, int64_t kSteps) {
+                                                Value offset, const LoadPlan &p, bool transposed,
+                                                int64_t N, int64_t kSteps) {
   Location loc = b.getUnknownLoc();
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
   SmallVector<Value> acc(accIn);
@@ -81,8 +81,8 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
   uint64_t lbo = transposed ? 1 : static_cast<uint64_t>(p.rows * 128 / 16);
   uint64_t sbo = 1024 / 16;
   uint64_t fields = (uint64_t{1} << 62) | (sbo << 32) | (lbo << 16);
-  Value start = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, addr, ci64(4)), ci64(0x3FFF));
+  Value start = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, addr, ci64(4)),
+                                      ci64(0x3FFF));
   Value desc0 = arith::OrIOp::create(b, loc, start, ci64(static_cast<int64_t>(fields)));
   StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
   int64_t nAcc = N / 2;
@@ -118,8 +118,8 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
   return acc;
 }
 
-LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
-                                             const LoadPlan &p, bool transposed) {
+LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn, const LoadPlan &p,
+                                             bool transposed) {
   // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
   // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
   // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared

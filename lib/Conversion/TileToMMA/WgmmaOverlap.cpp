@@ -162,15 +162,14 @@ scf::ForOp MmaKernelBuilder::handoverTarget(scf::ForOp op, const Overlap &ov) {
   std::optional<Overlap> nextOv = matchOverlap(next);
   if (!nextOv || next.getInitArgs()[nextOv->accIndex] != o)
     return {};
-  for (Operation *it = op->getNextNode(); it && it != next.getOperation();
-       it = it->getNextNode())
+  for (Operation *it = op->getNextNode(); it && it != next.getOperation(); it = it->getNextNode())
     if (isa<tile::LoadOp, tile::StoreOp, tile::DotOp, scf::ForOp>(it))
       return {};
   return next;
 }
 
-SmallVector<Value> MmaKernelBuilder::drainOverlap(Overlap &ov, ArrayRef<Value> o,
-                                                  ArrayRef<Value> p, Value v, Value any) {
+SmallVector<Value> MmaKernelBuilder::drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p,
+                                                  Value v, Value any) {
   Location loc = ov.pvDot.getLoc();
   // V_last was issued at the top of the last iteration: wait for it, make it visible to the
   // async proxy and to every warp.
