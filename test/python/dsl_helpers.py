@@ -9,6 +9,21 @@ sys.path.insert(0, str(BUILD / "python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 
+def random_qkv(Nq=17, D=16, seed=0):
+    """q, k, v of shape [1, 2, Nq, D], float32, standard normal."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((1, 2, Nq, D)).astype(np.float32) for _ in range(3))
+
+
+def assert_located(err, path, tag, token, message):
+    """`err` (a CompilationError) points at `token` on the line of `path` marked `# <tag>` and
+    its message holds `message`."""
+    line, col = marked(path, tag, token)
+    assert (err.filename, err.lineno, err.col) == (path, line, col), str(err)
+    assert message in err.message, err.message
+
+
 def marked(path, tag, token):
     """(line, column) of `token` on the line of `path` that ends with the comment `# <tag>`."""
     for i, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):

@@ -3,7 +3,7 @@ compile-time or a run-time divisor (issue 14, item 1)."""
 import numpy as np
 import pytest
 
-from dsl_helpers import marked
+from dsl_helpers import random_qkv
 import tessel
 from tessel import _tessel
 from tessel import language as tl
@@ -12,16 +12,7 @@ from tessel.reference import max_rel_error, reference_attention
 pytestmark = pytest.mark.skipif(not _tessel.has_interpreter,
                                 reason="this build has no interpreter (branch interp not merged)")
 
-
-def inputs(Nq=17, D=16, seed=0):
-    rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal((1, 2, Nq, D)).astype(np.float32) for _ in range(3))
-
-
-def located(err, tag, token, message):
-    line, col = marked(__file__, tag, token)
-    assert (err.filename, err.lineno, err.col) == (__file__, line, col), str(err)
-    assert message in err.message, err.message
+inputs = random_qkv
 
 
 # ---- // and % on integers: Python's floor semantics -----------------------------------------

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from dsl_helpers import marked
+from dsl_helpers import assert_located, random_qkv
 import tessel
 from tessel import _tessel
 from tessel import language as tl
@@ -11,16 +11,11 @@ from tessel.reference import max_rel_error, reference_attention
 pytestmark = pytest.mark.skipif(not _tessel.has_interpreter,
                                 reason="this build has no interpreter (branch interp not merged)")
 
-
-def inputs(Nq=17, D=16, seed=0):
-    rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal((1, 2, Nq, D)).astype(np.float32) for _ in range(3))
+inputs = random_qkv
 
 
 def located(err, tag, token, message):
-    line, col = marked(__file__, tag, token)
-    assert (err.filename, err.lineno, err.col) == (__file__, line, col), str(err)
-    assert message in err.message, err.message
+    assert_located(err, __file__, tag, token, message)
 
 
 def test_lambda_with_the_wrong_number_of_arguments_is_reported_at_the_lambda():
