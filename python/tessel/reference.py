@@ -7,6 +7,22 @@ and lse -inf.
 import numpy as np
 
 
+def _softmax(s, b, h, qi, ki, causal, allowed):
+    """The visible keys `ok` of scores `s` (causal, `allowed`), the probabilities p (0 in rows
+    that see no key), the row max m (0 there) and the row sum l of exp(s - m)."""
+    ok = np.ones(s.shape, dtype=bool)
+    if causal:
+        ok &= qi >= ki
+    if allowed is not None:
+        ok &= np.broadcast_to(allowed(b, h, qi, ki), s.shape)
+    s = np.where(ok, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    l = e.sum(axis=-1, keepdims=True)
+    return ok, e / np.where(l == 0, 1.0, l), m, l
+
+
 def reference_attention(q, k, v, scale=None, causal=False, score=None, allowed=None,
                         enable_gqa=False):
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
@@ -25,17 +41,8 @@ def reference_attention(q, k, v, scale=None, causal=False, score=None, allowed=N
             s = q[b, h] @ k[b, h].T * scale
             if score is not None:
                 s = score(s, b, h, qi, ki)
-            ok = np.ones((Nq, Nk), dtype=bool)
-            if causal:
-                ok &= qi >= ki
-            if allowed is not None:
-                ok &= np.broadcast_to(allowed(b, h, qi, ki), (Nq, Nk))
-            s = np.where(ok, s, -np.inf)
-            m = s.max(axis=-1, keepdims=True)
-            m = np.where(np.isfinite(m), m, 0.0)
-            e = np.exp(s - m)
-            l = e.sum(axis=-1, keepdims=True)
-            o[b, h] = (e / np.where(l == 0, 1.0, l)) @ v[b, h]
+            _, p, m, l = _softmax(s, b, h, qi, ki, causal, allowed)
+            o[b, h] = p @ v[b, h]
             with np.errstate(divide="ignore"):
                 lse[b, h] = (m + np.log(l))[:, 0]
     return o, lse
@@ -67,17 +74,7 @@ def reference_attention_backward(q, k, v, do, scale=None, causal=False, score=No
             kh = h // group
             s_raw = q[b, h] @ k[b, kh].T * scale
             s = s_raw if score is None else score(s_raw, b, h, qi, ki)
-            ok = np.ones((Nq, Nk), dtype=bool)
-            if causal:
-                ok &= qi >= ki
-            if allowed is not None:
-                ok &= np.broadcast_to(allowed(b, h, qi, ki), (Nq, Nk))
-            s = np.where(ok, s, -np.inf)
-            m = s.max(axis=-1, keepdims=True)
-            m = np.where(np.isfinite(m), m, 0.0)
-            e = np.exp(s - m)
-            l = e.sum(axis=-1, keepdims=True)
-            p = e / np.where(l == 0, 1.0, l)                 # 0 in rows that see no key
+            ok, p, _, _ = _softmax(s, b, h, qi, ki, causal, allowed)
             o = p @ v[b, kh]
             delta = (do[b, h] * o).sum(axis=-1, keepdims=True)
             if dlse is not None:
