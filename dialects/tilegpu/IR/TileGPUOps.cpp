@@ -42,6 +42,10 @@ FailureOr<MmaEncodingAttr> accLayout(Operation *op, Type type) {
 LogicalResult AllocOp::verify() {
   if (auto offset = getOffset(); offset && *offset < 0)
     return emitOpError("has a negative offset ") << *offset;
+  if (auto stride = getStride(); stride && *stride < getResult().getType().getStageBytes())
+    return emitOpError("has stages ")
+           << *stride << " bytes apart, less than the " << getResult().getType().getStageBytes()
+           << " bytes of one stage";
   return success();
 }
 

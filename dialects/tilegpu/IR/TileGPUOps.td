@@ -26,36 +26,48 @@ def TileGPU_AllocOp : TileGPU_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let description = [{
     Layout assignment leaves `offset` out; `tilegpu-allocate-shared` fills it in (bytes from
     the start of the kernel's shared memory). Two buffers may share bytes when their lives do
-    not overlap; the allocation pass decides.
+    not overlap; the allocation pass decides. `stride` is the distance in bytes from one stage
+    to the next (default: one stage's bytes): buffers of one ring interleave their stages, so
+    that stage s of every buffer of the ring is one contiguous block.
 
     ```mlir
-    %k = tilegpu.alloc {offset = 16384 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+    %k = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
     ```
   }];
-  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins OptionalAttr<I64Attr>:$offset, OptionalAttr<I64Attr>:$stride);
+  let extraClassDeclaration = [{
+    /// Bytes from one stage of the buffer to the next.
+    int64_t getStageStride() {
+      return getStride().value_or(getResult().getType().getStageBytes());
+    }
+  }];
   let results = (outs TileGPU_SharedBufferType:$result);
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
   let hasVerifier = 1;
 }
 
-def TileGPU_AsyncCopyOp : TileGPU_Op<"async_copy", [MemoryEffects<[MemRead, MemWrite]>]> {
+def TileGPU_AsyncCopyOp : TileGPU_Op<"async_copy", [MemoryEffects<[MemRead, MemWrite]>,
+                                                    AttrSizedOperandSegments]> {
   let summary = "Copy a block from global to shared memory without the registers (cp.async).";
   let description = [{
     Starts copying the block of the descriptor at `offsets` (element offsets per dim, as for
     `tile.load`) into stage `stage` of `buffer`, in 16-byte chunks
     (`cp.async.cg.shared.global`, PTX ISA 9.7.9.25.3). Elements outside the descriptor's shape
     are filled with zeros (the chunk's source size is cut to what is in bounds). The copy is
-    in flight until a `tilegpu.async_wait` covers the commit group that holds its token.
+    in flight until a `tilegpu.async_wait` covers the commit group that holds its token. With
+    `if %pred` (uniform across the CTA) nothing is copied when it is false — the copies of an
+    iteration past the loop's end, which software pipelining would otherwise issue — and the
+    token is still valid to commit and wait for.
 
     ```mlir
-    %t = tilegpu.async_copy %kd[%j, %c0] into %k[%stage] : !tile.desc<2, f16> -> !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+    %t = tilegpu.async_copy %kd[%j, %c0] into %k[%stage] if %more : !tile.desc<2, f16> -> !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
     ```
   }];
   let arguments = (ins TileGPU_Desc:$desc, Variadic<I32>:$offsets,
-                       TileGPU_SharedBufferType:$buffer, I32:$stage);
+                       TileGPU_SharedBufferType:$buffer, I32:$stage, Optional<I1>:$predicate);
   let results = (outs TileGPU_AsyncTokenType:$token);
   let assemblyFormat = [{
-    $desc `[` $offsets `]` `into` $buffer `[` $stage `]` attr-dict `:` qualified(type($desc)) `->` qualified(type($buffer))
+    $desc `[` $offsets `]` `into` $buffer `[` $stage `]` (`if` $predicate^)? attr-dict `:` qualified(type($desc)) `->` qualified(type($buffer))
   }];
   let hasVerifier = 1;
 }

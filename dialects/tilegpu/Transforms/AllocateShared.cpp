@@ -24,6 +24,75 @@ using namespace mlir;
 using namespace tessel::tilegpu;
 namespace tile = tessel::tile;
 
+LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stages) {
+  MmaEncodingAttr layout = programLayout(program);
+  if (!layout)
+    return program.emitOpError("has no tilegpu layouts: run tilegpu-assign-layouts first");
+  if (stages < 1)
+    return program.emitOpError("asks for ") << stages << " stages: the ring needs at least one";
+  bool wgmma = layout.getKind() == MmaKind::Wgmma;
+  FailureOr<MmaClassPlan> plan = planMmaClass(program, wgmma, layout.getWarpRows());
+  if (failed(plan))
+    return failure();
+  OpBuilder b(program.getContext());
+  b.setInsertionPointToStart(&program.getBody().front());
+  Value zero = arith::ConstantOp::create(b, program.getLoc(), b.getI32IntegerAttr(0));
+  int64_t outside = 0;
+  for (auto [op, slot] : plan->loads) {
+    auto load = cast<tile::LoadOp>(op);
+    auto type = load.getResult().getType();
+    bool streamed = slot.streamIndex >= 0;
+    auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(),
+                                            type.getElementType(), streamed ? stages : 1, 128);
+    if (!streamed)
+      outside = std::max(outside, slot.smemOffset + bufferType.getBytes());
+    b.setInsertionPointAfter(zero.getDefiningOp());
+    // The ring's stages are whole: stage s of every loop-body buffer is one block of
+    // stageBytes, so a buffer's stages are that far apart.
+    Value buffer = AllocOp::create(b, load.getLoc(), bufferType,
+                                   b.getI64IntegerAttr(slot.smemOffset),
+                                   streamed ? b.getI64IntegerAttr(plan->stageBytes) : nullptr);
+    b.setInsertionPoint(load);
+    Location loc = load.getLoc();
+    Value stage = zero;
+    if (auto forOp = dyn_cast<scf::ForOp>(load->getParentOp())) {
+      // Iteration (iv - lb) / step reads stage iteration % stages.
+      Value iteration = arith::DivUIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, forOp.getInductionVar(), forOp.getLowerBound()),
+          forOp.getStep());
+      stage = arith::RemUIOp::create(
+          b, loc, iteration, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(stages)));
+      // One stage: the previous iteration's reads of the buffer come before this copy.
+      if (stages == 1)
+        gpu::BarrierOp::create(b, loc);
+    }
+    auto tokenType = AsyncTokenType::get(b.getContext());
+    Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(),
+                                      buffer, stage, Value());
+    Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
+    AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
+    // wgmma reads B through the async proxy: cp.async's writes (generic proxy) first.
+    if (wgmma && slot.role != LoadRole::A)
+      FenceAsyncSharedOp::create(b, loc);
+    gpu::BarrierOp::create(b, loc);
+    Operation *replaced = load;
+    RankedTensorType resultType = type;
+    bool transpose = slot.role == LoadRole::BTransposed;
+    if (transpose) {
+      replaced = *load->getUsers().begin();
+      resultType = cast<RankedTensorType>(replaced->getResult(0).getType());
+    }
+    Value read = LocalLoadOp::create(b, loc, resultType, buffer, stage, transpose);
+    replaced->getResult(0).replaceAllUsesWith(read);
+    if (replaced != load)
+      replaced->erase();
+    load.erase();
+  }
+  int64_t ring = plan->ringStart + stages * plan->stageBytes;
+  program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(std::max(outside, ring)));
+  return success();
+}
+
 namespace {
 
 struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<AllocateShared> {
@@ -31,71 +100,8 @@ struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<Allocat
 
   void runOnOperation() override {
     func::FuncOp program = getOperation();
-    if (program.isExternal())
-      return;
-    MmaEncodingAttr layout = programLayout(program);
-    if (!layout) {
-      program.emitOpError("has no tilegpu layouts: run tilegpu-assign-layouts first");
-      return signalPassFailure();
-    }
-    if (stages < 1) {
-      program.emitOpError("asks for ") << stages << " stages: the ring needs at least one";
-      return signalPassFailure();
-    }
-    FailureOr<MmaClassPlan> plan = planMmaClass(program, layout.getKind() == MmaKind::Wgmma,
-                                                layout.getWarpRows());
-    if (failed(plan))
-      return signalPassFailure();
-    OpBuilder b(program.getContext());
-    b.setInsertionPointToStart(&program.getBody().front());
-    Value zero = arith::ConstantOp::create(b, program.getLoc(), b.getI32IntegerAttr(0));
-    int64_t outside = 0;
-    for (auto [op, slot] : plan->loads) {
-      auto load = cast<tile::LoadOp>(op);
-      auto type = load.getResult().getType();
-      bool streamed = slot.streamIndex >= 0;
-      auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(),
-                                              type.getElementType(), streamed ? stages : 1, 128);
-      if (!streamed)
-        outside = std::max(outside, slot.smemOffset + bufferType.getBytes());
-      b.setInsertionPointAfter(zero.getDefiningOp());
-      Value buffer = AllocOp::create(b, load.getLoc(), bufferType,
-                                     b.getI64IntegerAttr(slot.smemOffset));
-      b.setInsertionPoint(load);
-      Location loc = load.getLoc();
-      Value stage = zero;
-      if (auto forOp = dyn_cast<scf::ForOp>(load->getParentOp())) {
-        // Iteration (iv - lb) / step reads stage iteration % stages.
-        Value iteration = arith::DivUIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, forOp.getInductionVar(), forOp.getLowerBound()),
-            forOp.getStep());
-        stage = arith::RemUIOp::create(
-            b, loc, iteration, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(stages)));
-        // One stage: the previous iteration's reads of the buffer come before this copy.
-        if (stages == 1)
-          gpu::BarrierOp::create(b, loc);
-      }
-      auto tokenType = AsyncTokenType::get(b.getContext());
-      Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(),
-                                        buffer, stage);
-      Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
-      AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
-      gpu::BarrierOp::create(b, loc);
-      Operation *replaced = load;
-      RankedTensorType resultType = type;
-      bool transpose = slot.role == LoadRole::BTransposed;
-      if (transpose) {
-        replaced = *load->getUsers().begin();
-        resultType = cast<RankedTensorType>(replaced->getResult(0).getType());
-      }
-      Value read = LocalLoadOp::create(b, loc, resultType, buffer, stage, transpose);
-      replaced->getResult(0).replaceAllUsesWith(read);
-      if (replaced != load)
-        replaced->erase();
-      load.erase();
-    }
-    int64_t ring = plan->ringStart + stages * plan->stageBytes;
-    program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(std::max(outside, ring)));
+    if (!program.isExternal() && failed(allocateShared(program, stages)))
+      signalPassFailure();
   }
 };
 

@@ -4,7 +4,8 @@
 // whole program: the register layout (warps, rows per warp, instruction family) and where each
 // loaded block lives in shared memory. One function decides both, used by the layout and
 // shared-memory passes of the tilegpu level and by convert-tile-to-mma, so they cannot drift.
-// The entry points of layout assignment are here too, for convert-tile-to-mma's fallbacks.
+// The entry points of the passes that rewrite a program of the class (layouts, shared memory,
+// pipelining) are here too: convert-tile-to-mma runs them on a copy of each program it lowers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,15 @@ mlir::FailureOr<MmaClassPlan> planMmaClass(mlir::func::FuncOp program, bool wgmm
 /// Gives every tile of `program` its layout (tilegpu-assign-layouts): the class check, then
 /// the layouts on the types. On failure (the reason emitted, located) the program is unchanged.
 mlir::LogicalResult assignLayouts(mlir::func::FuncOp program, bool wgmma, int64_t warpRowsOption);
+
+/// Places the loaded blocks of `program` (whose tiles have their layouts) in shared memory with
+/// explicit copies, waits and local loads, loop-body blocks in a ring of `stages` stages
+/// (tilegpu-allocate-shared). On failure (the reason emitted, located) nothing has changed.
+mlir::LogicalResult allocateShared(mlir::func::FuncOp program, int64_t stages);
+
+/// Software-pipelines the copies of every loop of `program` in allocateShared's form
+/// (tilegpu-pipeline-loads).
+mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);

@@ -56,14 +56,16 @@ def TileGPUPipelineLoads : Pass<"tilegpu-pipeline-loads", "::mlir::func::FuncOp"
   let summary = "Issue the copies of later iterations while the current one computes.";
   let description = [{
     Runs after `tilegpu-allocate-shared`, on loops whose loads are in its unpipelined form (each
-    copy waited for where the load was) into buffers of `S ≥ 2` stages. A prologue issues the
-    copies of the first `S − 1` iterations, one commit group per iteration, into stages 0 … S−2.
-    Iteration `j` then waits for its own group with `S − 2` younger groups left in flight,
-    passes one barrier (its copies are visible, and every thread is done with the stage the
-    next copy overwrites), issues the copies of iteration `j + S − 1` into stage
-    `(j + S − 1) mod S`, and computes. The groups in flight are loop-carried tokens, so each wait
-    names the group it waits for; after the loop, a wait for all of them. Copies past the end
-    of the loop read nothing (out-of-bounds rows are zero-filled), so no guard is needed.
+    copy waited for where the load was, its stage `iteration mod S`) into buffers of `S ≥ 2`
+    stages. A prologue issues the copies of the first `S − 1` iterations, one commit group per
+    iteration, into stages 0 … S−2. Iteration `j` then waits for its own group with `S − 2`
+    younger groups left in flight, passes one barrier (its copies are visible, and every
+    thread is done with the stage the next copy overwrites), issues the copies of iteration
+    `j + S − 1` into stage `(s + S − 1) mod S`, and computes; `s`, the stage it reads, is
+    carried by the loop. The groups in flight are loop-carried tokens, so each wait names the
+    group it waits for. Copies of iterations past the loop's end are predicated off (`if`): a
+    causal loop ends before the tensor does, and its next block would be read for nothing. So
+    the groups still in flight after the loop are empty, and no wait follows it.
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect"];

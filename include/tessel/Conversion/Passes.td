@@ -51,8 +51,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     operand from registers (a loaded block read once with `ldmatrix`, or the packed f16/bf16
     probabilities) and the B operand from XOR-swizzled shared memory through `ldmatrix`
     (`.trans` for a B that is not transposed). Loads are `cp.async` with zero fill past the
-    bounds; the loads of a loop body are software-pipelined (each one issues the next while the
-    current one is consumed). Reductions along rows are per-thread folds plus quad shuffles.
+    bounds, in the schedule the tilegpu level writes: `tilegpu-allocate-shared` then
+    `tilegpu-pipeline-loads` with `stages` stages run on a copy of each program whose loads are
+    not placed yet (a program that comes with `tilegpu.alloc`s is lowered as its IR says).
+    Reductions along rows are per-thread folds plus quad shuffles.
 
     With `fallback`, a program outside the class is left as it is, with a remark saying why, so
     that `convert-tile-to-gpu` (run next) lowers it; without it, the reason is an error.
@@ -86,6 +88,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With wgmma: FA3's intra-warpgroup pipelining of the attention loop: S_j = Q·K_jᵀ and "
            "the previous block's O += P·V issued as two commit groups, the softmax of S_j under "
            "P·V (wait_group 1), the rescale of O after it (docs/dev/codegen-wgmma.md).">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
+           "whose loads are not placed yet; the overlapped schedule keeps two.">,
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
            "The chip the kernels are for (sm_80, sm_90a); with wgmma, anything but sm_90a "
            "(or empty: unknown) is refused.">

@@ -29,6 +29,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 namespace tessel {
 #define GEN_PASS_DEF_CONVERTTILETOMMA
 #include "tessel/Conversion/Passes.h.inc"
@@ -110,6 +112,8 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitReduce(red);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
     return emitFor(forOp);
+  if (isSharedMemoryOp(op))
+    return emitSharedMemoryOp(op);
   // Tile-valued pure ops are computed where a consumer needs them, in its layout.
   if (llvm::any_of(op->getResultTypes(), isTensor)) {
     if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
@@ -244,13 +248,30 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
                                     Attribute(), /*alignment=*/wgmma ? 1024 : 16,
                                     /*addrSpace=*/3);
     }
-    // The layouts decide the kernel: given in the input, or assigned here as
-    // tilegpu-assign-layouts does (the pass's function, so both agree).
-    if (!tessel::tilegpu::programLayout(program) &&
-        failed(tessel::tilegpu::assignLayouts(program, useWgmma, warpRows)))
+    // The tilegpu level's passes run on a copy, so that a refusal anywhere leaves the
+    // program as it was for the next lowering to try; a program that comes with its loads
+    // placed is lowered as it is.
+    bool placed = !program.getOps<tessel::tilegpu::AllocOp>().empty();
+    func::FuncOp work = placed ? program : cast<func::FuncOp>(program->clone());
+    llvm::scope_exit dropCopy([&] {
+      if (work != program)
+        work.erase();
+    });
+    // The layouts decide the kernel: given in the input (a lit test or another pass may
+    // choose them), or assigned here as tilegpu-assign-layouts does.
+    if (!tessel::tilegpu::programLayout(work) &&
+        failed(tessel::tilegpu::assignLayouts(work, useWgmma, warpRows)))
+      return failure();
+    // The overlapped schedule places and pipelines its loads itself (docs/dev/codegen.md says
+    // what moves next); every other program gets its schedule from the tilegpu passes.
+    bool overlap = wgmmaOverlap && tessel::tilegpu::programLayout(work).getKind() ==
+                                       tessel::tilegpu::MmaKind::Wgmma;
+    if (!placed && !overlap &&
+        (failed(tessel::tilegpu::allocateShared(work, stages)) ||
+         failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
     MmaKernelBuilder builder(kernel, smem, wgmmaOverlap);
-    if (failed(builder.plan(program)))
+    if (failed(builder.plan(work)))
       return failure();
     if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")
       return program.emitOpError("has wgmma layouts, which need sm_90a, not ") << chip;
@@ -262,7 +283,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.codegen", b.getStringAttr(builder.usesWgmma() ? "wgmma" : "mma"));
-    return builder.build(program);
+    return builder.build(work);
   }
 };
 

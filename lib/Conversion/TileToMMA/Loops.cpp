@@ -1,7 +1,8 @@
 //===- Loops.cpp - loops and stores -----------------------------------------------------------===//
 //
-// scf.for: the register iter_args, the prologue of the two-stage load ring and the stage flip per
-// iteration, the overlapped schedule's pending state, handover and drain; and tile.store from
+// scf.for: the register iter_args (tokens of copies in flight are dropped); for the tile.loads of
+// the overlapped schedule, the prologue of its two-stage load ring and the stage flip per
+// iteration, the pending state, handover and drain; and tile.store from
 // registers (pairs along accumulator rows, or one lane per quad for row vectors) under row and
 // column bounds predicates.
 //
@@ -96,7 +97,14 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   SmallVector<Layout> layouts;
   SmallVector<int64_t> counts;
   SmallVector<Value> inits;
+  // counts: registers per iter_arg; -1 a scalar, -2 a token of copies in flight (nothing at
+  // run time: the waits name groups by their age).
   for (auto [init, arg] : llvm::zip(op.getInitArgs(), op.getRegionIterArgs())) {
+    if (isa<tilegpu::AsyncTokenType>(arg.getType())) {
+      layouts.push_back(Layout::Acc);
+      counts.push_back(-2);
+      continue;
+    }
     auto rt = dyn_cast<RankedTensorType>(arg.getType());
     if (!rt) {
       layouts.push_back(Layout::Acc);
@@ -195,6 +203,8 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   auto unflatten = [&](ValueRange flat, ValueRange targets) {
     size_t pos = 0;
     for (auto [i, t] : llvm::enumerate(targets)) {
+      if (counts[i] == -2)
+        continue;
       if (counts[i] < 0) {
         scalars.map(t, flat[pos++]);
         continue;
@@ -210,6 +220,8 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   if (succeeded(result)) {
     auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
     for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
+      if (counts[i] == -2)
+        continue;
       if (counts[i] < 0) {
         yielded.push_back(scalars.lookup(v));
         continue;

@@ -8,7 +8,10 @@
 //   ConvertTileToMMA.cpp  the pass; the builder's entry, op dispatch and scalar helpers
 //   Planning.cpp          plan: the class check, load roles, shared-memory slots and stages
 //   Registers.cpp         register layouts: materialize (on-demand index and element-wise tiles)
-//   SharedLoads.cpp       cp.async into swizzled shared memory, the load ring, ldmatrix addresses
+//   SharedLoads.cpp       cp.async into swizzled shared memory, ldmatrix addresses; the load
+//                         ring of the overlapped schedule
+//   SharedMemoryOps.cpp   the tilegpu memory ops: alloc, async_copy/commit/wait, fences and
+//                         barriers, local_load
 //   MmaSync.cpp           A fragments and dots as mma.sync.m16n8k16
 //   Wgmma.cpp             dots as wgmma.mma_async, the inline-PTX helpers for values in flight
 //   WgmmaOverlap.cpp      wgmma-overlap: FA3's intra-warpgroup schedule
@@ -86,6 +89,13 @@ struct Handover {
   Value pendingV, stage, ran;
 };
 
+/// Where a dot operand read by tilegpu.local_load lives: its buffer's place and the byte offset
+/// (i32) of the stage it reads, null for stage 0.
+struct SharedView {
+  LoadPlan plan;
+  Value stage;
+};
+
 /// The loop being emitted and its pipelined loads.
 struct LoopContext {
   scf::ForOp source;
@@ -126,6 +136,10 @@ public:
   /// Takes the plan of `program`, whose tiles carry their tilegpu layouts: the block size, the
   /// instruction family and the shared-memory slots (tilegpu::planMmaClass).
   LogicalResult plan(func::FuncOp program);
+  /// Whether the plan runs the overlapped schedule, which places and pipelines its loads
+  /// itself (the program keeps its tile.loads); otherwise tilegpu-allocate-shared and
+  /// tilegpu-pipeline-loads place them, before plan.
+  bool overlapped() const { return overlapOption; }
   LogicalResult build(func::FuncOp program) { return walk(program); }
 
   int64_t numThreads() const { return numWarps * 32; }
@@ -137,11 +151,24 @@ private:
   void emitPrologue(Location loc) override;
   LogicalResult emitOp(Operation *op) override;
   LogicalResult emitLoad(tile::LoadOp op);
+  /// The tilegpu memory ops (SharedMemoryOps.cpp); failure() for other ops too, with no error
+  /// when `op` is not one of them (see isSharedMemoryOp).
+  LogicalResult emitSharedMemoryOp(Operation *op);
+  static bool isSharedMemoryOp(Operation *op);
+  /// The buffer of `alloc` as a plan: its place, rows and columns.
+  FailureOr<LoadPlan> bufferPlan(Value buffer, Operation *user);
+  /// Bytes of stage `stage` (an i32 of the program) of `buffer`: null for a constant 0.
+  Value stageBytes(Value buffer, Value stage);
+  /// The B operand of `op` in shared memory: a tilegpu.local_load (the schedule in the IR) or
+  /// a tile.load, through tile.trans for Kᵀ (the overlapped schedule's loads); and whether it
+  /// is the transpose of the stored block.
+  FailureOr<std::pair<SharedView, bool>> dotB(tile::DotOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitDot(tile::DotOp op);
   /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
   /// shared-memory matrix descriptor).
-  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const LoadPlan &p, bool transposed);
+  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const SharedView &bView,
+                             bool transposed);
   /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
   /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
   /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
@@ -199,6 +226,16 @@ private:
 
   /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
   void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
+  /// Issues cp.async for the block of descriptor `desc` (of the program) at (`row0`, `col0`)
+  /// into the place of `p`, `stage` bytes (i32, or null) further.
+  void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0,
+                  Value stage);
+  /// Whether `desc` can be copied in 16-byte chunks (inner stride 1, a constant row stride
+  /// of a multiple of 8 elements); the reason at `op` when it cannot.
+  LogicalResult checkChunked(Operation *op, Value desc);
+  /// The A fragments of a block at `p` (outside loops): kept in registers when they fit, else
+  /// recorded for the dots to read at every k step; under `result`.
+  void takeAFragments(Value result, const LoadPlan &p);
   /// Issues the loads of the loop body for iteration `iv` into the stage at `stage` bytes:
   /// every load, or with wgmma-overlap those the schedule does not defer (`deferred` false)
   /// or the deferred V (`deferred` true).
@@ -266,6 +303,12 @@ private:
   /// Bytes of one stage of the loop-body loads (two stages: double buffering).
   int64_t streamStageBytes = 0;
   DenseMap<Operation *, LoadPlan> loads;
+  /// Dot operands in shared memory, by tilegpu.local_load result.
+  DenseMap<Value, SharedView> views;
+  /// The scf.if of the last predicated async_copy emitted and its predicate: the copies of one
+  /// group that follow it with the same predicate go into it (one branch per group).
+  scf::IfOp copyGuard;
+  Value copyGuardPredicate;
 
   // Thread coordinates (i32) and the shared-memory base.
   Value tid, lane, laneRow, quadCol2, rowBase, smemBase;

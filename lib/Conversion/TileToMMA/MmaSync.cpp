@@ -87,24 +87,18 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   if (a.empty())
     a.resize(mTiles * kSteps * 4);
   // B from shared memory.
-  Value bSource = op.getB();
-  bool transposed = false;
-  if (auto tr = bSource.getDefiningOp<tile::TransOp>()) {
-    bSource = tr.getInput();
-    transposed = true;
-  }
-  auto ld = bSource.getDefiningOp<tile::LoadOp>();
-  if (!ld || !loads.count(ld.getOperation()))
-    return op.emitOpError("has a B operand that is not a loaded block (convert-tile-to-mma)");
-  const LoadPlan &p = loads[ld.getOperation()];
+  FailureOr<std::pair<SharedView, bool>> bIn = dotB(op);
+  if (failed(bIn))
+    return failure();
+  auto [bView, transposed] = *bIn;
+  const LoadPlan &p = bView.plan;
   if (wgmma)
-    return emitDotWgmma(op, a, p, transposed);
+    return emitDotWgmma(op, a, bView, transposed);
   FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
   if (failed(c))
     return failure();
   SmallVector<Value> acc = *c;
-  // A loop-body load lives in the stage of the current iteration.
-  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  Value stage = bView.stage;
   Value q = arith::ShRUIOp::create(b, loc, lane, ci32(3));
   Value qLo = arith::AndIOp::create(b, loc, q, ci32(1));
   Value qHi = arith::ShRUIOp::create(b, loc, q, ci32(1));

@@ -2,9 +2,10 @@
 //
 // How loaded blocks reach the tensor cores: the XOR-swizzled shared-memory addresses (the mma
 // path's swizzle, and wgmma's 128-byte-swizzle slabs), cp.async of a block with the bounds
-// checked once per block (zero fill past them), the two-stage ring of the loop-body loads (issue
-// of the next iteration's blocks after the wait and barrier) and the ldmatrix reads of A
-// fragments from shared memory.
+// checked once per block (zero fill past them) and the ldmatrix reads of A fragments from shared
+// memory. The tile.load path below (the loads a program keeps when the overlapped schedule
+// places them itself) has its own two-stage ring: issue of the next iteration's blocks after the
+// wait and barrier; every other program comes with its schedule in the IR (SharedMemoryOps.cpp).
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -98,16 +99,19 @@ std::pair<int64_t, int64_t> MmaKernelBuilder::chunkStep(const LoadPlan &p, int64
 //===----------------------------------------------------------------------===//
 
 void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage) {
-  Location loc = op.getLoc();
-  const LoadPlan &p = loads[op.getOperation()];
-  const Desc &d = descs[op.getDesc()];
+  issueBlock(op.getLoc(), op.getDesc(), loads[op.getOperation()], row0, col0, stage);
+}
+
+void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0,
+                                  Value col0, Value stage) {
+  const Desc &d = descs[desc];
   // Thread t copies chunk t % cpr of rows t / cpr + i·rps (rps = threads / cpr rows per step):
   // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of
   // 8, so one shared and one global address per thread serve every step with constant offsets.
   int64_t chunksPerRow = p.cols / 8;
   int64_t rowsPerStep = numThreads() / chunksPerRow;
   int64_t steps = p.rows / rowsPerStep;
-  int64_t rowStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
+  int64_t rowStride = constantOf(desc.getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -203,18 +207,39 @@ void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value 
   }
 }
 
+LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
+  if (!descs.count(desc))
+    return op->emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
+  // The inner dimension must be contiguous and rows 16-byte aligned for cp.async.
+  auto md = desc.getDefiningOp<tile::MakeDescOp>();
+  int64_t innerStride = constantOf(md.getStrides()[1]);
+  int64_t rowStride = constantOf(md.getStrides()[0]);
+  if (innerStride != 1 || rowStride == INT64_MIN || rowStride % 8 != 0)
+    return op->emitOpError("reads a descriptor whose strides are not [8k (constant), 1]: "
+                           "convert-tile-to-mma copies 16-byte chunks");
+  return success();
+}
+
+void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
+  // A fragments for every m tile and 16-column step, kept in registers when they take at most
+  // 32 (d64, or d128 with one m tile per warp); else each dot reads them from shared memory at
+  // every k step (d128 with two m tiles: 64 registers would not fit beside the 128 of the
+  // accumulator and the 64 of the scores).
+  if (mTiles * (p.cols / 16) * 4 > 32) {
+    aShared[result] = p;
+    return;
+  }
+  SmallVector<Value> frags;
+  for (int64_t mt = 0; mt < mTiles; ++mt)
+    for (int64_t kt = 0; kt < p.cols / 16; ++kt)
+      llvm::append_range(frags, loadAFragments(p, mt, kt));
+  aFragments[result] = frags;
+}
+
 LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
   Location loc = op.getLoc();
-  if (!descs.count(op.getDesc()))
-    return op.emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
-  const Desc &d = descs[op.getDesc()];
-  // The inner dimension must be contiguous and rows 16-byte aligned for cp.async.
-  int64_t innerStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
-  int64_t rowStride = constantOf(op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
-  if (innerStride != 1 || rowStride == INT64_MIN || rowStride % 8 != 0)
-    return op.emitOpError("reads a descriptor whose strides are not [8k (constant), 1]: "
-                          "convert-tile-to-mma copies 16-byte chunks");
-  (void)d;
+  if (failed(checkChunked(op, op.getDesc())))
+    return failure();
   const LoadPlan &p = loads[op.getOperation()];
   if (p.streamIndex < 0) {
     issueLoad(op, scalars.lookup(op.getOffsets()[0]), scalars.lookup(op.getOffsets()[1]));
@@ -223,21 +248,8 @@ LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
     if (wgmma && p.role != LoadRole::A)
       fenceSharedForAsyncProxy(loc);
     gpu::BarrierOp::create(b, loc);
-    if (p.role == LoadRole::A) {
-      // A fragments for every m tile and 16-column step, kept in registers when they take at
-      // most 32 (d64, or d128 with one m tile per warp); else each dot reads them from shared
-      // memory at every k step (d128 with two m tiles: 64 registers would not fit beside the
-      // 128 of the accumulator and the 64 of the scores).
-      if (mTiles * (p.cols / 16) * 4 > 32) {
-        aShared[op.getResult()] = p;
-        return success();
-      }
-      SmallVector<Value> frags;
-      for (int64_t mt = 0; mt < mTiles; ++mt)
-        for (int64_t kt = 0; kt < p.cols / 16; ++kt)
-          llvm::append_range(frags, loadAFragments(p, mt, kt));
-      aFragments[op.getResult()] = frags;
-    }
+    if (p.role == LoadRole::A)
+      takeAFragments(op.getResult(), p);
     return success();
   }
   // A load of a loop body: its block (all of the body's loads, one commit group) was issued

@@ -118,8 +118,8 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
   return acc;
 }
 
-LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn, const LoadPlan &p,
-                                             bool transposed) {
+LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
+                                             const SharedView &bView, bool transposed) {
   // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
   // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
   // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared
@@ -167,7 +167,8 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
     if (aPacked)
       std::copy(fenced.begin() + acc.size(), fenced.end(), a.begin());
   }
-  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  const LoadPlan &p = bView.plan;
+  Value stage = bView.stage;
   Value offset = ci32(p.smemOffset);
   if (stage)
     offset = arith::AddIOp::create(b, loc, offset, stage);

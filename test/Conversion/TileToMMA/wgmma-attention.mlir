@@ -32,7 +32,7 @@
 // MLIR-SAME: tessel.dynamic_shared_bytes = 32768
 // MLIR: nvvm.ldmatrix
 // MLIR: gpu.barrier
-// MLIR-NEXT: arith.cmpi slt
+// MLIR: arith.cmpi slt
 // MLIR-NEXT: scf.if
 // MLIR: nvvm.cp.async.shared.global
 // MLIR: scf.for

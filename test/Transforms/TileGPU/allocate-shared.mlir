@@ -8,12 +8,12 @@
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
 
-// Q gets bytes of its own (8 KiB); K and V share a ring of two stages after it, each slot
-// 16 KiB (8 KiB per stage): 8 + 2 · 16 KiB.
+// Q gets bytes of its own (8 KiB); K and V share a ring of two stages after it: stage s of
+// both is one block of 16 KiB (K then V), so each buffer's stages are 16 KiB apart: 8 + 2 · 16 KiB.
 // CHECK-LABEL: func.func @qkv_mma_sync
 // CHECK-SAME: tilegpu.shared_bytes = 40960
-// CHECK-DAG: %[[VS:.*]] = tilegpu.alloc {offset = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
-// CHECK-DAG: %[[KS:.*]] = tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[VS:.*]] = tilegpu.alloc {offset = 16384 : i64, stride = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[KS:.*]] = tilegpu.alloc {offset = 8192 : i64, stride = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
 // CHECK-DAG: %[[QS:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x64xf16, stages = 1, swizzle = 128>
 // CHECK: %[[QT:.*]] = tilegpu.async_copy %{{.*}} into %[[QS]][%[[C0:.*]]] :
 // CHECK-NEXT: %[[QG:.*]] = tilegpu.async_commit %[[QT]]
@@ -36,7 +36,7 @@
 
 // THREE-LABEL: func.func @qkv_mma_sync
 // THREE-SAME: tilegpu.shared_bytes = 57344
-// THREE: tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 3, swizzle = 128>
+// THREE: tilegpu.alloc {offset = 8192 : i64, stride = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 3, swizzle = 128>
 func.func @qkv_mma_sync(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
                         %lb: i32, %ub: i32) {
   %c0 = arith.constant 0 : i32
@@ -63,12 +63,24 @@ func.func @qkv_mma_sync(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !
 #wb = #tilegpu.dot_operand<operand = 1, parent = #wg>
 
 // wgmma: Q is read into registers once, so the ring reuses its bytes (starts at 0):
-// 2 · (16 + 16) KiB for d128 instead of 16 + 2 · 32.
+// 2 · (16 + 16) KiB for d128 instead of 16 + 2 · 32. wgmma reads K and V through the async
+// proxy, so a fence orders the landed copies before it; Q goes through ldmatrix and needs none.
 // CHECK-LABEL: func.func @qkv_wgmma_d128
 // CHECK-SAME: tilegpu.shared_bytes = 65536
-// CHECK-DAG: tilegpu.alloc {offset = 16384 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
-// CHECK-DAG: tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
-// CHECK-DAG: tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 1, swizzle = 128>
+// CHECK-DAG: %[[VS:.*]] = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[KS:.*]] = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[QS:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 1, swizzle = 128>
+// CHECK: tilegpu.async_copy %{{.*}} into %[[QS]]
+// CHECK: tilegpu.async_wait
+// CHECK-NEXT: gpu.barrier
+// CHECK: tilegpu.async_copy %{{.*}} into %[[KS]]
+// CHECK: tilegpu.async_wait
+// CHECK-NEXT: tilegpu.fence_async_shared
+// CHECK-NEXT: gpu.barrier
+// CHECK: tilegpu.async_copy %{{.*}} into %[[VS]]
+// CHECK: tilegpu.async_wait
+// CHECK-NEXT: tilegpu.fence_async_shared
+// CHECK-NEXT: gpu.barrier
 func.func @qkv_wgmma_d128(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
                           %lb: i32, %ub: i32) {
   %c0 = arith.constant 0 : i32

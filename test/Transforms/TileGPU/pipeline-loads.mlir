@@ -1,6 +1,8 @@
 // tilegpu-pipeline-loads on loops in tilegpu-allocate-shared's unpipelined form: a prologue
 // issues the first S - 1 iterations, each iteration waits for its own group, passes one barrier
-// and issues iteration j + S - 1; the groups in flight are loop-carried tokens.
+// and issues iteration j + S - 1 (predicated off past the loop's end) into stage (s + S - 1) mod S,
+// where s, the stage it reads, is carried by the loop; the groups in flight are loop-carried
+// tokens.
 // RUN: tessel-opt %s --split-input-file --tilegpu-pipeline-loads --canonicalize | FileCheck %s
 
 #mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
@@ -11,18 +13,24 @@
 // CHECK-LABEL: func.func @two_stages
 // CHECK: %[[K:.*]] = tilegpu.alloc
 // CHECK: gpu.barrier
-// CHECK-NEXT: %[[T0:.*]] = tilegpu.async_copy %{{.*}}[%[[LB:.*]], %{{.*}}] into %[[K]][%[[C0:.*]]]
+// CHECK-NEXT: %[[ANY:.*]] = arith.cmpi slt, %[[LB:.*]], %[[UB:.*]] : i32
+// CHECK-NEXT: %[[T0:.*]] = tilegpu.async_copy %{{.*}}[%[[LB]], %{{.*}}] into %[[K]][%[[C0:.*]]] if %[[ANY]]
 // CHECK-NEXT: %[[G0:.*]] = tilegpu.async_commit %[[T0]]
-// CHECK-NEXT: %[[R:.*]]:2 = scf.for %[[J:.*]] = %[[LB]] to %{{.*}} step %[[STEP:.*]] iter_args(%{{.*}} = %{{.*}}, %[[G:.*]] = %[[G0]])
+// CHECK-NEXT: %[[R:.*]]:3 = scf.for %[[J:.*]] = %[[LB]] to %[[UB]] step %[[STEP:.*]] iter_args(%{{.*}} = %{{.*}}, %[[S:.*]] = %[[C0]], %[[G:.*]] = %[[G0]])
 // CHECK: tilegpu.async_wait %[[G]] {pending = 0 : i32}
 // CHECK-NEXT: gpu.barrier
-// CHECK: %[[NEXT:.*]] = arith.addi %[[J]], %[[STEP]]
-// CHECK-NEXT: %[[T:.*]] = tilegpu.async_copy %{{.*}}[%[[NEXT]], %{{.*}}] into %[[K]][%{{.*}}]
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[J]], %[[STEP]]
+// CHECK-NEXT: %[[S1:.*]] = arith.addi %[[S]], %c1_i32
+// CHECK-NEXT: %[[SN:.*]] = arith.remui %[[S1]], %c2_i32
+// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[UB]]
+// CHECK-NEXT: %[[T:.*]] = tilegpu.async_copy %{{.*}}[%[[NEXT]], %{{.*}}] into %[[K]][%[[SN]]] if %[[MORE]]
 // CHECK-NEXT: %[[GN:.*]] = tilegpu.async_commit %[[T]]
-// CHECK-NEXT: tilegpu.local_load %[[K]]
+// CHECK: tilegpu.local_load %[[K]][%[[S]]]
 // CHECK-NOT: tilegpu.async_wait
-// CHECK: scf.yield %{{.*}}, %[[GN]]
-// CHECK: tilegpu.async_wait %[[R]]#1 {pending = 0 : i32}
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %[[GN]]
+// No wait after the loop: what is still in flight was predicated off.
+// CHECK-NOT: tilegpu.async_wait
+// CHECK: return
 func.func @two_stages(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x64xf16, #b> {
   %c0 = arith.constant 0 : i32
   %c2 = arith.constant 2 : i32
@@ -50,20 +58,25 @@ func.func @two_stages(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x
 !ring3 = !tilegpu.smem<64x64xf16, stages = 3, swizzle = 128>
 
 // Three stages: two iterations in the prologue (stages 0 and 1), one younger group may stay in
-// flight at each wait, iteration j issues j + 2 into stage (j + 2) mod 3.
+// flight at each wait, iteration j issues j + 2 into stage (s + 2) mod 3 and reads stage s.
 // CHECK-LABEL: func.func @three_stages
 // CHECK: %[[G0:.*]] = tilegpu.async_commit
 // CHECK: %[[L1:.*]] = arith.addi %[[LB:.*]], %c64_i32
-// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[L1]], %{{.*}}] into %{{.*}}[%c1_i32]
+// CHECK-NEXT: %[[IN1:.*]] = arith.cmpi slt, %[[L1]], %[[UB:.*]] : i32
+// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[L1]], %{{.*}}] into %{{.*}}[%c1_i32] if %[[IN1]]
 // CHECK: %[[G1:.*]] = tilegpu.async_commit
-// CHECK: scf.for %[[J:.*]] = %[[LB]] to %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[A:.*]] = %[[G0]], %[[B:.*]] = %[[G1]])
+// CHECK: scf.for %[[J:.*]] = %[[LB]] to %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[S:.*]] = %c0_i32, %[[A:.*]] = %[[G0]], %[[B:.*]] = %[[G1]])
 // CHECK: tilegpu.async_wait %[[A]] {pending = 1 : i32}
-// CHECK: %[[IT2:.*]] = arith.addi %{{.*}}, %c2_i32
-// CHECK-NEXT: %[[ST2:.*]] = arith.remui %[[IT2]], %c3_i32
-// CHECK-NEXT: %[[J2:.*]] = arith.addi %[[J]], %c128_i32
-// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[J2]], %{{.*}}] into %{{.*}}[%[[ST2]]]
+// CHECK: %[[J2:.*]] = arith.addi %[[J]], %c128_i32
+// CHECK-NEXT: %[[S2:.*]] = arith.addi %[[S]], %c2_i32
+// CHECK-NEXT: %[[ST2:.*]] = arith.remui %[[S2]], %c3_i32
+// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[J2]], %[[UB]]
+// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[J2]], %{{.*}}] into %{{.*}}[%[[ST2]]] if %[[MORE]]
 // CHECK-NEXT: %[[GN:.*]] = tilegpu.async_commit
-// CHECK: scf.yield %{{.*}}, %[[B]], %[[GN]]
+// CHECK: %[[S1:.*]] = arith.addi %[[S]], %c1_i32
+// CHECK-NEXT: %[[SN:.*]] = arith.remui %[[S1]], %c3_i32
+// CHECK: tilegpu.local_load %{{.*}}[%[[S]]]
+// CHECK: scf.yield %{{.*}}, %[[SN]], %[[B]], %[[GN]]
 func.func @three_stages(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x64xf16, #b> {
   %c0 = arith.constant 0 : i32
   %c3 = arith.constant 3 : i32
@@ -111,4 +124,59 @@ func.func @one_stage(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x6
     scf.yield %kb : tensor<64x64xf16, #b>
   }
   return %o : tensor<64x64xf16, #b>
+}
+
+// -----
+
+#wg = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>
+#wb = #tilegpu.dot_operand<operand = 1, parent = #wg>
+!kring = !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+
+// Two loads of a wgmma loop body (K and V): one group per iteration, both copies under one
+// predicate; the fence before wgmma's async-proxy reads stays between the wait and the barrier.
+// CHECK-LABEL: func.func @two_loads_fenced
+// CHECK: %[[ANY:.*]] = arith.cmpi slt
+// CHECK-NEXT: %[[K0:.*]] = tilegpu.async_copy %[[KD:.*]][%{{.*}}] into %[[KS:.*]][%{{.*}}] if %[[ANY]]
+// CHECK-NEXT: %[[V0:.*]] = tilegpu.async_copy %[[VD:.*]][%{{.*}}] into %[[VS:.*]][%{{.*}}] if %[[ANY]]
+// CHECK-NEXT: %[[G0:.*]] = tilegpu.async_commit %[[K0]], %[[V0]]
+// CHECK: scf.for
+// CHECK: tilegpu.async_wait %{{.*}} {pending = 0 : i32}
+// CHECK-NEXT: tilegpu.fence_async_shared
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[MORE:.*]] = arith.cmpi slt
+// CHECK-NEXT: %[[K:.*]] = tilegpu.async_copy %[[KD]][%{{.*}}] into %[[KS]][%{{.*}}] if %[[MORE]]
+// CHECK-NEXT: %[[V:.*]] = tilegpu.async_copy %[[VD]][%{{.*}}] into %[[VS]][%{{.*}}] if %[[MORE]]
+// CHECK-NEXT: tilegpu.async_commit %[[K]], %[[V]]
+// CHECK-NOT: tilegpu.fence_async_shared
+// CHECK: tilegpu.local_load %[[KS]]
+// CHECK: tilegpu.local_load %[[VS]]
+func.func @two_loads_fenced(%kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> (tensor<64x64xf16, #wb>, tensor<64x64xf16, #wb>) {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf16, #wb>
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 16384 : i64} : !kring
+  %v = tilegpu.alloc {offset = 8192 : i64, stride = 16384 : i64} : !kring
+  %o:2 = scf.for %j = %lb to %ub step %c64 iter_args(%a = %zero, %b = %zero) -> (tensor<64x64xf16, #wb>, tensor<64x64xf16, #wb>) : i32 {
+    %d = arith.subi %j, %lb : i32
+    %it = arith.divui %d, %c64 : i32
+    %st = arith.remui %it, %c2 : i32
+    %t = tilegpu.async_copy %kd[%j, %c0] into %k[%st] : !tile.desc<2, f16> -> !kring
+    %g = tilegpu.async_commit %t
+    tilegpu.async_wait %g {pending = 0 : i32}
+    tilegpu.fence_async_shared
+    gpu.barrier
+    %kb = tilegpu.local_load %k[%st] {transpose} : !kring -> tensor<64x64xf16, #wb>
+    %d2 = arith.subi %j, %lb : i32
+    %it2 = arith.divui %d2, %c64 : i32
+    %st2 = arith.remui %it2, %c2 : i32
+    %t2 = tilegpu.async_copy %vd[%j, %c0] into %v[%st2] : !tile.desc<2, f16> -> !kring
+    %g2 = tilegpu.async_commit %t2
+    tilegpu.async_wait %g2 {pending = 0 : i32}
+    tilegpu.fence_async_shared
+    gpu.barrier
+    %vb = tilegpu.local_load %v[%st2] : !kring -> tensor<64x64xf16, #wb>
+    scf.yield %kb, %vb : tensor<64x64xf16, #wb>, tensor<64x64xf16, #wb>
+  }
+  return %o#0, %o#1 : tensor<64x64xf16, #wb>, tensor<64x64xf16, #wb>
 }

@@ -1,0 +1,139 @@
+//===- SharedMemoryOps.cpp - the tilegpu memory ops -------------------------------------------===//
+//
+// The schedule of the loads as the tilegpu level writes it (tilegpu-allocate-shared, then
+// tilegpu-pipeline-loads): tilegpu.alloc is a place in the kernel's shared memory, async_copy is
+// cp.async of a block into a stage of it (predicated copies of one group under one uniform
+// branch), async_commit / async_wait are commit_group / wait_group, fence_async_shared and
+// gpu.barrier are themselves, and local_load reads a dot operand: A fragments by ldmatrix once,
+// a B operand where the dot reads it.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace tessel::mma {
+
+bool MmaKernelBuilder::isSharedMemoryOp(Operation *op) {
+  return isa<tilegpu::AllocOp, tilegpu::AsyncCopyOp, tilegpu::AsyncCommitOp, tilegpu::AsyncWaitOp,
+             tilegpu::FenceAsyncSharedOp, tilegpu::LocalLoadOp, gpu::BarrierOp>(op);
+}
+
+FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) {
+  auto alloc = buffer.getDefiningOp<tilegpu::AllocOp>();
+  if (!alloc || !alloc.getOffset())
+    return user->emitOpError("uses a shared buffer without a place: run tilegpu-allocate-shared");
+  tilegpu::SharedBufferType type = alloc.getResult().getType();
+  LoadPlan p;
+  p.smemOffset = *alloc.getOffset();
+  p.rows = type.getShape()[0];
+  p.cols = type.getShape().back();
+  // The copies and ldmatrix addresses assume the class's blocks: 16-bit operands, whole
+  // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle.
+  int64_t rowsPerStep = p.cols % 8 == 0 ? numThreads() / (p.cols / 8) : 0;
+  if (type.getShape().size() != 2 || type.getElementType() != operandType ||
+      type.getSwizzle() != 128 || !rowsPerStep || p.rows % rowsPerStep != 0 ||
+      p.rows % 16 != 0 || (wgmma && p.cols % 64 != 0))
+    return user->emitOpError("uses the buffer ")
+           << type << ", which convert-tile-to-mma does not lay out: [rows, cols] of "
+           << operandType << ", swizzle 128, rows a multiple of 16 and of " << rowsPerStep
+           << (wgmma ? ", cols a multiple of 64" : "");
+  return p;
+}
+
+Value MmaKernelBuilder::stageBytes(Value buffer, Value stage) {
+  if (constantOf(stage) == 0)
+    return Value();
+  auto alloc = buffer.getDefiningOp<tilegpu::AllocOp>();
+  return arith::MulIOp::create(b, b.getUnknownLoc(), toI32(scalars.lookup(stage)),
+                               ci32(alloc.getStageStride()));
+}
+
+FailureOr<std::pair<SharedView, bool>> MmaKernelBuilder::dotB(tile::DotOp op) {
+  if (auto read = op.getB().getDefiningOp<tilegpu::LocalLoadOp>()) {
+    auto view = views.find(read.getResult());
+    if (view == views.end())
+      return op.emitOpError("has a B operand read as an A operand (convert-tile-to-mma)");
+    return std::make_pair(view->second, bool(read.getTranspose()));
+  }
+  Value source = op.getB();
+  bool transposed = false;
+  if (auto tr = source.getDefiningOp<tile::TransOp>()) {
+    source = tr.getInput();
+    transposed = true;
+  }
+  auto ld = source.getDefiningOp<tile::LoadOp>();
+  if (!ld || !loads.count(ld.getOperation()))
+    return op.emitOpError("has a B operand that is not a loaded block (convert-tile-to-mma)");
+  const LoadPlan &p = loads[ld.getOperation()];
+  // A loop-body load lives in the stage of the current iteration.
+  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
+  return std::make_pair(SharedView{p, stage}, transposed);
+}
+
+LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
+  Location loc = op->getLoc();
+  // The places are static: the copies and reads compute their addresses.
+  if (isa<tilegpu::AllocOp>(op))
+    return success();
+  if (auto copy = dyn_cast<tilegpu::AsyncCopyOp>(op)) {
+    if (failed(checkChunked(op, copy.getDesc())))
+      return failure();
+    FailureOr<LoadPlan> p = bufferPlan(copy.getBuffer(), op);
+    if (failed(p))
+      return failure();
+    Value row0 = scalars.lookup(copy.getOffsets()[0]);
+    Value col0 = scalars.lookup(copy.getOffsets()[1]);
+    OpBuilder::InsertionGuard guard(b);
+    if (Value pred = copy.getPredicate()) {
+      // The copies of a group share one predicate: one branch for them all.
+      Block *block = b.getInsertionBlock();
+      bool follows = copyGuard && copyGuardPredicate == pred &&
+                     b.getInsertionPoint() != block->begin() &&
+                     &*std::prev(b.getInsertionPoint()) == copyGuard.getOperation();
+      if (!follows) {
+        copyGuard = scf::IfOp::create(b, loc, scalars.lookup(pred), /*withElseRegion=*/false);
+        copyGuardPredicate = pred;
+      }
+      b.setInsertionPoint(copyGuard.thenBlock()->getTerminator());
+    }
+    issueBlock(loc, copy.getDesc(), *p, row0, col0,
+               stageBytes(copy.getBuffer(), copy.getStage()));
+    return success();
+  }
+  if (isa<tilegpu::AsyncCommitOp>(op)) {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    return success();
+  }
+  if (auto wait = dyn_cast<tilegpu::AsyncWaitOp>(op)) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, wait.getPending());
+    return success();
+  }
+  if (isa<tilegpu::FenceAsyncSharedOp>(op)) {
+    fenceSharedForAsyncProxy(loc);
+    return success();
+  }
+  if (isa<gpu::BarrierOp>(op)) {
+    gpu::BarrierOp::create(b, loc);
+    return success();
+  }
+  auto read = cast<tilegpu::LocalLoadOp>(op);
+  FailureOr<LoadPlan> p = bufferPlan(read.getBuffer(), op);
+  if (failed(p))
+    return failure();
+  auto operand = cast<tilegpu::DotOperandEncodingAttr>(read.getResult().getType().getEncoding());
+  if (operand.getOperand() == 1) {
+    views[read.getResult()] = SharedView{*p, stageBytes(read.getBuffer(), read.getStage())};
+    return success();
+  }
+  if (read.getTranspose() || constantOf(read.getStage()) != 0)
+    return op->emitOpError("reads an A operand ")
+           << (read.getTranspose() ? "transposed" : "from a stage other than 0")
+           << ": convert-tile-to-mma reads A blocks loaded once, as stored";
+  takeAFragments(read.getResult(), *p);
+  return success();
+}
+
+} // namespace tessel::mma
