@@ -16,9 +16,11 @@ back to the reference lowering. The only memory beyond the inputs and the output
 to a per-device scratch buffer reused across calls (_lse_scratch: one allocation fewer per call).
 """
 import math
+import types
 
 import numpy as np
 
+from . import capture
 from . import gpu
 from . import language as tl
 from .frontend import ModFunction
@@ -76,21 +78,50 @@ def _block(n, cap=64, floor=16):
 _jitted = {}
 
 
+def _cells(fn):
+    """The closure values of fn, tensors replaced by their signatures (capture.Slot): a tensor
+    is a kernel argument, not part of the kernel's identity (tessel/capture.py)."""
+    values = []
+    for c in fn.__closure__ or ():
+        v = c.cell_contents
+        values.append(capture.Slot(v) if capture.is_tensor(v) else v)
+    return tuple(values)
+
+
 def _fn_key(fn):
     if isinstance(fn, JITFunction) or not hasattr(fn, "__code__"):
         return fn
     try:
-        cells = tuple(c.cell_contents for c in fn.__closure__ or ())
-        key = (fn.__code__, cells, id(fn.__globals__))
+        key = (fn.__code__, _cells(fn), id(fn.__globals__))
         hash(key)
         return key
     except (ValueError, TypeError):
         return fn
 
 
+def _without_tensors(fn):
+    """fn itself, or for a closure over tensors a copy whose cells hold their capture.Slot: what
+    is traced and cached, so the cache does not keep the first call's tensors alive (they are
+    read from the function of each call, ModFunction.user_fn)."""
+    if not _captures_by_closure(fn):
+        return fn
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              tuple(types.CellType(v) for v in _cells(fn)))
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
+
+
+def _captures_by_closure(fn):
+    try:
+        return any(capture.is_tensor(c.cell_contents) for c in fn.__closure__ or ())
+    except (AttributeError, ValueError):
+        return False
+
+
 def _as_jit(fn, what):
     """score_mod / mask_mod as the kernel's constexpr: a ModFunction (the @tessel.jit function
-    and its role, whose contract the front end checks at the user's code), or None."""
+    and its role, whose contract the front end checks at the user's code), or None. A closure
+    over tensors gets a ModFunction bound to this very function: its tensors are read from it."""
     if fn is None:
         return None
     if not callable(fn):
@@ -98,12 +129,14 @@ def _as_jit(fn, what):
     try:
         key = (_fn_key(fn), what)
         m = _jitted.get(key)
-    except TypeError:
+    except (TypeError, ValueError):
         key, m = None, None
     if m is None:
-        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(fn), what)
+        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(_without_tensors(fn)), what)
         if key is not None:
             _jitted[key] = m
+    if not isinstance(fn, JITFunction) and _captures_by_closure(fn):
+        return m.bound_to(fn)
     return m
 
 
@@ -332,7 +365,11 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                                                enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
-        if (gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128)) or (block_m and block_n):
+        # A closure over tensors is not remembered: the entry would keep its tensors alive,
+        # and they are read from the function of each call anyway.
+        bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:])
+        if not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128))
+                          or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
             _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
