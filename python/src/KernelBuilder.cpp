@@ -462,8 +462,8 @@ Value KernelBuilder::gather(Value desc, const std::vector<Value> &indices, doubl
     shape = llvm::SmallVector<int64_t>(tileType.getShape());
   }
   // All indices scalar: a one-element tile (a scalar read is another op's job).
-  Type result = withShape(descType.getElementType(), shape ? ArrayRef<int64_t>(*shape)
-                                                           : ArrayRef<int64_t>{1});
+  Type result = withShape(descType.getElementType(),
+                          shape ? ArrayRef<int64_t>(*shape) : ArrayRef<int64_t>{1});
   return tile::GatherOp::create(builder, loc(), result, desc, indices,
                                 builder.getF64FloatAttr(padding));
 }

@@ -157,10 +157,24 @@ def gpu_blocks(D, dtype, nq, nk, chip="sm_80"):
     hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
     if hit is not None:
         return hit
+    return reference_blocks(D, nq, nk)
+
+
+def reference_blocks(D, nq, nk):
+    """(BLOCK_M, BLOCK_N) for the reference lowering (what the fast paths do not take)."""
     # The reference lowering keeps every live tile in shared memory: past head dim 64, 64-row
     # blocks need 280-300 KB (f32, d128: measured on the H200), more than a CTA has; 32 fit.
     cap = 64 if D <= 64 else 32
     return _block(nq, cap), _block(nk, cap)
+
+
+def gather_blocks(D, nq, nk):
+    """(BLOCK_M, BLOCK_N) on the GPU for a kernel whose mask or bias reads captured tensors: the
+    reference lowering takes it (the fast paths do not gather yet), and its gathered and index
+    tiles live in shared memory too. A document mask with a relative bias needs 105 KB at d64
+    with 32x64 blocks and 97 KB at d128 with 32x32 (sm_80 allows 163 KB; 64x64 at d64 needed
+    206 KB): test/python/test_captured_compile.py."""
+    return _block(nq, 32), _block(nk, 64 if D <= 64 else 32)
 
 
 def _chip_for_blocks(q):
@@ -306,6 +320,13 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    mods = score_mod is not None or mask_mod is not None
+    if mods and not (block_m or block_n) and (BM, BN) != gather_blocks(D, Nq, Nk) and \
+            attention_kernel.warmup(*args, **constexprs).captures:
+        # A mask or bias that reads a captured tensor gathers: blocks the reference lowering's
+        # shared memory holds (the fast path's 64x128 or 128x64 would not).
+        BM, BN = gather_blocks(D, Nq, Nk)
+        constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     grid = (-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 

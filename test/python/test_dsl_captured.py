@@ -1,6 +1,8 @@
 """Tensors captured by score_mod / mask_mod (and @tessel.jit kernels) from globals and closures
 (issue 13, first half): kernel arguments read with tile.gather, not constants; checked against
 float64 numpy references on the interpreter."""
+import types
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ import tessel
 from tessel import _tessel
 from tessel import language as tl
 from tessel.attention import attention_kernel
-from tessel.reference import max_rel_error, reference_attention
+from tessel.reference import max_rel_error, reference_attention, reference_attention_backward
 
 pytestmark = pytest.mark.skipif(not _tessel.has_interpreter,
                                 reason="this build has no interpreter")
@@ -290,3 +292,40 @@ def test_a_host_tensor_in_a_gpu_launch_is_located():
     assert "captured tensor 'TABLE' is a numpy array, but the kernel runs on the GPU" \
         in err.value.message
     assert err.value.filename == __file__
+
+
+# ---- module attributes, the backward --------------------------------------------------------
+
+tables = types.ModuleType("tables")          # a user module holding a tensor as an attribute
+tables.REL = REL
+
+
+def bias_from_module(score, b, h, q_idx, kv_idx):
+    return score + tables.REL[h, q_idx - kv_idx + N_BIAS - 1]
+
+
+def test_a_module_attribute_is_read_anew_at_each_call(compiles):
+    q, k, v = qkv(N_BIAS, seed=9)
+    saved = tables.REL
+    try:
+        for scale in (1.0, -2.0):
+            tables.REL = saved * scale
+            o = tessel.attention(q, k, v, score_mod=bias_from_module)
+            ref, _ = reference_attention(q, k, v, score=lambda s, b, h, qi, ki: s + tables.REL[h][
+                qi - ki + N_BIAS - 1])
+            assert max_rel_error(o, ref) < 1e-5, scale
+        assert compiles[0] == 1
+    finally:
+        tables.REL = saved
+
+
+def test_the_backward_reads_the_captured_bias():
+    q, k, v = qkv(N_BIAS, seed=10)
+    do = np.random.default_rng(11).standard_normal(q.shape).astype(np.float32)
+    o, lse = tessel.attention(q, k, v, causal=True, score_mod=relative_bias, return_lse=True)
+    grads = tessel.attention_backward(q, k, v, o, lse, do, causal=True, score_mod=relative_bias)
+    ref = reference_attention_backward(
+        q, k, v, do, causal=True, score=lambda s, b, h, qi, ki: s + REL[h][qi - ki + N_BIAS - 1],
+        score_grad=lambda s, b, h, qi, ki: np.ones_like(s))
+    for got, want in zip(grads, ref):
+        assert max_rel_error(got, want) < 1e-5

@@ -439,8 +439,8 @@ LogicalResult KernelBuilder::emitGather(tile::GatherOp op) {
       Value lo = arith::CmpIOp::create(ob, l, arith::CmpIPredicate::sge, g, zero);
       Value hi = arith::CmpIOp::create(ob, l, arith::CmpIPredicate::slt, g, d.shape[k]);
       inBounds = arith::AndIOp::create(ob, l, inBounds, arith::AndIOp::create(ob, l, lo, hi));
-      address =
-          arith::AddIOp::create(ob, l, address, arith::MulIOp::create(ob, l, g, d.strides[k]));
+      address = arith::AddIOp::create(ob, l, address,
+                                      arith::MulIOp::create(ob, l, g, d.strides[k]));
     }
     auto ifOp = scf::IfOp::create(ob, l, TypeRange{d.elementType}, inBounds, true);
     {
