@@ -168,13 +168,14 @@ def reference_blocks(D, nq, nk):
     return _block(nq, cap), _block(nk, cap)
 
 
-def gather_blocks(D, nq, nk):
+def gather_blocks(D):
     """(BLOCK_M, BLOCK_N) on the GPU for a kernel whose mask or bias reads captured tensors: the
     reference lowering takes it (the fast paths do not gather yet), and its gathered and index
     tiles live in shared memory too. A document mask with a relative bias needs 105 KB at d64
     with 32x64 blocks and 97 KB at d128 with 32x32 (sm_80 allows 163 KB; 64x64 at d64 needed
-    206 KB): test/python/test_captured_compile.py."""
-    return _block(nq, 32), _block(nk, 64 if D <= 64 else 32)
+    206 KB): test/python/test_captured_compile.py. Independent of the lengths, like the fast
+    paths' blocks: _cuda_configs remembers them per (dtype, D, ...), not per length."""
+    return 32, 64 if D <= 64 else 32
 
 
 def _chip_for_blocks(q):
@@ -321,11 +322,11 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
     mods = score_mod is not None or mask_mod is not None
-    if mods and not (block_m or block_n) and (BM, BN) != gather_blocks(D, Nq, Nk) and \
+    if mods and not (block_m or block_n) and (BM, BN) != gather_blocks(D) and \
             attention_kernel.warmup(*args, **constexprs).captures:
         # A mask or bias that reads a captured tensor gathers: blocks the reference lowering's
         # shared memory holds (the fast path's 64x128 or 128x64 would not).
-        BM, BN = gather_blocks(D, Nq, Nk)
+        BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     grid = (-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse

@@ -26,7 +26,7 @@ LIMIT = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
 def kernel(D, dtype=np.float16):
     q = np.zeros((2, 4, N, D), dtype)
     return tessel.compile_attention(
-        q, q, q, causal=True, block_m=gather_blocks(D, N, N)[0], block_n=gather_blocks(D, N, N)[1],
+        q, q, q, causal=True, block_m=gather_blocks(D)[0], block_n=gather_blocks(D)[1],
         mask_mod=lambda b, h, q_idx, kv_idx: DOC[b, q_idx] == DOC[b, kv_idx],
         score_mod=lambda s, b, h, q_idx, kv_idx: s + REL[h, q_idx - kv_idx + N - 1])
 
