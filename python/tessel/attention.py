@@ -321,15 +321,35 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
-    mods = score_mod is not None or mask_mod is not None
-    if mods and not (block_m or block_n) and (BM, BN) != gather_blocks(D) and \
-            attention_kernel.warmup(*args, **constexprs).captures:
+    if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
+            (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
         # A mask or bias that reads a captured tensor gathers: blocks the reference lowering's
         # shared memory holds (the fast path's 64x128 or 128x64 would not).
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     grid = (-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
+
+
+# (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the kernel reads captured tensors: a closure
+# over tensors is prepared anew at every call (never in _cuda_configs), and this spares it the
+# trace lookup. ModFunctions compare by function and role, so every closure of one code shares
+# the entry. Emptied at _CUDA_CONFIGS_MAX entries.
+_gathering = {}
+
+
+def _gathers(args, constexprs):
+    c = constexprs
+    # Unbound ModFunctions in the key: a bound one's user_fn would keep its tensors alive.
+    mods = tuple(m.bound_to(None) if m is not None and m.user_fn is not None else m
+                 for m in (c["SCORE_MOD"], c["MASK_MOD"]))
+    key = (args[0].dtype, c["D"], c["CAUSAL"]) + mods
+    hit = _gathering.get(key)
+    if hit is None:
+        if len(_gathering) >= _CUDA_CONFIGS_MAX:
+            _gathering.clear()
+        hit = _gathering[key] = bool(attention_kernel.warmup(*args, **constexprs).captures)
+    return hit
 
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
