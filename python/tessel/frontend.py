@@ -605,8 +605,9 @@ class CodeGenerator:
                                            "shape reads 0)")
                 v = self.materialize(v, None, item, "i32")
             else:
+                what = "a " + v.type_str() if isinstance(v, CapturedTensor) else repr(v)
                 raise self.error(item, f"an index of '{cap.name}' must be an integer, not "
-                                       f"{v!r}")
+                                       f"{what}")
             indices.append(v)
         shape = ()
         for v in indices:

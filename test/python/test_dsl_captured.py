@@ -298,6 +298,10 @@ def test_slices_and_bare_tensors_are_located():
     with pytest.raises(tessel.CompilationError) as err:
         tessel.attention(q, k, v, score_mod=lambda s, b, h, qi, ki: s + REL[h, s])  # float index
     assert_located(err.value, __file__, "float index", "s])", "must be an integer")
+    with pytest.raises(tessel.CompilationError) as err:
+        tessel.attention(q, k, v, mask_mod=lambda b, h, qi, ki: DOC[b, DOC] == 0)  # nested
+    assert_located(err.value, __file__, "nested", "DOC] ==",
+                   "an index of 'DOC' must be an integer, not a captured rank-2 int32 tensor")
 
 
 def test_a_host_tensor_in_a_gpu_launch_is_located():
