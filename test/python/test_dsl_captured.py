@@ -349,3 +349,19 @@ def test_the_backward_reads_the_captured_bias():
         score_grad=lambda s, b, h, qi, ki: np.ones_like(s))
     for got, want in zip(grads, ref):
         assert max_rel_error(got, want) < 1e-5
+
+
+@tessel.jit
+def jit_document_mask(b, h, q_idx, kv_idx):
+    return DOC[b, q_idx] == DOC[b, kv_idx]
+
+
+def test_aot_refuses_a_mask_that_reads_a_tensor():
+    from tessel import aot
+    module = types.ModuleType("dsl_file")
+    module.__file__ = __file__
+    module.attention_kernel = attention_kernel
+    module.jit_document_mask = jit_document_mask
+    spec = aot.parse_spec("dtype=f16,head_dim=64,chip=sm_80,mask=jit_document_mask")
+    with pytest.raises(ValueError, match="reads captured tensors \\(DOC\\): AOT libraries"):
+        aot.trace(module, spec)
