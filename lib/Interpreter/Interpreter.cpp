@@ -270,6 +270,7 @@ LogicalResult Interpreter::runOp(Frame &fr, Operation *op) {
       })
       .Case([&](tile::MakeDescOp o) { return makeDesc(fr, o); })
       .Case([&](tile::LoadOp o) { return load(fr, o); })
+      .Case([&](tile::GatherOp o) { return gather(fr, o); })
       .Case([&](tile::StoreOp o) { return store(fr, o); })
       .Case([&](tile::DotOp o) { return dot(fr, o); })
       .Case([&](tile::ReduceOp o) { return reduce(fr, o); })
@@ -429,18 +430,23 @@ LogicalResult Interpreter::access(Frame &fr, Operation *op, Value descV, ValueRa
   return success();
 }
 
+LogicalResult Interpreter::fillWithPadding(Operation *op, Tile &t, double pad) {
+  if (t.isFloat()) {
+    std::fill(t.f.begin(), t.f.end(), roundFloat(t.elementType, pad));
+    return success();
+  }
+  if (!std::isfinite(pad) || pad != std::trunc(pad) || std::fabs(pad) > 9.0e18)
+    return op->emitOpError() << "pads an integer tile with " << pad << ", which is not an integer";
+  std::fill(t.i.begin(), t.i.end(), wrapInt(t.elementType, static_cast<int64_t>(pad)));
+  return success();
+}
+
 LogicalResult Interpreter::load(Frame &fr, tile::LoadOp op) {
   FailureOr<Tile> r = newTile(op, op.getType());
   if (failed(r))
     return failure();
-  double pad = op.getPadding().convertToDouble();
-  if (r->isFloat()) {
-    std::fill(r->f.begin(), r->f.end(), roundFloat(r->elementType, pad));
-  } else {
-    if (!std::isfinite(pad) || pad != std::trunc(pad) || std::fabs(pad) > 9.0e18)
-      return op.emitOpError() << "pads an integer tile with " << pad << ", which is not an integer";
-    std::fill(r->i.begin(), r->i.end(), wrapInt(r->elementType, static_cast<int64_t>(pad)));
-  }
+  if (failed(fillWithPadding(op, *r, op.getPadding().convertToDouble())))
+    return failure();
   if (failed(access(fr, op, op.getDesc(), op.getOffsets(), nullptr, nullptr, &*r)))
     return failure();
   set(fr, op.getResult(), std::move(*r));

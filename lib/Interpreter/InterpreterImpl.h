@@ -141,6 +141,9 @@ private:
   LogicalResult access(Frame &fr, Operation *op, Value descV, ValueRange offsetVs,
                        const Tile *value, const Tile *mask, Tile *result);
   LogicalResult load(Frame &fr, tile::LoadOp op);
+  // Fills `t` with a load's or gather's padding (an integer one must be a whole number).
+  LogicalResult fillWithPadding(Operation *op, Tile &t, double pad);
+  LogicalResult gather(Frame &fr, tile::GatherOp op);
   LogicalResult store(Frame &fr, tile::StoreOp op);
   LogicalResult dot(Frame &fr, tile::DotOp op);
   LogicalResult reduce(Frame &fr, tile::ReduceOp op);

@@ -152,26 +152,38 @@ Value KernelBuilder::requireI32Scalar(Value value, const char *what) {
   return value;
 }
 
+Type KernelBuilder::paramType(const Param &p) {
+  Type element = elementType(p.dtype);
+  if (p.kind == "ptr")
+    return tile::PtrType::get(ctx.get(), element);
+  if (p.kind != "scalar")
+    fail("unknown parameter kind '" + p.kind + "'");
+  return element;
+}
+
 std::vector<Value> KernelBuilder::beginFunction(const std::string &name,
                                                 const std::vector<Param> &params) {
   if (!open.empty())
     fail("functions cannot nest");
   SmallVector<Type> types;
-  for (const Param &p : params) {
-    Type element = elementType(p.dtype);
-    if (p.kind == "ptr")
-      types.push_back(tile::PtrType::get(ctx.get(), element));
-    else if (p.kind == "scalar")
-      types.push_back(element);
-    else
-      fail("unknown parameter kind '" + p.kind + "'");
-  }
+  for (const Param &p : params)
+    types.push_back(paramType(p));
   builder.setInsertionPointToEnd(moduleOp->getBody());
   auto fn = func::FuncOp::create(builder, loc(), name, builder.getFunctionType(types, {}));
   Block *entry = fn.addEntryBlock();
   open.push_back({fn, builder.saveInsertionPoint()});
   builder.setInsertionPointToStart(entry);
   return std::vector<Value>(entry->args_begin(), entry->args_end());
+}
+
+Value KernelBuilder::addParam(const Param &param) {
+  if (open.empty() || !isa<func::FuncOp>(open.front().op))
+    fail("addParam outside a function");
+  auto fn = cast<func::FuncOp>(open.front().op);
+  unsigned index = fn.getNumArguments();
+  if (failed(fn.insertArgument(index, paramType(param), DictionaryAttr(), loc())))
+    fail("cannot add a parameter to the function");
+  return fn.getArgument(index);
 }
 
 void KernelBuilder::endFunction() {
@@ -429,6 +441,31 @@ Value KernelBuilder::load(Value desc, const std::vector<Value> &offsets,
   Type result = withShape(descType.getElementType(), shape);
   return tile::LoadOp::create(builder, loc(), result, desc, offsets,
                               builder.getF64FloatAttr(padding));
+}
+
+Value KernelBuilder::gather(Value desc, const std::vector<Value> &indices, double padding) {
+  auto descType = dyn_cast<tile::DescType>(desc.getType());
+  if (!descType)
+    fail("gather needs a descriptor, not " + typeStr(desc.getType()));
+  if (indices.size() != descType.getRank())
+    fail("a rank-" + std::to_string(descType.getRank()) + " descriptor needs that many indices");
+  std::optional<llvm::SmallVector<int64_t>> shape;
+  for (Value v : indices) {
+    auto tileType = dyn_cast<RankedTensorType>(v.getType());
+    Type element = tileType ? tileType.getElementType() : v.getType();
+    if (!element.isInteger(32))
+      fail("gather indices must be i32 scalars or tiles, not " + typeStr(v.getType()));
+    if (!tileType)
+      continue;
+    if (shape && ArrayRef<int64_t>(*shape) != tileType.getShape())
+      fail("gather index tiles must have one shape");
+    shape = llvm::SmallVector<int64_t>(tileType.getShape());
+  }
+  // All indices scalar: a one-element tile (a scalar read is another op's job).
+  Type result = withShape(descType.getElementType(),
+                          shape ? ArrayRef<int64_t>(*shape) : ArrayRef<int64_t>{1});
+  return tile::GatherOp::create(builder, loc(), result, desc, indices,
+                                builder.getF64FloatAttr(padding));
 }
 
 void KernelBuilder::store(Value desc, const std::vector<Value> &offsets, Value value,

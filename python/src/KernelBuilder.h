@@ -74,6 +74,9 @@ public:
   // Functions.
   std::vector<mlir::Value> beginFunction(const std::string &name, const std::vector<Param> &params);
   void endFunction();
+  /// Appends a parameter to the function being built (a tensor a kernel captures, found while
+  /// tracing its body) and returns it.
+  mlir::Value addParam(const Param &param);
 
   // Scalars and element-wise ops. `shape` empty means a scalar, otherwise a splat tile.
   mlir::Value constInt(int64_t value, const std::string &dtype, const std::vector<int64_t> &shape);
@@ -96,6 +99,9 @@ public:
                        const std::vector<mlir::Value> &strides);
   mlir::Value load(mlir::Value desc, const std::vector<mlir::Value> &offsets,
                    const std::vector<int64_t> &shape, double padding);
+  /// One element per index: each index an i32 scalar or an i32 tile (all tiles of one shape,
+  /// the result's); out-of-shape elements get `padding`.
+  mlir::Value gather(mlir::Value desc, const std::vector<mlir::Value> &indices, double padding);
   void store(mlir::Value desc, const std::vector<mlir::Value> &offsets, mlir::Value value,
              std::optional<mlir::Value> mask);
   /// `a·b + acc`; without `acc`, a zero accumulator.
@@ -148,6 +154,7 @@ public:
 
 private:
   mlir::Type elementType(const std::string &dtype);
+  mlir::Type paramType(const Param &param);
   mlir::Type withShape(mlir::Type element, llvm::ArrayRef<int64_t> shape);
   mlir::Value requireI32Scalar(mlir::Value value, const char *what);
   mlir::Location loc() const { return location; }

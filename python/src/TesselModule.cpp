@@ -166,6 +166,12 @@ PYBIND11_MODULE(_tessel, m) {
              return kb.beginFunction(name, ps);
            })
       .def("end_function", &KernelBuilder::endFunction)
+      .def(
+          "add_param",
+          [](KernelBuilder &kb, const std::string &kind, const std::string &dtype) {
+            return kb.addParam({kind, dtype});
+          },
+          keep)
       .def("const_int", &KernelBuilder::constInt, py::arg("value"), py::arg("dtype"),
            py::arg("shape") = std::vector<int64_t>{}, keep)
       .def("const_float", &KernelBuilder::constFloat, py::arg("value"), py::arg("dtype"),
@@ -179,6 +185,7 @@ PYBIND11_MODULE(_tessel, m) {
       .def("num_programs", &KernelBuilder::numPrograms, keep)
       .def("make_desc", &KernelBuilder::makeDesc, keep)
       .def("load", &KernelBuilder::load, keep)
+      .def("gather", &KernelBuilder::gather, keep)
       .def("store", &KernelBuilder::store)
       .def(
           "dot", [](KernelBuilder &kb, V a, V b, OptV acc) { return kb.dot(a, b, acc); }, keep)

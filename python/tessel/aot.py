@@ -171,7 +171,12 @@ def trace(module, spec, kernel_name="attention_kernel"):
         raise ValueError(f"'{kernel_name}' of {module.__file__} does not take the attention "
                          f"kernel's arguments (q, k, v, o, lse, nq, nk, H, HKV, scale, D, "
                          f"BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD): {err}") from None
-    return kernel.warmup(*args, **constexprs)
+    compiled = kernel.warmup(*args, **constexprs)
+    if compiled.captures:
+        names = ", ".join(c.name for c in compiled.captures)
+        raise ValueError(f"'{spec.mask}' reads captured tensors ({names}): AOT libraries have "
+                         "no arguments for them yet; use the JIT (tessel.attention)")
+    return compiled
 
 
 def _c_bytes(data, indent="  ", per_line=16):

@@ -16,9 +16,11 @@ back to the reference lowering. The only memory beyond the inputs and the output
 to a per-device scratch buffer reused across calls (_lse_scratch: one allocation fewer per call).
 """
 import math
+import types
 
 import numpy as np
 
+from . import capture
 from . import gpu
 from . import language as tl
 from .frontend import ModFunction
@@ -76,21 +78,50 @@ def _block(n, cap=64, floor=16):
 _jitted = {}
 
 
+def _cells(fn):
+    """The closure values of fn, tensors replaced by their signatures (capture.Slot): a tensor
+    is a kernel argument, not part of the kernel's identity (tessel/capture.py)."""
+    values = []
+    for c in fn.__closure__ or ():
+        v = c.cell_contents
+        values.append(capture.Slot(v) if capture.is_tensor(v) else v)
+    return tuple(values)
+
+
 def _fn_key(fn):
     if isinstance(fn, JITFunction) or not hasattr(fn, "__code__"):
         return fn
     try:
-        cells = tuple(c.cell_contents for c in fn.__closure__ or ())
-        key = (fn.__code__, cells, id(fn.__globals__))
+        key = (fn.__code__, _cells(fn), id(fn.__globals__))
         hash(key)
         return key
     except (ValueError, TypeError):
         return fn
 
 
+def _without_tensors(fn):
+    """fn itself, or for a closure over tensors a copy whose cells hold their capture.Slot: what
+    is traced and cached, so the cache does not keep the first call's tensors alive (they are
+    read from the function of each call, ModFunction.user_fn)."""
+    if not _captures_by_closure(fn):
+        return fn
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              tuple(types.CellType(v) for v in _cells(fn)))
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
+
+
+def _captures_by_closure(fn):
+    try:
+        return any(capture.is_tensor(c.cell_contents) for c in fn.__closure__ or ())
+    except (AttributeError, ValueError):
+        return False
+
+
 def _as_jit(fn, what):
     """score_mod / mask_mod as the kernel's constexpr: a ModFunction (the @tessel.jit function
-    and its role, whose contract the front end checks at the user's code), or None."""
+    and its role, whose contract the front end checks at the user's code), or None. A closure
+    over tensors gets a ModFunction bound to this very function: its tensors are read from it."""
     if fn is None:
         return None
     if not callable(fn):
@@ -98,12 +129,14 @@ def _as_jit(fn, what):
     try:
         key = (_fn_key(fn), what)
         m = _jitted.get(key)
-    except TypeError:
+    except (TypeError, ValueError):
         key, m = None, None
     if m is None:
-        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(fn), what)
+        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(_without_tensors(fn)), what)
         if key is not None:
             _jitted[key] = m
+    if not isinstance(fn, JITFunction) and _captures_by_closure(fn):
+        return m.bound_to(fn)
     return m
 
 
@@ -124,10 +157,25 @@ def gpu_blocks(D, dtype, nq, nk, chip="sm_80"):
     hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
     if hit is not None:
         return hit
+    return reference_blocks(D, nq, nk)
+
+
+def reference_blocks(D, nq, nk):
+    """(BLOCK_M, BLOCK_N) for the reference lowering (what the fast paths do not take)."""
     # The reference lowering keeps every live tile in shared memory: past head dim 64, 64-row
     # blocks need 280-300 KB (f32, d128: measured on the H200), more than a CTA has; 32 fit.
     cap = 64 if D <= 64 else 32
     return _block(nq, cap), _block(nk, cap)
+
+
+def gather_blocks(D):
+    """(BLOCK_M, BLOCK_N) on the GPU for a kernel whose mask or bias reads captured tensors: the
+    reference lowering takes it (the fast paths do not gather yet), and its gathered and index
+    tiles live in shared memory too. A document mask with a relative bias needs 105 KB at d64
+    with 32x64 blocks and 97 KB at d128 with 32x32 (sm_80 allows 163 KB; 64x64 at d64 needed
+    206 KB): test/python/test_captured_compile.py. Independent of the lengths, like the fast
+    paths' blocks: _cuda_configs remembers them per (dtype, D, ...), not per length."""
+    return 32, 64 if D <= 64 else 32
 
 
 def _chip_for_blocks(q):
@@ -273,8 +321,35 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
+            (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
+        # A mask or bias that reads a captured tensor gathers: blocks the reference lowering's
+        # shared memory holds (the fast path's 64x128 or 128x64 would not).
+        BM, BN = gather_blocks(D)
+        constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     grid = (-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
+
+
+# (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the kernel reads captured tensors: a closure
+# over tensors is prepared anew at every call (never in _cuda_configs), and this spares it the
+# trace lookup. ModFunctions compare by function and role, so every closure of one code shares
+# the entry. Emptied at _CUDA_CONFIGS_MAX entries.
+_gathering = {}
+
+
+def _gathers(args, constexprs):
+    c = constexprs
+    # Unbound ModFunctions in the key: a bound one's user_fn would keep its tensors alive.
+    mods = tuple(m.bound_to(None) if m is not None and m.user_fn is not None else m
+                 for m in (c["SCORE_MOD"], c["MASK_MOD"]))
+    key = (args[0].dtype, c["D"], c["CAUSAL"]) + mods
+    hit = _gathering.get(key)
+    if hit is None:
+        if len(_gathering) >= _CUDA_CONFIGS_MAX:
+            _gathering.clear()
+        hit = _gathering[key] = bool(attention_kernel.warmup(*args, **constexprs).captures)
+    return hit
 
 
 _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n) -> constexprs
@@ -332,7 +407,11 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                                                enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"])
-        if (gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128)) or (block_m and block_n):
+        # A closure over tensors is not remembered: the entry would keep its tensors alive,
+        # and they are read from the function of each call anyway.
+        bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:])
+        if not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128))
+                          or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
             _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (

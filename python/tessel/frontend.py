@@ -12,6 +12,7 @@ import inspect
 import math
 import sys
 
+from . import capture
 from . import language as tl
 from .errors import CompilationError
 
@@ -51,6 +52,22 @@ class _Method:
 
 class _Return(Exception):
     pass
+
+
+class CapturedTensor:
+    """A tensor read from a kernel's scope (tessel/capture.py) during a trace: its Capture and
+    the kernel parameters that carry it (pointer, shape and strides as TVals)."""
+
+    __slots__ = ("capture", "ptr", "shape", "strides")
+
+    def __init__(self, cap, values):
+        self.capture = cap
+        self.ptr = values[0]
+        self.shape = tuple(values[1:1 + cap.rank])
+        self.strides = tuple(values[1 + cap.rank:])
+
+    def type_str(self):
+        return f"captured rank-{self.capture.rank} {self.capture.dtype} tensor"
 
 
 _CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
@@ -181,9 +198,16 @@ class ModFunction:
     ROLES = {"mask_mod": ("b, h, q_idx, kv_idx", "a boolean tile"),
              "score_mod": ("score, b, h, q_idx, kv_idx", "a floating-point tile")}
 
-    def __init__(self, jit_fn, role):
+    def __init__(self, jit_fn, role, user_fn=None):
         self.jit = jit_fn
         self.role = role
+        # The function passed with this call, when it differs from the one traced (a closure
+        # over tensors: tessel.attention traces a copy without them, capture.Slot); captured
+        # tensors are read from it at launch. Not part of equality: the kernel is the same.
+        self.user_fn = user_fn
+
+    def bound_to(self, user_fn):
+        return ModFunction(self.jit, self.role, user_fn)
 
     def __eq__(self, other):
         return isinstance(other, ModFunction) and (self.jit, self.role) == (other.jit, other.role)
@@ -206,8 +230,12 @@ class CodeGenerator:
     """Traces one function body into the builder (kernels, and inlined callees)."""
 
     def __init__(self, builder, source, env, depth=0, softmax_guard=None, guards=None,
-                 nesting=None):
+                 nesting=None, owner=None, captures=None):
         self.b = builder
+        # The function whose scope this body reads (a JITFunction or a ModFunction), and the
+        # tensors the whole trace captured: {key: (Capture, CapturedTensor)} (tessel/capture.py).
+        self.owner = owner
+        self.captures = {} if captures is None else captures
         # What the trace read from globals and closures: {(id(container), name): (container,
         # name, value)}, shared with inlined callees. A JITFunction keys its specialisations by
         # these values too (tessel/jit.py, docs/dsl-decisions.md).
@@ -508,10 +536,14 @@ class CodeGenerator:
                 value = self.src.cells[name].cell_contents   # now, not when the source was read
             except ValueError:
                 raise self.error(node, f"free variable '{name}' has no value yet") from None
+            if capture.is_tensor(value):
+                return self.capture_tensor(node, "cell", name, None, value)
             self.guard(self.src.cells[name], None, value)
             return value
         if name in self.src.globals:
             value = self.src.globals[name]
+            if capture.is_tensor(value):
+                return self.capture_tensor(node, "global", name, None, value)
             self.guard(self.src.globals, name, value)
             return value
         if hasattr(builtins, name):
@@ -529,8 +561,78 @@ class CodeGenerator:
     def expr_Name(self, node):
         return self.load_name(node)
 
+    def capture_tensor(self, node, kind, name, container, value):
+        """A tensor read from the scope: kernel parameters, not a constant (tessel/capture.py).
+        One set of parameters per place it is read from, however often it is read."""
+        try:
+            sig = capture.signature(value)
+        except ValueError as e:
+            raise self.error(node, f"captured tensor '{name}' {e}") from None
+        key = (kind, name, id(container) if kind == "dict" else self.owner)
+        hit = self.captures.get(key)
+        if hit is None:
+            cap = capture.Capture(self.owner, kind, name, container, sig, self.src.position(node))
+            values = [self.wrap(self.build("add_param", k, d)) for _, k, d in cap.params()]
+            hit = self.captures[key] = (cap, CapturedTensor(cap, values))
+        return hit[1]
+
+    def read_tensor(self, node, t, index):
+        """`t[i, j, ...]` of a captured tensor: a tile.gather with one index per axis, each a
+        compile-time int, an integer scalar or an integer tile (tiles broadcast together)."""
+        cap = t.capture
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        if len(items) != cap.rank:
+            raise self.error(node, f"'{cap.name}' is a rank-{cap.rank} tensor: index it with "
+                                   f"{cap.rank} indices (one per axis), not {len(items)}")
+        indices = []
+        for item in items:
+            if isinstance(item, ast.Slice) or (isinstance(item, ast.Constant) and
+                                               item.value in (None, Ellipsis)):
+                raise self.error(node, f"captured tensors are read element by element: index "
+                                       f"'{cap.name}' with integers or integer tiles, not slices")
+            v = self.expr(item)
+            if isinstance(v, TVal):
+                self.require_value(v, item, "an index")
+                if v.dtype not in ("i32", "i1"):
+                    raise self.error(item, f"an index of '{cap.name}' must be an integer, not a "
+                                           f"{v.type_str()}")
+                if v.dtype == "i1":
+                    v = self.cast(v, "i32", item)
+            elif isinstance(v, int) and not isinstance(v, bool):
+                if v < 0:
+                    raise self.error(item, f"index {v} of '{cap.name}': captured tensors are "
+                                           "not indexed from the end (an index out of the "
+                                           "shape reads 0)")
+                v = self.materialize(v, None, item, "i32")
+            else:
+                what = "a " + v.type_str() if isinstance(v, CapturedTensor) else repr(v)
+                raise self.error(item, f"an index of '{cap.name}' must be an integer, not "
+                                       f"{what}")
+            indices.append(v)
+        shape = ()
+        for v in indices:
+            if v.kind == "tile":
+                shape = self.broadcast_shape(shape, v.shape, node)
+        self.at(node)
+        indices = [self.broadcast(v, shape, node) if v.kind == "tile" else v for v in indices]
+        desc = self.build("make_desc", t.ptr.v, None, [x.v for x in t.shape],
+                          [x.v for x in t.strides])
+        r = self.wrap(self.build("gather", desc, [v.v for v in indices], 0.0))
+        if capture.dsl_dtype(cap.dtype) == "i1":
+            r = self.compare("ne", r, 0, node)
+        return r
+
     def expr_Attribute(self, node):
         base = self.expr(node.value)
+        if isinstance(base, CapturedTensor):
+            if node.attr == "shape":        # run-time sizes: the rank, not the sizes, is keyed
+                return base.shape
+            if node.attr == "ndim":
+                return base.capture.rank
+            if node.attr == "dtype":
+                return tl.DTYPES.get(capture.dsl_dtype(base.capture.dtype))
+            raise self.error(node, f"a captured tensor has .shape, .ndim and .dtype, not "
+                                   f"'.{node.attr}'; index it to read it")
         if isinstance(base, TVal):
             if node.attr == "T":
                 return self.tl_trans(node, base)
@@ -543,6 +645,13 @@ class CodeGenerator:
             raise self.error(node, f"a {base.type_str()} has no attribute '{node.attr}'")
         try:
             value = getattr(base, node.attr)
+            if capture.is_tensor(value):
+                if inspect.ismodule(base) and node.attr in vars(base):
+                    return self.capture_tensor(node, "dict", node.attr, vars(base), value)
+                raise self.error(node, f"'{node.attr}' is a tensor held by a "
+                                       f"{type(base).__name__} object: tessel captures tensors "
+                                       "from global or closure variables and module attributes "
+                                       "only; assign it to a variable the function reads")
             if inspect.ismodule(base) and _user_module(base) and node.attr in vars(base):
                 self.guard(vars(base), node.attr, value)
             return value
@@ -559,6 +668,8 @@ class CodeGenerator:
     def expr_Subscript(self, node):
         base = self.expr(node.value)
         index = node.slice
+        if isinstance(base, CapturedTensor):
+            return self.read_tensor(node, base, index)
         if not isinstance(base, TVal):
             idx = self.expr(index)
             if isinstance(idx, TVal):
@@ -698,7 +809,7 @@ class CodeGenerator:
         if isinstance(fn, JITFunction):
             return self.inline_call(node, fn, args, kwargs)
         if isinstance(fn, ModFunction):
-            return self.inline_call(node, fn.jit, args, kwargs, role=fn.role)
+            return self.inline_call(node, fn.jit, args, kwargs, role=fn.role, owner=fn)
         if fn is builtins.range:
             raise self.error(node, "range can only be the iterable of a for loop")
         if fn in _PY_FUNCS or getattr(fn, "__module__", None) == "math":
@@ -727,7 +838,7 @@ class CodeGenerator:
             raise self.error(node, f"{name}(): {e}") from None
         return handler(node, *args, **kwargs)
 
-    def inline_call(self, node, fn, args, kwargs, role=None):
+    def inline_call(self, node, fn, args, kwargs, role=None, owner=None):
         """Traces a @tessel.jit function in place. With a role ("mask_mod", "score_mod": a
         ModFunction), a wrong number of arguments is reported at the user's function and its
         result is checked against the role's contract at the user's `return`."""
@@ -738,7 +849,8 @@ class CodeGenerator:
         except CompilationError as e:
             raise self.error(node, e.message) from None
         callee = CodeGenerator(self.b, source, {}, self.depth + 1, guards=self.guards,
-                               nesting=self.expr_nesting)
+                               nesting=self.expr_nesting, owner=owner or fn,
+                               captures=self.captures)
         sig = inspect.signature(fn.fn)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -799,6 +911,10 @@ class CodeGenerator:
 
     # ---- typing helpers -------------------------------------------------------------------
     def require_value(self, x, node, what):
+        if isinstance(x, CapturedTensor):
+            raise self.error(node, f"{what} cannot be the captured tensor "
+                                   f"'{x.capture.name}' itself: index it "
+                                   f"({x.capture.name}[...]) to read its elements")
         if isinstance(x, TVal) and x.kind in ("ptr", "desc"):
             raise self.error(node, f"{what} cannot be a {x.type_str()}")
 
@@ -893,7 +1009,7 @@ class CodeGenerator:
     def unify(self, a, b, node, dtype=None):
         """Both operands as TVals of one dtype and one (broadcast) shape."""
         for x in (a, b):
-            if isinstance(x, TVal):
+            if isinstance(x, (TVal, CapturedTensor)):
                 self.require_value(x, node, "an operand")
             elif not _is_number(x):
                 raise self.error(node, f"unsupported operand of type {type(x).__name__}")
@@ -913,6 +1029,9 @@ class CodeGenerator:
         return out
 
     def binary(self, op, a, b, node):
+        for x in (a, b):
+            if isinstance(x, CapturedTensor):
+                self.require_value(x, node, "an operand")
         if not isinstance(a, TVal) and not isinstance(b, TVal):
             try:
                 return _PY_BINOP[op](a, b)

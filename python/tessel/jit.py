@@ -31,6 +31,7 @@ import os
 import sys
 
 from . import _tessel
+from . import capture
 from . import gpu
 from . import language as tl
 from . import runtime
@@ -80,6 +81,7 @@ class CompiledKernel:
         self.options = options
         self.timings = []             # [(step, seconds)] of the front end (tessel/timing.py)
         self.guards = ()              # [(globals dict | cell, name | None, value)] it read
+        self.captures = ()            # [capture.Capture] of the tensors it captured, in order
 
     def key_ingredients(self, gpu=None):
         """What the GPU cache key of this kernel is made of (tessel/cache.py)."""
@@ -177,6 +179,10 @@ class JITFunction(_tessel.Dispatcher):
             if name not in self.constexprs and runtime.is_array(value):
                 runtime.add_array_type(type(value))
         kernel, runtime_args = self.specialize(*args, **kwargs)
+        if kernel.captures:
+            # Captured tensors are read anew at every call (from the function passed with this
+            # call, for a score_mod/mask_mod): never a C table entry, always this way.
+            return self._launch(kernel, grid, bound, runtime_args)
         where = runtime.placement(kernel.params, runtime_args)
         backend = self.options.backend
         if backend != "auto" and where is not None and backend != {"cuda": "gpu"}.get(where, "interpreter"):
@@ -195,6 +201,18 @@ class JITFunction(_tessel.Dispatcher):
         self._remember(entry, 0, kernel.guards, *args, **kwargs)
         g = grid(dict(bound)) if callable(grid) else grid
         return entry(g, 0, *runtime_args)
+
+    def _launch(self, kernel, grid, bound, runtime_args):
+        g = grid(dict(bound)) if callable(grid) else grid
+        where = runtime.placement(kernel.params, runtime_args)
+        if where == "cuda":
+            device = runtime.device_of_args(runtime_args)
+            launchers = kernel.__dict__.setdefault("_launchers", {})   # per device, per kernel
+            entry = launchers.get(device)
+            if entry is None:
+                entry = launchers[device] = kernel.gpu_launcher(device)
+            return entry.launch(g, gpu.stream_source(), *runtime_args)
+        return kernel.run(g, *runtime_args)
 
     def _bind(self, args, kwargs):
         try:
@@ -215,6 +233,8 @@ class JITFunction(_tessel.Dispatcher):
                 except TypeError:
                     raise TypeError(f"{self.__name__}(): constexpr '{name}' must be hashable, "
                                     f"got {type(value).__name__}") from None
+                if getattr(value, "user_fn", None) is not None:
+                    value = value.bound_to(None)   # a ModFunction: its user_fn holds tensors
                 key.append((name, "constexpr", type(value).__name__, value))
             else:
                 kind, dtype = runtime.classify(name, value)
@@ -223,12 +243,28 @@ class JITFunction(_tessel.Dispatcher):
                 runtime_args.append(value)
         key = tuple(key)
         # One key may hold several traces: each records the globals (and closure variables)
-        # it read and their values (kernel.guards); the first whose values still hold is used.
+        # it read and their values (kernel.guards), and the signatures of the tensors it
+        # captured; the first whose guards hold and whose captures match is used.
+        constexprs = [v for n, v in bound.items() if n in self.constexprs]
         kernels = self.cache.setdefault(key, [])
-        kernel = next((k for k in kernels if _guards_hold(k.guards)), None)
+        kernel, values = None, None
+        for k in kernels:
+            if _guards_hold(k.guards):
+                values = capture.resolve(k.captures, constexprs) if k.captures else []
+                if values is not None:
+                    kernel = k
+                    break
         if kernel is None:
             kernel = self.compile(key, bound, params)
             kernels.append(kernel)
+            values = capture.resolve(kernel.captures, constexprs)
+            if values is None:
+                raise RuntimeError(f"{self.__name__}: a captured tensor changed while the "
+                                   "kernel was traced")
+        if kernel.captures:
+            device = runtime.device_of_args(runtime_args) \
+                if runtime.placement(params, runtime_args) == "cuda" else None
+            runtime_args += capture.launch_args(kernel.captures, values, device)
         return kernel, runtime_args
 
     def compile(self, key, bound, params):
@@ -250,7 +286,7 @@ class JITFunction(_tessel.Dispatcher):
         it = iter(values)
         for name, value in bound.items():
             env[name] = value if name in self.constexprs else TVal(next(it))
-        gen = CodeGenerator(builder, source, env, guards={})
+        gen = CodeGenerator(builder, source, env, guards={}, owner=self)
         try:
             gen.run_body(source.tree.body)
         except _Return:
@@ -273,7 +309,10 @@ class JITFunction(_tessel.Dispatcher):
         clock.lap("tile pipeline")
         asm["tile-opt"] = builder.print()
         clock.lap("print tile-opt ir")
+        captures = [c for c, _ in gen.captures.values()]
+        params = list(params) + [p for c in captures for p in c.params()]
         kernel = CompiledKernel(self.__name__, builder, params, asm, key, self.options)
+        kernel.captures = tuple(captures)
         kernel.warnings = [d for d in diags if d[0] != "error"]
         if _explain():
             for severity, message, filename, line, col in kernel.warnings:

@@ -93,6 +93,7 @@ def fake_torch(driver=None):
 
     class Tensor:
         __slots__ = ("shape", "dtype", "is_cuda", "ptr", "device", "_contiguous")
+        requires_grad = False
 
         def __init__(self, shape, dtype, device="cuda:0", ptr=None, contiguous=True):
             self.shape, self.dtype = tuple(shape), dtype
@@ -120,6 +121,17 @@ def fake_torch(driver=None):
 
         def is_contiguous(self):
             return self._contiguous
+
+        @property
+        def ndim(self):
+            return len(self.shape)
+
+        def stride(self):                    # row-major (what captured tensors pass)
+            out, n = [], 1
+            for s in reversed(self.shape):
+                out.append(n)
+                n *= s
+            return tuple(reversed(out))
 
         def contiguous(self):
             return Tensor(self.shape, self.dtype, self.device)

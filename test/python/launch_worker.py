@@ -264,6 +264,34 @@ def attention():
             "grid": rec["grid"], "nq": fakecuda.slot_i32(rec["slots"][5])}
 
 
+@scenario
+def captured():
+    """A mask_mod over a captured CUDA tensor: its pointer, shape and strides follow the
+    attention arguments; a new tensor reuses the kernel; a host tensor is refused."""
+    q = T((1, 2, 100, 64), torch.float16)
+    docs = [T((1, 100), torch.int32), T((1, 100), torch.int32)]
+
+    def make(doc):
+        return lambda b, h, q_idx, kv_idx: doc[b, q_idx] == doc[b, kv_idx]
+    before = DRV.launches()
+    records = []
+    for doc in docs:
+        DRV.record_params(15)
+        tessel.attention(q, q, q, mask_mod=make(doc))
+        records.append(DRV.last_launch())
+    refused = []
+    for bad in (T((1, 100), torch.int32, device="cpu"), __import__("numpy").zeros((1, 100))):
+        try:
+            tessel.attention(q, q, q, mask_mod=make(bad))
+            refused.append(None)
+        except Exception as e:  # noqa: BLE001
+            refused.append(error(e))
+    return {"launched": DRV.launches() - before, "docs": [d.ptr for d in docs],
+            "capture_slots": [r["slots"][10:15] for r in records],
+            "same_function": records[0]["function"] == records[1]["function"],
+            "grid": records[0]["grid"], "refused": refused}
+
+
 def main(names):
     results = {}
     for name in names or SCENARIOS:

@@ -148,6 +148,18 @@ def test_attention_launches(runs):
 
 # --- in this process (no driver needed) -------------------------------------------------------
 
+def test_captured_tensors_are_launch_arguments(runs):
+    r = runs["captured"]
+    assert r["launched"] == 2 and r["same_function"]       # the second tensor: no new kernel
+    for doc, slots in zip(r["docs"], r["capture_slots"]):
+        assert slots == [doc, 1, 100, 100, 1]               # pointer, shape, strides
+    # The reference lowering's blocks (tessel.attention.gather_blocks): 32 query rows at d64.
+    assert r["grid"] == [4, 2, 1]
+    cpu, host = r["refused"]
+    assert cpu[0] == "CapturedTensorError" and "is on cpu, but the kernel runs on cuda:0" in cpu[1]
+    assert "is a numpy array, but the kernel runs on the GPU" in host[1]
+
+
 def test_dispatcher_is_collected():
     def kern(x, n, B: tl.constexpr):
         d = tl.make_desc(x, shape=(n,), strides=(1,))

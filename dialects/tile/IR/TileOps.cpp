@@ -210,3 +210,21 @@ LogicalResult SoftmaxOp::verify() {
   }
   return success();
 }
+
+LogicalResult GatherOp::verify() {
+  DescType desc = getDesc().getType();
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (getIndices().size() != desc.getRank())
+    return emitOpError() << "needs one index per descriptor axis: expected " << desc.getRank()
+                         << ", got " << getIndices().size();
+  if (result.getElementType() != desc.getElementType())
+    return emitOpError() << "result element type " << result.getElementType()
+                         << " does not match descriptor element type " << desc.getElementType();
+  for (auto [axis, index] : llvm::enumerate(getIndices()))
+    if (auto tile = dyn_cast<RankedTensorType>(index.getType());
+        tile && tile.getShape() != result.getShape())
+      return emitOpError() << "index " << axis << " is a tile of shape "
+                           << shapeStr(tile.getShape()) << "; index tiles have the result's shape "
+                           << shapeStr(result.getShape());
+  return success();
+}

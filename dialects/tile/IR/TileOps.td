@@ -127,6 +127,35 @@ def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>, AttrSizedOperand
   let hasVerifier = 1;
 }
 
+def Tile_GatherIndex : AnyTypeOf<[I32, StaticShapeTensorOf<[I32]>]>;
+
+def Tile_GatherOp : Tile_Op<"gather", [MemoryEffects<[MemRead]>]> {
+  let summary = "Read a tile of elements at a tile of indices; out-of-range elements get the padding.";
+  let description = [{
+    Element `e` of the result is `desc[i_0(e), …, i_{r−1}(e)]`, one index per descriptor axis:
+    an i32 scalar (the same for every element) or an i32 tile of the result's shape. This is how
+    a mask or a score modification reads a tensor it captured (`doc[b, q_idx]`,
+    `bias[h, q_idx - kv_idx + n - 1]`). An element whose index lies outside the descriptor's
+    shape on any axis is never read; it takes the value `padding` (0 unless given: 0, or false
+    once compared), so out-of-range indices are defined behaviour, not out-of-bounds reads.
+    `tile.load` reads a contiguous block at scalar offsets; `tile.gather` reads anywhere, one
+    element per index.
+
+    ```mlir
+    %d = tile.gather %doc[%b, %q] : !tile.desc<2, i32>, i32, tensor<64x64xi32>
+        -> tensor<64x64xi32>
+    ```
+  }];
+  let arguments = (ins Tile_DescType:$desc, Variadic<Tile_GatherIndex>:$indices,
+                       DefaultValuedAttr<F64Attr, "0.0">:$padding);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $desc `[` $indices `]` attr-dict `:` qualified(type($desc)) `,` type($indices) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//

@@ -56,6 +56,12 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     if (isa<tile::SoftmaxOp>(op))
       return op->emitOpError("is a softmax: run tile-optimize (online softmax) first"),
              WalkResult::interrupt();
+    // A gather reads one element per index; the fast path would need the index registers in
+    // the consumer's layout and one global read per register, which it does not emit yet.
+    if (isa<tile::GatherOp>(op))
+      return op->emitOpError("reads a tensor at a tile of indices (a captured tensor): "
+                             "convert-tile-to-mma does not gather yet"),
+             WalkResult::interrupt();
     if (isa<scf::IfOp, scf::WhileOp>(op))
       return op->emitOpError("is not supported by convert-tile-to-mma"), WalkResult::interrupt();
     if (auto forOp = dyn_cast<scf::ForOp>(op)) {

@@ -69,6 +69,7 @@ private:
   LogicalResult emitElementwise(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
   LogicalResult emitLoad(tile::LoadOp op);
+  LogicalResult emitGather(tile::GatherOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitReduce(tile::ReduceOp op);
@@ -252,6 +253,8 @@ LogicalResult KernelBuilder::emitOp(Operation *op) {
     return emitLoad(ld);
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
+  if (auto g = dyn_cast<tile::GatherOp>(op))
+    return emitGather(g);
   if (auto dot = dyn_cast<tile::DotOp>(op))
     return emitDot(dot);
   if (auto red = dyn_cast<tile::ReduceOp>(op))
@@ -389,6 +392,62 @@ LogicalResult KernelBuilder::emitLoad(tile::LoadOp op) {
       Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
       Value v = LLVM::LoadOp::create(ob, l, d.elementType, ptr);
       scf::YieldOp::create(ob, l, v);
+      ob.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(ob, l, scalarConstant(ob, l, d.elementType, padding));
+    }
+    memref::StoreOp::create(ob, l, ifOp.getResult(0), buf, idx);
+  });
+  return success();
+}
+
+// Each element computes its address from its own indices (a scalar index is the same for all),
+// reads global memory only when every index lies inside the descriptor's shape, and takes the
+// padding otherwise.
+LogicalResult KernelBuilder::emitGather(tile::GatherOp op) {
+  Location loc = op.getLoc();
+  auto it = descs.find(op.getDesc());
+  if (it == descs.end())
+    return op.emitOpError("reads a descriptor that convert-tile-to-gpu cannot trace to a "
+                          "tile.make_desc");
+  LoweredDesc d = it->second;
+  // Per axis: the buffer of an index tile, or the i64 value of a scalar index.
+  SmallVector<Value> indexTiles, indexScalars;
+  for (Value v : op.getIndices()) {
+    if (isTile(v.getType())) {
+      FailureOr<Value> buf = bufferOf(v, op);
+      if (failed(buf))
+        return failure();
+      indexTiles.push_back(*buf);
+      indexScalars.push_back(Value());
+    } else {
+      indexTiles.push_back(Value());
+      indexScalars.push_back(toI64(b, loc, scalars.lookup(v)));
+    }
+  }
+  auto type = op.getResult().getType();
+  Value buf = newBuffer(type, loc);
+  tiles[op.getResult()] = buf;
+  double padding = op.getPadding().convertToDouble();
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
+    Value zero = arith::ConstantOp::create(ob, l, ob.getI64IntegerAttr(0));
+    Value inBounds = arith::ConstantOp::create(ob, l, ob.getBoolAttr(true));
+    Value address = d.offset;
+    for (auto [k, tileBuf] : llvm::enumerate(indexTiles)) {
+      Value g = tileBuf ? toI64(ob, l, memref::LoadOp::create(ob, l, tileBuf, idx))
+                        : indexScalars[k];
+      Value lo = arith::CmpIOp::create(ob, l, arith::CmpIPredicate::sge, g, zero);
+      Value hi = arith::CmpIOp::create(ob, l, arith::CmpIPredicate::slt, g, d.shape[k]);
+      inBounds = arith::AndIOp::create(ob, l, inBounds, arith::AndIOp::create(ob, l, lo, hi));
+      address = arith::AddIOp::create(ob, l, address,
+                                      arith::MulIOp::create(ob, l, g, d.strides[k]));
+    }
+    auto ifOp = scf::IfOp::create(ob, l, TypeRange{d.elementType}, inBounds, true);
+    {
+      OpBuilder::InsertionGuard guard(ob);
+      ob.setInsertionPointToStart(ifOp.thenBlock());
+      Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
+      scf::YieldOp::create(ob, l, Value(LLVM::LoadOp::create(ob, l, d.elementType, ptr)));
       ob.setInsertionPointToStart(ifOp.elseBlock());
       scf::YieldOp::create(ob, l, scalarConstant(ob, l, d.elementType, padding));
     }

@@ -234,3 +234,35 @@ func.func @unknown_op() {
   tile.flash
   return
 }
+
+// -----
+
+func.func @gather_index_count(%d: !tile.desc<2, f32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{needs one index per descriptor axis: expected 2, got 1}}
+  %g = tile.gather %d[%i] : !tile.desc<2, f32>, tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_element_type(%d: !tile.desc<1, f32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{result element type 'f16' does not match descriptor element type 'f32'}}
+  %g = tile.gather %d[%i] : !tile.desc<1, f32>, tensor<4xi32> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @gather_index_shape(%d: !tile.desc<2, f32>, %i: tensor<4xi32>, %j: tensor<4x2xi32>) {
+  // expected-error @+1 {{index 0 is a tile of shape 4; index tiles have the result's shape 4x2}}
+  %g = tile.gather %d[%i, %j] : !tile.desc<2, f32>, tensor<4xi32>, tensor<4x2xi32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_index(%d: !tile.desc<1, f32>, %i: tensor<4xf32>) {
+  // expected-error @+1 {{operand #1 must be variadic of 32-bit signless integer or statically shaped tensor of 32-bit signless integer values}}
+  %g = tile.gather %d[%i] : !tile.desc<1, f32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}

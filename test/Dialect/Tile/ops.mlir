@@ -80,3 +80,14 @@ func.func @softmax(%s: tensor<64x16xf32>, %n: i32) -> tensor<64x16xf32> {
   }
   return %r : tensor<64x16xf32>
 }
+
+// CHECK-LABEL: func.func @gather
+func.func @gather(%p: !tile.ptr<i32>, %b: i32, %q: tensor<16x8xi32>) -> (tensor<16x8xi32>, tensor<1xi32>) {
+  %c1 = arith.constant 1 : i32
+  %d = tile.make_desc %p, shape [%b, %b], strides [%b, %c1] : !tile.ptr<i32> -> !tile.desc<2, i32>
+  // CHECK: tile.gather %{{.*}}[%{{.*}}, %{{.*}}] : !tile.desc<2, i32>, i32, tensor<16x8xi32> -> tensor<16x8xi32>
+  %g = tile.gather %d[%b, %q] : !tile.desc<2, i32>, i32, tensor<16x8xi32> -> tensor<16x8xi32>
+  // CHECK: tile.gather %{{.*}}[%{{.*}}, %{{.*}}] {padding = 7.000000e+00 : f64} : !tile.desc<2, i32>, i32, i32 -> tensor<1xi32>
+  %s = tile.gather %d[%b, %b] {padding = 7.0 : f64} : !tile.desc<2, i32>, i32, i32 -> tensor<1xi32>
+  return %g, %s : tensor<16x8xi32>, tensor<1xi32>
+}

@@ -1,0 +1,54 @@
+"""A kernel whose mask and bias read captured tensors compiles for the GPU here (no GPU needed):
+codegen=auto falls back to the reference lowering, with blocks whose tiles fit its shared
+memory (tessel.attention.gather_blocks), and the fast paths refuse it with their reason."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+import tessel
+import tessel.cache
+from tessel.attention import gather_blocks
+
+pytestmark = pytest.mark.skipif(
+    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                     "/usr/local/cuda/bin"])),
+    reason="needs ptxas (the CUDA toolkit) to make cubins")
+
+N = 1000
+DOC = np.zeros((2, N), np.int32)
+REL = np.zeros((4, 2 * N - 1), np.float32)
+LIMIT = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
+
+
+def kernel(D, dtype=np.float16):
+    q = np.zeros((2, 4, N, D), dtype)
+    return tessel.compile_attention(
+        q, q, q, causal=True, block_m=gather_blocks(D)[0], block_n=gather_blocks(D)[1],
+        mask_mod=lambda b, h, q_idx, kv_idx: DOC[b, q_idx] == DOC[b, kv_idx],
+        score_mod=lambda s, b, h, q_idx, kv_idx: s + REL[h, q_idx - kv_idx + N - 1])
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_codegen_auto_takes_it_on_the_reference_lowering(D, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    k = kernel(D)
+    assert k.asm["tile-opt"].count("tile.gather") >= 2
+    for chip in ("sm_80", "sm_90a"):
+        binary = k.binary(tessel.cache.GpuOptions(chip=chip, codegen="auto"))
+        assert binary.cubin
+        assert binary.dynamic_shared_bytes <= LIMIT[chip]
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+def test_the_fast_paths_refuse_it_with_their_reason(chip, codegen, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    q = np.zeros((1, 2, 256, 64), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=64, block_n=64,
+                                 mask_mod=lambda b, h, q_idx, kv_idx: DOC[b, q_idx] > 0)
+    with pytest.raises(tessel.CompilationError) as err:
+        k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert "reads a tensor at a tile of indices (a captured tensor): convert-tile-to-mma does " \
+        "not gather yet" in str(err.value)
