@@ -264,6 +264,23 @@ def attention():
             "grid": rec["grid"], "nq": fakecuda.slot_i32(rec["slots"][5])}
 
 
+@scenario
+def huge_batch_heads():
+    """b·h past CUDA's 65,535 programs along y (issue 12): 1,750 x 40 heads of 16 tokens."""
+    q = T((1750, 40, 16, 64), torch.float16)
+    DRV.record_params(10)
+    out = {}
+    for name in ("slow", "lean"):       # the first call through _prepare_cuda, then the lean path
+        before = DRV.launches()
+        tessel.attention(q, q, q, causal=True)
+        rec = DRV.last_launch()
+        out[name] = {"launched": DRV.launches() - before, "grid": rec["grid"]}
+    small = T((3, 5, 100, 64), torch.float16)
+    tessel.attention(small, small, small)
+    out["small"] = {"grid": DRV.last_launch()["grid"]}
+    return out
+
+
 def main(names):
     results = {}
     for name in names or SCENARIOS:

@@ -146,6 +146,16 @@ def test_attention_launches(runs):
     assert s5 != s3 and s6 == s5                     # grown for a larger call, then kept
 
 
+def test_any_number_of_batch_heads_launches(runs):
+    # 70,000 (b, h) rows: y keeps the largest divisor <= 65,535 (35,000), x the query block
+    # times the other factor (1 block of 64 rows x 2); the fake driver refuses y > 65,535 as
+    # the real one does, so launched == 1 means the grid was legal.
+    r = runs["huge_batch_heads"]
+    for call in ("slow", "lean"):
+        assert r[call] == {"launched": 1, "grid": [2, 35000, 1]}
+    assert r["small"]["grid"] == [2, 15, 1]          # below the cap: (query blocks, b·h)
+
+
 # --- in this process (no driver needed) -------------------------------------------------------
 
 def test_dispatcher_is_collected():
