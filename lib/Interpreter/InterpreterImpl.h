@@ -141,6 +141,7 @@ private:
   LogicalResult access(Frame &fr, Operation *op, Value descV, ValueRange offsetVs,
                        const Tile *value, const Tile *mask, Tile *result);
   LogicalResult load(Frame &fr, tile::LoadOp op);
+  LogicalResult loadScalar(Frame &fr, tile::LoadScalarOp op);
   LogicalResult store(Frame &fr, tile::StoreOp op);
   LogicalResult dot(Frame &fr, tile::DotOp op);
   LogicalResult reduce(Frame &fr, tile::ReduceOp op);
