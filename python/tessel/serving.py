@@ -1,0 +1,313 @@
+"""Serving entry points: tessel.attention_varlen and tessel.attention_with_kvcache.
+
+Both check their inputs here (shapes, dtypes, lengths, H % Hkv; errors name the argument) and
+launch the DSL kernels of serving_kernels.py: numpy arrays on the CPU interpreter, CUDA torch
+tensors on the GPU. Neither has a backward yet, so inputs that require grad are refused.
+
+On the GPU the blocks are the ones every lowering can take (the reference lowering's: at most
+64 rows at head dim <= 64, 32 above); the fast paths and split-KV decoding are the next step
+(issue 12).
+"""
+import math
+
+import numpy as np
+
+from . import gpu
+from .attention import _block, _grad_enabled
+from .grid import fold_grid
+from .serving_kernels import kvcache_kernel, varlen_kernel
+
+_I32_MAX = 2**31 - 1
+
+
+def _refuse_grad(fn, named):
+    needs = [n for n, x in named if getattr(x, "requires_grad", False) is True]
+    if needs and _grad_enabled():
+        raise NotImplementedError(
+            f"tessel.{fn}: {', '.join(needs)} require{'s' if len(needs) == 1 else ''} grad, but "
+            f"tessel.{fn} has no backward pass yet: detach the inputs or run under "
+            "torch.no_grad() (inference)")
+
+
+def _is_cuda(x):
+    return gpu.is_torch_tensor(x)
+
+
+def _kind(fn, named):
+    """'cuda' or 'numpy' for the tensors in `named`, which must all be of one kind."""
+    cuda = [n for n, x in named if _is_cuda(x)]
+    if cuda and len(cuda) != len(named):
+        other = next(n for n, x in named if not _is_cuda(x))
+        raise TypeError(f"tessel.{fn}: {cuda[0]} is a torch tensor but {other} is a "
+                        f"{type(dict(named)[other]).__name__}: pass all CUDA torch tensors "
+                        "(GPU) or all numpy arrays (CPU interpreter)")
+    if cuda:
+        for n, x in named:
+            if not x.is_cuda:
+                raise TypeError(f"tessel.{fn}: {n} is on {x.device}: CUDA tensors run on the "
+                                "GPU, numpy arrays on the CPU interpreter")
+        return "cuda"
+    for n, x in named:
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"tessel.{fn}: {n} must be a numpy array or a CUDA torch tensor, "
+                            f"got {type(x).__name__}")
+    return "numpy"
+
+
+def _dtype_name(x):
+    return gpu.torch_dtype_name(x) if _is_cuda(x) else str(x.dtype)
+
+
+_NUMPY_DTYPES = ("float32", "float16", "uint16")
+_TORCH_DTYPES = ("f16", "bf16", "f32")
+
+
+def _check_same_dtype(fn, named):
+    names = [_dtype_name(x) for _, x in named]
+    if len(set(names)) != 1:
+        listed = ", ".join(f"{n} {d}" for (n, _), d in zip(named, names))
+        raise TypeError(f"tessel.{fn}: {listed} must have one dtype")
+    ok = _TORCH_DTYPES if _is_cuda(named[0][1]) else _NUMPY_DTYPES
+    if names[0] not in ok:
+        raise TypeError(f"tessel.{fn}: {named[0][0]} is {names[0]}; use "
+                        + (", ".join(ok[:2]) + " or bf16 as uint16 bit patterns"
+                           if ok is _NUMPY_DTYPES else "float16, bfloat16 or float32"))
+
+
+def _check_index(fn, name, x, ndim, kind):
+    """An int32 index tensor (cu_seqlens, cache_seqlens, block_table) of rank `ndim`."""
+    if kind == "cuda":
+        if not _is_cuda(x) or not x.is_cuda:
+            raise TypeError(f"tessel.{fn}: {name} must be a CUDA int32 tensor like q")
+        ok = gpu.torch_dtype_name(x) == "i32"
+    else:
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"tessel.{fn}: {name} must be a numpy int32 array, got "
+                            f"{type(x).__name__}")
+        ok = x.dtype == np.int32
+    if not ok:
+        raise TypeError(f"tessel.{fn}: {name} must be int32, got {_dtype_name(x)}")
+    if len(x.shape) != ndim:
+        raise ValueError(f"tessel.{fn}: {name} must have {ndim} dimension"
+                         f"{'s' if ndim > 1 else ''}, got shape {tuple(x.shape)}")
+    if kind == "cuda" and not x.is_contiguous():
+        x = x.contiguous()
+    return x if kind == "cuda" else np.ascontiguousarray(x)
+
+
+def _check_heads(fn, H, Hkv):
+    if Hkv == 0 or H % Hkv:
+        raise ValueError(f"tessel.{fn}: the number of query heads ({H}) must be a multiple of "
+                         f"the number of key/value heads ({Hkv})")
+
+
+def _strided(x):
+    """(x, row stride, head stride) for a tensor [..., rows, heads, D] whose leading axes merge
+    into one row axis: read in place through those strides (a slice of a packed qkv tensor
+    too). Any other layout, and numpy arrays (the interpreter takes whole buffers), are made
+    contiguous first."""
+    if _is_cuda(x):
+        st, sh = x.stride(), x.shape
+        merged = all(st[a] == st[a + 1] * sh[a + 1] for a in range(len(sh) - 3))
+        if st[-1] == 1 and merged and (sh[-3] <= 1 or st[-3] > 0):
+            return x, st[-3], st[-2]
+        x = x.contiguous()
+    else:
+        x = np.ascontiguousarray(x)
+    return x, x.shape[-2] * x.shape[-1], x.shape[-1]
+
+
+def _blocks(kind, D, dtype, n_q, n_k):
+    """(BLOCK_M, BLOCK_N): small blocks for the interpreter, the reference lowering's on the GPU
+    (at most 64 rows at head dim <= 64, 32 above: its tiles live in shared memory)."""
+    cap = 64 if kind == "numpy" or D <= 64 else 32
+    return _block(n_q, cap), _block(n_k, cap)
+
+
+def _out(kind, q, shape, dtype_like=None):
+    if kind == "numpy":
+        return np.zeros(shape, dtype=q.dtype if dtype_like is None else dtype_like)
+    torch = gpu.torch_module()
+    return q.new_empty(shape, dtype=torch.float32) if dtype_like is not None else \
+        q.new_empty(shape)
+
+
+def _launch(kernel, grid, args, constexprs):
+    if grid[0] and grid[1]:
+        kernel[grid](*args, **constexprs)
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, scale=None, return_lse=False):
+    """Attention over a batch of sequences of different lengths, packed without padding.
+
+    FlashAttention-2's ``flash_attn_varlen_func`` convention.
+
+    Arguments:
+        q: [total_q, H, D], the queries of every sequence one after the other.
+        k, v: [total_k, Hkv, D]; Hkv must divide H (grouped-query / multi-query attention:
+            query head h reads key/value head h // (H / Hkv)).
+        cu_seqlens_q, cu_seqlens_k: int32 [B + 1], the cumulative lengths: sequence b holds
+            rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
+        max_seqlen_q: the longest query sequence (sets the grid: rows of longer sequences
+            beyond it are not computed). max_seqlen_k: the longest key sequence (checked on
+            numpy input; the kernel reads each sequence's own length).
+        causal: bottom-right aligned, as in FlashAttention >= 2.1: query i of a sequence with
+            nq queries and nk keys sees key j when i + nk - nq >= j (the last query sees every
+            key). Rows that see no key (nq > nk) give 0 and lse -inf.
+        scale: of the scores, 1/sqrt(D) by default.
+        return_lse: also return the log-sum-exp of each row's scores, float32 [H, total_q].
+
+    numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
+    tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
+    (a row is H·D elements); nothing is padded or copied. Returns o [total_q, H, D] like q, or
+    (o, lse). No backward yet: inputs that require grad are refused.
+    """
+    fn = "attention_varlen"
+    named = (("q", q), ("k", k), ("v", v))
+    kind = _kind(fn, named)
+    _refuse_grad(fn, named)
+    _check_same_dtype(fn, named)
+    for n, x in named:
+        if len(x.shape) != 3:
+            raise ValueError(f"tessel.{fn}: {n} must have shape [total, heads, head_dim], got "
+                             f"{tuple(x.shape)}")
+    total_q, H, D = q.shape
+    total_k, Hkv, Dk = k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"tessel.{fn}: k {tuple(k.shape)} and v {tuple(v.shape)} differ in shape")
+    if Dk != D:
+        raise ValueError(f"tessel.{fn}: q has head dim {D}, k and v {Dk}")
+    _check_heads(fn, H, Hkv)
+    cu_q = _check_index(fn, "cu_seqlens_q", cu_seqlens_q, 1, kind)
+    cu_k = _check_index(fn, "cu_seqlens_k", cu_seqlens_k, 1, kind)
+    if cu_q.shape[0] != cu_k.shape[0] or cu_q.shape[0] < 1:
+        raise ValueError(f"tessel.{fn}: cu_seqlens_q has {cu_q.shape[0]} entries and "
+                         f"cu_seqlens_k {cu_k.shape[0]}: both must be B + 1 for B sequences")
+    B = cu_q.shape[0] - 1
+    for name, m in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+            raise ValueError(f"tessel.{fn}: {name} must be a non-negative int, got {m!r}")
+    if kind == "numpy":
+        for name, cu, total, mx in (("cu_seqlens_q", cu_q, total_q, max_seqlen_q),
+                                    ("cu_seqlens_k", cu_k, total_k, max_seqlen_k)):
+            lengths = np.diff(cu)
+            if cu[0] != 0 or (lengths < 0).any() or cu[-1] > total:
+                raise ValueError(f"tessel.{fn}: {name} must start at 0, never decrease and end "
+                                 f"at most at {total} (the rows of "
+                                 f"{'q' if name.endswith('q') else 'k'}), got {cu.tolist()}")
+            if lengths.size and lengths.max() > mx:
+                raise ValueError(f"tessel.{fn}: sequence {int(lengths.argmax())} has "
+                                 f"{int(lengths.max())} rows, more than "
+                                 f"max_seqlen_{name[-1]} = {mx}")
+    if H * max(total_q, 1) > _I32_MAX or max(total_q, total_k) * H * D > 2**40:
+        raise ValueError(f"tessel.{fn}: {total_q} query rows x {H} heads are too many for "
+                         "32-bit row indices")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
+    BM, BN = _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
+    o = _out(kind, q, tuple(q.shape))
+    lse = _out(kind, q, (H, total_q), np.float32)
+    args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale,
+            q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)
+    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal))
+    grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
+    _launch(varlen_kernel, grid, args, cx)
+    return (o, lse) if return_lse else o
+
+
+def _page_block(page_size, cap):
+    """The largest of 64, 32, 16 that divides the page and is at most cap."""
+    return next(bn for bn in (64, 32, 16) if bn <= cap and page_size % bn == 0)
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
+                           scale=None, return_lse=False):
+    """Attention of new queries against a KV cache, contiguous or paged.
+
+    FlashAttention-2's ``flash_attn_with_kvcache`` convention (without appending new keys: write
+    them into the cache first and count them in cache_seqlens).
+
+    Arguments:
+        q: [B, Sq, H, D], Sq new query tokens per sequence (1 for a decode step).
+        k_cache, v_cache: contiguous [B, S, Hkv, D], or paged [num_pages, page_size, Hkv, D]
+            with block_table. Hkv must divide H (GQA / MQA).
+        cache_seqlens: int32 [B], the number of valid keys of each sequence (at most S, or
+            max_pages·page_size); the keys past it are never read.
+        block_table: int32 [B, max_pages] for a paged cache: key j of sequence b lives in page
+            block_table[b, j // page_size], row j % page_size. Pages may be in any order; a page
+            number outside [0, num_pages) reads as zeros (never out of bounds). page_size must
+            be a multiple of 16 (16 to 256 are the tested sizes).
+        causal: bottom-right aligned, as in FlashAttention: query i of Sq sees key j when
+            i + cache_seqlens[b] - Sq >= j (the last query sees every key).
+        scale: of the scores, 1/sqrt(D) by default.
+        return_lse: also return the log-sum-exp, float32 [B, H, Sq].
+
+    numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. Returns o
+    [B, Sq, H, D] like q, or (o, lse). No backward: inputs that require grad are refused.
+    """
+    fn = "attention_with_kvcache"
+    named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
+    kind = _kind(fn, named)
+    _refuse_grad(fn, named)
+    _check_same_dtype(fn, named)
+    for n, x in named:
+        if len(x.shape) != 4:
+            raise ValueError(f"tessel.{fn}: {n} must have 4 dimensions, got {tuple(x.shape)}")
+    B, Sq, H, D = q.shape
+    if tuple(v_cache.shape) != tuple(k_cache.shape):
+        raise ValueError(f"tessel.{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
+                         f"{tuple(v_cache.shape)} differ in shape")
+    n0, S, Hkv, Dk = k_cache.shape
+    if Dk != D:
+        raise ValueError(f"tessel.{fn}: q has head dim {D}, the cache {Dk}")
+    _check_heads(fn, H, Hkv)
+    seqlens = _check_index(fn, "cache_seqlens", cache_seqlens, 1, kind)
+    if seqlens.shape[0] != B:
+        raise ValueError(f"tessel.{fn}: cache_seqlens has {seqlens.shape[0]} entries for a batch "
+                         f"of {B}")
+    if block_table is None:
+        if n0 != B:
+            raise ValueError(f"tessel.{fn}: a contiguous cache [B, S, Hkv, D] needs B = {B} "
+                             f"(q's batch), got k_cache {tuple(k_cache.shape)}; a paged cache "
+                             "needs block_table")
+        page, max_pages, cache_rows = 0, 1, S
+        table = seqlens                      # not read (PAGE = 0): any int32 buffer
+        limit = S
+    else:
+        table = _check_index(fn, "block_table", block_table, 2, kind)
+        if table.shape[0] != B:
+            raise ValueError(f"tessel.{fn}: block_table has {table.shape[0]} rows for a batch "
+                             f"of {B}")
+        page, max_pages, cache_rows = S, table.shape[1], n0 * S
+        if page % 16 or page == 0:
+            raise ValueError(f"tessel.{fn}: page_size (k_cache.shape[1]) must be a positive "
+                             f"multiple of 16, got {page}")
+        limit = max_pages * page
+    if kind == "numpy":
+        if (seqlens < 0).any() or (seqlens > limit).any():
+            bad = int(np.argmax((seqlens < 0) | (seqlens > limit)))
+            raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} is outside "
+                             f"[0, {limit}] (the keys the cache holds per sequence)")
+        if block_table is not None and B and max_pages:
+            used = [(b, p) for b in range(B) for p in range(-(-int(seqlens[b]) // page))]
+            bad = [(b, p) for b, p in used if not 0 <= table[b, p] < n0]
+            if bad:
+                b, p = bad[0]
+                raise ValueError(f"tessel.{fn}: block_table[{b}, {p}] = {int(table[b, p])} is not "
+                                 f"a page of the cache (0 to {n0 - 1})")
+    if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
+        raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
+        _strided(x) for x in (q, k_cache, v_cache))
+    BM, BN = _blocks(kind, D, _dtype_name(q), Sq, limit)
+    if page:
+        BN = _page_block(page, BN)
+    o = _out(kind, q, tuple(q.shape))
+    lse = _out(kind, q, (B, H, Sq), np.float32)
+    args = (q, k_cache, v_cache, o, lse, seqlens, table, B, Sq, cache_rows, H, Hkv, max_pages,
+            scale, q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)
+    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
+    _launch(kvcache_kernel, fold_grid(-(-Sq // BM), B * H), args, cx)
+    return (o, lse) if return_lse else o
