@@ -281,6 +281,29 @@ def huge_batch_heads():
     return out
 
 
+@scenario
+def serving():
+    """attention_varlen and attention_with_kvcache (paged) through the GPU path: compiled for
+    the fake sm_90 device (the reference lowering), launched; the grid and the scalars."""
+    DRV.record_params(20)
+    q, k = T((300, 8, 128), torch.float16), T((500, 2, 128), torch.float16)
+    cu = T((4,), torch.int32)
+    before = DRV.launches()
+    o = tessel.attention_varlen(q, k, k, cu, cu, 200, 300, causal=True)
+    varlen = DRV.last_launch()
+    qc, pages = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
+    oc = tessel.attention_with_kvcache(qc, pages, pages, T((3,), torch.int32),
+                                       block_table=T((3, 5), torch.int32))
+    paged = DRV.last_launch()
+    ints = lambda rec, a, b: [fakecuda.slot_i32(x) for x in rec["slots"][a:b]]   # noqa: E731
+    return {"launched": DRV.launches() - before, "shapes": [list(o.shape), list(oc.shape)],
+            "varlen": {"grid": varlen["grid"], "slots": varlen["slots"][:4], "o": o.ptr,
+                       "ints": ints(varlen, 7, 13), "strides": ints(varlen, 14, 20)},
+            "ptrs": [q.ptr, k.ptr],
+            "paged": {"grid": paged["grid"], "ints": ints(paged, 7, 13),
+                      "strides": ints(paged, 14, 20)}}
+
+
 def main(names):
     results = {}
     for name in names or SCENARIOS:
