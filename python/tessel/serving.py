@@ -74,11 +74,12 @@ def _check_same_dtype(fn, named):
                            if ok is _NUMPY_DTYPES else "float16, bfloat16 or float32"))
 
 
-def _check_index(fn, name, x, ndim, kind):
+def _check_index(fn, name, x, ndim, kind, q):
     """An int32 index tensor (cu_seqlens, cache_seqlens, block_table) of rank `ndim`."""
     if kind == "cuda":
-        if not _is_cuda(x) or not x.is_cuda:
-            raise TypeError(f"tessel.{fn}: {name} must be a CUDA int32 tensor like q")
+        if not _is_cuda(x) or not x.is_cuda or x.get_device() != q.get_device():
+            raise TypeError(f"tessel.{fn}: {name} must be a CUDA int32 tensor on q's device "
+                            f"({q.device})")
         ok = gpu.torch_dtype_name(x) == "i32"
     else:
         if not isinstance(x, np.ndarray):
@@ -138,7 +139,7 @@ def _launch(kernel, grid, args, constexprs):
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                     causal=False, scale=None, return_lse=False):
+                     causal=False, scale=None, return_lse=False, block_m=None, block_n=None):
     """Attention over a batch of sequences of different lengths, packed without padding.
 
     FlashAttention-2's ``flash_attn_varlen_func`` convention.
@@ -157,6 +158,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             key). Rows that see no key (nq > nk) give 0 and lse -inf.
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp of each row's scores, float32 [H, total_q].
+        block_m, block_n: the query and key block sizes (powers of two >= 16); by default
+            ones every GPU lowering takes (docs/dev/serving.md).
 
     numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
     tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
@@ -179,8 +182,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if Dk != D:
         raise ValueError(f"tessel.{fn}: q has head dim {D}, k and v {Dk}")
     _check_heads(fn, H, Hkv)
-    cu_q = _check_index(fn, "cu_seqlens_q", cu_seqlens_q, 1, kind)
-    cu_k = _check_index(fn, "cu_seqlens_k", cu_seqlens_k, 1, kind)
+    cu_q = _check_index(fn, "cu_seqlens_q", cu_seqlens_q, 1, kind, q)
+    cu_k = _check_index(fn, "cu_seqlens_k", cu_seqlens_k, 1, kind, q)
     if cu_q.shape[0] != cu_k.shape[0] or cu_q.shape[0] < 1:
         raise ValueError(f"tessel.{fn}: cu_seqlens_q has {cu_q.shape[0]} entries and "
                          f"cu_seqlens_k {cu_k.shape[0]}: both must be B + 1 for B sequences")
@@ -206,14 +209,23 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
     BM, BN = _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
+    BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (H, total_q), np.float32)
-    args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale,
-            q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)
-    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal))
+    args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale)
+    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+              BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal))
     grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o
+
+
+def _block_arg(fn, name, value, default):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 16 or value & (value - 1):
+        raise ValueError(f"tessel.{fn}: {name} must be a power of two >= 16, got {value!r}")
+    return value
 
 
 def _page_block(page_size, cap):
@@ -222,7 +234,7 @@ def _page_block(page_size, cap):
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
-                           scale=None, return_lse=False):
+                           scale=None, return_lse=False, block_m=None, block_n=None):
     """Attention of new queries against a KV cache, contiguous or paged.
 
     FlashAttention-2's ``flash_attn_with_kvcache`` convention (without appending new keys: write
@@ -242,6 +254,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             i + cache_seqlens[b] - Sq >= j (the last query sees every key).
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp, float32 [B, H, Sq].
+        block_m, block_n: the query and key block sizes (powers of two >= 16; block_n must
+            divide page_size); by default ones every GPU lowering takes.
 
     numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. Returns o
     [B, Sq, H, D] like q, or (o, lse). No backward: inputs that require grad are refused.
@@ -262,7 +276,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if Dk != D:
         raise ValueError(f"tessel.{fn}: q has head dim {D}, the cache {Dk}")
     _check_heads(fn, H, Hkv)
-    seqlens = _check_index(fn, "cache_seqlens", cache_seqlens, 1, kind)
+    seqlens = _check_index(fn, "cache_seqlens", cache_seqlens, 1, kind, q)
     if seqlens.shape[0] != B:
         raise ValueError(f"tessel.{fn}: cache_seqlens has {seqlens.shape[0]} entries for a batch "
                          f"of {B}")
@@ -275,7 +289,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         table = seqlens                      # not read (PAGE = 0): any int32 buffer
         limit = S
     else:
-        table = _check_index(fn, "block_table", block_table, 2, kind)
+        table = _check_index(fn, "block_table", block_table, 2, kind, q)
         if table.shape[0] != B:
             raise ValueError(f"tessel.{fn}: block_table has {table.shape[0]} rows for a batch "
                              f"of {B}")
@@ -304,10 +318,15 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     BM, BN = _blocks(kind, D, _dtype_name(q), Sq, limit)
     if page:
         BN = _page_block(page, BN)
+    BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
+    if page and page % BN:
+        raise ValueError(f"tessel.{fn}: block_n = {BN} must divide page_size = {page} (a key "
+                         "block never crosses a page)")
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)
     args = (q, k_cache, v_cache, o, lse, seqlens, table, B, Sq, cache_rows, H, Hkv, max_pages,
-            scale, q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)
-    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
+            scale)
+    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+              BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
     _launch(kvcache_kernel, fold_grid(-(-Sq // BM), B * H), args, cx)
     return (o, lse) if return_lse else o

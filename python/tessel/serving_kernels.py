@@ -4,7 +4,9 @@ KV cache (contiguous or paged). python/tessel/serving.py checks the inputs and l
 Both read their sequence's bounds with tl.load_scalar (cu_seqlens[b], cache_seqlens[b],
 block_table[b, j // PAGE]) and address the packed BSHD-like tensors through their strides: row
 r, head h of q starts at r·q_rs + h·q_hs (H·D and D when packed), the head dim has stride 1.
-The output o is packed [rows, H, D]. A descriptor covers the rows
+The output o is packed [rows, H, D]. The strides are compile-time values: the fast paths copy
+rows in 16-byte chunks and need them as constants (a specialisation per layout, as per head
+dim). A descriptor covers the rows
 [0, end) of the whole tensor and the kernel loads at `start + i`, so row indices stay small i32
 (the lowerings compute addresses in 64 bits) and rows past the sequence's end read as 0.
 Indices read from memory are clamped first, so bad lengths or page numbers never address memory
@@ -21,7 +23,8 @@ from .jit import jit
 
 @jit
 def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, max_nq, scale,
-                  q_rs, q_hs, k_rs, k_hs, v_rs, v_hs, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
+                  k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr):
     n_blocks = tl.cdiv(max_nq, BLOCK_M)
     pid_m = tl.program_id(0) % n_blocks
@@ -66,7 +69,9 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
 
 @jit
 def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache_rows, H, HKV,
-                   max_pages, scale, q_rs, q_hs, k_rs, k_hs, v_rs, v_hs, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                   max_pages, scale, q_rs: tl.constexpr, q_hs: tl.constexpr,
+                   k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
+                   v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr):
     """q [B, nq, H, D]; the cache [B, S, Hkv, D] (PAGE = 0, cache_rows = S) or
     [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE)."""

@@ -61,18 +61,26 @@ VARLEN = {
 }
 
 
+# None: the default blocks (the reference lowering); (64, 64): blocks the fast paths take
+# (test/python/test_serving_fast_paths.py shows they compile there; these runs check the numbers).
+BLOCKS = {"default": (None, None), "fast": (64, 64)}
+
+
+@pytest.mark.parametrize("blocks", list(BLOCKS))
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("case", list(VARLEN))
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_varlen(dtype, case, causal):
+def test_varlen(dtype, case, causal, blocks):
     lq, lk, H, Hkv, D = VARLEN[case]
+    bm, bn = BLOCKS[blocks]
     torch.manual_seed(0)
     dt = DTYPES[dtype]
     q = torch.randn(sum(lq), H, D, device="cuda", dtype=dt)
     k = torch.randn(sum(lk), Hkv, D, device="cuda", dtype=dt)
     v = torch.randn(sum(lk), Hkv, D, device="cuda", dtype=dt)
     cq, ck = cu(lq, "cuda"), cu(lk, "cuda")
-    o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+    o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal, block_m=bm,
+                                block_n=bn)
     torch.cuda.synchronize()
     assert o.shape == q.shape and o.dtype == dt
     qn, kn, vn = (x.double().cpu().numpy() for x in (q, k, v))
@@ -94,10 +102,11 @@ KVCACHE = {
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("case", list(KVCACHE))
+@pytest.mark.parametrize("case", list(KVCACHE) + ["decode-gqa-contig-fast"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_kvcache(dtype, case, causal):
-    B, Sq, H, Hkv, D, lengths, page = KVCACHE[case]
+    fast = case.endswith("-fast")
+    B, Sq, H, Hkv, D, lengths, page = KVCACHE[case.removesuffix("-fast")]
     dt = DTYPES[dtype]
     rng = np.random.default_rng(0)
     torch.manual_seed(0)
@@ -115,7 +124,8 @@ def test_kvcache(dtype, case, causal):
         table = torch.tensor(rng.permutation(num_pages)[:B * max_pages].reshape(B, max_pages),
                              dtype=torch.int32, device="cuda")     # pages in random order
     seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
-    o = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=causal)
+    o = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=causal,
+                                      **(dict(block_m=64, block_n=64) if fast else {}))
     torch.cuda.synchronize()
     assert o.shape == q.shape and o.dtype == dt
     tn = None if table is None else table.cpu().numpy()

@@ -20,13 +20,14 @@ def packed(rng, total, heads, D, dtype=np.float32):
     return rng.standard_normal((total, heads, D)).astype(dtype)
 
 
-def run_varlen(lq, lk, H, Hkv, D, causal, seed=0, scale=None):
+def run_varlen(lq, lk, H, Hkv, D, causal, seed=0, scale=None, blocks=(None, None)):
     rng = np.random.default_rng(seed)
     q = packed(rng, sum(lq), H, D)
     k, v = packed(rng, sum(lk), Hkv, D), packed(rng, sum(lk), Hkv, D)
     cq, ck = cu(lq), cu(lk)
     o, lse = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
-                                     scale=scale, return_lse=True)
+                                     scale=scale, return_lse=True, block_m=blocks[0],
+                                     block_n=blocks[1])
     ro, rl = reference_varlen(q, k, v, cq, ck, scale=scale, causal=causal)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (H, sum(lq))
     assert max_rel_error(o, ro) < TOL
@@ -42,6 +43,11 @@ def test_varlen_matches_float64_per_sequence(causal, H, Hkv):
     # Lengths 1 to 100, some not multiples of the block, a query side shorter than the keys
     # (bottom-right causal), one longer (its first rows see no key under causal).
     run_varlen([1, 37, 100, 16], [5, 37, 71, 9], H, Hkv, 16, causal, seed=H + Hkv)
+
+
+@pytest.mark.parametrize("blocks", [(16, 32), (32, 16)])
+def test_varlen_other_blocks(blocks):
+    run_varlen([3, 50, 33], [40, 17, 65], 2, 1, 16, True, seed=9, blocks=blocks)
 
 
 def test_varlen_empty_sequences_and_scale():
@@ -191,6 +197,9 @@ def cache_inputs():
      ValueError, "page_size (k_cache.shape[1]) must be a positive multiple of 16, got 8"),
     (lambda a: {**a, "block_table": None}, ValueError, "needs block_table"),
     (lambda a: {**a, "v_cache": a["v_cache"][:, :, :1]}, ValueError, "differ in shape"),
+    (lambda a: {**a, "block_n": 32}, ValueError,
+     "block_n = 32 must divide page_size = 16 (a key block never crosses a page)"),
+    (lambda a: {**a, "block_m": 24}, ValueError, "block_m must be a power of two >= 16, got 24"),
 ])
 def test_kvcache_errors(change, error, message):
     with pytest.raises(error) as e:
