@@ -17,6 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tessel  # noqa: E402
+from tessel import language as tl  # noqa: E402
 from tessel.reference import reference_kvcache, reference_varlen  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -164,3 +165,20 @@ def test_requires_grad_is_refused():
     with torch.no_grad():
         o = tessel.attention_varlen(q, q, q, lengths, lengths, 4, 4)
     assert o.shape == q.shape and math.isfinite(o.float().sum().item())
+
+
+@tessel.jit
+def pick(x, out, n, i):
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    od = tl.make_desc(out, shape=(1,), strides=(1,))
+    s = tl.load_scalar(xd, (i,), padding=-2)
+    tl.store(od, (0,), tl.full((1,), s.to(tl.float32), tl.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32])
+def test_load_scalar_every_dtype(dtype):
+    values = torch.tensor([1.5, -3.25, 7.0, 0.5]).to(dtype).cuda()
+    out = torch.zeros(1, device="cuda")
+    for i, want in [(0, values[0].item()), (3, values[3].item()), (4, -2), (-1, -2)]:
+        pick[(1,)](values, out, 4, i)
+        assert out.item() == float(want), (dtype, i)

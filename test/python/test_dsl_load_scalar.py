@@ -50,6 +50,27 @@ def test_float_scalar_scales_a_tile():
 
 
 @tessel.jit
+def pick(x, out, n, i):
+    xd = tl.make_desc(x, shape=(n,), strides=(1,))
+    od = tl.make_desc(out, shape=(1,), strides=(1,))
+    s = tl.load_scalar(xd, (i,), padding=-2)
+    tl.store(od, (0,), tl.full((1,), s.to(tl.float32), tl.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bf16", "int32"])
+def test_every_descriptor_dtype(dtype):
+    # The dtype matrix of test_dsl_builtins.py, for the one builtin that reads memory as a scalar.
+    values = np.array([1.5, -3.25, 7.0, 0.5], np.float32)
+    if dtype == "int32":
+        values = values.astype(np.int32)
+    x = tessel.to_bf16(values) if dtype == "bf16" else values.astype(dtype)
+    out = np.zeros(1, np.float32)
+    for i, want in [(0, values[0]), (2, values[2]), (3, values[3]), (4, -2), (-1, -2)]:
+        pick[(1,)](x, out, 4, i)
+        assert out[0] == np.float32(want), (dtype, i)
+
+
+@tessel.jit
 def bad_rank(x, n):
     xd = tl.make_desc(x, shape=(n, n), strides=(n, 1))
     tl.load_scalar(xd, (0,))  # L1
