@@ -182,3 +182,15 @@ def test_load_scalar_every_dtype(dtype):
     for i, want in [(0, values[0].item()), (3, values[3].item()), (4, -2), (-1, -2)]:
         pick[(1,)](values, out, 4, i)
         assert out.item() == float(want), (dtype, i)
+
+
+def test_paged_decode_example_on_the_gpu():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    script = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "decode_paged.py"
+    r = subprocess.run([sys.executable, str(script), "--cuda"], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "decode_paged: max error vs float64 numpy" in r.stdout
