@@ -82,6 +82,13 @@ LogicalResult KernelWalker::emitBlock(Block &block) {
       descs[md.getResult()] = lowerMakeDesc(b, md, scalars);
       continue;
     }
+    if (auto ls = dyn_cast<tile::LoadScalarOp>(op)) {
+      auto it = descs.find(ls.getDesc());
+      if (it == descs.end())
+        return ls.emitOpError("reads a descriptor that cannot be traced to a tile.make_desc");
+      scalars.map(ls.getResult(), emitLoadScalar(b, ls, it->second, scalars));
+      continue;
+    }
     if (failed(emitOp(&op)))
       return failure();
   }

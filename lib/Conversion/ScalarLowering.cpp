@@ -8,6 +8,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 
@@ -63,6 +64,38 @@ Value emitGridQuery(OpBuilder &b, Operation *op) {
   else
     return Value();
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+Value emitLoadScalar(OpBuilder &b, tile::LoadScalarOp op, const LoweredDesc &d,
+                     const IRMapping &scalars) {
+  Location loc = op.getLoc();
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  Value inBounds = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  Value address = d.offset;
+  for (auto [k, iv] : llvm::enumerate(op.getIndices())) {
+    Value i = toI64(b, loc, scalars.lookup(iv));
+    Value lo = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, i, zero);
+    Value hi = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, d.shape[k]);
+    inBounds = arith::AndIOp::create(b, loc, inBounds, arith::AndIOp::create(b, loc, lo, hi));
+    address = arith::AddIOp::create(b, loc, address,
+                                    arith::MulIOp::create(b, loc, i, d.strides[k]));
+  }
+  // A branch, not a clamped address: with an empty descriptor even element 0 may not exist.
+  Type type = d.elementType;
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{type}, inBounds, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  Value ptr = LLVM::GEPOp::create(b, loc, ptrType, type, d.base, ValueRange{address});
+  scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, type, ptr)));
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  double pad = op.getPadding().convertToDouble();
+  Value padding = isa<FloatType>(type)
+                      ? Value(arith::ConstantOp::create(b, loc, b.getFloatAttr(type, pad)))
+                      : Value(arith::ConstantOp::create(
+                            b, loc, b.getIntegerAttr(type, static_cast<int64_t>(pad))));
+  scf::YieldOp::create(b, loc, padding);
+  return ifOp.getResult(0);
 }
 
 SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands,

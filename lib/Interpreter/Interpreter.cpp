@@ -271,6 +271,7 @@ LogicalResult Interpreter::runOp(Frame &fr, Operation *op) {
       .Case([&](tile::MakeDescOp o) { return makeDesc(fr, o); })
       .Case([&](tile::LoadOp o) { return load(fr, o); })
       .Case([&](tile::GatherOp o) { return gather(fr, o); })
+      .Case([&](tile::LoadScalarOp o) { return loadScalar(fr, o); })
       .Case([&](tile::StoreOp o) { return store(fr, o); })
       .Case([&](tile::DotOp o) { return dot(fr, o); })
       .Case([&](tile::ReduceOp o) { return reduce(fr, o); })
@@ -449,6 +450,49 @@ LogicalResult Interpreter::load(Frame &fr, tile::LoadOp op) {
     return failure();
   if (failed(access(fr, op, op.getDesc(), op.getOffsets(), nullptr, nullptr, &*r)))
     return failure();
+  set(fr, op.getResult(), std::move(*r));
+  return success();
+}
+
+// One element; an index outside the descriptor's shape gives the padding without a read.
+LogicalResult Interpreter::loadScalar(Frame &fr, tile::LoadScalarOp op) {
+  FailureOr<Tile> r = newTile(op, op.getType());
+  FailureOr<const RValue *> dv = lookup(fr, op, op.getDesc());
+  if (failed(r) || failed(dv))
+    return failure();
+  const auto *desc = std::get_if<DescValue>(*dv);
+  if (!desc)
+    return op.emitOpError() << "expects a descriptor";
+  if (desc->shape.size() != op.getIndices().size())
+    return op.emitOpError() << "needs " << desc->shape.size() << " indices";
+  double v = op.getPadding().convertToDouble();
+  bool inBounds = true;
+  std::optional<int64_t> addr = desc->offset;
+  for (auto [a, iv] : llvm::enumerate(op.getIndices())) {
+    FailureOr<int64_t> i = intScalar(fr, op, iv);
+    if (failed(i))
+      return failure();
+    inBounds = inBounds && *i >= 0 && *i < desc->shape[a];
+    if (inBounds && addr)
+      addr = llvm::checkedMulAdd(*i, desc->strides[a], *addr);
+  }
+  if (inBounds) {
+    if (desc->arg >= args.size() || args[desc->arg].kind != KernelArg::Kind::Buffer)
+      return op.emitOpError() << "uses argument #" << desc->arg << ", which is not a buffer";
+    Buffer &buf = args[desc->arg].buffer;
+    std::optional<ElementKind> kind = elementKindOf(r->elementType);
+    if (!kind || *kind != buf.kind())
+      return op.emitOpError() << "reads " << r->elementType << " from argument #" << desc->arg
+                              << ", a buffer of " << elementKindName(buf.kind());
+    if (!addr || *addr < 0 || *addr >= buf.size())
+      return op.emitOpError() << "reads an element outside argument #" << desc->arg
+                              << ", a buffer of " << buf.size() << " elements";
+    v = buf.get(*addr);
+  }
+  if (r->isFloat())
+    r->f[0] = roundFloat(r->elementType, v);
+  else
+    r->i[0] = wrapInt(r->elementType, static_cast<int64_t>(v));
   set(fr, op.getResult(), std::move(*r));
   return success();
 }

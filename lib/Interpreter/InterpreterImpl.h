@@ -144,6 +144,7 @@ private:
   // Fills `t` with a load's or gather's padding (an integer one must be a whole number).
   LogicalResult fillWithPadding(Operation *op, Tile &t, double pad);
   LogicalResult gather(Frame &fr, tile::GatherOp op);
+  LogicalResult loadScalar(Frame &fr, tile::LoadScalarOp op);
   LogicalResult store(Frame &fr, tile::StoreOp op);
   LogicalResult dot(Frame &fr, tile::DotOp op);
   LogicalResult reduce(Frame &fr, tile::ReduceOp op);

@@ -468,6 +468,18 @@ Value KernelBuilder::gather(Value desc, const std::vector<Value> &indices, doubl
                                 builder.getF64FloatAttr(padding));
 }
 
+Value KernelBuilder::loadScalar(Value desc, const std::vector<Value> &indices, double padding) {
+  auto descType = dyn_cast<tile::DescType>(desc.getType());
+  if (!descType)
+    fail("load_scalar needs a descriptor, not " + typeStr(desc.getType()));
+  if (indices.size() != descType.getRank())
+    fail("a rank-" + std::to_string(descType.getRank()) + " descriptor needs that many indices");
+  for (Value v : indices)
+    requireI32Scalar(v, "load_scalar index");
+  return tile::LoadScalarOp::create(builder, loc(), descType.getElementType(), desc, indices,
+                                    builder.getF64FloatAttr(padding));
+}
+
 void KernelBuilder::store(Value desc, const std::vector<Value> &offsets, Value value,
                           std::optional<Value> mask) {
   auto descType = dyn_cast<tile::DescType>(desc.getType());

@@ -97,6 +97,8 @@ public:
   mlir::Value makeDesc(mlir::Value ptr, std::optional<mlir::Value> offset,
                        const std::vector<mlir::Value> &shape,
                        const std::vector<mlir::Value> &strides);
+  /// tile.load_scalar: one element; out-of-range indices give `padding`.
+  mlir::Value loadScalar(mlir::Value desc, const std::vector<mlir::Value> &indices, double padding);
   mlir::Value load(mlir::Value desc, const std::vector<mlir::Value> &offsets,
                    const std::vector<int64_t> &shape, double padding);
   /// One element per index: each index an i32 scalar or an i32 tile (all tiles of one shape,

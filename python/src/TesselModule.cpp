@@ -186,6 +186,7 @@ PYBIND11_MODULE(_tessel, m) {
       .def("make_desc", &KernelBuilder::makeDesc, keep)
       .def("load", &KernelBuilder::load, keep)
       .def("gather", &KernelBuilder::gather, keep)
+      .def("load_scalar", &KernelBuilder::loadScalar, keep)
       .def("store", &KernelBuilder::store)
       .def(
           "dot", [](KernelBuilder &kb, V a, V b, OptV acc) { return kb.dot(a, b, acc); }, keep)

@@ -10,7 +10,9 @@
     kernel[grid](xt, yt, N=128)        # CUDA torch tensors (or tessel.DevicePointer): the GPU
 
 `tessel.attention(q, k, v, ...)` has PyTorch scaled_dot_product_attention semantics, with
-FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions.
+FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions;
+`tessel.attention_varlen` and `tessel.attention_with_kvcache` serve packed variable-length batches
+and (paged) KV caches with FlashAttention's conventions.
 """
 import time as _time
 
@@ -24,6 +26,7 @@ from .runtime import from_bf16, to_bf16
 from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
 from .backward import attention_backward, compile_attention_backward
+from .serving import attention_varlen, attention_with_kvcache
 from . import gpu
 from . import timing
 
@@ -32,5 +35,6 @@ del _time, _import_started
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
            "CompiledKernel", "JITFunction", "attention", "compile_attention",
-           "attention_backward", "compile_attention_backward", "to_bf16",
+           "attention_backward", "compile_attention_backward", "attention_varlen",
+           "attention_with_kvcache", "to_bf16",
            "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu"]

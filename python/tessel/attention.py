@@ -6,7 +6,8 @@ V. `tile-optimize` turns it into the online-softmax form. score_mod and mask_mod
 functions traced into the loop body (FlexAttention semantics, applied per block: every index
 argument is a tile of the score block's shape).
 
-Layout BHSD: q [B, H, Nq, D], k and v [B, Hkv, Nk, D]; grid (ceil(Nq / BLOCK_M), B·H).
+Layout BHSD: q [B, H, Nq, D], k and v [B, Hkv, Nk, D]; grid (ceil(Nq / BLOCK_M), B·H), folded
+by grid.fold_grid when B·H passes CUDA's 65,535 programs along y.
 
 Given CUDA torch tensors, it runs on the GPU (`_attention_cuda`): fp16/bf16 with head dim 64 or
 128 take the mma.sync fast path with the block sizes that measured fastest on the H200
@@ -23,6 +24,7 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
+from .grid import MAX_GRID_Y, fold_grid
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 
@@ -31,8 +33,10 @@ from .jit import JITFunction, jit
 def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
-    pid_m = tl.program_id(0)
-    bh = tl.program_id(1)
+    # grid.fold_grid: query blocks on x, b·h rows on y, folded into x past y's 65,535 cap.
+    n_blocks = tl.cdiv(nq, BLOCK_M)
+    pid_m = tl.program_id(0) % n_blocks
+    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head
@@ -226,7 +230,7 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
-    grid = (-(-Nq // BM), B * H)
+    grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
 
@@ -327,7 +331,7 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         # shared memory holds (the fast path's 64x128 or 128x64 would not).
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
-    grid = (-(-Nq // BM), B * H)
+    grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
 
@@ -425,6 +429,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
         _lse_scratch(q, B * H * Nq, torch)
     if Nq and B * H:
-        attention_kernel._runner((-(-Nq // consts[1]), B * H), q, k, v, o, lse, Nq, Nk, H, Hkv,
-                                 scale, *consts)
+        nb, rows = -(-Nq // consts[1]), B * H
+        grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
+        attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
     return (o, lse) if return_lse else o

@@ -33,14 +33,16 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
+from .grid import fold_grid
 from .jit import jit
 
 
 @jit
 def attention_bwd_delta(o, do, dlse, delta, nq, D: tl.constexpr, BLOCK_M: tl.constexpr):
     """Δ = rowsum(dO∘O) − dlse, per query row (dlse: the gradient of the returned lse, or 0)."""
-    pid_m = tl.program_id(0)
-    rows = tl.program_id(1) * nq
+    n_blocks = tl.cdiv(nq, BLOCK_M)                  # grid.fold_grid, as in attention_kernel
+    pid_m = tl.program_id(0) % n_blocks
+    rows = (tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)) * nq
     od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=rows * D)
     dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=rows * D)
     gd = tl.make_desc(dlse, shape=(nq,), strides=(1,), offset=rows)
@@ -58,8 +60,9 @@ def attention_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, scale
                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     """dK and dV of one key block (FA2): the loop streams every query block of every query head
     of this key/value head's group."""
-    pid_n = tl.program_id(0)
-    bkv = tl.program_id(1)
+    n_blocks = tl.cdiv(nk, BLOCK_N)                  # grid.fold_grid, as in attention_kernel
+    pid_n = tl.program_id(0) % n_blocks
+    bkv = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
     b = bkv // HKV
     kv_h = bkv % HKV
     group = H // HKV
@@ -114,8 +117,9 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     """dQ of one query block: a key-block loop like the forward's."""
-    pid_m = tl.program_id(0)
-    bh = tl.program_id(1)
+    n_blocks = tl.cdiv(nq, BLOCK_M)                  # grid.fold_grid, as in attention_kernel
+    pid_m = tl.program_id(0) % n_blocks
+    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -175,13 +179,14 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx):
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
     if B * H and Nq:
-        attention_bwd_delta[(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, D=D, BLOCK_M=BM)
+        attention_bwd_delta[fold_grid(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, D=D,
+                                                             BLOCK_M=BM)
     if B * Hkv and Nk:
-        attention_bwd_dkdv[(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq, Nk, H,
-                                                    Hkv, scale, **cx)
+        attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
+                                                              Nk, H, Hkv, scale, **cx)
     if B * H and Nq:
-        attention_bwd_dq[(-(-Nq // BM), B * H)](q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv,
-                                                scale, **cx)
+        attention_bwd_dq[fold_grid(-(-Nq // BM), B * H)](q, k, v, do, lse, delta, dq, Nq, Nk, H,
+                                                         Hkv, scale, **cx)
 
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,

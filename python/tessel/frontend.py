@@ -1188,6 +1188,15 @@ class CodeGenerator:
             raise self.error(node, "tl.load: padding must be a compile-time number")
         return self.wrap(self.build("load", desc.v, offs, list(shape), float(padding)))
 
+    def tl_load_scalar(self, node, desc, indices, padding=0):
+        idx = self.offsets_arg(desc, indices, node, "tl.load_scalar")
+        if isinstance(padding, TVal) or not _is_number(padding):
+            raise self.error(node, "tl.load_scalar: padding must be a compile-time number")
+        if desc.dtype == "i32" and not (float(padding).is_integer()
+                                        and -2**31 <= padding < 2**31):
+            raise self.error(node, f"tl.load_scalar: padding {padding!r} is not an i32 value")
+        return self.wrap(self.build("load_scalar", desc.v, idx, float(padding)))
+
     def tl_store(self, node, desc, offsets, value, mask=None):
         offs = self.offsets_arg(desc, offsets, node, "tl.store")
         value = self.tile_arg(value, node, "the stored value")

@@ -72,6 +72,9 @@ for _name, _doc in [
                   "global memory: elements ptr[offset + sum(i_k * strides[k])], 0 <= i_k < shape[k]."),
     ("load", "load(desc, offsets, shape, padding=0.0): the tile of `shape` whose first element "
              "is at `offsets`; elements outside the descriptor read as `padding`."),
+    ("load_scalar", "load_scalar(desc, indices, padding=0): the one element at `indices` as a "
+                    "scalar (a data-dependent scalar such as cu_seqlens[b]); where an index is "
+                    "outside the descriptor, memory is not read and the result is `padding`."),
     ("store", "store(desc, offsets, value, mask=None): write a tile; out-of-bounds and masked-off "
               "elements are dropped."),
     ("dot", "dot(a, b, acc=None): a @ b (+ acc), accumulated in f32."),

@@ -87,3 +87,49 @@ def reference_attention_backward(q, k, v, do, scale=None, causal=False, score=No
             dk[b, kh] += ds.T @ q[b, h] * scale
             dv[b, kh] += p.T @ do[b, h]
     return dq, dk, dv
+
+
+def _sequence(q, k, v, scale, causal):
+    """One sequence in BSHD-like layout: q [nq, H, D], k and v [nk, Hkv, D], causal bottom-right
+    aligned; returns o [nq, H, D] and lse [H, nq]."""
+    nq, nk = q.shape[0], k.shape[0]
+    if nk == 0:                               # no keys: every row sees none
+        return np.zeros(q.shape), np.full((q.shape[1], nq), -np.inf)
+    t = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.float64).transpose(1, 0, 2))[None]
+    allowed = (lambda b, h, qi, ki: qi + (nk - nq) >= ki) if causal else None
+    o, lse = reference_attention(t(q), t(k), t(v), scale=scale, allowed=allowed,
+                                 enable_gqa=True)
+    return o[0].transpose(1, 0, 2), lse[0]
+
+
+def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, scale=None, causal=False):
+    """float64 tessel.attention_varlen, one sequence at a time: o [total_q, H, D] and lse
+    [H, total_q]."""
+    H = q.shape[1]
+    o = np.zeros(q.shape)
+    lse = np.full((H, q.shape[0]), -np.inf)
+    for b in range(len(cu_seqlens_q) - 1):
+        qs = slice(int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1]))
+        ks = slice(int(cu_seqlens_k[b]), int(cu_seqlens_k[b + 1]))
+        o[qs], lse[:, qs] = _sequence(q[qs], k[ks], v[ks], scale, causal)
+    return o, lse
+
+
+def reference_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None,
+                      causal=False):
+    """float64 tessel.attention_with_kvcache: each sequence's keys gathered from the
+    contiguous or paged cache; o [B, Sq, H, D] and lse [B, H, Sq]."""
+    B, Sq, H, _ = q.shape
+    o = np.zeros(q.shape)
+    lse = np.zeros((B, H, Sq))
+    for b in range(B):
+        n = int(cache_seqlens[b])
+        if block_table is None:
+            k, v = k_cache[b, :n], v_cache[b, :n]
+        else:
+            page = k_cache.shape[1]
+            rows = [(int(block_table[b, j // page]), j % page) for j in range(n)]
+            k = np.stack([k_cache[p, r] for p, r in rows]) if rows else k_cache[0, :0]
+            v = np.stack([v_cache[p, r] for p, r in rows]) if rows else v_cache[0, :0]
+        o[b], lse[b] = _sequence(q[b], k, v, scale, causal)
+    return o, lse

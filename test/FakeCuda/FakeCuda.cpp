@@ -139,6 +139,10 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
     fake.failNextLaunch = 0;
     return r;
   }
+  // The real driver's grid limits (compute capability >= 3.0), so a grid it would refuse is
+  // refused here too.
+  if (gx == 0 || gy == 0 || gz == 0 || gx > 2147483647u || gy > 65535u || gz > 65535u)
+    return kInvalidValue;
   ++fake.launches;
   Launch &l = fake.last;
   l.function = function;

@@ -82,7 +82,7 @@ class FakeDtype:
 
 def fake_torch(driver=None):
     """A minimal torch module in sys.modules: tensors with dtype, data_ptr(), is_cuda,
-    get_device(), shape, is_contiguous() — what tessel reads. CUDA tensors get addresses the fake
+    get_device(), shape, is_contiguous(), stride() — what tessel reads. CUDA tensors get addresses the fake
     driver knows as device memory of their device (host ones an address it does not)."""
     torch = types.ModuleType("torch")
     torch.__fake__ = True
@@ -126,12 +126,13 @@ def fake_torch(driver=None):
         def ndim(self):
             return len(self.shape)
 
-        def stride(self):                    # row-major (what captured tensors pass)
+        def stride(self):
+            """Row-major strides (a non-contiguous fake has no real layout: it is copied)."""
             out, n = [], 1
-            for s in reversed(self.shape):
+            for d in reversed(self.shape):
                 out.append(n)
-                n *= s
-            return tuple(reversed(out))
+                n *= d
+            return tuple(reversed(out)) if self._contiguous else tuple(0 for _ in self.shape)
 
         def contiguous(self):
             return Tensor(self.shape, self.dtype, self.device)

@@ -292,6 +292,45 @@ def captured():
             "grid": records[0]["grid"], "refused": refused}
 
 
+@scenario
+def huge_batch_heads():
+    """b·h past CUDA's 65,535 programs along y (issue 12): 1,750 x 40 heads of 16 tokens."""
+    q = T((1750, 40, 16, 64), torch.float16)
+    DRV.record_params(10)
+    out = {}
+    for name in ("slow", "lean"):       # the first call through _prepare_cuda, then the lean path
+        before = DRV.launches()
+        tessel.attention(q, q, q, causal=True)
+        rec = DRV.last_launch()
+        out[name] = {"launched": DRV.launches() - before, "grid": rec["grid"]}
+    small = T((3, 5, 100, 64), torch.float16)
+    tessel.attention(small, small, small)
+    out["small"] = {"grid": DRV.last_launch()["grid"]}
+    return out
+
+
+@scenario
+def serving():
+    """attention_varlen and attention_with_kvcache (paged) through the GPU path: compiled for
+    the fake sm_90 device (the reference lowering), launched; the grid and the scalars."""
+    DRV.record_params(14)
+    q, k = T((300, 8, 128), torch.float16), T((500, 2, 128), torch.float16)
+    cu = T((4,), torch.int32)
+    before = DRV.launches()
+    o = tessel.attention_varlen(q, k, k, cu, cu, 200, 300, causal=True)
+    varlen = DRV.last_launch()
+    qc, pages = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
+    oc = tessel.attention_with_kvcache(qc, pages, pages, T((3,), torch.int32),
+                                       block_table=T((3, 5), torch.int32))
+    paged = DRV.last_launch()
+    ints = lambda rec, a, b: [fakecuda.slot_i32(x) for x in rec["slots"][a:b]]   # noqa: E731
+    return {"launched": DRV.launches() - before, "shapes": [list(o.shape), list(oc.shape)],
+            "varlen": {"grid": varlen["grid"], "slots": varlen["slots"][:4], "o": o.ptr,
+                       "ints": ints(varlen, 7, 13)},
+            "ptrs": [q.ptr, k.ptr],
+            "paged": {"grid": paged["grid"], "ints": ints(paged, 7, 13)}}
+
+
 def main(names):
     results = {}
     for name in names or SCENARIOS:

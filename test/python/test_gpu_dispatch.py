@@ -312,3 +312,26 @@ def test_lambdas_made_per_call_do_not_grow_the_cuda_configs(fake_torch):
             tessel.attention(q, q, q, mask_mod=lambda b, h, q_idx, kv_idx: q_idx >= kv_idx)
     assert len(att._cuda_configs) <= att._CUDA_CONFIGS_MAX
     assert len(att._jitted) < 3 * att._CUDA_CONFIGS_MAX   # one kernel, not one per lambda
+
+
+def test_serving_checks_torch_inputs(fake_torch):
+    T = fake_torch.Tensor
+    q, k = T((10, 4, 64), fake_torch.float16), T((12, 2, 64), fake_torch.float16)
+    cu = T((3,), fake_torch.int32)
+    with pytest.raises(TypeError, match="cu_seqlens_q must be a CUDA int32 tensor on q's device"):
+        tessel.attention_varlen(q, k, k, T((3,), fake_torch.int32, cuda=False), cu, 6, 7)
+    with pytest.raises(TypeError, match="cu_seqlens_k must be int32, got f32"):
+        tessel.attention_varlen(q, k, k, cu, T((3,), fake_torch.float32), 6, 7)
+    with pytest.raises(TypeError, match="q is a torch tensor but k is a ndarray"):
+        tessel.attention_varlen(q, np.zeros((12, 2, 64), np.float16), k, cu, cu, 6, 7)
+    with pytest.raises(TypeError, match="k is on cpu"):
+        tessel.attention_varlen(q, T((12, 2, 64), fake_torch.float16, cuda=False), k, cu, cu, 6, 7)
+    needs = T((10, 4, 64), fake_torch.float16)
+    needs.requires_grad = True
+    with pytest.raises(NotImplementedError, match="q requires grad"):
+        tessel.attention_varlen(needs, k, k, cu, cu, 6, 7)
+    cache = T((2, 32, 2, 64), fake_torch.float16)
+    with pytest.raises(ValueError, match="block_table has 3 rows for a batch of 2"):
+        tessel.attention_with_kvcache(T((2, 1, 4, 64), fake_torch.float16), cache, cache,
+                                      T((2,), fake_torch.int32),
+                                      block_table=T((3, 4), fake_torch.int32))

@@ -146,6 +146,29 @@ def test_attention_launches(runs):
     assert s5 != s3 and s6 == s5                     # grown for a larger call, then kept
 
 
+def test_any_number_of_batch_heads_launches(runs):
+    # 70,000 (b, h) rows: y keeps the largest divisor <= 65,535 (35,000), x the query block
+    # times the other factor (1 block of 64 rows x 2); the fake driver refuses y > 65,535 as
+    # the real one does, so launched == 1 means the grid was legal.
+    r = runs["huge_batch_heads"]
+    for call in ("slow", "lean"):
+        assert r[call] == {"launched": 1, "grid": [2, 35000, 1]}
+    assert r["small"]["grid"] == [2, 15, 1]          # below the cap: (query blocks, b·h)
+
+
+def test_serving_entry_points_launch(runs):
+    r = runs["serving"]
+    assert r["launched"] == 2 and r["shapes"] == [[300, 8, 128], [3, 1, 8, 128]]
+    v = r["varlen"]
+    # d128 on the reference lowering: 32-row blocks; ceil(200 / 32) = 7 blocks x (3 x 8) rows.
+    assert v["grid"] == [7, 24, 1]
+    assert v["slots"] == [r["ptrs"][0], r["ptrs"][1], r["ptrs"][1], v["o"]]    # read in place
+    assert v["ints"] == [3, 300, 500, 8, 2, 200]             # B, totals, H, Hkv, max_seqlen_q
+    p = r["paged"]
+    assert p["grid"] == [1, 24, 1]
+    assert p["ints"] == [3, 1, 640, 8, 2, 5]                  # B, Sq, 40 pages x 16 rows, ...
+
+
 # --- in this process (no driver needed) -------------------------------------------------------
 
 def test_captured_tensors_are_launch_arguments(runs):

@@ -12,6 +12,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace tessel::tile;
 
@@ -69,6 +71,21 @@ LogicalResult MakeDescOp::verify() {
 
 LogicalResult LoadOp::verify() {
   return verifyAccess(*this, getDesc().getType(), getOffsets().size(), getResult().getType());
+}
+
+LogicalResult LoadScalarOp::verify() {
+  DescType desc = getDesc().getType();
+  if (getIndices().size() != desc.getRank())
+    return emitOpError() << "needs one index per descriptor axis: expected " << desc.getRank()
+                         << ", got " << getIndices().size();
+  if (getResult().getType() != desc.getElementType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " does not match descriptor element type " << desc.getElementType();
+  double pad = getPadding().convertToDouble();
+  if (getResult().getType().isInteger(32) &&
+      (!std::isfinite(pad) || pad != std::trunc(pad) || std::fabs(pad) > 2147483647.0))
+    return emitOpError() << "pads an i32 with " << pad << ", which is not an i32 value";
+  return success();
 }
 
 LogicalResult StoreOp::verify() {

@@ -107,6 +107,30 @@ def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+def Tile_LoadScalarOp : Tile_Op<"load_scalar", [MemoryEffects<[MemRead]>]> {
+  let summary = "Load one element at run-time indices; an index out of range gives the padding.";
+  let description = [{
+    Reads the single element at `indices` of the descriptor: how a kernel gets data-dependent
+    scalars such as a sequence's start in `cu_seqlens[b]` or a page number in
+    `block_table[b, j / page]`. When any index lies outside the descriptor's shape (negative or
+    past the end) memory is not touched and the result is `padding` (0 unless given), so a bad
+    index can never read out of bounds. The result is a scalar of the descriptor's element type;
+    tiles of indices are not this op's business.
+
+    ```mlir
+    %start = tile.load_scalar %cu[%b] : !tile.desc<1, i32> -> i32
+    %page = tile.load_scalar %table[%b, %jp] {padding = -1.0 : f64} : !tile.desc<2, i32> -> i32
+    ```
+  }];
+  let arguments = (ins Tile_DescType:$desc, Variadic<I32>:$indices,
+                       DefaultValuedAttr<F64Attr, "0.0">:$padding);
+  let results = (outs Tile_Element:$result);
+  let assemblyFormat = [{
+    $desc `[` $indices `]` attr-dict `:` qualified(type($desc)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>, AttrSizedOperandSegments]> {
   let summary = "Store a tile at run-time offsets; out-of-bounds and masked-off elements are dropped.";
   let description = [{

@@ -2,8 +2,9 @@
 //
 // The two lowerings of tile programs (convert-tile-to-gpu, convert-tile-to-mma) build their
 // kernels the same way: one `gpu.func` per program in the `tessel_kernels` module, arguments
-// mapped to the kernel's, the body walked op by op with grid queries and descriptors lowered to
-// scalars. That scaffolding is here once; each lowering says how it emits the tile ops.
+// mapped to the kernel's, the body walked op by op with grid queries, descriptors and scalar loads
+// (tile.load_scalar) lowered to scalars. That scaffolding is here once; each lowering says how it
+// emits the tile ops.
 //
 //===----------------------------------------------------------------------------------------===//
 #ifndef TESSEL_CONVERSION_KERNELWALKER_H
@@ -34,7 +35,8 @@ mlir::FailureOr<mlir::gpu::GPUFuncOp> createKernel(mlir::func::FuncOp program,
                                                    mlir::gpu::GPUModuleOp gpuModule);
 
 /// Walks a tile program into its kernel. Subclasses emit the tile ops (emitOp) and whatever the
-/// kernel needs at its entry (emitPrologue); grid queries and descriptors are lowered here.
+/// kernel needs at its entry (emitPrologue); grid queries, descriptors and scalar loads are
+/// lowered here.
 class KernelWalker {
 public:
   virtual ~KernelWalker();
@@ -48,7 +50,7 @@ protected:
   /// Every op of `block` but its terminator, in order.
   mlir::LogicalResult emitBlock(mlir::Block &block);
   virtual void emitPrologue(mlir::Location loc) {}
-  /// An op that is not a grid query or a tile.make_desc.
+  /// An op that is not a grid query, a tile.make_desc or a tile.load_scalar.
   virtual mlir::LogicalResult emitOp(mlir::Operation *op) = 0;
 
   mlir::gpu::GPUFuncOp kernel;

@@ -38,6 +38,10 @@ mlir::Value approxEx2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, boo
 mlir::Value approxLg2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// tile.program_id / tile.num_programs as an i32 (block index / grid size); null for any other op.
 mlir::Value emitGridQuery(mlir::OpBuilder &b, mlir::Operation *op);
+/// tile.load_scalar of the lowered descriptor `d`: the element behind a bounds check, the
+/// op's padding where an index is out of range (no memory is read then).
+mlir::Value emitLoadScalar(mlir::OpBuilder &b, tile::LoadScalarOp op, const LoweredDesc &d,
+                           const mlir::IRMapping &scalars);
 /// A scalar arith/math op on already lowered `operands`: exp, exp2, log, log2 of f16/bf16/f32
 /// through approxEx2/approxLg2 in f32, anything else cloned with its attributes.
 llvm::SmallVector<mlir::Value> emitScalarOp(mlir::OpBuilder &b, mlir::Operation *op,

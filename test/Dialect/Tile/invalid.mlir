@@ -245,10 +245,26 @@ func.func @gather_index_count(%d: !tile.desc<2, f32>, %i: tensor<4xi32>) {
 
 // -----
 
+func.func @load_scalar_index_count(%d: !tile.desc<2, i32>, %i: i32) -> i32 {
+  // expected-error @+1 {{needs one index per descriptor axis: expected 2, got 1}}
+  %s = tile.load_scalar %d[%i] : !tile.desc<2, i32> -> i32
+  return %s : i32
+}
+
+// -----
+
 func.func @gather_element_type(%d: !tile.desc<1, f32>, %i: tensor<4xi32>) {
   // expected-error @+1 {{result element type 'f16' does not match descriptor element type 'f32'}}
   %g = tile.gather %d[%i] : !tile.desc<1, f32>, tensor<4xi32> -> tensor<4xf16>
   return
+}
+
+// -----
+
+func.func @load_scalar_result_type(%d: !tile.desc<1, i32>, %i: i32) -> f32 {
+  // expected-error @+1 {{result type 'f32' does not match descriptor element type 'i32'}}
+  %s = tile.load_scalar %d[%i] : !tile.desc<1, i32> -> f32
+  return %s : f32
 }
 
 // -----
@@ -261,8 +277,24 @@ func.func @gather_index_shape(%d: !tile.desc<2, f32>, %i: tensor<4xi32>, %j: ten
 
 // -----
 
+func.func @load_scalar_fractional_padding(%d: !tile.desc<1, i32>, %i: i32) -> i32 {
+  // expected-error @+1 {{pads an i32 with 5.000000e-01, which is not an i32 value}}
+  %s = tile.load_scalar %d[%i] {padding = 0.5 : f64} : !tile.desc<1, i32> -> i32
+  return %s : i32
+}
+
+// -----
+
 func.func @gather_float_index(%d: !tile.desc<1, f32>, %i: tensor<4xf32>) {
   // expected-error @+1 {{operand #1 must be variadic of 32-bit signless integer or statically shaped tensor of 32-bit signless integer values}}
   %g = tile.gather %d[%i] : !tile.desc<1, f32>, tensor<4xf32> -> tensor<4xf32>
   return
+}
+
+// -----
+
+func.func @load_scalar_tile_result(%d: !tile.desc<1, i32>, %i: i32) -> tensor<4xi32> {
+  // expected-error @+1 {{result #0 must be}}
+  %s = tile.load_scalar %d[%i] : !tile.desc<1, i32> -> tensor<4xi32>
+  return %s : tensor<4xi32>
 }

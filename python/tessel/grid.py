@@ -1,0 +1,35 @@
+"""Launch grids of the attention programs for any number of (batch, head) rows.
+
+CUDA caps a grid's y and z axes at 65,535 programs (x at 2^31 - 1). The attention programs put
+their query (or key) blocks on x, fastest, so that programs running at the same time share one
+head's keys and values in L2, and the b·h rows on y. Past 65,535 rows, y keeps an exact divisor
+Y of the row count and x takes the other factor: program (x, y) is block x % n_blocks of row
+(x // n_blocks) · Y + y. Exact, so no program falls outside the rows and none needs a guard;
+below the cap Y is the row count and the kernels run as before. The kernels decode it with
+`block_and_row` (the DSL lines in attention.py) and the AOT launcher (aot.py) with the same rule.
+"""
+import functools
+
+MAX_GRID_Y = 65535
+MAX_GRID_X = 2**31 - 1
+
+
+@functools.lru_cache(maxsize=256)
+def rows_on_y(rows):
+    """The number of rows on grid y: `rows` itself up to the cap, else its largest divisor
+    that fits (1 for a prime, which then puts every row on x)."""
+    if rows <= MAX_GRID_Y:
+        return rows
+    return next(d for d in range(MAX_GRID_Y, 0, -1) if rows % d == 0)
+
+
+def fold_grid(n_blocks, rows):
+    """The launch grid (x, y, 1) for `n_blocks` blocks of each of `rows` rows."""
+    if n_blocks <= 0 or rows <= 0:
+        return (max(n_blocks, 0), max(rows, 0), 1)
+    y = rows_on_y(rows)
+    x = n_blocks * (rows // y)
+    if x > MAX_GRID_X:
+        raise ValueError(f"{n_blocks} blocks x {rows} batch·head rows need a grid of {x} x {y} "
+                         f"programs, more than CUDA's {MAX_GRID_X} along x")
+    return (x, y, 1)

@@ -1,0 +1,200 @@
+"""Serving entry points: tessel.attention_varlen and tessel.attention_with_kvcache.
+
+Both check their inputs (shapes, dtypes, lengths, H % Hkv; errors name the argument, helpers in
+serving_checks.py) and launch the DSL kernels of serving_kernels.py: numpy arrays on the CPU
+interpreter, CUDA torch tensors on the GPU. Neither has a backward yet, so inputs that require
+grad are refused.
+
+On the GPU the default blocks are the ones every lowering can take (the reference lowering's:
+at most 64 rows at head dim <= 64, 32 above); block_m = block_n = 64 reaches the fast paths for
+varlen and the contiguous cache. Split-KV decoding is the next step (docs/dev/serving.md).
+"""
+import math
+
+import numpy as np
+
+from .grid import fold_grid
+from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
+                             _check_same_dtype, _dtype_name, _kind, _launch, _out, _page_block,
+                             _refuse_grad, _strided)
+from .serving_kernels import kvcache_kernel, varlen_kernel
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, scale=None, return_lse=False, block_m=None, block_n=None):
+    """Attention over a batch of sequences of different lengths, packed without padding.
+
+    FlashAttention-2's ``flash_attn_varlen_func`` convention.
+
+    Arguments:
+        q: [total_q, H, D], the queries of every sequence one after the other.
+        k, v: [total_k, Hkv, D]; Hkv must divide H (grouped-query / multi-query attention:
+            query head h reads key/value head h // (H / Hkv)).
+        cu_seqlens_q, cu_seqlens_k: int32 [B + 1], the cumulative lengths: sequence b holds
+            rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
+        max_seqlen_q: the longest query sequence (sets the grid: rows of longer sequences
+            beyond it are not computed). max_seqlen_k: the longest key sequence (checked on
+            numpy input; the kernel reads each sequence's own length).
+        causal: bottom-right aligned, as in FlashAttention >= 2.1: query i of a sequence with
+            nq queries and nk keys sees key j when i + nk - nq >= j (the last query sees every
+            key). Rows that see no key (nq > nk) give 0 and lse -inf.
+        scale: of the scores, 1/sqrt(D) by default.
+        return_lse: also return the log-sum-exp of each row's scores, float32 [H, total_q].
+        block_m, block_n: the query and key block sizes (powers of two >= 16); by default
+            ones every GPU lowering takes (docs/dev/serving.md).
+
+    numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
+    tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
+    (a row is H·D elements); nothing is padded or copied. Returns o [total_q, H, D] like q, or
+    (o, lse). No backward yet: inputs that require grad are refused.
+    """
+    fn = "attention_varlen"
+    named = (("q", q), ("k", k), ("v", v))
+    kind = _kind(fn, named)
+    _refuse_grad(fn, named)
+    _check_same_dtype(fn, named)
+    for n, x in named:
+        if len(x.shape) != 3:
+            raise ValueError(f"tessel.{fn}: {n} must have shape [total, heads, head_dim], got "
+                             f"{tuple(x.shape)}")
+    total_q, H, D = q.shape
+    total_k, Hkv, Dk = k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"tessel.{fn}: k {tuple(k.shape)} and v {tuple(v.shape)} differ in shape")
+    if Dk != D:
+        raise ValueError(f"tessel.{fn}: q has head dim {D}, k and v {Dk}")
+    _check_heads(fn, H, Hkv)
+    cu_q = _check_index(fn, "cu_seqlens_q", cu_seqlens_q, 1, kind, q)
+    cu_k = _check_index(fn, "cu_seqlens_k", cu_seqlens_k, 1, kind, q)
+    if cu_q.shape[0] != cu_k.shape[0] or cu_q.shape[0] < 1:
+        raise ValueError(f"tessel.{fn}: cu_seqlens_q has {cu_q.shape[0]} entries and "
+                         f"cu_seqlens_k {cu_k.shape[0]}: both must be B + 1 for B sequences")
+    B = cu_q.shape[0] - 1
+    for name, m in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+            raise ValueError(f"tessel.{fn}: {name} must be a non-negative int, got {m!r}")
+    if kind == "numpy":
+        for name, cu, total, mx in (("cu_seqlens_q", cu_q, total_q, max_seqlen_q),
+                                    ("cu_seqlens_k", cu_k, total_k, max_seqlen_k)):
+            lengths = np.diff(cu)
+            if cu[0] != 0 or (lengths < 0).any() or cu[-1] > total:
+                raise ValueError(f"tessel.{fn}: {name} must start at 0, never decrease and end "
+                                 f"at most at {total} (the rows of "
+                                 f"{'q' if name.endswith('q') else 'k'}), got {cu.tolist()}")
+            if lengths.size and lengths.max() > mx:
+                raise ValueError(f"tessel.{fn}: sequence {int(lengths.argmax())} has "
+                                 f"{int(lengths.max())} rows, more than "
+                                 f"max_seqlen_{name[-1]} = {mx}")
+    if H * max(total_q, 1) > _I32_MAX or max(total_q, total_k) * H * D > 2**40:
+        raise ValueError(f"tessel.{fn}: {total_q} query rows x {H} heads are too many for "
+                         "32-bit row indices")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
+    BM, BN = _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
+    BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
+    o = _out(kind, q, tuple(q.shape))
+    lse = _out(kind, q, (H, total_q), np.float32)
+    args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale)
+    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+              BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal))
+    grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
+    _launch(varlen_kernel, grid, args, cx)
+    return (o, lse) if return_lse else o
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
+                           scale=None, return_lse=False, block_m=None, block_n=None):
+    """Attention of new queries against a KV cache, contiguous or paged.
+
+    FlashAttention-2's ``flash_attn_with_kvcache`` convention (without appending new keys: write
+    them into the cache first and count them in cache_seqlens).
+
+    Arguments:
+        q: [B, Sq, H, D], Sq new query tokens per sequence (1 for a decode step).
+        k_cache, v_cache: contiguous [B, S, Hkv, D], or paged [num_pages, page_size, Hkv, D]
+            with block_table. Hkv must divide H (GQA / MQA).
+        cache_seqlens: int32 [B], the number of valid keys of each sequence (at most S, or
+            max_pages·page_size); the keys past it are never read.
+        block_table: int32 [B, max_pages] for a paged cache: key j of sequence b lives in page
+            block_table[b, j // page_size], row j % page_size. Pages may be in any order; a page
+            number outside [0, num_pages) reads as zeros (never out of bounds). page_size must
+            be a multiple of 16 (16 to 256 are the tested sizes).
+        causal: bottom-right aligned, as in FlashAttention: query i of Sq sees key j when
+            i + cache_seqlens[b] - Sq >= j (the last query sees every key).
+        scale: of the scores, 1/sqrt(D) by default.
+        return_lse: also return the log-sum-exp, float32 [B, H, Sq].
+        block_m, block_n: the query and key block sizes (powers of two >= 16; block_n must
+            divide page_size); by default ones every GPU lowering takes.
+
+    numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. Returns o
+    [B, Sq, H, D] like q, or (o, lse). No backward: inputs that require grad are refused.
+    """
+    fn = "attention_with_kvcache"
+    named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
+    kind = _kind(fn, named)
+    _refuse_grad(fn, named)
+    _check_same_dtype(fn, named)
+    for n, x in named:
+        if len(x.shape) != 4:
+            raise ValueError(f"tessel.{fn}: {n} must have 4 dimensions, got {tuple(x.shape)}")
+    B, Sq, H, D = q.shape
+    if tuple(v_cache.shape) != tuple(k_cache.shape):
+        raise ValueError(f"tessel.{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
+                         f"{tuple(v_cache.shape)} differ in shape")
+    n0, S, Hkv, Dk = k_cache.shape
+    if Dk != D:
+        raise ValueError(f"tessel.{fn}: q has head dim {D}, the cache {Dk}")
+    _check_heads(fn, H, Hkv)
+    seqlens = _check_index(fn, "cache_seqlens", cache_seqlens, 1, kind, q)
+    if seqlens.shape[0] != B:
+        raise ValueError(f"tessel.{fn}: cache_seqlens has {seqlens.shape[0]} entries for a batch "
+                         f"of {B}")
+    if block_table is None:
+        if n0 != B:
+            raise ValueError(f"tessel.{fn}: a contiguous cache [B, S, Hkv, D] needs B = {B} "
+                             f"(q's batch), got k_cache {tuple(k_cache.shape)}; a paged cache "
+                             "needs block_table")
+        page, max_pages, cache_rows = 0, 1, S
+        table = seqlens                      # not read (PAGE = 0): any int32 buffer
+        limit = S
+    else:
+        table = _check_index(fn, "block_table", block_table, 2, kind, q)
+        if table.shape[0] != B:
+            raise ValueError(f"tessel.{fn}: block_table has {table.shape[0]} rows for a batch "
+                             f"of {B}")
+        page, max_pages, cache_rows = S, table.shape[1], n0 * S
+        if page % 16 or page == 0:
+            raise ValueError(f"tessel.{fn}: page_size (k_cache.shape[1]) must be a positive "
+                             f"multiple of 16, got {page}")
+        limit = max_pages * page
+    if kind == "numpy":
+        if (seqlens < 0).any() or (seqlens > limit).any():
+            bad = int(np.argmax((seqlens < 0) | (seqlens > limit)))
+            raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} is outside "
+                             f"[0, {limit}] (the keys the cache holds per sequence)")
+        if block_table is not None and B and max_pages:
+            used = [(b, p) for b in range(B) for p in range(-(-int(seqlens[b]) // page))]
+            bad = [(b, p) for b, p in used if not 0 <= table[b, p] < n0]
+            if bad:
+                b, p = bad[0]
+                raise ValueError(f"tessel.{fn}: block_table[{b}, {p}] = {int(table[b, p])} is not "
+                                 f"a page of the cache (0 to {n0 - 1})")
+    if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
+        raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
+        _strided(x) for x in (q, k_cache, v_cache))
+    BM, BN = _blocks(kind, D, _dtype_name(q), Sq, limit)
+    if page:
+        BN = _page_block(page, BN)
+    BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
+    if page and page % BN:
+        raise ValueError(f"tessel.{fn}: block_n = {BN} must divide page_size = {page} (a key "
+                         "block never crosses a page)")
+    o = _out(kind, q, tuple(q.shape))
+    lse = _out(kind, q, (B, H, Sq), np.float32)
+    args = (q, k_cache, v_cache, o, lse, seqlens, table, B, Sq, cache_rows, H, Hkv, max_pages,
+            scale)
+    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+              BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
+    _launch(kvcache_kernel, fold_grid(-(-Sq // BM), B * H), args, cx)
+    return (o, lse) if return_lse else o

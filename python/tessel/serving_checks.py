@@ -1,0 +1,140 @@
+"""Input checks and layout helpers of the serving entry points (serving.py): which kind of
+tensors (numpy or CUDA torch), dtypes, index tensors, strides, block sizes, outputs. Errors name
+the entry point and the argument."""
+import numpy as np
+
+from . import gpu
+from .attention import _block, _grad_enabled
+
+_I32_MAX = 2**31 - 1
+
+
+def _refuse_grad(fn, named):
+    needs = [n for n, x in named if getattr(x, "requires_grad", False) is True]
+    if needs and _grad_enabled():
+        raise NotImplementedError(
+            f"tessel.{fn}: {', '.join(needs)} require{'s' if len(needs) == 1 else ''} grad, but "
+            f"tessel.{fn} has no backward pass yet: detach the inputs or run under "
+            "torch.no_grad() (inference)")
+
+
+def _is_cuda(x):
+    return gpu.is_torch_tensor(x)
+
+
+def _kind(fn, named):
+    """'cuda' or 'numpy' for the tensors in `named`, which must all be of one kind."""
+    cuda = [n for n, x in named if _is_cuda(x)]
+    if cuda and len(cuda) != len(named):
+        other = next(n for n, x in named if not _is_cuda(x))
+        raise TypeError(f"tessel.{fn}: {cuda[0]} is a torch tensor but {other} is a "
+                        f"{type(dict(named)[other]).__name__}: pass all CUDA torch tensors "
+                        "(GPU) or all numpy arrays (CPU interpreter)")
+    if cuda:
+        for n, x in named:
+            if not x.is_cuda:
+                raise TypeError(f"tessel.{fn}: {n} is on {x.device}: CUDA tensors run on the "
+                                "GPU, numpy arrays on the CPU interpreter")
+        return "cuda"
+    for n, x in named:
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"tessel.{fn}: {n} must be a numpy array or a CUDA torch tensor, "
+                            f"got {type(x).__name__}")
+    return "numpy"
+
+
+def _dtype_name(x):
+    return gpu.torch_dtype_name(x) if _is_cuda(x) else str(x.dtype)
+
+
+_NUMPY_DTYPES = ("float32", "float16", "uint16")
+_TORCH_DTYPES = ("f16", "bf16", "f32")
+
+
+def _check_same_dtype(fn, named):
+    names = [_dtype_name(x) for _, x in named]
+    if len(set(names)) != 1:
+        listed = ", ".join(f"{n} {d}" for (n, _), d in zip(named, names))
+        raise TypeError(f"tessel.{fn}: {listed} must have one dtype")
+    ok = _TORCH_DTYPES if _is_cuda(named[0][1]) else _NUMPY_DTYPES
+    if names[0] not in ok:
+        raise TypeError(f"tessel.{fn}: {named[0][0]} is {names[0]}; use "
+                        + (", ".join(ok[:2]) + " or bf16 as uint16 bit patterns"
+                           if ok is _NUMPY_DTYPES else "float16, bfloat16 or float32"))
+
+
+def _check_index(fn, name, x, ndim, kind, q):
+    """An int32 index tensor (cu_seqlens, cache_seqlens, block_table) of rank `ndim`."""
+    if kind == "cuda":
+        if not _is_cuda(x) or not x.is_cuda or x.get_device() != q.get_device():
+            raise TypeError(f"tessel.{fn}: {name} must be a CUDA int32 tensor on q's device "
+                            f"({q.device})")
+        ok = gpu.torch_dtype_name(x) == "i32"
+    else:
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"tessel.{fn}: {name} must be a numpy int32 array, got "
+                            f"{type(x).__name__}")
+        ok = x.dtype == np.int32
+    if not ok:
+        raise TypeError(f"tessel.{fn}: {name} must be int32, got {_dtype_name(x)}")
+    if len(x.shape) != ndim:
+        raise ValueError(f"tessel.{fn}: {name} must have {ndim} dimension"
+                         f"{'s' if ndim > 1 else ''}, got shape {tuple(x.shape)}")
+    if kind == "cuda" and not x.is_contiguous():
+        x = x.contiguous()
+    return x if kind == "cuda" else np.ascontiguousarray(x)
+
+
+def _check_heads(fn, H, Hkv):
+    if Hkv == 0 or H % Hkv:
+        raise ValueError(f"tessel.{fn}: the number of query heads ({H}) must be a multiple of "
+                         f"the number of key/value heads ({Hkv})")
+
+
+def _strided(x):
+    """(x, row stride, head stride) for a tensor [..., rows, heads, D] whose leading axes merge
+    into one row axis: read in place through those strides (a slice of a packed qkv tensor
+    too). Any other layout, and numpy arrays (the interpreter takes whole buffers), are made
+    contiguous first."""
+    if _is_cuda(x):
+        st, sh = x.stride(), x.shape
+        merged = all(st[a] == st[a + 1] * sh[a + 1] for a in range(len(sh) - 3))
+        if st[-1] == 1 and merged and (sh[-3] <= 1 or st[-3] > 0):
+            return x, st[-3], st[-2]
+        x = x.contiguous()
+    else:
+        x = np.ascontiguousarray(x)
+    return x, x.shape[-2] * x.shape[-1], x.shape[-1]
+
+
+def _blocks(kind, D, dtype, n_q, n_k):
+    """(BLOCK_M, BLOCK_N): small blocks for the interpreter, the reference lowering's on the GPU
+    (at most 64 rows at head dim <= 64, 32 above: its tiles live in shared memory)."""
+    cap = 64 if kind == "numpy" or D <= 64 else 32
+    return _block(n_q, cap), _block(n_k, cap)
+
+
+def _out(kind, q, shape, dtype_like=None):
+    if kind == "numpy":
+        return np.zeros(shape, dtype=q.dtype if dtype_like is None else dtype_like)
+    torch = gpu.torch_module()
+    return q.new_empty(shape, dtype=torch.float32) if dtype_like is not None else \
+        q.new_empty(shape)
+
+
+def _launch(kernel, grid, args, constexprs):
+    if grid[0] and grid[1]:
+        kernel[grid](*args, **constexprs)
+
+
+def _block_arg(fn, name, value, default):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 16 or value & (value - 1):
+        raise ValueError(f"tessel.{fn}: {name} must be a power of two >= 16, got {value!r}")
+    return value
+
+
+def _page_block(page_size, cap):
+    """The largest of 64, 32, 16 that divides the page and is at most cap."""
+    return next(bn for bn in (64, 32, 16) if bn <= cap and page_size % bn == 0)

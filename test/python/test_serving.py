@@ -1,0 +1,236 @@
+"""tessel.attention_varlen and tessel.attention_with_kvcache on the CPU interpreter, against a
+float64 numpy reference computed one sequence at a time (tessel.reference), and their errors.
+GPU runs of the same entry points: test/gpu/test_serving_gpu.py."""
+import numpy as np
+import pytest
+
+from dsl_helpers import BUILD  # noqa: F401  (puts the build's package on the path)
+
+import tessel
+from tessel.reference import max_rel_error, reference_kvcache, reference_varlen
+
+TOL = 2e-5     # float32 inputs: the interpreter accumulates in f32
+
+
+def cu(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+
+
+def packed(rng, total, heads, D, dtype=np.float32):
+    return rng.standard_normal((total, heads, D)).astype(dtype)
+
+
+def run_varlen(lq, lk, H, Hkv, D, causal, seed=0, scale=None, blocks=(None, None)):
+    rng = np.random.default_rng(seed)
+    q = packed(rng, sum(lq), H, D)
+    k, v = packed(rng, sum(lk), Hkv, D), packed(rng, sum(lk), Hkv, D)
+    cq, ck = cu(lq), cu(lk)
+    o, lse = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
+                                     scale=scale, return_lse=True, block_m=blocks[0],
+                                     block_n=blocks[1])
+    ro, rl = reference_varlen(q, k, v, cq, ck, scale=scale, causal=causal)
+    assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (H, sum(lq))
+    assert max_rel_error(o, ro) < TOL
+    finite = np.isfinite(rl)
+    assert (np.isfinite(lse) == finite).all()
+    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+    return o
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("H,Hkv", [(2, 2), (4, 2), (3, 1)], ids=["mha", "gqa", "mqa"])
+def test_varlen_matches_float64_per_sequence(causal, H, Hkv):
+    # Lengths 1 to 100, some not multiples of the block, a query side shorter than the keys
+    # (bottom-right causal), one longer (its first rows see no key under causal).
+    run_varlen([1, 37, 100, 16], [5, 37, 71, 9], H, Hkv, 16, causal, seed=H + Hkv)
+
+
+@pytest.mark.parametrize("blocks", [(16, 32), (32, 16)])
+def test_varlen_other_blocks(blocks):
+    run_varlen([3, 50, 33], [40, 17, 65], 2, 1, 16, True, seed=9, blocks=blocks)
+
+
+def test_varlen_empty_sequences_and_scale():
+    o = run_varlen([0, 20, 3], [4, 0, 30], 2, 1, 8, causal=True, seed=5, scale=0.3)
+    assert (o[0:20] == 0).all()        # sequence 1 has no keys: its rows are 0
+
+
+def test_varlen_reads_a_slice_of_packed_qkv():
+    # q, k, v as views of one [total, 3, H, D] array: read through their strides.
+    rng = np.random.default_rng(1)
+    qkv = rng.standard_normal((50, 3, 2, 16)).astype(np.float32)
+    lengths = cu([20, 30])
+    q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
+    o = tessel.attention_varlen(q, k, v, lengths, lengths, 30, 30, causal=True)
+    ro, _ = reference_varlen(q, k, v, lengths, lengths, causal=True)
+    assert max_rel_error(o, ro) < TOL
+
+
+def test_varlen_float16():
+    rng = np.random.default_rng(2)
+    lq = [7, 33]
+    q, k, v = (packed(rng, sum(lq), 2, 16, np.float16) for _ in range(3))
+    o = tessel.attention_varlen(q, k, v, cu(lq), cu(lq), 33, 33, causal=True)
+    ro, _ = reference_varlen(q, k, v, cu(lq), cu(lq), causal=True)
+    assert o.dtype == np.float16 and max_rel_error(o, ro) < 2e-3
+
+
+def cache_case(rng, B, Sq, H, Hkv, D, lengths, page=None, num_pages=None):
+    q = rng.standard_normal((B, Sq, H, D)).astype(np.float32)
+    if page is None:
+        S = max(lengths) + 3
+        kc = rng.standard_normal((B, S, Hkv, D)).astype(np.float32)
+        vc = rng.standard_normal((B, S, Hkv, D)).astype(np.float32)
+        return q, kc, vc, None
+    max_pages = max(-(-n // page) for n in lengths) + 1
+    num_pages = num_pages or B * max_pages + 2
+    kc = rng.standard_normal((num_pages, page, Hkv, D)).astype(np.float32)
+    vc = rng.standard_normal((num_pages, page, Hkv, D)).astype(np.float32)
+    # Pages in random order; entries past a sequence's last page hold junk (never read).
+    order = rng.permutation(num_pages)[:B * max_pages].reshape(B, max_pages).astype(np.int32)
+    for b, n in enumerate(lengths):
+        order[b, -(-n // page):] = rng.integers(-5, 10**6, size=max_pages - (-(-n // page)))
+    return q, kc, vc, order
+
+
+@pytest.mark.parametrize("page", [None, 16, 32, 48], ids=["contiguous", "p16", "p32", "p48"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("Sq,H,Hkv", [(1, 4, 1), (5, 4, 2)], ids=["decode-mqa", "sq5-gqa"])
+def test_kvcache_matches_float64_per_sequence(page, causal, Sq, H, Hkv):
+    rng = np.random.default_rng(Sq * 7 + (page or 0))
+    lengths = [1, 40, 97]
+    q, kc, vc, table = cache_case(rng, 3, Sq, H, Hkv, 16, lengths, page)
+    seqlens = np.array(lengths, dtype=np.int32)
+    o, lse = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=causal,
+                                           return_lse=True)
+    ro, rl = reference_kvcache(q, kc, vc, seqlens, table, causal=causal)
+    assert o.shape == q.shape and lse.shape == (3, H, Sq)
+    assert max_rel_error(o, ro) < TOL
+    finite = np.isfinite(rl)
+    assert (np.isfinite(lse) == finite).all()
+    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_kvcache_never_reads_past_a_sequence():
+    # NaN everywhere a key is not part of a sequence: any read of it would poison the output.
+    rng = np.random.default_rng(3)
+    lengths = [20, 33]
+    q, kc, vc, table = cache_case(rng, 2, 2, 2, 2, 8, lengths, page=16, num_pages=8)
+    used = {(int(table[b, j // 16]), j % 16) for b, n in enumerate(lengths) for j in range(n)}
+    for p in range(8):
+        for r in range(16):
+            if (p, r) not in used:
+                kc[p, r] = vc[p, r] = np.nan
+    seqlens = np.array(lengths, dtype=np.int32)
+    o = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table)
+    ro, _ = reference_kvcache(q, kc, vc, seqlens, table)
+    assert np.isfinite(o).all() and max_rel_error(o, ro) < TOL
+
+
+def test_kvcache_empty_cache_gives_zero_rows():
+    rng = np.random.default_rng(4)
+    q, kc, vc, _ = cache_case(rng, 2, 3, 2, 1, 8, [0, 5])
+    o, lse = tessel.attention_with_kvcache(q, kc, vc, np.array([0, 5], np.int32),
+                                           return_lse=True)
+    assert (o[0] == 0).all() and np.isneginf(lse[0]).all() and np.isfinite(lse[1]).all()
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+def varlen_inputs():
+    rng = np.random.default_rng(0)
+    q = packed(rng, 10, 4, 8)
+    k = packed(rng, 12, 2, 8)
+    return q, k, k.copy(), cu([4, 6]), cu([5, 7])
+
+
+@pytest.mark.parametrize("change,error,message", [
+    (lambda a: {**a, "q": a["q"][0]}, ValueError, "q must have shape [total, heads, head_dim]"),
+    (lambda a: {**a, "k": packed(np.random.default_rng(0), 12, 3, 8),
+                "v": packed(np.random.default_rng(0), 12, 3, 8)}, ValueError,
+     "query heads (4) must be a multiple of the number of key/value heads (3)"),
+    (lambda a: {**a, "v": a["v"][:, :, :4]}, ValueError, "differ in shape"),
+    (lambda a: {**a, "q": a["q"].astype(np.float16)}, TypeError, "must have one dtype"),
+    (lambda a: {**a, **{n: a[n].astype(np.float64) for n in "qkv"}}, TypeError,
+     "q is float64; use float32, float16 or bf16 as uint16 bit patterns"),
+    (lambda a: {**a, "cu_seqlens_q": a["cu_seqlens_q"].astype(np.int64)}, TypeError,
+     "cu_seqlens_q must be int32, got int64"),
+    (lambda a: {**a, "cu_seqlens_k": cu([5])}, ValueError, "both must be B + 1"),
+    (lambda a: {**a, "cu_seqlens_q": cu([6, 6])}, ValueError,
+     "cu_seqlens_q must start at 0, never decrease and end at most at 10"),
+    (lambda a: {**a, "cu_seqlens_k": np.array([0, 8, 7], np.int32)}, ValueError,
+     "never decrease"),
+    (lambda a: {**a, "max_seqlen_q": 5}, ValueError,
+     "sequence 1 has 6 rows, more than max_seqlen_q = 5"),
+    (lambda a: {**a, "max_seqlen_k": -1}, ValueError, "max_seqlen_k must be a non-negative int"),
+    (lambda a: {**a, "q": list(a["q"])}, TypeError, "q must be a numpy array or a CUDA torch"),
+])
+def test_varlen_errors(change, error, message):
+    q, k, v, cq, ck = varlen_inputs()
+    args = dict(q=q, k=k, v=v, cu_seqlens_q=cq, cu_seqlens_k=ck, max_seqlen_q=6, max_seqlen_k=7)
+    with pytest.raises(error) as e:
+        tessel.attention_varlen(**change(args))
+    assert message in str(e.value)
+    assert "tessel.attention_varlen" in str(e.value)
+
+
+def cache_inputs():
+    rng = np.random.default_rng(0)
+    q, kc, vc, table = cache_case(rng, 2, 1, 4, 2, 8, [20, 3], page=16)
+    return dict(q=q, k_cache=kc, v_cache=vc, cache_seqlens=np.array([20, 3], np.int32),
+                block_table=table)
+
+
+@pytest.mark.parametrize("change,error,message", [
+    (lambda a: {**a, "q": a["q"][0]}, ValueError, "q must have 4 dimensions"),
+    (lambda a: {**a, "cache_seqlens": np.array([20], np.int32)}, ValueError,
+     "cache_seqlens has 1 entries for a batch of 2"),
+    (lambda a: {**a, "cache_seqlens": np.array([20, 99], np.int32)}, ValueError,
+     "cache_seqlens[1] = 99 is outside [0, 48]"),
+    (lambda a: {**a, "block_table": a["block_table"][:, 0]}, ValueError,
+     "block_table must have 2 dimensions"),
+    (lambda a: {**a, "block_table": a["block_table"].astype(np.float32)}, TypeError,
+     "block_table must be int32, got float32"),
+    (lambda a: {**a, "block_table": np.full_like(a["block_table"], 8)}, ValueError,
+     "block_table[0, 0] = 8 is not a page of the cache (0 to 7)"),
+    (lambda a: {**a, "k_cache": a["k_cache"][:, :8], "v_cache": a["v_cache"][:, :8]},
+     ValueError, "page_size (k_cache.shape[1]) must be a positive multiple of 16, got 8"),
+    (lambda a: {**a, "block_table": None}, ValueError, "needs block_table"),
+    (lambda a: {**a, "v_cache": a["v_cache"][:, :, :1]}, ValueError, "differ in shape"),
+    (lambda a: {**a, "block_n": 32}, ValueError,
+     "block_n = 32 must divide page_size = 16 (a key block never crosses a page)"),
+    (lambda a: {**a, "block_m": 24}, ValueError, "block_m must be a power of two >= 16, got 24"),
+])
+def test_kvcache_errors(change, error, message):
+    with pytest.raises(error) as e:
+        tessel.attention_with_kvcache(**change(cache_inputs()))
+    assert message in str(e.value)
+
+
+class NeedsGrad(np.ndarray):
+    requires_grad = True
+
+
+def test_inputs_that_require_grad_are_refused():
+    q, k, v, cq, ck = varlen_inputs()
+    with pytest.raises(NotImplementedError, match="attention_varlen: q requires grad.*no backward"):
+        tessel.attention_varlen(q.view(NeedsGrad), k, v, cq, ck, 6, 7)
+    a = cache_inputs()
+    a["v_cache"] = a["v_cache"].view(NeedsGrad)
+    with pytest.raises(NotImplementedError, match="v_cache requires grad"):
+        tessel.attention_with_kvcache(**a)
+
+
+def test_the_paged_decode_example_runs():
+    # examples/python/decode_paged.py checks every attention output against float64 itself.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "decode_paged.py"),
+                        "--steps", "3"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TESSEL_BUILD_DIR=str(BUILD)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "decode_paged: max error vs float64 numpy" in r.stdout
+    assert r.stdout.count("->") == 3

@@ -1,0 +1,51 @@
+"""The serving kernels reach the GPU fast paths when asked for their blocks (compiled here, no
+GPU needed): varlen and the contiguous KV cache with 64-row blocks compile with codegen=wgmma
+on sm_90a and codegen=mma on sm_80, which refuse programs outside their class. The paged cache
+loads at data-dependent rows inside the key loop, which the fast paths cannot pipeline: it is
+refused with that reason (codegen=auto then takes the reference lowering)."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+import tessel
+import tessel.cache
+from tessel.serving_kernels import kvcache_kernel, varlen_kernel
+
+pytestmark = pytest.mark.skipif(
+    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                     "/usr/local/cuda/bin"])),
+    reason="needs ptxas (the CUDA toolkit) to make cubins")
+
+D = 128
+STRIDES = dict(q_rs=4 * D, q_hs=D, k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D)
+
+
+def varlen(causal):
+    x, i32, lse = np.zeros((10, 4, D), np.float16), np.zeros(3, np.int32), np.zeros(1, np.float32)
+    return varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, **STRIDES,
+                                D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal)
+
+
+def kvcache(causal, page):
+    x, i32, lse = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    return kvcache_kernel.warmup(x, x, x, x, lse, i32, i32, 3, 64, 100, 4, 2, 3, 0.1, **STRIDES,
+                                 D=D, BLOCK_M=64, BLOCK_N=64, PAGE=page, CAUSAL=causal)
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("make", [lambda: varlen(True), lambda: kvcache(True, 0)],
+                         ids=["varlen", "contiguous-cache"])
+def test_fast_paths_take_varlen_and_the_contiguous_cache(make, chip, codegen, tmp_path,
+                                                         monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    assert make().binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
+
+
+def test_paged_cache_is_refused_by_the_fast_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    with pytest.raises(tessel.CompilationError, match="cannot pipeline it"):
+        kvcache(False, 64).binary(tessel.cache.GpuOptions(chip="sm_90a", codegen="wgmma"))
