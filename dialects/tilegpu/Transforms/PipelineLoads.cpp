@@ -158,8 +158,9 @@ LogicalResult pipeline(scf::ForOp loop) {
             b, loc, iv, arith::MulIOp::create(b, loc, step, constI32(b, loc, stages - 1)));
         Value next = issueGroup(b, loc, loads, {oldIv, iv}, ahead, newLoop.getUpperBound(),
                                 addMod(b, loc, stage, stages - 1, stages));
-        // The next iteration's stage, at the end of the body (where it is needed).
-        b.setInsertionPoint(newLoop.getBody()->getTerminator());
+        // The next iteration's stage, at the end of the body (where it is needed). The body
+        // is still the old loop's here: it moves into the new loop after this callback.
+        b.setInsertionPoint(loads.front().copy->getBlock()->getTerminator());
         SmallVector<Value> yields{addMod(b, loc, stage, 1, stages)};
         yields.append(inFlight.drop_front().begin(), inFlight.end());
         yields.push_back(next);

@@ -73,10 +73,10 @@ func.func @two_stages(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x
 // CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[J2]], %[[UB]]
 // CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[J2]], %{{.*}}] into %{{.*}}[%[[ST2]]] if %[[MORE]]
 // CHECK-NEXT: %[[GN:.*]] = tilegpu.async_commit
-// CHECK: %[[S1:.*]] = arith.addi %[[S]], %c1_i32
-// CHECK-NEXT: %[[SN:.*]] = arith.remui %[[S1]], %c3_i32
 // CHECK: tilegpu.local_load %{{.*}}[%[[S]]]
-// CHECK: scf.yield %{{.*}}, %[[SN]], %[[B]], %[[GN]]
+// CHECK-NEXT: %[[S1:.*]] = arith.addi %[[S]], %c1_i32
+// CHECK-NEXT: %[[SN:.*]] = arith.remui %[[S1]], %c3_i32
+// CHECK-NEXT: scf.yield %{{.*}}, %[[SN]], %[[B]], %[[GN]]
 func.func @three_stages(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x64xf16, #b> {
   %c0 = arith.constant 0 : i32
   %c3 = arith.constant 3 : i32
