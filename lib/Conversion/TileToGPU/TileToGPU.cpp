@@ -368,6 +368,21 @@ static std::pair<Value, Value> globalAddress(OpBuilder &ob, Location loc, const 
   return {address, inBounds};
 }
 
+/// The element of `d` at element offset `address` when `inBounds`, else `padding`: a global read
+/// only where it is in bounds.
+static Value readOrPad(OpBuilder &ob, Location l, const LoweredDesc &d, Value address,
+                       Value inBounds, double padding) {
+  auto ifOp = scf::IfOp::create(ob, l, TypeRange{d.elementType}, inBounds, true);
+  OpBuilder::InsertionGuard guard(ob);
+  ob.setInsertionPointToStart(ifOp.thenBlock());
+  auto ptrType = LLVM::LLVMPointerType::get(ob.getContext(), 1);
+  Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
+  scf::YieldOp::create(ob, l, Value(LLVM::LoadOp::create(ob, l, d.elementType, ptr)));
+  ob.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(ob, l, scalarConstant(ob, l, d.elementType, padding));
+  return ifOp.getResult(0);
+}
+
 LogicalResult KernelBuilder::emitLoad(tile::LoadOp op) {
   Location loc = op.getLoc();
   auto it = descs.find(op.getDesc());
@@ -382,20 +397,9 @@ LogicalResult KernelBuilder::emitLoad(tile::LoadOp op) {
   Value buf = newBuffer(type, loc);
   tiles[op.getResult()] = buf;
   double padding = op.getPadding().convertToDouble();
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
   forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
     auto [address, inBounds] = globalAddress(ob, l, d, offsets, idx);
-    auto ifOp = scf::IfOp::create(ob, l, TypeRange{d.elementType}, inBounds, true);
-    {
-      OpBuilder::InsertionGuard guard(ob);
-      ob.setInsertionPointToStart(ifOp.thenBlock());
-      Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
-      Value v = LLVM::LoadOp::create(ob, l, d.elementType, ptr);
-      scf::YieldOp::create(ob, l, v);
-      ob.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(ob, l, scalarConstant(ob, l, d.elementType, padding));
-    }
-    memref::StoreOp::create(ob, l, ifOp.getResult(0), buf, idx);
+    memref::StoreOp::create(ob, l, readOrPad(ob, l, d, address, inBounds, padding), buf, idx);
   });
   return success();
 }
@@ -428,7 +432,6 @@ LogicalResult KernelBuilder::emitGather(tile::GatherOp op) {
   Value buf = newBuffer(type, loc);
   tiles[op.getResult()] = buf;
   double padding = op.getPadding().convertToDouble();
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
   forEachElement(loc, type.getShape(), [&](OpBuilder &ob, Location l, ValueRange idx) {
     Value zero = arith::ConstantOp::create(ob, l, ob.getI64IntegerAttr(0));
     Value inBounds = arith::ConstantOp::create(ob, l, ob.getBoolAttr(true));
@@ -442,16 +445,7 @@ LogicalResult KernelBuilder::emitGather(tile::GatherOp op) {
       address = arith::AddIOp::create(ob, l, address,
                                       arith::MulIOp::create(ob, l, g, d.strides[k]));
     }
-    auto ifOp = scf::IfOp::create(ob, l, TypeRange{d.elementType}, inBounds, true);
-    {
-      OpBuilder::InsertionGuard guard(ob);
-      ob.setInsertionPointToStart(ifOp.thenBlock());
-      Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
-      scf::YieldOp::create(ob, l, Value(LLVM::LoadOp::create(ob, l, d.elementType, ptr)));
-      ob.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(ob, l, scalarConstant(ob, l, d.elementType, padding));
-    }
-    memref::StoreOp::create(ob, l, ifOp.getResult(0), buf, idx);
+    memref::StoreOp::create(ob, l, readOrPad(ob, l, d, address, inBounds, padding), buf, idx);
   });
   return success();
 }
