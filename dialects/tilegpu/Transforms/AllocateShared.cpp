@@ -42,8 +42,8 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     auto load = cast<tile::LoadOp>(op);
     auto type = load.getResult().getType();
     bool streamed = slot.streamIndex >= 0;
-    auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(),
-                                            type.getElementType(), streamed ? stages : 1, 128);
+    auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(), type.getElementType(),
+                                            streamed ? stages : 1, 128);
     if (!streamed)
       outside = std::max(outside, slot.smemOffset + bufferType.getBytes());
     b.setInsertionPointAfter(zero.getDefiningOp());
@@ -67,8 +67,8 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
         gpu::BarrierOp::create(b, loc);
     }
     auto tokenType = AsyncTokenType::get(b.getContext());
-    Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(),
-                                      buffer, stage, Value());
+    Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(), buffer,
+                                      stage, Value());
     Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
     AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
     // wgmma reads B through the async proxy: cp.async's writes (generic proxy) first.

@@ -65,8 +65,7 @@ SmallVector<UnpipelinedLoad> matchLoads(scf::ForOp loop, int64_t &stages) {
       return o == loop.getInductionVar() || loop.isDefinedOutsideOfLoop(o);
     });
     if (!l.barrier || !invariant || s < 2 || (stages && s != stages) || copy.getPredicate() ||
-        !isIterationModStages(copy.getStage(), s) ||
-        !loop.isDefinedOutsideOfLoop(copy.getDesc()) ||
+        !isIterationModStages(copy.getStage(), s) || !loop.isDefinedOutsideOfLoop(copy.getDesc()) ||
         !loop.isDefinedOutsideOfLoop(copy.getBuffer()))
       return {};
     stages = s;

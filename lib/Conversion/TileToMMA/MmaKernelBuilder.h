@@ -134,12 +134,9 @@ public:
       : KernelWalker(kernel), smemGlobal(smem), overlapOption(overlap) {}
 
   /// Takes the plan of `program`, whose tiles carry their tilegpu layouts: the block size, the
-  /// instruction family and the shared-memory slots (tilegpu::planMmaClass).
+  /// instruction family and the shared memory (its tilegpu.allocs, or for the tile.loads of the
+  /// overlapped schedule the slots of tilegpu::planMmaClass).
   LogicalResult plan(func::FuncOp program);
-  /// Whether the plan runs the overlapped schedule, which places and pipelines its loads
-  /// itself (the program keeps its tile.loads); otherwise tilegpu-allocate-shared and
-  /// tilegpu-pipeline-loads place them, before plan.
-  bool overlapped() const { return overlapOption; }
   LogicalResult build(func::FuncOp program) { return walk(program); }
 
   int64_t numThreads() const { return numWarps * 32; }
@@ -151,8 +148,7 @@ private:
   void emitPrologue(Location loc) override;
   LogicalResult emitOp(Operation *op) override;
   LogicalResult emitLoad(tile::LoadOp op);
-  /// The tilegpu memory ops (SharedMemoryOps.cpp); failure() for other ops too, with no error
-  /// when `op` is not one of them (see isSharedMemoryOp).
+  /// One of the tilegpu memory ops (isSharedMemoryOp), in SharedMemoryOps.cpp.
   LogicalResult emitSharedMemoryOp(Operation *op);
   static bool isSharedMemoryOp(Operation *op);
   /// The buffer of `alloc` as a plan: its place, rows and columns.
@@ -228,8 +224,7 @@ private:
   void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
   /// Issues cp.async for the block of descriptor `desc` (of the program) at (`row0`, `col0`)
   /// into the place of `p`, `stage` bytes (i32, or null) further.
-  void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0,
-                  Value stage);
+  void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0, Value stage);
   /// Whether `desc` can be copied in 16-byte chunks (inner stride 1, a constant row stride
   /// of a multiple of 8 elements); the reason at `op` when it cannot.
   LogicalResult checkChunked(Operation *op, Value desc);

@@ -34,8 +34,8 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
   // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle.
   int64_t rowsPerStep = p.cols % 8 == 0 ? numThreads() / (p.cols / 8) : 0;
   if (type.getShape().size() != 2 || type.getElementType() != operandType ||
-      type.getSwizzle() != 128 || !rowsPerStep || p.rows % rowsPerStep != 0 ||
-      p.rows % 16 != 0 || (wgmma && p.cols % 64 != 0))
+      type.getSwizzle() != 128 || !rowsPerStep || p.rows % rowsPerStep != 0 || p.rows % 16 != 0 ||
+      (wgmma && p.cols % 64 != 0))
     return user->emitOpError("uses the buffer ")
            << type << ", which convert-tile-to-mma does not lay out: [rows, cols] of "
            << operandType << ", swizzle 128, rows a multiple of 16 and of " << rowsPerStep
@@ -99,8 +99,7 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
       }
       b.setInsertionPoint(copyGuard.thenBlock()->getTerminator());
     }
-    issueBlock(loc, copy.getDesc(), *p, row0, col0,
-               stageBytes(copy.getBuffer(), copy.getStage()));
+    issueBlock(loc, copy.getDesc(), *p, row0, col0, stageBytes(copy.getBuffer(), copy.getStage()));
     return success();
   }
   if (isa<tilegpu::AsyncCommitOp>(op)) {
