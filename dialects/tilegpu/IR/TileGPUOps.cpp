@@ -157,8 +157,11 @@ LogicalResult WgmmaOp::verify() {
 LogicalResult WgmmaWaitOp::verify() {
   if (getPending() < 0)
     return emitOpError("has a negative number of pending groups");
-  for (Value v : getValues())
-    if (failed(accLayout(*this, v.getType())))
+  for (Value v : getValues()) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType().isF32() ? failed(accLayout(*this, type))
+                                      : failed(operandLayout(*this, type, 0, "A")))
       return failure();
+  }
   return success();
 }

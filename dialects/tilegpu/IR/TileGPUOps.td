@@ -20,6 +20,7 @@ def TileGPU_Desc : Type<CPred<"::llvm::isa<::tessel::tile::DescType>($_self)">,
 def TileGPU_Tile : StaticShapeTensorOf<[F16, BF16, F32, I32, I1]>;
 def TileGPU_OperandTile : StaticShapeTensorOf<[F16, BF16]>;
 def TileGPU_AccTile : StaticShapeTensorOf<[F32]>;
+def TileGPU_WaitedTile : AnyTypeOf<[TileGPU_AccTile, TileGPU_OperandTile]>;
 
 def TileGPU_AllocOp : TileGPU_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let summary = "A shared-memory buffer; `offset` is its place in the CTA's shared memory.";
@@ -196,14 +197,16 @@ def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["values", "re
     groups stay in flight. The operands are accumulators in flight and the results are the
     same values, now safe to read: every use after the wait takes the result, so nothing can
     be moved across the wait (FA3's intra-warpgroup overlap keeps P·V in flight over the
-    softmax with `pending = 1`).
+    softmax with `pending = 1`). An A operand (`#tilegpu.dot_operand<operand = 0>`) may be
+    named too: the wait then also orders the code that made it before the wait — the
+    overlapped schedule ties the next P so that its softmax stays under the P·V in flight.
 
     ```mlir
     %o2, %s2 = tilegpu.wgmma_wait %o, %s {pending = 0 : i32} : tensor<64x128xf32, #mma>, tensor<64x64xf32, #mma>
     ```
   }];
-  let arguments = (ins Variadic<TileGPU_AccTile>:$values, I32Attr:$pending);
-  let results = (outs Variadic<TileGPU_AccTile>:$results);
+  let arguments = (ins Variadic<TileGPU_WaitedTile>:$values, I32Attr:$pending);
+  let results = (outs Variadic<TileGPU_WaitedTile>:$results);
   let assemblyFormat = "$values attr-dict `:` type($values)";
   let hasVerifier = 1;
 }

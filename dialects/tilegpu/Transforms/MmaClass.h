@@ -63,6 +63,10 @@ mlir::LogicalResult allocateShared(mlir::func::FuncOp program, int64_t stages);
 /// (tilegpu-pipeline-loads).
 mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 
+/// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
+/// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
+mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);
+
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);
 

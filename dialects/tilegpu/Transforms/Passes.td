@@ -71,4 +71,26 @@ def TileGPUPipelineLoads : Pass<"tilegpu-pipeline-loads", "::mlir::func::FuncOp"
                            "::mlir::arith::ArithDialect"];
 }
 
+def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> {
+  let summary = "FA3's intra-warpgroup overlap: P·V of one key block runs under the next softmax.";
+  let description = [{
+    Runs after `tilegpu-allocate-shared` (two stages), before `tilegpu-pipeline-loads`, on the
+    loops of a wgmma program that have the attention shape: two dots, S = Q·Kᵀ (Q from outside
+    the loop, a fresh zero accumulator) and O' = f(O) + P·V (P computed in the body, f(O) the
+    carried O or O·α), with their K and V blocks loaded in the unpipelined form. Iteration j
+    then waits for K_j and V_{j−1}, issues S_j = Q·K_jᵀ and the previous iteration's P_{j−1}·V_{j−1}
+    as two `tilegpu.wgmma` groups, copies K_{j+1} into the other stage and V_j into this one,
+    waits with `pending = 1` for S_j, computes the softmax while P·V runs, waits with
+    `pending = 0` for O (and ties P_j there, so the softmax stays above the wait) and yields
+    f(O). The loop carries the stage, the copy group in flight, P and where its V block is (a
+    buffer and a stage). Before the first iteration nothing is pending: P = 0 against the K
+    block of that iteration (landed, finite: the prologue copies it unconditionally, zero-filled
+    past the tensor), which adds exactly 0. After the loop the last P·V is drained, or, when
+    the next loop also overlaps and starts from this loop's O, handed to it with the stage it
+    starts in. Other loops are left to `tilegpu-pipeline-loads`.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // TESSEL_TILEGPU_TRANSFORMS_PASSES_TD

@@ -6,15 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tilegpu/Transforms/LoopLoads.h"
 #include "tilegpu/Transforms/MmaClass.h"
 #include "tilegpu/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace tessel::tilegpu {
@@ -27,57 +26,6 @@ using namespace tessel::tilegpu;
 
 namespace {
 
-/// One load of the unpipelined form: copy → commit → wait(pending 0) → [fence] → barrier.
-struct UnpipelinedLoad {
-  AsyncCopyOp copy;
-  AsyncCommitOp commit;
-  AsyncWaitOp wait;
-  FenceAsyncSharedOp fence;
-  gpu::BarrierOp barrier;
-};
-
-/// Whether `stage` is `iteration mod stages` as allocate-shared writes it: a remui by the
-/// constant `stages`.
-bool isIterationModStages(Value stage, int64_t stages) {
-  auto rem = stage.getDefiningOp<arith::RemUIOp>();
-  APInt c;
-  return rem && matchPattern(rem.getRhs(), m_ConstantInt(&c)) && c.getSExtValue() == stages;
-}
-
-/// The loads of `loop`'s body in allocate-shared's form, in body order, and their stage count;
-/// empty when the loop has none or is not in that form.
-SmallVector<UnpipelinedLoad> matchLoads(scf::ForOp loop, int64_t &stages) {
-  SmallVector<UnpipelinedLoad> loads;
-  stages = 0;
-  for (auto copy : loop.getBody()->getOps<AsyncCopyOp>()) {
-    UnpipelinedLoad l{copy, {}, {}, {}, {}};
-    if (copy.getToken().hasOneUse())
-      l.commit = dyn_cast<AsyncCommitOp>(*copy.getToken().getUsers().begin());
-    if (l.commit && l.commit.getTokens().size() == 1 && l.commit.getGroup().hasOneUse())
-      l.wait = dyn_cast<AsyncWaitOp>(*l.commit.getGroup().getUsers().begin());
-    Operation *next = l.wait ? l.wait->getNextNode() : nullptr;
-    if ((l.fence = dyn_cast_or_null<FenceAsyncSharedOp>(next)))
-      next = next->getNextNode();
-    if (l.wait && l.wait.getPending() == 0 && l.wait.getGroups().size() == 1)
-      l.barrier = dyn_cast_or_null<gpu::BarrierOp>(next);
-    int64_t s = copy.getBuffer().getType().getStages();
-    bool invariant = llvm::all_of(copy.getOffsets(), [&](Value o) {
-      return o == loop.getInductionVar() || loop.isDefinedOutsideOfLoop(o);
-    });
-    if (!l.barrier || !invariant || s < 2 || (stages && s != stages) || copy.getPredicate() ||
-        !isIterationModStages(copy.getStage(), s) || !loop.isDefinedOutsideOfLoop(copy.getDesc()) ||
-        !loop.isDefinedOutsideOfLoop(copy.getBuffer()))
-      return {};
-    stages = s;
-    loads.push_back(l);
-  }
-  return loads;
-}
-
-Value constI32(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-}
-
 /// The copies of `loads` for the iteration at `iv` into `stage`, each only when `iv < ub`, as
 /// one commit group; offsets that are the loop's induction variable (`loopIvs`: before and
 /// after the loop is rebuilt) become `iv`.
@@ -86,36 +34,16 @@ Value issueGroup(OpBuilder &b, Location loc, ArrayRef<UnpipelinedLoad> loads,
   auto tokenType = AsyncTokenType::get(b.getContext());
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, ub);
   SmallVector<Value> tokens;
-  for (UnpipelinedLoad l : loads) {
-    SmallVector<Value> offsets;
-    for (Value o : l.copy.getOffsets())
-      offsets.push_back(llvm::is_contained(loopIvs, o) ? iv : o);
-    tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, l.copy.getDesc(), offsets,
-                                         l.copy.getBuffer(), stage, inRange));
-  }
+  for (UnpipelinedLoad l : loads)
+    tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, l.copy.getDesc(),
+                                         offsetsAt(l.copy, loopIvs, iv), l.copy.getBuffer(), stage,
+                                         inRange));
   return AsyncCommitOp::create(b, loc, tokenType, tokens);
-}
-
-/// (x + k) mod stages.
-Value addMod(OpBuilder &b, Location loc, Value x, int64_t k, int64_t stages) {
-  return arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, constI32(b, loc, k)),
-                                constI32(b, loc, stages));
-}
-
-/// Erases `v`'s defining op and then its operands' when nothing uses them any more.
-void eraseIfDead(Value v) {
-  Operation *op = v.getDefiningOp();
-  if (!op || !isOpTriviallyDead(op))
-    return;
-  SmallVector<Value> operands(op->getOperands());
-  op->erase();
-  for (Value o : operands)
-    eraseIfDead(o);
 }
 
 LogicalResult pipeline(scf::ForOp loop) {
   int64_t stages;
-  SmallVector<UnpipelinedLoad> loads = matchLoads(loop, stages);
+  SmallVector<UnpipelinedLoad> loads = matchUnpipelinedLoads(loop, stages);
   if (loads.empty())
     return success();
   bool fenced = llvm::any_of(loads, [](const UnpipelinedLoad &l) { return bool(l.fence); });
@@ -163,14 +91,8 @@ LogicalResult pipeline(scf::ForOp loop) {
         SmallVector<Value> yields{addMod(b, loc, stage, 1, stages)};
         yields.append(inFlight.drop_front().begin(), inFlight.end());
         yields.push_back(next);
-        for (UnpipelinedLoad &l : loads) {
-          l.barrier.erase();
-          if (l.fence)
-            l.fence.erase();
-          l.wait.erase();
-          l.commit.erase();
-          l.copy.erase();
-        }
+        for (UnpipelinedLoad &l : loads)
+          l.erase();
         // The local loads read the carried stage.
         for (Value old : oldStages) {
           old.replaceAllUsesWith(stage);

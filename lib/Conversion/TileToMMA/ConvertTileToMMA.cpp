@@ -102,8 +102,6 @@ void MmaKernelBuilder::emitPrologue(Location loc) {
 }
 
 LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
-  if (auto ld = dyn_cast<tile::LoadOp>(op))
-    return emitLoad(ld);
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
   if (auto dot = dyn_cast<tile::DotOp>(op))
@@ -112,6 +110,10 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitReduce(red);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
     return emitFor(forOp);
+  if (auto wgmmaOp = dyn_cast<tilegpu::WgmmaOp>(op))
+    return emitWgmma(wgmmaOp);
+  if (auto wait = dyn_cast<tilegpu::WgmmaWaitOp>(op))
+    return emitWgmmaWait(wait);
   if (isSharedMemoryOp(op))
     return emitSharedMemoryOp(op);
   // Tile-valued pure ops are computed where a consumer needs them, in its layout.
@@ -262,15 +264,15 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     if (!tessel::tilegpu::programLayout(work) &&
         failed(tessel::tilegpu::assignLayouts(work, useWgmma, warpRows)))
       return failure();
-    // The overlapped schedule places and pipelines its loads itself (docs/dev/codegen.md says
-    // what moves next); every other program gets its schedule from the tilegpu passes.
+    // The schedule of the loads: FA3's overlap (two stages) on the loops of the attention
+    // shape when asked for, then software pipelining of the others.
     bool overlap = wgmmaOverlap && tessel::tilegpu::programLayout(work).getKind() ==
                                        tessel::tilegpu::MmaKind::Wgmma;
-    if (!placed && !overlap &&
-        (failed(tessel::tilegpu::allocateShared(work, stages)) ||
-         failed(tessel::tilegpu::pipelineLoads(work))))
+    if (!placed && (failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages)) ||
+                    (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
+                    failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
-    MmaKernelBuilder builder(kernel, smem, wgmmaOverlap);
+    MmaKernelBuilder builder(kernel, smem);
     if (failed(builder.plan(work)))
       return failure();
     if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")

@@ -1,10 +1,8 @@
 //===- Loops.cpp - loops and stores -----------------------------------------------------------===//
 //
-// scf.for: the register iter_args (tokens of copies in flight are dropped); for the tile.loads of
-// the overlapped schedule, the prologue of its two-stage load ring and the stage flip per
-// iteration, the pending state, handover and drain; and tile.store from
-// registers (pairs along accumulator rows, or one lane per quad for row vectors) under row and
-// column bounds predicates.
+// scf.for with its iter_args in registers (tokens of copies in flight are dropped), and tile.store
+// from registers (pairs along accumulator rows, or one lane per quad for row vectors) under row
+// and column bounds predicates.
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -94,124 +92,64 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
 
 LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   Location loc = op.getLoc();
+  // How each iter_arg is carried: registers in a layout (Acc, Row), the b32 registers of a
+  // wgmma A operand (P of the overlapped schedule), a scalar (also a shared buffer: its byte
+  // offset), or nothing at run time (a token of copies in flight: the waits name groups by
+  // their age).
+  enum class Carried { Registers, OperandA, Scalar, Token };
+  SmallVector<Carried> kinds;
   SmallVector<Layout> layouts;
   SmallVector<int64_t> counts;
   SmallVector<Value> inits;
-  // counts: registers per iter_arg; -1 a scalar, -2 a token of copies in flight (nothing at
-  // run time: the waits name groups by their age).
   for (auto [init, arg] : llvm::zip(op.getInitArgs(), op.getRegionIterArgs())) {
+    layouts.push_back(Layout::Acc);
+    counts.push_back(1);
     if (isa<tilegpu::AsyncTokenType>(arg.getType())) {
-      layouts.push_back(Layout::Acc);
-      counts.push_back(-2);
+      kinds.push_back(Carried::Token);
+      counts.back() = 0;
       continue;
     }
     auto rt = dyn_cast<RankedTensorType>(arg.getType());
     if (!rt) {
-      layouts.push_back(Layout::Acc);
-      counts.push_back(-1);
+      kinds.push_back(Carried::Scalar);
       inits.push_back(scalars.lookup(init));
       continue;
     }
-    Layout l = rt.getRank() == 2 ? Layout::Acc : Layout::Row;
-    FailureOr<SmallVector<Value>> regs = materialize(init, l, op);
+    FailureOr<SmallVector<Value>> regs;
+    if (isa_and_nonnull<tilegpu::DotOperandEncodingAttr>(rt.getEncoding())) {
+      kinds.push_back(Carried::OperandA);
+      regs = wgmmaA(init, op);
+    } else {
+      kinds.push_back(Carried::Registers);
+      layouts.back() = rt.getRank() == 2 ? Layout::Acc : Layout::Row;
+      regs = materialize(init, layouts.back(), op);
+    }
     if (failed(regs))
       return failure();
-    layouts.push_back(l);
-    counts.push_back(regs->size());
+    counts.back() = regs->size();
     inits.append(regs->begin(), regs->end());
   }
-  LoopContext ctx;
-  ctx.source = op;
-  for (Operation &o : op.getBody()->without_terminator())
-    if (auto ld = dyn_cast<tile::LoadOp>(o))
-      ctx.streams.push_back(ld);
-  Value lb = scalars.lookup(op.getLowerBound());
-  ctx.ub = scalars.lookup(op.getUpperBound());
-  ctx.step = scalars.lookup(op.getStep());
-  bool streamed = !ctx.streams.empty();
-  std::optional<Overlap> overlap;
-  if (streamed && overlapOption)
-    overlap = matchOverlap(op);
-  if (overlap)
-    ctx.overlap = &*overlap;
-  // A loop that takes over the previous loop's pending P·V starts in the stage after that
-  // loop's last (V_last stays in the other one until this loop's first iteration reads it).
-  std::optional<Handover> taken;
-  if (overlap && handover && handover->next == op)
-    taken = handover;
-  handover.reset();
-  Value stage0 = taken ? taken->stage : ci32(0);
-  Value ran;
-  if (overlap) {
-    ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
-    if (taken)
-      ran = arith::OrIOp::create(b, loc, taken->ran, ran);
-  }
-  // The loop's own iter_args (flattened registers), then the stage, then (overlapped) the
-  // pending P and its V offset.
-  size_t sourceRegs = inits.size();
-  int64_t pendingRegs = 0;
-  if (streamed) {
-    // Prologue: every load of the body for the first iteration, into stage 0 (or, overlapped,
-    // where the previous loop left off). The barrier first: an earlier loop's last iteration
-    // may still be reading that stage.
-    gpu::BarrierOp::create(b, loc);
-    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ctx.ub);
-    auto ifOp = scf::IfOp::create(b, loc, any, false);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      LoopContext *outer = loop;
-      loop = &ctx;
-      issueStreams(lb, stage0);
-      loop = outer;
-    }
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    inits.push_back(stage0);
-  }
-  if (overlap) {
-    int64_t k = cast<RankedTensorType>(overlap->pvDot.getA().getType()).getShape()[1];
-    pendingRegs = mTiles * (k / 16) * 4;
-    if (taken) {
-      inits.append(taken->pendingP.begin(), taken->pendingP.end());
-      inits.push_back(taken->pendingV);
-    } else {
-      // Nothing is pending before the first iteration: P = 0 against K_lb (see Overlap).
-      inits.append(pendingRegs, ci32(0));
-      inits.push_back(ci32(loads[overlap->kLoad.getOperation()].smemOffset));
-    }
-  }
-  auto newFor = scf::ForOp::create(b, loc, lb, ctx.ub, ctx.step, inits);
+  auto newFor = scf::ForOp::create(b, loc, scalars.lookup(op.getLowerBound()),
+                                   scalars.lookup(op.getUpperBound()), scalars.lookup(op.getStep()),
+                                   inits);
   Block *body = newFor.getBody();
   OpBuilder::InsertionGuard guard(b);
   if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
     body->back().erase();
   b.setInsertionPointToEnd(body);
-  ctx.iv = newFor.getInductionVar();
-  if (streamed)
-    ctx.stage = newFor.getRegionIterArgs()[sourceRegs];
-  if (overlap) {
-    auto args = newFor.getRegionIterArgs();
-    overlap->pendingP.assign(args.begin() + sourceRegs + 1,
-                             args.begin() + sourceRegs + 1 + pendingRegs);
-    overlap->pendingV = args[sourceRegs + 1 + pendingRegs];
-  }
-  scalars.map(op.getInductionVar(), ctx.iv);
-  LoopContext *outer = loop;
-  loop = &ctx;
+  scalars.map(op.getInductionVar(), newFor.getInductionVar());
   lazy.emplace_back();
   auto unflatten = [&](ValueRange flat, ValueRange targets) {
     size_t pos = 0;
     for (auto [i, t] : llvm::enumerate(targets)) {
-      if (counts[i] == -2)
-        continue;
-      if (counts[i] < 0) {
-        scalars.map(t, flat[pos++]);
-        continue;
-      }
       SmallVector<Value> regs(flat.begin() + pos, flat.begin() + pos + counts[i]);
       pos += counts[i];
-      eager[t] = {layouts[i], regs};
+      switch (kinds[i]) {
+      case Carried::Token: break;
+      case Carried::Scalar: scalars.map(t, regs.front()); break;
+      case Carried::OperandA: aFragments[t] = regs; break;
+      case Carried::Registers: eager[t] = {layouts[i], regs}; break;
+      }
     }
   };
   unflatten(newFor.getRegionIterArgs(), op.getRegionIterArgs());
@@ -220,13 +158,13 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   if (succeeded(result)) {
     auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
     for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
-      if (counts[i] == -2)
-        continue;
-      if (counts[i] < 0) {
-        yielded.push_back(scalars.lookup(v));
-        continue;
+      FailureOr<SmallVector<Value>> regs = SmallVector<Value>();
+      switch (kinds[i]) {
+      case Carried::Token: break;
+      case Carried::Scalar: regs->push_back(scalars.lookup(v)); break;
+      case Carried::OperandA: regs = wgmmaA(v, yield); break;
+      case Carried::Registers: regs = materialize(v, layouts[i], yield); break;
       }
-      FailureOr<SmallVector<Value>> regs = materialize(v, layouts[i], yield);
       if (failed(regs)) {
         result = failure();
         break;
@@ -234,33 +172,15 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
       yielded.append(regs->begin(), regs->end());
     }
   }
-  if (succeeded(result) && streamed)
-    yielded.push_back(arith::SubIOp::create(b, loc, ci32(streamStageBytes), ctx.stage));
-  if (succeeded(result) && overlap) {
-    llvm::append_range(yielded, overlap->pendingP);
-    yielded.push_back(overlap->pendingV);
-  }
   if (succeeded(result))
     scf::YieldOp::create(b, loc, yielded);
   else
     scf::YieldOp::create(b, loc, ValueRange(newFor.getRegionIterArgs()));
   lazy.pop_back();
-  loop = outer;
   b.setInsertionPointAfter(newFor);
   if (failed(result))
     return failure();
   unflatten(newFor.getResults(), op.getResults());
-  if (overlap) {
-    auto results = newFor.getResults();
-    Value o = op.getResult(overlap->accIndex);
-    SmallVector<Value> p(results.begin() + sourceRegs + 1,
-                         results.begin() + sourceRegs + 1 + pendingRegs);
-    Value v = results[sourceRegs + 1 + pendingRegs];
-    if (scf::ForOp next = handoverTarget(op, *overlap))
-      handover = Handover{next, p, v, results[sourceRegs], ran};
-    else
-      eager[o] = {Layout::Acc, drainOverlap(*overlap, eager[o].second, p, v, ran)};
-  }
   return success();
 }
 

@@ -8,15 +8,14 @@
 //   ConvertTileToMMA.cpp  the pass; the builder's entry, op dispatch and scalar helpers
 //   Planning.cpp          plan: the class check, load roles, shared-memory slots and stages
 //   Registers.cpp         register layouts: materialize (on-demand index and element-wise tiles)
-//   SharedLoads.cpp       cp.async into swizzled shared memory, ldmatrix addresses; the load
-//                         ring of the overlapped schedule
+//   SharedLoads.cpp       cp.async into swizzled shared memory, ldmatrix addresses
 //   SharedMemoryOps.cpp   the tilegpu memory ops: alloc, async_copy/commit/wait, fences and
 //                         barriers, local_load
 //   MmaSync.cpp           A fragments and dots as mma.sync.m16n8k16
-//   Wgmma.cpp             dots as wgmma.mma_async, the inline-PTX helpers for values in flight
-//   WgmmaOverlap.cpp      wgmma-overlap: FA3's intra-warpgroup schedule
+//   Wgmma.cpp             dots, tilegpu.wgmma and tilegpu.wgmma_wait as wgmma.mma_async, the
+//                         inline-PTX helpers for values in flight
 //   Softmax.cpp           row reductions (quad shuffles) and the single-FFMA scaled scores
-//   Loops.cpp             scf.for with its pipelined loads, and the stores
+//   Loops.cpp             scf.for, and the stores
 // docs/dev/codegen-mma.md and docs/dev/codegen-wgmma.md explain the choices.
 //
 //===------------------------------------------------------------------------------------------===//
@@ -64,47 +63,11 @@ using Desc = tessel::conversion::LoweredDesc;
 using tessel::tilegpu::LoadRole;
 using LoadPlan = tessel::tilegpu::LoadSlot;
 
-/// FA3's intra-warpgroup pipelining of an attention loop (wgmma-overlap,
-/// docs/dev/codegen-wgmma.md): the loop's P·V dot is issued one iteration late, as a second
-/// commit group beside the next S = Q·Kᵀ, and V is loaded one iteration late to match.
-struct Overlap {
-  tile::DotOp sDot, pvDot;
-  tile::LoadOp kLoad, vLoad;
-  /// Position of O among the loop's iter_args and results.
-  unsigned accIndex = 0;
-  /// The P·V still to issue: P packed (b32 registers) and the byte offset (i32) of its V block
-  /// (slot + stage). From the loop's iter_args until the S dot, then from the P·V dot.
-  SmallVector<Value> pendingP;
-  Value pendingV;
-  /// O while that P·V runs: from the S dot (issue) to the P·V dot (wait_group 0).
-  SmallVector<Value> inFlight;
-};
-
-/// wgmma-overlap: the pending P·V a loop leaves to the next one (see handoverTarget) instead of
-/// draining it: P, V's offset, the stage the next loop starts in, whether any loop of the chain
-/// ran (else nothing is pending).
-struct Handover {
-  scf::ForOp next;
-  SmallVector<Value> pendingP;
-  Value pendingV, stage, ran;
-};
-
 /// Where a dot operand read by tilegpu.local_load lives: its buffer's place and the byte offset
 /// (i32) of the stage it reads, null for stage 0.
 struct SharedView {
   LoadPlan plan;
   Value stage;
-};
-
-/// The loop being emitted and its pipelined loads.
-struct LoopContext {
-  scf::ForOp source;
-  SmallVector<tile::LoadOp> streams;
-  Value iv, ub, step;
-  /// Byte offset (i32) of the stage the current iteration reads: 0 or streamStageBytes.
-  Value stage;
-  /// Set when the loop runs the overlapped schedule.
-  Overlap *overlap = nullptr;
 };
 
 /// Whether `t` is a tile (a ranked tensor).
@@ -130,12 +93,11 @@ bool isZeroTile(Value v);
 
 class MmaKernelBuilder : public tessel::conversion::KernelWalker {
 public:
-  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem, bool overlap = false)
-      : KernelWalker(kernel), smemGlobal(smem), overlapOption(overlap) {}
+  MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem)
+      : KernelWalker(kernel), smemGlobal(smem) {}
 
-  /// Takes the plan of `program`, whose tiles carry their tilegpu layouts: the block size, the
-  /// instruction family and the shared memory (its tilegpu.allocs, or for the tile.loads of the
-  /// overlapped schedule the slots of tilegpu::planMmaClass).
+  /// Takes the plan of `program`, whose tiles carry their tilegpu layouts and whose loads are
+  /// placed (tilegpu.alloc): the block size, the instruction family and the shared memory.
   LogicalResult plan(func::FuncOp program);
   LogicalResult build(func::FuncOp program) { return walk(program); }
 
@@ -147,17 +109,18 @@ private:
   /// Thread coordinates and the shared-memory base, at the kernel's entry.
   void emitPrologue(Location loc) override;
   LogicalResult emitOp(Operation *op) override;
-  LogicalResult emitLoad(tile::LoadOp op);
   /// One of the tilegpu memory ops (isSharedMemoryOp), in SharedMemoryOps.cpp.
   LogicalResult emitSharedMemoryOp(Operation *op);
   static bool isSharedMemoryOp(Operation *op);
-  /// The buffer of `alloc` as a plan: its place, rows and columns.
+  /// The buffer `buffer` (a tilegpu.alloc, or a loop-carried buffer that starts as one) as a
+  /// plan: the place of that alloc, rows and columns.
   FailureOr<LoadPlan> bufferPlan(Value buffer, Operation *user);
   /// Bytes of stage `stage` (an i32 of the program) of `buffer`: null for a constant 0.
   Value stageBytes(Value buffer, Value stage);
-  /// The B operand of `op` in shared memory: a tilegpu.local_load (the schedule in the IR) or
-  /// a tile.load, through tile.trans for Kᵀ (the overlapped schedule's loads); and whether it
-  /// is the transpose of the stored block.
+  /// The byte offset (i32) of stage `stage` of `buffer` in the kernel's shared memory.
+  Value bufferBytes(Value buffer, Value stage);
+  /// The B operand of `op` in shared memory, a tilegpu.local_load, and whether it is the
+  /// transpose of the stored block.
   FailureOr<std::pair<SharedView, bool>> dotB(tile::DotOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitDot(tile::DotOp op);
@@ -171,27 +134,20 @@ private:
   /// `offset` bytes (i32). Returns the accumulator, in flight until a wait re-defines it.
   SmallVector<Value> wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> acc, Value offset,
                                 const LoadPlan &p, bool transposed, int64_t n, int64_t kSteps);
-  /// wgmma-overlap: whether loop `op` has the shape of the overlapped schedule (see Overlap).
-  std::optional<Overlap> matchOverlap(scf::ForOp op);
-  /// wgmma-overlap: S_j = Q·K_jᵀ and the previous iteration's O += P·V as two commit groups,
-  /// then wait_group 1 (S_j) — the softmax follows while P·V runs.
-  LogicalResult emitOverlapS(tile::DotOp op);
-  /// wgmma-overlap: packs P_j, wait_group 0 (O), rescales O, and leaves P_j·V_j to the next
-  /// iteration (or the loop's drain).
-  LogicalResult emitOverlapPV(tile::DotOp op);
-  /// wgmma-overlap: the loop that takes over the pending P·V of loop `op` (the next loop, also
-  /// overlapped, whose O starts from this loop's O and nothing but pure ops between), or null.
-  scf::ForOp handoverTarget(scf::ForOp op, const Overlap &ov);
-  /// wgmma-overlap: the last P·V of a loop after it (when it ran at all): O.
-  SmallVector<Value> drainOverlap(Overlap &ov, ArrayRef<Value> o, ArrayRef<Value> p, Value v,
-                                  Value any);
+  /// tilegpu.wgmma: the chain of k steps and its commit group; the registers it reads that
+  /// ordinary instructions wrote are fenced once for a run of consecutive wgmmas.
+  LogicalResult emitWgmma(tilegpu::WgmmaOp op);
+  /// tilegpu.wgmma_wait: wait_group with the values in flight tied through it.
+  LogicalResult emitWgmmaWait(tilegpu::WgmmaWaitOp op);
+  /// The b32 registers of an A operand of wgmma: read once from shared memory (Q), carried by
+  /// a loop, a zero constant, or the P re-pack of an accumulator tile.
+  FailureOr<SmallVector<Value>> wgmmaA(Value a, Operation *user);
   /// The A fragments of a dot, a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded
   /// block read once, or a register tile packed pairwise); empty when they are read from
   /// shared memory at every k step.
   FailureOr<SmallVector<Value>> dotAFragments(tile::DotOp op, int64_t K);
-  /// At the first load of a loop body, after its wait and barrier: the next iteration's loads
-  /// into the other stage (overlapped: K_{j+1}, and V_j into this stage), one commit group.
-  void issueNextLoads(Location loc);
+  /// The same for the A operand `a` of `user`, `K` columns wide.
+  FailureOr<SmallVector<Value>> aFragmentsOf(Value a, int64_t K, Operation *user);
   /// Orders the landed cp.async (generic proxy) writes before wgmma's (async proxy) reads.
   void fenceSharedForAsyncProxy(Location loc);
   LogicalResult emitReduce(tile::ReduceOp op);
@@ -220,8 +176,6 @@ private:
   FailureOr<SmallVector<Value>> materialize(Value v, Layout layout, Operation *user);
   FailureOr<int64_t> regCount(RankedTensorType type, Layout layout, Operation *user);
 
-  /// Issues cp.async for the block of `op` at row offset `row0` (i32) into its smem slot.
-  void issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage = {});
   /// Issues cp.async for the block of descriptor `desc` (of the program) at (`row0`, `col0`)
   /// into the place of `p`, `stage` bytes (i32, or null) further.
   void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0, Value stage);
@@ -231,10 +185,6 @@ private:
   /// The A fragments of a block at `p` (outside loops): kept in registers when they fit, else
   /// recorded for the dots to read at every k step; under `result`.
   void takeAFragments(Value result, const LoadPlan &p);
-  /// Issues the loads of the loop body for iteration `iv` into the stage at `stage` bytes:
-  /// every load, or with wgmma-overlap those the schedule does not defer (`deferred` false)
-  /// or the deferred V (`deferred` true).
-  void issueStreams(Value iv, Value stage, bool deferred = false);
   /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
   /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
   /// `slabBytes` (wgmma, d128: see slabBytes) chunks 8 and up are in the second slab.
@@ -287,17 +237,10 @@ private:
   int64_t numWarps = 0;
   /// sm_90a wgmma dots (16 rows per warp, 128-byte-swizzled slabs in shared memory).
   bool wgmma = false;
-  /// wgmma-overlap (with wgmma): the overlapped schedule for the loops that have its shape.
-  bool overlapOption = false;
-  /// wgmma-overlap: what the loop just emitted hands to the next one.
-  std::optional<Handover> handover;
   /// Query rows per warp (16 or 32) and m16 row tiles per warp (1 or 2).
   int64_t warpRows = 16, mTiles = 1;
   Type operandType;
   int64_t smemBytes = 0;
-  /// Bytes of one stage of the loop-body loads (two stages: double buffering).
-  int64_t streamStageBytes = 0;
-  DenseMap<Operation *, LoadPlan> loads;
   /// Dot operands in shared memory, by tilegpu.local_load result.
   DenseMap<Value, SharedView> views;
   /// The scf.if of the last predicated async_copy emitted and its predicate: the copies of one
@@ -317,14 +260,16 @@ private:
   SmallVector<Value, 4> entryRows;
 
   DenseMap<Value, std::pair<Layout, SmallVector<Value>>> eager;
-  /// A operands kept in registers for the whole kernel (Q when it fits), by load result.
+  /// A operands in registers: read once from shared memory (Q when it fits), by local_load
+  /// result; and (wgmma, b32) carried by a loop or tied by a wait, by value.
   DenseMap<Value, SmallVector<Value>> aFragments;
+  /// The fenced A and accumulator registers of each wgmma of the run being emitted.
+  DenseMap<Operation *, std::pair<SmallVector<Value>, SmallVector<Value>>> wgmmaInputs;
   /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
   DenseMap<Value, LoadPlan> aShared;
   SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
   /// S·c tiles of the single-FFMA softmax whose S registers hold T: S·c = T·k, by S·c.
   DenseMap<Value, Value> scaleFactor;
-  LoopContext *loop = nullptr;
 };
 
 } // namespace tessel::mma

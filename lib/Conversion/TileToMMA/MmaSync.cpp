@@ -33,41 +33,41 @@ Value MmaKernelBuilder::packPair(Value lo, Value hi) {
 }
 
 FailureOr<SmallVector<Value>> MmaKernelBuilder::dotAFragments(tile::DotOp op, int64_t K) {
+  return aFragmentsOf(op.getA(), K, op);
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K, Operation *user) {
   // A loaded block read once into registers, or a register tile packed pairwise (the
   // accumulator layout of two adjacent 8-column slabs is the A layout of one 16-column step).
-  auto resident = aFragments.find(op.getA());
+  auto resident = aFragments.find(a);
   if (resident != aFragments.end())
     return resident->second;
-  if (aShared.count(op.getA()))
+  if (aShared.count(a))
     return SmallVector<Value>();
   // The P re-pack (tilegpu.convert_layout from the accumulator layout): pairs of adjacent
   // columns of the accumulator registers, packed below.
-  Value source = op.getA();
+  Value source = a;
   if (auto repack = source.getDefiningOp<tilegpu::ConvertLayoutOp>())
     source = repack.getInput();
-  FailureOr<SmallVector<Value>> regs = materialize(source, Layout::Acc, op);
+  FailureOr<SmallVector<Value>> regs = materialize(source, Layout::Acc, user);
   if (failed(regs))
     return failure();
-  SmallVector<Value> a;
+  SmallVector<Value> frags;
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     for (int64_t kt = 0; kt < K / 16; ++kt) {
       auto at = [&](int64_t slab, int64_t r) {
         return (*regs)[(mt * (K / 8) + 2 * kt + slab) * 4 + r];
       };
-      a.push_back(packPair(at(0, 0), at(0, 1)));
-      a.push_back(packPair(at(0, 2), at(0, 3)));
-      a.push_back(packPair(at(1, 0), at(1, 1)));
-      a.push_back(packPair(at(1, 2), at(1, 3)));
+      frags.push_back(packPair(at(0, 0), at(0, 1)));
+      frags.push_back(packPair(at(0, 2), at(0, 3)));
+      frags.push_back(packPair(at(1, 0), at(1, 1)));
+      frags.push_back(packPair(at(1, 2), at(1, 3)));
     }
   }
-  return a;
+  return frags;
 }
 
 LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
-  if (loop && loop->overlap && op == loop->overlap->sDot)
-    return emitOverlapS(op);
-  if (loop && loop->overlap && op == loop->overlap->pvDot)
-    return emitOverlapPV(op);
   Location loc = op.getLoc();
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto cType = cast<RankedTensorType>(op.getAcc().getType());

@@ -3,9 +3,7 @@
 // How loaded blocks reach the tensor cores: the XOR-swizzled shared-memory addresses (the mma
 // path's swizzle, and wgmma's 128-byte-swizzle slabs), cp.async of a block with the bounds
 // checked once per block (zero fill past them) and the ldmatrix reads of A fragments from shared
-// memory. The tile.load path below (the loads a program keeps when the overlapped schedule
-// places them itself) has its own two-stage ring: issue of the next iteration's blocks after the
-// wait and barrier; every other program comes with its schedule in the IR (SharedMemoryOps.cpp).
+// memory. When and into which stage each block is copied is the IR's (SharedMemoryOps.cpp).
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -95,12 +93,8 @@ std::pair<int64_t, int64_t> MmaKernelBuilder::chunkStep(const LoadPlan &p, int64
 }
 
 //===----------------------------------------------------------------------===//
-// cp.async and the load ring
+// cp.async of a block
 //===----------------------------------------------------------------------===//
-
-void MmaKernelBuilder::issueLoad(tile::LoadOp op, Value row0, Value col0, Value stage) {
-  issueBlock(op.getLoc(), op.getDesc(), loads[op.getOperation()], row0, col0, stage);
-}
 
 void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0,
                                   Value col0, Value stage) {
@@ -236,60 +230,6 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   aFragments[result] = frags;
 }
 
-LogicalResult MmaKernelBuilder::emitLoad(tile::LoadOp op) {
-  Location loc = op.getLoc();
-  if (failed(checkChunked(op, op.getDesc())))
-    return failure();
-  const LoadPlan &p = loads[op.getOperation()];
-  if (p.streamIndex < 0) {
-    issueLoad(op, scalars.lookup(op.getOffsets()[0]), scalars.lookup(op.getOffsets()[1]));
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-    if (wgmma && p.role != LoadRole::A)
-      fenceSharedForAsyncProxy(loc);
-    gpu::BarrierOp::create(b, loc);
-    if (p.role == LoadRole::A)
-      takeAFragments(op.getResult(), p);
-    return success();
-  }
-  // A load of a loop body: its block (all of the body's loads, one commit group) was issued
-  // one iteration earlier, or by the prologue, into this iteration's stage. At the first load
-  // of the body: wait for it; the barrier makes it visible to every warp and proves every warp
-  // finished the previous iteration, which read the other stage; then issue the next
-  // iteration's loads into that stage, so they land while this iteration computes. One wait
-  // and one barrier per iteration; the other loads of the body find their blocks in place.
-  if (p.streamIndex != 0)
-    return success();
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  if (wgmma)
-    fenceSharedForAsyncProxy(loc);
-  gpu::BarrierOp::create(b, loc);
-  // Overlapped: the issue comes after the iteration's wgmmas (issueNextLoads from
-  // emitOverlapS), so that the tensor cores start right after the barrier.
-  if (loop->overlap)
-    return success();
-  issueNextLoads(loc);
-  return success();
-}
-
-void MmaKernelBuilder::issueNextLoads(Location loc) {
-  LoopContext &l = *loop;
-  Value nextIv = arith::AddIOp::create(b, loc, l.iv, l.step);
-  Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, nextIv, l.ub);
-  {
-    auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    issueStreams(nextIv, arith::SubIOp::create(b, loc, ci32(streamStageBytes), l.stage));
-  }
-  // Overlapped: V_j goes into this iteration's stage now, read by P_j·V_j in the next
-  // iteration. The slot's last reader, P_{j-2}·V_{j-2}, was waited for (wait_group 0) in
-  // iteration j-1, before every warp passed the barrier above.
-  if (l.overlap)
-    issueStreams(l.iv, l.stage, /*deferred=*/true);
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
-}
-
 SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt) {
   // Matrix q = lane/8 of the ldmatrix.x4 holds rows +8·(q&1) and columns +8·(q>>1) of the
   // 16×16 slab of m tile mt at k step kt.
@@ -305,18 +245,6 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   for (int64_t i = 0; i < 4; ++i)
     frags.push_back(fragmentOf(LLVM::ExtractValueOp::create(b, loc, x4, i)));
   return frags;
-}
-
-void MmaKernelBuilder::issueStreams(Value iv, Value stage, bool deferred) {
-  LoopContext &l = *loop;
-  for (tile::LoadOp ld : l.streams) {
-    if ((l.overlap && ld == l.overlap->vLoad) != deferred)
-      continue;
-    SmallVector<Value> offs;
-    for (Value o : ld.getOffsets())
-      offs.push_back(o == l.source.getInductionVar() ? iv : scalars.lookup(o));
-    issueLoad(ld, offs[0], offs[1], stage);
-  }
 }
 
 } // namespace tessel::mma

@@ -21,8 +21,28 @@ bool MmaKernelBuilder::isSharedMemoryOp(Operation *op) {
              tilegpu::FenceAsyncSharedOp, tilegpu::LocalLoadOp, gpu::BarrierOp>(op);
 }
 
+/// The tilegpu.alloc that `buffer` is, or starts as when a loop carries it (its init).
+static tilegpu::AllocOp allocOf(Value buffer) {
+  for (;;) {
+    if (auto alloc = buffer.getDefiningOp<tilegpu::AllocOp>())
+      return alloc;
+    scf::ForOp loop;
+    int64_t index = -1;
+    if (auto arg = dyn_cast<BlockArgument>(buffer)) {
+      loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+      index = static_cast<int64_t>(arg.getArgNumber()) - 1;
+    } else if (auto result = dyn_cast<OpResult>(buffer)) {
+      loop = dyn_cast<scf::ForOp>(result.getOwner());
+      index = result.getResultNumber();
+    }
+    if (!loop || index < 0)
+      return {};
+    buffer = loop.getInitArgs()[index];
+  }
+}
+
 FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) {
-  auto alloc = buffer.getDefiningOp<tilegpu::AllocOp>();
+  tilegpu::AllocOp alloc = allocOf(buffer);
   if (!alloc || !alloc.getOffset())
     return user->emitOpError("uses a shared buffer without a place: run tilegpu-allocate-shared");
   tilegpu::SharedBufferType type = alloc.getResult().getType();
@@ -46,9 +66,15 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
 Value MmaKernelBuilder::stageBytes(Value buffer, Value stage) {
   if (constantOf(stage) == 0)
     return Value();
-  auto alloc = buffer.getDefiningOp<tilegpu::AllocOp>();
   return arith::MulIOp::create(b, b.getUnknownLoc(), toI32(scalars.lookup(stage)),
-                               ci32(alloc.getStageStride()));
+                               ci32(allocOf(buffer).getStageStride()));
+}
+
+Value MmaKernelBuilder::bufferBytes(Value buffer, Value stage) {
+  Value offset = scalars.lookup(buffer);
+  if (Value bytes = stageBytes(buffer, stage))
+    offset = arith::AddIOp::create(b, b.getUnknownLoc(), offset, bytes);
+  return offset;
 }
 
 FailureOr<std::pair<SharedView, bool>> MmaKernelBuilder::dotB(tile::DotOp op) {
@@ -58,26 +84,20 @@ FailureOr<std::pair<SharedView, bool>> MmaKernelBuilder::dotB(tile::DotOp op) {
       return op.emitOpError("has a B operand read as an A operand (convert-tile-to-mma)");
     return std::make_pair(view->second, bool(read.getTranspose()));
   }
-  Value source = op.getB();
-  bool transposed = false;
-  if (auto tr = source.getDefiningOp<tile::TransOp>()) {
-    source = tr.getInput();
-    transposed = true;
-  }
-  auto ld = source.getDefiningOp<tile::LoadOp>();
-  if (!ld || !loads.count(ld.getOperation()))
-    return op.emitOpError("has a B operand that is not a loaded block (convert-tile-to-mma)");
-  const LoadPlan &p = loads[ld.getOperation()];
-  // A loop-body load lives in the stage of the current iteration.
-  Value stage = p.streamIndex >= 0 && loop ? loop->stage : Value();
-  return std::make_pair(SharedView{p, stage}, transposed);
+  return op.emitOpError("has a B operand that is not read from shared memory by "
+                        "tilegpu.local_load (convert-tile-to-mma)");
 }
 
 LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
   Location loc = op->getLoc();
-  // The places are static: the copies and reads compute their addresses.
-  if (isa<tilegpu::AllocOp>(op))
+  // A place is a byte offset, an i32 that loops may carry (a buffer of the overlapped schedule
+  // is read in one iteration and the next).
+  if (auto alloc = dyn_cast<tilegpu::AllocOp>(op)) {
+    if (!alloc.getOffset())
+      return op->emitOpError("has no place: run tilegpu-allocate-shared");
+    scalars.map(alloc.getResult(), ci32(*alloc.getOffset()));
     return success();
+  }
   if (auto copy = dyn_cast<tilegpu::AsyncCopyOp>(op)) {
     if (failed(checkChunked(op, copy.getDesc())))
       return failure();

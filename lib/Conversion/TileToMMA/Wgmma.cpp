@@ -3,7 +3,9 @@
 // The dot of the sm_90a path (docs/dev/codegen-wgmma.md): a chain of wgmma.mma_async k steps with
 // A from registers and B through a 128-byte-swizzle shared-memory matrix descriptor, the fence,
 // commit and wait around it, and the inline-PTX statements that tie the registers in flight so
-// that LLVM cannot move their ordinary uses across the fence or the wait.
+// that LLVM cannot move their ordinary uses across the fence or the wait. A tile.dot is all of
+// that at once; tilegpu.wgmma and tilegpu.wgmma_wait (the overlapped schedule,
+// tilegpu-overlap-wgmma) are its two halves, with the waits where the IR puts them.
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -182,6 +184,108 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
   waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
   acc.assign(waited.begin(), waited.begin() + N / 2);
   eager[op.getResult()] = {Layout::Acc, acc};
+  return success();
+}
+
+FailureOr<SmallVector<Value>> MmaKernelBuilder::wgmmaA(Value a, Operation *user) {
+  auto type = cast<RankedTensorType>(a.getType());
+  int64_t K = type.getShape()[1];
+  Type i32 = b.getI32Type();
+  // Nothing pending before an overlapped loop's first iteration: P = 0.
+  if (isZeroTile(a))
+    return SmallVector<Value>(mTiles * (K / 16) * 4, ci32(0));
+  FailureOr<SmallVector<Value>> frags = aFragmentsOf(a, K, user);
+  if (failed(frags))
+    return failure();
+  if (frags->empty())
+    return user->emitOpError("reads its A operand from shared memory at every k step, which "
+                             "codegen=wgmma does not do");
+  SmallVector<Value> regs;
+  for (Value v : *frags)
+    regs.push_back(v.getType() == i32 ? v
+                                      : Value(LLVM::BitcastOp::create(b, user->getLoc(), i32, v)));
+  return regs;
+}
+
+LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
+  Location loc = op.getLoc();
+  if (!isa_and_nonnull<tilegpu::WgmmaOp>(op->getPrevNode())) {
+    // The first of a run of wgmmas: one fence for the registers of the whole run that
+    // ordinary instructions wrote (a computed or carried A, an accumulator that is not a
+    // fresh zero), tied through it so that every such write is ordered before it.
+    SmallVector<tilegpu::WgmmaOp> run;
+    for (Operation *it = op; it && isa<tilegpu::WgmmaOp>(it); it = it->getNextNode())
+      run.push_back(cast<tilegpu::WgmmaOp>(it));
+    SmallVector<Value> tied;
+    SmallVector<std::pair<size_t, size_t>> spans;
+    for (tilegpu::WgmmaOp w : run) {
+      FailureOr<SmallVector<Value>> a = wgmmaA(w.getA(), w);
+      if (failed(a))
+        return failure();
+      SmallVector<Value> acc;
+      if (!isZeroTile(w.getAcc())) {
+        FailureOr<SmallVector<Value>> c = materialize(w.getAcc(), Layout::Acc, w);
+        if (failed(c))
+          return failure();
+        acc = *c;
+      }
+      bool loadedA = w.getA().getDefiningOp<tilegpu::LocalLoadOp>() != nullptr;
+      spans.push_back({tied.size(), acc.size()});
+      llvm::append_range(tied, acc);
+      if (!loadedA)
+        llvm::append_range(tied, *a);
+      wgmmaInputs[w] = {*a, acc};
+    }
+    if (tied.empty()) {
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    } else {
+      tied = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", tied, {}, {});
+      for (auto [w, span] : llvm::zip(run, spans)) {
+        auto &[a, acc] = wgmmaInputs[w];
+        std::copy(tied.begin() + span.first, tied.begin() + span.first + span.second, acc.begin());
+        if (!w.getA().getDefiningOp<tilegpu::LocalLoadOp>())
+          std::copy(tied.begin() + span.first + span.second,
+                    tied.begin() + span.first + span.second + a.size(), a.begin());
+      }
+    }
+  }
+  auto [a, acc] = wgmmaInputs.lookup(op);
+  wgmmaInputs.erase(op);
+  FailureOr<LoadPlan> p = bufferPlan(op.getB(), op);
+  if (failed(p))
+    return failure();
+  int64_t K = op.getA().getType().getShape()[1], N = op.getAcc().getType().getShape()[1];
+  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N,
+                   K / 16);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  eager[op.getResult()] = {Layout::Acc, acc};
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitWgmmaWait(tilegpu::WgmmaWaitOp op) {
+  SmallVector<Value> tied;
+  SmallVector<size_t> sizes;
+  for (Value v : op.getValues()) {
+    bool operandA = isa<tilegpu::DotOperandEncodingAttr>(
+        cast<RankedTensorType>(v.getType()).getEncoding());
+    FailureOr<SmallVector<Value>> regs = operandA ? wgmmaA(v, op) : materialize(v, Layout::Acc, op);
+    if (failed(regs))
+      return failure();
+    sizes.push_back(regs->size());
+    llvm::append_range(tied, *regs);
+  }
+  std::string text = "wgmma.wait_group.sync.aligned " + std::to_string(op.getPending()) + ";";
+  tied = tiedAsm(b, op.getLoc(), text, tied, {}, {});
+  size_t pos = 0;
+  for (auto [result, size] : llvm::zip(op.getResults(), sizes)) {
+    SmallVector<Value> regs(tied.begin() + pos, tied.begin() + pos + size);
+    pos += size;
+    if (isa<tilegpu::DotOperandEncodingAttr>(
+            cast<RankedTensorType>(result.getType()).getEncoding()))
+      aFragments[result] = regs;
+    else
+      eager[result] = {Layout::Acc, regs};
+  }
   return success();
 }
 

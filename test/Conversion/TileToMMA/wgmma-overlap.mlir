@@ -19,53 +19,113 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=OFF --implicit-check-not='wait_group.sync.aligned 1'
 // RUN: tesselc %t.mlir --chip=sm_90a --wgmma-overlap --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 
-// The loop carries O, m, l, the stage, then P_{j-1} packed (16 b32 at 64 keys) and V_{j-1}'s
-// offset; before the first iteration P = 0 and the offset is K's slot (K_lb, landed: the spare
-// first P·V adds exactly 0). The prologue issues K alone; each iteration issues K_{j+1} (if any)
-// into the other stage and V_j into this one, one commit group, after its two wgmma groups.
+// The first kernel, lowered: the prologue copies K_lb alone and unconditionally (a branch only
+// for the ragged block); each iteration waits for its copies, fences, passes the barrier, fences
+// the wgmma registers once, issues S and P·V as two commit groups, then the copies of K_{j+1}
+// (predicated) and V_j, one cp.async group, then waits for S with one group pending. In control
+// flow order (LLVM may lay the blocks out otherwise) the softmax's exp2s come after that wait and
+// before the one with no group pending. The masked loop follows without a drain between; the
+// drain after it has no branch.
 // MLIR-LABEL: gpu.func @f16_none_d128_64x64
 // MLIR: nvvm.ldmatrix
 // MLIR: gpu.barrier
-// MLIR-NEXT: arith.cmpi slt
-// MLIR-NEXT: scf.if
-// MLIR-COUNT-8: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
-// MLIR-NOT: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// MLIR-NOT: nvvm.cp.async.commit.group
 // MLIR: nvvm.cp.async.commit.group
-// MLIR: %[[L1:[0-9]+]]:86 = scf.for {{.*}} -> ({{.*}}f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)
-// The wgmmas right after the barrier, then the next loads while they run.
-// MLIR: nvvm.cp.async.wait.group 0
+// MLIR-NOT: nvvm.cp.async
+// MLIR: scf.for
+// MLIR-NEXT: nvvm.cp.async.wait.group 0
 // MLIR-NEXT: nvvm.fence.proxy
 // MLIR-NEXT: gpu.barrier
-// MLIR-NEXT: "wgmma.fence.sync.aligned;"
+// MLIR: "wgmma.fence.sync.aligned;"
+// MLIR-NOT: wgmma.wait_group
 // MLIR: nvvm.wgmma.commit.group.sync.aligned
+// MLIR-NOT: wgmma.wait_group
 // MLIR: nvvm.wgmma.commit.group.sync.aligned
 // MLIR-NEXT: arith.addi
 // MLIR-NEXT: arith.cmpi slt
-// MLIR-NEXT: scf.if
-// MLIR-COUNT-8: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
 // MLIR: scf.if
-// MLIR-COUNT-8: nvvm.cp.async.shared.global {{.*}} cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// MLIR: nvvm.cp.async.shared.global
 // MLIR: nvvm.cp.async.commit.group
 // MLIR-NEXT: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR-COUNT-32: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
 // MLIR: "wgmma.wait_group.sync.aligned 0;"
 // MLIR: scf.yield
-// The masked loop takes over: it starts in the stage after the first loop's last, with its
-// pending P and V offset (no drain between the loops).
-// MLIR-NOT: wgmma
-// MLIR: scf.for {{.*}} iter_args(%{{[a-z0-9_]+}} = %[[L1]]#0, {{.*}}, %{{[a-z0-9_]+}} = %[[L1]]#68, {{.*}}, %{{[a-z0-9_]+}} = %[[L1]]#85)
+// MLIR-NOT: "wgmma.wait_group.sync.aligned 0;"
+// MLIR: scf.for
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
 // MLIR: scf.yield
-// The drain: the last P·V when either loop ran.
 // MLIR: nvvm.cp.async.wait.group 0
 // MLIR-NEXT: nvvm.fence.proxy
 // MLIR-NEXT: gpu.barrier
-// MLIR-NEXT: scf.if {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
-// MLIR-NEXT: "wgmma.fence.sync.aligned;"
+// MLIR-NOT: scf.if
+// MLIR: "wgmma.fence.sync.aligned;"
+// MLIR-NOT: scf.if
 // MLIR: nvvm.wgmma.commit.group.sync.aligned
 // MLIR-NEXT: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @f16_causal_d128_64x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @bf16_none_d128_64x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @bf16_causal_d128_64x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @f16_none_d64_64x128
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @f16_causal_d64_64x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @bf16_none_d64_64x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @bf16_causal_d64_64x128
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @f16_causal_d128_128x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
+// MLIR-LABEL: gpu.func @bf16_window_d64_128x64
+// MLIR: "wgmma.wait_group.sync.aligned 1;"
+// MLIR-NOT: wgmma.mma_async
+// MLIR: nvvm.ex2.approx.ftz.f32
+// MLIR-NOT: wgmma.mma_async
+// MLIR: "wgmma.wait_group.sync.aligned 0;"
 
 // Per kernel, each loop (in the order LLVM lays them out) issues S (k steps with scale-d 0
-// first: K-major, transpose-B 0) and P·V (transpose-B 1) with no wait between, two commit
-// groups, then wait_group 1, the exp2s of the softmax, wait_group 0.
+// first: K-major, transpose-B 0) and P·V (transpose-B 1) with no wait and no exp2 between, two
+// commit groups, then wait_group 1.
 // PTX-LABEL: .entry f16_none_d128_64x64(
 // PTX: .maxntid 128, 1, 1
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
@@ -77,10 +137,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -90,10 +146,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry f16_causal_d128_64x64(
 // PTX: .maxntid 128, 1, 1
@@ -106,10 +158,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -119,10 +167,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry bf16_none_d128_64x64(
 // PTX: .maxntid 128, 1, 1
@@ -135,10 +179,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -148,10 +188,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry bf16_causal_d128_64x64(
 // PTX: .maxntid 128, 1, 1
@@ -164,10 +200,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -177,10 +209,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry f16_none_d64_64x128(
 // PTX: .maxntid 128, 1, 1
@@ -193,10 +221,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-64: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -206,10 +230,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-64: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry f16_causal_d64_64x64(
 // PTX: .maxntid 128, 1, 1
@@ -222,10 +242,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -235,10 +251,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry bf16_none_d64_64x64(
 // PTX: .maxntid 128, 1, 1
@@ -251,10 +263,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -264,10 +272,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry bf16_causal_d64_64x128(
 // PTX: .maxntid 128, 1, 1
@@ -280,10 +284,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-64: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -293,10 +293,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-64: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry f16_causal_d128_128x64(
 // PTX: .maxntid 256, 1, 1
@@ -309,10 +305,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -322,10 +314,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // PTX-LABEL: .entry bf16_window_d64_128x64(
 // PTX: .maxntid 256, 1, 1
@@ -338,10 +326,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -351,10 +335,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // PTX-NOT: wgmma.wait_group
 // PTX: wgmma.commit_group.sync.aligned;
@@ -364,10 +344,6 @@
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX-NOT: ex2.approx
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX-NOT: wgmma.wait_group
-// PTX-COUNT-32: ex2.approx.ftz.f32
-// PTX-NOT: wgmma.mma_async
-// PTX: wgmma.wait_group.sync.aligned 0;
 
 // One wait_group 1 per loop; one wait_group 0 per loop plus the drain's (one per kernel).
 // W1-LABEL: .entry f16_none_d128_64x64(

@@ -1,0 +1,52 @@
+//===- LoopLoads.h - the loads of a loop body as allocate-shared writes them -*- C++ -*-===//
+//
+// Private to dialects/tilegpu/Transforms: the unpipelined form of a loop-body load
+// (tilegpu-allocate-shared's output) and the small IR helpers of the passes that schedule those
+// loads (tilegpu-pipeline-loads, tilegpu-overlap-wgmma).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TILEGPU_TRANSFORMS_LOOPLOADS_H
+#define TESSEL_TILEGPU_TRANSFORMS_LOOPLOADS_H
+
+#include "tilegpu/IR/TileGPUDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace tessel::tilegpu {
+
+/// One load of the unpipelined form: copy → commit → wait(pending 0) → [fence] → barrier, its
+/// stage `iteration mod stages`.
+struct UnpipelinedLoad {
+  AsyncCopyOp copy;
+  AsyncCommitOp commit;
+  AsyncWaitOp wait;
+  FenceAsyncSharedOp fence;
+  mlir::gpu::BarrierOp barrier;
+
+  /// Erases the copy and what waits for it (not the local load that reads the buffer).
+  void erase();
+};
+
+/// The loads of `loop`'s body in allocate-shared's form, in body order, and their stage count;
+/// empty when the loop has none or is not in that form.
+llvm::SmallVector<UnpipelinedLoad> matchUnpipelinedLoads(mlir::scf::ForOp loop, int64_t &stages);
+
+mlir::Value constI32(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+
+/// (x + k) mod stages.
+mlir::Value addMod(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, int64_t k,
+                   int64_t stages);
+
+/// The offsets of a copy for another iteration: those that are one of `loopIvs` become `iv`.
+llvm::SmallVector<mlir::Value> offsetsAt(AsyncCopyOp copy, llvm::ArrayRef<mlir::Value> loopIvs,
+                                         mlir::Value iv);
+
+/// Erases `v`'s defining op and then its operands' when nothing uses them any more.
+void eraseIfDead(mlir::Value v);
+
+} // namespace tessel::tilegpu
+
+#endif // TESSEL_TILEGPU_TRANSFORMS_LOOPLOADS_H
