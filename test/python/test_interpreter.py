@@ -47,7 +47,7 @@ func.func @rowsoftmax(%x: !tile.ptr<f32>, %p: !tile.ptr<f32>, %lse: !tile.ptr<f3
 }
 """
 
-# The naive attention of DESIGN.md: for every key block, s = q·kᵀ·scale masked to -inf past the
+# The naive attention (the form docs/dsl.md starts from): for every key block, s = q·kᵀ·scale masked to -inf past the
 # key length (and past a per-row length, to make whole rows masked), p = softmax(s) normalised
 # over the whole row (streamed), acc += p·v.
 ATTENTION = """
