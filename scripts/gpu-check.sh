@@ -4,8 +4,8 @@
 # against float64/float32 references and against the interpreter, benchmark it side by side with
 # PyTorch SDPA (the mma.sync path, then the sm_90a wgmma path: ~2.5 min more) → the Python DSL on
 # CUDA tensors (test/gpu/test_python_gpu.py) and its launch overhead (test/gpu/bench_launch.py) →
-# print a short table last; JSON results and one log (gpu-check.log) under $OUT (or
-# build/gpu-check).
+# print a short table last; JSON results, one log (gpu-check.log) and a plot of the speed tables
+# (speed.png) under $OUT (or build/gpu-check).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build/gpu-check}
@@ -70,6 +70,16 @@ fi
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
     --tessel-run "$work/bin/tessel-run" --json "$out/attention.json"
+fi
+
+# The speed tables as a plot (scripts/bench_plots.py), where matplotlib is installed: one
+# speed.png beside the JSON (one file: the device tool returns at most 8). Off with
+# TESSEL_GPU_CHECK_PLOTS=0, and with TESSEL_GPU_CHECK_BEFORE, whose JSON fill those 8. Once the
+# results are under bench/results/RUN, `python3 scripts/bench_plots.py bench/results/RUN` makes
+# the plots of docs/bench/img/RUN/ from them.
+if [ "${TESSEL_GPU_CHECK_PLOTS:-1}" != 0 ] && [ -z "${TESSEL_GPU_CHECK_BEFORE:-}" ] \
+   && python3 -c "import matplotlib" 2>/dev/null; then
+  python3 "$root/scripts/bench_plots.py" "$out" --single -o "$out" 2>&1 | tee -a "$out/gpu-check.log"
 fi
 
 echo

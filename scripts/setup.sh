@@ -23,6 +23,31 @@ if ! "$PYTHON" -c "import numpy, pytest, pybind11" 2>/dev/null; then
     | grep -v "Running pip as the 'root' user" || true
 fi
 
+# matplotlib draws the benchmark plots (scripts/bench_plots.py; its test skips without it).
+TESSEL_MATPLOTLIB_VERSION=3.10.8
+if ! "$PYTHON" -c "import matplotlib" 2>/dev/null; then
+  echo "tessel setup: installing matplotlib $TESSEL_MATPLOTLIB_VERSION for $PYTHON"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "matplotlib==$TESSEL_MATPLOTLIB_VERSION" \
+    2>&1 | grep -v "Running pip as the 'root' user" || true
+fi
+
+# Sphinx builds the API reference (docs/api, test/python/test_api_docs.py). It goes into a
+# virtual environment of its own, shared by the checkouts of this machine: Sphinx needs a newer
+# docutils than tools installed beside $PYTHON may pin (awscli: docutils<=0.19), and the venv
+# leaves those alone. --system-site-packages: autodoc imports tessel, which needs numpy.
+TESSEL_SPHINX_VERSION=8.2.3
+export TESSEL_DOCS_VENV=${TESSEL_DOCS_VENV:-$HOME/.cache/tessel/docs-venv-sphinx-$TESSEL_SPHINX_VERSION}
+if [ ! -x "$TESSEL_DOCS_VENV/bin/sphinx-build" ]; then
+  echo "tessel setup: installing Sphinx $TESSEL_SPHINX_VERSION into $TESSEL_DOCS_VENV"
+  # (pip's complaint that awscli outside the venv wants an older docutils is expected.)
+  "$PYTHON" -m venv --system-site-packages "$TESSEL_DOCS_VENV" \
+    && "$TESSEL_DOCS_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+         "sphinx==$TESSEL_SPHINX_VERSION" 2>&1 \
+    | grep -v -e "Running pip as the 'root' user" -e "dependency resolver" -e "awscli" || true
+  [ -x "$TESSEL_DOCS_VENV/bin/sphinx-build" ] \
+    || echo "tessel setup: warning: could not install Sphinx; the API reference test will fail" >&2
+fi
+
 if [ ! -x /usr/local/cuda/bin/ptxas ]; then
   echo "tessel setup: note: no ptxas at /usr/local/cuda/bin; cubin tests will be skipped" >&2
 fi

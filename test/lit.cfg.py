@@ -19,7 +19,7 @@ tool_dirs = [
     os.path.join(config.tessel_obj_root, "bin"),
     config.llvm_tools_dir,
 ]
-llvm_config.add_tool_substitutions(["tessel-opt", "tessel-run", "tesselc", "FileCheck", "not", "count"], tool_dirs)
+llvm_config.add_tool_substitutions(["tessel-opt", "tessel-run", "tesselc", "FileCheck", "not", "count", "split-file"], tool_dirs)
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", "")])
 
 # ptxas is needed by the tests that make cubins; they say `REQUIRES: ptxas`.

@@ -22,6 +22,8 @@ from . import language
 from . import language as tl
 from .errors import CompilationError, KernelRuntimeError
 from .jit import CompileOptions, CompiledKernel, JITFunction, jit
+from . import cache
+from .cache import GpuOptions
 from .runtime import from_bf16, to_bf16
 from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
@@ -34,7 +36,7 @@ timing.import_seconds = _time.perf_counter() - _import_started
 del _time, _import_started
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
-           "CompiledKernel", "JITFunction", "attention", "compile_attention",
+           "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention",
            "attention_backward", "compile_attention_backward", "attention_varlen",
            "attention_with_kvcache", "to_bf16",
            "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu"]

@@ -258,7 +258,14 @@ def _refuse_grad(q, k, v):
 
 def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                       enable_gqa=False, block_m=None, block_n=None):
-    """The CompiledKernel tessel.attention would run for these inputs (for IR inspection)."""
+    """The kernel :func:`attention` would run for these inputs, compiled but not run.
+
+    Takes :func:`attention`'s arguments (``return_lse`` aside).
+
+    Returns:
+        tessel.CompiledKernel: its ``asm["tile"]`` / ``asm["tile-opt"]`` hold the IR;
+        ``binary(tessel.GpuOptions(...))`` gives the cubin and PTX.
+    """
     if gpu.is_torch_tensor(q):
         args, constexprs, _, _, _ = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                   enable_gqa, block_m, block_n)
@@ -270,17 +277,41 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
 
 def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
               enable_gqa=False, return_lse=False, block_m=None, block_n=None):
-    """Scaled dot-product attention with PyTorch SDPA semantics, on numpy arrays.
+    """Scaled dot-product attention with PyTorch SDPA semantics and FlexAttention-style mods.
 
-    q [B, H, Nq, D]; k, v [B, Hkv, Nk, D] (Hkv = H unless enable_gqa). scale defaults to
-    1/sqrt(D); causal is top-left aligned (q_idx >= kv_idx). score_mod(score, b, h, q_idx, kv_idx)
-    returns new scores; mask_mod(b, h, q_idx, kv_idx) returns True where attention is allowed.
-    Rows with every key masked give 0 (and lse -inf). Returns o, or (o, lse) with return_lse.
+    numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU, on torch's current
+    stream. CUDA tensors that require grad (grad mode on) go through torch.autograd: ``o`` and
+    ``lse`` get a grad_fn whose backward runs the derived backward programs; numpy users call
+    :func:`attention_backward`.
 
-    numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU (o a new tensor like
-    q, lse float32 [B, H, Nq]), on torch's current stream. CUDA tensors that require grad (grad
-    mode on) go through torch.autograd: o and lse get a grad_fn whose backward runs the derived
-    backward programs (tessel/backward.py); numpy users call tessel.attention_backward.
+    Args:
+        q: queries, ``[B, H, Nq, D]``: float32, float16 or bf16 (numpy: uint16 bit patterns,
+            :func:`tessel.to_bf16`); CUDA tensors fp16, bf16 or fp32.
+        k: keys, ``[B, Hkv, Nk, D]``, ``Hkv = H`` unless ``enable_gqa``.
+        v: values, like ``k``.
+        causal: mask keys after the query, top-left aligned (``q_idx >= kv_idx``).
+        scale: the factor of the scores; ``1/sqrt(D)`` by default.
+        score_mod: a ``@tessel.jit`` function (or lambda) ``(score, b, h, q_idx, kv_idx)``
+            returning the new float scores.
+        mask_mod: a ``@tessel.jit`` function (or lambda) ``(b, h, q_idx, kv_idx)`` returning a
+            boolean tile, True where attention is allowed; combined with ``causal`` by "and".
+        enable_gqa: allow ``Hkv`` dividing ``H`` (grouped-query attention: query head ``h``
+            reads key/value head ``h // (H // Hkv)``).
+        return_lse: also return the log-sum-exp of each row's scores.
+        block_m: the query block size (a power of two >= 16); by default one each lowering
+            takes.
+        block_n: the key block size, likewise.
+
+    Returns:
+        ``o`` like ``q`` (on the GPU a new tensor), or ``(o, lse)`` with ``return_lse``, lse
+        float32 ``[B, H, Nq]``. Rows with every key masked give 0 and lse ``-inf``.
+
+    Raises:
+        tessel.CompilationError: a score_mod or mask_mod that does not compile (located in the
+            user's function), or returns the wrong type.
+        ValueError: shapes that do not match.
+        TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
+        NotImplementedError: numpy inputs while autograd would want gradients.
     """
     if gpu.is_torch_tensor(q):
         if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)

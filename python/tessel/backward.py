@@ -191,13 +191,35 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx):
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
                        mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None):
-    """The gradients (dq, dk, dv) of tessel.attention at (q, k, v), given its output o, its
-    log-sum-exp lse (return_lse=True) and the gradient do of the loss with respect to o — and
-    optionally dlse, the gradient with respect to lse. Same arguments and semantics as
-    tessel.attention; dq is like q, dk and dv like k (GQA: summed over each group's heads).
+    """The gradients of :func:`attention` with respect to q, k and v.
 
-    numpy arrays run on the CPU interpreter (float32, float16, or bf16 as uint16 bits; the
-    gradients have the inputs' dtype, lse and dlse are float32); CUDA torch tensors on the GPU.
+    Same arguments and semantics as :func:`attention` for q, k, v and the options. numpy
+    arrays run on the CPU interpreter (float32, float16, or bf16 as uint16 bits; the gradients
+    have the inputs' dtype, lse and dlse are float32); CUDA torch tensors on the GPU.
+
+    Args:
+        q: queries, ``[B, H, Nq, D]``.
+        k: keys, ``[B, Hkv, Nk, D]``.
+        v: values, like k.
+        o: the output of the forward.
+        lse: its log-sum-exp, float32 ``[B, H, Nq]`` (``return_lse=True``).
+        do: the gradient of the loss with respect to o.
+        causal: as in :func:`attention`.
+        scale: as in :func:`attention`.
+        score_mod: as in :func:`attention`; it must be differentiable
+            (:func:`tessel.language.elementwise_grad`).
+        mask_mod: as in :func:`attention`.
+        enable_gqa: as in :func:`attention`.
+        dlse: the gradient with respect to lse, if the loss used it (broadcast to lse's shape).
+        block_m: the query block size of the backward programs.
+        block_n: the key block size.
+
+    Returns:
+        ``(dq, dk, dv)``: dq like q, dk and dv like k (GQA: summed over each group's heads).
+
+    Raises:
+        TypeError: inputs of mixed kinds or dtypes.
+        ValueError: shapes that do not fit together.
     """
     if gpu.is_torch_tensor(q):
         return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
@@ -228,8 +250,13 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
 
 def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None,
                                mask_mod=None, enable_gqa=False, block_m=None, block_n=None):
-    """The CompiledKernels of the backward for these inputs (numpy arrays), for IR inspection:
-    a dict with "delta", "dkdv" and "dq"."""
+    """The backward's kernels for these inputs (numpy arrays), compiled but not run.
+
+    Takes :func:`attention`'s arguments.
+
+    Returns:
+        dict: ``{"delta": ..., "dkdv": ..., "dq": ...}``, each a :class:`tessel.CompiledKernel`.
+    """
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                 block_m, block_n)
     B, H, Nq, D, Hkv, Nk = shapes

@@ -51,18 +51,31 @@ class CacheWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class GpuOptions:
-    """How a kernel is compiled for the GPU. Frozen; its code-changing fields feed the cache key."""
+    """How a kernel is compiled for the GPU: ``kernel.binary(tessel.GpuOptions(...))``.
 
+    Frozen; its code-changing fields feed the cache key. Also ``tessel.cache.GpuOptions``.
+
+    Raises:
+        ValueError: an unknown chip or codegen, or num_threads outside [1, 1024].
+        TypeError: a wgmma_overlap that is not a bool.
+    """
+
+    #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
     chip: str = dataclasses.field(default="sm_90a", metadata={"code": True})
+    #: PTX features for the NVPTX backend.
     features: str = dataclasses.field(default="+ptx80", metadata={"code": True})
+    #: Threads per CTA of the reference lowering (the fast paths choose their own).
     num_threads: int = dataclasses.field(default=128, metadata={"code": True})
+    #: The lowering, "reference", "mma" (mma.sync), "wgmma" (sm_90a) or "auto" (wgmma on
+    #: sm_90a, else mma, where the kernel fits; else reference).
     codegen: str = dataclasses.field(default="auto", metadata={"code": True})
-    # sm_90a wgmma path: overlap each block's softmax with the previous block's P·V inside a
-    # warpgroup (FA3's schedule). Off by default: measured slower for the default blocks
-    # (docs/bench/2026-11-29-h200-wgmma-overlap.md).
+    #: On the sm_90a wgmma path, overlap each block's softmax with the previous block's P·V
+    #: inside a warpgroup (FA3's schedule). Off by default, measured slower for the default
+    #: blocks (docs/bench/2026-11-29-h200-wgmma-overlap.md).
     wgmma_overlap: bool = dataclasses.field(default=False, metadata={"code": True})
-    # A path: which ptxas it holds is in the key as ptxas' version, so moving the toolkit does
-    # not invalidate the cache and swapping it for another release does.
+    #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
+    #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
+    #: the cache and swapping it for another release does.
     toolkit: str = dataclasses.field(default="", metadata={"code": False})
 
     def __post_init__(self):
@@ -279,7 +292,8 @@ def explain_miss(cache, ingr):
 
 @dataclasses.dataclass
 class GpuBinary:
-    """One kernel compiled for one chip: what a launcher needs."""
+    """One kernel compiled for one chip: what a launcher needs (``CompiledKernel.binary``)."""
+
     key: str
     name: str                   # the cubin's entry point
     chip: str

@@ -5,8 +5,14 @@ import linecache
 class CompilationError(Exception):
     """A kernel could not be compiled. Names the file, line and column and shows the line.
 
-    Attributes: ``message`` (the bare reason), ``filename``, ``lineno`` (1-based), ``col``
-    (1-based, the column the caret points at), ``source_line``.
+    ``str(error)`` is ``file:line:col: error: message``, then the source line and a caret.
+
+    Attributes:
+        message: the bare reason.
+        filename: the file of the user's code it points at (None if unknown).
+        lineno: the line, 1-based.
+        col: the column the caret points at, 1-based.
+        source_line: the text of that line.
     """
 
     def __init__(self, message, filename=None, lineno=None, col=None, source_line=None):
@@ -30,4 +36,5 @@ class CompilationError(Exception):
 
 
 class KernelRuntimeError(RuntimeError):
-    """The interpreter stopped a kernel (an out-of-buffer access, the step limit, ...)."""
+    """The interpreter stopped a kernel: an out-of-buffer access, a division by zero, the step
+    limit (``TESSEL_MAX_STEPS``), ... The message names the op's location."""

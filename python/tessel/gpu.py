@@ -27,9 +27,18 @@ _TORCH_DTYPES = None   # {torch.dtype: tessel dtype name}, built when torch is f
 class DevicePointer:
     """A device address with the element type a kernel sees it as.
 
-    ``DevicePointer(ptr, dtype, device=0)``: ``dtype`` is ``"f16"``, ``"bf16"``, ``"f32"``,
-    ``"i32"``, a ``tl`` dtype, a numpy dtype name or a torch dtype. The memory must be on CUDA
-    device ``device`` (the launcher checks it with the driver).
+    For memory from cupy, numba, a C library or ``torch.cuda.caching_allocator_alloc``: pass it
+    where a kernel takes an array, and the kernel runs on the GPU.
+
+    Args:
+        ptr: the device address (an int).
+        dtype: ``"f16"``, ``"bf16"``, ``"f32"``, ``"i32"``, a ``tl`` dtype, a numpy dtype or
+            name, or a torch dtype.
+        device: the CUDA device the memory is on (the launcher checks it with the driver).
+
+    Raises:
+        ValueError: a negative address.
+        TypeError: a dtype tessel has no element type for.
     """
 
     __slots__ = ("ptr", "dtype", "device")
@@ -111,7 +120,7 @@ _chips = {}
 
 
 class GpuUnavailableError(RuntimeError):
-    """Device arguments were passed but no CUDA driver or device can run them."""
+    """Device arguments were passed, but no CUDA driver or device can run them."""
 
 
 def _tessel():

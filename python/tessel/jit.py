@@ -42,12 +42,19 @@ from .frontend import CodeGenerator, FunctionSource, TVal, _Return
 
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
-    """Every option that changes the generated code. Frozen: its hash feeds the cache key."""
+    """How the front end compiles a kernel: ``@tessel.jit(options=CompileOptions(...))``.
 
+    Frozen; every field that changes code feeds the cache key.
+
+    Raises:
+        ValueError: an unknown backend.
+    """
+
+    #: The pass pipeline run on the tile IR after the front end.
     pipeline: str = dataclasses.field(default="tile-optimize", metadata={"code": True})
-    # Where a kernel runs, not what it compiles to: the GPU cache key leaves it out. "auto":
-    # where the arguments are (numpy: interpreter; CUDA tensors, DevicePointer: GPU);
-    # "interpreter" or "gpu" refuse the other kind of argument.
+    #: Where a kernel runs, not what it compiles to (the GPU cache key leaves it out). "auto":
+    #: where the arguments are (numpy: interpreter; CUDA tensors, DevicePointer: GPU);
+    #: "interpreter" or "gpu" refuse the other kind of argument.
     backend: str = dataclasses.field(default="auto", metadata={"code": False})
 
     def __post_init__(self):
@@ -55,6 +62,7 @@ class CompileOptions:
             raise ValueError(f"unknown backend '{self.backend}' (auto, interpreter or gpu)")
 
     def digest(self):
+        """SHA-256 of every field (hex)."""
         fields = sorted(dataclasses.asdict(self).items())
         return hashlib.sha256(repr(fields).encode()).hexdigest()
 
@@ -70,7 +78,18 @@ def _dump_ir():
 
 
 class CompiledKernel:
-    """One specialisation of a kernel: its IR, its signature and a way to run it."""
+    """One specialisation of a kernel: its IR, its signature and a way to run it.
+
+    What :meth:`JITFunction.warmup` and :func:`tessel.compile_attention` return.
+
+    Attributes:
+        name: the kernel's name.
+        params: ``[(name, kind, dtype)]`` of the run-time parameters.
+        asm: the IR as text: ``{"tile": after the front end, "tile-opt": after the pipeline}``.
+        specialization: the specialisation key (argument types and constexpr values).
+        options: the :class:`CompileOptions`.
+        guards: the globals and closure values the trace read (a change retraces).
+    """
 
     def __init__(self, name, builder, params, asm, key, options):
         self.name = name
@@ -84,36 +103,71 @@ class CompiledKernel:
         self.captures = ()            # [capture.Capture] of the tensors it captured, in order
 
     def key_ingredients(self, gpu=None):
-        """What the GPU cache key of this kernel is made of (tessel/cache.py)."""
+        """What the GPU cache key of this kernel is made of (docs/cache.md).
+
+        Args:
+            gpu: a :class:`tessel.GpuOptions` (default: its defaults).
+
+        Returns:
+            dict: the key's ingredients, by name.
+        """
         from . import cache
         return cache.ingredients(self, gpu or cache.GpuOptions())
 
     def key(self, gpu=None):
-        """The kernel cache key of this kernel compiled with GpuOptions `gpu`."""
+        """The kernel cache key (SHA-256, hex) of this kernel compiled with ``gpu``, a
+        :class:`tessel.GpuOptions`."""
         from . import cache
         return cache.key_of(self.key_ingredients(gpu))
 
     @property
     def cache_key(self):
+        """The kernel cache key with the default :class:`tessel.GpuOptions`."""
         return self.key()
 
     def binary(self, gpu=None):
-        """The cubin, PTX and launch needs for GpuOptions `gpu` (memory, disk cache or compile)."""
+        """The compiled GPU binary, from memory, the disk cache or a compile.
+
+        Args:
+            gpu: a :class:`tessel.GpuOptions` (default: its defaults).
+
+        Returns:
+            tessel.cache.GpuBinary: the cubin, PTX and what a launch needs.
+
+        Raises:
+            tessel.CompilationError: the GPU compile failed.
+        """
         from . import cache
         return cache.get_binary(self, gpu)
 
     def run(self, grid, *args):
-        """Runs the kernel over `grid` on the run-time arguments: numpy arrays and numbers on
-        the interpreter, CUDA tensors / DevicePointer on the GPU (the slow path: for repeated
-        launches use kernel[grid](...), whose cache hits skip all of this)."""
+        """Runs the kernel over ``grid`` on the run-time arguments.
+
+        numpy arrays and numbers run on the interpreter, CUDA tensors and DevicePointer on the
+        GPU. This is the slow path: for repeated launches use ``kernel[grid](...)``, whose cache
+        hits skip all of this.
+
+        Args:
+            grid: the number of programs along each axis, a tuple of 1 to 3 ints.
+            *args: the run-time arguments, in the order of ``params``.
+
+        Raises:
+            tessel.KernelRuntimeError: the interpreter stopped the kernel.
+        """
         if runtime.placement(self.params, args) == "cuda":
             return self.gpu_launcher(runtime.device_of_args(args)).launch(
                 grid, gpu.stream_source(), *args)
         return runtime.launch(self, grid, list(args))
 
     def gpu_launcher(self, device=0, gpu_options=None):
-        """The tessel._tessel.Launcher of this kernel for CUDA device `device` (the chip from the
-        device, codegen auto unless `gpu_options` says otherwise); compiles on first use."""
+        """The launcher (``tessel._tessel.Launcher``) of this kernel for a CUDA device;
+        compiles on first use.
+
+        Args:
+            device: the CUDA device ordinal.
+            gpu_options: a :class:`tessel.GpuOptions`; by default the device's chip and
+                ``codegen="auto"``.
+        """
         from . import cache
         options = gpu_options or cache.GpuOptions(chip=gpu.chip_of(device))
         return gpu.launcher(self.binary(options), self.params)
@@ -123,6 +177,19 @@ class CompiledKernel:
 
 
 class JITFunction(_tessel.Dispatcher):
+    """A function decorated with :func:`jit`: launched as ``kernel[grid](*args, **constexprs)``.
+
+    ``grid`` is an int, a tuple of 1 to 3 ints, or a callable taking the dict of every argument
+    by name (constexprs included) and returning one. Array arguments are numpy arrays (the CPU
+    interpreter) or CUDA torch tensors / :class:`tessel.DevicePointer` (the GPU); parameters
+    annotated ``tl.constexpr`` are compile-time values. Each new specialisation is traced,
+    compiled and cached. Called directly, a JITFunction raises; other kernels inline it.
+
+    Raises:
+        tessel.CompilationError: the kernel does not compile, located in its source.
+        tessel.KernelRuntimeError: the interpreter stopped the kernel.
+    """
+
     def __init__(self, fn, options=None):
         self.fn = fn
         self.__name__ = fn.__name__
@@ -223,7 +290,11 @@ class JITFunction(_tessel.Dispatcher):
         return bound.arguments
 
     def specialize(self, *args, **kwargs):
-        """The CompiledKernel for these arguments, and the run-time arguments in order."""
+        """The CompiledKernel for these arguments, and the run-time arguments in order.
+
+        Returns:
+            tuple: ``(CompiledKernel, [run-time arguments])``.
+        """
         bound = self._bind(args, kwargs)
         key, params, runtime_args = [], [], []
         for name, value in bound.items():
@@ -322,6 +393,15 @@ class JITFunction(_tessel.Dispatcher):
         return kernel
 
     def warmup(self, *args, **kwargs):
+        """Compiles the specialisation these arguments select, without running it.
+
+        Args:
+            *args: the arguments, as in a launch.
+            **kwargs: the arguments by name (constexprs included).
+
+        Returns:
+            CompiledKernel: the specialisation.
+        """
         return self.specialize(*args, **kwargs)[0]
 
 
@@ -365,7 +445,19 @@ def _raise_diagnostics(diags, pos):
 
 
 def jit(fn=None, *, options=None):
-    """Decorator: make a function a tessel kernel (or a function callable from kernels)."""
+    """Decorator: makes a function a tessel kernel, or a function kernels call (inlined).
+
+    ``@tessel.jit`` or ``@tessel.jit(options=CompileOptions(...))``. The function is written in
+    the tile language (:mod:`tessel.language`, imported as ``tl``); it is traced when first
+    launched with new argument types or constexpr values.
+
+    Args:
+        fn: the function.
+        options: a :class:`CompileOptions` (default: its defaults).
+
+    Returns:
+        JITFunction: the kernel (or a decorator taking the function, when ``fn`` is None).
+    """
     if fn is None:
         return lambda f: JITFunction(f, options)
     return JITFunction(fn, options)

@@ -3,7 +3,11 @@
 These objects are markers. The front end (``tessel.frontend``) recognises them by identity while
 it walks a kernel's AST and builds IR for them; called from plain Python they raise. Their
 docstrings are the reference of the DSL (docs/dsl.md has the guide).
+
+Every builtin takes tiles of every dtype unless its entry says otherwise; Python operators work
+on tiles and scalars with numpy broadcasting and promotion (docs/dsl.md).
 """
+import inspect
 
 
 class dtype:
@@ -21,11 +25,17 @@ class dtype:
         return self.name in ("f16", "bf16", "f32")
 
 
+#: 16-bit IEEE float (f16).
 float16 = dtype("f16", "float16")
+#: bfloat16 (bf16); numpy arrays carry it as uint16 bit patterns (tessel.to_bf16).
 bfloat16 = dtype("bf16", "bfloat16")
+#: 32-bit IEEE float (f32), the accumulator type.
 float32 = dtype("f32", "float32")
+#: 32-bit signed integer (i32), the type of indices.
 int32 = dtype("i32", "int32")
+#: Boolean (i1), the type of comparisons and masks.
 int1 = dtype("i1", "int1")
+#: The same as :data:`int1`.
 bool_ = int1
 DTYPES = {d.name: d for d in (float16, bfloat16, float32, int32, int1)}
 
@@ -45,11 +55,18 @@ class constexpr:
 
 
 class _Builtin:
-    """A function of the tile language; only callable inside a @tessel.jit kernel."""
+    """A function of the tile language; only callable inside a @tessel.jit kernel.
 
-    def __init__(self, name, doc):
-        self.name = name
-        self.__doc__ = doc
+    Made by ``@_builtin`` from a stub whose signature and docstring are the reference (the API
+    reference documents them as functions); the front end dispatches on ``name``.
+    """
+
+    def __init__(self, stub):
+        self.name = stub.__name__
+        self.__name__ = stub.__name__
+        self.__qualname__ = stub.__name__
+        self.__doc__ = stub.__doc__
+        self.__signature__ = inspect.signature(stub)
 
     def __repr__(self):
         return f"tl.{self.name}"
@@ -58,54 +75,332 @@ class _Builtin:
         raise RuntimeError(f"tl.{self.name} can only be called inside a @tessel.jit function")
 
 
-def _builtin(name, doc):
-    b = _Builtin(name, doc)
-    globals()[name] = b
+BUILTINS = {}
+
+
+def _builtin(stub):
+    b = _Builtin(stub)
+    BUILTINS[b.name] = b
     return b
 
 
-BUILTINS = {}
-for _name, _doc in [
-    ("program_id", "program_id(axis): index of this program along grid axis 0, 1 or 2 (i32)."),
-    ("num_programs", "num_programs(axis): size of the grid along an axis (i32)."),
-    ("make_desc", "make_desc(ptr, shape=(...), strides=(...), offset=None): a descriptor of "
-                  "global memory: elements ptr[offset + sum(i_k * strides[k])], 0 <= i_k < shape[k]."),
-    ("load", "load(desc, offsets, shape, padding=0.0): the tile of `shape` whose first element "
-             "is at `offsets`; elements outside the descriptor read as `padding`."),
-    ("load_scalar", "load_scalar(desc, indices, padding=0): the one element at `indices` as a "
-                    "scalar (a data-dependent scalar such as cu_seqlens[b]); where an index is "
-                    "outside the descriptor, memory is not read and the result is `padding`."),
-    ("store", "store(desc, offsets, value, mask=None): write a tile; out-of-bounds and masked-off "
-              "elements are dropped."),
-    ("dot", "dot(a, b, acc=None): a @ b (+ acc), accumulated in f32."),
-    ("sum", "sum(x, axis): sum along an axis (which disappears)."),
-    ("max", "max(x, axis): maximum along an axis."),
-    ("min", "min(x, axis): minimum along an axis."),
-    ("softmax", "softmax(x, axis, streamed=None, return_lse=False): softmax along an axis. In a "
-                "`for j in tl.stream(...)` loop it is streamed by default: normalised over the "
-                "row made of x over all iterations."),
-    ("stream", "stream(lo, hi, step): like range, marks the loop that walks a softmax axis."),
-    ("static_range", "static_range(lo, hi, step): a loop unrolled at compile time."),
-    ("zeros", "zeros(shape, dtype=tl.float32): a tile of zeros."),
-    ("full", "full(shape, value, dtype=tl.float32): a tile with every element `value`."),
-    ("arange", "arange(start, end): the i32 tile start, start+1, ..., end-1 (constexpr bounds)."),
-    ("trans", "trans(x): transpose of a 2-D tile (also x.T)."),
-    ("where", "where(cond, x, y): element-wise select, with broadcasting."),
-    ("broadcast_to", "broadcast_to(x, shape): repeat axes of size 1."),
-    ("expand_dims", "expand_dims(x, axis): insert an axis of size 1 (also x[:, None])."),
-    ("cast", "cast(x, dtype): convert (also x.to(dtype))."),
-    ("exp", "exp(x)"), ("exp2", "exp2(x)"), ("log", "log(x)"), ("log2", "log2(x)"),
-    ("sqrt", "sqrt(x)"), ("tanh", "tanh(x)"), ("abs", "abs(x)"),
-    ("maximum", "maximum(x, y): element-wise maximum."),
-    ("minimum", "minimum(x, y): element-wise minimum."),
-    ("cdiv", "cdiv(a, b): ceil(a / b) for integers of any sign."),
-    ("elementwise_grad", "elementwise_grad(y, x): dy/dx element by element, for a float tile y "
-                         "computed from the float tile x by element-wise ops (a score_mod): "
-                         "built by the compiler (forward mode). Differentiates + - * / neg, "
-                         "maximum, minimum, where, casts, exp exp2 log log2 sqrt tanh abs and "
-                         "**; other ops on the way from x to y are errors at their line."),
-]:
-    BUILTINS[_name] = _builtin(_name, _doc)
+# --- the grid ----------------------------------------------------------------------------------
+
+@_builtin
+def program_id(axis):
+    """The index of this program along a grid axis.
+
+    Args:
+        axis: 0, 1 or 2 (a compile-time integer).
+
+    Returns:
+        An i32 scalar in ``[0, num_programs(axis))``.
+    """
+
+
+@_builtin
+def num_programs(axis):
+    """The size of the launch grid along an axis.
+
+    Args:
+        axis: 0, 1 or 2 (a compile-time integer).
+
+    Returns:
+        An i32 scalar.
+    """
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+@_builtin
+def make_desc(ptr, shape, strides, offset=None):
+    """A descriptor of global memory: a strided view that loads and stores address by index.
+
+    Element ``(i_0, ..., i_k)`` of the view is ``ptr[offset + sum(i_j * strides[j])]`` for
+    ``0 <= i_j < shape[j]``; indices outside the shape are out of bounds (loads pad, stores
+    drop them).
+
+    Args:
+        ptr: an array argument of the kernel.
+        shape: a tuple of i32 sizes (run-time values allowed).
+        strides: a tuple of i32 strides, in elements, one per dimension.
+        offset: the element offset of index 0 (default 0).
+
+    Returns:
+        A descriptor for :func:`load`, :func:`load_scalar` and :func:`store`.
+    """
+
+
+@_builtin
+def load(desc, offsets, shape=None, padding=0.0):
+    """Reads a tile.
+
+    Args:
+        desc: a descriptor from :func:`make_desc`.
+        offsets: the index of the tile's first element, one i32 per dimension.
+        shape: the tile's shape, a tuple of compile-time integers (required).
+        padding: the value of elements outside the descriptor (a compile-time number).
+
+    Returns:
+        A tile of ``shape`` with the descriptor's element type.
+    """
+
+
+@_builtin
+def load_scalar(desc, indices, padding=0):
+    """Reads one element as a scalar: a data-dependent value such as ``cu_seqlens[b]``.
+
+    Args:
+        desc: a descriptor from :func:`make_desc`.
+        indices: the element's index, one i32 per dimension.
+        padding: the result where an index is outside the descriptor; memory is then not read
+            (a compile-time number; an i32 value for an i32 descriptor).
+
+    Returns:
+        A scalar of the descriptor's element type.
+    """
+
+
+@_builtin
+def store(desc, offsets, value, mask=None):
+    """Writes a tile; out-of-bounds and masked-off elements are dropped.
+
+    Args:
+        desc: a descriptor from :func:`make_desc`.
+        offsets: the index of the tile's first element, one i32 per dimension.
+        value: the tile to write, of the descriptor's element type and rank.
+        mask: a boolean tile of ``value``'s shape; elements where it is False are not written.
+    """
+
+
+# --- compute -----------------------------------------------------------------------------------
+
+@_builtin
+def dot(a, b, acc=None):
+    """Matrix product ``a @ b (+ acc)``, accumulated in f32.
+
+    ``acc += tl.dot(a, b)`` is built as the accumulate form.
+
+    Args:
+        a: an ``[M, K]`` float tile.
+        b: a ``[K, N]`` float tile of ``a``'s element type.
+        acc: an ``[M, N]`` f32 tile to add to.
+
+    Returns:
+        An ``[M, N]`` f32 tile.
+    """
+
+
+@_builtin
+def sum(x, axis):
+    """The sum along an axis.
+
+    Args:
+        x: a tile.
+        axis: the axis (a compile-time integer), which disappears from the result.
+
+    Returns:
+        A tile of rank one less (a scalar from a 1-D tile).
+    """
+
+
+@_builtin
+def max(x, axis):
+    """The maximum along an axis.
+
+    Args:
+        x: a tile.
+        axis: the axis (a compile-time integer), which disappears from the result.
+
+    Returns:
+        A tile of rank one less.
+    """
+
+
+@_builtin
+def min(x, axis):
+    """The minimum along an axis.
+
+    Args:
+        x: a tile.
+        axis: the axis (a compile-time integer), which disappears from the result.
+
+    Returns:
+        A tile of rank one less.
+    """
+
+
+@_builtin
+def softmax(x, axis, streamed=None, return_lse=False):
+    """The softmax along an axis.
+
+    In the body of a ``for j in tl.stream(...)`` loop it is streamed by default: normalised over
+    the row made of ``x`` over all iterations, which the compiler turns into the online softmax.
+
+    Args:
+        x: a float tile.
+        axis: the axis to normalise (a compile-time integer).
+        streamed: True or False to choose; None: streamed inside a ``tl.stream`` loop.
+        return_lse: also return the log-sum-exp of each row.
+
+    Returns:
+        The probabilities, a tile like ``x``; with ``return_lse`` the pair ``(p, lse)``, lse an
+        f32 tile without ``axis``.
+    """
+
+
+@_builtin
+def elementwise_grad(y, x):
+    """``dy/dx`` element by element, built by the compiler (forward mode).
+
+    For a float tile ``y`` computed from the float tile ``x`` by element-wise ops (a
+    score_mod). Differentiates ``+ - * /``, negation, :func:`maximum`, :func:`minimum`,
+    :func:`where`, casts, :func:`exp` :func:`exp2` :func:`log` :func:`log2` :func:`sqrt`
+    :func:`tanh` :func:`abs` and ``**``.
+
+    Args:
+        y: the float tile to differentiate.
+        x: the float tile to differentiate by.
+
+    Returns:
+        A tile like ``y``.
+
+    Raises:
+        tessel.CompilationError: another op lies on the way from ``x`` to ``y`` (at its line).
+    """
+
+
+# --- loops -------------------------------------------------------------------------------------
+
+@_builtin
+def stream(lo, hi=None, step=1):
+    """Like ``range(lo, hi, step)`` (``range(hi)`` with one argument): marks the loop that
+    walks a softmax axis, the streamed axis. Only the iterable of a ``for`` loop."""
+
+
+@_builtin
+def static_range(lo, hi=None, step=1):
+    """Like ``range(lo, hi, step)`` with compile-time bounds: a loop unrolled at compile time.
+    Only the iterable of a ``for`` loop."""
+
+
+# --- making tiles ------------------------------------------------------------------------------
+
+@_builtin
+def zeros(shape, dtype=float32):
+    """A tile of zeros.
+
+    Args:
+        shape: a tuple of compile-time integers.
+        dtype: the element type.
+    """
+
+
+@_builtin
+def full(shape, value, dtype=float32):
+    """A tile with every element ``value``.
+
+    Args:
+        shape: a tuple of compile-time integers.
+        value: a number or a scalar (converted to ``dtype``).
+        dtype: the element type.
+    """
+
+
+@_builtin
+def arange(start, end):
+    """The i32 tile ``start, start + 1, ..., end - 1``.
+
+    Args:
+        start: a compile-time integer.
+        end: a compile-time integer greater than ``start``.
+    """
+
+
+# --- shapes and types --------------------------------------------------------------------------
+
+@_builtin
+def trans(x):
+    """The transpose of a 2-D tile (also ``x.T``)."""
+
+
+@_builtin
+def where(cond, x, y):
+    """Element-wise select, with broadcasting.
+
+    Args:
+        cond: a boolean tile or scalar (a compile-time value picks ``x`` or ``y`` at once).
+        x: the value where ``cond`` is True.
+        y: the value where ``cond`` is False.
+    """
+
+
+@_builtin
+def broadcast_to(x, shape):
+    """Repeats the axes of size 1 of ``x`` up to ``shape`` (a tuple of compile-time integers)."""
+
+
+@_builtin
+def expand_dims(x, axis):
+    """Inserts an axis of size 1 at ``axis`` (also ``x[:, None]``)."""
+
+
+@_builtin
+def cast(x, dtype):
+    """Converts ``x`` to ``dtype`` (also ``x.to(dtype)``)."""
+
+
+# --- element-wise math -------------------------------------------------------------------------
+
+@_builtin
+def exp(x):
+    """``e ** x`` element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def exp2(x):
+    """``2 ** x`` element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def log(x):
+    """The natural logarithm element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def log2(x):
+    """The base-2 logarithm element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def sqrt(x):
+    """The square root element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def tanh(x):
+    """The hyperbolic tangent element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def abs(x):
+    """The absolute value element-wise; keeps the element type."""
+
+
+@_builtin
+def maximum(x, y):
+    """The element-wise maximum, with broadcasting and promotion."""
+
+
+@_builtin
+def minimum(x, y):
+    """The element-wise minimum, with broadcasting and promotion."""
+
+
+@_builtin
+def cdiv(a, b):
+    """``ceil(a / b)`` for integers of any sign (``-((-a) // b)``)."""
+
 
 __all__ = ["dtype", "float16", "bfloat16", "float32", "int32", "int1", "bool_", "constexpr",
            *BUILTINS]

@@ -103,7 +103,14 @@ def classify(name, value):
 
 
 def to_bf16(x):
-    """float array -> uint16 array of bfloat16 bits (round to nearest even)."""
+    """Rounds floats to bfloat16 (to nearest even), as numpy carries bf16: uint16 bit patterns.
+
+    Args:
+        x: an array-like of floats.
+
+    Returns:
+        numpy.ndarray: uint16 bit patterns of x's shape; NaN stays NaN.
+    """
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     rounding = ((bits >> 16) & 1) + 0x7FFF
     out = ((bits + rounding) >> 16).astype(np.uint16)
@@ -113,7 +120,14 @@ def to_bf16(x):
 
 
 def from_bf16(x):
-    """uint16 array of bfloat16 bits -> float32 array."""
+    """The float32 values of bfloat16 bit patterns (the inverse of :func:`to_bf16`).
+
+    Args:
+        x: an array-like of uint16 bit patterns.
+
+    Returns:
+        numpy.ndarray: float32, of x's shape.
+    """
     return (np.asarray(x, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 

@@ -44,8 +44,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
     tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
-    (a row is H·D elements); nothing is padded or copied. Returns o [total_q, H, D] like q, or
-    (o, lse). No backward yet: inputs that require grad are refused.
+    (a row is H·D elements); nothing is padded or copied. No backward yet.
+
+    Returns:
+        o ``[total_q, H, D]`` like q, or ``(o, lse)`` with return_lse.
+
+    Raises:
+        ValueError: shapes, lengths or cumulative lengths that do not fit together.
+        TypeError: mixed kinds or dtypes of q, k and v, or index arrays that are not int32.
+        NotImplementedError: inputs that require grad.
     """
     fn = "attention_varlen"
     named = (("q", q), ("k", k), ("v", v))
@@ -125,8 +132,15 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         block_m, block_n: the query and key block sizes (powers of two >= 16; block_n must
             divide page_size); by default ones every GPU lowering takes.
 
-    numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. Returns o
-    [B, Sq, H, D] like q, or (o, lse). No backward: inputs that require grad are refused.
+    numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. No backward.
+
+    Returns:
+        o ``[B, Sq, H, D]`` like q, or ``(o, lse)`` with return_lse.
+
+    Raises:
+        ValueError: shapes, lengths or page numbers that do not fit together.
+        TypeError: mixed kinds or dtypes of q and the cache, or index arrays that are not int32.
+        NotImplementedError: inputs that require grad.
     """
     fn = "attention_with_kvcache"
     named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))

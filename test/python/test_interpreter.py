@@ -47,9 +47,9 @@ func.func @rowsoftmax(%x: !tile.ptr<f32>, %p: !tile.ptr<f32>, %lse: !tile.ptr<f3
 }
 """
 
-# The naive attention of DESIGN.md: for every key block, s = q·kᵀ·scale masked to -inf past the
-# key length (and past a per-row length, to make whole rows masked), p = softmax(s) normalised
-# over the whole row (streamed), acc += p·v.
+# The naive attention (the form docs/dsl.md starts from): for every key block, s = q·kᵀ·scale
+# masked to -inf past the key length (and past a per-row length, to make whole rows masked),
+# p = softmax(s) normalised over the whole row (streamed), acc += p·v.
 ATTENTION = """
 func.func @attention(%q: !tile.ptr<f16>, %k: !tile.ptr<f16>, %v: !tile.ptr<f16>, %o: !tile.ptr<f32>,
                      %lse: !tile.ptr<f32>, %lens: !tile.ptr<i32>, %m: i32, %nkv: i32) {

@@ -1,12 +1,15 @@
 //===- tessel-run.cpp - run a tile kernel on the CPU interpreter ----------===//
 //
-// tessel-run FILE.mlir --kernel=NAME --grid=X[,Y[,Z]] --arg=SPEC... runs one kernel of a module on
-// host buffers read from .npy files (or made on the spot) and writes chosen buffers back. With
-// --validate-pipeline it runs the kernel before and after a pass pipeline and compares every
-// buffer: translation validation of the passes on those inputs. Every error is one located
-// message and exit code 1.
+// tessel-run FILE.mlir --kernel=NAME --grid=X[,Y[,Z]] --arg=VALUE... (or --spec=FILE, RunSpec.h)
+// runs one kernel of a module on host buffers read from .npy files (or made on the spot) and
+// writes chosen buffers back. With --validate-pipeline it runs the kernel before and after a pass
+// pipeline and compares every buffer: translation validation of the passes on those inputs. A
+// run that succeeds ends with a one-line summary; every error is one located message and exit
+// code 1.
 //
 //===----------------------------------------------------------------------===//
+
+#include "RunSpec.h"
 
 #include "tessel/Interpreter/Interpreter.h"
 #include "tessel/Interpreter/Npy.h"
@@ -28,11 +31,13 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
 
 using namespace mlir;
@@ -54,8 +59,17 @@ static cl::list<std::string>
              cl::desc("One per kernel parameter, in order: file.npy, zeros:N, "
                       "rand:N[:SEED], or a scalar literal"),
              cl::value_desc("spec"), cl::cat(runCategory));
-static cl::list<std::string> outSpecs("out", cl::desc("Write buffer argument INDEX to a .npy file"),
-                                      cl::value_desc("INDEX:path.npy"), cl::cat(runCategory));
+static cl::opt<std::string>
+    specFile("spec",
+             cl::desc("Read the kernel, grid and arguments from a run spec (the syntax is "
+                      "below) instead of --arg"),
+             cl::value_desc("file"), cl::cat(runCategory));
+static cl::extrahelp specHelp(tessel::run::kRunSpecHelp);
+static cl::list<std::string>
+    outSpecs("out",
+             cl::desc("Write buffer argument INDEX (or a spec's LABEL) to a "
+                      ".npy file"),
+             cl::value_desc("INDEX:path.npy"), cl::cat(runCategory));
 static cl::opt<bool> printArgs("print-args", cl::desc("Print every buffer argument after the run"),
                                cl::cat(runCategory));
 static cl::opt<std::string>
@@ -136,12 +150,12 @@ bool parseCount(llvm::StringRef s, int64_t &n) {
   return !s.getAsInteger(10, n) && n >= 0 && n <= (int64_t(1) << 31);
 }
 
-// Builds the argument for parameter `index` of type `type` from `spec`, or emits an error at the
-// kernel and fails.
-FailureOr<KernelArg> makeArg(func::FuncOp kernel, unsigned index, Type type, llvm::StringRef spec) {
+// Builds the argument for parameter `index` of type `type` from `spec`, or reports why not through
+// `report` (which says where the spec came from) and fails.
+FailureOr<KernelArg> makeArg(unsigned index, Type type, llvm::StringRef spec,
+                             llvm::function_ref<InFlightDiagnostic()> report) {
   auto error = [&]() {
-    return kernel.emitError() << "--arg #" << index << " ('" << spec << "') for parameter #"
-                              << index << " of type " << type << ": ";
+    return report() << "('" << spec << "') for parameter #" << index << " of type " << type << ": ";
   };
   if (auto ptr = dyn_cast<tessel::tile::PtrType>(type)) {
     std::optional<ElementKind> kind = elementKindOf(ptr.getElementType());
@@ -159,13 +173,14 @@ FailureOr<KernelArg> makeArg(func::FuncOp kernel, unsigned index, Type type, llv
       return KernelArg::ofBuffer(std::move(b));
     }
     int64_t n;
-    if (spec.consume_front("zeros:")) {
-      if (!parseCount(spec, n))
+    llvm::StringRef rest = spec; // the error messages quote the whole spec
+    if (rest.consume_front("zeros:")) {
+      if (!parseCount(rest, n))
         return error() << "expected zeros:N with N an element count";
       return KernelArg::ofBuffer(Buffer(*kind, n));
     }
-    if (spec.consume_front("rand:")) {
-      auto [count, seedStr] = spec.split(':');
+    if (rest.consume_front("rand:")) {
+      auto [count, seedStr] = rest.split(':');
       uint64_t seed = index;
       if (!parseCount(count, n) || (!seedStr.empty() && seedStr.getAsInteger(10, seed)))
         return error() << "expected rand:N[:SEED]";
@@ -261,6 +276,30 @@ void printBuffers(ArrayRef<KernelArg> args) {
   }
 }
 
+// The last words of a run that succeeded: what ran where, on what, and what was checked and
+// written.
+void printSummary(llvm::StringRef kernel, std::array<int64_t, 3> grid, ArrayRef<KernelArg> args,
+                  llvm::StringRef where, ArrayRef<std::pair<unsigned, std::string>> outs) {
+  int64_t buffers = 0, elements = 0;
+  for (const KernelArg &a : args)
+    if (a.kind == KernelArg::Kind::Buffer)
+      ++buffers, elements += a.buffer.size();
+  llvm::outs() << "summary: ran @" << kernel << " on " << where << ", grid " << grid[0] << "x"
+               << grid[1] << "x" << grid[2] << ": " << args.size() << " arguments, " << buffers
+               << " buffers of " << elements << " elements";
+  if (device == "both")
+    llvm::outs() << "; the cpu and gpu buffers match";
+  if (!validatePipeline.empty())
+    llvm::outs() << "; the buffers match after " << validatePipeline;
+  llvm::outs() << "\n";
+  if (outs.empty())
+    return;
+  llvm::outs() << "summary: wrote";
+  for (auto [i, out] : llvm::enumerate(outs))
+    llvm::outs() << (i ? ", " : " ") << "arg #" << out.first << " to " << out.second;
+  llvm::outs() << "\n";
+}
+
 func::FuncOp findKernel(ModuleOp module) {
   SmallVector<func::FuncOp> candidates;
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -291,8 +330,10 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "tessel-run (tessel " TESSEL_VERSION ") on LLVM/MLIR " LLVM_VERSION_STRING "\n";
   });
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tessel-run: run a tile kernel on the CPU interpreter or the GPU\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tessel-run: run a tile kernel on the CPU interpreter or the GPU; a run that "
+      "succeeds ends with a 'summary:' line\n");
 
   DialectRegistry registry;
   tessel::registerDialects(registry);
@@ -314,7 +355,31 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // A run spec: its kernel and grid where the command line does not name them, its arguments.
+  std::optional<tessel::run::RunSpec> spec;
+  if (!specFile.empty()) {
+    if (!argSpecs.empty())
+      return fail("give the arguments with --spec or with --arg, not both");
+    auto text = llvm::MemoryBuffer::getFile(specFile, /*IsText=*/true);
+    if (!text)
+      return fail("cannot read '" + specFile + "': " + text.getError().message());
+    unsigned id = sourceMgr.AddNewSourceBuffer(std::move(*text), llvm::SMLoc());
+    spec = tessel::run::parseRunSpec(sourceMgr, id);
+    if (!spec)
+      return 1;
+    if (kernelName.getNumOccurrences() == 0 && !spec->kernel.empty())
+      kernelName = spec->kernel;
+  }
+  // An MLIR location in the spec file, for the diagnostics about its lines.
+  auto specLoc = [&](llvm::SMLoc loc) -> Location {
+    auto [line, col] = sourceMgr.getLineAndColumn(loc);
+    return FileLineColLoc::get(&ctx, specFile, line, col);
+  };
+
   std::array<int64_t, 3> grid{1, 1, 1};
+  if (spec && spec->grid && gridSpec.getNumOccurrences() == 0)
+    gridSpec =
+        llvm::formatv("{0},{1},{2}", (*spec->grid)[0], (*spec->grid)[1], (*spec->grid)[2]).str();
   SmallVector<llvm::StringRef> gridParts;
   llvm::StringRef(gridSpec).split(gridParts, ',');
   if (gridParts.size() > 3)
@@ -344,26 +409,47 @@ int main(int argc, char **argv) {
   if (!kernel)
     return 1;
   ArrayRef<Type> params = kernel.getArgumentTypes();
-  if (params.size() != argSpecs.size()) {
+  if (spec && params.size() != spec->args.size()) {
+    emitError(specLoc(spec->endLoc))
+        << "the spec gives " << spec->args.size() << " arguments, but kernel @"
+        << kernel.getSymName() << " takes " << params.size();
+    return 1;
+  }
+  if (!spec && params.size() != argSpecs.size()) {
     kernel.emitError() << "kernel @" << kernel.getSymName() << " takes " << params.size()
                        << " arguments, but " << argSpecs.size() << " --arg were given";
     return 1;
   }
   SmallVector<KernelArg> inputs;
   for (auto [i, type] : llvm::enumerate(params)) {
-    FailureOr<KernelArg> arg = makeArg(kernel, i, type, argSpecs[i]);
+    FailureOr<KernelArg> arg = spec ? makeArg(i, type, spec->args[i].value,
+                                              [&, i = i] {
+                                                const tessel::run::SpecArg &a = spec->args[i];
+                                                return emitError(specLoc(a.loc))
+                                                       << "arg " << a.label << " ";
+                                              })
+                                    : makeArg(i, type, argSpecs[i], [&, i = i] {
+                                        return kernel.emitError() << "--arg #" << i << " ";
+                                      });
     if (failed(arg))
       return 1;
     inputs.push_back(std::move(*arg));
   }
   SmallVector<std::pair<unsigned, std::string>> outs;
-  for (llvm::StringRef spec : outSpecs) {
-    auto [indexStr, path] = spec.split(':');
-    unsigned index;
-    if (indexStr.getAsInteger(10, index) || path.empty())
-      return fail("--out expects INDEX:path.npy, got '" + spec + "'");
+  for (llvm::StringRef out : outSpecs) {
+    auto [indexStr, path] = out.split(':');
+    unsigned index = 0;
+    // With a spec, an argument may also be named by its label.
+    bool named = false;
+    if (spec && indexStr.getAsInteger(10, index))
+      for (auto [i, a] : llvm::enumerate(spec->args))
+        if (a.label == indexStr && !named)
+          index = i, named = true;
+    if ((!named && indexStr.getAsInteger(10, index)) || path.empty())
+      return fail("--out expects INDEX:path.npy" + llvm::Twine(spec ? " or LABEL:path.npy" : "") +
+                  ", got '" + out + "'");
     if (index >= inputs.size() || inputs[index].kind != KernelArg::Kind::Buffer)
-      return fail("--out=" + spec + ": argument #" + llvm::Twine(index) + " is not a buffer");
+      return fail("--out=" + out + ": argument #" + llvm::Twine(index) + " is not a buffer");
     outs.push_back({index, path.str()});
   }
 
@@ -378,8 +464,13 @@ int main(int argc, char **argv) {
   options.maxSteps = maxSteps;
   SmallVector<KernelArg> args = inputs;
   bool ok = true;
+  std::string kernelSym = kernel.getSymName().str();
+  auto started = std::chrono::steady_clock::now();
   if (device != "gpu" && failed(runKernel(kernel, args, grid, options)))
     return 1;
+  double cpuSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::string gpuSummary;
   if (device != "cpu") {
     tessel::runtime::GpuRunOptions gpuOptions;
     gpuOptions.chip = chip;
@@ -390,7 +481,6 @@ int main(int argc, char **argv) {
     for (auto &[index, path] : outs)
       gpuOptions.outputs.push_back(index);
     SmallVector<KernelArg> gpuArgs = inputs;
-    std::string kernelSym = kernel.getSymName().str();
     FailureOr<tessel::runtime::GpuRunResult> run = tessel::runtime::runOnGpu(
         *module, kernelSym, gpuArgs, grid, gpuOptions);
     if (failed(run))
@@ -402,13 +492,16 @@ int main(int argc, char **argv) {
       llvm::outs() << ", median " << llvm::format("%.4f", run->medianMs) << " ms over " << repeats
                    << " launches";
     llvm::outs() << "\n";
+    gpuSummary = "gpu (" + run->device + ", " + run->chip;
+    if (repeats)
+      gpuSummary += llvm::formatv("; median {0:f4} ms over {1} launches", run->medianMs, repeats);
+    gpuSummary += ")";
     if (device == "both")
       ok = compareRuns(args, gpuArgs);
     args = std::move(gpuArgs);
   }
 
   if (!validatePipeline.empty()) {
-    std::string kernelSym = kernel.getSymName().str();
     if (!runPipeline("validate-pipeline", validatePipeline))
       return 1;
     auto after = module->lookupSymbol<func::FuncOp>(kernelSym);
@@ -430,5 +523,12 @@ int main(int argc, char **argv) {
     if (llvm::Error err = writeNpy(path, npyDescr(b.kind()), {b.size()}, b.bytes()))
       return fail(llvm::toString(std::move(err)));
   }
+  if (ok)
+    printSummary(kernelSym, grid, args,
+                 device == "gpu" ? gpuSummary
+                 : device == "both"
+                     ? llvm::formatv("cpu in {0:f3} s and {1}", cpuSeconds, gpuSummary).str()
+                     : llvm::formatv("cpu in {0:f3} s", cpuSeconds).str(),
+                 outs);
   return ok ? 0 : 1;
 }
