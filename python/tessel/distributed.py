@@ -238,8 +238,8 @@ class _Ring:
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
         W = self.world
-        self.next = self._global(((self.rank + 1) % W))
-        self.prev = self._global(((self.rank - 1) % W))
+        self.next = self._global((self.rank + 1) % W)
+        self.prev = self._global((self.rank - 1) % W)
         B, H, Lq, D = q.shape
         Hkv, Lk = k.shape[1], k.shape[2]
         codes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
