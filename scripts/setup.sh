@@ -48,6 +48,19 @@ if [ ! -x "$TESSEL_DOCS_VENV/bin/sphinx-build" ]; then
     || echo "tessel setup: warning: could not install Sphinx; the API reference test will fail" >&2
 fi
 
+# torch: the ring attention tests (test/python/test_ring_attention.py) run torch.distributed with
+# gloo. PyPI's default Linux wheel, pinned; it brings the CUDA runtime wheels along (~3 GB to
+# download, ~5.8 GB installed: docs/dev/build.md). find_spec, not `import torch` (5-7 s here).
+# TESSEL_NO_TORCH=1 skips it (the ring tests are then skipped).
+TESSEL_TORCH_VERSION=2.15.0
+if [ "${TESSEL_NO_TORCH:-0}" != 1 ] && \
+   ! "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" \
+     2>/dev/null; then
+  echo "tessel setup: installing torch==$TESSEL_TORCH_VERSION for $PYTHON (about 3 GB, with CUDA wheels)"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "torch==$TESSEL_TORCH_VERSION" 2>&1 \
+    | grep -v "Running pip as the 'root' user" || true
+fi
+
 if [ ! -x /usr/local/cuda/bin/ptxas ]; then
   echo "tessel setup: note: no ptxas at /usr/local/cuda/bin; cubin tests will be skipped" >&2
 fi

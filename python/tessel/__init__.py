@@ -12,7 +12,8 @@
 `tessel.attention(q, k, v, ...)` has PyTorch scaled_dot_product_attention semantics, with
 FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions;
 `tessel.attention_varlen` and `tessel.attention_with_kvcache` serve packed variable-length batches
-and (paged) KV caches with FlashAttention's conventions.
+and (paged) KV caches with FlashAttention's conventions; `tessel.distributed.ring_attention`
+spreads one long sequence over the ranks of a torch.distributed group.
 """
 import time as _time
 
@@ -34,6 +35,16 @@ from . import timing
 
 timing.import_seconds = _time.perf_counter() - _import_started
 del _time, _import_started
+
+
+def __getattr__(name):
+    # tessel.distributed imports torch.distributed when called: loaded on first use, so that
+    # `import tessel` stays free of torch.
+    if name == "distributed":
+        import importlib
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module 'tessel' has no attribute {name!r}")
+
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
            "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention",

@@ -1,0 +1,507 @@
+"""tessel.distributed: ring attention across processes, on torch.distributed.
+
+Each rank of a process group holds a shard of one long sequence — q, k and v [B, H, n_r, D],
+the same shards of q and of k/v — and `ring_attention` gives every rank the attention output of
+its query rows against the *whole* sequence. The key/value shards travel around the ring (rank r
+sends to r + 1 and receives from r - 1) with batched isend/irecv, posted before the attention on
+the shard in hand so that the transfer overlaps the compute. Partial results are merged by their
+log-sum-exps in float32 by a DSL program (`merge_partial` below): the same kernel runs on the
+CPU interpreter and on the GPU. docs/ring.md has the semantics and the decisions.
+
+Shards: "contiguous" (rank r holds the r-th run of the sequence) or "zigzag" (the sequence cut
+in 2W chunks, rank r holds chunk r and chunk 2W - 1 - r, which balances the causal work:
+`zigzag_shard` / `zigzag_unshard`). Lengths need not divide: shards may differ by a row (the
+split rule of numpy.array_split); nothing is padded.
+
+Where the work runs: CUDA tensors run tessel's GPU kernels; CPU tensors run on the CPU
+interpreter, through numpy views of the same memory (tessel's kernels take numpy arrays on the
+CPU, not torch CPU tensors: `_host` and `_as_torch` make the views, zero-copy both ways).
+
+The backward is torch.autograd: the forward saves q, k, v, the output and the LSE; the backward
+runs tessel.attention_backward for each pair of shards with the *global* output and LSE (so
+P = exp(S - lse) is the slice of the whole row's softmax), keeps dQ at home and sends dK, dV
+around the ring with their K, V until they reach their owner.
+
+tessel itself never imports torch (tessel/gpu.py): this module imports it when called.
+"""
+import math
+
+import numpy as np
+
+from . import language as tl
+from .grid import fold_grid
+from .jit import jit
+
+__all__ = ["ring_attention", "zigzag_shard", "zigzag_unshard", "contiguous_shard",
+           "split_sizes", "merge_partial"]
+
+LAYOUTS = ("contiguous", "zigzag")
+
+
+# --------------------------------------------------------------------------------------------
+# The merge program
+# --------------------------------------------------------------------------------------------
+
+@jit
+def merge_partial(o_acc, lse_acc, o_part, lse_part, n_acc, n_part, row0,
+                  D: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Merges the attention of some query rows against one key block into the running result.
+
+    o_acc [rows, n_acc, D] float32 and lse_acc [rows, n_acc] hold the result so far (lse -inf
+    where nothing was seen); o_part [rows, n_part, D] (any float dtype) and lse_part
+    [rows, n_part] the attention of query rows row0 .. row0 + n_part against the new keys.
+    Both are softmax-weighted averages; the merged row is their average weighted by exp(lse):
+
+        lse = log(exp(lse_acc) + exp(lse_part))
+        o   = o_acc · exp(lse_acc - lse) + o_part · exp(lse_part - lse)
+
+    computed against m = max(lse_acc, lse_part) so that nothing overflows; a row that neither
+    side saw (both -inf) stays 0 with lse -inf. Updates o_acc and lse_acc in place. Grid
+    (ceil(n_part / BLOCK_M), rows), folded like attention_kernel's (grid.fold_grid)."""
+    n_blocks = tl.cdiv(n_part, BLOCK_M)
+    pid_m = tl.program_id(0) % n_blocks
+    row = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    # The accumulator's descriptors end at row0 + n_part: the last block's rows past the part
+    # are dropped by the stores instead of rewritten.
+    ad = tl.make_desc(o_acc, shape=(row0 + n_part, D), strides=(D, 1), offset=row * n_acc * D)
+    ald = tl.make_desc(lse_acc, shape=(row0 + n_part,), strides=(1,), offset=row * n_acc)
+    pd = tl.make_desc(o_part, shape=(n_part, D), strides=(D, 1), offset=row * n_part * D)
+    pld = tl.make_desc(lse_part, shape=(n_part,), strides=(1,), offset=row * n_part)
+    m0 = pid_m * BLOCK_M
+    a = tl.load(ad, (row0 + m0, 0), shape=(BLOCK_M, D))
+    la = tl.load(ald, (row0 + m0,), shape=(BLOCK_M,), padding=float("-inf"))
+    p = tl.load(pd, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
+    lp = tl.load(pld, (m0,), shape=(BLOCK_M,), padding=float("-inf"))
+    m = tl.maximum(la, lp)
+    m = tl.where(m == float("-inf"), 0.0, m)          # both -inf: weights exp(-inf) = 0
+    wa = tl.exp(la - m)
+    wp = tl.exp(lp - m)
+    total = wa + wp
+    inv = tl.where(total > 0.0, 1.0 / total, 0.0)
+    o = a * (wa * inv)[:, None] + p * (wp * inv)[:, None]
+    tl.store(ad, (row0 + m0, 0), o)
+    tl.store(ald, (row0 + m0,), m + tl.log(total))    # log 0 = -inf where nothing was seen
+
+
+def merge_block(D, on_gpu):
+    """BLOCK_M of merge_partial: the GPU runs it on the reference lowering, which keeps its
+    tiles in shared memory (about six float32 [BLOCK_M, D] tiles live)."""
+    if not on_gpu:
+        return 16
+    return 32 if D <= 64 else 16
+
+
+def _merge(o_acc, lse_acc, o_part, lse_part, row0):
+    """merge_partial on kernel arrays: o_acc [B, H, n_acc, D] f32, lse_acc [B, H, n_acc],
+    o_part [B, H, n_part, D], lse_part [B, H, n_part]; rows row0 .. row0 + n_part."""
+    B, H, n_acc, D = o_acc.shape
+    n_part = o_part.shape[2]
+    if not (B * H and n_part):
+        return
+    on_gpu = not isinstance(o_acc, np.ndarray)
+    BM = merge_block(D, on_gpu)
+    merge_partial[fold_grid(-(-n_part // BM), B * H)](o_acc, lse_acc, o_part, lse_part, n_acc,
+                                                       n_part, row0, D=D, BLOCK_M=BM)
+
+
+# --------------------------------------------------------------------------------------------
+# Sharding helpers
+# --------------------------------------------------------------------------------------------
+
+def split_sizes(n, parts):
+    """The sizes of `parts` consecutive chunks of n rows: numpy.array_split's rule (the first
+    n % parts chunks one row longer)."""
+    if parts <= 0:
+        raise ValueError(f"cannot split into {parts} parts")
+    base, extra = divmod(n, parts)
+    return [base + (i < extra) for i in range(parts)]
+
+
+def _starts(sizes):
+    out, at = [], 0
+    for s in sizes:
+        out.append(at)
+        at += s
+    return out
+
+
+def _take(x, dim, start, stop):
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(start, stop)
+    return x[tuple(index)]
+
+
+def _cat(parts, dim):
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts, axis=dim)
+    import torch
+    return torch.cat(parts, dim=dim)
+
+
+def _norm_dim(x, dim):
+    if not -x.ndim <= dim < x.ndim:
+        raise ValueError(f"dim {dim} out of range for {x.ndim} dimensions")
+    return dim % x.ndim
+
+
+def _check_rank(rank, world):
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is not in a world of {world}")
+
+
+def zigzag_shard(x, rank, world, dim=2):
+    """Rank `rank`'s zigzag shard of x (a numpy array or torch tensor) along `dim` (2: the
+    sequence axis of [B, H, N, D]): x cut in 2·world chunks (split_sizes), chunk `rank` followed
+    by chunk 2·world - 1 - rank. Under a causal mask every rank then has the same work, up to a
+    row. A new array (a copy)."""
+    _check_rank(rank, world)
+    dim = _norm_dim(x, dim)
+    sizes = split_sizes(x.shape[dim], 2 * world)
+    starts = _starts(sizes)
+    a, b = rank, 2 * world - 1 - rank
+    return _cat([_take(x, dim, starts[a], starts[a] + sizes[a]),
+                 _take(x, dim, starts[b], starts[b] + sizes[b])], dim)
+
+
+def zigzag_unshard(shards, dim=2):
+    """The whole sequence from every rank's zigzag shard, in rank order (zigzag_shard's
+    inverse)."""
+    shards = list(shards)
+    if not shards:
+        raise ValueError("zigzag_unshard needs one shard per rank")
+    world = len(shards)
+    dim = _norm_dim(shards[0], dim)
+    n = sum(s.shape[dim] for s in shards)
+    sizes = split_sizes(n, 2 * world)
+    front, back = [None] * world, [None] * world
+    for r, s in enumerate(shards):
+        a = sizes[r]
+        if s.shape[dim] != a + sizes[2 * world - 1 - r]:
+            raise ValueError(f"shard {r} has {s.shape[dim]} rows along dim {dim}; a zigzag "
+                             f"shard of {n} rows over {world} ranks has "
+                             f"{a + sizes[2 * world - 1 - r]}")
+        front[r] = _take(s, dim, 0, a)
+        back[world - 1 - r] = _take(s, dim, a, s.shape[dim])
+    return _cat(front + back, dim)
+
+
+def contiguous_shard(x, rank, world, dim=2):
+    """Rank `rank`'s contiguous shard of x along `dim`: the rank-th of `world` consecutive runs
+    (split_sizes). The inverse is a concatenation in rank order. A view where the array type
+    gives one."""
+    _check_rank(rank, world)
+    dim = _norm_dim(x, dim)
+    sizes = split_sizes(x.shape[dim], world)
+    start = _starts(sizes)[rank]
+    return _take(x, dim, start, start + sizes[rank])
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors as the kernels take them
+# --------------------------------------------------------------------------------------------
+
+def _host(t):
+    """What tessel's kernels take for torch tensor t: t itself on CUDA; on the CPU a numpy view
+    of the same memory (bf16 as uint16 bit patterns, tessel's convention for numpy)."""
+    if t.is_cuda:
+        return t
+    import torch
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+def _as_torch(x, dtype):
+    """A kernel result as a torch tensor of `dtype` (a view of a numpy result's memory)."""
+    if not isinstance(x, np.ndarray):
+        return x
+    import torch
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(x)
+
+
+# --------------------------------------------------------------------------------------------
+# The ring
+# --------------------------------------------------------------------------------------------
+
+class _Ring:
+    """The process group's ring as one rank sees it, and every rank's shard lengths (gathered
+    once per call, so that every rank validates the same facts and raises the same error)."""
+
+    def __init__(self, torch, dist, group, q, k, v, causal, layout, enable_gqa):
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError("ring_attention needs torch.distributed initialised "
+                               "(torch.distributed.init_process_group)")
+        self.torch, self.dist, self.group = torch, dist, group
+        self.rank = dist.get_rank(group)
+        self.world = dist.get_world_size(group)
+        W = self.world
+        self.next = self._global((self.rank + 1) % W)
+        self.prev = self._global((self.rank - 1) % W)
+        B, H, Lq, D = q.shape
+        Hkv, Lk = k.shape[1], k.shape[2]
+        codes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+        mine = [B, H, Hkv, D, Lq, Lk, codes.get(q.dtype, -1), int(bool(causal)),
+                LAYOUTS.index(layout), int(bool(enable_gqa))]
+        if W == 1:
+            table = [mine]
+        else:
+            t = torch.tensor(mine, dtype=torch.int64, device=q.device)
+            gathered = [torch.empty_like(t) for _ in range(W)]
+            dist.all_gather(gathered, t, group=group)
+            table = [g.tolist() for g in gathered]
+        self._check(table)
+        self.q_lens = [row[4] for row in table]
+        self.kv_lens = [row[5] for row in table]
+        self.fronts = None
+        if layout == "zigzag" and causal:
+            n = sum(self.q_lens)
+            sizes = split_sizes(n, 2 * W)
+            self.fronts = sizes[:W]
+            bad = [r for r in range(W) if self.q_lens[r] != sizes[r] + sizes[2 * W - 1 - r]]
+            if bad:
+                r = bad[0]
+                raise ValueError(
+                    f"ring_attention(layout='zigzag'): rank {r} holds {self.q_lens[r]} rows of "
+                    f"a {n}-row sequence; its zigzag shard (tessel.distributed.zigzag_shard) "
+                    f"has {sizes[r] + sizes[2 * W - 1 - r]}")
+
+    def _global(self, group_rank):
+        if self.group is None:
+            return group_rank
+        return self.dist.get_global_rank(self.group, group_rank)
+
+    def _check(self, table):
+        names = ("batch", "query heads", "key/value heads", "head dim")
+        first = table[0]
+        for r, row in enumerate(table):
+            for i, name in enumerate(names):
+                if row[i] != first[i]:
+                    raise ValueError(f"ring_attention: ranks 0 and {r} disagree on the {name} "
+                                     f"({first[i]} and {row[i]})")
+            if row[6] != first[6]:
+                raise ValueError(f"ring_attention: ranks 0 and {r} pass different dtypes")
+            if row[7:] != first[7:]:
+                raise ValueError(f"ring_attention: ranks 0 and {r} pass different causal, "
+                                 "layout or enable_gqa")
+            if row[7] and row[4] != row[5]:
+                raise ValueError(f"ring_attention(causal=True): rank {r} holds {row[4]} query "
+                                 f"rows and {row[5]} key rows; causal ring attention is "
+                                 "self-attention: q, k and v must be shards of one sequence")
+            if row[4] == 0 or row[5] == 0:
+                raise ValueError(f"ring_attention: rank {r} holds an empty shard; use fewer "
+                                 "ranks than rows")
+
+    def source(self, step):
+        """The rank whose key/value shard this rank holds at `step`."""
+        return (self.rank - step) % self.world
+
+    def task(self, src, causal):
+        """(query rows, key rows, causal) of this rank's queries against src's keys, or None
+        where no key is visible. Rows as (start, stop) in the local shards."""
+        r = self.rank
+        all_q, all_k = (0, self.q_lens[r]), (0, self.kv_lens[src])
+        if not causal:
+            return all_q, all_k, False
+        if src == r:
+            # Contiguous: the diagonal block. Zigzag: the shard is [front, back] with the
+            # front before the back in the sequence, so causal on the local indices is right
+            # for all four pairs (front-front and back-back diagonal, back-front full,
+            # front-back empty).
+            return all_q, all_k, True
+        if self.fronts is None:                      # contiguous: earlier shards only
+            return (all_q, all_k, False) if src < r else None
+        if src < r:                                  # every query sees src's front chunk
+            return all_q, (0, self.fronts[src]), False
+        return (self.fronts[r], self.q_lens[r]), all_k, False   # our back chunk sees it all
+
+    def exchange(self, send, recv_shape, tag):
+        """Posts the send of `send` to the next rank and the receive of a new tensor of
+        recv_shape from the previous one; returns (the receive buffer, the requests)."""
+        torch, dist = self.torch, self.dist
+        buf = torch.empty(recv_shape, dtype=send.dtype, device=send.device)
+        ops = [dist.P2POp(dist.isend, send, self.next, self.group, tag),
+               dist.P2POp(dist.irecv, buf, self.prev, self.group, tag)]
+        return buf, dist.batch_isend_irecv(ops)
+
+
+def _wait(requests):
+    for req in requests or ():
+        req.wait()
+
+
+def _rows(x, span):
+    return x[:, :, span[0]:span[1]]
+
+
+def _forward(ring, q, k, v, causal, scale, enable_gqa):
+    """The ring forward: (o like q, lse float32 [B, H, Lq]) of this rank's query rows."""
+    from .attention import attention
+    torch = ring.torch
+    B, H, Lq, D = q.shape
+    kv = torch.stack((k, v))                          # one message per step
+    o_acc = lse_acc = None
+    for step in range(ring.world):
+        src = ring.source(step)
+        pending, nxt = None, None
+        if step + 1 < ring.world:                     # the next shard travels meanwhile
+            shape = (2,) + tuple(kv.shape[1:3]) + (ring.kv_lens[ring.source(step + 1)], D)
+            nxt, pending = ring.exchange(kv, shape, tag=0)
+        task = ring.task(src, causal)
+        if task is not None:
+            qs, ks, c = task
+            o_i, lse_i = attention(_host(_rows(q, qs)), _host(_rows(kv[0], ks)),
+                                   _host(_rows(kv[1], ks)), causal=c, scale=scale,
+                                   enable_gqa=enable_gqa, return_lse=True)
+            if o_acc is None:                         # step 0: every row, nothing to merge
+                o_acc = _as_torch(o_i, q.dtype).float()
+                lse_acc = _as_torch(lse_i, torch.float32)
+            else:
+                _merge(_host(o_acc), _host(lse_acc), o_i, lse_i, qs[0])
+        _wait(pending)
+        if nxt is not None:
+            kv = nxt
+    return o_acc.to(q.dtype), lse_acc
+
+
+def _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa):
+    """dq, dk, dv of this rank's shards. dK and dV of a key/value shard travel with it, one
+    step behind, and arrive at their owner after the last step."""
+    from .backward import attention_backward
+    torch = ring.torch
+    D = q.shape[3]
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    kv = torch.stack((k, v))
+    dkv = dkv_pending = None
+    for step in range(ring.world):
+        src = ring.source(step)
+        pending, nxt = None, None
+        if step + 1 < ring.world:
+            shape = (2,) + tuple(kv.shape[1:3]) + (ring.kv_lens[ring.source(step + 1)], D)
+            nxt, pending = ring.exchange(kv, shape, tag=0)
+        part = torch.zeros(kv.shape, dtype=torch.float32, device=kv.device)
+        task = ring.task(src, causal)
+        if task is not None:
+            qs, ks, c = task
+            hq = [_host(_rows(x, qs)) for x in (q, o, do)]
+            g = attention_backward(hq[0], _host(_rows(kv[0], ks)), _host(_rows(kv[1], ks)),
+                                   hq[1], _host(_rows(lse, qs)), hq[2], causal=c, scale=scale,
+                                   enable_gqa=enable_gqa,
+                                   dlse=None if dlse is None else _host(_rows(dlse, qs)))
+            dq_i, dk_i, dv_i = (_as_torch(x, q.dtype) for x in g)
+            _rows(dq, qs).add_(dq_i)
+            _rows(part[0], ks).add_(dk_i)
+            _rows(part[1], ks).add_(dv_i)
+        if dkv_pending is not None:                   # what the ranks before added to src's
+            _wait(dkv_pending)
+            part += dkv
+        # src's gradients go on to the next rank, which holds src's shard at the next step;
+        # after the last step the next rank is src itself.
+        back_shape = (2,) + tuple(kv.shape[1:3]) + (ring.kv_lens[ring.source(step + 1)], D)
+        if ring.world > 1:
+            dkv, dkv_pending = ring.exchange(part, back_shape, tag=1)
+        else:
+            dkv = part
+        _wait(pending)
+        if nxt is not None:
+            kv = nxt
+    _wait(dkv_pending)
+    return dq.to(q.dtype), dkv[0].to(k.dtype), dkv[1].to(v.dtype)
+
+
+_function = None
+
+
+def _autograd_function(torch):
+    global _function
+    if _function is not None:
+        return _function
+
+    class RingAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, ring, causal, scale, enable_gqa):
+            o, lse = _forward(ring, q, k, v, causal, scale, enable_gqa)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.config = (ring, causal, scale, enable_gqa)
+            ctx.set_materialize_grads(False)      # an unused lse: None, not a tensor of zeros
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            ring, causal, scale, enable_gqa = ctx.config
+            if do is None:
+                do = torch.zeros_like(o)
+            do = do.contiguous()
+            if dlse is not None:
+                dlse = dlse.float().contiguous()
+            dq, dk, dv = _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa)
+            return dq, dk, dv, None, None, None, None
+
+    _function = RingAttention
+    return _function
+
+
+def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="contiguous",
+                   enable_gqa=False, return_lse=False):
+    """Attention of this rank's query shard against the whole sequence, its key/value shards
+    spread over the ranks of `group` (torch.distributed; default the world).
+
+    q [B, H, n_r, D], k and v [B, Hkv, m_r, D]: torch tensors (CUDA: tessel's GPU kernels, the
+    NCCL backend; CPU: the interpreter, the gloo backend), rank r's shard of the sequence as
+    `layout` says — "contiguous" (rank r holds the r-th consecutive run; any lengths) or
+    "zigzag" (zigzag_shard: chunks r and 2W - 1 - r of 2W). Semantics of tessel.attention on
+    the whole sequence: scale 1/sqrt(D) by default; causal is top-left aligned on the global
+    positions (then q, k and v must be shards of one sequence, the same rows on each rank);
+    enable_gqa lets Hkv divide H. Returns o like q — rank r's rows of the whole attention, in
+    the same shard layout — or (o, lse) with return_lse (lse float32 [B, H, n_r]).
+
+    Every rank of the group must call it, with the same B, heads, D, dtype, causal, layout and
+    enable_gqa (checked on every rank: one small all_gather per call). Differentiable: inputs
+    that require grad (grad mode on) get dq, dk and dv through autograd, computed around the
+    ring (docs/ring.md).
+    """
+    import torch
+    import torch.distributed as dist
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"ring_attention: {name} must be a torch tensor, got "
+                            f"{type(x).__name__}")
+        if x.dim() != 4:
+            raise ValueError(f"ring_attention: {name} must have shape [B, H, N, D], got "
+                             f"{tuple(x.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v differ in dtype: {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise TypeError(f"ring_attention takes float32, float16 or bfloat16, not {q.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v are on different devices: {q.device}, {k.device}, "
+                         f"{v.device}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"k and v differ in shape: {tuple(k.shape)} and {tuple(v.shape)}")
+    B, H, _, D = q.shape
+    Hkv = k.shape[1]
+    if k.shape[0] != B or k.shape[3] != D:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} disagree on batch or head "
+                         "dimension")
+    if H != Hkv and not enable_gqa:
+        raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "
+                         "grouped-query attention")
+    if Hkv == 0 or H % Hkv:
+        raise ValueError(f"the number of query heads ({H}) must be a multiple of the number of "
+                         f"key/value heads ({Hkv})")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    ring = _Ring(torch, dist, group, q, k, v, causal, layout, enable_gqa)
+    q, k, v = (x.contiguous() for x in (q, k, v))
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        o, lse = _autograd_function(torch).apply(q, k, v, ring, bool(causal), scale,
+                                                 bool(enable_gqa))
+    else:
+        with torch.no_grad():
+            o, lse = _forward(ring, q.detach(), k.detach(), v.detach(), bool(causal), scale,
+                              bool(enable_gqa))
+    return (o, lse) if return_lse else o
