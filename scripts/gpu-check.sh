@@ -38,6 +38,13 @@ step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
   --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
 step attention_wgmma python3 "$root/test/gpu/check_attention_wgmma.py" \
   --tessel-run "$work/bin/tessel-run" --json "$out/attention_wgmma.json" --budget-s 200
+# TESSEL_GPU_CHECK_OVERLAP=1: the wgmma table again with FA3's overlap (tilegpu-overlap-wgmma):
+# every correctness case with --wgmma-overlap, each speed row with and without it.
+if [ "${TESSEL_GPU_CHECK_OVERLAP:-0}" = 1 ]; then
+  step attention_wgmma_overlap python3 "$root/test/gpu/check_attention_wgmma.py" \
+    --tessel-run "$work/bin/tessel-run" --json "$out/attention_wgmma_overlap.json" \
+    --budget-s 200 --overlap
+fi
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$logs/python_gpu.xml"
@@ -66,6 +73,11 @@ if [ -n "${TESSEL_GPU_CHECK_BEFORE:-}" ]; then
     --tessel-run "$before" --json "$out/attention_mma_before.json"
   step attention_wgmma_before python3 "$root/test/gpu/check_attention_wgmma.py" \
     --tessel-run "$before" --json "$out/attention_wgmma_before.json" --budget-s 200
+  if [ "${TESSEL_GPU_CHECK_OVERLAP:-0}" = 1 ]; then
+    step attention_wgmma_overlap_before python3 "$root/test/gpu/check_attention_wgmma.py" \
+      --tessel-run "$before" --json "$out/attention_wgmma_overlap_before.json" --budget-s 200 \
+      --overlap
+  fi
 fi
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
@@ -86,7 +98,9 @@ echo
 echo "== summary"
 grep -sh -A20 '^| d | n | causal | block' "$logs/attention_mma.log" | grep '^|'
 grep -sh -A20 '^| d | n | causal | wgmma' "$logs/attention_wgmma.log" | grep '^|'
-for part in attention_mma_before attention_wgmma_before; do
+grep -sh -A20 '^| d | n | causal | wgmma' "$logs/attention_wgmma_overlap.log" | grep '^|' \
+  | sed "s/^/overlap /"
+for part in attention_mma_before attention_wgmma_before attention_wgmma_overlap_before; do
   grep -sh -A20 '^| d | n | causal | ' "$logs/$part.log" | grep '^|' | sed "s/^/$part /"
 done
 grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30

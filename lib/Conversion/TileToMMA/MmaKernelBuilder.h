@@ -263,7 +263,8 @@ private:
   /// A operands in registers: read once from shared memory (Q when it fits), by local_load
   /// result; and (wgmma, b32) carried by a loop or tied by a wait, by value.
   DenseMap<Value, SmallVector<Value>> aFragments;
-  /// The fenced A and accumulator registers of each wgmma of the run being emitted.
+  /// The fenced A and accumulator registers of each tilegpu.wgmma, from the first wgmma of its
+  /// run (which fences them all) to the wait that names its result (which ties its A).
   DenseMap<Operation *, std::pair<SmallVector<Value>, SmallVector<Value>>> wgmmaInputs;
   /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
   DenseMap<Value, LoadPlan> aShared;

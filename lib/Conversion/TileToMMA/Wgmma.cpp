@@ -249,8 +249,8 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
       }
     }
   }
+  // The entry stays: the wait that names this wgmma's result ties its A registers.
   auto [a, acc] = wgmmaInputs.lookup(op);
-  wgmmaInputs.erase(op);
   FailureOr<LoadPlan> p = bufferPlan(op.getB(), op);
   if (failed(p))
     return failure();
@@ -273,6 +273,18 @@ LogicalResult MmaKernelBuilder::emitWgmmaWait(tilegpu::WgmmaWaitOp op) {
       return failure();
     sizes.push_back(regs->size());
     llvm::append_range(tied, *regs);
+  }
+  // A registers that ordinary instructions wrote (P) are read by their wgmma until this wait:
+  // tied through it, they stay live and unchanged until then (else ptxas, seeing them
+  // redefined while the group runs, serializes the wgmmas: advisory C7513).
+  for (Value v : op.getValues()) {
+    auto wgmmaOp = v.getDefiningOp<tilegpu::WgmmaOp>();
+    auto entry = wgmmaOp ? wgmmaInputs.find(wgmmaOp) : wgmmaInputs.end();
+    if (entry == wgmmaInputs.end())
+      continue;
+    if (!wgmmaOp.getA().getDefiningOp<tilegpu::LocalLoadOp>())
+      llvm::append_range(tied, entry->second.first);
+    wgmmaInputs.erase(entry);
   }
   std::string text = "wgmma.wait_group.sync.aligned " + std::to_string(op.getPending()) + ";";
   tied = tiedAsm(b, op.getLoc(), text, tied, {}, {});
