@@ -8,6 +8,7 @@ query head. Here the query heads of a KV group share one program (GQA packing: i
 heads × positions) and each sequence's keys are cut into `num_splits` chunks, one program each;
 the partial outputs (float32) and their LSEs go to a workspace that a second program merges.
 """
+import functools
 import math
 
 import numpy as np
@@ -53,6 +54,7 @@ def num_sms(q):
     return _num_sms_cache[dev]
 
 
+@functools.lru_cache(maxsize=1024)
 def num_splits_heuristic(programs, key_blocks, sms):
     """How many splits of the keys for `programs` programs per split (B · Hkv · query blocks)
     over `key_blocks` blocks of keys, on a GPU of `sms` SMs.
