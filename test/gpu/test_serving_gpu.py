@@ -1,5 +1,8 @@
 """tessel.attention_varlen and tessel.attention_with_kvcache on the GPU (issue 12), against a
 float64 reference one sequence at a time (tessel.reference). Also the b·h > 65,535 launch.
+attention_with_kvcache is checked on both of its paths: num_splits=1 (one program per query
+head, `test_kvcache`) and split-KV decoding with GQA packing (`test_kvcache_split*`: the
+heuristic, 3 and 16 splits, the LSE too; lengths 0 to 64k, MQA/GQA/MHA, pages in random order).
 
 Run on a machine with a GPU and torch (skipped elsewhere):
     TESSEL_CACHE_DIR=$(mktemp -d) python3 -m pytest -q test/gpu/test_serving_gpu.py
@@ -209,10 +212,12 @@ def test_kvcache_split(dtype, case, causal, splits):
 
 
 @pytest.mark.parametrize("splits", [None, 4])
-@pytest.mark.parametrize("case", ["decode-gqa-contig", "decode-gqa-64k", "sq2-gqa-contig"])
+@pytest.mark.parametrize("case", ["decode-gqa-contig", "decode-gqa-64k", "sq2-gqa-contig",
+                                  "decode-gqa-p256"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_kvcache_split_fast_blocks(dtype, case, splits):
-    # 64 x 64 blocks: the contiguous split kernel on the fast paths (where it compiles there).
+    # 64 x 64 blocks: the split kernel on the fast paths, contiguous and paged with a page per
+    # split (page 256 = 4 blocks), as test/python/test_serving_fast_paths.py compiles them.
     run_kvcache(dtype, SPLIT[case], True, check_lse=True, num_splits=splits, block_m=64,
                 block_n=64)
 
