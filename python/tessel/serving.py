@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
+from . import serving_decode
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _kind, _launch, _out, _page_block,
                              _refuse_grad, _strided)
-from . import serving_decode
 from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -242,7 +242,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)
     if split:
-        n = num_splits or serving_decode.num_splits_heuristic(
+        n = int(num_splits or 0) or serving_decode.num_splits_heuristic(
             B * Hkv * -(-G * Sq // BM), -(-limit // BN), serving_decode.num_sms(q))
         one_page = num_splits is None and serving_decode.split_per_page(page, BN, max_pages)
         if one_page and serving_decode.fits_i32(B, Sq, H, D, q_rs, max_pages):

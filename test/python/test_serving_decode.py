@@ -122,11 +122,12 @@ def test_split_kv_long_and_default_blocks():
     check(q, kc, vc, table, lengths, True, num_splits=3)
 
 
-def test_more_splits_than_blocks():
+@pytest.mark.parametrize("splits", [7, np.int64(5)], ids=["int", "numpy-int"])
+def test_more_splits_than_blocks(splits):
     # Splits past the keys read nothing: lse -inf, 0 output, merged away.
     rng = np.random.default_rng(12)
     q, kc, vc, table = make_case(rng, 2, 1, 2, 1, [5, 20], None)
-    check(q, kc, vc, table, [5, 20], False, num_splits=7, block_n=16)
+    check(q, kc, vc, table, [5, 20], False, num_splits=splits, block_n=16)
 
 
 def test_the_heuristic_splits_on_the_interpreter(monkeypatch):
