@@ -111,8 +111,9 @@ def _empty(q, shape):
 
 
 def combine_block(D, on_gpu):
-    """BLOCK_M of splitkv_combine: the GPU runs it on the reference lowering, which keeps its
-    float32 tiles in shared memory (as ring attention's merge_partial)."""
+    """BLOCK_S (splits per load) of splitkv_combine: the GPU runs it on the reference
+    lowering, which keeps its float32 tiles in shared memory (as ring attention's
+    merge_partial)."""
     if not on_gpu:
         return 16
     return 32 if D <= 64 else 16
@@ -161,7 +162,6 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m, BLOCK_N=block_n,
         PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct, ONE_PAGE=bool(one_page))
     if not direct:
-        cbm = combine_block(D, not isinstance(q, np.ndarray))
-        splitkv_combine[fold_grid(-(-Sq // cbm), B * H)](
-            part, part_lse, o, lse, B, Sq, H, Hkv, n_splits, D=D, BLOCK_M=cbm,
-            OUT=_out_dtype(o))
+        splitkv_combine[fold_grid(Sq, B * H)](
+            part, part_lse, o, lse, B, Sq, H, Hkv, n_splits, D=D,
+            BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)), OUT=_out_dtype(o))

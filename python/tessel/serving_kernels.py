@@ -244,7 +244,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
 
 @jit
 def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl.constexpr,
-                    BLOCK_M: tl.constexpr, OUT: tl.constexpr):
+                    BLOCK_S: tl.constexpr, OUT: tl.constexpr):
     """Merges the n_splits partial results of splitkv_kernel, in float32, by their LSEs.
 
     o_part [n_splits, B, HKV, G·SQ, D] float32 and lse_part [n_splits, B, HKV, G·SQ] (G = H /
@@ -254,34 +254,34 @@ def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl
         lse = log Σ_s exp(lse_s),    o = Σ_s o_s · exp(lse_s - lse)
 
     computed against m = max_s lse_s. A row that no split saw (every lse_s = -inf: no key, or
-    none visible under causal) gets 0 and -inf, never NaN. Grid (query blocks of SQ, B·H),
-    folded by grid.fold_grid."""
-    n_blocks = tl.cdiv(SQ, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    none visible under causal) gets 0 and -inf, never NaN. One program per output row (grid
+    (SQ, B·H), folded by grid.fold_grid); it reads the row's partials BLOCK_S splits at a time,
+    as a [BLOCK_S, D] tile whose rows are split_rows·D apart, so that hundreds of splits (a page
+    per split) take a few loads rather than a loop step each."""
+    i = tl.program_id(0) % SQ
+    bh = tl.program_id(0) // SQ * tl.num_programs(1) + tl.program_id(1)
     b = bh // H
     h = bh % H
     G = H // HKV
     R = G * SQ
-    first = (b * HKV + h // G) * R + (h % G) * SQ      # row of (b, h, position 0) in a split
+    row = (b * HKV + h // G) * R + (h % G) * SQ + i    # the row in each split's part
     split_rows = B * HKV * R
-    m0 = pid_m * BLOCK_M
-    m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
-    for s in range(n_splits):
-        ld = tl.make_desc(lse_part, shape=(SQ,), strides=(1,), offset=s * split_rows + first)
-        m = tl.maximum(m, tl.load(ld, (m0,), shape=(BLOCK_M,), padding=float("-inf")))
-    m = tl.where(m == float("-inf"), 0.0, m)          # no split saw the row: every weight 0
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
-    total = tl.zeros((BLOCK_M,), tl.float32)
-    for s in range(n_splits):
-        ld = tl.make_desc(lse_part, shape=(SQ,), strides=(1,), offset=s * split_rows + first)
-        pd = tl.make_desc(o_part, shape=(SQ, D), strides=(D, 1),
-                          offset=(s * split_rows + first) * D)
-        w = tl.exp(tl.load(ld, (m0,), shape=(BLOCK_M,), padding=float("-inf")) - m)
-        acc += tl.load(pd, (m0, 0), shape=(BLOCK_M, D)) * w[:, None]
-        total += w
+    ld = tl.make_desc(lse_part, shape=(n_splits,), strides=(split_rows,), offset=row)
+    pd = tl.make_desc(o_part, shape=(n_splits, D), strides=(split_rows * D, 1), offset=row * D)
+    m = tl.full((BLOCK_S,), float("-inf"), tl.float32)
+    for s in range(0, n_splits, BLOCK_S):
+        m = tl.maximum(m, tl.load(ld, (s,), shape=(BLOCK_S,), padding=float("-inf")))
+    m = tl.max(m[None, :], axis=1)                      # [1]
+    m = tl.where(m == float("-inf"), 0.0, m)            # no split saw the row: every weight 0
+    acc = tl.zeros((BLOCK_S, D), tl.float32)
+    weights = tl.zeros((BLOCK_S,), tl.float32)
+    for s in range(0, n_splits, BLOCK_S):
+        w = tl.exp(tl.load(ld, (s,), shape=(BLOCK_S,), padding=float("-inf")) - m)
+        acc += tl.load(pd, (s, 0), shape=(BLOCK_S, D)) * w[:, None]
+        weights += w
+    total = tl.sum(weights[None, :], axis=1)             # [1]
     inv = tl.where(total > 0.0, 1.0 / total, 0.0)
-    od = tl.make_desc(o, shape=(SQ, D), strides=(H * D, 1), offset=(b * SQ * H + h) * D)
-    ld = tl.make_desc(lse_out, shape=(SQ,), strides=(1,), offset=bh * SQ)
-    tl.store(od, (m0, 0), (acc * inv[:, None]).to(OUT))
-    tl.store(ld, (m0,), m + tl.log(total))            # log 0 = -inf where no split saw the row
+    od = tl.make_desc(o, shape=(D,), strides=(1,), offset=((b * SQ + i) * H + h) * D)
+    tl.store(od, (0,), (tl.sum(acc, axis=0) * inv).to(OUT))
+    lo = tl.make_desc(lse_out, shape=(1,), strides=(1,), offset=bh * SQ + i)
+    tl.store(lo, (0,), m + tl.log(total))               # log 0 = -inf where no split saw it

@@ -122,12 +122,13 @@ def test_split_kv_long_and_default_blocks():
     check(q, kc, vc, table, lengths, True, num_splits=3)
 
 
-@pytest.mark.parametrize("splits", [7, np.int64(5)], ids=["int", "numpy-int"])
+@pytest.mark.parametrize("splits", [7, np.int64(5), 40], ids=["int", "numpy-int", "40"])
 def test_more_splits_than_blocks(splits):
-    # Splits past the keys read nothing: lse -inf, 0 output, merged away.
+    # Splits past the keys read nothing: lse -inf, 0 output, merged away. 40 splits: the
+    # combine reads them 16 at a time, in three loads.
     rng = np.random.default_rng(12)
-    q, kc, vc, table = make_case(rng, 2, 1, 2, 1, [5, 20], None)
-    check(q, kc, vc, table, [5, 20], False, num_splits=splits, block_n=16)
+    q, kc, vc, table = make_case(rng, 2, 2, 2, 1, [5, 200], None)
+    check(q, kc, vc, table, [5, 200], True, num_splits=splits, block_n=16)
 
 
 def test_the_heuristic_splits_on_the_interpreter(monkeypatch):
