@@ -7,12 +7,15 @@ grad are refused.
 
 On the GPU the default blocks are the ones every lowering can take (the reference lowering's:
 at most 64 rows at head dim <= 64, 32 above); block_m = block_n = 64 reaches the fast paths for
-varlen and the contiguous cache. Split-KV decoding is the next step (docs/dev/serving.md).
+varlen and the contiguous cache. Decoding against a cache (few query rows per KV group) takes
+the split-KV path of serving_decode.py: GQA packing and flash-decoding's split of the keys,
+merged by a DSL program (docs/dev/serving.md).
 """
 import math
 
 import numpy as np
 
+from . import serving_decode
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _kind, _launch, _out, _page_block,
@@ -109,7 +112,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
-                           scale=None, return_lse=False, block_m=None, block_n=None):
+                           scale=None, return_lse=False, block_m=None, block_n=None,
+                           num_splits=None):
     """Attention of new queries against a KV cache, contiguous or paged.
 
     FlashAttention-2's ``flash_attn_with_kvcache`` convention (without appending new keys: write
@@ -130,7 +134,22 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp, float32 [B, H, Sq].
         block_m, block_n: the query and key block sizes (powers of two >= 16; block_n must
-            divide page_size); by default ones every GPU lowering takes.
+            divide page_size); by default ones every GPU lowering takes. On the split-KV path
+            block_m counts packed rows (query heads of a group × query positions).
+        num_splits: how many chunks each sequence's keys are split into (flash-decoding), as
+            in FlashAttention. None (default): a heuristic from the GPU's SM count (132, the
+            H200's, on the interpreter), B·Hkv and the cache's capacity (S, or
+            max_pages·page_size), used when a KV group's query rows H/Hkv·Sq are at most 64
+            (decode); longer query sides run one program per query block and head. A paged
+            cache whose pages hold at least 4 key blocks is split one page per program
+            instead (the page is looked up once, outside the key loop). 1: no split, one
+            program per (query block, batch, query head). n > 1: n splits.
+
+    Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
+    heads × positions (GQA packing: each KV head's cache is read once per split), writing a
+    float32 partial output and its LSE; a second DSL program merges the splits by their LSEs
+    (docs/dev/serving.md). With one split and Sq = 1 (or H = Hkv) the first program writes o
+    directly.
 
     numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. No backward.
 
@@ -138,7 +157,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         o ``[B, Sq, H, D]`` like q, or ``(o, lse)`` with return_lse.
 
     Raises:
-        ValueError: shapes, lengths or page numbers that do not fit together.
+        ValueError: shapes, lengths or page numbers that do not fit together; num_splits not
+            None or an int >= 1.
         TypeError: mixed kinds or dtypes of q and the cache, or index arrays that are not int32.
         NotImplementedError: inputs that require grad.
     """
@@ -197,7 +217,22 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
-    BM, BN = _blocks(kind, D, _dtype_name(q), Sq, limit)
+    G = H // Hkv
+    if num_splits is not None and (isinstance(num_splits, bool)
+                                   or not isinstance(num_splits, (int, np.integer))
+                                   or not 1 <= num_splits <= serving_decode.MAX_SPLITS * 8):
+        raise ValueError(f"tessel.{fn}: num_splits must be None (a heuristic) or an int from 1 "
+                         f"to {serving_decode.MAX_SPLITS * 8}, got {num_splits!r}")
+    # The split-KV path: asked for (num_splits > 1), or by default when a group's query rows
+    # are few (decode); num_splits = 1 is the one-program-per-query-head kernel.
+    split = (num_splits is None and G * Sq <= serving_decode.MAX_PACKED_ROWS) or \
+        (num_splits is not None and num_splits > 1)
+    if split and not serving_decode.fits_i32(B, Sq, H, D, q_rs, num_splits or 1):
+        if num_splits is not None:
+            raise ValueError(f"tessel.{fn}: {num_splits} splits of {B}x{Sq}x{H}x{D} queries "
+                             "need a workspace too large for 32-bit offsets")
+        split = False
+    BM, BN = _blocks(kind, D, _dtype_name(q), G * Sq if split else Sq, limit)
     if page:
         BN = _page_block(page, BN)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
@@ -206,6 +241,22 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                          "block never crosses a page)")
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)
+    if split:
+        n = int(num_splits or 0) or serving_decode.num_splits_heuristic(
+            B * Hkv * -(-G * Sq // BM), -(-limit // BN), serving_decode.num_sms(q))
+        one_page = num_splits is None and serving_decode.split_per_page(page, BN, max_pages)
+        if one_page and serving_decode.fits_i32(B, Sq, H, D, q_rs, max_pages):
+            n = max_pages
+        else:
+            one_page = False
+        if not serving_decode.fits_i32(B, Sq, H, D, q_rs, n):
+            n = 1
+        serving_decode.launch(
+            q, q_rs, q_hs, k_cache, v_cache, (k_rs, k_hs, v_rs, v_hs), o, lse, seqlens, table,
+            B=B, Sq=Sq, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
+            cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n, one_page=one_page,
+            block_m=BM, block_n=BN)
+        return (o, lse) if return_lse else o
     args = (q, k_cache, v_cache, o, lse, seqlens, table, B, Sq, cache_rows, H, Hkv, max_pages,
             scale)
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,

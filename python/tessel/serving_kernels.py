@@ -16,6 +16,13 @@ Causal masks are bottom-right aligned (FlashAttention's convention): query i of 
 nq queries and nk keys sees key j when i + nk - nq >= j.
 
 Grid: (query blocks of the longest sequence, B·H), folded by grid.fold_grid past 65,535 rows.
+
+Decoding (few queries against a long cache) has two more programs, splitkv_kernel and
+splitkv_combine (docs/dev/serving.md, "Split-KV decoding"): one program per (query block, key
+split, batch, KV head) whose query rows are the group's heads × the query positions (GQA
+packing: each KV head's keys are read once per split, not once per query head), writing a
+float32 partial output and its LSE per split; then one program per (query block, batch, query
+head) that merges the splits by their LSEs.
 """
 from . import language as tl
 from .jit import jit
@@ -130,3 +137,151 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
         acc += tl.dot(p.to(vt.dtype), vt)
     tl.store(od, (q0 + m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
+
+
+@jit
+def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, cache_rows, HKV,
+                   max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g,
+                   QR: tl.constexpr, OR: tl.constexpr, k_rs: tl.constexpr,
+                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
+                   CAUSAL: tl.constexpr, DIRECT: tl.constexpr, ONE_PAGE: tl.constexpr):
+    """One key split of one KV head's query group against the cache (flash-decoding).
+
+    The program's query rows are the G query heads of KV head g times the SQ query positions,
+    row r = head-in-group · SQ + position: row r of (b, g) is at q + b·q_b + g·q_g + r·QR (the
+    host makes that true: for SQ = 1 the heads of a group are QR = q_hs apart, for G = 1 the
+    positions QR = q_rs apart, otherwise it packs q to [B, HKV, G·SQ, D] first). Rows past G·SQ
+    read as 0 and are never stored. Split s of n_splits reads keys [s·chunk, (s+1)·chunk) ∩
+    [0, nk), chunk a multiple of BLOCK_N (so a block never crosses a split, nor a page).
+
+    Writes, for split s, the rows' output at o + s·o_s + b·o_b + g·o_g + r·OR and their LSE at
+    lse_out + s·l_s + b·l_b + g·l_g + r: float32 partials (a workspace that splitkv_combine
+    merges), or with DIRECT (one split, and rows that are affine in o: SQ = 1 or G = 1) the final
+    output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf.
+
+    The cache as kvcache_kernel's: contiguous [B, S, HKV, D] (PAGE = 0, cache_rows = S) or paged
+    [num_pages, PAGE, HKV, D] with table [B, max_pages]. Paged, a split is either any run of
+    blocks, each block's page looked up inside the key loop (the loads' rows are data-dependent
+    there, which the fast paths cannot pipeline), or with ONE_PAGE exactly one page (chunk =
+    PAGE, n_splits = max_pages): its page number is read once, before the loop, and the loop
+    loads at its induction variable from one descriptor, as for a contiguous cache. Grid (query
+    blocks × n_splits, B·HKV), folded by grid.fold_grid."""
+    R = G * SQ
+    m_blocks = tl.cdiv(R, BLOCK_M)
+    n_x = m_blocks * n_splits
+    x = tl.program_id(0) % n_x
+    bg = tl.program_id(0) // n_x * tl.num_programs(1) + tl.program_id(1)
+    split = x // m_blocks
+    pid_m = x % m_blocks
+    b = bg // HKV
+    g = bg % HKV
+    sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
+    td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
+    nk = tl.maximum(tl.load_scalar(sd, (b,)), 0)
+    k0 = 0
+    if PAGE == 0:
+        nk = tl.minimum(nk, cache_rows)
+        k0 = b * cache_rows
+    else:
+        nk = tl.minimum(nk, max_pages * PAGE)
+    chunk = tl.cdiv(tl.cdiv(nk, n_splits), BLOCK_N) * BLOCK_N
+    if ONE_PAGE:
+        chunk = PAGE
+    lo = tl.minimum(split * chunk, nk)
+    hi = tl.minimum(lo + chunk, nk)
+    k_end = k0 + nk                             # rows of the cache past it read as 0
+    if ONE_PAGE:
+        # Keys lo .. hi - 1 are rows page·PAGE .. of the split's page; a page number outside
+        # the cache gives an empty descriptor (zeros, never an out-of-bounds read).
+        page = tl.load_scalar(td, (b, split), padding=-1)
+        ok = (page >= 0) & (page < cache_rows // PAGE)
+        row0 = tl.where(ok, page * PAGE, 0)
+        k0 = row0 - lo
+        k_end = tl.where(ok, row0 + (hi - lo), 0)
+
+    qd = tl.make_desc(q, shape=(R, D), strides=(QR, 1), offset=b * q_b + g * q_g)
+    od = tl.make_desc(o, shape=(R, D), strides=(OR, 1), offset=split * o_s + b * o_b + g * o_g)
+    ld = tl.make_desc(lse_out, shape=(R,), strides=(1,), offset=split * l_s + b * l_b + g * l_g)
+    kd = tl.make_desc(k_cache, shape=(k_end, D), strides=(k_rs, 1), offset=g * k_hs)
+    vd = tl.make_desc(v_cache, shape=(k_end, D), strides=(v_rs, 1), offset=g * v_hs)
+
+    m0 = pid_m * BLOCK_M
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    # Bottom-right causal, by query position (r % SQ); with SQ = 1 the host turns it off.
+    q_idx = tl.broadcast_to(((m0 + tl.arange(0, BLOCK_M)) % SQ + (nk - SQ))[:, None],
+                            (BLOCK_M, BLOCK_N))
+    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    for r in tl.stream(k0 + lo, k0 + hi, BLOCK_N):
+        j = r - k0
+        if PAGE == 0 or ONE_PAGE:
+            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
+            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
+        else:
+            pg = tl.load_scalar(td, (b, j // PAGE), padding=-1)
+            pg_ok = (pg >= 0) & (pg < cache_rows // PAGE)
+            row = tl.where(pg_ok, pg * PAGE + j % PAGE, 0)
+            end = tl.where(pg_ok, row + tl.minimum(nk - j, BLOCK_N), 0)
+            kp = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=g * k_hs)
+            vp = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=g * v_hs)
+            kt = tl.load(kp, (row, 0), shape=(BLOCK_N, D))
+            vt = tl.load(vp, (row, 0), shape=(BLOCK_N, D))
+        s = tl.dot(qt, kt.T) * scale
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        mask = kv_idx < nk
+        if CAUSAL:
+            mask = mask & (q_idx >= kv_idx)
+        s = tl.where(mask, s, float("-inf"))
+        p, lse = tl.softmax(s, axis=1, return_lse=True)
+        acc += tl.dot(p.to(vt.dtype), vt)
+    if DIRECT:
+        tl.store(od, (m0, 0), acc.to(qt.dtype))
+    else:
+        tl.store(od, (m0, 0), acc)
+    tl.store(ld, (m0,), lse)
+
+
+@jit
+def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl.constexpr,
+                    BLOCK_S: tl.constexpr, OUT: tl.constexpr):
+    """Merges the n_splits partial results of splitkv_kernel, in float32, by their LSEs.
+
+    o_part [n_splits, B, HKV, G·SQ, D] float32 and lse_part [n_splits, B, HKV, G·SQ] (G = H /
+    HKV; row hg·SQ + i of (b, g) is query head g·G + hg at position i); o [B, SQ, H, D]
+    (contiguous, dtype OUT) and lse_out [B, H, SQ] get
+
+        lse = log Σ_s exp(lse_s),    o = Σ_s o_s · exp(lse_s - lse)
+
+    computed against m = max_s lse_s. A row that no split saw (every lse_s = -inf: no key, or
+    none visible under causal) gets 0 and -inf, never NaN. One program per output row (grid
+    (SQ, B·H), folded by grid.fold_grid); it reads the row's partials BLOCK_S splits at a time,
+    as a [BLOCK_S, D] tile whose rows are split_rows·D apart, so that hundreds of splits (a page
+    per split) take a few loads rather than a loop step each."""
+    i = tl.program_id(0) % SQ
+    bh = tl.program_id(0) // SQ * tl.num_programs(1) + tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    G = H // HKV
+    R = G * SQ
+    row = (b * HKV + h // G) * R + (h % G) * SQ + i    # the row in each split's part
+    split_rows = B * HKV * R
+    ld = tl.make_desc(lse_part, shape=(n_splits,), strides=(split_rows,), offset=row)
+    pd = tl.make_desc(o_part, shape=(n_splits, D), strides=(split_rows * D, 1), offset=row * D)
+    m = tl.full((BLOCK_S,), float("-inf"), tl.float32)
+    for s in range(0, n_splits, BLOCK_S):
+        m = tl.maximum(m, tl.load(ld, (s,), shape=(BLOCK_S,), padding=float("-inf")))
+    m = tl.max(m[None, :], axis=1)                      # [1]
+    m = tl.where(m == float("-inf"), 0.0, m)            # no split saw the row: every weight 0
+    acc = tl.zeros((BLOCK_S, D), tl.float32)
+    weights = tl.zeros((BLOCK_S,), tl.float32)
+    for s in range(0, n_splits, BLOCK_S):
+        w = tl.exp(tl.load(ld, (s,), shape=(BLOCK_S,), padding=float("-inf")) - m)
+        acc += tl.load(pd, (s, 0), shape=(BLOCK_S, D)) * w[:, None]
+        weights += w
+    total = tl.sum(weights[None, :], axis=1)             # [1]
+    inv = tl.where(total > 0.0, 1.0 / total, 0.0)
+    od = tl.make_desc(o, shape=(D,), strides=(1,), offset=((b * SQ + i) * H + h) * D)
+    tl.store(od, (0,), (tl.sum(acc, axis=0) * inv).to(OUT))
+    lo = tl.make_desc(lse_out, shape=(1,), strides=(1,), offset=bh * SQ + i)
+    tl.store(lo, (0,), m + tl.log(total))               # log 0 = -inf where no split saw it

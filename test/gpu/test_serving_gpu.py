@@ -1,5 +1,8 @@
 """tessel.attention_varlen and tessel.attention_with_kvcache on the GPU (issue 12), against a
 float64 reference one sequence at a time (tessel.reference). Also the b·h > 65,535 launch.
+attention_with_kvcache is checked on both of its paths: num_splits=1 (one program per query
+head, `test_kvcache`) and split-KV decoding with GQA packing (`test_kvcache_split*`: the
+heuristic, 3 and 16 splits, the LSE too; lengths 0 to 64k, MQA/GQA/MHA, pages in random order).
 
 Run on a machine with a GPU and torch (skipped elsewhere):
     TESSEL_CACHE_DIR=$(mktemp -d) python3 -m pytest -q test/gpu/test_serving_gpu.py
@@ -102,37 +105,62 @@ KVCACHE = {
 }
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("case", list(KVCACHE) + ["decode-gqa-contig-fast"])
-@pytest.mark.parametrize("dtype", list(DTYPES))
-def test_kvcache(dtype, case, causal):
-    fast = case.endswith("-fast")
-    B, Sq, H, Hkv, D, lengths, page = KVCACHE[case.removesuffix("-fast")]
-    dt = DTYPES[dtype]
-    rng = np.random.default_rng(0)
-    torch.manual_seed(0)
+def make_cache(B, Sq, H, Hkv, D, lengths, page, dt, rng):
+    """q [B, Sq, H, D] and a contiguous cache [B, S, Hkv, D], or pages [num_pages, page, Hkv, D]
+    with a block table handing them out in random order."""
     q = torch.randn(B, Sq, H, D, device="cuda", dtype=dt)
     if page is None:
         S = max(lengths) + 5
         kc = torch.randn(B, S, Hkv, D, device="cuda", dtype=dt)
         vc = torch.randn(B, S, Hkv, D, device="cuda", dtype=dt)
-        table = None
-    else:
-        max_pages = -(-max(lengths) // page)
-        num_pages = B * max_pages + 3
-        kc = torch.randn(num_pages, page, Hkv, D, device="cuda", dtype=dt)
-        vc = torch.randn(num_pages, page, Hkv, D, device="cuda", dtype=dt)
-        table = torch.tensor(rng.permutation(num_pages)[:B * max_pages].reshape(B, max_pages),
-                             dtype=torch.int32, device="cuda")     # pages in random order
+        return q, kc, vc, None
+    max_pages = max(1, -(-max(lengths) // page))
+    num_pages = B * max_pages + 3
+    kc = torch.randn(num_pages, page, Hkv, D, device="cuda", dtype=dt)
+    vc = torch.randn(num_pages, page, Hkv, D, device="cuda", dtype=dt)
+    table = torch.tensor(rng.permutation(num_pages)[:B * max_pages].reshape(B, max_pages),
+                         dtype=torch.int32, device="cuda")     # pages in random order
+    return q, kc, vc, table
+
+
+def run_kvcache(dtype, case, causal, check_lse=False, **kw):
+    """attention_with_kvcache on `case` (B, Sq, H, Hkv, D, lengths, page) against float64 and
+    against torch in the input dtype; with check_lse also the LSE (finite where float64's is,
+    never NaN, rows that see no key 0)."""
+    B, Sq, H, Hkv, D, lengths, page = case
+    dt = DTYPES[dtype]
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    q, kc, vc, table = make_cache(B, Sq, H, Hkv, D, lengths, page, dt, rng)
     seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
-    o = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=causal,
-                                      **(dict(block_m=64, block_n=64) if fast else {}))
+    o, lse = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=causal,
+                                           return_lse=True, **kw)
     torch.cuda.synchronize()
-    assert o.shape == q.shape and o.dtype == dt
-    tn = None if table is None else table.cpu().numpy()
-    ref, _ = reference_kvcache(q.double().cpu().numpy(), kc.double().cpu().numpy(),
-                               vc.double().cpu().numpy(), lengths, tn, causal=causal)
-    lowp = []
+    assert o.shape == q.shape and o.dtype == dt and lse.shape == (B, H, Sq)
+    key = repr((dtype, case, causal))
+    if key not in _REFERENCES:     # the same (seeded) inputs for every num_splits and blocks
+        _REFERENCES[key] = references(q, kc, vc, table, lengths, page, causal)
+    ref, ref_lse, lowp_err = _REFERENCES[key]
+    check(o, ref, lowp_err)
+    if check_lse:
+        got = lse.cpu().numpy()
+        finite = np.isfinite(ref_lse)
+        assert not np.isnan(got).any() and (np.isfinite(got) == finite).all()
+        np.testing.assert_allclose(got[finite], ref_lse[finite], rtol=1e-4, atol=1e-4)
+        dead = ~finite.transpose(0, 2, 1)                   # [B, Sq, H]: rows that see no key
+        assert (o.float().cpu().numpy()[dead] == 0).all()
+
+
+_REFERENCES = {}
+
+
+def references(q, kc, vc, table, lengths, page, causal):
+    """(float64 o, float64 lse, the error of torch in the input dtype) of a cache case: the
+    reference runs on each sequence's own keys, gathered (long caches are not converted
+    whole)."""
+    B, _, _, D = q.shape
+    Hkv = kc.shape[2]
+    lowp, kept = [], []
     for b, n in enumerate(lengths):
         if table is None:
             kb, vb = kc[b, :n], vc[b, :n]
@@ -141,8 +169,64 @@ def test_kvcache(dtype, case, causal):
             pages = table[b, rows // page].long()
             kb, vb = kc[pages, rows % page], vc[pages, rows % page]
         lowp.append(lowp_sequence(q[b], kb, vb, causal))
+        kept.append((kb.double().cpu().numpy(), vb.double().cpu().numpy()))
+    S = max(1, max(lengths))
+    kg = np.zeros((B, S, Hkv, D))
+    vg = np.zeros((B, S, Hkv, D))
+    for b, (kb, vb) in enumerate(kept):
+        kg[b, :len(kb)], vg[b, :len(vb)] = kb, vb
+    ref, ref_lse = reference_kvcache(q.double().cpu().numpy(), kg, vg, lengths, causal=causal)
     lowp_err = float((torch.stack(lowp).double().cpu().numpy() - ref).__abs__().max())
-    check(o, ref, lowp_err)
+    return ref, ref_lse, lowp_err
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", list(KVCACHE) + ["decode-gqa-contig-fast"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache(dtype, case, causal):
+    # num_splits=1: the one-program-per-query-head kernel (the split-KV path below).
+    fast = case.endswith("-fast")
+    run_kvcache(dtype, KVCACHE[case.removesuffix("-fast")], causal, num_splits=1,
+                **(dict(block_m=64, block_n=64) if fast else {}))
+
+
+# Split-KV decoding and GQA packing (serving_decode.py): (B, Sq, H, Hkv, D, lengths, page).
+SPLIT = {
+    # issue 12's decode shape (32 query heads, 8 KV heads) at lengths 0 to 9k
+    "decode-gqa-contig": (8, 1, 32, 8, 128, [1, 0, 100, 1024, 3000, 64, 8192, 8999], None),
+    "decode-gqa-64k": (2, 1, 16, 2, 128, [65536, 777], None),
+    "decode-gqa-p256": (4, 1, 32, 8, 128, [0, 1, 4097, 20000], 256),
+    "decode-mqa-p16": (3, 1, 8, 1, 64, [7, 500, 1025], 16),
+    "decode-mha-d64": (3, 1, 4, 4, 64, [33, 2500, 0], None),
+    "sq4-gqa3-p64": (3, 4, 6, 2, 128, [4, 300, 3000], 64),    # a group of 3: padding rows
+    "sq2-gqa-contig": (2, 2, 32, 8, 128, [1, 9000], None),     # q packed [B, Hkv, G·Sq, D]
+}
+
+
+@pytest.mark.parametrize("splits", [None, 3, 16], ids=["heuristic", "s3", "s16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", list(SPLIT))
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_split(dtype, case, causal, splits):
+    run_kvcache(dtype, SPLIT[case], causal, check_lse=True, num_splits=splits)
+
+
+@pytest.mark.parametrize("splits", [None, 4])
+@pytest.mark.parametrize("case", ["decode-gqa-contig", "decode-gqa-64k", "sq2-gqa-contig",
+                                  "decode-gqa-p256"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_split_fast_blocks(dtype, case, splits):
+    # 64 x 64 blocks: the split kernel on the fast paths, contiguous and paged with a page per
+    # split (page 256 = 4 blocks), as test/python/test_serving_fast_paths.py compiles them.
+    run_kvcache(dtype, SPLIT[case], True, check_lse=True, num_splits=splits, block_m=64,
+                block_n=64)
+
+
+def test_num_splits_uses_the_devices_sm_count():
+    from tessel import serving_decode
+    q = torch.zeros(1, 1, 1, 8, device="cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert serving_decode.num_sms(q) == sms
 
 
 def test_huge_batch_heads_runs():

@@ -145,5 +145,9 @@ def fake_torch(driver=None):
     torch.empty = lambda shape, dtype=None, device="cuda:0": Tensor(shape, dtype or torch.float32,
                                                                     str(device))
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)
+    # The fake devices are compute capability 9.0 with the H200's 132 SMs (the split-KV
+    # heuristic asks).
+    torch.cuda = types.SimpleNamespace(get_device_properties=lambda device: types.SimpleNamespace(
+        multi_processor_count=132))
     sys.modules["torch"] = torch
     return torch

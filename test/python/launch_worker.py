@@ -320,15 +320,31 @@ def serving():
     o = tessel.attention_varlen(q, k, k, cu, cu, 200, 300, causal=True)
     varlen = DRV.last_launch()
     qc, pages = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
-    oc = tessel.attention_with_kvcache(qc, pages, pages, T((3,), torch.int32),
-                                       block_table=T((3, 5), torch.int32))
+    seqlens, table = T((3,), torch.int32), T((3, 5), torch.int32)
+    oc = tessel.attention_with_kvcache(qc, pages, pages, seqlens, block_table=table,
+                                       num_splits=1)
     paged = DRV.last_launch()
+    launched = DRV.launches() - before
+    # Decode (Sq = 1): the split-KV path; the heuristic's one split writes o itself.
+    before = DRV.launches()
+    tessel.attention_with_kvcache(qc, pages, pages, seqlens, block_table=table)
+    decode = DRV.last_launch()
+    decode_launches = DRV.launches() - before
+    before = DRV.launches()
+    DRV.record_params(9)                  # the combine program has 9 parameters
+    tessel.attention_with_kvcache(qc, pages, pages, seqlens, block_table=table, num_splits=3)
+    combine = DRV.last_launch()
+    split_launches = DRV.launches() - before
     ints = lambda rec, a, b: [fakecuda.slot_i32(x) for x in rec["slots"][a:b]]   # noqa: E731
-    return {"launched": DRV.launches() - before, "shapes": [list(o.shape), list(oc.shape)],
+    return {"launched": launched, "shapes": [list(o.shape), list(oc.shape)],
             "varlen": {"grid": varlen["grid"], "slots": varlen["slots"][:4], "o": o.ptr,
                        "ints": ints(varlen, 7, 13)},
             "ptrs": [q.ptr, k.ptr],
-            "paged": {"grid": paged["grid"], "ints": ints(paged, 7, 13)}}
+            "paged": {"grid": paged["grid"], "ints": ints(paged, 7, 13)},
+            "decode": {"launches": decode_launches, "grid": decode["grid"],
+                       "slots": decode["slots"][:2], "ints": ints(decode, 7, 13)},
+            "split": {"launches": split_launches, "combine_grid": combine["grid"]},
+            "qc": [qc.ptr, pages.ptr]}
 
 
 def main(names):

@@ -164,9 +164,16 @@ def test_serving_entry_points_launch(runs):
     assert v["grid"] == [7, 24, 1]
     assert v["slots"] == [r["ptrs"][0], r["ptrs"][1], r["ptrs"][1], v["o"]]    # read in place
     assert v["ints"] == [3, 300, 500, 8, 2, 200]             # B, totals, H, Hkv, max_seqlen_q
-    p = r["paged"]
+    p = r["paged"]                                            # num_splits=1
     assert p["grid"] == [1, 24, 1]
     assert p["ints"] == [3, 1, 640, 8, 2, 5]                  # B, Sq, 40 pages x 16 rows, ...
+    # Decode by default: one program per (split, batch, KV head), here 1 split (5 key blocks):
+    # q and the cache read in place, no combine.
+    d = r["decode"]
+    assert d["launches"] == 1 and d["grid"] == [1, 6, 1] and d["slots"] == r["qc"]
+    assert d["ints"] == [3, 1, 4, 640, 2, 5]                  # B, Sq, G, cache rows, Hkv, pages
+    # Three splits: the split program, then the combine over (query block, batch x query head).
+    assert r["split"] == {"launches": 2, "combine_grid": [1, 24, 1]}
 
 
 # --- in this process (no driver needed) -------------------------------------------------------

@@ -2,7 +2,9 @@
 GPU needed): varlen and the contiguous KV cache with 64-row blocks compile with codegen=wgmma
 on sm_90a and codegen=mma on sm_80, which refuse programs outside their class. The paged cache
 loads at data-dependent rows inside the key loop, which the fast paths cannot pipeline: it is
-refused with that reason (codegen=auto then takes the reference lowering)."""
+refused with that reason (codegen=auto then takes the reference lowering). The split-KV decode
+kernel takes them for a contiguous cache and for a paged one split a page per program (the page
+looked up before the key loop)."""
 import os
 import shutil
 
@@ -12,7 +14,7 @@ import pytest
 import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
 import tessel
 import tessel.cache
-from tessel.serving_kernels import kvcache_kernel, varlen_kernel
+from tessel.serving_kernels import kvcache_kernel, splitkv_kernel, varlen_kernel
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
@@ -49,3 +51,21 @@ def test_paged_cache_is_refused_by_the_fast_path(tmp_path, monkeypatch):
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     with pytest.raises(tessel.CompilationError, match="cannot pipeline it"):
         kvcache(False, 64).binary(tessel.cache.GpuOptions(chip="sm_90a", codegen="wgmma"))
+
+
+def splitkv(page, one_page):
+    x, i32, f32 = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    return splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4,
+                                 4 * D, 4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, QR=D, OR=D,
+                                 k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D, D=D, BLOCK_M=64,
+                                 BLOCK_N=64, PAGE=page, CAUSAL=True, DIRECT=False,
+                                 ONE_PAGE=one_page)
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("page", [0, 256], ids=["contiguous", "page-per-split"])
+def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    kernel = splitkv(page, one_page=page > 0)
+    assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
