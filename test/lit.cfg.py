@@ -1,5 +1,5 @@
 # lit configuration of tessel's FileCheck tests. Tests mirror the source tree: Dialect/, Transforms/,
-# Conversion/, Pipeline/, Interpreter/.
+# Conversion/, Target/, Pipeline/, Interpreter/.
 import os
 import shutil
 

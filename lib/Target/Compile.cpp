@@ -1,12 +1,14 @@
 //===- Compile.cpp - compile a tile module to PTX and cubin ---------------===//
 //
 // Runs tile-to-nvvm in process (to the LLVM dialect, then to PTX with gpu-module-to-binary
-// {format=isa}), and makes the cubin with one `ptxas -v` run so that the cubin and the resource
-// report always come from the same ptxas invocation.
+// {format=isa}, one LLVM module per kernel, joined into one PTX module), and makes the cubin
+// with one `ptxas -v` run so that the cubin and the resource report always come from the same
+// ptxas invocation.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Target/Compile.h"
+#include "tessel/Target/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -205,7 +207,8 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
   // The lowering runs once, on a copy (the caller's tile module stays as it is: it may be
   // compiled again for another chip); gpu-module-to-binary then runs on the lowered copy. This
   // is the same pass list as tile-to-nvvm{format=isa} (buildTileToNVVMPipeline is these two
-  // parts), so the PTX is the same as running the named pipeline.
+  // parts) but for the split into one LLVM module per kernel below, so the PTX of a module of
+  // one kernel is the same as running the named pipeline.
   OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
   clock.lap("clone");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
@@ -234,25 +237,59 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
     return result;
   }
 
+  // Each kernel becomes an LLVM module of its own (tessel-split-kernel-modules: LLVM's
+  // optimisation of one module of N kernels that share a global grows as N^2), compiled in
+  // parallel when the context has threads; the PTX of the parts is then joined. A module of one
+  // kernel is not split: its PTX is what gpu-module-to-binary makes of the whole module.
   TargetOptions toPTX = options;
   toPTX.format = "isa";
+  OwningOpRef<ModuleOp> whole;
+  if (result.kernels.size() > 1)
+    whole = cast<ModuleOp>(work->clone());
   PassManager pmIsa(module.getContext(), ModuleOp::getOperationName());
   pmIsa.enableVerifier(flags.verifyEachPass);
   if (flags.passTiming)
     pmIsa.enableTiming(timingRoot);
+  pmIsa.addPass(createSplitKernelModules());
+  buildLLVMToBinaryPipeline(pmIsa.nest<ModuleOp>(), toPTX);
   buildLLVMToBinaryPipeline(pmIsa, toPTX);
   if (failed(pmIsa.run(*work)))
     return failure();
   int64_t isaMs = -1;
-  work->walk([&](gpu::BinaryOp binary) {
-    for (Attribute object : binary.getObjects())
-      if (auto obj = dyn_cast<gpu::ObjectAttr>(object)) {
-        result.ptx += obj.getObject().getValue().str();
-        if (DictionaryAttr props = obj.getProperties())
-          if (auto ms = props.getAs<IntegerAttr>("LLVMIRToISATimeInMs"))
-            isaMs = std::max<int64_t>(isaMs, 0) + ms.getInt();
-      }
-  });
+  llvm::SmallVector<std::string> parts;
+  auto collectPtx = [&](ModuleOp compiled) {
+    parts.clear();
+    isaMs = -1;
+    compiled->walk([&](gpu::BinaryOp binary) {
+      for (Attribute object : binary.getObjects())
+        if (auto obj = dyn_cast<gpu::ObjectAttr>(object)) {
+          parts.push_back(obj.getObject().getValue().str());
+          if (DictionaryAttr props = obj.getProperties())
+            if (auto ms = props.getAs<IntegerAttr>("LLVMIRToISATimeInMs"))
+              isaMs = std::max<int64_t>(isaMs, 0) + ms.getInt();
+        }
+    });
+  };
+  collectPtx(*work);
+  std::string why;
+  if (parts.size() == 1) {
+    result.ptx = std::move(parts.front());
+  } else if (!joinPtxModules(parts, result.ptx, why)) {
+    // Not expected of what tessel lowers; correct but slow for many kernels.
+    emitRemark(module.getLoc()) << "compiling the kernels as one LLVM module: the PTX of the "
+                                   "kernels compiled apart cannot be joined ("
+                                << why << ")";
+    if (whole) {
+      PassManager pmWhole(module.getContext(), ModuleOp::getOperationName());
+      buildLLVMToBinaryPipeline(pmWhole, toPTX);
+      if (failed(pmWhole.run(*whole)))
+        return failure();
+      collectPtx(*whole);
+    }
+    result.ptx.clear();
+    for (const std::string &part : parts)
+      result.ptx += part;
+  }
   clock.lap("llvm ir + opt + nvptx");
   if (isaMs >= 0 && !result.timings.empty()) {
     // gpu-module-to-binary reports how long LLVM IR → PTX (the NVPTX back end) took; the rest

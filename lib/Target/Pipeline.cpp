@@ -172,6 +172,7 @@ void tessel::registerTargetPasses() {
     registerConvertTileToGPU();
     registerConvertTileToMMA();
     registerExternDynamicSharedMemory();
+    registerSplitKernelModules();
     registerGpuNVVMAttachTarget();
     registerGpuModuleToBinaryPass();
     registerSCFToControlFlowPass();

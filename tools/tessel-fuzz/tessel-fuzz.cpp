@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 using namespace mlir;
@@ -39,9 +40,20 @@ MLIRContext &context() {
   return *ctx;
 }
 
+/// TESSEL_FUZZ_NO_STEP_CAP=1 selects the second configuration (docs/dev/fuzzing.md): the
+/// interpreter keeps its default step budget (kDefaultMaxSteps) instead of 200000, so long loops
+/// run as a user's would and the fuzzer can reach what only they reach.
+bool noStepCap() {
+  static const bool value = [] {
+    const char *env = std::getenv("TESSEL_FUZZ_NO_STEP_CAP");
+    return env && *env && std::string(env) != "0";
+  }();
+  return value;
+}
+
 void runAll(ModuleOp module) {
   RunOptions options;
-  options.maxSteps = 200000;
+  options.maxSteps = noStepCap() ? kDefaultMaxSteps : 200000;
   options.maxTileElements = 1 << 16;
   options.maxCallDepth = 16;
   for (auto fn : module.getOps<func::FuncOp>()) {

@@ -12,6 +12,7 @@
 #include "tessel/Target/Pipeline.h"
 
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -102,6 +103,15 @@ std::string findPtxas(llvm::StringRef toolkit);
 /// the module's context (located where the IR says) and return failure.
 mlir::FailureOr<CompiledModule> compileModule(mlir::ModuleOp module, const TargetOptions &options,
                                               Stage stage, const CompileFlags &flags = {});
+
+/// Joins the PTX of modules compiled apart for one target (compileModule compiles each kernel of
+/// a module as an LLVM module of its own) into one PTX module: the first part verbatim, then
+/// from each further part, in order, what the earlier ones do not already hold — its functions,
+/// comments, and the declarations not seen yet (a variable the parts share, the same text in
+/// each, appears once). Fails, saying why in `why`, if the headers (.version, .target,
+/// .address_size) differ, if two parts declare one name differently, or on PTX it does not
+/// parse (debug sections).
+bool joinPtxModules(llvm::ArrayRef<std::string> parts, std::string &ptx, std::string &why);
 
 /// Runs `ptxas -v` on `ptx` for `chip`; fills `cubin`, `log` and `resources`. `error` says why
 /// on failure.

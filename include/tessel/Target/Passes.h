@@ -1,7 +1,7 @@
 //===- Passes.h - passes of the target pipeline -----------------*- C++ -*-===//
 //
-// Declarations of the passes declared in Passes.td (tessel-extern-dynamic-shared-memory) and
-// their registration.
+// Declarations of the passes declared in Passes.td (tessel-extern-dynamic-shared-memory,
+// tessel-split-kernel-modules) and their registration.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +9,10 @@
 #define TESSEL_TARGET_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
 
 namespace mlir::gpu {
 class GPUModuleOp;

@@ -23,4 +23,43 @@ def ExternDynamicSharedMemory
   }];
 }
 
+def SplitKernelModules : Pass<"tessel-split-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Move every kernel of a gpu.module into a module of its own, for LLVM to compile "
+                "the kernels separately.";
+  let description = [{
+    Runs after the lowering to the LLVM dialect, before `gpu-module-to-binary`. A `gpu.module`
+    directly inside the anchor that holds two or more kernels (`gpu.kernel` or `nvvm.kernel`
+    functions) is replaced, in place, by one `builtin.module` per kernel, each holding a copy of
+    the `gpu.module` (same name, same targets) with that kernel and the symbols it references,
+    transitively: the shared-memory globals and declarations. `gpu-module-to-binary` nested on
+    `builtin.module` then turns each into its own LLVM module, in parallel where the context
+    allows threads.
+
+    Why: LLVM's GVN (MemoryDependence, PHITransAddr) scans the users of a global, and the
+    dynamic shared-memory global of the mma/wgmma lowering is used by every kernel of the
+    module, so one LLVM module of N kernels optimises in O(N^2) (issue 15, finding 8); a kernel
+    alone in its module compiles to the same PTX.
+
+    A `gpu.module` is left whole if a definition other than a kernel (a function with a body, a
+    global with an initializer) is reachable from two kernels: LLVM could compile the two copies
+    differently, and the PTX of the parts could not be joined. Nothing tessel lowers has one.
+
+    Example:
+    ```mlir
+    gpu.module @tessel_kernels [#nvvm.target] {
+      llvm.mlir.global external @smem() {addr_space = 3 : i32} : !llvm.array<0 x i8>
+      llvm.func @a() attributes {gpu.kernel} { ... @smem ... }
+      llvm.func @b() attributes {gpu.kernel} { ... @smem ... }
+    }
+    // becomes
+    module {
+      gpu.module @tessel_kernels [#nvvm.target] { @smem, @a }
+    }
+    module {
+      gpu.module @tessel_kernels [#nvvm.target] { @smem, @b }
+    }
+    ```
+  }];
+}
+
 #endif // TESSEL_TARGET_PASSES_TD
