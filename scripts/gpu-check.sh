@@ -56,6 +56,8 @@ step captured_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:
   "$root/test/gpu/test_captured_gpu.py"
 step serving_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
   "$root/test/gpu/test_serving_gpu.py"
+step bench_decode env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_decode.py" \
+  --json "$out/bench_decode.json"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 # The cold compile on this host, step by step (fresh processes, empty caches; compile only).
