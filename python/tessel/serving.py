@@ -233,6 +233,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                              "need a workspace too large for 32-bit offsets")
         split = False
     BM, BN = _blocks(kind, D, _dtype_name(q), G * Sq if split else Sq, limit)
+    if split:
+        BM, BN = serving_decode.fast_blocks(kind, _dtype_name(q), D, page, num_splits,
+                                            max_pages) or (BM, BN)
     if page:
         BN = _page_block(page, BN)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)

@@ -174,3 +174,19 @@ def test_num_splits_is_checked(bad):
     q, kc, vc, _ = make_case(rng, 1, 1, 2, 1, [4], None)
     with pytest.raises(ValueError, match="num_splits must be None"):
         tessel.attention_with_kvcache(q, kc, vc, np.array([4], np.int32), num_splits=bad)
+
+
+def test_fast_blocks_where_the_key_loop_is_contiguous():
+    fast = serving_decode.fast_blocks
+    # A contiguous cache on the GPU, f16/bf16 at head dim 64 or 128: the fast paths' blocks.
+    assert fast("cuda", "f16", 128, 0, None, 0) == (64, 64)
+    assert fast("cuda", "bf16", 64, 0, 3, 0) == (64, 64)
+    # A page per split (256 rows = 4 blocks of 64, the heuristic's choice): also contiguous.
+    assert fast("cuda", "f16", 128, 256, None, 8) == (64, 64)
+    # Pages looked up per block (small pages, or splits asked for), other head dims and dtypes,
+    # and the interpreter keep the caller's blocks.
+    assert fast("cuda", "f16", 128, 16, None, 8) is None
+    assert fast("cuda", "f16", 128, 256, 2, 8) is None
+    assert fast("cuda", "f16", 96, 0, None, 0) is None
+    assert fast("cuda", "f32", 128, 0, None, 0) is None
+    assert fast("numpy", "f16", 128, 0, None, 0) is None
