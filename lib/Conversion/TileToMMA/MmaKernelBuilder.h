@@ -58,9 +58,8 @@ enum class Layout { Acc = 0, Row = 1, Col = 2 };
 /// A descriptor after lowering, all i64.
 using Desc = tessel::conversion::LoweredDesc;
 
-/// What a tile.load feeds and where its block lives in shared memory: the plan of the tilegpu
-/// level (tilegpu/Transforms/MmaClass.h), shared with the layout and shared-memory passes.
-using tessel::tilegpu::LoadRole;
+/// Where a block lives in shared memory and its shape (bufferPlan: from the tilegpu.alloc of
+/// its buffer), in the slot type of the tilegpu level's plan (tilegpu/Transforms/MmaClass.h).
 using LoadPlan = tessel::tilegpu::LoadSlot;
 
 /// Where a dot operand read by tilegpu.local_load lives: its buffer's place and the byte offset
