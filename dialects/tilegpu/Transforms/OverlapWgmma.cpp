@@ -42,9 +42,10 @@ struct AttentionLoop {
   arith::MulFOp rescale;
 };
 
-/// What a loop leaves to the next one: the stage it starts in and the pending P·V.
+/// What a loop leaves to the next one: the stage it starts in, the pending P·V, and the copy
+/// group still in flight (V_last's, which the drain waits for).
 struct Pending {
-  Value stage, p, vBuffer, vStage;
+  Value stage, p, vBuffer, vStage, group;
 };
 
 bool isZeroSplat(Value v) {
@@ -137,7 +138,7 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
     auto pType = cast<RankedTensorType>(m.pvDot.getA().getType());
     Value p = arith::ConstantOp::create(
         rw, loc, DenseElementsAttr::get(pType, rw.getZeroAttr(pType.getElementType())));
-    start = {zero, p, kBuffer, zero};
+    start = {zero, p, kBuffer, zero, Value()};
   }
   // Every thread is done with the ring; then K of the first iteration, unconditionally: the
   // spare first P·V reads it.
@@ -216,7 +217,7 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
   auto newLoop = cast<scf::ForOp>(replaced->getOperation());
   unsigned n = newLoop.getNumResults() - carried.size();
   auto results = newLoop.getResults();
-  return Pending{results[n], results[n + 2], results[n + 3], results[n + 4]};
+  return Pending{results[n], results[n + 2], results[n + 3], results[n + 4], results[n + 1]};
 }
 
 /// After the last overlapped loop of a chain: V_last lands, then the last P·V.
@@ -224,8 +225,7 @@ void drain(scf::ForOp loop, unsigned accIndex, const Pending &pending) {
   Location loc = loop.getLoc();
   OpBuilder b(loop.getContext());
   b.setInsertionPointAfter(loop);
-  unsigned n = loop.getNumResults() - 5;
-  AsyncWaitOp::create(b, loc, ValueRange{loop.getResult(n + 1)}, 0);
+  AsyncWaitOp::create(b, loc, ValueRange{pending.group}, 0);
   FenceAsyncSharedOp::create(b, loc);
   gpu::BarrierOp::create(b, loc);
   Value o = loop.getResult(accIndex);
