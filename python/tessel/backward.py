@@ -113,6 +113,68 @@ def attention_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, scale
 
 
 @jit
+def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, OUT_HEADS,
+                               scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                               BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                               SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dK and dV of one key block for one query head, with the keys as the rows of every tile
+    (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
+    are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
+    Δ of the streamed query block are column vectors. Grid (⌈Nk/BLOCK_N⌉, B·H): one loop level,
+    the fast paths' class. dk and dv have OUT_HEADS heads: HKV (each program writes its key/value
+    head's block: no GQA) or H (GQA: one block per query head, summed over each group after)."""
+    n_blocks = tl.cdiv(nk, BLOCK_N)                  # grid.fold_grid, as in attention_kernel
+    pid_n = tl.program_id(0) % n_blocks
+    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    kv_rows = (b * HKV + kv_h) * nk
+    out_rows = (b * OUT_HEADS + h * OUT_HEADS // H) * nk
+    q_rows = bh * nq
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    n0 = pid_n * BLOCK_N
+    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
+    dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    for i in range(0, nq, BLOCK_M):
+        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+        lse = tl.load(ld, (i,), shape=(BLOCK_M,))
+        lse = tl.where(lse == float("-inf"), 0.0, lse)   # rows that see no key: P = 0
+        dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
+        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
+        s_raw = tl.dot(kt, qt.T) * scale
+        s_mod = s_raw
+        if SCORE_MOD is not None:
+            s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+        mask = (kv_idx < nk) & (q_idx < nq)
+        if CAUSAL:
+            mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+        s = tl.where(mask, s_mod, float("-inf"))
+        p = tl.exp(s - lse[None, :])
+        dv_acc += tl.dot(p.to(dot_.dtype), dot_)
+        dp = tl.dot(vt, dot_.T)
+        ds = p * (dp - dlt[None, :])
+        if SCORE_MOD is not None:
+            ds = ds * tl.elementwise_grad(s_mod, s_raw)
+        dk_acc += tl.dot(ds.to(qt.dtype), qt)
+    tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
+
+
+@jit
 def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
@@ -175,13 +237,20 @@ def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, bl
     return (B, H, Nq, D, Hkv, Nk), scale, constexprs
 
 
-def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx):
+def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
+         delta_ready=False):
+    """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
+    fast paths' form); under GQA its dk and dv then have one head per query head (H), which the
+    caller sums over each group. With `delta_ready`, `delta` holds Δ already."""
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
-    if B * H and Nq:
+    if B * H and Nq and not delta_ready:
         attention_bwd_delta[fold_grid(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, D=D,
                                                              BLOCK_M=BM)
-    if B * Hkv and Nk:
+    if keyrows and B * H and Nk:
+        attention_bwd_dkdv_keyrows[fold_grid(-(-Nk // BN), B * H)](
+            q, k, v, do, lse, delta, dk, dv, Nq, Nk, H, Hkv, dk.shape[1], scale, **cx)
+    elif B * Hkv and Nk:
         attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
                                                               Nk, H, Hkv, scale, **cx)
     if B * H and Nq:
@@ -224,6 +293,14 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
     if gpu.is_torch_tensor(q):
         return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                                         enable_gqa, dlse, block_m, block_n)
+    return _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                                    enable_gqa, dlse, block_m, block_n)
+
+
+def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                             enable_gqa, dlse, block_m, block_n, keyrows=False):
+    """attention_backward on numpy arrays (the interpreter); `keyrows` runs the fast paths'
+    key-rows dK/dV program instead of the group-looping one (its test)."""
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do}
     for name, x in arrays.items():
         if not isinstance(x, np.ndarray):
@@ -244,8 +321,18 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         np.ascontiguousarray(np.broadcast_to(dlse, (B, H, Nq)), dtype=np.float32)
     delta = np.zeros((B, H, Nq), np.float32)
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
-    _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
-    return dq, dk, dv
+    if not keyrows or H == Hkv:
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows)
+        return dq, dk, dv
+    if k.dtype == np.uint16:
+        raise NotImplementedError("the key-rows program's GQA sum on host arrays takes float16 "
+                                  "or float32, not bf16 bits")
+    dk_h = np.zeros((B, H, Nk, D), k.dtype)
+    dv_h = np.zeros((B, H, Nk, D), v.dtype)
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows)
+    group = (B, Hkv, H // Hkv, Nk, D)
+    return (dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype),
+            dv_h.reshape(group).astype(np.float32).sum(2).astype(v.dtype))
 
 
 def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None,
@@ -268,35 +355,86 @@ def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None
 
 
 def gpu_backward_blocks(D, dtype):
-    """(BLOCK_M, BLOCK_N) of the backward programs on the GPU, for head dim D and dtype name.
+    """(BLOCK_M, BLOCK_N) of the backward programs on the reference lowering, for head dim D
+    and dtype name.
 
-    The programs go through the reference lowering (convert-tile-to-gpu; codegen auto's fast
-    paths are shaped for the forward), which keeps every live tile in shared memory: at 64×64
-    blocks the dK/dV program needs 300-460 KB of it, over any CTA's budget. Measured with ptxas
-    (sm_80, causal, softcap): 32×32 needs 101 KB (dK/dV) at d64 f16; 32×16, 85 KB at d128 f16 and
-    109 KB at d128 f32 — under sm_80's 163 KB. test_attention_backward.py compiles them."""
+    The reference lowering (convert-tile-to-gpu) keeps every live tile in shared memory: at
+    64×64 blocks the dK/dV program needs 300-460 KB of it, over any CTA's budget. Measured with
+    ptxas (sm_80, causal, softcap): 32×32 needs 101 KB (dK/dV) at d64 f16; 32×16, 85 KB at d128
+    f16 and 109 KB at d128 f32 — under sm_80's 163 KB. test_attention_backward.py compiles
+    them."""
     if D <= 64 and dtype in ("f16", "bf16"):
         return 32, 32
     return 32, 16
 
 
+# Head dim -> (BLOCK_M, BLOCK_N) of the fast paths' backward (f16/bf16): the query and key
+# blocks of both the dQ program and the key-rows dK/dV program. docs/dev/backward.md says why.
+FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64)}
+
+# (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the backward's mods read captured tensors
+# (the fast paths do not gather: such a backward keeps the reference lowering's blocks).
+_bwd_gathers = {}
+
+
+def _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa):
+    """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
+    where the backward takes the reference lowering: fp32, head dims other than 64 and 128, or
+    mods that read captured tensors."""
+    dtype = gpu.torch_dtype_name(q)
+    blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
+    if dtype not in ("f16", "bf16") or blocks is None:
+        return None
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                *blocks)
+    if score_mod is not None or mask_mod is not None:
+        key = (dtype, shapes[3], bool(causal), cx["SCORE_MOD"], cx["MASK_MOD"])
+        if key not in _bwd_gathers:
+            B, H, Nq, D, Hkv, Nk = shapes
+            row = q.new_empty((1,), dtype=gpu.torch_module().float32)
+            traced = attention_bwd_dq.warmup(q, k, v, q, row, row, dq, Nq, Nk, H, Hkv, scale,
+                                             **cx)
+            _bwd_gathers[key] = bool(traced.captures)
+        if _bwd_gathers[key]:
+            return None
+    return shapes, scale, cx
+
+
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                              enable_gqa, dlse, block_m, block_n):
-    """The same three programs on CUDA tensors, through the GPU lowering (the reference lowering
-    convert-tile-to-gpu for these programs: codegen auto's fast paths are the forward's)."""
+    """The backward on CUDA tensors. fp16/bf16 at head dims 64 and 128 take the fast paths
+    (codegen auto: wgmma on sm_90a, mma.sync on sm_80): the dQ program and the key-rows dK/dV
+    program, Δ by torch (a row sum of dO∘O, memory-bound). The rest runs the three programs of
+    the interpreter on the reference lowering, with the small blocks it needs."""
     torch = gpu.torch_module()
-    dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))
-    block_m, block_n = block_m or dm, block_n or dn
-    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                block_m, block_n)
-    B, H, Nq, D, Hkv, Nk = shapes
     q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
     lse = lse.contiguous().float()
+    dq = torch.empty_like(q)
+    fast = None if (block_m or block_n) else _fast_backward_config(
+        q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa)
+    if fast is None:
+        dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))
+        block_m, block_n = block_m or dm, block_n or dn
+        shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                    block_m, block_n)
+    else:
+        shapes, scale, cx = fast
+    B, H, Nq, D, Hkv, Nk = shapes
     dlse = torch.zeros_like(lse) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
-    delta = torch.empty_like(lse)
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    if fast is None:
+        delta = torch.empty_like(lse)
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
+        return dq, dk, dv
+    delta = (o.float() * do.float()).sum(-1) - dlse
+    # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
+    dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows=True,
+         delta_ready=True)
+    if H != Hkv:
+        torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
+        torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
     return dq, dk, dv
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
 import tessel
+from tessel.backward import _attention_backward_host
 from tessel import _tessel
 from tessel import language as tl
 from tessel.reference import (max_rel_error, reference_attention,
@@ -106,14 +107,18 @@ def inputs(B, H, Hkv, Nq, Nk, D, seed):
     return q, k, v, do
 
 
-def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None):
+def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=False):
     score_mod, mask_mod, causal, score, score_grad, allowed = CASES[name]
     q, k, v, do = inputs(B, H, Hkv, Nq, Nk, D, seed)
     gqa = H != Hkv
     kw = dict(causal=causal, score_mod=score_mod, mask_mod=mask_mod, enable_gqa=gqa)
     blocks = dict(block_m=block, block_n=block) if block else {}
     o, lse = tessel.attention(q, k, v, return_lse=True, **kw, **blocks)
-    dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **kw, **blocks)
+    if keyrows:   # the fast paths' dK/dV program (keys as rows), on the interpreter
+        dq, dk, dv = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
+                                              mask_mod, gqa, dlse, block, block, keyrows=True)
+    else:
+        dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **kw, **blocks)
     ref = reference_attention_backward(q, k, v, do, causal=causal, score=score,
                                        score_grad=score_grad, allowed=allowed, enable_gqa=gqa,
                                        dlse=dlse)
@@ -128,6 +133,25 @@ def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None):
 @pytest.mark.parametrize("n", [1, 17, 40])
 def test_backward_matches_float64_reference(name, n):
     run_case(name, B=1, H=2, Hkv=2, Nq=n, Nk=n, D=16, seed=n)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("n", [17, 40])
+def test_key_rows_program_matches_float64_reference(name, n):
+    """attention_bwd_dkdv_keyrows, the dK/dV program the GPU fast paths run (Sᵀ = K·Qᵀ, the LSE
+    and Δ as column vectors), against the same float64 backward."""
+    run_case(name, B=1, H=2, Hkv=2, Nq=n, Nk=n, D=16, seed=n, block=16, keyrows=True)
+
+
+@pytest.mark.parametrize("name", ["causal", "alibi_causal", "window"])
+def test_key_rows_program_gqa_and_ragged_lengths(name):
+    """GQA (one dK/dV block per query head, summed over the group after) and Nq ≠ Nk both
+    ways, with a gradient on the LSE."""
+    rng = np.random.default_rng(2)
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16, keyrows=True,
+             dlse=rng.standard_normal((2, 4, 23)).astype(np.float32))
+    run_case(name, B=1, H=1, Hkv=1, Nq=9, Nk=37, D=16, seed=3, block=16, keyrows=True)
+    run_case(name, B=1, H=1, Hkv=1, Nq=37, Nk=9, D=16, seed=4, block=16, keyrows=True)
 
 
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "window"])

@@ -75,17 +75,21 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     if (wgmma && slot.role != LoadRole::A)
       FenceAsyncSharedOp::create(b, loc);
     gpu::BarrierOp::create(b, loc);
-    Operation *replaced = load;
-    RankedTensorType resultType = type;
-    bool transpose = slot.role == LoadRole::BTransposed;
-    if (transpose) {
-      replaced = *load->getUsers().begin();
-      resultType = cast<RankedTensorType>(replaced->getResult(0).getType());
+    // One local load per way the block is read: as stored, and transposed (each tile.trans
+    // of it becomes a read of the buffer with transpose).
+    Value direct;
+    for (OpOperand &use : llvm::make_early_inc_range(load.getResult().getUses())) {
+      Operation *user = use.getOwner();
+      if (auto trans = dyn_cast<tile::TransOp>(user)) {
+        Value read = LocalLoadOp::create(b, loc, trans.getResult().getType(), buffer, stage, true);
+        trans.getResult().replaceAllUsesWith(read);
+        trans.erase();
+        continue;
+      }
+      if (!direct)
+        direct = LocalLoadOp::create(b, loc, type, buffer, stage, false);
+      use.set(direct);
     }
-    Value read = LocalLoadOp::create(b, loc, resultType, buffer, stage, transpose);
-    replaced->getResult(0).replaceAllUsesWith(read);
-    if (replaced != load)
-      replaced->erase();
     load.erase();
   }
   int64_t ring = plan->ringStart + stages * plan->stageBytes;

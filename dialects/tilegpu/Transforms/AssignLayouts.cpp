@@ -6,8 +6,8 @@
 // values) and the demands flow back through the pure ops that make the tiles, by the rules
 // convert-tile-to-mma computes registers with: element-wise ops take their result's layout, a
 // broadcast of a row or column vector reads the matching slice, an expand_dims keeps it.
-// An index tile demanded in two layouts is cloned, one copy per layout; any other tile
-// demanded in a layout other than the one its producer gives it is refused.
+// An index tile or a vector load demanded in two layouts is cloned, one copy per layout; any
+// other tile demanded in a layout other than the one its producer gives it is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,8 +128,11 @@ Attribute LayoutAssigner::producedLayout(Value v) const {
     return row;
   if (isa<tile::TransOp>(def))
     return operandB;
-  if (isa<tile::LoadOp>(def))
+  if (isa<tile::LoadOp>(def)) {
+    if (!plan.loads.count(def))
+      return {}; // a vector read into the slice its consumers ask for
     return plan.loads.lookup(def).role == LoadRole::A ? operandA : operandB;
+  }
   if (isa<scf::ForOp>(def))
     return carried(v.getType());
   return {};
@@ -174,6 +177,11 @@ LogicalResult LayoutAssigner::demandValue(Value v, Attribute layout, Operation *
   if (isa<tile::IotaOp>(def)) {
     if (layout != row && layout != col)
       return def->emitOpError("is an iota used as a 2-D tile");
+    return success();
+  }
+  if (isa<tile::LoadOp>(def)) {
+    if (layout != row && layout != col)
+      return def->emitOpError("is a vector load used as a 2-D tile");
     return success();
   }
   if (auto ed = dyn_cast<tile::ExpandDimsOp>(def)) {

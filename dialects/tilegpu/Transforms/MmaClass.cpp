@@ -94,9 +94,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   int64_t offset = 0;
   WalkResult lw = program.walk([&](tile::LoadOp ld) -> WalkResult {
     auto type = ld.getResult().getType();
+    // A row or column vector of 32-bit values (the backward's LSE and Δ): read from global
+    // memory straight into the registers of the slice layout its consumers ask for.
+    if (type.getRank() == 1 && type.getElementType().getIntOrFloatBitWidth() == 32)
+      return WalkResult::advance();
     if (type.getRank() != 2 || type.getElementType() != operandType)
       return ld.emitOpError("loads ") << type << ": convert-tile-to-mma loads 2-D " << operandType
-                                      << " blocks (dot operands)",
+                                      << " blocks (dot operands) and 1-D 32-bit vectors",
              WalkResult::interrupt();
     LoadSlot p;
     p.rows = type.getShape()[0];
@@ -123,18 +127,23 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
       auto dot = dyn_cast<tile::DotOp>(use.getOwner());
       return dot && use.getOperandNumber() == 1;
     };
+    // A B block may be read as it is stored (V in P·V) and transposed (K in Q·Kᵀ), or both:
+    // the backward reads K both ways in dQ's program, Q and dO in dK/dV's.
+    auto isBRead = [&](OpOperand &use) {
+      if (isDotB(use))
+        return true;
+      auto trans = dyn_cast<tile::TransOp>(use.getOwner());
+      return trans && !trans.getResult().use_empty() &&
+             llvm::all_of(trans.getResult().getUses(), isDotB);
+    };
     if (!result.use_empty() && llvm::all_of(result.getUses(), isDotA)) {
       p.role = LoadRole::A;
       if (p.rows != blockM || ld->getParentOfType<scf::ForOp>())
         return ld.emitOpError("is an A operand inside a loop or of another height than the "
                               "query block"),
                WalkResult::interrupt();
-    } else if (!result.use_empty() && llvm::all_of(result.getUses(), isDotB)) {
+    } else if (!result.use_empty() && llvm::all_of(result.getUses(), isBRead)) {
       p.role = LoadRole::B;
-    } else if (result.hasOneUse() && isa<tile::TransOp>(*result.getUsers().begin()) &&
-               !result.getUsers().begin()->getResult(0).use_empty() &&
-               llvm::all_of(result.getUsers().begin()->getResult(0).getUses(), isDotB)) {
-      p.role = LoadRole::BTransposed;
     } else {
       return ld.emitOpError("feeds something other than tile.dot operands, which "
                             "convert-tile-to-mma does not handle"),

@@ -19,8 +19,9 @@
 
 namespace tessel::tilegpu {
 
-/// What a tile.load feeds, which decides how its block reaches the tensor cores.
-enum class LoadRole { A, BTransposed, B };
+/// What a tile.load feeds, which decides how its block reaches the tensor cores: A operands
+/// (read into A fragments), or B operands (read as stored, transposed, or both).
+enum class LoadRole { A, B };
 
 /// Where a load's block lives in shared memory.
 struct LoadSlot {
@@ -37,7 +38,8 @@ struct MmaClassPlan {
   MmaEncodingAttr layout;
   /// f16 or bf16: the element type of every dot operand.
   mlir::Type operandType;
-  /// Every tile.load of the program, in program order.
+  /// Every tile.load of a dot operand, in program order (1-D vector loads stay tile.loads,
+  /// read into registers by the lowering).
   llvm::MapVector<mlir::Operation *, LoadSlot> loads;
   /// Where the ring of loop-body loads starts, and the bytes of one stage of it.
   int64_t ringStart = 0, stageBytes = 0;

@@ -104,6 +104,8 @@ void MmaKernelBuilder::emitPrologue(Location loc) {
 LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
+  if (auto ld = dyn_cast<tile::LoadOp>(op))
+    return emitVectorLoad(ld);
   if (auto dot = dyn_cast<tile::DotOp>(op))
     return emitDot(dot);
   if (auto red = dyn_cast<tile::ReduceOp>(op))

@@ -9,6 +9,7 @@
 //   Planning.cpp          plan: the class check, load roles, shared-memory slots and stages
 //   Registers.cpp         register layouts: materialize (on-demand index and element-wise tiles)
 //   SharedLoads.cpp       cp.async into swizzled shared memory, ldmatrix addresses
+//   VectorLoads.cpp       1-D loads (row and column vectors) from global memory into registers
 //   SharedMemoryOps.cpp   the tilegpu memory ops: alloc, async_copy/commit/wait, fences and
 //                         barriers, local_load
 //   MmaSync.cpp           A fragments and dots as mma.sync.m16n8k16
@@ -122,6 +123,8 @@ private:
   /// transpose of the stored block.
   FailureOr<std::pair<SharedView, bool>> dotB(tile::DotOp op);
   LogicalResult emitStore(tile::StoreOp op);
+  /// A row or column vector (a 1-D tile.load in a slice layout) read into registers.
+  LogicalResult emitVectorLoad(tile::LoadOp op);
   LogicalResult emitDot(tile::DotOp op);
   /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
   /// shared-memory matrix descriptor).

@@ -1,0 +1,70 @@
+//===- VectorLoads.cpp - row and column vectors read from global memory into registers --------===//
+//
+// A 1-D tile.load of 32-bit values (the backward's LSE and Δ, a value per query row) is never
+// a dot operand: it goes straight from global memory into the registers of the slice layout
+// its type carries (tilegpu-assign-layouts gives it the layout its consumers read), each
+// thread reading the rows or columns it holds. Past the descriptor's bounds a register gets
+// the load's padding and no address outside the tensor is read.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace tessel::mma {
+
+LogicalResult MmaKernelBuilder::emitVectorLoad(tile::LoadOp op) {
+  Location loc = op.getLoc();
+  auto type = op.getResult().getType();
+  auto slice = dyn_cast_or_null<tilegpu::SliceEncodingAttr>(type.getEncoding());
+  if (type.getRank() != 1 || !slice)
+    return op.emitOpError("loads a tile that is neither placed in shared memory nor a row or "
+                          "column vector (run tilegpu-allocate-shared)");
+  if (!descs.count(op.getDesc()))
+    return op.emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
+  const Desc &d = descs[op.getDesc()];
+  Layout layout = slice.getDim() == 1 ? Layout::Row : Layout::Col;
+  FailureOr<int64_t> n = regCount(type, layout, op);
+  if (failed(n))
+    return failure();
+  // The element index inside the vector of each register: the thread's rows, or its two
+  // columns of every 8-column slab.
+  SmallVector<Value> index;
+  if (layout == Layout::Row) {
+    index = rowIndices();
+  } else {
+    Value col = quadColumn();
+    for (int64_t i = 0; i < *n; ++i)
+      index.push_back(arith::AddIOp::create(b, loc, col, ci32(i / 2 * 8 + i % 2)));
+  }
+  Type elem = type.getElementType();
+  TypedAttr padAttr = isa<FloatType>(elem)
+                          ? TypedAttr(b.getFloatAttr(elem, op.getPadding().convertToDouble()))
+                          : TypedAttr(b.getIntegerAttr(
+                                elem, static_cast<int64_t>(op.getPadding().convertToDouble())));
+  Value pad = arith::ConstantOp::create(b, loc, padAttr);
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  Value start = toI64(scalars.lookup(op.getOffsets()[0]));
+  Value origin = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{d.offset});
+  Value zero = ci64(0);
+  SmallVector<Value> regs;
+  for (Value i : index) {
+    Value g = arith::AddIOp::create(b, loc, start, toI64(i));
+    Value in = arith::AndIOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, g, zero),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, g, d.shape[0]));
+    Value elemOff =
+        arith::AddIOp::create(b, loc, d.offset, arith::MulIOp::create(b, loc, g, d.strides[0]));
+    Value ptr = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff});
+    // Out of bounds: read the vector's first element (inside the tensor whenever the program
+    // runs) and drop it, so the load needs no branch.
+    Value safe = arith::SelectOp::create(b, loc, in, ptr, origin);
+    Value value = LLVM::LoadOp::create(b, loc, elem, safe);
+    regs.push_back(arith::SelectOp::create(b, loc, in, value, pad));
+  }
+  eager[op.getResult()] = {layout, regs};
+  return success();
+}
+
+} // namespace tessel::mma
