@@ -324,3 +324,27 @@ def test_backward_programs_compile_for_the_gpu():
     for which, kernel in kernels.items():
         binary = kernel.binary(GpuOptions(chip="sm_80"))
         assert "mma.sync" not in binary.ptx, which
+
+
+@pytest.mark.parametrize("dtype,D,causal,chip,marker", [
+    ("f16", 64, True, "sm_80", "mma.sync"), ("bf16", 128, False, "sm_80", "mma.sync"),
+    ("f16", 128, True, "sm_90a", "wgmma.mma_async")])
+def test_fast_backward_programs_take_the_fast_paths(dtype, D, causal, chip, marker):
+    """The dQ and key-rows dK/dV programs at the blocks the CUDA backward uses for f16/bf16
+    (FAST_BACKWARD_BLOCKS) are in the fast paths' class: codegen auto lowers them with mma.sync
+    (sm_80) or wgmma (sm_90a), not the reference lowering (which could not hold 64×64 blocks)."""
+    from tessel.backward import (FAST_BACKWARD_BLOCKS, attention_bwd_dkdv_keyrows,
+                                 attention_bwd_dq, _config)
+    from tessel.cache import GpuOptions
+    host = {"f16": np.float16, "bf16": np.uint16}[dtype]
+    q = np.zeros((1, 2, 100, D), host)
+    row = np.zeros((1, 2, 100), np.float32)
+    shapes, scale, cx = _config(q, q, q, causal, None, softcap, None, False,
+                                *FAST_BACKWARD_BLOCKS[D])
+    kernels = {
+        "dq": attention_bwd_dq.warmup(q, q, q, q, row, row, q, 100, 100, 2, 2, scale, **cx),
+        "dkdv": attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, 100, 100, 2, 2,
+                                                   2, scale, **cx)}
+    for which, kernel in kernels.items():
+        ptx = kernel.binary(GpuOptions(chip=chip)).ptx
+        assert marker in ptx, which

@@ -1,0 +1,132 @@
+"""Backward speed: tessel.attention_backward beside FA2 and cuDNN (torch SDPA), one process (issue 11).
+
+    PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
+        [--dims 64 128] [--lengths 4096 16384] [--dtype fp16]
+
+The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
+the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
+Each timed call is what a training step pays for the backward of one attention:
+
+- tessel: `tessel.attention_backward(q, k, v, o, lse, do, causal=...)` — what tessel.attention's
+  autograd backward calls: Δ, the dQ and dK/dV programs, the gradients' allocation, the Python
+  launch path;
+- FA2 / cuDNN: `torch.autograd.grad(o, (q, k, v), do, retain_graph=True)` with the SDPA backend
+  forced (autograd's own overhead included).
+
+Also per row: the largest |tessel − FA2| of dq, dk and dv relative to FA2's largest value (a
+sanity check: the float64 checks are test/gpu/test_attention_backward_gpu.py), and at the longest
+length the peak memory of one tessel forward + backward above its inputs (no N×N buffer: O(N)).
+Timing: bench_decode.make_timer (triton.testing.do_bench's median when triton imports). Without
+torch or CUDA it prints why and exits 0.
+"""
+import argparse
+import json
+import sys
+
+from bench_decode import make_timer
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    ap.add_argument("--dims", type=int, nargs="+", default=[64, 128])
+    ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
+    ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("bench_backward: skipped: torch is not installed")
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_backward: skipped: no CUDA device")
+        return 0
+    import tessel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    timed, timer = make_timer(torch)
+    report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
+                  dtype=args.dtype, rows=[])
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(0)
+    F = torch.nn.functional.scaled_dot_product_attention
+    print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
+          f"{'/FA2':>6} {'/cuDNN':>7} {'err':>8}")
+    for D in args.dims:
+        H = 2048 // D
+        for n in args.lengths:
+            B = max(1, 16384 // n)
+            for causal in (False, True):
+                q, k, v, do = (torch.randn(B, H, n, D, device="cuda", dtype=dt, generator=gen)
+                               for _ in range(4))
+                flops = 2.5 * 4 * B * H * n * n * D / (2 if causal else 1)
+                o, lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
+
+                def ours():
+                    return tessel.attention_backward(q, k, v, o, lse, do, causal=causal)
+                row = dict(d=D, n=n, b=B, h=H, causal=causal)
+                mine = ours()
+                row["tessel_ms"] = timed(ours)
+                grads = {}
+                for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
+                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                    leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+                    try:
+                        with sdpa_kernel([be]):
+                            out = F(*leaves, is_causal=causal)
+
+                        def theirs(out=out, leaves=leaves):
+                            return torch.autograd.grad(out, leaves, do, retain_graph=True)
+                        grads[name] = theirs()
+                        row[f"{name}_ms"] = timed(theirs)
+                    except Exception as e:           # noqa: BLE001 (the backend refuses)
+                        row[f"{name}_ms"] = None
+                        row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                    del leaves
+                if "fa2" in grads:
+                    row["max_rel_diff_vs_fa2"] = max(
+                        ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
+                        for a, b in zip(mine, grads["fa2"]))
+                for key in ("tessel", "fa2", "cudnn"):
+                    ms = row.get(f"{key}_ms")
+                    row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+                report["rows"].append(row)
+
+                def ratio(x):   # tessel's speed over x's: x's time over tessel's
+                    return f"{row[x + '_ms'] / row['tessel_ms']:.2f}" if row.get(x + "_ms") \
+                        else "-"
+
+                def tf(x):
+                    return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
+                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('tessel'):>8} {tf('fa2'):>8} "
+                      f"{tf('cudnn'):>8} {ratio('fa2'):>6} {ratio('cudnn'):>7} "
+                      f"{row.get('max_rel_diff_vs_fa2', float('nan')):>8.2e}", flush=True)
+                del q, k, v, do, o, lse, mine, grads
+    # Peak memory of one forward + backward at the longest length, d128 (O(N): no N×N buffer).
+    n = max(args.lengths)
+    D = max(args.dims)
+    B, H = max(1, 16384 // n), 2048 // D
+    torch.cuda.empty_cache()
+    q, k, v, do = (torch.randn(B, H, n, D, device="cuda", dtype=dt, requires_grad=i < 3)
+                   for i in range(4))
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    tessel.attention(q, k, v, causal=True).backward(do)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    report["peak_fwd_bwd"] = dict(b=B, h=H, n=n, d=D, extra_bytes=peak,
+                                  input_bytes=4 * q.numel() * q.element_size(),
+                                  n_by_n_bytes=B * H * n * n * 2)
+    print(f"peak memory of forward + backward, b{B} h{H} n{n} d{D}: {peak / 2**20:.0f} MiB above "
+          f"the inputs (q, k, v, do: {4 * q.numel() * 2 / 2**20:.0f} MiB; one N×N fp16 score "
+          f"matrix would be {B * H * n * n * 2 / 2**30:.1f} GiB)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
