@@ -149,11 +149,12 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     for i in range(0, nq, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
-        lse = tl.load(ld, (i,), shape=(BLOCK_M,))
-        lse = tl.where(lse == float("-inf"), 0.0, lse)   # rows that see no key: P = 0
-        dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
         q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
         s_raw = tl.dot(kt, qt.T) * scale
+        # The LSE and Δ are read where they are used: as column vectors they take 16 registers
+        # each a thread, which should not be live across the dots.
+        lse = tl.load(ld, (i,), shape=(BLOCK_M,))
+        lse = tl.where(lse == float("-inf"), 0.0, lse)   # rows that see no key: P = 0
         s_mod = s_raw
         if SCORE_MOD is not None:
             s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
@@ -166,6 +167,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
         p = tl.exp(s - lse[None, :])
         dv_acc += tl.dot(p.to(dot_.dtype), dot_)
         dp = tl.dot(vt, dot_.T)
+        dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
         ds = p * (dp - dlt[None, :])
         if SCORE_MOD is not None:
             ds = ds * tl.elementwise_grad(s_mod, s_raw)

@@ -51,9 +51,9 @@ def reference(q, k, v, causal, score=None):
 
 
 SCORES = {None: None, "softcap": lambda s, qi, ki: CAP * torch.tanh(s / CAP),
-          "alibi": lambda s, qi, ki: s + torch.tensor([0.5, 0.25], dtype=s.dtype,
-                                                      device=s.device)[:, None, None]
-          * (ki - qi)}
+          # alibi's slope of head h is 2^-(h + 1)
+          "alibi": lambda s, qi, ki: s + torch.exp2(-torch.arange(
+              1, s.shape[1] + 1, dtype=s.dtype, device=s.device))[:, None, None] * (ki - qi)}
 MODS = {None: None, "softcap": softcap, "alibi": alibi}
 
 

@@ -133,9 +133,17 @@ private:
   /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
   /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
   /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
-  /// `offset` bytes (i32). Returns the accumulator, in flight until a wait re-defines it.
+  /// `offset` bytes (i32); with `aPlan`, A is not in registers (`a` empty) but the block of
+  /// that plan in shared memory (stage 0). Returns the accumulator, in flight until a wait
+  /// re-defines it.
   SmallVector<Value> wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> acc, Value offset,
-                                const LoadPlan &p, bool transposed, int64_t n, int64_t kSteps);
+                                const LoadPlan &p, bool transposed, int64_t n, int64_t kSteps,
+                                const LoadPlan *aPlan = nullptr);
+  /// The shared-memory matrix descriptor (i64) of k step 0 of a block at `offset` bytes (i32)
+  /// with plan `p`, K-major (`kMajor`: K of Q·Kᵀ, an A block) or N-major (V of P·V); and the
+  /// descriptor's increment for k step `kt`.
+  Value wgmmaDescriptor(Value offset, const LoadPlan &p, bool kMajor);
+  int64_t wgmmaDescriptorStep(const LoadPlan &p, bool kMajor, int64_t kt);
   /// tilegpu.wgmma: the chain of k steps and its commit group; the registers it reads that
   /// ordinary instructions wrote are fenced once for a run of consecutive wgmmas.
   LogicalResult emitWgmma(tilegpu::WgmmaOp op);
@@ -184,8 +192,9 @@ private:
   /// Whether `desc` can be copied in 16-byte chunks (inner stride 1, a constant row stride
   /// of a multiple of 8 elements); the reason at `op` when it cannot.
   LogicalResult checkChunked(Operation *op, Value desc);
-  /// The A fragments of a block at `p` (outside loops): kept in registers when they fit, else
-  /// recorded for the dots to read at every k step; under `result`.
+  /// The A fragments of a block at `p` (outside loops): kept in registers within a budget of
+  /// 32 a thread for all such blocks, else recorded for the dots to read from shared memory;
+  /// under `result`.
   void takeAFragments(Value result, const LoadPlan &p);
   /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
   /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
@@ -268,8 +277,12 @@ private:
   /// The fenced A and accumulator registers of each tilegpu.wgmma, from the first wgmma of its
   /// run (which fences them all) to the wait that names its result (which ties its A).
   DenseMap<Operation *, std::pair<SmallVector<Value>, SmallVector<Value>>> wgmmaInputs;
-  /// A operands read from shared memory at every k step of every dot (Q when it does not fit).
+  /// A operands read from shared memory by every dot (those past the register budget of
+  /// takeAFragments): at every k step (mma.sync) or through a descriptor (wgmma).
   DenseMap<Value, LoadPlan> aShared;
+  /// Registers a thread holds for the A blocks kept in registers so far; the number of A
+  /// blocks the program loads (plan).
+  int64_t residentARegs = 0, aBlocks = 0;
   SmallVector<DenseMap<std::pair<Value, int>, SmallVector<Value>>> lazy;
   /// S·c tiles of the single-FFMA softmax whose S registers hold T: S·c = T·k, by S·c.
   DenseMap<Value, Value> scaleFactor;

@@ -33,6 +33,12 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
                   type.getStageBytes();
     smemBytes = std::max(smemBytes, end);
   }
+  program.walk([&](tilegpu::LocalLoadOp read) {
+    auto operand = dyn_cast<tilegpu::DotOperandEncodingAttr>(
+        read.getResult().getType().getEncoding());
+    if (operand && operand.getOperand() == 0)
+      ++aBlocks;
+  });
   if (!operandType.isF16() && !operandType.isBF16())
     return program.emitOpError("has shared buffers of ")
            << operandType << ": convert-tile-to-mma takes f16 or bf16 operands";

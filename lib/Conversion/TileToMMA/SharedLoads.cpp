@@ -215,14 +215,25 @@ LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
 }
 
 void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
-  // A fragments for every m tile and 16-column step, kept in registers when they take at most
-  // 32 (d64, or d128 with one m tile per warp); else each dot reads them from shared memory at
-  // every k step (d128 with two m tiles: 64 registers would not fit beside the 128 of the
-  // accumulator and the 64 of the scores).
-  if (mTiles * (p.cols / 16) * 4 > 32) {
+  // A fragments for every m tile and 16-column step are kept in registers while all the A
+  // blocks so kept take at most 32 a thread (Q at d64, or at d128 with one m tile per warp);
+  // the others are read from shared memory by each dot: ldmatrix at every k step (mma.sync),
+  // or a matrix descriptor (wgmma). Q at d128 with two m tiles would take 64 registers beside
+  // the 128 of the accumulator and the 64 of the scores; the backward's second A block (V
+  // beside K, dO beside Q) another 32 beside two accumulators. wgmma reads an A block in
+  // shared memory at full speed: with several (the backward's), all of them stay there.
+  int64_t regs = mTiles * (p.cols / 16) * 4;
+  if (residentARegs + regs > 32 || (wgmma && aBlocks > 1)) {
     aShared[result] = p;
+    if (wgmma) {
+      // wgmma reads it through the async proxy: every thread's landed cp.async writes
+      // (generic proxy) are ordered before, then the block is complete for all of them.
+      fenceSharedForAsyncProxy(b.getUnknownLoc());
+      gpu::BarrierOp::create(b, b.getUnknownLoc());
+    }
     return;
   }
+  residentARegs += regs;
   SmallVector<Value> frags;
   for (int64_t mt = 0; mt < mTiles; ++mt)
     for (int64_t kt = 0; kt < p.cols / 16; ++kt)

@@ -54,8 +54,8 @@ LogicalResult MmaKernelBuilder::emitVectorLoad(tile::LoadOp op) {
     Value in = arith::AndIOp::create(
         b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, g, zero),
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, g, d.shape[0]));
-    Value elemOff =
-        arith::AddIOp::create(b, loc, d.offset, arith::MulIOp::create(b, loc, g, d.strides[0]));
+    Value elemOff = arith::AddIOp::create(b, loc, d.offset,
+                                          arith::MulIOp::create(b, loc, g, d.strides[0]));
     Value ptr = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff});
     // Out of bounds: read the vector's first element (inside the tensor whenever the program
     // runs) and drop it, so the load needs no branch.

@@ -67,52 +67,84 @@ bool isZeroTile(Value v) {
   return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
 }
 
-SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> accIn,
-                                                Value offset, const LoadPlan &p, bool transposed,
-                                                int64_t N, int64_t kSteps) {
+Value MmaKernelBuilder::wgmmaDescriptor(Value offset, const LoadPlan &p, bool kMajor) {
+  // The start address (bits 0-13, bytes >> 4), the leading and stride byte offsets (>> 4) and
+  // the 128-byte swizzle (bits 62-63). K-major: 8-row core-matrix groups 1024 B apart (SBO),
+  // LBO unused with swizzling. N-major: 8-row groups along k 1024 B apart (SBO), 64-column
+  // slabs along n p.rows·128 B apart (LBO).
   Location loc = b.getUnknownLoc();
-  Type f32 = b.getF32Type(), i64 = b.getI64Type();
-  SmallVector<Value> acc(accIn);
-  bool zeroAcc = acc.empty();
-  // The descriptor of k step 0; the start address (bits 0-13, bytes >> 4) of the others is a
-  // constant further (the slab base is 1024-byte aligned, so adding inside the 128-byte
-  // atom is what the hardware's address-based swizzle expects).
+  Type i64 = b.getI64Type();
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   Value addr = LLVM::PtrToIntOp::create(
       b, loc, i64, LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{offset}));
-  uint64_t lbo = transposed ? 1 : static_cast<uint64_t>(p.rows * 128 / 16);
+  uint64_t lbo = kMajor ? 1 : static_cast<uint64_t>(p.rows * 128 / 16);
   uint64_t sbo = 1024 / 16;
   uint64_t fields = (uint64_t{1} << 62) | (sbo << 32) | (lbo << 16);
   Value start = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, addr, ci64(4)),
                                       ci64(0x3FFF));
-  Value desc0 = arith::OrIOp::create(b, loc, start, ci64(static_cast<int64_t>(fields)));
+  return arith::OrIOp::create(b, loc, start, ci64(static_cast<int64_t>(fields)));
+}
+
+int64_t MmaKernelBuilder::wgmmaDescriptorStep(const LoadPlan &p, bool kMajor, int64_t kt) {
+  // The start address of the other k steps is a constant further (the slab base is 1024-byte
+  // aligned, so adding inside the 128-byte atom is what the hardware's address-based swizzle
+  // expects): 32 B a step inside the atom, the next slab past 64 columns (K-major); 16 rows
+  // (N-major).
+  if (!kMajor)
+    return kt * 16 * 128 >> 4;
+  auto [xorBytes, addBytes] = chunkStep(p, kt);
+  return (xorBytes + addBytes) >> 4;
+}
+
+SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> accIn,
+                                                Value offset, const LoadPlan &p, bool transposed,
+                                                int64_t N, int64_t kSteps, const LoadPlan *aPlan) {
+  Location loc = b.getUnknownLoc();
+  Type f32 = b.getF32Type();
+  SmallVector<Value> acc(accIn);
+  bool zeroAcc = acc.empty();
+  Value desc0 = wgmmaDescriptor(offset, p, transposed);
+  // A from shared memory: a K-major block of the warpgroup's 64 rows, read from its stage 0.
+  Value aDesc0 = aPlan ? wgmmaDescriptor(ci32(aPlan->smemOffset), *aPlan, true) : Value();
   StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
   int64_t nAcc = N / 2;
+  int64_t aOperands = aPlan ? 1 : 4;
   for (int64_t kt = 0; kt < kSteps; ++kt) {
-    int64_t bytes;
-    if (transposed) {
-      auto [xorBytes, addBytes] = chunkStep(p, kt);
-      bytes = xorBytes + addBytes;
-    } else {
-      bytes = kt * 16 * 128;
-    }
-    Value desc = bytes ? Value(arith::AddIOp::create(b, loc, desc0, ci64(bytes >> 4))) : desc0;
+    auto at = [&](Value d0, int64_t step) {
+      return step ? Value(arith::AddIOp::create(b, loc, d0, ci64(step))) : d0;
+    };
+    Value desc = at(desc0, wgmmaDescriptorStep(p, transposed, kt));
     bool readAcc = !(zeroAcc && kt == 0);
-    // Operands: the nAcc outputs, then (when read) the nAcc tied inputs, then A, desc, scale-d.
+    // Operands: the nAcc outputs, then (when read) the nAcc tied inputs, then A (four
+    // registers or a descriptor), desc, scale-d.
     int64_t first = readAcc ? 2 * nAcc : nAcc;
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + 5 << ", 0;\n"
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + aOperands + 1 << ", 0;\n"
        << "wgmma.mma_async.sync.aligned.m64n" << N << "k16.f32." << ptxType << "." << ptxType
        << " {";
     for (int64_t i = 0; i < nAcc; ++i)
       os << (i ? ", " : "") << "$" << i;
-    os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
-       << "}, $" << first + 4 << ", p, 1, 1, " << (transposed ? 0 : 1) << ";\n}";
-    SmallVector<Value> inputs(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
+    os << "}, ";
+    if (aPlan)
+      os << "$" << first;
+    else
+      os << "{$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3 << "}";
+    // scale-d, imm-scale-a, imm-scale-b, [imm-trans-a (A K-major),] imm-trans-b.
+    os << ", $" << first + aOperands << ", p, 1, 1, " << (aPlan ? "0, " : "")
+       << (transposed ? 0 : 1) << ";\n}";
+    SmallVector<Value> inputs;
+    SmallVector<StringRef> cons;
+    if (aPlan) {
+      inputs.push_back(at(aDesc0, wgmmaDescriptorStep(*aPlan, true, kt)));
+      cons.push_back("l");
+    } else {
+      inputs.append(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
+      cons.append({"r", "r", "r", "r"});
+    }
     inputs.push_back(desc);
     inputs.push_back(ci32(readAcc ? 1 : 0));
-    SmallVector<StringRef> cons = {"r", "r", "r", "r", "l", "r"};
+    cons.append({"l", "r"});
     // The first step of a zero accumulator writes it without reading it (scale-d false).
     acc = readAcc ? tiedAsm(b, loc, text, acc, inputs, cons)
                   : asmResults(b, loc, text, SmallVector<Type>(nAcc, f32), {}, inputs, cons);
@@ -135,9 +167,11 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto cType = cast<RankedTensorType>(op.getAcc().getType());
   int64_t K = aType.getShape()[1], N = cType.getShape()[1];
-  if (aShared.count(op.getA()))
-    return op.emitOpError("reads its A operand from shared memory at every k step, which "
-                          "codegen=wgmma does not do");
+  auto aInShared = aShared.find(op.getA());
+  const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
+  if (aPlan && (blockM != 64 || mTiles != 1))
+    return op.emitOpError("reads an A block of ")
+           << blockM << " rows from shared memory: codegen=wgmma reads one warpgroup's 64";
   if (N % 8 != 0 || N > 256)
     return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
                                     << "multiple of 8 up to 256";
@@ -155,9 +189,10 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
   // wgmmas read it, and so is an accumulator that is not a fresh zero (O·alpha): the fence
   // ties them, so that every such write is ordered before it.
   SmallVector<Value> a;
-  for (Value v : aIn)
-    a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
-  bool aPacked = !aFragments.count(op.getA());
+  if (!aPlan)
+    for (Value v : aIn)
+      a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
+  bool aPacked = !aPlan && !aFragments.count(op.getA());
   SmallVector<Value> fenced(acc);
   if (aPacked)
     fenced.append(a);
@@ -174,7 +209,7 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
   Value offset = ci32(p.smemOffset);
   if (stage)
     offset = arith::AddIOp::create(b, loc, offset, stage);
-  acc = wgmmaChain(a, acc, offset, p, transposed, N, kSteps);
+  acc = wgmmaChain(a, acc, offset, p, transposed, N, kSteps, aPlan);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   // The accumulator (and packed A) registers are in flight until the wait: it re-defines
   // them, so every use of the result is after it.
