@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -282,3 +283,34 @@ def test_global_mods_read_each_calls_tensors_without_retracing():
 def tessel_attention(*args, **kwargs):
     import tessel
     return tessel.attention(*args, **kwargs)
+
+
+@pytest.mark.skipif(
+    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                     "/usr/local/cuda/bin"])),
+    reason="needs ptxas (the CUDA toolkit) to make cubins")
+def test_global_mods_compile_for_the_gpu(tmp_path, monkeypatch):
+    """The ring's kernels with mods (the offsets a captured tensor) compile for the GPU here, no
+    GPU needed (sm_80: ~3 s of ptxas and LLVM a program here): the forward at the gather
+    blocks (codegen=auto takes the reference lowering), and the backward's dQ program (the
+    score_mod's chain rule) at its GPU blocks."""
+    import tessel
+    import tessel.cache
+    from tessel.attention import _as_jit, gather_blocks
+    from tessel.backward import compile_attention_backward, gpu_backward_blocks
+    from tessel.distributed import _GlobalMods
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    q = np.zeros((1, 2, 256, 64), np.float16)
+    mods = _GlobalMods(_as_jit(_distance_bias, "score_mod"),
+                       _as_jit(_doc_mask(np.zeros(256, np.int32)), "mask_mod"))
+    sm, mm = mods.at(np.zeros(6, np.int32))
+    bm, bn = gather_blocks(64)
+    k = tessel.compile_attention(q, q, q, causal=True, score_mod=sm, mask_mod=mm, block_m=bm,
+                                 block_n=bn)
+    binary = k.binary(tessel.cache.GpuOptions(chip="sm_80", codegen="auto"))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
+    bm, bn = gpu_backward_blocks(64, "f16")
+    programs = compile_attention_backward(q, q, q, causal=True, score_mod=sm, mask_mod=mm,
+                                          block_m=bm, block_n=bn)
+    binary = programs["dq"].binary(tessel.cache.GpuOptions(chip="sm_80"))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
