@@ -656,6 +656,7 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
                          f"key/value heads ({Hkv})")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    q, k, v = (x.contiguous() for x in (q, k, v))
     mods = None
     if score_mod is not None or mask_mod is not None:
         from .attention import _as_jit
@@ -664,7 +665,6 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
                     mods, grad)
     ring = _Ring(torch, dist, group, q, k, v, causal, layout, enable_gqa,
                  (score_mod is not None, mask_mod is not None))
-    q, k, v = (x.contiguous() for x in (q, k, v))
     if grad:
         o, lse = _autograd_function(torch).apply(q, k, v, ring, bool(causal), scale,
                                                  bool(enable_gqa), mods)

@@ -289,9 +289,10 @@ def mod_case(H, Hkv, N, causal, layout, score=None, mask=None, dtype=torch.float
 
 
 def mod_backward_case(H, Hkv, N, causal, layout, score=None, mask=None, use_lse=False,
-                      tol=2e-5, seed=21):
+                      tol=2e-5, seed=21, strided=False):
     """dq, dk, dv of sum(o·g) (+ sum(lse·h) over the rows that see a key) with mods, against
-    tessel.reference's float64 backward on the whole sequence."""
+    tessel.reference's float64 backward on the whole sequence. `strided`: q, k and v are not
+    contiguous (leaves whose head dim has stride n)."""
     rank, world = RANK, WORLD
     q, k, v = inputs(seed, H, Hkv, N)
     gen = torch.Generator().manual_seed(seed + 100)
@@ -306,7 +307,11 @@ def mod_backward_case(H, Hkv, N, causal, layout, score=None, mask=None, use_lse=
     ref = reference_attention_backward(to_np(q), to_np(k), to_np(v), g.numpy(),
                                        score_grad=np_g, dlse=hl.numpy() if use_lse else None,
                                        **args)
-    local = [shard(x, layout, rank, world).float().requires_grad_() for x in (q, k, v)]
+    local = [shard(x, layout, rank, world).float() for x in (q, k, v)]
+    if strided:
+        local = [x.transpose(2, 3).contiguous().transpose(2, 3) for x in local]
+        assert not any(x.is_contiguous() for x in local)
+    local = [x.requires_grad_() for x in local]
     o, lse = ring_attention(*local, causal=causal, layout=layout, score_mod=sm, mask_mod=mm,
                             enable_gqa=gqa, return_lse=True)
     my_loss = (o * shard(g, layout, rank, world).float()).sum()
@@ -464,7 +469,7 @@ def mod_cases():
         "mod-backward-causal-contiguous": lambda: mod_backward_case(
             2, 2, UNEVEN, True, "contiguous", score="softcap", mask="document"),
         "mod-backward-prefix-lm-zigzag": lambda: mod_backward_case(
-            2, 2, UNEVEN, False, "zigzag", score="softcap", mask="prefix-lm"),
+            2, 2, UNEVEN, False, "zigzag", score="softcap", mask="prefix-lm", strided=True),
         "mod-backward-rows-without-keys": lambda: mod_backward_case(
             2, 2, UNEVEN, True, "contiguous", mask="holes", use_lse=True),
         "mod-world-one": mod_world_one_case,
