@@ -84,11 +84,17 @@ _jitted = {}
 
 def _cells(fn):
     """The closure values of fn, tensors replaced by their signatures (capture.Slot): a tensor
-    is a kernel argument, not part of the kernel's identity (tessel/capture.py)."""
+    is a kernel argument, not part of the kernel's identity (tessel/capture.py). A mod held in
+    the closure (a mod that calls another) is kept unbound: the one bound to this call's
+    function holds that call's tensors, which are read from it at launch (capture.Capture)."""
     values = []
     for c in fn.__closure__ or ():
         v = c.cell_contents
-        values.append(capture.Slot(v) if capture.is_tensor(v) else v)
+        if capture.is_tensor(v):
+            v = capture.Slot(v)
+        elif isinstance(v, ModFunction) and v.user_fn is not None:
+            v = v.bound_to(None)
+        values.append(v)
     return tuple(values)
 
 
@@ -116,8 +122,11 @@ def _without_tensors(fn):
 
 
 def _captures_by_closure(fn):
+    """Whether fn's closure holds a tensor, or a mod bound to a function that does (a mod that
+    calls another: its tensors are read through this very function)."""
     try:
-        return any(capture.is_tensor(c.cell_contents) for c in fn.__closure__ or ())
+        return any(capture.is_tensor(v) or (isinstance(v, ModFunction) and v.user_fn is not None)
+                   for v in (c.cell_contents for c in fn.__closure__ or ()))
     except (AttributeError, ValueError):
         return False
 

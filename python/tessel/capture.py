@@ -123,7 +123,12 @@ class Capture:
         owner = self.owner
         if isinstance(owner, ModFunction):
             bound = next((v for v in constexprs if v is owner), None) or \
-                next((v for v in constexprs if isinstance(v, ModFunction) and v == owner), owner)
+                next((v for v in constexprs if isinstance(v, ModFunction) and v == owner), None)
+            if bound is None or bound.user_fn is None:
+                # A mod called by the call's mod, held in its closure (tessel.distributed's
+                # global-position wrappers call the user's): the one bound to this call's
+                # function is found there.
+                bound = next((v for v in _called_mods(constexprs) if v == owner), bound or owner)
             fn = bound.user_fn if bound.user_fn is not None else bound.jit
         else:
             fn = owner
@@ -194,6 +199,27 @@ class Capture:
             raise self.error(f"has sizes or strides {sizes} of 2^31 elements or more; kernels "
                              "address captured tensors with int32 sizes and strides")
         return sizes
+
+
+def _called_mods(constexprs, depth=4):
+    """The bound ModFunctions held in the closures of the bound ModFunctions among `constexprs`
+    (and in theirs, `depth` levels down), outermost first."""
+    from .frontend import ModFunction
+    level = [v for v in constexprs if isinstance(v, ModFunction) and v.user_fn is not None]
+    for _ in range(depth):
+        inner = []
+        for m in level:
+            for cell in getattr(m.user_fn, "__closure__", None) or ():
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    continue
+                if isinstance(v, ModFunction) and v.user_fn is not None:
+                    inner.append(v)
+        yield from inner
+        level = inner
+        if not level:
+            return
 
 
 def resolve(captures, constexprs):

@@ -22,6 +22,11 @@ runs tessel.attention_backward for each pair of shards with the *global* output 
 P = exp(S - lse) is the slice of the whole row's softmax), keeps dQ at home and sends dK, dV
 around the ring with their K, V until they reach their owner.
 
+score_mod and mask_mod see *global* positions: each shard pair's attention runs them through a
+wrapper (`_global_score_mod`, `_global_mask_mod`) that maps the kernel's local row indices to
+positions in the whole sequence, with offsets read from a small captured int32 tensor, so that
+every step shares one compiled kernel (`_GlobalMods`).
+
 tessel itself never imports torch (tessel/gpu.py): this module imports it when called.
 """
 import math
@@ -102,6 +107,107 @@ def _merge(o_acc, lse_acc, o_part, lse_part, row0):
     BM = merge_block(D, on_gpu)
     merge_partial[fold_grid(-(-n_part // BM), B * H)](o_acc, lse_acc, o_part, lse_part, n_acc,
                                                        n_part, row0, D=D, BLOCK_M=BM)
+
+
+# --------------------------------------------------------------------------------------------
+# score_mod and mask_mod at global positions
+# --------------------------------------------------------------------------------------------
+
+# A shard pair's kernel indexes its query and key rows from 0. A shard, or the part of it one
+# step attends with, is at most two runs of the sequence (a zigzag shard: its front and back
+# chunks), so local row i is at global position
+#
+#     i + base + (jump if i >= split else 0)
+#
+# (one run: split = its length, jump = 0). `off` holds (base, split, jump) of the query rows,
+# then of the key rows: an int32 tensor of 6 the wrappers capture. It is a kernel argument
+# (docs/dsl.md, "Captured tensors"), not part of the kernel's identity: every step, every rank
+# and every call runs the same compiled kernel, whatever the offsets. `user` is the user's mod
+# as a ModFunction, so that it is inlined with its role's checks, located at the user's code
+# exactly as tessel.attention reports them.
+
+def _global_mask_mod(user, off):
+    def global_mask_mod(b, h, q_idx, kv_idx):
+        return user(b, h, q_idx + off[0] + tl.where(q_idx >= off[1], off[2], 0),
+                    kv_idx + off[3] + tl.where(kv_idx >= off[4], off[5], 0))
+    return global_mask_mod
+
+
+def _global_score_mod(user, off):
+    def global_score_mod(score, b, h, q_idx, kv_idx):
+        return user(score, b, h, q_idx + off[0] + tl.where(q_idx >= off[1], off[2], 0),
+                    kv_idx + off[3] + tl.where(kv_idx >= off[4], off[5], 0))
+    return global_score_mod
+
+
+def _runs_at(pieces, span):
+    """(base, split, jump) of local rows span[0] .. span[1] of a shard made of `pieces`
+    [(local start, global start, length)] (at most two runs of the sequence), the rows counted
+    from span[0]."""
+    a, b = span
+    parts = []
+    for start, pos, n in pieces:
+        lo, hi = max(a, start), min(b, start + n)
+        if lo < hi:
+            parts.append((lo - a, pos + lo - start))
+    if not parts:                                    # no rows: nothing reads the offsets
+        return 0, 0, 0
+    base = parts[0][1]
+    if len(parts) == 1:
+        return base, b - a, 0
+    (split, second), = parts[1:]
+    return base, split, second - split - base
+
+
+class _GlobalMods:
+    """The user's score_mod and mask_mod (ModFunctions, or None) as one shard pair's kernel
+    calls them: wrapped to see global positions, the offsets in a captured int32 tensor."""
+
+    def __init__(self, score_mod, mask_mod):
+        self.score_mod, self.mask_mod = score_mod, mask_mod
+
+    def at(self, off):
+        """(score_mod, mask_mod) for tessel.attention / attention_backward, at offsets `off`
+        (int32 [6]: a numpy array on the interpreter, a CUDA tensor on the GPU)."""
+        return (None if self.score_mod is None else _global_score_mod(self.score_mod, off),
+                None if self.mask_mod is None else _global_mask_mod(self.mask_mod, off))
+
+    @staticmethod
+    def tensor(rows, like):
+        """The offsets `rows` (lists of 6 ints) as an int32 tensor where kernels on `like`'s
+        device read it: numpy on the CPU, one copy to the GPU for all of them."""
+        table = np.array(rows, dtype=np.int32).reshape(len(rows), 6)
+        if like.is_cuda:
+            import torch
+            return torch.from_numpy(table).to(like.device)
+        return table
+
+
+def _check_mods(q, k, v, causal, scale, enable_gqa, mods, grad):
+    """Traces the kernels of the first step (every rank's own shard pair, with `causal`) before
+    any communication: a mod that does not compile raises its located CompilationError on each
+    rank that passes it, with no message in flight (the traces are the ones step 0 then finds
+    in the cache). With gradients wanted, the backward's dQ program too: a score_mod the
+    compiler cannot differentiate raises at the forward, as in tessel.attention."""
+    from .attention import compile_attention
+    sm, mm = mods.at(_GlobalMods.tensor([[0] * 6], q)[0])
+    hq, hk, hv = _host(q), _host(k), _host(v)
+    compile_attention(hq, hk, hv, causal=causal, scale=scale, score_mod=sm, mask_mod=mm,
+                      enable_gqa=enable_gqa)
+    if grad and sm is not None:
+        from . import gpu
+        from .backward import _config, attention_bwd_dq, gpu_backward_blocks
+        bm = bn = None
+        if q.is_cuda:
+            bm, bn = gpu_backward_blocks(q.shape[3], gpu.torch_dtype_name(q))
+        shapes, sc, cx = _config(hq, hk, hv, causal, scale, sm, mm, enable_gqa, bm, bn)
+        B, H, Nq, D, Hkv, Nk = shapes
+        if q.is_cuda:
+            import torch
+            row = q.new_zeros((B, H, Nq), dtype=torch.float32)
+        else:
+            row = np.zeros((B, H, Nq), np.float32)
+        attention_bwd_dq.warmup(hq, hk, hv, hq, row, row, hq, Nq, Nk, H, Hkv, sc, **cx)
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,7 +336,7 @@ class _Ring:
     """The process group's ring as one rank sees it, and every rank's shard lengths (gathered
     once per call, so that every rank validates the same facts and raises the same error)."""
 
-    def __init__(self, torch, dist, group, q, k, v, causal, layout, enable_gqa):
+    def __init__(self, torch, dist, group, q, k, v, causal, layout, enable_gqa, mods=(0, 0)):
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("ring_attention needs torch.distributed initialised "
                                "(torch.distributed.init_process_group)")
@@ -244,7 +350,7 @@ class _Ring:
         Hkv, Lk = k.shape[1], k.shape[2]
         codes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
         mine = [B, H, Hkv, D, Lq, Lk, codes.get(q.dtype, -1), int(bool(causal)),
-                LAYOUTS.index(layout), int(bool(enable_gqa))]
+                LAYOUTS.index(layout), int(bool(enable_gqa))] + [int(bool(m)) for m in mods]
         if W == 1:
             table = [mine]
         else:
@@ -256,17 +362,37 @@ class _Ring:
         self.q_lens = [row[4] for row in table]
         self.kv_lens = [row[5] for row in table]
         self.fronts = None
-        if layout == "zigzag" and causal:
-            n = sum(self.q_lens)
-            sizes = split_sizes(n, 2 * W)
-            self.fronts = sizes[:W]
-            bad = [r for r in range(W) if self.q_lens[r] != sizes[r] + sizes[2 * W - 1 - r]]
-            if bad:
-                r = bad[0]
-                raise ValueError(
-                    f"ring_attention(layout='zigzag'): rank {r} holds {self.q_lens[r]} rows of "
-                    f"a {n}-row sequence; its zigzag shard (tessel.distributed.zigzag_shard) "
-                    f"has {sizes[r] + sizes[2 * W - 1 - r]}")
+        # Where each rank's rows are in the sequence, [(local start, global start, length)]:
+        # what the causal mask needs of zigzag shards, and score_mod / mask_mod of any shard.
+        self.q_pieces = self.kv_pieces = None
+        if layout == "zigzag" and (causal or any(mods)):
+            self.q_pieces = self._zigzag(self.q_lens, "")
+            self.kv_pieces = self.q_pieces if causal else self._zigzag(self.kv_lens,
+                                                                       " key/value")
+            self.fronts = [p[0][2] for p in self.q_pieces]
+        elif any(mods):
+            self.q_pieces = self._contiguous(self.q_lens)
+            self.kv_pieces = self._contiguous(self.kv_lens)
+
+    @staticmethod
+    def _contiguous(lens):
+        return [[(0, start, n)] for start, n in zip(_starts(lens), lens)]
+
+    def _zigzag(self, lens, what):
+        """Each rank's two chunks; every rank raises the same ValueError for lengths that are
+        not zigzag shards of their sum."""
+        W, n = self.world, sum(lens)
+        sizes = split_sizes(n, 2 * W)
+        starts = _starts(sizes)
+        bad = [r for r in range(W) if lens[r] != sizes[r] + sizes[2 * W - 1 - r]]
+        if bad:
+            r = bad[0]
+            raise ValueError(
+                f"ring_attention(layout='zigzag'): rank {r} holds {lens[r]}{what} rows of "
+                f"a {n}-row sequence; its zigzag shard (tessel.distributed.zigzag_shard) "
+                f"has {sizes[r] + sizes[2 * W - 1 - r]}")
+        return [[(0, starts[r], sizes[r]),
+                 (sizes[r], starts[2 * W - 1 - r], sizes[2 * W - 1 - r])] for r in range(W)]
 
     def _global(self, group_rank):
         if self.group is None:
@@ -283,9 +409,13 @@ class _Ring:
                                      f"({first[i]} and {row[i]})")
             if row[6] != first[6]:
                 raise ValueError(f"ring_attention: ranks 0 and {r} pass different dtypes")
-            if row[7:] != first[7:]:
+            if row[7:10] != first[7:10]:
                 raise ValueError(f"ring_attention: ranks 0 and {r} pass different causal, "
                                  "layout or enable_gqa")
+            for i, name in ((10, "score_mod"), (11, "mask_mod")):
+                if row[i] != first[i]:
+                    raise ValueError(f"ring_attention: rank {r if row[i] else 0} passes a "
+                                     f"{name} and rank {0 if row[i] else r} does not")
             if row[7] and row[4] != row[5]:
                 raise ValueError(f"ring_attention(causal=True): rank {r} holds {row[4]} query "
                                  f"rows and {row[5]} key rows; causal ring attention is "
@@ -317,6 +447,23 @@ class _Ring:
             return all_q, (0, self.fronts[src]), False
         return (self.fronts[r], self.q_lens[r]), all_k, False   # our back chunk sees it all
 
+    def offsets(self, causal, like):
+        """Per step, the offsets (_GlobalMods) of that step's shard pair as a row of one int32
+        tensor (None where the step does no work)."""
+        rows, used = [], []
+        for step in range(self.world):
+            src = self.source(step)
+            task = self.task(src, causal)
+            used.append(task is not None)
+            if task is None:
+                rows.append([0] * 6)
+                continue
+            qs, ks, _ = task
+            rows.append(list(_runs_at(self.q_pieces[self.rank], qs))
+                        + list(_runs_at(self.kv_pieces[src], ks)))
+        table = _GlobalMods.tensor(rows, like)
+        return [table[s] if u else None for s, u in enumerate(used)]
+
     def exchange(self, send, recv_shape, tag):
         """Posts the send of `send` to the next rank and the receive of a new tensor of
         recv_shape from the previous one; returns (the receive buffer, the requests)."""
@@ -336,12 +483,14 @@ def _rows(x, span):
     return x[:, :, span[0]:span[1]]
 
 
-def _forward(ring, q, k, v, causal, scale, enable_gqa):
-    """The ring forward: (o like q, lse float32 [B, H, Lq]) of this rank's query rows."""
+def _forward(ring, q, k, v, causal, scale, enable_gqa, mods=None):
+    """The ring forward: (o like q, lse float32 [B, H, Lq]) of this rank's query rows. `mods`:
+    the user's score_mod / mask_mod (_GlobalMods) or None."""
     from .attention import attention
     torch = ring.torch
     B, H, Lq, D = q.shape
     kv = torch.stack((k, v))                          # one message per step
+    offsets = ring.offsets(causal, q) if mods is not None else None
     o_acc = lse_acc = None
     for step in range(ring.world):
         src = ring.source(step)
@@ -352,9 +501,11 @@ def _forward(ring, q, k, v, causal, scale, enable_gqa):
         task = ring.task(src, causal)
         if task is not None:
             qs, ks, c = task
+            sm, mm = mods.at(offsets[step]) if mods is not None else (None, None)
             o_i, lse_i = attention(_host(_rows(q, qs)), _host(_rows(kv[0], ks)),
                                    _host(_rows(kv[1], ks)), causal=c, scale=scale,
-                                   enable_gqa=enable_gqa, return_lse=True)
+                                   score_mod=sm, mask_mod=mm, enable_gqa=enable_gqa,
+                                   return_lse=True)
             if o_acc is None:                         # step 0: every row, nothing to merge
                 o_acc = _as_torch(o_i, q.dtype).float()
                 lse_acc = _as_torch(lse_i, torch.float32)
@@ -366,14 +517,16 @@ def _forward(ring, q, k, v, causal, scale, enable_gqa):
     return o_acc.to(q.dtype), lse_acc
 
 
-def _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa):
+def _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa, mods=None):
     """dq, dk, dv of this rank's shards. dK and dV of a key/value shard travel with it, one
-    step behind, and arrive at their owner after the last step."""
+    step behind, and arrive at their owner after the last step. The pairs, and the offsets
+    of the mods, are the forward's."""
     from .backward import attention_backward
     torch = ring.torch
     D = q.shape[3]
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     kv = torch.stack((k, v))
+    offsets = ring.offsets(causal, q) if mods is not None else None
     dkv = dkv_pending = None
     for step in range(ring.world):
         src = ring.source(step)
@@ -385,10 +538,11 @@ def _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa):
         task = ring.task(src, causal)
         if task is not None:
             qs, ks, c = task
+            sm, mm = mods.at(offsets[step]) if mods is not None else (None, None)
             hq = [_host(_rows(x, qs)) for x in (q, o, do)]
             g = attention_backward(hq[0], _host(_rows(kv[0], ks)), _host(_rows(kv[1], ks)),
                                    hq[1], _host(_rows(lse, qs)), hq[2], causal=c, scale=scale,
-                                   enable_gqa=enable_gqa,
+                                   score_mod=sm, mask_mod=mm, enable_gqa=enable_gqa,
                                    dlse=None if dlse is None else _host(_rows(dlse, qs)))
             dq_i, dk_i, dv_i = (_as_torch(x, q.dtype) for x in g)
             _rows(dq, qs).add_(dq_i)
@@ -421,31 +575,32 @@ def _autograd_function(torch):
 
     class RingAttention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, ring, causal, scale, enable_gqa):
-            o, lse = _forward(ring, q, k, v, causal, scale, enable_gqa)
+        def forward(ctx, q, k, v, ring, causal, scale, enable_gqa, mods):
+            o, lse = _forward(ring, q, k, v, causal, scale, enable_gqa, mods)
             ctx.save_for_backward(q, k, v, o, lse)
-            ctx.config = (ring, causal, scale, enable_gqa)
+            ctx.config = (ring, causal, scale, enable_gqa, mods)
             ctx.set_materialize_grads(False)      # an unused lse: None, not a tensor of zeros
             return o, lse
 
         @staticmethod
         def backward(ctx, do, dlse):
             q, k, v, o, lse = ctx.saved_tensors
-            ring, causal, scale, enable_gqa = ctx.config
+            ring, causal, scale, enable_gqa, mods = ctx.config
             if do is None:
                 do = torch.zeros_like(o)
             do = do.contiguous()
             if dlse is not None:
                 dlse = dlse.float().contiguous()
-            dq, dk, dv = _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa)
-            return dq, dk, dv, None, None, None, None
+            dq, dk, dv = _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa,
+                                   mods)
+            return dq, dk, dv, None, None, None, None, None
 
     _function = RingAttention
     return _function
 
 
 def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="contiguous",
-                   enable_gqa=False, return_lse=False):
+                   score_mod=None, mask_mod=None, enable_gqa=False, return_lse=False):
     """Attention of this rank's query shard against the whole sequence, its key/value shards
     spread over the ranks of `group` (torch.distributed; default the world).
 
@@ -455,13 +610,18 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     "zigzag" (zigzag_shard: chunks r and 2W - 1 - r of 2W). Semantics of tessel.attention on
     the whole sequence: scale 1/sqrt(D) by default; causal is top-left aligned on the global
     positions (then q, k and v must be shards of one sequence, the same rows on each rank);
-    enable_gqa lets Hkv divide H. Returns o like q — rank r's rows of the whole attention, in
-    the same shard layout — or (o, lse) with return_lse (lse float32 [B, H, n_r]).
+    enable_gqa lets Hkv divide H. score_mod and mask_mod are tessel.attention's (@tessel.jit
+    functions or plain functions and lambdas, FlexAttention conventions), and their q_idx and
+    kv_idx are positions in the whole sequence, as for tessel.attention on it (with "zigzag",
+    the shards of q and of k/v must then be zigzag shards even without causal). Returns o like
+    q — rank r's rows of the whole attention, in the same shard layout — or (o, lse) with
+    return_lse (lse float32 [B, H, n_r]).
 
-    Every rank of the group must call it, with the same B, heads, D, dtype, causal, layout and
-    enable_gqa (checked on every rank: one small all_gather per call). Differentiable: inputs
-    that require grad (grad mode on) get dq, dk and dv through autograd, computed around the
-    ring (docs/ring.md).
+    Every rank of the group must call it, with the same B, heads, D, dtype, causal, layout,
+    enable_gqa and mods (checked on every rank: one small all_gather per call; that a
+    score_mod / mask_mod is passed is checked, not that it is the same function).
+    Differentiable: inputs that require grad (grad mode on) get dq, dk and dv through autograd,
+    computed around the ring (docs/ring.md).
     """
     import torch
     import torch.distributed as dist
@@ -495,13 +655,21 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
         raise ValueError(f"the number of query heads ({H}) must be a multiple of the number of "
                          f"key/value heads ({Hkv})")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    ring = _Ring(torch, dist, group, q, k, v, causal, layout, enable_gqa)
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     q, k, v = (x.contiguous() for x in (q, k, v))
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+    mods = None
+    if score_mod is not None or mask_mod is not None:
+        from .attention import _as_jit
+        mods = _GlobalMods(_as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod"))
+        _check_mods(q.detach(), k.detach(), v.detach(), bool(causal), scale, bool(enable_gqa),
+                    mods, grad)
+    ring = _Ring(torch, dist, group, q, k, v, causal, layout, enable_gqa,
+                 (score_mod is not None, mask_mod is not None))
+    if grad:
         o, lse = _autograd_function(torch).apply(q, k, v, ring, bool(causal), scale,
-                                                 bool(enable_gqa))
+                                                 bool(enable_gqa), mods)
     else:
         with torch.no_grad():
             o, lse = _forward(ring, q.detach(), k.detach(), v.detach(), bool(causal), scale,
-                              bool(enable_gqa))
+                              bool(enable_gqa), mods)
     return (o, lse) if return_lse else o

@@ -11,7 +11,10 @@
 Each rank writes OUT/rank<RANK>.json, one entry per case: {"ok": bool, "detail": str,
 "seconds": float}. Every rank builds the same whole q, k, v from a seed, runs
 tessel.distributed.ring_attention on its shard, and checks its rows of the output (and of dq,
-dk, dv) against a float64 torch reference on the whole sequence, sharded the same way.
+dk, dv) against a float64 torch reference on the whole sequence, sharded the same way. The
+cases with a score_mod / mask_mod (mod_cases, world sizes 2 and 3) check against
+tessel.reference's float64 numpy attention and backward on the whole sequence, the mods
+written for global positions.
 """
 import datetime
 import json
@@ -28,8 +31,10 @@ import torch
 import torch.distributed as dist
 
 import tessel
+from tessel import language as tl
 from tessel.distributed import (contiguous_shard, ring_attention, zigzag_shard,
                                 zigzag_unshard)
+from tessel.reference import reference_attention, reference_attention_backward
 
 RANK = WORLD = UNEVEN = None     # set by run_rank
 D = 16
@@ -64,9 +69,12 @@ def inputs(seed, H, Hkv, N, dtype=torch.float32, B=1):
 
 
 def shard(x, layout, rank, world):
+    """This rank's shard of x (a torch tensor, contiguous, or a numpy array)."""
     if layout == "zigzag":
-        return zigzag_shard(x, rank, world, dim=2).contiguous()
-    return contiguous_shard(x, rank, world, dim=2).contiguous()
+        x = zigzag_shard(x, rank, world, dim=2)
+    else:
+        x = contiguous_shard(x, rank, world, dim=2)
+    return x if isinstance(x, np.ndarray) else x.contiguous()
 
 
 def err(out, ref):
@@ -165,6 +173,313 @@ def round_trip_case():
     return ok, f"{[tuple(s.shape) for s in shards]}"
 
 
+# score_mod / mask_mod: q_idx and kv_idx are positions in the whole sequence ----------------------
+
+CAP = 1.5
+WINDOW = 6
+PREFIX = 7
+
+
+@tessel.jit
+def alibi(score, b, h, q_idx, kv_idx):
+    return score + tl.exp2(-(h + 1).to(tl.float32)) * (kv_idx - q_idx).to(tl.float32)
+
+
+@tessel.jit
+def softcap(score, b, h, q_idx, kv_idx):
+    return CAP * tl.tanh(score / CAP)
+
+
+@tessel.jit
+def window(b, h, q_idx, kv_idx):
+    return (q_idx - kv_idx < WINDOW) & (kv_idx - q_idx < WINDOW)
+
+
+def prefix_lm(b, h, q_idx, kv_idx):                     # a plain function works too
+    return (kv_idx < PREFIX) | (q_idx >= kv_idx)
+
+
+@tessel.jit
+def holes(b, h, q_idx, kv_idx):
+    """Rows q % 5 == 2 see no key at all; the others a few around the diagonal, so that most
+    steps of the ring see nothing for most rows."""
+    return (q_idx % 5 != 2) & (q_idx - kv_idx < 3) & (kv_idx - q_idx < 3)
+
+
+def document(doc):
+    """A document mask over the whole sequence's ids (a captured numpy array)."""
+    def document_mask(b, h, q_idx, kv_idx):
+        return doc[q_idx] == doc[kv_idx]
+    return document_mask
+
+
+def np_document(doc):
+    return lambda b, h, qi, ki: doc[qi] == doc[ki]
+
+
+def document_ids(n):
+    lengths = [5, 9, 3, 11] * (n // 28 + 1)
+    return np.repeat(np.arange(len(lengths)), lengths)[:n].astype(np.int32)
+
+
+# name -> (DSL mod, float64 numpy version, its derivative in the score: score_mods)
+SCORE_MODS = {
+    "alibi": (alibi, lambda s, b, h, qi, ki: s + 2.0 ** -(h + 1) * (ki - qi),
+              lambda s, b, h, qi, ki: np.ones_like(s)),
+    "softcap": (softcap, lambda s, b, h, qi, ki: CAP * np.tanh(s / CAP),
+                lambda s, b, h, qi, ki: 1.0 - np.tanh(s / CAP) ** 2),
+}
+MASK_MODS = {
+    "window": (window, lambda b, h, qi, ki: (qi - ki < WINDOW) & (ki - qi < WINDOW)),
+    "prefix-lm": (prefix_lm, lambda b, h, qi, ki: (ki < PREFIX) | (qi >= ki)),
+    "holes": (holes, lambda b, h, qi, ki: (qi % 5 != 2) & (qi - ki < 3) & (ki - qi < 3)),
+}
+
+
+def mods_of(score, mask, n):
+    """(score_mod, mask_mod, numpy score, its derivative, numpy mask) for names; "document" is
+    the document mask of a sequence of n rows."""
+    sm, np_s, np_g = SCORE_MODS[score] if score else (None, None, None)
+    if mask == "document":
+        doc = document_ids(n)
+        mm, np_m = document(doc), np_document(doc)
+    else:
+        mm, np_m = MASK_MODS[mask] if mask else (None, None)
+    return sm, mm, np_s, np_g, np_m
+
+
+def to_np(x):
+    return x.detach().to(torch.float64).numpy()
+
+
+def err_np(out, ref):
+    """err() for numpy, where the reference may hold -inf (an LSE of a row that sees nothing):
+    those must match exactly."""
+    out = np.asarray(out, np.float64)
+    if np.isnan(out).any():
+        return float("inf")
+    inf = np.isinf(ref)
+    if (np.isinf(out) != inf).any() or (out[inf] != ref[inf]).any():
+        return float("inf")
+    if inf.all():
+        return 0.0
+    d = np.abs(out[~inf] - ref[~inf]).max()
+    return float(d / max(1.0, float(np.abs(ref[~inf]).max())))
+
+
+def mod_case(H, Hkv, N, causal, layout, score=None, mask=None, dtype=torch.float32, tol=2e-6,
+             Nk=None, seed=11):
+    """The forward with mods against the whole sequence's float64 reference."""
+    rank, world = RANK, WORLD
+    Nk = N if Nk is None else Nk
+    q = inputs(seed, H, Hkv, N)[0]
+    k, v = inputs(seed + 1, H, Hkv, Nk)[1:]
+    sm, mm, np_s, _, np_m = mods_of(score, mask, max(N, Nk))
+    ref_o, ref_lse = reference_attention(to_np(q), to_np(k), to_np(v), causal=causal,
+                                         score=np_s, allowed=np_m, enable_gqa=H != Hkv)
+    local = [shard(x, layout, rank, world).to(dtype) for x in (q, k, v)]
+    o, lse = ring_attention(*local, causal=causal, layout=layout, score_mod=sm, mask_mod=mm,
+                            enable_gqa=H != Hkv, return_lse=True)
+    e_o = err_np(to_np(o), shard(ref_o, layout, rank, world))
+    e_lse = err_np(lse.numpy(), shard(ref_lse, layout, rank, world))
+    unseen = int(np.isneginf(shard(ref_lse, layout, rank, world)).sum())
+    ok = e_o < tol and e_lse < tol
+    return ok, (f"rank {rank}/{world}: o error {e_o:.2e}, lse error {e_lse:.2e} (tol {tol:g}; "
+                f"{unseen} rows see no key)")
+
+
+def mod_backward_case(H, Hkv, N, causal, layout, score=None, mask=None, use_lse=False,
+                      tol=2e-5, seed=21, strided=False):
+    """dq, dk, dv of sum(o·g) (+ sum(lse·h) over the rows that see a key) with mods, against
+    tessel.reference's float64 backward on the whole sequence. `strided`: q, k and v are not
+    contiguous (leaves whose head dim has stride n)."""
+    rank, world = RANK, WORLD
+    q, k, v = inputs(seed, H, Hkv, N)
+    gen = torch.Generator().manual_seed(seed + 100)
+    g = torch.randn(1, H, N, D, generator=gen, dtype=torch.float64)
+    hl = torch.randn(1, H, N, generator=gen, dtype=torch.float64)
+    sm, mm, np_s, np_g, np_m = mods_of(score, mask, N)
+    gqa = H != Hkv
+    args = dict(causal=causal, score=np_s, allowed=np_m, enable_gqa=gqa)
+    ref_o, ref_lse = reference_attention(to_np(q), to_np(k), to_np(v), **args)
+    seen = torch.from_numpy(np.isfinite(ref_lse))
+    hl = torch.where(seen, hl, 0.0)                   # no gradient into an lse of -inf
+    ref = reference_attention_backward(to_np(q), to_np(k), to_np(v), g.numpy(),
+                                       score_grad=np_g, dlse=hl.numpy() if use_lse else None,
+                                       **args)
+    local = [shard(x, layout, rank, world).float() for x in (q, k, v)]
+    if strided:
+        local = [x.transpose(2, 3).contiguous().transpose(2, 3) for x in local]
+        assert not any(x.is_contiguous() for x in local)
+    local = [x.requires_grad_() for x in local]
+    o, lse = ring_attention(*local, causal=causal, layout=layout, score_mod=sm, mask_mod=mm,
+                            enable_gqa=gqa, return_lse=True)
+    my_loss = (o * shard(g, layout, rank, world).float()).sum()
+    if use_lse:
+        my_seen = shard(seen, layout, rank, world)
+        my_loss = my_loss + (torch.where(my_seen, lse, 0.0)
+                             * shard(hl, layout, rank, world).float()).sum()
+    my_loss.backward()
+    errs = [err_np(to_np(x.grad), shard(r, layout, rank, world))
+            for x, r in zip(local, ref)]
+    e_o = err_np(to_np(o), shard(ref_o, layout, rank, world))
+    ok = max(errs) < tol and e_o < tol
+    return ok, (f"rank {rank}/{world}: o {e_o:.2e}, dq {errs[0]:.2e}, dk {errs[1]:.2e}, "
+                f"dv {errs[2]:.2e} (tol {tol:g})")
+
+
+def mod_world_one_case():
+    """A group of one: ring_attention with mods is bit for bit tessel.attention with them."""
+    groups = [dist.new_group([r]) for r in range(WORLD)]
+    q, k, v = inputs(5 + RANK, 2, 2, 29)
+    doc = document_ids(29)
+    o, lse = ring_attention(q.float(), k.float(), v.float(), causal=True, group=groups[RANK],
+                            score_mod=alibi, mask_mod=document(doc), return_lse=True)
+    o_ref, lse_ref = tessel.attention(*(x.float().numpy() for x in (q, k, v)), causal=True,
+                                      score_mod=alibi, mask_mod=document(doc), return_lse=True)
+    same = np.array_equal(o.numpy(), o_ref) and np.array_equal(lse.numpy(), lse_ref)
+    return same, f"rank {RANK} alone, mods: identical to tessel.attention: {same}"
+
+
+def traces():
+    """Traces held by the forward's and the backward's kernels, in this process."""
+    from tessel.attention import attention_kernel
+    from tessel.backward import attention_bwd_dkdv, attention_bwd_dq
+    return [sum(len(c) for c in kern.cache.values())
+            for kern in (attention_kernel, attention_bwd_dkdv, attention_bwd_dq)]
+
+
+@tessel.jit
+def fresh_bias(score, b, h, q_idx, kv_idx):         # used by no other case: its traces count
+    return score - 0.125 * (q_idx - kv_idx).to(tl.float32)
+
+
+@tessel.jit
+def fresh_window(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx < 9
+
+
+def no_recompile_case():
+    """Every step runs its pair at other offsets, with the same kernel: W steps of equal shard
+    pairs (contiguous, a length W divides, no causal) trace the forward and each backward
+    program once, for any W; a second call with other values traces nothing; nor does a
+    zigzag causal ring, after its first call, whose steps take at most three shapes."""
+    rank, world = RANK, WORLD
+    before = traces()
+    q, k, v = (shard(x, "contiguous", rank, world).float().requires_grad_()
+               for x in inputs(31, 2, 2, EVEN))
+    o = ring_attention(q, k, v, score_mod=fresh_bias, mask_mod=fresh_window)
+    o.sum().backward()
+    first = [a - b for a, b in zip(traces(), before)]
+    q2, k2, v2 = (shard(x, "contiguous", rank, world).float().requires_grad_()
+                  for x in inputs(32, 2, 2, EVEN))
+    mid = traces()
+    ring_attention(q2, k2, v2, score_mod=fresh_bias, mask_mod=fresh_window).sum().backward()
+    second = [a - b for a, b in zip(traces(), mid)]
+    zq, zk, zv = (shard(x, "zigzag", rank, world).float() for x in inputs(33, 2, 2, UNEVEN))
+    mid = traces()
+    ring_attention(zq, zk, zv, causal=True, layout="zigzag", score_mod=fresh_bias,
+                   mask_mod=fresh_window)
+    zigzag_first = traces()[0] - mid[0]
+    mid = traces()
+    ring_attention(zv, zq, zk, causal=True, layout="zigzag", score_mod=fresh_bias,
+                   mask_mod=fresh_window)
+    zigzag_second = traces()[0] - mid[0]
+    ok = first == [1, 1, 1] and second == [0, 0, 0] and zigzag_first <= 3 \
+        and zigzag_second == 0
+    return ok, (f"rank {rank}/{world}, {world} steps: new traces (forward, dK/dV, dQ) "
+                f"{first}, then {second}; zigzag causal forward {zigzag_first}, then "
+                f"{zigzag_second}")
+
+
+def bad_float_mask(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx                              # an integer, not a boolean
+
+
+def three_args(b, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def bad_mod_case(score_mod=None, mask_mod=None):
+    """A mod that does not compile: every rank raises tessel.attention's located error (same
+    message, file, line and column), before any communication (the group stays usable)."""
+    q, k, v = (shard(x, "zigzag", RANK, WORLD).float() for x in inputs(0, 2, 2, UNEVEN))
+    try:
+        tessel.attention(q.numpy(), k.numpy(), v.numpy(), causal=True, score_mod=score_mod,
+                         mask_mod=mask_mod)
+        return False, "tessel.attention raised nothing"
+    except tessel.CompilationError as e:
+        want = e
+    try:
+        ring_attention(q, k, v, causal=True, layout="zigzag", score_mod=score_mod,
+                       mask_mod=mask_mod)
+        return False, f"rank {RANK}: no error"
+    except tessel.CompilationError as e:
+        got = e
+    same = (type(got), str(got), got.filename, got.lineno, got.col) == \
+        (type(want), str(want), want.filename, want.lineno, want.col)
+    dist.barrier()
+    # ... and usable: a ring after the error
+    o = ring_attention(q, k, v, causal=True, layout="zigzag", mask_mod=window)
+    return same and not torch.isnan(o).any(), f"rank {RANK}: {got}"
+
+
+def mod_mismatch_case():
+    """Rank 0 passes a mask_mod, the others none: the same ValueError on every rank."""
+    q, k, v = (shard(x, "contiguous", RANK, WORLD).float() for x in inputs(0, 1, 1, UNEVEN))
+    try:
+        ring_attention(q, k, v, mask_mod=window if RANK == 0 else None)
+    except ValueError as e:
+        dist.barrier()
+        return "rank 0 passes a mask_mod and rank 1 does not" in str(e), f"rank {RANK}: {e}"
+    return False, f"rank {RANK}: no error"
+
+
+def mod_cases():
+    return {
+        "mod-alibi-causal-contiguous": lambda: mod_case(2, 2, UNEVEN, True, "contiguous",
+                                                        score="alibi"),
+        "mod-alibi-causal-zigzag-gqa": lambda: mod_case(2, 1, UNEVEN, True, "zigzag",
+                                                        score="alibi"),
+        "mod-softcap-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", score="softcap"),
+        "mod-window-contiguous": lambda: mod_case(2, 2, UNEVEN, False, "contiguous",
+                                                  mask="window"),
+        "mod-window-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", mask="window"),
+        "mod-causal-window-contiguous": lambda: mod_case(2, 2, UNEVEN, True, "contiguous",
+                                                         mask="window"),
+        "mod-causal-window-zigzag": lambda: mod_case(2, 2, UNEVEN, True, "zigzag",
+                                                     mask="window"),
+        "mod-prefix-lm-contiguous": lambda: mod_case(2, 2, UNEVEN, False, "contiguous",
+                                                     mask="prefix-lm"),
+        "mod-prefix-lm-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag",
+                                                 mask="prefix-lm"),
+        "mod-document-alibi-causal-zigzag": lambda: mod_case(2, 2, UNEVEN, True, "zigzag",
+                                                             score="alibi", mask="document"),
+        "mod-rows-without-keys": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", mask="holes"),
+        "mod-cross-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", score="alibi",
+                                             mask="window", Nk=UNEVEN + 8),
+        "mod-cross-contiguous": lambda: mod_case(2, 2, UNEVEN, False, "contiguous",
+                                                 score="softcap", mask="document",
+                                                 Nk=UNEVEN - 5),
+        "mod-f16-causal-zigzag": lambda: mod_case(2, 2, UNEVEN, True, "zigzag", score="alibi",
+                                                  mask="window", dtype=torch.float16,
+                                                  tol=4e-3),
+        "mod-backward-causal-zigzag": lambda: mod_backward_case(
+            2, 1, UNEVEN, True, "zigzag", score="alibi", mask="window", use_lse=True),
+        "mod-backward-causal-contiguous": lambda: mod_backward_case(
+            2, 2, UNEVEN, True, "contiguous", score="softcap", mask="document"),
+        "mod-backward-prefix-lm-zigzag": lambda: mod_backward_case(
+            2, 2, UNEVEN, False, "zigzag", score="softcap", mask="prefix-lm", strided=True),
+        "mod-backward-rows-without-keys": lambda: mod_backward_case(
+            2, 2, UNEVEN, True, "contiguous", mask="holes", use_lse=True),
+        "mod-world-one": mod_world_one_case,
+        "mod-no-recompile": no_recompile_case,
+        "mod-bad-mask-mod": lambda: bad_mod_case(mask_mod=bad_float_mask),
+        "mod-bad-arity": lambda: bad_mod_case(mask_mod=three_args),
+        "mod-mismatch": mod_mismatch_case,
+    }
+
+
 def cases(world):
     table = {
         "full-contiguous": lambda: forward_case(2, 2, UNEVEN, False, "contiguous"),
@@ -189,6 +504,8 @@ def cases(world):
     }
     if world == 4:
         table["subgroup"] = subgroup_case
+    if world in (2, 3):
+        table.update(mod_cases())
     return table
 
 

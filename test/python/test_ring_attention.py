@@ -6,18 +6,24 @@ Every rank runs every case of ring_worker.cases() and writes its verdicts; each 
 one case's verdicts from every rank. The launches import torch in their own processes only:
 this process never imports torch (other tests put a stand-in `torch` in sys.modules).
 
-The sharding helpers are checked here as well, on numpy (they need no torch).
+The cases with a score_mod / mask_mod (MOD_CASES: global positions, forward and backward,
+no retrace per step, the errors) run in the launches of world sizes 2 and 3.
+
+The sharding helpers and the global-position wrappers are checked here as well, on numpy (they
+need no torch).
 """
 import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from tessel import language as tl
 from tessel.distributed import (contiguous_shard, merge_partial, split_sizes, zigzag_shard,
                                 zigzag_unshard)
 
@@ -30,6 +36,14 @@ CASES = ["full-contiguous", "full-zigzag", "causal-contiguous", "causal-zigzag",
          "bf16-causal-contiguous", "backward-causal-zigzag-gqa",
          "backward-causal-contiguous-lse", "backward-full-gqa", "world-one", "world-one-bf16",
          "bad-zigzag-shards", "zigzag-round-trip"]
+MOD_CASES = ["mod-alibi-causal-contiguous", "mod-alibi-causal-zigzag-gqa", "mod-softcap-zigzag",
+             "mod-window-contiguous", "mod-window-zigzag", "mod-causal-window-contiguous",
+             "mod-causal-window-zigzag", "mod-prefix-lm-contiguous", "mod-prefix-lm-zigzag",
+             "mod-document-alibi-causal-zigzag", "mod-rows-without-keys", "mod-cross-zigzag",
+             "mod-cross-contiguous", "mod-f16-causal-zigzag", "mod-backward-causal-zigzag",
+             "mod-backward-causal-contiguous", "mod-backward-prefix-lm-zigzag",
+             "mod-backward-rows-without-keys", "mod-world-one", "mod-no-recompile",
+             "mod-bad-mask-mod", "mod-bad-arity", "mod-mismatch"]
 LAUNCH_TIMEOUT_S = 240
 
 
@@ -62,16 +76,27 @@ def ring_runs(tmp_path_factory):
     return launch
 
 
-@needs_torch
-@pytest.mark.parametrize("world", [2, 3, 4])
-@pytest.mark.parametrize("case", CASES)
-def test_ring_matches_whole_sequence(ring_runs, world, case):
+def _verdicts(ring_runs, world, case):
     results, log = ring_runs(world)
     verdicts = [results[r].get(case) for r in range(world)]
     if any(v is None for v in verdicts):
         pytest.fail(f"case {case} did not report on every rank\n{log[-6000:]}")
     bad = [v["detail"] for v in verdicts if not v["ok"]]
     assert not bad, "\n".join(bad)
+
+
+@needs_torch
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("case", CASES)
+def test_ring_matches_whole_sequence(ring_runs, world, case):
+    _verdicts(ring_runs, world, case)
+
+
+@needs_torch
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("case", MOD_CASES)
+def test_ring_mods_see_global_positions(ring_runs, world, case):
+    _verdicts(ring_runs, world, case)
 
 
 @needs_torch
@@ -184,3 +209,108 @@ def test_merge_program_ir():
     k = merge_partial.warmup(o, lse, o.astype(np.float16), lse, 32, 32, 0, D=16, BLOCK_M=16)
     ir = k.asm["tile-opt"]
     assert "math.exp" in ir and "math.log" in ir and "scf.for" not in ir
+
+
+# score_mod / mask_mod at global positions, on the interpreter -----------------------------------
+
+def test_runs_at_maps_local_rows_to_global_positions():
+    """_runs_at's (base, split, jump) gives every local row of a span its global position."""
+    from tessel.distributed import _runs_at
+    n, world = 23, 3
+    sizes = split_sizes(n, 2 * world)
+    starts = [sum(sizes[:i]) for i in range(2 * world)]
+    for r in range(world):
+        a, b = r, 2 * world - 1 - r
+        pieces = [(0, starts[a], sizes[a]), (sizes[a], starts[b], sizes[b])]
+        positions = list(range(starts[a], starts[a] + sizes[a])) + \
+            list(range(starts[b], starts[b] + sizes[b]))
+        m = len(positions)
+        for lo in range(m):
+            for hi in range(lo + 1, m + 1):
+                base, split, jump = _runs_at(pieces, (lo, hi))
+                got = [i + base + (jump if i >= split else 0) for i in range(hi - lo)]
+                assert got == positions[lo:hi], (r, lo, hi)
+    assert _runs_at([(0, 7, 5)], (1, 4)) == (8, 3, 0)
+
+
+def _doc_mask(doc):
+    def doc_mask(b, h, q_idx, kv_idx):
+        return doc[q_idx] == doc[kv_idx]
+    return doc_mask
+
+
+def _distance_bias(score, b, h, q_idx, kv_idx):
+    return score + 0.25 * (kv_idx - q_idx).to(tl.float32)
+
+
+def test_global_mods_read_each_calls_tensors_without_retracing():
+    """The wrappers ring_attention puts around the user's mods, on numpy: a document mask that
+    captures its ids (held by the user's closure, inside the wrapper's) and a distance bias,
+    on rows of a zigzag-like shard (two runs), see global positions; the second call with
+    other ids and offsets reads them (the nested capture is found through the wrapper) and
+    traces nothing."""
+    from tessel.attention import _as_jit, attention_kernel
+    from tessel.distributed import _GlobalMods, _runs_at
+    from tessel.reference import max_rel_error, reference_attention
+    rng = np.random.default_rng(3)
+    N = 30
+    q, k, v = (rng.standard_normal((1, 2, N, 16)).astype(np.float32) for _ in range(3))
+    traces = []
+    for seed, (qa, qb), (ka, kb) in ((0, (3, 9), (20, 27)), (1, (0, 6), (11, 20))):
+        doc = np.sort(np.random.default_rng(seed).integers(0, 4, N)).astype(np.int32)
+        q_rows = np.r_[qa:qb, 25:30]                 # two runs of the sequence
+        k_rows = np.r_[ka:kb]
+        off = np.array(_runs_at([(0, qa, qb - qa), (qb - qa, 25, 5)], (0, len(q_rows)))
+                       + _runs_at([(0, ka, kb - ka)], (0, len(k_rows))), np.int32)
+        mods = _GlobalMods(_as_jit(_distance_bias, "score_mod"),
+                           _as_jit(_doc_mask(doc), "mask_mod"))
+        sm, mm = mods.at(off)
+        before = sum(len(c) for c in attention_kernel.cache.values())
+        o, lse = tessel_attention(q[:, :, q_rows], k[:, :, k_rows], v[:, :, k_rows],
+                                  score_mod=sm, mask_mod=mm, return_lse=True)
+        traces.append(sum(len(c) for c in attention_kernel.cache.values()) - before)
+        ref, ref_lse = reference_attention(
+            q[:, :, q_rows], k[:, :, k_rows], v[:, :, k_rows],
+            score=lambda s, b, h, qi, ki: s + 0.25 * (k_rows[ki] - q_rows[qi]),
+            allowed=lambda b, h, qi, ki: doc[q_rows[qi]] == doc[k_rows[ki]])
+        assert max_rel_error(o, ref) < 1e-5
+        seen = np.isfinite(ref_lse)
+        assert (np.isfinite(lse) == seen).all() and not np.isnan(o).any()
+        assert np.abs(lse[seen] - ref_lse[seen]).max() < 1e-5
+    assert traces[1] == 0, traces
+
+
+def tessel_attention(*args, **kwargs):
+    import tessel
+    return tessel.attention(*args, **kwargs)
+
+
+@pytest.mark.skipif(
+    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                     "/usr/local/cuda/bin"])),
+    reason="needs ptxas (the CUDA toolkit) to make cubins")
+def test_global_mods_compile_for_the_gpu(tmp_path, monkeypatch):
+    """The ring's kernels with mods (the offsets a captured tensor) compile for the GPU here, no
+    GPU needed (sm_80: ~3 s of ptxas and LLVM a program here): the forward at the gather
+    blocks (codegen=auto takes the reference lowering), and the backward's dQ program (the
+    score_mod's chain rule) at its GPU blocks."""
+    import tessel
+    import tessel.cache
+    from tessel.attention import _as_jit, gather_blocks
+    from tessel.backward import compile_attention_backward, gpu_backward_blocks
+    from tessel.distributed import _GlobalMods
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    q = np.zeros((1, 2, 256, 64), np.float16)
+    mods = _GlobalMods(_as_jit(_distance_bias, "score_mod"),
+                       _as_jit(_doc_mask(np.zeros(256, np.int32)), "mask_mod"))
+    sm, mm = mods.at(np.zeros(6, np.int32))
+    bm, bn = gather_blocks(64)
+    k = tessel.compile_attention(q, q, q, causal=True, score_mod=sm, mask_mod=mm, block_m=bm,
+                                 block_n=bn)
+    binary = k.binary(tessel.cache.GpuOptions(chip="sm_80", codegen="auto"))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
+    bm, bn = gpu_backward_blocks(64, "f16")
+    programs = compile_attention_backward(q, q, q, causal=True, score_mod=sm, mask_mod=mm,
+                                          block_m=bm, block_n=bn)
+    binary = programs["dq"].binary(tessel.cache.GpuOptions(chip="sm_80"))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
