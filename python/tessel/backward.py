@@ -150,21 +150,25 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
         q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
-        s_raw = tl.dot(kt, qt.T) * scale
+        # Scores in log2 units, P = exp2(S·log2(e) − lse·log2(e)): one FFMA and one ex2 an
+        # element where there is no score_mod (the scale folded into the dot's factor).
+        if SCORE_MOD is None:
+            s2 = tl.dot(kt, qt.T) * (scale * 1.4426950408889634)
+        else:
+            s_raw = tl.dot(kt, qt.T) * scale
+            s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+            s2 = s_mod * 1.4426950408889634
         # The LSE and Δ are read where they are used: as column vectors they take 16 registers
         # each a thread, which should not be live across the dots.
         lse = tl.load(ld, (i,), shape=(BLOCK_M,))
-        lse = tl.where(lse == float("-inf"), 0.0, lse)   # rows that see no key: P = 0
-        s_mod = s_raw
-        if SCORE_MOD is not None:
-            s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+        lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
         mask = (kv_idx < nk) & (q_idx < nq)
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
         if MASK_MOD is not None:
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s_mod, float("-inf"))
-        p = tl.exp(s - lse[None, :])
+        s = tl.where(mask, s2, float("-inf"))
+        p = tl.exp2(s - lse2[None, :])
         dv_acc += tl.dot(p.to(dot_.dtype), dot_)
         dp = tl.dot(vt, dot_.T)
         dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
@@ -200,25 +204,28 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
     lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
-    lse = tl.where(lse == float("-inf"), 0.0, lse)           # rows that see no key: P = 0
+    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
     dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
     for j in range(0, nk, BLOCK_N):
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        s_raw = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        s_mod = s_raw
-        if SCORE_MOD is not None:
+        # log2 units, as in attention_bwd_dkdv_keyrows
+        if SCORE_MOD is None:
+            s2 = tl.dot(qt, kt.T) * (scale * 1.4426950408889634)
+        else:
+            s_raw = tl.dot(qt, kt.T) * scale
             s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+            s2 = s_mod * 1.4426950408889634
         mask = kv_idx < nk
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
         if MASK_MOD is not None:
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s_mod, float("-inf"))
-        p = tl.exp(s - lse[:, None])
+        s = tl.where(mask, s2, float("-inf"))
+        p = tl.exp2(s - lse2[:, None])
         dp = tl.dot(dot_, vt.T)
         ds = p * (dp - dlt[:, None])
         if SCORE_MOD is not None:

@@ -50,6 +50,16 @@ bool isRowBroadcast(Value v) {
          cast<RankedTensorType>(v.getType()).getShape()[1] != 1;
 }
 
+/// A [M, N] tile that is a [1, N] row vector broadcast down the rows (a value per column).
+bool isColBroadcast(Value v) {
+  auto bc = v.getDefiningOp<tile::BroadcastOp>();
+  if (!bc)
+    return false;
+  auto in = cast<RankedTensorType>(bc.getInput().getType());
+  return in.getRank() == 2 && in.getShape()[0] == 1 &&
+         cast<RankedTensorType>(v.getType()).getShape()[0] != 1;
+}
+
 int64_t constantOf(Value v) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))

@@ -74,6 +74,8 @@ struct SharedView {
 bool isTensor(Type t);
 /// A [BM, N] tile that is a [BM, 1] column broadcast along the rows.
 bool isRowBroadcast(Value v);
+/// A [M, N] tile that is a [1, N] row vector broadcast down the rows (a value per column).
+bool isColBroadcast(Value v);
 /// The value of an integer constant, INT64_MIN when `v` is not one.
 int64_t constantOf(Value v);
 

@@ -151,18 +151,23 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
   } else if (auto sub = isa<math::Exp2Op>(def) && layout == Layout::Acc
                             ? def->getOperand(0).getDefiningOp<arith::SubFOp>()
                             : arith::SubFOp();
-             sub && isRowBroadcast(sub.getRhs()) && prepareScaled(sub.getLhs())) {
-    // exp2(S·c - m) with a row-broadcast m: one FFMA per element, ex2(fma(T, k, -m)).
+             sub && (isRowBroadcast(sub.getRhs()) || isColBroadcast(sub.getRhs())) &&
+             prepareScaled(sub.getLhs())) {
+    // exp2(S·c - m) with a row- or column-broadcast m (the forward's row max, the backward's
+    // LSE): one FFMA per element, ex2(fma(T, k, -m)).
     ScaledScores m = *prepareScaled(sub.getLhs());
-    FailureOr<SmallVector<Value>> rows = materialize(
-        sub.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(), Layout::Row, def);
+    bool byRow = isRowBroadcast(sub.getRhs());
+    FailureOr<SmallVector<Value>> vec = materialize(
+        sub.getRhs().getDefiningOp<tile::BroadcastOp>().getInput(),
+        byRow ? Layout::Row : Layout::Col, def);
     FailureOr<SmallVector<Value>> x = maskedScores(m, def);
-    if (failed(rows) || failed(x))
+    if (failed(vec) || failed(x))
       return failure();
     Value k = scaleFactor.lookup(m.product);
     int64_t slabs = type.getShape()[1] / 8;
     for (int64_t i = 0; i < *n; ++i) {
-      Value negM = arith::NegFOp::create(b, loc, (*rows)[accRow(i, slabs)]);
+      Value negM = arith::NegFOp::create(b, loc,
+                                         (*vec)[byRow ? accRow(i, slabs) : accCol(i, slabs)]);
       regs.push_back(
           approxEx2(b, loc, LLVM::FMAOp::create(b, loc, (*x)[i], k, negM), /*ftz=*/true));
     }
