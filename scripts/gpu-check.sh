@@ -55,7 +55,7 @@ step backward_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:
 step captured_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
   "$root/test/gpu/test_captured_gpu.py"
 step bench_backward env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_backward.py" \
-  --json "$out/bench_backward.json"
+  --json "$out/bench_backward.json" ${TESSEL_BENCH_BACKWARD_ARGS:-}
 step train_gpt env TESSEL_CACHE_DIR="$work/cache" python3 "$root/examples/python/train_gpt.py" \
   --json "$out/train_gpt.json"
 step serving_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \

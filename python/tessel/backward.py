@@ -386,13 +386,18 @@ FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64)}
 _bwd_gathers = {}
 
 
-def _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa):
+def _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa,
+                          block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
-    where the backward takes the reference lowering: fp32, head dims other than 64 and 128, or
-    mods that read captured tensors."""
+    where the backward takes the reference lowering: fp32, head dims other than 64 and 128,
+    blocks asked for that the fast paths do not take (other than 64 or 128), or mods that read
+    captured tensors."""
     dtype = gpu.torch_dtype_name(q)
     blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
     if dtype not in ("f16", "bf16") or blocks is None:
+        return None
+    blocks = (block_m or blocks[0], block_n or blocks[1])
+    if not set(blocks) <= {64, 128}:
         return None
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                 *blocks)
@@ -419,8 +424,8 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
     lse = lse.contiguous().float()
     dq = torch.empty_like(q)
-    fast = None if (block_m or block_n) else _fast_backward_config(
-        q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa)
+    fast = _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa,
+                                 block_m, block_n)
     if fast is None:
         dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))
         block_m, block_n = block_m or dm, block_n or dn

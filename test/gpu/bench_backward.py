@@ -1,7 +1,7 @@
 """Backward speed: tessel.attention_backward beside FA2 and cuDNN (torch SDPA), one process (issue 11).
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
-        [--dims 64 128] [--lengths 4096 16384] [--dtype fp16]
+        [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    ap.add_argument("--sweep", type=lambda t: tuple(int(x) for x in t.split("x")), nargs="*",
+                    default=[], help="block pairs BMxBN to time at the longest length")
     args = ap.parse_args()
     try:
         import torch
@@ -103,6 +105,34 @@ def main():
                       f"{tf('cudnn'):>8} {ratio('fa2'):>6} {ratio('cudnn'):>7} "
                       f"{row.get('max_rel_diff_vs_fa2', float('nan')):>8.2e}", flush=True)
                 del q, k, v, do, o, lse, mine, grads
+    # The blocks: (BLOCK_M, BLOCK_N) of both programs at the longest length, beside the default.
+    n = max(args.lengths)
+    report["sweep"] = []
+    for D in args.dims if args.sweep else []:
+        H, B = 2048 // D, max(1, 16384 // n)
+        for causal in (False, True):
+            q, k, v, do = (torch.randn(B, H, n, D, device="cuda", dtype=dt, generator=gen)
+                           for _ in range(4))
+            o, lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
+            flops = 2.5 * 4 * B * H * n * n * D / (2 if causal else 1)
+            cells = []
+            for bm, bn in args.sweep:
+                def run(bm=bm, bn=bn):
+                    return tessel.attention_backward(q, k, v, o, lse, do, causal=causal,
+                                                     block_m=bm, block_n=bn)
+                try:
+                    run()
+                    ms = timed(run)
+                    cells.append(f"{bm}x{bn} {flops / ms / 1e9:.1f}")
+                    report["sweep"].append(dict(d=D, n=n, causal=causal, block_m=bm,
+                                                block_n=bn, ms=ms, tflops=flops / ms / 1e9))
+                except Exception as e:               # noqa: BLE001 (a block that fails)
+                    cells.append(f"{bm}x{bn} failed")
+                    report["sweep"].append(dict(d=D, n=n, causal=causal, block_m=bm,
+                                                block_n=bn, error=f"{type(e).__name__}: "
+                                                f"{str(e)[:200]}"))
+            print(f"sweep d{D} n{n} causal={causal}: " + ", ".join(cells), flush=True)
+            del q, k, v, do, o, lse
     # Peak memory of one forward + backward at the longest length, d128 (O(N): no N×N buffer).
     n = max(args.lengths)
     D = max(args.dims)
