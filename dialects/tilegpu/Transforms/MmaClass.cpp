@@ -181,11 +181,15 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   if (lw.wasInterrupted())
     return failure();
   SmallVector<int64_t> slotOffset;
-  // wgmma: every load outside the loops is an A block (Q) read into registers right after it
-  // lands (16 rows per warp: at most 32 registers), and a loop's prologue passes a barrier
-  // before it issues anything, so the loops' stages may reuse those slots: d128 64×64 needs
-  // 64 KiB instead of 80 (three CTAs per SM instead of two).
-  bool onlyResidentA = llvm::all_of(plan.loads, [](auto &entry) {
+  // wgmma: when the one load outside the loops is an A block (Q), it is read into registers
+  // right after it lands (16 rows per warp: at most 32 registers), and a loop's prologue
+  // passes a barrier before it issues anything, so the loops' stages may reuse its slot: d128
+  // 64×64 needs 64 KiB instead of 80 (three CTAs per SM instead of two). A program with
+  // several A blocks (the backward's) reads them from shared memory in the loop
+  // (convert-tile-to-mma's takeAFragments): their slots stay theirs.
+  int64_t outsideLoads = llvm::count_if(
+      plan.loads, [](auto &entry) { return entry.second.streamIndex < 0; });
+  bool onlyResidentA = outsideLoads == 1 && llvm::all_of(plan.loads, [](auto &entry) {
     return entry.second.streamIndex >= 0 || entry.second.role == LoadRole::A;
   });
   int64_t streamStart = wgmma && onlyResidentA ? 0 : offset;

@@ -221,7 +221,8 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   // or a matrix descriptor (wgmma). Q at d128 with two m tiles would take 64 registers beside
   // the 128 of the accumulator and the 64 of the scores; the backward's second A block (V
   // beside K, dO beside Q) another 32 beside two accumulators. wgmma reads an A block in
-  // shared memory at full speed: with several (the backward's), all of them stay there.
+  // shared memory at full speed: with several (the backward's), all of them stay there, and
+  // tilegpu's plan (MmaClass.cpp) keeps their slots out of the loops' ring.
   int64_t regs = mTiles * (p.cols / 16) * 4;
   if (residentARegs + regs > 32 || (wgmma && aBlocks > 1)) {
     aShared[result] = p;

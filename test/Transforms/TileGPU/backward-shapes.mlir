@@ -62,3 +62,34 @@ func.func @key_rows(%kp: !tile.ptr<f16>, %qp: !tile.ptr<f16>, %lp: !tile.ptr<f32
   tile.store %od[%c0, %c0], %acc : !tile.desc<2, f32>, tensor<64x64xf32>
   return
 }
+
+// Two A blocks (K and V, or Q and dO) on wgmma: the lowering reads them from shared memory in
+// the loop, so the ring starts after them (with Q alone it reuses Q's bytes).
+// RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared | FileCheck %s --check-prefix=WGMMA
+// WGMMA-LABEL: func.func @two_a_blocks
+// WGMMA-SAME: tilegpu.shared_bytes = 32768
+// WGMMA-DAG: tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x64xf16, stages = 1
+// WGMMA-DAG: tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 1
+// WGMMA-DAG: tilegpu.alloc {offset = 16384 : i64, stride = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 2
+func.func @two_a_blocks(%kp: !tile.ptr<f16>, %vp: !tile.ptr<f16>, %qp: !tile.ptr<f16>,
+                        %op: !tile.ptr<f32>, %nq: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+  %kd = tile.make_desc %kp[%c0], shape[%c64, %c64], strides[%c64, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %vd = tile.make_desc %vp[%c0], shape[%c64, %c64], strides[%c64, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %qd = tile.make_desc %qp[%c0], shape[%nq, %c64], strides[%c64, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %od = tile.make_desc %op[%c0], shape[%c64, %c64], strides[%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %k = tile.load %kd[%c0, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+  %v = tile.load %vd[%c0, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+  %acc = scf.for %i = %c0 to %nq step %c64 iter_args(%a = %zero) -> (tensor<64x64xf32>) : i32 {
+    %q = tile.load %qd[%i, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+    %qt = tile.trans %q : tensor<64x64xf16> -> tensor<64x64xf16>
+    %s = tile.dot %k, %qt, %a : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    %t = tile.dot %v, %qt, %s : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    scf.yield %t : tensor<64x64xf32>
+  }
+  tile.store %od[%c0, %c0], %acc : !tile.desc<2, f32>, tensor<64x64xf32>
+  return
+}
