@@ -66,6 +66,15 @@ func.func @key_rows(%kp: !tile.ptr<f16>, %qp: !tile.ptr<f16>, %lp: !tile.ptr<f32
 // Two A blocks (K and V, or Q and dO) on wgmma: the lowering reads them from shared memory in
 // the loop, so the ring starts after them (with Q alone it reuses Q's bytes).
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared | FileCheck %s --check-prefix=WGMMA
+// RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// PTX-LABEL: .entry two_a_blocks(
+// Each A block, once landed: the proxy fence and a barrier, then wgmmas read it by descriptor
+// (A and B both descriptors, imm-trans-a 0).
+// PTX: fence.proxy.async.shared::cta;
+// PTX-NEXT: bar.sync
+// PTX: fence.proxy.async.shared::cta;
+// PTX-NEXT: bar.sync
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // WGMMA-LABEL: func.func @two_a_blocks
 // WGMMA-SAME: tilegpu.shared_bytes = 32768
 // WGMMA-DAG: tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x64xf16, stages = 1
