@@ -40,25 +40,19 @@ namespace tessel::mma {
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
 
-/// A [BM, N] tile that is a [BM, 1] column broadcast along the rows.
-bool isRowBroadcast(Value v) {
+/// A broadcast whose input has extent 1 along `unitDim` and whose result does not.
+static bool isBroadcastAlong(Value v, unsigned unitDim) {
   auto bc = v.getDefiningOp<tile::BroadcastOp>();
   if (!bc)
     return false;
   auto in = cast<RankedTensorType>(bc.getInput().getType());
-  return in.getRank() == 2 && in.getShape()[1] == 1 &&
-         cast<RankedTensorType>(v.getType()).getShape()[1] != 1;
+  return in.getRank() == 2 && in.getShape()[unitDim] == 1 &&
+         cast<RankedTensorType>(v.getType()).getShape()[unitDim] != 1;
 }
 
-/// A [M, N] tile that is a [1, N] row vector broadcast down the rows (a value per column).
-bool isColBroadcast(Value v) {
-  auto bc = v.getDefiningOp<tile::BroadcastOp>();
-  if (!bc)
-    return false;
-  auto in = cast<RankedTensorType>(bc.getInput().getType());
-  return in.getRank() == 2 && in.getShape()[0] == 1 &&
-         cast<RankedTensorType>(v.getType()).getShape()[0] != 1;
-}
+bool isRowBroadcast(Value v) { return isBroadcastAlong(v, 1); }
+
+bool isColBroadcast(Value v) { return isBroadcastAlong(v, 0); }
 
 int64_t constantOf(Value v) {
   APInt c;
