@@ -25,6 +25,7 @@ float32 partial output and its LSE per split; then one program per (query block,
 head) that merges the splits by their LSEs.
 """
 from . import language as tl
+from .grid import block_and_row
 from .jit import jit
 
 
@@ -33,9 +34,7 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
                   q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr):
-    n_blocks = tl.cdiv(max_nq, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -103,9 +102,7 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
                    BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr):
     """q [B, nq, H, D]; the cache [B, S, Hkv, D] (PAGE = 0, cache_rows = S) or
     [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE)."""
-    n_blocks = tl.cdiv(nq, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -181,9 +178,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     blocks × n_splits, B·HKV), folded by grid.fold_grid."""
     R = G * SQ
     m_blocks = tl.cdiv(R, BLOCK_M)
-    n_x = m_blocks * n_splits
-    x = tl.program_id(0) % n_x
-    bg = tl.program_id(0) // n_x * tl.num_programs(1) + tl.program_id(1)
+    x, bg = block_and_row(m_blocks * n_splits)
     split = x // m_blocks
     pid_m = x % m_blocks
     b = bg // HKV
@@ -264,8 +259,7 @@ def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl
     (SQ, B·H), folded by grid.fold_grid); it reads the row's partials BLOCK_S splits at a time,
     as a [BLOCK_S, D] tile whose rows are split_rows·D apart, so that hundreds of splits (a page
     per split) take a few loads rather than a loop step each."""
-    i = tl.program_id(0) % SQ
-    bh = tl.program_id(0) // SQ * tl.num_programs(1) + tl.program_id(1)
+    i, bh = block_and_row(SQ)
     b = bh // H
     h = bh % H
     G = H // HKV
