@@ -24,7 +24,7 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
-from .grid import MAX_GRID_Y, fold_grid
+from .grid import MAX_GRID_Y, block_and_row, fold_grid
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 
@@ -34,9 +34,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     # grid.fold_grid: query blocks on x, b·h rows on y, folded into x past y's 65,535 cap.
-    n_blocks = tl.cdiv(nq, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head

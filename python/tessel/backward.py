@@ -33,16 +33,15 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .grid import fold_grid
+from .grid import block_and_row, fold_grid
 from .jit import jit
 
 
 @jit
 def attention_bwd_delta(o, do, dlse, delta, nq, D: tl.constexpr, BLOCK_M: tl.constexpr):
     """Δ = rowsum(dO∘O) − dlse, per query row (dlse: the gradient of the returned lse, or 0)."""
-    n_blocks = tl.cdiv(nq, BLOCK_M)                  # grid.fold_grid, as in attention_kernel
-    pid_m = tl.program_id(0) % n_blocks
-    rows = (tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)) * nq
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
+    rows = bh * nq
     od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=rows * D)
     dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=rows * D)
     gd = tl.make_desc(dlse, shape=(nq,), strides=(1,), offset=rows)
@@ -60,9 +59,7 @@ def attention_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, scale
                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     """dK and dV of one key block (FA2): the loop streams every query block of every query head
     of this key/value head's group."""
-    n_blocks = tl.cdiv(nk, BLOCK_N)                  # grid.fold_grid, as in attention_kernel
-    pid_n = tl.program_id(0) % n_blocks
-    bkv = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_n, bkv = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·hkv)
     b = bkv // HKV
     kv_h = bkv % HKV
     group = H // HKV
@@ -123,9 +120,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     Δ of the streamed query block are column vectors. Grid (⌈Nk/BLOCK_N⌉, B·H): one loop level,
     the fast paths' class. dk and dv have OUT_HEADS heads: HKV (each program writes its key/value
     head's block: no GQA) or H (GQA: one block per query head, summed over each group after)."""
-    n_blocks = tl.cdiv(nk, BLOCK_N)                  # grid.fold_grid, as in attention_kernel
-    pid_n = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -185,9 +180,7 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     """dQ of one query block: a key-block loop like the forward's."""
-    n_blocks = tl.cdiv(nq, BLOCK_M)                  # grid.fold_grid, as in attention_kernel
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)

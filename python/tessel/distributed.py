@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from . import language as tl
-from .grid import fold_grid
+from .grid import block_and_row, fold_grid
 from .jit import jit
 
 __all__ = ["ring_attention", "zigzag_shard", "zigzag_unshard", "contiguous_shard",
@@ -63,9 +63,7 @@ def merge_partial(o_acc, lse_acc, o_part, lse_part, n_acc, n_part, row0,
     computed against m = max(lse_acc, lse_part) so that nothing overflows; a row that neither
     side saw (both -inf) stays 0 with lse -inf. Updates o_acc and lse_acc in place. Grid
     (ceil(n_part / BLOCK_M), rows), folded like attention_kernel's (grid.fold_grid)."""
-    n_blocks = tl.cdiv(n_part, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    row = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, row = block_and_row(tl.cdiv(n_part, BLOCK_M))
     # The accumulator's descriptors end at row0 + n_part: the last block's rows past the part
     # are dropped by the stores instead of rewritten.
     ad = tl.make_desc(o_acc, shape=(row0 + n_part, D), strides=(D, 1), offset=row * n_acc * D)

@@ -6,9 +6,13 @@ head's keys and values in L2, and the b·h rows on y. Past 65,535 rows, y keeps 
 Y of the row count and x takes the other factor: program (x, y) is block x % n_blocks of row
 (x // n_blocks) · Y + y. Exact, so no program falls outside the rows and none needs a guard;
 below the cap Y is the row count and the kernels run as before. The kernels decode it with
-`block_and_row` (the DSL lines in attention.py) and the AOT launcher (aot.py) with the same rule.
+`block_and_row` (a @tessel.jit helper, inlined where a kernel calls it) and the AOT launcher
+(aot.py) with the same rule.
 """
 import functools
+
+from . import language as tl
+from .jit import jit
 
 MAX_GRID_Y = 65535
 MAX_GRID_X = 2**31 - 1
@@ -33,3 +37,12 @@ def fold_grid(n_blocks, rows):
         raise ValueError(f"{n_blocks} blocks x {rows} batch·head rows need a grid of {x} x {y} "
                          f"programs, more than CUDA's {MAX_GRID_X} along x")
     return (x, y, 1)
+
+
+@jit
+def block_and_row(n_blocks):
+    """In a kernel launched on fold_grid(n_blocks, rows): this program's (block, row), the block
+    in [0, n_blocks) and the row in [0, rows). Program (x, y) is block x % n_blocks of row
+    (x // n_blocks) · Y + y, Y = num_programs(1); below the cap (x < n_blocks) the row is y."""
+    return (tl.program_id(0) % n_blocks,
+            tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1))

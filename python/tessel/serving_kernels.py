@@ -25,6 +25,7 @@ float32 partial output and its LSE per split; then one program per (query block,
 head) that merges the splits by their LSEs.
 """
 from . import language as tl
+from .grid import block_and_row
 from .jit import jit
 
 
@@ -33,9 +34,7 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
                   q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr):
-    n_blocks = tl.cdiv(max_nq, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -75,6 +74,27 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
 
 
 @jit
+def load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs: tl.constexpr,
+                  k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
+                  BLOCK_N: tl.constexpr, PAGE: tl.constexpr):
+    """The [BLOCK_N, D] K and V blocks of keys j .. j + BLOCK_N - 1 of sequence b, KV head kv_h,
+    from a paged cache [num_pages, PAGE, HKV, D] (cache_rows = num_pages·PAGE) through the
+    page table's descriptor td [B, max_pages]; the block's page is looked up here, so the loads'
+    rows are data-dependent. Inlined into kvcache_kernel and splitkv_kernel.
+
+    BLOCK_N divides PAGE, so the block lies in one page. Its descriptor ends at the sequence's
+    last key nk - 1 (rows past it in the page may hold anything, even NaN) and is empty for a
+    page number outside the cache (-1 where the table is out of range): those rows read as 0."""
+    page = tl.load_scalar(td, (b, j // PAGE), padding=-1)
+    ok = (page >= 0) & (page < cache_rows // PAGE)
+    row = tl.where(ok, page * PAGE + j % PAGE, 0)
+    end = tl.where(ok, row + tl.minimum(nk - j, BLOCK_N), 0)
+    kp = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=kv_h * k_hs)
+    vp = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=kv_h * v_hs)
+    return tl.load(kp, (row, 0), shape=(BLOCK_N, D)), tl.load(vp, (row, 0), shape=(BLOCK_N, D))
+
+
+@jit
 def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache_rows, H, HKV,
                    max_pages, scale, q_rs: tl.constexpr, q_hs: tl.constexpr,
                    k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
@@ -82,9 +102,7 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
                    BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr):
     """q [B, nq, H, D]; the cache [B, S, Hkv, D] (PAGE = 0, cache_rows = S) or
     [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE)."""
-    n_blocks = tl.cdiv(nq, BLOCK_M)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -116,17 +134,8 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
         else:
-            # BLOCK_N divides PAGE, so the block lies in one page. Its descriptor ends at the
-            # sequence's last key (rows past it in the page may hold anything, even NaN) and is
-            # empty for a page number outside the cache (-1 where the table is out of range).
-            page = tl.load_scalar(td, (b, j // PAGE), padding=-1)
-            ok = (page >= 0) & (page < cache_rows // PAGE)
-            row = tl.where(ok, page * PAGE + j % PAGE, 0)
-            end = tl.where(ok, row + tl.minimum(nk - j, BLOCK_N), 0)
-            kp = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=kv_h * k_hs)
-            vp = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=kv_h * v_hs)
-            kt = tl.load(kp, (row, 0), shape=(BLOCK_N, D))
-            vt = tl.load(vp, (row, 0), shape=(BLOCK_N, D))
+            kt, vt = load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs, k_hs,
+                                   v_rs, v_hs, D, BLOCK_N, PAGE)
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         mask = kv_idx < nk
@@ -169,9 +178,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     blocks × n_splits, B·HKV), folded by grid.fold_grid."""
     R = G * SQ
     m_blocks = tl.cdiv(R, BLOCK_M)
-    n_x = m_blocks * n_splits
-    x = tl.program_id(0) % n_x
-    bg = tl.program_id(0) // n_x * tl.num_programs(1) + tl.program_id(1)
+    x, bg = block_and_row(m_blocks * n_splits)
     split = x // m_blocks
     pid_m = x % m_blocks
     b = bg // HKV
@@ -219,14 +226,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
         else:
-            pg = tl.load_scalar(td, (b, j // PAGE), padding=-1)
-            pg_ok = (pg >= 0) & (pg < cache_rows // PAGE)
-            row = tl.where(pg_ok, pg * PAGE + j % PAGE, 0)
-            end = tl.where(pg_ok, row + tl.minimum(nk - j, BLOCK_N), 0)
-            kp = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=g * k_hs)
-            vp = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=g * v_hs)
-            kt = tl.load(kp, (row, 0), shape=(BLOCK_N, D))
-            vt = tl.load(vp, (row, 0), shape=(BLOCK_N, D))
+            kt, vt = load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, g, k_rs, k_hs,
+                                   v_rs, v_hs, D, BLOCK_N, PAGE)
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         mask = kv_idx < nk
@@ -258,8 +259,7 @@ def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl
     (SQ, B·H), folded by grid.fold_grid); it reads the row's partials BLOCK_S splits at a time,
     as a [BLOCK_S, D] tile whose rows are split_rows·D apart, so that hundreds of splits (a page
     per split) take a few loads rather than a loop step each."""
-    i = tl.program_id(0) % SQ
-    bh = tl.program_id(0) // SQ * tl.num_programs(1) + tl.program_id(1)
+    i, bh = block_and_row(SQ)
     b = bh // H
     h = bh % H
     G = H // HKV

@@ -66,6 +66,28 @@ def make_timer(torch):
     return timed, "torch.cuda.Event median of 50 (L2 flushed)"
 
 
+def time_back_to_back(torch, fn, reps, warmup=1, synchronize=True, before=None):
+    """Milliseconds per call of `reps` calls of fn run back to back between one pair of CUDA
+    events (the mean; no L2 flush), after `warmup` calls and (with `synchronize`) a
+    torch.cuda.synchronize; `before`, if given, runs just before the timed calls (the ring
+    worker's dist.barrier). The ring benchmarks' timer (bench_ring_emulated.py,
+    ring_gpu_worker.py, test_ring_gpu.py): a whole ring forward per call, the same number of
+    calls on every rank (make_timer's do_bench picks its own count)."""
+    for _ in range(warmup):
+        fn()
+    if synchronize:
+        torch.cuda.synchronize()
+    if before is not None:
+        before()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
 def sdpa_fn(torch, backend, q, k, v, G):
     """A zero-argument SDPA call with `backend` forced, and how GQA was handled, or
     (None, reason)."""

@@ -15,6 +15,7 @@ import json
 import torch
 
 import tessel
+from bench_decode import time_back_to_back
 from tessel import distributed as td
 from tessel.distributed import contiguous_shard, zigzag_shard
 
@@ -39,15 +40,7 @@ class EmulatedRing(td._Ring):
 
 
 def timed(fn, reps=3):
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / reps
+    return time_back_to_back(torch, fn, reps)
 
 
 def main():

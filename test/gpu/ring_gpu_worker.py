@@ -21,6 +21,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import tessel
+from bench_decode import time_back_to_back
 from tessel.distributed import contiguous_shard, ring_attention, zigzag_shard
 
 MODE, OUT = sys.argv[1], pathlib.Path(sys.argv[2])
@@ -94,16 +95,7 @@ def run_checks():
 
 
 def timed(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    dist.barrier()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / reps
+    return time_back_to_back(torch, fn, reps, before=dist.barrier)
 
 
 def run_speed():

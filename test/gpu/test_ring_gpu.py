@@ -33,6 +33,8 @@ import tessel  # noqa: E402
 from tessel.distributed import _merge, ring_attention  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_decode import time_back_to_back  # noqa: E402
 
 
 def _free_port():
@@ -117,16 +119,8 @@ def test_merge_program_speed():
     lse_acc = torch.randn(B, H, N, device="cuda")
     o_part = torch.randn(B, H, N, D, device="cuda", dtype=torch.float16)
     lse_part = torch.randn(B, H, N, device="cuda")
-    for _ in range(3):
-        _merge(o_acc, lse_acc, o_part, lse_part, 0)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    reps = 20
-    start.record()
-    for _ in range(reps):
-        _merge(o_acc, lse_acc, o_part, lse_part, 0)
-    end.record()
-    end.synchronize()
-    ms = start.elapsed_time(end) / reps
+    ms = time_back_to_back(torch, lambda: _merge(o_acc, lse_acc, o_part, lse_part, 0), 20,
+                           warmup=3, synchronize=False)
     moved = B * H * N * (D * (4 + 4 + 2) + 4 * 3)
     _record("ring_merge_speed", {"shape": [B, H, N, D], "ms": round(ms, 4),
                                  "GB_per_s": round(moved / ms / 1e6, 1),
