@@ -110,6 +110,34 @@ def attention_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, scale
 
 
 @jit
+def log2_scores(dot, scale, b, h, q_idx, kv_idx, SCORE_MOD: tl.constexpr):
+    """The fast programs' scores in log2 units, S·log2(e), so that P = exp2(S·log2(e) −
+    lse·log2(e)) is one FFMA and one ex2 an element where there is no score_mod (the scale folded
+    into the dot's factor); and the score_mod's input and output, for its derivative."""
+    s_raw = dot
+    s_mod = dot
+    if SCORE_MOD is None:
+        s2 = dot * (scale * 1.4426950408889634)
+    else:
+        s_raw = dot * scale
+        s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+        s2 = s_mod * 1.4426950408889634
+    return s2, s_mod, s_raw
+
+
+@jit
+def masked(s, b, h, q_idx, kv_idx, visible, CAUSAL: tl.constexpr, MASK_MOD: tl.constexpr):
+    """s where the mask shows the key (`visible`, the bounds, and causal and mask_mod), −inf
+    elsewhere."""
+    mask = visible
+    if CAUSAL:
+        mask = mask & (q_idx >= kv_idx)
+    if MASK_MOD is not None:
+        mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+    return tl.where(mask, s, float("-inf"))
+
+
+@jit
 def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, OUT_HEADS,
                                scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                                BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
@@ -145,24 +173,12 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
         q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
-        # Scores in log2 units, P = exp2(S·log2(e) − lse·log2(e)): one FFMA and one ex2 an
-        # element where there is no score_mod (the scale folded into the dot's factor).
-        if SCORE_MOD is None:
-            s2 = tl.dot(kt, qt.T) * (scale * 1.4426950408889634)
-        else:
-            s_raw = tl.dot(kt, qt.T) * scale
-            s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
-            s2 = s_mod * 1.4426950408889634
+        s2, s_mod, s_raw = log2_scores(tl.dot(kt, qt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
         # The LSE and Δ are read where they are used: as column vectors they take 16 registers
         # each a thread, which should not be live across the dots.
         lse = tl.load(ld, (i,), shape=(BLOCK_M,))
         lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
-        mask = (kv_idx < nk) & (q_idx < nq)
-        if CAUSAL:
-            mask = mask & (q_idx >= kv_idx)
-        if MASK_MOD is not None:
-            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s2, float("-inf"))
+        s = masked(s2, b, h, q_idx, kv_idx, (kv_idx < nk) & (q_idx < nq), CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[None, :])
         dv_acc += tl.dot(p.to(dot_.dtype), dot_)
         dp = tl.dot(vt, dot_.T)
@@ -205,19 +221,8 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        # log2 units, as in attention_bwd_dkdv_keyrows
-        if SCORE_MOD is None:
-            s2 = tl.dot(qt, kt.T) * (scale * 1.4426950408889634)
-        else:
-            s_raw = tl.dot(qt, kt.T) * scale
-            s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
-            s2 = s_mod * 1.4426950408889634
-        mask = kv_idx < nk
-        if CAUSAL:
-            mask = mask & (q_idx >= kv_idx)
-        if MASK_MOD is not None:
-            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s2, float("-inf"))
+        s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+        s = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[:, None])
         dp = tl.dot(dot_, vt.T)
         ds = p * (dp - dlt[:, None])
