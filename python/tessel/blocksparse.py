@@ -191,6 +191,7 @@ class BlockMask:
 
     @property
     def on_gpu(self):
+        """Whether it holds CUDA torch tensors (else numpy arrays, for the interpreter)."""
         return gpu.is_torch_tensor(self.kv_num_blocks)
 
     def sparsity(self):
