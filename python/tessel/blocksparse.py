@@ -25,6 +25,12 @@ is the naive streamed softmax that tile-optimize turns into the online softmax (
 softmax per loop is what that pass takes), so each gives its own normalised output and LSE; the
 two are merged by their LSEs after the loops (as flash-decoding merges key splits). Rows that see
 no key get 0 and LSE -inf.
+
+On the GPU both run on the reference lowering (the fast paths take neither an indirect key loop
+nor a gather yet). Its shared memory at sm_80 (f16, a document mask reading a captured tensor,
+measured with the compiler here): the attention kernel needs 65 KB at d64 and 106 KB at d128
+with 32x32 blocks (the default on the GPU), 99 / 137 KB with 32x64, and does not fit with 64x64;
+block_mask_kernel needs 116 KB at NKB_P = 4096 (Nk = 131,072 with 32-key blocks).
 """
 import math
 
