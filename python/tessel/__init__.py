@@ -28,6 +28,7 @@ from .cache import GpuOptions
 from .runtime import from_bf16, to_bf16
 from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
+from .blocksparse import BlockMask, block_mask
 from .backward import attention_backward, compile_attention_backward
 from .serving import attention_varlen, attention_with_kvcache
 from . import gpu
@@ -47,7 +48,7 @@ def __getattr__(name):
 
 
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
-           "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention",
+           "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention", "block_mask", "BlockMask",
            "attention_backward", "compile_attention_backward", "attention_varlen",
            "attention_with_kvcache", "to_bf16",
            "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu"]

@@ -264,7 +264,7 @@ def _refuse_grad(q, k, v):
 
 
 def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
-                      enable_gqa=False, block_m=None, block_n=None):
+                      enable_gqa=False, block_m=None, block_n=None, block_mask=None):
     """The kernel :func:`attention` would run for these inputs, compiled but not run.
 
     Takes :func:`attention`'s arguments (``return_lse`` aside).
@@ -273,6 +273,12 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
         tessel.CompiledKernel: its ``asm["tile"]`` / ``asm["tile-opt"]`` hold the IR;
         ``binary(tessel.GpuOptions(...))`` gives the cubin and PTX.
     """
+    if block_mask is not None:
+        from . import blocksparse as bmod
+        args, constexprs, _, _, _ = bmod.prepare(q, k, v, scale, score_mod, mask_mod,
+                                                 enable_gqa, block_mask, block_m, block_n,
+                                                 causal)
+        return bmod.block_sparse_attention_kernel.warmup(*args, **constexprs)
     if gpu.is_torch_tensor(q):
         args, constexprs, _, _, _ = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                   enable_gqa, block_m, block_n)
@@ -283,7 +289,7 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
 
 
 def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
-              enable_gqa=False, return_lse=False, block_m=None, block_n=None):
+              enable_gqa=False, return_lse=False, block_m=None, block_n=None, block_mask=None):
     """Scaled dot-product attention with PyTorch SDPA semantics and FlexAttention-style mods.
 
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU, on torch's current
@@ -308,6 +314,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         block_m: the query block size (a power of two >= 16); by default one each lowering
             takes.
         block_n: the key block size, likewise.
+        block_mask: a :class:`tessel.BlockMask` made by :func:`tessel.block_mask` from the same
+            ``mask_mod`` (and shapes): the key loop then visits only its non-empty blocks, the
+            full ones without mask arithmetic. Its block sizes are used (``block_m`` /
+            ``block_n``, if given, must agree); ``causal`` must then be False (put
+            ``q_idx >= kv_idx`` in the mask_mod). No backward yet.
 
     Returns:
         ``o`` like ``q`` (on the GPU a new tensor), or ``(o, lse)`` with ``return_lse``, lse
@@ -316,10 +327,16 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     Raises:
         tessel.CompilationError: a score_mod or mask_mod that does not compile (located in the
             user's function), or returns the wrong type.
-        ValueError: shapes that do not match.
+        ValueError: shapes that do not match, or a block_mask that does not fit the call.
         TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if block_mask is not None:
+        if not gpu.is_torch_tensor(q):
+            _refuse_grad(q, k, v)
+        from . import blocksparse as bmod
+        return bmod.attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse,
+                              block_mask, block_m, block_n, causal)
     if gpu.is_torch_tensor(q):
         if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)
                 or getattr(v, "requires_grad", False)) and _grad_enabled():

@@ -1,0 +1,437 @@
+"""Run-time block sparsity: tessel.block_mask and the attention kernel whose key loop it drives.
+
+`block_mask(mask_mod, B, H, Nq, Nk)` runs `block_mask_kernel`, a DSL program with one program per
+(query block, b, h): it evaluates the mask_mod on every (query block, key block) tile and
+classifies the block as empty (no pair allowed), full (every pair allowed, and no key past Nk in
+the block) or partial, keeping per row the key-block indices of the partial and of the full
+blocks in two compact lists, FlexAttention's layout (create_block_mask):
+
+    kv_num_blocks      int32 [B', H', NQB]        partial blocks of each query block
+    kv_indices         int32 [B', H', NQB, NKB]   their key-block indices, ascending; the tail
+                                                  past kv_num_blocks holds 0
+    full_kv_num_blocks int32 [B', H', NQB]        full blocks
+    full_kv_indices    int32 [B', H', NQB, NKB]
+
+B' = B or 1 and H' = H or 1 (None broadcasts: the mask_mod is evaluated with b = 0 / h = 0 and
+the lists serve every batch / head). Only pairs with q_idx < Nq and kv_idx < Nk are looked at.
+The program holds no scalar it cannot have: the lists are carried through the key-block loop as
+tiles of NKB_P slots (NKB rounded up to a power of two) and the counts as 1-element tiles, then
+stored once.
+
+`block_sparse_attention_kernel` is attention_kernel with an indirect key loop: one streamed loop
+over the full blocks (`j = load_scalar(full_kv_indices, (row, t)) * BLOCK_N`) without any mask
+arithmetic, one over the partial blocks with the mask_mod (and `kv_idx < nk`) applied. Each loop
+is the naive streamed softmax that tile-optimize turns into the online softmax (one streamed
+softmax per loop is what that pass takes), so each gives its own normalised output and LSE; the
+two are merged by their LSEs after the loops (as flash-decoding merges key splits). Rows that see
+no key get 0 and LSE -inf.
+
+On the GPU both run on the reference lowering (the fast paths take neither an indirect key loop
+nor a gather yet). Its shared memory at sm_80 (f16, a document mask reading a captured tensor,
+measured with the compiler here): the attention kernel needs 65 KB at d64 and 106 KB at d128
+with 32x32 blocks (the default on the GPU), 99 / 137 KB with 32x64, and does not fit with 64x64;
+block_mask_kernel needs 116 KB at NKB_P = 4096 (Nk = 131,072 with 32-key blocks).
+"""
+import math
+
+import numpy as np
+
+from . import capture
+from . import gpu
+from . import language as tl
+from .grid import fold_grid
+from .jit import jit
+
+
+@jit
+def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_rows,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NKB_P: tl.constexpr,
+                      MASK_MOD: tl.constexpr):
+    # Grid as attention_kernel's: query blocks on x, (b, h) of the block mask on y, folded.
+    n_qb = tl.cdiv(nq, BLOCK_M)
+    n_kb = tl.cdiv(nk, BLOCK_N)
+    pid_m = tl.program_id(0) % n_qb
+    bh = tl.program_id(0) // n_qb * tl.num_programs(1) + tl.program_id(1)
+    b = bh // HB
+    h = bh % HB
+    row = bh * n_qb + pid_m
+    cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
+    idd = tl.make_desc(kv_idx_out, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
+    fidd = tl.make_desc(full_idx_out, shape=(n_rows, n_kb), strides=(n_kb, 1))
+
+    m0 = pid_m * BLOCK_M
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    slots = tl.arange(0, NKB_P)
+    n_part = tl.zeros((1,), tl.int32)
+    n_full = tl.zeros((1,), tl.int32)
+    part = tl.zeros((NKB_P,), tl.int32)
+    full = tl.zeros((NKB_P,), tl.int32)
+    for kb in range(0, n_kb):
+        j = kb * BLOCK_N
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        valid = (q_idx < nq) & (kv_idx < nk)
+        allowed = valid & MASK_MOD(b, h, q_idx, kv_idx)
+        n_ok = tl.sum(tl.sum(allowed, axis=1)[None, :], axis=1)       # (1,)
+        n_valid = tl.sum(tl.sum(valid, axis=1)[None, :], axis=1)
+        # Full: every pair allowed and no padded key (the full loop masks nothing, not even
+        # kv_idx < nk). Padded query rows are never stored, so they do not count.
+        is_full = (n_ok == n_valid) & (j + BLOCK_N <= nk)
+        is_part = (n_ok > 0) & (is_full == 0)
+        part = tl.where((slots == n_part) & is_part, kb, part)
+        full = tl.where((slots == n_full) & is_full, kb, full)
+        n_part = n_part + is_part.to(tl.int32)
+        n_full = n_full + is_full.to(tl.int32)
+    tl.store(cnd, (row,), n_part)
+    tl.store(fcnd, (row,), n_full)
+    tl.store(idd, (row, 0), part[None, :])
+    tl.store(fidd, (row, 0), full[None, :])
+
+
+@jit
+def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
+                                  nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
+                                  D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                  SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    n_blocks = tl.cdiv(nq, BLOCK_M)
+    n_kb = tl.cdiv(nk, BLOCK_N)
+    pid_m = tl.program_id(0) % n_blocks
+    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    q_rows = bh * nq
+    kv_rows = (b * HKV + kv_h) * nk
+    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
+    # The block mask's row of this (b, h, query block): strides 0 where it broadcasts.
+    row = b * bm_sb + h * bm_sh + pid_m
+    cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
+    idd = tl.make_desc(kv_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
+    fidd = tl.make_desc(full_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
+
+    m0 = pid_m * BLOCK_M
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+
+    # Full blocks: no mask arithmetic at all.
+    acc_f = tl.zeros((BLOCK_M, D), tl.float32)
+    lse_f = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    n_full = tl.load_scalar(fcnd, (row,))
+    for t in tl.stream(0, n_full, 1):
+        j = tl.load_scalar(fidd, (row, t)) * BLOCK_N
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        s = tl.dot(qt, kt.T) * scale
+        if SCORE_MOD is not None:
+            kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
+        p, lse_f = tl.softmax(s, axis=1, return_lse=True)   # streamed over t
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        acc_f += tl.dot(p.to(vt.dtype), vt)
+
+    # Partial blocks: the mask_mod, and the key length (the last block may be padded).
+    acc_p = tl.zeros((BLOCK_M, D), tl.float32)
+    lse_p = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    n_part = tl.load_scalar(cnd, (row,))
+    for t in tl.stream(0, n_part, 1):
+        j = tl.load_scalar(idd, (row, t)) * BLOCK_N
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        s = tl.dot(qt, kt.T) * scale
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        if SCORE_MOD is not None:
+            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
+        mask = (kv_idx < nk) & MASK_MOD(b, h, q_idx, kv_idx)
+        s = tl.where(mask, s, float("-inf"))
+        p, lse_p = tl.softmax(s, axis=1, return_lse=True)
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        acc_p += tl.dot(p.to(vt.dtype), vt)
+
+    # Merge the two normalised halves by their LSEs; a row that saw nothing stays 0 / -inf.
+    m = tl.maximum(lse_f, lse_p)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    w_f = tl.exp(lse_f - m_safe)
+    w_p = tl.exp(lse_p - m_safe)
+    tot = w_f + w_p
+    seen = tot > 0.0
+    den = tl.where(seen, tot, 1.0)
+    lse = tl.where(seen, m_safe + tl.log(den), float("-inf"))
+    acc = acc_f * (w_f / den)[:, None] + acc_p * (w_p / den)[:, None]
+    tl.store(od, (m0, 0), acc.to(qt.dtype))
+    tl.store(ld, (m0,), lse)
+
+
+class BlockMask:
+    """The block sparsity of a mask_mod, made by :func:`tessel.block_mask`.
+
+    Attributes:
+        kv_num_blocks: int32 ``[B', H', NQB]``, the partial blocks of each query block (the
+            mask_mod is applied there).
+        kv_indices: int32 ``[B', H', NQB, NKB]``, their key-block indices in ascending order
+            (the tail past ``kv_num_blocks`` is 0).
+        full_kv_num_blocks: int32 ``[B', H', NQB]``, the full blocks (every pair allowed: run
+            without any mask).
+        full_kv_indices: int32 ``[B', H', NQB, NKB]``, their key-block indices.
+        shape: ``(B, H, Nq, Nk)`` as given (B or H None: broadcast over batches / heads).
+        BLOCK_M: the query block size.
+        BLOCK_N: the key block size.
+        mask_mod: the function it was made from.
+
+    ``B' = B or 1``, ``H' = H or 1``, ``NQB = ceil(Nq / BLOCK_M)``, ``NKB = ceil(Nk /
+    BLOCK_N)``. numpy arrays (interpreter) or CUDA torch tensors (GPU), as made.
+    """
+
+    def __init__(self, kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices, shape,
+                 BLOCK_M, BLOCK_N, mask_mod):
+        self.kv_num_blocks = kv_num_blocks
+        self.kv_indices = kv_indices
+        self.full_kv_num_blocks = full_kv_num_blocks
+        self.full_kv_indices = full_kv_indices
+        self.shape = tuple(shape)
+        self.BLOCK_M = BLOCK_M
+        self.BLOCK_N = BLOCK_N
+        self.mask_mod = mask_mod
+
+    @property
+    def on_gpu(self):
+        """Whether it holds CUDA torch tensors (else numpy arrays, for the interpreter)."""
+        return gpu.is_torch_tensor(self.kv_num_blocks)
+
+    def sparsity(self):
+        """The fraction of (query block, key block) pairs that are empty (never visited)."""
+        total = self.kv_indices.shape[-1] * int(np.prod(self.kv_num_blocks.shape))
+        seen = int(self.kv_num_blocks.sum()) + int(self.full_kv_num_blocks.sum())
+        return 1.0 - seen / total if total else 0.0
+
+    def __repr__(self):
+        B, H, Nq, Nk = self.shape
+        return (f"BlockMask(B={B}, H={H}, Nq={Nq}, Nk={Nk}, BLOCK_M={self.BLOCK_M}, "
+                f"BLOCK_N={self.BLOCK_N}, sparsity={self.sparsity():.2f})")
+
+
+def _pow2(n):
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _placement(device, like):
+    """None for numpy (interpreter), else the torch device of CUDA tensors."""
+    if like is not None:
+        if device is not None:
+            raise ValueError("tessel.block_mask: pass device or like, not both")
+        if isinstance(like, np.ndarray):
+            return None
+        if gpu.is_torch_tensor(like):
+            if not like.is_cuda:
+                raise TypeError(f"tessel.block_mask: like is on {like.device}; pass a numpy "
+                                "array (interpreter) or a CUDA tensor (GPU)")
+            return like.device
+        raise TypeError(f"tessel.block_mask: like must be a numpy array or a CUDA torch tensor, "
+                        f"got {type(like).__name__}")
+    if device is None or str(device) in ("cpu", "interpreter", "numpy"):
+        return None
+    torch = gpu.torch_module()
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        raise TypeError(f"tessel.block_mask: device {device!r}: numpy (device=None) runs on the "
+                        "interpreter, 'cuda' on the GPU")
+    return dev
+
+
+def _dim(name, x, allow_none):
+    if x is None and allow_none:
+        return None
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 0:
+        raise ValueError(f"tessel.block_mask: {name} must be a non-negative int"
+                         f"{' or None' if allow_none else ''}, got {x!r}")
+    return int(x)
+
+
+def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, like=None):
+    """The block sparsity of ``mask_mod``, for :func:`tessel.attention`'s ``block_mask``.
+
+    Runs a DSL program that evaluates ``mask_mod`` on every (query block, key block) tile and
+    classifies it empty (skipped), full (run without mask arithmetic) or partial (the mask is
+    applied), keeping compact per-row lists of the partial and full key blocks
+    (FlexAttention's ``create_block_mask`` layout).
+
+    Args:
+        mask_mod: ``(b, h, q_idx, kv_idx) -> bool tile``, as for :func:`tessel.attention`; it
+            may read captured tensors (numpy arrays here need ``device=None``, CUDA tensors a
+            CUDA device).
+        B: the batch size, or None: the mask does not depend on ``b`` (evaluated at ``b = 0``).
+        H: the number of query heads, or None likewise (``h = 0``).
+        Nq: the number of queries.
+        Nk: the number of keys.
+        BLOCK_M: the query block size, a power of two >= 16; default 64 on the interpreter, 32
+            on the GPU (blocks the reference lowering holds at every head dim up to 128).
+        BLOCK_N: the key block size, likewise.
+        device: None (numpy arrays, the CPU interpreter) or a CUDA device (torch tensors, the
+            GPU).
+        like: instead of ``device``, an array or tensor whose placement to take (q).
+
+    Returns:
+        BlockMask
+
+    Raises:
+        ValueError: bad sizes or block sizes.
+        TypeError: a device that is neither.
+        tessel.CompilationError: a mask_mod that does not compile or returns no booleans.
+    """
+    from .attention import _as_jit
+    place = _placement(device, like)
+    B_, H_ = _dim("B", B, True), _dim("H", H, True)
+    Nq, Nk = _dim("Nq", Nq, False), _dim("Nk", Nk, False)
+    default = 64 if place is None else 32
+    BM = default if BLOCK_M is None else BLOCK_M
+    BN = default if BLOCK_N is None else BLOCK_N
+    for name, x in (("BLOCK_M", BM), ("BLOCK_N", BN)):
+        if not isinstance(x, int) or x < 16 or x & (x - 1):
+            raise ValueError(f"tessel.block_mask: {name} must be a power of two >= 16, got {x!r}")
+    if mask_mod is None or not callable(mask_mod):
+        raise TypeError("tessel.block_mask: mask_mod must be a function (b, h, q_idx, kv_idx)")
+    nb, nh = B_ or 1, H_ or 1
+    if B_ == 0 or H_ == 0:
+        nb, nh = B_ if B_ is not None else 1, H_ if H_ is not None else 1
+    nqb, nkb = -(-Nq // BM), -(-Nk // BN)
+    rows = nb * nh * nqb
+    if place is None:
+        counts = [np.zeros((nb, nh, nqb), np.int32) for _ in range(2)]
+        lists = [np.zeros((nb, nh, nqb, nkb), np.int32) for _ in range(2)]
+    else:
+        torch = gpu.torch_module()
+        counts = [torch.zeros((nb, nh, nqb), dtype=torch.int32, device=place) for _ in range(2)]
+        lists = [torch.zeros((nb, nh, nqb, nkb), dtype=torch.int32, device=place)
+                 for _ in range(2)]
+    if rows and nkb:
+        grid = fold_grid(nqb, nb * nh)
+        block_mask_kernel[grid](counts[0], lists[0], counts[1], lists[1], Nq, Nk, nh, rows,
+                                BLOCK_M=BM, BLOCK_N=BN, NKB_P=_pow2(nkb),
+                                MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    return BlockMask(counts[0], lists[0], counts[1], lists[1], (B_, H_, Nq, Nk), BM, BN,
+                     mask_mod)
+
+
+def _same_mod(a, b):
+    """Whether two mask_mods are the same function: the same object, or the same code and
+    globals with identical closure values (a tensor must be the very same object: a block mask
+    made from other document ids does not fit)."""
+    if a is b:
+        return True
+    try:
+        if a.__code__ is not b.__code__ or a.__globals__ is not b.__globals__:
+            return False
+        ca, cb = a.__closure__ or (), b.__closure__ or ()
+        if len(ca) != len(cb):
+            return False
+        for x, y in zip(ca, cb):
+            x, y = x.cell_contents, y.cell_contents
+            if x is y:
+                continue
+            if capture.is_tensor(x) or capture.is_tensor(y) or not bool(x == y):
+                return False
+        return True
+    except (AttributeError, ValueError, TypeError):
+        return False
+
+
+def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n):
+    """ValueError unless `bm` fits this attention call."""
+    if not isinstance(bm, BlockMask):
+        raise TypeError(f"block_mask must be a tessel.BlockMask (tessel.block_mask(...)), got "
+                        f"{type(bm).__name__}")
+    if causal:
+        raise ValueError("tessel.attention: causal=True cannot be combined with a block_mask: "
+                         "put the causal condition in the mask_mod (q_idx >= kv_idx) and build "
+                         "the block mask from it")
+    if mask_mod is None:
+        raise ValueError("tessel.attention: a block_mask needs the mask_mod it was made from "
+                         "(mask_mod=...)")
+    if not _same_mod(bm.mask_mod, mask_mod):
+        raise ValueError("tessel.attention: the block_mask was made from another mask_mod "
+                         f"({getattr(bm.mask_mod, '__name__', bm.mask_mod)!r}) than the one "
+                         f"passed ({getattr(mask_mod, '__name__', mask_mod)!r}), or from other "
+                         "captured tensors: build it with tessel.block_mask(mask_mod, ...)")
+    bB, bH, bNq, bNk = bm.shape
+    if (bNq, bNk) != (Nq, Nk):
+        raise ValueError(f"tessel.attention: the block_mask is for Nq={bNq}, Nk={bNk}; q and k "
+                         f"have Nq={Nq}, Nk={Nk}")
+    if bB is not None and bB != B:
+        raise ValueError(f"tessel.attention: the block_mask is for B={bB}, q has B={B} (B=None "
+                         "broadcasts)")
+    if bH is not None and bH != H:
+        raise ValueError(f"tessel.attention: the block_mask is for H={bH}, q has H={H} (H=None "
+                         "broadcasts)")
+    if (block_m and block_m != bm.BLOCK_M) or (block_n and block_n != bm.BLOCK_N):
+        raise ValueError(f"tessel.attention: block_m/block_n ({block_m}, {block_n}) differ from "
+                         f"the block_mask's BLOCK_M/BLOCK_N ({bm.BLOCK_M}, {bm.BLOCK_N})")
+    if bm.on_gpu != on_gpu:
+        raise ValueError("tessel.attention: the block_mask holds "
+                         f"{'CUDA tensors' if bm.on_gpu else 'numpy arrays'} but q is "
+                         f"{'a CUDA tensor' if on_gpu else 'a numpy array'}: build it with "
+                         "like=q")
+
+
+def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_n, causal):
+    """(args, constexprs, grid, o, lse) of block_sparse_attention_kernel for this call."""
+    from .attention import _as_jit, _check_shapes
+    on_gpu = gpu.is_torch_tensor(q)
+    if on_gpu:
+        torch = gpu.torch_module()
+        for name, x in (("k", k), ("v", v)):
+            if not isinstance(x, torch.Tensor):
+                raise TypeError(f"q is a torch tensor, {name} a {type(x).__name__}")
+        if not q.is_cuda:
+            raise TypeError(f"q is on {q.device}: tessel.attention runs CUDA tensors on the GPU "
+                            "and numpy arrays on the CPU interpreter")
+    else:
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            if not isinstance(x, np.ndarray):
+                raise TypeError(f"{name} must be a numpy array (interpreter) or a CUDA torch "
+                                f"tensor (GPU), got {type(x).__name__}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v differ in dtype: {q.dtype}, {k.dtype}, {v.dtype}")
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    BM, BN = bm.BLOCK_M, bm.BLOCK_N
+    nqb = bm.kv_num_blocks.shape[2]
+    nbh = bm.kv_num_blocks.shape[1]
+    sb = nbh * nqb if bm.shape[0] is not None else 0
+    sh = nqb if bm.shape[1] is not None else 0
+    rows = int(np.prod(bm.kv_num_blocks.shape))
+    if on_gpu:
+        q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
+        o = torch.empty_like(q)
+        lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
+    else:
+        q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
+        o = np.zeros_like(q)
+        lse = np.zeros((B, H, Nq), dtype=np.float32)
+    args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
+            bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh, rows)
+    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, SCORE_MOD=_as_jit(score_mod, "score_mod"),
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    grid = fold_grid(-(-Nq // BM), B * H)
+    return args, constexprs, grid, o, lse
+
+
+def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, block_m,
+              block_n, causal):
+    """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU)."""
+    if gpu.is_torch_tensor(q):
+        if any(getattr(x, "requires_grad", False) for x in (q, k, v)) and \
+                gpu.torch_module().is_grad_enabled():
+            raise NotImplementedError("tessel.attention: a block_mask has no backward yet; "
+                                      "detach the inputs or run under torch.no_grad()")
+    args, constexprs, grid, o, lse = prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa,
+                                             bm, block_m, block_n, causal)
+    if grid[0] and grid[1] and q.shape[2] and k.shape[2]:
+        block_sparse_attention_kernel[grid](*args, **constexprs)
+    elif grid[0] and grid[1]:
+        # No keys: every row sees nothing.
+        lse[...] = float("-inf")
+        o[...] = 0
+    return (o, lse) if return_lse else o

@@ -1,0 +1,257 @@
+"""tessel.block_mask (run-time block sparsity from a mask_mod) and tessel.attention's indirect key
+loop over its lists, on the CPU interpreter: the classification against a numpy brute force,
+attention against tessel.reference's float64 attention with the same mask, the checks of a
+block mask against the call, and the programs compiled for sm_80."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+import tessel
+from tessel import language as tl
+from tessel.reference import max_rel_error, reference_attention
+
+TOL = 2e-5
+
+
+def brute_force(allowed, B, H, Nq, Nk, BM, BN):
+    """(kv_num, kv_indices, full_num, full_indices) as lists, from the numpy mask
+    allowed(b, h, qi, ki) evaluated densely."""
+    nb, nh = B or 1, H or 1
+    nqb, nkb = -(-Nq // BM), -(-Nk // BN)
+    out = [np.zeros((nb, nh, nqb), np.int32), np.zeros((nb, nh, nqb, nkb), np.int32),
+           np.zeros((nb, nh, nqb), np.int32), np.zeros((nb, nh, nqb, nkb), np.int32)]
+    qi, ki = np.arange(Nq)[:, None], np.arange(Nk)[None, :]
+    for b in range(nb):
+        for h in range(nh):
+            m = np.broadcast_to(allowed(b, h, qi, ki), (Nq, Nk))
+            for i in range(nqb):
+                part, full = [], []
+                for j in range(nkb):
+                    blk = m[i * BM:(i + 1) * BM, j * BN:(j + 1) * BN]
+                    if blk.all() and (j + 1) * BN <= Nk:
+                        full.append(j)
+                    elif blk.any():
+                        part.append(j)
+                out[0][b, h, i] = len(part)
+                out[1][b, h, i, :len(part)] = part
+                out[2][b, h, i] = len(full)
+                out[3][b, h, i, :len(full)] = full
+    return out
+
+
+def assert_lists(bm, expected):
+    got = (bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices)
+    for name, g, e in zip(("kv_num_blocks", "kv_indices", "full_kv_num_blocks",
+                           "full_kv_indices"), got, expected):
+        assert g.dtype == np.int32 and g.shape == e.shape, name
+        np.testing.assert_array_equal(g, e, err_msg=name)
+
+
+def qkv(B, H, Nq, Nk, D=16, seed=None, Hkv=None):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((B, H, Nq, D)).astype(np.float32)
+    k = rng.standard_normal((B, Hkv or H, Nk, D)).astype(np.float32)
+    v = rng.standard_normal((B, Hkv or H, Nk, D)).astype(np.float32)
+    return q, k, v
+
+
+def check(mask_mod, allowed, B, H, Nq, Nk, bB, bH, BM=32, BN=32, score_mod=None, score=None,
+          **kw):
+    """Builds the block mask (classification against the brute force), runs attention with it
+    and compares with the float64 reference; returns the block mask."""
+    bm = tessel.block_mask(mask_mod, bB, bH, Nq, Nk, BLOCK_M=BM, BLOCK_N=BN)
+    assert_lists(bm, brute_force(allowed, bB, bH, Nq, Nk, BM, BN))
+    q, k, v = qkv(B, H, Nq, Nk, Hkv=kw.get("Hkv"))
+    o, lse = tessel.attention(q, k, v, mask_mod=mask_mod, block_mask=bm, return_lse=True,
+                              score_mod=score_mod, enable_gqa="Hkv" in kw)
+    ro, rl = reference_attention(q, k, v, allowed=allowed, score=score,
+                                 enable_gqa="Hkv" in kw)
+    assert max_rel_error(o, ro) < TOL
+    finite = np.isfinite(rl)
+    assert np.array_equal(np.isfinite(lse), finite)
+    assert np.max(np.abs(lse[finite] - rl[finite]), initial=0) < 1e-4
+    assert np.all(o[~finite] == 0)
+    return bm
+
+
+# --- masks ---------------------------------------------------------------------------------
+
+def document_mask(doc):
+    def mask(b, h, q_idx, kv_idx):
+        return (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)
+    return mask
+
+
+def random_docs(B, N, rng):
+    doc = np.zeros((B, N), np.int32)
+    for b in range(B):
+        cuts = np.sort(rng.choice(np.arange(1, N), size=3, replace=False))
+        doc[b] = np.searchsorted(cuts, np.arange(N), side="right")
+    return doc
+
+
+@pytest.mark.parametrize("N", [128, 150])
+def test_document_mask_from_captured_ids(N):
+    rng = np.random.default_rng()
+    doc = random_docs(2, N, rng)
+    allowed = lambda b, h, qi, ki: (doc[b][qi] == doc[b][ki]) & (qi >= ki)
+    bm = check(document_mask(doc), allowed, 2, 2, N, N, 2, None)
+    assert bm.sparsity() > 0
+
+
+WINDOW = 40
+
+
+def sliding_window(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < WINDOW)
+
+
+@pytest.mark.parametrize("Nq,BM,BN", [(200, 32, 32), (173, 16, 32), (173, 64, 16), (90, 16, 16)])
+def test_sliding_window(Nq, BM, BN):
+    allowed = lambda b, h, qi, ki: (qi >= ki) & (qi - ki < WINDOW)
+    bm = check(sliding_window, allowed, 1, 2, Nq, Nq, None, None, BM=BM, BN=BN)
+    assert bm.kv_num_blocks.shape == (1, 1, -(-Nq // BM))
+    if BM == BN == 16:                             # both loops run
+        assert bm.full_kv_num_blocks.sum() > 0 and bm.kv_num_blocks.sum() > 0
+
+
+def test_random_block_sparse_mask_from_a_captured_array():
+    rng = np.random.default_rng()
+    N, G = 192, 32
+    blocks = rng.random((N // G, N // G)) < 0.3
+    blocks[2] = False                                  # query rows 64..95 see no key
+    mask = lambda b, h, q_idx, kv_idx: blocks[q_idx // G, kv_idx // G]
+    allowed = lambda b, h, qi, ki: blocks[qi // G, ki // G]
+    # At the mask's granularity every block is full or empty; at 64 some are partial.
+    bm = check(mask, allowed, 1, 2, N, N, None, None, BM=32, BN=32)
+    assert bm.kv_num_blocks.sum() == 0
+    assert bm.full_kv_num_blocks.sum() == blocks.sum()
+    check(mask, allowed, 1, 2, N, N, None, None, BM=64, BN=64)
+
+
+def test_prefix_lm_with_per_batch_prefix_lengths():
+    rng = np.random.default_rng()
+    N = 160
+    prefix = rng.integers(1, N, size=2).astype(np.int32)
+    mask = lambda b, h, q_idx, kv_idx: (kv_idx < prefix[b]) | (q_idx >= kv_idx)
+    allowed = lambda b, h, qi, ki: (ki < prefix[b]) | (qi >= ki)
+    check(mask, allowed, 2, 1, N, N, 2, None)
+
+
+def test_rows_with_no_visible_key_and_per_head_masks():
+    # Query rows past 70 of head 1 see nothing; head 0 sees keys below 90 only.
+    mask = lambda b, h, q_idx, kv_idx: ((h == 0) & (kv_idx < 90)) | ((h == 1) & (q_idx < 70)
+                                                                      & (q_idx >= kv_idx))
+    allowed = lambda b, h, qi, ki: ((h == 0) & (ki < 90)) | ((h == 1) & (qi < 70) & (qi >= ki))
+    check(mask, allowed, 2, 2, 130, 110, None, 2)
+
+
+def test_broadcast_and_explicit_b_h_agree_with_gqa_and_a_score_mod():
+    mask = lambda b, h, q_idx, kv_idx: (q_idx - kv_idx) % 3 != 1
+    allowed = lambda b, h, qi, ki: (qi - ki) % 3 != 1
+    for bB, bH in ((None, None), (2, None), (None, 4), (2, 4)):
+        check(mask, allowed, 2, 4, 70, 90, bB, bH, score_mod=softcap,
+              score=lambda s, b, h, qi, ki: 5.0 * np.tanh(s / 5.0), Hkv=2)
+
+
+@tessel.jit
+def softcap(score, b, h, q_idx, kv_idx):
+    return 5.0 * tl.tanh(score / 5.0)
+
+
+def test_the_block_mask_is_reused_for_new_inputs():
+    bm = tessel.block_mask(sliding_window, None, None, 100, 100, BLOCK_M=32, BLOCK_N=32)
+    allowed = lambda b, h, qi, ki: (qi >= ki) & (qi - ki < WINDOW)
+    for seed in range(2):
+        q, k, v = qkv(1, 1, 100, 100, seed=seed)
+        o = tessel.attention(q, k, v, mask_mod=sliding_window, block_mask=bm)
+        assert max_rel_error(o, reference_attention(q, k, v, allowed=allowed)[0]) < TOL
+
+
+# --- checks --------------------------------------------------------------------------------
+
+def test_a_block_mask_that_does_not_fit_the_call_is_a_value_error():
+    q, k, v = qkv(2, 2, 100, 100)
+    bm = tessel.block_mask(sliding_window, 2, None, 100, 100, BLOCK_M=32, BLOCK_N=32)
+    cases = [
+        (dict(mask_mod=sliding_window, block_mask=tessel.block_mask(
+            sliding_window, None, None, 100, 96, BLOCK_M=32, BLOCK_N=32)), "Nk=96"),
+        (dict(mask_mod=sliding_window, block_mask=tessel.block_mask(
+            sliding_window, 3, None, 100, 100, BLOCK_M=32, BLOCK_N=32)), "B=3"),
+        (dict(mask_mod=sliding_window, block_mask=bm, block_m=64), "BLOCK_M"),
+        (dict(mask_mod=lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, block_mask=bm),
+         "another mask_mod"),
+        (dict(block_mask=bm), "needs the mask_mod"),
+        (dict(mask_mod=sliding_window, block_mask=bm, causal=True), "put the causal condition"),
+    ]
+    for kw, message in cases:
+        with pytest.raises(ValueError, match=message):
+            tessel.attention(q, k, v, **kw)
+    with pytest.raises(TypeError, match="tessel.BlockMask"):
+        tessel.attention(q, k, v, mask_mod=sliding_window, block_mask=object())
+
+
+def test_a_closure_over_other_tensors_is_another_mask_mod():
+    rng = np.random.default_rng(1)
+    doc, other = random_docs(1, 64, rng), random_docs(1, 64, rng)
+    bm = tessel.block_mask(document_mask(doc), 1, None, 64, 64, BLOCK_M=16, BLOCK_N=16)
+    q, k, v = qkv(1, 1, 64, 64)
+    tessel.attention(q, k, v, mask_mod=document_mask(doc), block_mask=bm)    # a new closure: ok
+    with pytest.raises(ValueError, match="other captured tensors"):
+        tessel.attention(q, k, v, mask_mod=document_mask(other), block_mask=bm)
+
+
+def test_bad_arguments_of_block_mask():
+    with pytest.raises(ValueError, match="BLOCK_M"):
+        tessel.block_mask(sliding_window, None, None, 10, 10, BLOCK_M=24)
+    with pytest.raises(ValueError, match="Nq"):
+        tessel.block_mask(sliding_window, None, None, -1, 10)
+    with pytest.raises(TypeError, match="mask_mod"):
+        tessel.block_mask(None, None, None, 10, 10)
+    with pytest.raises(tessel.CompilationError):
+        tessel.block_mask(lambda b, h, q_idx, kv_idx: q_idx - kv_idx, None, None, 10, 10)
+
+
+# --- the GPU programs compile ----------------------------------------------------------------
+
+@pytest.mark.skipif(
+    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                     "/usr/local/cuda/bin"])),
+    reason="needs ptxas (the CUDA toolkit) to make cubins")
+@pytest.mark.parametrize("D", [64, 128])
+def test_the_programs_compile_for_sm_80(D, tmp_path, monkeypatch):
+    """The GPU runs both programs on the reference lowering (the fast paths do not take an
+    indirect key loop or a gather): at the default CUDA blocks (32 x 32) their tiles fit its
+    shared memory, with a mask that reads a captured tensor."""
+    from tessel.blocksparse import block_mask_kernel
+    from tessel.attention import _as_jit
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    N = 1000
+    doc = np.zeros((2, N), np.int32)
+    mask = document_mask(doc)
+    bm = tessel.block_mask(mask, 2, None, N, N, BLOCK_M=32, BLOCK_N=32)
+    q = np.zeros((2, 4, N, D), np.float16)
+    kernels = {
+        "attention": tessel.compile_attention(q, q, q, mask_mod=mask, block_mask=bm,
+                                              score_mod=softcap),
+        "block_mask": block_mask_kernel.warmup(
+            bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices, N, N,
+            1, 64, BLOCK_M=32, BLOCK_N=32, NKB_P=32, MASK_MOD=_as_jit(mask, "mask_mod")),
+    }
+    for which, kernel in kernels.items():
+        binary = kernel.binary(tessel.GpuOptions(chip="sm_80"))
+        assert binary.cubin, which
+        assert binary.dynamic_shared_bytes <= 163 * 1024, which
+
+
+def test_no_keys_or_no_queries():
+    for Nq, Nk in ((20, 0), (0, 20)):
+        bm = tessel.block_mask(sliding_window, None, None, Nq, Nk, BLOCK_M=16, BLOCK_N=16)
+        q, k, v = qkv(1, 2, Nq, Nk)
+        o, lse = tessel.attention(q, k, v, mask_mod=sliding_window, block_mask=bm,
+                                  return_lse=True)
+        assert o.shape == q.shape and lse.shape == (1, 2, Nq)
+        assert np.all(o == 0) and np.all(lse == -np.inf)
