@@ -1,0 +1,91 @@
+"""tessel.block_mask and tessel.attention(block_mask=...) on CUDA tensors (issue 13): the
+classification against a dense torch brute force, attention (fp16, bf16) against float32 torch
+attention with the same mask, masks that read CUDA tensors.
+
+Run on a machine with a GPU and torch (skipped elsewhere):
+    TESSEL_CACHE_DIR=$(mktemp -d) PYTHONPATH=build/python python3 -m pytest -q test/gpu/test_block_mask_gpu.py
+
+Both programs take the reference lowering on the GPU (the fast paths have no indirect key loop
+yet): correct, not fast.
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tessel  # noqa: E402
+
+TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2}
+
+
+def dense_lists(allowed, Nq, Nk, BM, BN):
+    """(kv_num, full_num) per query block of a dense [Nq, Nk] bool mask (CPU)."""
+    nqb, nkb = -(-Nq // BM), -(-Nk // BN)
+    part, full = torch.zeros(nqb, dtype=torch.int32), torch.zeros(nqb, dtype=torch.int32)
+    for i in range(nqb):
+        for j in range(nkb):
+            blk = allowed[i * BM:(i + 1) * BM, j * BN:(j + 1) * BN]
+            if bool(blk.all()) and (j + 1) * BN <= Nk:
+                full[i] += 1
+            elif bool(blk.any()):
+                part[i] += 1
+    return part, full
+
+
+def reference(q, k, v, allowed):
+    """float32 attention with an explicit [B|1, H|1, Nq, Nk] mask; rows with no key give 0."""
+    q, k, v = q.float(), k.float(), v.float()
+    s = torch.einsum("bhqd,bhkd->bhqk", q, k) / q.shape[-1] ** 0.5
+    s = s.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(s, dim=-1).nan_to_num(0.0) @ v
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("N", [256, 333])
+def test_document_mask_from_cuda_ids(dtype, D, N):
+    B, H = 2, 4
+    gen = torch.Generator(device="cuda").manual_seed(N + D)
+    cuts = torch.stack([torch.randperm(N - 1, device="cuda", generator=gen)[:3].sort().values + 1
+                        for _ in range(B)])
+    doc = torch.searchsorted(cuts, torch.arange(N, device="cuda").expand(B, N).contiguous(),
+                             right=True).to(torch.int32)
+
+    def mask(b, h, q_idx, kv_idx):
+        return (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)
+
+    bm = tessel.block_mask(mask, B, None, N, N, device="cuda")
+    qi = torch.arange(N, device="cuda")[:, None]
+    ki = torch.arange(N, device="cuda")[None, :]
+    allowed = (doc[:, :, None] == doc[:, None, :]) & (qi >= ki)          # [B, N, N]
+    for b in range(B):
+        part, full = dense_lists(allowed[b].cpu(), N, N, bm.BLOCK_M, bm.BLOCK_N)
+        assert torch.equal(bm.kv_num_blocks[b, 0].cpu(), part)
+        assert torch.equal(bm.full_kv_num_blocks[b, 0].cpu(), full)
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype) for _ in range(3))
+    o = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm)
+    want = reference(q, k, v, allowed[:, None])
+    assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_random_block_sparse_and_rows_without_keys(dtype):
+    B, H, N, D, G = 1, 2, 320, 64, 32
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    blocks = torch.rand(N // G, N // G, device="cuda", generator=gen) < 0.3
+    blocks[3] = False                                    # query rows 96..127 see no key
+
+    def mask(b, h, q_idx, kv_idx):
+        return blocks[q_idx // G, kv_idx // G]
+
+    bm = tessel.block_mask(mask, None, None, N, N, device="cuda")
+    allowed = blocks.repeat_interleave(G, 0).repeat_interleave(G, 1)
+    part, full = dense_lists(allowed.cpu(), N, N, bm.BLOCK_M, bm.BLOCK_N)
+    assert torch.equal(bm.kv_num_blocks[0, 0].cpu(), part)
+    assert torch.equal(bm.full_kv_num_blocks[0, 0].cpu(), full)
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype) for _ in range(3))
+    o, lse = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm, return_lse=True)
+    want = reference(q, k, v, allowed)
+    assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
+    assert torch.all(o[:, :, 96:128] == 0) and torch.all(torch.isinf(lse[:, :, 96:128]))
