@@ -348,3 +348,25 @@ def test_fast_backward_programs_take_the_fast_paths(dtype, D, causal, chip, mark
     for which, kernel in kernels.items():
         ptx = kernel.binary(GpuOptions(chip=chip)).ptx
         assert marker in ptx, which
+
+
+def test_fast_backward_route_is_chosen_by_dtype_head_dim_and_blocks():
+    """Which CUDA backward takes the fast paths (decided on the host, no GPU needed): fp16/bf16
+    at d64/d128 with the default or 64/128 blocks; fp32, other head dims and blocks the fast
+    paths do not take (32) keep the reference route."""
+    torch = pytest.importorskip("torch")
+    from tessel.backward import FAST_BACKWARD_BLOCKS, _fast_backward_config
+
+    def route(dtype, D, **blocks):
+        q = torch.zeros(1, 2, 64, D, dtype=dtype)
+        return _fast_backward_config(q, q, q, q, False, None, None, None, False, **blocks)
+
+    for dtype in (torch.float16, torch.bfloat16):
+        for D in (64, 128):
+            shapes, scale, cx = route(dtype, D)
+            assert (cx["BLOCK_M"], cx["BLOCK_N"]) == FAST_BACKWARD_BLOCKS[D]
+            assert scale == pytest.approx(D ** -0.5)
+        assert route(dtype, 64, block_m=128)[2]["BLOCK_M"] == 128
+        assert route(dtype, 64, block_m=32) is None
+        assert route(dtype, 96) is None
+    assert route(torch.float32, 64) is None
