@@ -72,7 +72,8 @@ def build(torch, args, attention):
     return GPT().cuda()
 
 
-def train(torch, args, attention, data):
+def train(torch, args, attention, data, name):
+    t_start = time.perf_counter()
     model = build(torch, args, attention)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
@@ -91,6 +92,10 @@ def train(torch, args, attention, data):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
+        # Progress as it goes (tessel's first step includes compiling its kernels).
+        if step % 20 == 0 or step == args.steps - 1:
+            print(f"{name} step {step:>4}: loss {losses[-1]:.4f}, "
+                  f"{time.perf_counter() - t_start:.1f} s", flush=True)
         if not math.isfinite(losses[-1]):
             break
     return losses, times, torch.cuda.max_memory_allocated()
@@ -124,7 +129,7 @@ def main():
     runs = {}
     for name, attention in (("tessel", lambda q, k, v: tessel.attention(q, k, v, causal=True)),
                             ("sdpa", lambda q, k, v: F(q, k, v, is_causal=True))):
-        runs[name] = train(torch, args, attention, data)
+        runs[name] = train(torch, args, attention, data, name)
     (lt, tt, mt), (ls, ts, ms) = runs["tessel"], runs["sdpa"]
     print(f"{'step':>5} {'tessel':>8} {'sdpa':>8}")
     for i in list(range(0, args.steps, 20)) + [args.steps - 1]:
