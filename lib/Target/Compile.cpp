@@ -81,7 +81,8 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
          ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
-         (options.wgmmaOverlap ? ";wgmma-overlap" : "");
+         (options.wgmmaOverlap ? ";wgmma-overlap" : "") +
+         (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "");
 }
 
 std::string tessel::findPtxas(llvm::StringRef toolkit) {

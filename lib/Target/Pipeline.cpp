@@ -69,6 +69,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                             llvm::cl::desc("With wgmma: overlap the softmax with the previous "
                                            "block's P·V inside a warpgroup."),
                             llvm::cl::init(false)};
+  Option<bool> wgmmaAsyncDots{*this, "wgmma-async-dots",
+                              llvm::cl::desc("With wgmma: the other dots issued where they "
+                                             "stand, waited for before their first use."),
+                              llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -102,6 +106,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.wgmma = options.codegen == "wgmma" ||
                        (options.codegen == "auto" && options.chip == "sm_90a");
     mmaOptions.wgmmaOverlap = options.wgmmaOverlap;
+    mmaOptions.wgmmaAsyncDots = options.wgmmaAsyncDots;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
   }
@@ -192,6 +197,7 @@ void tessel::registerTargetPasses() {
           options.toolkit = o.toolkit;
           options.codegen = o.codegen;
           options.wgmmaOverlap = o.wgmmaOverlap;
+          options.wgmmaAsyncDots = o.wgmmaAsyncDots;
           buildTileToNVVMPipeline(pm, options);
         });
   });

@@ -75,6 +75,12 @@ static cl::opt<bool> wgmmaOverlap(
              "inside a warpgroup (FA3's intra-warpgroup pipelining)"),
     cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<bool> wgmmaAsyncDots(
+    "wgmma-async-dots",
+    cl::desc("With wgmma: the dots the overlap does not schedule issued where they stand and "
+             "waited for before their first use (tilegpu-async-dots; not yet measured)"),
+    cl::init(false), cl::cat(tesselcCategory));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
   return 1;
@@ -162,6 +168,7 @@ int main(int argc, char **argv) {
   options.toolkit = toolkit;
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
+  options.wgmmaAsyncDots = wgmmaAsyncDots;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)
     stage = tessel::Stage::LLVM;

@@ -69,6 +69,9 @@ mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);
 
+/// Every wgmma dot of `program` (allocateShared's form) issued where it stands and waited for
+/// before its first use (tilegpu-async-dots); a no-op on mma.sync programs.
+mlir::LogicalResult asyncDots(mlir::func::FuncOp program);
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);
 

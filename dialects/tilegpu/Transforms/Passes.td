@@ -93,4 +93,19 @@ def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> 
                            "::mlir::arith::ArithDialect"];
 }
 
+def TileGPUAsyncDots : Pass<"tilegpu-async-dots", "::mlir::func::FuncOp"> {
+  let summary = "Issue each wgmma dot where it stands and wait for it where its result is used.";
+  let description = [{
+    On a wgmma program in `tilegpu-allocate-shared`'s form: every `tile.dot` whose B is a
+    `tilegpu.local_load` becomes a `tilegpu.wgmma` (its B the local load's buffer and stage),
+    and a `tilegpu.wgmma_wait` goes before the first op that reads its result (or the block's
+    terminator). Commit groups complete in issue order, so the wait names every group up to
+    that one, with `pending` the younger groups left in flight. Dots that follow each other
+    run back to back, and what lies between a dot and its first use runs under it. Blocks that
+    `tilegpu-overlap-wgmma` scheduled already are left alone. Opt-in (not yet measured):
+    `convert-tile-to-mma{wgmma-async-dots}`.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
+}
+
 #endif // TESSEL_TILEGPU_TRANSFORMS_PASSES_TD

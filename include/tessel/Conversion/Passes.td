@@ -88,6 +88,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With wgmma: FA3's intra-warpgroup pipelining of the attention loop: S_j = Q·K_jᵀ and "
            "the previous block's O += P·V issued as two commit groups, the softmax of S_j under "
            "P·V (wait_group 1), the rescale of O after it (docs/dev/codegen-wgmma.md).">,
+    Option<"wgmmaAsyncDots", "wgmma-async-dots", "bool", /*default=*/"false",
+           "With wgmma: every other dot issued where it stands and waited for before its first "
+           "use (tilegpu-async-dots), so that independent dots run back to back. Not yet "
+           "measured: off by default.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

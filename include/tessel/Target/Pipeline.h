@@ -39,6 +39,9 @@ struct TargetOptions {
   /// With wgmma (also through auto on sm_90a): overlap the softmax of each K/V block with the
   /// previous block's P·V inside a warpgroup (convert-tile-to-mma wgmma-overlap).
   bool wgmmaOverlap = false;
+  /// With wgmma: the other dots issued where they stand and waited for before their first use
+  /// (convert-tile-to-mma wgmma-async-dots; tilegpu-async-dots). Not yet measured.
+  bool wgmmaAsyncDots = false;
 };
 
 /// The fields of `options` that change the generated code, as one canonical string

@@ -276,6 +276,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
                                        tessel::tilegpu::MmaKind::Wgmma;
     if (!placed && (failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages)) ||
                     (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
+                    (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
                     failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
     MmaKernelBuilder builder(kernel, smem);

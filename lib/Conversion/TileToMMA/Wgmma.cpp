@@ -254,7 +254,9 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
     SmallVector<Value> tied;
     SmallVector<std::pair<size_t, size_t>> spans;
     for (tilegpu::WgmmaOp w : run) {
-      FailureOr<SmallVector<Value>> a = wgmmaA(w.getA(), w);
+      // An A block in shared memory is read by descriptor (wgmmaChain): no registers.
+      FailureOr<SmallVector<Value>> a = aShared.count(w.getA()) ? SmallVector<Value>()
+                                                                : wgmmaA(w.getA(), w);
       if (failed(a))
         return failure();
       SmallVector<Value> acc;
@@ -290,8 +292,13 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
   if (failed(p))
     return failure();
   int64_t K = op.getA().getType().getShape()[1], N = op.getAcc().getType().getShape()[1];
-  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N,
-                   K / 16);
+  auto aInShared = aShared.find(op.getA());
+  const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
+  if (aPlan && (blockM != 64 || mTiles != 1))
+    return op.emitOpError("reads an A block of ")
+           << blockM << " rows from shared memory: codegen=wgmma reads one warpgroup's 64";
+  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N, K / 16,
+                   aPlan);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();
