@@ -39,7 +39,7 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
-from .grid import fold_grid
+from .grid import block_and_row, fold_grid
 from .jit import jit
 
 
@@ -50,8 +50,7 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
     # Grid as attention_kernel's: query blocks on x, (b, h) of the block mask on y, folded.
     n_qb = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, BLOCK_N)
-    pid_m = tl.program_id(0) % n_qb
-    bh = tl.program_id(0) // n_qb * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(n_qb)
     b = bh // HB
     h = bh % HB
     row = bh * n_qb + pid_m
@@ -95,8 +94,7 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
                                   SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     n_blocks = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, BLOCK_N)
-    pid_m = tl.program_id(0) % n_blocks
-    bh = tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1)
+    pid_m, bh = block_and_row(n_blocks)
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
