@@ -379,12 +379,7 @@ def gpu_backward_blocks(D, dtype):
 # blocks of both the dQ program and the key-rows dK/dV program. docs/dev/backward.md says why.
 FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64)}
 
-# (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the backward's mods read captured tensors
-# (the fast paths do not gather: such a backward keeps the reference lowering's blocks).
-_bwd_gathers = {}
-
-
-def _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa,
+def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                           block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
     where the backward takes the reference lowering: fp32, head dims other than 64 and 128,
@@ -400,14 +395,12 @@ def _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enabl
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                 *blocks)
     if score_mod is not None or mask_mod is not None:
-        key = (dtype, shapes[3], bool(causal), cx["SCORE_MOD"], cx["MASK_MOD"])
-        if key not in _bwd_gathers:
-            B, H, Nq, D, Hkv, Nk = shapes
-            row = q.new_empty((1,), dtype=gpu.torch_module().float32)
-            traced = attention_bwd_dq.warmup(q, k, v, q, row, row, dq, Nq, Nk, H, Hkv, scale,
-                                             **cx)
-            _bwd_gathers[key] = bool(traced.captures)
-        if _bwd_gathers[key]:
+        # Mods that read captured tensors gather in the backward as in the forward: the
+        # forward's answer (attention._gathers, a bounded cache keyed by dtype, D and the mods).
+        from .attention import _gathers
+        B, H, Nq, D, Hkv, Nk = shapes
+        lse = q.new_empty((1,), dtype=gpu.torch_module().float32)
+        if _gathers((q, k, v, q, lse, Nq, Nk, H, Hkv, scale), cx):
             return None
     return shapes, scale, cx
 
@@ -422,7 +415,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
     lse = lse.contiguous().float()
     dq = torch.empty_like(q)
-    fast = _fast_backward_config(q, k, v, dq, causal, scale, score_mod, mask_mod, enable_gqa,
+    fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                  block_m, block_n)
     if fast is None:
         dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))

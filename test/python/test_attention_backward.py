@@ -359,7 +359,7 @@ def test_fast_backward_route_is_chosen_by_dtype_head_dim_and_blocks():
 
     def route(dtype, D, **blocks):
         q = torch.zeros(1, 2, 64, D, dtype=dtype)
-        return _fast_backward_config(q, q, q, q, False, None, None, None, False, **blocks)
+        return _fast_backward_config(q, q, q, False, None, None, None, False, **blocks)
 
     for dtype in (torch.float16, torch.bfloat16):
         for D in (64, 128):
