@@ -180,9 +180,9 @@ def reference_blocks(D, nq, nk):
 
 
 def gather_blocks(D):
-    """(BLOCK_M, BLOCK_N) on the GPU for a kernel whose mask or bias reads captured tensors: the
-    reference lowering takes it (the fast paths do not gather yet), and its gathered and index
-    tiles live in shared memory too. A document mask with a relative bias needs 105 KB at d64
+    """(BLOCK_M, BLOCK_N) on the GPU for a kernel whose mask or bias reads captured tensors when
+    the reference lowering takes it (dtypes and head dims the fast paths do not): its gathered
+    and index tiles live in shared memory too. A document mask with a relative bias needs 105 KB at d64
     with 32x64 blocks and 97 KB at d128 with 32x32 (sm_80 allows 163 KB; 64x64 at d64 needed
     206 KB): test/python/test_captured_compile.py. Independent of the lengths, like the fast
     paths' blocks: _cuda_configs remembers them per (dtype, D, ...), not per length."""
@@ -370,7 +370,8 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     # The chip of q's device picks the blocks. The choice is remembered per (dtype, D, ...), not
     # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
     # both, which is correct everywhere and fastest on the first.
-    dm, dn = gpu_blocks(D, dtype, Nq, Nk, _chip_for_blocks(q))
+    chip = _chip_for_blocks(q)
+    dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip)
     BM, BN = block_m or dm, block_n or dn
     # The kernel reads BHSD rows with stride D: non-contiguous inputs are copied.
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
@@ -380,10 +381,12 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    fast = dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS
     if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
-            (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
-        # A mask or bias that reads a captured tensor gathers: blocks the reference lowering's
-        # shared memory holds (the fast path's 64x128 or 128x64 would not).
+            not fast and (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
+        # A mask or bias that reads a captured tensor gathers: where the reference lowering
+        # takes the kernel, blocks its shared memory holds (the fast paths gather into
+        # registers at their own blocks).
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     grid = fold_grid(-(-Nq // BM), B * H)

@@ -39,14 +39,15 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
+from .backward import log2_scores, masked
 from .grid import block_and_row, fold_grid
 from .jit import jit
 
 
 @jit
 def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_rows,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NKB_P: tl.constexpr,
-                      MASK_MOD: tl.constexpr):
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVAL_M: tl.constexpr,
+                      EVAL_N: tl.constexpr, NKB_P: tl.constexpr, MASK_MOD: tl.constexpr):
     # Grid as attention_kernel's: query blocks on x, (b, h) of the block mask on y, folded.
     n_qb = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, BLOCK_N)
@@ -60,7 +61,6 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
     fidd = tl.make_desc(full_idx_out, shape=(n_rows, n_kb), strides=(n_kb, 1))
 
     m0 = pid_m * BLOCK_M
-    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     slots = tl.arange(0, NKB_P)
     n_part = tl.zeros((1,), tl.int32)
     n_full = tl.zeros((1,), tl.int32)
@@ -68,11 +68,20 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
     full = tl.zeros((NKB_P,), tl.int32)
     for kb in range(0, n_kb):
         j = kb * BLOCK_N
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        valid = (q_idx < nq) & (kv_idx < nk)
-        allowed = valid & MASK_MOD(b, h, q_idx, kv_idx)
-        n_ok = tl.sum(tl.sum(allowed, axis=1)[None, :], axis=1)       # (1,)
-        n_valid = tl.sum(tl.sum(valid, axis=1)[None, :], axis=1)
+        # The block is looked at in EVAL_M x EVAL_N pieces (unrolled): the tiles of a 128x128
+        # block would not fit the reference lowering's shared memory.
+        n_ok = tl.zeros((1,), tl.int32)
+        n_valid = tl.zeros((1,), tl.int32)
+        for qs in tl.static_range(0, BLOCK_M // EVAL_M):
+            q_idx = tl.broadcast_to((m0 + qs * EVAL_M + tl.arange(0, EVAL_M))[:, None],
+                                    (EVAL_M, EVAL_N))
+            for ks in tl.static_range(0, BLOCK_N // EVAL_N):
+                kv_idx = tl.broadcast_to((j + ks * EVAL_N + tl.arange(0, EVAL_N))[None, :],
+                                         (EVAL_M, EVAL_N))
+                valid = (q_idx < nq) & (kv_idx < nk)
+                allowed = valid & MASK_MOD(b, h, q_idx, kv_idx)
+                n_ok = n_ok + tl.sum(tl.sum(allowed, axis=1)[None, :], axis=1)       # (1,)
+                n_valid = n_valid + tl.sum(tl.sum(valid, axis=1)[None, :], axis=1)
         # Full: every pair allowed and no padded key (the full loop masks nothing, not even
         # kv_idx < nk). Padded query rows are never stored, so they do not count.
         is_full = (n_ok == n_valid) & (j + BLOCK_N <= nk)
@@ -88,12 +97,32 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
 
 
 @jit
+def online_softmax_step(acc, m, l, s2, vt):
+    """One key block of the online softmax, scores `s2` in log2 units (−inf where masked):
+    the running row max `m`, row sum `l` and output `acc` after the block. A row that has seen
+    no key keeps m = −inf, l = 0, acc = 0. The form tile-optimize gives a streamed softmax, so
+    the fast paths lower it as they lower tessel.attention's loop."""
+    m_new = tl.maximum(m, tl.max(s2, axis=1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m - m_safe)
+    p = tl.exp2(s2 - m_safe[:, None])
+    l = l * alpha + tl.sum(p, axis=1)
+    acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None])
+    return acc, m_new, l
+
+
+@jit
 def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                                   nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
                                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                  MASK_M: tl.constexpr, MASK_N: tl.constexpr,
                                   SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    # The kernel's blocks divide the block mask's (MASK_M x MASK_N): a mask block is R_M query
+    # blocks and R_N key blocks of the kernel.
+    R_M = MASK_M // BLOCK_M
+    R_N = MASK_N // BLOCK_N
     n_blocks = tl.cdiv(nq, BLOCK_M)
-    n_kb = tl.cdiv(nk, BLOCK_N)
+    n_kb = tl.cdiv(nk, MASK_N)
     pid_m, bh = block_and_row(n_blocks)
     b = bh // H
     h = bh % H
@@ -106,7 +135,7 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
     # The block mask's row of this (b, h, query block): strides 0 where it broadcasts.
-    row = b * bm_sb + h * bm_sh + pid_m
+    row = b * bm_sb + h * bm_sh + pid_m // R_M
     cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
     idd = tl.make_desc(kv_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
     fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
@@ -115,51 +144,35 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    l = tl.zeros((BLOCK_M,), tl.float32)
 
     # Full blocks: no mask arithmetic at all.
-    acc_f = tl.zeros((BLOCK_M, D), tl.float32)
-    lse_f = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     n_full = tl.load_scalar(fcnd, (row,))
-    for t in tl.stream(0, n_full, 1):
-        j = tl.load_scalar(fidd, (row, t)) * BLOCK_N
+    for t in range(0, n_full * R_N):
+        j = tl.load_scalar(fidd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        s = tl.dot(qt, kt.T) * scale
-        if SCORE_MOD is not None:
-            kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
-        p, lse_f = tl.softmax(s, axis=1, return_lse=True)   # streamed over t
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        acc_f += tl.dot(p.to(vt.dtype), vt)
+        acc, m, l = online_softmax_step(acc, m, l, s2, vt)
 
     # Partial blocks: the mask_mod, and the key length (the last block may be padded).
-    acc_p = tl.zeros((BLOCK_M, D), tl.float32)
-    lse_p = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     n_part = tl.load_scalar(cnd, (row,))
-    for t in tl.stream(0, n_part, 1):
-        j = tl.load_scalar(idd, (row, t)) * BLOCK_N
+    for t in range(0, n_part * R_N):
+        j = tl.load_scalar(idd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        if SCORE_MOD is not None:
-            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
-        mask = (kv_idx < nk) & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s, float("-inf"))
-        p, lse_p = tl.softmax(s, axis=1, return_lse=True)
+        s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+        s2 = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, False, MASK_MOD)
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        acc_p += tl.dot(p.to(vt.dtype), vt)
+        acc, m, l = online_softmax_step(acc, m, l, s2, vt)
 
-    # Merge the two normalised halves by their LSEs; a row that saw nothing stays 0 / -inf.
-    m = tl.maximum(lse_f, lse_p)
-    m_safe = tl.where(m == float("-inf"), 0.0, m)
-    w_f = tl.exp(lse_f - m_safe)
-    w_p = tl.exp(lse_p - m_safe)
-    tot = w_f + w_p
-    seen = tot > 0.0
-    den = tl.where(seen, tot, 1.0)
-    lse = tl.where(seen, m_safe + tl.log(den), float("-inf"))
-    acc = acc_f * (w_f / den)[:, None] + acc_p * (w_p / den)[:, None]
-    tl.store(od, (m0, 0), acc.to(qt.dtype))
-    tl.store(ld, (m0,), lse)
+    # Rows that saw no key: 0 and LSE −inf.
+    den = tl.where(l == 0.0, 1.0, l)
+    tl.store(od, (m0, 0), (acc / den[:, None]).to(qt.dtype))
+    tl.store(ld, (m0,), (m + tl.log2(l)) * 0.6931471805599453)
 
 
 class BlockMask:
@@ -208,6 +221,10 @@ class BlockMask:
         B, H, Nq, Nk = self.shape
         return (f"BlockMask(B={B}, H={H}, Nq={Nq}, Nk={Nk}, BLOCK_M={self.BLOCK_M}, "
                 f"BLOCK_N={self.BLOCK_N}, sparsity={self.sparsity():.2f})")
+
+
+# The side of the pieces block_mask_kernel evaluates a block in.
+EVAL_BLOCK = 32
 
 
 def _pow2(n):
@@ -282,7 +299,7 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
     place = _placement(device, like)
     B_, H_ = _dim("B", B, True), _dim("H", H, True)
     Nq, Nk = _dim("Nq", Nq, False), _dim("Nk", Nk, False)
-    default = 64 if place is None else 32
+    default = 64 if place is None else 128
     BM = default if BLOCK_M is None else BLOCK_M
     BN = default if BLOCK_N is None else BLOCK_N
     for name, x in (("BLOCK_M", BM), ("BLOCK_N", BN)):
@@ -306,7 +323,8 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
     if rows and nkb:
         grid = fold_grid(nqb, nb * nh)
         block_mask_kernel[grid](counts[0], lists[0], counts[1], lists[1], Nq, Nk, nh, rows,
-                                BLOCK_M=BM, BLOCK_N=BN, NKB_P=_pow2(nkb),
+                                BLOCK_M=BM, BLOCK_N=BN, EVAL_M=min(BM, EVAL_BLOCK),
+                                EVAL_N=min(BN, EVAL_BLOCK), NKB_P=_pow2(nkb),
                                 MASK_MOD=_as_jit(mask_mod, "mask_mod"))
     return BlockMask(counts[0], lists[0], counts[1], lists[1], (B_, H_, Nq, Nk), BM, BN,
                      mask_mod)
@@ -362,14 +380,29 @@ def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_
     if bH is not None and bH != H:
         raise ValueError(f"tessel.attention: the block_mask is for H={bH}, q has H={H} (H=None "
                          "broadcasts)")
-    if (block_m and block_m != bm.BLOCK_M) or (block_n and block_n != bm.BLOCK_N):
-        raise ValueError(f"tessel.attention: block_m/block_n ({block_m}, {block_n}) differ from "
-                         f"the block_mask's BLOCK_M/BLOCK_N ({bm.BLOCK_M}, {bm.BLOCK_N})")
+    for name, x, whole in (("block_m", block_m, bm.BLOCK_M), ("block_n", block_n, bm.BLOCK_N)):
+        if x and (not isinstance(x, int) or x < 16 or x & (x - 1) or whole % x):
+            raise ValueError(f"tessel.attention: {name}={x!r} must be a power of two >= 16 that "
+                             f"divides the block_mask's block ({bm.BLOCK_M}x{bm.BLOCK_N})")
     if bm.on_gpu != on_gpu:
         raise ValueError("tessel.attention: the block_mask holds "
                          f"{'CUDA tensors' if bm.on_gpu else 'numpy arrays'} but q is "
                          f"{'a CUDA tensor' if on_gpu else 'a numpy array'}: build it with "
                          "like=q")
+
+
+def kernel_blocks(bm, q, D, block_m, block_n):
+    """The attention kernel's (BLOCK_M, BLOCK_N) under block mask `bm`: block_m/block_n when
+    given, else on the GPU tessel.attention's own blocks for this head dim, dtype and chip (the
+    fast paths' shapes), and on the interpreter the mask's; never larger than the mask's blocks,
+    which they divide (both are powers of two)."""
+    if gpu.is_torch_tensor(q):
+        from .attention import _chip_for_blocks, gpu_blocks
+        Nq, Nk = bm.shape[2], bm.shape[3]
+        dm, dn = gpu_blocks(D, gpu.torch_dtype_name(q), Nq, Nk, _chip_for_blocks(q))
+    else:
+        dm, dn = bm.BLOCK_M, bm.BLOCK_N
+    return (block_m or min(dm, bm.BLOCK_M)), (block_n or min(dn, bm.BLOCK_N))
 
 
 def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_n, causal):
@@ -394,7 +427,7 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    BM, BN = bm.BLOCK_M, bm.BLOCK_N
+    BM, BN = kernel_blocks(bm, q, D, block_m, block_n)
     nqb = bm.kv_num_blocks.shape[2]
     nbh = bm.kv_num_blocks.shape[1]
     sb = nbh * nqb if bm.shape[0] is not None else 0
@@ -410,7 +443,8 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
         lse = np.zeros((B, H, Nq), dtype=np.float32)
     args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
             bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh, rows)
-    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, SCORE_MOD=_as_jit(score_mod, "score_mod"),
+    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
+                      SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"))
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse

@@ -61,7 +61,8 @@ func.func @causal_and_document(%doc: !tile.desc<1, i32>, %qstart: i32, %n: i32, 
 // CHECK-LABEL: func.func @bound_read_from_a_tensor
 // CHECK:       } {tile.block_mask = "mixed"}
 // CHECK:       scf.for
-// CHECK:         %[[END:.*]] = tile.gather
+// CHECK:         %[[ENDS:.*]] = tile.gather
+// CHECK:         %[[END:.*]] = tile.broadcast %[[ENDS]]
 // CHECK:         %[[BEFORE:.*]] = arith.cmpi slt, %{{.*}}, %[[END]]
 // CHECK:         arith.select %[[BEFORE]]
 // CHECK:       } {tile.block_mask = "residual"}

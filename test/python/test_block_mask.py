@@ -59,14 +59,16 @@ def qkv(B, H, Nq, Nk, D=16, seed=None, Hkv=None):
 
 
 def check(mask_mod, allowed, B, H, Nq, Nk, bB, bH, BM=32, BN=32, score_mod=None, score=None,
-          **kw):
+          block_m=None, block_n=None, **kw):
     """Builds the block mask (classification against the brute force), runs attention with it
-    and compares with the float64 reference; returns the block mask."""
+    (with kernel blocks block_m x block_n, which divide the mask's, when given) and compares
+    with the float64 reference; returns the block mask."""
     bm = tessel.block_mask(mask_mod, bB, bH, Nq, Nk, BLOCK_M=BM, BLOCK_N=BN)
     assert_lists(bm, brute_force(allowed, bB, bH, Nq, Nk, BM, BN))
     q, k, v = qkv(B, H, Nq, Nk, Hkv=kw.get("Hkv"))
     o, lse = tessel.attention(q, k, v, mask_mod=mask_mod, block_mask=bm, return_lse=True,
-                              score_mod=score_mod, enable_gqa="Hkv" in kw)
+                              score_mod=score_mod, enable_gqa="Hkv" in kw, block_m=block_m,
+                              block_n=block_n)
     ro, rl = reference_attention(q, k, v, allowed=allowed, score=score,
                                  enable_gqa="Hkv" in kw)
     assert max_rel_error(o, ro) < TOL
@@ -132,6 +134,19 @@ def test_random_block_sparse_mask_from_a_captured_array():
     check(mask, allowed, 1, 2, N, N, None, None, BM=64, BN=64)
 
 
+@pytest.mark.parametrize("block_m,block_n", [(16, 16), (32, 16), (16, 64)])
+def test_kernel_blocks_smaller_than_the_masks(block_m, block_n):
+    """A 32x64 mask block is several kernel blocks (as FlexAttention's 128x128 masks are on the
+    GPU, where the kernel runs tessel.attention's own blocks): each kernel query block reads its
+    mask row, each mask key block is walked in kernel key blocks."""
+    rng = np.random.default_rng()
+    N = 150
+    doc = random_docs(2, N, rng)
+    allowed = lambda b, h, qi, ki: (doc[b][qi] == doc[b][ki]) & (qi >= ki)
+    check(document_mask(doc), allowed, 2, 2, N, N, 2, None, BM=32, BN=64, block_m=block_m,
+          block_n=block_n)
+
+
 def test_prefix_lm_with_per_batch_prefix_lengths():
     rng = np.random.default_rng()
     N = 160
@@ -181,7 +196,7 @@ def test_a_block_mask_that_does_not_fit_the_call_is_a_value_error():
             sliding_window, None, None, 100, 96, BLOCK_M=32, BLOCK_N=32)), "Nk=96"),
         (dict(mask_mod=sliding_window, block_mask=tessel.block_mask(
             sliding_window, 3, None, 100, 100, BLOCK_M=32, BLOCK_N=32)), "B=3"),
-        (dict(mask_mod=sliding_window, block_mask=bm, block_m=64), "BLOCK_M"),
+        (dict(mask_mod=sliding_window, block_mask=bm, block_m=64), "block_m=64 must be .* divides the block_mask.s block"),
         (dict(mask_mod=lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, block_mask=bm),
          "another mask_mod"),
         (dict(block_mask=bm), "needs the mask_mod"),
@@ -223,28 +238,29 @@ def test_bad_arguments_of_block_mask():
     reason="needs ptxas (the CUDA toolkit) to make cubins")
 @pytest.mark.parametrize("D", [64, 128])
 def test_the_programs_compile_for_sm_80(D, tmp_path, monkeypatch):
-    """The GPU runs both programs on the reference lowering (the fast paths do not take an
-    indirect key loop or a gather): at the default CUDA blocks (32 x 32) their tiles fit its
-    shared memory, with a mask that reads a captured tensor."""
-    from tessel.blocksparse import block_mask_kernel
+    """At the default CUDA block mask (128 x 128) the classification program fits the reference
+    lowering's shared memory (it looks at a block in 32 x 32 pieces), and the attention kernel,
+    at tessel.attention's sm_80 blocks under it, takes the fast path (codegen=mma) with a mask
+    that reads a captured tensor and a score_mod."""
+    from tessel.blocksparse import EVAL_BLOCK, block_mask_kernel
     from tessel.attention import _as_jit
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     N = 1000
     doc = np.zeros((2, N), np.int32)
     mask = document_mask(doc)
-    bm = tessel.block_mask(mask, 2, None, N, N, BLOCK_M=32, BLOCK_N=32)
+    bm = tessel.block_mask(mask, 2, None, N, N, BLOCK_M=128, BLOCK_N=128)
     q = np.zeros((2, 4, N, D), np.float16)
-    kernels = {
-        "attention": tessel.compile_attention(q, q, q, mask_mod=mask, block_mask=bm,
-                                              score_mod=softcap),
-        "block_mask": block_mask_kernel.warmup(
-            bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices, N, N,
-            1, 64, BLOCK_M=32, BLOCK_N=32, NKB_P=32, MASK_MOD=_as_jit(mask, "mask_mod")),
-    }
-    for which, kernel in kernels.items():
-        binary = kernel.binary(tessel.GpuOptions(chip="sm_80"))
-        assert binary.cubin, which
-        assert binary.dynamic_shared_bytes <= 163 * 1024, which
+    attention = tessel.compile_attention(q, q, q, mask_mod=mask, block_mask=bm,
+                                         score_mod=softcap, block_m=128, block_n=64)
+    binary = attention.binary(tessel.GpuOptions(chip="sm_80", codegen="mma"))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
+    # 131,072 keys: lists of 1,024 blocks, carried as tiles.
+    classify = block_mask_kernel.warmup(
+        bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices, N, N,
+        1, 64, BLOCK_M=128, BLOCK_N=128, EVAL_M=EVAL_BLOCK, EVAL_N=EVAL_BLOCK, NKB_P=1024,
+        MASK_MOD=_as_jit(mask, "mask_mod"))
+    binary = classify.binary(tessel.GpuOptions(chip="sm_80"))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
 
 
 def test_no_keys_or_no_queries():

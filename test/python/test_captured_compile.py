@@ -1,6 +1,7 @@
 """A kernel whose mask and bias read captured tensors compiles for the GPU here (no GPU needed):
-codegen=auto falls back to the reference lowering, with blocks whose tiles fit its shared
-memory (tessel.attention.gather_blocks), and the fast paths refuse it with their reason."""
+on the fast paths at their blocks, and on the reference lowering (what codegen=auto falls back
+to for other dtypes or head dims) with blocks whose tiles fit its shared memory
+(tessel.attention.gather_blocks)."""
 import os
 import shutil
 
@@ -43,12 +44,16 @@ def test_codegen_auto_takes_it_on_the_reference_lowering(D, tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
-def test_the_fast_paths_refuse_it_with_their_reason(chip, codegen, tmp_path, monkeypatch):
+@pytest.mark.parametrize("D", [64, 128])
+def test_the_fast_paths_take_it(chip, codegen, D, tmp_path, monkeypatch):
+    """At the fast paths' blocks the gathers are read into registers (one global read per
+    register; the document id of a query row once per row)."""
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    q = np.zeros((1, 2, 256, 64), np.float16)
-    k = tessel.compile_attention(q, q, q, block_m=64, block_n=64,
-                                 mask_mod=lambda b, h, q_idx, kv_idx: DOC[b, q_idx] > 0)
-    with pytest.raises(tessel.CompilationError) as err:
-        k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
-    assert "reads a tensor at a tile of indices (a captured tensor): convert-tile-to-mma does " \
-        "not gather yet" in str(err.value)
+    q = np.zeros((2, 4, N, D), np.float16)
+    k = tessel.compile_attention(
+        q, q, q, causal=True, block_m=64, block_n=64,
+        mask_mod=lambda b, h, q_idx, kv_idx: DOC[b, q_idx] == DOC[b, kv_idx],
+        score_mod=lambda s, b, h, q_idx, kv_idx: s + REL[h, q_idx - kv_idx + N - 1])
+    binary = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert binary.cubin
+    assert binary.dynamic_shared_bytes <= LIMIT[chip]

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
@@ -244,4 +245,43 @@ LogicalResult GatherOp::verify() {
                            << shapeStr(tile.getShape()) << "; index tiles have the result's shape "
                            << shapeStr(result.getShape());
   return success();
+}
+
+namespace {
+// gather(d, [broadcast(x), s]) = broadcast(gather(d, [x, s])) when every index tile broadcasts
+// from one shape: a document mask's `doc[b, q_idx]` reads a row vector once, not a whole tile.
+struct GatherOfBroadcasts : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    RankedTensorType from;
+    SmallVector<Value> indices;
+    for (Value index : op.getIndices()) {
+      if (!isa<RankedTensorType>(index.getType())) {
+        indices.push_back(index);
+        continue;
+      }
+      auto bc = index.getDefiningOp<BroadcastOp>();
+      if (!bc)
+        return failure();
+      auto inType = cast<RankedTensorType>(bc.getInput().getType());
+      if (from && inType.getShape() != from.getShape())
+        return failure();
+      from = inType;
+      indices.push_back(bc.getInput());
+    }
+    if (!from)
+      return failure();
+    auto small = RankedTensorType::get(from.getShape(), type.getElementType());
+    auto gather = GatherOp::create(rewriter, op.getLoc(), small, op.getDesc(), indices,
+                                   op.getPaddingAttr());
+    rewriter.replaceOpWithNewOp<BroadcastOp>(op, type, gather.getResult());
+    return success();
+  }
+};
+} // namespace
+
+void GatherOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<GatherOfBroadcasts>(context);
 }

@@ -4,10 +4,10 @@
 // attention-class program, written on their types. Consumers ask for layouts (a dot for its
 // accumulator, a reduction for its input, a store for its value, a loop for its carried
 // values) and the demands flow back through the pure ops that make the tiles, by the rules
-// convert-tile-to-mma computes registers with: element-wise ops take their result's layout, a
-// broadcast of a row or column vector reads the matching slice, an expand_dims keeps it.
-// An index tile or a vector load demanded in two layouts is cloned, one copy per layout; any
-// other tile demanded in a layout other than the one its producer gives it is refused.
+// convert-tile-to-mma computes registers with: element-wise ops and gathers take their result's
+// layout, a broadcast of a row or column vector reads the matching slice, an expand_dims keeps
+// it. An index tile, a gather or a vector load demanded in two layouts is cloned, one copy per
+// layout; any other tile demanded in a layout other than the one its producer gives it is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -199,8 +199,10 @@ LogicalResult LayoutAssigner::demandValue(Value v, Attribute layout, Operation *
       return demandOperand(def, 0, col, layout);
     return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
   }
-  if (def->getDialect() && isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
-      def->getNumRegions() == 0) {
+  // A gather reads an element per register: its index tiles are needed where its result is.
+  if (isa<tile::GatherOp>(def) ||
+      (def->getDialect() && isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
+       def->getNumRegions() == 0)) {
     if (def->getNumResults() != 1)
       return def->emitOpError("has several results (convert-tile-to-mma)");
     for (OpOperand &o : def->getOpOperands())

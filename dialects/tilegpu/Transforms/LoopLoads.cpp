@@ -2,7 +2,10 @@
 
 #include "tilegpu/Transforms/LoopLoads.h"
 
+#include "tile/IR/TileDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -46,10 +49,9 @@ SmallVector<UnpipelinedLoad> matchUnpipelinedLoads(scf::ForOp loop, int64_t &sta
     if (l.wait && l.wait.getPending() == 0 && l.wait.getGroups().size() == 1)
       l.barrier = dyn_cast_or_null<gpu::BarrierOp>(next);
     int64_t s = copy.getBuffer().getType().getStages();
-    bool invariant = llvm::all_of(copy.getOffsets(), [&](Value o) {
-      return o == loop.getInductionVar() || loop.isDefinedOutsideOfLoop(o);
-    });
-    if (!l.barrier || !invariant || s < 2 || (stages && s != stages) || copy.getPredicate() ||
+    bool addressable = llvm::all_of(copy.getOffsets(),
+                                    [&](Value o) { return isIterationAddress(o, loop); });
+    if (!l.barrier || !addressable || s < 2 || (stages && s != stages) || copy.getPredicate() ||
         !isIterationModStages(copy.getStage(), s) || !loop.isDefinedOutsideOfLoop(copy.getDesc()) ||
         !loop.isDefinedOutsideOfLoop(copy.getBuffer()))
       return {};
@@ -68,10 +70,50 @@ Value addMod(OpBuilder &b, Location loc, Value x, int64_t k, int64_t stages) {
                                 constI32(b, loc, stages));
 }
 
-SmallVector<Value> offsetsAt(AsyncCopyOp copy, ArrayRef<Value> loopIvs, Value iv) {
+bool isIterationAddress(Value v, scf::ForOp loop) {
+  if (v == loop.getInductionVar() || loop.isDefinedOutsideOfLoop(v))
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumRegions() != 0 || def->getNumResults() != 1 ||
+      isa<ShapedType>(v.getType()))
+    return false;
+  if (auto ls = dyn_cast<tile::LoadScalarOp>(def)) {
+    if (!loop.isDefinedOutsideOfLoop(ls.getDesc()))
+      return false;
+  } else if (!isa<arith::ArithDialect>(def->getDialect())) {
+    return false;
+  }
+  return llvm::all_of(def->getOperands(), [&](Value o) { return isIterationAddress(o, loop); });
+}
+
+namespace {
+
+/// `v` (isIterationAddress in `loop`) for the iteration at `iv`, cloning its body slice once
+/// per call (`done` keeps what was built).
+Value valueAt(OpBuilder &b, Value v, scf::ForOp loop, ArrayRef<Value> loopIvs, Value iv,
+              IRMapping &done) {
+  if (llvm::is_contained(loopIvs, v))
+    return iv;
+  if (Value built = done.lookupOrNull(v))
+    return built;
+  Operation *def = v.getDefiningOp();
+  if (!def || !loop->isAncestor(def))
+    return v;
+  for (Value o : def->getOperands())
+    done.map(o, valueAt(b, o, loop, loopIvs, iv, done));
+  Value copy = b.clone(*def, done)->getResult(0);
+  done.map(v, copy);
+  return copy;
+}
+
+} // namespace
+
+SmallVector<Value> offsetsAt(OpBuilder &b, AsyncCopyOp copy, scf::ForOp loop,
+                             ArrayRef<Value> loopIvs, Value iv) {
+  IRMapping done;
   SmallVector<Value> offsets;
   for (Value o : copy.getOffsets())
-    offsets.push_back(llvm::is_contained(loopIvs, o) ? iv : o);
+    offsets.push_back(valueAt(b, o, loop, loopIvs, iv, done));
   return offsets;
 }
 

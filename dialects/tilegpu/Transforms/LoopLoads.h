@@ -40,8 +40,17 @@ mlir::Value constI32(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value addMod(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, int64_t k,
                    int64_t stages);
 
-/// The offsets of a copy for another iteration: those that are one of `loopIvs` become `iv`.
-llvm::SmallVector<mlir::Value> offsetsAt(AsyncCopyOp copy, llvm::ArrayRef<mlir::Value> loopIvs,
+/// Whether `v` is an address `loop` can compute for any iteration: loop-invariant, the
+/// induction variable, or scalar arithmetic and tile.load_scalar reads (of loop-invariant
+/// descriptors) on those — an indirect loop's `j = list[t] * BLOCK`. Iteration-carried values
+/// are not: a later iteration's address must not depend on this one's.
+bool isIterationAddress(mlir::Value v, mlir::scf::ForOp loop);
+
+/// The offsets of a copy in `loop` for another iteration, built at `b`'s insertion point: the
+/// ones that are one of `loopIvs` become `iv`, and those computed in the body from it
+/// (isIterationAddress) are computed again from `iv`.
+llvm::SmallVector<mlir::Value> offsetsAt(mlir::OpBuilder &b, AsyncCopyOp copy,
+                                         mlir::scf::ForOp loop, llvm::ArrayRef<mlir::Value> loopIvs,
                                          mlir::Value iv);
 
 /// Erases `v`'s defining op and then its operands' when nothing uses them any more.

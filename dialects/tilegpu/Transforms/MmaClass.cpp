@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/LoopLoads.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -55,12 +56,6 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
     if (isa<tile::SoftmaxOp>(op))
       return op->emitOpError("is a softmax: run tile-optimize (online softmax) first"),
-             WalkResult::interrupt();
-    // A gather reads one element per index; the fast path would need the index registers in
-    // the consumer's layout and one global read per register, which it does not emit yet.
-    if (isa<tile::GatherOp>(op))
-      return op->emitOpError("reads a tensor at a tile of indices (a captured tensor): "
-                             "convert-tile-to-mma does not gather yet"),
              WalkResult::interrupt();
     if (isa<scf::IfOp, scf::WhileOp>(op))
       return op->emitOpError("is not supported by convert-tile-to-mma"), WalkResult::interrupt();
@@ -151,10 +146,12 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     }
     int64_t bytes = p.rows * p.cols * 2;
     if (auto forOp = dyn_cast<scf::ForOp>(ld->getParentOp())) {
+      // Copies for later iterations are issued ahead: their offsets must be computable
+      // from the induction variable alone (an indirect loop's `list[t] * BLOCK` is).
       for (Value o : ld.getOffsets())
-        if (o != forOp.getInductionVar() && !forOp.isDefinedOutsideOfLoop(o))
-          return ld.emitOpError("has offsets that are neither the loop's induction variable "
-                                "nor loop-invariant: convert-tile-to-mma cannot pipeline it"),
+        if (!isIterationAddress(o, forOp))
+          return ld.emitOpError("has offsets computed from values carried by the loop: "
+                                "convert-tile-to-mma cannot issue its copies ahead"),
                  WalkResult::interrupt();
       int index = 0;
       for (Operation &o : forOp.getBody()->without_terminator()) {

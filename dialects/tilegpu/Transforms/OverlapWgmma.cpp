@@ -145,8 +145,8 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
   gpu::BarrierOp::create(rw, loc);
   Value first = AsyncCopyOp::create(
       rw, loc, tokenType, m.k.copy.getDesc(),
-      offsetsAt(m.k.copy, {loop.getInductionVar()}, loop.getLowerBound()), kBuffer, start.stage,
-      Value());
+      offsetsAt(rw, m.k.copy, loop, {loop.getInductionVar()}, loop.getLowerBound()), kBuffer,
+      start.stage, Value());
   Value group = AsyncCommitOp::create(rw, loc, tokenType, ValueRange{first});
   SmallVector<Value> carried{start.stage, group, start.p, start.vBuffer, start.vStage};
   Value oldIv = loop.getInductionVar();
@@ -180,11 +180,11 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
                                            newLoop.getUpperBound());
         Value otherStage = addMod(b, loc, stage, 1, 2);
         Value kCopy = AsyncCopyOp::create(b, loc, tokenType, m.k.copy.getDesc(),
-                                          offsetsAt(m.k.copy, {oldIv, iv}, next), kBuffer,
+                                          offsetsAt(b, m.k.copy, loop, {oldIv, iv}, next), kBuffer,
                                           otherStage, more);
         Value vCopy = AsyncCopyOp::create(b, loc, tokenType, m.v.copy.getDesc(),
-                                          offsetsAt(m.v.copy, {oldIv, iv}, iv), vBuffer, stage,
-                                          Value());
+                                          offsetsAt(b, m.v.copy, loop, {oldIv, iv}, iv), vBuffer,
+                                          stage, Value());
         Value nextGroup = AsyncCommitOp::create(b, loc, tokenType, ValueRange{kCopy, vCopy});
         // S_j is in; P_{j-1}·V_{j-1} still runs under the softmax.
         auto sWait = WgmmaWaitOp::create(b, loc, TypeRange{s.getType()}, ValueRange{s}, 1);

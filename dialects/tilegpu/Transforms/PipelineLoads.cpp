@@ -26,18 +26,18 @@ using namespace tessel::tilegpu;
 
 namespace {
 
-/// The copies of `loads` for the iteration at `iv` into `stage`, each only when `iv < ub`, as
-/// one commit group; offsets that are the loop's induction variable (`loopIvs`: before and
-/// after the loop is rebuilt) become `iv`.
-Value issueGroup(OpBuilder &b, Location loc, ArrayRef<UnpipelinedLoad> loads,
+/// The copies of `loads` (in `loop`) for the iteration at `iv` into `stage`, each only when
+/// `iv < ub`, as one commit group; their offsets computed for `iv` (`loopIvs`: the induction
+/// variable before and after the loop is rebuilt).
+Value issueGroup(OpBuilder &b, Location loc, scf::ForOp loop, ArrayRef<UnpipelinedLoad> loads,
                  ArrayRef<Value> loopIvs, Value iv, Value ub, Value stage) {
   auto tokenType = AsyncTokenType::get(b.getContext());
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, ub);
   SmallVector<Value> tokens;
   for (UnpipelinedLoad l : loads)
     tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, l.copy.getDesc(),
-                                         offsetsAt(l.copy, loopIvs, iv), l.copy.getBuffer(), stage,
-                                         inRange));
+                                         offsetsAt(b, l.copy, loop, loopIvs, iv),
+                                         l.copy.getBuffer(), stage, inRange));
   return AsyncCommitOp::create(b, loc, tokenType, tokens);
 }
 
@@ -61,7 +61,7 @@ LogicalResult pipeline(scf::ForOp loop) {
                    : Value(arith::AddIOp::create(
                          rw, loc, lb, arith::MulIOp::create(rw, loc, step, constI32(rw, loc, k))));
     carried.push_back(
-        issueGroup(rw, loc, loads, {loop.getInductionVar()}, iv, ub, constI32(rw, loc, k)));
+        issueGroup(rw, loc, loop, loads, {loop.getInductionVar()}, iv, ub, constI32(rw, loc, k)));
   }
   Value oldIv = loop.getInductionVar();
   llvm::SetVector<Value> oldStages;
@@ -83,7 +83,7 @@ LogicalResult pipeline(scf::ForOp loop) {
         gpu::BarrierOp::create(b, loc);
         Value ahead = arith::AddIOp::create(
             b, loc, iv, arith::MulIOp::create(b, loc, step, constI32(b, loc, stages - 1)));
-        Value next = issueGroup(b, loc, loads, {oldIv, iv}, ahead, newLoop.getUpperBound(),
+        Value next = issueGroup(b, loc, loop, loads, {oldIv, iv}, ahead, newLoop.getUpperBound(),
                                 addMod(b, loc, stage, stages - 1, stages));
         // The next iteration's stage, at the end of the body (where it is needed). The body
         // is still the old loop's here: it moves into the new loop after this callback.

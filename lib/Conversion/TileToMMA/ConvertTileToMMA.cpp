@@ -125,7 +125,7 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   // Tile-valued pure ops are computed where a consumer needs them, in its layout.
   if (llvm::any_of(op->getResultTypes(), isTensor)) {
     if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
-            arith::ConstantOp, tilegpu::ConvertLayoutOp>(op))
+            tile::GatherOp, arith::ConstantOp, tilegpu::ConvertLayoutOp>(op))
       return success();
     Dialect *dialect = op->getDialect();
     if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) && op->getNumRegions() == 0)

@@ -9,7 +9,8 @@
 //   Planning.cpp          plan: the class check, load roles, shared-memory slots and stages
 //   Registers.cpp         register layouts: materialize (on-demand index and element-wise tiles)
 //   SharedLoads.cpp       cp.async into swizzled shared memory, ldmatrix addresses
-//   VectorLoads.cpp       1-D loads (row and column vectors) from global memory into registers
+//   VectorLoads.cpp       1-D loads (row and column vectors) and gathers from global memory
+//                         into registers
 //   SharedMemoryOps.cpp   the tilegpu memory ops: alloc, async_copy/commit/wait, fences and
 //                         barriers, local_load
 //   MmaSync.cpp           A fragments and dots as mma.sync.m16n8k16
@@ -127,6 +128,8 @@ private:
   LogicalResult emitStore(tile::StoreOp op);
   /// A row or column vector (a 1-D tile.load in a slice layout) read into registers.
   LogicalResult emitVectorLoad(tile::LoadOp op);
+  /// The `n` registers of a tile.gather in `layout`: one global read per register.
+  FailureOr<SmallVector<Value>> gatherRegisters(tile::GatherOp op, Layout layout, int64_t n);
   LogicalResult emitDot(tile::DotOp op);
   /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
   /// shared-memory matrix descriptor).

@@ -100,6 +100,11 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     } else {
       return def->emitOpError("is an iota used as a 2-D tile");
     }
+  } else if (auto gather = dyn_cast<tile::GatherOp>(def)) {
+    FailureOr<SmallVector<Value>> read = gatherRegisters(gather, layout, *n);
+    if (failed(read))
+      return failure();
+    regs = *read;
   } else if (auto ed = dyn_cast<tile::ExpandDimsOp>(def)) {
     Layout want = ed.getAxis() == 1 ? Layout::Row : Layout::Col;
     if (want != layout)

@@ -51,24 +51,3 @@ func.func @padded_load(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %od: !t
   return
 }
 
-// -----
-
-// A mask read from a captured tensor: the fast path does not gather yet (codegen=auto falls
-// back to the reference lowering).
-func.func @gathered_mask(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %doc: !tile.desc<1, i32>, %od: !tile.desc<2, f32>, %i: i32) {
-  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
-  %ninf = arith.constant dense<0xFF800000> : tensor<64x64xf32>
-  %q = tile.load %qd[%i, %i] : !tile.desc<2, f16> -> tensor<64x64xf16>
-  %k = tile.load %kd[%i, %i] : !tile.desc<2, f16> -> tensor<64x64xf16>
-  %s = tile.dot %q, %k, %zero : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
-  %r = tile.iota : tensor<64xi32>
-  %r2 = tile.expand_dims %r axis 1 : tensor<64xi32> -> tensor<64x1xi32>
-  %idx = tile.broadcast %r2 : tensor<64x1xi32> -> tensor<64x64xi32>
-  // expected-error @+1 {{reads a tensor at a tile of indices (a captured tensor): convert-tile-to-mma does not gather yet}}
-  %d = tile.gather %doc[%idx] : !tile.desc<1, i32>, tensor<64x64xi32> -> tensor<64x64xi32>
-  %zi = arith.constant dense<0> : tensor<64x64xi32>
-  %m = arith.cmpi eq, %d, %zi : tensor<64x64xi32>
-  %x = arith.select %m, %s, %ninf : tensor<64x64xi1>, tensor<64x64xf32>
-  tile.store %od[%i, %i], %x : !tile.desc<2, f32>, tensor<64x64xf32>
-  return
-}

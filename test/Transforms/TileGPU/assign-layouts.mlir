@@ -121,3 +121,36 @@ func.func @causal_block(%q: !tile.ptr<f16>, %k: !tile.ptr<f16>, %v: !tile.ptr<f1
   tile.store %ld[%row0], %lse_v : !tile.desc<1, f32>, tensor<64xf32>
   return
 }
+
+// -----
+
+// Gathers (a mask and a bias read from captured tensors) take the layout of their result, and
+// their index tiles follow: the document id of each query row is read as a row vector (a 64x1
+// gather, as canonicalization leaves doc[q_idx]), the bias at q - k in the accumulator layout.
+// CHECK-LABEL: func.func @gathers
+// CHECK: %[[DOC:.*]] = tile.gather %{{.*}}[%{{.*}}] : !tile.desc<1, i32>, tensor<64x1xi32, #[[ROW]]> -> tensor<64x1xi32, #[[ROW]]>
+// CHECK: tile.broadcast %[[DOC]] : tensor<64x1xi32, #[[ROW]]> -> tensor<64x64xi32, #[[MMA]]>
+// CHECK: tile.gather %{{.*}}[%{{.*}}] : !tile.desc<1, f32>, tensor<64x64xi32, #[[MMA]]> -> tensor<64x64xf32, #[[MMA]]>
+func.func @gathers(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %doc: !tile.desc<1, i32>,
+                   %bias: !tile.desc<1, f32>, %od: !tile.desc<2, f32>, %i: i32) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<64x64xf32>
+  %q = tile.load %qd[%i, %i] : !tile.desc<2, f16> -> tensor<64x64xf16>
+  %k = tile.load %kd[%i, %i] : !tile.desc<2, f16> -> tensor<64x64xf16>
+  %s = tile.dot %q, %k, %zero : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+  %r = tile.iota : tensor<64xi32>
+  %r2 = tile.expand_dims %r axis 1 : tensor<64xi32> -> tensor<64x1xi32>
+  %c2 = tile.expand_dims %r axis 0 : tensor<64xi32> -> tensor<1x64xi32>
+  %rows = tile.broadcast %r2 : tensor<64x1xi32> -> tensor<64x64xi32>
+  %cols = tile.broadcast %c2 : tensor<1x64xi32> -> tensor<64x64xi32>
+  %d = tile.gather %doc[%r2] : !tile.desc<1, i32>, tensor<64x1xi32> -> tensor<64x1xi32>
+  %db = tile.broadcast %d : tensor<64x1xi32> -> tensor<64x64xi32>
+  %zi = arith.constant dense<0> : tensor<64x64xi32>
+  %m = arith.cmpi eq, %db, %zi : tensor<64x64xi32>
+  %rel = arith.subi %rows, %cols : tensor<64x64xi32>
+  %b = tile.gather %bias[%rel] : !tile.desc<1, f32>, tensor<64x64xi32> -> tensor<64x64xf32>
+  %sb = arith.addf %s, %b : tensor<64x64xf32>
+  %x = arith.select %m, %sb, %ninf : tensor<64x64xi1>, tensor<64x64xf32>
+  tile.store %od[%i, %i], %x : !tile.desc<2, f32>, tensor<64x64xf32>
+  return
+}

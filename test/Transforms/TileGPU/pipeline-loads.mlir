@@ -180,3 +180,86 @@ func.func @two_loads_fenced(%kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>, %l
   }
   return %o#0, %o#1 : tensor<64x64xf16, #wb>, tensor<64x64xf16, #wb>
 }
+
+// -----
+
+#mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring2 = !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+
+// An indirect loop (a block mask's key-block list): the copy's row is list[t] * 64, computed
+// from the induction variable by a load_scalar. The copies issued ahead compute it again for
+// their own iteration: list[lb] in the prologue, list[t + 1] in the body.
+// CHECK-LABEL: func.func @indirect
+// CHECK: gpu.barrier
+// CHECK: %[[B0:.*]] = tile.load_scalar %[[LIST:.*]][%[[LB:.*]]] : !tile.desc<1, i32> -> i32
+// CHECK-NEXT: %[[R0:.*]] = arith.muli %[[B0]], %c64_i32
+// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[R0]], %{{.*}}] into
+// CHECK: scf.for %[[T:.*]] = %[[LB]] to
+// The body's own block index stays for the body's other users (here the yielded row).
+// CHECK-NEXT: %[[BT:.*]] = tile.load_scalar %[[LIST]][%[[T]]]
+// CHECK-NEXT: %[[RT:.*]] = arith.muli %[[BT]], %c64_i32
+// CHECK-NEXT: tilegpu.async_wait
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[T]], %c1_i32
+// CHECK: %[[B1:.*]] = tile.load_scalar %[[LIST]][%[[NEXT]]]
+// CHECK-NEXT: %[[R1:.*]] = arith.muli %[[B1]], %c64_i32
+// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[R1]], %{{.*}}] into %{{.*}}[%{{.*}}] if
+// CHECK: scf.yield %{{.*}}, %[[RT]],
+func.func @indirect(%kd: !tile.desc<2, f16>, %list: !tile.desc<1, i32>, %lb: i32, %ub: i32)
+    -> (tensor<64x64xf16, #b>, i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf16, #b>
+  %k = tilegpu.alloc {offset = 0 : i64} : !ring2
+  %o:2 = scf.for %t = %lb to %ub step %c1 iter_args(%acc = %zero, %last = %c0)
+      -> (tensor<64x64xf16, #b>, i32) : i32 {
+    %blk = tile.load_scalar %list[%t] : !tile.desc<1, i32> -> i32
+    %row = arith.muli %blk, %c64 : i32
+    %it = arith.subi %t, %lb : i32
+    %st = arith.remui %it, %c2 : i32
+    %tk = tilegpu.async_copy %kd[%row, %c0] into %k[%st] : !tile.desc<2, f16> -> !ring2
+    %g = tilegpu.async_commit %tk
+    tilegpu.async_wait %g {pending = 0 : i32}
+    gpu.barrier
+    %kb = tilegpu.local_load %k[%st] {transpose} : !ring2 -> tensor<64x64xf16, #b>
+    scf.yield %kb, %row : tensor<64x64xf16, #b>, i32
+  }
+  return %o#0, %o#1 : tensor<64x64xf16, #b>, i32
+}
+
+// -----
+
+#mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring2 = !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+
+// A row that depends on a value the loop carries cannot be computed for a later iteration:
+// the loop is left as it is.
+// CHECK-LABEL: func.func @carried_row
+// CHECK-NOT: if %
+// CHECK: scf.for
+// CHECK: tilegpu.async_copy %{{.*}} into %{{.*}}[%{{.*}}] :
+func.func @carried_row(%kd: !tile.desc<2, f16>, %lb: i32, %ub: i32) -> tensor<64x64xf16, #b> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf16, #b>
+  %k = tilegpu.alloc {offset = 0 : i64} : !ring2
+  %o:2 = scf.for %t = %lb to %ub step %c1 iter_args(%acc = %zero, %row = %c0)
+      -> (tensor<64x64xf16, #b>, i32) : i32 {
+    %it = arith.subi %t, %lb : i32
+    %st = arith.remui %it, %c2 : i32
+    %tk = tilegpu.async_copy %kd[%row, %c0] into %k[%st] : !tile.desc<2, f16> -> !ring2
+    %g = tilegpu.async_commit %tk
+    tilegpu.async_wait %g {pending = 0 : i32}
+    gpu.barrier
+    %kb = tilegpu.local_load %k[%st] {transpose} : !ring2 -> tensor<64x64xf16, #b>
+    %next = arith.addi %row, %c64 : i32
+    scf.yield %kb, %next : tensor<64x64xf16, #b>, i32
+  }
+  return %o#0 : tensor<64x64xf16, #b>
+}
