@@ -18,19 +18,18 @@ The program holds no scalar it cannot have: the lists are carried through the ke
 tiles of NKB_P slots (NKB rounded up to a power of two) and the counts as 1-element tiles, then
 stored once.
 
-`block_sparse_attention_kernel` is attention_kernel with an indirect key loop: one streamed loop
-over the full blocks (`j = load_scalar(full_kv_indices, (row, t)) * BLOCK_N`) without any mask
-arithmetic, one over the partial blocks with the mask_mod (and `kv_idx < nk`) applied. Each loop
-is the naive streamed softmax that tile-optimize turns into the online softmax (one streamed
-softmax per loop is what that pass takes), so each gives its own normalised output and LSE; the
-two are merged by their LSEs after the loops (as flash-decoding merges key splits). Rows that see
-no key get 0 and LSE -inf.
+`block_sparse_attention_kernel` is attention_kernel with an indirect key loop: one loop over the
+full blocks (`j = load_scalar(full_kv_indices, (row, t)) * MASK_N`) without any mask
+arithmetic, then one over the partial blocks with the mask_mod (and `kv_idx < nk`) applied,
+both carrying one online-softmax state (online_softmax_step, in the form tile-optimize gives a
+streamed softmax). Rows that see no key get 0 and LSE -inf. The kernel's blocks divide the
+mask's: a 128x128 mask block (the GPU default, FlexAttention's) is walked in blocks of
+tessel.attention's own size for the head dim and chip (kernel_blocks), so the fast paths take
+it: they issue the copies of later iterations from the list (`list[t + 1]` is computed ahead),
+and gathers of captured tensors are read into registers.
 
-On the GPU both run on the reference lowering (the fast paths take neither an indirect key loop
-nor a gather yet). Its shared memory at sm_80 (f16, a document mask reading a captured tensor,
-measured with the compiler here): the attention kernel needs 65 KB at d64 and 106 KB at d128
-with 32x32 blocks (the default on the GPU), 99 / 137 KB with 32x64, and does not fit with 64x64;
-block_mask_kernel needs 116 KB at NKB_P = 4096 (Nk = 131,072 with 32-key blocks).
+block_mask_kernel looks at a block in 32x32 pieces (EVAL_BLOCK): it runs on the reference
+lowering, whose tiles live in shared memory, and a 128x128 piece would not fit there.
 """
 import math
 

@@ -250,6 +250,7 @@ LogicalResult GatherOp::verify() {
 namespace {
 // gather(d, [broadcast(x), s]) = broadcast(gather(d, [x, s])) when every index tile broadcasts
 // from one shape: a document mask's `doc[b, q_idx]` reads a row vector once, not a whole tile.
+// With scalar indices only, the gather is a splat of one load_scalar.
 struct GatherOfBroadcasts : OpRewritePattern<GatherOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -271,8 +272,13 @@ struct GatherOfBroadcasts : OpRewritePattern<GatherOp> {
       from = inType;
       indices.push_back(bc.getInput());
     }
-    if (!from)
-      return failure();
+    if (!from) {
+      // Every index a scalar (`slopes[h]`): one element, read once.
+      Value one = LoadScalarOp::create(rewriter, op.getLoc(), type.getElementType(), op.getDesc(),
+                                       indices, op.getPaddingAttr());
+      rewriter.replaceOpWithNewOp<SplatOp>(op, type, one);
+      return success();
+    }
     auto small = RankedTensorType::get(from.getShape(), type.getElementType());
     auto gather = GatherOp::create(rewriter, op.getLoc(), small, op.getDesc(), indices,
                                    op.getPaddingAttr());
@@ -280,7 +286,27 @@ struct GatherOfBroadcasts : OpRewritePattern<GatherOp> {
     return success();
   }
 };
+
+// broadcast(expand_dims*(splat(x))) = splat(x): what a scalar-indexed gather leaves behind.
+struct BroadcastOfSplat : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &rewriter) const override {
+    Value input = op.getInput();
+    while (auto ed = input.getDefiningOp<ExpandDimsOp>())
+      input = ed.getInput();
+    auto splat = input.getDefiningOp<SplatOp>();
+    if (!splat)
+      return failure();
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getResult().getType(), splat.getValue());
+    return success();
+  }
+};
 } // namespace
+
+void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<BroadcastOfSplat>(context);
+}
 
 void GatherOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<GatherOfBroadcasts>(context);

@@ -285,6 +285,7 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure, AllElementTypesMatch<["input"
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tile_TransOp : Tile_Op<"trans", [Pure, AllElementTypesMatch<["input", "result"]>]> {
