@@ -390,15 +390,23 @@ def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_
                          "like=q")
 
 
+# Where the block-sparse kernel's best blocks differ from tessel.attention's: d128 on the H200
+# (docs/bench/2026-12-02-h200-block-mask.md: 128x128, two warpgroups, beat 64x64 on four of five
+# masks).
+SPARSE_GPU_BLOCKS = {("sm_90a", 128): (128, 128)}
+
+
 def kernel_blocks(bm, q, D, block_m, block_n):
     """The attention kernel's (BLOCK_M, BLOCK_N) under block mask `bm`: block_m/block_n when
     given, else on the GPU tessel.attention's own blocks for this head dim, dtype and chip (the
     fast paths' shapes), and on the interpreter the mask's; never larger than the mask's blocks,
     which they divide (both are powers of two)."""
     if gpu.is_torch_tensor(q):
-        from .attention import _chip_for_blocks, gpu_blocks
+        from .attention import _FAST_DTYPES, _chip_for_blocks, gpu_blocks
         Nq, Nk = bm.shape[2], bm.shape[3]
-        dm, dn = gpu_blocks(D, gpu.torch_dtype_name(q), Nq, Nk, _chip_for_blocks(q))
+        dtype, chip = gpu.torch_dtype_name(q), _chip_for_blocks(q)
+        best = SPARSE_GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
+        dm, dn = best or gpu_blocks(D, dtype, Nq, Nk, chip)
     else:
         dm, dn = bm.BLOCK_M, bm.BLOCK_N
     return (block_m or min(dm, bm.BLOCK_M)), (block_n or min(dn, bm.BLOCK_N))

@@ -95,6 +95,10 @@ def main():
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--cases", nargs="+", choices=CASES, default=CASES)
+    ap.add_argument("--blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
+                    help="tessel's kernel blocks BMxBN (they divide the 128x128 mask blocks)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
     args = ap.parse_args()
     try:
         import torch
@@ -111,6 +115,15 @@ def main():
         return 0
     import tessel
     from tessel import language as tl
+    if args.overlap:
+        import tessel.cache
+
+        # Every launcher made from here on compiles with FA3's intra-warpgroup overlap.
+        class Overlapped(tessel.cache.GpuOptions):
+            def __init__(self, **kw):
+                super().__init__(**{**kw, "wgmma_overlap": True})
+        tessel.cache.GpuOptions = Overlapped
+    block_m, block_n = args.blocks or (None, None)
 
     B, H, N, D = args.b, args.h, args.n, args.d
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
@@ -122,7 +135,8 @@ def main():
     gen.manual_seed(0)
     cases = make_cases(torch, tl, B, H, N, gen)
     q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=dt, generator=gen) for _ in range(3))
-    print(f"B{B} H{H} N{N} D{D} {args.dtype}; TFLOP/s on allowed pairs; {timer}")
+    print(f"B{B} H{H} N{N} D{D} {args.dtype}; TFLOP/s on allowed pairs; {timer}; tessel "
+          f"blocks {args.blocks or 'default'}{', overlap' if args.overlap else ''}")
     print(f"{'case':>13} {'density':>7} {'tessel':>8} {'flex':>8} {'/flex':>6} "
           f"{'bm ms':>7} {'cbm ms':>7} {'diff':>8}")
     for name in args.cases:
@@ -144,7 +158,7 @@ def main():
 
         def ours():
             return tessel.attention(q, k, v, score_mod=score_t, mask_mod=mask_mod,
-                                    block_mask=bm)
+                                    block_mask=bm, block_m=block_m, block_n=block_n)
         mine = ours()
         row["tessel_ms"] = timed(ours)
         if fbm is not None:

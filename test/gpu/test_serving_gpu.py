@@ -181,7 +181,8 @@ def references(q, kc, vc, table, lengths, page, causal):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("case", list(KVCACHE) + ["decode-gqa-contig-fast"])
+@pytest.mark.parametrize("case", list(KVCACHE) + ["decode-gqa-contig-fast", "sq4-gqa-p64-fast",
+                                                  "sq16-p256-fast"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_kvcache(dtype, case, causal):
     # num_splits=1: the one-program-per-query-head kernel (the split-KV path below).
