@@ -101,6 +101,16 @@ Value emitLoadScalar(OpBuilder &b, tile::LoadScalarOp op, const LoweredDesc &d,
 SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands,
                                 TypeRange resultTypes, bool ftz) {
   Location loc = op->getLoc();
+  if (ftz && isa<math::TanhOp>(op) && resultTypes[0].isF32()) {
+    // The fast paths' scores come from f16/bf16 operands: tanh.approx.f32 (one MUFU op, relative
+    // error about 2^-11, FlashAttention-3's softcap) instead of upstream's rational expansion.
+    auto asmOp = LLVM::InlineAsmOp::create(
+        b, loc, TypeRange{b.getF32Type()}, operands, "tanh.approx.f32 $0, $1;", "=f,f",
+        /*has_side_effects=*/false, /*is_align_stack=*/false, LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    return {asmOp.getResult(0)};
+  }
   if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
       isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
     Value x = operands[0];

@@ -41,3 +41,20 @@ def test_fast_path_takes_the_kernel(name, chip, codegen, tmp_path, monkeypatch):
         assert 'tile.block_mask = "residual"' in kernel.asm["tile-opt"]
     binary = kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     assert binary.cubin
+
+
+def test_softcap_uses_the_approximate_tanh_on_the_fast_paths_only(tmp_path, monkeypatch):
+    """tanh in a score_mod is one tanh.approx.f32 on the fast paths (f16/bf16 operands); the
+    reference lowering (here: f32 inputs) keeps upstream's accurate expansion."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+
+    def softcap(s, b, h, q_idx, kv_idx):
+        return 30.0 * tl.tanh(s / 30.0)
+    for dtype, chip, codegen, block, approx in ((np.float16, "sm_90a", "wgmma", 64, True),
+                                                (np.float16, "sm_80", "mma", 64, True),
+                                                (np.float32, "sm_80", "auto", 32, False)):
+        q = np.zeros((1, 2, 256, 64), dtype)
+        kernel = tessel.compile_attention(q, q, q, causal=True, score_mod=softcap,
+                                          block_m=block, block_n=block)
+        ptx = kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).ptx
+        assert ("tanh.approx.f32" in ptx) == approx, (dtype, chip)

@@ -43,7 +43,8 @@ mlir::Value emitGridQuery(mlir::OpBuilder &b, mlir::Operation *op);
 mlir::Value emitLoadScalar(mlir::OpBuilder &b, tile::LoadScalarOp op, const LoweredDesc &d,
                            const mlir::IRMapping &scalars);
 /// A scalar arith/math op on already lowered `operands`: exp, exp2, log, log2 of f16/bf16/f32
-/// through approxEx2/approxLg2 in f32, anything else cloned with its attributes.
+/// through approxEx2/approxLg2 in f32; with `ftz` (the fast paths) an f32 tanh as
+/// tanh.approx.f32; anything else cloned with its attributes.
 llvm::SmallVector<mlir::Value> emitScalarOp(mlir::OpBuilder &b, mlir::Operation *op,
                                             mlir::ValueRange operands, mlir::TypeRange resultTypes,
                                             bool ftz);
