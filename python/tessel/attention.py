@@ -343,6 +343,13 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                        return_lse, block_m, block_n)
+        if mask_mod is not None and block_m is None and block_n is None:
+            # A mask read from tensors: block sparsity at run time (blocksparse.auto_block_mask).
+            from . import blocksparse as bmod
+            auto = bmod.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
+            if auto is not None:
+                return bmod.attention(q, k, v, scale, score_mod, auto[1], enable_gqa,
+                                      return_lse, auto[0], None, None, False)
         return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                return_lse, block_m, block_n)
     _refuse_grad(q, k, v)

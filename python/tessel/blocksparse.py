@@ -474,3 +474,104 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
         lse[...] = float("-inf")
         o[...] = 0
     return (o, lse) if return_lse else o
+
+
+# --- automatic block masks -------------------------------------------------------------------
+#
+# tessel.attention on CUDA tensors with a mask_mod that reads captured tensors (which the
+# compile-time mask analysis never classifies) and no block_mask builds one itself and keeps it
+# per (mask_mod's code and captured values, causal, shapes, device): a captured tensor counts by
+# identity and version (torch bumps `_version` on every in-place write), so new document ids,
+# or the same tensor written in place, make a new block mask.
+
+_AUTO_MAX = 16
+_auto_masks = {}     # key -> (BlockMask, the mask_mod it was made from); oldest first
+
+
+def _value_key(v, depth=0):
+    """What identifies a captured value for the cache: tensors by identity, version, address and
+    shape; functions by their code and their own captures; other values by value or identity."""
+    if capture.is_tensor(v):
+        if gpu.is_torch_tensor(v):
+            return ("tensor", id(v), v._version, v.data_ptr(), tuple(v.shape), str(v.dtype))
+        return ("array", id(v), tuple(v.shape), str(v.dtype))
+    fn = getattr(v, "user_fn", None) or v
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return ("fn", code, _captures_key(fn, depth + 1)) if depth < 4 else ("fn", id(fn))
+    try:
+        hash(v)
+        return ("value", v)
+    except TypeError:
+        return ("id", id(v))
+
+
+def _captures_key(fn, depth=0):
+    """The values `fn` reads from its closure and its module's globals, as _value_key sees them
+    (globals only where they are tensors or functions: a module's other names do not matter)."""
+    cells = tuple(_value_key(c.cell_contents, depth) for c in (fn.__closure__ or ()))
+    glob = getattr(fn, "__globals__", {})
+    named = tuple((n, _value_key(glob[n], depth)) for n in fn.__code__.co_names
+                  if n in glob and (capture.is_tensor(glob[n]) or callable(glob[n]))
+                  and not isinstance(glob[n], type) and not hasattr(glob[n], "__path__"))
+    return cells, named
+
+
+def _reads_tensors(key):
+    """Whether a _captures_key holds a tensor (directly or in a function it calls)."""
+    if isinstance(key, tuple):
+        if key and key[0] in ("tensor", "array"):
+            return True
+        return any(_reads_tensors(x) for x in key)
+    return False
+
+
+def _uses_param(fn, index):
+    """Whether fn's body reads its positional parameter `index` (b or h of a mask_mod)."""
+    code = fn.__code__
+    if index >= code.co_argcount:
+        return True
+    name = code.co_varnames[index]
+    import dis
+    return any(ins.argval == name for ins in dis.get_instructions(code)
+               if ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")))
+
+
+def _and_causal(mask_mod):
+    """mask_mod with tessel.attention's causal condition (q_idx >= kv_idx) folded in: a block
+    mask has no separate causal flag."""
+    inner = jit(mask_mod)
+
+    def causal_and(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & inner(b, h, q_idx, kv_idx)
+    return causal_and
+
+
+def auto_block_mask(q, k, causal, mask_mod, enable_gqa):
+    """(BlockMask, mask_mod to pass with it) for tessel.attention's CUDA call, or None where the
+    call keeps the dense kernel: no mask_mod, a mask that reads no captured tensor (the
+    compile-time analysis classifies those it can), dtypes or head dims the fast paths do not
+    take, empty inputs."""
+    from .attention import _FAST_DTYPES, GPU_BLOCKS, _chip_for_blocks
+    fn = getattr(mask_mod, "user_fn", None) or mask_mod
+    if getattr(fn, "__code__", None) is None or len(q.shape) != 4 or len(k.shape) != 4:
+        return None
+    B, H, Nq, D = q.shape
+    Nk = k.shape[2]
+    if not (B and H and Nq and Nk) or gpu.torch_dtype_name(q) not in _FAST_DTYPES or \
+            (_chip_for_blocks(q), D) not in GPU_BLOCKS:
+        return None
+    captured = _captures_key(fn)
+    if not _reads_tensors(captured):
+        return None
+    key = (fn.__code__, captured, bool(causal), B, H, Nq, Nk, q.get_device())
+    hit = _auto_masks.pop(key, None)
+    if hit is None:
+        mod = _and_causal(mask_mod) if causal else mask_mod
+        bB = B if _uses_param(fn, 0) else None
+        bH = H if _uses_param(fn, 1) else None
+        hit = (block_mask(mod, bB, bH, Nq, Nk, like=q), mod)
+        while len(_auto_masks) >= _AUTO_MAX:
+            _auto_masks.pop(next(iter(_auto_masks)))
+    _auto_masks[key] = hit           # the newest last
+    return hit

@@ -136,3 +136,31 @@ def test_mods_that_read_tensors(case, D, dtype):
     s = s.masked_fill(~allowed[:, None], float("-inf"))
     want = torch.softmax(s, dim=-1).nan_to_num(0.0) @ v.float()
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_automatic_block_mask(dtype):
+    """tessel.attention with a mask that reads a CUDA tensor and no block_mask builds one
+    (causal folded in), keeps it while the tensor is unchanged, and builds a new one after an
+    in-place write."""
+    from tessel import blocksparse as bs
+    B, H, N, D = 2, 4, 700, 128
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    doc = torch.zeros(B, N, dtype=torch.int32, device="cuda")
+    doc[:, 300:] = 1
+
+    def mask(b, h, q_idx, kv_idx):
+        return doc[b, q_idx] == doc[b, kv_idx]
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype) for _ in range(3))
+    qi = torch.arange(N, device="cuda")[:, None]
+    ki = torch.arange(N, device="cuda")[None, :]
+    bs._auto_masks.clear()
+    for step in range(2):
+        o = tessel.attention(q, k, v, mask_mod=mask, causal=True)
+        allowed = (doc[:, :, None] == doc[:, None, :]) & (qi >= ki)
+        want = reference(q, k, v, allowed[:, None])
+        assert (o.float() - want).abs().max().item() < TOL[dtype] * max(
+            1.0, want.abs().max().item())
+        tessel.attention(q, k, v, mask_mod=mask, causal=True)          # the same block mask
+        assert len(bs._auto_masks) == step + 1
+        doc[:, 500:] = 2                                                 # in place: rebuilt

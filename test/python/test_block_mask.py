@@ -271,3 +271,26 @@ def test_no_keys_or_no_queries():
                                   return_lse=True)
         assert o.shape == q.shape and lse.shape == (1, 2, Nq)
         assert np.all(o == 0) and np.all(lse == -np.inf)
+
+
+# --- automatic block masks (tessel.attention on CUDA tensors builds them; the helpers here) ----
+
+def test_automatic_block_mask_helpers():
+    from tessel import blocksparse as bs
+    doc = random_docs(2, 100, np.random.default_rng())
+    mask = document_mask(doc)
+    # b is read, h is not: the block mask is per batch and shared by the heads.
+    assert bs._uses_param(mask, 0) and not bs._uses_param(mask, 1)
+    assert bs._reads_tensors(bs._captures_key(mask))
+    assert not bs._reads_tensors(bs._captures_key(sliding_window))
+    # The key follows the captured values: another array is another key, the same one is not.
+    assert bs._captures_key(document_mask(doc)) == bs._captures_key(mask)
+    assert bs._captures_key(document_mask(doc.copy())) != bs._captures_key(mask)
+
+
+def test_causal_folded_into_a_mask_mod():
+    from tessel import blocksparse as bs
+    doc = random_docs(1, 150, np.random.default_rng())
+    plain = lambda b, h, q_idx, kv_idx: doc[b, q_idx] == doc[b, kv_idx]
+    allowed = lambda b, h, qi, ki: (doc[b][qi] == doc[b][ki]) & (qi >= ki)
+    check(bs._and_causal(plain), allowed, 1, 2, 150, 150, 1, None)
