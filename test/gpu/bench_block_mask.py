@@ -8,7 +8,9 @@ Each case is one mask_mod (and score_mod) written once and given to both: tessel
 `create_block_mask(...)`, both at 128x128 mask blocks, built once before timing. Timed per call:
 `tessel.attention(q, k, v, score_mod=..., mask_mod=..., block_mask=bm)` and the compiled
 `flex_attention(q, k, v, score_mod=..., block_mask=fbm)` (each allocates its output). TFLOP/s
-count only the allowed (query, key) pairs, 4·d flops each. Also per case: the time to build the
+count only the allowed (query, key) pairs, 4·d flops each. "no bm": the same call without a
+block_mask (tessel builds and caches one itself for masks that read tensors; other masks run the
+dense kernel with the compile-time mask analysis). Also per case: the time to build the
 block mask (tessel.block_mask vs create_block_mask), and the largest |tessel − flex| relative to
 flex's largest value (a sanity check; the float32 checks are test/gpu/test_block_mask_gpu.py).
 Timing: bench_decode.make_timer. Without torch, CUDA or flex_attention it prints why and exits 0.
@@ -137,7 +139,7 @@ def main():
     q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=dt, generator=gen) for _ in range(3))
     print(f"B{B} H{H} N{N} D{D} {args.dtype}; TFLOP/s on allowed pairs; {timer}; tessel "
           f"blocks {args.blocks or 'default'}{', overlap' if args.overlap else ''}")
-    print(f"{'case':>13} {'density':>7} {'tessel':>8} {'flex':>8} {'/flex':>6} "
+    print(f"{'case':>13} {'density':>7} {'tessel':>8} {'no bm':>8} {'flex':>8} {'/flex':>6} "
           f"{'bm ms':>7} {'cbm ms':>7} {'diff':>8}")
     for name in args.cases:
         mask_mod, score_t, score_f, per_batch = cases[name]
@@ -161,6 +163,12 @@ def main():
                                     block_mask=bm, block_m=block_m, block_n=block_n)
         mine = ours()
         row["tessel_ms"] = timed(ours)
+
+        def plain():   # no block_mask: automatic for masks that read tensors, else the dense kernel
+            return tessel.attention(q, k, v, score_mod=score_t, mask_mod=mask_mod,
+                                    block_m=block_m, block_n=block_n)
+        plain()
+        row["tessel_no_bm_ms"] = timed(plain)
         if fbm is not None:
             def theirs():
                 return flex(q, k, v, score_mod=score_f, block_mask=fbm)
@@ -171,7 +179,7 @@ def main():
                                                / want.float().abs().max()).item()
             except Exception as e:                   # noqa: BLE001
                 row["flex_why"] = f"{type(e).__name__}: {str(e)[:200]}"
-        for key in ("tessel", "flex"):
+        for key in ("tessel", "tessel_no_bm", "flex"):
             ms = row.get(f"{key}_ms")
             row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
         report["rows"].append(row)
@@ -181,6 +189,7 @@ def main():
                                                             and math.isnan(x)) else "-"
         ratio = row["flex_ms"] / row["tessel_ms"] if row.get("flex_ms") else None
         print(f"{name:>13} {row['density']:>7.3f} {num(row['tessel_tflops'], '.1f'):>8} "
+              f"{num(row['tessel_no_bm_tflops'], '.1f'):>8} "
               f"{num(row.get('flex_tflops'), '.1f'):>8} {num(ratio, '.2f'):>6} "
               f"{num(row['tessel_block_mask_ms'], '.3f'):>7} "
               f"{num(row.get('flex_block_mask_ms'), '.3f'):>7} "
