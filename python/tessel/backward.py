@@ -382,9 +382,8 @@ FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64)}
 def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                           block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
-    where the backward takes the reference lowering: fp32, head dims other than 64 and 128,
-    blocks asked for that the fast paths do not take (other than 64 or 128), or mods that read
-    captured tensors."""
+    where the backward takes the reference lowering: fp32, head dims other than 64 and 128, or
+    blocks asked for that the fast paths do not take (other than 64 or 128)."""
     dtype = gpu.torch_dtype_name(q)
     blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
     if dtype not in ("f16", "bf16") or blocks is None:
@@ -392,17 +391,9 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
     blocks = (block_m or blocks[0], block_n or blocks[1])
     if not set(blocks) <= {64, 128}:
         return None
-    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                *blocks)
-    if score_mod is not None or mask_mod is not None:
-        # Mods that read captured tensors gather in the backward as in the forward: the
-        # forward's answer (attention._gathers, a bounded cache keyed by dtype, D and the mods).
-        from .attention import _gathers
-        B, H, Nq, D, Hkv, Nk = shapes
-        lse = q.new_empty((1,), dtype=gpu.torch_module().float32)
-        if _gathers((q, k, v, q, lse, Nq, Nk, H, Hkv, scale), cx):
-            return None
-    return shapes, scale, cx
+    # Mods that read captured tensors gather into registers on the fast paths, as in the
+    # forward (since 2026-12-02; before, they took the reference lowering).
+    return _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, *blocks)
 
 
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
@@ -481,17 +472,24 @@ def _autograd_function():
 _differentiable = set()   # (score_mod, dtype name, D) whose backward was traced
 
 
-def check_differentiable(score_mod, dtype, D):
+def check_differentiable(score_mod, dtype, D, like=None):
     """Traces the dQ program (the chain rule through score_mod) once per score_mod, dtype name
-    and head dim, on host arrays: a score_mod the compiler cannot differentiate is a
-    CompilationError at its line when the forward is called, not at loss.backward()."""
+    and head dim: a score_mod the compiler cannot differentiate is a CompilationError at its
+    line when the forward is called, not at loss.backward(). The placeholders are placed like
+    `like` (a CUDA tensor: a score_mod may capture CUDA tensors, which a kernel on host arrays
+    refuses), else host arrays; nothing runs."""
     key = (score_mod, dtype, D)
     if score_mod is None or key in _differentiable:
         return
-    host = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}[dtype]
-    q = np.zeros((1, 1, 16, D), host)
+    if like is not None and gpu.is_torch_tensor(like):
+        torch = gpu.torch_module()
+        q = like.new_zeros((1, 1, 16, D))
+        row = like.new_zeros((1, 1, 16), dtype=torch.float32)
+    else:
+        host = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}[dtype]
+        q = np.zeros((1, 1, 16, D), host)
+        row = np.zeros((1, 1, 16), np.float32)
     shapes, scale, cx = _config(q, q, q, False, None, score_mod, None, False, 16, 16)
-    row = np.zeros((1, 1, 16), np.float32)
     attention_bwd_dq.warmup(q, q, q, q, row, row, q, 16, 16, 1, 1, scale, **cx)
     _differentiable.add(key)
 
@@ -499,7 +497,7 @@ def check_differentiable(score_mod, dtype, D):
 def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
                         block_m, block_n):
     """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn."""
-    check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1])
+    check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1], like=q)
     config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n)
     o, lse = _autograd_function().apply(q, k, v, config)
     return (o, lse) if return_lse else o
