@@ -316,9 +316,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         block_n: the key block size, likewise.
         block_mask: a :class:`tessel.BlockMask` made by :func:`tessel.block_mask` from the same
             ``mask_mod`` (and shapes): the key loop then visits only its non-empty blocks, the
-            full ones without mask arithmetic. Its block sizes are used (``block_m`` /
-            ``block_n``, if given, must agree); ``causal`` must then be False (put
-            ``q_idx >= kv_idx`` in the mask_mod). No backward yet.
+            full ones without mask arithmetic. ``block_m`` / ``block_n``, if given, are the
+            kernel's blocks and must divide the mask's; ``causal`` must then be False (put
+            ``q_idx >= kv_idx`` in the mask_mod). Differentiable on CUDA (the backward is
+            dense). Without it, CUDA calls whose mask_mod reads a captured tensor build one
+            themselves (docs/dsl.md, "Block masks").
 
     Returns:
         ``o`` like ``q`` (on the GPU a new tensor), or ``(o, lse)`` with ``return_lse``, lse

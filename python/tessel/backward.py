@@ -449,9 +449,17 @@ def _autograd_function():
     class TesselAttention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, config):
-            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n = config
-            o, lse = _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                     True, block_m, block_n)
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse = config
+            if sparse is not None:
+                # A block mask: the forward visits its blocks (the mask_mod it was made from,
+                # causality folded in); the backward below runs the dense programs with the
+                # mask_mod, which give the same gradients from the same O and LSE.
+                from . import blocksparse
+                o, lse = blocksparse.attention(q, k, v, scale, score_mod, sparse[1], enable_gqa,
+                                               True, sparse[0], None, None, False, grad=False)
+            else:
+                o, lse = _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod,
+                                         enable_gqa, True, block_m, block_n)
             ctx.save_for_backward(q, k, v, o, lse)
             ctx.config = config
             return o, lse
@@ -459,7 +467,7 @@ def _autograd_function():
         @staticmethod
         def backward(ctx, do, dlse):
             q, k, v, o, lse = ctx.saved_tensors
-            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n = ctx.config
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, _ = ctx.config
             # The forward's block sizes are not the backward's (gpu_backward_blocks).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
                                                   mask_mod, enable_gqa, dlse, None, None)
@@ -495,9 +503,17 @@ def check_differentiable(score_mod, dtype, D, like=None):
 
 
 def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
-                        block_m, block_n):
-    """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn."""
+                        block_m, block_n, block_mask=None):
+    """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn. With a
+    block_mask (given, or built for a mask that reads tensors: blocksparse.auto_block_mask) the
+    forward is block-sparse and the backward the dense programs with the mask_mod."""
     check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1], like=q)
-    config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n)
+    sparse = None
+    if block_mask is not None:
+        sparse = (block_mask, mask_mod)
+    elif mask_mod is not None and block_m is None and block_n is None:
+        from . import blocksparse
+        sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
+    config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse)
     o, lse = _autograd_function().apply(q, k, v, config)
     return (o, lse) if return_lse else o

@@ -458,13 +458,18 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
 
 
 def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, block_m,
-              block_n, causal):
-    """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU)."""
-    if gpu.is_torch_tensor(q):
+              block_n, causal, grad=True):
+    """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU). CUDA inputs
+    that require grad go through backward.attention_with_grad (`grad=False`: its forward)."""
+    if grad and gpu.is_torch_tensor(q):
         if any(getattr(x, "requires_grad", False) for x in (q, k, v)) and \
                 gpu.torch_module().is_grad_enabled():
-            raise NotImplementedError("tessel.attention: a block_mask has no backward yet; "
-                                      "detach the inputs or run under torch.no_grad()")
+            # Differentiable: the block-sparse forward inside the autograd Function.
+            check_block_mask(bm, mask_mod, q.shape[0], q.shape[1], q.shape[2], k.shape[2],
+                             True, causal, block_m, block_n)
+            from .backward import attention_with_grad
+            return attention_with_grad(q, k, v, False, scale, score_mod, mask_mod, enable_gqa,
+                                       return_lse, None, None, block_mask=bm)
     args, constexprs, grid, o, lse = prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa,
                                              bm, block_m, block_n, causal)
     if grid[0] and grid[1] and q.shape[2] and k.shape[2]:
