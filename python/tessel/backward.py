@@ -436,6 +436,12 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
 
 _function = None
 
+# With a block mask, whether the CUDA backward runs blocksparse_backward's programs (empty
+# blocks skipped) instead of the dense ones with the mask_mod. They pass the interpreter's
+# checks (test_block_mask.py) and compile on both fast paths; off until
+# test/gpu/test_block_mask_gpu.py::test_gradients_with_a_block_mask[*-sparse] has passed on a GPU.
+SPARSE_BACKWARD_ON_GPU = False
+
 
 def _autograd_function():
     """tessel.attention as a torch.autograd.Function (made on first use: tessel never imports
@@ -467,7 +473,19 @@ def _autograd_function():
         @staticmethod
         def backward(ctx, do, dlse):
             q, k, v, o, lse = ctx.saved_tensors
-            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, _ = ctx.config
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse = \
+                ctx.config
+            if sparse is not None and SPARSE_BACKWARD_ON_GPU and \
+                    _fast_backward_config(q, k, v, False, scale, score_mod, sparse[1],
+                                          enable_gqa) is not None:
+                from . import blocksparse_backward
+                bn = min(FAST_BACKWARD_BLOCKS[q.shape[-1]][1], sparse[0].BLOCK_N)
+                bm = min(FAST_BACKWARD_BLOCKS[q.shape[-1]][0], sparse[0].BLOCK_M)
+                dq, dk, dv = blocksparse_backward.backward(
+                    q, k, v, o, lse, do, sparse[0],
+                    1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale), score_mod,
+                    sparse[1], bm, bn, dlse)
+                return dq, dk, dv, None
             # The forward's block sizes are not the backward's (gpu_backward_blocks).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
                                                   mask_mod, enable_gqa, dlse, None, None)

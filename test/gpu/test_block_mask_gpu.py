@@ -166,11 +166,15 @@ def test_automatic_block_mask(dtype):
         doc[:, 500:] = 2                                                 # in place: rebuilt
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("explicit", [True, False], ids=["block_mask", "automatic"])
-def test_gradients_with_a_block_mask(explicit):
-    """Inputs that require grad: the block-sparse forward and the dense backward with the
-    mask_mod give the gradients of float64 autograd with the same mask (within twice the error
-    of the same computation in bf16)."""
+def test_gradients_with_a_block_mask(explicit, sparse, monkeypatch):
+    """Inputs that require grad: the block-sparse forward and the backward — the dense programs
+    with the mask_mod, or blocksparse_backward's (backward.SPARSE_BACKWARD_ON_GPU) — give the
+    gradients of float64 autograd with the same mask (within twice the error of the same
+    computation in bf16)."""
+    from tessel import backward as bw
+    monkeypatch.setattr(bw, "SPARSE_BACKWARD_ON_GPU", sparse)
     B, H, N, D = 2, 2, 300, 64
     gen = torch.Generator(device="cuda").manual_seed(5)
     doc = torch.zeros(B, N, dtype=torch.int32, device="cuda")

@@ -315,3 +315,42 @@ def test_the_dense_backward_from_the_block_sparse_forward():
     for g, w in zip(got, want):
         assert max_rel_error(g, w) < 1e-4
     assert np.all(np.isinf(lse[:, :, 140:]))
+
+
+@pytest.mark.parametrize("block_m,block_n", [(32, 32), (16, 32), (32, 16)])
+def test_block_sparse_backward(block_m, block_n):
+    """The backward programs over a block mask (blocksparse_backward: dQ over the key lists,
+    dK/dV over the transposed query lists) against the dense backward with the same mask_mod,
+    GQA, a score_mod, rows with no key, lengths not a multiple of the blocks."""
+    from tessel import blocksparse_backward as sb
+    rng = np.random.default_rng()
+    Nq, Nk = 150, 130
+    doc = random_docs(2, max(Nq, Nk), rng)
+    mask = lambda b, h, q_idx, kv_idx: (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx) \
+        & (q_idx < 140)
+    q, k, v = qkv(2, 4, Nq, Nk, Hkv=2)
+    do = rng.standard_normal(q.shape).astype(np.float32)
+    bm = tessel.block_mask(mask, 2, None, Nq, Nk, BLOCK_M=32, BLOCK_N=32)
+    o, lse = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm, return_lse=True,
+                              score_mod=softcap, enable_gqa=True)
+    got = sb.backward(q, k, v, o, lse, do, bm, 1 / 4.0, softcap, mask, block_m, block_n)
+    want = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=mask, score_mod=softcap,
+                                     enable_gqa=True)
+    for name, g, w in zip(("dq", "dk", "dv"), got, want):
+        assert max_rel_error(g, w) < 1e-4, name
+
+
+def test_transposed_lists():
+    from tessel import blocksparse_backward as sb
+    rng = np.random.default_rng()
+    blocks = rng.random((5, 4)) < 0.5
+    mask = lambda b, h, q_idx, kv_idx: blocks[q_idx // 16, kv_idx // 16] | (q_idx == kv_idx + 3)
+    bm = tessel.block_mask(mask, None, None, 80, 64, BLOCK_M=16, BLOCK_N=16)
+    q_num, q_idx, fq_num, fq_idx = sb.transposed_lists(bm)
+    for kb in range(4):
+        for num, idx, knum, kidx in ((q_num, q_idx, bm.kv_num_blocks, bm.kv_indices),
+                                     (fq_num, fq_idx, bm.full_kv_num_blocks,
+                                      bm.full_kv_indices)):
+            want = [qb for qb in range(5) if kb in kidx[0, 0, qb, :knum[0, 0, qb]]]
+            assert list(idx[0, 0, kb, :num[0, 0, kb]]) == want
+            assert not idx[0, 0, kb, num[0, 0, kb]:].any()

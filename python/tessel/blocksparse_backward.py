@@ -1,0 +1,275 @@
+"""The attention backward over a block mask: the dQ and key-rows dK/dV programs of backward.py
+with indirect loops, so that empty blocks are skipped and full ones run without mask arithmetic,
+as in the forward (blocksparse.py).
+
+dQ of a query block walks the block mask's key-block lists (full, then partial), as the forward
+does. dK/dV of a key block walks the *transposed* lists: the query blocks that see it, made from
+the forward's lists once per block mask (`transposed_lists`, FlexAttention's q_indices):
+
+    q_num_blocks      int32 [B', H', NKB]        partial query blocks of each key block
+    q_indices         int32 [B', H', NKB, NQB]   ascending; the tail past q_num_blocks holds 0
+    full_q_num_blocks int32 [B', H', NKB]
+    full_q_indices    int32 [B', H', NKB, NQB]
+
+The kernels' blocks divide the mask's (R_M, R_N kernel blocks per mask block). Rows past the
+query length are masked in both loops of dK/dV: their dO and Δ read as zeros, but a score_mod's
+bias there could overflow exp2.
+"""
+import numpy as np
+
+from . import gpu
+from . import language as tl
+from .backward import log2_scores, masked
+from .grid import block_and_row, fold_grid
+from .jit import jit
+
+
+def transposed_lists(bm):
+    """(q_num_blocks, q_indices, full_q_num_blocks, full_q_indices) of BlockMask `bm`, made once
+    and kept on it: numpy arrays or CUDA tensors as bm holds."""
+    hit = getattr(bm, "_transposed", None)
+    if hit is not None:
+        return hit
+    on_gpu = bm.on_gpu
+    nqb, nkb = bm.kv_indices.shape[2], bm.kv_indices.shape[3]
+    lists = ((bm.kv_num_blocks, bm.kv_indices), (bm.full_kv_num_blocks, bm.full_kv_indices))
+    if on_gpu:
+        torch = gpu.torch_module()
+        out = []
+        for num, idx in lists:
+            # The [B', H', NQB, NKB] membership of the lists (an extra column takes the unused
+            # slots), transposed, then compacted in ascending order by a sort.
+            slots = torch.arange(nkb, device=idx.device)
+            used = slots < num[..., None]
+            member = torch.zeros(idx.shape[:3] + (nkb + 1,), dtype=torch.bool, device=idx.device)
+            member.scatter_(3, torch.where(used, idx.long(), nkb), True)
+            member = member[..., :nkb].transpose(2, 3)
+            rows = torch.arange(nqb, device=idx.device)
+            order = torch.where(member, rows, nqb + rows).sort(dim=3).values
+            count = member.sum(3, dtype=torch.int32)
+            out += [count.contiguous(),
+                    torch.where(rows < count[..., None], order, 0).to(torch.int32).contiguous()]
+    else:
+        out = []
+        for num, idx in lists:
+            slots = np.arange(nkb)
+            used = slots < num[..., None]
+            member = np.zeros(idx.shape[:3] + (nkb + 1,), bool)
+            np.put_along_axis(member, np.where(used, idx, nkb), True, axis=3)
+            member = np.swapaxes(member[..., :nkb], 2, 3)
+            rows = np.arange(nqb)
+            order = np.sort(np.where(member, rows, nqb + rows), axis=3)
+            count = member.sum(3).astype(np.int32)
+            out += [np.ascontiguousarray(count),
+                    np.ascontiguousarray(np.where(rows < count[..., None], order, 0)
+                                         .astype(np.int32))]
+    bm._transposed = tuple(out)
+    return bm._transposed
+
+
+@jit
+def dq_block(dq_acc, qt, dot_, lse2, dlt, kt, vt, scale, b, h, q_idx, kv_idx, nk,
+             PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dQ += dS·K of one key block (scale applied at the store); the mask only in partial
+    blocks."""
+    s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+    if PARTIAL:
+        s2 = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, False, MASK_MOD)
+    p = tl.exp2(s2 - lse2[:, None])
+    ds = p * (tl.dot(dot_, vt.T) - dlt[:, None])
+    if SCORE_MOD is not None:
+        ds = ds * tl.elementwise_grad(s_mod, s_raw)
+    return dq_acc + tl.dot(ds.to(kt.dtype), kt)
+
+
+@jit
+def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, full_num,
+                            full_idx_in, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
+                            D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            MASK_M: tl.constexpr, MASK_N: tl.constexpr,
+                            SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dQ of one query block over the block mask's key-block lists."""
+    R_M = MASK_M // BLOCK_M
+    R_N = MASK_N // BLOCK_N
+    n_kb = tl.cdiv(nk, MASK_N)
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    q_rows = bh * nq
+    kv_rows = (b * HKV + kv_h) * nk
+    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    row = b * bm_sb + h * bm_sh + pid_m // R_M
+    cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
+    idd = tl.make_desc(kv_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
+    fidd = tl.make_desc(full_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    m0 = pid_m * BLOCK_M
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
+    lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
+    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
+    dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
+    for t in range(0, tl.load_scalar(fcnd, (row,)) * R_N):
+        j = tl.load_scalar(fidd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        dq_acc = dq_block(dq_acc, qt, dot_, lse2, dlt, kt, vt, scale, b, h, q_idx, kv_idx, nk,
+                          False, SCORE_MOD, MASK_MOD)
+    for t in range(0, tl.load_scalar(cnd, (row,)) * R_N):
+        j = tl.load_scalar(idd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        dq_acc = dq_block(dq_acc, qt, dot_, lse2, dlt, kt, vt, scale, b, h, q_idx, kv_idx, nk,
+                          True, SCORE_MOD, MASK_MOD)
+    tl.store(dqd, (m0, 0), (dq_acc * scale).to(qt.dtype))
+
+
+@jit
+def dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_, lse, dlt, scale, b, h, q_idx, kv_idx, nq, nk,
+               PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dK += dSᵀ·Q and dV += Pᵀ·dO of one query block, keys as rows (backward.py's key-rows
+    form); the mask_mod only in partial blocks, the query length in both."""
+    s2, s_mod, s_raw = log2_scores(tl.dot(kt, qt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
+    if PARTIAL:
+        s2 = masked(s2, b, h, q_idx, kv_idx, (kv_idx < nk) & (q_idx < nq), False, MASK_MOD)
+    else:
+        s2 = tl.where(q_idx < nq, s2, float("-inf"))
+    p = tl.exp2(s2 - lse2[None, :])
+    dv_acc += tl.dot(p.to(dot_.dtype), dot_)
+    ds = p * (tl.dot(vt, dot_.T) - dlt[None, :])
+    if SCORE_MOD is not None:
+        ds = ds * tl.elementwise_grad(s_mod, s_raw)
+    dk_acc += tl.dot(ds.to(qt.dtype), qt)
+    return dk_acc, dv_acc
+
+
+@jit
+def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_in, full_num,
+                              full_idx_in, nq, nk, H, HKV, OUT_HEADS, scale, bm_sb, bm_sh,
+                              n_cols, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                              BLOCK_N: tl.constexpr, MASK_M: tl.constexpr, MASK_N: tl.constexpr,
+                              SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dK and dV of one key block for one query head over the transposed lists (the query
+    blocks that see it); OUT_HEADS as in backward.attention_bwd_dkdv_keyrows."""
+    R_M = MASK_M // BLOCK_M
+    R_N = MASK_N // BLOCK_N
+    n_qb = tl.cdiv(nq, MASK_M)
+    pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    kv_rows = (b * HKV + kv_h) * nk
+    out_rows = (b * OUT_HEADS + h * OUT_HEADS // H) * nk
+    q_rows = bh * nq
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    col = b * bm_sb + h * bm_sh + pid_n // R_N
+    cnd = tl.make_desc(q_num, shape=(n_cols,), strides=(1,))
+    idd = tl.make_desc(q_idx_in, shape=(n_cols, n_qb), strides=(n_qb, 1))
+    fcnd = tl.make_desc(full_num, shape=(n_cols,), strides=(1,))
+    fidd = tl.make_desc(full_idx_in, shape=(n_cols, n_qb), strides=(n_qb, 1))
+    n0 = pid_n * BLOCK_N
+    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
+    dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    for t in range(0, tl.load_scalar(fcnd, (col,)) * R_M):
+        i = tl.load_scalar(fidd, (col, t // R_M)) * MASK_M + (t % R_M) * BLOCK_M
+        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
+        dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_,
+                                    tl.load(ld, (i,), shape=(BLOCK_M,)),
+                                    tl.load(dd, (i,), shape=(BLOCK_M,)), scale, b, h, q_idx,
+                                    kv_idx, nq, nk, False, SCORE_MOD, MASK_MOD)
+    for t in range(0, tl.load_scalar(cnd, (col,)) * R_M):
+        i = tl.load_scalar(idd, (col, t // R_M)) * MASK_M + (t % R_M) * BLOCK_M
+        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
+        dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_,
+                                    tl.load(ld, (i,), shape=(BLOCK_M,)),
+                                    tl.load(dd, (i,), shape=(BLOCK_M,)), scale, b, h, q_idx,
+                                    kv_idx, nq, nk, True, SCORE_MOD, MASK_MOD)
+    tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
+
+
+def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, block_m, block_n):
+    """Both programs over block mask `bm` (Δ given). dk and dv have H heads under GQA (one per
+    query head, for the caller to sum) or Hkv; arrays or CUDA tensors alike."""
+    from .attention import _as_jit
+    B, H, Nq, D = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    nbh, nqb = bm.kv_num_blocks.shape[1], bm.kv_num_blocks.shape[2]
+    nkb = bm.kv_indices.shape[3]
+    sb = nbh * nqb if bm.shape[0] is not None else 0
+    sh = nqb if bm.shape[1] is not None else 0
+    cx = dict(D=D, BLOCK_M=block_m, BLOCK_N=block_n, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
+              SCORE_MOD=_as_jit(score_mod, "score_mod"), MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    if B * H and Nq and Nk:
+        attention_bwd_dq_sparse[fold_grid(-(-Nq // block_m), B * H)](
+            q, k, v, do, lse, delta, dq, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
+            bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh,
+            int(np.prod(bm.kv_num_blocks.shape)), **cx)
+        tq = transposed_lists(bm)
+        attention_bwd_dkdv_sparse[fold_grid(-(-Nk // block_n), B * H)](
+            q, k, v, do, lse, delta, dk, dv, tq[0], tq[1], tq[2], tq[3], Nq, Nk, H, Hkv,
+            dk.shape[1], scale, nbh * nkb if bm.shape[0] is not None else 0,
+            nkb if bm.shape[1] is not None else 0, int(np.prod(tq[0].shape)), **cx)
+
+
+def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block_n, dlse=None):
+    """(dq, dk, dv) over block mask `bm`: numpy arrays (the interpreter; float32 or float16) or
+    CUDA tensors. Δ = rowsum(dO∘O) − dlse first; under GQA the per-query-head dK/dV are summed
+    over each group (deterministic)."""
+    B, H, Nq, D = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    if gpu.is_torch_tensor(q):
+        torch = gpu.torch_module()
+        q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
+        lse = lse.contiguous().float()
+        delta = (o.float() * do.float()).sum(-1)
+        if dlse is not None:
+            delta = delta - dlse.float()
+        dq = torch.zeros_like(q)
+        dk_h = torch.zeros(B, H, Nk, D, dtype=k.dtype, device=k.device)
+        dv_h = torch.zeros_like(dk_h)
+    else:
+        q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
+        lse = np.ascontiguousarray(lse, dtype=np.float32)
+        delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1)
+        if dlse is not None:
+            delta = (delta - dlse).astype(np.float32)
+        dq = np.zeros_like(q)
+        dk_h = np.zeros((B, H, Nk, D), k.dtype)
+        dv_h = np.zeros_like(dk_h)
+    run(q, k, v, lse, do, delta, dq, dk_h, dv_h, bm, scale, score_mod, mask_mod, block_m,
+        block_n)
+    if H == Hkv:
+        return dq, dk_h, dv_h
+    group = (B, Hkv, H // Hkv, Nk, D)
+    if gpu.is_torch_tensor(q):
+        return dq, dk_h.view(group).float().sum(2).to(k.dtype), \
+            dv_h.view(group).float().sum(2).to(v.dtype)
+    return dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype), \
+        dv_h.reshape(group).astype(np.float32).sum(2).astype(v.dtype)
