@@ -266,7 +266,8 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
 
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
-                       mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None):
+                       mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None,
+                       block_mask=None):
     """The gradients of :func:`attention` with respect to q, k and v.
 
     Same arguments and semantics as :func:`attention` for q, k, v and the options. numpy
@@ -289,14 +290,33 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         dlse: the gradient with respect to lse, if the loss used it (broadcast to lse's shape).
         block_m: the query block size of the backward programs.
         block_n: the key block size.
+        block_mask: the :class:`tessel.BlockMask` of the forward (with its mask_mod; causal
+            False): on the interpreter the programs visit only its blocks
+            (python/tessel/blocksparse_backward.py); on CUDA the dense programs with the
+            mask_mod run unless ``backward.SPARSE_BACKWARD_ON_GPU`` (docs/dev/backward.md).
 
     Returns:
         ``(dq, dk, dv)``: dq like q, dk and dv like k (GQA: summed over each group's heads).
 
     Raises:
         TypeError: inputs of mixed kinds or dtypes.
-        ValueError: shapes that do not fit together.
+        ValueError: shapes that do not fit together, or a block_mask that does not fit.
     """
+    if block_mask is not None:
+        from . import blocksparse, blocksparse_backward
+        B, H, Nq, D = q.shape
+        on_gpu = gpu.is_torch_tensor(q)
+        blocksparse.check_block_mask(block_mask, mask_mod, B, H, Nq, k.shape[2], on_gpu,
+                                     causal, block_m, block_n)
+        if not on_gpu or (SPARSE_BACKWARD_ON_GPU and _fast_backward_config(
+                q, k, v, False, scale, score_mod, mask_mod, enable_gqa) is not None):
+            fast = FAST_BACKWARD_BLOCKS.get(D, (64, 64)) if on_gpu else \
+                (block_mask.BLOCK_M, block_mask.BLOCK_N)
+            return blocksparse_backward.backward(
+                q, k, v, o, lse, do, block_mask,
+                1.0 / math.sqrt(D) if scale is None else float(scale), score_mod, mask_mod,
+                block_m or min(fast[0], block_mask.BLOCK_M),
+                block_n or min(fast[1], block_mask.BLOCK_N), dlse)
     if gpu.is_torch_tensor(q):
         return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                                         enable_gqa, dlse, block_m, block_n)
@@ -475,16 +495,11 @@ def _autograd_function():
             q, k, v, o, lse = ctx.saved_tensors
             causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse = \
                 ctx.config
-            if sparse is not None and SPARSE_BACKWARD_ON_GPU and \
-                    _fast_backward_config(q, k, v, False, scale, score_mod, sparse[1],
-                                          enable_gqa) is not None:
-                from . import blocksparse_backward
-                bn = min(FAST_BACKWARD_BLOCKS[q.shape[-1]][1], sparse[0].BLOCK_N)
-                bm = min(FAST_BACKWARD_BLOCKS[q.shape[-1]][0], sparse[0].BLOCK_M)
-                dq, dk, dv = blocksparse_backward.backward(
-                    q, k, v, o, lse, do, sparse[0],
-                    1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale), score_mod,
-                    sparse[1], bm, bn, dlse)
+            if sparse is not None:
+                # The block mask's mask_mod has any causality folded in.
+                dq, dk, dv = attention_backward(q, k, v, o, lse, do, False, scale, score_mod,
+                                                sparse[1], enable_gqa, dlse,
+                                                block_mask=sparse[0])
                 return dq, dk, dv, None
             # The forward's block sizes are not the backward's (gpu_backward_blocks).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,

@@ -354,3 +354,22 @@ def test_transposed_lists():
             want = [qb for qb in range(5) if kb in kidx[0, 0, qb, :knum[0, 0, qb]]]
             assert list(idx[0, 0, kb, :num[0, 0, kb]]) == want
             assert not idx[0, 0, kb, num[0, 0, kb]:].any()
+
+
+def test_attention_backward_takes_the_block_mask():
+    rng = np.random.default_rng()
+    N = 100
+    doc = random_docs(1, N, rng)
+    mask = document_mask(doc)
+    q, k, v = qkv(1, 2, N, N)
+    do = rng.standard_normal(q.shape).astype(np.float32)
+    bm = tessel.block_mask(mask, 1, None, N, N, BLOCK_M=32, BLOCK_N=32)
+    o, lse = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm, return_lse=True)
+    got = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=mask, block_mask=bm,
+                                    block_m=16)
+    want = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=mask)
+    for g, w in zip(got, want):
+        assert max_rel_error(g, w) < 1e-4
+    with pytest.raises(ValueError, match="put the causal condition"):
+        tessel.attention_backward(q, k, v, o, lse, do, causal=True, mask_mod=mask,
+                                  block_mask=bm)
