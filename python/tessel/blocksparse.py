@@ -532,14 +532,20 @@ def _reads_tensors(key):
 
 
 def _uses_param(fn, index):
-    """Whether fn's body reads its positional parameter `index` (b or h of a mask_mod)."""
-    code = fn.__code__
-    if index >= code.co_argcount:
-        return True
-    name = code.co_varnames[index]
+    """Whether fn's body may read its positional parameter `index` (b or h of a mask_mod); when
+    in doubt, yes (a block mask per batch or head is only slower, never wrong)."""
     import dis
-    return any(ins.argval == name for ins in dis.get_instructions(code)
-               if ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")))
+    code = fn.__code__
+    if index >= code.co_argcount or code.co_flags & 0x0C:    # CO_VARARGS | CO_VARKEYWORDS
+        return True                     # *args / **kwargs: anything may read it
+    name = code.co_varnames[index]
+    if name in code.co_cellvars:        # read by a nested function
+        return True
+    for ins in dis.get_instructions(code):
+        vals = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+        if name in vals and "STORE" not in ins.opname:
+            return True                 # LOAD_FAST and its fused forms (3.13: pairs)
+    return False
 
 
 def _and_causal(mask_mod):

@@ -373,3 +373,11 @@ def test_attention_backward_takes_the_block_mask():
     with pytest.raises(ValueError, match="put the causal condition"):
         tessel.attention_backward(q, k, v, o, lse, do, causal=True, mask_mod=mask,
                                   block_mask=bm)
+
+
+def test_uses_param_is_conservative():
+    from tessel.blocksparse import _uses_param
+    assert not _uses_param(lambda b, h, q, k: q >= k, 0)
+    assert _uses_param(lambda b, h, q, k: (q >= k) & (h == 1), 1)
+    assert _uses_param(lambda b, h, q, k: (lambda: h)() == q, 1)       # read by a nested function
+    assert _uses_param(lambda *a: a[0] == 0, 0)
