@@ -498,7 +498,9 @@ def _value_key(v, depth=0):
     shape; functions by their code and their own captures; other values by value or identity."""
     if capture.is_tensor(v):
         if gpu.is_torch_tensor(v):
-            return ("tensor", id(v), v._version, v.data_ptr(), tuple(v.shape), str(v.dtype))
+            ptr = v.data_ptr() if hasattr(v, "data_ptr") else None
+            return ("tensor", id(v), getattr(v, "_version", None), ptr, tuple(v.shape),
+                    str(v.dtype))
         return ("array", id(v), tuple(v.shape), str(v.dtype))
     fn = getattr(v, "user_fn", None) or v
     code = getattr(fn, "__code__", None)

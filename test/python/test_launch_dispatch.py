@@ -183,8 +183,7 @@ def test_captured_tensors_are_launch_arguments(runs):
     assert r["launched"] == 2 and r["same_function"]       # the second tensor: no new kernel
     for doc, slots in zip(r["docs"], r["capture_slots"]):
         assert slots == [doc, 1, 100, 100, 1]               # pointer, shape, strides
-    # The fast path's blocks (it gathers into registers): 64 query rows at d64 on the fake
-    # driver's chip.
+    # 64-row blocks (given: the fast path's, which gathers into registers).
     assert r["grid"] == [2, 2, 1]
     cpu, host = r["refused"]
     assert cpu[0] == "CapturedTensorError" and "is on cpu, but the kernel runs on cuda:0" in cpu[1]
