@@ -44,6 +44,16 @@ from .jit import jit
 
 
 @jit
+def list_descs(num, idx, full_num, full_idx, n_rows, width):
+    """The descriptors of a block mask's four arrays seen as rows: the partial count and list,
+    the full count and list (n_rows rows of `width` slots)."""
+    return (tl.make_desc(num, shape=(n_rows,), strides=(1,)),
+            tl.make_desc(idx, shape=(n_rows, width), strides=(width, 1)),
+            tl.make_desc(full_num, shape=(n_rows,), strides=(1,)),
+            tl.make_desc(full_idx, shape=(n_rows, width), strides=(width, 1)))
+
+
+@jit
 def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_rows,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVAL_M: tl.constexpr,
                       EVAL_N: tl.constexpr, NKB_P: tl.constexpr, MASK_MOD: tl.constexpr):
@@ -54,10 +64,7 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
     b = bh // HB
     h = bh % HB
     row = bh * n_qb + pid_m
-    cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
-    idd = tl.make_desc(kv_idx_out, shape=(n_rows, n_kb), strides=(n_kb, 1))
-    fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
-    fidd = tl.make_desc(full_idx_out, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_out, full_num, full_idx_out, n_rows, n_kb)
 
     m0 = pid_m * BLOCK_M
     slots = tl.arange(0, NKB_P)
@@ -135,10 +142,7 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
     # The block mask's row of this (b, h, query block): strides 0 where it broadcasts.
     row = b * bm_sb + h * bm_sh + pid_m // R_M
-    cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
-    idd = tl.make_desc(kv_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
-    fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
-    fidd = tl.make_desc(full_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_in, full_num, full_idx_in, n_rows, n_kb)
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))

@@ -20,6 +20,7 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
+from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
 
@@ -68,10 +69,33 @@ def transposed_lists(bm):
 
 
 @jit
-def dq_block(dq_acc, qt, dot_, lse2, dlt, kt, vt, scale, b, h, q_idx, kv_idx, nk,
-             PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
-    """dQ += dS·K of one key block (scale applied at the store); the mask only in partial
-    blocks."""
+def head_descs(q, k, v, do, lse_in, delta, bh, nq, nk, H, HKV, D: tl.constexpr):
+    """b, h, the first K/V row of h's KV head, and the descriptors of one (batch, query head)'s
+    q, k, v, dO, LSE and Δ (BHSD, contiguous)."""
+    b = bh // H
+    h = bh % H
+    q_rows = bh * nq
+    kv_rows = (b * HKV + h // (H // HKV)) * nk
+    return (b, h, kv_rows,
+            tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D),
+            tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D),
+            tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D),
+            tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D),
+            tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows),
+            tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows))
+
+
+@jit
+def dq_block(dq_acc, lists, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h, nk,
+             D: tl.constexpr, BLOCK_N: tl.constexpr, MASK_N: tl.constexpr, PARTIAL: tl.constexpr,
+             SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dQ += dS·K of the t-th kernel key block of list row `row` (scale applied at the store);
+    the mask only in partial blocks."""
+    R_N = MASK_N // BLOCK_N
+    j = tl.load_scalar(lists, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
+    kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+    vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], q_idx.shape)
     s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
     if PARTIAL:
         s2 = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, False, MASK_MOD)
@@ -93,23 +117,11 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
     R_N = MASK_N // BLOCK_N
     n_kb = tl.cdiv(nk, MASK_N)
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
-    b = bh // H
-    h = bh % H
-    kv_h = h // (H // HKV)
-    q_rows = bh * nq
-    kv_rows = (b * HKV + kv_h) * nk
-    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
-    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
-    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
-    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
-    dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
-    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
-    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    b, h, kv_rows, qd, kd, vd, dod, ld, dd = head_descs(q, k, v, do, lse_in, delta, bh, nq, nk,
+                                                        H, HKV, D)
+    dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     row = b * bm_sb + h * bm_sh + pid_m // R_M
-    cnd = tl.make_desc(kv_num, shape=(n_rows,), strides=(1,))
-    idd = tl.make_desc(kv_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
-    fcnd = tl.make_desc(full_num, shape=(n_rows,), strides=(1,))
-    fidd = tl.make_desc(full_idx_in, shape=(n_rows, n_kb), strides=(n_kb, 1))
+    cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_in, full_num, full_idx_in, n_rows, n_kb)
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
@@ -119,28 +131,28 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
     for t in range(0, tl.load_scalar(fcnd, (row,)) * R_N):
-        j = tl.load_scalar(fidd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        dq_acc = dq_block(dq_acc, qt, dot_, lse2, dlt, kt, vt, scale, b, h, q_idx, kv_idx, nk,
-                          False, SCORE_MOD, MASK_MOD)
+        dq_acc = dq_block(dq_acc, fidd, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h,
+                          nk, D, BLOCK_N, MASK_N, False, SCORE_MOD, MASK_MOD)
     for t in range(0, tl.load_scalar(cnd, (row,)) * R_N):
-        j = tl.load_scalar(idd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        dq_acc = dq_block(dq_acc, qt, dot_, lse2, dlt, kt, vt, scale, b, h, q_idx, kv_idx, nk,
-                          True, SCORE_MOD, MASK_MOD)
+        dq_acc = dq_block(dq_acc, idd, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h,
+                          nk, D, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
     tl.store(dqd, (m0, 0), (dq_acc * scale).to(qt.dtype))
 
 
 @jit
-def dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_, lse, dlt, scale, b, h, q_idx, kv_idx, nq, nk,
+def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, scale, b, h, nq,
+               nk, D: tl.constexpr, BLOCK_M: tl.constexpr, MASK_M: tl.constexpr,
                PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
-    """dK += dSᵀ·Q and dV += Pᵀ·dO of one query block, keys as rows (backward.py's key-rows
-    form); the mask_mod only in partial blocks, the query length in both."""
+    """dK += dSᵀ·Q and dV += Pᵀ·dO of the t-th kernel query block of list row `col`, keys as
+    rows (backward.py's key-rows form); the mask_mod only in partial blocks, the query length
+    in both."""
+    R_M = MASK_M // BLOCK_M
+    i = tl.load_scalar(lists, (col, t // R_M)) * MASK_M + (t % R_M) * BLOCK_M
+    qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+    dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+    q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], kv_idx.shape)
     s2, s_mod, s_raw = log2_scores(tl.dot(kt, qt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+    lse = tl.load(ld, (i,), shape=(BLOCK_M,))
     lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
     if PARTIAL:
         s2 = masked(s2, b, h, q_idx, kv_idx, (kv_idx < nk) & (q_idx < nq), False, MASK_MOD)
@@ -148,7 +160,7 @@ def dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_, lse, dlt, scale, b, h, q_idx, k
         s2 = tl.where(q_idx < nq, s2, float("-inf"))
     p = tl.exp2(s2 - lse2[None, :])
     dv_acc += tl.dot(p.to(dot_.dtype), dot_)
-    ds = p * (tl.dot(vt, dot_.T) - dlt[None, :])
+    ds = p * (tl.dot(vt, dot_.T) - tl.load(dd, (i,), shape=(BLOCK_M,))[None, :])
     if SCORE_MOD is not None:
         ds = ds * tl.elementwise_grad(s_mod, s_raw)
     dk_acc += tl.dot(ds.to(qt.dtype), qt)
@@ -167,25 +179,13 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
     R_N = MASK_N // BLOCK_N
     n_qb = tl.cdiv(nq, MASK_M)
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))
-    b = bh // H
-    h = bh % H
-    kv_h = h // (H // HKV)
-    kv_rows = (b * HKV + kv_h) * nk
+    b, h, kv_rows, qd, kd, vd, dod, ld, dd = head_descs(q, k, v, do, lse_in, delta, bh, nq, nk,
+                                                        H, HKV, D)
     out_rows = (b * OUT_HEADS + h * OUT_HEADS // H) * nk
-    q_rows = bh * nq
-    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
-    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
     dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
     dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
-    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
-    dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
-    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
-    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     col = b * bm_sb + h * bm_sh + pid_n // R_N
-    cnd = tl.make_desc(q_num, shape=(n_cols,), strides=(1,))
-    idd = tl.make_desc(q_idx_in, shape=(n_cols, n_qb), strides=(n_qb, 1))
-    fcnd = tl.make_desc(full_num, shape=(n_cols,), strides=(1,))
-    fidd = tl.make_desc(full_idx_in, shape=(n_cols, n_qb), strides=(n_qb, 1))
+    cnd, idd, fcnd, fidd = list_descs(q_num, q_idx_in, full_num, full_idx_in, n_cols, n_qb)
     n0 = pid_n * BLOCK_N
     kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
     vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
@@ -193,23 +193,13 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
     dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
     dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
     for t in range(0, tl.load_scalar(fcnd, (col,)) * R_M):
-        i = tl.load_scalar(fidd, (col, t // R_M)) * MASK_M + (t % R_M) * BLOCK_M
-        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
-        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
-        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
-        dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_,
-                                    tl.load(ld, (i,), shape=(BLOCK_M,)),
-                                    tl.load(dd, (i,), shape=(BLOCK_M,)), scale, b, h, q_idx,
-                                    kv_idx, nq, nk, False, SCORE_MOD, MASK_MOD)
+        dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, fidd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
+                                    scale, b, h, nq, nk, D, BLOCK_M, MASK_M, False, SCORE_MOD,
+                                    MASK_MOD)
     for t in range(0, tl.load_scalar(cnd, (col,)) * R_M):
-        i = tl.load_scalar(idd, (col, t // R_M)) * MASK_M + (t % R_M) * BLOCK_M
-        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
-        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
-        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
-        dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, kt, vt, qt, dot_,
-                                    tl.load(ld, (i,), shape=(BLOCK_M,)),
-                                    tl.load(dd, (i,), shape=(BLOCK_M,)), scale, b, h, q_idx,
-                                    kv_idx, nq, nk, True, SCORE_MOD, MASK_MOD)
+        dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, idd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
+                                    scale, b, h, nq, nk, D, BLOCK_M, MASK_M, True, SCORE_MOD,
+                                    MASK_MOD)
     tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
     tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
 
