@@ -118,6 +118,23 @@ def online_softmax_step(acc, m, l, s2, vt):
 
 
 @jit
+def attention_block(acc, m, l, lists, row, t, kd, vd, qt, q_idx, scale, b, h, nk,
+                    D: tl.constexpr, BLOCK_N: tl.constexpr, MASK_N: tl.constexpr,
+                    PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """The online-softmax state after the t-th kernel key block of list row `row` (a mask
+    block is MASK_N // BLOCK_N kernel blocks); the mask only in partial blocks."""
+    R_N = MASK_N // BLOCK_N
+    j = tl.load_scalar(lists, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
+    kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], q_idx.shape)
+    s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+    if PARTIAL:
+        s2 = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, False, MASK_MOD)
+    vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+    return online_softmax_step(acc, m, l, s2, vt)
+
+
+@jit
 def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                                   nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
                                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -151,26 +168,14 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     l = tl.zeros((BLOCK_M,), tl.float32)
 
-    # Full blocks: no mask arithmetic at all.
-    n_full = tl.load_scalar(fcnd, (row,))
-    for t in range(0, n_full * R_N):
-        j = tl.load_scalar(fidd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        acc, m, l = online_softmax_step(acc, m, l, s2, vt)
-
-    # Partial blocks: the mask_mod, and the key length (the last block may be padded).
-    n_part = tl.load_scalar(cnd, (row,))
-    for t in range(0, n_part * R_N):
-        j = tl.load_scalar(idd, (row, t // R_N)) * MASK_N + (t % R_N) * BLOCK_N
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
-        s2 = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, False, MASK_MOD)
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        acc, m, l = online_softmax_step(acc, m, l, s2, vt)
+    # Full blocks: no mask arithmetic at all. Then the partial ones: the mask_mod, and the key
+    # length (the last block may be padded).
+    for t in range(0, tl.load_scalar(fcnd, (row,)) * R_N):
+        acc, m, l = attention_block(acc, m, l, fidd, row, t, kd, vd, qt, q_idx, scale, b, h, nk,
+                                    D, BLOCK_N, MASK_N, False, SCORE_MOD, MASK_MOD)
+    for t in range(0, tl.load_scalar(cnd, (row,)) * R_N):
+        acc, m, l = attention_block(acc, m, l, idd, row, t, kd, vd, qt, q_idx, scale, b, h, nk,
+                                    D, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
 
     # Rows that saw no key: 0 and LSE −inf.
     den = tl.where(l == 0.0, 1.0, l)
