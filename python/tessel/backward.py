@@ -192,6 +192,20 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
 
 
 @jit
+def dq_query_block(qd, dod, ld, dd, m0, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
+    """What a dQ program holds for its query block: Q, dO, the LSE in log2 units (0 where the
+    row sees no key, so that P = 0 there), Δ, and the query index tile."""
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
+    lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
+    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634
+    dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    return qt, dot_, lse2, dlt, q_idx
+
+
+@jit
 def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
@@ -210,12 +224,7 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
-    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
-    lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
-    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
-    dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
-    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, D, BLOCK_M, BLOCK_N)
     dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
     for j in range(0, nk, BLOCK_N):
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .backward import log2_scores, masked
+from .backward import dq_query_block, log2_scores, masked
 from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
@@ -122,13 +122,8 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
     dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     row = b * bm_sb + h * bm_sh + pid_m // R_M
     cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_in, full_num, full_idx_in, n_rows, n_kb)
-    m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
-    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
-    lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
-    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
-    dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
-    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, pid_m * BLOCK_M, D, BLOCK_M,
+                                                BLOCK_N)
     dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
     for t in range(0, tl.load_scalar(fcnd, (row,)) * R_N):
         dq_acc = dq_block(dq_acc, fidd, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h,
@@ -136,7 +131,7 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
     for t in range(0, tl.load_scalar(cnd, (row,)) * R_N):
         dq_acc = dq_block(dq_acc, idd, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h,
                           nk, D, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
-    tl.store(dqd, (m0, 0), (dq_acc * scale).to(qt.dtype))
+    tl.store(dqd, (pid_m * BLOCK_M, 0), (dq_acc * scale).to(qt.dtype))
 
 
 @jit
