@@ -182,9 +182,9 @@ def reference_blocks(D, nq, nk):
 def gather_blocks(D):
     """(BLOCK_M, BLOCK_N) on the GPU for a kernel whose mask or bias reads captured tensors when
     the reference lowering takes it (dtypes and head dims the fast paths do not): its gathered
-    and index tiles live in shared memory too. A document mask with a relative bias needs 105 KB at d64
-    with 32x64 blocks and 97 KB at d128 with 32x32 (sm_80 allows 163 KB; 64x64 at d64 needed
-    206 KB): test/python/test_captured_compile.py. Independent of the lengths, like the fast
+    and index tiles live in shared memory too. A document mask with a relative bias needs 105 KB
+    at d64 with 32x64 blocks and 97 KB at d128 with 32x32 (sm_80 allows 163 KB; 64x64 at d64
+    needed 206 KB): test/python/test_captured_compile.py. Independent of the lengths, like the fast
     paths' blocks: _cuda_configs remembers them per (dtype, D, ...), not per length."""
     return 32, 64 if D <= 64 else 32
 
