@@ -138,6 +138,17 @@ def masked(s, b, h, q_idx, kv_idx, visible, CAUSAL: tl.constexpr, MASK_MOD: tl.c
 
 
 @jit
+def keyrows_key_block(kd, vd, n0, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr):
+    """What a key-rows dK/dV program holds for its key block: K, V, the key index tile (keys as
+    rows) and the zero dK and dV accumulators."""
+    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
+    return kt, vt, kv_idx, tl.zeros((BLOCK_N, D), tl.float32), tl.zeros((BLOCK_N, D), tl.float32)
+
+
+@jit
 def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, OUT_HEADS,
                                scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                                BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
@@ -164,11 +175,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     n0 = pid_n * BLOCK_N
-    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
-    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
-    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
-    dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
-    dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N)
     for i in range(0, nq, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .backward import dq_query_block, log2_scores, masked
+from .backward import dq_query_block, keyrows_key_block, log2_scores, masked
 from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
@@ -182,11 +182,7 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
     col = b * bm_sb + h * bm_sh + pid_n // R_N
     cnd, idd, fcnd, fidd = list_descs(q_num, q_idx_in, full_num, full_idx_in, n_cols, n_qb)
     n0 = pid_n * BLOCK_N
-    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
-    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
-    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
-    dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
-    dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N)
     for t in range(0, tl.load_scalar(fcnd, (col,)) * R_M):
         dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, fidd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
                                     scale, b, h, nq, nk, D, BLOCK_M, MASK_M, False, SCORE_MOD,
