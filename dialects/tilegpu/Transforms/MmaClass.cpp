@@ -100,9 +100,12 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     LoadSlot p;
     p.rows = type.getShape()[0];
     p.cols = type.getShape()[1];
-    if (p.cols != 64 && p.cols != 128)
+    // Head dims 64, 128 and 256: whole 64-column wgmma slabs and 16-byte chunks that tile a
+    // row an even number of times per 128 threads (192's 24 chunks do not; tessel.attention
+    // pads other head dims to the next of these).
+    if (p.cols != 64 && p.cols != 128 && p.cols != 256)
       return ld.emitOpError("loads a block of ")
-                 << p.cols << " columns: convert-tile-to-mma handles head dims 64 and 128",
+                 << p.cols << " columns: convert-tile-to-mma handles head dims 64, 128 and 256",
              WalkResult::interrupt();
     if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % numThreads != 0)
       return ld.emitOpError("loads a block of ")

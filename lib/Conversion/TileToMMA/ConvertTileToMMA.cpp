@@ -286,7 +286,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       return program.emitOpError("has wgmma layouts, which need sm_90a, not ") << chip;
     if (builder.sharedBytes() > sharedLimit)
       return program.emitOpError("needs ")
-             << builder.sharedBytes() << " bytes of shared memory, more than " << sharedLimit;
+             << builder.sharedBytes() << " bytes of shared memory, more than the "
+             << static_cast<int64_t>(sharedLimit) << " a block may have";
     kernel.setKnownBlockSizeAttr(
         b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));

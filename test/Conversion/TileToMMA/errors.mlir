@@ -59,6 +59,25 @@ func.func @matmul_32(%a: !tile.ptr<f16>, %b: !tile.ptr<f16>, %c: !tile.ptr<f32>,
 
 // -----
 
+func.func @matmul_d96(%a: !tile.ptr<f16>, %c: !tile.ptr<f32>, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %c96 = arith.constant 96 : i32
+  %ad = tile.make_desc %a, shape [%n, %c96], strides [%c96, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %cd = tile.make_desc %c, shape [%n, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  // expected-error @+1 {{loads a block of 96 columns: convert-tile-to-mma handles head dims 64, 128 and 256}}
+  %at = tile.load %ad[%c0, %c0] : !tile.desc<2, f16> -> tensor<64x96xf16>
+  %bt = tile.load %ad[%c0, %c0] : !tile.desc<2, f16> -> tensor<64x96xf16>
+  %btt = tile.trans %bt : tensor<64x96xf16> -> tensor<96x64xf16>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %r = tile.dot %at, %btt, %zero : tensor<64x96xf16>, tensor<96x64xf16> -> tensor<64x64xf32>
+  tile.store %cd[%c0, %c0], %r : !tile.desc<2, f32>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
 // A matmul whose A block changes every iteration: the fast path keeps A in registers only when
 // it is loaded once, outside the loops.
 func.func @a_in_loop(%a: !tile.ptr<f16>, %c: !tile.ptr<f32>, %n: i32) {
