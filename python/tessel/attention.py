@@ -158,9 +158,50 @@ def _as_jit(fn, what):
 #   d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
 # - sm_90a (wgmma, codegen auto): one warpgroup of 64 rows; 64x64 is the best d128 block (three
 #   CTAs per SM) and 64x128 the best d64 block (docs/bench/2026-11-29-h200-wgmma.md).
-GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64),
-              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64)}
+# - d256: 64x64 on both (one CTA of 4 warps per SM: 128 KiB of shared memory with wgmma, 160
+#   with mma.sync; 64x128 would need 256; test/Conversion/TileToMMA/head-dim-256.mlir).
+GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256): (64, 64),
+              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 256): (64, 64)}
 _FAST_DTYPES = ("f16", "bf16")
+# The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
+# at the next of them, q, k and v padded with zero columns (padded_head_dim).
+FAST_HEAD_DIMS = (64, 128, 256)
+
+
+def padded_head_dim(D, dtype):
+    """The head dim a CUDA call of head dim D and dtype name runs at when it is not D, else
+    None: fp16/bf16 head dims below 256 that the fast paths do not take run at the next of
+    FAST_HEAD_DIMS. Zero columns change neither q·kᵀ nor the first D columns of P·V, so the
+    padded call's output, cut back to D columns, is the answer (the scale stays 1/sqrt(D)); it
+    costs a copy of q, k and v and the work of the larger head dim, against the reference
+    lowering's tens of times slower kernel. FlashAttention-2's wrapper pads the same way."""
+    if dtype not in _FAST_DTYPES or D in FAST_HEAD_DIMS or not 0 < D < 256:
+        return None
+    return next(p for p in FAST_HEAD_DIMS if p > D)
+
+
+def _cuda_padding(q, k, v):
+    """padded_head_dim for tessel.attention's inputs: CUDA tensors of rank 4, one dtype and one
+    head dim (anything else goes on and meets the usual checks)."""
+    if not all(gpu.is_torch_tensor(x) and x.is_cuda and len(x.shape) == 4 for x in (q, k, v)):
+        return None
+    if not q.shape[-1] == k.shape[-1] == v.shape[-1] or not q.dtype == k.dtype == v.dtype:
+        return None
+    return padded_head_dim(q.shape[-1], gpu.torch_dtype_name(q))
+
+
+def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
+    """tessel.attention at head dim Dp > D (padded_head_dim): zero columns appended to q, k and
+    v by torch (differentiable: gradients flow back through the padding), the output cut back to
+    its first D columns (contiguous, like any tessel output)."""
+    import torch
+    D = q.shape[-1]
+    q, k, v = (torch.nn.functional.pad(x, (0, Dp - D)) for x in (q, k, v))
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    res = attention(q, k, v, scale=scale, return_lse=return_lse, **kwargs)
+    o, lse = res if return_lse else (res, None)
+    o = o[..., :D].contiguous()
+    return (o, lse) if return_lse else o
 
 
 def gpu_blocks(D, dtype, nq, nk, chip="sm_80"):
@@ -299,7 +340,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
 
     Args:
         q: queries, ``[B, H, Nq, D]``: float32, float16 or bf16 (numpy: uint16 bit patterns,
-            :func:`tessel.to_bf16`); CUDA tensors fp16, bf16 or fp32.
+            :func:`tessel.to_bf16`); CUDA tensors fp16, bf16 or fp32. On CUDA, fp16 and bf16
+            at head dims 64, 128 and 256 take the tensor-core paths; other head dims below 256
+            run there padded with zero columns to the next of these (a copy of q, k and v).
         k: keys, ``[B, Hkv, Nk, D]``, ``Hkv = H`` unless ``enable_gqa``.
         v: values, like ``k``.
         causal: mask keys after the query, top-left aligned (``q_idx >= kv_idx``).
@@ -333,6 +376,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    Dp = _cuda_padding(q, k, v)
+    if Dp is not None:
+        return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
+                                 score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
+                                 block_m=block_m, block_n=block_n, block_mask=block_mask)
     if block_mask is not None:
         if not gpu.is_torch_tensor(q):
             _refuse_grad(q, k, v)
@@ -481,7 +529,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:])
-        if not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in (64, 128))
+        if not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in FAST_HEAD_DIMS)
                           or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()

@@ -413,17 +413,28 @@ def gpu_backward_blocks(D, dtype):
 
 # Head dim -> (BLOCK_M, BLOCK_N) of the fast paths' backward (f16/bf16): the query and key
 # blocks of both the dQ program and the key-rows dK/dV program. docs/dev/backward.md says why.
-FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64)}
+FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64), 256: (64, 64)}
+# Head dims whose fast backward programs fit some chips only: at d256 they need 192 KiB of
+# shared memory (three 64x256 A/B blocks beside K and V), more than sm_80's 163; sm_80 keeps the
+# reference lowering there.
+_FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
+
 
 def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                           block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
-    where the backward takes the reference lowering: fp32, head dims other than 64 and 128, or
-    blocks asked for that the fast paths do not take (other than 64 or 128)."""
+    where the backward takes the reference lowering: fp32, head dims other than 64, 128 and 256
+    (256 on sm_90a only), or blocks asked for that the fast paths do not take (other than 64 or
+    128)."""
     dtype = gpu.torch_dtype_name(q)
     blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
     if dtype not in ("f16", "bf16") or blocks is None:
         return None
+    chips = _FAST_BACKWARD_CHIPS.get(q.shape[-1])
+    if chips is not None:
+        from .attention import _chip_for_blocks
+        if _chip_for_blocks(q) not in chips:
+            return None
     blocks = (block_m or blocks[0], block_n or blocks[1])
     if not set(blocks) <= {64, 128}:
         return None

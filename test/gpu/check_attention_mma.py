@@ -37,6 +37,10 @@ def main():
                 cases.append((dtype, mask, 2, 4, 1, 300, 257, 128, 128, 64))
                 cases.append((dtype, mask, 1, 2, 2, 517, 517, 64, 128, 64))
                 cases.append((dtype, mask, 1, 2, 2, 517, 517, 128, 64, 64))
+        # Head dim 256 (64x64: 160 KiB of shared memory, one CTA per SM).
+        for dtype in ("f16", "bf16"):
+            for mask in ("none", "causal"):
+                cases.append((dtype, mask, 1, 2, 1, 300, 257, 256, 64, 64))
         # Scales that are not positive and finite (the exact side of the scale branch).
         cases += [("f16", "causal", 1, 2, 1, 129, 200, 64, 64, 64, -0.25),
                   ("bf16", "none", 1, 2, 2, 300, 257, 128, 128, 64, 0.0),

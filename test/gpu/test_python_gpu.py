@@ -135,7 +135,7 @@ CASES = [  # B, H, Hkv, Nq, Nk
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[3]}x{c[4]}h{c[1]}:{c[2]}" for c in CASES])
 def test_attention_matches_float32(dtype, D, causal, case):
@@ -175,6 +175,26 @@ def test_attention_matches_float32(dtype, D, causal, case):
         assert lse_err < 1e-2, (tag, lse_err)
     torch.testing.assert_close(o, o2, rtol=0, atol=0)   # same kernel, same inputs
     RESULTS["attention"].append(row)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("D", [16, 40, 80, 96, 160, 192])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_padded_head_dims_match_float32(dtype, D, causal):
+    """Head dims the fast paths do not take run padded to the next of 64/128/256: the output
+    has the caller's D columns, contiguous, and matches float32; the LSE too; strided (BSHD)
+    inputs as well."""
+    B, H, Hkv, Nq, Nk = 2, 4, 2, 257, 300
+    gen = torch.Generator(device="cuda").manual_seed(D * 2 + causal)
+    q = rand((B, Nq, H, D), dtype, gen).transpose(1, 2)          # a BSHD view
+    k = rand((B, Hkv, Nk, D), dtype, gen)
+    v = rand((B, Hkv, Nk, D), dtype, gen)
+    ref_o, ref_lse = reference(q, k, v, causal, 1.0 / math.sqrt(D))
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
+    assert o.shape == q.shape and o.dtype == dtype and o.is_contiguous()
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - ref_lse).abs().max().item() < 1e-2
 
 
 def test_attention_fast_path_is_used():

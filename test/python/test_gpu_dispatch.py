@@ -291,6 +291,21 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
     assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
     assert gpu_blocks(32, "f16", 10, 1000, "sm_90a") == (16, 64)
+    # Head dim 256: 64x64 on both fast paths (one CTA per SM; 64x128 needs 256 KiB).
+    assert gpu_blocks(256, "f16", 1000, 1000, "sm_90a") == (64, 64)
+    assert gpu_blocks(256, "bf16", 1000, 1000) == (64, 64)
+
+
+def test_head_dims_the_fast_paths_do_not_take_are_padded():
+    """fp16/bf16 CUDA calls at a head dim below 256 other than 64/128/256 run at the next of
+    these (zero columns); fp32, the fast head dims themselves and dims past 256 are not padded
+    (test/gpu/test_python_gpu.py runs the padded calls and their gradients)."""
+    from tessel.attention import padded_head_dim
+    assert [padded_head_dim(d, "f16") for d in (16, 32, 48, 63)] == [64] * 4
+    assert [padded_head_dim(d, "bf16") for d in (65, 80, 96, 112, 127)] == [128] * 5
+    assert [padded_head_dim(d, "f16") for d in (160, 192, 255)] == [256] * 3
+    assert [padded_head_dim(d, "f16") for d in (64, 128, 256, 257, 512, 0)] == [None] * 6
+    assert padded_head_dim(96, "f32") is None
 
 
 def test_plain_score_mod_functions_are_traced_once():

@@ -1,0 +1,98 @@
+"""Forward speed over head dims: tessel.attention beside cuDNN and FA2 (torch SDPA), one process
+(issue 16: head dims 256, and 80/96/192 padded).
+
+    PYTHONPATH=build/python python3 test/gpu/bench_head_dims.py [--json OUT.json]
+        [--dims 64 96 128 192 256] [--lengths 4096 16384] [--dtype fp16]
+
+The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048 (h rounded
+down). Timed per call: `tessel.attention(q, k, v, causal=...)` (its output allocation and the
+Python launch path; for padded head dims the padding copies too) and SDPA with one backend forced
+(`torch.nn.attention.sdpa_kernel`). TFLOP/s count 4·b·h·n²·d (half for causal) at the caller's d.
+Also per row: the largest |tessel − cuDNN| relative to cuDNN's largest value (a sanity check; the
+float32 checks are test/gpu/test_python_gpu.py). Timing: bench_decode.make_timer. Without torch
+or CUDA it prints why and exits 0.
+"""
+import argparse
+import json
+
+from bench_decode import make_timer
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    ap.add_argument("--dims", type=int, nargs="+", default=[64, 96, 128, 192, 256])
+    ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
+    ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("bench_head_dims: skipped: torch is not installed")
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_head_dims: skipped: no CUDA device")
+        return 0
+    import tessel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    timed, timer = make_timer(torch)
+    report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
+                  dtype=args.dtype, rows=[])
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(0)
+    F = torch.nn.functional.scaled_dot_product_attention
+    print(f"{args.dtype}; TFLOP/s; {timer}")
+    print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
+          f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")
+    for D in args.dims:
+        H = max(1, 2048 // D)
+        for n in args.lengths:
+            B = max(1, 16384 // n)
+            for causal in (False, True):
+                q, k, v = (torch.randn(B, H, n, D, device="cuda", dtype=dt, generator=gen)
+                           for _ in range(3))
+                flops = 4 * B * H * n * n * D / (2 if causal else 1)
+                row = dict(d=D, n=n, b=B, h=H, causal=causal)
+
+                def ours():
+                    return tessel.attention(q, k, v, causal=causal)
+                mine = ours()
+                row["tessel_ms"] = timed(ours)
+                for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
+                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                    try:
+                        with sdpa_kernel([be]):
+                            want = F(q, k, v, is_causal=causal)
+                            row[f"{name}_ms"] = timed(lambda: F(q, k, v, is_causal=causal))
+                        if name == "cudnn":
+                            row["max_rel_diff_vs_cudnn"] = (
+                                (mine.float() - want.float()).abs().max()
+                                / want.float().abs().max()).item()
+                    except Exception as e:           # noqa: BLE001 (the backend refuses)
+                        row[f"{name}_ms"] = None
+                        row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                for key in ("tessel", "fa2", "cudnn"):
+                    ms = row.get(f"{key}_ms")
+                    row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+                report["rows"].append(row)
+
+                def ratio(x):   # tessel's speed over x's: x's time over tessel's
+                    return f"{row[x + '_ms'] / row['tessel_ms']:.2f}" if row.get(x + "_ms") \
+                        else "-"
+
+                def tf(x):
+                    return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
+                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('tessel'):>8} {tf('fa2'):>8} "
+                      f"{tf('cudnn'):>8} {ratio('fa2'):>6} {ratio('cudnn'):>7} "
+                      f"{row.get('max_rel_diff_vs_cudnn', float('nan')):>8.2e}", flush=True)
+                del q, k, v, mine
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
