@@ -158,8 +158,8 @@ def _as_jit(fn, what):
 #   d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
 # - sm_90a (wgmma, codegen auto): one warpgroup of 64 rows; 64x64 is the best d128 block (three
 #   CTAs per SM) and 64x128 the best d64 block (docs/bench/2026-11-29-h200-wgmma.md).
-# - d256: 64x64 on both (one CTA of 4 warps per SM: 128 KiB of shared memory with wgmma, 160
-#   with mma.sync; 64x128 would need 256; test/Conversion/TileToMMA/head-dim-256.mlir).
+# - d256: 64x64 on both (one CTA of 4 warps per SM: 160 KiB of shared memory
+#   on both; 64x128 would need 288; test/Conversion/TileToMMA/head-dim-256.mlir).
 GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256): (64, 64),
               ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 256): (64, 64)}
 _FAST_DTYPES = ("f16", "bf16")

@@ -24,6 +24,8 @@ def main():
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 96, 128, 192, 256])
     ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    ap.add_argument("--sweep", type=lambda t: tuple(int(x) for x in t.split("x")), nargs="*",
+                    default=[], help="tessel blocks BMxBN timed too (block_m=, block_n=)")
     args = ap.parse_args()
     try:
         import torch
@@ -73,6 +75,16 @@ def main():
                     except Exception as e:           # noqa: BLE001 (the backend refuses)
                         row[f"{name}_ms"] = None
                         row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                cells = []
+                for bm, bn in args.sweep:
+                    try:
+                        ms = timed(lambda: tessel.attention(q, k, v, causal=causal, block_m=bm,
+                                                            block_n=bn))
+                        row[f"tessel_{bm}x{bn}_tflops"] = flops / ms / 1e9
+                        cells.append(f"{bm}x{bn} {flops / ms / 1e9:.1f}")
+                    except Exception as e:           # noqa: BLE001 (a block that fails)
+                        row[f"tessel_{bm}x{bn}_why"] = f"{type(e).__name__}: {str(e)[:200]}"
+                        cells.append(f"{bm}x{bn} failed")
                 for key in ("tessel", "fa2", "cudnn"):
                     ms = row.get(f"{key}_ms")
                     row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
@@ -86,7 +98,8 @@ def main():
                     return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
                 print(f"{D:>4} {n:>6} {str(causal):>6} {tf('tessel'):>8} {tf('fa2'):>8} "
                       f"{tf('cudnn'):>8} {ratio('fa2'):>6} {ratio('cudnn'):>7} "
-                      f"{row.get('max_rel_diff_vs_cudnn', float('nan')):>8.2e}", flush=True)
+                      f"{row.get('max_rel_diff_vs_cudnn', float('nan')):>8.2e}"
+                      + (f"  [{', '.join(cells)}]" if cells else ""), flush=True)
                 del q, k, v, mine
     if args.json:
         with open(args.json, "w") as f:

@@ -197,6 +197,24 @@ def test_padded_head_dims_match_float32(dtype, D, causal):
     assert (lse - ref_lse).abs().max().item() < 1e-2
 
 
+@pytest.mark.parametrize("blocks", [(64, 32), (64, 64), (128, 32), (128, 64)],
+                         ids=lambda b: f"{b[0]}x{b[1]}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_head_dim_256_blocks(blocks, causal):
+    """Head dim 256 at the blocks the fast paths take: Q stays in shared memory (64 registers a
+    thread would not fit beside the accumulator); with 128 rows two warpgroups each read their
+    64 rows of it."""
+    B, H, Nq, Nk, D = 1, 3, 300, 333, 256
+    gen = torch.Generator(device="cuda").manual_seed(blocks[0] + blocks[1] + causal)
+    q, k, v = (rand((B, H, n, D), torch.bfloat16, gen) for n in (Nq, Nk, Nk))
+    ref_o, ref_lse = reference(q, k, v, causal, 1.0 / math.sqrt(D))
+    o, lse = tessel.attention(q, k, v, causal=causal, return_lse=True, block_m=blocks[0],
+                              block_n=blocks[1])
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[torch.bfloat16], rel
+    assert (lse - ref_lse).abs().max().item() < 1e-2
+
+
 def test_attention_fast_path_is_used():
     """fp16 d128 and d64 compile to the chip's fast path: on sm_90a wgmma (one warpgroup of 4 warps
     per 64 query rows), on sm_80 mma.sync (one warp per 16 query rows, or per 32 with 128-row

@@ -187,10 +187,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   // 64×64 needs 64 KiB instead of 80 (three CTAs per SM instead of two). A program with
   // several A blocks (the backward's) reads them from shared memory in the loop
   // (convert-tile-to-mma's takeAFragments): their slots stay theirs.
+  // (Resident: up to head dim 128, 32 registers of 16 rows a warp; Q at d256 would take 64
+  // and is read from its slot by every dot, so the slot stays its own.)
   int64_t outsideLoads = llvm::count_if(plan.loads,
                                         [](auto &entry) { return entry.second.streamIndex < 0; });
   bool onlyResidentA = outsideLoads == 1 && llvm::all_of(plan.loads, [](auto &entry) {
-                         return entry.second.streamIndex >= 0 || entry.second.role == LoadRole::A;
+                         return entry.second.streamIndex >= 0 ||
+                                (entry.second.role == LoadRole::A && entry.second.cols <= 128);
                        });
   int64_t streamStart = wgmma && onlyResidentA ? 0 : offset;
   int64_t end = streamStart;

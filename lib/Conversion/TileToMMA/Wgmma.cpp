@@ -104,8 +104,18 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
   SmallVector<Value> acc(accIn);
   bool zeroAcc = acc.empty();
   Value desc0 = wgmmaDescriptor(offset, p, transposed);
-  // A from shared memory: a K-major block of the warpgroup's 64 rows, read from its stage 0.
-  Value aDesc0 = aPlan ? wgmmaDescriptor(ci32(aPlan->smemOffset), *aPlan, true) : Value();
+  // A from shared memory: a K-major block, read from its stage 0; each warpgroup's 64 rows
+  // start 64 rows of 128 bytes further in every slab (rowBase rounded down to the warpgroup).
+  Value aDesc0;
+  if (aPlan) {
+    Value aStart = ci32(aPlan->smemOffset);
+    if (blockM > 64)
+      aStart = arith::AddIOp::create(
+          b, loc, aStart,
+          arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, rowBase, ci32(~63)),
+                                ci32(128)));
+    aDesc0 = wgmmaDescriptor(aStart, *aPlan, true);
+  }
   StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
   int64_t nAcc = N / 2;
   int64_t aOperands = aPlan ? 1 : 4;
@@ -169,9 +179,9 @@ LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn
   int64_t K = aType.getShape()[1], N = cType.getShape()[1];
   auto aInShared = aShared.find(op.getA());
   const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
-  if (aPlan && (blockM != 64 || mTiles != 1))
-    return op.emitOpError("reads an A block of ")
-           << blockM << " rows from shared memory: codegen=wgmma reads one warpgroup's 64";
+  if (aPlan && mTiles != 1)
+    return op.emitOpError("reads an A block from shared memory with ")
+           << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
   if (N % 8 != 0 || N > 256)
     return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
                                     << "multiple of 8 up to 256";
@@ -294,9 +304,9 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
   int64_t K = op.getA().getType().getShape()[1], N = op.getAcc().getType().getShape()[1];
   auto aInShared = aShared.find(op.getA());
   const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
-  if (aPlan && (blockM != 64 || mTiles != 1))
-    return op.emitOpError("reads an A block of ")
-           << blockM << " rows from shared memory: codegen=wgmma reads one warpgroup's 64";
+  if (aPlan && mTiles != 1)
+    return op.emitOpError("reads an A block from shared memory with ")
+           << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
   acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N, K / 16,
                    aPlan);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
