@@ -361,9 +361,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             ``mask_mod`` (and shapes): the key loop then visits only its non-empty blocks, the
             full ones without mask arithmetic. ``block_m`` / ``block_n``, if given, are the
             kernel's blocks and must divide the mask's; ``causal`` must then be False (put
-            ``q_idx >= kv_idx`` in the mask_mod). Differentiable on CUDA (the backward is
-            dense). Without it, CUDA calls whose mask_mod reads a captured tensor build one
-            themselves (docs/dsl.md, "Block masks").
+            ``q_idx >= kv_idx`` in the mask_mod). Differentiable on CUDA (the backward
+            visits the same blocks). Without it, CUDA calls whose mask_mod reads a captured
+            tensor build one themselves (docs/dsl.md, "Block masks").
 
     Returns:
         ``o`` like ``q`` (on the GPU a new tensor), or ``(o, lse)`` with ``return_lse``, lse

@@ -308,8 +308,8 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         block_n: the key block size.
         block_mask: the :class:`tessel.BlockMask` of the forward (with its mask_mod; causal
             False): on the interpreter the programs visit only its blocks
-            (python/tessel/blocksparse_backward.py); on CUDA the dense programs with the
-            mask_mod run unless ``backward.SPARSE_BACKWARD_ON_GPU`` (docs/dev/backward.md).
+            (python/tessel/blocksparse_backward.py), on CUDA too where the fast paths take
+            the programs (``backward.SPARSE_BACKWARD_ON_GPU``; docs/dev/backward.md).
 
     Returns:
         ``(dq, dk, dv)``: dq like q, dk and dv like k (GQA: summed over each group's heads).
@@ -484,10 +484,10 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
 _function = None
 
 # With a block mask, whether the CUDA backward runs blocksparse_backward's programs (empty
-# blocks skipped) instead of the dense ones with the mask_mod. They pass the interpreter's
-# checks (test_block_mask.py) and compile on both fast paths; off until
-# test/gpu/test_block_mask_gpu.py::test_gradients_with_a_block_mask[*-sparse] has passed on a GPU.
-SPARSE_BACKWARD_ON_GPU = False
+# blocks skipped, full ones without mask arithmetic) instead of the dense ones with the
+# mask_mod. On since test/gpu/test_block_mask_gpu.py::test_gradients_with_a_block_mask[*-sparse]
+# passed on the H200 (2026-12-02); False keeps the dense programs (a switch for comparisons).
+SPARSE_BACKWARD_ON_GPU = True
 
 
 def _autograd_function():
