@@ -158,10 +158,12 @@ def _as_jit(fn, what):
 #   d128 and +7 % at d64 (docs/bench/2026-11-29-h200-mma-perf2.md).
 # - sm_90a (wgmma, codegen auto): one warpgroup of 64 rows; 64x64 is the best d128 block (three
 #   CTAs per SM) and 64x128 the best d64 block (docs/bench/2026-11-29-h200-wgmma.md).
-# - d256: 64x64 on both (one CTA of 4 warps per SM: 160 KiB of shared memory
-#   on both; 64x128 would need 288; test/Conversion/TileToMMA/head-dim-256.mlir).
+# - d256: Q stays in shared memory (64 registers a thread would not fit beside O's 128).
+#   sm_90a: 128x64, two warpgroups (192 KiB): 487-515 TFLOP/s on the H200 against 355-373 at
+#   64x64 and 400-434 at 64x32/128x32 (docs/bench/2026-12-02-h200-head-dims.md). sm_80: 64x64
+#   (160 KiB of its 163). test/Conversion/TileToMMA/head-dim-256.mlir.
 GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256): (64, 64),
-              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 256): (64, 64)}
+              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 256): (128, 64)}
 _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
 # at the next of them, q, k and v padded with zero columns (padded_head_dim).

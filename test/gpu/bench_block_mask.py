@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 
-from bench_decode import make_timer
+from bench_decode import compile_with_overlap, make_timer
 
 CASES = ["document", "window", "alibi", "softcap", "prefix_lm", "rel_bias", "block_sparse"]
 
@@ -118,13 +118,7 @@ def main():
     import tessel
     from tessel import language as tl
     if args.overlap:
-        import tessel.cache
-
-        # Every launcher made from here on compiles with FA3's intra-warpgroup overlap.
-        class Overlapped(tessel.cache.GpuOptions):
-            def __init__(self, **kw):
-                super().__init__(**{**kw, "wgmma_overlap": True})
-        tessel.cache.GpuOptions = Overlapped
+        compile_with_overlap()
     block_m, block_n = args.blocks or (None, None)
 
     B, H, N, D = args.b, args.h, args.n, args.d

@@ -66,6 +66,17 @@ def make_timer(torch):
     return timed, "torch.cuda.Event median of 50 (L2 flushed)"
 
 
+def compile_with_overlap():
+    """Every tessel launcher made from here on compiles with FA3's intra-warpgroup overlap
+    (GpuOptions(wgmma_overlap=True)): the benchmarks' --overlap."""
+    import tessel.cache
+
+    class Overlapped(tessel.cache.GpuOptions):
+        def __init__(self, **kw):
+            super().__init__(**{**kw, "wgmma_overlap": True})
+    tessel.cache.GpuOptions = Overlapped
+
+
 def time_back_to_back(torch, fn, reps, warmup=1, synchronize=True, before=None):
     """Milliseconds per call of `reps` calls of fn run back to back between one pair of CUDA
     events (the mean; no L2 flush), after `warmup` calls and (with `synchronize`) a

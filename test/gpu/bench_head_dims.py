@@ -15,7 +15,7 @@ or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import make_timer
+from bench_decode import compile_with_overlap, make_timer
 
 
 def main():
@@ -26,6 +26,8 @@ def main():
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--sweep", type=lambda t: tuple(int(x) for x in t.split("x")), nargs="*",
                     default=[], help="tessel blocks BMxBN timed too (block_m=, block_n=)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
     args = ap.parse_args()
     try:
         import torch
@@ -37,15 +39,17 @@ def main():
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    if args.overlap:
+        compile_with_overlap()
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
-                  dtype=args.dtype, rows=[])
+                  dtype=args.dtype, overlap=args.overlap, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
-    print(f"{args.dtype}; TFLOP/s; {timer}")
+    print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
           f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")
     for D in args.dims:

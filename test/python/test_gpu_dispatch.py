@@ -291,8 +291,8 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
     assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
     assert gpu_blocks(32, "f16", 10, 1000, "sm_90a") == (16, 64)
-    # Head dim 256: 64x64 on both fast paths (one CTA per SM; 64x128 needs 288 KiB).
-    assert gpu_blocks(256, "f16", 1000, 1000, "sm_90a") == (64, 64)
+    # Head dim 256: 128x64 with wgmma (two warpgroups), 64x64 with mma.sync (163 KB).
+    assert gpu_blocks(256, "f16", 1000, 1000, "sm_90a") == (128, 64)
     assert gpu_blocks(256, "bf16", 1000, 1000) == (64, 64)
 
 
