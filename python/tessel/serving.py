@@ -18,8 +18,8 @@ import numpy as np
 from . import serving_decode
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
-                             _check_same_dtype, _dtype_name, _kind, _launch, _out, _page_block,
-                             _refuse_grad, _strided)
+                             _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
+                             _page_block, _refuse_grad, _strided)
 from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -43,7 +43,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp of each row's scores, float32 [H, total_q].
         block_m, block_n: the query and key block sizes (powers of two >= 16); by default
-            ones every GPU lowering takes (docs/dev/serving.md).
+            64x64 on CUDA at fp16/bf16 and head dim 64 or 128 (the tensor-core paths), else
+            ones the reference lowering takes (docs/dev/serving.md).
 
     numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
     tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
@@ -99,7 +100,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                          "32-bit row indices")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
-    BM, BN = _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
+    BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)) or \
+        _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (H, total_q), np.float32)
@@ -134,7 +136,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp, float32 [B, H, Sq].
         block_m, block_n: the query and key block sizes (powers of two >= 16; block_n must
-            divide page_size); by default ones every GPU lowering takes. On the split-KV path
+            divide page_size); by default 64x64 where the tensor-core paths take the call
+            (CUDA fp16/bf16, head dim 64 or 128, pages a multiple of 64), else ones the
+            reference lowering takes. On the split-KV path
             block_m counts packed rows (query heads of a group × query positions).
         num_splits: how many chunks each sequence's keys are split into (flash-decoding), as
             in FlashAttention. None (default): a heuristic from the GPU's SM count (132, the
@@ -236,6 +240,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if split:
         BM, BN = serving_decode.fast_blocks(kind, _dtype_name(q), D, page, num_splits,
                                             max_pages) or (BM, BN)
+    else:
+        BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
+                              page) or (BM, BN)
     if page:
         BN = _page_block(page, BN)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)

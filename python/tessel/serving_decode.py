@@ -16,6 +16,7 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .grid import fold_grid
+from .serving_checks import _fast_blocks
 from .serving_kernels import splitkv_combine, splitkv_kernel
 
 #: SMs assumed on the interpreter (no device to ask): the H200's, so that the CPU takes the
@@ -88,11 +89,9 @@ def fast_blocks(kind, dtype, D, page, num_splits, max_pages):
     head dim 64 or 128 compile on both fast paths: 1.02x cuDNN at 1k and 64k keys on the H200,
     against 0.04-0.12x with the reference lowering's blocks (docs/bench/2026-12-02-h200-decode.md).
     """
-    if kind != "cuda" or dtype not in ("f16", "bf16") or D not in (64, 128):
-        return None
     if page and not (num_splits is None and split_per_page(page, 64, max_pages)):
         return None
-    return 64, 64
+    return _fast_blocks(kind, dtype, D, ())
 
 
 def split_per_page(page, block_n, max_pages):

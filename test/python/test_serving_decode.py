@@ -190,3 +190,18 @@ def test_fast_blocks_where_the_key_loop_is_contiguous():
     assert fast("cuda", "f16", 96, 0, None, 0) is None
     assert fast("cuda", "f32", 128, 0, None, 0) is None
     assert fast("numpy", "f16", 128, 0, None, 0) is None
+
+
+def test_fast_blocks_of_varlen_and_the_cache_kernel():
+    """varlen and the one-program-per-head cache kernel take 64x64 on CUDA at f16/bf16, head dim
+    64/128, strides of whole 16-byte chunks and pages a multiple of 64; else None (the reference
+    lowering's blocks)."""
+    from tessel.serving_checks import _fast_blocks
+    rows = (8 * 128, 128, 2 * 128, 128, 2 * 128, 128)        # q [.., 8, 128], k/v [.., 2, 128]
+    assert _fast_blocks("cuda", "f16", 128, rows) == (64, 64)
+    assert _fast_blocks("cuda", "bf16", 64, rows, page=128) == (64, 64)
+    assert _fast_blocks("cuda", "f16", 128, (3 * 8 * 128 + 4,) + rows[1:]) is None
+    assert _fast_blocks("cuda", "f16", 128, rows, page=16) is None
+    assert _fast_blocks("cuda", "f16", 96, rows) is None
+    assert _fast_blocks("cuda", "f32", 128, rows) is None
+    assert _fast_blocks("numpy", "f16", 128, rows) is None

@@ -1,0 +1,137 @@
+"""Variable-length batches: tessel.attention_varlen beside SDPA on the same tokens, one process
+(issue 12).
+
+    PYTHONPATH=build/python python3 test/gpu/bench_varlen.py [--json OUT.json]
+        [--seqs 64] [--max-len 8192] [--h 16] [--hkv 16] [--d 128] [--dtype fp16]
+
+A batch of `--seqs` sequences with random lengths from 1 to `--max-len` (seeded), packed without
+padding: q [total, H, D], k/v [total, Hkv, D], FlashAttention-2's varlen layout. Timed per call:
+
+- tessel: `tessel.attention_varlen(q, k, v, cu, cu, max_len, max_len, causal=...)` (its output
+  allocation and the Python entry path);
+- SDPA nested: the same tokens as nested tensors of the jagged layout (`torch.nested`,
+  [B, j, H, D] transposed to [B, H, j, D]), built once before timing; SDPA picks its backend
+  (FlashAttention-2's varlen kernel where it can);
+- SDPA padded: the batch padded to the longest sequence, [B, H, max_len, D], cuDNN and FA2
+  forced. Causal only, where right padding changes no real row (the padded rows and keys sit
+  after every real one); non-causal would need a key mask, which those backends do not take.
+  It computes the padding too: that is what padding costs.
+
+TFLOP/s count the real pairs only (Σ len² · 4·d·H, half for causal). Also per row: the largest
+|tessel − nested| relative to nested's largest value (a sanity check; the float64 checks are
+test/gpu/test_serving_gpu.py). Timing: bench_decode.make_timer. Without torch or CUDA it prints
+why and exits 0.
+"""
+import argparse
+import json
+
+from bench_decode import make_timer
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    ap.add_argument("--seqs", type=int, default=64)
+    ap.add_argument("--max-len", type=int, default=8192)
+    ap.add_argument("--h", type=int, default=16)
+    ap.add_argument("--hkv", type=int, default=16)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("bench_varlen: skipped: torch is not installed")
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_varlen: skipped: no CUDA device")
+        return 0
+    import tessel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    H, Hkv, D = args.h, args.hkv, args.d
+    timed, timer = make_timer(torch)
+    gen = torch.Generator(device="cpu").manual_seed(args.seed)
+    lengths = torch.randint(1, args.max_len + 1, (args.seqs,), generator=gen)
+    lengths[0] = args.max_len                       # the longest present: max_len is real
+    cu = torch.zeros(args.seqs + 1, dtype=torch.int32)
+    cu[1:] = torch.cumsum(lengths, 0)
+    total, longest = int(cu[-1]), int(lengths.max())
+    cu_d = cu.cuda()
+    q = torch.randn(total, H, D, device="cuda", dtype=dt)
+    k, v = (torch.randn(total, Hkv, D, device="cuda", dtype=dt) for _ in range(2))
+    pairs = float((lengths.double() ** 2).sum())
+    F = torch.nn.functional.scaled_dot_product_attention
+    report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
+                  dtype=args.dtype, seqs=args.seqs, max_len=args.max_len, h=H, hkv=Hkv, d=D,
+                  total=total, lengths=lengths.tolist(), rows=[])
+    print(f"{args.seqs} sequences of 1..{args.max_len} tokens ({total} in all), H{H} Hkv{Hkv} "
+          f"D{D} {args.dtype}; TFLOP/s on real pairs; {timer}")
+    print(f"{'causal':>6} {'tessel':>8} {'nested':>8} {'pad cuDNN':>9} {'pad FA2':>8} "
+          f"{'/best':>6} {'diff':>8}")
+
+    def nested(x):
+        t = torch.nested.nested_tensor_from_jagged(x, cu_d.long())
+        return t.transpose(1, 2)                    # [B, heads, j, D]
+
+    def padded(x):
+        out = x.new_zeros(args.seqs, longest, x.shape[1], D)
+        for b in range(args.seqs):
+            out[b, :lengths[b]] = x[cu[b]:cu[b + 1]]
+        return out.transpose(1, 2).contiguous()     # [B, heads, max_len, D]
+    qn, kn, vn = nested(q), nested(k), nested(v)
+    qp, kp, vp = padded(q), padded(k), padded(v)
+    gqa = dict(enable_gqa=True) if Hkv != H else {}
+    for causal in (False, True):
+        flops = 4.0 * D * H * pairs / (2 if causal else 1)
+        row = dict(causal=causal)
+
+        def ours():
+            return tessel.attention_varlen(q, k, v, cu_d, cu_d, longest, longest, causal=causal)
+        mine = ours()
+        row["tessel_ms"] = timed(ours)
+        try:
+            want = F(qn, kn, vn, is_causal=causal, **gqa)
+            row["nested_ms"] = timed(lambda: F(qn, kn, vn, is_causal=causal, **gqa))
+            ref = want.transpose(1, 2).values()     # packed [total, H, D]
+            row["max_rel_diff_vs_nested"] = ((mine.float() - ref.float()).abs().max()
+                                             / ref.float().abs().max()).item()
+        except Exception as e:                       # noqa: BLE001 (nested SDPA refuses)
+            row["nested_why"] = f"{type(e).__name__}: {str(e)[:160]}"
+        for name, be in (("pad_cudnn", SDPBackend.CUDNN_ATTENTION),
+                         ("pad_fa2", SDPBackend.FLASH_ATTENTION)):
+            if not causal:
+                continue
+            try:
+                with sdpa_kernel([be]):
+                    F(qp, kp, vp, is_causal=True, **gqa)
+                    row[f"{name}_ms"] = timed(lambda: F(qp, kp, vp, is_causal=True, **gqa))
+            except Exception as e:                   # noqa: BLE001 (the backend refuses)
+                row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:160]}"
+        for key in ("tessel", "nested", "pad_cudnn", "pad_fa2"):
+            ms = row.get(f"{key}_ms")
+            row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+        best = min((row[f"{key}_ms"] for key in ("nested", "pad_cudnn", "pad_fa2")
+                    if row.get(f"{key}_ms")), default=None)
+        row["tessel_over_best"] = best / row["tessel_ms"] if best else None
+        report["rows"].append(row)
+
+        def tf(x):
+            return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
+        ratio = f"{row['tessel_over_best']:.2f}" if best else "-"
+        print(f"{str(causal):>6} {tf('tessel'):>8} {tf('nested'):>8} {tf('pad_cudnn'):>9} "
+              f"{tf('pad_fa2'):>8} {ratio:>6} "
+              f"{row.get('max_rel_diff_vs_nested', float('nan')):>8.2e}", flush=True)
+        for key in ("nested", "pad_cudnn", "pad_fa2"):
+            if row.get(f"{key}_why"):
+                print(f"{'':>6} {key}: {row[key + '_why']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
