@@ -66,8 +66,10 @@ def splitkv(page, one_page):
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
-@pytest.mark.parametrize("page", [0, 256], ids=["contiguous", "page-per-split"])
-def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monkeypatch):
+@pytest.mark.parametrize("page,one_page", [(0, False), (256, True), (64, False)],
+                         ids=["contiguous", "page-per-split", "page-per-block"])
+def test_fast_paths_take_the_split_kv_kernel(page, one_page, chip, codegen, tmp_path,
+                                             monkeypatch):
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    kernel = splitkv(page, one_page=page > 0)
+    kernel = splitkv(page, one_page)
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
