@@ -84,14 +84,12 @@ def num_splits_heuristic(programs, key_blocks, sms):
 
 def fast_blocks(kind, dtype, D, page, num_splits, max_pages):
     """(64, 64) where the split program takes the GPU's fast paths, else None (the caller keeps
-    the reference lowering's blocks). Its key loop is contiguous for a contiguous cache and for a
-    page per split (pages of at least MIN_BLOCKS_PER_SPLIT blocks), and 64x64 f16/bf16 blocks at
-    head dim 64 or 128 compile on both fast paths: 1.02x cuDNN at 1k and 64k keys on the H200,
-    against 0.04-0.12x with the reference lowering's blocks (docs/bench/2026-12-02-h200-decode.md).
-    """
-    if page and not (num_splits is None and split_per_page(page, 64, max_pages)):
-        return None
-    return _fast_blocks(kind, dtype, D, ())
+    the reference lowering's blocks): f16/bf16 at head dim 64 or 128 with a contiguous cache, a
+    page per split, or pages of a multiple of 64 rows looked up per key block (the fast paths
+    read the next block's page ahead of its copy since 2026-12-02). 1.02x cuDNN at 1k and 64k
+    keys on the H200, against 0.04-0.12x with the reference lowering's blocks
+    (docs/bench/2026-12-02-h200-decode.md)."""
+    return _fast_blocks(kind, dtype, D, (), page)
 
 
 def split_per_page(page, block_n, max_pages):

@@ -156,5 +156,40 @@ def main():
         print("causal" if causal else "full", {k: (round(v, 1) if isinstance(v, float) and "diff" not in k else v) for k, v in res.items()}, flush=True)
 
 
+
+def decode():
+    timed, _ = make_timer(torch)
+    B, H, Hkv, D = 8, 32, 8, 128
+    for nk in (1024, 2048, 4096, 8192, 65536):
+        q = torch.randn(B, 1, H, D, device="cuda", dtype=torch.float16)
+        lens = torch.full((B,), nk, dtype=torch.int32, device="cuda")
+        kc, vc = (torch.randn(B, nk, Hkv, D, device="cuda", dtype=torch.float16) for _ in range(2))
+        gb = lambda ms: 2 * B * nk * Hkv * D * 2 / ms / 1e6
+        res = {}
+        for ns in (None, 1, 2, 4):
+            f = lambda: tessel.attention_with_kvcache(q, kc, vc, lens, num_splits=ns)
+            f(); res[f"contig {ns}"] = round(gb(timed(f)))
+        page = 256
+        mp = nk // page
+        perm = torch.randperm(B * mp, device="cuda").int()
+        table = perm.view(B, mp)
+        kp, vp = (x.view(B * mp, page, Hkv, D)[perm.argsort()].contiguous() for x in (kc, vc))
+        want = tessel.attention_with_kvcache(q, kc, vc, lens)
+        for ns in (None, 4, 8, 16):
+            f = lambda: tessel.attention_with_kvcache(q, kp, vp, lens, block_table=table, num_splits=ns)
+            got = f(); res[f"paged {ns}"] = round(gb(timed(f)))
+            res[f"paged {ns} diff"] = round((got.float() - want.float()).abs().max().item(), 5)
+        try:
+            with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.CUDNN_ATTENTION]):
+                qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, kc, vc))
+                F = torch.nn.functional.scaled_dot_product_attention
+                f = lambda: F(qt, kt, vt, enable_gqa=True)
+                f(); res["cudnn"] = round(gb(timed(f)))
+        except Exception as e:
+            res["cudnn"] = str(e)[:60]
+        print("decode nk", nk, res, flush=True)
+
+
+decode()
 dense_rev()
 main()

@@ -183,10 +183,11 @@ def test_fast_blocks_where_the_key_loop_is_contiguous():
     assert fast("cuda", "bf16", 64, 0, 3, 0) == (64, 64)
     # A page per split (256 rows = 4 blocks of 64, the heuristic's choice): also contiguous.
     assert fast("cuda", "f16", 128, 256, None, 8) == (64, 64)
-    # Pages looked up per block (small pages, or splits asked for), other head dims and dtypes,
-    # and the interpreter keep the caller's blocks.
+    # Pages looked up per block: fast when a page holds whole 64-row blocks.
+    assert fast("cuda", "f16", 128, 256, 2, 8) == (64, 64)
+    assert fast("cuda", "f16", 128, 64, None, 8) == (64, 64)
+    # Smaller pages, other head dims and dtypes, and the interpreter keep the caller's blocks.
     assert fast("cuda", "f16", 128, 16, None, 8) is None
-    assert fast("cuda", "f16", 128, 256, 2, 8) is None
     assert fast("cuda", "f16", 96, 0, None, 0) is None
     assert fast("cuda", "f32", 128, 0, None, 0) is None
     assert fast("numpy", "f16", 128, 0, None, 0) is None
