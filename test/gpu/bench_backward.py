@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 
-from bench_decode import make_timer
+from bench_decode import cuda_torch, make_timer
 
 
 def main():
@@ -35,13 +35,8 @@ def main():
     ap.add_argument("--sweep", type=lambda t: tuple(int(x) for x in t.split("x")), nargs="*",
                     default=[], help="block pairs BMxBN to time at the longest length")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_backward: skipped: torch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_backward: skipped: no CUDA device")
+    torch = cuda_torch("bench_backward")
+    if torch is None:
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 
-from bench_decode import compile_with_overlap, make_timer
+from bench_decode import compile_with_overlap, cuda_torch, make_timer
 
 CASES = ["document", "window", "alibi", "softcap", "prefix_lm", "rel_bias", "block_sparse"]
 
@@ -102,13 +102,8 @@ def main():
     ap.add_argument("--overlap", action="store_true",
                     help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_block_mask: skipped: torch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_block_mask: skipped: no CUDA device")
+    torch = cuda_torch("bench_block_mask")
+    if torch is None:
         return 0
     try:
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention

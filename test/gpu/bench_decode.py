@@ -66,6 +66,20 @@ def make_timer(torch):
     return timed, "torch.cuda.Event median of 50 (L2 flushed)"
 
 
+def cuda_torch(name):
+    """torch when it imports and sees a CUDA device; else None, after printing why benchmark
+    `name` skips (the benchmarks then exit 0)."""
+    try:
+        import torch
+    except ImportError:
+        print(f"{name}: skipped: torch is not installed")
+        return None
+    if not torch.cuda.is_available():
+        print(f"{name}: skipped: no CUDA device")
+        return None
+    return torch
+
+
 def compile_with_overlap():
     """Every tessel launcher made from here on compiles with FA3's intra-warpgroup overlap
     (GpuOptions(wgmma_overlap=True)): the benchmarks' --overlap."""
@@ -136,13 +150,8 @@ def main():
     ap.add_argument("--page", type=int, default=256)
     ap.add_argument("--splits", type=int, nargs="*", default=[1, 2, 4, 8, 16, 32, 64])
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_decode: skipped: torch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_decode: skipped: no CUDA device")
+    torch = cuda_torch("bench_decode")
+    if torch is None:
         return 0
     import tessel
     from tessel import serving_decode

@@ -15,7 +15,7 @@ or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import compile_with_overlap, make_timer
+from bench_decode import compile_with_overlap, cuda_torch, make_timer
 
 
 def main():
@@ -29,13 +29,8 @@ def main():
     ap.add_argument("--overlap", action="store_true",
                     help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_head_dims: skipped: torch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_head_dims: skipped: no CUDA device")
+    torch = cuda_torch("bench_head_dims")
+    if torch is None:
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -25,7 +25,7 @@ why and exits 0.
 import argparse
 import json
 
-from bench_decode import make_timer
+from bench_decode import cuda_torch, make_timer
 
 
 def main():
@@ -39,13 +39,8 @@ def main():
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_varlen: skipped: torch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_varlen: skipped: no CUDA device")
+    torch = cuda_torch("bench_varlen")
+    if torch is None:
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
