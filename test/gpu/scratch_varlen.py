@@ -169,6 +169,12 @@ def decode():
         for ns in (None, 1, 2, 4):
             f = lambda: tessel.attention_with_kvcache(q, kc, vc, lens, num_splits=ns)
             f(); res[f"contig {ns}"] = round(gb(timed(f)))
+        from tessel import serving_decode
+        keep = serving_decode.num_splits_heuristic
+        serving_decode.num_splits_heuristic = lambda *a: 1
+        f = lambda: tessel.attention_with_kvcache(q, kc, vc, lens)
+        f(); res["contig packed-1"] = round(gb(timed(f)))
+        serving_decode.num_splits_heuristic = keep
         page = 256
         mp = nk // page
         perm = torch.randperm(B * mp, device="cuda").int()
