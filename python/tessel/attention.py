@@ -35,6 +35,10 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     # grid.fold_grid: query blocks on x, b·h rows on y, folded into x past y's 65,535 cap.
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
+    if CAUSAL:
+        # The last query blocks, which see the most keys, start first: less of a tail when the
+        # last wave runs (+5 % at d128 and +10 % at d256 n16k on the H200, 0 at d64).
+        pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head

@@ -252,9 +252,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)
     if split:
-        n = int(num_splits or 0) or serving_decode.num_splits_heuristic(
-            B * Hkv * -(-G * Sq // BM), -(-limit // BN), serving_decode.num_sms(q))
-        one_page = num_splits is None and serving_decode.split_per_page(page, BN, max_pages)
+        short = num_splits is None and limit < serving_decode.MIN_KEYS_TO_SPLIT
+        n = int(num_splits or 0) or (1 if short else serving_decode.num_splits_heuristic(
+            B * Hkv * -(-G * Sq // BM), -(-limit // BN), serving_decode.num_sms(q)))
+        one_page = num_splits is None and not short and \
+            serving_decode.split_per_page(page, BN, max_pages)
         if one_page and serving_decode.fits_i32(B, Sq, H, D, q_rs, max_pages):
             n = max_pages
         else:

@@ -28,6 +28,11 @@ PROGRAMS_PER_SM = 2
 #: A split reads at least this many key blocks (else its fixed costs, the q load and the
 #: partial's store, are not repaid).
 MIN_BLOCKS_PER_SPLIT = 4
+#: A cache shorter than this many keys is not split (num_splits=None): one program per
+#: (batch, KV head) writes o and lse itself, without the workspace and the combine's launch.
+#: At 1k keys on the H200 that measured 1,177 GB/s against 479 with 4 splits; at 2k, 4 splits
+#: won (1,965 against 1,566) (2026-12-02, fourth session: docs/bench/2026-12-02-h200-varlen.md).
+MIN_KEYS_TO_SPLIT = 2048
 #: At most this many splits (FlashAttention's cap).
 MAX_SPLITS = 128
 #: The heuristic (num_splits=None) packs and splits when a KV group's query rows, G·Sq, fit in

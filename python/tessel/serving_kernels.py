@@ -58,7 +58,10 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
     q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, D), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
-    for j in tl.stream(k0, k_end, BLOCK_N):      # the induction variable is the row: a plain load
+    # The grid covers the longest sequence: a query block past this one's rows has an empty key
+    # loop (it would otherwise stream every key of the sequence for rows it never stores).
+    k_stop = k0 + tl.minimum(tl.maximum(nq - m0, 0), 1) * nk
+    for j in tl.stream(k0, k_stop, BLOCK_N):     # the induction variable is the row: a plain load
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j - k0 + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))

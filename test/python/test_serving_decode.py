@@ -97,6 +97,7 @@ def test_split_per_page(shape, causal, monkeypatch):
     launch = serving_decode.launch
     monkeypatch.setattr(serving_decode, "launch",
                         lambda *a, **kw: (seen.append(kw), launch(*a, **kw))[1])
+    monkeypatch.setattr(serving_decode, "MIN_KEYS_TO_SPLIT", 0)     # caches of a few pages
     Sq, H, Hkv = SHAPES[shape]
     rng = np.random.default_rng(21)
     q, kc, vc, table = make_case(rng, len(LENGTHS), Sq, H, Hkv, LENGTHS, 64)
@@ -137,6 +138,7 @@ def test_the_heuristic_splits_on_the_interpreter(monkeypatch):
     monkeypatch.setattr(serving_decode, "launch",
                         lambda *a, **kw: (seen.append(kw["n_splits"]), launch(*a, **kw))[1])
     rng = np.random.default_rng(13)
+    monkeypatch.setattr(serving_decode, "MIN_KEYS_TO_SPLIT", 0)   # a cache of 203 keys
     lengths = [200, 3]            # capacity 203 keys: 13 blocks of 16, 3 splits of >= 4 blocks
     q, kc, vc, table = make_case(rng, 2, 1, 4, 1, lengths, None)
     check(q, kc, vc, table, lengths, False, block_n=16)
@@ -206,3 +208,19 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
     assert _fast_blocks("cuda", "f16", 96, rows) is None
     assert _fast_blocks("cuda", "f32", 128, rows) is None
     assert _fast_blocks("numpy", "f16", 128, rows) is None
+
+
+@pytest.mark.parametrize("capacity,split", [(2047, False), (2048, True)])
+def test_short_caches_are_not_split(capacity, split, monkeypatch):
+    """Below MIN_KEYS_TO_SPLIT keys of capacity the heuristic path runs one split (one program
+    per batch and KV head, no workspace, no combine); from it on, the heuristic's count."""
+    seen = []
+    launch = serving_decode.launch
+    monkeypatch.setattr(serving_decode, "launch",
+                        lambda *a, **kw: (seen.append(kw["n_splits"]), launch(*a, **kw))[1])
+    rng = np.random.default_rng(15)
+    q, kc, vc, table = make_case(rng, 1, 1, 2, 1, [capacity - 3], None)    # S = length + 3
+    check(q, kc, vc, table, [capacity - 3], False, block_n=64)
+    want = serving_decode.num_splits_heuristic(1, capacity // 64 + (capacity % 64 > 0),
+                                               serving_decode.DEFAULT_NUM_SMS) if split else 1
+    assert seen == [want] and (want > 1) == split
