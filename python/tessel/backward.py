@@ -218,6 +218,8 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
     """dQ of one query block: a key-block loop like the forward's."""
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
+    if CAUSAL:
+        pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m      # the longest rows first, as the forward
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)

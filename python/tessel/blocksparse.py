@@ -147,6 +147,9 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     n_blocks = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, MASK_N)
     pid_m, bh = block_and_row(n_blocks)
+    # The last query blocks first: under the usual masks (causal, documents, prefix-LM) they
+    # visit the most key blocks, as causal rows do in attention_kernel.
+    pid_m = n_blocks - 1 - pid_m
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
