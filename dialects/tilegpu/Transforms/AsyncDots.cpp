@@ -7,7 +7,9 @@
 // (`pending`). Independent dots that follow each other then run back to back on the tensor
 // cores, and the code between a dot and its first use runs under it (the backward's dSᵀ under
 // dV's wgmma). Blocks that already hold tilegpu.wgmma (tilegpu-overlap-wgmma's loops) are left
-// alone.
+// alone. With `eager` (tilegpu-async-dots{eager}), every dot left anywhere becomes a wgmma
+// waited for at once: the form convert-tile-to-mma lowers a wgmma dot in, so that one pattern
+// (tilegpu.wgmma, tilegpu.wgmma_wait) emits every wgmma.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,21 +88,45 @@ void scheduleBlock(Block &block) {
   }
 }
 
+/// `dot` as a tilegpu.wgmma waited for right after it (pending 0).
+void issueAndWait(tile::DotOp dot, LocalLoadOp read) {
+  OpBuilder b(dot);
+  auto wgmma = WgmmaOp::create(b, dot.getLoc(), dot.getResult().getType(), dot.getA(),
+                               read.getBuffer(), read.getStage(), dot.getAcc(),
+                               read.getTranspose());
+  auto wait = WgmmaWaitOp::create(b, dot.getLoc(), TypeRange{wgmma.getResult().getType()},
+                                  ValueRange{wgmma.getResult()}, b.getI32IntegerAttr(0));
+  dot.getResult().replaceAllUsesWith(wait.getResult(0));
+  dot.erase();
+  if (read->use_empty())
+    read.erase();
+}
+
 struct AsyncDots : tessel::tilegpu::impl::TileGPUAsyncDotsBase<AsyncDots> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(asyncDots(getOperation())))
+    if (failed(asyncDots(getOperation(), eager)))
       signalPassFailure();
   }
 };
 
 } // namespace
 
-LogicalResult tessel::tilegpu::asyncDots(func::FuncOp program) {
+LogicalResult tessel::tilegpu::asyncDots(func::FuncOp program, bool eager) {
   MmaEncodingAttr layout = programLayout(program);
   if (!layout || layout.getKind() != MmaKind::Wgmma)
     return success();
+  if (eager) {
+    SmallVector<std::pair<tile::DotOp, LocalLoadOp>> dots;
+    program.walk([&](tile::DotOp dot) {
+      if (LocalLoadOp read = bRead(dot))
+        dots.push_back({dot, read});
+    });
+    for (auto [dot, read] : dots)
+      issueAndWait(dot, read);
+    return success();
+  }
   SmallVector<Block *> blocks;
   program.walk([&](Block *block) {
     bool hasDot = false, convertible = true, scheduled = false;

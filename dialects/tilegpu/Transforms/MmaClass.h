@@ -70,8 +70,10 @@ mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);
 
 /// Every wgmma dot of `program` (allocateShared's form) issued where it stands and waited for
-/// before its first use (tilegpu-async-dots); a no-op on mma.sync programs.
-mlir::LogicalResult asyncDots(mlir::func::FuncOp program);
+/// before its first use (tilegpu-async-dots); a no-op on mma.sync programs. With `eager`, every
+/// one that is left, in any block, is waited for right after it instead (pending 0: a
+/// synchronous dot), which is how convert-tile-to-mma lowers the dots nothing scheduled.
+mlir::LogicalResult asyncDots(mlir::func::FuncOp program, bool eager = false);
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);
 

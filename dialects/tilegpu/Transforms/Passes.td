@@ -103,8 +103,14 @@ def TileGPUAsyncDots : Pass<"tilegpu-async-dots", "::mlir::func::FuncOp"> {
     that one, with `pending` the younger groups left in flight. Dots that follow each other
     run back to back, and what lies between a dot and its first use runs under it. Blocks that
     `tilegpu-overlap-wgmma` scheduled already are left alone. Opt-in (not yet measured):
-    `convert-tile-to-mma{wgmma-async-dots}`.
+    `convert-tile-to-mma{wgmma-async-dots}`. With `eager`, every dot left, in any block,
+    becomes a `tilegpu.wgmma` followed by its `tilegpu.wgmma_wait {pending = 0}`: the
+    synchronous form `convert-tile-to-mma` gives every wgmma dot nothing else scheduled.
   }];
+  let options = [
+    Option<"eager", "eager", "bool", /*default=*/"false",
+           "Wait for each dot right after it (pending 0), in every block">,
+  ];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
 }
 

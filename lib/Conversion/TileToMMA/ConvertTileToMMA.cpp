@@ -279,6 +279,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
                     (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
                     failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
+    // The wgmma dots nothing scheduled become tilegpu.wgmma + wait (pending 0): one pattern
+    // emits every wgmma.
+    if (failed(tessel::tilegpu::asyncDots(work, /*eager=*/true)))
+      return failure();
     MmaKernelBuilder builder(kernel, smem);
     if (failed(builder.plan(work)))
       return failure();

@@ -93,6 +93,9 @@ SmallVector<Value> tiedAsm(OpBuilder &b, Location loc, StringRef text, ValueRang
                            ValueRange inputs, ArrayRef<StringRef> inputConstraints);
 /// Whether `v` is a splat 0.0 tile constant (a dot's accumulator that wgmma need not read).
 bool isZeroTile(Value v);
+/// Whether `op` is a dot whose result is ready right after it: a tile.dot (mma.sync), or a
+/// tilegpu.wgmma waited for by the next op with pending 0 (tilegpu-async-dots{eager}).
+bool isSynchronousDot(Operation *op);
 
 class MmaKernelBuilder : public tessel::conversion::KernelWalker {
 public:
@@ -131,10 +134,6 @@ private:
   /// The `n` registers of a tile.gather in `layout`: one global read per register.
   FailureOr<SmallVector<Value>> gatherRegisters(tile::GatherOp op, Layout layout, int64_t n);
   LogicalResult emitDot(tile::DotOp op);
-  /// sm_90a: the dot as wgmma.mma_async over warpgroups (A from registers, B through a
-  /// shared-memory matrix descriptor).
-  LogicalResult emitDotWgmma(tile::DotOp op, ArrayRef<Value> a, const SharedView &bView,
-                             bool transposed);
   /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
   /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
   /// empty for a fresh one (the first step does not read it); B the block of plan `p` at

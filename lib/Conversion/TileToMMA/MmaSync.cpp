@@ -2,7 +2,8 @@
 //
 // The dot of the sm_80 path: the A fragments (a loaded block read once with ldmatrix, or a
 // register tile packed pairwise from the accumulator layout, shared with wgmma), the B fragments
-// by ldmatrix (.trans for V) and mma.sync.m16n8k16 per m tile, k step and pair of n slabs.
+// by ldmatrix (.trans for V) and mma.sync.m16n8k16 per m tile, k step and pair of n slabs. On
+// the wgmma path every dot is a tilegpu.wgmma by now (Wgmma.cpp).
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -68,6 +69,9 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K,
 }
 
 LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
+  if (wgmma)
+    return op.emitOpError("is a wgmma dot left as tile.dot: convert-tile-to-mma lowers "
+                          "tilegpu.wgmma (tilegpu-async-dots{eager} makes them)");
   Location loc = op.getLoc();
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto cType = cast<RankedTensorType>(op.getAcc().getType());
@@ -92,8 +96,6 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
     return failure();
   auto [bView, transposed] = *bIn;
   const LoadPlan &p = bView.plan;
-  if (wgmma)
-    return emitDotWgmma(op, a, bView, transposed);
   FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
   if (failed(c))
     return failure();

@@ -178,7 +178,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     }
   } else if (auto mul = dyn_cast<arith::MulFOp>(def);
              mul && layout == Layout::Acc && v.hasOneUse() &&
-             isa<tile::DotOp>(*v.getUsers().begin()) && isRowBroadcast(mul.getRhs()) &&
+             isSynchronousDot(*v.getUsers().begin()) && isRowBroadcast(mul.getRhs()) &&
              eager.count(mul.getLhs())) {
     // The accumulator rescale O·alpha of the online softmax, skipped by the whole warp when
     // every alpha of its rows is exactly 1 (no row max moved: most iterations once the maxima

@@ -1,11 +1,12 @@
-//===- Wgmma.cpp - tile.dot as wgmma.mma_async (sm_90a) ---------------------------------------===//
+//===- Wgmma.cpp - tilegpu.wgmma and its wait as wgmma.mma_async (sm_90a) ---------------------===//
 //
 // The dot of the sm_90a path (docs/dev/codegen-wgmma.md): a chain of wgmma.mma_async k steps with
-// A from registers and B through a 128-byte-swizzle shared-memory matrix descriptor, the fence,
-// commit and wait around it, and the inline-PTX statements that tie the registers in flight so
-// that LLVM cannot move their ordinary uses across the fence or the wait. A tile.dot is all of
-// that at once; tilegpu.wgmma and tilegpu.wgmma_wait (the overlapped schedule,
-// tilegpu-overlap-wgmma) are its two halves, with the waits where the IR puts them.
+// A from registers (or a descriptor) and B through a 128-byte-swizzle shared-memory matrix
+// descriptor, the fence, commit and wait around it, and the inline-PTX statements that tie the
+// registers in flight so that LLVM cannot move their ordinary uses across the fence or the wait.
+// Every wgmma dot reaches here as tilegpu.wgmma + tilegpu.wgmma_wait, with the waits where the IR
+// puts them: right after the dot (tilegpu-async-dots{eager}), before its first use
+// (tilegpu-async-dots) or one iteration later (tilegpu-overlap-wgmma).
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -65,6 +66,14 @@ bool isZeroTile(Value v) {
   auto cst = v.getDefiningOp<arith::ConstantOp>();
   auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
   return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
+}
+
+bool isSynchronousDot(Operation *op) {
+  if (isa<tile::DotOp>(op))
+    return true;
+  auto wait = dyn_cast_or_null<tilegpu::WgmmaWaitOp>(op->getNextNode());
+  return isa<tilegpu::WgmmaOp>(op) && wait && wait.getPending() == 0 &&
+         wait.getValues() == op->getResults();
 }
 
 Value MmaKernelBuilder::wgmmaDescriptor(Value offset, const LoadPlan &p, bool kMajor) {
@@ -162,76 +171,6 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
   return acc;
 }
 
-LogicalResult MmaKernelBuilder::emitDotWgmma(tile::DotOp op, ArrayRef<Value> aIn,
-                                             const SharedView &bView, bool transposed) {
-  // One warpgroup (4 warps × 16 rows) per 64 query rows; per k step of 16 one
-  // wgmma.mma_async.m64nNk16 whose per-warp A fragment is the m16n8k16 A fragment (aIn) and
-  // whose f32 accumulator is the Acc layout with one m tile. B is the loaded block in shared
-  // memory in the 128-byte-swizzle canonical layout, named by a matrix descriptor:
-  //   K of S = Q·Kᵀ: the block [N, K] is K-major (no transpose): 8-row core-matrix groups
-  //     1024 B apart (SBO); LBO unused with swizzling; k step = 32 B inside the 128-byte
-  //     atom, next slab past 64 columns.
-  //   V of O += P·V: the block [K, N] is N-major (transpose-B 1): 8-row groups along k 1024 B
-  //     apart (SBO), 64-column slabs along n p.rows·128 B apart (LBO); k step = 16 rows.
-  Location loc = op.getLoc();
-  auto aType = cast<RankedTensorType>(op.getA().getType());
-  auto cType = cast<RankedTensorType>(op.getAcc().getType());
-  int64_t K = aType.getShape()[1], N = cType.getShape()[1];
-  auto aInShared = aShared.find(op.getA());
-  const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
-  if (aPlan && mTiles != 1)
-    return op.emitOpError("reads an A block from shared memory with ")
-           << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
-  if (N % 8 != 0 || N > 256)
-    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
-                                    << "multiple of 8 up to 256";
-  int64_t kSteps = K / 16;
-  Type i32 = b.getI32Type();
-  bool zeroAcc = isZeroTile(op.getAcc());
-  SmallVector<Value> acc;
-  if (!zeroAcc) {
-    FailureOr<SmallVector<Value>> c = materialize(op.getAcc(), Layout::Acc, op);
-    if (failed(c))
-      return failure();
-    acc = *c;
-  }
-  // A as b32 registers. A packed here (P) is written by ordinary instructions just before the
-  // wgmmas read it, and so is an accumulator that is not a fresh zero (O·alpha): the fence
-  // ties them, so that every such write is ordered before it.
-  SmallVector<Value> a;
-  if (!aPlan)
-    for (Value v : aIn)
-      a.push_back(v.getType() == i32 ? v : Value(LLVM::BitcastOp::create(b, loc, i32, v)));
-  bool aPacked = !aPlan && !aFragments.count(op.getA());
-  SmallVector<Value> fenced(acc);
-  if (aPacked)
-    fenced.append(a);
-  if (fenced.empty()) {
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  } else {
-    fenced = tiedAsm(b, loc, "wgmma.fence.sync.aligned;", fenced, {}, {});
-    std::copy(fenced.begin(), fenced.begin() + acc.size(), acc.begin());
-    if (aPacked)
-      std::copy(fenced.begin() + acc.size(), fenced.end(), a.begin());
-  }
-  const LoadPlan &p = bView.plan;
-  Value stage = bView.stage;
-  Value offset = ci32(p.smemOffset);
-  if (stage)
-    offset = arith::AddIOp::create(b, loc, offset, stage);
-  acc = wgmmaChain(a, acc, offset, p, transposed, N, kSteps, aPlan);
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  // The accumulator (and packed A) registers are in flight until the wait: it re-defines
-  // them, so every use of the result is after it.
-  SmallVector<Value> waited(acc);
-  if (aPacked)
-    waited.append(a);
-  waited = tiedAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", waited, {}, {});
-  acc.assign(waited.begin(), waited.begin() + N / 2);
-  eager[op.getResult()] = {Layout::Acc, acc};
-  return success();
-}
-
 FailureOr<SmallVector<Value>> MmaKernelBuilder::wgmmaA(Value a, Operation *user) {
   auto type = cast<RankedTensorType>(a.getType());
   int64_t K = type.getShape()[1];
@@ -302,6 +241,9 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
   if (failed(p))
     return failure();
   int64_t K = op.getA().getType().getShape()[1], N = op.getAcc().getType().getShape()[1];
+  if (N % 8 != 0 || N > 256)
+    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
+                                    << "multiple of 8 up to 256";
   auto aInShared = aShared.find(op.getA());
   const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
   if (aPlan && mTiles != 1)

@@ -4,6 +4,11 @@
 // RUN: tesselc %s --chip=sm_90a --codegen=wgmma --wgmma-async-dots --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 // On mma.sync programs it does nothing.
 // RUN: tessel-opt %s --tilegpu-assign-layouts --tilegpu-allocate-shared --tilegpu-async-dots | FileCheck %s --check-prefix=MMA
+// eager: each dot waited for right after it (pending 0), the form convert-tile-to-mma lowers
+// every wgmma dot in when nothing scheduled them; without --wgmma-async-dots the PTX has a
+// wait after each commit.
+// RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared --tilegpu-async-dots="eager=true" | FileCheck %s --check-prefix=EAGER
+// RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=SYNC
 
 // CHECK-LABEL: func.func @two_dots
 // CHECK: scf.for
@@ -22,6 +27,20 @@
 // PTX: wgmma.wait_group.sync.aligned 1;
 // PTX-NOT: wgmma.mma_async
 // PTX: wgmma.wait_group.sync.aligned 0;
+// EAGER-LABEL: func.func @two_dots
+// EAGER: %[[S1:.*]] = tilegpu.wgmma %{{.*}} {transpose_b}
+// EAGER-NEXT: %[[W1:.*]] = tilegpu.wgmma_wait %[[S1]] {pending = 0 : i32}
+// EAGER-NEXT: %[[S2:.*]] = tilegpu.wgmma %{{.*}} {transpose_b}
+// EAGER-NEXT: %[[W2:.*]] = tilegpu.wgmma_wait %[[S2]] {pending = 0 : i32}
+// EAGER-NEXT: arith.addf %[[W1]]
+// EAGER-NOT: tile.dot
+// SYNC: wgmma.commit_group.sync.aligned;
+// SYNC-NOT: wgmma.mma_async
+// SYNC: wgmma.wait_group.sync.aligned 0;
+// SYNC: wgmma.commit_group.sync.aligned;
+// SYNC-NOT: wgmma.mma_async
+// SYNC: wgmma.wait_group.sync.aligned 0;
+// SYNC-NOT: wgmma.wait_group.sync.aligned 1;
 // MMA-LABEL: func.func @two_dots
 // MMA-NOT: tilegpu.wgmma
 // MMA: tile.dot
