@@ -74,6 +74,10 @@ mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);
 /// one that is left, in any block, is waited for right after it instead (pending 0: a
 /// synchronous dot), which is how convert-tile-to-mma lowers the dots nothing scheduled.
 mlir::LogicalResult asyncDots(mlir::func::FuncOp program, bool eager = false);
+
+/// Every tile.dot of an mma.sync `program` whose operands have their dot_operand layouts
+/// becomes a tilegpu.mma (tilegpu-mma-dots); a no-op on wgmma programs.
+void mmaDots(mlir::func::FuncOp program);
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);
 

@@ -114,4 +114,16 @@ def TileGPUAsyncDots : Pass<"tilegpu-async-dots", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
 }
 
+def TileGPUMmaDots : Pass<"tilegpu-mma-dots", "::mlir::func::FuncOp"> {
+  let summary = "Make the tile.dots of an mma.sync program tilegpu.mma.";
+  let description = [{
+    On an mma.sync program with its layouts assigned (`tilegpu-assign-layouts`): every
+    `tile.dot` whose A and B carry their `#tilegpu.dot_operand` layouts (a register tile, a
+    `tilegpu.local_load`, the P re-pack) becomes a `tilegpu.mma`, the op `convert-tile-to-mma`
+    lowers to `mma.sync.m16n8k16` — as `tilegpu-async-dots{eager}` makes the wgmma dots
+    `tilegpu.wgmma` + `tilegpu.wgmma_wait`. A no-op on wgmma programs.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
+}
+
 #endif // TESSEL_TILEGPU_TRANSFORMS_PASSES_TD

@@ -110,8 +110,12 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitStore(st);
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return emitVectorLoad(ld);
-  if (auto dot = dyn_cast<tile::DotOp>(op))
-    return emitDot(dot);
+  if (auto mma = dyn_cast<tilegpu::MmaOp>(op))
+    return emitMma(mma);
+  if (isa<tile::DotOp>(op))
+    return op->emitOpError("is left for the lowering as a tile-level dot: convert-tile-to-mma "
+                           "lowers tilegpu.mma and tilegpu.wgmma (tilegpu-mma-dots, "
+                           "tilegpu-async-dots{eager})");
   if (auto red = dyn_cast<tile::ReduceOp>(op))
     return emitReduce(red);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
@@ -279,10 +283,11 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
                     (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
                     failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
-    // The wgmma dots nothing scheduled become tilegpu.wgmma + wait (pending 0): one pattern
-    // emits every wgmma.
+    // The dots nothing scheduled become GPU-level ops: tilegpu.wgmma + wait (pending 0), or
+    // tilegpu.mma. The lowering sees no tile.dot.
     if (failed(tessel::tilegpu::asyncDots(work, /*eager=*/true)))
       return failure();
+    tessel::tilegpu::mmaDots(work);
     MmaKernelBuilder builder(kernel, smem);
     if (failed(builder.plan(work)))
       return failure();

@@ -127,13 +127,13 @@ private:
   Value bufferBytes(Value buffer, Value stage);
   /// The B operand of `op` in shared memory, a tilegpu.local_load, and whether it is the
   /// transpose of the stored block.
-  FailureOr<std::pair<SharedView, bool>> dotB(tile::DotOp op);
+  FailureOr<std::pair<SharedView, bool>> dotB(Value bOperand, Operation *op);
   LogicalResult emitStore(tile::StoreOp op);
   /// A row or column vector (a 1-D tile.load in a slice layout) read into registers.
   LogicalResult emitVectorLoad(tile::LoadOp op);
   /// The `n` registers of a tile.gather in `layout`: one global read per register.
   FailureOr<SmallVector<Value>> gatherRegisters(tile::GatherOp op, Layout layout, int64_t n);
-  LogicalResult emitDot(tile::DotOp op);
+  LogicalResult emitMma(tilegpu::MmaOp op);
   /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
   /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
   /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
@@ -156,11 +156,10 @@ private:
   /// The b32 registers of an A operand of wgmma: read once from shared memory (Q), carried by
   /// a loop, a zero constant, or the P re-pack of an accumulator tile.
   FailureOr<SmallVector<Value>> wgmmaA(Value a, Operation *user);
-  /// The A fragments of a dot, a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded
-  /// block read once, or a register tile packed pairwise); empty when they are read from
-  /// shared memory at every k step.
-  FailureOr<SmallVector<Value>> dotAFragments(tile::DotOp op, int64_t K);
-  /// The same for the A operand `a` of `user`, `K` columns wide.
+  /// The A fragments of the dot `user`'s operand `a`, `K` columns wide,
+  /// a[(mt·K/16 + kt)·4 + i], when they are in registers (a loaded block read once, or a
+  /// register tile packed pairwise); empty when they are read from shared memory at every k
+  /// step.
   FailureOr<SmallVector<Value>> aFragmentsOf(Value a, int64_t K, Operation *user);
   /// Orders the landed cp.async (generic proxy) writes before wgmma's (async proxy) reads.
   void fenceSharedForAsyncProxy(Location loc);

@@ -2,8 +2,9 @@
 //
 // The dot of the sm_80 path: the A fragments (a loaded block read once with ldmatrix, or a
 // register tile packed pairwise from the accumulator layout, shared with wgmma), the B fragments
-// by ldmatrix (.trans for V) and mma.sync.m16n8k16 per m tile, k step and pair of n slabs. On
-// the wgmma path every dot is a tilegpu.wgmma by now (Wgmma.cpp).
+// by ldmatrix (.trans for V) and mma.sync.m16n8k16 per m tile, k step and pair of n slabs, for
+// each tilegpu.mma (tilegpu-mma-dots makes them of the program's tile.dots). On the wgmma path
+// every dot is a tilegpu.wgmma (Wgmma.cpp).
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -31,10 +32,6 @@ Value MmaKernelBuilder::packPair(Value lo, Value hi) {
   if (operandType.isBF16())
     return LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
   return v;
-}
-
-FailureOr<SmallVector<Value>> MmaKernelBuilder::dotAFragments(tile::DotOp op, int64_t K) {
-  return aFragmentsOf(op.getA(), K, op);
 }
 
 FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K, Operation *user) {
@@ -68,10 +65,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K,
   return frags;
 }
 
-LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
-  if (wgmma)
-    return op.emitOpError("is a wgmma dot left as tile.dot: convert-tile-to-mma lowers "
-                          "tilegpu.wgmma (tilegpu-async-dots{eager} makes them)");
+LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
   Location loc = op.getLoc();
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto cType = cast<RankedTensorType>(op.getAcc().getType());
@@ -81,9 +75,9 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
     return op.emitOpError("is a dot convert-tile-to-mma cannot map onto m16n8k16 (A must be ")
            << blockM << "xK " << operandType << ", K and N multiples of 16)";
   // A fragments, a[(mt·K/16 + kt)·4 + i]; read from shared memory at each k step (filled in
-  // below) when dotAFragments leaves them there.
+  // below) when aFragmentsOf leaves them there.
   int64_t kSteps = K / 16;
-  FailureOr<SmallVector<Value>> aRegs = dotAFragments(op, K);
+  FailureOr<SmallVector<Value>> aRegs = aFragmentsOf(op.getA(), K, op);
   if (failed(aRegs))
     return failure();
   SmallVector<Value> a = *aRegs;
@@ -91,7 +85,7 @@ LogicalResult MmaKernelBuilder::emitDot(tile::DotOp op) {
   if (a.empty())
     a.resize(mTiles * kSteps * 4);
   // B from shared memory.
-  FailureOr<std::pair<SharedView, bool>> bIn = dotB(op);
+  FailureOr<std::pair<SharedView, bool>> bIn = dotB(op.getB(), op);
   if (failed(bIn))
     return failure();
   auto [bView, transposed] = *bIn;

@@ -77,15 +77,15 @@ Value MmaKernelBuilder::bufferBytes(Value buffer, Value stage) {
   return offset;
 }
 
-FailureOr<std::pair<SharedView, bool>> MmaKernelBuilder::dotB(tile::DotOp op) {
-  if (auto read = op.getB().getDefiningOp<tilegpu::LocalLoadOp>()) {
+FailureOr<std::pair<SharedView, bool>> MmaKernelBuilder::dotB(Value bOperand, Operation *op) {
+  if (auto read = bOperand.getDefiningOp<tilegpu::LocalLoadOp>()) {
     auto view = views.find(read.getResult());
     if (view == views.end())
-      return op.emitOpError("has a B operand read as an A operand (convert-tile-to-mma)");
+      return op->emitOpError("has a B operand read as an A operand (convert-tile-to-mma)");
     return std::make_pair(view->second, bool(read.getTranspose()));
   }
-  return op.emitOpError("has a B operand that is not read from shared memory by "
-                        "tilegpu.local_load (convert-tile-to-mma)");
+  return op->emitOpError("has a B operand that is not read from shared memory by "
+                         "tilegpu.local_load (convert-tile-to-mma)");
 }
 
 LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {

@@ -69,7 +69,7 @@ bool isZeroTile(Value v) {
 }
 
 bool isSynchronousDot(Operation *op) {
-  if (isa<tile::DotOp>(op))
+  if (isa<tilegpu::MmaOp>(op))
     return true;
   auto wait = dyn_cast_or_null<tilegpu::WgmmaWaitOp>(op->getNextNode());
   return isa<tilegpu::WgmmaOp>(op) && wait && wait.getPending() == 0 &&

@@ -9,6 +9,10 @@
 // wait after each commit.
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared --tilegpu-async-dots="eager=true" | FileCheck %s --check-prefix=EAGER
 // RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=SYNC
+// tilegpu-mma-dots, the mma.sync counterpart: each tile.dot becomes a tilegpu.mma in place (and
+// does nothing on wgmma programs).
+// RUN: tessel-opt %s --tilegpu-assign-layouts --tilegpu-allocate-shared --tilegpu-mma-dots | FileCheck %s --check-prefix=MMADOTS
+// RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared --tilegpu-mma-dots | FileCheck %s --check-prefix=MMA
 
 // CHECK-LABEL: func.func @two_dots
 // CHECK: scf.for
@@ -41,6 +45,11 @@
 // SYNC-NOT: wgmma.mma_async
 // SYNC: wgmma.wait_group.sync.aligned 0;
 // SYNC-NOT: wgmma.wait_group.sync.aligned 1;
+// MMADOTS-LABEL: func.func @two_dots
+// MMADOTS: %[[S1:.*]] = tilegpu.mma %{{.*}}, %{{.*}}, %{{.*}} :
+// MMADOTS-NEXT: %[[S2:.*]] = tilegpu.mma
+// MMADOTS-NEXT: arith.addf %[[S1]]
+// MMADOTS-NOT: tile.dot
 // MMA-LABEL: func.func @two_dots
 // MMA-NOT: tilegpu.wgmma
 // MMA: tile.dot
