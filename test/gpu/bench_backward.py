@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 
-from bench_decode import cuda_torch, make_timer
+from bench_decode import cuda_torch, make_timer, sdpa_cells
 
 
 def main():
@@ -85,20 +85,9 @@ def main():
                     row["max_rel_diff_vs_fa2"] = max(
                         ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
                         for a, b in zip(mine, grads["fa2"]))
-                for key in ("tessel", "fa2", "cudnn"):
-                    ms = row.get(f"{key}_ms")
-                    row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+                line = sdpa_cells(row, flops, "max_rel_diff_vs_fa2")
                 report["rows"].append(row)
-
-                def ratio(x):   # tessel's speed over x's: x's time over tessel's
-                    return f"{row[x + '_ms'] / row['tessel_ms']:.2f}" if row.get(x + "_ms") \
-                        else "-"
-
-                def tf(x):
-                    return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
-                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('tessel'):>8} {tf('fa2'):>8} "
-                      f"{tf('cudnn'):>8} {ratio('fa2'):>6} {ratio('cudnn'):>7} "
-                      f"{row.get('max_rel_diff_vs_fa2', float('nan')):>8.2e}", flush=True)
+                print(f"{D:>4} {n:>6} {str(causal):>6} {line}", flush=True)
                 del q, k, v, do, o, lse, mine, grads
     # The blocks: (BLOCK_M, BLOCK_N) of both programs at the longest length, beside the default.
     n = max(args.lengths)

@@ -80,6 +80,23 @@ def cuda_torch(name):
     return torch
 
 
+def sdpa_cells(row, flops, diff_key):
+    """For a row timed as tessel, fa2 and cudnn (`<name>_ms`): adds each `<name>_tflops` and
+    returns the printed cells — the three TFLOP/s, tessel / FA2, tessel / cuDNN (their time
+    over tessel's) and row[diff_key] — as bench_head_dims.py and bench_backward.py print them."""
+    for key in ("tessel", "fa2", "cudnn"):
+        ms = row.get(f"{key}_ms")
+        row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+
+    def ratio(x):
+        return f"{row[x + '_ms'] / row['tessel_ms']:.2f}" if row.get(x + "_ms") else "-"
+
+    def tf(x):
+        return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
+    return (f"{tf('tessel'):>8} {tf('fa2'):>8} {tf('cudnn'):>8} {ratio('fa2'):>6} "
+            f"{ratio('cudnn'):>7} {row.get(diff_key, float('nan')):>8.2e}")
+
+
 def compile_with_overlap():
     """Every tessel launcher made from here on compiles with FA3's intra-warpgroup overlap
     (GpuOptions(wgmma_overlap=True)): the benchmarks' --overlap."""

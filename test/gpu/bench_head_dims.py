@@ -15,7 +15,7 @@ or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import compile_with_overlap, cuda_torch, make_timer
+from bench_decode import compile_with_overlap, cuda_torch, make_timer, sdpa_cells
 
 
 def main():
@@ -84,20 +84,9 @@ def main():
                     except Exception as e:           # noqa: BLE001 (a block that fails)
                         row[f"tessel_{bm}x{bn}_why"] = f"{type(e).__name__}: {str(e)[:200]}"
                         cells.append(f"{bm}x{bn} failed")
-                for key in ("tessel", "fa2", "cudnn"):
-                    ms = row.get(f"{key}_ms")
-                    row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+                line = sdpa_cells(row, flops, "max_rel_diff_vs_cudnn")
                 report["rows"].append(row)
-
-                def ratio(x):   # tessel's speed over x's: x's time over tessel's
-                    return f"{row[x + '_ms'] / row['tessel_ms']:.2f}" if row.get(x + "_ms") \
-                        else "-"
-
-                def tf(x):
-                    return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
-                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('tessel'):>8} {tf('fa2'):>8} "
-                      f"{tf('cudnn'):>8} {ratio('fa2'):>6} {ratio('cudnn'):>7} "
-                      f"{row.get('max_rel_diff_vs_cudnn', float('nan')):>8.2e}"
+                print(f"{D:>4} {n:>6} {str(causal):>6} {line}"
                       + (f"  [{', '.join(cells)}]" if cells else ""), flush=True)
                 del q, k, v, mine
     if args.json:
