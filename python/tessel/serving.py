@@ -237,12 +237,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                              "need a workspace too large for 32-bit offsets")
         split = False
     BM, BN = _blocks(kind, D, _dtype_name(q), G * Sq if split else Sq, limit)
-    if split:
-        BM, BN = serving_decode.fast_blocks(kind, _dtype_name(q), D, page, num_splits,
-                                            max_pages) or (BM, BN)
-    else:
-        BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
-                              page) or (BM, BN)
+    # The fast paths' blocks where they take the call: the cache read through its strides, and
+    # q too unless the split path packs it (a contiguous copy).
+    strides = (k_rs, k_hs, v_rs, v_hs) + (() if split else (q_rs, q_hs))
+    BM, BN = _fast_blocks(kind, _dtype_name(q), D, strides, page) or (BM, BN)
     if page:
         BN = _page_block(page, BN)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)

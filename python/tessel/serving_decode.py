@@ -16,7 +16,6 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .grid import fold_grid
-from .serving_checks import _fast_blocks
 from .serving_kernels import splitkv_combine, splitkv_kernel
 
 #: SMs assumed on the interpreter (no device to ask): the H200's, so that the CPU takes the
@@ -85,16 +84,6 @@ def num_splits_heuristic(programs, key_blocks, sms):
         efficiency[n] = waves / math.ceil(waves)
     best = max(efficiency.values())
     return min(n for n, e in efficiency.items() if e >= 0.85 * best)
-
-
-def fast_blocks(kind, dtype, D, page, num_splits, max_pages):
-    """(64, 64) where the split program takes the GPU's fast paths, else None (the caller keeps
-    the reference lowering's blocks): f16/bf16 at head dim 64 or 128 with a contiguous cache, a
-    page per split, or pages of a multiple of 64 rows looked up per key block (the fast paths
-    read the next block's page ahead of its copy since 2026-12-02). 1.02x cuDNN at 1k and 64k
-    keys on the H200, against 0.04-0.12x with the reference lowering's blocks
-    (docs/bench/2026-12-02-h200-decode.md)."""
-    return _fast_blocks(kind, dtype, D, (), page)
 
 
 def split_per_page(page, block_n, max_pages):

@@ -178,23 +178,6 @@ def test_num_splits_is_checked(bad):
         tessel.attention_with_kvcache(q, kc, vc, np.array([4], np.int32), num_splits=bad)
 
 
-def test_fast_blocks_where_the_key_loop_is_contiguous():
-    fast = serving_decode.fast_blocks
-    # A contiguous cache on the GPU, f16/bf16 at head dim 64 or 128: the fast paths' blocks.
-    assert fast("cuda", "f16", 128, 0, None, 0) == (64, 64)
-    assert fast("cuda", "bf16", 64, 0, 3, 0) == (64, 64)
-    # A page per split (256 rows = 4 blocks of 64, the heuristic's choice): also contiguous.
-    assert fast("cuda", "f16", 128, 256, None, 8) == (64, 64)
-    # Pages looked up per block: fast when a page holds whole 64-row blocks.
-    assert fast("cuda", "f16", 128, 256, 2, 8) == (64, 64)
-    assert fast("cuda", "f16", 128, 64, None, 8) == (64, 64)
-    # Smaller pages, other head dims and dtypes, and the interpreter keep the caller's blocks.
-    assert fast("cuda", "f16", 128, 16, None, 8) is None
-    assert fast("cuda", "f16", 96, 0, None, 0) is None
-    assert fast("cuda", "f32", 128, 0, None, 0) is None
-    assert fast("numpy", "f16", 128, 0, None, 0) is None
-
-
 def test_fast_blocks_of_varlen_and_the_cache_kernel():
     """varlen and the one-program-per-head cache kernel take 64x64 on CUDA at f16/bf16, head dim
     64/128, strides of whole 16-byte chunks and pages a multiple of 64; else None (the reference
@@ -205,6 +188,9 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
     assert _fast_blocks("cuda", "bf16", 64, rows, page=128) == (64, 64)
     assert _fast_blocks("cuda", "f16", 128, (3 * 8 * 128 + 4,) + rows[1:]) is None
     assert _fast_blocks("cuda", "f16", 128, rows, page=16) is None
+    # The split program: its key loop at the cache's strides, contiguous or a page per block.
+    assert _fast_blocks("cuda", "f16", 128, rows[2:], page=256) == (64, 64)
+    assert _fast_blocks("cuda", "f16", 128, (), page=0) == (64, 64)
     assert _fast_blocks("cuda", "f16", 96, rows) is None
     assert _fast_blocks("cuda", "f32", 128, rows) is None
     assert _fast_blocks("numpy", "f16", 128, rows) is None
