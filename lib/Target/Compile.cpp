@@ -74,15 +74,16 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, one unsigned and one bool (each padded to a word). A new field of
-  // TargetOptions lands here first: put it in the key if it can change the PTX or the cubin,
-  // then update the size.
+  // Five strings, two unsigneds and two bools (in two words). A new field of TargetOptions
+  // lands here first: put it in the key if it can change the PTX or the cubin, then update
+  // the size.
   static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 2 * alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
          ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
          (options.wgmmaOverlap ? ";wgmma-overlap" : "") +
-         (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "");
+         (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "") +
+         (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 
 std::string tessel::findPtxas(llvm::StringRef toolkit) {

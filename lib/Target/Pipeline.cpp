@@ -69,6 +69,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                             llvm::cl::desc("With wgmma: overlap the softmax with the previous "
                                            "block's P·V inside a warpgroup."),
                             llvm::cl::init(false)};
+  Option<unsigned> numStages{*this, "num-stages",
+                             llvm::cl::desc("Stages of the fast paths' ring of loop-body loads "
+                                            "(2 to 4)."),
+                             llvm::cl::init(2)};
   Option<bool> wgmmaAsyncDots{*this, "wgmma-async-dots",
                               llvm::cl::desc("With wgmma: the other dots issued where they "
                                              "stand, waited for before their first use."),
@@ -107,6 +111,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
                        (options.codegen == "auto" && options.chip == "sm_90a");
     mmaOptions.wgmmaOverlap = options.wgmmaOverlap;
     mmaOptions.wgmmaAsyncDots = options.wgmmaAsyncDots;
+    mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
   }
@@ -198,6 +203,7 @@ void tessel::registerTargetPasses() {
           options.codegen = o.codegen;
           options.wgmmaOverlap = o.wgmmaOverlap;
           options.wgmmaAsyncDots = o.wgmmaAsyncDots;
+          options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });
   });

@@ -56,7 +56,8 @@ class GpuOptions:
     Frozen; its code-changing fields feed the cache key. Also ``tessel.cache.GpuOptions``.
 
     Raises:
-        ValueError: an unknown chip or codegen, or num_threads outside [1, 1024].
+        ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
+            other than 2, 3 or 4.
         TypeError: a wgmma_overlap that is not a bool.
     """
 
@@ -73,6 +74,10 @@ class GpuOptions:
     #: inside a warpgroup (FA3's schedule). Off by default, measured slower for the default
     #: blocks (docs/bench/2026-11-29-h200-wgmma-overlap.md).
     wgmma_overlap: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: Stages of the fast paths' ring of loop-body loads (2 to 4): how many K/V blocks are in
+    #: flight ahead of the one in use; more hide more latency and cost shared memory. The
+    #: overlapped wgmma schedule keeps two. A knob for tuning (issue 16/18's autotuning).
+    num_stages: int = dataclasses.field(default=2, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -88,6 +93,8 @@ class GpuOptions:
             raise TypeError(f"wgmma_overlap must be a bool, got {self.wgmma_overlap!r}")
         if not 1 <= int(self.num_threads) <= 1024:
             raise ValueError("num_threads must be between 1 and 1024")
+        if isinstance(self.num_stages, bool) or self.num_stages not in (2, 3, 4):
+            raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
 
 
 def code_fields(record):
@@ -205,7 +212,8 @@ def ingredients(kernel, gpu):
     # The chip is an ingredient of its own.
     options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
     options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
-                                                    gpu.codegen, gpu.wgmma_overlap)
+                                                    gpu.codegen, gpu.wgmma_overlap,
+                                                    gpu.num_stages)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -391,7 +399,8 @@ def get_binary(kernel, gpu=None, directory=None):
 def _compile(kernel, gpu, key, ingr, cache, clock):
     """(GpuBinary, MLIR's pass timing report or ""): compiles and stores in `cache`."""
     r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
-                                    gpu.codegen, timing.enabled(), gpu.wgmma_overlap)
+                                    gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
+                                    gpu.num_stages)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -147,6 +147,7 @@ def test_real_changes_change_the_key(tmp_path, kern):
         "threads": kern.key(cache.GpuOptions(chip="sm_80", num_threads=64)),
         "features": kern.key(cache.GpuOptions(chip="sm_80", features="+ptx81")),
         "overlap": kern.key(cache.GpuOptions(chip="sm_80", wgmma_overlap=True)),
+        "stages": kern.key(cache.GpuOptions(chip="sm_80", num_stages=3)),
     }
     module, _ = load(tmp_path, KERNEL, "other.py")
     keys["constexpr"] = module.scale.warmup(X, X, 1, 1.0, BLOCK=64).key(gpu)
@@ -586,3 +587,21 @@ def test_wgmma_overlap_option_reaches_the_lowering(cache_dir):
         "target"].endswith(";wgmma-overlap")
     with pytest.raises(TypeError, match="wgmma_overlap must be a bool"):
         cache.GpuOptions(wgmma_overlap="yes")
+
+
+def test_num_stages_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(num_stages=3): a ring of three K/V stages (two blocks in flight ahead of the
+    # one in use): more shared memory, cp.async waits that leave one group pending, its own key.
+    q = np.zeros((1, 1, 64, 128), np.float16)
+    k = tessel.compile_attention(q, q, q, causal=True, block_m=64, block_n=64)
+    two = k.binary(cache.GpuOptions(chip="sm_90a"))
+    three = k.binary(cache.GpuOptions(chip="sm_90a", num_stages=3))
+    assert three.dynamic_shared_bytes == two.dynamic_shared_bytes + 64 * 128 * 2 * 2
+    assert "cp.async.wait_group 1;" in " ".join(three.ptx.split())
+    assert "cp.async.wait_group 1;" not in " ".join(two.ptx.split())
+    assert three.key != two.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", num_stages=3))["options"][
+        "target"].endswith(";num-stages=3")
+    for bad in (1, 5, True, "3"):
+        with pytest.raises(ValueError, match="num_stages must be 2, 3 or 4"):
+            cache.GpuOptions(num_stages=bad)

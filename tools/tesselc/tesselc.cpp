@@ -75,6 +75,12 @@ static cl::opt<bool> wgmmaOverlap(
              "inside a warpgroup (FA3's intra-warpgroup pipelining)"),
     cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<unsigned> numStages(
+    "num-stages",
+    cl::desc("Stages of the fast paths' ring of loop-body loads, 2 to 4 (the overlapped wgmma "
+             "schedule keeps two)"),
+    cl::init(2), cl::cat(tesselcCategory));
+
 static cl::opt<bool> wgmmaAsyncDots(
     "wgmma-async-dots",
     cl::desc("With wgmma: the dots the overlap does not schedule issued where they stand and "
@@ -119,6 +125,8 @@ int main(int argc, char **argv) {
     return fail("unknown chip '" + chip + "' (expected sm_80 or sm_90a)");
   if (!tessel::isSupportedCodegen(codegen))
     return fail("unknown codegen '" + codegen + "' (expected auto, reference, mma or wgmma)");
+  if (numStages < 2 || numStages > 4)
+    return fail("--num-stages must be 2, 3 or 4");
   if (numThreads == 0 || numThreads > 1024)
     return fail("--num-threads must be between 1 and 1024");
   if (emit == Emit::Cubin && outputFile == "-")
@@ -169,6 +177,7 @@ int main(int argc, char **argv) {
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
+  options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)
     stage = tessel::Stage::LLVM;

@@ -27,6 +27,9 @@ struct TargetOptions {
   std::string features = "+ptx80";
   /// Threads per CTA of the reference lowering.
   unsigned numThreads = 128;
+  /// Stages of the fast paths' ring of loop-body loads (convert-tile-to-mma stages; the
+  /// overlapped wgmma schedule keeps two). 2 to 4.
+  unsigned numStages = 2;
   /// Where to stop: `llvm` (LLVM dialect inside the gpu.module), `isa` (PTX) or `bin` (cubin).
   std::string format = "isa";
   /// CUDA toolkit for gpu-module-to-binary{format=bin}; empty: CUDA_HOME or PATH.
