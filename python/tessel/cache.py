@@ -74,8 +74,8 @@ class GpuOptions:
     #: inside a warpgroup (FA3's schedule). Off by default, measured slower for the default
     #: blocks (docs/bench/2026-11-29-h200-wgmma-overlap.md).
     wgmma_overlap: bool = dataclasses.field(default=False, metadata={"code": True})
-    #: Stages of the fast paths' ring of loop-body loads (2 to 4): how many K/V blocks are in
-    #: flight ahead of the one in use; more hide more latency and cost shared memory. The
+    #: How many stages the fast paths' ring of loop-body loads has, 2 to 4 (the K/V blocks in
+    #: flight ahead of the one in use); more hide more latency and cost shared memory. The
     #: overlapped wgmma schedule keeps two. A knob for tuning (issue 16/18's autotuning).
     num_stages: int = dataclasses.field(default=2, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
