@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 
-from bench_decode import compile_with_overlap, cuda_torch, make_timer
+from bench_decode import compile_with, cuda_torch, make_timer
 
 CASES = ["document", "window", "alibi", "softcap", "prefix_lm", "rel_bias", "block_sparse"]
 
@@ -113,7 +113,7 @@ def main():
     import tessel
     from tessel import language as tl
     if args.overlap:
-        compile_with_overlap()
+        compile_with(wgmma_overlap=True)
     block_m, block_n = args.blocks or (None, None)
 
     B, H, N, D = args.b, args.h, args.n, args.d

@@ -97,15 +97,16 @@ def sdpa_cells(row, flops, diff_key):
             f"{ratio('cudnn'):>7} {row.get(diff_key, float('nan')):>8.2e}")
 
 
-def compile_with_overlap():
-    """Every tessel launcher made from here on compiles with FA3's intra-warpgroup overlap
-    (GpuOptions(wgmma_overlap=True)): the benchmarks' --overlap."""
+def compile_with(**fields):
+    """Every tessel launcher made from here on compiles with these GpuOptions fields (e.g.
+    wgmma_overlap=True, FA3's intra-warpgroup overlap; num_stages=3): the benchmarks' --overlap
+    and --stages."""
     import tessel.cache
 
-    class Overlapped(tessel.cache.GpuOptions):
+    class Overriding(tessel.cache.GpuOptions):
         def __init__(self, **kw):
-            super().__init__(**{**kw, "wgmma_overlap": True})
-    tessel.cache.GpuOptions = Overlapped
+            super().__init__(**{**kw, **fields})
+    tessel.cache.GpuOptions = Overriding
 
 
 def time_back_to_back(torch, fn, reps, warmup=1, synchronize=True, before=None):

@@ -15,7 +15,7 @@ or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import compile_with_overlap, cuda_torch, make_timer, sdpa_cells
+from bench_decode import compile_with, cuda_torch, make_timer, sdpa_cells
 
 
 def main():
@@ -28,23 +28,26 @@ def main():
                     default=[], help="tessel blocks BMxBN timed too (block_m=, block_n=)")
     ap.add_argument("--overlap", action="store_true",
                     help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
+    ap.add_argument("--stages", type=int, choices=[2, 3, 4], default=2,
+                    help="compile tessel's kernels with GpuOptions(num_stages=N)")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    if args.overlap:
-        compile_with_overlap()
+    if args.overlap or args.stages != 2:
+        compile_with(wgmma_overlap=args.overlap, num_stages=args.stages)
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
-                  dtype=args.dtype, overlap=args.overlap, rows=[])
+                  dtype=args.dtype, overlap=args.overlap, stages=args.stages, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
-    print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}")
+    print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}"
+          f"{f'; {args.stages} stages' if args.stages != 2 else ''}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
           f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")
     for D in args.dims:
