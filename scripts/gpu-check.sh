@@ -66,6 +66,10 @@ step serving_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:c
   "$root/test/gpu/test_serving_gpu.py"
 step bench_decode env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_decode.py" \
   --json "$out/bench_decode.json"
+step bench_varlen env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_varlen.py" \
+  --json "$out/bench_varlen.json"
+step bench_head_dims env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_head_dims.py" \
+  --dims 64 128 256 --json "$out/bench_head_dims.json"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 # The cold compile on this host, step by step (fresh processes, empty caches; compile only).
