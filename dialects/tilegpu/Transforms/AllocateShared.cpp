@@ -71,8 +71,10 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
                                       stage, Value());
     Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
     AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
-    // wgmma reads B through the async proxy: cp.async's writes (generic proxy) first.
-    if (wgmma && slot.role != LoadRole::A)
+    // wgmma reads B, and A blocks a loop streams, through the async proxy (by descriptor):
+    // cp.async's writes (generic proxy) first. (An A block loaded once is fenced where the
+    // lowering decides whether it stays in shared memory.)
+    if (wgmma && (slot.role != LoadRole::A || streamed))
       FenceAsyncSharedOp::create(b, loc);
     gpu::BarrierOp::create(b, loc);
     // One local load per way the block is read: as stored, and transposed (each tile.trans

@@ -136,9 +136,11 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     };
     if (!result.use_empty() && llvm::all_of(result.getUses(), isDotA)) {
       p.role = LoadRole::A;
-      if (p.rows != blockM || ld->getParentOfType<scf::ForOp>())
-        return ld.emitOpError("is an A operand inside a loop or of another height than the "
-                              "query block"),
+      // An A block is the query block (Q, read once) or, loaded in a loop, a slice of the
+      // rows' reduction axis (a GEMM's A[m, k]); either way as tall as the accumulator.
+      if (p.rows != blockM)
+        return ld.emitOpError("is an A operand of ")
+                   << p.rows << " rows where the first dot's A block has " << blockM,
                WalkResult::interrupt();
     } else if (!result.use_empty() && llvm::all_of(result.getUses(), isBRead)) {
       p.role = LoadRole::B;

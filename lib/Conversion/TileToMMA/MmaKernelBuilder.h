@@ -137,12 +137,12 @@ private:
   /// The k steps of one warpgroup dot as wgmma.mma_async (no fence, commit or wait): A as b32
   /// registers, four per k step; `acc` the accumulator registers tied through the chain, or
   /// empty for a fresh one (the first step does not read it); B the block of plan `p` at
-  /// `offset` bytes (i32); with `aPlan`, A is not in registers (`a` empty) but the block of
-  /// that plan in shared memory (stage 0). Returns the accumulator, in flight until a wait
-  /// re-defines it.
+  /// `offset` bytes (i32); with `aView`, A is not in registers (`a` empty) but the block of
+  /// that view in shared memory (its stage of a loop's ring, or its own slot). Returns the
+  /// accumulator, in flight until a wait re-defines it.
   SmallVector<Value> wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> acc, Value offset,
                                 const LoadPlan &p, bool transposed, int64_t n, int64_t kSteps,
-                                const LoadPlan *aPlan = nullptr);
+                                const SharedView *aView = nullptr);
   /// The shared-memory matrix descriptor (i64) of k step 0 of a block at `offset` bytes (i32)
   /// with plan `p`, K-major (`kMajor`: K of Q·Kᵀ, an A block) or N-major (V of P·V); and the
   /// descriptor's increment for k step `kt`.
@@ -230,8 +230,10 @@ private:
   Value ldmatrixAt(Value laneOffset, int64_t xorBytes, Value tileBytes, int64_t addBytes,
                    bool transpose);
   Value ldmatrix4(Value addr, bool transpose);
-  /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory.
-  SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt);
+  /// The A fragments (4 registers) of m tile `mt`, k step `kt` of a block in shared memory
+  /// (`stage`: the bytes of its ring stage, i32, or null).
+  SmallVector<Value> loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt,
+                                    Value stage = Value());
   /// Acc register `i` of a tile of `slabs` 8-column slabs: its Row and Col register.
   int64_t accRow(int64_t i, int64_t slabs) const { return i / (slabs * 4) * 2 + (i % 4) / 2; }
   int64_t accCol(int64_t i, int64_t slabs) const { return (i / 4) % slabs * 2 + i % 2; }
@@ -281,8 +283,9 @@ private:
   /// run (which fences them all) to the wait that names its result (which ties its A).
   DenseMap<Operation *, std::pair<SmallVector<Value>, SmallVector<Value>>> wgmmaInputs;
   /// A operands read from shared memory by every dot (those past the register budget of
-  /// takeAFragments): at every k step (mma.sync) or through a descriptor (wgmma).
-  DenseMap<Value, LoadPlan> aShared;
+  /// takeAFragments, and the A blocks a loop streams): at every k step (mma.sync) or through
+  /// a descriptor (wgmma).
+  DenseMap<Value, SharedView> aShared;
   /// Registers a thread holds for the A blocks kept in registers so far; the number of A
   /// blocks the program loads (plan).
   int64_t residentARegs = 0, aBlocks = 0;

@@ -117,7 +117,8 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
   for (int64_t kt = 0; kt < kSteps; ++kt) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {
-        SmallVector<Value> frags = loadAFragments(shared->second, mt, kt);
+        SmallVector<Value> frags = loadAFragments(shared->second.plan, mt, kt,
+                                                  shared->second.stage);
         std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
       }
     for (int64_t np = 0; np < N / 16; ++np) {

@@ -225,7 +225,7 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   // tilegpu's plan (MmaClass.cpp) keeps their slots out of the loops' ring.
   int64_t regs = mTiles * (p.cols / 16) * 4;
   if (residentARegs + regs > 32 || (wgmma && aBlocks > 1)) {
-    aShared[result] = p;
+    aShared[result] = SharedView{p, Value()};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes
       // (generic proxy) are ordered before, then the block is complete for all of them.
@@ -242,7 +242,8 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   aFragments[result] = frags;
 }
 
-SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt) {
+SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t mt, int64_t kt,
+                                                    Value stage) {
   // Matrix q = lane/8 of the ldmatrix.x4 holds rows +8·(q&1) and columns +8·(q>>1) of the
   // 16×16 slab of m tile mt at k step kt.
   Location loc = b.getUnknownLoc();
@@ -251,6 +252,8 @@ SmallVector<Value> MmaKernelBuilder::loadAFragments(const LoadPlan &p, int64_t m
   Value laneOffset = ldmatrixLaneOffset(p.cols, row8, arith::ShRUIOp::create(b, loc, q, ci32(1)));
   Value tile = arith::AddIOp::create(
       b, loc, ci32(p.smemOffset), arith::MulIOp::create(b, loc, rowBase, ci32(rowBytes(p.cols))));
+  if (stage)
+    tile = arith::AddIOp::create(b, loc, tile, stage);
   auto [xorBytes, addBytes] = chunkStep(p, kt);
   Value x4 = ldmatrixAt(laneOffset, xorBytes, tile, 16 * mt * rowBytes(p.cols) + addBytes, false);
   SmallVector<Value> frags;

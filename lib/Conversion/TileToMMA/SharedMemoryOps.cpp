@@ -147,10 +147,17 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
     views[read.getResult()] = SharedView{*p, stageBytes(read.getBuffer(), read.getStage())};
     return success();
   }
-  if (read.getTranspose() || constantOf(read.getStage()) != 0)
-    return op->emitOpError("reads an A operand ")
-           << (read.getTranspose() ? "transposed" : "from a stage other than 0")
-           << ": convert-tile-to-mma reads A blocks loaded once, as stored";
+  if (read.getTranspose())
+    return op->emitOpError("reads an A operand transposed: convert-tile-to-mma reads A blocks "
+                           "as stored");
+  // An A block a loop streams (a GEMM's) is read by its dots from its stage of the ring, at
+  // every k step (mma.sync) or by descriptor (wgmma): the loop's copies make it visible.
+  if (read->getParentOfType<scf::ForOp>()) {
+    aShared[read.getResult()] = SharedView{*p, stageBytes(read.getBuffer(), read.getStage())};
+    return success();
+  }
+  if (constantOf(read.getStage()) != 0)
+    return op->emitOpError("reads an A operand loaded once from a stage other than 0");
   takeAFragments(read.getResult(), *p);
   return success();
 }

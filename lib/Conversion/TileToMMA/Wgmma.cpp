@@ -107,17 +107,22 @@ int64_t MmaKernelBuilder::wgmmaDescriptorStep(const LoadPlan &p, bool kMajor, in
 
 SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Value> accIn,
                                                 Value offset, const LoadPlan &p, bool transposed,
-                                                int64_t N, int64_t kSteps, const LoadPlan *aPlan) {
+                                                int64_t N, int64_t kSteps,
+                                                const SharedView *aView) {
   Location loc = b.getUnknownLoc();
   Type f32 = b.getF32Type();
   SmallVector<Value> acc(accIn);
   bool zeroAcc = acc.empty();
   Value desc0 = wgmmaDescriptor(offset, p, transposed);
-  // A from shared memory: a K-major block, read from its stage 0; each warpgroup's 64 rows
-  // start 64 rows of 128 bytes further in every slab (rowBase rounded down to the warpgroup).
+  // A from shared memory: a K-major block, read from its slot or the stage of a ring; each
+  // warpgroup's 64 rows start 64 rows of 128 bytes further in every slab (rowBase rounded down
+  // to the warpgroup).
+  const LoadPlan *aPlan = aView ? &aView->plan : nullptr;
   Value aDesc0;
   if (aPlan) {
     Value aStart = ci32(aPlan->smemOffset);
+    if (aView->stage)
+      aStart = arith::AddIOp::create(b, loc, aStart, aView->stage);
     if (blockM > 64)
       aStart = arith::AddIOp::create(
           b, loc, aStart,
@@ -245,12 +250,12 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
     return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
                                     << "multiple of 8 up to 256";
   auto aInShared = aShared.find(op.getA());
-  const LoadPlan *aPlan = aInShared == aShared.end() ? nullptr : &aInShared->second;
-  if (aPlan && mTiles != 1)
+  const SharedView *aView = aInShared == aShared.end() ? nullptr : &aInShared->second;
+  if (aView && mTiles != 1)
     return op.emitOpError("reads an A block from shared memory with ")
            << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
   acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N, K / 16,
-                   aPlan);
+                   aView);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();

@@ -6,12 +6,10 @@
 // AUTO: remark: convert-tile-to-mma leaves @no_dot to the reference lowering: 'func.func' op has no tile.dot
 // AUTO: remark: convert-tile-to-mma leaves @f32_operands to the reference lowering: 'tile.load' op loads 'f32': convert-tile-to-mma needs f16 or bf16 operands
 // AUTO: remark: convert-tile-to-mma leaves @matmul_32 to the reference lowering: 'tile.load' op loads a block of 32 rows
-// AUTO: remark: convert-tile-to-mma leaves @a_in_loop to the reference lowering: 'tile.load' op is an A operand inside a loop
 // AUTO: gpu.module @tessel_kernels
 // AUTO-DAG: gpu.func @no_dot
 // AUTO-DAG: gpu.func @f32_operands
 // AUTO-DAG: gpu.func @matmul_32
-// AUTO-DAG: gpu.func @a_in_loop
 // AUTO-NOT: func.func
 
 // expected-error @+1 {{has no tile.dot whose A operand is a tile.load}}
@@ -72,28 +70,6 @@ func.func @matmul_d96(%a: !tile.ptr<f16>, %c: !tile.ptr<f32>, %n: i32) {
   %btt = tile.trans %bt : tensor<64x96xf16> -> tensor<96x64xf16>
   %zero = arith.constant dense<0.0> : tensor<64x64xf32>
   %r = tile.dot %at, %btt, %zero : tensor<64x96xf16>, tensor<96x64xf16> -> tensor<64x64xf32>
-  tile.store %cd[%c0, %c0], %r : !tile.desc<2, f32>, tensor<64x64xf32>
-  return
-}
-
-// -----
-
-// A matmul whose A block changes every iteration: the fast path keeps A in registers only when
-// it is loaded once, outside the loops.
-func.func @a_in_loop(%a: !tile.ptr<f16>, %c: !tile.ptr<f32>, %n: i32) {
-  %c0 = arith.constant 0 : i32
-  %c1 = arith.constant 1 : i32
-  %c64 = arith.constant 64 : i32
-  %ad = tile.make_desc %a, shape [%n, %n], strides [%n, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
-  %cd = tile.make_desc %c, shape [%n, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
-  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
-  %r = scf.for %k = %c0 to %n step %c64 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
-    // expected-error @+1 {{is an A operand inside a loop}}
-    %at = tile.load %ad[%c0, %k] : !tile.desc<2, f16> -> tensor<64x64xf16>
-    %bt = tile.load %ad[%k, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
-    %next = tile.dot %at, %bt, %acc : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
-    scf.yield %next : tensor<64x64xf32>
-  }
   tile.store %cd[%c0, %c0], %r : !tile.desc<2, f32>, tensor<64x64xf32>
   return
 }

@@ -100,3 +100,44 @@ func.func @qkv_wgmma_d128(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd:
   }
   return
 }
+
+// -----
+
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+
+// A GEMM (issue 18): A and B both streamed by the loop share the ring, A first (16 KiB, then
+// B's 16 KiB); wgmma reads both by descriptor, so the copies are fenced for the async proxy.
+// CHECK-LABEL: func.func @gemm_wgmma
+// CHECK-SAME: tilegpu.shared_bytes = 65536
+// CHECK-DAG: %[[B:.*]] = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: %[[A:.*]] = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !tilegpu.smem<128x64xf16, stages = 2, swizzle = 128>
+// CHECK: scf.for
+// CHECK: tilegpu.async_copy %{{.*}} into %[[A]][%[[S:[0-9]+]]]
+// CHECK: tilegpu.async_wait
+// CHECK-NEXT: tilegpu.fence_async_shared
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[AR:[0-9]+]] = tilegpu.local_load %[[A]][%[[S]]] : {{.*}} -> tensor<128x64xf16, #op_a>
+// CHECK: tilegpu.async_copy %{{.*}} into %[[B]]
+// CHECK: tile.dot %[[AR]]
+// THREE-LABEL: func.func @gemm_wgmma
+// THREE-SAME: tilegpu.shared_bytes = 98304
+func.func @gemm_wgmma(%a: !tile.ptr<f16>, %b: !tile.ptr<f16>, %c: !tile.ptr<f32>, %m: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %c256 = arith.constant 256 : i32
+  %ad = tile.make_desc %a, shape [%m, %c256], strides [%c256, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %bd = tile.make_desc %b, shape [%c256, %c256], strides [%c256, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %cd = tile.make_desc %c, shape [%m, %c256], strides [%c256, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32, #mma>
+  %r = scf.for %k = %c0 to %c256 step %c64 iter_args(%acc = %zero) -> (tensor<128x128xf32, #mma>) : i32 {
+    %at = tile.load %ad[%c0, %k] : !tile.desc<2, f16> -> tensor<128x64xf16, #a>
+    %bt = tile.load %bd[%k, %c0] : !tile.desc<2, f16> -> tensor<64x128xf16, #b>
+    %next = tile.dot %at, %bt, %acc : tensor<128x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<128x128xf32, #mma>
+    scf.yield %next : tensor<128x128xf32, #mma>
+  }
+  tile.store %cd[%c0, %c0], %r : !tile.desc<2, f32>, tensor<128x128xf32, #mma>
+  return
+}
