@@ -22,7 +22,6 @@ Later calls with that tuning key launch the chosen variant directly. docs/dev/ti
 has the decisions (the disk record's key and format).
 """
 import ast
-import hashlib
 import json
 import logging
 import os
