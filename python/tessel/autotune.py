@@ -15,7 +15,7 @@ run-time argument, and where it runs. The first call with a new tuning key choos
 - on the GPU (CUDA tensors), every config is compiled (one that does not compile, or whose
   launch the driver refuses, is skipped and its reason kept), the rest are timed with CUDA
   events (``warmup_calls`` calls, then the median of ``timed_calls``), and the fastest is kept
-  in memory and on disk (:func:`tuning_directory`), so that another process skips the timing;
+  in memory and on disk (``tuning_directory()``), so that another process skips the timing;
 - on the interpreter (numpy arrays), nothing is timed: the first config that compiles is used.
 
 Later calls with that tuning key launch the chosen variant directly. docs/dev/tile-programs.md
@@ -100,7 +100,7 @@ class Autotuner:
         configs: the :class:`Config` list, in the order given.
         key: the names of the arguments whose values select a choice.
         best_config: the config of the latest launch (None before the first).
-        cache: ``{tuning key: Config}`` of the choices this process has made or read.
+        cache: ``{tuning key: index in configs}`` of the choices this process has made or read.
     """
 
     def __init__(self, fn, configs, key, reset_to_zero=None, warmup_calls=3, timed_calls=10,
@@ -328,9 +328,10 @@ def autotune(configs, key, reset_to_zero=None, warmup_calls=3, timed_calls=10, v
     key=["M", "N"])`` above ``@tessel.jit``. The first launch with a new tuning key (the values
     of the ``key`` arguments — an array's shape — the element types of the arguments, and the
     device) picks a config: on CUDA tensors the fastest by CUDA-event timing, remembered in
-    memory and on disk (:func:`tuning_directory`); on numpy arrays the first that compiles.
-    Configs that fail to compile or launch are skipped. ``TESSEL_AUTOTUNE_VERBOSE=1`` (or
-    ``verbose=True``) prints each timing and the choice on stderr.
+    memory and on disk (:func:`tessel.autotune.tuning_directory`); on numpy arrays the first
+    that compiles. Configs that fail to compile or launch are skipped.
+    ``TESSEL_AUTOTUNE_VERBOSE=1`` (or ``verbose=True``) prints each timing and the choice on
+    stderr.
 
     Args:
         configs: a list of :class:`Config`.
