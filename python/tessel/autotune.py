@@ -205,15 +205,14 @@ class Autotuner:
         for name in self.key:
             v = values.get(name)
             keyed.append(tuple(v.shape) if runtime.is_array(v) and hasattr(v, "shape") else v)
-        signature, params, args = [], [], []
+        signature, args = [], []
         for name in self._params:
             if name in self.fn.constexprs or name not in values:
                 continue
             kind, dtype = runtime.classify(name, values[name])
             signature.append((name, kind, dtype))
-            params.append((name, kind, dtype))
             args.append(values[name])
-        if runtime.placement(params, args) == "cuda":
+        if runtime.placement(signature, args) == "cuda":
             place = ("cuda", runtime.device_of_args(args))
         else:
             place = ("host",)
@@ -239,13 +238,13 @@ class Autotuner:
 
     def _choose(self, tuning_key, place, grid, args, kwargs, values):
         """(index of the chosen config, whether it was timed)."""
+        failures = []               # [(index of a config, why it was skipped)]
         if place[0] != "cuda":
-            failures = []
             for i, (config, variant) in enumerate(zip(self.configs, self._variants)):
                 try:
                     variant.warmup(*args, **kwargs, **config.kwargs)
                 except CompilationError as e:
-                    failures.append((config, e))
+                    failures.append((i, e))
                     continue
                 self._say(tuning_key, f"{config} (the first that compiles; the interpreter "
                                       "times nothing)")
@@ -259,12 +258,12 @@ class Autotuner:
         if index is not None:
             self._say(tuning_key, f"{self.configs[index]} (chosen before: {path})")
             return index, False
-        failures, timings = [], [None] * len(self.configs)
+        timings = [None] * len(self.configs)
         for i, (config, variant) in enumerate(zip(self.configs, self._variants)):
             try:
                 variant.warmup(*args, **kwargs, **config.kwargs).gpu_launcher(device)
             except CompilationError as e:
-                failures.append((config, e))
+                failures.append((i, e))
                 continue
 
             def call(variant=variant, config=config):
@@ -273,7 +272,7 @@ class Autotuner:
                 timings[i] = cuda_time(call, lambda: self._reset(values), self.warmup_calls,
                                        self.timed_calls, device)
             except _launch_errors() as e:
-                failures.append((config, e))
+                failures.append((i, e))
         timed = [i for i, t in enumerate(timings) if t is not None]
         if not timed:
             raise self._none_works(tuning_key, failures)
@@ -282,14 +281,13 @@ class Autotuner:
             for i, t in enumerate(timings):
                 if t is not None:
                     self._say(tuning_key, f"{self.configs[i]}: {t:.4f} ms")
-            for config, e in failures:
-                self._say(tuning_key, f"{config}: skipped: {_first_line(e)}")
+            for i, e in failures:
+                self._say(tuning_key, f"{self.configs[i]}: skipped: {_first_line(e)}")
         self._say(tuning_key, f"{self.configs[index]} ({timings[index]:.4f} ms, the fastest of "
                               f"{len(timed)})")
         _write_choice(path, dict(record, chosen=index, config=self.configs[index].record(),
                                  timings_ms=timings, created=int(time.time()),
-                                 skipped={str(self.configs.index(c)): _first_line(e)
-                                          for c, e in failures}))
+                                 skipped={str(i): _first_line(e) for i, e in failures}))
         return index, True
 
     def _reset(self, values):
@@ -297,10 +295,10 @@ class Autotuner:
             _zero(values[name], name)
 
     def _none_works(self, tuning_key, failures):
-        reasons = "; ".join(f"{c}: {_first_line(e)}" for c, e in failures)
+        reasons = "; ".join(f"{self.configs[i]}: {_first_line(e)}" for i, e in failures)
         error = CompilationError(f"autotune: no config of {self.__name__} works for "
                                  f"{self._describe(tuning_key)}: {reasons}")
-        error.__cause__ = failures[-1][1] if failures else None
+        error.__cause__ = failures[-1][1]
         return error
 
     def _describe(self, tuning_key):
