@@ -3,7 +3,10 @@ dict, and the timing path with stand-ins for the chip, the launcher and the CUDA
 compiles behind them are real)."""
 import json
 import os
+import pathlib
+import subprocess
 import sys
+import textwrap
 import types
 
 import numpy as np
@@ -13,8 +16,10 @@ import tessel
 from tessel import _tessel
 from tessel import cache
 from tessel import language as tl
+from dsl_helpers import BUILD
 
 tuning = sys.modules["tessel.autotune"]      # tessel.autotune is the decorator
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 @tessel.jit
@@ -250,6 +255,34 @@ def test_a_second_tuner_reads_the_choice_from_disk(fake_gpu, cache_dir, monkeypa
     monkeypatch.setattr(tuning, "cuda_time", fake_timer([2.0, 1.0], []))
     tuned()[grid_of](*gpu_args())
     assert len(records(cache_dir)) == 4
+
+
+# Another process with the same stand-ins, whose timer must not be called.
+READER = textwrap.dedent("""
+    import dsl_helpers
+    import test_autotune as t
+    import tessel
+    tessel.gpu.chip_of = lambda device: "sm_80"
+    tessel.gpu.launcher = lambda binary, params: t.FakeLauncher(binary)
+    t.tuning.device_name = lambda device: "Fake GPU"
+
+    def no_timing(*args):
+        raise SystemExit("timed again")
+    t.tuning.cuda_time = no_timing
+    kern = t.tuned()
+    kern[t.grid_of](*t.gpu_args())
+    print(kern.best_config)
+""")
+
+
+def test_another_process_reads_the_choice_from_disk(fake_gpu, cache_dir, monkeypatch):
+    monkeypatch.setattr(tuning, "cuda_time", fake_timer([4.0, 2.0], []))
+    tuned()[grid_of](*gpu_args())
+    env = dict(os.environ, TESSEL_CACHE_DIR=str(cache_dir), TESSEL_BUILD_DIR=str(BUILD.resolve()))
+    r = subprocess.run([sys.executable, "-c", READER], cwd=HERE, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == repr(LARGE)
 
 
 def test_a_damaged_record_is_tuned_again(fake_gpu, cache_dir, monkeypatch):
