@@ -417,8 +417,9 @@ def _first_line(error):
 
 def tuning_directory():
     """Where the choices made on the GPU are kept: the kernel cache's directory
-    (``$TESSEL_CACHE_DIR``, else ``~/.cache/tessel``) with ``-autotune`` appended — beside the
-    kernel cache, not in it, since every name in that directory is taken for a cache entry."""
+    (``$TESSEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/tessel`` or ``~/.cache/tessel``) with
+    ``-autotune`` appended — beside the kernel cache, not in it, since every name in that
+    directory is taken for a cache entry."""
     return cache.cache_directory().rstrip(os.sep) + "-autotune"
 
 
