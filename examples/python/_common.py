@@ -1,4 +1,6 @@
-"""Shared by the examples: find tessel, make inputs, report the error.
+"""Shared by the examples: find tessel, make inputs, report the error, and the helpers of the
+tile programs beyond attention (gemm.py, softmax.py, layer_norm.py, elementwise.py), whose host
+functions take numpy arrays (the interpreter) or CUDA torch tensors (the GPU) alike.
 
 An installed tessel (`pip install .`) is used as it is; the build tree's package
 (build/python, or $TESSEL_BUILD_DIR/python) only when tessel is not installed, or when
@@ -31,3 +33,46 @@ def report(name, out, ref):
     err = max_rel_error(out, ref)
     print(f"{name}: max error vs float64 numpy = {err:.2e}")
     return err
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def next_power_of_2(n):
+    return 1 << max(0, n - 1).bit_length()
+
+
+def empty(like, shape, dtype=None):
+    """An array of `shape` where `like` is: numpy beside numpy, a CUDA tensor on `like`'s device
+    beside a CUDA tensor; of `like`'s dtype by default (a dtype name such as "float32" means
+    that dtype of either library)."""
+    if isinstance(like, np.ndarray):
+        return np.empty(shape, dtype or like.dtype)
+    import torch
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    return torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
+
+
+def contiguous(x):
+    """x with rows packed (the kernels address rows by their length), copied only if needed."""
+    return np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x.contiguous()
+
+
+def as_float64(x):
+    """float64 numpy values of a numpy array (uint16: bf16 bit patterns) or a torch tensor."""
+    from tessel import from_bf16
+    if isinstance(x, np.ndarray):
+        return (from_bf16(x) if x.dtype == np.uint16 else x).astype(np.float64)
+    return x.detach().double().cpu().numpy()
+
+
+def cuda_torch():
+    """torch when it is installed and sees a CUDA device, else None (the examples then run on
+    the interpreter only)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None

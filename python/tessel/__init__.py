@@ -13,7 +13,9 @@
 FlexAttention-style `score_mod` / `mask_mod` written as @tessel.jit functions;
 `tessel.attention_varlen` and `tessel.attention_with_kvcache` serve packed variable-length batches
 and (paged) KV caches with FlashAttention's conventions; `tessel.distributed.ring_attention`
-spreads one long sequence over the ranks of a torch.distributed group.
+spreads one long sequence over the ranks of a torch.distributed group. `tessel.autotune` picks a
+kernel's block sizes, num_warps and num_stages by timing them (GEMMs, softmax, layer norm: the
+tile programs beyond attention).
 """
 import time as _time
 
@@ -31,6 +33,7 @@ from .attention import attention, compile_attention
 from .blocksparse import BlockMask, block_mask
 from .backward import attention_backward, compile_attention_backward
 from .serving import attention_varlen, attention_with_kvcache
+from .autotune import Autotuner, Config, autotune
 from . import gpu
 from . import timing
 
@@ -51,4 +54,5 @@ __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "C
            "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention", "block_mask", "BlockMask",
            "attention_backward", "compile_attention_backward", "attention_varlen",
            "attention_with_kvcache", "to_bf16",
-           "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu"]
+           "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu", "autotune", "Autotuner",
+           "Config"]

@@ -40,14 +40,22 @@ from .errors import CompilationError
 from .frontend import CodeGenerator, FunctionSource, TVal, _Return
 
 
+# Warps per program CompileOptions.num_warps takes: powers of two up to a CTA of 1024 threads.
+WARPS = (1, 2, 4, 8, 16, 32)
+
+
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
-    """How the front end compiles a kernel: ``@tessel.jit(options=CompileOptions(...))``.
+    """How a kernel is compiled: ``@tessel.jit(options=CompileOptions(...))``.
 
-    Frozen; every field that changes code feeds the cache key.
+    Frozen; every field that changes code feeds the cache key. ``num_warps`` and ``num_stages``
+    are Triton's launch options: they shape the :class:`tessel.GpuOptions` a GPU launch compiles
+    with (:meth:`gpu_options`) and reach the cache key there, as ``gpu.num_threads`` and
+    ``gpu.num_stages``. The interpreter ignores them.
 
     Raises:
-        ValueError: an unknown backend.
+        ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
+            num_stages other than 2, 3 or 4.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -56,10 +64,42 @@ class CompileOptions:
     #: where the arguments are (numpy: interpreter; CUDA tensors, DevicePointer: GPU);
     #: "interpreter" or "gpu" refuse the other kind of argument.
     backend: str = dataclasses.field(default="auto", metadata={"code": False})
+    #: Warps per program of the reference lowering, which runs ``32 * num_warps`` threads
+    #: (``GpuOptions.num_threads``); None keeps GpuOptions' 128. The fast paths choose their
+    #: warps from the tile layouts and ignore it. Keyed as the GpuOptions field it sets.
+    num_warps: int | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Stages of the fast paths' ring of loop-body loads, 2 to 4 (``GpuOptions.num_stages``);
+    #: None keeps GpuOptions' 2. Keyed as the GpuOptions field it sets.
+    num_stages: int | None = dataclasses.field(default=None, metadata={"code": False})
 
     def __post_init__(self):
         if self.backend not in ("auto", "interpreter", "gpu"):
             raise ValueError(f"unknown backend '{self.backend}' (auto, interpreter or gpu)")
+        if self.num_warps is not None and (isinstance(self.num_warps, bool)
+                                           or self.num_warps not in WARPS):
+            raise ValueError(f"num_warps must be 1, 2, 4, 8, 16 or 32, got {self.num_warps!r}")
+        if self.num_stages is not None and (isinstance(self.num_stages, bool)
+                                            or self.num_stages not in (2, 3, 4)):
+            raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
+
+    def gpu_options(self, chip="sm_90a"):
+        """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
+        (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
+        ``num_stages`` where they are set.
+
+        Args:
+            chip: "sm_80" or "sm_90a".
+
+        Returns:
+            tessel.GpuOptions: the options.
+        """
+        from . import cache
+        fields = {"chip": chip}
+        if self.num_warps is not None:
+            fields["num_threads"] = 32 * self.num_warps
+        if self.num_stages is not None:
+            fields["num_stages"] = self.num_stages
+        return cache.GpuOptions(**fields)
 
     def digest(self):
         """SHA-256 of every field (hex)."""
@@ -106,30 +146,31 @@ class CompiledKernel:
         """What the GPU cache key of this kernel is made of (docs/cache.md).
 
         Args:
-            gpu: a :class:`tessel.GpuOptions` (default: its defaults).
+            gpu: a :class:`tessel.GpuOptions` (default: ``options.gpu_options()``, sm_90a).
 
         Returns:
             dict: the key's ingredients, by name.
         """
         from . import cache
-        return cache.ingredients(self, gpu or cache.GpuOptions())
+        return cache.ingredients(self, gpu or self.options.gpu_options())
 
     def key(self, gpu=None):
         """The kernel cache key (SHA-256, hex) of this kernel compiled with ``gpu``, a
-        :class:`tessel.GpuOptions`."""
+        :class:`tessel.GpuOptions` (default: ``options.gpu_options()``)."""
         from . import cache
         return cache.key_of(self.key_ingredients(gpu))
 
     @property
     def cache_key(self):
-        """The kernel cache key with the default :class:`tessel.GpuOptions`."""
+        """The kernel cache key with the :class:`tessel.GpuOptions` of ``options.gpu_options()``."""
         return self.key()
 
     def binary(self, gpu=None):
         """The compiled GPU binary, from memory, the disk cache or a compile.
 
         Args:
-            gpu: a :class:`tessel.GpuOptions` (default: its defaults).
+            gpu: a :class:`tessel.GpuOptions`, taken as it is (default:
+                ``options.gpu_options()``: sm_90a, with the kernel's num_warps and num_stages).
 
         Returns:
             tessel.cache.GpuBinary: the cubin, PTX and what a launch needs.
@@ -138,7 +179,7 @@ class CompiledKernel:
             tessel.CompilationError: the GPU compile failed.
         """
         from . import cache
-        return cache.get_binary(self, gpu)
+        return cache.get_binary(self, gpu or self.options.gpu_options())
 
     def run(self, grid, *args):
         """Runs the kernel over ``grid`` on the run-time arguments.
@@ -165,11 +206,11 @@ class CompiledKernel:
 
         Args:
             device: the CUDA device ordinal.
-            gpu_options: a :class:`tessel.GpuOptions`; by default the device's chip and
-                ``codegen="auto"``.
+            gpu_options: a :class:`tessel.GpuOptions`; by default
+                ``options.gpu_options(chip)`` for the device's chip (``codegen="auto"``, the
+                kernel's num_warps and num_stages).
         """
-        from . import cache
-        options = gpu_options or cache.GpuOptions(chip=gpu.chip_of(device))
+        options = gpu_options or self.options.gpu_options(gpu.chip_of(device))
         return gpu.launcher(self.binary(options), self.params)
 
     def __repr__(self):
@@ -199,6 +240,10 @@ class JITFunction(_tessel.Dispatcher):
         self.constexprs = {n for n, p in self.signature.parameters.items()
                            if p.annotation is tl.constexpr or p.annotation == "tl.constexpr"}
         self._source = None
+        # with_options variants share the kernel they were made from (its parsed source) and
+        # one table of every variant by its CompileOptions.
+        self._origin = self
+        self._variants = {self.options: self}
         self.cache = {}
         self._configure(self._dispatch_params())
         # kernel._runner(grid, *args, **kwargs) is kernel[grid](*args, **kwargs) without the
@@ -207,13 +252,48 @@ class JITFunction(_tessel.Dispatcher):
 
     @property
     def source(self):
-        if self._source is None:
+        origin = self._origin
+        if origin._source is None:
             try:
-                self._source = FunctionSource(self.fn)
+                origin._source = FunctionSource(self.fn)
             except (OSError, TypeError) as e:
                 raise CompilationError(f"cannot read the source of {self.__name__} ({e}): "
                                        "@tessel.jit functions must be defined in a file") from None
-        return self._source
+        return origin._source
+
+    def with_options(self, **changes):
+        """This kernel with other :class:`CompileOptions` fields, e.g.
+        ``kernel.with_options(num_warps=8, num_stages=3)[grid](...)``.
+
+        The variant shares this kernel's parsed source and has its own specialisations and
+        launch table; asking again for the same options returns the same variant, so calling
+        it in a loop traces and compiles once.
+
+        Args:
+            **changes: CompileOptions fields (``num_warps``, ``num_stages``, ``pipeline``,
+                ``backend``).
+
+        Returns:
+            JITFunction: the variant (this kernel itself when nothing changes).
+
+        Raises:
+            TypeError: a name that is not a CompileOptions field.
+            ValueError: a bad value (as CompileOptions raises).
+        """
+        names = {f.name for f in dataclasses.fields(CompileOptions)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise TypeError(f"{self.__name__}.with_options(): unknown option "
+                            f"{', '.join(map(repr, unknown))} (the options: "
+                            f"{', '.join(sorted(names))})")
+        options = dataclasses.replace(self.options, **changes)
+        variant = self._variants.get(options)
+        if variant is None:
+            variant = type(self)(self.fn, options)
+            variant._origin = self._origin
+            variant._variants = self._variants
+            self._variants[options] = variant
+        return variant
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"{self.__name__} is a @tessel.jit function: launch it with "
@@ -444,20 +524,32 @@ def _raise_diagnostics(diags, pos):
     raise CompilationError(message, filename, line, col)
 
 
-def jit(fn=None, *, options=None):
+def jit(fn=None, *, options=None, num_warps=None, num_stages=None):
     """Decorator: makes a function a tessel kernel, or a function kernels call (inlined).
 
-    ``@tessel.jit`` or ``@tessel.jit(options=CompileOptions(...))``. The function is written in
-    the tile language (:mod:`tessel.language`, imported as ``tl``); it is traced when first
-    launched with new argument types or constexpr values.
+    ``@tessel.jit``, ``@tessel.jit(num_warps=4, num_stages=3)`` or
+    ``@tessel.jit(options=CompileOptions(...))``. The function is written in the tile language
+    (:mod:`tessel.language`, imported as ``tl``); it is traced when first launched with new
+    argument types or constexpr values.
 
     Args:
         fn: the function.
         options: a :class:`CompileOptions` (default: its defaults).
+        num_warps: sets ``CompileOptions.num_warps``: the reference lowering's warps per
+            program (the fast paths choose their own from the tile layouts).
+        num_stages: sets ``CompileOptions.num_stages``: the fast paths' load ring, 2 to 4.
 
     Returns:
         JITFunction: the kernel (or a decorator taking the function, when ``fn`` is None).
+
+    Raises:
+        ValueError: a bad num_warps or num_stages (as :class:`CompileOptions` raises).
     """
+    options = options or CompileOptions()
+    launch = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages))
+              if v is not None}
+    if launch:
+        options = dataclasses.replace(options, **launch)
     if fn is None:
         return lambda f: JITFunction(f, options)
     return JITFunction(fn, options)

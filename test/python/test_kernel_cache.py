@@ -605,3 +605,99 @@ def test_num_stages_option_reaches_the_lowering(cache_dir):
     for bad in (1, 5, True, "3"):
         with pytest.raises(ValueError, match="num_stages must be 2, 3 or 4"):
             cache.GpuOptions(num_stages=bad)
+
+
+def test_num_warps_of_a_kernel_sets_the_reference_lowerings_threads(tmp_path, cache_dir):
+    # @tessel.jit(num_warps=...) and kernel.with_options(...): Triton's launch options, on the
+    # JITFunction (the C dispatcher binds calls against the kernel's own parameters).
+    module, _ = load(tmp_path, KERNEL)
+    plain = module.scale.warmup(X, X, 1, 1.0, BLOCK=32)
+    two = module.scale.with_options(num_warps=2).warmup(X, X, 1, 1.0, BLOCK=32)
+    eight = tessel.jit(module.scale.fn, num_warps=8).warmup(X, X, 1, 1.0, BLOCK=32)
+    blocks = {}
+    for name, k in (("plain", plain), ("two", two), ("eight", eight)):
+        b = k.binary(k.options.gpu_options("sm_80"))
+        assert b.block == k.binary().block               # the default chip alike
+        blocks[name] = (b.block, b.key, " ".join(b.ptx.split()))
+    assert blocks["plain"][0] == (128, 1, 1) and ".maxntid 128, 1, 1" in blocks["plain"][2]
+    assert blocks["two"][0] == (64, 1, 1) and ".maxntid 64, 1, 1" in blocks["two"][2]
+    assert blocks["eight"][0] == (256, 1, 1) and ".maxntid 256, 1, 1" in blocks["eight"][2]
+    assert len({key for _, key, _ in blocks.values()}) == 3
+    assert two.key() != plain.key() and two.cache_key == two.key()
+    # A GpuOptions given explicitly is taken as it is.
+    assert two.binary(cache.GpuOptions(chip="sm_80")).block == (128, 1, 1)
+
+
+def test_with_options_shares_the_source_and_keeps_one_variant_per_options(tmp_path):
+    module, _ = load(tmp_path, KERNEL)
+    kern = module.scale
+    variant = kern.with_options(num_warps=4, num_stages=3)
+    assert variant.options == tessel.CompileOptions(num_warps=4, num_stages=3)
+    assert kern.with_options(num_stages=3, num_warps=4) is variant
+    assert variant.with_options(num_warps=None, num_stages=None) is kern
+    assert kern.with_options() is kern
+    assert variant.source is kern.source
+    # Its own specialisations: the interpreter runs it like the kernel it came from.
+    x = np.arange(40, dtype=np.float32)
+    y = np.zeros_like(x)
+    variant[(2,)](x, y, 40, 2.0, BLOCK=32)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert variant.cache and not kern.cache
+
+
+def test_bad_num_warps_and_num_stages_are_refused(tmp_path):
+    module, _ = load(tmp_path, KERNEL)
+    for bad in (0, 3, 64, True, "4"):
+        with pytest.raises(ValueError, match="num_warps must be 1, 2, 4, 8, 16 or 32"):
+            tessel.CompileOptions(num_warps=bad)
+    with pytest.raises(ValueError, match="num_warps must be"):
+        tessel.jit(num_warps=5)
+    for bad in (1, 5, False):
+        with pytest.raises(ValueError, match="num_stages must be 2, 3 or 4"):
+            module.scale.with_options(num_stages=bad)
+    with pytest.raises(TypeError, match="unknown option 'warps'"):
+        module.scale.with_options(warps=4)
+
+
+def test_num_stages_of_a_kernel_reaches_the_fast_paths(cache_dir):
+    from tessel.attention import _prepare, attention_kernel
+    q = np.zeros((1, 1, 64, 128), np.float16)
+    args, constexprs, _, _, _ = _prepare(q, q, q, True, None, None, None, False, 64, 64)
+    two = attention_kernel.warmup(*args, **constexprs).binary()
+    three = attention_kernel.with_options(num_stages=3).warmup(*args, **constexprs).binary()
+    assert "cp.async.wait_group 1;" in " ".join(three.ptx.split())
+    assert "cp.async.wait_group 1;" not in " ".join(two.ptx.split())
+    assert three.dynamic_shared_bytes > two.dynamic_shared_bytes
+    assert three.manifest["ingredients"]["options"]["gpu.num_stages"] == 3
+
+
+class FakeLauncher:
+    """Stands for a tessel._tessel.Launcher: remembers the binary, launches nothing."""
+
+    def __init__(self, binary):
+        self.binary = binary
+        self.launches = 0
+
+    def launch(self, grid, stream, *args):
+        self.launches += 1
+
+    def __call__(self, grid, stream, *args):       # how the C dispatcher calls a Python entry
+        self.launch(grid, stream, *args)
+
+
+def test_a_gpu_launch_compiles_with_the_kernels_options(tmp_path, cache_dir, monkeypatch):
+    # kernel[grid](device pointers) on a machine without a GPU: the chip and the launcher are
+    # stand-ins; the compile behind them is real.
+    module, _ = load(tmp_path, KERNEL)
+    made = []
+    monkeypatch.setattr(tessel.gpu, "chip_of", lambda device: "sm_80")
+    monkeypatch.setattr(tessel.gpu, "launcher",
+                        lambda binary, params: made.append(FakeLauncher(binary)) or made[-1])
+    x = tessel.DevicePointer(1 << 20, "f32")
+    module.scale.with_options(num_warps=2, num_stages=3)[(1,)](x, x, 1, 1.0, BLOCK=32)
+    module.scale[(1,)](x, x, 1, 1.0, BLOCK=32)
+    tuned, plain = (m.binary for m in made)
+    assert tuned.chip == "sm_80" and tuned.block == (64, 1, 1) and plain.block == (128, 1, 1)
+    assert tuned.manifest["ingredients"]["options"]["gpu.num_stages"] == 3
+    assert plain.manifest["ingredients"]["options"]["gpu.num_stages"] == 2
+    assert made[0].launches == 1 and made[1].launches == 1

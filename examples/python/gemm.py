@@ -1,0 +1,115 @@
+"""GEMM with a fused epilogue: C = activation(A·B + bias), written as Triton users write it.
+
+One program per BM×BN block of C. Its loop walks K in steps of BK, loading a BM×BK block of A
+and a BK×BN block of B and accumulating their product in f32; blocks that run past M, N or K
+read zeros (the loads' bounds), and the store drops what lies outside C. The epilogue adds a
+float32 bias row (loaded as a 1-D tile, broadcast over the rows) and applies relu or tanh-GELU
+before the cast to C's dtype.
+
+`matmul_tuned` is the same kernel under tessel.autotune: on CUDA tensors it times CONFIGS once
+per (M, N, K) and dtypes and keeps the fastest.
+
+    python3 examples/python/gemm.py          # the interpreter; the GPU too where torch sees one
+"""
+from _common import as_float64, cdiv, contiguous, cuda_torch, empty, np
+from elementwise import gelu_tanh
+import tessel
+from tessel import language as tl
+
+ACTIVATIONS = ("", "relu", "gelu_tanh")
+
+
+@tessel.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    ad = tl.make_desc(a_ptr, shape=(M, K), strides=(K, 1))
+    bd = tl.make_desc(b_ptr, shape=(K, N), strides=(N, 1))
+    cd = tl.make_desc(c_ptr, shape=(M, N), strides=(N, 1))
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(ad, (pid_m * BM, k), shape=(BM, BK))
+        b = tl.load(bd, (k, pid_n * BN), shape=(BK, BN))
+        acc += tl.dot(a, b)
+    if HAS_BIAS:
+        biasd = tl.make_desc(bias_ptr, shape=(N,), strides=(1,))
+        acc = acc + tl.load(biasd, (pid_n * BN,), shape=(BN,))[None, :]
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu_tanh":
+        acc = gelu_tanh(acc)
+    tl.store(cd, (pid_m * BM, pid_n * BN), acc.to(c_ptr.dtype))
+
+
+CONFIGS = [
+    tessel.Config({"BM": 128, "BN": 128, "BK": 64}, num_stages=3),
+    tessel.Config({"BM": 128, "BN": 128, "BK": 64}, num_stages=4),
+    tessel.Config({"BM": 128, "BN": 64, "BK": 64}, num_stages=3),
+    tessel.Config({"BM": 64, "BN": 128, "BK": 64}, num_stages=3),
+    tessel.Config({"BM": 64, "BN": 64, "BK": 64}, num_stages=2),
+]
+matmul_tuned = tessel.autotune(configs=CONFIGS, key=["M", "N", "K"])(matmul_kernel)
+
+
+def matmul(a, b, bias=None, activation="", out_dtype=None, blocks=None):
+    """activation(a @ b + bias) as `out_dtype` (default: a's dtype).
+
+    a [M, K] and b [K, N]: float16 or bfloat16 (numpy: float16 or uint16 bf16 bit patterns; or
+    CUDA torch tensors). bias: float32 [N] or None. activation: "", "relu" or "gelu_tanh".
+    blocks: (BM, BN, BK) to launch matmul_kernel with those blocks; None to launch matmul_tuned
+    (which, on numpy arrays, takes the first of CONFIGS)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    (M, K), (K2, N) = a.shape, b.shape
+    if K != K2:
+        raise ValueError(f"a is {M}x{K} and b is {K2}x{N}: the inner sizes differ")
+    a, b = contiguous(a), contiguous(b)
+    c = empty(a, (M, N), out_dtype)
+    # Without a bias, any array stands in for the unused pointer: a (the interpreter copies
+    # arrays in and out, so it must not be c).
+    args = (a, b, c, a if bias is None else contiguous(bias), M, N, K)
+    epilogue = dict(HAS_BIAS=bias is not None, ACTIVATION=activation)
+    if blocks is None:
+        matmul_tuned[lambda meta: (cdiv(M, meta["BM"]), cdiv(N, meta["BN"]))](*args, **epilogue)
+    else:
+        BM, BN, BK = blocks
+        matmul_kernel[(cdiv(M, BM), cdiv(N, BN))](*args, BM=BM, BN=BN, BK=BK, **epilogue)
+    return c
+
+
+def reference(a, b, bias=None, activation=""):
+    """float64 numpy activation(a @ b + bias)."""
+    c = as_float64(a) @ as_float64(b)
+    if bias is not None:
+        c = c + as_float64(bias)
+    if activation == "relu":
+        c = np.maximum(c, 0.0)
+    elif activation == "gelu_tanh":
+        c = 0.5 * c * (1.0 + np.tanh(0.7978845608028654 * (c + 0.044715 * c ** 3)))
+    return c
+
+
+def main():
+    rng = np.random.default_rng(0)
+    M, N, K = 70, 50, 40
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    bias = rng.standard_normal(N).astype(np.float32)
+    for activation in ACTIVATIONS:
+        c = matmul(a, b, bias, activation, out_dtype=np.float32, blocks=(32, 32, 32))
+        err = np.abs(as_float64(c) - reference(a, b, bias, activation)).max()
+        print(f"gemm {M}x{N}x{K} +bias {activation or 'no activation'} (interpreter, f16 -> f32): "
+              f"max error vs float64 {err:.2e}")
+    torch = cuda_torch()
+    if torch is not None:
+        at = torch.randn(1000, 600, device="cuda", dtype=torch.float16)
+        bt = torch.randn(600, 700, device="cuda", dtype=torch.float16)
+        ct = matmul(at, bt)
+        err = np.abs(as_float64(ct) - reference(at, bt)).max()
+        print(f"gemm 1000x700x600 (GPU, f16, {matmul_tuned.best_config}): max error vs float64 "
+              f"{err:.2e}")
+
+
+if __name__ == "__main__":
+    main()
