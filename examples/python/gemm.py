@@ -6,6 +6,11 @@ read zeros (the loads' bounds), and the store drops what lies outside C. The epi
 float32 bias row (loaded as a 1-D tile, broadcast over the rows) and applies relu or tanh-GELU
 before the cast to C's dtype.
 
+N and K are compile-time constants (one kernel per shape, cached): the rows of A and B are
+then copied in 16-byte pieces into shared memory and multiplied by the tensor cores (wgmma on
+sm_90a, mma.sync on sm_80), which needs row strides that are known multiples of 8 elements.
+With run-time strides the kernel still runs, on the reference lowering (docs/dev/codegen.md).
+
 `matmul_tuned` is the same kernel under tessel.autotune: on CUDA tensors it times CONFIGS once
 per (M, N, K) and dtypes and keeps the fastest.
 
@@ -20,8 +25,9 @@ ACTIVATIONS = ("", "relu", "gelu_tanh")
 
 
 @tessel.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                  BK: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N: tl.constexpr, K: tl.constexpr,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, HAS_BIAS: tl.constexpr,
+                  ACTIVATION: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     ad = tl.make_desc(a_ptr, shape=(M, K), strides=(K, 1))
