@@ -200,6 +200,9 @@ def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["values", "re
     softmax with `pending = 1`). An A operand (`#tilegpu.dot_operand<operand = 0>`) may be
     named too: the wait then also orders the code that made it before the wait — the
     overlapped schedule ties the next P so that its softmax stays under the P·V in flight.
+    A wait may name no value: it then only frees what older groups read from shared memory
+    (a GEMM's loop keeps its accumulating group in flight and waits with `pending = 1`, so
+    the stage of two iterations back may be overwritten).
 
     ```mlir
     %o2, %s2 = tilegpu.wgmma_wait %o, %s {pending = 0 : i32} : tensor<64x128xf32, #mma>, tensor<64x64xf32, #mma>
@@ -207,7 +210,7 @@ def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["values", "re
   }];
   let arguments = (ins Variadic<TileGPU_WaitedTile>:$values, I32Attr:$pending);
   let results = (outs Variadic<TileGPU_WaitedTile>:$results);
-  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let assemblyFormat = "$values attr-dict (`:` type($values)^)?";
   let hasVerifier = 1;
 }
 

@@ -69,6 +69,10 @@ mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);
 
+/// The accumulating wgmma of each GEMM-shaped loop of a wgmma `program` (allocateShared's form,
+/// three stages or more) kept in flight into the next iteration (tilegpu-async-accumulate).
+mlir::LogicalResult asyncAccumulate(mlir::func::FuncOp program);
+
 /// Every wgmma dot of `program` (allocateShared's form) issued where it stands and waited for
 /// before its first use (tilegpu-async-dots); a no-op on mma.sync programs. With `eager`, every
 /// one that is left, in any block, is waited for right after it instead (pending 0: a

@@ -65,7 +65,9 @@ def TileGPUPipelineLoads : Pass<"tilegpu-pipeline-loads", "::mlir::func::FuncOp"
     carried by the loop. The groups in flight are loop-carried tokens, so each wait names the
     group it waits for. Copies of iterations past the loop's end are predicated off (`if`): a
     causal loop ends before the tensor does, and its next block would be read for nothing. So
-    the groups still in flight after the loop are empty, and no wait follows it.
+    the groups still in flight after the loop are empty, and no wait follows it. A loop marked
+    `tilegpu.dots_in_flight = D` (`tilegpu-async-accumulate`) keeps D wgmma groups in flight
+    across its iterations: its copies go `S − 1 − D` iterations ahead.
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect"];
@@ -91,6 +93,26 @@ def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> 
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def TileGPUAsyncAccumulate : Pass<"tilegpu-async-accumulate", "::mlir::func::FuncOp"> {
+  let summary = "Keep a loop's accumulating wgmma in flight into the next iteration (GEMM).";
+  let description = [{
+    Runs after `tilegpu-allocate-shared` (three stages or more), before
+    `tilegpu-pipeline-loads`, on the loops of a wgmma program whose body has one dot, of
+    blocks loaded in the unpipelined form, accumulating into a value the loop carries and
+    yields and nothing else reads: a GEMM's `acc += A_k·B_k`. The dot becomes a
+    `tilegpu.wgmma` followed by a `tilegpu.wgmma_wait {pending = 1}` that names no value: the
+    iteration's wgmma stays in flight while the next one waits for its copies and issues its
+    own (wgmmas on the same accumulator run in order without a wait), and the previous one
+    is done when the iteration ends. After the loop a wait with `pending = 0` gives the
+    accumulator. The loop gets `tilegpu.dots_in_flight = 1`, which makes
+    `tilegpu-pipeline-loads` issue copies `S − 2` iterations ahead instead of `S − 1`: the
+    stage they overwrite was read by the wgmma of two iterations back, which every warpgroup
+    has waited for before the barrier that precedes the copies. Loops with two stages, with
+    other dots or already scheduled are left alone.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
 }
 
 def TileGPUAsyncDots : Pass<"tilegpu-async-dots", "::mlir::func::FuncOp"> {

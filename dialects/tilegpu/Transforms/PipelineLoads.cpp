@@ -47,15 +47,24 @@ LogicalResult pipeline(scf::ForOp loop) {
   if (loads.empty())
     return success();
   bool fenced = llvm::any_of(loads, [](const UnpipelinedLoad &l) { return bool(l.fence); });
+  // Copies go `ahead` iterations ahead: S − 1, less the wgmma groups the loop keeps in flight
+  // (whose stages are still being read).
+  int64_t dotsInFlight = 0;
+  if (auto attr = loop->getAttrOfType<IntegerAttr>("tilegpu.dots_in_flight"))
+    dotsInFlight = attr.getInt();
+  int64_t ahead = stages - 1 - dotsInFlight;
+  if (ahead < 1)
+    return loop.emitOpError("keeps ") << dotsInFlight << " wgmma groups in flight over a ring of "
+                                      << stages << " stages: no stage is left to copy into";
   Location loc = loop.getLoc();
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound(), step = loop.getStep();
   IRRewriter rw(loop.getContext());
   rw.setInsertionPoint(loop);
   // Every thread is done with the ring (a previous loop may have used the same slots).
   gpu::BarrierOp::create(rw, loc);
-  // The stage of the first iteration, then the groups of the first S - 1 iterations.
+  // The stage of the first iteration, then the groups of the first `ahead` iterations.
   SmallVector<Value> carried{constI32(rw, loc, 0)};
-  for (int64_t k = 0; k + 1 < stages; ++k) {
+  for (int64_t k = 0; k < ahead; ++k) {
     Value iv = k == 0
                    ? lb
                    : Value(arith::AddIOp::create(
@@ -77,14 +86,14 @@ LogicalResult pipeline(scf::ForOp loop) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(loads.front().copy);
         // This iteration's group (the oldest) has landed; younger ones may still fly.
-        AsyncWaitOp::create(b, loc, ValueRange{inFlight.front()}, stages - 2);
+        AsyncWaitOp::create(b, loc, ValueRange{inFlight.front()}, ahead - 1);
         if (fenced)
           FenceAsyncSharedOp::create(b, loc);
         gpu::BarrierOp::create(b, loc);
-        Value ahead = arith::AddIOp::create(
-            b, loc, iv, arith::MulIOp::create(b, loc, step, constI32(b, loc, stages - 1)));
-        Value next = issueGroup(b, loc, loop, loads, {oldIv, iv}, ahead, newLoop.getUpperBound(),
-                                addMod(b, loc, stage, stages - 1, stages));
+        Value aheadIv = arith::AddIOp::create(
+            b, loc, iv, arith::MulIOp::create(b, loc, step, constI32(b, loc, ahead)));
+        Value next = issueGroup(b, loc, loop, loads, {oldIv, iv}, aheadIv, newLoop.getUpperBound(),
+                                addMod(b, loc, stage, ahead, stages));
         // The next iteration's stage, at the end of the body (where it is needed). The body
         // is still the old loop's here: it moves into the new loop after this callback.
         b.setInsertionPoint(loads.front().copy->getBlock()->getTerminator());

@@ -275,11 +275,13 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         failed(tessel::tilegpu::assignLayouts(work, useWgmma, warpRows)))
       return failure();
     // The schedule of the loads: FA3's overlap (two stages) on the loops of the attention
-    // shape when asked for, then software pipelining of the others.
+    // shape when asked for, a GEMM's accumulating wgmma kept in flight (three stages or
+    // more), then software pipelining of the loops.
     bool overlap = wgmmaOverlap && tessel::tilegpu::programLayout(work).getKind() ==
                                        tessel::tilegpu::MmaKind::Wgmma;
     if (!placed && (failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages)) ||
                     (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
+                    failed(tessel::tilegpu::asyncAccumulate(work)) ||
                     (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
                     failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
