@@ -70,7 +70,7 @@ mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);
 
 /// The accumulating wgmma of each GEMM-shaped loop of a wgmma `program` (allocateShared's form,
-/// three stages or more) kept in flight into the next iteration (tilegpu-async-accumulate).
+/// four stages or more) kept in flight into the next iteration (tilegpu-async-accumulate).
 mlir::LogicalResult asyncAccumulate(mlir::func::FuncOp program);
 
 /// Every wgmma dot of `program` (allocateShared's form) issued where it stands and waited for

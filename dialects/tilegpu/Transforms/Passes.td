@@ -98,7 +98,7 @@ def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> 
 def TileGPUAsyncAccumulate : Pass<"tilegpu-async-accumulate", "::mlir::func::FuncOp"> {
   let summary = "Keep a loop's accumulating wgmma in flight into the next iteration (GEMM).";
   let description = [{
-    Runs after `tilegpu-allocate-shared` (three stages or more), before
+    Runs after `tilegpu-allocate-shared` (four stages or more), before
     `tilegpu-pipeline-loads`, on the loops of a wgmma program whose body has one dot, of
     blocks loaded in the unpipelined form, accumulating into a value the loop carries and
     yields and nothing else reads: a GEMM's `acc += A_k·B_k`. The dot becomes a
@@ -109,8 +109,9 @@ def TileGPUAsyncAccumulate : Pass<"tilegpu-async-accumulate", "::mlir::func::Fun
     accumulator. The loop gets `tilegpu.dots_in_flight = 1`, which makes
     `tilegpu-pipeline-loads` issue copies `S − 2` iterations ahead instead of `S − 1`: the
     stage they overwrite was read by the wgmma of two iterations back, which every warpgroup
-    has waited for before the barrier that precedes the copies. Loops with two stages, with
-    other dots or already scheduled are left alone.
+    has waited for before the barrier that precedes the copies. Loops with fewer than four
+    stages (copies one iteration ahead expose their latency: measured slower), with other
+    dots or already scheduled are left alone.
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
 }

@@ -1,12 +1,12 @@
 // A GEMM on the fast paths (issue 18): A[m, k] and B[k, n] both streamed by the loop over k, the
 // accumulator carried. A is read from its stage of the ring by every dot: by descriptor on
 // wgmma (two warpgroups of 64 rows, the A operand a 64-bit descriptor like B), by ldmatrix at
-// every k step on mma.sync (four warps of 32 rows). Three stages of 32 KiB, no spill. On wgmma
-// each iteration's group stays in flight into the next (tilegpu-async-accumulate: wait 1 in the
-// loop, its copies one iteration ahead, so their wait leaves none pending), drained after it.
+// every k step on mma.sync (four warps of 32 rows). Stages of 32 KiB, no spill. On wgmma with
+// four stages each iteration's group stays in flight into the next (tilegpu-async-accumulate:
+// wait 1 in the loop, its copies two iterations ahead), drained after it.
 // REQUIRES: ptxas
-// RUN: tesselc %s --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=ptx -o - | FileCheck %s --check-prefix=WGMMA
-// RUN: tesselc %s --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=WGMMA-PTXAS
+// RUN: tesselc %s --chip=sm_90a --codegen=wgmma --num-stages=4 --emit=ptx -o - | FileCheck %s --check-prefix=WGMMA
+// RUN: tesselc %s --chip=sm_90a --codegen=wgmma --num-stages=4 --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=WGMMA-PTXAS
 // RUN: tesselc %s --chip=sm_80 --codegen=mma --num-stages=3 --emit=ptx -o - | FileCheck %s --check-prefix=MMA
 // RUN: tesselc %s --chip=sm_80 --codegen=mma --num-stages=3 --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=MMA-PTXAS
 
@@ -14,10 +14,10 @@
 // WGMMA: cp.async.cg.shared.global
 // WGMMA: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 1;
 // WGMMA: wgmma.wait_group.sync.aligned 1;
-// WGMMA: cp.async.wait_group 0;
+// WGMMA: cp.async.wait_group 1;
 // WGMMA: wgmma.wait_group.sync.aligned 0;
 // WGMMA-PTXAS: ptxas sm_90a gemm: {{[0-9]+}} registers, {{.*}}, 0 bytes spill stores, 0 bytes spill loads
-// WGMMA-PTXAS-NEXT: kernel gemm: block 256x1x1, 98304 bytes dynamic smem
+// WGMMA-PTXAS-NEXT: kernel gemm: block 256x1x1, 131072 bytes dynamic smem
 
 // MMA-LABEL: .entry gemm(
 // MMA: cp.async.cg.shared.global
