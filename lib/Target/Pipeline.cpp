@@ -115,6 +115,13 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
   }
+  if (options.codegen == "auto") {
+    // Programs without dots: tiles in registers in a row-blocked layout where they fit.
+    ConvertTileToBlockedOptions blockedOptions;
+    blockedOptions.fallback = true;
+    blockedOptions.numThreads = options.numThreads;
+    pm.addPass(createConvertTileToBlocked(blockedOptions));
+  }
   ConvertTileToGPUOptions tileOptions;
   tileOptions.numThreads = options.numThreads;
   tileOptions.sharedLimit = maxSharedBytesPerBlock(options.chip);
@@ -181,6 +188,7 @@ void tessel::registerTargetPasses() {
   std::call_once(once, [] {
     registerConvertTileToGPU();
     registerConvertTileToMMA();
+    registerConvertTileToBlocked();
     registerExternDynamicSharedMemory();
     registerSplitKernelModules();
     registerGpuNVVMAttachTarget();

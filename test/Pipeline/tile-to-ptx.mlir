@@ -1,8 +1,19 @@
-// The whole pipeline, tile IR to PTX, in-process (no ptxas needed for PTX).
-// RUN: tessel-opt %s --tile-to-nvvm="chip=sm_80 format=llvm" | FileCheck %s --check-prefix=LLVM
-// RUN: tessel-opt %s --tile-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=SM80
-// RUN: tessel-opt %s --tile-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=SM90
-// RUN: tesselc %s --chip=sm_90a --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// The whole pipeline, tile IR to PTX, in-process (no ptxas needed for PTX): the reference
+// lowering (codegen=reference), and by default (auto) the row-blocked one, which keeps the
+// tiles in registers: vector loads and stores, no barrier (BLOCKED).
+// RUN: tessel-opt %s --tile-to-nvvm="chip=sm_80 format=llvm codegen=reference" | FileCheck %s --check-prefix=LLVM
+// RUN: tessel-opt %s --tile-to-nvvm="chip=sm_80 codegen=reference" | FileCheck %s --check-prefix=SM80
+// RUN: tessel-opt %s --tile-to-nvvm="chip=sm_90a codegen=reference" | FileCheck %s --check-prefix=SM90
+// RUN: tesselc %s --chip=sm_90a --codegen=reference --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// RUN: tesselc %s --chip=sm_90a --emit=ptx -o - 2>/dev/null | FileCheck %s --check-prefix=BLOCKED
+
+// BLOCKED-LABEL: .visible .entry scaled_exp(
+// BLOCKED: .maxntid 128, 1, 1
+// BLOCKED: ld.global.b32
+// BLOCKED: ex2.approx
+// BLOCKED-NOT: bar.sync
+// BLOCKED: st.global.b32
+// BLOCKED-NOT: bar.sync
 
 // LLVM: gpu.module @tessel_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
 // LLVM-LABEL: llvm.func @scaled_exp

@@ -101,4 +101,32 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertTileToBlocked : Pass<"convert-tile-to-blocked", "::mlir::ModuleOp"> {
+  let summary = "Lower tile programs without dots to kernels that keep every tile in registers.";
+  let description = [{
+    The fast path for programs of loads, stores, element-wise ops and reductions along rows
+    (row softmax, layer norm, fused element-wise chains; docs/dev/codegen-blocked.md). The
+    program's [R, C] block (or [1, N] for 1-D programs) is spread over `num-threads` threads in
+    vectors of 16 bytes of the narrowest element it moves: a row over up to all the threads, the
+    rest of the threads on the next rows. Loads and stores are vector accesses where the vector
+    is in bounds, unit-stride and aligned (checked at run time), element by element otherwise;
+    a reduction along rows folds a thread's elements, shuffles across its warp and, for a row
+    wider than a warp, exchanges through shared memory. Row and column vectors ([R], [R, 1],
+    [C], [1, C]) are held by the threads that need them.
+
+    With `fallback`, a program outside the class is left as it is with a remark, for
+    `convert-tile-to-gpu`; without it, the reason is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+  let options = [
+    Option<"fallback", "fallback", "bool", /*default=*/"false",
+           "Leave programs outside the class to the reference lowering (remark) instead of "
+           "failing.">,
+    Option<"numThreads", "num-threads", "unsigned", /*default=*/"128",
+           "Threads per CTA (a power of two).">
+  ];
+}
+
 #endif // TESSEL_CONVERSION_PASSES_TD
