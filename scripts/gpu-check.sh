@@ -70,6 +70,10 @@ step bench_varlen env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/ben
   --json "$out/bench_varlen.json"
 step bench_head_dims env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_head_dims.py" \
   --dims 64 128 256 --json "$out/bench_head_dims.json"
+step tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_tile_programs_gpu.py"
+step bench_tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 \
+  "$root/test/gpu/bench_tile_programs.py" --json "$out/bench_tile_programs.json"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
 # The cold compile on this host, step by step (fresh processes, empty caches; compile only).
