@@ -48,12 +48,9 @@ struct RowsLayout {
 
   int64_t count(Kind k) const {
     switch (k) {
-    case Kind::Tile:
-      return rowSlots * colChunks * vector;
-    case Kind::Row:
-      return rowSlots;
-    case Kind::Col:
-      return colChunks * vector;
+    case Kind::Tile: return rowSlots * colChunks * vector;
+    case Kind::Row: return rowSlots;
+    case Kind::Col: return colChunks * vector;
     }
     return 0;
   }

@@ -41,10 +41,10 @@ Value inRange(OpBuilder &b, Location loc, Value g, Value size) {
 
 /// One vector of a block: where its first element is and whether the V-wide access may be used.
 struct VectorAt {
-  Value address;            // i64 element offset of element 0
-  Value vectorOk;           // i1: all in bounds, inner stride 1, aligned
+  Value address;             // i64 element offset of element 0
+  Value vectorOk;            // i1: all in bounds, inner stride 1, aligned
   SmallVector<Value> elemOk; // i1 per element: in bounds
-  Value innerStride;        // i64
+  Value innerStride;         // i64
 };
 
 /// The vector at block indices (row, col0) of `d` (1-D descriptors: col0 only) plus `offsets`.
@@ -129,9 +129,9 @@ SmallVector<Value> readVector(OpBuilder &b, Location loc, const LoweredDesc &d, 
       auto one = scf::IfOp::create(b, loc, TypeRange{t}, at.elemOk[e], true);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(one.thenBlock());
-      scf::YieldOp::create(
-          b, loc,
-          Value(LLVM::LoadOp::create(b, loc, t, elementPtr(b, loc, d, elementAddress(b, loc, at, e)))));
+      scf::YieldOp::create(b, loc,
+                           Value(LLVM::LoadOp::create(
+                               b, loc, t, elementPtr(b, loc, d, elementAddress(b, loc, at, e)))));
       b.setInsertionPointToStart(one.elseBlock());
       scf::YieldOp::create(b, loc, constantOf(b, loc, t, padding));
       out.push_back(one.getResult(0));
@@ -256,8 +256,8 @@ LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
                          : vectorAt(b, loc, d, offsets, Value(), colOf(j, 0), V);
       int64_t first = k == Kind::Tile ? L.tileIndex(s, j, 0) : j * V;
       ArrayRef<Value> vals(values.begin() + first, values.begin() + first + V);
-      ArrayRef<Value> bits =
-          mask.empty() ? ArrayRef<Value>() : ArrayRef<Value>(mask.begin() + first, V);
+      ArrayRef<Value> bits = mask.empty() ? ArrayRef<Value>()
+                                          : ArrayRef<Value>(mask.begin() + first, V);
       writeVector(b, loc, d, at, vals, bits, store);
     }
   }

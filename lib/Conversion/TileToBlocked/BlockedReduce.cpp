@@ -20,12 +20,9 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::reduceRows(tile::ReduceOp op
   Location loc = op.getLoc();
   auto combine = [&](Value x, Value y) -> Value {
     switch (op.getKind()) {
-    case tile::ReduceKind::Sum:
-      return arith::AddFOp::create(b, loc, x, y);
-    case tile::ReduceKind::Max:
-      return arith::MaximumFOp::create(b, loc, x, y);
-    case tile::ReduceKind::Min:
-      return arith::MinimumFOp::create(b, loc, x, y);
+    case tile::ReduceKind::Sum: return arith::AddFOp::create(b, loc, x, y);
+    case tile::ReduceKind::Max: return arith::MaximumFOp::create(b, loc, x, y);
+    case tile::ReduceKind::Min: return arith::MinimumFOp::create(b, loc, x, y);
     }
     return x;
   };
@@ -70,9 +67,9 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::reduceRows(tile::ReduceOp op
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     for (int64_t s = 0; s < L.rowSlots; ++s)
-      memref::StoreOp::create(b, loc, partial[s], scratchBuffer,
-                              ValueRange{index(arith::AddIOp::create(b, loc, slotBase(s),
-                                                                     warpInRow))});
+      memref::StoreOp::create(
+          b, loc, partial[s], scratchBuffer,
+          ValueRange{index(arith::AddIOp::create(b, loc, slotBase(s), warpInRow))});
   }
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> out;

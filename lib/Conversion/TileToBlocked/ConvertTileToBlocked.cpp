@@ -175,8 +175,7 @@ Value BlockedKernelBuilder::colOf(int64_t j, int64_t e) {
 Value BlockedKernelBuilder::ownsRows() {
   if (L.rows >= L.rowsPerPass)
     return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getBoolAttr(true));
-  return arith::CmpIOp::create(b, b.getUnknownLoc(), arith::CmpIPredicate::ult, tr,
-                               ci32(L.rows));
+  return arith::CmpIOp::create(b, b.getUnknownLoc(), arith::CmpIPredicate::ult, tr, ci32(L.rows));
 }
 
 std::optional<Kind> BlockedKernelBuilder::kindOfShape(RankedTensorType type) const {
@@ -267,8 +266,8 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind 
     auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
     if (!dense || !dense.isSplat())
       return op->emitOpError("is a non-splat tile constant (convert-tile-to-blocked)");
-    Value scalar =
-        arith::ConstantOp::create(b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    Value scalar = arith::ConstantOp::create(b, loc,
+                                             cast<TypedAttr>(dense.getSplatValue<Attribute>()));
     return SmallVector<Value>(n, scalar);
   }
   if (auto splat = dyn_cast<tile::SplatOp>(op))
@@ -349,8 +348,8 @@ LogicalResult BlockedKernelBuilder::emitOp(Operation *op) {
   SmallVector<Value> operands;
   for (Value v : op->getOperands())
     operands.push_back(scalars.lookup(v));
-  SmallVector<Value> results =
-      tessel::conversion::emitScalarOp(b, op, operands, op->getResultTypes(), /*ftz=*/true);
+  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands,
+                                                                op->getResultTypes(), /*ftz=*/true);
   for (auto [src, dst] : llvm::zip(op->getResults(), results))
     scalars.map(src, dst);
   return success();
@@ -422,8 +421,7 @@ struct ConvertTileToBlocked : tessel::impl::ConvertTileToBlockedBase<ConvertTile
       return failure();
     kernel = *made;
     OpBuilder b(&getContext());
-    kernel.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({static_cast<int32_t>(numThreads), 1, 1}));
+    kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(numThreads), 1, 1}));
     kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(layout->scratch * 4));
     kernel->setAttr("tessel.codegen", b.getStringAttr("blocked"));
     BlockedKernelBuilder builder(kernel, *layout);
