@@ -184,7 +184,8 @@ def test_the_tuned_choice_is_on_disk_and_reused(monkeypatch):
     monkeypatch.setattr(tuning, "cuda_time", no_timing)
     again = tessel.autotune(configs=gemm.CONFIGS, key=["M", "N", "K"])(gemm.matmul_kernel)
     c = _common.empty(a, (200, 300)).fill_(float("nan"))
-    again[lambda m: (_common.cdiv(200, m["BM"]), _common.cdiv(300, m["BN"]))](
+    # gemm.matmul_kernel numbers its blocks on one grid axis (GROUP_M).
+    again[lambda m: _common.cdiv(200, m["BM"]) * _common.cdiv(300, m["BN"])](
         a, b, c, a, 200, 300, 96, HAS_BIAS=False, ACTIVATION="")
     torch.cuda.synchronize()
     assert again.best_config == chosen
