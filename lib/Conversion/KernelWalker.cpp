@@ -57,6 +57,21 @@ FailureOr<gpu::GPUFuncOp> tessel::conversion::createKernel(func::FuncOp program,
 
 KernelWalker::KernelWalker(gpu::GPUFuncOp kernel) : kernel(kernel), b(kernel.getContext()) {}
 
+LogicalResult tessel::conversion::captureFirstError(MLIRContext *ctx, FirstError &error,
+                                                    function_ref<LogicalResult()> lower) {
+  error.reason.clear();
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() != DiagnosticSeverity::Error)
+      return failure();
+    if (error.reason.empty()) {
+      error.reason = diag.str();
+      error.where = diag.getLocation();
+    }
+    return success();
+  });
+  return lower();
+}
+
 KernelWalker::~KernelWalker() = default;
 
 LogicalResult KernelWalker::walk(func::FuncOp program) {

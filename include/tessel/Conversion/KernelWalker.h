@@ -34,6 +34,16 @@ mlir::gpu::GPUModuleOp getOrCreateKernelModule(mlir::ModuleOp module);
 mlir::FailureOr<mlir::gpu::GPUFuncOp> createKernel(mlir::func::FuncOp program,
                                                    mlir::gpu::GPUModuleOp gpuModule);
 
+/// The first error `lower` emits, kept instead of reported: its text and location (the
+/// program's when there is none). The fast lowerings try a program and, on failure, leave it
+/// to the next one with this reason as a remark (fallback) or report it.
+struct FirstError {
+  std::string reason;
+  mlir::Location where;
+};
+mlir::LogicalResult captureFirstError(mlir::MLIRContext *ctx, FirstError &error,
+                                      llvm::function_ref<mlir::LogicalResult()> lower);
+
 /// Walks a tile program into its kernel. Subclasses emit the tile ops (emitOp) and whatever the
 /// kernel needs at its entry (emitPrologue); grid queries, descriptors and scalar loads are
 /// lowered here.

@@ -375,22 +375,10 @@ struct ConvertTileToBlocked : tessel::impl::ConvertTileToBlockedBase<ConvertTile
     gpu::GPUModuleOp gpuModule;
     bool failedAny = false;
     for (func::FuncOp program : programs) {
-      std::string reason;
-      Location where = program.getLoc();
+      tessel::conversion::FirstError error{"", program.getLoc()};
       gpu::GPUFuncOp kernel;
-      LogicalResult built = failure();
-      {
-        ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-          if (diag.getSeverity() != DiagnosticSeverity::Error)
-            return failure();
-          if (reason.empty()) {
-            reason = diag.str();
-            where = diag.getLocation();
-          }
-          return success();
-        });
-        built = lowerProgram(program, gpuModule, kernel);
-      }
+      LogicalResult built = tessel::conversion::captureFirstError(
+          ctx, error, [&] { return lowerProgram(program, gpuModule, kernel); });
       if (succeeded(built)) {
         program.erase();
         continue;
@@ -398,10 +386,10 @@ struct ConvertTileToBlocked : tessel::impl::ConvertTileToBlockedBase<ConvertTile
       if (kernel)
         kernel.erase();
       if (fallback) {
-        emitRemark(where) << "convert-tile-to-blocked leaves @" << program.getName()
-                          << " to the reference lowering: " << reason;
+        emitRemark(error.where) << "convert-tile-to-blocked leaves @" << program.getName()
+                                << " to the reference lowering: " << error.reason;
       } else {
-        emitError(where) << reason;
+        emitError(error.where) << error.reason;
         failedAny = true;
       }
     }

@@ -190,34 +190,22 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       // Collect the first error of this program; with fallback it becomes a remark. With
       // fallback and wgmma (codegen=auto on sm_90a) a program wgmma refuses is tried on the
       // mma.sync path before it is left to the reference lowering.
-      std::string reason;
-      Location where = program.getLoc();
+      tessel::conversion::FirstError error{"", program.getLoc()};
       LogicalResult built = failure();
       bool useWgmma = wgmma;
       for (;;) {
         gpu::GPUFuncOp kernel;
-        reason.clear();
-        where = program.getLoc();
-        {
-          ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-            if (diag.getSeverity() != DiagnosticSeverity::Error)
-              return failure();
-            if (reason.empty()) {
-              reason = diag.str();
-              where = diag.getLocation();
-            }
-            return success();
-          });
-          built = lowerProgram(program, gpuModule, smem, kernel, useWgmma);
-        }
+        error.where = program.getLoc();
+        built = tessel::conversion::captureFirstError(
+            ctx, error, [&] { return lowerProgram(program, gpuModule, smem, kernel, useWgmma); });
         if (succeeded(built))
           break;
         if (kernel)
           kernel.erase();
         if (!(fallback && useWgmma))
           break;
-        emitRemark(where) << "convert-tile-to-mma lowers @" << program.getName()
-                          << " with mma.sync, not wgmma: " << reason;
+        emitRemark(error.where) << "convert-tile-to-mma lowers @" << program.getName()
+                                << " with mma.sync, not wgmma: " << error.reason;
         tessel::tilegpu::stripLayouts(program);
         useWgmma = false;
       }
@@ -227,10 +215,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       }
       if (fallback) {
         tessel::tilegpu::stripLayouts(program);
-        emitRemark(where) << "convert-tile-to-mma leaves @" << program.getName()
-                          << " to the reference lowering: " << reason;
+        emitRemark(error.where) << "convert-tile-to-mma leaves @" << program.getName()
+                                << " to the reference lowering: " << error.reason;
       } else {
-        emitError(where) << reason;
+        emitError(error.where) << error.reason;
         failedAny = true;
       }
     }
