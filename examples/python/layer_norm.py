@@ -35,9 +35,10 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, R, C, eps,
     tl.store(tl.make_desc(rstd_ptr, shape=(R,), strides=(1,)), (r0,), rstd)
 
 
-# Whole rows in registers (convert-tile-to-blocked): 16 warps halve the registers a thread
-# holds of an 8192-wide row.
-CONFIGS = [tessel.Config({"BLOCK_R": r}, num_warps=w) for r in (1, 2, 4, 8) for w in (4, 8, 16)]
+# Whole rows in registers (convert-tile-to-blocked): 16 or 32 warps keep few registers a
+# thread on 8192-wide rows (measured on the H200: docs/bench/2026-12-02-h200-tile-programs.md).
+CONFIGS = [tessel.Config({"BLOCK_R": r}, num_warps=w)
+           for r in (1, 2, 4, 8) for w in (4, 8, 16, 32)]
 layer_norm_tuned = tessel.autotune(configs=CONFIGS, key=["R", "C"])(layer_norm_kernel)
 
 

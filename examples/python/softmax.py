@@ -25,9 +25,10 @@ def softmax_kernel(x_ptr, y_ptr, R, C, BLOCK_R: tl.constexpr, BLOCK_C: tl.conste
     tl.store(yd, (r0, 0), y.to(y_ptr.dtype))
 
 
-# Whole rows in registers (convert-tile-to-blocked): 16 warps halve the registers a thread
-# holds of an 8192-wide row.
-CONFIGS = [tessel.Config({"BLOCK_R": r}, num_warps=w) for r in (1, 2, 4, 8) for w in (4, 8, 16)]
+# Whole rows in registers (convert-tile-to-blocked): 16 or 32 warps keep few registers a
+# thread on 8192-wide rows (measured on the H200: docs/bench/2026-12-02-h200-tile-programs.md).
+CONFIGS = [tessel.Config({"BLOCK_R": r}, num_warps=w)
+           for r in (1, 2, 4, 8) for w in (4, 8, 16, 32)]
 softmax_tuned = tessel.autotune(configs=CONFIGS, key=["R", "C"])(softmax_kernel)
 
 
