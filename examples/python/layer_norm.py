@@ -23,12 +23,14 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, R, C, eps,
     wd = tl.make_desc(w_ptr, shape=(C,), strides=(1,))
     bd = tl.make_desc(b_ptr, shape=(C,), strides=(1,))
     x = tl.load(xd, (r0, 0), shape=(BLOCK_R, BLOCK_C)).to(tl.float32)
+    # The weight and bias are read before the reductions, so that their loads are in flight
+    # while the row's sums are computed (the GPU issues loads where the program has them).
+    w = tl.load(wd, (0,), shape=(BLOCK_C,)).to(tl.float32)
+    b = tl.load(bd, (0,), shape=(BLOCK_C,)).to(tl.float32)
     mean = tl.sum(x, 1) / C
     inside = (tl.arange(0, BLOCK_C) < C)[None, :]
     centred = tl.where(inside, x - mean[:, None], 0.0)
     rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / C + eps)
-    w = tl.load(wd, (0,), shape=(BLOCK_C,)).to(tl.float32)
-    b = tl.load(bd, (0,), shape=(BLOCK_C,)).to(tl.float32)
     y = centred * rstd[:, None] * w[None, :] + b[None, :]
     tl.store(yd, (r0, 0), y.to(y_ptr.dtype))
     tl.store(tl.make_desc(mean_ptr, shape=(R,), strides=(1,)), (r0,), mean)
