@@ -72,6 +72,17 @@ LogicalResult tessel::conversion::captureFirstError(MLIRContext *ctx, FirstError
   return lower();
 }
 
+bool tessel::conversion::reportRefusal(StringRef pass, func::FuncOp program,
+                                       const FirstError &error, bool fallback) {
+  if (!fallback) {
+    emitError(error.where) << error.reason;
+    return true;
+  }
+  emitRemark(error.where) << pass << " leaves @" << program.getName()
+                          << " to the reference lowering: " << error.reason;
+  return false;
+}
+
 KernelWalker::~KernelWalker() = default;
 
 LogicalResult KernelWalker::walk(func::FuncOp program) {

@@ -44,6 +44,11 @@ struct FirstError {
 mlir::LogicalResult captureFirstError(mlir::MLIRContext *ctx, FirstError &error,
                                       llvm::function_ref<mlir::LogicalResult()> lower);
 
+/// A program lowering `pass` refused with `error`: with `fallback` a remark that leaves it to
+/// the reference lowering, else the error. Returns whether it was an error.
+bool reportRefusal(llvm::StringRef pass, mlir::func::FuncOp program, const FirstError &error,
+                   bool fallback);
+
 /// Walks a tile program into its kernel. Subclasses emit the tile ops (emitOp) and whatever the
 /// kernel needs at its entry (emitPrologue); grid queries, descriptors and scalar loads are
 /// lowered here.

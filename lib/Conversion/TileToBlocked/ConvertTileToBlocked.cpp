@@ -385,13 +385,8 @@ struct ConvertTileToBlocked : tessel::impl::ConvertTileToBlockedBase<ConvertTile
       }
       if (kernel)
         kernel.erase();
-      if (fallback) {
-        emitRemark(error.where) << "convert-tile-to-blocked leaves @" << program.getName()
-                                << " to the reference lowering: " << error.reason;
-      } else {
-        emitError(error.where) << error.reason;
-        failedAny = true;
-      }
+      failedAny |= tessel::conversion::reportRefusal("convert-tile-to-blocked", program, error,
+                                                     fallback);
     }
     if (failedAny)
       signalPassFailure();

@@ -213,14 +213,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         program.erase();
         continue;
       }
-      if (fallback) {
+      if (fallback)
         tessel::tilegpu::stripLayouts(program);
-        emitRemark(error.where) << "convert-tile-to-mma leaves @" << program.getName()
-                                << " to the reference lowering: " << error.reason;
-      } else {
-        emitError(error.where) << error.reason;
-        failedAny = true;
-      }
+      failedAny |= tessel::conversion::reportRefusal("convert-tile-to-mma", program, error,
+                                                     fallback);
     }
     if (failedAny)
       signalPassFailure();
