@@ -7,6 +7,7 @@
 
 #include "tessel/Conversion/KernelWalker.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -84,6 +85,27 @@ bool tessel::conversion::reportRefusal(StringRef pass, func::FuncOp program,
 }
 
 KernelWalker::~KernelWalker() = default;
+
+void KernelWalker::emitScalar(Operation *op, bool ftz) {
+  if (isa<arith::ConstantOp>(op)) {
+    scalars.map(op->getResult(0), b.clone(*op)->getResult(0));
+    return;
+  }
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(scalars.lookup(v));
+  SmallVector<Value> results = emitScalarOp(b, op, operands, op->getResultTypes(), ftz);
+  for (auto [src, dst] : llvm::zip(op->getResults(), results))
+    scalars.map(src, dst);
+}
+
+Value KernelWalker::ci32(int64_t v) {
+  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI32IntegerAttr(v));
+}
+
+Value KernelWalker::ci64(int64_t v) {
+  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI64IntegerAttr(v));
+}
 
 LogicalResult KernelWalker::walk(func::FuncOp program) {
   Block &entry = kernel.getBody().front();

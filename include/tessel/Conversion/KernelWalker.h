@@ -67,6 +67,12 @@ protected:
   virtual void emitPrologue(mlir::Location loc) {}
   /// An op that is not a grid query, a tile.make_desc or a tile.load_scalar.
   virtual mlir::LogicalResult emitOp(mlir::Operation *op) = 0;
+  /// A scalar arith/math op (no tile operand or result), on the lowered scalars of its
+  /// operands: constants cloned, the rest through emitScalarOp (`ftz` as there).
+  void emitScalar(mlir::Operation *op, bool ftz);
+  /// i32 / i64 constants at the insertion point.
+  mlir::Value ci32(int64_t v);
+  mlir::Value ci64(int64_t v);
 
   mlir::gpu::GPUFuncOp kernel;
   mlir::OpBuilder b;

@@ -92,6 +92,13 @@ private:
   SmallVector<Value> &regsOf(Value v, Kind k) { return regs[{v, static_cast<int>(k)}]; }
   /// The registers of tile op `op`'s result in `k`.
   FailureOr<SmallVector<Value>> compute(Operation *op, Kind k);
+  /// One vector of a tile in `k` as this thread holds it: its row and first column inside the
+  /// block, its width and its first register.
+  struct VectorSlot {
+    Value row, col;
+    int64_t width, first;
+  };
+  SmallVector<VectorSlot> vectorSlots(Kind k);
   FailureOr<SmallVector<Value>> loadRegs(tile::LoadOp op, Kind k);
   LogicalResult emitStore(tile::StoreOp op);
   /// Row reduction of the Tile registers `in` into Row registers.
@@ -102,8 +109,6 @@ private:
   Value colOf(int64_t j, int64_t e);
   /// Whether this thread's rows are its own (not a repeat when R < rowsPerPass).
   Value ownsRows();
-  Value ci32(int64_t v);
-  Value ci64(int64_t v);
 
   RowsLayout L;
   Value tid, tr, tc, scratchBuffer;

@@ -176,53 +176,72 @@ void writeVector(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorA
 
 } // namespace
 
-FailureOr<SmallVector<Value>> BlockedKernelBuilder::loadRegs(tile::LoadOp op, Kind k) {
-  Location loc = op.getLoc();
-  auto it = descs.find(op.getDesc());
-  if (it == descs.end())
-    return op.emitOpError("reads a descriptor convert-tile-to-blocked cannot trace to a "
-                          "tile.make_desc");
-  const LoweredDesc &d = it->second;
-  SmallVector<Value> offsets;
-  for (Value v : op.getOffsets())
-    offsets.push_back(tessel::conversion::toI64(b, loc, scalars.lookup(v)));
-  double padding = op.getPadding().convertToDouble();
-  auto type = op.getResult().getType();
-  bool twoD = type.getRank() == 2;
-  SmallVector<Value> out;
+SmallVector<BlockedKernelBuilder::VectorSlot> BlockedKernelBuilder::vectorSlots(Kind k) {
+  SmallVector<VectorSlot> slots;
   if (k == Kind::Row) {
-    // A value per row: [R] (a 1-D descriptor indexed by the row) or [R, 1].
-    for (int64_t s = 0; s < L.rowSlots; ++s) {
-      Value row = rowOf(s);
-      VectorAt at = twoD ? vectorAt(b, loc, d, offsets, row, ci32(0), 1)
-                         : vectorAt(b, loc, d, offsets, Value(), row, 1);
-      out.push_back(readVector(b, loc, d, at, 1, padding).front());
-    }
-    return out;
+    for (int64_t s = 0; s < L.rowSlots; ++s)
+      slots.push_back({rowOf(s), ci32(0), 1, s});
+    return slots;
   }
   for (int64_t s = 0; s < (k == Kind::Tile ? L.rowSlots : 1); ++s) {
     Value row = k == Kind::Tile ? rowOf(s) : ci32(0);
-    for (int64_t j = 0; j < L.colChunks; ++j) {
-      VectorAt at = twoD ? vectorAt(b, loc, d, offsets, row, colOf(j, 0), L.vector)
-                         : vectorAt(b, loc, d, offsets, Value(), colOf(j, 0), L.vector);
-      llvm::append_range(out, readVector(b, loc, d, at, L.vector, padding));
-    }
+    for (int64_t j = 0; j < L.colChunks; ++j)
+      slots.push_back(
+          {row, colOf(j, 0), L.vector, k == Kind::Tile ? L.tileIndex(s, j, 0) : j * L.vector});
   }
+  return slots;
+}
+
+namespace {
+
+/// The lowered descriptor of `op` and its offsets as i64, or the error at `op`.
+FailureOr<std::pair<LoweredDesc, SmallVector<Value>>>
+placeOf(OpBuilder &b, Operation *op, Value desc, ValueRange offsets,
+        const DenseMap<Value, LoweredDesc> &descs, const IRMapping &scalars) {
+  auto it = descs.find(desc);
+  if (it == descs.end())
+    return op->emitOpError("uses a descriptor convert-tile-to-blocked cannot trace to a "
+                           "tile.make_desc");
+  SmallVector<Value> out;
+  for (Value v : offsets)
+    out.push_back(tessel::conversion::toI64(b, op->getLoc(), scalars.lookup(v)));
+  return std::make_pair(it->second, out);
+}
+
+/// The vector `slot` of a tile of rank `rank` in `k`: a 1-D descriptor is indexed by the row
+/// (Row) or the column.
+VectorAt slotAt(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Value> offsets,
+                int64_t rank, Kind k, Value row, Value col, int64_t width) {
+  if (rank == 2)
+    return vectorAt(b, loc, d, offsets, row, col, width);
+  return vectorAt(b, loc, d, offsets, Value(), k == Kind::Row ? row : col, width);
+}
+
+} // namespace
+
+FailureOr<SmallVector<Value>> BlockedKernelBuilder::loadRegs(tile::LoadOp op, Kind k) {
+  Location loc = op.getLoc();
+  auto place = placeOf(b, op, op.getDesc(), op.getOffsets(), descs, scalars);
+  if (failed(place))
+    return failure();
+  auto &[d, offsets] = *place;
+  double padding = op.getPadding().convertToDouble();
+  int64_t rank = op.getResult().getType().getRank();
+  SmallVector<Value> out;
+  for (const VectorSlot &v : vectorSlots(k))
+    llvm::append_range(out, readVector(b, loc, d,
+                                       slotAt(b, loc, d, offsets, rank, k, v.row, v.col, v.width),
+                                       v.width, padding));
   return out;
 }
 
 LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
   Location loc = op.getLoc();
-  auto it = descs.find(op.getDesc());
-  if (it == descs.end())
-    return op.emitOpError("writes a descriptor convert-tile-to-blocked cannot trace to a "
-                          "tile.make_desc");
-  const LoweredDesc &d = it->second;
-  SmallVector<Value> offsets;
-  for (Value v : op.getOffsets())
-    offsets.push_back(tessel::conversion::toI64(b, loc, scalars.lookup(v)));
-  auto type = cast<RankedTensorType>(op.getValue().getType());
-  bool twoD = type.getRank() == 2;
+  auto place = placeOf(b, op, op.getDesc(), op.getOffsets(), descs, scalars);
+  if (failed(place))
+    return failure();
+  auto &[d, offsets] = *place;
+  int64_t rank = cast<RankedTensorType>(op.getValue().getType()).getRank();
   SmallVector<Kind, 2> ks = kinds.lookup(op.getValue());
   if (ks.empty())
     return op.emitOpError("stores a tile convert-tile-to-blocked did not compute");
@@ -230,36 +249,21 @@ LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
   SmallVector<Value> &values = regsOf(op.getValue(), k);
   SmallVector<Value> noMask;
   SmallVector<Value> &mask = op.getMask() ? regsOf(op.getMask(), k) : noMask;
+  // A value held by several threads is written by one: the first thread of a row (Row), the
+  // first row of threads (Col), a thread whose rows are its own (Tile).
   Value zero = ci32(0);
-  if (k == Kind::Row) {
-    // One thread of each row writes it.
-    Value first = arith::AndIOp::create(
-        b, loc, ownsRows(), arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tc, zero));
-    for (int64_t s = 0; s < L.rowSlots; ++s) {
-      Value row = rowOf(s);
-      VectorAt at = twoD ? vectorAt(b, loc, d, offsets, row, zero, 1)
-                         : vectorAt(b, loc, d, offsets, Value(), row, 1);
-      writeVector(b, loc, d, at, values[s],
-                  mask.empty() ? ArrayRef<Value>() : ArrayRef<Value>(mask[s]), first);
-    }
-    return success();
-  }
-  // A column value is held by every row of threads: the first writes it.
-  Value store = k == Kind::Tile
-                    ? ownsRows()
-                    : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tr, zero));
-  int64_t V = L.vector;
-  for (int64_t s = 0; s < (k == Kind::Tile ? L.rowSlots : 1); ++s) {
-    Value row = k == Kind::Tile ? rowOf(s) : zero;
-    for (int64_t j = 0; j < L.colChunks; ++j) {
-      VectorAt at = twoD ? vectorAt(b, loc, d, offsets, row, colOf(j, 0), V)
-                         : vectorAt(b, loc, d, offsets, Value(), colOf(j, 0), V);
-      int64_t first = k == Kind::Tile ? L.tileIndex(s, j, 0) : j * V;
-      ArrayRef<Value> vals(values.begin() + first, values.begin() + first + V);
-      ArrayRef<Value> bits = mask.empty() ? ArrayRef<Value>()
-                                          : ArrayRef<Value>(mask.begin() + first, V);
-      writeVector(b, loc, d, at, vals, bits, store);
-    }
+  Value store = ownsRows();
+  if (k == Kind::Row)
+    store = arith::AndIOp::create(
+        b, loc, store, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tc, zero));
+  else if (k == Kind::Col)
+    store = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tr, zero);
+  for (const VectorSlot &v : vectorSlots(k)) {
+    ArrayRef<Value> vals(values.begin() + v.first, v.width);
+    ArrayRef<Value> bits = mask.empty() ? ArrayRef<Value>()
+                                        : ArrayRef<Value>(mask).slice(v.first, v.width);
+    writeVector(b, loc, d, slotAt(b, loc, d, offsets, rank, k, v.row, v.col, v.width), vals, bits,
+                store);
   }
   return success();
 }

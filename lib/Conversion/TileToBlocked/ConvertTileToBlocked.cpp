@@ -139,13 +139,6 @@ FailureOr<RowsLayout> planRows(func::FuncOp program, int64_t threads) {
   return L;
 }
 
-Value BlockedKernelBuilder::ci32(int64_t v) {
-  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI32IntegerAttr(v));
-}
-Value BlockedKernelBuilder::ci64(int64_t v) {
-  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI64IntegerAttr(v));
-}
-
 void BlockedKernelBuilder::emitPrologue(Location loc) {
   Value x = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   tid = arith::IndexCastOp::create(b, loc, b.getI32Type(), x);
@@ -341,17 +334,7 @@ LogicalResult BlockedKernelBuilder::emitOp(Operation *op) {
   Dialect *dialect = op->getDialect();
   if (!dialect || !isa<arith::ArithDialect, math::MathDialect>(dialect) || op->getNumRegions())
     return op->emitOpError("is not supported by convert-tile-to-blocked");
-  if (isa<arith::ConstantOp>(op)) {
-    scalars.map(op->getResult(0), b.clone(*op)->getResult(0));
-    return success();
-  }
-  SmallVector<Value> operands;
-  for (Value v : op->getOperands())
-    operands.push_back(scalars.lookup(v));
-  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands,
-                                                                op->getResultTypes(), /*ftz=*/true);
-  for (auto [src, dst] : llvm::zip(op->getResults(), results))
-    scalars.map(src, dst);
+  emitScalar(op, /*ftz=*/true);
   return success();
 }
 

@@ -280,12 +280,7 @@ LogicalResult KernelBuilder::emitOp(Operation *op) {
   for (Type t : op->getOperandTypes())
     if (isTile(t))
       return op->emitOpError("mixes tiles and scalars in a way convert-tile-to-gpu cannot lower");
-  SmallVector<Value> operands;
-  for (Value v : op->getOperands())
-    operands.push_back(scalars.lookup(v));
-  SmallVector<Value> results = emitScalarOp(b, op, operands, op->getResultTypes(), /*ftz=*/false);
-  for (auto [src, dst] : llvm::zip(op->getResults(), results))
-    scalars.map(src, dst);
+  emitScalar(op, /*ftz=*/false);
   return success();
 }
 

@@ -61,14 +61,6 @@ int64_t constantOf(Value v) {
   return INT64_MIN;
 }
 
-Value MmaKernelBuilder::ci32(int64_t v) {
-  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI32IntegerAttr(v));
-}
-
-Value MmaKernelBuilder::ci64(int64_t v) {
-  return arith::ConstantOp::create(b, b.getUnknownLoc(), b.getI64IntegerAttr(v));
-}
-
 Value MmaKernelBuilder::toI64(Value v) {
   return tessel::conversion::toI64(b, b.getUnknownLoc(), v);
 }
@@ -141,18 +133,7 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
                   op->getNumRegions() == 0 && !llvm::any_of(op->getOperandTypes(), isTensor);
   if (!scalarOp)
     return op->emitOpError("is not supported by convert-tile-to-mma");
-  SmallVector<Value> operands;
-  for (Value v : op->getOperands())
-    operands.push_back(scalars.lookup(v));
-  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
-    scalars.map(cst.getResult(), b.clone(*op)->getResult(0));
-    return success();
-  }
-  SmallVector<Value> results = tessel::conversion::emitScalarOp(b, op, operands,
-                                                                op->getResultTypes(),
-                                                                /*ftz=*/true);
-  for (auto [src, dst] : llvm::zip(op->getResults(), results))
-    scalars.map(src, dst);
+  emitScalar(op, /*ftz=*/true);
   return success();
 }
 

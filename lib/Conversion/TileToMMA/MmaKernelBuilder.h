@@ -240,9 +240,6 @@ private:
   Value packPair(Value lo, Value hi);
   Value fragmentOf(Value i32reg);
 
-  /// i32 / i64 constants.
-  Value ci32(int64_t v);
-  Value ci64(int64_t v);
   Value toI64(Value v);
   Value toI32(Value v);
 
