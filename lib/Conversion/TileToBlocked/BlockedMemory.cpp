@@ -15,17 +15,13 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 namespace tessel::blocked {
 
 namespace {
 
 using tessel::conversion::LoweredDesc;
-
-Value constantOf(OpBuilder &b, Location loc, Type t, double v) {
-  if (isa<FloatType>(t))
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
-  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, static_cast<int64_t>(v)));
-}
 
 Value elementPtr(OpBuilder &b, Location loc, const LoweredDesc &d, Value address) {
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -76,7 +72,9 @@ VectorAt vectorAt(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Val
     at.vectorOk = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     return at;
   }
-  int64_t bytes = V * std::max<int64_t>(1, d.elementType.getIntOrFloatBitWidth() / 8);
+  // Accesses of at most 16 bytes: a wider vector needs each 16-byte piece aligned.
+  int64_t bytes = std::min<int64_t>(
+      16, V * std::max<int64_t>(1, d.elementType.getIntOrFloatBitWidth() / 8));
   Value one = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1));
   Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, at.innerStride, one);
   Value addr = LLVM::PtrToIntOp::create(b, loc, i64, elementPtr(b, loc, d, at.address));
@@ -101,76 +99,325 @@ Value elementAddress(OpBuilder &b, Location loc, const VectorAt &at, int64_t e) 
                             arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(e))));
 }
 
-/// The V elements of `at`: one vector load when it may be used, else element by element with
-/// the padding where out of bounds (nothing read there).
-SmallVector<Value> readVector(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at,
-                              int64_t V, double padding) {
-  Type t = d.elementType;
-  SmallVector<Type> types(V, t);
-  auto ifOp = scf::IfOp::create(b, loc, types, at.vectorOk, true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    SmallVector<Value> out;
-    if (V > 1) {
-      auto vt = VectorType::get({V}, t);
-      int64_t bytes = V * std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
-      Value vec = LLVM::LoadOp::create(b, loc, vt, elementPtr(b, loc, d, at.address), bytes);
-      for (int64_t e = 0; e < V; ++e)
-        out.push_back(LLVM::ExtractElementOp::create(
-            b, loc, vec, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(e))));
-    } else {
-      out.push_back(constantOf(b, loc, t, padding));
-    }
-    scf::YieldOp::create(b, loc, out);
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    out.clear();
-    for (int64_t e = 0; e < V; ++e) {
-      auto one = scf::IfOp::create(b, loc, TypeRange{t}, at.elemOk[e], true);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(one.thenBlock());
-      scf::YieldOp::create(b, loc,
-                           Value(LLVM::LoadOp::create(
-                               b, loc, t, elementPtr(b, loc, d, elementAddress(b, loc, at, e)))));
-      b.setInsertionPointToStart(one.elseBlock());
-      scf::YieldOp::create(b, loc, constantOf(b, loc, t, padding));
-      out.push_back(one.getResult(0));
-    }
-    scf::YieldOp::create(b, loc, out);
-  }
-  return SmallVector<Value>(ifOp.getResults());
+/// The register a memory word of an element of `bits` bits travels in: its integer type, the
+/// inline-asm constraint and the PTX type of the access (bytes as the low half of a 16-bit
+/// register: PTX has no 8-bit registers).
+struct Word {
+  Type type;
+  StringRef constraint, ptxType;
+};
+
+Word wordOf(OpBuilder &b, unsigned bits) {
+  if (bits <= 8)
+    return {b.getI16Type(), "h", "u8"};
+  if (bits == 16)
+    return {b.getI16Type(), "h", "b16"};
+  if (bits == 32)
+    return {b.getI32Type(), "r", "b32"};
+  return {b.getI64Type(), "l", "b64"};
 }
 
-/// Writes `values` at `at` where `store` (i1) holds: one vector store when it may be used
-/// (and no element is masked off), else each in-bounds element whose `mask` bit is set.
-void writeVector(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at,
-                 ArrayRef<Value> values, ArrayRef<Value> mask, Value store) {
-  int64_t V = values.size();
-  Type t = d.elementType;
-  Value whole = arith::AndIOp::create(b, loc, store, at.vectorOk);
-  for (Value m : mask)
-    whole = arith::AndIOp::create(b, loc, whole, m);
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, whole, true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  if (V > 1) {
-    auto vt = VectorType::get({V}, t);
-    Value vec = LLVM::PoisonOp::create(b, loc, vt);
-    for (int64_t e = 0; e < V; ++e)
-      vec = LLVM::InsertElementOp::create(
-          b, loc, vec, values[e], arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(e)));
-    int64_t bytes = V * std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
-    LLVM::StoreOp::create(b, loc, vec, elementPtr(b, loc, d, at.address), bytes);
+/// Inline PTX with side effects (so that LLVM keeps it in order with the other memory
+/// accesses); its results, if any.
+SmallVector<Value> ptx(OpBuilder &b, Location loc, TypeRange results, ValueRange operands,
+                       StringRef text, StringRef constraints) {
+  SmallVector<Type> resultTypes;
+  if (results.size() == 1)
+    resultTypes.push_back(results.front());
+  else if (!results.empty())
+    resultTypes.push_back(
+        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results)));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultTypes, operands, text, constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  if (results.size() == 1)
+    return {asmOp.getResult(0)};
+  SmallVector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
+/// `value` (of the element type `t`) as its memory word, and back.
+Value toWord(OpBuilder &b, Location loc, Value value, const Word &w) {
+  unsigned bits = value.getType().getIntOrFloatBitWidth();
+  if (isa<FloatType>(value.getType()))
+    value = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), value);
+  if (bits < w.type.getIntOrFloatBitWidth())
+    value = arith::ExtUIOp::create(b, loc, w.type, value);
+  return value;
+}
+
+Value fromWord(OpBuilder &b, Location loc, Value word, Type t) {
+  unsigned bits = t.getIntOrFloatBitWidth();
+  if (bits < word.getType().getIntOrFloatBitWidth())
+    word = arith::TruncIOp::create(b, loc, b.getIntegerType(bits), word);
+  if (isa<FloatType>(t))
+    word = arith::BitcastOp::create(b, loc, t, word);
+  return word;
+}
+
+/// The bits of `padding` as an element of `t`, zero-extended to 64.
+uint64_t paddingBits(Type t, double padding) {
+  if (auto ft = dyn_cast<FloatType>(t)) {
+    bool lost;
+    APFloat v(padding);
+    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return v.bitcastToAPInt().getZExtValue();
   }
-  b.setInsertionPointToStart(ifOp.elseBlock());
-  for (int64_t e = 0; e < V; ++e) {
-    Value ok = arith::AndIOp::create(b, loc, store, at.elemOk[e]);
-    if (!mask.empty())
-      ok = arith::AndIOp::create(b, loc, ok, mask[e]);
-    auto one = scf::IfOp::create(b, loc, TypeRange{}, ok, false);
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(one.thenBlock());
-    LLVM::StoreOp::create(b, loc, values[e], elementPtr(b, loc, d, elementAddress(b, loc, at, e)));
+  unsigned bits = t.getIntOrFloatBitWidth();
+  uint64_t v = static_cast<uint64_t>(static_cast<int64_t>(padding));
+  return bits >= 64 ? v : v & ((uint64_t(1) << bits) - 1);
+}
+
+/// Whether `at` may be read or written as whole 32-bit words (V elements of at least a byte,
+/// a multiple of 4 bytes).
+bool wordsWide(Type t, int64_t V) {
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return V > 1 && bits >= 8 && (V * bits) % 32 == 0 && llvm::isPowerOf2_64(V * bits / 32);
+}
+
+/// The vector `at` as 32-bit words: predicated 16-byte (or narrower) accesses, each given by
+/// `access(ptr, words)` at its byte offset from element 0.
+template <typename Fn>
+void forEachChunk(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t V,
+                  Fn access) {
+  int64_t eb = d.elementType.getIntOrFloatBitWidth() / 8;
+  int64_t words = V * eb / 4;
+  for (int64_t w0 = 0; w0 < words; w0 += 4) {
+    Value elem = arith::AddIOp::create(
+        b, loc, at.address,
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(w0 * 4 / eb)));
+    access(elementPtr(b, loc, d, elem), w0, std::min<int64_t>(4, words - w0));
+  }
+}
+
+/// "{$first, ..., $(first+n-1)}" or "$first" for one.
+std::string regList(int64_t first, int64_t n) {
+  if (n == 1)
+    return "$" + std::to_string(first);
+  std::string s = "{";
+  for (int64_t i = 0; i < n; ++i)
+    s += (i ? ", $" : "$") + std::to_string(first + i);
+  return s + "}";
+}
+
+/// A PTX integer literal.
+std::string hex(uint64_t v) {
+  return "0x" + llvm::utohexstr(v) + (v >> 63 ? "U" : "");
+}
+
+std::string vecSuffix(int64_t n) { return n == 1 ? "" : ".v" + std::to_string(n); }
+
+Value constI32(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+}
+
+Value notOf(OpBuilder &b, Location loc, Value v) {
+  return arith::XOrIOp::create(b, loc, v, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+}
+
+/// `elements` (V of the element type) as V · bytes / 4 32-bit words, and back.
+SmallVector<Value> packWords(OpBuilder &b, Location loc, ArrayRef<Value> elements) {
+  Type t = elements.front().getType();
+  int64_t V = elements.size();
+  Value vec = LLVM::PoisonOp::create(b, loc, VectorType::get({V}, t));
+  for (auto [e, v] : llvm::enumerate(elements))
+    vec = LLVM::InsertElementOp::create(b, loc, vec, v, constI32(b, loc, e));
+  int64_t n = V * static_cast<int64_t>(t.getIntOrFloatBitWidth()) / 32;
+  vec = LLVM::BitcastOp::create(b, loc, VectorType::get({n}, b.getI32Type()), vec);
+  SmallVector<Value> words;
+  for (int64_t i = 0; i < n; ++i)
+    words.push_back(LLVM::ExtractElementOp::create(b, loc, vec, constI32(b, loc, i)));
+  return words;
+}
+
+SmallVector<Value> unpackWords(OpBuilder &b, Location loc, ArrayRef<Value> words, Type t) {
+  int64_t V = static_cast<int64_t>(words.size()) * 32 / t.getIntOrFloatBitWidth();
+  Value vec = LLVM::PoisonOp::create(b, loc, VectorType::get({(int64_t)words.size()},
+                                                             b.getI32Type()));
+  for (auto [i, w] : llvm::enumerate(words))
+    vec = LLVM::InsertElementOp::create(b, loc, vec, w, constI32(b, loc, i));
+  vec = LLVM::BitcastOp::create(b, loc, VectorType::get({V}, t), vec);
+  SmallVector<Value> elements;
+  for (int64_t e = 0; e < V; ++e)
+    elements.push_back(LLVM::ExtractElementOp::create(b, loc, vec, constI32(b, loc, e)));
+  return elements;
+}
+
+/// Element `e` of `at` where `ok` holds, else the padding (nothing read): a predicated load.
+Value readElement(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t e,
+                  Value ok, double padding) {
+  Type t = d.elementType;
+  Word w = wordOf(b, t.getIntOrFloatBitWidth());
+  std::string text = ("mov.b" + Twine(w.type.getIntOrFloatBitWidth()) + " $0, " +
+                      hex(paddingBits(t, padding)) + ";\n\t@$1 ld.global." + w.ptxType +
+                      " $0, [$2];")
+                         .str();
+  Value word = ptx(b, loc, w.type, {ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
+                   text, ("=" + w.constraint + ",b,l").str())
+                   .front();
+  return fromWord(b, loc, word, t);
+}
+
+/// The 32-bit words of the vector `at`, read where `at.vectorOk` holds by predicated loads of
+/// up to 16 bytes; else the padding.
+SmallVector<Value> readWords(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at,
+                             int64_t V, double padding) {
+  Type t = d.elementType;
+  unsigned bw = t.getIntOrFloatBitWidth();
+  uint64_t bits = paddingBits(t, padding);
+  // Word j of a vector of paddings: the element repeated, or a half of a 64-bit one.
+  auto padWord = [&](int64_t j) {
+    if (bw == 64)
+      return j % 2 ? bits >> 32 : bits & 0xffffffffu;
+    uint64_t word = 0;
+    for (unsigned i = 0; i < 32 / bw; ++i)
+      word |= bits << (i * bw);
+    return word;
+  };
+  SmallVector<Value> words;
+  forEachChunk(b, loc, d, at, V, [&](Value ptr, int64_t w0, int64_t n) {
+    std::string text, constraints;
+    for (int64_t i = 0; i < n; ++i) {
+      text += "mov.b32 $" + std::to_string(i) + ", " + hex(padWord(w0 + i)) + ";\n\t";
+      constraints += "=r,";
+    }
+    text += "@$" + std::to_string(n) + " ld.global" + vecSuffix(n) + ".b32 " + regList(0, n) +
+            ", [$" + std::to_string(n + 1) + "];";
+    llvm::append_range(words, ptx(b, loc, SmallVector<Type>(n, b.getI32Type()),
+                                  {at.vectorOk, ptr}, text, constraints + "b,l"));
+  });
+  return words;
+}
+
+/// The elements of the vectors `ats` (widths `widths`) of one tile load. Nothing waits for
+/// data before every vector is in flight: the vector loads come first, predicated, without a
+/// branch; the vectors that could not be read whole (out of the bounds in part, a stride, an
+/// unaligned address) are read element by element in one branch that the common case skips,
+/// merging into the same words, which are unpacked only after it.
+SmallVector<Value> readSlots(OpBuilder &b, Location loc, const LoweredDesc &d,
+                             ArrayRef<VectorAt> ats, ArrayRef<int64_t> widths, double padding) {
+  Type t = d.elementType;
+  SmallVector<SmallVector<Value>> words(ats.size());
+  SmallVector<Value> flat;
+  Value needed = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  for (auto [i, at] : llvm::enumerate(ats)) {
+    if (!wordsWide(t, widths[i]))
+      continue;
+    words[i] = readWords(b, loc, d, at, widths[i], padding);
+    llvm::append_range(flat, words[i]);
+    needed = arith::OrIOp::create(b, loc, needed, notOf(b, loc, at.vectorOk));
+  }
+  if (!flat.empty()) {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange(ValueRange(flat)), needed, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    SmallVector<Value> merged;
+    for (auto [i, at] : llvm::enumerate(ats)) {
+      if (words[i].empty())
+        continue;
+      Value scalar = notOf(b, loc, at.vectorOk);
+      SmallVector<Value> elements;
+      for (int64_t e = 0; e < widths[i]; ++e)
+        elements.push_back(readElement(b, loc, d, at, e,
+                                       arith::AndIOp::create(b, loc, scalar, at.elemOk[e]),
+                                       padding));
+      for (auto [v, s] : llvm::zip(words[i], packWords(b, loc, elements)))
+        merged.push_back(arith::SelectOp::create(b, loc, at.vectorOk, v, s));
+    }
+    scf::YieldOp::create(b, loc, merged);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, flat);
+    b.setInsertionPointAfter(ifOp);
+    unsigned next = 0;
+    for (SmallVector<Value> &ws : words)
+      for (Value &w : ws)
+        w = ifOp.getResult(next++);
+  }
+  SmallVector<Value> out;
+  for (auto [i, at] : llvm::enumerate(ats)) {
+    if (!words[i].empty()) {
+      llvm::append_range(out, unpackWords(b, loc, words[i], t));
+      continue;
+    }
+    for (int64_t e = 0; e < widths[i]; ++e)
+      out.push_back(readElement(b, loc, d, at, e, at.elemOk[e], padding));
+  }
+  return out;
+}
+
+/// Writes `values` at `at` where `ok` holds, one element: a predicated store.
+void writeElement(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t e,
+                  Value value, Value ok) {
+  Word w = wordOf(b, d.elementType.getIntOrFloatBitWidth());
+  ptx(b, loc, {}, {toWord(b, loc, value, w), ok,
+                   elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
+      ("@$1 st.global." + w.ptxType + " [$2], $0;").str(), (w.constraint + ",b,l").str());
+}
+
+/// Writes the vectors `ats` of one tile store, the values `values` (each vector's elements in
+/// turn), where `store` holds and the element's `mask` bit (if any) is set: whole vectors by
+/// predicated stores of up to 16 bytes, the others element by element in one branch that the
+/// common case skips.
+void writeSlots(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<VectorAt> ats,
+                ArrayRef<int64_t> widths, ArrayRef<Value> values, ArrayRef<Value> mask,
+                Value store) {
+  Type t = d.elementType;
+  SmallVector<Value> whole;
+  Value needed = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  int64_t first = 0;
+  for (auto [i, at] : llvm::enumerate(ats)) {
+    int64_t V = widths[i];
+    ArrayRef<Value> vals = values.slice(first, V);
+    Value all = arith::AndIOp::create(b, loc, store, at.vectorOk);
+    for (Value m : mask.empty() ? ArrayRef<Value>() : mask.slice(first, V))
+      all = arith::AndIOp::create(b, loc, all, m);
+    whole.push_back(all);
+    first += V;
+    if (!wordsWide(t, V))
+      continue;
+    needed = arith::OrIOp::create(b, loc, needed,
+                                  arith::AndIOp::create(b, loc, store, notOf(b, loc, all)));
+    SmallVector<Value> words = packWords(b, loc, vals);
+    forEachChunk(b, loc, d, at, V, [&](Value ptr, int64_t w0, int64_t n) {
+      SmallVector<Value> operands(words.begin() + w0, words.begin() + w0 + n);
+      operands.append({all, ptr});
+      std::string constraints;
+      for (int64_t k = 0; k < n; ++k)
+        constraints += "r,";
+      ptx(b, loc, {}, operands,
+          "@$" + std::to_string(n) + " st.global" + vecSuffix(n) + ".b32 [$" +
+              std::to_string(n + 1) + "], " + regList(0, n) + ";",
+          constraints + "b,l");
+    });
+  }
+  // Element by element: the narrow vectors always, the wide ones that could not be written
+  // whole inside the branch.
+  auto elements = [&](bool wide) {
+    int64_t first = 0;
+    for (auto [i, at] : llvm::enumerate(ats)) {
+      int64_t V = widths[i];
+      if (wordsWide(t, V) == wide)
+        for (int64_t e = 0; e < V; ++e) {
+          Value ok = arith::AndIOp::create(b, loc, store, at.elemOk[e]);
+          if (wide)
+            ok = arith::AndIOp::create(b, loc, ok, notOf(b, loc, whole[i]));
+          if (!mask.empty())
+            ok = arith::AndIOp::create(b, loc, ok, mask[first + e]);
+          writeElement(b, loc, d, at, e, values[first + e], ok);
+        }
+      first += V;
+    }
+  };
+  elements(false);
+  if (llvm::any_of(widths, [&](int64_t V) { return wordsWide(t, V); })) {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, needed, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    elements(true);
   }
 }
 
@@ -227,12 +474,13 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::loadRegs(tile::LoadOp op, Ki
   auto &[d, offsets] = *place;
   double padding = op.getPadding().convertToDouble();
   int64_t rank = op.getResult().getType().getRank();
-  SmallVector<Value> out;
-  for (const VectorSlot &v : vectorSlots(k))
-    llvm::append_range(out, readVector(b, loc, d,
-                                       slotAt(b, loc, d, offsets, rank, k, v.row, v.col, v.width),
-                                       v.width, padding));
-  return out;
+  SmallVector<VectorAt> ats;
+  SmallVector<int64_t> widths;
+  for (const VectorSlot &v : vectorSlots(k)) {
+    ats.push_back(slotAt(b, loc, d, offsets, rank, k, v.row, v.col, v.width));
+    widths.push_back(v.width);
+  }
+  return readSlots(b, loc, d, ats, widths, padding);
 }
 
 LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
@@ -258,13 +506,17 @@ LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
         b, loc, store, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tc, zero));
   else if (k == Kind::Col)
     store = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tr, zero);
+  SmallVector<VectorAt> ats;
+  SmallVector<int64_t> widths;
+  SmallVector<Value> vals, bits;
   for (const VectorSlot &v : vectorSlots(k)) {
-    ArrayRef<Value> vals(values.begin() + v.first, v.width);
-    ArrayRef<Value> bits = mask.empty() ? ArrayRef<Value>()
-                                        : ArrayRef<Value>(mask).slice(v.first, v.width);
-    writeVector(b, loc, d, slotAt(b, loc, d, offsets, rank, k, v.row, v.col, v.width), vals, bits,
-                store);
+    ats.push_back(slotAt(b, loc, d, offsets, rank, k, v.row, v.col, v.width));
+    widths.push_back(v.width);
+    llvm::append_range(vals, ArrayRef<Value>(values).slice(v.first, v.width));
+    if (!mask.empty())
+      llvm::append_range(bits, ArrayRef<Value>(mask).slice(v.first, v.width));
   }
+  writeSlots(b, loc, d, ats, widths, vals, bits, store);
   return success();
 }
 

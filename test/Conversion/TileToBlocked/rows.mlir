@@ -10,13 +10,24 @@
 // CHECK-SAME: workgroup(%[[SCRATCH:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: tessel.codegen = "blocked"
-// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
+// The two rows' vectors are read by predicated 16-byte loads (the padding, -inf, where the
+// vector is not read), with no branch between them; a vector that cannot be read whole is read
+// element by element in one branch after both.
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"mov.b32 $0, 0xFC00FC00;{{.*}}@$4 ld.global.v4.b32 {$0, $1, $2, $3}, [$5];", "=r,=r,=r,=r,b,l"
+// CHECK-NOT: scf.if
+// CHECK: ld.global.v4.b32
+// CHECK: scf.if %{{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32)
+// CHECK-COUNT-16: "mov.b16 $0, 0xFC00;\0A\09@$1 ld.global.b16 $0, [$2];"
+// CHECK: arith.select
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: memref.store %{{.*}}, %[[SCRATCH]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SCRATCH]]
 // CHECK: gpu.barrier
-// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<1>
+// CHECK: "@$4 st.global.v4.b32 [$5], {$0, $1, $2, $3};", "r,r,r,r,b,l"
+// CHECK: "@$4 st.global.v4.b32 [$5], {$0, $1, $2, $3};", "r,r,r,r,b,l"
+// CHECK: scf.if
+// CHECK-COUNT-16: "@$1 st.global.b16 [$2], $0;", "h,b,l"
 // CHECK-NOT: tile.
 // With 256 threads a 1024-element row takes 128 of them: two rows side by side, still four
 // warps a row (2 rows x 4 warps of shared memory again).
@@ -55,8 +66,14 @@ func.func @softmax_kernel(%x: !tile.ptr<f16>, %y: !tile.ptr<f16>, %r: i32, %c: i
 // broadcast down the rows) read by every row of threads.
 // CHECK-LABEL: gpu.func @row_sums
 // CHECK-NOT: workgroup
+// The 8 row slots' vectors of 4 floats, then one branch for the ones not read whole.
+// CHECK-COUNT-8: @$4 ld.global.v4.b32
+// CHECK: scf.if
 // CHECK: gpu.shuffle xor
 // CHECK-NOT: gpu.barrier
+// A value a row: one predicated 4-byte store a row slot, no branch.
+// CHECK-COUNT-8: "@$1 st.global.b32 [$2], $0;", "r,b,l"
+// CHECK-NOT: scf.if
 // CHECK: return
 func.func @row_sums(%x: !tile.ptr<f32>, %w: !tile.ptr<f32>, %y: !tile.ptr<f32>, %r: i32) {
   %c0 = arith.constant 0 : i32
