@@ -36,56 +36,71 @@ Value inRange(OpBuilder &b, Location loc, Value g, Value size) {
 }
 
 /// One vector of a block: where its first element is and whether the V-wide access may be used.
+/// The bounds are on indices (g, the inner index of element 0, and g + e), not addresses, so
+/// "some element in bounds" and "all in bounds" are two comparisons each whatever the stride;
+/// the per-element bits are made only where an element-wise access needs them.
 struct VectorAt {
-  Value address;             // i64 element offset of element 0
-  Value vectorOk;            // i1: all in bounds, inner stride 1, aligned
-  SmallVector<Value> elemOk; // i1 per element: in bounds
-  Value innerStride;         // i64
+  Value address;     // i64 element offset of element 0
+  Value vectorOk;    // i1: all in bounds, inner stride 1, aligned
+  Value anyOk;       // i1: some element in bounds
+  Value rowOk;       // i1: the row is in bounds (true for 1-D descriptors)
+  Value index, size; // i64: the inner index of element 0, the inner extent
+  Value innerStride; // i64
 };
+
+Value constI64(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+}
+
+/// Whether element `e` of `at` is in bounds.
+Value elementOk(OpBuilder &b, Location loc, const VectorAt &at, int64_t e) {
+  Value g = e ? Value(arith::AddIOp::create(b, loc, at.index, constI64(b, loc, e))) : at.index;
+  return arith::AndIOp::create(b, loc, at.rowOk, inRange(b, loc, g, at.size));
+}
 
 /// The vector at block indices (row, col0) of `d` (1-D descriptors: col0 only) plus `offsets`.
 VectorAt vectorAt(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Value> offsets,
                   Value row, Value col0, int64_t V) {
   auto i64 = b.getI64Type();
   auto ext = [&](Value v) { return arith::ExtSIOp::create(b, loc, i64, v); };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  };
+  auto both = [&](Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); };
   VectorAt at;
-  Value ok = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  at.rowOk = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
   at.address = d.offset;
   size_t inner = d.shape.size() - 1;
   if (d.shape.size() == 2) {
     Value g = arith::AddIOp::create(b, loc, offsets[0], ext(row));
-    ok = inRange(b, loc, g, d.shape[0]);
+    at.rowOk = inRange(b, loc, g, d.shape[0]);
     at.address = arith::AddIOp::create(b, loc, at.address,
                                        arith::MulIOp::create(b, loc, g, d.strides[0]));
   }
-  Value g = arith::AddIOp::create(b, loc, offsets[inner], ext(col0));
+  at.index = arith::AddIOp::create(b, loc, offsets[inner], ext(col0));
+  at.size = d.shape[inner];
   at.innerStride = d.strides[inner];
   at.address = arith::AddIOp::create(b, loc, at.address,
-                                     arith::MulIOp::create(b, loc, g, at.innerStride));
-  for (int64_t e = 0; e < V; ++e) {
-    Value ge = e ? Value(arith::AddIOp::create(
-                       b, loc, g, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(e))))
-                 : g;
-    at.elemOk.push_back(arith::AndIOp::create(b, loc, ok, inRange(b, loc, ge, d.shape[inner])));
-  }
+                                     arith::MulIOp::create(b, loc, at.index, at.innerStride));
+  Value zero = constI64(b, loc, 0);
+  Value last = V > 1 ? Value(arith::AddIOp::create(b, loc, at.index, constI64(b, loc, V - 1)))
+                     : at.index;
+  at.anyOk = both(at.rowOk, both(cmp(arith::CmpIPredicate::sge, last, zero),
+                                 cmp(arith::CmpIPredicate::slt, at.index, at.size)));
   if (V == 1) {
     at.vectorOk = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     return at;
   }
+  Value allIn = both(at.rowOk, both(cmp(arith::CmpIPredicate::sge, at.index, zero),
+                                    cmp(arith::CmpIPredicate::slt, last, at.size)));
   // Accesses of at most 16 bytes: a wider vector needs each 16-byte piece aligned.
   int64_t bytes = std::min<int64_t>(
       16, V * std::max<int64_t>(1, d.elementType.getIntOrFloatBitWidth() / 8));
-  Value one = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1));
-  Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, at.innerStride, one);
+  Value unit = cmp(arith::CmpIPredicate::eq, at.innerStride, constI64(b, loc, 1));
   Value addr = LLVM::PtrToIntOp::create(b, loc, i64, elementPtr(b, loc, d, at.address));
-  Value aligned = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, loc, addr,
-                            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
-  at.vectorOk = arith::AndIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, at.elemOk.front(), at.elemOk.back()),
-      arith::AndIOp::create(b, loc, unit, aligned));
+  Value aligned = cmp(arith::CmpIPredicate::eq,
+                      arith::AndIOp::create(b, loc, addr, constI64(b, loc, bytes - 1)), zero);
+  at.vectorOk = both(allIn, both(unit, aligned));
   return at;
 }
 
@@ -296,22 +311,27 @@ SmallVector<Value> readWords(OpBuilder &b, Location loc, const LoweredDesc &d, c
 /// The elements of the vectors `ats` (widths `widths`) of one tile load. Nothing waits for
 /// data before every vector is in flight: the vector loads come first, predicated, without a
 /// branch; the vectors that could not be read whole (out of the bounds in part, a stride, an
-/// unaligned address) are read element by element in one branch that the common case skips,
-/// merging into the same words, which are unpacked only after it.
+/// unaligned address) and have an element in bounds are read element by element in one branch
+/// that the common case skips, merging into the same words, which are unpacked only after it.
+/// (Vectors wholly out of bounds keep the padding: a block wider than the rows, C = 10000 in
+/// 16384 columns, takes no branch.)
 SmallVector<Value> readSlots(OpBuilder &b, Location loc, const LoweredDesc &d,
                              ArrayRef<VectorAt> ats, ArrayRef<int64_t> widths, double padding) {
   Type t = d.elementType;
   SmallVector<SmallVector<Value>> words(ats.size());
-  SmallVector<Value> flat;
+  SmallVector<Value> flat, perSlot(ats.size());
   Value needed = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   for (auto [i, at] : llvm::enumerate(ats)) {
     if (!wordsWide(t, widths[i]))
       continue;
     words[i] = readWords(b, loc, d, at, widths[i], padding);
     llvm::append_range(flat, words[i]);
-    needed = arith::OrIOp::create(b, loc, needed, notOf(b, loc, at.vectorOk));
+    perSlot[i] = arith::AndIOp::create(b, loc, notOf(b, loc, at.vectorOk), at.anyOk);
+    needed = arith::OrIOp::create(b, loc, needed, perSlot[i]);
   }
   if (!flat.empty()) {
+    // Inside, a branch a vector: the vectors read whole pass through without being read here
+    // (a select would wait for their data).
     auto ifOp = scf::IfOp::create(b, loc, TypeRange(ValueRange(flat)), needed, true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -319,14 +339,16 @@ SmallVector<Value> readSlots(OpBuilder &b, Location loc, const LoweredDesc &d,
     for (auto [i, at] : llvm::enumerate(ats)) {
       if (words[i].empty())
         continue;
-      Value scalar = notOf(b, loc, at.vectorOk);
+      auto one = scf::IfOp::create(b, loc, TypeRange(ValueRange(words[i])), perSlot[i], true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(one.thenBlock());
       SmallVector<Value> elements;
       for (int64_t e = 0; e < widths[i]; ++e)
-        elements.push_back(readElement(b, loc, d, at, e,
-                                       arith::AndIOp::create(b, loc, scalar, at.elemOk[e]),
-                                       padding));
-      for (auto [v, s] : llvm::zip(words[i], packWords(b, loc, elements)))
-        merged.push_back(arith::SelectOp::create(b, loc, at.vectorOk, v, s));
+        elements.push_back(readElement(b, loc, d, at, e, elementOk(b, loc, at, e), padding));
+      scf::YieldOp::create(b, loc, packWords(b, loc, elements));
+      b.setInsertionPointToStart(one.elseBlock());
+      scf::YieldOp::create(b, loc, words[i]);
+      llvm::append_range(merged, one.getResults());
     }
     scf::YieldOp::create(b, loc, merged);
     b.setInsertionPointToStart(ifOp.elseBlock());
@@ -344,7 +366,7 @@ SmallVector<Value> readSlots(OpBuilder &b, Location loc, const LoweredDesc &d,
       continue;
     }
     for (int64_t e = 0; e < widths[i]; ++e)
-      out.push_back(readElement(b, loc, d, at, e, at.elemOk[e], padding));
+      out.push_back(readElement(b, loc, d, at, e, elementOk(b, loc, at, e), padding));
   }
   return out;
 }
@@ -379,8 +401,10 @@ void writeSlots(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Vecto
     first += V;
     if (!wordsWide(t, V))
       continue;
-    needed = arith::OrIOp::create(b, loc, needed,
-                                  arith::AndIOp::create(b, loc, store, notOf(b, loc, all)));
+    needed = arith::OrIOp::create(
+        b, loc, needed,
+        arith::AndIOp::create(b, loc, arith::AndIOp::create(b, loc, store, notOf(b, loc, all)),
+                              at.anyOk));
     SmallVector<Value> words = packWords(b, loc, vals);
     forEachChunk(b, loc, d, at, V, [&](Value ptr, int64_t w0, int64_t n) {
       SmallVector<Value> operands(words.begin() + w0, words.begin() + w0 + n);
@@ -402,7 +426,7 @@ void writeSlots(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Vecto
       int64_t V = widths[i];
       if (wordsWide(t, V) == wide)
         for (int64_t e = 0; e < V; ++e) {
-          Value ok = arith::AndIOp::create(b, loc, store, at.elemOk[e]);
+          Value ok = arith::AndIOp::create(b, loc, store, elementOk(b, loc, at, e));
           if (wide)
             ok = arith::AndIOp::create(b, loc, ok, notOf(b, loc, whole[i]));
           if (!mask.empty())

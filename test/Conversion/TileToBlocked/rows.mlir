@@ -11,14 +11,17 @@
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: tessel.codegen = "blocked"
 // The two rows' vectors are read by predicated 16-byte loads (the padding, -inf, where the
-// vector is not read), with no branch between them; a vector that cannot be read whole is read
-// element by element in one branch after both.
+// vector is not read), with no branch between them; a vector that cannot be read whole but
+// has elements in bounds is read element by element in a branch after both, inside one that
+// the common case skips.
 // CHECK: llvm.inline_asm has_side_effects {{.*}}"mov.b32 $0, 0xFC00FC00;{{.*}}@$4 ld.global.v4.b32 {$0, $1, $2, $3}, [$5];", "=r,=r,=r,=r,b,l"
 // CHECK-NOT: scf.if
 // CHECK: ld.global.v4.b32
 // CHECK: scf.if %{{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32)
-// CHECK-COUNT-16: "mov.b16 $0, 0xFC00;\0A\09@$1 ld.global.b16 $0, [$2];"
-// CHECK: arith.select
+// CHECK-NEXT: scf.if %{{.*}} -> (i32, i32, i32, i32)
+// CHECK-COUNT-8: "mov.b16 $0, 0xFC00;\0A\09@$1 ld.global.b16 $0, [$2];"
+// CHECK: scf.if %{{.*}} -> (i32, i32, i32, i32)
+// CHECK-COUNT-8: "mov.b16 $0, 0xFC00;\0A\09@$1 ld.global.b16 $0, [$2];"
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: memref.store %{{.*}}, %[[SCRATCH]]
 // CHECK: gpu.barrier
