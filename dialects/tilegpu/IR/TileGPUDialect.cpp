@@ -91,11 +91,11 @@ LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitErr
 }
 
 LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError, unsigned dim,
-                                        MmaEncodingAttr parent) {
+                                        Attribute parent) {
   if (dim > 1)
     return emitError() << "slices dim 0 (columns) or 1 (rows) of a 2-D layout, got " << dim;
-  if (!parent)
-    return emitError() << "needs an mma parent";
+  if (!isa_and_nonnull<MmaEncodingAttr, BlockedEncodingAttr>(parent))
+    return emitError() << "needs an mma or blocked parent";
   return success();
 }
 
@@ -109,9 +109,14 @@ LogicalResult DotOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> 
 }
 
 LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                          int64_t threads) {
-  if (threads < 1 || threads > 1024)
-    return emitError() << "threads must be between 1 and 1024, got " << threads;
+                                          int64_t threads, int64_t vector, int64_t threadsPerRow) {
+  if (threads < 1 || threads > 1024 || !llvm::isPowerOf2_64(threads))
+    return emitError() << "threads must be a power of two from 1 to 1024, got " << threads;
+  if (vector < 1 || !llvm::isPowerOf2_64(vector))
+    return emitError() << "vector must be a power of two, got " << vector;
+  if (threadsPerRow < 1 || threads % threadsPerRow != 0 || !llvm::isPowerOf2_64(threadsPerRow))
+    return emitError() << "threads_per_row must be a power of two dividing threads (" << threads
+                       << "), got " << threadsPerRow;
   return success();
 }
 
@@ -120,9 +125,15 @@ MmaEncodingAttr tessel::tilegpu::getMmaParent(Attribute encoding) {
     return {};
   return llvm::TypeSwitch<Attribute, MmaEncodingAttr>(encoding)
       .Case([](MmaEncodingAttr mma) { return mma; })
-      .Case([](SliceEncodingAttr slice) { return slice.getParent(); })
+      .Case([](SliceEncodingAttr slice) { return dyn_cast<MmaEncodingAttr>(slice.getParent()); })
       .Case([](DotOperandEncodingAttr op) { return op.getParent(); })
       .Default([](Attribute) { return MmaEncodingAttr(); });
+}
+
+BlockedEncodingAttr tessel::tilegpu::getBlockedParent(Attribute encoding) {
+  if (auto slice = dyn_cast_or_null<SliceEncodingAttr>(encoding))
+    encoding = slice.getParent();
+  return dyn_cast_or_null<BlockedEncodingAttr>(encoding);
 }
 
 RankedTensorType tessel::tilegpu::withEncoding(RankedTensorType type, Attribute encoding) {

@@ -33,6 +33,10 @@ namespace tessel::tilegpu {
 /// null for other encodings and for tensor types without one.
 MmaEncodingAttr getMmaParent(mlir::Attribute encoding);
 
+/// The blocked layout a tilegpu encoding derives from (itself, or a slice's parent); null for
+/// other encodings and for tensor types without one.
+BlockedEncodingAttr getBlockedParent(mlir::Attribute encoding);
+
 /// `type` with `encoding` (null: without one).
 mlir::RankedTensorType withEncoding(mlir::RankedTensorType type, mlir::Attribute encoding);
 

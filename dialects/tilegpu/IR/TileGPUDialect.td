@@ -83,10 +83,11 @@ def TileGPU_MmaEncoding : TileGPU_Attr<"MmaEncoding", "mma"> {
 }
 
 def TileGPU_SliceEncoding : TileGPU_Attr<"SliceEncoding", "slice"> {
-  let summary = "A row or column vector of an mma tile: the parent layout with one dim removed.";
+  let summary = "A row or column vector of an mma or blocked tile: the parent with one dim removed.";
   let description = [{
     `dim = 1` removes the columns: a value per row of the parent (`[M]` or `[M, 1]`), held by
-    the threads that hold that row — two registers per m16 tile (rows `l / 4` and `l / 4 + 8`).
+    the threads that hold that row — two registers per m16 tile (rows `l / 4` and `l / 4 + 8`);
+    one per row slot of a `#tilegpu.blocked` parent.
     `dim = 0` removes the rows: a value per column (`[N]` or `[1, N]`), held by every thread
     that holds that column — two registers per 8-column slab. Reductions along a row produce
     `dim = 1` slices; broadcasts read them.
@@ -95,8 +96,8 @@ def TileGPU_SliceEncoding : TileGPU_Attr<"SliceEncoding", "slice"> {
     tensor<64xf32, #tilegpu.slice<dim = 1, parent = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>>>
     ```
   }];
-  let parameters = (ins "unsigned":$dim, "MmaEncodingAttr":$parent);
-  let assemblyFormat = "`<` `dim` `=` $dim `,` `parent` `=` qualified($parent) `>`";
+  let parameters = (ins "unsigned":$dim, "::mlir::Attribute":$parent);
+  let assemblyFormat = "`<` `dim` `=` $dim `,` `parent` `=` $parent `>`";
   let genVerifyDecl = 1;
 }
 
@@ -118,20 +119,34 @@ def TileGPU_DotOperandEncoding : TileGPU_Attr<"DotOperandEncoding", "dot_operand
 }
 
 def TileGPU_BlockedEncoding : TileGPU_Attr<"BlockedEncoding", "blocked"> {
-  let summary = "Elements dealt round-robin to the CTA's threads (the reference lowering).";
+  let summary = "Rows split over threads in vectors of contiguous elements (no tensor cores).";
   let description = [{
-    The row-major linearised elements of the tile go to the threads in turn: thread `t` holds
-    elements `t, t + threads, t + 2·threads, …`. This is the layout of the reference lowering
-    (`convert-tile-to-gpu`), whose tiles live in shared memory and are walked by every thread
-    with a stride of the CTA size.
+    The register layout of tile programs without dots (`tilegpu-assign-blocked`,
+    `convert-tile-to-blocked`). A row is cut in vectors of `vector` contiguous elements dealt
+    to `threads_per_row` threads in turn; the CTA's `threads` threads cover
+    `threads / threads_per_row` rows at once and step down the tile by that many. Thread
+    `t = tr · threads_per_row + tc` holds, for row slot `s`, vector `j` and element `e`, the
+    element `(s · rows_per_pass + tr, (j · threads_per_row + tc) · vector + e)`; a tile with
+    fewer rows than `rows_per_pass` is repeated over the extra threads. A warp's vectors are
+    consecutive in a row, so its loads and stores coalesce, and a row's threads are
+    consecutive, so a reduction along it is a fold, shuffles and, past a warp, one exchange
+    through shared memory. Row and column vectors of a blocked tile are
+    `#tilegpu.slice<dim = 1 | 0, parent = #tilegpu.blocked<…>>`. The reference lowering's
+    round-robin (element i of the row-major tile on thread i mod T) is the case `vector = 1`,
+    `threads_per_row = min(T, C)`.
 
     ```mlir
-    tensor<16x64xf32, #tilegpu.blocked<threads = 128>>
+    tensor<4x8192xf32, #tilegpu.blocked<threads = 512, vector = 8, threads_per_row = 512>>
     ```
   }];
-  let parameters = (ins "int64_t":$threads);
-  let assemblyFormat = "`<` `threads` `=` $threads `>`";
+  let parameters = (ins "int64_t":$threads, "int64_t":$vector, "int64_t":$threadsPerRow);
+  let assemblyFormat = "`<` `threads` `=` $threads `,` `vector` `=` $vector `,` "
+                       "`threads_per_row` `=` $threadsPerRow `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Rows the threads cover at once.
+    int64_t getRowsPerPass() const { return getThreads() / getThreadsPerRow(); }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -31,22 +31,6 @@ namespace tile = tessel::tile;
 
 namespace {
 
-/// Tensor constants whose result type was given (or lost) a layout: the same value, retyped
-/// (arith.constant's value must have its result's type).
-void retypeConstants(func::FuncOp program) {
-  OpBuilder b(program.getContext());
-  program.walk([&](arith::ConstantOp cst) {
-    auto type = dyn_cast<RankedTensorType>(cst.getType());
-    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
-    if (!type || !dense || dense.getType() == type)
-      return;
-    b.setInsertionPoint(cst);
-    auto copy = arith::ConstantOp::create(b, cst.getLoc(), type, dense.reshape(type));
-    cst.replaceAllUsesWith(copy.getResult());
-    cst.erase();
-  });
-}
-
 class LayoutAssigner {
 public:
   LayoutAssigner(func::FuncOp program, const MmaClassPlan &plan);
@@ -372,4 +356,20 @@ void tessel::tilegpu::stripLayouts(func::FuncOp program) {
       strip(v);
   });
   retypeConstants(program);
+}
+
+/// Tensor constants whose result type was given (or lost) a layout: the same value, retyped
+/// (arith.constant's value must have its result's type).
+void tessel::tilegpu::retypeConstants(func::FuncOp program) {
+  OpBuilder b(program.getContext());
+  program.walk([&](arith::ConstantOp cst) {
+    auto type = dyn_cast<RankedTensorType>(cst.getType());
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!type || !dense || dense.getType() == type)
+      return;
+    b.setInsertionPoint(cst);
+    auto copy = arith::ConstantOp::create(b, cst.getLoc(), type, dense.reshape(type));
+    cst.replaceAllUsesWith(copy.getResult());
+    cst.erase();
+  });
 }

@@ -85,6 +85,10 @@ void mmaDots(mlir::func::FuncOp program);
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);
 
+/// Tensor constants whose result type was given (or lost) a layout: the same value, retyped
+/// (arith.constant's value must have its result's type). Used by the layout passes.
+void retypeConstants(mlir::func::FuncOp program);
+
 /// Takes the layouts off again (a program another lowering will take): encodings dropped,
 /// layout conversions bypassed.
 void stripLayouts(mlir::func::FuncOp program);

@@ -33,6 +33,26 @@ def TileGPUAssignLayouts : Pass<"tilegpu-assign-layouts", "::mlir::func::FuncOp"
   ];
 }
 
+def TileGPUAssignBlocked : Pass<"tilegpu-assign-blocked", "::mlir::func::FuncOp"> {
+  let summary = "Give every tile of a program without dots its row-blocked register layout.";
+  let description = [{
+    For a program of element-wise ops, loads, stores and row reductions (a row softmax, a
+    layer norm, a fused element-wise chain; docs/dev/codegen-blocked.md), every tensor type
+    gets a layout: the [R, C] block `#tilegpu.blocked<threads, vector, threads_per_row>` (rows
+    split over threads in 16-byte vectors of the narrowest element the program moves), row
+    vectors `#tilegpu.slice<dim = 1>`, column vectors `#tilegpu.slice<dim = 0>` of it. A tile
+    its consumers need in two of these (an iota indexing rows and columns) is computed twice,
+    once per layout. A program outside the class is refused with the reason, located.
+    `convert-tile-to-blocked` lowers what this pass writes (and runs it when a program comes
+    without layouts).
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
+  let options = [
+    Option<"numThreads", "num-threads", "int64_t", /*default=*/"128",
+           "Threads per program (a power of two up to 1024).">
+  ];
+}
+
 def TileGPUAllocateShared : Pass<"tilegpu-allocate-shared", "::mlir::func::FuncOp"> {
   let summary = "Place the loaded blocks in shared memory and make their copies explicit.";
   let description = [{

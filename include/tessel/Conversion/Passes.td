@@ -112,14 +112,17 @@ def ConvertTileToBlocked : Pass<"convert-tile-to-blocked", "::mlir::ModuleOp"> {
     is in bounds, unit-stride and aligned (checked at run time), element by element otherwise;
     a reduction along rows folds a thread's elements, shuffles across its warp and, for a row
     wider than a warp, exchanges through shared memory. Row and column vectors ([R], [R, 1],
-    [C], [1, C]) are held by the threads that need them.
+    [C], [1, C]) are held by the threads that need them. The layouts are the tilegpu level's
+    (`#tilegpu.blocked` and its slices, `tilegpu-assign-blocked`): read from the program's
+    types when it has them, assigned here (with `num-threads`) when it has none.
 
     With `fallback`, a program outside the class is left as it is with a remark, for
     `convert-tile-to-gpu`; without it, the reason is an error.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+                           "::tessel::tilegpu::TileGPUDialect"];
   let options = [
     Option<"fallback", "fallback", "bool", /*default=*/"false",
            "Leave programs outside the class to the reference lowering (remark) instead of "

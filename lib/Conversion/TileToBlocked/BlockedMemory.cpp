@@ -203,8 +203,7 @@ void forEachChunk(OpBuilder &b, Location loc, const LoweredDesc &d, const Vector
   int64_t words = V * eb / 4;
   for (int64_t w0 = 0; w0 < words; w0 += 4) {
     Value elem = arith::AddIOp::create(
-        b, loc, at.address,
-        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(w0 * 4 / eb)));
+        b, loc, at.address, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(w0 * 4 / eb)));
     access(elementPtr(b, loc, d, elem), w0, std::min<int64_t>(4, words - w0));
   }
 }
@@ -220,9 +219,7 @@ std::string regList(int64_t first, int64_t n) {
 }
 
 /// A PTX integer literal.
-std::string hex(uint64_t v) {
-  return "0x" + llvm::utohexstr(v) + (v >> 63 ? "U" : "");
-}
+std::string hex(uint64_t v) { return "0x" + llvm::utohexstr(v) + (v >> 63 ? "U" : ""); }
 
 std::string vecSuffix(int64_t n) { return n == 1 ? "" : ".v" + std::to_string(n); }
 
@@ -251,8 +248,8 @@ SmallVector<Value> packWords(OpBuilder &b, Location loc, ArrayRef<Value> element
 
 SmallVector<Value> unpackWords(OpBuilder &b, Location loc, ArrayRef<Value> words, Type t) {
   int64_t V = static_cast<int64_t>(words.size()) * 32 / t.getIntOrFloatBitWidth();
-  Value vec = LLVM::PoisonOp::create(b, loc, VectorType::get({(int64_t)words.size()},
-                                                             b.getI32Type()));
+  Value vec = LLVM::PoisonOp::create(b, loc,
+                                     VectorType::get({(int64_t)words.size()}, b.getI32Type()));
   for (auto [i, w] : llvm::enumerate(words))
     vec = LLVM::InsertElementOp::create(b, loc, vec, w, constI32(b, loc, i));
   vec = LLVM::BitcastOp::create(b, loc, VectorType::get({V}, t), vec);
@@ -271,8 +268,8 @@ Value readElement(OpBuilder &b, Location loc, const LoweredDesc &d, const Vector
                       hex(paddingBits(t, padding)) + ";\n\t@$1 ld.global." + w.ptxType +
                       " $0, [$2];")
                          .str();
-  Value word = ptx(b, loc, w.type, {ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
-                   text, ("=" + w.constraint + ",b,l").str())
+  Value word = ptx(b, loc, w.type, {ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))}, text,
+                   ("=" + w.constraint + ",b,l").str())
                    .front();
   return fromWord(b, loc, word, t);
 }
@@ -302,8 +299,8 @@ SmallVector<Value> readWords(OpBuilder &b, Location loc, const LoweredDesc &d, c
     }
     text += "@$" + std::to_string(n) + " ld.global" + vecSuffix(n) + ".b32 " + regList(0, n) +
             ", [$" + std::to_string(n + 1) + "];";
-    llvm::append_range(words, ptx(b, loc, SmallVector<Type>(n, b.getI32Type()),
-                                  {at.vectorOk, ptr}, text, constraints + "b,l"));
+    llvm::append_range(words, ptx(b, loc, SmallVector<Type>(n, b.getI32Type()), {at.vectorOk, ptr},
+                                  text, constraints + "b,l"));
   });
   return words;
 }
@@ -375,8 +372,8 @@ SmallVector<Value> readSlots(OpBuilder &b, Location loc, const LoweredDesc &d,
 void writeElement(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t e,
                   Value value, Value ok) {
   Word w = wordOf(b, d.elementType.getIntOrFloatBitWidth());
-  ptx(b, loc, {}, {toWord(b, loc, value, w), ok,
-                   elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
+  ptx(b, loc, {},
+      {toWord(b, loc, value, w), ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
       ("@$1 st.global." + w.ptxType + " [$2], $0;").str(), (w.constraint + ",b,l").str());
 }
 
@@ -514,10 +511,10 @@ LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
     return failure();
   auto &[d, offsets] = *place;
   int64_t rank = cast<RankedTensorType>(op.getValue().getType()).getRank();
-  SmallVector<Kind, 2> ks = kinds.lookup(op.getValue());
-  if (ks.empty())
-    return op.emitOpError("stores a tile convert-tile-to-blocked did not compute");
-  Kind k = ks.front();
+  auto found = kinds.find(op.getValue());
+  if (found == kinds.end())
+    return op.emitOpError("stores a tile without a blocked layout");
+  Kind k = found->second;
   SmallVector<Value> &values = regsOf(op.getValue(), k);
   SmallVector<Value> noMask;
   SmallVector<Value> &mask = op.getMask() ? regsOf(op.getMask(), k) : noMask;

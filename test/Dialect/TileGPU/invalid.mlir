@@ -74,6 +74,6 @@ func.func @wgmma_on_mma_sync_layout(%a: tensor<64x64xf16, #a>, %c: tensor<64x64x
 #mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
 func.func @convert_shape(%x: tensor<64x64xf16, #mma>) {
   // expected-error @+1 {{changes more than the layout}}
-  %y = tilegpu.convert_layout %x : tensor<64x64xf16, #mma> -> tensor<64x64xf32, #tilegpu.blocked<threads = 128>>
+  %y = tilegpu.convert_layout %x : tensor<64x64xf16, #mma> -> tensor<64x64xf32, #tilegpu.blocked<threads = 128, vector = 4, threads_per_row = 16>>
   return
 }

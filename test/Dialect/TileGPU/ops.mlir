@@ -11,13 +11,13 @@
 // Layouts print as aliases, their long form once at the top.
 // CHECK-DAG: #[[MMA:mma.*]] = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
 // CHECK-DAG: #[[ROW:row.*]] = #tilegpu.slice<dim = 1, parent = #[[MMA]]>
-// CHECK-DAG: #[[BL:blocked.*]] = #tilegpu.blocked<threads = 128>
+// CHECK-DAG: #[[BL:blocked.*]] = #tilegpu.blocked<threads = 128, vector = 4, threads_per_row = 16>
 // CHECK-DAG: #[[A:op_a.*]] = #tilegpu.dot_operand<operand = 0, parent = #[[MMA]]>
 // CHECK-DAG: #[[B:op_b.*]] = #tilegpu.dot_operand<operand = 1, parent = #[[MMA]]>
 // CHECK-LABEL: func.func @layouts
 // CHECK-SAME: tensor<64x64xf32, #[[MMA]]>, %{{.*}}: tensor<64xf32, #[[ROW]]>, %{{.*}}: tensor<16x64xf32, #[[BL]]>
 func.func @layouts(%s: tensor<64x64xf32, #mma>, %m: tensor<64xf32, #row>,
-                   %r: tensor<16x64xf32, #tilegpu.blocked<threads = 128>>) {
+                   %r: tensor<16x64xf32, #tilegpu.blocked<threads = 128, vector = 4, threads_per_row = 16>>) {
   return
 }
 
