@@ -9,7 +9,8 @@ before the cast to C's dtype.
 N and K are compile-time constants (one kernel per shape, cached): the rows of A and B are
 then copied in 16-byte pieces into shared memory and multiplied by the tensor cores (wgmma on
 sm_90a, mma.sync on sm_80), which needs row strides that are known multiples of 8 elements.
-With run-time strides the kernel still runs, on the reference lowering (docs/dev/codegen.md).
+`strided_matmul_kernel` is the same loop with run-time sizes and strides (Triton's tutorial
+form): one kernel for every shape and layout, its copies checked at run time.
 
 `matmul_tuned` is the same kernel under tessel.autotune: on CUDA tensors it times CONFIGS once
 per (M, N, K) and dtypes and keeps the fastest.
@@ -93,6 +94,37 @@ def matmul(a, b, bias=None, activation="", out_dtype=None, blocks=None):
     else:
         BM, BN, BK = blocks
         matmul_kernel[cdiv(M, BM) * cdiv(N, BN)](*args, BM=BM, BN=BN, BK=BK, **epilogue)
+    return c
+
+
+@tessel.jit
+def strided_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                          stride_bn, stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr):
+    # Triton's tutorial form: sizes and strides are run-time arguments, so one kernel serves
+    # every shape and layout (a transposed view, a column slice). Blocks whose rows are
+    # contiguous, a multiple of 8 elements apart and 16-byte aligned are copied in 16-byte
+    # pieces; others element by element (decided per block at run time).
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    ad = tl.make_desc(a_ptr, shape=(M, K), strides=(stride_am, stride_ak))
+    bd = tl.make_desc(b_ptr, shape=(K, N), strides=(stride_bk, stride_bn))
+    cd = tl.make_desc(c_ptr, shape=(M, N), strides=(stride_cm, stride_cn))
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(ad, (pid_m * BM, k), shape=(BM, BK))
+        b = tl.load(bd, (k, pid_n * BN), shape=(BK, BN))
+        acc += tl.dot(a, b)
+    tl.store(cd, (pid_m * BM, pid_n * BN), acc.to(c_ptr.dtype))
+
+
+def matmul_strided(a, b, blocks=(128, 128, 64), num_stages=3):
+    """a @ b for CUDA torch tensors of any strides (no copy), float16 or bfloat16."""
+    (M, K), (_, N) = a.shape, b.shape
+    c = empty(a, (M, N))
+    BM, BN, BK = blocks
+    strided_matmul_kernel.with_options(num_stages=num_stages)[(cdiv(M, BM), cdiv(N, BN))](
+        a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BM=BM, BN=BN, BK=BK)
     return c
 
 

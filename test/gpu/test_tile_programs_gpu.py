@@ -94,6 +94,32 @@ def test_gemm(size, dtype, out, blocks):
         assert gemm.matmul_tuned.best_config in gemm.CONFIGS
 
 
+def _strided_case(case, dtype, gen):
+    """(a, b) views of the layout `case` names, for a 200x131x120 (M x N x K) product."""
+    M, N, K = 200, 131, 120
+    if case == "contiguous":
+        return rand((M, K), dtype, gen), rand((K, N), dtype, gen)
+    if case == "b_transposed":             # b's inner stride is K: no 16-byte rows
+        return rand((M, K), dtype, gen), rand((N, K), dtype, gen).t()
+    if case == "a_misaligned":             # a starts one element into its storage
+        return rand((M, K + 1), dtype, gen)[:, 1:], rand((K, N), dtype, gen)
+    if case == "padded_rows":              # rows 136 apart (a multiple of 8) with 131 used
+        return rand((M, K), dtype, gen), rand((K, 136), dtype, gen)[:, :N]
+    raise ValueError(case)
+
+
+@pytest.mark.parametrize("case", ["contiguous", "b_transposed", "a_misaligned", "padded_rows"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_gemm_runtime_strides(case, dtype):
+    # One kernel (sizes and strides are run-time arguments) on every layout: 16-byte copies
+    # where the block allows them, element by element where not, decided at run time.
+    a, b = _strided_case(case, dtype, gen_for("strided", case, dtype))
+    for blocks in ((128, 128, 64), (64, 64, 32)):
+        c = gemm.matmul_strided(a, b, blocks)
+        err = rel_error(c, a.double() @ b.double())
+        assert err < TOL[dtype], (case, blocks, err)
+
+
 @pytest.mark.parametrize("activation", gemm.ACTIVATIONS)
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_gemm_epilogue(activation, dtype):

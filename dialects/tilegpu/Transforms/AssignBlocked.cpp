@@ -79,9 +79,8 @@ bool hasReductions(func::FuncOp program) {
 class BlockedAssigner {
 public:
   BlockedAssigner(func::FuncOp program, const RowsLayout &L)
-      : program(program), L(L),
-        parent(BlockedEncodingAttr::get(program.getContext(), L.threads, L.vector,
-                                        L.threadsPerRow)) {}
+      : program(program), L(L), parent(BlockedEncodingAttr::get(program.getContext(), L.threads,
+                                                                L.vector, L.threadsPerRow)) {}
 
   LogicalResult run();
 
@@ -148,9 +147,8 @@ LogicalResult BlockedAssigner::demandOperands(Operation *op, BlockedKind k) {
     demand(ed->getOpOperand(0), ed.getAxis() == 1 ? BlockedKind::Row : BlockedKind::Col);
   } else if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
     auto in = cast<RankedTensorType>(bc.getInput().getType());
-    demand(bc->getOpOperand(0), in.getShape() == bc.getResult().getType().getShape()
-                                    ? k
-                                    : kindOfShape(in).value_or(k));
+    demand(bc->getOpOperand(0),
+           in.getShape() == bc.getResult().getType().getShape() ? k : kindOfShape(in).value_or(k));
   } else if (auto red = dyn_cast<tile::ReduceOp>(op)) {
     if (k != BlockedKind::Row)
       return op->emitOpError("is a row reduction whose result is needed per column: "
@@ -358,8 +356,8 @@ FailureOr<std::optional<RowsLayout>> tessel::tilegpu::layoutOf(func::FuncOp prog
         L.rows = shape[0];
         L.cols = shape[1];
       } else if (!tile) {
-        (*k == BlockedKind::Row ? L.rows : L.cols) =
-            std::max(*k == BlockedKind::Row ? L.rows : L.cols, n);
+        (*k == BlockedKind::Row ? L.rows
+                                : L.cols) = std::max(*k == BlockedKind::Row ? L.rows : L.cols, n);
       }
     }
     return WalkResult::advance();

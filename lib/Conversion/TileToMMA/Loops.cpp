@@ -45,30 +45,59 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
     return std::make_pair(in, elem);
   };
   if (type.getRank() == 2) {
-    int64_t innerStride = constantOf(
-        op.getDesc().getDefiningOp<tile::MakeDescOp>().getStrides()[1]);
-    if (innerStride != 1)
-      return op.emitOpError("writes a descriptor whose inner stride is not 1 "
-                            "(convert-tile-to-mma stores pairs)");
+    // Pairs along a row are stored as one 2-element access. Known at compile time to be whole
+    // and aligned (unit inner stride, even row stride and width: attention's outputs), they are
+    // stored as such; otherwise each pair checks at run time and falls back to its elements.
+    auto md = op.getDesc().getDefiningOp<tile::MakeDescOp>();
+    int64_t rowStride = constantOf(md.getStrides()[0]), width = constantOf(md.getShape()[1]);
+    bool staticPairs = constantOf(md.getStrides()[1]) == 1 && rowStride != INT64_MIN &&
+                       rowStride % 2 == 0 && width != INT64_MIN && width % 2 == 0;
     FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
     if (failed(regs))
       return failure();
     Type elem = type.getElementType();
     auto vt = VectorType::get({2}, elem);
+    int64_t pairBytes = elem.getIntOrFloatBitWidth() / 4;
     int64_t slabs = type.getShape()[1] / 8;
     for (int64_t s = 0; s < slabs; ++s) {
       Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
         int64_t reg = (rr / 2 * slabs + s) * 4 + rr % 2 * 2;
         auto [in, elemOff] = storeAt(entryRows[rr], col, 2, Value());
-        auto ifOp = scf::IfOp::create(b, loc, in, false);
+        auto pairPtr = [&] {
+          return LLVM::GEPOp::create(b, loc, ptr1, elem, d.base, ValueRange{elemOff});
+        };
+        Value ptr = staticPairs ? Value() : Value(pairPtr());
+        if (!staticPairs) {
+          Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), ptr);
+          in = arith::AndIOp::create(
+              b, loc, in,
+              arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::eq, d.strides[1], ci64(1)),
+                                    cmp(arith::CmpIPredicate::eq,
+                                        arith::AndIOp::create(b, loc, addr, ci64(pairBytes - 1)),
+                                        zero)));
+        }
+        auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/!staticPairs);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
         Value v = LLVM::PoisonOp::create(b, loc, vt);
         v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[reg], ci32(0));
         v = LLVM::InsertElementOp::create(b, loc, v, (*regs)[reg + 1], ci32(1));
-        Value ptr = LLVM::GEPOp::create(b, loc, ptr1, elem, d.base, ValueRange{elemOff});
-        LLVM::StoreOp::create(b, loc, v, ptr, /*alignment=*/elem.getIntOrFloatBitWidth() / 4);
+        LLVM::StoreOp::create(b, loc, v, staticPairs ? Value(pairPtr()) : ptr,
+                              /*alignment=*/pairBytes);
+        if (staticPairs)
+          continue;
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        for (int64_t e = 0; e < 2; ++e) {
+          auto [one, oneOff] = storeAt(entryRows[rr], arith::AddIOp::create(b, loc, col, ci32(e)),
+                                       1, Value());
+          auto single = scf::IfOp::create(b, loc, one, /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(single.thenBlock());
+          LLVM::StoreOp::create(
+              b, loc, (*regs)[reg + e],
+              LLVM::GEPOp::create(b, loc, ptr1, elem, d.base, ValueRange{oneOff}));
+        }
       }
     }
     return success();

@@ -105,7 +105,13 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   int64_t chunksPerRow = p.cols / 8;
   int64_t rowsPerStep = numThreads() / chunksPerRow;
   int64_t steps = p.rows / rowsPerStep;
-  int64_t rowStride = constantOf(desc.getDefiningOp<tile::MakeDescOp>().getStrides()[0]);
+  // Strides known at compile time to suit 16-byte copies (unit inner stride, rows a multiple of
+  // 8 elements: every attention program) take constant offsets; others are checked at run
+  // time, and a block that cannot be copied in 16-byte chunks is read element by element.
+  auto md = desc.getDefiningOp<tile::MakeDescOp>();
+  int64_t rowStride = constantOf(md.getStrides()[0]);
+  bool staticChunks = constantOf(md.getStrides()[1]) == 1 && rowStride != INT64_MIN &&
+                      rowStride % 8 == 0;
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -127,11 +133,16 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
       b, loc, d.offset,
       arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
                             arith::MulIOp::create(b, loc, c0, d.strides[1])));
-  Value threadElem = arith::AddIOp::create(b, loc,
-                                           arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
-                                           arith::MulIOp::create(b, loc, chunk, ci32(8)));
-  Value src0 = gep1(gep1(d.base, blockElem),
-                    arith::ExtUIOp::create(b, loc, b.getI64Type(), threadElem));
+  Value threadElem =
+      staticChunks
+          ? Value(arith::ExtUIOp::create(
+                b, loc, b.getI64Type(),
+                arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
+                                      arith::MulIOp::create(b, loc, chunk, ci32(8)))))
+          : Value(arith::AddIOp::create(b, loc,
+                                        arith::MulIOp::create(b, loc, toI64(rowT), d.strides[0]),
+                                        toI64(arith::MulIOp::create(b, loc, chunk, ci32(8)))));
+  Value src0 = gep1(gep1(d.base, blockElem), threadElem);
   bool sameSwizzle = rowsPerStep % 8 == 0;
   Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
   auto dstAt = [&](int64_t i) -> Value {
@@ -147,9 +158,72 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   auto srcAt = [&](int64_t i) -> Value {
     if (i == 0)
       return src0;
+    if (!staticChunks)
+      return gep1(src0, arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), d.strides[0]));
     return LLVM::GEPOp::create(
         b, loc, ptr1, d.elementType, src0,
         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
+  };
+  if (!staticChunks) {
+    // 16-byte chunks need a unit inner stride, rows a multiple of 8 elements and the block's
+    // first element 16-byte aligned (a view may start anywhere): uniform conditions, so the
+    // branch is uniform. Otherwise each thread reads its chunks' 8 elements (zero outside the
+    // tensor, read from the base instead) and stores them to shared memory itself.
+    Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), gep1(d.base, blockElem));
+    Value chunkable = andi(
+        andi(cmp(arith::CmpIPredicate::eq, d.strides[1], ci64(1)),
+             cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, d.strides[0], ci64(7)),
+                 zero)),
+        cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, addr, ci64(15)), zero));
+    auto split = scf::IfOp::create(b, loc, chunkable, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(split.elseBlock());
+    auto vt = VectorType::get({8}, d.elementType);
+    Value zeroElem = arith::ConstantOp::create(b, loc, b.getZeroAttr(d.elementType));
+    for (int64_t i = 0; i < steps; ++i) {
+      Value grow = arith::AddIOp::create(
+          b, loc, r0, toI64(arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep))));
+      Value rowIn = andi(cmp(arith::CmpIPredicate::sge, grow, zero),
+                         cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
+      Value rowElem = arith::AddIOp::create(b, loc, d.offset,
+                                            arith::MulIOp::create(b, loc, grow, d.strides[0]));
+      Value vec = LLVM::PoisonOp::create(b, loc, vt);
+      for (int64_t e = 0; e < 8; ++e) {
+        Value gcol = arith::AddIOp::create(
+            b, loc, c0,
+            toI64(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, chunk, ci32(8)),
+                                        ci32(e))));
+        Value in = andi(rowIn, andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                                    cmp(arith::CmpIPredicate::slt, gcol, d.shape[1])));
+        Value at = gep1(d.base,
+                        arith::AddIOp::create(b, loc, rowElem,
+                                              arith::MulIOp::create(b, loc, gcol, d.strides[1])));
+        Value v = LLVM::LoadOp::create(b, loc, d.elementType,
+                                       arith::SelectOp::create(b, loc, in, at, d.base));
+        vec = LLVM::InsertElementOp::create(
+            b, loc, vec, arith::SelectOp::create(b, loc, in, v, zeroElem), ci32(e));
+      }
+      LLVM::StoreOp::create(b, loc, vec, dstAt(i), /*alignment=*/16);
+    }
+    b.setInsertionPointToStart(split.thenBlock());
+    emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt, srcAt);
+    return;
+  }
+  emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt, srcAt);
+}
+
+void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0,
+                                  Value c0, Value rowT, Value chunk, int64_t steps,
+                                  int64_t rowsPerStep, llvm::function_ref<Value(int64_t)> dstAt,
+                                  llvm::function_ref<Value(int64_t)> srcAt) {
+  Value zero = ci64(0);
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
+  auto gep1 = [&](Value base, Value elems) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, base, ValueRange{elems});
   };
   // The whole block inside the tensor (every block but the last of a ragged loop): plain copies.
   // A uniform condition (rows and columns of the block, not of the thread's chunk), so the
@@ -202,15 +276,9 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
 }
 
 LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
+  // Any strides: those not known to suit 16-byte copies are checked at run time (issueBlock).
   if (!descs.count(desc))
     return op->emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
-  // The inner dimension must be contiguous and rows 16-byte aligned for cp.async.
-  auto md = desc.getDefiningOp<tile::MakeDescOp>();
-  int64_t innerStride = constantOf(md.getStrides()[1]);
-  int64_t rowStride = constantOf(md.getStrides()[0]);
-  if (innerStride != 1 || rowStride == INT64_MIN || rowStride % 8 != 0)
-    return op->emitOpError("reads a descriptor whose strides are not [8k (constant), 1]: "
-                           "convert-tile-to-mma copies 16-byte chunks");
   return success();
 }
 
