@@ -193,9 +193,10 @@ private:
   /// into the place of `p`, `stage` bytes (i32, or null) further.
   void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0, Value stage);
   /// The 16-byte cp.async copies of a block (issueBlock's, where they may be used): plain ones
-  /// when the block is inside the tensor, else zero-filling ones per chunk.
+  /// when the block is inside the tensor, else zero-filling ones per chunk (`wholeChunks`:
+  /// a chunk is known to be wholly inside a row or wholly outside).
   void emitChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0, Value c0, Value rowT,
-                  Value chunk, int64_t steps, int64_t rowsPerStep,
+                  Value chunk, int64_t steps, int64_t rowsPerStep, bool wholeChunks,
                   llvm::function_ref<Value(int64_t)> dstAt,
                   llvm::function_ref<Value(int64_t)> srcAt);
   /// Whether `desc` can be copied in 16-byte chunks (inner stride 1, a constant row stride

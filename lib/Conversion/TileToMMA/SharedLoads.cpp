@@ -133,6 +133,21 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
       b, loc, d.offset,
       arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
                             arith::MulIOp::create(b, loc, c0, d.strides[1])));
+  // An opaque copy of `v` (a side-effecting move LLVM cannot hoist): what is computed from it
+  // is computed where it is used instead of hoisted out of the loop into registers live across
+  // it (LLVM moves loop-invariant arithmetic out of branches and loops: 218 registers a thread
+  // instead of 98 on a 128x128 GEMM with run-time strides).
+  auto opaque = [&](Value v) {
+    bool wide = v.getType().isInteger(64);
+    return LLVM::InlineAsmOp::create(
+               b, loc, v.getType(), ValueRange{v}, wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;",
+               wide ? "=l,l" : "=r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr())
+        .getResult(0);
+  };
+  // The row stride, when known only at run time, recomputed at each copy (one register).
+  Value rowStrideV = staticChunks ? Value() : opaque(d.strides[0]);
   Value threadElem =
       staticChunks
           ? Value(arith::ExtUIOp::create(
@@ -159,7 +174,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
     if (i == 0)
       return src0;
     if (!staticChunks)
-      return gep1(src0, arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), d.strides[0]));
+      return gep1(src0, arith::MulIOp::create(b, loc, ci64(i * rowsPerStep), rowStrideV));
     return LLVM::GEPOp::create(
         b, loc, ptr1, d.elementType, src0,
         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
@@ -174,15 +189,19 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
         andi(cmp(arith::CmpIPredicate::eq, d.strides[1], ci64(1)),
              cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, d.strides[0], ci64(7)),
                  zero)),
-        cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, addr, ci64(15)), zero));
+        andi(cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, addr, ci64(15)), zero),
+             cmp(arith::CmpIPredicate::sge, c0, zero)));
     auto split = scf::IfOp::create(b, loc, chunkable, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(split.elseBlock());
+    // Element by element: positions made opaque again, so that this seldom-taken branch's
+    // arithmetic stays in it.
+    Value r0x = opaque(r0), c0x = opaque(c0), rowTx = opaque(rowT), chunkx = opaque(chunk);
     auto vt = VectorType::get({8}, d.elementType);
     Value zeroElem = arith::ConstantOp::create(b, loc, b.getZeroAttr(d.elementType));
     for (int64_t i = 0; i < steps; ++i) {
       Value grow = arith::AddIOp::create(
-          b, loc, r0, toI64(arith::AddIOp::create(b, loc, rowT, ci32(i * rowsPerStep))));
+          b, loc, r0x, toI64(arith::AddIOp::create(b, loc, rowTx, ci32(i * rowsPerStep))));
       Value rowIn = andi(cmp(arith::CmpIPredicate::sge, grow, zero),
                          cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
       Value rowElem = arith::AddIOp::create(b, loc, d.offset,
@@ -190,8 +209,8 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
       Value vec = LLVM::PoisonOp::create(b, loc, vt);
       for (int64_t e = 0; e < 8; ++e) {
         Value gcol = arith::AddIOp::create(
-            b, loc, c0,
-            toI64(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, chunk, ci32(8)),
+            b, loc, c0x,
+            toI64(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, chunkx, ci32(8)),
                                         ci32(e))));
         Value in = andi(rowIn, andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
                                     cmp(arith::CmpIPredicate::slt, gcol, d.shape[1])));
@@ -206,15 +225,21 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
       LLVM::StoreOp::create(b, loc, vec, dstAt(i), /*alignment=*/16);
     }
     b.setInsertionPointToStart(split.thenBlock());
-    emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt, srcAt);
+    emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, false, dstAt, srcAt);
     return;
   }
-  emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt, srcAt);
+  // Chunks are whole or wholly outside when the block starts on a chunk boundary of a row
+  // whose length is a multiple of 8, both known at compile time (attention's head dims);
+  // otherwise the last chunk of a row may be partial.
+  int64_t width = constantOf(md.getShape()[1]), col = constantOf(col0);
+  bool wholeChunks = width != INT64_MIN && width % 8 == 0 && col != INT64_MIN && col % 8 == 0;
+  emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, wholeChunks, dstAt, srcAt);
 }
 
 void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0,
                                   Value c0, Value rowT, Value chunk, int64_t steps,
-                                  int64_t rowsPerStep, llvm::function_ref<Value(int64_t)> dstAt,
+                                  int64_t rowsPerStep, bool wholeChunks,
+                                  llvm::function_ref<Value(int64_t)> dstAt,
                                   llvm::function_ref<Value(int64_t)> srcAt) {
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -256,6 +281,19 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
   Value colIn = andi(
       cmp(arith::CmpIPredicate::sge, gcol, zero),
       cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  // A chunk that may be partial copies the bytes inside the row (cp.async zero-fills the rest).
+  Value chunkBytes = ci32(16);
+  if (!wholeChunks) {
+    Value left = arith::MinSIOp::create(
+        b, loc,
+        arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, d.shape[1], gcol), zero),
+        ci64(8));
+    colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                 cmp(arith::CmpIPredicate::sgt, left, zero));
+    int64_t elemBytes = d.elementType.getIntOrFloatBitWidth() / 8;
+    chunkBytes = arith::MulIOp::create(
+        b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), left), ci32(elemBytes));
+  }
   Value origin = gep1(d.base, d.offset);
   // Step i of the thread (row rowT + i·rps) is inside iff first <= i < end, with
   // first = ceil((lo - rowT) / rps), end = ceil((hi - rowT) / rps): two values per block, and
@@ -270,7 +308,7 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
                          cmp(arith::CmpIPredicate::sgt, end, ci32(i))),
                     colIn);
     Value src = arith::SelectOp::create(b, loc, in, srcAt(i), origin);
-    Value srcBytes = arith::SelectOp::create(b, loc, in, ci32(16), ci32(0));
+    Value srcBytes = arith::SelectOp::create(b, loc, in, chunkBytes, ci32(0));
     NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG, srcBytes);
   }
 }
