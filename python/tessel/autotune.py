@@ -103,7 +103,7 @@ class Autotuner:
         cache: ``{tuning key: index in configs}`` of the choices this process has made or read.
     """
 
-    def __init__(self, fn, configs, key, reset_to_zero=None, warmup_calls=3, timed_calls=10,
+    def __init__(self, fn, configs, key, reset_to_zero=None, warmup_calls=10, timed_calls=40,
                  verbose=None):
         if not isinstance(fn, JITFunction):
             raise TypeError("tessel.autotune decorates a @tessel.jit kernel: put @tessel.jit "
@@ -319,7 +319,7 @@ class Autotuner:
                   file=sys.stderr)
 
 
-def autotune(configs, key, reset_to_zero=None, warmup_calls=3, timed_calls=10, verbose=None):
+def autotune(configs, key, reset_to_zero=None, warmup_calls=10, timed_calls=40, verbose=None):
     """Decorator: tune a ``@tessel.jit`` kernel over launch configurations.
 
     ``@tessel.autotune(configs=[tessel.Config({...}, num_warps=..., num_stages=...), ...],
