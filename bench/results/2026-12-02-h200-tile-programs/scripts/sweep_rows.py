@@ -1,6 +1,11 @@
-"""Scratch: layer norm / softmax variants x configs on the GPU (not committed)."""
-import json, os, sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+"""The row sweep of the sixth session (issue 18): softmax and two layer norms (weight and bias read
+before the reductions, as examples/python/layer_norm.py does, or after) at every BLOCK_R x
+num_warps, beside torch, in GB/s of x read and y written; OUT=dir for sweep_ln.json.
+
+    OUT=. python3 sweep_rows.py [RxC ...]     # tessel importable (PYTHONPATH)
+"""
+import json, os, pathlib, sys
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "examples" / "python"))
 import torch, triton.testing
 import tessel
 from tessel import language as tl
