@@ -22,6 +22,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tessel  # noqa: E402
+from tessel import language as tl  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"))
 import _common  # noqa: E402
@@ -57,6 +58,10 @@ def rel_error(out, ref):
     if torch.isnan(out).any() and not torch.isnan(ref).any():
         return float("inf")
     return ((out - ref).abs().max() / max(1.0, ref.abs().max().item())).item()
+
+
+def triton_cdiv(a, b):
+    return -(-a // b)
 
 
 def gen_for(*seed):
@@ -131,6 +136,33 @@ def test_gemm_epilogue(activation, dtype):
         c = gemm.matmul(a, b, bias, activation, blocks=blocks)
         torch.cuda.synchronize()
         assert rel_error(c, gemm_reference(a, b, bias, activation)) < TOL[dtype], blocks
+
+
+# --- column reductions ---------------------------------------------------------------------------
+
+@tessel.jit
+def column_sums_kernel(x_ptr, y_ptr, R, C, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    # The sums over the rows of a [R, C] matrix, BLOCK_C columns a program (R <= BLOCK_R): a
+    # layer norm backward's weight gradient has this shape.
+    c0 = tl.program_id(0) * BLOCK_C
+    xd = tl.make_desc(x_ptr, shape=(R, C), strides=(C, 1))
+    x = tl.load(xd, (0, c0), shape=(BLOCK_R, BLOCK_C)).to(tl.float32)
+    tl.store(tl.make_desc(y_ptr, shape=(C,), strides=(1,)), (c0,), tl.sum(x, 0))
+
+
+@pytest.mark.parametrize("rows,block", [(2, (2, 64)), (50, (64, 64)), (16, (16, 256)),
+                                        (100, (128, 32)), (7, (32, 1024))])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_column_sums(rows, block, num_warps):
+    # Rows fewer than the threads cover (repeated rows add nothing), a warp holding several
+    # rows (shuffles), warps holding other rows of the same columns (shared memory).
+    gen = gen_for("columns", rows, block, num_warps)
+    C = 3 * block[1] - 5
+    x = rand((rows, C), "f16", gen)
+    y = torch.full((C,), float("nan"), device="cuda")
+    column_sums_kernel.with_options(num_warps=num_warps)[(triton_cdiv(C, block[1]),)](
+        x, y, rows, C, BLOCK_R=block[0], BLOCK_C=block[1])
+    assert rel_error(y, x.double().sum(0)) < 1e-5
 
 
 # --- softmax and layer norm ---------------------------------------------------------------------

@@ -44,7 +44,7 @@ constexpr int64_t kMaxPerThread = 128;
 
 /// The row slots, vectors a row and shared scratch of `L` from its shape and thread split;
 /// the reason (at `where`) when the shape does not split evenly.
-LogicalResult completeLayout(RowsLayout &L, Operation *where, bool reduces) {
+LogicalResult completeLayout(RowsLayout &L, Operation *where, func::FuncOp program) {
   int64_t chunks = L.cols / L.vector;
   if (L.cols % L.vector != 0 || chunks % L.threadsPerRow != 0)
     return where->emitOpError("has rows of ")
@@ -64,15 +64,17 @@ LogicalResult completeLayout(RowsLayout &L, Operation *where, bool reduces) {
            << L.rows << " rows, which do not divide the " << L.rowsPerPass
            << " rows its threads cover at once";
   }
-  L.scratch = L.threadsPerRow > 32 && reduces ? L.rowSlots * L.rowsPerPass * (L.threadsPerRow / 32)
-                                              : 0;
+  // Shared floats the reductions exchange: a row's W warps' values per row (rows wider than a
+  // warp), or for column reductions each group of warps' values per column (warps holding
+  // other rows of the same columns).
+  bool rows = false, columns = false;
+  program.walk([&](tile::ReduceOp red) { (red.getAxis() == 1 ? rows : columns) = true; });
+  L.scratch = 0;
+  if (rows && L.threadsPerRow > 32)
+    L.scratch = L.rowSlots * L.rowsPerPass * (L.threadsPerRow / 32);
+  if (columns && L.columnGroups() > 1)
+    L.scratch = std::max(L.scratch, L.columnGroups() * L.cols);
   return success();
-}
-
-bool hasReductions(func::FuncOp program) {
-  bool found = false;
-  program.walk([&](tile::ReduceOp) { found = true; });
-  return found;
 }
 
 /// Assigns the kinds of one planned program.
@@ -121,8 +123,8 @@ BlockedKind BlockedAssigner::naturalKind(Value v) const {
   if (n == L.cols && n != L.rows)
     return BlockedKind::Col;
   Operation *def = v.getDefiningOp();
-  if (def && isa<tile::ReduceOp>(def))
-    return BlockedKind::Row;
+  if (auto red = dyn_cast_or_null<tile::ReduceOp>(def))
+    return red.getAxis() == 1 ? BlockedKind::Row : BlockedKind::Col;
   if (def && isElementwise(def))
     for (Value o : def->getOperands())
       if (isTensor(o.getType()) && naturalKind(o) == BlockedKind::Row)
@@ -150,9 +152,13 @@ LogicalResult BlockedAssigner::demandOperands(Operation *op, BlockedKind k) {
     demand(bc->getOpOperand(0),
            in.getShape() == bc.getResult().getType().getShape() ? k : kindOfShape(in).value_or(k));
   } else if (auto red = dyn_cast<tile::ReduceOp>(op)) {
-    if (k != BlockedKind::Row)
-      return op->emitOpError("is a row reduction whose result is needed per column: "
-                             "convert-tile-to-blocked does not lower it");
+    BlockedKind made = red.getAxis() == 1 ? BlockedKind::Row : BlockedKind::Col;
+    if (k != made)
+      return op->emitOpError(made == BlockedKind::Row
+                                 ? "is a row reduction whose result is needed per column: "
+                                   "convert-tile-to-blocked does not lower it"
+                                 : "is a column reduction whose result is needed per row: "
+                                   "convert-tile-to-blocked does not lower it");
     demand(red->getOpOperand(0), BlockedKind::Tile);
   } else if (isElementwise(op)) {
     for (OpOperand &o : op->getOpOperands())
@@ -233,7 +239,7 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
   WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
     if (isa<tile::DotOp, tile::TransOp, tile::GatherOp, tile::SoftmaxOp>(op))
       return op->emitOpError("is outside convert-tile-to-blocked's class (programs of "
-                             "element-wise ops, loads, stores and row reductions)"),
+                             "element-wise ops, loads, stores and reductions)"),
              WalkResult::interrupt();
     bool tiles = llvm::any_of(op->getResultTypes(), isTensor) ||
                  llvm::any_of(op->getOperandTypes(), isTensor);
@@ -251,9 +257,9 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
               1, cast<RankedTensorType>(st.getValue().getType()).getElementTypeBitWidth() / 8));
     if (auto red = dyn_cast<tile::ReduceOp>(op)) {
       auto in = cast<RankedTensorType>(red.getInput().getType());
-      if (in.getRank() != 2 || red.getAxis() != 1 || !in.getElementType().isF32())
+      if (in.getRank() != 2 || !in.getElementType().isF32())
         return op->emitOpError("is a reduction convert-tile-to-blocked does not lower (it "
-                               "reduces f32 tiles along rows)"),
+                               "reduces 2-D f32 tiles along rows or columns)"),
                WalkResult::interrupt();
     }
     for (Type t : op->getResultTypes()) {
@@ -302,7 +308,7 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
            << L.cols << " elements, which " << threads
            << " threads cannot split evenly in vectors of " << L.vector;
   L.threadsPerRow = std::min(threads, chunks);
-  if (failed(completeLayout(L, program, hasReductions(program))))
+  if (failed(completeLayout(L, program, program)))
     return failure();
   if (L.count(BlockedKind::Tile) > kMaxPerThread)
     return program.emitOpError("holds ")
@@ -369,7 +375,7 @@ FailureOr<std::optional<RowsLayout>> tessel::tilegpu::layoutOf(func::FuncOp prog
   L.threads = parent.getThreads();
   L.vector = parent.getVector();
   L.threadsPerRow = parent.getThreadsPerRow();
-  if (failed(completeLayout(L, program, hasReductions(program))))
+  if (failed(completeLayout(L, program, program)))
     return failure();
   return std::optional<RowsLayout>(L);
 }

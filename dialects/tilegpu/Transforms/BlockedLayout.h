@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace tessel::tilegpu {
@@ -43,6 +44,13 @@ struct RowsLayout {
     }
     return 0;
   }
+  /// Groups of warps that hold other rows of the same columns (what a column reduction
+  /// combines through shared memory after its shuffles): one unless rows sit side by side
+  /// across warps.
+  int64_t columnGroups() const {
+    int64_t warps = std::max<int64_t>(1, threads / 32);
+    return warps / std::max<int64_t>(1, threadsPerRow / 32);
+  }
   /// Tile register (s, j, e).
   int64_t tileIndex(int64_t s, int64_t j, int64_t e) const {
     return (s * colChunks + j) * vector + e;
@@ -51,7 +59,7 @@ struct RowsLayout {
 
 /// The layout of `program` over `threads` threads, or the reason (located) it is outside the
 /// class: a dot, a transpose, a gather, a softmax op, tiles inside regions, tiles of rank > 2
-/// or of more than one block shape, reductions other than f32 along rows, rows the threads
+/// or of more than one block shape, reductions other than of 2-D f32 tiles, rows the threads
 /// cannot split evenly, more than 128 elements a thread.
 mlir::FailureOr<RowsLayout> planRows(mlir::func::FuncOp program, int64_t threads);
 

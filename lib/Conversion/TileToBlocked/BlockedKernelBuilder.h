@@ -10,7 +10,7 @@
 // the types here. The parts:
 //   ConvertTileToBlocked.cpp  the pass and the element-wise and shape ops
 //   BlockedMemory.cpp         loads and stores (vectorised where aligned and in bounds)
-//   BlockedReduce.cpp         reductions along rows
+//   BlockedReduce.cpp         reductions along rows and columns
 // docs/dev/codegen-blocked.md says why.
 //
 //===------------------------------------------------------------------------------------===//
@@ -63,6 +63,8 @@ private:
   LogicalResult emitStore(tile::StoreOp op);
   /// Row reduction of the Tile registers `in` into Row registers.
   FailureOr<SmallVector<Value>> reduceRows(tile::ReduceOp op, ArrayRef<Value> in);
+  /// Column reduction of the Tile registers `in` into Col registers.
+  FailureOr<SmallVector<Value>> reduceColumns(tile::ReduceOp op, ArrayRef<Value> in);
 
   /// The row (inside the block) of row slot `s`, and the column of chunk `j`, element `e`.
   Value rowOf(int64_t s);

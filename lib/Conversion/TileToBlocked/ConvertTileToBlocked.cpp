@@ -123,7 +123,8 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind 
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return loadRegs(ld, k);
   if (auto red = dyn_cast<tile::ReduceOp>(op))
-    return reduceRows(red, regsOf(red.getInput(), Kind::Tile));
+    return red.getAxis() == 1 ? reduceRows(red, regsOf(red.getInput(), Kind::Tile))
+                              : reduceColumns(red, regsOf(red.getInput(), Kind::Tile));
   if (isElementwise(op)) {
     SmallVector<Value> out;
     Type resultType = cast<RankedTensorType>(op->getResult(0).getType()).getElementType();

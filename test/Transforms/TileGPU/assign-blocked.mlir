@@ -93,3 +93,32 @@ func.func @given_layout(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>) {
   tile.store %yd[%c0], %s : !tile.desc<1, f32>, tensor<4xf32, #row>
   return
 }
+
+// -----
+
+// Column sums of a 64x64 block (a layer norm backward's weight gradient): the result is a
+// column vector. 16 threads a row, two rows a warp, four warps: each thread folds its 8 row
+// slots, one shuffle (lanes 16 apart) combines a warp's two rows, and the four warps' values
+// meet in 4 x 64 floats of shared memory.
+// CHECK-DAG: #[[BL:.*]] = #tilegpu.blocked<threads = 128, vector = 4, threads_per_row = 16>
+// CHECK-DAG: #[[COL:.*]] = #tilegpu.slice<dim = 0, parent = #[[BL]]>
+// CHECK-LABEL: func.func @column_sums
+// CHECK: tile.reduce sum {{.*}} axis 0 : tensor<64x64xf32, #[[BL]]> -> tensor<64xf32, #[[COL]]>
+// LOWER-LABEL: gpu.func @column_sums
+// LOWER-SAME: workgroup(%[[SCRATCH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// LOWER-COUNT-4: gpu.shuffle xor %{{.*}}, %c16_i32
+// LOWER-NOT: gpu.shuffle
+// LOWER: memref.store %{{.*}}, %[[SCRATCH]]
+// LOWER: gpu.barrier
+// LOWER-COUNT-4: memref.load %[[SCRATCH]]
+func.func @column_sums(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %d = tile.make_desc %x, shape [%c64, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  %e = tile.make_desc %y, shape [%c64], strides [%c1] : !tile.ptr<f32> -> !tile.desc<1, f32>
+  %t = tile.load %d[%c0, %c0] : !tile.desc<2, f32> -> tensor<64x64xf32>
+  %s = tile.reduce sum %t axis 0 : tensor<64x64xf32> -> tensor<64xf32>
+  tile.store %e[%c0], %s : !tile.desc<1, f32>, tensor<64xf32>
+  return
+}
