@@ -33,12 +33,6 @@ namespace {
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
 
-bool isElementwise(Operation *op) {
-  Dialect *dialect = op->getDialect();
-  return dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
-         op->getNumRegions() == 0 && !isa<arith::ConstantOp>(op);
-}
-
 /// The most elements a thread holds of one block: beyond it the registers spill.
 constexpr int64_t kMaxPerThread = 128;
 
@@ -125,7 +119,7 @@ BlockedKind BlockedAssigner::naturalKind(Value v) const {
   Operation *def = v.getDefiningOp();
   if (auto red = dyn_cast_or_null<tile::ReduceOp>(def))
     return red.getAxis() == 1 ? BlockedKind::Row : BlockedKind::Col;
-  if (def && isElementwise(def))
+  if (def && isBlockedElementwise(def))
     for (Value o : def->getOperands())
       if (isTensor(o.getType()) && naturalKind(o) == BlockedKind::Row)
         return BlockedKind::Row;
@@ -160,7 +154,7 @@ LogicalResult BlockedAssigner::demandOperands(Operation *op, BlockedKind k) {
                                  : "is a column reduction whose result is needed per row: "
                                    "convert-tile-to-blocked does not lower it");
     demand(red->getOpOperand(0), BlockedKind::Tile);
-  } else if (isElementwise(op)) {
+  } else if (isBlockedElementwise(op)) {
     for (OpOperand &o : op->getOpOperands())
       demand(o, k);
   }
@@ -323,6 +317,12 @@ LogicalResult tessel::tilegpu::assignBlocked(func::FuncOp program, int64_t threa
   if (failed(L))
     return failure();
   return BlockedAssigner(program, *L).run();
+}
+
+bool tessel::tilegpu::isBlockedElementwise(Operation *op) {
+  Dialect *dialect = op->getDialect();
+  return dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
+         op->getNumRegions() == 0 && !isa<arith::ConstantOp>(op);
 }
 
 std::optional<BlockedKind> tessel::tilegpu::blockedKind(Type type) {

@@ -68,6 +68,10 @@ mlir::FailureOr<RowsLayout> planRows(mlir::func::FuncOp program, int64_t threads
 /// On failure the reason is emitted, located.
 mlir::LogicalResult assignBlocked(mlir::func::FuncOp program, int64_t threads);
 
+/// Whether `op` is an element-wise op of the blocked path (arith or math, no regions, not a
+/// constant): one register of the result from the same register of each operand.
+bool isBlockedElementwise(mlir::Operation *op);
+
 /// The kind of a tile type with a blocked layout (none without one).
 std::optional<BlockedKind> blockedKind(mlir::Type type);
 

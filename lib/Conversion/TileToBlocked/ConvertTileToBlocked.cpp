@@ -30,12 +30,6 @@ namespace {
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
 
-bool isElementwise(Operation *op) {
-  Dialect *dialect = op->getDialect();
-  return dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
-         op->getNumRegions() == 0 && !isa<arith::ConstantOp>(op);
-}
-
 } // namespace
 
 void BlockedKernelBuilder::emitPrologue(Location loc) {
@@ -125,7 +119,7 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind 
   if (auto red = dyn_cast<tile::ReduceOp>(op))
     return red.getAxis() == 1 ? reduceRows(red, regsOf(red.getInput(), Kind::Tile))
                               : reduceColumns(red, regsOf(red.getInput(), Kind::Tile));
-  if (isElementwise(op)) {
+  if (tessel::tilegpu::isBlockedElementwise(op)) {
     SmallVector<Value> out;
     Type resultType = cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
     for (int64_t i = 0; i < n; ++i) {

@@ -96,6 +96,25 @@ std::pair<int64_t, int64_t> MmaKernelBuilder::chunkStep(const LoadPlan &p, int64
 // cp.async of a block
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The comparisons, conjunctions and global element addresses a block copy is made of.
+struct CopyOps {
+  OpBuilder &b;
+  Location loc;
+  Type elementType;
+  Value cmp(arith::CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value gep(Value base, Value elems) {
+    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), elementType,
+                               base, ValueRange{elems});
+  }
+};
+
+} // namespace
+
 void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0,
                                   Value col0, Value stage) {
   const Desc &d = descs[desc];
@@ -116,13 +135,10 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
-    return arith::CmpIOp::create(b, loc, pred, x, y);
-  };
-  auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
-  auto gep1 = [&](Value base, Value elems) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, base, ValueRange{elems});
-  };
+  CopyOps ops{b, loc, d.elementType};
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
+  auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
+  auto gep1 = [&](Value base, Value elems) { return ops.gep(base, elems); };
   Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
   Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
   // The block's first element (uniform: the same for every thread, so ptxas keeps it in uniform
@@ -242,14 +258,10 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
                                   llvm::function_ref<Value(int64_t)> dstAt,
                                   llvm::function_ref<Value(int64_t)> srcAt) {
   Value zero = ci64(0);
-  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
-    return arith::CmpIOp::create(b, loc, pred, x, y);
-  };
-  auto andi = [&](Value x, Value y) -> Value { return arith::AndIOp::create(b, loc, x, y); };
-  auto gep1 = [&](Value base, Value elems) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr1, d.elementType, base, ValueRange{elems});
-  };
+  CopyOps ops{b, loc, d.elementType};
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
+  auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
+  auto gep1 = [&](Value base, Value elems) { return ops.gep(base, elems); };
   // The whole block inside the tensor (every block but the last of a ragged loop): plain copies.
   // A uniform condition (rows and columns of the block, not of the thread's chunk), so the
   // branch is uniform.
