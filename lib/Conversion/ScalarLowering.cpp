@@ -98,18 +98,34 @@ Value emitLoadScalar(OpBuilder &b, tile::LoadScalarOp op, const LoweredDesc &d,
   return ifOp.getResult(0);
 }
 
+SmallVector<Value> inlinePtx(OpBuilder &b, Location loc, TypeRange results, ValueRange operands,
+                             StringRef text, StringRef constraints, bool sideEffects) {
+  SmallVector<Type> resultTypes;
+  if (results.size() == 1)
+    resultTypes.push_back(results.front());
+  else if (!results.empty())
+    resultTypes.push_back(
+        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results)));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultTypes, operands, text, constraints, sideEffects, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  if (results.size() == 1)
+    return {asmOp.getResult(0)};
+  SmallVector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
 SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands,
                                 TypeRange resultTypes, bool ftz) {
   Location loc = op->getLoc();
   if (ftz && isa<math::TanhOp>(op) && resultTypes[0].isF32()) {
     // The fast paths' scores come from f16/bf16 operands: tanh.approx.f32 (one MUFU op, relative
     // error about 2^-11, FlashAttention-3's softcap) instead of upstream's rational expansion.
-    auto asmOp = LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{b.getF32Type()}, operands, "tanh.approx.f32 $0, $1;", "=f,f",
-        /*has_side_effects=*/false, /*is_align_stack=*/false, LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
-    return {asmOp.getResult(0)};
+    return inlinePtx(b, loc, b.getF32Type(), operands, "tanh.approx.f32 $0, $1;", "=f,f",
+                     /*sideEffects=*/false);
   }
   if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
       isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {

@@ -49,6 +49,15 @@ llvm::SmallVector<mlir::Value> emitScalarOp(mlir::OpBuilder &b, mlir::Operation 
                                             mlir::ValueRange operands, mlir::TypeRange resultTypes,
                                             bool ftz);
 
+/// Inline PTX `text` (operands `$0`, `$1`, …; `constraints` comma-separated, outputs first) on
+/// `operands`; its results of `results` (one as itself, several as a struct's fields). With
+/// `sideEffects` LLVM neither moves nor removes it and keeps it in order with the memory
+/// accesses around it.
+llvm::SmallVector<mlir::Value> inlinePtx(mlir::OpBuilder &b, mlir::Location loc,
+                                         mlir::TypeRange results, mlir::ValueRange operands,
+                                         llvm::StringRef text, llvm::StringRef constraints,
+                                         bool sideEffects = true);
+
 } // namespace tessel::conversion
 
 #endif // TESSEL_CONVERSION_SCALARLOWERING_H

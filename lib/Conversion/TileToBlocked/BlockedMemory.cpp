@@ -132,29 +132,6 @@ Word wordOf(OpBuilder &b, unsigned bits) {
   return {b.getI64Type(), "l", "b64"};
 }
 
-/// Inline PTX with side effects (so that LLVM keeps it in order with the other memory
-/// accesses); its results, if any.
-SmallVector<Value> ptx(OpBuilder &b, Location loc, TypeRange results, ValueRange operands,
-                       StringRef text, StringRef constraints) {
-  SmallVector<Type> resultTypes;
-  if (results.size() == 1)
-    resultTypes.push_back(results.front());
-  else if (!results.empty())
-    resultTypes.push_back(
-        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results)));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, resultTypes, operands, text, constraints, /*has_side_effects=*/true,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
-  if (results.size() == 1)
-    return {asmOp.getResult(0)};
-  SmallVector<Value> out;
-  for (size_t i = 0; i < results.size(); ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
-  return out;
-}
-
 /// `value` (of the element type `t`) as its memory word, and back.
 Value toWord(OpBuilder &b, Location loc, Value value, const Word &w) {
   unsigned bits = value.getType().getIntOrFloatBitWidth();
@@ -268,7 +245,8 @@ Value readElement(OpBuilder &b, Location loc, const LoweredDesc &d, const Vector
                       hex(paddingBits(t, padding)) + ";\n\t@$1 ld.global." + w.ptxType +
                       " $0, [$2];")
                          .str();
-  Value word = ptx(b, loc, w.type, {ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))}, text,
+  Value word = tessel::conversion::inlinePtx(
+                   b, loc, w.type, {ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))}, text,
                    ("=" + w.constraint + ",b,l").str())
                    .front();
   return fromWord(b, loc, word, t);
@@ -299,8 +277,9 @@ SmallVector<Value> readWords(OpBuilder &b, Location loc, const LoweredDesc &d, c
     }
     text += "@$" + std::to_string(n) + " ld.global" + vecSuffix(n) + ".b32 " + regList(0, n) +
             ", [$" + std::to_string(n + 1) + "];";
-    llvm::append_range(words, ptx(b, loc, SmallVector<Type>(n, b.getI32Type()), {at.vectorOk, ptr},
-                                  text, constraints + "b,l"));
+    llvm::append_range(
+        words, tessel::conversion::inlinePtx(b, loc, SmallVector<Type>(n, b.getI32Type()),
+                                             {at.vectorOk, ptr}, text, constraints + "b,l"));
   });
   return words;
 }
@@ -372,7 +351,8 @@ SmallVector<Value> readSlots(OpBuilder &b, Location loc, const LoweredDesc &d,
 void writeElement(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t e,
                   Value value, Value ok) {
   Word w = wordOf(b, d.elementType.getIntOrFloatBitWidth());
-  ptx(b, loc, {},
+  tessel::conversion::inlinePtx(
+      b, loc, {},
       {toWord(b, loc, value, w), ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
       ("@$1 st.global." + w.ptxType + " [$2], $0;").str(), (w.constraint + ",b,l").str());
 }
@@ -409,10 +389,11 @@ void writeSlots(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Vecto
       std::string constraints;
       for (int64_t k = 0; k < n; ++k)
         constraints += "r,";
-      ptx(b, loc, {}, operands,
-          "@$" + std::to_string(n) + " st.global" + vecSuffix(n) + ".b32 [$" +
-              std::to_string(n + 1) + "], " + regList(0, n) + ";",
-          constraints + "b,l");
+      tessel::conversion::inlinePtx(b, loc, {}, operands,
+                                    "@$" + std::to_string(n) + " st.global" + vecSuffix(n) +
+                                        ".b32 [$" + std::to_string(n + 1) + "], " + regList(0, n) +
+                                        ";",
+                                    constraints + "b,l");
     });
   }
   // Element by element: the narrow vectors always, the wide ones that could not be written

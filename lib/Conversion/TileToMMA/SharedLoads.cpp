@@ -155,12 +155,10 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   // instead of 98 on a 128x128 GEMM with run-time strides).
   auto opaque = [&](Value v) {
     bool wide = v.getType().isInteger(64);
-    return LLVM::InlineAsmOp::create(
-               b, loc, v.getType(), ValueRange{v}, wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;",
-               wide ? "=l,l" : "=r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-               LLVM::TailCallKind::None,
-               LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr())
-        .getResult(0);
+    return tessel::conversion::inlinePtx(b, loc, v.getType(), v,
+                                         wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;",
+                                         wide ? "=l,l" : "=r,r")
+        .front();
   };
   // The row stride, when known only at run time, recomputed at each copy (one register).
   Value rowStrideV = staticChunks ? Value() : opaque(d.strides[0]);

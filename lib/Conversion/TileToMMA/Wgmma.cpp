@@ -38,19 +38,7 @@ SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text, TypeRa
     constraints.push_back(c.str());
   SmallVector<Value> operands(tied.begin(), tied.end());
   operands.append(inputs.begin(), inputs.end());
-  SmallVector<Type> resultTypes;
-  if (!types.empty())
-    resultTypes.push_back(
-        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(types)));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, resultTypes, operands, text, llvm::join(constraints, ","),
-      /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
-  SmallVector<Value> out;
-  for (size_t i = 0; i < types.size(); ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
-  return out;
+  return tessel::conversion::inlinePtx(b, loc, types, operands, text, llvm::join(constraints, ","));
 }
 
 /// Inline PTX `text` that reads and writes `tied` in place and reads `inputs`; the new values
