@@ -98,6 +98,18 @@ Value emitLoadScalar(OpBuilder &b, tile::LoadScalarOp op, const LoweredDesc &d,
   return ifOp.getResult(0);
 }
 
+Value balancedTree(SmallVector<Value> values, function_ref<Value(Value, Value)> combine) {
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
+  }
+  return values.front();
+}
+
 SmallVector<Value> inlinePtx(OpBuilder &b, Location loc, TypeRange results, ValueRange operands,
                              StringRef text, StringRef constraints, bool sideEffects) {
   SmallVector<Type> resultTypes;

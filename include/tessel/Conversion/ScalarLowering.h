@@ -49,6 +49,12 @@ llvm::SmallVector<mlir::Value> emitScalarOp(mlir::OpBuilder &b, mlir::Operation 
                                             mlir::ValueRange operands, mlir::TypeRange resultTypes,
                                             bool ftz);
 
+/// `values` folded by `combine` as a balanced tree (pairs, then pairs of those, an odd one
+/// carried up): shorter dependency chains than a left fold, so ptxas can combine each value
+/// as soon as it exists instead of keeping them all alive for a serial chain.
+mlir::Value balancedTree(llvm::SmallVector<mlir::Value> values,
+                         llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
 /// Inline PTX `text` (operands `$0`, `$1`, …; `constraints` comma-separated, outputs first) on
 /// `operands`; its results of `results` (one as itself, several as a struct's fields). With
 /// `sideEffects` LLVM neither moves nor removes it and keeps it in order with the memory

@@ -32,19 +32,6 @@ Value combineOf(OpBuilder &b, Location loc, tile::ReduceKind kind, Value x, Valu
   return x;
 }
 
-/// A balanced tree over `level`: shorter dependency chains than a left fold.
-Value tree(SmallVector<Value> level, function_ref<Value(Value, Value)> combine) {
-  while (level.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < level.size(); i += 2)
-      next.push_back(combine(level[i], level[i + 1]));
-    if (level.size() % 2)
-      next.push_back(level.back());
-    level = std::move(next);
-  }
-  return level.front();
-}
-
 } // namespace
 
 FailureOr<SmallVector<Value>> BlockedKernelBuilder::reduceRows(tile::ReduceOp op,
@@ -54,8 +41,8 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::reduceRows(tile::ReduceOp op
   int64_t perRow = L.colChunks * L.vector;
   SmallVector<Value> partial;
   for (int64_t s = 0; s < L.rowSlots; ++s)
-    partial.push_back(
-        tree(SmallVector<Value>(in.begin() + s * perRow, in.begin() + (s + 1) * perRow), combine));
+    partial.push_back(tessel::conversion::balancedTree(
+        SmallVector<Value>(in.begin() + s * perRow, in.begin() + (s + 1) * perRow), combine));
   Value width = ci32(32);
   for (int64_t offset = std::min<int64_t>(L.threadsPerRow, 32) / 2; offset >= 1; offset /= 2)
     for (Value &p : partial) {
@@ -120,7 +107,7 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::reduceColumns(tile::ReduceOp
     SmallVector<Value> column;
     for (int64_t s = 0; s < L.rowSlots; ++s)
       column.push_back(in[s * perRow + i]);
-    Value v = tree(column, combine);
+    Value v = tessel::conversion::balancedTree(column, combine);
     partial.push_back(own ? Value(arith::SelectOp::create(b, loc, own, v, neutral)) : v);
   }
   Value width = ci32(32);
@@ -159,7 +146,7 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::reduceColumns(tile::ReduceOp
     SmallVector<Value> values;
     for (int64_t g = 0; g < groups; ++g)
       values.push_back(memref::LoadOp::create(b, loc, scratchBuffer, ValueRange{at(ci32(g), i)}));
-    out.push_back(tree(values, combine));
+    out.push_back(tessel::conversion::balancedTree(values, combine));
   }
   gpu::BarrierOp::create(b, loc);
   return out;

@@ -29,15 +29,7 @@ SmallVector<Value> MmaKernelBuilder::reduceRows(ArrayRef<Value> in, int64_t slab
     SmallVector<Value> parts;
     for (int64_t s = 0; s < slabs; ++s)
       parts.push_back(combine(in[base + s * 4], in[base + s * 4 + 1]));
-    while (parts.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < parts.size(); i += 2)
-        next.push_back(combine(parts[i], parts[i + 1]));
-      if (parts.size() % 2)
-        next.push_back(parts.back());
-      parts = std::move(next);
-    }
-    Value r = parts.front();
+    Value r = tessel::conversion::balancedTree(std::move(parts), combine);
     // The four threads of a quad hold the other columns of the same rows.
     for (int64_t off : {1, 2}) {
       Value other = NVVM::ShflOp::create(b, loc, r.getType(), full, r, ci32(off), clamp,
