@@ -37,11 +37,11 @@ bool isTensor(Type t) { return isa<RankedTensorType>(t); }
 constexpr int64_t kMaxPerThread = 128;
 
 /// The row slots, vectors a row and shared scratch of `L` from its shape and thread split;
-/// the reason (at `where`) when the shape does not split evenly.
-LogicalResult completeLayout(RowsLayout &L, Operation *where, func::FuncOp program) {
+/// the reason (at `program`) when the shape does not split evenly.
+LogicalResult completeLayout(RowsLayout &L, func::FuncOp program) {
   int64_t chunks = L.cols / L.vector;
   if (L.cols % L.vector != 0 || chunks % L.threadsPerRow != 0)
-    return where->emitOpError("has rows of ")
+    return program.emitOpError("has rows of ")
            << L.cols << " elements, which " << L.threadsPerRow
            << " threads a row cannot split evenly in vectors of " << L.vector;
   L.rowsPerPass = L.threads / L.threadsPerRow;
@@ -49,12 +49,12 @@ LogicalResult completeLayout(RowsLayout &L, Operation *where, func::FuncOp progr
   L.rowSlots = 1;
   if (L.rows >= L.rowsPerPass) {
     if (L.rows % L.rowsPerPass != 0)
-      return where->emitOpError("has blocks of ")
+      return program.emitOpError("has blocks of ")
              << L.rows << " rows, not a multiple of the " << L.rowsPerPass
              << " rows its threads cover at once";
     L.rowSlots = L.rows / L.rowsPerPass;
   } else if (L.rowsPerPass % L.rows != 0) {
-    return where->emitOpError("has blocks of ")
+    return program.emitOpError("has blocks of ")
            << L.rows << " rows, which do not divide the " << L.rowsPerPass
            << " rows its threads cover at once";
   }
@@ -302,7 +302,7 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
            << L.cols << " elements, which " << threads
            << " threads cannot split evenly in vectors of " << L.vector;
   L.threadsPerRow = std::min(threads, chunks);
-  if (failed(completeLayout(L, program, program)))
+  if (failed(completeLayout(L, program)))
     return failure();
   if (L.count(BlockedKind::Tile) > kMaxPerThread)
     return program.emitOpError("holds ")
@@ -375,7 +375,7 @@ FailureOr<std::optional<RowsLayout>> tessel::tilegpu::layoutOf(func::FuncOp prog
   L.threads = parent.getThreads();
   L.vector = parent.getVector();
   L.threadsPerRow = parent.getThreadsPerRow();
-  if (failed(completeLayout(L, program, program)))
+  if (failed(completeLayout(L, program)))
     return failure();
   return std::optional<RowsLayout>(L);
 }
