@@ -376,8 +376,22 @@ class FakeEvents:
 
             def __exit__(self, *exc):
                 return False
-        self.cuda = types.SimpleNamespace(Event=Event, device=Device,
-                                          synchronize=lambda: self.log.append("sync"))
+        class Buffer:
+            def __init__(self, size):
+                events.flush_bytes = size
+
+            def zero_(self):
+                events.log.append("flush")
+
+        def empty(size, dtype, device):
+            assert dtype == "int8" and device.startswith("cuda:")
+            return Buffer(size)
+
+        self.int8 = "int8"
+        self.empty = empty
+        self.cuda = types.SimpleNamespace(
+            Event=Event, device=Device, synchronize=lambda: self.log.append("sync"),
+            get_device_properties=lambda d: types.SimpleNamespace(L2_cache_size=50 << 20))
 
 
 def test_cuda_time_is_the_median_of_the_timed_calls_after_the_warmups(monkeypatch):
@@ -386,8 +400,10 @@ def test_cuda_time_is_the_median_of_the_timed_calls_after_the_warmups(monkeypatc
     ms = tuning.cuda_time(lambda: events.log.append("call"), lambda: events.log.append("reset"),
                           2, 3, 1)
     assert ms == 3.0
+    # The L2 is flushed (twice its size zeroed) before each timed call, outside the span.
     assert events.log == ["device 1"] + ["reset", "call"] * 2 + \
-        ["reset", "record", "call", "record"] * 3 + ["sync"]
+        ["reset", "flush", "record", "call", "record"] * 3 + ["sync"]
+    assert events.flush_bytes == 100 << 20
     monkeypatch.setattr(tessel.gpu, "torch_module", lambda: None)
     with pytest.raises(RuntimeError, match="import torch"):
         tuning.cuda_time(lambda: None, lambda: None, 1, 1, 0)
