@@ -31,7 +31,10 @@ void UnpipelinedLoad::erase() {
     fence.erase();
   wait.erase();
   commit.erase();
+  SmallVector<Value> address{copy.getDesc()};
+  llvm::append_range(address, copy.getOffsets());
   copy.erase();
+  eraseIfDead(address);
 }
 
 SmallVector<UnpipelinedLoad> matchUnpipelinedLoads(scf::ForOp loop, int64_t &stages) {
@@ -52,7 +55,7 @@ SmallVector<UnpipelinedLoad> matchUnpipelinedLoads(scf::ForOp loop, int64_t &sta
     bool addressable = llvm::all_of(copy.getOffsets(),
                                     [&](Value o) { return isIterationAddress(o, loop); });
     if (!l.barrier || !addressable || s < 2 || (stages && s != stages) || copy.getPredicate() ||
-        !isIterationModStages(copy.getStage(), s) || !loop.isDefinedOutsideOfLoop(copy.getDesc()) ||
+        !isIterationModStages(copy.getStage(), s) || !isIterationAddress(copy.getDesc(), loop) ||
         !loop.isDefinedOutsideOfLoop(copy.getBuffer()))
       return {};
     stages = s;
@@ -80,7 +83,7 @@ bool isIterationAddress(Value v, scf::ForOp loop) {
   if (auto ls = dyn_cast<tile::LoadScalarOp>(def)) {
     if (!loop.isDefinedOutsideOfLoop(ls.getDesc()))
       return false;
-  } else if (!isa<arith::ArithDialect>(def->getDialect())) {
+  } else if (!isa<arith::ArithDialect>(def->getDialect()) && !isa<tile::MakeDescOp>(def)) {
     return false;
   }
   return llvm::all_of(def->getOperands(), [&](Value o) { return isIterationAddress(o, loop); });
@@ -108,23 +111,32 @@ Value valueAt(OpBuilder &b, Value v, scf::ForOp loop, ArrayRef<Value> loopIvs, V
 
 } // namespace
 
-SmallVector<Value> offsetsAt(OpBuilder &b, AsyncCopyOp copy, scf::ForOp loop,
-                             ArrayRef<Value> loopIvs, Value iv) {
-  IRMapping done;
-  SmallVector<Value> offsets;
+CopyAddress addressAt(OpBuilder &b, AsyncCopyOp copy, scf::ForOp loop, ArrayRef<Value> loopIvs,
+                      Value iv, IRMapping &built) {
+  CopyAddress at{valueAt(b, copy.getDesc(), loop, loopIvs, iv, built), {}};
   for (Value o : copy.getOffsets())
-    offsets.push_back(valueAt(b, o, loop, loopIvs, iv, done));
-  return offsets;
+    at.offsets.push_back(valueAt(b, o, loop, loopIvs, iv, built));
+  return at;
 }
 
-void eraseIfDead(Value v) {
-  Operation *op = v.getDefiningOp();
-  if (!op || !isOpTriviallyDead(op))
-    return;
-  SmallVector<Value> operands(op->getOperands());
-  op->erase();
-  for (Value o : operands)
-    eraseIfDead(o);
+void eraseIfDead(ArrayRef<Value> values) {
+  // Operations, not values: a value whose op was erased on the way (reached twice, as a copy's
+  // offset and through its descriptor) must not be looked at again.
+  SmallVector<Operation *> work;
+  for (Value v : values)
+    if (Operation *op = v.getDefiningOp())
+      work.push_back(op);
+  llvm::SmallPtrSet<Operation *, 16> erased;
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (erased.contains(op) || !isOpTriviallyDead(op))
+      continue;
+    for (Value o : op->getOperands())
+      if (Operation *def = o.getDefiningOp())
+        work.push_back(def);
+    erased.insert(op);
+    op->erase();
+  }
 }
 
 } // namespace tessel::tilegpu

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace tessel::tilegpu {
 
@@ -26,7 +27,8 @@ struct UnpipelinedLoad {
   FenceAsyncSharedOp fence;
   mlir::gpu::BarrierOp barrier;
 
-  /// Erases the copy and what waits for it (not the local load that reads the buffer).
+  /// Erases the copy and what waits for it (not the local load that reads the buffer), and its
+  /// descriptor and address arithmetic when nothing else uses them.
   void erase();
 };
 
@@ -41,20 +43,28 @@ mlir::Value addMod(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, int64_
                    int64_t stages);
 
 /// Whether `v` is an address `loop` can compute for any iteration: loop-invariant, the
-/// induction variable, or scalar arithmetic and tile.load_scalar reads (of loop-invariant
-/// descriptors) on those — an indirect loop's `j = list[t] * BLOCK`. Iteration-carried values
-/// are not: a later iteration's address must not depend on this one's.
+/// induction variable, or scalar arithmetic, tile.load_scalar reads (of loop-invariant
+/// descriptors) and tile.make_desc on those — an indirect loop's `j = list[t] * BLOCK`, a paged
+/// cache's descriptor of the iteration's page. Iteration-carried values are not: a later
+/// iteration's address must not depend on this one's.
 bool isIterationAddress(mlir::Value v, mlir::scf::ForOp loop);
 
-/// The offsets of a copy in `loop` for another iteration, built at `b`'s insertion point: the
-/// ones that are one of `loopIvs` become `iv`, and those computed in the body from it
-/// (isIterationAddress) are computed again from `iv`.
-llvm::SmallVector<mlir::Value> offsetsAt(mlir::OpBuilder &b, AsyncCopyOp copy,
-                                         mlir::scf::ForOp loop, llvm::ArrayRef<mlir::Value> loopIvs,
-                                         mlir::Value iv);
+/// Where a copy reads: its descriptor and offsets.
+struct CopyAddress {
+  mlir::Value desc;
+  llvm::SmallVector<mlir::Value> offsets;
+};
 
-/// Erases `v`'s defining op and then its operands' when nothing uses them any more.
-void eraseIfDead(mlir::Value v);
+/// The descriptor and offsets of a copy in `loop` for another iteration, built at `b`'s
+/// insertion point: those that are one of `loopIvs` become `iv`, and those computed in the body
+/// from it (isIterationAddress) are computed again from `iv`. `built` keeps what was computed,
+/// so that the copies of one iteration share it (a page number read once for K and V).
+CopyAddress addressAt(mlir::OpBuilder &b, AsyncCopyOp copy, mlir::scf::ForOp loop,
+                      llvm::ArrayRef<mlir::Value> loopIvs, mlir::Value iv,
+                      mlir::IRMapping &built);
+
+/// Erases the defining ops of `values` and then their operands' when nothing uses them any more.
+void eraseIfDead(llvm::ArrayRef<mlir::Value> values);
 
 } // namespace tessel::tilegpu
 

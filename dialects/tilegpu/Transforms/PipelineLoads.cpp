@@ -27,17 +27,19 @@ using namespace tessel::tilegpu;
 namespace {
 
 /// The copies of `loads` (in `loop`) for the iteration at `iv` into `stage`, each only when
-/// `iv < ub`, as one commit group; their offsets computed for `iv` (`loopIvs`: the induction
-/// variable before and after the loop is rebuilt).
+/// `iv < ub`, as one commit group; their descriptors and offsets computed for `iv` (`loopIvs`:
+/// the induction variable before and after the loop is rebuilt).
 Value issueGroup(OpBuilder &b, Location loc, scf::ForOp loop, ArrayRef<UnpipelinedLoad> loads,
                  ArrayRef<Value> loopIvs, Value iv, Value ub, Value stage) {
   auto tokenType = AsyncTokenType::get(b.getContext());
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, ub);
   SmallVector<Value> tokens;
-  for (UnpipelinedLoad l : loads)
-    tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, l.copy.getDesc(),
-                                         offsetsAt(b, l.copy, loop, loopIvs, iv),
+  IRMapping built;
+  for (UnpipelinedLoad l : loads) {
+    CopyAddress at = addressAt(b, l.copy, loop, loopIvs, iv, built);
+    tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, at.desc, at.offsets,
                                          l.copy.getBuffer(), stage, inRange));
+  }
   return AsyncCommitOp::create(b, loc, tokenType, tokens);
 }
 

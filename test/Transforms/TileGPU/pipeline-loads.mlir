@@ -236,6 +236,73 @@ func.func @indirect(%kd: !tile.desc<2, f16>, %list: !tile.desc<1, i32>, %lb: i32
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
 !ring2 = !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
 
+// A paged cache: each iteration looks its page up and builds the descriptors of K and V in the
+// body (their shape ends at the page's last valid row). The copies issued ahead build both
+// descriptors again for their own iteration, from one lookup of the page; the body's own
+// lookup and descriptors go with the copies they served.
+// CHECK-LABEL: func.func @paged
+// CHECK: gpu.barrier
+// CHECK: %[[P0:.*]] = tile.load_scalar %[[TABLE:.*]][%[[LB:.*]]] : !tile.desc<1, i32> -> i32
+// CHECK: %[[KD0:.*]] = tile.make_desc %[[KP:.*]][%{{.*}}], shape[%[[END0:.*]], %{{.*}}]
+// CHECK-NEXT: tilegpu.async_copy %[[KD0]]
+// CHECK-NEXT: %[[VD0:.*]] = tile.make_desc %[[VP:.*]][%{{.*}}], shape[%[[END0]], %{{.*}}]
+// CHECK-NEXT: tilegpu.async_copy %[[VD0]]
+// CHECK: scf.for %[[T:.*]] = %[[LB]] to
+// CHECK-NOT: tile.load_scalar
+// CHECK: tilegpu.async_wait
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[T]], %c1_i32
+// CHECK: tile.load_scalar %[[TABLE]][%[[NEXT]]]
+// CHECK-NOT: tile.load_scalar
+// CHECK: %[[KD1:.*]] = tile.make_desc %[[KP]]
+// CHECK-NEXT: tilegpu.async_copy %[[KD1]][%{{.*}}] into %{{.*}}[%{{.*}}] if
+// CHECK-NEXT: %[[VD1:.*]] = tile.make_desc %[[VP]]
+// CHECK-NEXT: tilegpu.async_copy %[[VD1]][%{{.*}}] into %{{.*}}[%{{.*}}] if
+// CHECK-NOT: tile.load_scalar
+// CHECK-NOT: tile.make_desc
+// CHECK: scf.yield
+func.func @paged(%kp: !tile.ptr<f16>, %vp: !tile.ptr<f16>, %table: !tile.desc<1, i32>,
+                 %lb: i32, %ub: i32) -> (tensor<64x64xf16, #b>, tensor<64x64xf16, #b>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %c256 = arith.constant 256 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf16, #b>
+  %k = tilegpu.alloc {offset = 0 : i64} : !ring2
+  %v = tilegpu.alloc {offset = 8192 : i64} : !ring2
+  %o:2 = scf.for %t = %lb to %ub step %c1 iter_args(%ka = %zero, %va = %zero)
+      -> (tensor<64x64xf16, #b>, tensor<64x64xf16, #b>) : i32 {
+    %page = tile.load_scalar %table[%t] : !tile.desc<1, i32> -> i32
+    %row = arith.muli %page, %c256 : i32
+    %end = arith.addi %row, %c64 : i32
+    %kd = tile.make_desc %kp[%c0], shape[%end, %c64], strides[%c64, %c1]
+        : !tile.ptr<f16> -> !tile.desc<2, f16>
+    %vd = tile.make_desc %vp[%c0], shape[%end, %c64], strides[%c64, %c1]
+        : !tile.ptr<f16> -> !tile.desc<2, f16>
+    %it = arith.subi %t, %lb : i32
+    %st = arith.remui %it, %c2 : i32
+    %tk = tilegpu.async_copy %kd[%row, %c0] into %k[%st] : !tile.desc<2, f16> -> !ring2
+    %gk = tilegpu.async_commit %tk
+    tilegpu.async_wait %gk {pending = 0 : i32}
+    gpu.barrier
+    %kb = tilegpu.local_load %k[%st] {transpose} : !ring2 -> tensor<64x64xf16, #b>
+    %tv = tilegpu.async_copy %vd[%row, %c0] into %v[%st] : !tile.desc<2, f16> -> !ring2
+    %gv = tilegpu.async_commit %tv
+    tilegpu.async_wait %gv {pending = 0 : i32}
+    gpu.barrier
+    %vb = tilegpu.local_load %v[%st] : !ring2 -> tensor<64x64xf16, #b>
+    scf.yield %kb, %vb : tensor<64x64xf16, #b>, tensor<64x64xf16, #b>
+  }
+  return %o#0, %o#1 : tensor<64x64xf16, #b>, tensor<64x64xf16, #b>
+}
+
+// -----
+
+#mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring2 = !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+
 // A row that depends on a value the loop carries cannot be computed for a later iteration:
 // the loop is left as it is.
 // CHECK-LABEL: func.func @carried_row
