@@ -19,8 +19,9 @@ same keys). Rows:
   cache: the paged rows repeat their dense numbers.
 - copy: torch.clone of a buffer of the same bytes, reported as (read + written) / time, the
   bandwidth a memory-bound kernel can hope for.
-- the sweep (contiguous, 64x64 blocks): tessel at each explicit num_splits of --splits, to tune
-  the heuristic (serving_decode.num_splits_heuristic).
+- the sweep (64x64 blocks, contiguous and paged): tessel at each explicit num_splits of
+  --splits, to tune the heuristic (serving_decode.num_splits_heuristic); paged with an explicit
+  count looks each block's page up in the key loop.
 
 Timing: triton.testing.do_bench's median (it flushes L2 between calls) when triton imports,
 else CUDA events around each call after a 256 MB L2 flush, median of 50 after 10 warm-up
@@ -254,12 +255,18 @@ def main():
             report["rows"].append(row)
             print_row(row)
         for n in args.splits:
-            try:
-                ms = timed(lambda n=n: tessel.attention_with_kvcache(
-                    q, kc, vc, seqlens, num_splits=n, block_m=64, block_n=64))
-                report["sweep"].append(dict(nk=nk, num_splits=n, ms=ms, gbps=nbytes / ms / 1e6))
-            except Exception as e:                   # noqa: BLE001
-                report["sweep"].append(dict(nk=nk, num_splits=n, error=str(e)[:200]))
+            for layout, k_, v_, tbl in (("contiguous", kc, vc, None), ("paged", kp, vp, table)):
+                sweep = dict(nk=nk, layout=layout, num_splits=n)
+                try:
+                    ms = timed(lambda n=n, k_=k_, v_=v_, tbl=tbl: tessel.attention_with_kvcache(
+                        q, k_, v_, seqlens, block_table=tbl, num_splits=n, block_m=64,
+                        block_n=64))
+                    sweep.update(ms=ms, gbps=nbytes / ms / 1e6)
+                except Exception as e:               # noqa: BLE001
+                    sweep.update(error=str(e)[:200])
+                report["sweep"].append(sweep)
+                print(f"bench_decode: sweep nk={nk} {layout} {n} splits: "
+                      f"{sweep.get('gbps', 0):,.0f} GB/s", flush=True)
         del q, kc, vc, kp, vp, table, ref
         torch.cuda.empty_cache()
 
@@ -311,12 +318,16 @@ def table_markdown(report):
                      f" | {splits} | {ratio_cudnn} | {ratio_copy} | {err} |")
     if report["sweep"]:
         ns = sorted({e["num_splits"] for e in report["sweep"]})
-        lines += ["", "Contiguous, 64x64 blocks, by num_splits (GB/s):", "",
-                  "| nk | " + " | ".join(str(n) for n in ns) + " |", "|" + "---|" * (len(ns) + 1)]
+        lines += ["", "64x64 blocks, by num_splits (GB/s):", "",
+                  "| nk | cache | " + " | ".join(str(n) for n in ns) + " |",
+                  "|" + "---|" * (len(ns) + 2)]
         for nk in sorted({e["nk"] for e in report["sweep"]}):
-            got = {e["num_splits"]: e.get("gbps") for e in report["sweep"] if e["nk"] == nk}
-            lines.append(f"| {nk} | " + " | ".join(f"{got[n]:,.0f}" if got.get(n) else "error"
-                                                   for n in ns) + " |")
+            for layout in ("contiguous", "paged"):
+                got = {e["num_splits"]: e.get("gbps") for e in report["sweep"]
+                       if e["nk"] == nk and e.get("layout", "contiguous") == layout}
+                if got:
+                    lines.append(f"| {nk} | {layout} | " + " | ".join(
+                        f"{got[n]:,.0f}" if got.get(n) else "error" for n in ns) + " |")
     return "\n".join(lines)
 
 

@@ -87,7 +87,11 @@ def TileGPUPipelineLoads : Pass<"tilegpu-pipeline-loads", "::mlir::func::FuncOp"
     causal loop ends before the tensor does, and its next block would be read for nothing. So
     the groups still in flight after the loop are empty, and no wait follows it. A loop marked
     `tilegpu.dots_in_flight = D` (`tilegpu-async-accumulate`) keeps D wgmma groups in flight
-    across its iterations: its copies go `S − 1 − D` iterations ahead.
+    across its iterations: its copies go `S − 1 − D` iterations ahead. A copy's offsets and
+    descriptor may be computed in the body from the induction variable by scalar arithmetic,
+    `tile.load_scalar` and `tile.make_desc` (a block list, a paged cache's page): the copies
+    issued ahead compute them again for their iteration, once per group. A loop whose copies
+    depend on a value it carries is left as it is.
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect"];
