@@ -16,7 +16,7 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .grid import fold_grid
-from .serving_kernels import splitkv_combine, splitkv_kernel
+from .serving_kernels import splitkv_combine, splitkv_combine_tile, splitkv_kernel
 
 #: SMs assumed on the interpreter (no device to ask): the H200's, so that the CPU takes the
 #: decisions the GPU this project is measured on takes.
@@ -39,6 +39,9 @@ MAX_SPLITS = 128
 #: one-program-per-query-head kernel, whose query blocks already fill the GPU.
 MAX_PACKED_ROWS = 64
 
+#: Up to this many splits are merged by splitkv_combine_tile (one [S, D] tile, no loop: in
+#: registers on the GPU); more (a page per split) by splitkv_combine's loop.
+MAX_TILE_COMBINE = 64
 #: A paged cache is split one page per program (ONE_PAGE) when a page holds at least
 #: MIN_BLOCKS_PER_SPLIT key blocks and the table has at most this many pages per sequence.
 MAX_PAGE_SPLITS = 1024
@@ -133,7 +136,8 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
            Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, one_page=False,
            block_m, block_n):
     """Runs splitkv_kernel with n_splits splits (n_splits = max_pages with one_page: a page per
-    split), then splitkv_combine unless one split can write o and lse itself, on
+    split), then the combine (splitkv_combine_tile up to MAX_TILE_COMBINE splits, else
+    splitkv_combine) unless one split can write o and lse itself, on
     attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
     lse [B, H, Sq] float32 are written."""
     G = H // Hkv
@@ -166,7 +170,13 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g, QR=QR, OR=OR,
         k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m, BLOCK_N=block_n,
         PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct, ONE_PAGE=bool(one_page))
-    if not direct:
+    if direct:
+        return
+    args = (part, part_lse, o, lse, B, Sq, H, Hkv, n_splits)
+    if n_splits <= MAX_TILE_COMBINE:
+        S = max(2, 1 << (n_splits - 1).bit_length())
+        splitkv_combine_tile[fold_grid(Sq, B * H)](*args, D=D, S=S, OUT=_out_dtype(o))
+    else:
         splitkv_combine[fold_grid(Sq, B * H)](
-            part, part_lse, o, lse, B, Sq, H, Hkv, n_splits, D=D,
-            BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)), OUT=_out_dtype(o))
+            *args, D=D, BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)),
+            OUT=_out_dtype(o))

@@ -288,3 +288,36 @@ def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl
     tl.store(od, (0,), (tl.sum(acc, axis=0) * inv).to(OUT))
     lo = tl.make_desc(lse_out, shape=(1,), strides=(1,), offset=bh * SQ + i)
     tl.store(lo, (0,), m + tl.log(total))               # log 0 = -inf where no split saw it
+
+
+@jit
+def splitkv_combine_tile(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits,
+                         D: tl.constexpr, S: tl.constexpr, OUT: tl.constexpr):
+    """splitkv_combine for n_splits <= S in one pass, without a loop: the row's partials are one
+    [S, D] tile (rows past n_splits read as 0, their LSEs as -inf) and every quantity is a tile
+    of that shape or a column of it, so that the GPU keeps it in registers
+    (convert-tile-to-blocked) rather than in shared memory. The LSE is broadcast along D: each
+    column computes the same max, weights and sum (D times the few exps, which a memory-bound
+    merge does not notice). Same results and arguments as splitkv_combine."""
+    i, bh = block_and_row(SQ)
+    b = bh // H
+    h = bh % H
+    G = H // HKV
+    R = G * SQ
+    row = (b * HKV + h // G) * R + (h % G) * SQ + i
+    split_rows = B * HKV * R
+    ld = tl.make_desc(lse_part, shape=(n_splits,), strides=(split_rows,), offset=row)
+    pd = tl.make_desc(o_part, shape=(n_splits, D), strides=(split_rows * D, 1), offset=row * D)
+    lse = tl.broadcast_to(tl.load(ld, (0,), shape=(S,), padding=float("-inf"))[:, None], (S, D))
+    m = tl.max(lse, axis=0)                                       # [D], every column alike
+    m = tl.where(m == float("-inf"), 0.0, m)                      # no split saw the row
+    w = tl.exp(lse - m[None, :])
+    total = tl.sum(w, axis=0)
+    acc = tl.sum(tl.load(pd, (0, 0), shape=(S, D)) * w, axis=0)
+    inv = tl.where(total > 0.0, 1.0 / total, 0.0)
+    od = tl.make_desc(o, shape=(D,), strides=(1,), offset=((b * SQ + i) * H + h) * D)
+    tl.store(od, (0,), (acc * inv).to(OUT))
+    # lse_out holds one value: column 0's (the descriptor drops the other columns).
+    lo = tl.make_desc(lse_out, shape=(1,), strides=(1,), offset=bh * SQ + i)
+    tl.store(lo, (0,), m + tl.log(total))
+

@@ -123,10 +123,12 @@ def test_split_kv_long_and_default_blocks():
     check(q, kc, vc, table, lengths, True, num_splits=3)
 
 
-@pytest.mark.parametrize("splits", [7, np.int64(5), 40], ids=["int", "numpy-int", "40"])
+@pytest.mark.parametrize("splits", [7, np.int64(5), 40, 70],
+                         ids=["int", "numpy-int", "40", "70"])
 def test_more_splits_than_blocks(splits):
-    # Splits past the keys read nothing: lse -inf, 0 output, merged away. 40 splits: the
-    # combine reads them 16 at a time, in three loads.
+    # Splits past the keys read nothing: lse -inf, 0 output, merged away. Up to 64 splits the
+    # combine is one [S, D] tile (splitkv_combine_tile); 70 take splitkv_combine's loop, 16
+    # splits a load.
     rng = np.random.default_rng(12)
     q, kc, vc, table = make_case(rng, 2, 2, 2, 1, [5, 200], None)
     check(q, kc, vc, table, [5, 200], True, num_splits=splits, block_n=16)
@@ -210,3 +212,42 @@ def test_short_caches_are_not_split(capacity, split, monkeypatch):
     want = serving_decode.num_splits_heuristic(1, capacity // 64 + (capacity % 64 > 0),
                                                serving_decode.DEFAULT_NUM_SMS) if split else 1
     assert seen == [want] and (want > 1) == split
+
+
+@pytest.mark.parametrize("n_splits", [1, 3, 4, 13, 64])
+def test_the_tile_combine_merges_as_the_loop_does(n_splits):
+    """splitkv_combine_tile (one tile, no loop) against splitkv_combine (16 splits a load) and
+    float64, on partials with -inf LSEs (splits that saw no key) and rows no split saw."""
+    from tessel import language as tl
+    from tessel.serving_kernels import splitkv_combine, splitkv_combine_tile
+    rng = np.random.default_rng(n_splits)
+    B, Sq, H, Hkv, Dm = 2, 3, 4, 2, 32
+    R = H // Hkv * Sq
+    part = rng.standard_normal((n_splits, B, Hkv, R, Dm)).astype(np.float32)
+    lse = (rng.standard_normal((n_splits, B, Hkv, R)) * 4).astype(np.float32)
+    lse[rng.random(lse.shape) < 0.3] = -np.inf
+    lse[:, 1, 0, 2] = -np.inf                         # no split saw head 0, position 2
+    part[lse == -np.inf] = 0.0                        # what splitkv_kernel writes there
+    outs = []
+    for kernel, cx in ((splitkv_combine_tile, dict(S=max(2, 1 << (n_splits - 1).bit_length()))),
+                       (splitkv_combine, dict(BLOCK_S=16))):
+        o = np.full((B, Sq, H, Dm), np.nan, np.float32)
+        lo = np.full((B, H, Sq), np.nan, np.float32)
+        kernel[(Sq, B * H)](part, lse, o, lo, B, Sq, H, Hkv, n_splits, D=Dm, OUT=tl.float32,
+                            **cx)
+        outs.append((o, lo))
+    # float64: row (b, g, r) of the parts is head g·G + r // Sq at position r % Sq.
+    m = np.max(lse, axis=0).astype(np.float64)
+    m = np.where(np.isneginf(m), 0.0, m)
+    w = np.exp(lse.astype(np.float64) - m)
+    total = w.sum(axis=0)
+    merged = np.einsum("sbgr,sbgrd->bgrd", w, part) / np.where(total > 0, total, 1)[..., None]
+    with np.errstate(divide="ignore"):
+        want_lse = m + np.log(total)
+    G = H // Hkv
+    want_o = merged.reshape(B, Hkv, G, Sq, Dm).transpose(0, 3, 1, 2, 4).reshape(B, Sq, H, Dm)
+    want_l = want_lse.reshape(B, Hkv, G, Sq).reshape(B, H, Sq)
+    for o, lo in outs:
+        np.testing.assert_allclose(o, want_o, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(lo, want_l, rtol=1e-5, atol=1e-5)
+    assert np.isneginf(outs[0][1][1, 0, 2]) and (outs[0][0][1, 2, 0] == 0).all()
