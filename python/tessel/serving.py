@@ -253,18 +253,12 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         short = num_splits is None and limit < serving_decode.MIN_KEYS_TO_SPLIT
         n = int(num_splits or 0) or (1 if short else serving_decode.num_splits_heuristic(
             B * Hkv * -(-G * Sq // BM), -(-limit // BN), serving_decode.num_sms(q)))
-        one_page = num_splits is None and not short and \
-            serving_decode.split_per_page(page, BN, max_pages)
-        if one_page and serving_decode.fits_i32(B, Sq, H, D, q_rs, max_pages):
-            n = max_pages
-        else:
-            one_page = False
         if not serving_decode.fits_i32(B, Sq, H, D, q_rs, n):
             n = 1
         serving_decode.launch(
             q, q_rs, q_hs, k_cache, v_cache, (k_rs, k_hs, v_rs, v_hs), o, lse, seqlens, table,
             B=B, Sq=Sq, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
-            cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n, one_page=one_page,
+            cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n,
             block_m=BM, block_n=BN)
         return (o, lse) if return_lse else o
     args = (q, k_cache, v_cache, o, lse, seqlens, table, B, Sq, cache_rows, H, Hkv, max_pages,

@@ -29,9 +29,11 @@ PROGRAMS_PER_SM = 2
 MIN_BLOCKS_PER_SPLIT = 4
 #: A cache shorter than this many keys is not split (num_splits=None): one program per
 #: (batch, KV head) writes o and lse itself, without the workspace and the combine's launch.
-#: At 1k keys on the H200 that measured 1,177 GB/s against 479 with 4 splits; at 2k, 4 splits
-#: won (1,965 against 1,566) (2026-12-02, fourth session: docs/bench/2026-12-02-h200-varlen.md).
-MIN_KEYS_TO_SPLIT = 2048
+#: With the combine in registers (splitkv_combine_tile), 4 splits of 1k keys measured 1,507
+#: GB/s on the H200 against 1,316 unsplit (2026-12-02, seventh session:
+#: docs/bench/2026-12-02-h200-decode-pipelined.md); with the combine on the reference lowering
+#: the split lost at 1k (479 against 1,177).
+MIN_KEYS_TO_SPLIT = 1024
 #: At most this many splits (FlashAttention's cap).
 MAX_SPLITS = 128
 #: The heuristic (num_splits=None) packs and splits when a KV group's query rows, G·Sq, fit in
@@ -40,11 +42,8 @@ MAX_SPLITS = 128
 MAX_PACKED_ROWS = 64
 
 #: Up to this many splits are merged by splitkv_combine_tile (one [S, D] tile, no loop: in
-#: registers on the GPU); more (a page per split) by splitkv_combine's loop.
+#: registers on the GPU); more (an explicit num_splits) by splitkv_combine's loop.
 MAX_TILE_COMBINE = 64
-#: A paged cache is split one page per program (ONE_PAGE) when a page holds at least
-#: MIN_BLOCKS_PER_SPLIT key blocks and the table has at most this many pages per sequence.
-MAX_PAGE_SPLITS = 1024
 
 _I32_MAX = 2**31 - 1
 _num_sms_cache = {}
@@ -89,14 +88,6 @@ def num_splits_heuristic(programs, key_blocks, sms):
     return min(n for n, e in efficiency.items() if e >= 0.85 * best)
 
 
-def split_per_page(page, block_n, max_pages):
-    """Whether the heuristic splits a paged cache one page per program: each page's number is
-    then read once, before the key loop, whose loads stay at its induction variable (what the
-    fast paths need), at the price of max_pages splits."""
-    return bool(page) and page >= MIN_BLOCKS_PER_SPLIT * block_n and \
-        max_pages <= MAX_PAGE_SPLITS
-
-
 def _pack_groups(q, B, Sq, Hkv, G, D):
     """q [B, Sq, H, D] as [B, Hkv, G·Sq, D], contiguous: the rows of a group, heads × positions
     (a copy of q, which is small when Sq is)."""
@@ -133,10 +124,8 @@ def fits_i32(B, Sq, H, D, q_rs, n_splits):
 
 
 def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, *, B, Sq, H,
-           Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, one_page=False,
-           block_m, block_n):
-    """Runs splitkv_kernel with n_splits splits (n_splits = max_pages with one_page: a page per
-    split), then the combine (splitkv_combine_tile up to MAX_TILE_COMBINE splits, else
+           Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n):
+    """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to MAX_TILE_COMBINE splits, else
     splitkv_combine) unless one split can write o and lse itself, on
     attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
     lse [B, H, Sq] float32 are written."""
@@ -169,7 +158,7 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         q, k_cache, v_cache, part, part_lse, seqlens, table, B, Sq, G, cache_rows, Hkv,
         max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g, QR=QR, OR=OR,
         k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m, BLOCK_N=block_n,
-        PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct, ONE_PAGE=bool(one_page))
+        PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct)
     if direct:
         return
     args = (part, part_lse, o, lse, B, Sq, H, Hkv, n_splits)

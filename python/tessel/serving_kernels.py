@@ -157,7 +157,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
                    QR: tl.constexpr, OR: tl.constexpr, k_rs: tl.constexpr,
                    k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
-                   CAUSAL: tl.constexpr, DIRECT: tl.constexpr, ONE_PAGE: tl.constexpr):
+                   CAUSAL: tl.constexpr, DIRECT: tl.constexpr):
     """One key split of one KV head's query group against the cache (flash-decoding).
 
     The program's query rows are the G query heads of KV head g times the SQ query positions,
@@ -173,11 +173,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf.
 
     The cache as kvcache_kernel's: contiguous [B, S, HKV, D] (PAGE = 0, cache_rows = S) or paged
-    [num_pages, PAGE, HKV, D] with table [B, max_pages]. Paged, a split is either any run of
-    blocks, each block's page looked up inside the key loop (the loads' rows are data-dependent
-    there, which the fast paths cannot pipeline), or with ONE_PAGE exactly one page (chunk =
-    PAGE, n_splits = max_pages): its page number is read once, before the loop, and the loop
-    loads at its induction variable from one descriptor, as for a contiguous cache. Grid (query
+    [num_pages, PAGE, HKV, D] with table [B, max_pages]: each block's page is looked up inside
+    the key loop (the fast paths pipeline the lookup with the copies it addresses). Grid (query
     blocks × n_splits, B·HKV), folded by grid.fold_grid."""
     R = G * SQ
     m_blocks = tl.cdiv(R, BLOCK_M)
@@ -196,19 +193,9 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     else:
         nk = tl.minimum(nk, max_pages * PAGE)
     chunk = tl.cdiv(tl.cdiv(nk, n_splits), BLOCK_N) * BLOCK_N
-    if ONE_PAGE:
-        chunk = PAGE
     lo = tl.minimum(split * chunk, nk)
     hi = tl.minimum(lo + chunk, nk)
     k_end = k0 + nk                             # rows of the cache past it read as 0
-    if ONE_PAGE:
-        # Keys lo .. hi - 1 are rows page·PAGE .. of the split's page; a page number outside
-        # the cache gives an empty descriptor (zeros, never an out-of-bounds read).
-        page = tl.load_scalar(td, (b, split), padding=-1)
-        ok = (page >= 0) & (page < cache_rows // PAGE)
-        row0 = tl.where(ok, page * PAGE, 0)
-        k0 = row0 - lo
-        k_end = tl.where(ok, row0 + (hi - lo), 0)
 
     qd = tl.make_desc(q, shape=(R, D), strides=(QR, 1), offset=b * q_b + g * q_g)
     od = tl.make_desc(o, shape=(R, D), strides=(OR, 1), offset=split * o_s + b * o_b + g * o_g)
@@ -225,7 +212,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0 + lo, k0 + hi, BLOCK_N):
         j = r - k0
-        if PAGE == 0 or ONE_PAGE:
+        if PAGE == 0:
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
         else:

@@ -183,7 +183,7 @@ def main():
     launch = serving_decode.launch
 
     def spy(*a, **kw):
-        chosen.append((kw["n_splits"], kw.get("one_page", False)))
+        chosen.append(kw["n_splits"])
         return launch(*a, **kw)
 
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
@@ -245,7 +245,7 @@ def main():
                     ms = timed(call)
                     res = dict(ms=ms, gbps=nbytes / ms / 1e6)
                     if chosen:
-                        res["num_splits"], res["page_per_split"] = chosen[0]
+                        res["num_splits"] = chosen[0]
                     if ref is not None:
                         res["max_err"] = float((o.float() - ref).abs().max())
                 except Exception as e:               # noqa: BLE001 (report, go on)
@@ -309,7 +309,7 @@ def table_markdown(report):
         best = max(ours)
         cudnn, copy = gbps(r.get("cuDNN")), gbps(r.get("copy"))
         t = r.get("tessel", {})
-        splits = f"{t.get('num_splits', 1)}{' (page)' if t.get('page_per_split') else ''}"
+        splits = f"{t.get('num_splits', 1)}"
         errs = [r[n].get("max_err") for n in COLUMNS[:3] if r.get(n, {}).get("max_err") is not None]
         ratio_cudnn = f"{best / cudnn:.2f}" if cudnn else "n/a"
         ratio_copy = f"{best / copy:.2f}" if copy else "n/a"

@@ -90,9 +90,10 @@ def test_split_kv_matches_float64(shape, causal, page, splits):
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("shape", ["mqa", "gqa3-sq2", "mha-sq3"])
-def test_split_per_page(shape, causal, monkeypatch):
-    # Pages of 4 blocks: the heuristic gives each page its own program (ONE_PAGE), the page
-    # looked up before the key loop; junk table entries past a sequence's pages are never used.
+def test_paged_caches_split_as_contiguous_ones(shape, causal, monkeypatch):
+    # Pages of 4 blocks: the heuristic splits a paged cache as it splits a contiguous one, each
+    # block's page looked up in the key loop; junk table entries past a sequence's pages are
+    # never used.
     seen = []
     launch = serving_decode.launch
     monkeypatch.setattr(serving_decode, "launch",
@@ -102,7 +103,11 @@ def test_split_per_page(shape, causal, monkeypatch):
     rng = np.random.default_rng(21)
     q, kc, vc, table = make_case(rng, len(LENGTHS), Sq, H, Hkv, LENGTHS, 64)
     check(q, kc, vc, table, LENGTHS, causal, block_n=16)
-    assert seen[0]["one_page"] and seen[0]["n_splits"] == table.shape[1]
+    limit = table.shape[1] * 64
+    G = H // Hkv
+    assert seen[0]["n_splits"] == serving_decode.num_splits_heuristic(
+        len(LENGTHS) * Hkv * -(-G * Sq // seen[0]["block_m"]), -(-limit // 16),
+        serving_decode.DEFAULT_NUM_SMS) > 1
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bf16"])
@@ -198,7 +203,8 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
     assert _fast_blocks("numpy", "f16", 128, rows) is None
 
 
-@pytest.mark.parametrize("capacity,split", [(2047, False), (2048, True)])
+@pytest.mark.parametrize("capacity,split", [(serving_decode.MIN_KEYS_TO_SPLIT - 1, False),
+                                            (serving_decode.MIN_KEYS_TO_SPLIT, True)])
 def test_short_caches_are_not_split(capacity, split, monkeypatch):
     """Below MIN_KEYS_TO_SPLIT keys of capacity the heuristic path runs one split (one program
     per batch and KV head, no workspace, no combine); from it on, the heuristic's count."""

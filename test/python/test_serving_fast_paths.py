@@ -55,21 +55,18 @@ def test_paged_cache_takes_the_fast_paths(chip, codegen, tmp_path, monkeypatch):
     assert kvcache(False, 64).binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
 
 
-def splitkv(page, one_page):
+def splitkv(page):
     x, i32, f32 = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
     return splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4,
                                  4 * D, 4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, QR=D, OR=D,
                                  k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D, D=D, BLOCK_M=64,
-                                 BLOCK_N=64, PAGE=page, CAUSAL=True, DIRECT=False,
-                                 ONE_PAGE=one_page)
+                                 BLOCK_N=64, PAGE=page, CAUSAL=True, DIRECT=False)
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
-@pytest.mark.parametrize("page,one_page", [(0, False), (256, True), (64, False)],
-                         ids=["contiguous", "page-per-split", "page-per-block"])
-def test_fast_paths_take_the_split_kv_kernel(page, one_page, chip, codegen, tmp_path,
-                                             monkeypatch):
+@pytest.mark.parametrize("page", [0, 256, 64], ids=["contiguous", "paged256", "paged64"])
+def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monkeypatch):
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    kernel = splitkv(page, one_page)
+    kernel = splitkv(page)
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
