@@ -144,10 +144,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             in FlashAttention. None (default): a heuristic from the GPU's SM count (132, the
             H200's, on the interpreter), B·Hkv and the cache's capacity (S, or
             max_pages·page_size), used when a KV group's query rows H/Hkv·Sq are at most 64
-            (decode); longer query sides run one program per query block and head. A paged
-            cache whose pages hold at least 4 key blocks is split one page per program
-            instead (the page is looked up once, outside the key loop). 1: no split, one
-            program per (query block, batch, query head). n > 1: n splits.
+            (decode) and the capacity is at least 1024 keys; longer query sides run one
+            program per query block and head. Paged caches are split as contiguous ones
+            (each key block's page looked up in the key loop). 1: no split, one program per
+            (query block, batch, query head). n > 1: n splits.
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a

@@ -23,6 +23,11 @@ same keys). Rows:
   --splits, to tune the heuristic (serving_decode.num_splits_heuristic); paged with an explicit
   count looks each block's page up in the key loop.
 
+`back_to_back_us` (JSON): µs per call of 200 calls in a row without a flush — the host's cost
+per call where it exceeds the GPU's (at 1k keys the GPU work is ~20 µs, and the Python entry of
+the split path, with its two launches and four allocations, can take longer on a slow host: the
+do_bench time then measures the host).
+
 Timing: triton.testing.do_bench's median (it flushes L2 between calls) when triton imports,
 else CUDA events around each call after a 256 MB L2 flush, median of 50 after 10 warm-up
 calls. Errors: max |o - FA2's o| per tessel row (fp16 outputs). Without torch or CUDA it prints
@@ -220,7 +225,8 @@ def main():
                 base[name] = dict(error=how)
                 continue
             ms = timed(fn)
-            base[name] = dict(ms=ms, gbps=nbytes / ms / 1e6, gqa=how)
+            base[name] = dict(ms=ms, gbps=nbytes / ms / 1e6, gqa=how,
+                              back_to_back_us=1e3 * time_back_to_back(torch, fn, 200))
             if ref is None:
                 ref = out.permute(0, 2, 1, 3).float()   # [B, 1, H, D]
             del fn, out
@@ -243,7 +249,8 @@ def main():
                     torch.cuda.synchronize()
                     serving_decode.launch = launch
                     ms = timed(call)
-                    res = dict(ms=ms, gbps=nbytes / ms / 1e6)
+                    res = dict(ms=ms, gbps=nbytes / ms / 1e6,
+                               back_to_back_us=1e3 * time_back_to_back(torch, call, 200))
                     if chosen:
                         res["num_splits"] = chosen[0]
                     if ref is not None:
@@ -287,8 +294,10 @@ def gbps(res):
 
 def print_row(row):
     parts = [f"{n} {gbps(row['results'].get(n)) or 0:,.0f}" for n in COLUMNS]
-    print(f"bench_decode: nk={row['nk']} {row['layout']}: " + ", ".join(parts) + " GB/s",
-          flush=True)
+    b2b = [f"{n} {row['results'][n]['back_to_back_us']:.0f}" for n in ("tessel", "cuDNN")
+           if row["results"].get(n, {}).get("back_to_back_us")]
+    print(f"bench_decode: nk={row['nk']} {row['layout']}: " + ", ".join(parts) + " GB/s; "
+          f"back to back (µs/call): " + ", ".join(b2b), flush=True)
 
 
 def table_markdown(report):
