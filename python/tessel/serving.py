@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from . import gpu
 from . import serving_decode
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
@@ -167,6 +168,12 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         NotImplementedError: inputs that require grad.
     """
     fn = "attention_with_kvcache"
+    given = (q, k_cache, v_cache, cache_seqlens, block_table)
+    key = _call_signature(given, (causal, scale, return_lse, block_m, block_n, num_splits))
+    if key is not None:
+        replay = _PLANS.get(key)
+        if replay is not None:
+            return replay(*given)
     named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
     kind = _kind(fn, named)
     _refuse_grad(fn, named)
@@ -255,15 +262,70 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             B * Hkv * -(-G * Sq // BM), -(-limit // BN), serving_decode.num_sms(q)))
         if not serving_decode.fits_i32(B, Sq, H, D, q_rs, n):
             n = 1
-        serving_decode.launch(
+        run = serving_decode.launch(
             q, q_rs, q_hs, k_cache, v_cache, (k_rs, k_hs, v_rs, v_hs), o, lse, seqlens, table,
             B=B, Sq=Sq, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
             cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n,
             block_m=BM, block_n=BN)
-        return (o, lse) if return_lse else o
-    args = (q, k_cache, v_cache, o, lse, seqlens, table, B, Sq, cache_rows, H, Hkv, max_pages,
-            scale)
-    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
-              BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
-    _launch(kvcache_kernel, fold_grid(-(-Sq // BM), B * H), args, cx)
+    else:
+        grid = fold_grid(-(-Sq // BM), B * H)
+        scalars = (B, Sq, cache_rows, H, Hkv, max_pages, scale)
+        cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+                  BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
+
+        def run(q, k_cache, v_cache, o, lse, seqlens, table):
+            _launch(kvcache_kernel, grid, (q, k_cache, v_cache, o, lse, seqlens, table) + scalars,
+                    cx)
+        run(q, k_cache, v_cache, o, lse, seqlens, table)
+    if key is not None:
+        kept = (q, k_cache, v_cache, seqlens, None if block_table is None else table)
+        _remember(key, run, [x is not y for x, y in zip(given, kept)], (B, H, Sq), return_lse)
     return (o, lse) if return_lse else o
+
+
+#: attention_with_kvcache's plans for CUDA calls, by call signature (every tensor's shape,
+#: strides, dtype and device, and the options): a decode loop repeats one signature, and the
+#: checks and decisions of a call cost more host time than the GPU work at 1k keys (measured
+#: on the H200's host: 63 µs a call back to back, against cuDNN's 43). A plan keeps what the
+#: signature decides — copies, blocks, splits, grids, the launches' arguments — so a repeated
+#: call allocates its outputs and launches. Every check depends on the signature only (CUDA
+#: values such as cache_seqlens are never read on the host), so a call that passed them once
+#: passes them again.
+_PLANS = {}
+_MAX_PLANS = 256
+
+
+def _call_signature(tensors, options):
+    """The plan key of a CUDA call, or None (numpy arrays, inputs that require grad, options
+    that are not plain values: the checks run every time)."""
+    sig = []
+    for x in tensors:
+        if x is None:
+            sig.append(None)
+            continue
+        if not gpu.is_torch_tensor(x) or x.requires_grad:
+            return None
+        sig.append((x.shape, x.stride(), x.dtype, x.device))
+    if not all(o is None or isinstance(o, (bool, int, float, np.integer, np.floating))
+               for o in options):
+        return None
+    return tuple(sig), options
+
+
+def _remember(key, run, copied, out_shape, return_lse):
+    """Keeps the replay of a checked CUDA call: q, the cache, cache_seqlens and block_table
+    copied where the first call copied them (`copied`: layouts the kernels do not read in
+    place), outputs allocated, `run`'s launches."""
+    torch = gpu.torch_module()
+
+    def replay(*given):
+        q, k_cache, v_cache, seqlens, block_table = (
+            x.contiguous() if c else x for x, c in zip(given, copied))
+        table = seqlens if block_table is None else block_table
+        o = q.new_empty(q.shape)
+        lse = q.new_empty(out_shape, dtype=torch.float32)
+        run(q, k_cache, v_cache, o, lse, seqlens, table)
+        return (o, lse) if return_lse else o
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = replay

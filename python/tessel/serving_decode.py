@@ -125,47 +125,60 @@ def fits_i32(B, Sq, H, D, q_rs, n_splits):
 
 def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, *, B, Sq, H,
            Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n):
-    """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to MAX_TILE_COMBINE splits, else
-    splitkv_combine) unless one split can write o and lse itself, on
-    attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
-    lse [B, H, Sq] float32 are written."""
+    """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to
+    MAX_TILE_COMBINE splits, else splitkv_combine) unless one split can write o and lse itself,
+    on attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
+    lse [B, H, Sq] float32 are written.
+
+    Returns the same launches as run(q, k_cache, v_cache, o, lse, seqlens, table), for other
+    tensors of the same shapes, strides and dtypes: everything but the workspace and the
+    launches is decided here once (attention_with_kvcache keeps it per call signature)."""
     G = H // Hkv
     R = G * Sq
+    pack = Sq > 1 and G > 1
     if Sq == 1:                              # the group's heads: q_hs apart
         q_b, q_g, QR = q_rs, G * q_hs, q_hs
     elif G == 1:                             # one head's positions: q_rs apart
         q_b, q_g, QR = Sq * q_rs, q_hs, q_rs
     else:                                    # heads × positions: not affine in q, so packed
-        q = _pack_groups(q, B, Sq, Hkv, G, D)
         q_b, q_g, QR = Hkv * R * D, R * D, D
     direct = n_splits == 1 and (Sq == 1 or G == 1)
     if direct and Sq == 1:
-        part, part_lse = o, lse
         o_s, o_b, o_g, OR, l_s, l_b, l_g = 0, H * D, G * D, D, 0, H, G
     elif direct:
-        part, part_lse = o, lse
         o_s, o_b, o_g, OR, l_s, l_b, l_g = 0, Sq * H * D, D, H * D, 0, H * Sq, Sq
     else:
-        part = _empty(q, (n_splits, B, Hkv, R, D))
-        part_lse = _empty(q, (n_splits, B, Hkv, R))
         o_s, o_b, o_g, OR = B * Hkv * R * D, Hkv * R * D, R * D, D
         l_s, l_b, l_g = B * Hkv * R, Hkv * R, R
     k_rs, k_hs, v_rs, v_hs = kv_strides
     grid = fold_grid(-(-R // block_m) * n_splits, B * Hkv)
-    if not (grid[0] and grid[1]):
-        return
-    splitkv_kernel[grid](
-        q, k_cache, v_cache, part, part_lse, seqlens, table, B, Sq, G, cache_rows, Hkv,
-        max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g, QR=QR, OR=OR,
-        k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m, BLOCK_N=block_n,
-        PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct)
-    if direct:
-        return
-    args = (part, part_lse, o, lse, B, Sq, H, Hkv, n_splits)
+    scalars = (B, Sq, G, cache_rows, Hkv, max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g,
+               l_s, l_b, l_g)
+    cx = dict(QR=QR, OR=OR, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m,
+              BLOCK_N=block_n, PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct)
+    split = splitkv_kernel[grid]
+    combine_args = (B, Sq, H, Hkv, n_splits)
     if n_splits <= MAX_TILE_COMBINE:
-        S = max(2, 1 << (n_splits - 1).bit_length())
-        splitkv_combine_tile[fold_grid(Sq, B * H)](*args, D=D, S=S, OUT=_out_dtype(o))
+        combine = splitkv_combine_tile[fold_grid(Sq, B * H)]
+        combine_cx = dict(D=D, S=max(2, 1 << (n_splits - 1).bit_length()), OUT=_out_dtype(o))
     else:
-        splitkv_combine[fold_grid(Sq, B * H)](
-            *args, D=D, BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)),
-            OUT=_out_dtype(o))
+        combine = splitkv_combine[fold_grid(Sq, B * H)]
+        combine_cx = dict(D=D, BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)),
+                          OUT=_out_dtype(o))
+
+    def run(q, k_cache, v_cache, o, lse, seqlens, table):
+        if not (grid[0] and grid[1]):
+            return
+        if pack:
+            q = _pack_groups(q, B, Sq, Hkv, G, D)
+        if direct:
+            part, part_lse = o, lse
+        else:
+            part = _empty(q, (n_splits, B, Hkv, R, D))
+            part_lse = _empty(q, (n_splits, B, Hkv, R))
+        split(q, k_cache, v_cache, part, part_lse, seqlens, table, *scalars, **cx)
+        if not direct:
+            combine(part, part_lse, o, lse, *combine_args, **combine_cx)
+
+    run(q, k_cache, v_cache, o, lse, seqlens, table)
+    return run

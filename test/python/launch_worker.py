@@ -336,6 +336,17 @@ def serving():
     tessel.attention_with_kvcache(qc, pages, pages, seqlens, block_table=table, num_splits=3)
     combine = DRV.last_launch()
     split_launches = DRV.launches() - before
+    # The same call signature with other tensors: the plan kept by the first call (no checks
+    # again), launched on the new tensors, into a new output.
+    from tessel import serving
+    plans = len(serving._PLANS)
+    DRV.record_params(14)
+    qc2, pages2 = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
+    seqlens2, table2 = T((3,), torch.int32), T((3, 5), torch.int32)
+    before = DRV.launches()
+    oc2 = tessel.attention_with_kvcache(qc2, pages2, pages2, seqlens2, block_table=table2)
+    again = DRV.last_launch()
+    again_launches = DRV.launches() - before
     ints = lambda rec, a, b: [fakecuda.slot_i32(x) for x in rec["slots"][a:b]]   # noqa: E731
     return {"launched": launched, "shapes": [list(o.shape), list(oc.shape)],
             "varlen": {"grid": varlen["grid"], "slots": varlen["slots"][:4], "o": o.ptr,
@@ -345,6 +356,11 @@ def serving():
             "decode": {"launches": decode_launches, "grid": decode["grid"],
                        "slots": decode["slots"][:2], "ints": ints(decode, 7, 13)},
             "split": {"launches": split_launches, "combine_grid": combine["grid"]},
+            "again": {"launches": again_launches, "grid": again["grid"],
+                      "slots": again["slots"][:7], "ints": ints(again, 7, 13),
+                      "new_plans": len(serving._PLANS) - plans,
+                      "ptrs": [qc2.ptr, pages2.ptr, pages2.ptr, oc2.ptr, seqlens2.ptr,
+                               table2.ptr], "first_o": oc.ptr},
             "qc": [qc.ptr, pages.ptr]}
 
 

@@ -174,6 +174,13 @@ def test_serving_entry_points_launch(runs):
     assert d["ints"] == [3, 1, 4, 640, 2, 5]                  # B, Sq, G, cache rows, Hkv, pages
     # Three splits: the split program, then the combine over (query block, batch x query head).
     assert r["split"] == {"launches": 2, "combine_grid": [1, 24, 1]}
+    # The decode call again with new tensors of the same shapes: its kept plan (no new one),
+    # one launch reading the new q, cache, seqlens and table, writing a new o.
+    a = r["again"]
+    assert a["new_plans"] == 0 and a["launches"] == 1 and a["grid"] == d["grid"]
+    q2, k2, v2, o2, s2, t2 = a["ptrs"]
+    assert a["slots"][:3] == [q2, k2, v2] and a["slots"][3] == o2 and a["slots"][5:7] == [s2, t2]
+    assert o2 != a["first_o"] and a["ints"] == d["ints"]
 
 
 # --- in this process (no driver needed) -------------------------------------------------------
