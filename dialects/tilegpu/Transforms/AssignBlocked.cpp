@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace tessel::tilegpu {
@@ -32,6 +33,14 @@ namespace tile = tessel::tile;
 namespace {
 
 bool isTensor(Type t) { return isa<RankedTensorType>(t); }
+
+/// Whether every region between `op` and `program` is an scf.for body.
+bool inLoopsOnly(Operation *op, func::FuncOp program) {
+  for (Operation *p = op->getParentOp(); p != program.getOperation(); p = p->getParentOp())
+    if (!isa<scf::ForOp>(p))
+      return false;
+  return true;
+}
 
 /// The most elements a thread holds of one block: beyond it the registers spill.
 constexpr int64_t kMaxPerThread = 128;
@@ -90,6 +99,12 @@ private:
   void demand(OpOperand &use, BlockedKind k);
   /// The demands `op`, whose result is in `k`, makes on its operands.
   LogicalResult demandOperands(Operation *op, BlockedKind k);
+  /// The kinds of `block`'s ops, consumers before producers.
+  LogicalResult assignBlock(Block &block);
+  /// A loop: each carried tile has one kind (what its uses after the loop ask for, else its
+  /// shape or where its yielded value comes from), which its init, iter_arg and yielded value
+  /// share; then the body.
+  LogicalResult assignLoop(scf::ForOp loop);
   Attribute encodingOf(BlockedKind k) const;
 
   func::FuncOp program;
@@ -172,8 +187,17 @@ Attribute BlockedAssigner::encodingOf(BlockedKind k) const {
 }
 
 LogicalResult BlockedAssigner::run() {
+  if (failed(assignBlock(program.getBody().front())))
+    return failure();
+  for (auto &[v, ks] : kinds)
+    v.setType(withEncoding(cast<RankedTensorType>(v.getType()), encodingOf(ks.front())));
+  retypeConstants(program);
+  return success();
+}
+
+LogicalResult BlockedAssigner::assignBlock(Block &block) {
   SmallVector<Operation *> ops;
-  for (Operation &op : program.getBody().front())
+  for (Operation &op : block)
     ops.push_back(&op);
   OpBuilder b(program.getContext());
   // Consumers before producers: when an op is reached, every use of its result has asked.
@@ -184,6 +208,11 @@ LogicalResult BlockedAssigner::run() {
       demand(st.getValueMutable(), k);
       if (st.getMask())
         demand(st.getMaskMutable()[0], k);
+      continue;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      if (failed(assignLoop(loop)))
+        return failure();
       continue;
     }
     if (op->getNumResults() != 1 || !isTensor(op->getResult(0).getType()))
@@ -206,9 +235,36 @@ LogicalResult BlockedAssigner::run() {
         return failure();
     }
   }
-  for (auto &[v, ks] : kinds)
-    v.setType(withEncoding(cast<RankedTensorType>(v.getType()), encodingOf(ks.front())));
-  retypeConstants(program);
+  return success();
+}
+
+LogicalResult BlockedAssigner::assignLoop(scf::ForOp loop) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<std::pair<BlockArgument, BlockedKind>> carried;
+  for (auto [i, result] : llvm::enumerate(loop.getResults())) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type)
+      continue;
+    SmallVector<BlockedKind, 2> asked = kinds.lookup(result);
+    if (asked.size() > 1)
+      return loop.emitOpError("carries a tile that is read after the loop in two layouts: "
+                              "convert-tile-to-blocked does not convert between them");
+    Value yielded = yield.getOperand(i);
+    BlockedKind k = !asked.empty() ? asked.front()
+                                   : kindOfShape(type).value_or(naturalKind(yielded));
+    kinds[result] = {k};
+    demand(yield->getOpOperand(i), k);
+    demand(loop.getInitArgsMutable()[i], k);
+    BlockArgument arg = loop.getRegionIterArg(i);
+    kinds[arg] = {k};
+    carried.push_back({arg, k});
+  }
+  if (failed(assignBlock(*loop.getBody())))
+    return failure();
+  for (auto [arg, k] : carried)
+    if (kinds.lookup(arg).size() > 1)
+      return loop.emitOpError("carries a tile its body reads in two layouts: "
+                              "convert-tile-to-blocked does not convert between them");
   return success();
 }
 
@@ -237,9 +293,9 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
              WalkResult::interrupt();
     bool tiles = llvm::any_of(op->getResultTypes(), isTensor) ||
                  llvm::any_of(op->getOperandTypes(), isTensor);
-    if (tiles && op->getParentOp() != program.getOperation())
-      return op->emitOpError("uses tiles inside a region: convert-tile-to-blocked lowers "
-                             "straight-line tile code"),
+    if (tiles && !inLoopsOnly(op, program))
+      return op->emitOpError("uses tiles inside a region other than a loop's: "
+                             "convert-tile-to-blocked lowers straight-line code and scf.for"),
              WalkResult::interrupt();
     if (auto ld = dyn_cast<tile::LoadOp>(op))
       minBytes = std::min<int64_t>(

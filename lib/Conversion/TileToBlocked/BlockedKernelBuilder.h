@@ -25,6 +25,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
@@ -60,6 +61,8 @@ private:
   };
   SmallVector<VectorSlot> vectorSlots(Kind k);
   FailureOr<SmallVector<Value>> loadRegs(tile::LoadOp op, Kind k);
+  /// An scf.for: its carried tiles as registers (iter_args of the new loop), its body walked.
+  LogicalResult emitFor(scf::ForOp op);
   LogicalResult emitStore(tile::StoreOp op);
   /// Row reduction of the Tile registers `in` into Row registers.
   FailureOr<SmallVector<Value>> reduceRows(tile::ReduceOp op, ArrayRef<Value> in);

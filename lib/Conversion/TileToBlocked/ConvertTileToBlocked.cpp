@@ -65,12 +65,79 @@ Value BlockedKernelBuilder::ownsRows() {
 }
 
 LogicalResult BlockedKernelBuilder::build(func::FuncOp program) {
+  auto note = [&](Value v) {
+    if (std::optional<Kind> k = tessel::tilegpu::blockedKind(v.getType()))
+      kinds[v] = *k;
+  };
   program.walk([&](Operation *op) {
     for (Value v : op->getResults())
-      if (std::optional<Kind> k = tessel::tilegpu::blockedKind(v.getType()))
-        kinds[v] = *k;
+      note(v);
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      for (Value arg : loop.getRegionIterArgs())
+        note(arg);
   });
   return walk(program);
+}
+
+LogicalResult BlockedKernelBuilder::emitFor(scf::ForOp op) {
+  Location loc = op.getLoc();
+  // Each iter_arg is carried as its registers (a tile, in its kind) or its scalar.
+  SmallVector<int64_t> counts;
+  SmallVector<Value> inits;
+  for (auto [init, arg] : llvm::zip(op.getInitArgs(), op.getRegionIterArgs())) {
+    if (!isTensor(arg.getType())) {
+      counts.push_back(1);
+      inits.push_back(scalars.lookup(init));
+      continue;
+    }
+    auto k = kinds.find(arg);
+    if (k == kinds.end() || !kinds.count(init))
+      return op.emitOpError("carries a tile without a blocked layout");
+    SmallVector<Value> &r = regsOf(init, k->second);
+    counts.push_back(r.size());
+    inits.append(r.begin(), r.end());
+  }
+  auto newFor = scf::ForOp::create(b, loc, scalars.lookup(op.getLowerBound()),
+                                   scalars.lookup(op.getUpperBound()), scalars.lookup(op.getStep()),
+                                   inits);
+  auto unflatten = [&](ValueRange flat, ValueRange targets) {
+    size_t pos = 0;
+    for (auto [i, t] : llvm::enumerate(targets)) {
+      if (isTensor(t.getType()))
+        regsOf(t, kinds.lookup(t)) =
+            SmallVector<Value>(flat.begin() + pos, flat.begin() + pos + counts[i]);
+      else
+        scalars.map(t, flat[pos]);
+      pos += counts[i];
+    }
+  };
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = newFor.getBody();
+  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+    body->back().erase();
+  b.setInsertionPointToEnd(body);
+  scalars.map(op.getInductionVar(), newFor.getInductionVar());
+  unflatten(newFor.getRegionIterArgs(), op.getRegionIterArgs());
+  if (failed(emitBlock(*op.getBody())))
+    return failure();
+  SmallVector<Value> yielded;
+  for (auto [v, arg] :
+       llvm::zip(op.getBody()->getTerminator()->getOperands(), op.getRegionIterArgs())) {
+    if (!isTensor(v.getType())) {
+      yielded.push_back(scalars.lookup(v));
+      continue;
+    }
+    if (!kinds.count(v))
+      return op.emitOpError("yields a tile without a blocked layout");
+    SmallVector<Value> &r = regsOf(v, kinds.lookup(arg));
+    if (static_cast<int64_t>(r.size()) != L.count(kinds.lookup(arg)))
+      return op.emitOpError("yields a tile in another layout than the one it carries");
+    yielded.append(r.begin(), r.end());
+  }
+  scf::YieldOp::create(b, loc, yielded);
+  b.setInsertionPointAfter(newFor);
+  unflatten(newFor.getResults(), op.getResults());
+  return success();
 }
 
 FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind k) {
@@ -137,6 +204,8 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind 
 LogicalResult BlockedKernelBuilder::emitOp(Operation *op) {
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return emitFor(loop);
   if (op->getNumResults() == 1 && isTensor(op->getResult(0).getType())) {
     auto found = kinds.find(op->getResult(0));
     if (found == kinds.end()) {

@@ -36,3 +36,42 @@ func.func @uneven(%x: !tile.ptr<f32>) {
   tile.store %d[%c0, %c0], %t : !tile.desc<2, f32>, tensor<4x100xf32, #bl>
   return
 }
+
+// -----
+
+// Tiles inside an scf.if: the blocked lowering takes straight-line code and loops only.
+func.func @tile_in_if(%x: !tile.ptr<f32>, %p: i1) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %d = tile.make_desc %x, shape [%c64, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  scf.if %p {
+    // expected-error @+1 {{uses tiles inside a region other than a loop's}}
+    %t = tile.load %d[%c0, %c0] : !tile.desc<2, f32> -> tensor<64x64xf32>
+    tile.store %d[%c0, %c0], %t : !tile.desc<2, f32>, tensor<64x64xf32>
+  }
+  return
+}
+
+// -----
+
+// A carried row sum that the body reads per column: one carried value, two layouts.
+func.func @carried_two_ways(%x: !tile.ptr<f32>, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<64xf32>
+  %d = tile.make_desc %x, shape [%c64, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
+  // expected-error @+1 {{carries a tile its body reads in two layouts}}
+  %acc = scf.for %k = %c0 to %n step %c1 iter_args(%s = %zero) -> (tensor<64xf32>) : i32 {
+    %t = tile.load %d[%c0, %c0] : !tile.desc<2, f32> -> tensor<64x64xf32>
+    %rs = tile.reduce sum %t axis 1 : tensor<64x64xf32> -> tensor<64xf32>
+    %c = tile.expand_dims %s axis 0 : tensor<64xf32> -> tensor<1x64xf32>
+    %cb = tile.broadcast %c : tensor<1x64xf32> -> tensor<64x64xf32>
+    %u = arith.addf %t, %cb : tensor<64x64xf32>
+    tile.store %d[%c0, %c0], %u : !tile.desc<2, f32>, tensor<64x64xf32>
+    %s2 = arith.addf %s, %rs : tensor<64xf32>
+    scf.yield %s2 : tensor<64xf32>
+  }
+  return
+}

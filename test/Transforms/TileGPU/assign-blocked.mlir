@@ -122,3 +122,46 @@ func.func @column_sums(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>) {
   tile.store %e[%c0], %s : !tile.desc<1, f32>, tensor<64xf32>
   return
 }
+
+// -----
+
+// A loop over column chunks carrying a 4x256 f32 sum (long rows in several passes) and a row
+// maximum: the carried values take their kinds — the block for the 2-D tile, its row slice for
+// the 1-D one, as the reduction that makes it says — and share them with their inits and
+// yielded values. Lowered, the loop carries registers: the sum's 8 floats a thread (4x256
+// over 128 threads) and the maximum's one, as iter_args of an scf.for of scalars.
+// CHECK-DAG: #[[BLF:.*]] = #tilegpu.blocked<threads = 128, vector = 8, threads_per_row = 32>
+// CHECK-DAG: #[[ROWF:.*]] = #tilegpu.slice<dim = 1, parent = #[[BLF]]>
+// CHECK-LABEL: func.func @chunks
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<4x256xf32, #[[BLF]]>, tensor<4xf32, #[[ROWF]]>)
+// CHECK: tile.load {{.*}} -> tensor<4x256xf16, #[[BLF]]>
+// CHECK: tile.reduce max {{.*}} -> tensor<4xf32, #[[ROWF]]>
+// CHECK: scf.yield {{.*}} : tensor<4x256xf32, #[[BLF]]>, tensor<4xf32, #[[ROWF]]>
+// CHECK: tile.reduce sum {{.*}} -> tensor<4xf32, #[[ROWF]]>
+// LOWER-LABEL: gpu.func @chunks
+// LOWER: scf.for {{.*}} iter_args({{(%[^,]*, ){8}%[^)]*}}) -> ({{(f32, ){8}f32}})
+// LOWER: scf.yield {{(%[^,]*, ){8}%[^ ]*}} : {{(f32, ){8}f32}}
+// LOWER: gpu.shuffle xor
+func.func @chunks(%x: !tile.ptr<f16>, %y: !tile.ptr<f32>, %r: i32, %c: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c256 = arith.constant 256 : i32
+  %zero = arith.constant dense<0.000000e+00> : tensor<4x256xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<4xf32>
+  %pid = tile.program_id 0 : i32
+  %xd = tile.make_desc %x, shape [%r, %c], strides [%c, %c1] : !tile.ptr<f16> -> !tile.desc<2, f16>
+  %yd = tile.make_desc %y, shape [%r], strides [%c1] : !tile.ptr<f32> -> !tile.desc<1, f32>
+  %acc:2 = scf.for %k = %c0 to %c step %c256 iter_args(%s = %zero, %m = %ninf)
+      -> (tensor<4x256xf32>, tensor<4xf32>) : i32 {
+    %t = tile.load %xd[%pid, %k] : !tile.desc<2, f16> -> tensor<4x256xf16>
+    %f = arith.extf %t : tensor<4x256xf16> to tensor<4x256xf32>
+    %s2 = arith.addf %s, %f : tensor<4x256xf32>
+    %mt = tile.reduce max %f axis 1 : tensor<4x256xf32> -> tensor<4xf32>
+    %m2 = arith.maximumf %m, %mt : tensor<4xf32>
+    scf.yield %s2, %m2 : tensor<4x256xf32>, tensor<4xf32>
+  }
+  %sum = tile.reduce sum %acc#0 axis 1 : tensor<4x256xf32> -> tensor<4xf32>
+  %out = arith.addf %sum, %acc#1 : tensor<4xf32>
+  tile.store %yd[%pid], %out : !tile.desc<1, f32>, tensor<4xf32>
+  return
+}
