@@ -208,6 +208,39 @@ def test_layer_norm(size, dtype, block_r):
     assert ((rstd.double() - ref_rstd).abs().max() / ref_rstd.max()).item() < 1e-4
 
 
+CHUNKED = [(37, 1000, 256, 1, 4), (64, 10000, 2048, 1, 4), (33, 10000, 2048, 2, 8),
+           (16, 40000, 4096, 1, 8), (5, 100, 64, 4, 4)]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", CHUNKED, ids=[f"{r}x{c}-by{k}-{br}rows-{w}warps"
+                                               for r, c, k, br, w in CHUNKED])
+def test_layer_norm_in_passes(case, dtype):
+    """layer_norm_chunked_kernel: three loops over column chunks whose partial sums the loops
+    carry in registers (convert-tile-to-blocked's loops), ragged rows and row counts."""
+    R, C, chunk, block_r, warps = case
+    gen = gen_for((R, C), dtype, "lnc")
+    x = rand((R, C), dtype, gen, scale=3.0, shift=1.0)
+    w, b = rand((C,), "f32", gen), rand((C,), "f32", gen)
+    y, mean, rstd = empty_like_ln(x)
+    kernel = layer_norm.layer_norm_chunked_kernel.with_options(num_warps=warps)
+    kernel[(-(-R // block_r),)](x, w, b, y, mean, rstd, R, C, 1e-5, BLOCK_R=block_r,
+                                BLOCK_C=chunk)
+    torch.cuda.synchronize()
+    xd = x.double()
+    ref = torch.nn.functional.layer_norm(xd, (C,), w.double(), b.double(), eps=1e-5)
+    assert rel_error(y, ref) < 2 * TOL[dtype]
+    assert rel_error(mean, xd.mean(-1)) < 1e-5
+    ref_rstd = (xd.var(-1, unbiased=False) + 1e-5).rsqrt()
+    assert ((rstd.double() - ref_rstd).abs().max() / ref_rstd.max()).item() < 1e-4
+
+
+def empty_like_ln(x):
+    R = x.shape[0]
+    return (torch.empty_like(x), torch.empty(R, device="cuda", dtype=torch.float32),
+            torch.empty(R, device="cuda", dtype=torch.float32))
+
+
 @pytest.mark.parametrize("dtypes", [("f16", "f16", "f16"), ("bf16", "f32", "bf16"),
                                     ("f32", "f16", "f32")], ids=lambda d: "-".join(d))
 @pytest.mark.parametrize("n", [1, 1000, 1 << 20 | 3])
