@@ -78,19 +78,28 @@ CONFIGS = [tessel.Config({"BLOCK_R": r}, num_warps=w)
 layer_norm_tuned = tessel.autotune(configs=CONFIGS, key=["R", "C"])(layer_norm_kernel)
 
 
+# Rows whose power-of-two block is wider than this go in passes of 2048 columns. Measured on
+# the H200 (bench/results/2026-12-02-h200-blocked-loops, fp16, GB/s): 4096x10000 one block 1,867,
+# passes of 2048 2,424 (torch 1,941); 1024x65536 198 (the block does not fit the registers:
+# the reference lowering) against 1,872 (torch 1,571); 4096x8192 one block 2,722, passes 2,501.
+WIDE = 8192
+
+
 def layer_norm(x, weight, bias, eps=1e-5, block_r=None, chunk=None):
     """(y, mean, rstd): layer norm of a 2-D x over its last axis, y in x's dtype, mean and rstd
     float32 [R]. x: numpy float32, float16 or uint16 bf16 bit patterns, or a CUDA torch tensor;
     weight and bias [C], of any dtype tessel loads. block_r: rows per program; None to launch
     layer_norm_tuned (which, on numpy arrays, takes the first of CONFIGS). chunk: columns per
     pass of layer_norm_chunked_kernel (a power of two; block_r rows, default 1) instead of
-    whole rows in one block."""
+    whole rows in one block; by default rows wider than WIDE take passes of 2048."""
     R, C = x.shape
     x, weight, bias = contiguous(x), contiguous(weight), contiguous(bias)
     y = empty(x, (R, C))
     mean, rstd = empty(x, (R,), "float32"), empty(x, (R,), "float32")
     args = (x, weight, bias, y, mean, rstd, R, C, float(eps))
     block_c = next_power_of_2(C)
+    if chunk is None and block_r is None and block_c > WIDE:
+        chunk = 2048
     if chunk is not None:
         rows = block_r or 1
         layer_norm_chunked_kernel[(cdiv(R, rows),)](*args, BLOCK_R=rows, BLOCK_C=chunk)

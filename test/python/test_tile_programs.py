@@ -147,6 +147,34 @@ def test_layer_norm_autotuned_on_the_interpreter():
     assert rel_error(y, layer_norm.reference(x, w, b)[0]) < TOL["f32"]
 
 
+@pytest.mark.parametrize("chunk,block_r", [(32, 1), (64, 3), (256, 2)])
+def test_layer_norm_in_passes(chunk, block_r):
+    # Loops over column chunks carrying partial sums; rows and columns not multiples of the
+    # blocks (the last chunk and row block read zeros past the edges).
+    rng = np.random.default_rng(chunk)
+    x = array(rng.standard_normal((7, 300)) * 3 + 2, "f16")
+    w, b = rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    y, mean, rstd = layer_norm.layer_norm(x, w, b, block_r=block_r, chunk=chunk)
+    ref_y, ref_mean, ref_rstd = layer_norm.reference(x, w, b)
+    assert rel_error(y, ref_y) < 2 * TOL["f16"] and max_rel_error(mean, ref_mean) < 1e-5
+    assert np.abs(rstd - ref_rstd).max() / ref_rstd.max() < 1e-4
+
+
+def test_wide_rows_take_passes(monkeypatch):
+    launched = []
+    kernel = layer_norm.layer_norm_chunked_kernel
+    monkeypatch.setattr(layer_norm, "WIDE", 64)          # rows of 100: wide here
+    monkeypatch.setattr(layer_norm, "layer_norm_chunked_kernel", type(
+        "Spy", (), {"__getitem__": lambda self, g: (lambda *a, **k: (launched.append(k),
+                                                                     kernel[g](*a, **k)))})())
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 100)).astype(np.float32)
+    w, b = np.ones(100, np.float32), np.zeros(100, np.float32)
+    y, _, _ = layer_norm.layer_norm(x, w, b)
+    assert launched == [dict(BLOCK_R=1, BLOCK_C=2048)]
+    assert rel_error(y, layer_norm.reference(x, w, b)[0]) < TOL["f32"]
+
+
 # --- the element-wise chain ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("xdtype,ydtype,out", [("f16", "f32", "f16"), ("bf16", "bf16", "f32"),
