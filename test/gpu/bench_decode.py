@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_decode.py [--json OUT.json]
         [--nk 1024 8192 65536] [--batch 8] [--heads 32] [--kv-heads 8] [--dim 128]
-        [--page 256] [--splits 1 2 4 8 16 32 64]
+        [--page 256] [--splits 1 2 4 8 16 32 64] [--stages 2|3|4]
 
 One query token per sequence (Sq = 1) against a cache of nk keys, fp16, all in one process, in
 GB/s of K and V read (2 · B · nk · Hkv · D · 2 bytes over the time), for a contiguous cache
@@ -174,12 +174,16 @@ def main():
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--page", type=int, default=256)
     ap.add_argument("--splits", type=int, nargs="*", default=[1, 2, 4, 8, 16, 32, 64])
+    ap.add_argument("--stages", type=int, choices=[2, 3, 4],
+                    help="compile every tessel kernel with this many stages of its load ring")
     args = ap.parse_args()
     torch = cuda_torch("bench_decode")
     if torch is None:
         return 0
     import tessel
     from tessel import serving_decode
+    if args.stages:
+        compile_with(num_stages=args.stages)
 
     B, H, Hkv, D, page = args.batch, args.heads, args.kv_heads, args.dim, args.page
     G = H // Hkv
@@ -193,6 +197,7 @@ def main():
         return launch(*a, **kw)
 
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
+                  stages=args.stages,
                   shape=dict(B=B, H=H, Hkv=Hkv, D=D, Sq=1, dtype="fp16", page=page),
                   sms=torch.cuda.get_device_properties(0).multi_processor_count, rows=[],
                   sweep=[])

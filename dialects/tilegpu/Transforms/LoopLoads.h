@@ -60,8 +60,7 @@ struct CopyAddress {
 /// from it (isIterationAddress) are computed again from `iv`. `built` keeps what was computed,
 /// so that the copies of one iteration share it (a page number read once for K and V).
 CopyAddress addressAt(mlir::OpBuilder &b, AsyncCopyOp copy, mlir::scf::ForOp loop,
-                      llvm::ArrayRef<mlir::Value> loopIvs, mlir::Value iv,
-                      mlir::IRMapping &built);
+                      llvm::ArrayRef<mlir::Value> loopIvs, mlir::Value iv, mlir::IRMapping &built);
 
 /// Erases the defining ops of `values` and then their operands' when nothing uses them any more.
 void eraseIfDead(llvm::ArrayRef<mlir::Value> values);

@@ -144,8 +144,8 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
   // spare first P·V reads it.
   gpu::BarrierOp::create(rw, loc);
   IRMapping firstBuilt;
-  CopyAddress firstK =
-      addressAt(rw, m.k.copy, loop, {loop.getInductionVar()}, loop.getLowerBound(), firstBuilt);
+  CopyAddress firstK = addressAt(rw, m.k.copy, loop, {loop.getInductionVar()}, loop.getLowerBound(),
+                                 firstBuilt);
   Value first = AsyncCopyOp::create(rw, loc, tokenType, firstK.desc, firstK.offsets, kBuffer,
                                     start.stage, Value());
   Value group = AsyncCommitOp::create(rw, loc, tokenType, ValueRange{first});
@@ -180,13 +180,13 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
         Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
                                            newLoop.getUpperBound());
         Value otherStage = addMod(b, loc, stage, 1, 2);
-        IRMapping nextBuilt, thisBuilt;            // two iterations: nothing shared
+        IRMapping nextBuilt, thisBuilt; // two iterations: nothing shared
         CopyAddress kAt = addressAt(b, m.k.copy, loop, {oldIv, iv}, next, nextBuilt);
         CopyAddress vAt = addressAt(b, m.v.copy, loop, {oldIv, iv}, iv, thisBuilt);
         Value kCopy = AsyncCopyOp::create(b, loc, tokenType, kAt.desc, kAt.offsets, kBuffer,
                                           otherStage, more);
-        Value vCopy =
-            AsyncCopyOp::create(b, loc, tokenType, vAt.desc, vAt.offsets, vBuffer, stage, Value());
+        Value vCopy = AsyncCopyOp::create(b, loc, tokenType, vAt.desc, vAt.offsets, vBuffer, stage,
+                                          Value());
         Value nextGroup = AsyncCommitOp::create(b, loc, tokenType, ValueRange{kCopy, vCopy});
         // S_j is in; P_{j-1}·V_{j-1} still runs under the softmax.
         auto sWait = WgmmaWaitOp::create(b, loc, TypeRange{s.getType()}, ValueRange{s}, 1);

@@ -37,8 +37,8 @@ Value issueGroup(OpBuilder &b, Location loc, scf::ForOp loop, ArrayRef<Unpipelin
   IRMapping built;
   for (UnpipelinedLoad l : loads) {
     CopyAddress at = addressAt(b, l.copy, loop, loopIvs, iv, built);
-    tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, at.desc, at.offsets,
-                                         l.copy.getBuffer(), stage, inRange));
+    tokens.push_back(AsyncCopyOp::create(b, loc, tokenType, at.desc, at.offsets, l.copy.getBuffer(),
+                                         stage, inRange));
   }
   return AsyncCommitOp::create(b, loc, tokenType, tokens);
 }

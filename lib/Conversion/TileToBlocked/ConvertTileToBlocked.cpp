@@ -104,8 +104,8 @@ LogicalResult BlockedKernelBuilder::emitFor(scf::ForOp op) {
     size_t pos = 0;
     for (auto [i, t] : llvm::enumerate(targets)) {
       if (isTensor(t.getType()))
-        regsOf(t, kinds.lookup(t)) =
-            SmallVector<Value>(flat.begin() + pos, flat.begin() + pos + counts[i]);
+        regsOf(t, kinds.lookup(t)) = SmallVector<Value>(flat.begin() + pos,
+                                                        flat.begin() + pos + counts[i]);
       else
         scalars.map(t, flat[pos]);
       pos += counts[i];
