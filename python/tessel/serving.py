@@ -303,9 +303,12 @@ def _call_signature(tensors, options):
         if x is None:
             sig.append(None)
             continue
-        if not gpu.is_torch_tensor(x) or x.requires_grad:
+        if not gpu.is_torch_tensor(x) or getattr(x, "requires_grad", True):
             return None
-        sig.append((x.shape, x.stride(), x.dtype, x.device))
+        try:
+            sig.append((tuple(x.shape), x.stride(), x.dtype, x.device))
+        except (AttributeError, TypeError):       # a tensor-like the checks will refuse
+            return None
     if not all(o is None or isinstance(o, (bool, int, float, np.integer, np.floating))
                for o in options):
         return None
