@@ -17,13 +17,25 @@ from tessel import language as tl
 
 
 @tessel.jit
+def row_descriptors(x_ptr, w_ptr, b_ptr, y_ptr, R, C):
+    """x and y [R, C] (rows packed), the weight and bias [C]."""
+    return (tl.make_desc(x_ptr, shape=(R, C), strides=(C, 1)),
+            tl.make_desc(y_ptr, shape=(R, C), strides=(C, 1)),
+            tl.make_desc(w_ptr, shape=(C,), strides=(1,)),
+            tl.make_desc(b_ptr, shape=(C,), strides=(1,)))
+
+
+@tessel.jit
+def store_statistics(mean_ptr, rstd_ptr, R, r0, mean, rstd):
+    tl.store(tl.make_desc(mean_ptr, shape=(R,), strides=(1,)), (r0,), mean)
+    tl.store(tl.make_desc(rstd_ptr, shape=(R,), strides=(1,)), (r0,), rstd)
+
+
+@tessel.jit
 def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, R, C, eps,
                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     r0 = tl.program_id(0) * BLOCK_R
-    xd = tl.make_desc(x_ptr, shape=(R, C), strides=(C, 1))
-    yd = tl.make_desc(y_ptr, shape=(R, C), strides=(C, 1))
-    wd = tl.make_desc(w_ptr, shape=(C,), strides=(1,))
-    bd = tl.make_desc(b_ptr, shape=(C,), strides=(1,))
+    xd, yd, wd, bd = row_descriptors(x_ptr, w_ptr, b_ptr, y_ptr, R, C)
     x = tl.load(xd, (r0, 0), shape=(BLOCK_R, BLOCK_C)).to(tl.float32)
     # The weight and bias are read before the reductions, so that their loads are in flight
     # while the row's sums are computed (the GPU issues loads where the program has them).
@@ -35,8 +47,7 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, R, C, eps,
     rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, 1) / C + eps)
     y = centred * rstd[:, None] * w[None, :] + b[None, :]
     tl.store(yd, (r0, 0), y.to(y_ptr.dtype))
-    tl.store(tl.make_desc(mean_ptr, shape=(R,), strides=(1,)), (r0,), mean)
-    tl.store(tl.make_desc(rstd_ptr, shape=(R,), strides=(1,)), (r0,), rstd)
+    store_statistics(mean_ptr, rstd_ptr, R, r0, mean, rstd)
 
 
 @tessel.jit
@@ -46,10 +57,7 @@ def layer_norm_chunked_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, R,
     # squares, then the output (x read three times; the later passes mostly from the L2).
     # The loops carry [BLOCK_R, BLOCK_C] partial sums in registers, reduced after each loop.
     r0 = tl.program_id(0) * BLOCK_R
-    xd = tl.make_desc(x_ptr, shape=(R, C), strides=(C, 1))
-    yd = tl.make_desc(y_ptr, shape=(R, C), strides=(C, 1))
-    wd = tl.make_desc(w_ptr, shape=(C,), strides=(1,))
-    bd = tl.make_desc(b_ptr, shape=(C,), strides=(1,))
+    xd, yd, wd, bd = row_descriptors(x_ptr, w_ptr, b_ptr, y_ptr, R, C)
     sums = tl.zeros((BLOCK_R, BLOCK_C), tl.float32)
     for c in range(0, C, BLOCK_C):
         sums += tl.load(xd, (r0, c), shape=(BLOCK_R, BLOCK_C)).to(tl.float32)
@@ -67,8 +75,7 @@ def layer_norm_chunked_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, R,
         b = tl.load(bd, (c,), shape=(BLOCK_C,)).to(tl.float32)
         y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
         tl.store(yd, (r0, c), y.to(y_ptr.dtype))
-    tl.store(tl.make_desc(mean_ptr, shape=(R,), strides=(1,)), (r0,), mean)
-    tl.store(tl.make_desc(rstd_ptr, shape=(R,), strides=(1,)), (r0,), rstd)
+    store_statistics(mean_ptr, rstd_ptr, R, r0, mean, rstd)
 
 
 # Whole rows in registers (convert-tile-to-blocked): 16 or 32 warps keep few registers a

@@ -73,6 +73,17 @@ def make_timer(torch):
     return timed, "torch.cuda.Event median of 50 (L2 flushed)"
 
 
+def warm_up(torch, seconds=1.0):
+    """A second of fp16 matrix products before the first timing: the first length timed in a
+    process read low in four decode runs out of five (cuDNN 612-719 GB/s at 1k keys against
+    1,520), the clocks still rising."""
+    warm = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        warm @ warm
+        torch.cuda.synchronize()
+
+
 def cuda_torch(name):
     """torch when it imports and sees a CUDA device; else None, after printing why benchmark
     `name` skips (the benchmarks then exit 0)."""
@@ -201,14 +212,7 @@ def main():
                   shape=dict(B=B, H=H, Hkv=Hkv, D=D, Sq=1, dtype="fp16", page=page),
                   sms=torch.cuda.get_device_properties(0).multi_processor_count, rows=[],
                   sweep=[])
-    # A second of matrix products first: the first length timed in a process read low in four
-    # runs out of five (cuDNN 612-719 GB/s at 1k against 1,520), the clocks still rising.
-    warm = torch.randn(4096, 4096, device="cuda", dtype=dt)
-    end = time.perf_counter() + 1.0
-    while time.perf_counter() < end:
-        warm @ warm
-        torch.cuda.synchronize()
-    del warm
+    warm_up(torch)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     for nk in args.nk:

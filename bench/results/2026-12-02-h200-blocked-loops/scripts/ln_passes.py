@@ -4,17 +4,15 @@ column chunks) beside the autotuned one-block kernel and torch, in GB/s of x rea
 
     OUT=. python3 ln_passes.py      # tessel importable (PYTHONPATH)
 """
-import json, os, pathlib, sys, time
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "examples" / "python"))
+import json, os, pathlib, sys
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+sys.path[:0] = [str(ROOT / "examples" / "python"), str(ROOT / "test" / "gpu")]
 import torch, triton.testing
 import layer_norm as L
+from bench_decode import warm_up
 
 timed = lambda f: float(triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median"))
-warm = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-end = time.perf_counter() + 1.0
-while time.perf_counter() < end:
-    warm @ warm
-    torch.cuda.synchronize()
+warm_up(torch)
 rows = []
 for R, C in ((4096, 10000), (4096, 8192), (1024, 65536), (32768, 1024)):
     x = torch.randn(R, C, device="cuda", dtype=torch.float16)

@@ -4,20 +4,18 @@ and after, the better kept); JSON to $OUT/decode_1k_sweep.json.
 
     OUT=. python3 decode_1k_sweep.py [nk]      # tessel importable (PYTHONPATH)
 """
-import json, os, sys, time
+import json, os, pathlib, sys
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "test" / "gpu"))
 import torch, triton.testing
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import tessel
+from bench_decode import warm_up
 
 nk = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
 B, H, Hkv, D = 8, 32, 8, 128
 nbytes = 2 * B * nk * Hkv * D * 2
 timed = lambda f: float(triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median"))
-warm = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-end = time.perf_counter() + 1.0
-while time.perf_counter() < end:
-    warm @ warm
-    torch.cuda.synchronize()
+warm_up(torch)
 q = torch.randn(B, 1, H, D, device="cuda", dtype=torch.float16)
 kc = torch.randn(B, nk, Hkv, D, device="cuda", dtype=torch.float16)
 vc = torch.randn(B, nk, Hkv, D, device="cuda", dtype=torch.float16)
