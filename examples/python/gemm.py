@@ -77,13 +77,21 @@ def matmul(a, b, bias=None, activation="", out_dtype=None, blocks=None):
     a [M, K] and b [K, N]: float16 or bfloat16 (numpy: float16 or uint16 bf16 bit patterns; or
     CUDA torch tensors). bias: float32 [N] or None. activation: "", "relu" or "gelu_tanh".
     blocks: (BM, BN, BK) to launch matmul_kernel with those blocks; None to launch matmul_tuned
-    (which, on numpy arrays, takes the first of CONFIGS)."""
+    (which, on numpy arrays, takes the first of CONFIGS), or on CUDA tensors with at most 64
+    rows, K >= 4096 and no epilogue, matmul_split_k."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"a is {M}x{K} and b is {K2}x{N}: the inner sizes differ")
     a, b = contiguous(a), contiguous(b)
+    if blocks is None and bias is None and not activation and M <= 64 and K >= 4096 and \
+            (out_dtype is None or out_dtype == a.dtype) and not isinstance(a, np.ndarray):
+        # Few rows and a long K: split-K (measured on the H200, fp16, split 4 with 64x128
+        # blocks against the tuned kernel: 16x8192x8192 45.1 against 31.1 TFLOP/s, cuBLAS
+        # 44.8; 64x8192x8192 173 against 128; 32x4096x4096 48 against 30; at K = 1024 it
+        # lost: bench/results/2026-12-02-h200-gemm-tuner/split_k_run1.json).
+        return matmul_split_k(a, b, split_k=4, blocks=(64, 128, 64))
     c = empty(a, (M, N), out_dtype)
     # Without a bias, any array stands in for the unused pointer: a (the interpreter copies
     # arrays in and out, so it must not be c).

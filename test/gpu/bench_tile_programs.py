@@ -8,7 +8,8 @@ Rows, each in one process on fresh random inputs:
 - GEMM C = A·B (A, B and C of --dtype, f32 accumulation) at M×N×K = 4096³, 8192×8192×1024
   and 16×8192×8192, in TFLOP/s (2·M·N·K over the time): `gemm.matmul` of examples/python
   (autotuned over gemm.CONFIGS, the (BM, BN, BK, num_stages) of the issue) beside
-  torch.matmul (cuBLAS); `gemm_strided`: the same product through `gemm.matmul_strided`
+  torch.matmul (cuBLAS) — for M <= 64 and K >= 4096 that is gemm.matmul_split_k (split 4), so
+  the config printed for the skinny row is not the kernel that ran; `gemm_strided`: the same product through `gemm.matmul_strided`
   (sizes and strides as run-time arguments, 128×128×64 blocks, 3 stages).
 - Row softmax of [R, C] at 32768×1024 and 4096×8192, in GB/s of x read and y written
   (2·R·C elements over the time): `softmax.softmax` (autotuned over BLOCK_R and num_warps)

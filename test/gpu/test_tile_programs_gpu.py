@@ -99,6 +99,20 @@ def test_gemm(size, dtype, out, blocks):
         assert gemm.matmul_tuned.best_config in gemm.CONFIGS
 
 
+@pytest.mark.parametrize("split_k", [2, 4, 7])
+@pytest.mark.parametrize("size", [(16, 1000, 4100), (5, 256, 8192), (64, 130, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_split_k(size, split_k):
+    # Slices of K summed by a second program; ragged M, N and K, split counts that do not
+    # divide K; gemm.matmul takes this path by default for M <= 64 and K >= 4096.
+    M, N, K = size
+    gen = gen_for("split_k", size, split_k)
+    a, b = rand((M, K), "f16", gen), rand((K, N), "f16", gen)
+    c = gemm.matmul_split_k(a, b, split_k=split_k, blocks=(64, 128, 64))
+    assert c.dtype == a.dtype and rel_error(c, gemm_reference(a, b)) < TOL["f16"]
+    assert rel_error(gemm.matmul(a, b), gemm_reference(a, b)) < TOL["f16"]
+
+
 def _strided_case(case, dtype, gen):
     """(a, b) views of the layout `case` names, for a 200x131x120 (M x N x K) product."""
     M, N, K = 200, 131, 120
