@@ -7,11 +7,11 @@ column chunks) beside the autotuned one-block kernel and torch, in GB/s of x rea
 import json, os, pathlib, sys
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 sys.path[:0] = [str(ROOT / "examples" / "python"), str(ROOT / "test" / "gpu")]
-import torch, triton.testing
+import torch
 import layer_norm as L
-from bench_decode import warm_up
+from bench_decode import make_timer, warm_up
 
-timed = lambda f: float(triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median"))
+timed, _ = make_timer(torch)          # do_bench median
 warm_up(torch)
 rows = []
 for R, C in ((4096, 10000), (4096, 8192), (1024, 65536), (32768, 1024)):

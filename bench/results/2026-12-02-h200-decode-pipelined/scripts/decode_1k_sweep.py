@@ -6,15 +6,15 @@ and after, the better kept); JSON to $OUT/decode_1k_sweep.json.
 """
 import json, os, pathlib, sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "test" / "gpu"))
-import torch, triton.testing
+import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import tessel
-from bench_decode import warm_up
+from bench_decode import make_timer, warm_up
 
 nk = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
 B, H, Hkv, D = 8, 32, 8, 128
 nbytes = 2 * B * nk * Hkv * D * 2
-timed = lambda f: float(triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median"))
+timed, _ = make_timer(torch)          # do_bench median
 warm_up(torch)
 q = torch.randn(B, 1, H, D, device="cuda", dtype=torch.float16)
 kc = torch.randn(B, nk, Hkv, D, device="cuda", dtype=torch.float16)

@@ -5,14 +5,15 @@ two do_bench medians); JSON to $OUT/gemm_configs.json.
     OUT=. python3 gemm_configs.py [MxNxK ...]     # tessel importable (PYTHONPATH)
 """
 import json, os, pathlib, sys
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "examples" / "python"))
-import torch, triton.testing
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+sys.path[:0] = [str(ROOT / "examples" / "python"), str(ROOT / "test" / "gpu")]
+import torch
+from bench_decode import make_timer
 import gemm
 from _common import cdiv
 
 
-def timed(fn):
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+timed, _ = make_timer(torch)              # do_bench median
 
 
 def abba(ours, theirs):

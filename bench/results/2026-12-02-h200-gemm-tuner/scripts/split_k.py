@@ -7,11 +7,11 @@ against float64. JSON to $OUT/split_k.json.
 import json, os, pathlib, sys
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 sys.path[:0] = [str(ROOT / "examples" / "python"), str(ROOT / "test" / "gpu")]
-import torch, triton.testing
+import torch
 import gemm
-from bench_decode import warm_up
+from bench_decode import make_timer, warm_up
 
-timed = lambda f: float(triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median"))
+timed, _ = make_timer(torch)          # do_bench median
 warm_up(torch)
 rows = []
 for M, N, K in ((16, 8192, 8192), (64, 8192, 8192), (32, 4096, 4096), (16, 8192, 1024)):
