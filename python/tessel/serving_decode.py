@@ -109,6 +109,12 @@ def _empty(q, shape):
     return q.new_empty(shape, dtype=gpu.torch_module().float32)
 
 
+def tile_combine_rows(n_splits):
+    """S of splitkv_combine_tile: the power of two >= n_splits (at least 2: a tile of one row
+    is not the blocked path's shape)."""
+    return max(2, 1 << (n_splits - 1).bit_length())
+
+
 def combine_block(D, on_gpu):
     """BLOCK_S (splits per load) of splitkv_combine: the GPU runs it on the reference
     lowering, which keeps its float32 tiles in shared memory (as ring attention's
@@ -160,7 +166,7 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
     combine_args = (B, Sq, H, Hkv, n_splits)
     if n_splits <= MAX_TILE_COMBINE:
         combine = splitkv_combine_tile[fold_grid(Sq, B * H)]
-        combine_cx = dict(D=D, S=max(2, 1 << (n_splits - 1).bit_length()), OUT=_out_dtype(o))
+        combine_cx = dict(D=D, S=tile_combine_rows(n_splits), OUT=_out_dtype(o))
     else:
         combine = splitkv_combine[fold_grid(Sq, B * H)]
         combine_cx = dict(D=D, BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)),

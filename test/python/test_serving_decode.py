@@ -235,7 +235,7 @@ def test_the_tile_combine_merges_as_the_loop_does(n_splits):
     lse[:, 1, 0, 2] = -np.inf                         # no split saw head 0, position 2
     part[lse == -np.inf] = 0.0                        # what splitkv_kernel writes there
     outs = []
-    for kernel, cx in ((splitkv_combine_tile, dict(S=max(2, 1 << (n_splits - 1).bit_length()))),
+    for kernel, cx in ((splitkv_combine_tile, dict(S=serving_decode.tile_combine_rows(n_splits))),
                        (splitkv_combine, dict(BLOCK_S=16))):
         o = np.full((B, Sq, H, Dm), np.nan, np.float32)
         lo = np.full((B, H, Sq), np.nan, np.float32)

@@ -94,6 +94,8 @@ LogicalResult BlockedKernelBuilder::emitFor(scf::ForOp op) {
     if (k == kinds.end() || !kinds.count(init))
       return op.emitOpError("carries a tile without a blocked layout");
     SmallVector<Value> &r = regsOf(init, k->second);
+    if (static_cast<int64_t>(r.size()) != L.count(k->second))
+      return op.emitOpError("starts a carried tile in another layout than the one it carries");
     counts.push_back(r.size());
     inits.append(r.begin(), r.end());
   }
