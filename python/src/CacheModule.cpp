@@ -35,10 +35,11 @@ namespace {
 tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
                                     unsigned numThreads, const std::string &toolkit,
                                     const std::string &codegen, bool wgmmaOverlap,
-                                    unsigned numStages) {
+                                    unsigned numStages, bool wgmmaAsyncDots) {
   tessel::TargetOptions options;
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
+  options.wgmmaAsyncDots = wgmmaAsyncDots;
   options.numStages = numStages;
   options.chip = chip;
   options.features = features;
@@ -135,25 +136,26 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
   m.def(
       "target_options_key",
       [](const std::string &chip, const std::string &features, unsigned numThreads,
-         const std::string &codegen, bool wgmmaOverlap, unsigned numStages) {
-        return tessel::codeOptionsKey(
-            targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap, numStages));
+         const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots) {
+        return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, "", codegen,
+                                                    wgmmaOverlap, numStages, wgmmaAsyncDots));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
-      py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2);
+      py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
+      py::arg("wgmma_async_dots") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
       "compile_gpu",
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
-         bool passTiming, bool wgmmaOverlap, unsigned numStages) {
+         bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(
-              targetOptions(chip, features, numThreads, toolkit, codegen, wgmmaOverlap, numStages),
-              passTiming);
+          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
+                                             wgmmaOverlap, numStages, wgmmaAsyncDots),
+                               passTiming);
         }
         py::dict out;
         py::list diags;
@@ -191,6 +193,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
       py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
+      py::arg("wgmma_async_dots") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

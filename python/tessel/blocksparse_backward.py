@@ -146,7 +146,10 @@ def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, s
     qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
     dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
     q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], kv_idx.shape)
-    s2, s_mod, s_raw = log2_scores(tl.dot(kt, qt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+    st = tl.dot(kt, qt.T)
+    if D >= 128:
+        dp = tl.dot(vt, dot_.T)                 # beside Sᵀ, as backward.py's key-rows program
+    s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
     lse = tl.load(ld, (i,), shape=(BLOCK_M,))
     lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
     if PARTIAL:
@@ -155,7 +158,9 @@ def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, s
         s2 = tl.where(q_idx < nq, s2, float("-inf"))
     p = tl.exp2(s2 - lse2[None, :])
     dv_acc += tl.dot(p.to(dot_.dtype), dot_)
-    ds = p * (tl.dot(vt, dot_.T) - tl.load(dd, (i,), shape=(BLOCK_M,))[None, :])
+    if D < 128:
+        dp = tl.dot(vt, dot_.T)
+    ds = p * (dp - tl.load(dd, (i,), shape=(BLOCK_M,))[None, :])
     if SCORE_MOD is not None:
         ds = ds * tl.elementwise_grad(s_mod, s_raw)
     dk_acc += tl.dot(ds.to(qt.dtype), qt)

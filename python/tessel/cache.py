@@ -58,7 +58,7 @@ class GpuOptions:
     Raises:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
-        TypeError: a wgmma_overlap that is not a bool.
+        TypeError: a wgmma_overlap or wgmma_async_dots that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -78,6 +78,11 @@ class GpuOptions:
     #: flight ahead of the one in use); more hide more latency and cost shared memory. The
     #: overlapped wgmma schedule keeps two. A knob for tuning (issue 16/18's autotuning).
     num_stages: int = dataclasses.field(default=2, metadata={"code": True})
+    #: On the sm_90a wgmma path, issue each dot where it stands and wait for it just before its
+    #: result is first used (tilegpu-async-dots), so independent dots run back to back and the
+    #: code between a dot and its use runs under it. Off by default: a knob measured on the
+    #: backward's programs (docs/dev/backward.md).
+    wgmma_async_dots: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -89,8 +94,9 @@ class GpuOptions:
         if self.codegen not in CODEGENS:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
-        if not isinstance(self.wgmma_overlap, bool):
-            raise TypeError(f"wgmma_overlap must be a bool, got {self.wgmma_overlap!r}")
+        for name in ("wgmma_overlap", "wgmma_async_dots"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
             raise ValueError("num_threads must be between 1 and 1024")
         if isinstance(self.num_stages, bool) or self.num_stages not in (2, 3, 4):
@@ -213,7 +219,7 @@ def ingredients(kernel, gpu):
     options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
     options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
                                                     gpu.codegen, gpu.wgmma_overlap,
-                                                    gpu.num_stages)
+                                                    gpu.num_stages, gpu.wgmma_async_dots)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -400,7 +406,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
     """(GpuBinary, MLIR's pass timing report or ""): compiles and stores in `cache`."""
     r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
                                     gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
-                                    gpu.num_stages)
+                                    gpu.num_stages, gpu.wgmma_async_dots)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

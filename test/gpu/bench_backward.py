@@ -2,6 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
+        [--async-dots]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -23,7 +24,7 @@ import argparse
 import json
 import sys
 
-from bench_decode import cuda_torch, make_timer, sdpa_cells
+from bench_decode import compile_with, cuda_torch, make_timer, sdpa_cells
 
 
 def main():
@@ -34,17 +35,21 @@ def main():
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--sweep", type=lambda t: tuple(int(x) for x in t.split("x")), nargs="*",
                     default=[], help="block pairs BMxBN to time at the longest length")
+    ap.add_argument("--async-dots", action="store_true",
+                    help="compile with GpuOptions(wgmma_async_dots=True) (tilegpu-async-dots)")
     args = ap.parse_args()
     torch = cuda_torch("bench_backward")
     if torch is None:
         return 0
+    if args.async_dots:
+        compile_with(wgmma_async_dots=True)
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
-                  dtype=args.dtype, rows=[])
+                  dtype=args.dtype, async_dots=args.async_dots, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention

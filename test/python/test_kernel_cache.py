@@ -148,6 +148,7 @@ def test_real_changes_change_the_key(tmp_path, kern):
         "features": kern.key(cache.GpuOptions(chip="sm_80", features="+ptx81")),
         "overlap": kern.key(cache.GpuOptions(chip="sm_80", wgmma_overlap=True)),
         "stages": kern.key(cache.GpuOptions(chip="sm_80", num_stages=3)),
+        "async dots": kern.key(cache.GpuOptions(chip="sm_80", wgmma_async_dots=True)),
     }
     module, _ = load(tmp_path, KERNEL, "other.py")
     keys["constexpr"] = module.scale.warmup(X, X, 1, 1.0, BLOCK=64).key(gpu)
@@ -587,6 +588,27 @@ def test_wgmma_overlap_option_reaches_the_lowering(cache_dir):
         "target"].endswith(";wgmma-overlap")
     with pytest.raises(TypeError, match="wgmma_overlap must be a bool"):
         cache.GpuOptions(wgmma_overlap="yes")
+
+
+def test_wgmma_async_dots_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(wgmma_async_dots=True): each wgmma waited for just before its first use. In the
+    # d128 key-rows dK/dV program Sᵀ and dPᵀ are adjacent, so the first wait leaves dPᵀ in
+    # flight (pending 1); without the option every wgmma is waited for at once.
+    from tessel.backward import FAST_BACKWARD_BLOCKS, _config, attention_bwd_dkdv_keyrows
+    q = np.zeros((1, 2, 100, 128), np.float16)
+    row = np.zeros((1, 2, 100), np.float32)
+    _, scale, cx = _config(q, q, q, True, None, None, None, False, *FAST_BACKWARD_BLOCKS[128])
+    k = attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, 100, 100, 2, 2, 2, scale,
+                                          **cx)
+    plain = k.binary(cache.GpuOptions(chip="sm_90a"))
+    eager = k.binary(cache.GpuOptions(chip="sm_90a", wgmma_async_dots=True))
+    assert "wgmma.wait_group.sync.aligned 1;" in eager.ptx
+    assert "wgmma.wait_group.sync.aligned 1;" not in plain.ptx
+    assert eager.key != plain.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", wgmma_async_dots=True))["options"][
+        "target"].endswith(";wgmma-async-dots")
+    with pytest.raises(TypeError, match="wgmma_async_dots must be a bool"):
+        cache.GpuOptions(wgmma_async_dots=1)
 
 
 def test_num_stages_option_reaches_the_lowering(cache_dir):
