@@ -267,12 +267,14 @@ def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, bl
 
 
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
-         delta_ready=False):
+         delta_ready=False, dq_cx=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
     fast paths' form); under GQA its dk and dv then have one head per query head (H), which the
-    caller sums over each group. With `delta_ready`, `delta` holds Δ already."""
+    caller sums over each group. With `delta_ready`, `delta` holds Δ already. `dq_cx`: the dQ
+    program's constexprs where its blocks differ from the others' (default `cx`)."""
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+    dq_cx = dq_cx or cx
     if B * H and Nq and not delta_ready:
         attention_bwd_delta[fold_grid(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, D=D,
                                                              BLOCK_M=BM)
@@ -283,8 +285,8 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
                                                               Nk, H, Hkv, scale, **cx)
     if B * H and Nq:
-        attention_bwd_dq[fold_grid(-(-Nq // BM), B * H)](q, k, v, do, lse, delta, dq, Nq, Nk, H,
-                                                         Hkv, scale, **cx)
+        attention_bwd_dq[fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H)](
+            q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
 
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
@@ -420,6 +422,10 @@ def gpu_backward_blocks(D, dtype):
 # Head dim -> (BLOCK_M, BLOCK_N) of the fast paths' backward (f16/bf16): the query and key
 # blocks of both the dQ program and the key-rows dK/dV program. docs/dev/backward.md says why.
 FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64), 256: (64, 64)}
+# Head dim -> (BLOCK_M, BLOCK_N) of the dQ program alone on sm_90a, where it differs from the
+# above: at d128 two warpgroups of 64 query rows against 128 keys, 4–6 % faster than 64×64 on
+# the H200 (docs/bench/2026-12-02-h200-backward-dot-order.md, "Blocks per program").
+FAST_DQ_BLOCKS_SM90 = {128: (128, 128)}
 # Head dims whose fast backward programs fit some chips only: at d256 they need 192 KiB of
 # shared memory (three 64x256 A/B blocks beside K and V), more than sm_80's 163; sm_80 keeps the
 # reference lowering there.
@@ -469,6 +475,12 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     else:
         shapes, scale, cx = fast
     B, H, Nq, D, Hkv, Nk = shapes
+    dq_cx = None
+    if fast is not None and block_m is None and block_n is None and D in FAST_DQ_BLOCKS_SM90:
+        from .attention import _chip_for_blocks
+        if _chip_for_blocks(q) == "sm_90a":
+            bm, bn = FAST_DQ_BLOCKS_SM90[D]
+            dq_cx = dict(cx, BLOCK_M=bm, BLOCK_N=bn)
     dlse = torch.zeros_like(lse) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
     dk, dv = torch.empty_like(k), torch.empty_like(v)
@@ -480,7 +492,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows=True,
-         delta_ready=True)
+         delta_ready=True, dq_cx=dq_cx)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
         torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)

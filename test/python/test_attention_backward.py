@@ -333,8 +333,8 @@ def test_fast_backward_programs_take_the_fast_paths(dtype, D, causal, chip, mark
     """The dQ and key-rows dK/dV programs at the blocks the CUDA backward uses for f16/bf16
     (FAST_BACKWARD_BLOCKS) are in the fast paths' class: codegen auto lowers them with mma.sync
     (sm_80) or wgmma (sm_90a), not the reference lowering (which could not hold 64×64 blocks)."""
-    from tessel.backward import (FAST_BACKWARD_BLOCKS, attention_bwd_dkdv_keyrows,
-                                 attention_bwd_dq, _config)
+    from tessel.backward import (FAST_BACKWARD_BLOCKS, FAST_DQ_BLOCKS_SM90,
+                                 attention_bwd_dkdv_keyrows, attention_bwd_dq, _config)
     from tessel.cache import GpuOptions
     host = {"f16": np.float16, "bf16": np.uint16}[dtype]
     q = np.zeros((1, 2, 100, D), host)
@@ -345,6 +345,11 @@ def test_fast_backward_programs_take_the_fast_paths(dtype, D, causal, chip, mark
         "dq": attention_bwd_dq.warmup(q, q, q, q, row, row, q, 100, 100, 2, 2, scale, **cx),
         "dkdv": attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, 100, 100, 2, 2,
                                                    2, scale, **cx)}
+    if chip == "sm_90a" and D in FAST_DQ_BLOCKS_SM90:      # the dQ program's own blocks there
+        _, _, dq_cx = _config(q, q, q, causal, scale, softcap, None, False,
+                              *FAST_DQ_BLOCKS_SM90[D])
+        kernels["dq own blocks"] = attention_bwd_dq.warmup(q, q, q, q, row, row, q, 100, 100, 2,
+                                                           2, scale, **dq_cx)
     for which, kernel in kernels.items():
         ptx = kernel.binary(GpuOptions(chip=chip)).ptx
         assert marker in ptx, which
