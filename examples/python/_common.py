@@ -55,6 +55,16 @@ def empty(like, shape, dtype=None):
     return torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
 
 
+def zeros(like, shape, dtype=None):
+    """empty(like, shape, dtype) filled with zeros."""
+    out = empty(like, shape, dtype)
+    if isinstance(out, np.ndarray):
+        out.fill(0)
+    else:
+        out.zero_()
+    return out
+
+
 def contiguous(x):
     """x with rows packed (the kernels address rows by their length), copied only if needed."""
     return np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x.contiguous()

@@ -17,7 +17,8 @@ per (M, N, K) and dtypes and keeps the fastest.
 
     python3 examples/python/gemm.py          # the interpreter; the GPU too where torch sees one
 """
-from _common import as_float64, cdiv, contiguous, cuda_torch, empty, next_power_of_2, np
+from _common import (as_float64, cdiv, contiguous, cuda_torch, empty, next_power_of_2, np,
+                     zeros)
 from elementwise import gelu_tanh
 import tessel
 from tessel import language as tl
@@ -108,10 +109,11 @@ def matmul(a, b, bias=None, activation="", out_dtype=None, blocks=None):
 @tessel.jit
 def matmul_split_k_kernel(a_ptr, b_ptr, part_ptr, M, N: tl.constexpr, K: tl.constexpr,
                           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          SPLIT_K: tl.constexpr):
+                          SPLIT_K: tl.constexpr, ATOMIC: tl.constexpr = False):
     # Split-K for few rows (a decode-sized M): program (block of C, s) sums the products of
     # K-slice s, CHUNK = K / SPLIT_K columns of A, into its float32 partial [M, N] (slice s of
-    # part); sum_split_k adds the slices. More programs, each streaming less of B.
+    # part); sum_split_k adds the slices. More programs, each streaming less of B. With ATOMIC
+    # every program adds its partial into one zeroed float32 [M, N] instead (tl.atomic_add).
     pid = tl.program_id(0)
     s = tl.program_id(1)
     blocks_n = tl.cdiv(N, BN)
@@ -120,13 +122,17 @@ def matmul_split_k_kernel(a_ptr, b_ptr, part_ptr, M, N: tl.constexpr, K: tl.cons
     chunk = tl.cdiv(tl.cdiv(K, SPLIT_K), BK) * BK
     ad = tl.make_desc(a_ptr, shape=(M, K), strides=(K, 1))
     bd = tl.make_desc(b_ptr, shape=(K, N), strides=(N, 1))
-    pd = tl.make_desc(part_ptr, shape=(M, N), strides=(N, 1), offset=s * M * N)
     acc = tl.zeros((BM, BN), tl.float32)
     for k in range(s * chunk, tl.minimum((s + 1) * chunk, K), BK):
         a = tl.load(ad, (pid_m * BM, k), shape=(BM, BK))
         b = tl.load(bd, (k, pid_n * BN), shape=(BK, BN))
         acc += tl.dot(a, b)
-    tl.store(pd, (pid_m * BM, pid_n * BN), acc)
+    if ATOMIC:
+        cd = tl.make_desc(part_ptr, shape=(M, N), strides=(N, 1))
+        tl.atomic_add(cd, (pid_m * BM, pid_n * BN), acc)
+    else:
+        pd = tl.make_desc(part_ptr, shape=(M, N), strides=(N, 1), offset=s * M * N)
+        tl.store(pd, (pid_m * BM, pid_n * BN), acc)
 
 
 @tessel.jit
@@ -143,21 +149,24 @@ def sum_split_k(part_ptr, c_ptr, M, N, SPLIT_K: tl.constexpr, BLOCK_R: tl.conste
     tl.store(cd, (r0, c0), acc.to(c_ptr.dtype))
 
 
-def matmul_split_k(a, b, split_k=4, blocks=(64, 64, 64), num_stages=4):
+def matmul_split_k(a, b, split_k=4, blocks=(64, 64, 64), num_stages=4, atomic=False):
     """a @ b by split-K: split_k programs per block of C, each over a slice of K, and a second
-    program that adds their float32 partials (a workspace of split_k x M x N floats). For
-    products whose M is too small to fill the GPU with blocks of C (16 x 8192 x 8192)."""
+    program that adds their float32 partials (a workspace of split_k x M x N floats) and casts.
+    With `atomic`, the programs add their partials into one zeroed float32 M x N with
+    tl.atomic_add (a workspace split_k times smaller; the order of the float32 additions, so
+    the last bits, vary from run to run) and the second program only casts. For products whose
+    M is too small to fill the GPU with blocks of C (16 x 8192 x 8192)."""
     (M, K), (_, N) = a.shape, b.shape
     a, b = contiguous(a), contiguous(b)
     BM, BN, BK = blocks
-    part = empty(a, (split_k, M, N), "float32")
+    part = zeros(a, (M, N), "float32") if atomic else empty(a, (split_k, M, N), "float32")
     c = empty(a, (M, N))
     matmul_split_k_kernel.with_options(num_stages=num_stages)[
         (cdiv(M, BM) * cdiv(N, BN), split_k)](a, b, part, M, N, K, BM=BM, BN=BN, BK=BK,
-                                                SPLIT_K=split_k)
+                                                SPLIT_K=split_k, ATOMIC=atomic)
     rows = min(16, next_power_of_2(M))
-    sum_split_k[(cdiv(M, rows), cdiv(N, 256))](part, c, M, N, SPLIT_K=split_k, BLOCK_R=rows,
-                                               BLOCK_C=256)
+    sum_split_k[(cdiv(M, rows), cdiv(N, 256))](part, c, M, N, SPLIT_K=1 if atomic else split_k,
+                                               BLOCK_R=rows, BLOCK_C=256)
     return c
 
 

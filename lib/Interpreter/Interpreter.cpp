@@ -273,6 +273,7 @@ LogicalResult Interpreter::runOp(Frame &fr, Operation *op) {
       .Case([&](tile::GatherOp o) { return gather(fr, o); })
       .Case([&](tile::LoadScalarOp o) { return loadScalar(fr, o); })
       .Case([&](tile::StoreOp o) { return store(fr, o); })
+      .Case([&](tile::AtomicAddOp o) { return atomicAdd(fr, o); })
       .Case([&](tile::DotOp o) { return dot(fr, o); })
       .Case([&](tile::ReduceOp o) { return reduce(fr, o); })
       .Case([&](tile::SplatOp o) -> LogicalResult {
@@ -357,7 +358,7 @@ LogicalResult Interpreter::makeDesc(Frame &fr, tile::MakeDescOp op) {
 // address, checks it lies in the buffer, and reads or (where `mask` allows) writes it. A store
 // checks every address before writing any, so a failing store leaves memory as it was.
 LogicalResult Interpreter::access(Frame &fr, Operation *op, Value descV, ValueRange offsetVs,
-                                  const Tile *value, const Tile *mask, Tile *result) {
+                                  const Tile *value, const Tile *mask, Tile *result, bool add) {
   FailureOr<const RValue *> dv = lookup(fr, op, descV);
   if (failed(dv))
     return failure();
@@ -426,8 +427,10 @@ LogicalResult Interpreter::access(Frame &fr, Operation *op, Value descV, ValueRa
       idx[a] = 0;
     }
   }
-  for (auto [addr, k] : writes)
-    buf.set(addr, value->isFloat() ? value->f[k] : static_cast<double>(value->i[k]));
+  for (auto [addr, k] : writes) {
+    double v = value->isFloat() ? value->f[k] : static_cast<double>(value->i[k]);
+    buf.set(addr, add ? buf.get(addr) + v : v); // programs run one after another: atomic
+  }
   return success();
 }
 
@@ -497,7 +500,8 @@ LogicalResult Interpreter::loadScalar(Frame &fr, tile::LoadScalarOp op) {
   return success();
 }
 
-LogicalResult Interpreter::store(Frame &fr, tile::StoreOp op) {
+template <typename WriteOp>
+LogicalResult Interpreter::write(Frame &fr, WriteOp op, bool add) {
   FailureOr<const Tile *> v = tile(fr, op, op.getValue());
   if (failed(v))
     return failure();
@@ -508,7 +512,15 @@ LogicalResult Interpreter::store(Frame &fr, tile::StoreOp op) {
       return failure();
     mask = *m;
   }
-  return access(fr, op, op.getDesc(), op.getOffsets(), *v, mask, nullptr);
+  return access(fr, op, op.getDesc(), op.getOffsets(), *v, mask, nullptr, add);
+}
+
+LogicalResult Interpreter::store(Frame &fr, tile::StoreOp op) {
+  return write(fr, op, /*add=*/false);
+}
+
+LogicalResult Interpreter::atomicAdd(Frame &fr, tile::AtomicAddOp op) {
+  return write(fr, op, /*add=*/true);
 }
 
 LogicalResult Interpreter::dot(Frame &fr, tile::DotOp op) {
@@ -776,7 +788,7 @@ LogicalResult Interpreter::prepareStreamed(Frame &fr, scf::ForOp loop,
     for (Operation *top : slice) {
       Operation *effectful = nullptr;
       top->walk([&](Operation *nested) {
-        if (isa<tile::StoreOp, func::CallOp>(nested))
+        if (isa<tile::StoreOp, tile::AtomicAddOp, func::CallOp>(nested))
           effectful = nested;
       });
       if (effectful)

@@ -138,14 +138,19 @@ private:
 
   // Tile ops.
   LogicalResult makeDesc(Frame &fr, tile::MakeDescOp op);
+  // A load (into `result`), a store of `value` or, with `add`, its atomic add into memory.
   LogicalResult access(Frame &fr, Operation *op, Value descV, ValueRange offsetVs,
-                       const Tile *value, const Tile *mask, Tile *result);
+                       const Tile *value, const Tile *mask, Tile *result, bool add = false);
   LogicalResult load(Frame &fr, tile::LoadOp op);
   // Fills `t` with a load's or gather's padding (an integer one must be a whole number).
   LogicalResult fillWithPadding(Operation *op, Tile &t, double pad);
   LogicalResult gather(Frame &fr, tile::GatherOp op);
   LogicalResult loadScalar(Frame &fr, tile::LoadScalarOp op);
   LogicalResult store(Frame &fr, tile::StoreOp op);
+  LogicalResult atomicAdd(Frame &fr, tile::AtomicAddOp op);
+  // tile.store or tile.atomic_add (`add`) through access.
+  template <typename WriteOp>
+  LogicalResult write(Frame &fr, WriteOp op, bool add);
   LogicalResult dot(Frame &fr, tile::DotOp op);
   LogicalResult reduce(Frame &fr, tile::ReduceOp op);
   LogicalResult reshape(Frame &fr, Operation *op, bool transpose);

@@ -482,16 +482,30 @@ Value KernelBuilder::loadScalar(Value desc, const std::vector<Value> &indices, d
 
 void KernelBuilder::store(Value desc, const std::vector<Value> &offsets, Value value,
                           std::optional<Value> mask) {
+  checkWrite("store", desc, offsets, value);
+  tile::StoreOp::create(builder, loc(), desc, offsets, value, mask ? *mask : Value());
+}
+
+void KernelBuilder::atomicAdd(Value desc, const std::vector<Value> &offsets, Value value,
+                              std::optional<Value> mask) {
+  checkWrite("atomic_add", desc, offsets, value);
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  if (!element.isF32() && !element.isInteger(32))
+    fail("atomic_add adds f32 or i32 tiles, not " + typeStr(element));
+  tile::AtomicAddOp::create(builder, loc(), desc, offsets, value, mask ? *mask : Value());
+}
+
+void KernelBuilder::checkWrite(const std::string &what, Value desc,
+                               const std::vector<Value> &offsets, Value value) {
   auto descType = dyn_cast<tile::DescType>(desc.getType());
   if (!descType)
-    fail("store needs a descriptor, not " + typeStr(desc.getType()));
+    fail(what + " needs a descriptor, not " + typeStr(desc.getType()));
   if (!isa<RankedTensorType>(value.getType()))
-    fail("store needs a tile value");
+    fail(what + " needs a tile value");
   if (offsets.size() != descType.getRank())
-    fail("wrong number of store offsets");
+    fail("wrong number of " + what + " offsets");
   for (Value v : offsets)
-    requireI32Scalar(v, "store offset");
-  tile::StoreOp::create(builder, loc(), desc, offsets, value, mask ? *mask : Value());
+    requireI32Scalar(v, (what + " offset").c_str());
 }
 
 Value KernelBuilder::dot(Value a, Value b, std::optional<Value> acc) {

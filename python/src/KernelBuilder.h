@@ -106,6 +106,9 @@ public:
   mlir::Value gather(mlir::Value desc, const std::vector<mlir::Value> &indices, double padding);
   void store(mlir::Value desc, const std::vector<mlir::Value> &offsets, mlir::Value value,
              std::optional<mlir::Value> mask);
+  /// tile.atomic_add: f32 or i32 elements added into memory atomically.
+  void atomicAdd(mlir::Value desc, const std::vector<mlir::Value> &offsets, mlir::Value value,
+                 std::optional<mlir::Value> mask);
   /// `a·b + acc`; without `acc`, a zero accumulator.
   mlir::Value dot(mlir::Value a, mlir::Value b, std::optional<mlir::Value> acc);
   /// If `product` is an unused `tile.dot` with a zero accumulator, rebuilds it as
@@ -159,6 +162,9 @@ private:
   mlir::Type paramType(const Param &param);
   mlir::Type withShape(mlir::Type element, llvm::ArrayRef<int64_t> shape);
   mlir::Value requireI32Scalar(mlir::Value value, const char *what);
+  // The operands of a store or atomic_add (`what`): a descriptor, one offset each axis, a tile.
+  void checkWrite(const std::string &what, mlir::Value desc,
+                  const std::vector<mlir::Value> &offsets, mlir::Value value);
   mlir::Location loc() const { return location; }
 
   std::unique_ptr<mlir::MLIRContext> ctx;

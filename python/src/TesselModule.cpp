@@ -188,6 +188,7 @@ PYBIND11_MODULE(_tessel, m) {
       .def("gather", &KernelBuilder::gather, keep)
       .def("load_scalar", &KernelBuilder::loadScalar, keep)
       .def("store", &KernelBuilder::store)
+      .def("atomic_add", &KernelBuilder::atomicAdd)
       .def(
           "dot", [](KernelBuilder &kb, V a, V b, OptV acc) { return kb.dot(a, b, acc); }, keep)
       .def("fuse_dot_add", &KernelBuilder::fuseDotAdd, keep)

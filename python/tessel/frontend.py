@@ -1198,20 +1198,33 @@ class CodeGenerator:
         return self.wrap(self.build("load_scalar", desc.v, idx, float(padding)))
 
     def tl_store(self, node, desc, offsets, value, mask=None):
-        offs = self.offsets_arg(desc, offsets, node, "tl.store")
+        self.build("store", *self.write_args(node, "tl.store", desc, offsets, value, mask))
+        return None
+
+    def tl_atomic_add(self, node, desc, offsets, value, mask=None):
+        if desc.dtype not in ("f32", "i32"):
+            raise self.error(node, f"tl.atomic_add: adds into f32 or i32 descriptors, not "
+                                   f"{desc.dtype} (accumulate in a float32 buffer and convert "
+                                   f"after)")
+        self.build("atomic_add", *self.write_args(node, "tl.atomic_add", desc, offsets, value,
+                                                  mask))
+        return None
+
+    def write_args(self, node, what, desc, offsets, value, mask):
+        """(desc, offsets, value, mask) of tl.store / tl.atomic_add, checked and converted."""
+        offs = self.offsets_arg(desc, offsets, node, what)
         value = self.tile_arg(value, node, "the stored value")
         if len(value.shape) != desc.rank:
-            raise self.error(node, f"tl.store: a {value.type_str()} into a {desc.type_str()}")
+            raise self.error(node, f"{what}: a {value.type_str()} into a {desc.type_str()}")
         if value.dtype != desc.dtype:
-            raise self.error(node, f"tl.store: a {value.dtype} tile into a {desc.dtype} "
+            raise self.error(node, f"{what}: a {value.dtype} tile into a {desc.dtype} "
                                    f"descriptor; convert it with .to(tl.{tl.DTYPES[desc.dtype].numpy_name})")
         m = None
         if mask is not None:
             if not isinstance(mask, TVal):
-                raise self.error(node, "tl.store: the mask must be a boolean tile")
+                raise self.error(node, f"{what}: the mask must be a boolean tile")
             m = self.broadcast(self.to_bool(mask, node), value.shape, node).v
-        self.build("store", desc.v, offs, value.v, m)
-        return None
+        return desc.v, offs, value.v, m
 
     def tl_dot(self, node, a, b, acc=None):
         a = self.tile_arg(a, node, "tl.dot's first operand", (2,))

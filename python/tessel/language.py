@@ -173,6 +173,23 @@ def store(desc, offsets, value, mask=None):
     """
 
 
+@_builtin
+def atomic_add(desc, offsets, value, mask=None):
+    """Adds a tile into memory, each element as one atomic read-modify-write (``red.global.add``
+    on the GPU); out-of-bounds and masked-off elements are dropped, as by :func:`store`.
+
+    Programs running at once may add into the same elements (split-K partial sums, dQ from
+    many key blocks); float32 sums then depend on the order of the additions, which is not
+    fixed. Nothing is returned.
+
+    Args:
+        desc: a float32 or int32 descriptor from :func:`make_desc`.
+        offsets: the index of the tile's first element, one i32 per dimension.
+        value: the tile to add, of the descriptor's element type and rank.
+        mask: a boolean tile of ``value``'s shape; elements where it is False are not added.
+    """
+
+
 # --- compute -----------------------------------------------------------------------------------
 
 @_builtin

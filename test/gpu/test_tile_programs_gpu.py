@@ -99,16 +99,18 @@ def test_gemm(size, dtype, out, blocks):
         assert gemm.matmul_tuned.best_config in gemm.CONFIGS
 
 
+@pytest.mark.parametrize("atomic", [False, True], ids=["partials", "atomic"])
 @pytest.mark.parametrize("split_k", [2, 4, 7])
 @pytest.mark.parametrize("size", [(16, 1000, 4100), (5, 256, 8192), (64, 130, 4096)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_gemm_split_k(size, split_k):
-    # Slices of K summed by a second program; ragged M, N and K, split counts that do not
-    # divide K; gemm.matmul takes this path by default for M <= 64 and K >= 4096.
+def test_gemm_split_k(size, split_k, atomic):
+    # Slices of K summed by a second program, or added by tl.atomic_add from the accumulators'
+    # registers (red.global.add.f32); ragged M, N and K, split counts that do not divide K;
+    # gemm.matmul takes the partials' path by default for M <= 64 and K >= 4096.
     M, N, K = size
     gen = gen_for("split_k", size, split_k)
     a, b = rand((M, K), "f16", gen), rand((K, N), "f16", gen)
-    c = gemm.matmul_split_k(a, b, split_k=split_k, blocks=(64, 128, 64))
+    c = gemm.matmul_split_k(a, b, split_k=split_k, blocks=(64, 128, 64), atomic=atomic)
     assert c.dtype == a.dtype and rel_error(c, gemm_reference(a, b)) < TOL["f16"]
     assert rel_error(gemm.matmul(a, b), gemm_reference(a, b)) < TOL["f16"]
 

@@ -147,13 +147,15 @@ def test_layer_norm_autotuned_on_the_interpreter():
     assert rel_error(y, layer_norm.reference(x, w, b)[0]) < TOL["f32"]
 
 
+@pytest.mark.parametrize("atomic", [False, True], ids=["partials", "atomic"])
 @pytest.mark.parametrize("M,N,K,split_k", [(16, 200, 300, 4), (5, 64, 256, 3), (70, 50, 40, 2)])
-def test_gemm_split_k(M, N, K, split_k):
-    # K in split_k slices (the last one short), their float32 partials added by a loop.
+def test_gemm_split_k(M, N, K, split_k, atomic):
+    # K in split_k slices (the last one short), their float32 partials added by a loop, or by
+    # tl.atomic_add into one float32 C (blocks past M and N dropped, as a store's).
     rng = np.random.default_rng(M + N + K)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
-    c = gemm.matmul_split_k(a, b, split_k=split_k, blocks=(32, 32, 32))
+    c = gemm.matmul_split_k(a, b, split_k=split_k, blocks=(32, 32, 32), atomic=atomic)
     assert c.dtype == np.float16 and rel_error(c, gemm.reference(a, b)) < 2 * TOL["f16"]
 
 

@@ -45,6 +45,20 @@ LogicalResult verifyAccess(Operation *op, DescType desc, size_t numOffsets, Rank
   return success();
 }
 
+// tile.store and tile.atomic_add: an access of the value's shape, a mask of the same shape.
+template <typename WriteOp>
+LogicalResult verifyWrite(WriteOp op) {
+  auto valueType = cast<RankedTensorType>(op.getValue().getType());
+  if (failed(verifyAccess(op, op.getDesc().getType(), op.getOffsets().size(), valueType)))
+    return failure();
+  if (op.getMask() &&
+      cast<RankedTensorType>(op.getMask().getType()).getShape() != valueType.getShape())
+    return op.emitOpError() << "mask shape "
+                            << shapeStr(cast<RankedTensorType>(op.getMask().getType()).getShape())
+                            << " does not match value shape " << shapeStr(valueType.getShape());
+  return success();
+}
+
 LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis >= rank)
     return op->emitOpError() << "axis " << axis << " is out of range for a tile of rank " << rank;
@@ -89,16 +103,9 @@ LogicalResult LoadScalarOp::verify() {
   return success();
 }
 
-LogicalResult StoreOp::verify() {
-  auto valueType = cast<RankedTensorType>(getValue().getType());
-  if (failed(verifyAccess(*this, getDesc().getType(), getOffsets().size(), valueType)))
-    return failure();
-  if (getMask() && cast<RankedTensorType>(getMask().getType()).getShape() != valueType.getShape())
-    return emitOpError() << "mask shape "
-                         << shapeStr(cast<RankedTensorType>(getMask().getType()).getShape())
-                         << " does not match value shape " << shapeStr(valueType.getShape());
-  return success();
-}
+LogicalResult StoreOp::verify() { return verifyWrite(*this); }
+
+LogicalResult AtomicAddOp::verify() { return verifyWrite(*this); }
 
 LogicalResult DotOp::verify() {
   ArrayRef<int64_t> a = getA().getType().getShape(), b = getB().getType().getShape(),

@@ -151,6 +151,32 @@ def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>, AttrSizedOperand
   let hasVerifier = 1;
 }
 
+def Tile_AtomicTile : StaticShapeTensorOf<[F32, I32]>;
+
+def Tile_AtomicAddOp : Tile_Op<"atomic_add",
+    [MemoryEffects<[MemRead, MemWrite]>, AttrSizedOperandSegments]> {
+  let summary = "Add a tile into memory, element by element, atomically; out-of-bounds and masked-off elements are dropped.";
+  let description = [{
+    For each element of `value` that `tile.store` at the same offsets would write, adds it to
+    the element in memory as one atomic read-modify-write (f32: rounded once per add; i32:
+    two's-complement wrap). Programs running at once may add into the same elements: the sum
+    is exact up to the order of the f32 additions, which is not fixed. No result (a reduction
+    into memory, as `red.global.add` on NVIDIA GPUs).
+
+    ```mlir
+    tile.atomic_add %dq[%i, %c0], %part : !tile.desc<2, f32>, tensor<64x64xf32>
+    tile.atomic_add %n[%c0], %one mask %m : !tile.desc<1, i32>, tensor<1xi32>, tensor<1xi1>
+    ```
+  }];
+  let arguments = (ins Tile_DescType:$desc, Variadic<I32>:$offsets, Tile_AtomicTile:$value,
+                       Optional<Tile_MaskTile>:$mask);
+  let assemblyFormat = [{
+    $desc `[` $offsets `]` `,` $value (`mask` $mask^)? attr-dict `:` qualified(type($desc)) `,`
+    type($value) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_GatherIndex : AnyTypeOf<[I32, StaticShapeTensorOf<[I32]>]>;
 
 def Tile_GatherOp : Tile_Op<"gather", [MemoryEffects<[MemRead]>]> {

@@ -97,6 +97,15 @@ private:
   BlockedKind naturalKind(Value v) const;
   /// `use` needs its value in `k` (or the kind its shape says).
   void demand(OpOperand &use, BlockedKind k);
+  /// A store's or atomic add's value and mask: in the kind its shape asks for.
+  template <typename WriteOp>
+  void demandWritten(WriteOp op) {
+    auto type = cast<RankedTensorType>(op.getValue().getType());
+    BlockedKind k = kindOfShape(type).value_or(naturalKind(op.getValue()));
+    demand(op.getValueMutable(), k);
+    if (op.getMask())
+      demand(op.getMaskMutable()[0], k);
+  }
   /// The demands `op`, whose result is in `k`, makes on its operands.
   LogicalResult demandOperands(Operation *op, BlockedKind k);
   /// The kinds of `block`'s ops, consumers before producers.
@@ -203,11 +212,11 @@ LogicalResult BlockedAssigner::assignBlock(Block &block) {
   // Consumers before producers: when an op is reached, every use of its result has asked.
   for (Operation *op : llvm::reverse(ops)) {
     if (auto st = dyn_cast<tile::StoreOp>(op)) {
-      auto type = cast<RankedTensorType>(st.getValue().getType());
-      BlockedKind k = kindOfShape(type).value_or(naturalKind(st.getValue()));
-      demand(st.getValueMutable(), k);
-      if (st.getMask())
-        demand(st.getMaskMutable()[0], k);
+      demandWritten(st);
+      continue;
+    }
+    if (auto add = dyn_cast<tile::AtomicAddOp>(op)) {
+      demandWritten(add);
       continue;
     }
     if (auto loop = dyn_cast<scf::ForOp>(op)) {

@@ -217,13 +217,17 @@ LogicalResult LayoutAssigner::demandAll() {
         return red.emitOpError("reduces ") << elem << ": convert-tile-to-mma shuffles f32 or i32";
       return failure(failed(demandUse(red->getOpOperand(0), acc)));
     }
-    if (auto st = dyn_cast<tile::StoreOp>(op)) {
+    // A stored or atomically added value: accumulator rows (2-D) or a row vector.
+    auto written = [&](auto st) -> LogicalResult {
       if (st.getMask())
         return st.emitOpError("has a mask, which convert-tile-to-mma does not handle");
       auto type = cast<RankedTensorType>(st.getValue().getType());
-      OpOperand &value = st.getValueMutable();
-      return failure(failed(demandUse(value, type.getRank() == 2 ? acc : row)));
-    }
+      return failure(failed(demandUse(st.getValueMutable(), type.getRank() == 2 ? acc : row)));
+    };
+    if (auto st = dyn_cast<tile::StoreOp>(op))
+      return written(st);
+    if (auto add = dyn_cast<tile::AtomicAddOp>(op))
+      return written(add);
     if (auto forOp = dyn_cast<scf::ForOp>(op)) {
       auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
       for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {

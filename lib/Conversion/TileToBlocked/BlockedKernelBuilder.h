@@ -63,7 +63,9 @@ private:
   FailureOr<SmallVector<Value>> loadRegs(tile::LoadOp op, Kind k);
   /// An scf.for: its carried tiles as registers (iter_args of the new loop), its body walked.
   LogicalResult emitFor(scf::ForOp op);
-  LogicalResult emitStore(tile::StoreOp op);
+  /// tile.store, or tile.atomic_add (element by element, red.global.add).
+  template <typename WriteOp>
+  LogicalResult emitStore(WriteOp op);
   /// Row reduction of the Tile registers `in` into Row registers.
   FailureOr<SmallVector<Value>> reduceRows(tile::ReduceOp op, ArrayRef<Value> in);
   /// Column reduction of the Tile registers `in` into Col registers.

@@ -466,6 +466,26 @@ VectorAt slotAt(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Value
   return vectorAt(b, loc, d, offsets, Value(), k == Kind::Row ? row : col, width);
 }
 
+/// Adds `values` (the vectors `ats` in turn) into memory element by element with
+/// red.global.add, where `store`, the element's bounds and its `mask` bit hold.
+void addSlots(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<VectorAt> ats,
+              ArrayRef<int64_t> widths, ArrayRef<Value> values, ArrayRef<Value> mask, Value store) {
+  bool f32 = d.elementType.isF32();
+  int64_t first = 0;
+  for (auto [i, at] : llvm::enumerate(ats)) {
+    for (int64_t e = 0; e < widths[i]; ++e) {
+      Value ok = arith::AndIOp::create(b, loc, store, elementOk(b, loc, at, e));
+      if (!mask.empty())
+        ok = arith::AndIOp::create(b, loc, ok, mask[first + e]);
+      tessel::conversion::inlinePtx(
+          b, loc, {}, {values[first + e], ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))},
+          f32 ? "@$1 red.global.add.f32 [$2], $0;" : "@$1 red.global.add.s32 [$2], $0;",
+          f32 ? "f,b,l" : "r,b,l");
+    }
+    first += widths[i];
+  }
+}
+
 } // namespace
 
 FailureOr<SmallVector<Value>> BlockedKernelBuilder::loadRegs(tile::LoadOp op, Kind k) {
@@ -485,7 +505,8 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::loadRegs(tile::LoadOp op, Ki
   return readSlots(b, loc, d, ats, widths, padding);
 }
 
-LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
+template <typename WriteOp>
+LogicalResult BlockedKernelBuilder::emitStore(WriteOp op) {
   Location loc = op.getLoc();
   auto place = placeOf(b, op, op.getDesc(), op.getOffsets(), descs, scalars);
   if (failed(place))
@@ -518,8 +539,14 @@ LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp op) {
     if (!mask.empty())
       llvm::append_range(bits, ArrayRef<Value>(mask).slice(v.first, v.width));
   }
-  writeSlots(b, loc, d, ats, widths, vals, bits, store);
+  if constexpr (std::is_same_v<WriteOp, tile::AtomicAddOp>)
+    addSlots(b, loc, d, ats, widths, vals, bits, store);
+  else
+    writeSlots(b, loc, d, ats, widths, vals, bits, store);
   return success();
 }
+
+template LogicalResult BlockedKernelBuilder::emitStore(tile::StoreOp);
+template LogicalResult BlockedKernelBuilder::emitStore(tile::AtomicAddOp);
 
 } // namespace tessel::blocked

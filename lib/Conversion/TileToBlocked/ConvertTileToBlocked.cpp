@@ -206,6 +206,8 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind 
 LogicalResult BlockedKernelBuilder::emitOp(Operation *op) {
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
+  if (auto add = dyn_cast<tile::AtomicAddOp>(op))
+    return emitStore(add);
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return emitFor(loop);
   if (op->getNumResults() == 1 && isTensor(op->getResult(0).getType())) {

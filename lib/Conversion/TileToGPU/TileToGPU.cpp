@@ -70,7 +70,9 @@ private:
   LogicalResult emitConstant(arith::ConstantOp op);
   LogicalResult emitLoad(tile::LoadOp op);
   LogicalResult emitGather(tile::GatherOp op);
-  LogicalResult emitStore(tile::StoreOp op);
+  /// tile.store, or tile.atomic_add (each element an atomicrmw add).
+  template <typename WriteOp>
+  LogicalResult emitStore(WriteOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitReduce(tile::ReduceOp op);
   LogicalResult emitSoftmax(tile::SoftmaxOp op);
@@ -253,6 +255,8 @@ LogicalResult KernelBuilder::emitOp(Operation *op) {
     return emitLoad(ld);
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
+  if (auto add = dyn_cast<tile::AtomicAddOp>(op))
+    return emitStore(add);
   if (auto g = dyn_cast<tile::GatherOp>(op))
     return emitGather(g);
   if (auto dot = dyn_cast<tile::DotOp>(op))
@@ -445,7 +449,8 @@ LogicalResult KernelBuilder::emitGather(tile::GatherOp op) {
   return success();
 }
 
-LogicalResult KernelBuilder::emitStore(tile::StoreOp op) {
+template <typename WriteOp>
+LogicalResult KernelBuilder::emitStore(WriteOp op) {
   Location loc = op.getLoc();
   auto it = descs.find(op.getDesc());
   if (it == descs.end())
@@ -476,7 +481,13 @@ LogicalResult KernelBuilder::emitStore(tile::StoreOp op) {
         ob.setInsertionPointToStart(ifOp.thenBlock());
         Value v = memref::LoadOp::create(ob, l, *value, idx);
         Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
-        LLVM::StoreOp::create(ob, l, v, ptr);
+        if constexpr (std::is_same_v<WriteOp, tile::AtomicAddOp>)
+          LLVM::AtomicRMWOp::create(ob, l,
+                                    isa<FloatType>(d.elementType) ? LLVM::AtomicBinOp::fadd
+                                                                  : LLVM::AtomicBinOp::add,
+                                    ptr, v, LLVM::AtomicOrdering::monotonic);
+        else
+          LLVM::StoreOp::create(ob, l, v, ptr);
       });
   return success();
 }

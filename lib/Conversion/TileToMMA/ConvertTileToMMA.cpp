@@ -100,6 +100,8 @@ void MmaKernelBuilder::emitPrologue(Location loc) {
 LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
   if (auto st = dyn_cast<tile::StoreOp>(op))
     return emitStore(st);
+  if (auto add = dyn_cast<tile::AtomicAddOp>(op))
+    return emitStore(add);
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return emitVectorLoad(ld);
   if (auto mma = dyn_cast<tilegpu::MmaOp>(op))

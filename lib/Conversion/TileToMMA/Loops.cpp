@@ -13,7 +13,9 @@
 
 namespace tessel::mma {
 
-LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
+template <typename WriteOp>
+LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
+  constexpr bool add = std::is_same_v<WriteOp, tile::AtomicAddOp>;
   Location loc = op.getLoc();
   if (op.getMask())
     return op.emitOpError("has a mask, which convert-tile-to-mma does not handle");
@@ -44,11 +46,40 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
     }
     return std::make_pair(in, elem);
   };
+  // One element: a plain store, or for tile.atomic_add an atomic add (red.global.add: the
+  // result is unused).
+  auto writeOne = [&](Value value, Value ptr) {
+    if constexpr (add)
+      LLVM::AtomicRMWOp::create(
+          b, loc, isa<FloatType>(d.elementType) ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add,
+          ptr, value, LLVM::AtomicOrdering::monotonic);
+    else
+      LLVM::StoreOp::create(b, loc, value, ptr);
+  };
+  if (type.getRank() == 2 && add) {
+    // Atomic adds element by element: no pair form before sm_90.
+    FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
+    if (failed(regs))
+      return failure();
+    int64_t slabs = type.getShape()[1] / 8;
+    for (int64_t s = 0; s < slabs; ++s)
+      for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
+          auto [in, elemOff] = storeAt(entryRows[rr], col, 1, Value());
+          auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          writeOne((*regs)[(rr / 2 * slabs + s) * 4 + rr % 2 * 2 + e],
+                   LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff}));
+        }
+    return success();
+  }
   if (type.getRank() == 2) {
     // Pairs along a row are stored as one 2-element access. Known at compile time to be whole
     // and aligned (unit inner stride, even row stride and width: attention's outputs), they are
     // stored as such; otherwise each pair checks at run time and falls back to its elements.
-    auto md = op.getDesc().getDefiningOp<tile::MakeDescOp>();
+    auto md = op.getDesc().template getDefiningOp<tile::MakeDescOp>();
     int64_t rowStride = constantOf(md.getStrides()[0]), width = constantOf(md.getShape()[1]);
     bool staticPairs = constantOf(md.getStrides()[1]) == 1 && rowStride != INT64_MIN &&
                        rowStride % 2 == 0 && width != INT64_MIN && width % 2 == 0;
@@ -113,11 +144,14 @@ LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp op) {
     auto ifOp = scf::IfOp::create(b, loc, in, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value ptr = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff});
-    LLVM::StoreOp::create(b, loc, (*regs)[h], ptr);
+    writeOne((*regs)[h],
+             LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff}));
   }
   return success();
 }
+
+template LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp);
+template LogicalResult MmaKernelBuilder::emitStore(tile::AtomicAddOp);
 
 LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   Location loc = op.getLoc();

@@ -298,3 +298,19 @@ func.func @load_scalar_tile_result(%d: !tile.desc<1, i32>, %i: i32) -> tensor<4x
   %s = tile.load_scalar %d[%i] : !tile.desc<1, i32> -> tensor<4xi32>
   return %s : tensor<4xi32>
 }
+
+// -----
+
+func.func @atomic_add_f16(%d: !tile.desc<1, f16>, %i: i32, %t: tensor<4xf16>) {
+  // expected-error @+1 {{operand #2 must be statically shaped tensor of 32-bit float or 32-bit signless integer values}}
+  tile.atomic_add %d[%i], %t : !tile.desc<1, f16>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @atomic_add_mask_shape(%d: !tile.desc<1, f32>, %i: i32, %t: tensor<4xf32>, %m: tensor<8xi1>) {
+  // expected-error @+1 {{mask shape 8 does not match value shape 4}}
+  tile.atomic_add %d[%i], %t mask %m : !tile.desc<1, f32>, tensor<4xf32>, tensor<8xi1>
+  return
+}
