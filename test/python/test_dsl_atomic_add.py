@@ -67,6 +67,7 @@ def mixed(x, out):
 
 @pytest.mark.parametrize("kernel,dtype,tag,message", [
     (half_sums, np.float16, "L1", "tl.atomic_add: adds into f32 or i32 descriptors, not f16"),
+    (half_sums, np.uint16, "L1", "tl.atomic_add: adds into f32 or i32 descriptors, not bf16"),
     (mixed, np.float32, "L2", "tl.atomic_add: a i32 tile into a f32 descriptor"),
 ])
 def test_errors_are_located(kernel, dtype, tag, message):
