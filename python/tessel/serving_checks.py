@@ -118,13 +118,13 @@ def _fast_blocks(kind, dtype, D, strides, page=None):
     """(64, 64) where the serving kernels (varlen, the cache kernel, the split-KV program) take
     the GPU's fast paths, else None (the reference lowering's blocks stay): CUDA f16/bf16 at
     head dim 64 or 128, row and head strides of whole 16-byte chunks (cp.async), pages a
-    multiple of the key block (a page looked up per block, the next ahead of its copy, or a
-    page per split). test_serving_gpu.py's cases at 64x64 passed on the H200 on 2026-12-02;
-    against the reference lowering's blocks decode measured 1.02x cuDNN instead of 0.04-0.12x
-    (docs/bench/2026-12-02-h200-decode.md)."""
+    multiple of 16 rows (a page looked up per key block, the next ahead of its copy; the caller
+    narrows the key block to pages of 16 and 32 rows, _page_block). test_serving_gpu.py's cases
+    at 64x64 passed on the H200 on 2026-12-02; against the reference lowering's blocks decode
+    measured 1.02x cuDNN instead of 0.04-0.12x (docs/bench/2026-12-02-h200-decode.md)."""
     if kind != "cuda" or dtype not in ("f16", "bf16") or D not in (64, 128):
         return None
-    if any(s % 8 for s in strides) or (page and page % 64):
+    if any(s % 8 for s in strides) or (page and page % 16):
         return None
     return 64, 64
 

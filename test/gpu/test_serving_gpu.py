@@ -198,6 +198,8 @@ SPLIT = {
     "decode-gqa-64k": (2, 1, 16, 2, 128, [65536, 777], None),
     "decode-gqa-p256": (4, 1, 32, 8, 128, [0, 1, 4097, 20000], 256),
     "decode-mqa-p16": (3, 1, 8, 1, 64, [7, 500, 1025], 16),
+    "decode-gqa-p16": (2, 1, 32, 8, 128, [3000, 17], 16),    # pages of 16 and 32 rows: key
+    "decode-gqa-p32": (2, 1, 32, 8, 128, [33, 5000], 32),    # blocks of one page
     "decode-mha-d64": (3, 1, 4, 4, 64, [33, 2500, 0], None),
     "sq4-gqa3-p64": (3, 4, 6, 2, 128, [4, 300, 3000], 64),    # a group of 3: padding rows
     "sq2-gqa-contig": (2, 2, 32, 8, 128, [1, 9000], None),     # q packed [B, Hkv, G·Sq, D]

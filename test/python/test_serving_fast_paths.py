@@ -55,18 +55,20 @@ def test_paged_cache_takes_the_fast_paths(chip, codegen, tmp_path, monkeypatch):
     assert kvcache(False, 64).binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
 
 
-def splitkv(page):
+def splitkv(page, block_n=64):
     x, i32, f32 = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
     return splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4,
                                  4 * D, 4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, QR=D, OR=D,
                                  k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D, D=D, BLOCK_M=64,
-                                 BLOCK_N=64, PAGE=page, CAUSAL=True, DIRECT=False)
+                                 BLOCK_N=block_n, PAGE=page, CAUSAL=True, DIRECT=False)
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
-@pytest.mark.parametrize("page", [0, 256, 64], ids=["contiguous", "paged256", "paged64"])
+@pytest.mark.parametrize("page", [0, 256, 64, 32, 16],
+                         ids=["contiguous", "paged256", "paged64", "paged32", "paged16"])
 def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monkeypatch):
+    # Pages of 16 and 32 rows: key blocks of one page (serving_checks._page_block).
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    kernel = splitkv(page)
+    kernel = splitkv(page, min(64, page or 64))
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
