@@ -168,6 +168,12 @@ def _as_jit(fn, what):
 #   (160 KiB of its 163). test/Conversion/TileToMMA/head-dim-256.mlir.
 GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256): (64, 64),
               ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 256): (128, 64)}
+# Where no mask hides keys (not causal, no mask_mod), blocks that differ from the above: on
+# sm_90a at d128 two warpgroups of 64 rows over 128 keys a step (K/V blocks shared by twice the
+# rows) measured +6 % to +17 % over 64x64 at 1k-32k in fp16 and bf16 on the H200, while causal
+# kernels lost up to 17 % with them at short lengths (the diagonal blocks, fewer CTAs)
+# (docs/bench/2026-12-02-h200-forward-blocks.md).
+GPU_BLOCKS_UNMASKED = {("sm_90a", 128): (128, 128)}
 _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
 # at the next of them, q, k and v padded with zero columns (padded_head_dim).
@@ -210,8 +216,11 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     return (o, lse) if return_lse else o
 
 
-def gpu_blocks(D, dtype, nq, nk, chip="sm_80"):
-    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip."""
+def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False):
+    """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
+    `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED)."""
+    if unmasked and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_UNMASKED:
+        return GPU_BLOCKS_UNMASKED[(chip, D)]
     hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
     if hit is not None:
         return hit
@@ -434,7 +443,7 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
     # both, which is correct everywhere and fastest on the first.
     chip = _chip_for_blocks(q)
-    dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip)
+    dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None)
     BM, BN = block_m or dm, block_n or dn
     # The kernel reads BHSD rows with stride D: non-contiguous inputs are copied.
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
