@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
@@ -117,6 +118,33 @@ LogicalResult KernelWalker::walk(func::FuncOp program) {
   if (failed(emitBlock(program.getBody().front())))
     return failure();
   gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+LogicalResult
+KernelWalker::emitCarriedLoop(scf::ForOp op, ValueRange inits,
+                              function_ref<void(ValueRange, ValueRange)> bind,
+                              function_ref<FailureOr<SmallVector<Value>>(scf::YieldOp)> yields) {
+  Location loc = op.getLoc();
+  auto newFor = scf::ForOp::create(b, loc, scalars.lookup(op.getLowerBound()),
+                                   scalars.lookup(op.getUpperBound()), scalars.lookup(op.getStep()),
+                                   inits);
+  Block *body = newFor.getBody();
+  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+    body->back().erase();
+  b.setInsertionPointToEnd(body);
+  scalars.map(op.getInductionVar(), newFor.getInductionVar());
+  bind(newFor.getRegionIterArgs(), op.getRegionIterArgs());
+  FailureOr<SmallVector<Value>> yielded = failure();
+  if (succeeded(emitBlock(*op.getBody())))
+    yielded = yields(cast<scf::YieldOp>(op.getBody()->getTerminator()));
+  // On failure the loop still gets a terminator (its iter_args): the IR stays well formed.
+  scf::YieldOp::create(
+      b, loc, succeeded(yielded) ? ValueRange(*yielded) : ValueRange(newFor.getRegionIterArgs()));
+  b.setInsertionPointAfter(newFor);
+  if (failed(yielded))
+    return failure();
+  bind(newFor.getResults(), op.getResults());
   return success();
 }
 

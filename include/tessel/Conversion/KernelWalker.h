@@ -20,6 +20,10 @@ class ModuleOp;
 namespace func {
 class FuncOp;
 } // namespace func
+namespace scf {
+class ForOp;
+class YieldOp;
+} // namespace scf
 } // namespace mlir
 
 namespace tessel::conversion {
@@ -64,6 +68,15 @@ protected:
   mlir::LogicalResult walk(mlir::func::FuncOp program);
   /// Every op of `block` but its terminator, in order.
   mlir::LogicalResult emitBlock(mlir::Block &block);
+  /// An scf.for whose carried values are flat lists of lowered values (a tile's registers, a
+  /// scalar): a new loop from `inits`, the induction variable mapped, `bind(flat, targets)` to
+  /// map a flat list onto the old loop's iter_args (then its results), the body walked and
+  /// `yields(terminator)` for the flat list it yields. The insertion point ends after the loop.
+  mlir::LogicalResult emitCarriedLoop(
+      mlir::scf::ForOp op, mlir::ValueRange inits,
+      llvm::function_ref<void(mlir::ValueRange, mlir::ValueRange)> bind,
+      llvm::function_ref<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(mlir::scf::YieldOp)>
+          yields);
   virtual void emitPrologue(mlir::Location loc) {}
   /// An op that is not a grid query, a tile.make_desc or a tile.load_scalar.
   virtual mlir::LogicalResult emitOp(mlir::Operation *op) = 0;

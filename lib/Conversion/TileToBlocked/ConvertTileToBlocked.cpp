@@ -99,10 +99,7 @@ LogicalResult BlockedKernelBuilder::emitFor(scf::ForOp op) {
     counts.push_back(r.size());
     inits.append(r.begin(), r.end());
   }
-  auto newFor = scf::ForOp::create(b, loc, scalars.lookup(op.getLowerBound()),
-                                   scalars.lookup(op.getUpperBound()), scalars.lookup(op.getStep()),
-                                   inits);
-  auto unflatten = [&](ValueRange flat, ValueRange targets) {
+  auto bind = [&](ValueRange flat, ValueRange targets) {
     size_t pos = 0;
     for (auto [i, t] : llvm::enumerate(targets)) {
       if (isTensor(t.getType()))
@@ -113,33 +110,24 @@ LogicalResult BlockedKernelBuilder::emitFor(scf::ForOp op) {
       pos += counts[i];
     }
   };
-  OpBuilder::InsertionGuard guard(b);
-  Block *body = newFor.getBody();
-  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-    body->back().erase();
-  b.setInsertionPointToEnd(body);
-  scalars.map(op.getInductionVar(), newFor.getInductionVar());
-  unflatten(newFor.getRegionIterArgs(), op.getRegionIterArgs());
-  if (failed(emitBlock(*op.getBody())))
-    return failure();
-  SmallVector<Value> yielded;
-  for (auto [v, arg] :
-       llvm::zip(op.getBody()->getTerminator()->getOperands(), op.getRegionIterArgs())) {
-    if (!isTensor(v.getType())) {
-      yielded.push_back(scalars.lookup(v));
-      continue;
+  return emitCarriedLoop(op, inits, bind, [&](scf::YieldOp yield) {
+    SmallVector<Value> yielded;
+    for (auto [v, arg] : llvm::zip(yield.getOperands(), op.getRegionIterArgs())) {
+      if (!isTensor(v.getType())) {
+        yielded.push_back(scalars.lookup(v));
+        continue;
+      }
+      if (!kinds.count(v))
+        return FailureOr<SmallVector<Value>>(
+            op.emitOpError("yields a tile without a blocked layout"));
+      SmallVector<Value> &r = regsOf(v, kinds.lookup(arg));
+      if (static_cast<int64_t>(r.size()) != L.count(kinds.lookup(arg)))
+        return FailureOr<SmallVector<Value>>(
+            op.emitOpError("yields a tile in another layout than the one it carries"));
+      yielded.append(r.begin(), r.end());
     }
-    if (!kinds.count(v))
-      return op.emitOpError("yields a tile without a blocked layout");
-    SmallVector<Value> &r = regsOf(v, kinds.lookup(arg));
-    if (static_cast<int64_t>(r.size()) != L.count(kinds.lookup(arg)))
-      return op.emitOpError("yields a tile in another layout than the one it carries");
-    yielded.append(r.begin(), r.end());
-  }
-  scf::YieldOp::create(b, loc, yielded);
-  b.setInsertionPointAfter(newFor);
-  unflatten(newFor.getResults(), op.getResults());
-  return success();
+    return FailureOr<SmallVector<Value>>(yielded);
+  });
 }
 
 FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind k) {

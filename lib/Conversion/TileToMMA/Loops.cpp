@@ -192,17 +192,7 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
     counts.back() = regs->size();
     inits.append(regs->begin(), regs->end());
   }
-  auto newFor = scf::ForOp::create(b, loc, scalars.lookup(op.getLowerBound()),
-                                   scalars.lookup(op.getUpperBound()), scalars.lookup(op.getStep()),
-                                   inits);
-  Block *body = newFor.getBody();
-  OpBuilder::InsertionGuard guard(b);
-  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-    body->back().erase();
-  b.setInsertionPointToEnd(body);
-  scalars.map(op.getInductionVar(), newFor.getInductionVar());
-  lazy.emplace_back();
-  auto unflatten = [&](ValueRange flat, ValueRange targets) {
+  auto bind = [&](ValueRange flat, ValueRange targets) {
     size_t pos = 0;
     for (auto [i, t] : llvm::enumerate(targets)) {
       SmallVector<Value> regs(flat.begin() + pos, flat.begin() + pos + counts[i]);
@@ -215,11 +205,10 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
       }
     }
   };
-  unflatten(newFor.getRegionIterArgs(), op.getRegionIterArgs());
-  LogicalResult result = emitBlock(*op.getBody());
-  SmallVector<Value> yielded;
-  if (succeeded(result)) {
-    auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  // Values the body computes lazily are kept to its scope.
+  lazy.emplace_back();
+  LogicalResult result = emitCarriedLoop(op, inits, bind, [&](scf::YieldOp yield) {
+    SmallVector<Value> yielded;
     for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
       FailureOr<SmallVector<Value>> regs = SmallVector<Value>();
       switch (kinds[i]) {
@@ -228,23 +217,14 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
       case Carried::OperandA: regs = wgmmaA(v, yield); break;
       case Carried::Registers: regs = materialize(v, layouts[i], yield); break;
       }
-      if (failed(regs)) {
-        result = failure();
-        break;
-      }
+      if (failed(regs))
+        return FailureOr<SmallVector<Value>>(failure());
       yielded.append(regs->begin(), regs->end());
     }
-  }
-  if (succeeded(result))
-    scf::YieldOp::create(b, loc, yielded);
-  else
-    scf::YieldOp::create(b, loc, ValueRange(newFor.getRegionIterArgs()));
+    return FailureOr<SmallVector<Value>>(yielded);
+  });
   lazy.pop_back();
-  b.setInsertionPointAfter(newFor);
-  if (failed(result))
-    return failure();
-  unflatten(newFor.getResults(), op.getResults());
-  return success();
+  return result;
 }
 
 } // namespace tessel::mma
