@@ -287,6 +287,10 @@ def test_gpu_block_sizes():
     assert gpu_blocks(96, "f16", 10, 1000) == (16, 32)
     # sm_90a (wgmma): one warpgroup of 64 query rows; 64 keys at d128, 128 at d64.
     assert gpu_blocks(128, "f16", 1000, 1000, "sm_90a") == (64, 64)
+    # No mask (not causal, no mask_mod): two warpgroups over 128 keys at d128 on sm_90a only.
+    assert gpu_blocks(128, "bf16", 1000, 1000, "sm_90a", unmasked=True) == (128, 128)
+    assert gpu_blocks(128, "f16", 1000, 1000, "sm_80", unmasked=True) == (128, 64)
+    assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a", unmasked=True) == (64, 128)
     assert gpu_blocks(128, "bf16", 7, 7, "sm_90a") == (64, 64)
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
     assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
