@@ -111,7 +111,7 @@ def main():
             k = torch.randn(B, Hkv, N, D, device="cuda", dtype=TORCH[dtype])
             v = torch.randn(B, Hkv, N, D, device="cuda", dtype=TORCH[dtype])
             # The blocks tessel.attention picks on this GPU's chip.
-            bm, bn = gpu_blocks(D, dtype, N, N, CHIP)
+            bm, bn = gpu_blocks(D, dtype, N, N, CHIP, unmasked=not causal)
             o, info = run_tessel(opts.tessel_run, tmp, dtype, causal, q, k, v, bm, block_n=bn)
             row = {"dtype": dtype, "b": B, "h": H, "hkv": Hkv, "n": N, "d": D, "causal": causal, **info}
             if o is not None:
@@ -133,7 +133,7 @@ def main():
             N, H, B = 4096, 2048 // D, 4
             q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
             flops = 4 * B * H * N * N * D
-            bm, bn = gpu_blocks(D, "f16", N, N, CHIP)
+            bm, bn = gpu_blocks(D, "f16", N, N, CHIP, unmasked=True)
             _, info = run_tessel(opts.tessel_run, tmp, "f16", False, q, k, v, bm, repeats=10,
                                  block_n=bn)
             m = math_ms(q, k, v, False)

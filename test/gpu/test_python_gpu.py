@@ -150,9 +150,10 @@ def test_attention_matches_float32(dtype, D, causal, case):
     # tessel.attention itself.
     o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=Hkv != H, return_lse=True)
     assert o.dtype == dtype and o.shape == q.shape and lse.shape == (B, H, Nq)
-    # The kernel directly, outputs poisoned.
+    # The kernel directly, outputs poisoned, at tessel.attention's blocks (no mask_mod here:
+    # unmasked unless causal).
     bm, bn = gpu_blocks(D, tessel.gpu.torch_dtype_name(q), Nq, Nk,
-                        tessel.gpu.chip_of(q.get_device()))
+                        tessel.gpu.chip_of(q.get_device()), unmasked=not causal)
     o2 = torch.full_like(q, float("nan"))
     lse2 = torch.full((B, H, Nq), float("nan"), device="cuda")
     kernel = attention_kernel.warmup(q, k, v, o2, lse2, Nq, Nk, H, Hkv, scale, D=D, BLOCK_M=bm,
