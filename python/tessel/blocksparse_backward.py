@@ -147,7 +147,7 @@ def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, s
     dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
     q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], kv_idx.shape)
     st = tl.dot(kt, qt.T)
-    if D >= 128:
+    if D == 128:
         dp = tl.dot(vt, dot_.T)                 # beside Sᵀ, as backward.py's key-rows program
     s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
     lse = tl.load(ld, (i,), shape=(BLOCK_M,))
@@ -158,7 +158,7 @@ def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, s
         s2 = tl.where(q_idx < nq, s2, float("-inf"))
     p = tl.exp2(s2 - lse2[None, :])
     dv_acc += tl.dot(p.to(dot_.dtype), dot_)
-    if D < 128:
+    if D != 128:
         dp = tl.dot(vt, dot_.T)
     ds = p * (dp - tl.load(dd, (i,), shape=(BLOCK_M,))[None, :])
     if SCORE_MOD is not None:

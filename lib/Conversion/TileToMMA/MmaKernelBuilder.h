@@ -128,7 +128,7 @@ private:
   /// The B operand of `op` in shared memory, a tilegpu.local_load, and whether it is the
   /// transpose of the stored block.
   FailureOr<std::pair<SharedView, bool>> dotB(Value bOperand, Operation *op);
-  /// tile.store, or tile.atomic_add (element by element, red.global.add).
+  /// tile.store, or tile.atomic_add (element by element: llvm.atomicrmw, a RED in SASS).
   template <typename WriteOp>
   LogicalResult emitStore(WriteOp op);
   /// A row or column vector (a 1-D tile.load in a slice layout) read into registers.
