@@ -6,42 +6,20 @@ import re
 import numpy as np
 import pytest
 
+from atomic_kernels import histogram, overlapping
 from dsl_helpers import assert_located
 import tessel
 from tessel import language as tl
 from tessel.cache import GpuOptions
 
 
-@tessel.jit
-def overlapping(x, out, n, BLOCK: tl.constexpr):
-    """Program p adds rows [p, p + BLOCK) of x into rows [p, p + BLOCK) of out: neighbours
-    overlap, and the last programs run past the end (dropped)."""
-    p = tl.program_id(0)
-    xd = tl.make_desc(x, shape=(n, 8), strides=(8, 1))
-    od = tl.make_desc(out, shape=(n, 8), strides=(8, 1))
-    tl.atomic_add(od, (p, 0), tl.load(xd, (p, 0), shape=(BLOCK, 8)))
-
-
 def test_overlapping_programs_sum():
     x = np.random.default_rng(0).standard_normal((10, 8)).astype(np.float32)
     out = np.ones((10, 8), np.float32)
-    overlapping[(10,)](x, out, 10, BLOCK=4)
+    overlapping[(10,)](x, out, 10, W=8, BLOCK=4)
     # Row r is added by programs max(0, r - 3) .. r: min(r + 1, 4) times.
     times = np.minimum(np.arange(10) + 1, 4)[:, None]
     np.testing.assert_allclose(out, 1 + times * x, rtol=1e-6, atol=1e-6)
-
-
-@tessel.jit
-def histogram(keys, counts, n, bins, BLOCK: tl.constexpr):
-    """counts[keys[i]] += 1 for the keys of this program's block; keys outside [0, bins) and
-    past n are not counted (the mask and the bounds)."""
-    p = tl.program_id(0)
-    kd = tl.make_desc(keys, shape=(n,), strides=(1,))
-    cd = tl.make_desc(counts, shape=(bins,), strides=(1,))
-    for i in range(0, BLOCK):
-        k = tl.load_scalar(kd, (p * BLOCK + i,), padding=-1)
-        ok = tl.full((1,), (k >= 0) & (k < bins), tl.int1)
-        tl.atomic_add(cd, (tl.maximum(k, 0),), tl.full((1,), 1, tl.int32), mask=ok)
 
 
 def test_int32_counts_with_a_mask():
@@ -104,7 +82,8 @@ def test_every_lowering_adds_atomically(chip, codegen, marker):
     assert not re.search(r"st\.global\.(v2\.)?f32", ptx)        # adds, never plain stores
     # A program without dots: under auto the blocked path, which adds with red.global.add.
     x = np.zeros((10, 8), np.float32)
-    ptx = overlapping.warmup(x, x, 10, BLOCK=4).binary(GpuOptions(chip=chip, codegen=codegen)).ptx
+    ptx = overlapping.warmup(x, x, 10, W=8, BLOCK=4).binary(
+        GpuOptions(chip=chip, codegen=codegen)).ptx
     assert ("red.global.add.f32" if codegen == "auto" else "atom.global.add.f32") in ptx
 
 
