@@ -163,4 +163,10 @@ SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands
   return SmallVector<Value>(b.create(state)->getResults());
 }
 
+void atomicAddAt(OpBuilder &b, Location loc, Value ptr, Value value) {
+  LLVM::AtomicRMWOp::create(
+      b, loc, isa<FloatType>(value.getType()) ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add,
+      ptr, value, LLVM::AtomicOrdering::monotonic);
+}
+
 } // namespace tessel::conversion

@@ -64,6 +64,11 @@ llvm::SmallVector<mlir::Value> inlinePtx(mlir::OpBuilder &b, mlir::Location loc,
                                          llvm::StringRef text, llvm::StringRef constraints,
                                          bool sideEffects = true);
 
+/// `*ptr += value` as one relaxed atomic read-modify-write (fadd for floats, add for integers)
+/// whose result is unused: tile.atomic_add's element on the reference and fast paths (PTX
+/// atom.global.add, a RED in SASS).
+void atomicAddAt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value value);
+
 } // namespace tessel::conversion
 
 #endif // TESSEL_CONVERSION_SCALARLOWERING_H

@@ -80,7 +80,6 @@ LogicalResult BlockedKernelBuilder::build(func::FuncOp program) {
 }
 
 LogicalResult BlockedKernelBuilder::emitFor(scf::ForOp op) {
-  Location loc = op.getLoc();
   // Each iter_arg is carried as its registers (a tile, in its kind) or its scalar.
   SmallVector<int64_t> counts;
   SmallVector<Value> inits;

@@ -482,10 +482,7 @@ LogicalResult KernelBuilder::emitStore(WriteOp op) {
         Value v = memref::LoadOp::create(ob, l, *value, idx);
         Value ptr = LLVM::GEPOp::create(ob, l, ptrType, d.elementType, d.base, ValueRange{address});
         if constexpr (std::is_same_v<WriteOp, tile::AtomicAddOp>)
-          LLVM::AtomicRMWOp::create(ob, l,
-                                    isa<FloatType>(d.elementType) ? LLVM::AtomicBinOp::fadd
-                                                                  : LLVM::AtomicBinOp::add,
-                                    ptr, v, LLVM::AtomicOrdering::monotonic);
+          tessel::conversion::atomicAddAt(ob, l, ptr, v);
         else
           LLVM::StoreOp::create(ob, l, v, ptr);
       });

@@ -46,22 +46,21 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
     }
     return std::make_pair(in, elem);
   };
-  // One element: a plain store, or for tile.atomic_add an atomic add (red.global.add: the
-  // result is unused).
+  // One element: a plain store, or for tile.atomic_add an atomic add.
   auto writeOne = [&](Value value, Value ptr) {
     if constexpr (add)
-      LLVM::AtomicRMWOp::create(
-          b, loc, isa<FloatType>(d.elementType) ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add,
-          ptr, value, LLVM::AtomicOrdering::monotonic);
+      tessel::conversion::atomicAddAt(b, loc, ptr, value);
     else
       LLVM::StoreOp::create(b, loc, value, ptr);
   };
+  // The first of the two accumulator registers a thread holds at (row slot rr, column slab s).
+  int64_t slabs = type.getRank() == 2 ? type.getShape()[1] / 8 : 0;
+  auto pairReg = [&](int64_t rr, int64_t s) { return (rr / 2 * slabs + s) * 4 + rr % 2 * 2; };
   if (type.getRank() == 2 && add) {
     // Atomic adds element by element: no pair form before sm_90.
     FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
     if (failed(regs))
       return failure();
-    int64_t slabs = type.getShape()[1] / 8;
     for (int64_t s = 0; s < slabs; ++s)
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
         for (int64_t e = 0; e < 2; ++e) {
@@ -70,7 +69,7 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
           auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(ifOp.thenBlock());
-          writeOne((*regs)[(rr / 2 * slabs + s) * 4 + rr % 2 * 2 + e],
+          writeOne((*regs)[pairReg(rr, s) + e],
                    LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff}));
         }
     return success();
@@ -89,11 +88,10 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
     Type elem = type.getElementType();
     auto vt = VectorType::get({2}, elem);
     int64_t pairBytes = elem.getIntOrFloatBitWidth() / 4;
-    int64_t slabs = type.getShape()[1] / 8;
     for (int64_t s = 0; s < slabs; ++s) {
       Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
-        int64_t reg = (rr / 2 * slabs + s) * 4 + rr % 2 * 2;
+        int64_t reg = pairReg(rr, s);
         auto [in, elemOff] = storeAt(entryRows[rr], col, 2, Value());
         auto pairPtr = [&] {
           return LLVM::GEPOp::create(b, loc, ptr1, elem, d.base, ValueRange{elemOff});
@@ -154,7 +152,6 @@ template LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp);
 template LogicalResult MmaKernelBuilder::emitStore(tile::AtomicAddOp);
 
 LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
-  Location loc = op.getLoc();
   // How each iter_arg is carried: registers in a layout (Acc, Row), the b32 registers of a
   // wgmma A operand (P of the overlapped schedule), a scalar (also a shared buffer: its byte
   // offset), or nothing at run time (a token of copies in flight: the waits name groups by
