@@ -65,3 +65,9 @@ for B, N in ((4, 4096), (1, 16384)):
                          "tessel-run": flops / rr["median_ms"] / 1e9 if rr.get("median_ms") else rr.get("stderr", "")[-200:]}
                     rows.append(r); print(json.dumps(r), flush=True)
 if a.json: json.dump(rows, open(a.json, "w"), indent=1)
+
+# The backward's host-side Δ (torch) at d128 n16k, b1 h16: what it costs beside the programs.
+o, do = (torch.randn(1, 16, 16384, 128, device="cuda", dtype=torch.float16) for _ in range(2))
+dlse = torch.zeros(1, 16, 16384, device="cuda")
+ms = do_bench(lambda: (o.float() * do.float()).sum(-1) - dlse, warmup=25, rep=100, return_mode="median")
+print(json.dumps({"delta_torch_ms": ms}), flush=True)
