@@ -172,6 +172,50 @@ static llvm::SmallVector<tessel::KernelLaunchInfo> collectLaunchInfo(ModuleOp lo
   return kernels;
 }
 
+/// Compiles result.ptx again with `.minnctapersm` on the kernels whose registers cap their
+/// occupancy below what their shared memory allows (occupancyHint), and keeps the new PTX and
+/// cubin when every hinted kernel compiled without spilling more than before; otherwise keeps
+/// the first. One more ptxas run for such modules (returns whether it ran), none for the others.
+static bool askForOccupancy(tessel::CompiledModule &result, const tessel::TargetOptions &options) {
+  tessel::ChipLimits limits = tessel::chipLimits(options.chip);
+  auto resourcesOf = [](const tessel::CompiledModule &m,
+                        llvm::StringRef name) -> const tessel::KernelResources * {
+    for (const tessel::KernelResources &r : m.resources)
+      if (r.kernel == name)
+        return &r;
+    return nullptr;
+  };
+  std::string hinted = result.ptx;
+  llvm::SmallVector<std::pair<std::string, unsigned>> asked;
+  for (const tessel::KernelLaunchInfo &kernel : result.kernels) {
+    const tessel::KernelResources *used = resourcesOf(result, kernel.name);
+    if (!used)
+      continue;
+    if (unsigned ctas = tessel::occupancyHint(limits, kernel, *used)) {
+      hinted = tessel::withMinCtasPerSM(hinted, kernel.name, ctas);
+      asked.push_back({kernel.name, ctas});
+    }
+  }
+  if (asked.empty() || hinted == result.ptx)
+    return false;
+  tessel::CompiledModule again;
+  std::string error;
+  if (!tessel::runPtxas(hinted, options.chip, options.toolkit, again, error))
+    return true;
+  for (auto [name, ctas] : asked) {
+    const tessel::KernelResources *before = resourcesOf(result, name);
+    const tessel::KernelResources *after = resourcesOf(again, name);
+    if (!after || after->spillStoreBytes > before->spillStoreBytes ||
+        after->spillLoadBytes > before->spillLoadBytes)
+      return true;
+  }
+  result.ptx = std::move(hinted);
+  result.cubin = std::move(again.cubin);
+  result.ptxasLog = std::move(again.ptxasLog);
+  result.resources = std::move(again.resources);
+  return true;
+}
+
 namespace {
 /// Wall time of the steps of one compile, appended to CompiledModule::timings.
 class StageClock {
@@ -312,5 +356,7 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
   if (!runPtxas(result.ptx, options.chip, options.toolkit, result, error))
     return module.emitError() << error;
   clock.lap("ptxas");
+  if (flags.occupancyHints && askForOccupancy(result, options))
+    clock.lap("ptxas again (occupancy)");
   return result;
 }

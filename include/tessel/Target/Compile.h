@@ -53,6 +53,33 @@ struct KernelLaunchInfo {
 /// Parses the output of `ptxas -v`; kernels appear in the order ptxas reports them.
 llvm::SmallVector<KernelResources> parsePtxasReport(llvm::StringRef log);
 
+/// What one SM holds (sm_80 and sm_90 alike, but for the shared memory).
+struct ChipLimits {
+  int64_t sharedBytesPerSM = 228 * 1024;
+  int64_t sharedReservedPerCTA = 1024;
+  unsigned registersPerSM = 65536;
+  unsigned registerAllocationUnit = 256; ///< registers, per warp
+  unsigned maxRegistersPerThread = 255;
+  unsigned threadsPerSM = 2048;
+  unsigned ctasPerSM = 32;
+};
+ChipLimits chipLimits(llvm::StringRef chip);
+/// CTAs of `threads` threads and `sharedBytes` of shared memory that one SM can hold, by shared
+/// memory and threads (registers aside).
+unsigned ctasByShared(const ChipLimits &limits, unsigned threads, int64_t sharedBytes);
+/// CTAs one SM can hold by registers when each thread uses `registers`.
+unsigned ctasByRegisters(const ChipLimits &limits, unsigned threads, unsigned registers);
+/// Registers a thread may use for `ctas` CTAs of `threads` threads to share an SM.
+unsigned registerBudget(const ChipLimits &limits, unsigned threads, unsigned ctas);
+/// The CTAs per SM to ask ptxas for (`.minnctapersm`) where a kernel's registers, not its shared
+/// memory, cap its occupancy and a few registers less would let one more CTA in; 0 for none
+/// (lib/Target/Occupancy.cpp says why).
+unsigned occupancyHint(const ChipLimits &limits, const KernelLaunchInfo &kernel,
+                       const KernelResources &used);
+/// `ptx` with `.minnctapersm ctas` among the directives of entry `kernel` (unchanged when the
+/// entry is not there).
+std::string withMinCtasPerSM(llvm::StringRef ptx, llvm::StringRef kernel, unsigned ctas);
+
 /// How far `compileModule` goes.
 enum class Stage { LLVM, PTX, Cubin };
 
@@ -73,6 +100,10 @@ struct CompileFlags {
   /// Verify the IR after every pass of the lowering (as tessel-opt does). Off: verify once,
   /// after the lowering, before the module reaches LLVM IR translation.
   bool verifyEachPass = true;
+  /// Where a kernel's registers cap its CTAs per SM below what its shared memory allows, ask
+  /// ptxas again with `.minnctapersm` and keep that cubin if it spills nothing
+  /// (lib/Target/Occupancy.cpp).
+  bool occupancyHints = true;
 };
 
 struct CompiledModule {

@@ -1,0 +1,46 @@
+"""Occupancy hints (lib/Target/Occupancy.cpp): where a kernel's registers, not its shared memory,
+cap its CTAs per SM and a few registers less would let one more in, the cubin is compiled again
+with `.minnctapersm` and kept if nothing spills.
+
+The d128 64×64 forward on sm_90a (64 KiB of shared memory: three CTAs an SM) took 171 registers
+without the hint (two CTAs) and ran ~20 % slower on the H200
+(docs/bench/2026-12-03-h200-occupancy.md). Needs ptxas (CUDA's toolkit), not a GPU."""
+import re
+
+import numpy as np
+import pytest
+
+from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the path)
+import tessel
+from tessel import cache
+
+
+def _binary(tmp_path, D, causal, bm, bn, chip="sm_90a"):
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    x = np.zeros((1, 2, 256, D), np.float16)
+    k = tessel.compile_attention(x, x, x, causal=causal, block_m=bm, block_n=bn)
+    return cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
+
+
+def test_registers_fit_the_ctas_the_shared_memory_allows(tmp_path):
+    b = _binary(tmp_path, 128, False, 64, 64)
+    assert b.dynamic_shared_bytes == 64 * 1024       # three CTAs of 64 KiB on a 228 KiB SM
+    assert re.search(r"\.minnctapersm 3\n\{", b.ptx), "the hint precedes the body"
+    regs = b.manifest["registers"]
+    assert 0 < regs <= 168, regs                     # 65536 / (3 CTAs × 128 threads), by 8
+
+
+def test_no_hint_where_the_shared_memory_is_the_bound(tmp_path):
+    # d128 128x128: 128 KiB of shared memory, one CTA an SM whatever the registers.
+    b = _binary(tmp_path, 128, False, 128, 128)
+    assert ".minnctapersm" not in b.ptx
+
+
+def test_no_hint_far_from_the_budget(tmp_path):
+    # sm_80 d64 128x64: ~245 registers where three CTAs would leave 168; asking would spill.
+    b = _binary(tmp_path, 64, False, 128, 64, chip="sm_80")
+    assert ".minnctapersm" not in b.ptx
+    assert b.manifest["registers"] > 200
