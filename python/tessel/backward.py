@@ -266,6 +266,28 @@ def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, bl
     return (B, H, Nq, D, Hkv, Nk), scale, constexprs
 
 
+def delta_block(D):
+    """Query rows of one Δ program: 4096 elements of O a program (64 rows at d64, 32 at d128, 16
+    at d256) — a memory-bound program of 32–56 registers on the blocked lowering, many
+    programs to spread the reads over the SMs."""
+    return max(16, min(64, 4096 // max(D, 1)))
+
+
+def delta_cuda(o, do, dlse):
+    """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (contiguous) and float32
+    dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
+    `(o.float() * do.float()).sum(-1) - dlse` wrote and read two float32 copies (0.37 ms at
+    b1 h16 n16k d128 on the H200, docs/bench/2026-12-03-h200-occupancy.md)."""
+    torch = gpu.torch_module()
+    B, H, Nq, D = o.shape
+    delta = torch.empty((B, H, Nq), dtype=torch.float32, device=o.device)
+    if B * H and Nq:
+        bm = delta_block(D)
+        attention_bwd_delta[fold_grid(-(-Nq // bm), B * H)](o, do, dlse, delta, Nq, D=D,
+                                                            BLOCK_M=bm)
+    return delta
+
+
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
          delta_ready=False, dq_cx=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
@@ -459,7 +481,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
                              enable_gqa, dlse, block_m, block_n):
     """The backward on CUDA tensors. fp16/bf16 at head dims 64 and 128 take the fast paths
     (codegen auto: wgmma on sm_90a, mma.sync on sm_80): the dQ program and the key-rows dK/dV
-    program, Δ by torch (a row sum of dO∘O, memory-bound). The rest runs the three programs of
+    program, Δ by attention_bwd_delta (delta_cuda). The rest runs the three programs of
     the interpreter on the reference lowering, with the small blocks it needs."""
     torch = gpu.torch_module()
     q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
@@ -488,7 +510,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         delta = torch.empty_like(lse)
         _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
         return dq, dk, dv
-    delta = (o.float() * do.float()).sum(-1) - dlse
+    delta = delta_cuda(o, do, dlse)
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows=True,
