@@ -30,9 +30,25 @@ from .jit import JITFunction, jit
 
 
 @jit
+def rows_desc(x, n, D: tl.constexpr, rows, b, h, RS: tl.constexpr, HS: tl.constexpr):
+    """The [n, D] block of one (batch, head) of x: `rows` rows into a contiguous [B, heads, N, D]
+    x when RS = 0; else rows RS elements apart, head h at h·HS, batch b after b·n rows."""
+    if RS == 0:
+        return tl.make_desc(x, shape=(n, D), strides=(D, 1), offset=rows * D)
+    return tl.make_desc(x, shape=(n, D), strides=(RS, 1), offset=b * n * RS + h * HS)
+
+
+@jit
 def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+                     CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                     Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
+                     K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
+                     V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
+                     O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
+    # The layout of each of q, k, v, o (_row_layout): X_RS = 0, contiguous [B, heads, N, D];
+    # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
+    # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
     # grid.fold_grid: query blocks on x, b·h rows on y, folded into x past y's 65,535 cap.
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     if CAUSAL:
@@ -44,10 +60,10 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head
     q_rows = bh * nq
     kv_rows = (b * HKV + kv_h) * nk
-    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
-    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
-    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
-    od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    qd = rows_desc(q, nq, D, q_rows, b, h, Q_RS, Q_HS)
+    kd = rows_desc(k, nk, D, kv_rows, b, kv_h, K_RS, K_HS)
+    vd = rows_desc(v, nk, D, kv_rows, b, kv_h, V_RS, V_HS)
+    od = rows_desc(o, nq, D, q_rows, b, h, O_RS, O_HS)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
 
     m0 = pid_m * BLOCK_M
@@ -426,6 +442,58 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     return (o, lse) if return_lse else o
 
 
+def _row_layout(x):
+    """(row stride, head stride) in elements of a CUDA tensor [B, heads, N, D] the kernel reads
+    in place: (0, 0) when contiguous; else where its last axis is contiguous and batch b's rows
+    follow b·N rows (batch stride N × row stride, or one batch), the strides and the data
+    16-byte aligned (the fast paths copy rows in 16-byte chunks). None: copy it first."""
+    if x.is_contiguous():
+        return 0, 0
+    if x.dim() != 4:
+        return None
+    B, heads, N, D = x.shape
+    sb, sh, sn, sd = x.stride()
+    size = x.element_size()
+    if N == 1 or (sd != 1 and D != 1):
+        return None
+    sh = 0 if heads == 1 else sh
+    if (B != 1 and sb != N * sn) or sn <= 0 or sh < 0 or (sn * size) % 16 or (sh * size) % 16 \
+            or x.data_ptr() % 16:
+        return None
+    return sn, sh
+
+
+def _output_like(q, torch):
+    """The output: contiguous [B, H, N, D] for a contiguous q; for q read in place, a
+    [B, N, H, D] buffer seen as [B, H, N, D] (what SDPA's flash backend returns for such q)."""
+    if q.is_contiguous():
+        return torch.empty_like(q)
+    B, H, N, D = q.shape
+    return q.new_empty((B, N, H, D)).transpose(1, 2)
+
+
+def _layout_constexprs(q, k, v, o):
+    """attention_kernel's layout constexprs for tensors _row_layout accepts."""
+    out = {}
+    for name, x in (("Q", q), ("K", k), ("V", v), ("O", o)):
+        out[f"{name}_RS"], out[f"{name}_HS"] = _row_layout(x)
+    return out
+
+
+_LAYOUT_CONSTEXPRS = ("Q_RS", "Q_HS", "K_RS", "K_HS", "V_RS", "V_HS", "O_RS", "O_HS")
+
+
+def _lean_layout(q, k, v):
+    """The layout constexprs' values (in _LAYOUT_CONSTEXPRS' order) when q, k and v are all read
+    in place, the output laid out as _output_like makes it; None where one needs a copy."""
+    lays = [_row_layout(x) for x in (q, k, v)]
+    if None in lays:
+        return None
+    _, H, _, D = q.shape
+    out = (0, 0) if lays[0] == (0, 0) or H == 1 else (H * D, D)   # _row_layout of the output
+    return tuple(x for pair in lays + [out] for x in pair)
+
+
 def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
     torch = gpu.torch_module()
     for name, x in (("k", k), ("v", v)):
@@ -445,14 +513,15 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     chip = _chip_for_blocks(q)
     dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None)
     BM, BN = block_m or dm, block_n or dn
-    # The kernel reads BHSD rows with stride D: non-contiguous inputs are copied.
-    q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
-    o = torch.empty_like(q)
+    # Each input is read in place where _row_layout finds its rows (a [B, N, heads, D] tensor
+    # seen as [B, heads, N, D], as FlashAttention's layout is); other layouts are copied.
+    q, k, v = (x if _row_layout(x) is not None else x.contiguous() for x in (q, k, v))
+    o = _output_like(q, torch)
     lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), **_layout_constexprs(q, k, v, o))
     fast = dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS
     if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
             not fast and (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
@@ -517,7 +586,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                     block_m, block_n):
     """The GPU path, kept lean: a call on known shapes of arguments costs the two output
     allocations, a dict lookup and the kernel's launch path. Anything unusual (bad shapes,
-    dtypes, devices, non-contiguous inputs) goes through _prepare_cuda, which explains it."""
+    dtypes, devices, layouts that need a copy) goes through _prepare_cuda, which explains it.
+    Tensors whose rows the kernel reads in place (_row_layout) key their own entry."""
     torch = gpu.torch_module()
     qs = q.shape
     ks = k.shape
@@ -529,30 +599,42 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         # benchmarks, shared K/V): then its checks are k's.
         ok = (Bk == B and Dk == D and (Hkv == H or (enable_gqa and Hkv and H % Hkv == 0))
               and type(k) is type(q) and k.dtype is dt
-              and (v is k or (type(v) is type(q) and v.dtype is dt and v.shape == ks
-                              and v.is_contiguous()))
-              and q.is_cuda and q.is_contiguous() and k.is_contiguous())
+              and (v is k or (type(v) is type(q) and v.dtype is dt and v.shape == ks))
+              and q.is_cuda)
+        # () for contiguous tensors (the kernel's default layout), else the layout constexprs.
+        lay = () if q.is_contiguous() and k.is_contiguous() and v.is_contiguous() else \
+            _lean_layout(q, k, v) if ok else None
+        ok = ok and lay is not None
     except (ValueError, AttributeError):
         ok = False
-    c = _cuda_configs.get((dt, D, causal, score_mod, mask_mod, block_m, block_n)) if ok \
-        else None
+    key = (dt, D, causal, score_mod, mask_mod, block_m, block_n, lay) if ok else None
+    c = _cuda_configs.get(key) if ok else None
     if c is None:
         args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
-                  cx["MASK_MOD"])
+                  cx["MASK_MOD"]) + tuple(cx[n] for n in _LAYOUT_CONSTEXPRS)
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
-        bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:])
-        if not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in FAST_HEAD_DIMS)
-                          or (block_m and block_n)):
+        bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
+        if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in
+                                  FAST_HEAD_DIMS) or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
-            _cuda_configs[(q.dtype, D, causal, score_mod, mask_mod, block_m, block_n)] = (
-                consts, 1.0 / math.sqrt(D))
+            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D))
         if grid[0] and grid[1]:
             attention_kernel._runner(grid, *args, *consts)
         return (o, lse) if return_lse else o
+    consts, default_scale = c
+    scale = default_scale if scale is None else float(scale)
+    o = torch.empty_like(q) if not lay or lay[0] == 0 else _output_like(q, torch)
+    lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
+        _lse_scratch(q, B * H * Nq, torch)
+    if Nq and B * H:
+        nb, rows = -(-Nq // consts[1]), B * H
+        grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
+        attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
+    return (o, lse) if return_lse else o
     consts, default_scale = c
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q)

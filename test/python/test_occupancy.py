@@ -31,6 +31,25 @@ def test_registers_fit_the_ctas_the_shared_memory_allows(tmp_path):
     assert re.search(r"\.minnctapersm 3\n\{", b.ptx), "the hint precedes the body"
     regs = b.manifest["registers"]
     assert 0 < regs <= 168, regs                     # 65536 / (3 CTAs × 128 threads), by 8
+    assert "ptxas again (occupancy)" in [name for name, _ in b.timings]
+
+
+def test_bshd_rows_keep_the_occupancy(tmp_path):
+    # d64 64x128 over [B, N, H, D] rows (2 KiB apart): 206 registers as ptxas first allocates
+    # them (two CTAs), 152 when asked for the three its 64 KiB of shared memory allow.
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    from tessel.attention import attention_kernel
+    B, N, H, D = 2, 512, 16, 64
+    x = np.zeros((B, N, H, D), np.float16)
+    lse = np.zeros((B, H, N), np.float32)
+    rows = dict(Q_RS=H * D, Q_HS=D, K_RS=H * D, K_HS=D, V_RS=H * D, V_HS=D, O_RS=H * D, O_HS=D)
+    k = attention_kernel.warmup(x, x, x, x, lse, N, N, H, H, 0.125, D=D, BLOCK_M=64, BLOCK_N=128,
+                                CAUSAL=False, SCORE_MOD=None, MASK_MOD=None, **rows)
+    b = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
+    assert ".minnctapersm 3" in b.ptx and b.manifest["registers"] <= 168
 
 
 def test_no_hint_where_the_shared_memory_is_the_bound(tmp_path):
