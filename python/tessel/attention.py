@@ -374,6 +374,10 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             :func:`tessel.to_bf16`); CUDA tensors fp16, bf16 or fp32. On CUDA, fp16 and bf16
             at head dims 64, 128 and 256 take the tensor-core paths; other head dims below 256
             run there padded with zero columns to the next of these (a copy of q, k and v).
+            CUDA tensors are read in place when contiguous or when their rows are evenly
+            spaced — ``x.transpose(1, 2)`` of FlashAttention's ``[B, N, H, D]``, q/k/v of a
+            packed qkv (last axis contiguous, strides multiples of 16 bytes); other layouts
+            are copied first.
         k: keys, ``[B, Hkv, Nk, D]``, ``Hkv = H`` unless ``enable_gqa``.
         v: values, like ``k``.
         causal: mask keys after the query, top-left aligned (``q_idx >= kv_idx``).
@@ -397,7 +401,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             tensor build one themselves (docs/dsl.md, "Block masks").
 
     Returns:
-        ``o`` like ``q`` (on the GPU a new tensor), or ``(o, lse)`` with ``return_lse``, lse
+        ``o`` like ``q`` (on the GPU a new tensor: contiguous for a contiguous q, else a
+        ``[B, Nq, H, D]`` buffer seen as ``[B, H, Nq, D]``, as SDPA's flash backend returns
+        it), or ``(o, lse)`` with ``return_lse``, lse
         float32 ``[B, H, Nq]``. Rows with every key masked give 0 and lse ``-inf``.
 
     Raises:
