@@ -273,6 +273,25 @@ def delta_block(D):
     return max(16, min(64, 4096 // max(D, 1)))
 
 
+# device index -> [float32 zeros], the last the largest: the dlse the Δ program reads when the LSE
+# has no gradient, instead of a zeros allocation and fill per call. Never written; never freed
+# (a kernel on another stream may still read a smaller one: _lse_scratch's reasoning).
+_zero_buffers = {}
+
+
+def zeros_scratch(like, n):
+    """At least n float32 zeros on like's device (a shared buffer: read it, never write it)."""
+    torch = gpu.torch_module()
+    dev = like.get_device()
+    held = _zero_buffers.get(dev)
+    if held is not None and held[-1].numel() >= n:
+        return held[-1]
+    size = max(n, 2 * held[-1].numel()) if held else n
+    buf = torch.zeros((size,), dtype=torch.float32, device=like.device)
+    _zero_buffers.setdefault(dev, []).append(buf)
+    return buf
+
+
 def delta_cuda(o, do, dlse):
     """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (contiguous) and float32
     dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
@@ -503,7 +522,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         if _chip_for_blocks(q) == "sm_90a":
             bm, bn = FAST_DQ_BLOCKS_SM90[D]
             dq_cx = dict(cx, BLOCK_M=bm, BLOCK_N=bn)
-    dlse = torch.zeros_like(lse) if dlse is None else \
+    dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     if fast is None:
@@ -555,6 +574,9 @@ def _autograd_function():
                                          enable_gqa, True, block_m, block_n)
             ctx.save_for_backward(q, k, v, o, lse)
             ctx.config = config
+            # An output nobody differentiates (the LSE, mostly) reaches backward as None, not
+            # as a tensor of zeros made and filled per call.
+            ctx.set_materialize_grads(False)
             return o, lse
 
         @staticmethod
@@ -562,6 +584,8 @@ def _autograd_function():
             q, k, v, o, lse = ctx.saved_tensors
             causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse = \
                 ctx.config
+            if do is None:                  # only the LSE has a gradient
+                do = torch.zeros_like(o)
             if sparse is not None:
                 # The block mask's mask_mod has any causality folded in.
                 dq, dk, dv = attention_backward(q, k, v, o, lse, do, False, scale, score_mod,

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .backward import delta_cuda, dq_query_block, keyrows_key_block, log2_scores, masked
+from .backward import (delta_cuda, dq_query_block, keyrows_key_block, log2_scores, masked,
+                       zeros_scratch)
 from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
@@ -234,7 +235,7 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
         torch = gpu.torch_module()
         q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
         lse = lse.contiguous().float()
-        dlse = torch.zeros_like(lse) if dlse is None else \
+        dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
             dlse.float().expand(B, H, Nq).contiguous()
         delta = delta_cuda(o, do, dlse)
         dq = torch.zeros_like(q)
