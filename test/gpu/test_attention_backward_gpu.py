@@ -152,3 +152,31 @@ def test_backward_of_mods_that_read_tensors(dtype, D):
     want = grads([x.double().requires_grad_() for x in (q, k, v)], do.double())
     low = grads([x.clone().requires_grad_() for x in (q, k, v)], do)
     assert_within_twice_torch([x.grad for x in leaves], want, low)
+
+
+@pytest.mark.parametrize("use", ["lse", "both"])
+def test_gradient_through_the_lse(use):
+    """A loss of the LSE alone (do is None in the backward) or of O and the LSE (dlse folded
+    into Δ), against float64 autograd."""
+    B, H, N, D = 1, 2, 200, 64
+    gen = torch.Generator(device="cuda").manual_seed(11 + len(use))
+
+    def rand(*s):
+        return torch.randn(*s, device="cuda", generator=gen)
+
+    q, k, v = (rand(B, H, N, D).half() for _ in range(3))
+    w, do = rand(B, H, N), rand(B, H, N, D)
+
+    def loss(o, lse):
+        return (lse * w).sum() + ((o.double() * do.double()).sum() if use == "both" else 0)
+
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o, lse = tessel.attention(*leaves, causal=True, return_lse=True)
+    loss(o, lse.double()).backward()
+    ref = [x.double().requires_grad_() for x in (q, k, v)]
+    s = ref[0] @ ref[1].transpose(-1, -2) / math.sqrt(D)
+    s = s.masked_fill(torch.ones(N, N, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+    loss(torch.softmax(s, -1) @ ref[2], torch.logsumexp(s, -1)).backward()
+    for name, got, want in zip(("dq", "dk", "dv"), leaves, ref):
+        err = (got.grad.double() - want.grad).abs().max().item()
+        assert err <= 1e-2 * max(1.0, want.grad.abs().max().item()), (name, err)
