@@ -27,15 +27,8 @@ from . import language as tl
 from .grid import MAX_GRID_Y, block_and_row, fold_grid
 from .frontend import ModFunction
 from .jit import JITFunction, jit
-
-
-@jit
-def rows_desc(x, n, D: tl.constexpr, rows, b, h, RS: tl.constexpr, HS: tl.constexpr):
-    """The [n, D] block of one (batch, head) of x: `rows` rows into a contiguous [B, heads, N, D]
-    x when RS = 0; else rows RS elements apart, head h at h·HS, batch b after b·n rows."""
-    if RS == 0:
-        return tl.make_desc(x, shape=(n, D), strides=(D, 1), offset=rows * D)
-    return tl.make_desc(x, shape=(n, D), strides=(RS, 1), offset=b * n * RS + h * HS)
+from .layouts import ATTENTION_LAYOUT, layout_constexprs, lean_layout, output_like, row_layout, \
+    rows_desc
 
 
 @jit
@@ -46,7 +39,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
-    # The layout of each of q, k, v, o (_row_layout): X_RS = 0, contiguous [B, heads, N, D];
+    # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
     # grid.fold_grid: query blocks on x, b·h rows on y, folded into x past y's 65,535 cap.
@@ -448,58 +441,6 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     return (o, lse) if return_lse else o
 
 
-def _row_layout(x):
-    """(row stride, head stride) in elements of a CUDA tensor [B, heads, N, D] the kernel reads
-    in place: (0, 0) when contiguous; else where its last axis is contiguous and batch b's rows
-    follow b·N rows (batch stride N × row stride, or one batch), the strides and the data
-    16-byte aligned (the fast paths copy rows in 16-byte chunks). None: copy it first."""
-    if x.is_contiguous():
-        return 0, 0
-    if x.dim() != 4:
-        return None
-    B, heads, N, D = x.shape
-    sb, sh, sn, sd = x.stride()
-    size = x.element_size()
-    if N == 1 or (sd != 1 and D != 1):
-        return None
-    sh = 0 if heads == 1 else sh
-    if (B != 1 and sb != N * sn) or sn <= 0 or sh < 0 or (sn * size) % 16 or (sh * size) % 16 \
-            or x.data_ptr() % 16:
-        return None
-    return sn, sh
-
-
-def _output_like(q, torch):
-    """The output: contiguous [B, H, N, D] for a contiguous q; for q read in place, a
-    [B, N, H, D] buffer seen as [B, H, N, D] (what SDPA's flash backend returns for such q)."""
-    if q.is_contiguous():
-        return torch.empty_like(q)
-    B, H, N, D = q.shape
-    return q.new_empty((B, N, H, D)).transpose(1, 2)
-
-
-def _layout_constexprs(q, k, v, o):
-    """attention_kernel's layout constexprs for tensors _row_layout accepts."""
-    out = {}
-    for name, x in (("Q", q), ("K", k), ("V", v), ("O", o)):
-        out[f"{name}_RS"], out[f"{name}_HS"] = _row_layout(x)
-    return out
-
-
-_LAYOUT_CONSTEXPRS = ("Q_RS", "Q_HS", "K_RS", "K_HS", "V_RS", "V_HS", "O_RS", "O_HS")
-
-
-def _lean_layout(q, k, v):
-    """The layout constexprs' values (in _LAYOUT_CONSTEXPRS' order) when q, k and v are all read
-    in place, the output laid out as _output_like makes it; None where one needs a copy."""
-    lays = [_row_layout(x) for x in (q, k, v)]
-    if None in lays:
-        return None
-    _, H, _, D = q.shape
-    out = (0, 0) if lays[0] == (0, 0) or H == 1 else (H * D, D)   # _row_layout of the output
-    return tuple(x for pair in lays + [out] for x in pair)
-
-
 def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
     torch = gpu.torch_module()
     for name, x in (("k", k), ("v", v)):
@@ -519,15 +460,15 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     chip = _chip_for_blocks(q)
     dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None)
     BM, BN = block_m or dm, block_n or dn
-    # Each input is read in place where _row_layout finds its rows (a [B, N, heads, D] tensor
+    # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D] tensor
     # seen as [B, heads, N, D], as FlashAttention's layout is); other layouts are copied.
-    q, k, v = (x if _row_layout(x) is not None else x.contiguous() for x in (q, k, v))
-    o = _output_like(q, torch)
+    q, k, v = (x if row_layout(x) is not None else x.contiguous() for x in (q, k, v))
+    o = output_like(q, torch)
     lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), **_layout_constexprs(q, k, v, o))
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), **layout_constexprs(Q=q, K=k, V=v, O=o))
     fast = dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS
     if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
             not fast and (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
@@ -593,7 +534,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     """The GPU path, kept lean: a call on known shapes of arguments costs the two output
     allocations, a dict lookup and the kernel's launch path. Anything unusual (bad shapes,
     dtypes, devices, layouts that need a copy) goes through _prepare_cuda, which explains it.
-    Tensors whose rows the kernel reads in place (_row_layout) key their own entry."""
+    Tensors whose rows the kernel reads in place (layouts.row_layout) key their own entry."""
     torch = gpu.torch_module()
     qs = q.shape
     ks = k.shape
@@ -609,7 +550,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
               and q.is_cuda)
         # () for contiguous tensors (the kernel's default layout), else the layout constexprs.
         lay = () if q.is_contiguous() and k.is_contiguous() and v.is_contiguous() else \
-            _lean_layout(q, k, v) if ok else None
+            lean_layout(q, k, v) if ok else None
         ok = ok and lay is not None
     except (ValueError, AttributeError):
         ok = False
@@ -619,7 +560,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
-                  cx["MASK_MOD"]) + tuple(cx[n] for n in _LAYOUT_CONSTEXPRS)
+                  cx["MASK_MOD"]) + tuple(cx[n] for n in ATTENTION_LAYOUT)
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
@@ -633,7 +574,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         return (o, lse) if return_lse else o
     consts, default_scale = c
     scale = default_scale if scale is None else float(scale)
-    o = torch.empty_like(q) if not lay or lay[0] == 0 else _output_like(q, torch)
+    o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
         _lse_scratch(q, B * H * Nq, torch)
     if Nq and B * H:

@@ -254,7 +254,7 @@ def test_attention_extra_memory_is_the_lse(D, N):
     assert extra <= lse_bytes + 1024, (extra, lse_bytes)
 
 
-# Layouts read in place (attention._row_layout): FlashAttention's [B, N, H, D] seen as
+# Layouts read in place (layouts.row_layout): FlashAttention's [B, N, H, D] seen as
 # [B, H, N, D], k and v of a packed [B, N, 2, Hkv, D] tensor, q of a packed qkv; one that is
 # copied (a transposed head dim). Sizes not multiples of the blocks, GQA.
 LAYOUTS = ["bshd", "packed_kv", "packed_qkv", "q_only", "copied"]

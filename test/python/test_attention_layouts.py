@@ -1,4 +1,4 @@
-"""Layouts tessel.attention reads in place on CUDA (attention._row_layout): the kernel's layout
+"""Layouts tessel.attention reads in place on CUDA (layouts.row_layout): the kernel's layout
 constexprs on the interpreter against float64, and which torch layouts are read in place and
 which are copied (CPU tensors: the check reads strides and addresses only).
 test/gpu/test_python_gpu.py runs the same layouts on the GPU."""
@@ -9,7 +9,8 @@ import pytest
 
 from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the path)
 import tessel  # noqa: F401
-from tessel.attention import _lean_layout, _row_layout, attention_kernel
+from tessel.attention import attention_kernel
+from tessel.layouts import lean_layout, row_layout
 
 
 def reference(q, k, v, causal):
@@ -47,24 +48,24 @@ def test_which_layouts_are_read_in_place():
     torch = pytest.importorskip("torch")
     B, N, H, D = 2, 64, 4, 64
     bshd = torch.zeros(B, N, H, D, dtype=torch.float16).transpose(1, 2)
-    assert _row_layout(torch.zeros(B, H, N, D, dtype=torch.float16)) == (0, 0)
-    assert _row_layout(bshd) == (H * D, D)
+    assert row_layout(torch.zeros(B, H, N, D, dtype=torch.float16)) == (0, 0)
+    assert row_layout(bshd) == (H * D, D)
     qkv = torch.zeros(B, N, 3, H, D, dtype=torch.float16)
-    assert _row_layout(qkv[:, :, 1].transpose(1, 2)) == (3 * H * D, D)
-    assert _row_layout(bshd[:1]) == (H * D, D)                 # one batch: any batch stride
+    assert row_layout(qkv[:, :, 1].transpose(1, 2)) == (3 * H * D, D)
+    assert row_layout(bshd[:1]) == (H * D, D)                 # one batch: any batch stride
     # Copied: the head dim not contiguous; batches that do not follow each other's rows; rows
     # not whole 16-byte chunks; an address not 16-byte aligned; one token.
-    assert _row_layout(torch.zeros(B, H, D, N, dtype=torch.float16).transpose(2, 3)) is None
-    assert _row_layout(torch.zeros(N, B, H, D, dtype=torch.float16).permute(1, 2, 0, 3)) is None
-    assert _row_layout(torch.zeros(B, N, H, D + 4, dtype=torch.float16)[..., :D]
+    assert row_layout(torch.zeros(B, H, D, N, dtype=torch.float16).transpose(2, 3)) is None
+    assert row_layout(torch.zeros(N, B, H, D, dtype=torch.float16).permute(1, 2, 0, 3)) is None
+    assert row_layout(torch.zeros(B, N, H, D + 4, dtype=torch.float16)[..., :D]
                        .transpose(1, 2)) is None
-    assert _row_layout(torch.zeros(B, N, H * D + 4, dtype=torch.float16)[..., 4:]
+    assert row_layout(torch.zeros(B, N, H * D + 4, dtype=torch.float16)[..., 4:]
                        .view(B, N, H, D).transpose(1, 2)) is None
-    assert _row_layout(torch.zeros(B, 1, H, D, dtype=torch.float16).transpose(1, 2)) == (0, 0)
+    assert row_layout(torch.zeros(B, 1, H, D, dtype=torch.float16).transpose(1, 2)) == (0, 0)
     # Every tensor read in place: the constexprs, the output as [B, N, H, D] behind q.
-    lay = _lean_layout(bshd, bshd, bshd)
+    lay = lean_layout(bshd, bshd, bshd)
     assert lay == (H * D, D) * 4
     contiguous = torch.zeros(B, H, N, D, dtype=torch.float16)
-    assert _lean_layout(contiguous, bshd, bshd) == (0, 0) + (H * D, D) * 2 + (0, 0)
-    assert _lean_layout(bshd, torch.zeros(B, H, D, N, dtype=torch.float16).transpose(2, 3),
+    assert lean_layout(contiguous, bshd, bshd) == (0, 0) + (H * D, D) * 2 + (0, 0)
+    assert lean_layout(bshd, torch.zeros(B, H, D, N, dtype=torch.float16).transpose(2, 3),
                         bshd) is None

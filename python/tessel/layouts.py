@@ -1,0 +1,80 @@
+"""Tensor layouts the attention kernels read in place on CUDA.
+
+A kernel reads each [B, heads, N, D] tensor through a descriptor per (batch, head): contiguous
+tensors with rows D apart (the default), or — where the layout constexprs `X_RS`, `X_HS` are
+set — rows X_RS elements apart, heads X_HS apart and batch b's rows after b·N rows: a
+[B, N, H, D] tensor seen as [B, H, N, D] (FlashAttention's layout, `x.transpose(1, 2)`), the
+q/k/v of a packed [B, N, 3, H, D] qkv. The strides are compile-time values (the fast paths copy
+rows in 16-byte chunks at constant strides): one specialisation per layout, whatever N.
+docs/bench/2026-12-03-h200-layouts.md measured it.
+"""
+from . import language as tl
+from .jit import jit
+
+
+@jit
+def rows_desc(x, n, D: tl.constexpr, rows, b, h, RS: tl.constexpr, HS: tl.constexpr):
+    """The [n, D] block of one (batch, head) of x: `rows` rows into a contiguous [B, heads, N, D]
+    x when RS = 0; else rows RS elements apart, head h at h·HS, batch b after b·n rows."""
+    if RS == 0:
+        return tl.make_desc(x, shape=(n, D), strides=(D, 1), offset=rows * D)
+    return tl.make_desc(x, shape=(n, D), strides=(RS, 1), offset=b * n * RS + h * HS)
+
+
+def row_layout(x):
+    """(row stride, head stride) in elements of a CUDA tensor [B, heads, N, D] read in place:
+    (0, 0) when contiguous; else where its last axis is contiguous and batch b's rows follow
+    b·N rows (batch stride N × row stride, or one batch), the strides and the data 16-byte
+    aligned (the fast paths copy rows in 16-byte chunks). None: copy it first."""
+    if x.is_contiguous():
+        return 0, 0
+    if x.dim() != 4:
+        return None
+    B, heads, N, D = x.shape
+    sb, sh, sn, sd = x.stride()
+    size = x.element_size()
+    if N == 1 or (sd != 1 and D != 1):
+        return None
+    sh = 0 if heads == 1 else sh
+    if (B != 1 and sb != N * sn) or sn <= 0 or sh < 0 or (sn * size) % 16 or (sh * size) % 16 \
+            or x.data_ptr() % 16:
+        return None
+    return sn, sh
+
+
+def in_place(x):
+    """x itself where row_layout reads it in place, else a contiguous copy."""
+    return x if row_layout(x) is not None else x.contiguous()
+
+
+def output_like(q, torch):
+    """The output: contiguous [B, H, N, D] for a contiguous q; for q read in place, a
+    [B, N, H, D] buffer seen as [B, H, N, D] (what SDPA's flash backend returns for such q)."""
+    if q.is_contiguous():
+        return torch.empty_like(q)
+    B, H, N, D = q.shape
+    return q.new_empty((B, N, H, D)).transpose(1, 2)
+
+
+def layout_constexprs(**tensors):
+    """The layout constexprs of tensors row_layout accepts, by prefix: layout_constexprs(Q=q)
+    gives {"Q_RS": ..., "Q_HS": ...}."""
+    out = {}
+    for name, x in tensors.items():
+        out[f"{name}_RS"], out[f"{name}_HS"] = row_layout(x)
+    return out
+
+
+# attention_kernel's layout constexprs, in the order of its signature.
+ATTENTION_LAYOUT = ("Q_RS", "Q_HS", "K_RS", "K_HS", "V_RS", "V_HS", "O_RS", "O_HS")
+
+
+def lean_layout(q, k, v):
+    """ATTENTION_LAYOUT's values when q, k and v are all read in place, the output laid out as
+    output_like makes it; None where one needs a copy."""
+    lays = [row_layout(x) for x in (q, k, v)]
+    if None in lays:
+        return None
+    _, H, _, D = q.shape
+    out = (0, 0) if lays[0] == (0, 0) or H == 1 else (H * D, D)   # row_layout of the output
+    return tuple(x for pair in lays + [out] for x in pair)
