@@ -316,8 +316,13 @@ def test_bshd_inputs_are_not_copied(D, N):
     assert (o.float() - want).abs().max().item() < TOL[torch.float16] * max(1.0, want.abs().max().item())
 
 
-def test_strided_inputs_get_gradients():
-    B, H, N, D = 1, 2, 130, 64
+@pytest.mark.parametrize("strided", [False, True], ids=["copied", "in-place"])
+def test_strided_inputs_get_gradients(strided, monkeypatch):
+    # in-place: the fast backward reads the views (backward.STRIDED_BACKWARD, off by default
+    # until this case has passed on the GPU).
+    import tessel.backward
+    monkeypatch.setattr(tessel.backward, "STRIDED_BACKWARD", strided)
+    B, H, N, D = 2, 2, 130, 64
     gen = torch.Generator(device="cuda").manual_seed(5)
     base = [rand((B, N, H, D), torch.float16, gen).requires_grad_() for _ in range(3)]
     q, k, v = (x.transpose(1, 2) for x in base)

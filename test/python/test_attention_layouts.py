@@ -69,3 +69,40 @@ def test_which_layouts_are_read_in_place():
     assert lean_layout(contiguous, bshd, bshd) == (0, 0) + (H * D, D) * 2 + (0, 0)
     assert lean_layout(bshd, torch.zeros(B, H, D, N, dtype=torch.float16).transpose(2, 3),
                         bshd) is None
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_backward_programs_read_rows_in_place(causal):
+    # The fast backward's programs (Δ, dQ, key-rows dK/dV) on [B, N, H, D] buffers with the
+    # layout constexprs give what they give on contiguous [B, H, N, D] copies, exactly.
+    from tessel import backward as bw
+    from tessel.grid import fold_grid
+    B, N, H, Hkv, D, BM = 2, 70, 4, 2, 32, 32
+    rng = np.random.default_rng(3 + causal)
+    bshd = {n: rng.standard_normal((B, N, h, D)).astype(np.float32)
+            for n, h in (("q", H), ("k", Hkv), ("v", Hkv), ("o", H), ("do", H))}
+    bhsd = {n: np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for n, x in bshd.items()}
+    lse = rng.standard_normal((B, H, N)).astype(np.float32) + 4
+    zeros = np.zeros((B, H, N), np.float32)
+    rows = {f"{n.upper()}_RS": x.shape[2] * D for n, x in bshd.items()}
+    heads = {f"{n.upper()}_HS": D for n in bshd}
+    lay = {**rows, **heads}
+    pick = lambda *names: {k: v for k, v in lay.items() if k.split("_")[0] in names}  # noqa
+
+    def run(t, strided):
+        delta = np.zeros((B, H, N), np.float32)
+        bw.attention_bwd_delta[fold_grid(-(-N // BM), B * H)](
+            t["o"], t["do"], zeros, delta, N, H, D=D, BLOCK_M=BM,
+            **(pick("O", "DO") if strided else {}))
+        cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BM, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+                  **(pick("Q", "K", "V", "DO") if strided else {}))
+        dq = np.zeros((B, H, N, D), np.float32)
+        dk, dv = (np.zeros((B, H, N, D), np.float32) for _ in range(2))
+        bw.attention_bwd_dq[fold_grid(-(-N // BM), B * H)](
+            t["q"], t["k"], t["v"], t["do"], lse, delta, dq, N, N, H, Hkv, 0.2, **cx)
+        bw.attention_bwd_dkdv_keyrows[fold_grid(-(-N // BM), B * H)](
+            t["q"], t["k"], t["v"], t["do"], lse, delta, dk, dv, N, N, H, Hkv, H, 0.2, **cx)
+        return delta, dq, dk, dv
+
+    for got, want in zip(run(bshd, True), run(bhsd, False)):
+        assert np.array_equal(got, want)
