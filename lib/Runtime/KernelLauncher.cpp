@@ -59,6 +59,7 @@ FailureOr<GpuRunResult> tessel::runtime::runOnGpu(ModuleOp module, StringRef nam
   target.chip = result.chip;
   target.codegen = options.codegen;
   target.wgmmaOverlap = options.wgmmaOverlap;
+  target.occupancyHints = options.occupancyHints;
   FailureOr<CompiledModule> compiled = compileModule(module, target, Stage::Cubin);
   if (failed(compiled))
     return failure();

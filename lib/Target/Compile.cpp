@@ -74,7 +74,7 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, two unsigneds and two bools (in two words). A new field of TargetOptions
+  // Five strings, two unsigneds and three bools (in two words). A new field of TargetOptions
   // lands here first: put it in the key if it can change the PTX or the cubin, then update
   // the size.
   static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 2 * alignof(std::string),
@@ -83,6 +83,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
          (options.wgmmaOverlap ? ";wgmma-overlap" : "") +
          (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "") +
+         (options.occupancyHints ? "" : ";no-occupancy-hints") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 
@@ -356,7 +357,7 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
   if (!runPtxas(result.ptx, options.chip, options.toolkit, result, error))
     return module.emitError() << error;
   clock.lap("ptxas");
-  if (flags.occupancyHints && askForOccupancy(result, options))
+  if (options.occupancyHints && askForOccupancy(result, options))
     clock.lap("ptxas again (occupancy)");
   return result;
 }

@@ -35,8 +35,9 @@ namespace {
 tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
                                     unsigned numThreads, const std::string &toolkit,
                                     const std::string &codegen, bool wgmmaOverlap,
-                                    unsigned numStages, bool wgmmaAsyncDots) {
+                                    unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints) {
   tessel::TargetOptions options;
+  options.occupancyHints = occupancyHints;
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
@@ -136,25 +137,29 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
   m.def(
       "target_options_key",
       [](const std::string &chip, const std::string &features, unsigned numThreads,
-         const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots) {
+         const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
+         bool occupancyHints) {
         return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, "", codegen,
-                                                    wgmmaOverlap, numStages, wgmmaAsyncDots));
+                                                    wgmmaOverlap, numStages, wgmmaAsyncDots,
+                                                    occupancyHints));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
-      py::arg("wgmma_async_dots") = false);
+      py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
       "compile_gpu",
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
-         bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots) {
+         bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
+         bool occupancyHints) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
           r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
-                                             wgmmaOverlap, numStages, wgmmaAsyncDots),
+                                             wgmmaOverlap, numStages, wgmmaAsyncDots,
+                                             occupancyHints),
                                passTiming);
         }
         py::dict out;
@@ -193,7 +198,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
       py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
-      py::arg("wgmma_async_dots") = false,
+      py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

@@ -58,7 +58,7 @@ class GpuOptions:
     Raises:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
-        TypeError: a wgmma_overlap or wgmma_async_dots that is not a bool.
+        TypeError: a wgmma_overlap, wgmma_async_dots or occupancy_hints that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -83,6 +83,11 @@ class GpuOptions:
     #: code between a dot and its use runs under it. Off by default: a knob measured on the
     #: backward's programs (docs/dev/backward.md).
     wgmma_async_dots: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: Where a kernel's registers, not its shared memory, cap its CTAs per SM and a third
+    #: fewer would let one more in, ask ptxas again for that occupancy (`.minnctapersm`) and
+    #: keep the cubin if nothing spills (docs/bench/2026-12-03-h200-occupancy.md). On by
+    #: default; off to compare.
+    occupancy_hints: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -94,7 +99,7 @@ class GpuOptions:
         if self.codegen not in CODEGENS:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
-        for name in ("wgmma_overlap", "wgmma_async_dots"):
+        for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -219,7 +224,8 @@ def ingredients(kernel, gpu):
     options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
     options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
                                                     gpu.codegen, gpu.wgmma_overlap,
-                                                    gpu.num_stages, gpu.wgmma_async_dots)
+                                                    gpu.num_stages, gpu.wgmma_async_dots,
+                                                    gpu.occupancy_hints)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -406,7 +412,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
     """(GpuBinary, MLIR's pass timing report or ""): compiles and stores in `cache`."""
     r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
                                     gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
-                                    gpu.num_stages, gpu.wgmma_async_dots)
+                                    gpu.num_stages, gpu.wgmma_async_dots,
+                                    gpu.occupancy_hints)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -149,6 +149,7 @@ def test_real_changes_change_the_key(tmp_path, kern):
         "overlap": kern.key(cache.GpuOptions(chip="sm_80", wgmma_overlap=True)),
         "stages": kern.key(cache.GpuOptions(chip="sm_80", num_stages=3)),
         "async dots": kern.key(cache.GpuOptions(chip="sm_80", wgmma_async_dots=True)),
+        "no hints": kern.key(cache.GpuOptions(chip="sm_80", occupancy_hints=False)),
     }
     module, _ = load(tmp_path, KERNEL, "other.py")
     keys["constexpr"] = module.scale.warmup(X, X, 1, 1.0, BLOCK=64).key(gpu)

@@ -52,6 +52,24 @@ def test_bshd_rows_keep_the_occupancy(tmp_path):
     assert ".minnctapersm 3" in b.ptx and b.manifest["registers"] <= 168
 
 
+def test_hints_can_be_turned_off(tmp_path):
+    # GpuOptions(occupancy_hints=False): ptxas' first allocation, two CTAs an SM; its own key.
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    x = np.zeros((1, 2, 256, 128), np.float16)
+    k = tessel.compile_attention(x, x, x, block_m=64, block_n=64)
+    off = cache.GpuOptions(chip="sm_90a", occupancy_hints=False)
+    b = cache.get_binary(k, off, directory=str(tmp_path))
+    assert ".minnctapersm" not in b.ptx and b.manifest["registers"] > 168
+    assert "ptxas again (occupancy)" not in [name for name, _ in b.timings]
+    assert k.key(off) != k.key(cache.GpuOptions(chip="sm_90a"))
+    assert k.key_ingredients(off)["options"]["target"].endswith(";no-occupancy-hints")
+    with pytest.raises(TypeError, match="occupancy_hints must be a bool"):
+        cache.GpuOptions(occupancy_hints=0)
+
+
 def test_no_hint_where_the_shared_memory_is_the_bound(tmp_path):
     # d128 128x128: 128 KiB of shared memory, one CTA an SM whatever the registers.
     b = _binary(tmp_path, 128, False, 128, 128)

@@ -112,6 +112,11 @@ static cl::opt<bool> wgmmaOverlap("wgmma-overlap",
                                   cl::desc("With wgmma: overlap the softmax with the previous "
                                            "block's P·V inside a warpgroup"),
                                   cl::init(false), cl::cat(runCategory));
+static cl::opt<bool> noOccupancyHints(
+    "no-occupancy-hints",
+    cl::desc("Keep ptxas' first register allocation even where registers, not shared memory, "
+             "cap the CTAs per SM"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<unsigned> repeats("repeats",
                                  cl::desc("--device=gpu|both: time this many launches (median)"),
                                  cl::init(0), cl::cat(runCategory));
@@ -476,6 +481,7 @@ int main(int argc, char **argv) {
     gpuOptions.chip = chip;
     gpuOptions.codegen = codegen;
     gpuOptions.wgmmaOverlap = wgmmaOverlap;
+    gpuOptions.occupancyHints = !noOccupancyHints;
     gpuOptions.repeats = repeats;
     gpuOptions.warmup = repeats ? 3 : 0;
     for (auto &[index, path] : outs)

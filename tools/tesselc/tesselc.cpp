@@ -87,6 +87,12 @@ static cl::opt<bool> wgmmaAsyncDots(
              "waited for before their first use (tilegpu-async-dots; not yet measured)"),
     cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<bool> noOccupancyHints(
+    "no-occupancy-hints",
+    cl::desc("Keep ptxas' first register allocation even where registers, not shared memory, "
+             "cap the CTAs per SM (no second ptxas run with .minnctapersm)"),
+    cl::init(false), cl::cat(tesselcCategory));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
   return 1;
@@ -177,6 +183,7 @@ int main(int argc, char **argv) {
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
+  options.occupancyHints = !noOccupancyHints;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

@@ -26,6 +26,8 @@ struct GpuRunOptions {
   std::string codegen = "auto";
   /// TargetOptions::wgmmaOverlap.
   bool wgmmaOverlap = false;
+  /// TargetOptions::occupancyHints.
+  bool occupancyHints = true;
   /// Buffer arguments the kernel writes: they are filled with 0xFF bytes (NaN for floats) on the
   /// device instead of being copied in, so an element the kernel forgets cannot look right.
   llvm::SmallVector<unsigned> outputs;

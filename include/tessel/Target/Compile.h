@@ -100,10 +100,6 @@ struct CompileFlags {
   /// Verify the IR after every pass of the lowering (as tessel-opt does). Off: verify once,
   /// after the lowering, before the module reaches LLVM IR translation.
   bool verifyEachPass = true;
-  /// Where a kernel's registers cap its CTAs per SM below what its shared memory allows, ask
-  /// ptxas again with `.minnctapersm` and keep that cubin if it spills nothing
-  /// (lib/Target/Occupancy.cpp).
-  bool occupancyHints = true;
 };
 
 struct CompiledModule {

@@ -45,6 +45,9 @@ struct TargetOptions {
   /// With wgmma: the other dots issued where they stand and waited for before their first use
   /// (convert-tile-to-mma wgmma-async-dots; tilegpu-async-dots). Not yet measured.
   bool wgmmaAsyncDots = false;
+  /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
+  /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
+  bool occupancyHints = true;
 };
 
 /// The fields of `options` that change the generated code, as one canonical string
