@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
-        [--async-dots]
+        [--async-dots] [--no-occupancy-hints]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -37,12 +37,18 @@ def main():
                     default=[], help="block pairs BMxBN to time at the longest length")
     ap.add_argument("--async-dots", action="store_true",
                     help="compile with GpuOptions(wgmma_async_dots=True) (tilegpu-async-dots)")
+    ap.add_argument("--no-occupancy-hints", action="store_true",
+                    help="compile with GpuOptions(occupancy_hints=False): ptxas' first "
+                         "register allocation (to compare)")
     args = ap.parse_args()
     torch = cuda_torch("bench_backward")
     if torch is None:
         return 0
-    if args.async_dots:
-        compile_with(wgmma_async_dots=True)
+    fields = dict(wgmma_async_dots=True) if args.async_dots else {}
+    if args.no_occupancy_hints:
+        fields["occupancy_hints"] = False
+    if fields:
+        compile_with(**fields)
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
