@@ -582,13 +582,3 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
         attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
     return (o, lse) if return_lse else o
-    consts, default_scale = c
-    scale = default_scale if scale is None else float(scale)
-    o = torch.empty_like(q)
-    lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
-        _lse_scratch(q, B * H * Nq, torch)
-    if Nq and B * H:
-        nb, rows = -(-Nq // consts[1]), B * H
-        grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
-        attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
-    return (o, lse) if return_lse else o
