@@ -160,13 +160,17 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
                                Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
                                K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                                V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
-                               DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0):
+                               DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
+                               PART: tl.constexpr = 0):
     """dK and dV of one key block for one query head, with the keys as the rows of every tile
     (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
     are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
     Δ of the streamed query block are column vectors. Grid (⌈Nk/BLOCK_N⌉, B·H): one loop level,
     the fast paths' class. dk and dv have OUT_HEADS heads: HKV (each program writes its key/value
-    head's block: no GQA) or H (GQA: one block per query head, summed over each group after)."""
+    head's block: no GQA) or H (GQA: one block per query head, summed over each group after).
+    PART: 0 both; 1 dV alone (V not read, no dP); 2 dK alone (no dV accumulator) — two programs
+    where the two 64×D float32 accumulators do not fit in registers beside each other
+    (SPLIT_KEYROWS)."""
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
@@ -183,13 +187,22 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     n0 = pid_n * BLOCK_N
-    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N)
+    if PART == 0:
+        kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N)
+    else:
+        kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+        kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
+        if PART == 1:
+            dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+        else:
+            vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+            dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
     for i in range(0, nq, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
         q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
         st = tl.dot(kt, qt.T)
-        if D == 128:
+        if D == 128 and PART != 1:
             dp = tl.dot(vt, dot_.T)             # beside Sᵀ (docs/dev/backward.md, "Dot order")
         s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
         # The LSE and Δ are read where they are used: as column vectors they take 16 registers
@@ -198,16 +211,20 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
         lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
         s = masked(s2, b, h, q_idx, kv_idx, (kv_idx < nk) & (q_idx < nq), CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[None, :])
-        dv_acc += tl.dot(p.to(dot_.dtype), dot_)
-        if D != 128:
-            dp = tl.dot(vt, dot_.T)
-        dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
-        ds = p * (dp - dlt[None, :])
-        if SCORE_MOD is not None:
-            ds = ds * tl.elementwise_grad(s_mod, s_raw)
-        dk_acc += tl.dot(ds.to(qt.dtype), qt)
-    tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
-    tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
+        if PART != 2:
+            dv_acc += tl.dot(p.to(dot_.dtype), dot_)
+        if PART != 1:
+            if D != 128:
+                dp = tl.dot(vt, dot_.T)
+            dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
+            ds = p * (dp - dlt[None, :])
+            if SCORE_MOD is not None:
+                ds = ds * tl.elementwise_grad(s_mod, s_raw)
+            dk_acc += tl.dot(ds.to(qt.dtype), qt)
+    if PART != 1:
+        tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    if PART != 2:
+        tl.store(dvd, (n0, 0), dv_acc.to(kt.dtype))
 
 
 @jit
@@ -333,8 +350,11 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         attention_bwd_delta[fold_grid(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, H, D=D,
                                                              BLOCK_M=BM)
     if keyrows and B * H and Nk:
-        attention_bwd_dkdv_keyrows[fold_grid(-(-Nk // BN), B * H)](
-            q, k, v, do, lse, delta, dk, dv, Nq, Nk, H, Hkv, dk.shape[1], scale, **cx)
+        # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
+        for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
+            attention_bwd_dkdv_keyrows[fold_grid(-(-Nk // BN), B * H)](
+                q, k, v, do, lse, delta, dk, dv, Nq, Nk, H, Hkv, dk.shape[1], scale, **cx,
+                **({"PART": part} if part else {}))
     elif B * Hkv and Nk:
         attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
                                                               Nk, H, Hkv, scale, **cx)
@@ -559,6 +579,12 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
 
 
 _function = None
+
+# Head dims whose key-rows dK/dV program runs as two programs, dV then dK (PART 1 and 2): at
+# d256 the two 64×256 float32 accumulators spill 3.4–4.7 KB a thread on sm_90a (ptxas); apart,
+# the dV program spills nothing and the dK program 960 bytes, for 1.25× the dots (Sᵀ twice).
+# Empty until the H200 has timed it: `bench_backward.py --dims 256 --split-keyrows`.
+SPLIT_KEYROWS = ()
 
 # Whether the fast backward reads [B, N, H, D] views in place (layouts.row_layout) instead of
 # copying q, k, v, o and dO first. Off until test/gpu/test_python_gpu.py's

@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
-        [--async-dots] [--no-occupancy-hints]
+        [--async-dots] [--no-occupancy-hints] [--split-keyrows]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -37,6 +37,8 @@ def main():
                     default=[], help="block pairs BMxBN to time at the longest length")
     ap.add_argument("--async-dots", action="store_true",
                     help="compile with GpuOptions(wgmma_async_dots=True) (tilegpu-async-dots)")
+    ap.add_argument("--split-keyrows", action="store_true",
+                    help="dV and dK by two programs at d256 (backward.SPLIT_KEYROWS = (256,))")
     ap.add_argument("--no-occupancy-hints", action="store_true",
                     help="compile with GpuOptions(occupancy_hints=False): ptxas' first "
                          "register allocation (to compare)")
@@ -51,6 +53,9 @@ def main():
         compile_with(**fields)
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    if args.split_keyrows:
+        import tessel.backward
+        tessel.backward.SPLIT_KEYROWS = (256,)
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)

@@ -154,6 +154,16 @@ def test_key_rows_program_gqa_and_ragged_lengths(name):
     run_case(name, B=1, H=1, Hkv=1, Nq=37, Nk=9, D=16, seed=4, block=16, keyrows=True)
 
 
+@pytest.mark.parametrize("name", ["causal", "alibi_causal", "window"])
+def test_key_rows_program_in_two_parts(name, monkeypatch):
+    """backward.SPLIT_KEYROWS: dV and dK by two programs (PART 1 and 2), each against the same
+    float64 backward, GQA and ragged lengths included."""
+    from tessel import backward as bw
+    monkeypatch.setattr(bw, "SPLIT_KEYROWS", (8, 16))
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16, keyrows=True)
+    run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=40, D=16, seed=40, block=16, keyrows=True)
+
+
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "window"])
 def test_backward_gqa_sums_over_the_group(name):
     run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16)
