@@ -406,6 +406,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if _past_i32(q, k, v):
+        return _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                    return_lse, block_m, block_n, block_mask)
     Dp = _cuda_padding(q, k, v)
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
@@ -438,6 +441,74 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     # No query rows, batches or heads: an empty result, as on the GPU (no kernel runs there).
     if grid[0] and grid[1]:
         attention_kernel[grid](*args, **constexprs)
+    return (o, lse) if return_lse else o
+
+
+# The kernels address elements with 32-bit offsets (`(b·H + h)·N·D` is an i32 in the tile IR):
+# a tensor whose elements reach past this is run in chunks of batches (or of heads) that do not.
+I32_ELEMENTS = 2**31
+
+
+def _span(x):
+    """Elements from x's first to its last one, + 1 (numel for a contiguous x)."""
+    if any(s == 0 for s in x.shape):
+        return 0
+    strides = x.stride() if gpu.is_torch_tensor(x) else [s // x.itemsize for s in x.strides]
+    return 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, strides))
+
+
+def _past_i32(q, k, v):
+    try:
+        return len(q.shape) == 4 and max(_span(x) for x in (q, k, v)) >= I32_ELEMENTS
+    except (AttributeError, TypeError):
+        return False              # not arrays: the usual checks explain it
+
+
+def _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
+                         block_m, block_n, block_mask):
+    """tessel.attention over tensors of I32_ELEMENTS or more: one call per chunk of batches — or,
+    where one batch alone is too large, of heads (whole GQA groups) — each below the limit, the
+    outputs concatenated (differentiable through torch.cat). Mods and block masks see batch and
+    head indices, which a chunk would renumber: refused."""
+    if score_mod is not None or mask_mod is not None or block_mask is not None:
+        raise ValueError(
+            f"tessel.attention: q, k or v spans {max(_span(x) for x in (q, k, v))} elements, "
+            f"past the 2^31 the kernels' 32-bit offsets reach; with a score_mod, mask_mod or "
+            "block_mask (which see batch and head indices) split the batch into calls below it")
+    B, H = q.shape[0], q.shape[1]
+    Hkv = k.shape[1]
+    if Hkv == 0 or H % Hkv:
+        _check_shapes(q.shape, k.shape, v.shape, enable_gqa)   # explains the shapes
+    group = H // Hkv
+    limit = I32_ELEMENTS - 1
+    per_batch = max(_span(x[:1]) for x in (q, k, v))
+    if per_batch <= limit:
+        step = max(1, limit // per_batch)
+        parts = [(slice(b, b + step), slice(None), slice(None)) for b in range(0, B, step)]
+    else:
+        per_group = max(_span(q[:1, :group]), _span(k[:1, :1]), _span(v[:1, :1]))
+        if per_group > limit:
+            raise ValueError(f"tessel.attention: one head of one batch spans {per_group} "
+                             "elements, past the 2^31 the kernels' 32-bit offsets reach")
+        g = max(1, limit // per_group)             # GQA groups a chunk
+        parts = [(slice(b, b + 1), slice(j * group, (j + g) * group), slice(j, j + g))
+                 for b in range(B) for j in range(0, Hkv, g)]
+    outs = [attention(q[bq, hq], k[bq, hk], v[bq, hk], causal=causal, scale=scale,
+                      enable_gqa=enable_gqa, return_lse=True, block_m=block_m, block_n=block_n)
+            for bq, hq, hk in parts]
+    axis = 0 if parts[0][1] == slice(None) else None
+    if gpu.is_torch_tensor(q):
+        torch = gpu.torch_module()
+        cat = torch.cat
+    else:
+        cat = np.concatenate
+    if axis == 0:
+        o, lse = cat([x[0] for x in outs], 0), cat([x[1] for x in outs], 0)
+    else:   # batches of head chunks: heads within a batch, then batches
+        per_b = len(parts) // B
+        rows = [(cat([x[0] for x in outs[b * per_b:(b + 1) * per_b]], 1),
+                 cat([x[1] for x in outs[b * per_b:(b + 1) * per_b]], 1)) for b in range(B)]
+        o, lse = cat([r[0] for r in rows], 0), cat([r[1] for r in rows], 0)
     return (o, lse) if return_lse else o
 
 

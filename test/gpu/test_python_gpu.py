@@ -346,3 +346,26 @@ def test_attention_inputs_requiring_grad_get_a_grad_fn():
     with torch.no_grad():
         o = tessel.attention(q, k, k)
     assert o.grad_fn is None and not torch.isnan(o).any()
+
+
+def test_tensors_past_i32_offsets_run_in_chunks(monkeypatch):
+    # attention.I32_ELEMENTS lowered so that small tensors take the chunked path (one call per
+    # batch, then per GQA group); outputs and gradients equal the one-call ones.
+    import importlib
+    att = importlib.import_module("tessel.attention")
+    B, H, Hkv, N, D = 3, 4, 2, 200, 64
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    base = [rand(s, torch.float16, gen) for s in ((B, H, N, D), (B, Hkv, N, D), (B, Hkv, N, D))]
+    do = rand((B, H, N, D), torch.float16, gen)
+
+    def run():
+        leaves = [x.clone().requires_grad_() for x in base]
+        o = tessel.attention(*leaves, causal=True, enable_gqa=True)
+        o.backward(do)
+        return [o] + [x.grad for x in leaves]
+
+    want = run()
+    for limit in (H * N * D + 1, H * N * D // 2 + 1):   # batches, then GQA groups
+        monkeypatch.setattr(att, "I32_ELEMENTS", limit)
+        for g, w in zip(run(), want):
+            assert torch.equal(g, w)
