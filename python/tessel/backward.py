@@ -400,6 +400,12 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         TypeError: inputs of mixed kinds or dtypes.
         ValueError: shapes that do not fit together, or a block_mask that does not fit.
     """
+    from .attention import _past_i32, _span
+    if _past_i32(q, k, v) or _past_i32(o, do, do):
+        raise ValueError(
+            f"tessel.attention_backward: the tensors span {max(_span(x) for x in (q, k, v, o))} "
+            "elements, past the 2^31 the kernels' 32-bit offsets reach: call it per chunk of "
+            "batches (tessel.attention's autograd does so by itself)")
     if block_mask is not None:
         from . import blocksparse, blocksparse_backward
         B, H, Nq, D = q.shape

@@ -48,3 +48,11 @@ def test_mods_past_the_limit_are_refused(monkeypatch):
     with pytest.raises(ValueError, match="one head of one batch"):
         monkeypatch.setattr(attention_module, "I32_ELEMENTS", 600)
         tessel.attention(q, k, v, enable_gqa=True)
+
+
+def test_backward_past_the_limit_is_refused(monkeypatch):
+    q, k, v = inputs()
+    o, lse = tessel.attention(q, k, v, enable_gqa=True, return_lse=True)
+    monkeypatch.setattr(attention_module, "I32_ELEMENTS", 4096)
+    with pytest.raises(ValueError, match="per chunk of batches"):
+        tessel.attention_backward(q, k, v, o, lse, o, enable_gqa=True)
