@@ -27,7 +27,7 @@ from . import language as tl
 from .grid import MAX_GRID_Y, block_and_row, fold_grid
 from .frontend import ModFunction
 from .jit import JITFunction, jit
-from .layouts import ATTENTION_LAYOUT, layout_constexprs, lean_layout, output_like, row_layout, \
+from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
     rows_desc
 
 
@@ -531,9 +531,9 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     chip = _chip_for_blocks(q)
     dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None)
     BM, BN = block_m or dm, block_n or dn
-    # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D] tensor
-    # seen as [B, heads, N, D], as FlashAttention's layout is); other layouts are copied.
-    q, k, v = (x if row_layout(x) is not None else x.contiguous() for x in (q, k, v))
+    # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D]
+    # tensor seen as [B, heads, N, D], as FlashAttention's layout is); others are copied.
+    q, k, v = (in_place(x) for x in (q, k, v))
     o = output_like(q, torch)
     lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
@@ -620,7 +620,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
               and (v is k or (type(v) is type(q) and v.dtype is dt and v.shape == ks))
               and q.is_cuda)
         # () for contiguous tensors (the kernel's default layout), else the layout constexprs.
-        lay = () if q.is_contiguous() and k.is_contiguous() and v.is_contiguous() else \
+        lay = () if q.is_contiguous() and k.is_contiguous() and v.is_contiguous() and not \
+            (q.data_ptr() | k.data_ptr() | v.data_ptr()) % 16 else \
             lean_layout(q, k, v) if ok else None
         ok = ok and lay is not None
     except (ValueError, AttributeError):

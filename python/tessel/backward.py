@@ -35,7 +35,7 @@ from . import gpu
 from . import language as tl
 from .grid import block_and_row, fold_grid
 from .jit import jit
-from .layouts import in_place, layout_constexprs, rows_desc
+from .layouts import contiguous_aligned, in_place, layout_constexprs, rows_desc
 
 
 @jit
@@ -547,7 +547,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
                                  block_m, block_n)
     # The fast programs read q, k, v, o and dO in place where layouts.row_layout allows
     # (FlashAttention's [B, N, H, D] seen as [B, H, N, D]); the reference route copies.
-    keep = in_place if fast is not None and STRIDED_BACKWARD else (lambda x: x.contiguous())
+    keep = in_place if fast is not None and STRIDED_BACKWARD else contiguous_aligned
     q, k, v, o, do = (keep(x) for x in (q, k, v, o, do))
     lse = lse.contiguous().float()
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)

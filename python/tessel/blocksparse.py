@@ -41,6 +41,7 @@ from . import language as tl
 from .backward import log2_scores, masked
 from .grid import block_and_row, fold_grid
 from .jit import jit
+from .layouts import contiguous_aligned
 
 
 @jit
@@ -453,7 +454,7 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
     sh = nqb if bm.shape[1] is not None else 0
     rows = int(np.prod(bm.kv_num_blocks.shape))
     if on_gpu:
-        q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
+        q, k, v = (contiguous_aligned(x) for x in (q, k, v))
         o = torch.empty_like(q)
         lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     else:

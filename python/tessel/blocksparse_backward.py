@@ -24,6 +24,7 @@ from .backward import (delta_cuda, dq_query_block, keyrows_key_block, log2_score
 from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
+from .layouts import contiguous_aligned
 
 
 def transposed_lists(bm):
@@ -233,7 +234,7 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
     Hkv, Nk = k.shape[1], k.shape[2]
     if gpu.is_torch_tensor(q):
         torch = gpu.torch_module()
-        q, k, v, o, do = (x.contiguous() for x in (q, k, v, o, do))
+        q, k, v, o, do = (contiguous_aligned(x) for x in (q, k, v, o, do))
         lse = lse.contiguous().float()
         dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
             dlse.float().expand(B, H, Nq).contiguous()

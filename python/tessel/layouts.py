@@ -26,6 +26,8 @@ def row_layout(x):
     (0, 0) when contiguous; else where its last axis is contiguous and batch b's rows follow
     b·N rows (batch stride N × row stride, or one batch), the strides and the data 16-byte
     aligned (the fast paths copy rows in 16-byte chunks). None: copy it first."""
+    if x.data_ptr() % 16:
+        return None
     if x.is_contiguous():
         return 0, 0
     if x.dim() != 4:
@@ -36,15 +38,22 @@ def row_layout(x):
     if N == 1 or (sd != 1 and D != 1):
         return None
     sh = 0 if heads == 1 else sh
-    if (B != 1 and sb != N * sn) or sn <= 0 or sh < 0 or (sn * size) % 16 or (sh * size) % 16 \
-            or x.data_ptr() % 16:
+    if (B != 1 and sb != N * sn) or sn <= 0 or sh < 0 or (sn * size) % 16 or (sh * size) % 16:
         return None
     return sn, sh
 
 
+def contiguous_aligned(x):
+    """x contiguous at a 16-byte-aligned address: x itself, or a copy (a contiguous view that
+    starts mid-chunk, `buf[1:]`, is copied too — its rows' 16-byte copies would fault)."""
+    if x.is_contiguous():
+        return x if x.data_ptr() % 16 == 0 else x.clone()
+    return x.contiguous()
+
+
 def in_place(x):
-    """x itself where row_layout reads it in place, else a contiguous copy."""
-    return x if row_layout(x) is not None else x.contiguous()
+    """x itself where row_layout reads it in place, else a contiguous aligned copy."""
+    return x if row_layout(x) is not None else contiguous_aligned(x)
 
 
 def output_like(q, torch):

@@ -5,6 +5,7 @@ import numpy as np
 
 from . import gpu
 from .attention import _block, _grad_enabled
+from .layouts import contiguous_aligned
 
 _I32_MAX = 2**31 - 1
 
@@ -99,9 +100,9 @@ def _strided(x):
     if _is_cuda(x):
         st, sh = x.stride(), x.shape
         merged = all(st[a] == st[a + 1] * sh[a + 1] for a in range(len(sh) - 3))
-        if st[-1] == 1 and merged and (sh[-3] <= 1 or st[-3] > 0):
+        if st[-1] == 1 and merged and (sh[-3] <= 1 or st[-3] > 0) and x.data_ptr() % 16 == 0:
             return x, st[-3], st[-2]
-        x = x.contiguous()
+        x = contiguous_aligned(x)   # layouts.py: copied where its rows' chunks would fault
     else:
         x = np.ascontiguousarray(x)
     return x, x.shape[-2] * x.shape[-1], x.shape[-1]

@@ -369,3 +369,21 @@ def test_tensors_past_i32_offsets_run_in_chunks(monkeypatch):
         monkeypatch.setattr(att, "I32_ELEMENTS", limit)
         for g, w in zip(run(), want):
             assert torch.equal(g, w)
+
+
+def test_inputs_not_16_byte_aligned():
+    # Contiguous views that start one element into a buffer: their rows cannot be copied in
+    # 16-byte chunks in place, so they are copied first (before 2026-12-03 the fast path's
+    # copies would have faulted). Forward and gradients against float32.
+    B, H, N, D = 2, 4, 130, 64
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    n = B * H * N * D
+    bufs = [rand((n + 8,), torch.float16, gen) for _ in range(3)]
+    q, k, v = (b[1:1 + n].view(B, H, N, D).requires_grad_() for b in
+               (x.detach().clone() for x in bufs))
+    assert q.data_ptr() % 16
+    o = tessel.attention(q, k, v, causal=True)
+    want, _ = reference(q.detach(), k.detach(), v.detach(), True, 1 / math.sqrt(D))
+    assert (o.float() - want).abs().max().item() < TOL[torch.float16] * max(1.0, want.abs().max().item())
+    o.float().sum().backward()
+    assert all(x.grad is not None and torch.isfinite(x.grad).all() for x in (q, k, v))

@@ -62,6 +62,16 @@ def test_which_layouts_are_read_in_place():
     assert row_layout(torch.zeros(B, N, H * D + 4, dtype=torch.float16)[..., 4:]
                        .view(B, N, H, D).transpose(1, 2)) is None
     assert row_layout(torch.zeros(B, 1, H, D, dtype=torch.float16).transpose(1, 2)) == (0, 0)
+    # A contiguous view that starts mid-chunk: copied to an aligned buffer (its 16-byte row
+    # copies would fault), as is a strided one.
+    from tessel.layouts import contiguous_aligned
+    flat = torch.zeros(B * H * N * D + 8, dtype=torch.float16)
+    odd = flat[1:1 + B * H * N * D].view(B, H, N, D)
+    assert odd.is_contiguous() and odd.data_ptr() % 16
+    assert row_layout(odd) is None
+    fixed = contiguous_aligned(odd)
+    assert fixed.is_contiguous() and fixed.data_ptr() % 16 == 0 and torch.equal(fixed, odd)
+    assert contiguous_aligned(bshd).is_contiguous()
     # Every tensor read in place: the constexprs, the output as [B, N, H, D] behind q.
     lay = lean_layout(bshd, bshd, bshd)
     assert lay == (H * D, D) * 4
