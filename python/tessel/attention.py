@@ -539,7 +539,8 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), **layout_constexprs(Q=q, K=k, V=v, O=o))
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"),
+                      **layout_constexprs(Q=q, K=k, V=v, O=o))
     fast = dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS
     if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
             not fast and (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):

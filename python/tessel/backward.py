@@ -323,8 +323,8 @@ def zeros_scratch(like, n):
 
 
 def delta_cuda(o, do, dlse):
-    """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (layouts.row_layout's) and float32
-    dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
+    """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (in layouts.row_layout's
+    layouts) and float32 dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
     `(o.float() * do.float()).sum(-1) - dlse` wrote and read two float32 copies (0.37 ms at
     b1 h16 n16k d128 on the H200, docs/bench/2026-12-03-h200-occupancy.md)."""
     torch = gpu.torch_module()

@@ -313,7 +313,8 @@ def test_bshd_inputs_are_not_copied(D, N):
     extra = torch.cuda.max_memory_allocated() - before - o.numel() * o.element_size()
     assert extra <= lse.numel() * 4 + 1024, extra   # a copy of q alone would be 2·B·H·N·D bytes
     want, _ = reference(q, k, v, False, 1 / math.sqrt(D))
-    assert (o.float() - want).abs().max().item() < TOL[torch.float16] * max(1.0, want.abs().max().item())
+    err = (o.float() - want).abs().max().item()
+    assert err < TOL[torch.float16] * max(1.0, want.abs().max().item()), err
 
 
 @pytest.mark.parametrize("strided", [False, True], ids=["copied", "in-place"])
@@ -384,6 +385,7 @@ def test_inputs_not_16_byte_aligned():
     assert q.data_ptr() % 16
     o = tessel.attention(q, k, v, causal=True)
     want, _ = reference(q.detach(), k.detach(), v.detach(), True, 1 / math.sqrt(D))
-    assert (o.float() - want).abs().max().item() < TOL[torch.float16] * max(1.0, want.abs().max().item())
+    err = (o.float() - want).abs().max().item()
+    assert err < TOL[torch.float16] * max(1.0, want.abs().max().item()), err
     o.float().sum().backward()
     assert all(x.grad is not None and torch.isfinite(x.grad).all() for x in (q, k, v))
