@@ -1,6 +1,6 @@
 """Tensors past the kernels' 32-bit element offsets (attention.I32_ELEMENTS = 2^31):
-tessel.attention runs them in chunks of batches, or of whole GQA head groups where one batch alone is too large.
-Here the limit is lowered so that small inputs take the same path on the interpreter; the
+tessel.attention runs them in chunks of batches, or of whole GQA head groups where one batch
+alone is too large. Here the limit is lowered so that small inputs take the same path on the interpreter; the
 chunked result must equal the one-call result exactly (each (batch, head) runs the same
 program). test/gpu/test_python_gpu.py does the same on CUDA tensors, with gradients."""
 import numpy as np
