@@ -451,15 +451,33 @@ I32_ELEMENTS = 2**31
 
 def _span(x):
     """Elements from x's first to its last one, + 1 (numel for a contiguous x)."""
-    if any(s == 0 for s in x.shape):
+    shape = x.shape
+    if 0 in shape:
         return 0
-    strides = x.stride() if gpu.is_torch_tensor(x) else [s // x.itemsize for s in x.strides]
-    return 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, strides))
+    if gpu.is_torch_tensor(x):
+        strides = x.stride()
+    else:
+        strides = [s // x.itemsize for s in x.strides]
+    span = 1
+    for n, st in zip(shape, strides):
+        span += (n - 1) * (st if st >= 0 else -st)
+    return span
 
 
 def _past_i32(q, k, v):
+    """Whether q, k or v spans I32_ELEMENTS or more (on every call: numel for contiguous
+    tensors, the strides' span for the others)."""
     try:
-        return len(q.shape) == 4 and max(_span(x) for x in (q, k, v)) >= I32_ELEMENTS
+        if len(q.shape) != 4:
+            return False
+        for x in (q, k, v):
+            if x.is_contiguous() if gpu.is_torch_tensor(x) else x.flags.c_contiguous:
+                n = x.numel() if gpu.is_torch_tensor(x) else x.size
+            else:
+                n = _span(x)
+            if n >= I32_ELEMENTS:
+                return True
+        return False
     except (AttributeError, TypeError):
         return False              # not arrays: the usual checks explain it
 
