@@ -491,7 +491,7 @@ def _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa
     if score_mod is not None or mask_mod is not None or block_mask is not None:
         raise ValueError(
             f"tessel.attention: q, k or v spans {max(_span(x) for x in (q, k, v))} elements, "
-            f"past the 2^31 the kernels' 32-bit offsets reach; with a score_mod, mask_mod or "
+            "past the 2^31 the kernels' 32-bit offsets reach; with a score_mod, mask_mod or "
             "block_mask (which see batch and head indices) split the batch into calls below it")
     B, H = q.shape[0], q.shape[1]
     Hkv = k.shape[1]
