@@ -70,6 +70,15 @@ step bench_varlen env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/ben
   --json "$out/bench_varlen.json"
 step bench_head_dims env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_head_dims.py" \
   --dims 64 128 256 --json "$out/bench_head_dims.json"
+# TESSEL_GPU_CHECK_OCCUPANCY=1: the head-dim and backward tables again without the occupancy
+# step (GpuOptions(occupancy_hints=False): ptxas' first register allocation), same process kind.
+if [ "${TESSEL_GPU_CHECK_OCCUPANCY:-0}" = 1 ]; then
+  step bench_head_dims_no_hints env TESSEL_CACHE_DIR="$work/cache" python3 \
+    "$root/test/gpu/bench_head_dims.py" --dims 64 128 256 --no-occupancy-hints \
+    --json "$out/bench_head_dims_no_hints.json"
+  step bench_backward_no_hints env TESSEL_CACHE_DIR="$work/cache" python3 \
+    "$root/test/gpu/bench_backward.py" --no-occupancy-hints --json "$out/bench_backward_no_hints.json"
+fi
 step tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
   "$root/test/gpu/test_tile_programs_gpu.py"
 step bench_tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 \
