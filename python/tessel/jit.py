@@ -56,6 +56,7 @@ class CompileOptions:
     Raises:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
             num_stages other than 2, 3 or 4.
+        TypeError: an occupancy_hints that is neither None nor a bool.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -71,6 +72,10 @@ class CompileOptions:
     #: Stages of the fast paths' ring of loop-body loads, 2 to 4 (``GpuOptions.num_stages``);
     #: None keeps GpuOptions' 2. Keyed as the GpuOptions field it sets.
     num_stages: int | None = dataclasses.field(default=None, metadata={"code": False})
+    #: False: keep ptxas' first register allocation where registers, not shared memory, limit
+    #: the CTAs per SM (``GpuOptions.occupancy_hints``); None keeps GpuOptions' True. Keyed as
+    #: the GpuOptions field it sets.
+    occupancy_hints: bool | None = dataclasses.field(default=None, metadata={"code": False})
 
     def __post_init__(self):
         if self.backend not in ("auto", "interpreter", "gpu"):
@@ -81,11 +86,13 @@ class CompileOptions:
         if self.num_stages is not None and (isinstance(self.num_stages, bool)
                                             or self.num_stages not in (2, 3, 4)):
             raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
+        if self.occupancy_hints is not None and not isinstance(self.occupancy_hints, bool):
+            raise TypeError(f"occupancy_hints must be a bool, got {self.occupancy_hints!r}")
 
     def gpu_options(self, chip="sm_90a"):
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
-        (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
-        ``num_stages`` where they are set.
+        (``codegen="auto"``), with ``num_threads``, ``num_stages`` and ``occupancy_hints`` from
+        ``num_warps``, ``num_stages`` and ``occupancy_hints`` where they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".
@@ -99,6 +106,8 @@ class CompileOptions:
             fields["num_threads"] = 32 * self.num_warps
         if self.num_stages is not None:
             fields["num_stages"] = self.num_stages
+        if self.occupancy_hints is not None:
+            fields["occupancy_hints"] = self.occupancy_hints
         return cache.GpuOptions(**fields)
 
     def digest(self):

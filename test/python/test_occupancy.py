@@ -81,3 +81,26 @@ def test_no_hint_far_from_the_budget(tmp_path):
     b = _binary(tmp_path, 64, False, 128, 64, chip="sm_80")
     assert ".minnctapersm" not in b.ptx
     assert b.manifest["registers"] > 200
+
+
+def test_a_jit_kernel_can_turn_the_hints_off(tmp_path):
+    # CompileOptions(occupancy_hints=False) (or kernel.with_options(...)) reaches GpuOptions,
+    # hence the cache key and the compile.
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    from tessel.attention import attention_kernel
+    off = attention_kernel.with_options(occupancy_hints=False)
+    assert off.options.gpu_options("sm_90a").occupancy_hints is False
+    assert attention_kernel.options.gpu_options("sm_90a").occupancy_hints is True
+    x = np.zeros((1, 2, 256, 128), np.float16)
+    lse = np.zeros((1, 2, 256), np.float32)
+    args = (x, x, x, x, lse, 256, 256, 2, 2, 0.1)
+    cx = dict(D=128, BLOCK_M=64, BLOCK_N=64, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None)
+    k_on, k_off = attention_kernel.warmup(*args, **cx), off.warmup(*args, **cx)
+    b_on = cache.get_binary(k_on, k_on.options.gpu_options("sm_90a"), directory=str(tmp_path))
+    b_off = cache.get_binary(k_off, k_off.options.gpu_options("sm_90a"), directory=str(tmp_path))
+    assert ".minnctapersm 3" in b_on.ptx and ".minnctapersm" not in b_off.ptx
+    with pytest.raises(TypeError, match="occupancy_hints must be a bool"):
+        tessel.CompileOptions(occupancy_hints="no")
