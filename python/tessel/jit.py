@@ -72,9 +72,9 @@ class CompileOptions:
     #: Stages of the fast paths' ring of loop-body loads, 2 to 4 (``GpuOptions.num_stages``);
     #: None keeps GpuOptions' 2. Keyed as the GpuOptions field it sets.
     num_stages: int | None = dataclasses.field(default=None, metadata={"code": False})
-    #: False: keep ptxas' first register allocation where registers, not shared memory, limit
-    #: the CTAs per SM (``GpuOptions.occupancy_hints``); None keeps GpuOptions' True. Keyed as
-    #: the GpuOptions field it sets.
+    #: Whether ptxas is asked again for the occupancy the shared memory allows where registers
+    #: limit the CTAs per SM (``GpuOptions.occupancy_hints``); None keeps GpuOptions' default
+    #: (on). Keyed as the GpuOptions field it sets.
     occupancy_hints: bool | None = dataclasses.field(default=None, metadata={"code": False})
 
     def __post_init__(self):
