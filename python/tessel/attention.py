@@ -14,7 +14,7 @@ Given CUDA torch tensors, it runs on the GPU (`_attention_cuda`): fp16/bf16 with
 (docs/bench/2026-11-29-h200-mma.md: 128×64 at d128, 64×64 at d64); other shapes and float32 fall
 back to the reference lowering. The only memory beyond the inputs and the output is the LSE
 (B·H·Nq float32), plus copies of inputs that are not contiguous; without return_lse, the LSE goes
-to a per-device scratch buffer reused across calls (_lse_scratch: one allocation fewer per call).
+to a per-device scratch buffer reused across calls (gpu.scratch_f32: one allocation fewer per call).
 """
 import math
 import types
@@ -598,25 +598,10 @@ _cuda_configs = {}   # (dtype, D, causal, score_mod, mask_mod, block_m, block_n)
 # reaches this size (the kernels themselves are shared through _as_jit's code key).
 _CUDA_CONFIGS_MAX = 64
 
-# device index -> [(elements, float32 tensor)], the last the largest: where the kernel writes an
-# LSE nobody asked for (return_lse=False), instead of a torch allocation per call (~4 us of the
-# ~12 us tessel.attention spent above its kernel launch on the H200). Buffers are never freed:
-# a kernel on another stream may still be writing a smaller one, and the caching allocator would
-# hand its memory to the next allocation on the stream it was made on without waiting. Growth
-# doubles, so what is held is at most twice the largest LSE (2/D of q's size). Writes from
-# concurrent kernels to the same buffer race, harmlessly: nothing reads it.
+# gpu.scratch_f32's pool of the LSE nobody asked for (return_lse=False), instead of a torch
+# allocation per call (~4 us of the ~12 us tessel.attention spent above its kernel launch on the
+# H200). Writes from concurrent kernels to the same buffer race, harmlessly: nothing reads it.
 _lse_buffers = {}
-
-
-def _lse_scratch(q, n, torch):
-    dev = q.get_device()
-    held = _lse_buffers.get(dev)
-    if held is not None and held[-1][0] >= n:
-        return held[-1][1]
-    size = max(n, 2 * held[-1][0]) if held else n
-    buf = q.new_empty((size,), dtype=torch.float32)
-    _lse_buffers.setdefault(dev, []).append((size, buf))
-    return buf
 
 
 def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
@@ -667,7 +652,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
-        _lse_scratch(q, B * H * Nq, torch)
+        gpu.scratch_f32(_lse_buffers, q, B * H * Nq)
     if Nq and B * H:
         nb, rows = -(-Nq // consts[1]), B * H
         grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)

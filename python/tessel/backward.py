@@ -143,11 +143,14 @@ def masked(s, b, h, q_idx, kv_idx, visible, CAUSAL: tl.constexpr, MASK_MOD: tl.c
 
 @jit
 def keyrows_key_block(kd, vd, n0, D: tl.constexpr, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr):
+                      BLOCK_N: tl.constexpr, PART: tl.constexpr = 0):
     """What a key-rows dK/dV program holds for its key block: K, V, the key index tile (keys as
-    rows) and the zero dK and dV accumulators."""
+    rows) and the zero dK and dV accumulators. PART 1 (dV alone) does not read V (K stands in
+    for it, unread); the accumulator a part does not use is dead code, removed."""
     kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
-    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    vt = kt
+    if PART != 1:
+        vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
     kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
     return kt, vt, kv_idx, tl.zeros((BLOCK_N, D), tl.float32), tl.zeros((BLOCK_N, D), tl.float32)
 
@@ -187,16 +190,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     n0 = pid_n * BLOCK_N
-    if PART == 0:
-        kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N)
-    else:
-        kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
-        kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
-        if PART == 1:
-            dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
-        else:
-            vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
-            dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
     for i in range(0, nq, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
@@ -303,23 +297,14 @@ def delta_block(D):
     return max(16, min(64, 4096 // max(D, 1)))
 
 
-# device index -> [float32 zeros], the last the largest: the dlse the Δ program reads when the LSE
-# has no gradient, instead of a zeros allocation and fill per call. Never written; never freed
-# (a kernel on another stream may still read a smaller one: _lse_scratch's reasoning).
+# gpu.scratch_f32's pool of zeros: the dlse the Δ program reads when the LSE has no gradient,
+# instead of a zeros allocation and fill per call. Never written.
 _zero_buffers = {}
 
 
 def zeros_scratch(like, n):
     """At least n float32 zeros on like's device (a shared buffer: read it, never write it)."""
-    torch = gpu.torch_module()
-    dev = like.get_device()
-    held = _zero_buffers.get(dev)
-    if held is not None and held[-1].numel() >= n:
-        return held[-1]
-    size = max(n, 2 * held[-1].numel()) if held else n
-    buf = torch.zeros((size,), dtype=torch.float32, device=like.device)
-    _zero_buffers.setdefault(dev, []).append(buf)
-    return buf
+    return gpu.scratch_f32(_zero_buffers, like, n, zeros=True)
 
 
 def delta_cuda(o, do, dlse):

@@ -153,6 +153,26 @@ def chip_of(device):
     return chip
 
 
+def scratch_f32(pool, like, n, zeros=False):
+    """At least n float32 elements on like's device from pool (device index -> [(elements,
+    tensor)], the last the largest), zero-filled once when zeros. For buffers a call writes and
+    nobody reads (an LSE not asked for) or reads and nobody writes (a dlse of zeros): one
+    allocation per growth instead of one per call. Buffers are never freed: a kernel on another
+    stream may still use a smaller one, and the caching allocator would hand its memory to the
+    next allocation on the stream it was made on without waiting. Growth doubles, so what is
+    held is at most twice the largest request."""
+    dev = like.get_device()
+    held = pool.get(dev)
+    if held is not None and held[-1][0] >= n:
+        return held[-1][1]
+    size = max(n, 2 * held[-1][0]) if held else n
+    torch = torch_module()
+    make = torch.zeros if zeros else torch.empty
+    buf = make((size,), dtype=torch.float32, device=like.device)
+    pool.setdefault(dev, []).append((size, buf))
+    return buf
+
+
 # --- launchers ---------------------------------------------------------------------------------
 
 _launchers = {}
