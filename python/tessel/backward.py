@@ -323,17 +323,32 @@ def delta_cuda(o, do, dlse):
 
 
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
-         delta_ready=False, dq_cx=None):
+         delta_ready=False, dq_cx=None, side=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
     fast paths' form); under GQA its dk and dv then have one head per query head (H), which the
     caller sums over each group. With `delta_ready`, `delta` holds Δ already. `dq_cx`: the dQ
-    program's constexprs where its blocks differ from the others' (default `cx`)."""
+    program's constexprs where its blocks differ from the others' (default `cx`). `side`: a
+    torch CUDA stream on which the dQ program runs beside the dK/dV program (CONCURRENT_DQ)."""
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
     dq_cx = dq_cx or cx
     if B * H and Nq and not delta_ready:
         attention_bwd_delta[fold_grid(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, H, D=D,
                                                              BLOCK_M=BM)
+
+    def dq_program():
+        if B * H and Nq:
+            attention_bwd_dq[fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H)](
+                q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
+    if side is not None:
+        # The side stream starts after Δ and the inputs; the caller's stream goes on after
+        # both programs. Every tensor is the caller stream's, which waits for the side stream
+        # before anything later can reuse their memory.
+        torch = gpu.torch_module()
+        main = torch.cuda.current_stream(dq.device)
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            dq_program()
     if keyrows and B * H and Nk:
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
@@ -343,9 +358,22 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     elif B * Hkv and Nk:
         attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
                                                               Nk, H, Hkv, scale, **cx)
-    if B * H and Nq:
-        attention_bwd_dq[fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H)](
-            q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
+    if side is None:
+        dq_program()
+    else:
+        main.wait_stream(side)
+
+
+# device -> the torch stream the dQ program runs on beside the dK/dV program (CONCURRENT_DQ).
+_side_streams = {}
+
+
+def _side_stream(device):
+    torch = gpu.torch_module()
+    s = _side_streams.get(device)
+    if s is None:
+        s = _side_streams[device] = torch.cuda.Stream(device)
+    return s
 
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
@@ -561,8 +589,9 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     delta = delta_cuda(o, do, dlse)
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
+    side = _side_stream(q.device) if CONCURRENT_DQ else None
     _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows=True,
-         delta_ready=True, dq_cx=dq_cx)
+         delta_ready=True, dq_cx=dq_cx, side=side)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
         torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
@@ -576,6 +605,10 @@ _function = None
 # the dV program spills nothing and the dK program 960 bytes, for 1.25× the dots (Sᵀ twice).
 # Empty until the H200 has timed it: `bench_backward.py --dims 256 --split-keyrows`.
 SPLIT_KEYROWS = ()
+
+# Whether the fast backward runs its dQ program on a second stream, beside the dK/dV program
+# (each fills the other's last wave). Off until measured (bench_backward.py --concurrent-dq).
+CONCURRENT_DQ = False
 
 # Whether the fast backward reads [B, N, H, D] views in place (layouts.row_layout) instead of
 # copying q, k, v, o and dO first. Off until test/gpu/test_python_gpu.py's
