@@ -3,6 +3,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--split-keyrows] [--concurrent-dq]
+        [--dq-blocks 64x64]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -39,6 +40,9 @@ def main():
                     help="compile with GpuOptions(wgmma_async_dots=True) (tilegpu-async-dots)")
     ap.add_argument("--split-keyrows", action="store_true",
                     help="dV and dK by two programs at d256 (backward.SPLIT_KEYROWS = (256,))")
+    ap.add_argument("--dq-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
+                    help="the dQ program's blocks at d128 on sm_90a, e.g. 64x64 "
+                         "(backward.FAST_DQ_BLOCKS_SM90; default 128x128)")
     ap.add_argument("--concurrent-dq", action="store_true",
                     help="the dQ program on a second stream (backward.CONCURRENT_DQ = True)")
     ap.add_argument("--no-occupancy-hints", action="store_true",
@@ -61,12 +65,15 @@ def main():
     if args.concurrent_dq:
         import tessel.backward
         tessel.backward.CONCURRENT_DQ = True
+    if args.dq_blocks:
+        import tessel.backward
+        tessel.backward.FAST_DQ_BLOCKS_SM90 = {128: args.dq_blocks}
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, async_dots=args.async_dots,
-                  concurrent_dq=args.concurrent_dq, rows=[])
+                  concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
