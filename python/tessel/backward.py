@@ -603,8 +603,9 @@ _function = None
 # Head dims whose key-rows dK/dV program runs as two programs, dV then dK (PART 1 and 2): at
 # d256 the two 64×256 float32 accumulators spill 3.4–4.7 KB a thread on sm_90a (ptxas); apart,
 # the dV program spills nothing and the dK program 960 bytes, for 1.25× the dots (Sᵀ twice).
-# Empty until the H200 has timed it: `bench_backward.py --dims 256 --split-keyrows`.
-SPLIT_KEYROWS = ()
+# H200 (2026-12-03, `bench_backward.py --dims 256 [--no-split-keyrows]`): 1.45–1.66× faster than
+# the one program (d256 n16k 45.2 → 28.7 ms non-causal, 20.4 → 14.1 causal).
+SPLIT_KEYROWS = (256,)
 
 # Whether the fast backward runs its dQ program on a second stream, beside the dK/dV program
 # (each fills the other's last wave). Off until measured (bench_backward.py --concurrent-dq).

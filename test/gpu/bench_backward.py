@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
-        [--async-dots] [--no-occupancy-hints] [--split-keyrows] [--concurrent-dq]
+        [--async-dots] [--no-occupancy-hints] [--no-split-keyrows] [--concurrent-dq]
         [--dq-blocks 64x64]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
@@ -38,8 +38,9 @@ def main():
                     default=[], help="block pairs BMxBN to time at the longest length")
     ap.add_argument("--async-dots", action="store_true",
                     help="compile with GpuOptions(wgmma_async_dots=True) (tilegpu-async-dots)")
-    ap.add_argument("--split-keyrows", action="store_true",
-                    help="dV and dK by two programs at d256 (backward.SPLIT_KEYROWS = (256,))")
+    ap.add_argument("--no-split-keyrows", action="store_true",
+                    help="dV and dK by one program at d256 too (backward.SPLIT_KEYROWS = (); "
+                         "to compare)")
     ap.add_argument("--dq-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
                     help="the dQ program's blocks at d128 on sm_90a, e.g. 64x64 "
                          "(backward.FAST_DQ_BLOCKS_SM90; default 128x128)")
@@ -59,9 +60,9 @@ def main():
         compile_with(**fields)
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    if args.split_keyrows:
+    if args.no_split_keyrows:
         import tessel.backward
-        tessel.backward.SPLIT_KEYROWS = (256,)
+        tessel.backward.SPLIT_KEYROWS = ()
     if args.concurrent_dq:
         import tessel.backward
         tessel.backward.CONCURRENT_DQ = True
