@@ -612,11 +612,9 @@ SPLIT_KEYROWS = (256,)
 CONCURRENT_DQ = False
 
 # Whether the fast backward reads [B, N, H, D] views in place (layouts.row_layout) instead of
-# copying q, k, v, o and dO first. Off until test/gpu/test_python_gpu.py's
-# test_strided_inputs_get_gradients[in-place] has passed on the GPU (written 2026-12-03, with
-# no device time left; the programs' layouts are checked on the interpreter by
-# test/python/test_attention_layouts.py).
-STRIDED_BACKWARD = False
+# copying q, k, v, o and dO first. On since test/gpu/test_python_gpu.py's
+# test_strided_inputs_get_gradients[in-place] passed on the H200 (2026-12-03); False copies.
+STRIDED_BACKWARD = True
 
 # With a block mask, whether the CUDA backward runs blocksparse_backward's programs (empty
 # blocks skipped, full ones without mask arithmetic) instead of the dense ones with the

@@ -319,8 +319,8 @@ def test_bshd_inputs_are_not_copied(D, N):
 
 @pytest.mark.parametrize("strided", [False, True], ids=["copied", "in-place"])
 def test_strided_inputs_get_gradients(strided, monkeypatch):
-    # in-place: the fast backward reads the views (backward.STRIDED_BACKWARD, off by default
-    # until this case has passed on the GPU).
+    # in-place: the fast backward reads the views (backward.STRIDED_BACKWARD, the default);
+    # copied: it copies them first.
     import tessel.backward
     monkeypatch.setattr(tessel.backward, "STRIDED_BACKWARD", strided)
     B, H, N, D = 2, 2, 130, 64

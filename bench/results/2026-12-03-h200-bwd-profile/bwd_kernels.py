@@ -83,3 +83,21 @@ for D, n, causal in ((128, 16384, True), (128, 16384, False), (128, 4096, True),
         for k_, t in sorted(per.items(), key=lambda x: -x[1])[:4]:
             print(f"      {t:8.3f} ms  {k_[:90]}")
     del q, k, v, do, o, lse, leaves, out
+
+# [B, N, H, D] views (FlashAttention's layout): the backward reading them in place
+# (backward.STRIDED_BACKWARD) beside copying them first.
+import tessel.backward as tb  # noqa: E402
+for D in (64, 128):
+    B, N, H = 4, 4096, 2048 // D
+    base = [torch.randn(B, N, H, D, device="cuda", dtype=torch.float16, generator=gen)
+            for _ in range(4)]
+    q, k, v, do = (x.transpose(1, 2) for x in base)
+    o, lse = tessel.attention(q, k, v, causal=True, return_lse=True)
+    cells = []
+    for strided in (True, False):
+        tb.STRIDED_BACKWARD = strided
+        ms = triton.testing.do_bench(
+            lambda: tessel.attention_backward(q, k, v, o, lse, do, causal=True),
+            return_mode="median")
+        cells.append(f"{'in place' if strided else 'copied'} {ms:.3f} ms")
+    print(f"BSHD views d{D} B{B} N{N} H{H} causal: " + ", ".join(cells), flush=True)
