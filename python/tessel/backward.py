@@ -520,6 +520,9 @@ FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64), 256: (64, 64)}
 # above: at d128 two warpgroups of 64 query rows against 128 keys, 4–6 % faster than 64×64 on
 # the H200 (docs/bench/2026-12-02-h200-backward-dot-order.md, "Blocks per program").
 FAST_DQ_BLOCKS_SM90 = {128: (128, 128)}
+# Head dim -> (BLOCK_M, BLOCK_N) of the key-rows dK/dV program alone on sm_90a, where it differs
+# from FAST_BACKWARD_BLOCKS (BLOCK_N keys are the rows: 128 takes two warpgroups).
+FAST_KEYROWS_BLOCKS_SM90 = {}
 # Head dims whose fast backward programs fit some chips only: at d256 they need 192 KiB of
 # shared memory (three 64x256 A/B blocks beside K and V), more than sm_80's 163; sm_80 keeps the
 # reference lowering there.
@@ -573,12 +576,17 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         shapes, scale, cx = fast
         cx = dict(cx, **layout_constexprs(Q=q, K=k, V=v, DO=do))
     B, H, Nq, D, Hkv, Nk = shapes
-    dq_cx = None
-    if fast is not None and block_m is None and block_n is None and D in FAST_DQ_BLOCKS_SM90:
+    dq_cx = kr_cx = None
+    if fast is not None and block_m is None and block_n is None and \
+            (D in FAST_DQ_BLOCKS_SM90 or D in FAST_KEYROWS_BLOCKS_SM90):
         from .attention import _chip_for_blocks
         if _chip_for_blocks(q) == "sm_90a":
-            bm, bn = FAST_DQ_BLOCKS_SM90[D]
-            dq_cx = dict(cx, BLOCK_M=bm, BLOCK_N=bn)
+            if D in FAST_DQ_BLOCKS_SM90:
+                bm, bn = FAST_DQ_BLOCKS_SM90[D]
+                dq_cx = dict(cx, BLOCK_M=bm, BLOCK_N=bn)
+            if D in FAST_KEYROWS_BLOCKS_SM90:
+                bm, bn = FAST_KEYROWS_BLOCKS_SM90[D]
+                dq_cx, kr_cx = dq_cx or cx, dict(cx, BLOCK_M=bm, BLOCK_N=bn)
     dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
     dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (k, v))
@@ -590,8 +598,8 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     side = _side_stream(q.device) if CONCURRENT_DQ else None
-    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows=True,
-         delta_ready=True, dq_cx=dq_cx, side=side)
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx or cx,
+         keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
         torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
