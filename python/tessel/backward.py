@@ -616,7 +616,8 @@ _function = None
 SPLIT_KEYROWS = (256,)
 
 # Whether the fast backward runs its dQ program on a second stream, beside the dK/dV program
-# (each fills the other's last wave). Off until measured (bench_backward.py --concurrent-dq).
+# (each fills the other's last wave). Off: within noise on the H200 (−0.8 … +1.6 %, d128
+# 4k–16k, `bench_backward.py --concurrent-dq`, docs/bench/2026-12-03-h200-backward-split.md).
 CONCURRENT_DQ = False
 
 # Whether the fast backward reads [B, N, H, D] views in place (layouts.row_layout) instead of
