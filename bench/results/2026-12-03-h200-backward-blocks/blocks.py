@@ -40,8 +40,8 @@ for D, n in ((64, 16384), (64, 4096), (128, 16384)):
         cells = [f"FA2 {flops / fa2 / 1e9:.0f}",
                  f"default {flops / triton.testing.do_bench(ours, return_mode='median') / 1e9:.0f}"]
         for name, kr, dq in VARIANTS[D]:
-            tb.FAST_KEYROWS_BLOCKS_SM90 = dict(kr0, **(kr or {}))
-            tb.FAST_DQ_BLOCKS_SM90 = dict(dq0, **(dq or {}))
+            tb.FAST_KEYROWS_BLOCKS_SM90 = {**kr0, **(kr or {})}
+            tb.FAST_DQ_BLOCKS_SM90 = {**dq0, **(dq or {})}
             try:
                 got = ours()
                 diff = max(((a - b).abs().max() / b.abs().max()).item() for a, b in zip(got, want))
