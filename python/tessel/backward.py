@@ -529,6 +529,11 @@ FAST_KEYROWS_BLOCKS_SM90 = {}
 _FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
 
 
+def _with_blocks(cx, blocks):
+    """cx with (BLOCK_M, BLOCK_N) = blocks, or cx itself for None."""
+    return cx if blocks is None else dict(cx, BLOCK_M=blocks[0], BLOCK_N=blocks[1])
+
+
 def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                           block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
@@ -576,17 +581,14 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         shapes, scale, cx = fast
         cx = dict(cx, **layout_constexprs(Q=q, K=k, V=v, DO=do))
     B, H, Nq, D, Hkv, Nk = shapes
-    dq_cx = kr_cx = None
+    # Each program's blocks where sm_90a's tables set them apart (asked-for blocks set both).
+    dq_cx = kr_cx = cx
     if fast is not None and block_m is None and block_n is None and \
             (D in FAST_DQ_BLOCKS_SM90 or D in FAST_KEYROWS_BLOCKS_SM90):
         from .attention import _chip_for_blocks
         if _chip_for_blocks(q) == "sm_90a":
-            if D in FAST_DQ_BLOCKS_SM90:
-                bm, bn = FAST_DQ_BLOCKS_SM90[D]
-                dq_cx = dict(cx, BLOCK_M=bm, BLOCK_N=bn)
-            if D in FAST_KEYROWS_BLOCKS_SM90:
-                bm, bn = FAST_KEYROWS_BLOCKS_SM90[D]
-                dq_cx, kr_cx = dq_cx or cx, dict(cx, BLOCK_M=bm, BLOCK_N=bn)
+            dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(D))
+            kr_cx = _with_blocks(cx, FAST_KEYROWS_BLOCKS_SM90.get(D))
     dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
     dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (k, v))
@@ -598,7 +600,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     side = _side_stream(q.device) if CONCURRENT_DQ else None
-    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx or cx,
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
          keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
