@@ -354,7 +354,8 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
 
 
 def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
-              enable_gqa=False, return_lse=False, block_m=None, block_n=None, block_mask=None):
+              enable_gqa=False, return_lse=False, block_m=None, block_n=None, block_mask=None,
+              deterministic=False):
     """Scaled dot-product attention with PyTorch SDPA semantics and FlexAttention-style mods.
 
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU, on torch's current
@@ -392,6 +393,10 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             ``q_idx >= kv_idx`` in the mask_mod). Differentiable on CUDA (the backward
             visits the same blocks). Without it, CUDA calls whose mask_mod reads a captured
             tensor build one themselves (docs/dsl.md, "Block masks").
+        deterministic: a backward whose gradients are the same bit for bit from run to run.
+            By default (as FlashAttention's ``deterministic=False``) the sm_90a backward may
+            add dq up from its key blocks with float32 atomics, in an order that varies;
+            True (or ``torch.use_deterministic_algorithms(True)``) runs dq's own program.
 
     Returns:
         ``o`` like ``q`` (on the GPU a new tensor: contiguous for a contiguous q, else a
@@ -408,24 +413,27 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     """
     if _past_i32(q, k, v):
         return _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                    return_lse, block_m, block_n, block_mask)
+                                    return_lse, block_m, block_n, block_mask, deterministic)
     Dp = _cuda_padding(q, k, v)
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
-                                 block_m=block_m, block_n=block_n, block_mask=block_mask)
+                                 block_m=block_m, block_n=block_n, block_mask=block_mask,
+                                 deterministic=deterministic)
     if block_mask is not None:
         if not gpu.is_torch_tensor(q):
             _refuse_grad(q, k, v)
         from . import blocksparse as bmod
         return bmod.attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse,
-                              block_mask, block_m, block_n, causal)
+                              block_mask, block_m, block_n, causal,
+                              deterministic=deterministic)
     if gpu.is_torch_tensor(q):
         if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)
                 or getattr(v, "requires_grad", False)) and _grad_enabled():
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                       return_lse, block_m, block_n)
+                                       return_lse, block_m, block_n,
+                                       deterministic=deterministic)
         if mask_mod is not None and block_m is None and block_n is None:
             # A mask read from tensors: block sparsity at run time (blocksparse.auto_block_mask).
             from . import blocksparse as bmod
@@ -483,7 +491,7 @@ def _past_i32(q, k, v):
 
 
 def _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
-                         block_m, block_n, block_mask):
+                         block_m, block_n, block_mask, deterministic=False):
     """tessel.attention over tensors of I32_ELEMENTS or more: one call per chunk of batches — or,
     where one batch alone is too large, of heads (whole GQA groups) — each below the limit, the
     outputs concatenated (differentiable through torch.cat). Mods and block masks see batch and
@@ -512,7 +520,8 @@ def _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa
         parts = [(slice(b, b + 1), slice(j * group, (j + g) * group), slice(j, j + g))
                  for b in range(B) for j in range(0, Hkv, g)]
     outs = [attention(q[bq, hq], k[bq, hk], v[bq, hk], causal=causal, scale=scale,
-                      enable_gqa=enable_gqa, return_lse=True, block_m=block_m, block_n=block_n)
+                      enable_gqa=enable_gqa, return_lse=True, block_m=block_m, block_n=block_n,
+                      deterministic=deterministic)
             for bq, hq, hk in parts]
     axis = 0 if parts[0][1] == slice(None) else None
     if gpu.is_torch_tensor(q):

@@ -156,15 +156,15 @@ def keyrows_key_block(kd, vd, n0, D: tl.constexpr, BLOCK_M: tl.constexpr,
 
 
 @jit
-def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, OUT_HEADS,
-                               scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
+def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H, HKV,
+                               OUT_HEADS, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                                BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                                SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                                Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
                                K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                                V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
-                               PART: tl.constexpr = 0):
+                               PART: tl.constexpr = 0, FUSED_DQ: tl.constexpr = 0):
     """dK and dV of one key block for one query head, with the keys as the rows of every tile
     (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
     are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
@@ -173,7 +173,9 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     head's block: no GQA) or H (GQA: one block per query head, summed over each group after).
     PART: 0 both; 1 dV alone (V not read, no dP); 2 dK alone (no dV accumulator) — two programs
     where the two 64×D float32 accumulators do not fit in registers beside each other
-    (SPLIT_KEYROWS)."""
+    (SPLIT_KEYROWS). FUSED_DQ: dQ too, added into the float32 dq [B, H, Nq, D] (zeroed by the
+    caller) by atomics as dQᵀ = Kᵀ·dSᵀ·scale — dSᵀ as it is, K read transposed — instead of
+    the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise."""
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
@@ -189,6 +191,8 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
     dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    # dQᵀ's view of dq: [D, Nq], a query's D values one apart.
+    dqtd = tl.make_desc(dq, shape=(D, nq), strides=(1, D), offset=q_rows * D)
     n0 = pid_n * BLOCK_N
     kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
     for i in range(0, nq, BLOCK_M):
@@ -214,7 +218,10 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HK
             ds = p * (dp - dlt[None, :])
             if SCORE_MOD is not None:
                 ds = ds * tl.elementwise_grad(s_mod, s_raw)
-            dk_acc += tl.dot(ds.to(qt.dtype), qt)
+            ds16 = ds.to(qt.dtype)
+            dk_acc += tl.dot(ds16, qt)
+            if FUSED_DQ:
+                tl.atomic_add(dqtd, (0, i), tl.dot(kt.T, ds16) * scale)
     if PART != 1:
         tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
     if PART != 2:
@@ -323,12 +330,14 @@ def delta_cuda(o, do, dlse):
 
 
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
-         delta_ready=False, dq_cx=None, side=None):
+         delta_ready=False, dq_cx=None, side=None, dq32=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
     fast paths' form); under GQA its dk and dv then have one head per query head (H), which the
     caller sums over each group. With `delta_ready`, `delta` holds Δ already. `dq_cx`: the dQ
     program's constexprs where its blocks differ from the others' (default `cx`). `side`: a
-    torch CUDA stream on which the dQ program runs beside the dK/dV program (CONCURRENT_DQ)."""
+    torch CUDA stream on which the dQ program runs beside the dK/dV program (CONCURRENT_DQ).
+    `dq32`: a zeroed float32 buffer of q's shape into which the key-rows program adds dQ
+    (FUSED_DQ_DIMS; keyrows only): no dQ program, `dq` unused."""
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
     dq_cx = dq_cx or cx
@@ -337,7 +346,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
                                                              BLOCK_M=BM)
 
     def dq_program():
-        if B * H and Nq:
+        if B * H and Nq and dq32 is None:
             attention_bwd_dq[fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H)](
                 q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
     if side is not None:
@@ -353,8 +362,9 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
             attention_bwd_dkdv_keyrows[fold_grid(-(-Nk // BN), B * H)](
-                q, k, v, do, lse, delta, dk, dv, Nq, Nk, H, Hkv, dk.shape[1], scale, **cx,
-                **({"PART": part} if part else {}))
+                q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
+                dk.shape[1], scale, **cx, **({"PART": part} if part else {}),
+                **({} if dq32 is None else {"FUSED_DQ": 1}))
     elif B * Hkv and Nk:
         attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
                                                               Nk, H, Hkv, scale, **cx)
@@ -378,7 +388,7 @@ def _side_stream(device):
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
                        mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None,
-                       block_mask=None):
+                       block_mask=None, deterministic=False):
     """The gradients of :func:`attention` with respect to q, k and v.
 
     Same arguments and semantics as :func:`attention` for q, k, v and the options. numpy
@@ -405,6 +415,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
             False): on the interpreter the programs visit only its blocks
             (python/tessel/blocksparse_backward.py), on CUDA too where the fast paths take
             the programs (``backward.SPARSE_BACKWARD_ON_GPU``; docs/dev/backward.md).
+        deterministic: as in :func:`attention`: dq by its own program, never by atomics.
 
     Returns:
         ``(dq, dk, dv)``: dq like q, dk and dv like k (GQA: summed over each group's heads).
@@ -436,15 +447,16 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
                 block_n or min(fast[1], block_mask.BLOCK_N), dlse)
     if gpu.is_torch_tensor(q):
         return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
-                                        enable_gqa, dlse, block_m, block_n)
+                                        enable_gqa, dlse, block_m, block_n, deterministic)
     return _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                                     enable_gqa, dlse, block_m, block_n)
 
 
 def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
-                             enable_gqa, dlse, block_m, block_n, keyrows=False):
+                             enable_gqa, dlse, block_m, block_n, keyrows=False, fused_dq=False):
     """attention_backward on numpy arrays (the interpreter); `keyrows` runs the fast paths'
-    key-rows dK/dV program instead of the group-looping one (its test)."""
+    key-rows dK/dV program instead of the group-looping one, `fused_dq` with dQ added up in it
+    (FUSED_DQ) instead of by the dQ program (their tests)."""
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do}
     for name, x in arrays.items():
         if not isinstance(x, np.ndarray):
@@ -465,16 +477,25 @@ def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask
         np.ascontiguousarray(np.broadcast_to(dlse, (B, H, Nq)), dtype=np.float32)
     delta = np.zeros((B, H, Nq), np.float32)
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    dq32 = None
+    if fused_dq:
+        if q.dtype == np.uint16:
+            raise NotImplementedError("the fused dQ's cast on host arrays takes float16 or "
+                                      "float32, not bf16 bits")
+        dq32 = np.zeros(q.shape, np.float32)
     if not keyrows or H == Hkv:
-        _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows)
-        return dq, dk, dv
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows,
+             dq32=dq32)
+        return (dq if dq32 is None else dq32.astype(q.dtype)), dk, dv
     if k.dtype == np.uint16:
         raise NotImplementedError("the key-rows program's GQA sum on host arrays takes float16 "
                                   "or float32, not bf16 bits")
     dk_h = np.zeros((B, H, Nk, D), k.dtype)
     dv_h = np.zeros((B, H, Nk, D), v.dtype)
-    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows)
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows,
+         dq32=dq32)
     group = (B, Hkv, H // Hkv, Nk, D)
+    dq = dq if dq32 is None else dq32.astype(q.dtype)
     return (dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype),
             dv_h.reshape(group).astype(np.float32).sum(2).astype(v.dtype))
 
@@ -558,7 +579,7 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
 
 
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
-                             enable_gqa, dlse, block_m, block_n):
+                             enable_gqa, dlse, block_m, block_n, deterministic=False):
     """The backward on CUDA tensors. fp16/bf16 at head dims 64 and 128 take the fast paths
     (codegen auto: wgmma on sm_90a, mma.sync on sm_80): the dQ program and the key-rows dK/dV
     program, Δ by attention_bwd_delta (delta_cuda). The rest runs the three programs of
@@ -600,12 +621,36 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     side = _side_stream(q.device) if CONCURRENT_DQ else None
+    dq32 = None
+    if kr_cx["BLOCK_N"] == 64 and _fused_dq(q, D, deterministic):
+        dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        side = None
     _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
-         keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side)
+         keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32)
+    if dq32 is not None:
+        dq.copy_(dq32)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
         torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
     return dq, dk, dv
+
+
+# Head dims whose sm_90a backward adds dQ up in the key-rows dK/dV program (FUSED_DQ: dQᵀ =
+# Kᵀ·dSᵀ, float32 atomics) instead of running the dQ program, which recomputes S and dP: five
+# matmuls per block pair instead of seven. Not with `deterministic`, nor where the key-rows
+# program is split (SPLIT_KEYROWS). docs/dev/backward.md, "dQ from the key-rows program".
+FUSED_DQ_DIMS = (64,)
+
+
+def _fused_dq(q, D, deterministic):
+    """Whether this CUDA backward takes dQ from the key-rows program (FUSED_DQ_DIMS)."""
+    if deterministic or D not in FUSED_DQ_DIMS or D in SPLIT_KEYROWS:
+        return False
+    torch = gpu.torch_module()
+    if torch.are_deterministic_algorithms_enabled():
+        return False
+    from .attention import _chip_for_blocks
+    return _chip_for_blocks(q) == "sm_90a"
 
 
 _function = None
@@ -646,7 +691,7 @@ def _autograd_function():
     class TesselAttention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, config):
-            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse = config
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, _ = config
             if sparse is not None:
                 # A block mask: the forward visits its blocks (the mask_mod it was made from,
                 # causality folded in); the backward below runs the dense programs with the
@@ -667,8 +712,8 @@ def _autograd_function():
         @staticmethod
         def backward(ctx, do, dlse):
             q, k, v, o, lse = ctx.saved_tensors
-            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse = \
-                ctx.config
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, \
+                deterministic = ctx.config
             if do is None:                  # only the LSE has a gradient
                 do = torch.zeros_like(o)
             if sparse is not None:
@@ -679,7 +724,8 @@ def _autograd_function():
                 return dq, dk, dv, None
             # The forward's block sizes are not the backward's (gpu_backward_blocks).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
-                                                  mask_mod, enable_gqa, dlse, None, None)
+                                                  mask_mod, enable_gqa, dlse, None, None,
+                                                  deterministic)
             return dq, dk, dv, None
 
     _function = TesselAttention
@@ -712,7 +758,7 @@ def check_differentiable(score_mod, dtype, D, like=None):
 
 
 def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
-                        block_m, block_n, block_mask=None):
+                        block_m, block_n, block_mask=None, deterministic=False):
     """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn. With a
     block_mask (given, or built for a mask that reads tensors: blocksparse.auto_block_mask) the
     forward is block-sparse and the backward the dense programs with the mask_mod."""
@@ -723,6 +769,7 @@ def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
     elif mask_mod is not None and block_m is None and block_n is None:
         from . import blocksparse
         sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
-    config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse)
+    config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse,
+              deterministic)
     o, lse = _autograd_function().apply(q, k, v, config)
     return (o, lse) if return_lse else o

@@ -471,7 +471,7 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
 
 
 def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, block_m,
-              block_n, causal, grad=True):
+              block_n, causal, grad=True, deterministic=False):
     """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU). CUDA inputs
     that require grad go through backward.attention_with_grad (`grad=False`: its forward)."""
     if grad and gpu.is_torch_tensor(q):
@@ -482,7 +482,8 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
                              True, causal, block_m, block_n)
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, False, scale, score_mod, mask_mod, enable_gqa,
-                                       return_lse, None, None, block_mask=bm)
+                                       return_lse, None, None, block_mask=bm,
+                                       deterministic=deterministic)
     args, constexprs, grid, o, lse = prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa,
                                              bm, block_m, block_n, causal)
     if grid[0] and grid[1] and q.shape[2] and k.shape[2]:

@@ -107,7 +107,8 @@ def inputs(B, H, Hkv, Nq, Nk, D, seed):
     return q, k, v, do
 
 
-def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=False):
+def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=False,
+             fused_dq=False):
     score_mod, mask_mod, causal, score, score_grad, allowed = CASES[name]
     q, k, v, do = inputs(B, H, Hkv, Nq, Nk, D, seed)
     gqa = H != Hkv
@@ -116,7 +117,8 @@ def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=Fa
     o, lse = tessel.attention(q, k, v, return_lse=True, **kw, **blocks)
     if keyrows:   # the fast paths' dK/dV program (keys as rows), on the interpreter
         dq, dk, dv = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
-                                              mask_mod, gqa, dlse, block, block, keyrows=True)
+                                              mask_mod, gqa, dlse, block, block, keyrows=True,
+                                              fused_dq=fused_dq)
     else:
         dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **kw, **blocks)
     ref = reference_attention_backward(q, k, v, do, causal=causal, score=score,
@@ -162,6 +164,20 @@ def test_key_rows_program_in_two_parts(name, monkeypatch):
     monkeypatch.setattr(bw, "SPLIT_KEYROWS", (8, 16))
     run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16, keyrows=True)
     run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=40, D=16, seed=40, block=16, keyrows=True)
+
+
+@pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "softcap", "window"])
+def test_key_rows_program_with_fused_dq(name):
+    """FUSED_DQ: dQ added up in the key-rows program by atomics (dQᵀ = Kᵀ·dSᵀ, K read
+    transposed) instead of by the dQ program — square, GQA and ragged lengths both ways, with a
+    gradient on the LSE."""
+    rng = np.random.default_rng(5)
+    run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=40, D=16, seed=40, block=16, keyrows=True,
+             fused_dq=True)
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16, keyrows=True,
+             fused_dq=True, dlse=rng.standard_normal((2, 4, 23)).astype(np.float32))
+    run_case(name, B=1, H=1, Hkv=1, Nq=9, Nk=37, D=16, seed=3, block=16, keyrows=True,
+             fused_dq=True)
 
 
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "window"])
@@ -353,8 +369,8 @@ def test_fast_backward_programs_take_the_fast_paths(dtype, D, causal, chip, mark
                                 *FAST_BACKWARD_BLOCKS[D])
     kernels = {
         "dq": attention_bwd_dq.warmup(q, q, q, q, row, row, q, 100, 100, 2, 2, scale, **cx),
-        "dkdv": attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, 100, 100, 2, 2,
-                                                   2, scale, **cx)}
+        "dkdv": attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, q, 100, 100, 2,
+                                                   2, 2, scale, **cx)}
     if chip == "sm_90a" and D in FAST_DQ_BLOCKS_SM90:      # the dQ program's own blocks there
         _, _, dq_cx = _config(q, q, q, causal, scale, softcap, None, False,
                               *FAST_DQ_BLOCKS_SM90[D])

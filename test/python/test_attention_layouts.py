@@ -111,7 +111,8 @@ def test_backward_programs_read_rows_in_place(causal):
         bw.attention_bwd_dq[fold_grid(-(-N // BM), B * H)](
             t["q"], t["k"], t["v"], t["do"], lse, delta, dq, N, N, H, Hkv, 0.2, **cx)
         bw.attention_bwd_dkdv_keyrows[fold_grid(-(-N // BM), B * H)](
-            t["q"], t["k"], t["v"], t["do"], lse, delta, dk, dv, N, N, H, Hkv, H, 0.2, **cx)
+            t["q"], t["k"], t["v"], t["do"], lse, delta, dk, dv, np.zeros(1, np.float32), N, N, H,
+            Hkv, H, 0.2, **cx)
         return delta, dq, dk, dv
 
     for got, want in zip(run(bshd, True), run(bhsd, False)):

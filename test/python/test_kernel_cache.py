@@ -599,8 +599,8 @@ def test_wgmma_async_dots_option_reaches_the_lowering(cache_dir):
     q = np.zeros((1, 2, 100, 128), np.float16)
     row = np.zeros((1, 2, 100), np.float32)
     _, scale, cx = _config(q, q, q, True, None, None, None, False, *FAST_BACKWARD_BLOCKS[128])
-    k = attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, 100, 100, 2, 2, 2, scale,
-                                          **cx)
+    k = attention_bwd_dkdv_keyrows.warmup(q, q, q, q, row, row, q, q, q, 100, 100, 2, 2, 2,
+                                          scale, **cx)
     plain = k.binary(cache.GpuOptions(chip="sm_90a"))
     eager = k.binary(cache.GpuOptions(chip="sm_90a", wgmma_async_dots=True))
     assert "wgmma.wait_group.sync.aligned 1;" in eager.ptx

@@ -90,6 +90,19 @@ LogicalResult LocalLoadOp::verify() {
   return success();
 }
 
+LogicalResult LocalStoreOp::verify() {
+  SharedBufferType buffer = getBuffer().getType();
+  RankedTensorType value = getValue().getType();
+  if (buffer.getElementType() != value.getElementType())
+    return emitOpError("writes a tile of ")
+           << value.getElementType() << " into a buffer of " << buffer.getElementType();
+  if (buffer.getShape() != value.getShape())
+    return emitOpError("writes a tile of ") << value << " into a buffer of " << buffer;
+  if (!isa_and_nonnull<MmaEncodingAttr>(value.getEncoding()))
+    return emitOpError("writes a tile in a #tilegpu.mma layout, got ") << value;
+  return success();
+}
+
 LogicalResult ConvertLayoutOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());

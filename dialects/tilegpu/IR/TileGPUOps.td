@@ -126,6 +126,29 @@ def TileGPU_LocalLoadOp : TileGPU_Op<"local_load", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+def TileGPU_LocalStoreOp : TileGPU_Op<"local_store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Write a register tile into shared memory as stored (st.shared).";
+  let description = [{
+    Writes `value`, an f16/bf16 tile in a `#tilegpu.mma` accumulator layout, into stage
+    `stage` of `buffer`, row-major in the buffer's swizzled form: the inverse of a
+    `tilegpu.local_load` without `transpose`. Each thread stores its pairs of adjacent
+    columns as one 32-bit `st.shared`. What it makes is a dot operand that was computed in
+    registers and that a wgmma reads from shared memory: the backward's dSᵀ as the B operand
+    of dQᵀ = Kᵀ·dSᵀ (tilegpu-allocate-shared writes it for a
+    `tilegpu.convert_layout` from an accumulator to a B operand). The writes are the generic
+    proxy's: a `tilegpu.fence_async_shared` and a barrier before a wgmma reads them.
+
+    ```mlir
+    tilegpu.local_store %ds, %dsb[%c0] : tensor<64x64xf16, #mma> -> !tilegpu.smem<64x64xf16, stages = 1, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins TileGPU_OperandTile:$value, TileGPU_SharedBufferType:$buffer, I32:$stage);
+  let assemblyFormat = [{
+    $value `,` $buffer `[` $stage `]` attr-dict `:` type($value) `->` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
 def TileGPU_ConvertLayoutOp : TileGPU_Op<"convert_layout", [Pure]> {
   let summary = "The same tile in another layout.";
   let description = [{

@@ -94,8 +94,39 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     }
     load.erase();
   }
-  int64_t ring = plan->ringStart + stages * plan->stageBytes;
-  program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(std::max(outside, ring)));
+  int64_t end = std::max(outside, plan->ringStart + stages * plan->stageBytes);
+  // B operands computed in registers (AssignLayouts' conversions to a B layout): each its own
+  // buffer past the others (1024-byte aligned for the swizzle), written where the value is
+  // made. Before the write, a barrier: the previous iteration's wgmma of every warp has read
+  // the buffer (each warp waited for its own); after it, the fence and barrier of any block
+  // a wgmma reads.
+  SmallVector<ConvertLayoutOp> computedB;
+  program.walk([&](ConvertLayoutOp cvt) {
+    auto operand = dyn_cast_or_null<DotOperandEncodingAttr>(
+        cvt.getResult().getType().getEncoding());
+    if (operand && operand.getOperand() == 1)
+      computedB.push_back(cvt);
+  });
+  for (ConvertLayoutOp cvt : computedB) {
+    auto type = cvt.getResult().getType();
+    auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(), type.getElementType(),
+                                            1, 128);
+    end = llvm::alignTo(end, 1024);
+    b.setInsertionPointAfter(zero.getDefiningOp());
+    Value buffer = AllocOp::create(b, cvt.getLoc(), bufferType, b.getI64IntegerAttr(end), nullptr);
+    end += bufferType.getBytes();
+    b.setInsertionPoint(cvt);
+    Location loc = cvt.getLoc();
+    gpu::BarrierOp::create(b, loc);
+    LocalStoreOp::create(b, loc, cvt.getInput(), buffer, zero);
+    if (wgmma)
+      FenceAsyncSharedOp::create(b, loc);
+    gpu::BarrierOp::create(b, loc);
+    Value read = LocalLoadOp::create(b, loc, type, buffer, zero, false);
+    cvt.getResult().replaceAllUsesWith(read);
+    cvt.erase();
+  }
+  program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
   return success();
 }
 

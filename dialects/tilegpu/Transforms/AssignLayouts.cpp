@@ -110,8 +110,13 @@ Attribute LayoutAssigner::producedLayout(Value v) const {
     return acc;
   if (isa<tile::ReduceOp>(def))
     return row;
-  if (isa<tile::TransOp>(def))
-    return operandB;
+  if (auto trans = dyn_cast<tile::TransOp>(def)) {
+    // A loaded block read transposed: Kᵀ of Q·Kᵀ (B), or of dQᵀ = Kᵀ·dSᵀ (A, MmaClass.cpp).
+    bool readAsA = !v.use_empty() && llvm::all_of(v.getUses(), [](OpOperand &use) {
+      return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
+    });
+    return readAsA ? operandA : operandB;
+  }
   if (isa<tile::LoadOp>(def)) {
     if (!plan.loads.count(def))
       return {}; // a vector read into the slice its consumers ask for
@@ -201,10 +206,19 @@ LogicalResult LayoutAssigner::demandValue(Value v, Attribute layout, Operation *
 LogicalResult LayoutAssigner::demandAll() {
   WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
     if (auto dot = dyn_cast<tile::DotOp>(op)) {
-      if (producedLayout(dot.getB()) != operandB)
-        return dot.emitOpError("reads a B operand that is not a loaded block "
-                               "(convert-tile-to-mma)");
-      if (!dot.getA().getDefiningOp<tile::LoadOp>() && failed(demandUse(dot->getOpOperand(0), acc)))
+      // A B operand computed in registers (the backward's dSᵀ) reaches wgmma through shared
+      // memory: it is made in the accumulator layout, and tilegpu-allocate-shared stores it.
+      if (producedLayout(dot.getB()) != operandB) {
+        if (plan.layout.getKind() != MmaKind::Wgmma)
+          return dot.emitOpError("reads a B operand that is not a loaded block "
+                                 "(convert-tile-to-mma; on wgmma, a computed B goes through "
+                                 "shared memory)");
+        if (failed(demandUse(dot->getOpOperand(1), acc)))
+          return WalkResult::interrupt();
+      }
+      bool loadedA = dot.getA().getDefiningOp<tile::LoadOp>() ||
+                     producedLayout(dot.getA()) == operandA;
+      if (!loadedA && failed(demandUse(dot->getOpOperand(0), acc)))
         return WalkResult::interrupt();
       return failure(failed(demandUse(dot->getOpOperand(2), acc)));
     }
@@ -297,15 +311,18 @@ void LayoutAssigner::rewriteTypes() {
   });
   retypeConstants(program);
   OpBuilder b(program.getContext());
-  // The P re-pack: a dot's A computed in registers arrives in the accumulator layout.
+  // The P re-pack: a dot's A computed in registers arrives in the accumulator layout; so does
+  // a computed B (through shared memory, tilegpu-allocate-shared).
   program.walk([&](tile::DotOp dot) {
-    auto aType = cast<RankedTensorType>(dot.getA().getType());
-    if (aType.getEncoding() != acc)
-      return;
-    b.setInsertionPoint(dot);
-    Value packed = ConvertLayoutOp::create(b, dot.getLoc(), withEncoding(aType, operandA),
-                                           dot.getA());
-    dot->setOperand(0, packed);
+    for (auto [index, layout] : {std::pair{0u, operandA}, std::pair{1u, operandB}}) {
+      auto type = cast<RankedTensorType>(dot->getOperand(index).getType());
+      if (type.getEncoding() != acc)
+        continue;
+      b.setInsertionPoint(dot);
+      Value converted = ConvertLayoutOp::create(b, dot.getLoc(), withEncoding(type, layout),
+                                                dot->getOperand(index));
+      dot->setOperand(index, converted);
+    }
   });
 }
 

@@ -134,11 +134,29 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
       return trans && !trans.getResult().use_empty() &&
              llvm::all_of(trans.getResult().getUses(), isDotB);
     };
-    if (!result.use_empty() && llvm::all_of(result.getUses(), isDotA)) {
+    // An A block may also be read transposed (wgmma only, by an MN-major descriptor): the
+    // backward's K as the Kᵀ of dQᵀ = Kᵀ·dSᵀ beside its K·Qᵀ.
+    auto isTransposedA = [&](OpOperand &use) {
+      auto trans = dyn_cast<tile::TransOp>(use.getOwner());
+      return trans && !trans.getResult().use_empty() &&
+             llvm::all_of(trans.getResult().getUses(), isDotA);
+    };
+    auto isARead = [&](OpOperand &use) { return isDotA(use) || isTransposedA(use); };
+    if (!result.use_empty() && llvm::all_of(result.getUses(), isARead)) {
       p.role = LoadRole::A;
+      bool transposed = llvm::any_of(result.getUses(), isTransposedA);
+      if (transposed && !wgmma)
+        return ld.emitOpError("is read transposed as an A operand, which convert-tile-to-mma "
+                              "does on wgmma only (sm_90a)"),
+               WalkResult::interrupt();
+      if (transposed && (p.cols != blockM || blockM != 64 || ld->getParentOfType<scf::ForOp>()))
+        return ld.emitOpError("is read transposed as an A operand: convert-tile-to-mma takes a "
+                              "block of 64 columns loaded outside loops there, with 64-row "
+                              "accumulators"),
+               WalkResult::interrupt();
       // An A block is the query block (Q, read once) or, loaded in a loop, a slice of the
       // rows' reduction axis (a GEMM's A[m, k]); either way as tall as the accumulator.
-      if (p.rows != blockM)
+      if (llvm::any_of(result.getUses(), isDotA) && p.rows != blockM)
         return ld.emitOpError("is an A operand of ")
                    << p.rows << " rows where the first dot's A block has " << blockM,
                WalkResult::interrupt();

@@ -69,6 +69,8 @@ using LoadPlan = tessel::tilegpu::LoadSlot;
 struct SharedView {
   LoadPlan plan;
   Value stage;
+  /// An A block read transposed (wgmma: an MN-major descriptor, the Kᵀ of dQᵀ = Kᵀ·dSᵀ).
+  bool transposed = false;
 };
 
 /// Whether `t` is a tile (a ranked tensor).
@@ -128,6 +130,9 @@ private:
   /// The B operand of `op` in shared memory, a tilegpu.local_load, and whether it is the
   /// transpose of the stored block.
   FailureOr<std::pair<SharedView, bool>> dotB(Value bOperand, Operation *op);
+  /// tilegpu.local_store: each thread's pairs of accumulator-layout columns, one st.shared
+  /// of 32 bits each, at their swizzled places in the buffer.
+  LogicalResult emitLocalStore(tilegpu::LocalStoreOp op);
   /// tile.store, or tile.atomic_add (element by element: llvm.atomicrmw, a RED in SASS).
   template <typename WriteOp>
   LogicalResult emitStore(WriteOp op);

@@ -18,7 +18,8 @@ namespace tessel::mma {
 
 bool MmaKernelBuilder::isSharedMemoryOp(Operation *op) {
   return isa<tilegpu::AllocOp, tilegpu::AsyncCopyOp, tilegpu::AsyncCommitOp, tilegpu::AsyncWaitOp,
-             tilegpu::FenceAsyncSharedOp, tilegpu::LocalLoadOp, gpu::BarrierOp>(op);
+             tilegpu::FenceAsyncSharedOp, tilegpu::LocalLoadOp, tilegpu::LocalStoreOp,
+             gpu::BarrierOp>(op);
 }
 
 /// The tilegpu.alloc that `buffer` is, or starts as when a loop carries it (its init).
@@ -138,6 +139,8 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
     gpu::BarrierOp::create(b, loc);
     return success();
   }
+  if (auto store = dyn_cast<tilegpu::LocalStoreOp>(op))
+    return emitLocalStore(store);
   auto read = cast<tilegpu::LocalLoadOp>(op);
   FailureOr<LoadPlan> p = bufferPlan(read.getBuffer(), op);
   if (failed(p))
@@ -147,9 +150,17 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
     views[read.getResult()] = SharedView{*p, stageBytes(read.getBuffer(), read.getStage())};
     return success();
   }
-  if (read.getTranspose())
-    return op->emitOpError("reads an A operand transposed: convert-tile-to-mma reads A blocks "
-                           "as stored");
+  if (read.getTranspose()) {
+    // Kᵀ of dQᵀ = Kᵀ·dSᵀ: read by every dot through an MN-major descriptor (wgmma). The block
+    // is complete for the async proxy, as takeAFragments makes it for the reads as stored.
+    if (!wgmma || read->getParentOfType<scf::ForOp>() || blockM != 64)
+      return op->emitOpError("reads an A operand transposed: convert-tile-to-mma does that on "
+                             "wgmma, for a block loaded once, with 64-row accumulators");
+    fenceSharedForAsyncProxy(loc);
+    gpu::BarrierOp::create(b, loc);
+    aShared[read.getResult()] = SharedView{*p, Value(), /*transposed=*/true};
+    return success();
+  }
   // An A block a loop streams (a GEMM's) is read by its dots from its stage of the ring, at
   // every k step (mma.sync) or by descriptor (wgmma): the loop's copies make it visible.
   if (read->getParentOfType<scf::ForOp>()) {
@@ -159,6 +170,35 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
   if (constantOf(read.getStage()) != 0)
     return op->emitOpError("reads an A operand loaded once from a stage other than 0");
   takeAFragments(read.getResult(), *p);
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitLocalStore(tilegpu::LocalStoreOp op) {
+  Location loc = op.getLoc();
+  FailureOr<LoadPlan> p = bufferPlan(op.getBuffer(), op);
+  if (failed(p))
+    return failure();
+  if (!wgmma || mTiles != 1)
+    return op.emitOpError("stores an accumulator tile into shared memory, which "
+                          "convert-tile-to-mma does on wgmma (16 rows a warp)");
+  FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
+  if (failed(regs))
+    return failure();
+  // Acc register 4·s + 2·h + e is row (warp's first + lane/4 + 8·h), column 8·s + quad + e:
+  // the pair (e = 0, 1) is 4 bytes inside the 16-byte chunk s of its row, which the swizzle
+  // moves as a whole.
+  Value start = bufferBytes(op.getBuffer(), op.getStage());
+  Value pairBytes = arith::MulIOp::create(b, loc, quadColumn(), ci32(2));
+  SmallVector<Value> rows = rowIndices();
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  int64_t slabs = p->cols / 8;
+  for (int64_t s = 0; s < slabs; ++s)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value chunk = smemChunk(0, p->cols, rows[h], ci32(s), start, slabBytes(*p));
+      Value at = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), chunk, ValueRange{pairBytes});
+      Value pair = packPair((*regs)[4 * s + 2 * h], (*regs)[4 * s + 2 * h + 1]);
+      LLVM::StoreOp::create(b, loc, pair, at, /*alignment=*/4);
+    }
   return success();
 }
 

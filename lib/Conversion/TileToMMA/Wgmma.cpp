@@ -116,7 +116,7 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
           b, loc, aStart,
           arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, rowBase, ci32(~63)),
                                 ci32(128)));
-    aDesc0 = wgmmaDescriptor(aStart, *aPlan, true);
+    aDesc0 = wgmmaDescriptor(aStart, *aPlan, !aView->transposed);
   }
   StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
   int64_t nAcc = N / 2;
@@ -142,13 +142,13 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
       os << "$" << first;
     else
       os << "{$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3 << "}";
-    // scale-d, imm-scale-a, imm-scale-b, [imm-trans-a (A K-major),] imm-trans-b.
-    os << ", $" << first + aOperands << ", p, 1, 1, " << (aPlan ? "0, " : "")
-       << (transposed ? 0 : 1) << ";\n}";
+    // scale-d, imm-scale-a, imm-scale-b, [imm-trans-a (0: A K-major),] imm-trans-b.
+    os << ", $" << first + aOperands << ", p, 1, 1, "
+       << (aPlan ? (aView->transposed ? "1, " : "0, ") : "") << (transposed ? 0 : 1) << ";\n}";
     SmallVector<Value> inputs;
     SmallVector<StringRef> cons;
     if (aPlan) {
-      inputs.push_back(at(aDesc0, wgmmaDescriptorStep(*aPlan, true, kt)));
+      inputs.push_back(at(aDesc0, wgmmaDescriptorStep(*aPlan, !aView->transposed, kt)));
       cons.push_back("l");
     } else {
       inputs.append(a.begin() + kt * 4, a.begin() + kt * 4 + 4);
