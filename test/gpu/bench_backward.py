@@ -3,7 +3,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-split-keyrows] [--concurrent-dq]
-        [--dq-blocks 64x64]
+        [--dq-blocks 64x64] [--with-deterministic]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -46,6 +46,9 @@ def main():
                          "(backward.FAST_DQ_BLOCKS_SM90; default 128x128)")
     ap.add_argument("--concurrent-dq", action="store_true",
                     help="the dQ program on a second stream (backward.CONCURRENT_DQ = True)")
+    ap.add_argument("--with-deterministic", action="store_true",
+                    help="also time deterministic=True (dQ by its own program, never by "
+                         "atomics: backward.FUSED_DQ_DIMS off) in the same row")
     ap.add_argument("--no-occupancy-hints", action="store_true",
                     help="compile with GpuOptions(occupancy_hints=False): ptxas' first "
                          "register allocation (to compare)")
@@ -95,6 +98,16 @@ def main():
                 row = dict(d=D, n=n, b=B, h=H, causal=causal)
                 mine = ours()
                 row["tessel_ms"] = timed(ours)
+                if args.with_deterministic:
+                    def det():
+                        return tessel.attention_backward(q, k, v, o, lse, do, causal=causal,
+                                                         deterministic=True)
+                    dgrads = det()
+                    row["tessel_det_ms"] = timed(det)
+                    row["max_rel_diff_vs_det"] = max(
+                        ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
+                        for a, b in zip(mine, dgrads))
+                    del dgrads
                 grads = {}
                 for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
                                  ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -117,6 +130,10 @@ def main():
                         for a, b in zip(mine, grads["fa2"]))
                 line = sdpa_cells(row, flops, "max_rel_diff_vs_fa2")
                 report["rows"].append(row)
+                if args.with_deterministic:
+                    line += (f"  det {flops / row['tessel_det_ms'] / 1e9:.1f} "
+                             f"({row['tessel_det_ms'] / row['tessel_ms']:.2f}×, "
+                             f"diff {row['max_rel_diff_vs_det']:.1e})")
                 print(f"{D:>4} {n:>6} {str(causal):>6} {line}", flush=True)
                 del q, k, v, do, o, lse, mine, grads
     # The blocks: (BLOCK_M, BLOCK_N) of both programs at the longest length, beside the default.
