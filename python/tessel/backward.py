@@ -191,10 +191,19 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
-    # dQᵀ's view of dq: [D, Nq], a query's D values one apart.
-    dqtd = tl.make_desc(dq, shape=(D, nq), strides=(1, D), offset=q_rows * D)
+    # dQᵀ's view of dq: [D, Nq], a query's D values one apart; past head dim 64 in two halves
+    # of D/2 rows (the fast paths' accumulators have 64 rows), each from K's half columns —
+    # on sm_90a slabs of K's own block in shared memory, not copies (MmaClass.h, viewOf).
+    DH = D // 2 if D > 64 else D
+    dqtd = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D)
+    dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
     n0 = pid_n * BLOCK_N
     kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
+    k1 = kt
+    k2 = kt
+    if FUSED_DQ and D > 64:
+        k1 = tl.load(kd, (n0, 0), shape=(BLOCK_N, DH))
+        k2 = tl.load(kd, (n0, DH), shape=(BLOCK_N, DH))
     for i in range(0, nq, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
@@ -221,7 +230,9 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
             ds16 = ds.to(qt.dtype)
             dk_acc += tl.dot(ds16, qt)
             if FUSED_DQ:
-                tl.atomic_add(dqtd, (0, i), tl.dot(kt.T, ds16) * scale)
+                tl.atomic_add(dqtd, (0, i), tl.dot(k1.T, ds16) * scale)
+                if D > 64:
+                    tl.atomic_add(dqtd2, (0, i), tl.dot(k2.T, ds16) * scale)
     if PART != 1:
         tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
     if PART != 2:
@@ -639,7 +650,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
 # Kᵀ·dSᵀ, float32 atomics) instead of running the dQ program, which recomputes S and dP: five
 # matmuls per block pair instead of seven. Not with `deterministic`, nor where the key-rows
 # program is split (SPLIT_KEYROWS). docs/dev/backward.md, "dQ from the key-rows program".
-FUSED_DQ_DIMS = (64,)
+FUSED_DQ_DIMS = (64, 128)
 
 
 def _fused_dq(q, D, deterministic):

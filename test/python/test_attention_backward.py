@@ -178,6 +178,9 @@ def test_key_rows_program_with_fused_dq(name):
              fused_dq=True, dlse=rng.standard_normal((2, 4, 23)).astype(np.float32))
     run_case(name, B=1, H=1, Hkv=1, Nq=9, Nk=37, D=16, seed=3, block=16, keyrows=True,
              fused_dq=True)
+    # Past head dim 64: dQᵀ in two halves of the head dim (K's half columns).
+    run_case(name, B=1, H=2, Hkv=1, Nq=20, Nk=33, D=128, seed=9, block=16, keyrows=True,
+             fused_dq=True)
 
 
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "window"])

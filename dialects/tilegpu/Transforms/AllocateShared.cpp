@@ -66,17 +66,21 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
       if (stages == 1)
         gpu::BarrierOp::create(b, loc);
     }
-    auto tokenType = AsyncTokenType::get(b.getContext());
-    Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(), buffer,
-                                      stage, Value());
-    Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
-    AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
-    // wgmma reads B, and A blocks a loop streams, through the async proxy (by descriptor):
-    // cp.async's writes (generic proxy) first. (An A block loaded once is fenced where the
-    // lowering decides whether it stays in shared memory.)
-    if (wgmma && (slot.role != LoadRole::A || streamed))
-      FenceAsyncSharedOp::create(b, loc);
-    gpu::BarrierOp::create(b, loc);
+    // A slab of a block copied before (MmaClass.h, LoadSlot::viewOf) is read where that
+    // block's copy landed: no copy of its own.
+    if (!slot.viewOf) {
+      auto tokenType = AsyncTokenType::get(b.getContext());
+      Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(),
+                                        buffer, stage, Value());
+      Value group = AsyncCommitOp::create(b, loc, tokenType, ValueRange{token});
+      AsyncWaitOp::create(b, loc, ValueRange{group}, 0);
+      // wgmma reads B, and A blocks a loop streams, through the async proxy (by descriptor):
+      // cp.async's writes (generic proxy) first. (An A block loaded once is fenced where the
+      // lowering decides whether it stays in shared memory.)
+      if (wgmma && (slot.role != LoadRole::A || streamed))
+        FenceAsyncSharedOp::create(b, loc);
+      gpu::BarrierOp::create(b, loc);
+    }
     // One local load per way the block is read: as stored, and transposed (each tile.trans
     // of it becomes a read of the buffer with transpose).
     Value direct;

@@ -10,12 +10,44 @@
 #include "tilegpu/Transforms/LoopLoads.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace tessel::tilegpu;
 namespace tile = tessel::tile;
 
 namespace {
+
+/// The load outside loops, among `earlier` (planned before `ld`, in program order), of which
+/// `ld`'s block is a whole 64-column slab in wgmma's layout of slabs one after the other, with
+/// nothing written between them; and the slab's index.
+std::pair<tile::LoadOp, int64_t>
+coveringLoad(tile::LoadOp ld, const llvm::MapVector<Operation *, LoadSlot> &earlier) {
+  auto type = ld.getResult().getType();
+  int64_t col = INT64_MIN;
+  APInt c;
+  if (type.getShape()[1] != 64 || !matchPattern(ld.getOffsets()[1], m_ConstantInt(&c)))
+    return {};
+  col = c.getSExtValue();
+  for (auto &[op, slot] : earlier) {
+    auto other = cast<tile::LoadOp>(op);
+    APInt oc;
+    if (slot.streamIndex >= 0 || slot.viewOf || other.getDesc() != ld.getDesc() ||
+        other.getOffsets()[0] != ld.getOffsets()[0] || slot.rows != type.getShape()[0] ||
+        other->getBlock() != ld->getBlock() ||
+        !matchPattern(other.getOffsets()[1], m_ConstantInt(&oc)))
+      continue;
+    int64_t slab = col - oc.getSExtValue();
+    if (slab < 0 || slab % 64 != 0 || slab + 64 > slot.cols)
+      continue;
+    bool written = false;
+    for (Operation *it = other->getNextNode(); it && it != ld; it = it->getNextNode())
+      written |= isa<tile::StoreOp, tile::AtomicAddOp>(it) || it->getNumRegions() > 0;
+    if (!written)
+      return {other, slab / 64};
+  }
+  return {};
+}
 
 LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, MmaClassPlan &plan) {
   // The query block: the A operand of the first dot that comes from a load.
@@ -191,6 +223,11 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     } else if (!isa<func::FuncOp>(ld->getParentOp())) {
       return ld.emitOpError("is nested in a region convert-tile-to-mma does not handle"),
              WalkResult::interrupt();
+    } else if (auto [cover, slab] = wgmma ? coveringLoad(ld, plan.loads)
+                                          : std::pair<tile::LoadOp, int64_t>();
+               cover) {
+      p.viewOf = cover;
+      p.smemOffset = plan.loads[cover].smemOffset + slab * p.rows * 128;
     } else {
       p.smemOffset = offset;
       offset += bytes;

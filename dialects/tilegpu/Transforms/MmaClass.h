@@ -31,6 +31,10 @@ struct LoadSlot {
   int64_t rows = 0, cols = 0;
   /// Index among the loads of its loop body; -1 outside loops.
   int streamIndex = -1;
+  /// A 64-column slab of a block loaded before it (wgmma, outside loops: the same descriptor,
+  /// rows and no write between): no copy of its own, its place is that slab's (the backward's
+  /// halves of K at d128, read transposed). Null otherwise.
+  mlir::Operation *viewOf = nullptr;
 };
 
 /// The plan of an attention-class program.
