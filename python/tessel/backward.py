@@ -209,7 +209,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
         q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
         st = tl.dot(kt, qt.T)
-        if D == 128 and PART != 1:
+        if D == 128 and PART != 1 and not FUSED_DQ:
             dp = tl.dot(vt, dot_.T)             # beside Sᵀ (docs/dev/backward.md, "Dot order")
         s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
         # The LSE and Δ are read where they are used: as column vectors they take 16 registers
@@ -221,7 +221,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         if PART != 2:
             dv_acc += tl.dot(p.to(dot_.dtype), dot_)
         if PART != 1:
-            if D != 128:
+            if D != 128 or FUSED_DQ:
                 dp = tl.dot(vt, dot_.T)
             dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
             ds = p * (dp - dlt[None, :])

@@ -61,6 +61,37 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
     FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
     if (failed(regs))
       return failure();
+    // The whole tile inside the tensor (a uniform condition: every block but a ragged last
+    // one): no check per element. Checked per element, the predicates of the rows are
+    // loop-invariant and ptxas keeps them live across the loop (the backward's dQ adds).
+    Value r0 = toI64(scalars.lookup(op.getOffsets()[0]));
+    Value c0 = toI64(scalars.lookup(op.getOffsets()[1]));
+    auto inside = [&](Value x0, int64_t extent, Value limit) {
+      return arith::AndIOp::create(
+          b, loc, cmp(arith::CmpIPredicate::sge, x0, zero),
+          cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, x0, ci64(extent)), limit));
+    };
+    Value full = arith::AndIOp::create(b, loc, inside(r0, type.getShape()[0], d.shape[0]),
+                                       inside(c0, type.getShape()[1], d.shape[1]));
+    auto split = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard outer(b);
+    b.setInsertionPointToStart(split.thenBlock());
+    Value first = arith::AddIOp::create(
+        b, loc, d.offset,
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
+                              arith::MulIOp::create(b, loc, c0, d.strides[1])));
+    Value blockBase = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{first});
+    for (int64_t s = 0; s < slabs; ++s)
+      for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
+          Value elem = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, toI64(entryRows[rr]), d.strides[0]),
+              arith::MulIOp::create(b, loc, toI64(col), d.strides[1]));
+          writeOne((*regs)[pairReg(rr, s) + e],
+                   LLVM::GEPOp::create(b, loc, ptr1, d.elementType, blockBase, ValueRange{elem}));
+        }
+    b.setInsertionPointToStart(split.elseBlock());
     for (int64_t s = 0; s < slabs; ++s)
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
         for (int64_t e = 0; e < 2; ++e) {
