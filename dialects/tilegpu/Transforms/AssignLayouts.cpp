@@ -312,16 +312,22 @@ void LayoutAssigner::rewriteTypes() {
   retypeConstants(program);
   OpBuilder b(program.getContext());
   // The P re-pack: a dot's A computed in registers arrives in the accumulator layout; so does
-  // a computed B (through shared memory, tilegpu-allocate-shared).
+  // a computed B (through shared memory, tilegpu-allocate-shared). Dots of one block that read
+  // the same value in the same role share one conversion (dSᵀ stored once for both halves of
+  // dQᵀ).
+  DenseMap<std::tuple<Value, Attribute, Block *>, Value> converted;
   program.walk([&](tile::DotOp dot) {
     for (auto [index, layout] : {std::pair{0u, operandA}, std::pair{1u, operandB}}) {
-      auto type = cast<RankedTensorType>(dot->getOperand(index).getType());
+      Value operand = dot->getOperand(index);
+      auto type = cast<RankedTensorType>(operand.getType());
       if (type.getEncoding() != acc)
         continue;
-      b.setInsertionPoint(dot);
-      Value converted = ConvertLayoutOp::create(b, dot.getLoc(), withEncoding(type, layout),
-                                                dot->getOperand(index));
-      dot->setOperand(index, converted);
+      Value &done = converted[{operand, layout, dot->getBlock()}];
+      if (!done) {
+        b.setInsertionPoint(dot);
+        done = ConvertLayoutOp::create(b, dot.getLoc(), withEncoding(type, layout), operand);
+      }
+      dot->setOperand(index, done);
     }
   });
 }
