@@ -117,6 +117,7 @@ LogicalResult KernelWalker::walk(func::FuncOp program) {
     scalars.map(src, dst);
   if (failed(emitBlock(program.getBody().front())))
     return failure();
+  emitEpilogue(loc);
   gpu::ReturnOp::create(b, loc);
   return success();
 }

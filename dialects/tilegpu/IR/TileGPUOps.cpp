@@ -103,6 +103,29 @@ LogicalResult LocalStoreOp::verify() {
   return success();
 }
 
+LogicalResult BulkAddOp::verify() {
+  RankedTensorType value = getValue().getType();
+  SharedBufferType buffer = getBuffer().getType();
+  if (failed(accLayout(*this, value)))
+    return failure();
+  if (getRunDim() != 0 && getRunDim() != 1)
+    return emitOpError("runs along dim 0 or 1, got ") << getRunDim();
+  if (value.getRank() != 2 || getOffsets().size() != 2 || getDesc().getType().getRank() != 2)
+    return emitOpError("adds a 2-D tile at two offsets of a 2-D descriptor");
+  if (!buffer.getElementType().isF32() || !value.getElementType().isF32() ||
+      getDesc().getType().getElementType() != value.getElementType())
+    return emitOpError("adds float32 tiles through a float32 buffer");
+  int64_t runLength = value.getShape()[getRunDim()];
+  int64_t runs = value.getShape()[1 - getRunDim()];
+  ArrayRef<int64_t> shape = buffer.getShape();
+  if (shape.size() != 2 || shape[1] != runLength + 4 || shape[0] > runs || runs % shape[0] != 0 ||
+      runLength % 4 != 0)
+    return emitOpError("stages runs of ")
+           << runLength << " elements (16-byte multiples) in rows of " << runLength + 4
+           << ", a number of them that divides " << runs << "; the buffer is " << buffer;
+  return success();
+}
+
 LogicalResult ConvertLayoutOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());

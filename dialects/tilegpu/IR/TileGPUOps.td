@@ -149,6 +149,34 @@ def TileGPU_LocalStoreOp : TileGPU_Op<"local_store", [MemoryEffects<[MemWrite]>]
   let hasVerifier = 1;
 }
 
+def TileGPU_BulkAddOp : TileGPU_Op<"bulk_add", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "tile.atomic_add through shared memory and the bulk reduction unit (sm_90).";
+  let description = [{
+    Adds `value`, a float32 tile in a `#tilegpu.mma` accumulator layout, to the block of
+    `desc` at `offsets`, as `tile.atomic_add` does. The tile goes through `buffer` in runs
+    along the descriptor's unit-stride dim (`run_dim`: 0 or 1), a run being one row (or
+    column) of the block, contiguous in global memory: the threads write the runs into the
+    buffer, one thread a run then adds its run to global memory with
+    `cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32` (PTX ISA 9.7.9.25.4.2): the
+    L2 adds whole lines instead of one element per request. A buffer of fewer runs than the
+    tile has takes them in rounds. Each round first waits until the bulk reductions issued
+    from the buffer before have read it; the kernel waits for all of them before it exits. A
+    block whose runs are not whole inside the tensor or 16-byte aligned is added element by
+    element instead (atomics from registers). Buffer: `[runs, run length + 4]` float32 (the 4
+    keep the writes of one instruction on distinct banks).
+
+    ```mlir
+    tilegpu.bulk_add %dq[%c0, %i], %acc via %stage {run_dim = 0 : i64} : !tile.desc<2, f32>, tensor<64x64xf32, #mma>, !tilegpu.smem<32x68xf32, stages = 1, swizzle = 0>
+    ```
+  }];
+  let arguments = (ins TileGPU_Desc:$desc, Variadic<I32>:$offsets, TileGPU_AccTile:$value,
+                       TileGPU_SharedBufferType:$buffer, I64Attr:$run_dim);
+  let assemblyFormat = [{
+    $desc `[` $offsets `]` `,` $value `via` $buffer attr-dict `:` qualified(type($desc)) `,` type($value) `,` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
 def TileGPU_ConvertLayoutOp : TileGPU_Op<"convert_layout", [Pure]> {
   let summary = "The same tile in another layout.";
   let description = [{

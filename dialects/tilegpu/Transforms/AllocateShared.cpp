@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 
 namespace tessel::tilegpu {
 #define GEN_PASS_DEF_TILEGPUALLOCATESHARED
@@ -23,6 +24,65 @@ namespace tessel::tilegpu {
 using namespace mlir;
 using namespace tessel::tilegpu;
 namespace tile = tessel::tile;
+
+namespace {
+
+/// The constant value of `v`, or nullopt.
+std::optional<int64_t> constantOf(Value v) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return c.getSExtValue();
+  return std::nullopt;
+}
+
+/// Rows of a bulk_add staging buffer: runs a round. 32 runs of 64 floats (8.5 KiB) keep the
+/// backward's key-rows program at d128 within two CTAs an SM.
+constexpr int64_t kBulkRuns = 32;
+
+/// Every 2-D float32 tile.atomic_add whose descriptor has a constant unit stride (the runs)
+/// and a constant 16-byte-multiple other stride becomes a tilegpu.bulk_add through a staging
+/// buffer placed from `end` (one per block and buffer shape: the adds of a block take turns);
+/// returns the new end of shared memory.
+int64_t bulkAdds(func::FuncOp program, Value zero, int64_t end) {
+  SmallVector<tile::AtomicAddOp> adds;
+  program.walk([&](tile::AtomicAddOp add) { adds.push_back(add); });
+  DenseMap<std::pair<Block *, Type>, Value> buffers;
+  OpBuilder b(program.getContext());
+  for (tile::AtomicAddOp add : adds) {
+    auto type = cast<RankedTensorType>(add.getValue().getType());
+    auto md = add.getDesc().getDefiningOp<tile::MakeDescOp>();
+    if (add.getMask() || type.getRank() != 2 || !type.getElementType().isF32() || !md)
+      continue;
+    std::optional<int64_t> s0 = constantOf(md.getStrides()[0]), s1 = constantOf(md.getStrides()[1]);
+    if (!s0 || !s1)
+      continue;
+    int64_t runDim = *s0 == 1 ? 0 : *s1 == 1 ? 1 : -1;
+    if (runDim < 0 || (runDim == 0 ? *s1 : *s0) * 4 % 16 != 0)
+      continue;
+    int64_t runLength = type.getShape()[runDim], runs = type.getShape()[1 - runDim];
+    if (runLength % 4 != 0)
+      continue;
+    int64_t rows = std::min(runs, kBulkRuns);
+    if (runs % rows != 0)
+      continue;
+    auto bufferType = SharedBufferType::get(b.getContext(), {rows, runLength + 4},
+                                            type.getElementType(), 1, 0);
+    Value &buffer = buffers[{add->getBlock(), bufferType}];
+    if (!buffer) {
+      end = llvm::alignTo(end, 128);
+      b.setInsertionPointAfter(zero.getDefiningOp());
+      buffer = AllocOp::create(b, add.getLoc(), bufferType, b.getI64IntegerAttr(end), nullptr);
+      end += bufferType.getBytes();
+    }
+    b.setInsertionPoint(add);
+    BulkAddOp::create(b, add.getLoc(), add.getDesc(), add.getOffsets(), add.getValue(), buffer,
+                      b.getI64IntegerAttr(runDim));
+    add.erase();
+  }
+  return end;
+}
+
+} // namespace
 
 LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stages) {
   MmaEncodingAttr layout = programLayout(program);
@@ -130,6 +190,8 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     cvt.getResult().replaceAllUsesWith(read);
     cvt.erase();
   }
+  if (wgmma)
+    end = bulkAdds(program, zero, end);
   program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
   return success();
 }

@@ -78,6 +78,8 @@ protected:
       llvm::function_ref<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(mlir::scf::YieldOp)>
           yields);
   virtual void emitPrologue(mlir::Location loc) {}
+  /// What the kernel does after the program's last op, before it returns.
+  virtual void emitEpilogue(mlir::Location loc) {}
   /// An op that is not a grid query, a tile.make_desc or a tile.load_scalar.
   virtual mlir::LogicalResult emitOp(mlir::Operation *op) = 0;
   /// A scalar arith/math op (no tile operand or result), on the lowered scalars of its

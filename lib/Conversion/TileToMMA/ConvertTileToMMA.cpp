@@ -102,6 +102,8 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitStore(st);
   if (auto add = dyn_cast<tile::AtomicAddOp>(op))
     return emitStore(add);
+  if (auto bulk = dyn_cast<tilegpu::BulkAddOp>(op))
+    return emitBulkAdd(bulk);
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return emitVectorLoad(ld);
   if (auto mma = dyn_cast<tilegpu::MmaOp>(op))

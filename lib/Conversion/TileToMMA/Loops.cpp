@@ -13,6 +13,74 @@
 
 namespace tessel::mma {
 
+void MmaKernelBuilder::atomicAddTile(Location loc, Value desc, ValueRange offsets,
+                                     RankedTensorType type, ArrayRef<Value> regs) {
+  // Atomic adds element by element: no pair form before sm_90.
+  const Desc &d = descs[desc];
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  Value zero = ci64(0);
+  int64_t slabs = type.getShape()[1] / 8;
+  auto pairReg = [&](int64_t rr, int64_t s) { return (rr / 2 * slabs + s) * 4 + rr % 2 * 2; };
+  // The whole tile inside the tensor (a uniform condition: every block but a ragged last
+  // one): no check per element. Checked per element, the predicates of the rows are
+  // loop-invariant and ptxas keeps them live across the loop (the backward's dQ adds).
+  Value r0 = toI64(scalars.lookup(offsets[0]));
+  Value c0 = toI64(scalars.lookup(offsets[1]));
+  auto inside = [&](Value x0, int64_t extent, Value limit) {
+    return arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::sge, x0, zero),
+        cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, x0, ci64(extent)), limit));
+  };
+  Value full = arith::AndIOp::create(b, loc, inside(r0, type.getShape()[0], d.shape[0]),
+                                     inside(c0, type.getShape()[1], d.shape[1]));
+  auto split = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard outer(b);
+  b.setInsertionPointToStart(split.thenBlock());
+  Value first = arith::AddIOp::create(
+      b, loc, d.offset,
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
+  Value blockBase = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{first});
+  for (int64_t s = 0; s < slabs; ++s)
+    for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
+        Value elem = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, toI64(entryRows[rr]), d.strides[0]),
+            arith::MulIOp::create(b, loc, toI64(col), d.strides[1]));
+        tessel::conversion::atomicAddAt(
+            b, loc, LLVM::GEPOp::create(b, loc, ptr1, d.elementType, blockBase, ValueRange{elem}),
+            regs[pairReg(rr, s) + e]);
+      }
+  b.setInsertionPointToStart(split.elseBlock());
+  for (int64_t s = 0; s < slabs; ++s)
+    for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
+        Value grow = arith::AddIOp::create(b, loc, r0, toI64(entryRows[rr]));
+        Value gcol = arith::AddIOp::create(b, loc, c0, toI64(col));
+        Value in = arith::AndIOp::create(
+            b, loc,
+            arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
+                                  cmp(arith::CmpIPredicate::slt, grow, d.shape[0])),
+            arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, gcol, zero),
+                                  cmp(arith::CmpIPredicate::slt, gcol, d.shape[1])));
+        Value elem = arith::AddIOp::create(
+            b, loc, d.offset,
+            arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, grow, d.strides[0]),
+                                  arith::MulIOp::create(b, loc, gcol, d.strides[1])));
+        auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        tessel::conversion::atomicAddAt(
+            b, loc, LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elem}),
+            regs[pairReg(rr, s) + e]);
+      }
+}
+
 template <typename WriteOp>
 LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
   constexpr bool add = std::is_same_v<WriteOp, tile::AtomicAddOp>;
@@ -57,52 +125,10 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
   int64_t slabs = type.getRank() == 2 ? type.getShape()[1] / 8 : 0;
   auto pairReg = [&](int64_t rr, int64_t s) { return (rr / 2 * slabs + s) * 4 + rr % 2 * 2; };
   if (type.getRank() == 2 && add) {
-    // Atomic adds element by element: no pair form before sm_90.
     FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
     if (failed(regs))
       return failure();
-    // The whole tile inside the tensor (a uniform condition: every block but a ragged last
-    // one): no check per element. Checked per element, the predicates of the rows are
-    // loop-invariant and ptxas keeps them live across the loop (the backward's dQ adds).
-    Value r0 = toI64(scalars.lookup(op.getOffsets()[0]));
-    Value c0 = toI64(scalars.lookup(op.getOffsets()[1]));
-    auto inside = [&](Value x0, int64_t extent, Value limit) {
-      return arith::AndIOp::create(
-          b, loc, cmp(arith::CmpIPredicate::sge, x0, zero),
-          cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, x0, ci64(extent)), limit));
-    };
-    Value full = arith::AndIOp::create(b, loc, inside(r0, type.getShape()[0], d.shape[0]),
-                                       inside(c0, type.getShape()[1], d.shape[1]));
-    auto split = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard outer(b);
-    b.setInsertionPointToStart(split.thenBlock());
-    Value first = arith::AddIOp::create(
-        b, loc, d.offset,
-        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
-                              arith::MulIOp::create(b, loc, c0, d.strides[1])));
-    Value blockBase = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{first});
-    for (int64_t s = 0; s < slabs; ++s)
-      for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
-          Value elem = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, toI64(entryRows[rr]), d.strides[0]),
-              arith::MulIOp::create(b, loc, toI64(col), d.strides[1]));
-          writeOne((*regs)[pairReg(rr, s) + e],
-                   LLVM::GEPOp::create(b, loc, ptr1, d.elementType, blockBase, ValueRange{elem}));
-        }
-    b.setInsertionPointToStart(split.elseBlock());
-    for (int64_t s = 0; s < slabs; ++s)
-      for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
-          auto [in, elemOff] = storeAt(entryRows[rr], col, 1, Value());
-          auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          writeOne((*regs)[pairReg(rr, s) + e],
-                   LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff}));
-        }
+    atomicAddTile(loc, op.getDesc(), op.getOffsets(), type, *regs);
     return success();
   }
   if (type.getRank() == 2) {

@@ -18,6 +18,8 @@
 //                         inline-PTX helpers for values in flight
 //   Softmax.cpp           row reductions (quad shuffles) and the single-FFMA scaled scores
 //   Loops.cpp             scf.for, and the stores
+//   BulkReduce.cpp        tilegpu.bulk_add: atomic adds through shared memory and
+//                         cp.reduce.async.bulk
 // docs/dev/codegen-mma.md and docs/dev/codegen-wgmma.md explain the choices.
 //
 //===------------------------------------------------------------------------------------------===//
@@ -133,6 +135,16 @@ private:
   /// tilegpu.local_store: each thread's pairs of accumulator-layout columns, one st.shared
   /// of 32 bits each, at their swizzled places in the buffer.
   LogicalResult emitLocalStore(tilegpu::LocalStoreOp op);
+  /// Adds the accumulator-layout registers `regs` of a 2-D tile of `type` to the block of
+  /// `desc` at `offsets`, element by element (atomics; unchecked when the whole tile is in
+  /// bounds, a uniform branch).
+  void atomicAddTile(Location loc, Value desc, ValueRange offsets, RankedTensorType type,
+                     ArrayRef<Value> regs);
+  /// tilegpu.bulk_add: the tile staged in shared memory in runs, each added to global memory
+  /// by cp.reduce.async.bulk (BulkReduce.cpp).
+  LogicalResult emitBulkAdd(tilegpu::BulkAddOp op);
+  /// Before the kernel returns: waits for the bulk reductions still reading shared memory.
+  void emitEpilogue(Location loc) override;
   /// tile.store, or tile.atomic_add (element by element: llvm.atomicrmw, a RED in SASS).
   template <typename WriteOp>
   LogicalResult emitStore(WriteOp op);
@@ -268,6 +280,9 @@ private:
   int64_t warpRows = 16, mTiles = 1;
   Type operandType;
   int64_t smemBytes = 0;
+  /// Whether the kernel issues bulk reductions (tilegpu.bulk_add), which it waits for before
+  /// it exits.
+  bool bulkReductions = false;
   /// Dot operands in shared memory, by tilegpu.local_load result.
   DenseMap<Value, SharedView> views;
   /// The scf.if of the last predicated async_copy emitted and its predicate: the copies of one

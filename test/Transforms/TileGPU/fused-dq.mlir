@@ -3,7 +3,9 @@
 // descriptor, imm-trans-a 1); at d128 its two 64-column halves are loads of the same rows that
 // become views of K's slabs (no copy, no bytes of their own). dSᵀ, computed in registers, is
 // the B operand: tilegpu-allocate-shared writes it into a buffer of its own (barrier,
-// local_store, fence, barrier) and wgmma reads it as stored (N-major, imm-trans-b 1).
+// local_store, fence, barrier) and wgmma reads it as stored (N-major, imm-trans-b 1). The
+// float32 atomic adds of dQᵀ (unit stride along the head dim: one run of 64 floats a query)
+// become tilegpu.bulk_add through one staging buffer of 32 runs, shared by both halves.
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" | FileCheck %s --check-prefix=LAYOUT
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared | FileCheck %s --check-prefix=SMEM
 // RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
@@ -14,9 +16,10 @@
 // LAYOUT: tilegpu.convert_layout %{{.*}} : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #[[B:.*]]>
 
 // K [64 keys, 128] at 0 (16 KiB), its halves at 0 and 8192 (views), Q's ring of two 16 KiB
-// stages from 16 KiB, dSᵀ's buffer after: 48 KiB + 8 KiB.
+// stages from 16 KiB, dSᵀ's buffer after (8 KiB), then the staging buffer: 32 × 68 floats.
 // SMEM-LABEL: func.func @fused_dq
-// SMEM-SAME: tilegpu.shared_bytes = 57344
+// SMEM-SAME: tilegpu.shared_bytes = 66048
+// SMEM-DAG: %[[ST:.*]] = tilegpu.alloc {offset = 57344 : i64} : !tilegpu.smem<32x68xf32, stages = 1, swizzle = 0>
 // SMEM-DAG: %[[K:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 1
 // SMEM-DAG: %[[K1:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x64xf16, stages = 1
 // SMEM-DAG: %[[K2:.*]] = tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 1
@@ -31,13 +34,18 @@
 // SMEM-NEXT: tilegpu.fence_async_shared
 // SMEM-NEXT: gpu.barrier
 // SMEM-NEXT: tilegpu.local_load %[[DS]]
-// SMEM: tile.atomic_add
+// SMEM: tilegpu.bulk_add %{{.*}} via %[[ST]] {run_dim = 0 : i64}
 // SMEM-NOT: tilegpu.local_store
-// SMEM: tile.atomic_add
+// SMEM: tilegpu.bulk_add %{{.*}} via %[[ST]] {run_dim = 0 : i64}
 
 // PTX-LABEL: .entry fused_dq(
 // PTX: st.shared.b32
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;
+// PTX: cp.async.bulk.wait_group.read 0;
+// PTX: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
+// PTX: cp.async.bulk.commit_group;
+// PTX: cp.async.bulk.wait_group 0;
+// PTX: ret;
 
 // MMA: error: 'tile.load' op is read transposed as an A operand, which convert-tile-to-mma does on wgmma only (sm_90a)
 func.func @fused_dq(%kp: !tile.ptr<f16>, %qp: !tile.ptr<f16>, %dqp: !tile.ptr<f32>, %nq: i32) {
