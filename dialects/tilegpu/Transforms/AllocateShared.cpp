@@ -35,8 +35,11 @@ std::optional<int64_t> constantOf(Value v) {
   return std::nullopt;
 }
 
-/// Rows of a bulk_add staging buffer: runs a round. 32 runs of 64 floats (8.5 KiB) keep the
-/// backward's key-rows program at d128 within two CTAs an SM.
+/// Shared memory a CTA may take for two to fit an sm_90 SM (228 KiB, 1 KiB reserved each): a
+/// bulk_add staging buffer holds all the runs of its tile when the kernel stays within it,
+/// else rounds of 32 (8.5 KiB for runs of 64 floats: the backward's key-rows program at d128
+/// just fits).
+constexpr int64_t kTwoCtaBytes = 228 * 1024 / 2 - 1024;
 constexpr int64_t kBulkRuns = 32;
 
 /// Every 2-D float32 tile.atomic_add whose descriptor has a constant unit stride (the runs)
@@ -62,7 +65,10 @@ int64_t bulkAdds(func::FuncOp program, Value zero, int64_t end) {
     int64_t runLength = type.getShape()[runDim], runs = type.getShape()[1 - runDim];
     if (runLength % 4 != 0)
       continue;
-    int64_t rows = std::min(runs, kBulkRuns);
+    int64_t rowBytes = (runLength + 4) * 4;
+    int64_t rows = llvm::alignTo(end, 128) + runs * rowBytes <= kTwoCtaBytes
+                       ? runs
+                       : std::min(runs, kBulkRuns);
     if (runs % rows != 0)
       continue;
     auto bufferType = SharedBufferType::get(b.getContext(), {rows, runLength + 4},

@@ -62,15 +62,14 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
       arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
                             arith::MulIOp::create(b, loc, c0, d.strides[1])));
   Value blockStart = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{first});
-  Value aligned = cmp(arith::CmpIPredicate::eq,
-                      arith::AndIOp::create(
-                          b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), blockStart),
-                          ci64(15)),
-                      zero);
+  Value aligned = cmp(
+      arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), blockStart),
+                            ci64(15)),
+      zero);
   Value whole = andi(cmp(arith::CmpIPredicate::sge, along, zero),
                      cmp(arith::CmpIPredicate::sle,
-                         arith::AddIOp::create(b, loc, along, ci64(runLength)),
-                         d.shape[runDim]));
+                         arith::AddIOp::create(b, loc, along, ci64(runLength)), d.shape[runDim]));
   auto split = scf::IfOp::create(b, loc, andi(aligned, whole), /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(split.elseBlock());
@@ -106,13 +105,13 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
             Value pos = runDim == 0 ? rows[h] : col;
             Value bytes = arith::AddIOp::create(
                 b, loc,
-                arith::MulIOp::create(
-                    b, loc, arith::SubIOp::create(b, loc, run, ci32(round * perRound)),
-                    ci32(bufferRowBytes)),
+                arith::MulIOp::create(b, loc,
+                                      arith::SubIOp::create(b, loc, run, ci32(round * perRound)),
+                                      ci32(bufferRowBytes)),
                 arith::MulIOp::create(b, loc, pos, ci32(4)));
             bytes = arith::AddIOp::create(b, loc, bytes, buffer);
-            Value at =
-                LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
+            Value at = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase,
+                                           ValueRange{bytes});
             LLVM::StoreOp::create(b, loc, (*regs)[4 * s + 2 * h + e], at, /*alignment=*/4);
           }
       }
@@ -129,9 +128,10 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
     OpBuilder::InsertionGuard inIssue(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value runElem = arith::MulIOp::create(b, loc, toI64(run), d.strides[1 - runDim]);
-    Value global = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, blockStart, ValueRange{runElem});
-    Value sbytes = arith::AddIOp::create(
-        b, loc, buffer, arith::MulIOp::create(b, loc, tid, ci32(bufferRowBytes)));
+    Value global = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, blockStart,
+                                       ValueRange{runElem});
+    Value sbytes = arith::AddIOp::create(b, loc, buffer,
+                                         arith::MulIOp::create(b, loc, tid, ci32(bufferRowBytes)));
     Value shared = LLVM::PtrToIntOp::create(
         b, loc, b.getI32Type(),
         LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{sbytes}));

@@ -16,7 +16,6 @@
 // WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // WGMMA-COUNT-32: atom.global.add.f32
 // WGMMA: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
-// WGMMA: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
 // WGMMA: cp.async.bulk.wait_group 0;
 // WGMMA-NOT: st.global
 // WGMMA: ret;

@@ -5,7 +5,8 @@
 // the B operand: tilegpu-allocate-shared writes it into a buffer of its own (barrier,
 // local_store, fence, barrier) and wgmma reads it as stored (N-major, imm-trans-b 1). The
 // float32 atomic adds of dQᵀ (unit stride along the head dim: one run of 64 floats a query)
-// become tilegpu.bulk_add through one staging buffer of 32 runs, shared by both halves.
+// become tilegpu.bulk_add through one staging buffer, shared by both halves: all 64 runs (the
+// kernel stays within two CTAs an SM; past that, rounds of 32).
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" | FileCheck %s --check-prefix=LAYOUT
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared | FileCheck %s --check-prefix=SMEM
 // RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
@@ -16,10 +17,10 @@
 // LAYOUT: tilegpu.convert_layout %{{.*}} : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #[[B:.*]]>
 
 // K [64 keys, 128] at 0 (16 KiB), its halves at 0 and 8192 (views), Q's ring of two 16 KiB
-// stages from 16 KiB, dSᵀ's buffer after (8 KiB), then the staging buffer: 32 × 68 floats.
+// stages from 16 KiB, dSᵀ's buffer after (8 KiB), then the staging buffer: 64 × 68 floats.
 // SMEM-LABEL: func.func @fused_dq
-// SMEM-SAME: tilegpu.shared_bytes = 66048
-// SMEM-DAG: %[[ST:.*]] = tilegpu.alloc {offset = 57344 : i64} : !tilegpu.smem<32x68xf32, stages = 1, swizzle = 0>
+// SMEM-SAME: tilegpu.shared_bytes = 74752
+// SMEM-DAG: %[[ST:.*]] = tilegpu.alloc {offset = 57344 : i64} : !tilegpu.smem<64x68xf32, stages = 1, swizzle = 0>
 // SMEM-DAG: %[[K:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 1
 // SMEM-DAG: %[[K1:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x64xf16, stages = 1
 // SMEM-DAG: %[[K2:.*]] = tilegpu.alloc {offset = 8192 : i64} : !tilegpu.smem<64x64xf16, stages = 1
