@@ -647,10 +647,12 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
 
 
 # Head dims whose sm_90a backward adds dQ up in the key-rows dK/dV program (FUSED_DQ: dQᵀ =
-# Kᵀ·dSᵀ, float32 atomics) instead of running the dQ program, which recomputes S and dP: five
-# matmuls per block pair instead of seven. Not with `deterministic`, nor where the key-rows
-# program is split (SPLIT_KEYROWS). docs/dev/backward.md, "dQ from the key-rows program".
-FUSED_DQ_DIMS = (64, 128)
+# Kᵀ·dSᵀ, float32 atomic adds) instead of running the dQ program, which recomputes S and dP:
+# five matmuls per block pair instead of seven. Not with `deterministic`, nor where the
+# key-rows program is split (SPLIT_KEYROWS). Empty until the H200 says it is faster: with
+# element atomics it measured 0.40–0.72× the separate program (2026-12-03,
+# docs/dev/backward.md, "dQ from the key-rows program"); `bench_backward.py --fused-dq`.
+FUSED_DQ_DIMS = ()
 
 
 def _fused_dq(q, D, deterministic):

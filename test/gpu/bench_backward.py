@@ -3,7 +3,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-split-keyrows] [--concurrent-dq]
-        [--dq-blocks 64x64] [--with-deterministic]
+        [--dq-blocks 64x64] [--with-deterministic] [--fused-dq 64 128]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -46,6 +46,9 @@ def main():
                          "(backward.FAST_DQ_BLOCKS_SM90; default 128x128)")
     ap.add_argument("--concurrent-dq", action="store_true",
                     help="the dQ program on a second stream (backward.CONCURRENT_DQ = True)")
+    ap.add_argument("--fused-dq", type=int, nargs="*",
+                    help="head dims whose dQ comes from the key-rows program "
+                         "(backward.FUSED_DQ_DIMS)")
     ap.add_argument("--with-deterministic", action="store_true",
                     help="also time deterministic=True (dQ by its own program, never by "
                          "atomics: backward.FUSED_DQ_DIMS off) in the same row")
@@ -66,6 +69,9 @@ def main():
     if args.no_split_keyrows:
         import tessel.backward
         tessel.backward.SPLIT_KEYROWS = ()
+    if args.fused_dq is not None:
+        import tessel.backward
+        tessel.backward.FUSED_DQ_DIMS = tuple(args.fused_dq)
     if args.concurrent_dq:
         import tessel.backward
         tessel.backward.CONCURRENT_DQ = True

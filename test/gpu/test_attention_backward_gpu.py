@@ -215,16 +215,19 @@ def test_backward_switches_keep_the_gradients(knob, D, monkeypatch):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-def test_fused_dq_matches_the_deterministic_backward(causal, dtype):
-    """backward.FUSED_DQ_DIMS (d64 on sm_90a): dQ added up by atomics in the key-rows program
-    gives the dQ program's gradients within float32 rounding, and deterministic=True (the dQ
-    program) is the same bit for bit from call to call; GQA, lengths ending in partial blocks,
-    more keys than queries."""
+@pytest.mark.parametrize("D", [64, 128])
+def test_fused_dq_matches_the_deterministic_backward(causal, dtype, D, monkeypatch):
+    """backward.FUSED_DQ_DIMS (sm_90a): dQ added up in the key-rows program (bulk reductions
+    of float32 tiles) gives the dQ program's gradients within float32 rounding, and
+    deterministic=True (the dQ program) is the same bit for bit from call to call; GQA,
+    lengths ending in partial blocks, more keys than queries."""
+    import tessel.backward as tb
+    monkeypatch.setattr(tb, "FUSED_DQ_DIMS", (64, 128))
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     gen = torch.Generator(device="cuda").manual_seed(11 + causal)
-    q = torch.randn(2, 4, 300, 64, device="cuda", generator=gen).to(dt)
-    k, v = (torch.randn(2, 2, 333, 64, device="cuda", generator=gen).to(dt) for _ in range(2))
-    do = torch.randn(2, 4, 300, 64, device="cuda", generator=gen).to(dt)
+    q = torch.randn(2, 4, 300, D, device="cuda", generator=gen).to(dt)
+    k, v = (torch.randn(2, 2, 333, D, device="cuda", generator=gen).to(dt) for _ in range(2))
+    do = torch.randn(2, 4, 300, D, device="cuda", generator=gen).to(dt)
     o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
 
     def grads(det):
