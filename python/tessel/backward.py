@@ -191,17 +191,17 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
-    # dQᵀ's view of dq: [D, Nq], a query's D values one apart; past head dim 64 in two halves
-    # of D/2 rows (the fast paths' accumulators have 64 rows), each from K's half columns —
+    # dQᵀ's view of dq: [D, Nq], a query's D values one apart. The fast paths' accumulators
+    # have BLOCK_N rows: past that, dQᵀ in two halves of D/2 rows, each from K's half columns —
     # on sm_90a slabs of K's own block in shared memory, not copies (MmaClass.h, viewOf).
-    DH = D // 2 if D > 64 else D
+    DH = D // 2 if D > BLOCK_N else D
     dqtd = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D)
     dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
     n0 = pid_n * BLOCK_N
     kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
     k1 = kt
     k2 = kt
-    if FUSED_DQ and D > 64:
+    if FUSED_DQ and D > BLOCK_N:
         k1 = tl.load(kd, (n0, 0), shape=(BLOCK_N, DH))
         k2 = tl.load(kd, (n0, DH), shape=(BLOCK_N, DH))
     for i in range(0, nq, BLOCK_M):
@@ -231,7 +231,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
             dk_acc += tl.dot(ds16, qt)
             if FUSED_DQ:
                 tl.atomic_add(dqtd, (0, i), tl.dot(k1.T, ds16) * scale)
-                if D > 64:
+                if D > BLOCK_N:
                     tl.atomic_add(dqtd2, (0, i), tl.dot(k2.T, ds16) * scale)
     if PART != 1:
         tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
@@ -633,7 +633,8 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     side = _side_stream(q.device) if CONCURRENT_DQ else None
     dq32 = None
-    if kr_cx["BLOCK_N"] == 64 and _fused_dq(q, D, deterministic):
+    # dQᵀ's rows are the head dim: one accumulator of BLOCK_N rows, or two halves.
+    if kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and _fused_dq(q, D, deterministic):
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         side = None
     _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,

@@ -181,10 +181,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
         return ld.emitOpError("is read transposed as an A operand, which convert-tile-to-mma "
                               "does on wgmma only (sm_90a)"),
                WalkResult::interrupt();
-      if (transposed && (p.cols != blockM || blockM != 64 || ld->getParentOfType<scf::ForOp>()))
+      // Transposed, its columns are the accumulator's rows: warpgroup w reads the 64-column
+      // slab w.
+      if (transposed && (p.cols != blockM || ld->getParentOfType<scf::ForOp>()))
         return ld.emitOpError("is read transposed as an A operand: convert-tile-to-mma takes a "
-                              "block of 64 columns loaded outside loops there, with 64-row "
-                              "accumulators"),
+                              "block loaded outside loops there, with as many columns as the "
+                              "accumulator has rows (")
+                   << blockM << ")",
                WalkResult::interrupt();
       // An A block is the query block (Q, read once) or, loaded in a loop, a slice of the
       // rows' reduction axis (a GEMM's A[m, k]); either way as tall as the accumulator.

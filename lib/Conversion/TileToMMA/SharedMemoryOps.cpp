@@ -153,9 +153,9 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
   if (read.getTranspose()) {
     // Kᵀ of dQᵀ = Kᵀ·dSᵀ: read by every dot through an MN-major descriptor (wgmma). The block
     // is complete for the async proxy, as takeAFragments makes it for the reads as stored.
-    if (!wgmma || read->getParentOfType<scf::ForOp>() || blockM != 64)
+    if (!wgmma || read->getParentOfType<scf::ForOp>())
       return op->emitOpError("reads an A operand transposed: convert-tile-to-mma does that on "
-                             "wgmma, for a block loaded once, with 64-row accumulators");
+                             "wgmma, for a block loaded once");
     fenceSharedForAsyncProxy(loc);
     gpu::BarrierOp::create(b, loc);
     aShared[read.getResult()] = SharedView{*p, Value(), /*transposed=*/true};

@@ -111,11 +111,16 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
     Value aStart = ci32(aPlan->smemOffset);
     if (aView->stage)
       aStart = arith::AddIOp::create(b, loc, aStart, aView->stage);
+    // Transposed (MN-major), the warpgroup's 64 rows are the block's 64-column slab w.
     if (blockM > 64)
       aStart = arith::AddIOp::create(
           b, loc, aStart,
-          arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, rowBase, ci32(~63)),
-                                ci32(128)));
+          aView->transposed
+              ? Value(arith::MulIOp::create(b, loc,
+                                            arith::ShRUIOp::create(b, loc, rowBase, ci32(6)),
+                                            ci32(slabBytes(*aPlan))))
+              : Value(arith::MulIOp::create(
+                    b, loc, arith::AndIOp::create(b, loc, rowBase, ci32(~63)), ci32(128))));
     aDesc0 = wgmmaDescriptor(aStart, *aPlan, !aView->transposed);
   }
   StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
