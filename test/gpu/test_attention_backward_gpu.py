@@ -217,8 +217,8 @@ def test_backward_switches_keep_the_gradients(knob, D, monkeypatch):
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("D", [64, 128])
 def test_fused_dq_matches_the_deterministic_backward(causal, dtype, D, monkeypatch):
-    """backward.FUSED_DQ_DIMS (sm_90a): dQ added up in the key-rows program (bulk reductions
-    of float32 tiles) gives the dQ program's gradients within float32 rounding, and
+    """backward.FUSED_DQ_DIMS (sm_90a): dQ added up in the key-rows program (float32 atomic
+    adds) gives the dQ program's gradients within float32 rounding, and
     deterministic=True (the dQ program) is the same bit for bit from call to call; GQA,
     lengths ending in partial blocks, more keys than queries."""
     import tessel.backward as tb

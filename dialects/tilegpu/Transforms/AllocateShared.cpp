@@ -46,7 +46,7 @@ constexpr int64_t kBulkRuns = 32;
 /// and a constant 16-byte-multiple other stride becomes a tilegpu.bulk_add through a staging
 /// buffer placed from `end` (one per block and buffer shape: the adds of a block take turns);
 /// returns the new end of shared memory.
-int64_t bulkAdds(func::FuncOp program, Value zero, int64_t end) {
+int64_t placeBulkAdds(func::FuncOp program, Value zero, int64_t end) {
   SmallVector<tile::AtomicAddOp> adds;
   program.walk([&](tile::AtomicAddOp add) { adds.push_back(add); });
   DenseMap<std::pair<Block *, Type>, Value> buffers;
@@ -90,7 +90,7 @@ int64_t bulkAdds(func::FuncOp program, Value zero, int64_t end) {
 
 } // namespace
 
-LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stages) {
+LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stages, bool bulkAdds) {
   MmaEncodingAttr layout = programLayout(program);
   if (!layout)
     return program.emitOpError("has no tilegpu layouts: run tilegpu-assign-layouts first");
@@ -196,8 +196,8 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     cvt.getResult().replaceAllUsesWith(read);
     cvt.erase();
   }
-  if (wgmma)
-    end = bulkAdds(program, zero, end);
+  if (wgmma && bulkAdds)
+    end = placeBulkAdds(program, zero, end);
   program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
   return success();
 }
@@ -209,7 +209,7 @@ struct AllocateShared : tessel::tilegpu::impl::TileGPUAllocateSharedBase<Allocat
 
   void runOnOperation() override {
     func::FuncOp program = getOperation();
-    if (!program.isExternal() && failed(allocateShared(program, stages)))
+    if (!program.isExternal() && failed(allocateShared(program, stages, bulkAdds)))
       signalPassFailure();
   }
 };

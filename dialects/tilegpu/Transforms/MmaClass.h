@@ -62,8 +62,10 @@ mlir::LogicalResult assignLayouts(mlir::func::FuncOp program, bool wgmma, int64_
 
 /// Places the loaded blocks of `program` (whose tiles have their layouts) in shared memory with
 /// explicit copies, waits and local loads, loop-body blocks in a ring of `stages` stages
-/// (tilegpu-allocate-shared). On failure (the reason emitted, located) nothing has changed.
-mlir::LogicalResult allocateShared(mlir::func::FuncOp program, int64_t stages);
+/// (tilegpu-allocate-shared). With `bulkAdds`, float32 atomic adds of tiles become
+/// tilegpu.bulk_add. On failure (the reason emitted, located) nothing has changed.
+mlir::LogicalResult allocateShared(mlir::func::FuncOp program, int64_t stages,
+                                   bool bulkAdds = false);
 
 /// Software-pipelines the copies of every loop of `program` in allocateShared's form
 /// (tilegpu-pipeline-loads).

@@ -63,12 +63,17 @@ def TileGPUAllocateShared : Pass<"tilegpu-allocate-shared", "::mlir::func::FuncO
     the loads of a loop body share slots by their position in the body, in a ring of `stages`
     stages (iteration j reads stage j % stages). With wgmma layouts, when every load outside
     the loops is an A operand read into registers once, the ring reuses those bytes. The
-    function gets `tilegpu.shared_bytes`, the bytes the kernel needs.
+    function gets `tilegpu.shared_bytes`, the bytes the kernel needs. With `bulk-adds`, float32
+    `tile.atomic_add`s of wgmma tiles whose descriptor has a unit stride become
+    `tilegpu.bulk_add` through a staging buffer (off by default: measured slower than element
+    atomics for the backward's dQ on the H200, docs/bench/2026-12-03-h200-fused-dq.md).
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect"];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"2",
-           "Stages of the ring of loop-body loads (2: double buffering).">
+           "Stages of the ring of loop-body loads (2: double buffering).">,
+    Option<"bulkAdds", "bulk-adds", "bool", /*default=*/"false",
+           "Float32 atomic adds of wgmma tiles by bulk reductions (tilegpu.bulk_add).">
   ];
 }
 

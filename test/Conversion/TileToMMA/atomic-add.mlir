@@ -2,9 +2,8 @@
 // the fast paths add it element by element from its registers, each an llvm.atomicrmw fadd
 // (atom.global.add.f32 in PTX, whose unused result ptxas turns into a RED): unchecked when the
 // whole tile is inside the tensor (a uniform branch), else each under its element's bounds;
-// the reference lowering adds from shared memory the same way. On wgmma, the tile's rows
-// (contiguous, 16-byte aligned) go through a staging buffer to one bulk reduction each
-// (tilegpu.bulk_add), with the element atomics left for blocks that are not. (The blocked path: test/Conversion/TileToBlocked/atomic-add.mlir.)
+// the reference lowering adds from shared memory the same way. (Bulk reductions instead,
+// tilegpu-allocate-shared{bulk-adds}: test/Transforms/TileGPU/fused-dq.mlir.) (The blocked path: test/Conversion/TileToBlocked/atomic-add.mlir.)
 // REQUIRES: ptxas
 // RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=WGMMA
 // RUN: tesselc %s --chip=sm_80 --codegen=mma --emit=ptx -o - | FileCheck %s --check-prefix=MMA
@@ -14,9 +13,8 @@
 // the branch (LLVM may sink the last add of both into one), no plain store.
 // WGMMA-LABEL: .entry split_k(
 // WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
-// WGMMA-COUNT-32: atom.global.add.f32
-// WGMMA: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
-// WGMMA: cp.async.bulk.wait_group 0;
+// WGMMA-COUNT-63: atom.global.add.f32
+// WGMMA-NOT: cp.reduce.async.bulk
 // WGMMA-NOT: st.global
 // WGMMA: ret;
 // MMA-LABEL: .entry split_k(

@@ -5,10 +5,12 @@
 // the B operand: tilegpu-allocate-shared writes it into a buffer of its own (barrier,
 // local_store, fence, barrier) and wgmma reads it as stored (N-major, imm-trans-b 1). The
 // float32 atomic adds of dQᵀ (unit stride along the head dim: one run of 64 floats a query)
-// become tilegpu.bulk_add through one staging buffer, shared by both halves: all 64 runs (the
-// kernel stays within two CTAs an SM; past that, rounds of 32).
+// become, with bulk-adds, tilegpu.bulk_add through one staging buffer shared by both halves:
+// all 64 runs (the kernel stays within two CTAs an SM; past that, rounds of 32). Without it
+// (the default) they stay element atomics.
 // RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" | FileCheck %s --check-prefix=LAYOUT
-// RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared | FileCheck %s --check-prefix=SMEM
+// RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared="bulk-adds=true" | FileCheck %s --check-prefix=SMEM
+// RUN: tessel-opt %s --tilegpu-assign-layouts="wgmma=true" --tilegpu-allocate-shared="bulk-adds=true" | tessel-opt --convert-tile-to-mma | FileCheck %s --check-prefix=BULK
 // RUN: tesselc %s --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 // RUN: not tessel-opt %s --tilegpu-assign-layouts 2>&1 | FileCheck %s --check-prefix=MMA
 
@@ -42,11 +44,15 @@
 // PTX-LABEL: .entry fused_dq(
 // PTX: st.shared.b32
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;
-// PTX: cp.async.bulk.wait_group.read 0;
-// PTX: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
-// PTX: cp.async.bulk.commit_group;
-// PTX: cp.async.bulk.wait_group 0;
-// PTX: ret;
+// PTX: atom.global.add.f32
+// PTX-NOT: cp.reduce.async.bulk
+
+// BULK-LABEL: gpu.func @fused_dq
+// BULK: "cp.async.bulk.wait_group.read 0;"
+// BULK: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;"
+// BULK: "cp.async.bulk.commit_group;"
+// BULK: "cp.async.bulk.wait_group 0;"
+// BULK-NEXT: gpu.return
 
 // MMA: error: 'tile.load' op is read transposed as an A operand, which convert-tile-to-mma does on wgmma only (sm_90a)
 func.func @fused_dq(%kp: !tile.ptr<f16>, %qp: !tile.ptr<f16>, %dqp: !tile.ptr<f32>, %nq: i32) {
