@@ -13,8 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
 
 namespace tessel::tilegpu {
 #define GEN_PASS_DEF_TILEGPUALLOCATESHARED
@@ -26,14 +26,6 @@ using namespace tessel::tilegpu;
 namespace tile = tessel::tile;
 
 namespace {
-
-/// The constant value of `v`, or nullopt.
-std::optional<int64_t> constantOf(Value v) {
-  APInt c;
-  if (matchPattern(v, m_ConstantInt(&c)))
-    return c.getSExtValue();
-  return std::nullopt;
-}
 
 /// Shared memory a CTA may take for two to fit an sm_90 SM (228 KiB, 1 KiB reserved each): a
 /// bulk_add staging buffer holds all the runs of its tile when the kernel stays within it,
@@ -56,7 +48,8 @@ int64_t placeBulkAdds(func::FuncOp program, Value zero, int64_t end) {
     auto md = add.getDesc().getDefiningOp<tile::MakeDescOp>();
     if (add.getMask() || type.getRank() != 2 || !type.getElementType().isF32() || !md)
       continue;
-    std::optional<int64_t> s0 = constantOf(md.getStrides()[0]), s1 = constantOf(md.getStrides()[1]);
+    std::optional<int64_t> s0 = getConstantIntValue(md.getStrides()[0]),
+                           s1 = getConstantIntValue(md.getStrides()[1]);
     if (!s0 || !s1)
       continue;
     int64_t runDim = *s0 == 1 ? 0 : *s1 == 1 ? 1 : -1;

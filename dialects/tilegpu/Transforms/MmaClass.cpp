@@ -10,7 +10,7 @@
 #include "tilegpu/Transforms/LoopLoads.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace tessel::tilegpu;
@@ -24,20 +24,17 @@ namespace {
 std::pair<tile::LoadOp, int64_t>
 coveringLoad(tile::LoadOp ld, const llvm::MapVector<Operation *, LoadSlot> &earlier) {
   auto type = ld.getResult().getType();
-  int64_t col = INT64_MIN;
-  APInt c;
-  if (type.getShape()[1] != 64 || !matchPattern(ld.getOffsets()[1], m_ConstantInt(&c)))
+  std::optional<int64_t> col = getConstantIntValue(ld.getOffsets()[1]);
+  if (type.getShape()[1] != 64 || !col)
     return {};
-  col = c.getSExtValue();
   for (auto &[op, slot] : earlier) {
     auto other = cast<tile::LoadOp>(op);
-    APInt oc;
+    std::optional<int64_t> otherCol = getConstantIntValue(other.getOffsets()[1]);
     if (slot.streamIndex >= 0 || slot.viewOf || other.getDesc() != ld.getDesc() ||
         other.getOffsets()[0] != ld.getOffsets()[0] || slot.rows != type.getShape()[0] ||
-        other->getBlock() != ld->getBlock() ||
-        !matchPattern(other.getOffsets()[1], m_ConstantInt(&oc)))
+        other->getBlock() != ld->getBlock() || !otherCol)
       continue;
-    int64_t slab = col - oc.getSExtValue();
+    int64_t slab = *col - *otherCol;
     if (slab < 0 || slab % 64 != 0 || slab + 64 > slot.cols)
       continue;
     bool written = false;
