@@ -57,16 +57,12 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
   Value along = runDim == 0 ? r0 : c0, across = runDim == 0 ? c0 : r0;
   // Bulk reductions need every run whole inside the tensor and its first element 16-byte
   // aligned (the stride between runs is a multiple of 16 bytes: AllocateShared checked it).
-  Value first = arith::AddIOp::create(
-      b, loc, d.offset,
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
-                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
-  Value blockStart = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{first});
-  Value aligned = cmp(
-      arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), blockStart),
-                            ci64(15)),
-      zero);
+  Value first = blockStart(loc, d, r0, c0);
+  Value aligned = cmp(arith::CmpIPredicate::eq,
+                      arith::AndIOp::create(b, loc,
+                                            LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), first),
+                                            ci64(15)),
+                      zero);
   Value whole = andi(cmp(arith::CmpIPredicate::sge, along, zero),
                      cmp(arith::CmpIPredicate::sle,
                          arith::AddIOp::create(b, loc, along, ci64(runLength)), d.shape[runDim]));
@@ -128,8 +124,7 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
     OpBuilder::InsertionGuard inIssue(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value runElem = arith::MulIOp::create(b, loc, toI64(run), d.strides[1 - runDim]);
-    Value global = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, blockStart,
-                                       ValueRange{runElem});
+    Value global = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, first, ValueRange{runElem});
     Value sbytes = arith::AddIOp::create(b, loc, buffer,
                                          arith::MulIOp::create(b, loc, tid, ci32(bufferRowBytes)));
     Value shared = LLVM::PtrToIntOp::create(

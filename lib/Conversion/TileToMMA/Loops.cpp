@@ -13,6 +13,37 @@
 
 namespace tessel::mma {
 
+std::pair<Value, Value> MmaKernelBuilder::elementAt(Location loc, const Desc &d, Value r0, Value c0,
+                                                    Value row, Value col, int64_t width) {
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  Value zero = ci64(0);
+  Value grow = arith::AddIOp::create(b, loc, r0, toI64(row));
+  Value in = arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
+                                   cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
+  Value elem = arith::AddIOp::create(b, loc, d.offset,
+                                     arith::MulIOp::create(b, loc, grow, d.strides[0]));
+  if (col) {
+    Value gcol = arith::AddIOp::create(b, loc, c0, toI64(col));
+    in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
+    in = arith::AndIOp::create(b, loc, in,
+                               cmp(arith::CmpIPredicate::sle,
+                                   arith::AddIOp::create(b, loc, gcol, ci64(width)), d.shape[1]));
+    elem = arith::AddIOp::create(b, loc, elem, arith::MulIOp::create(b, loc, gcol, d.strides[1]));
+  }
+  return {in, elem};
+}
+
+Value MmaKernelBuilder::blockStart(Location loc, const Desc &d, Value r0, Value c0) {
+  Value first = arith::AddIOp::create(
+      b, loc, d.offset,
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
+                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
+  return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), d.elementType,
+                             d.base, ValueRange{first});
+}
+
 void MmaKernelBuilder::atomicAddTile(Location loc, Value desc, ValueRange offsets,
                                      RankedTensorType type, ArrayRef<Value> regs) {
   // Atomic adds element by element: no pair form before sm_90.
@@ -39,11 +70,7 @@ void MmaKernelBuilder::atomicAddTile(Location loc, Value desc, ValueRange offset
   auto split = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard outer(b);
   b.setInsertionPointToStart(split.thenBlock());
-  Value first = arith::AddIOp::create(
-      b, loc, d.offset,
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r0, d.strides[0]),
-                            arith::MulIOp::create(b, loc, c0, d.strides[1])));
-  Value blockBase = LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{first});
+  Value blockBase = blockStart(loc, d, r0, c0);
   for (int64_t s = 0; s < slabs; ++s)
     for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
       for (int64_t e = 0; e < 2; ++e) {
@@ -60,18 +87,7 @@ void MmaKernelBuilder::atomicAddTile(Location loc, Value desc, ValueRange offset
     for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
       for (int64_t e = 0; e < 2; ++e) {
         Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8 + e));
-        Value grow = arith::AddIOp::create(b, loc, r0, toI64(entryRows[rr]));
-        Value gcol = arith::AddIOp::create(b, loc, c0, toI64(col));
-        Value in = arith::AndIOp::create(
-            b, loc,
-            arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
-                                  cmp(arith::CmpIPredicate::slt, grow, d.shape[0])),
-            arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, gcol, zero),
-                                  cmp(arith::CmpIPredicate::slt, gcol, d.shape[1])));
-        Value elem = arith::AddIOp::create(
-            b, loc, d.offset,
-            arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, grow, d.strides[0]),
-                                  arith::MulIOp::create(b, loc, gcol, d.strides[1])));
+        auto [in, elem] = elementAt(loc, d, r0, c0, entryRows[rr], col, 1);
         auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
@@ -96,23 +112,9 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
     return arith::CmpIOp::create(b, loc, pred, x, y);
   };
   Value zero = ci64(0);
-  auto storeAt = [&](Value row, Value col, int64_t width, Value value) {
-    Value grow = arith::AddIOp::create(b, loc, toI64(scalars.lookup(op.getOffsets()[0])),
-                                       toI64(row));
-    Value in = arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, grow, zero),
-                                     cmp(arith::CmpIPredicate::slt, grow, d.shape[0]));
-    Value elem = arith::AddIOp::create(b, loc, d.offset,
-                                       arith::MulIOp::create(b, loc, grow, d.strides[0]));
-    if (col) {
-      Value gcol = arith::AddIOp::create(b, loc, toI64(scalars.lookup(op.getOffsets()[1])),
-                                         toI64(col));
-      in = arith::AndIOp::create(b, loc, in, cmp(arith::CmpIPredicate::sge, gcol, zero));
-      in = arith::AndIOp::create(b, loc, in,
-                                 cmp(arith::CmpIPredicate::sle,
-                                     arith::AddIOp::create(b, loc, gcol, ci64(width)), d.shape[1]));
-      elem = arith::AddIOp::create(b, loc, elem, arith::MulIOp::create(b, loc, gcol, d.strides[1]));
-    }
-    return std::make_pair(in, elem);
+  auto storeAt = [&](Value row, Value col, int64_t width, Value) {
+    Value c0 = col ? toI64(scalars.lookup(op.getOffsets()[1])) : Value();
+    return elementAt(loc, d, toI64(scalars.lookup(op.getOffsets()[0])), c0, row, col, width);
   };
   // One element: a plain store, or for tile.atomic_add an atomic add.
   auto writeOne = [&](Value value, Value ptr) {

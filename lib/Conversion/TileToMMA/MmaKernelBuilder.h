@@ -135,6 +135,13 @@ private:
   /// tilegpu.local_store: each thread's pairs of accumulator-layout columns, one st.shared
   /// of 32 bits each, at their swizzled places in the buffer.
   LogicalResult emitLocalStore(tilegpu::LocalStoreOp op);
+  /// Element (r0 + row, c0 + col) of the descriptor `d` (r0, c0 i64; row, col i32): whether it
+  /// is inside (with `width` elements from it along the row), and its element offset. With a
+  /// null `col`, the row alone (1-D).
+  std::pair<Value, Value> elementAt(Location loc, const Desc &d, Value r0, Value c0, Value row,
+                                    Value col, int64_t width);
+  /// The global address of element (r0, c0) (i64) of the descriptor `d`.
+  Value blockStart(Location loc, const Desc &d, Value r0, Value c0);
   /// Adds the accumulator-layout registers `regs` of a 2-D tile of `type` to the block of
   /// `desc` at `offsets`, element by element (atomics; unchecked when the whole tile is in
   /// bounds, a uniform branch).
