@@ -156,7 +156,7 @@ LogicalResult KernelWalker::emitBlock(Block &block) {
       continue;
     }
     if (auto md = dyn_cast<tile::MakeDescOp>(op)) {
-      descs[md.getResult()] = lowerMakeDesc(b, md, scalars);
+      descs[md.getResult()] = lowerMakeDesc(b, md, scalars, descs);
       continue;
     }
     if (auto ls = dyn_cast<tile::LoadScalarOp>(op)) {

@@ -22,7 +22,8 @@ Value toI64(OpBuilder &b, Location loc, Value v) {
   return v;
 }
 
-LoweredDesc lowerMakeDesc(OpBuilder &b, tile::MakeDescOp op, const IRMapping &scalars) {
+LoweredDesc lowerMakeDesc(OpBuilder &b, tile::MakeDescOp op, const IRMapping &scalars,
+                          const llvm::DenseMap<Value, LoweredDesc> &descs) {
   Location loc = op.getLoc();
   LoweredDesc d;
   d.base = scalars.lookup(op.getBase());
@@ -33,7 +34,44 @@ LoweredDesc lowerMakeDesc(OpBuilder &b, tile::MakeDescOp op, const IRMapping &sc
   for (Value v : op.getStrides())
     d.strides.push_back(toI64(b, loc, scalars.lookup(v)));
   d.elementType = op.getResult().getType().getElementType();
+  if (op.isPaged()) {
+    const LoweredDesc &t = descs.at(op.getPages());
+    d.pages = LoweredPages{t.base,
+                           t.offset,
+                           t.shape[0],
+                           t.strides[0],
+                           toI64(b, loc, scalars.lookup(op.getNumPages())),
+                           static_cast<int64_t>(*op.getPageSize())};
+  }
   return d;
+}
+
+std::pair<Value, Value> pagedRow(OpBuilder &b, Location loc, const LoweredPages &pages, Value row) {
+  Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(pages.pageSize));
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  Value entry = arith::DivUIOp::create(b, loc, row, size);
+  Value hasEntry = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, entry, pages.length);
+  // The entry is read behind a branch: an empty table has no element 0 to clamp to.
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI64Type()}, hasEntry, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value at = arith::AddIOp::create(b, loc, pages.offset,
+                                     arith::MulIOp::create(b, loc, entry, pages.stride));
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    Value ptr = LLVM::GEPOp::create(b, loc, ptrType, b.getI32Type(), pages.base, ValueRange{at});
+    Value page = LLVM::LoadOp::create(b, loc, b.getI32Type(), ptr);
+    scf::YieldOp::create(b, loc, toI64(b, loc, page));
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, Value(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(-1))));
+  }
+  Value page = ifOp.getResult(0);
+  Value valid = arith::AndIOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, page, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, page, pages.numPages));
+  Value physical = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, page, size),
+                                         arith::RemUIOp::create(b, loc, row, size));
+  return {physical, valid};
 }
 
 Value constF32(OpBuilder &b, Location loc, double v) {

@@ -349,8 +349,38 @@ LogicalResult Interpreter::makeDesc(Frame &fr, tile::MakeDescOp op) {
   }
   if (d.shape.size() != d.strides.size())
     return op.emitOpError() << "needs as many strides as sizes";
+  if (op.isPaged()) {
+    FailureOr<const RValue *> tv = lookup(fr, op, op.getPages());
+    if (failed(tv))
+      return failure();
+    const auto *table = std::get_if<DescValue>(*tv);
+    FailureOr<int64_t> numPages = intScalar(fr, op, op.getNumPages());
+    if (!table || table->shape.size() != 1 || failed(numPages))
+      return op.emitOpError() << "needs a rank-1 page table and a page count";
+    d.paging = Paging{table->arg,        table->offset,     table->shape[0],
+                      table->strides[0], *op.getPageSize(), *numPages};
+  }
   set(fr, op.getResult(), std::move(d));
   return success();
+}
+
+FailureOr<std::optional<int64_t>> Interpreter::pagedRow(Operation *op, const Paging &p,
+                                                        int64_t row) {
+  int64_t entry = row / p.pageSize;
+  if (entry >= p.tableLength)
+    return std::optional<int64_t>();
+  if (p.tableArg >= args.size() || args[p.tableArg].kind != KernelArg::Kind::Buffer)
+    return op->emitOpError() << "reads its page table from argument #" << p.tableArg
+                             << ", which is not a buffer";
+  Buffer &table = args[p.tableArg].buffer;
+  std::optional<int64_t> at = llvm::checkedMulAdd(entry, p.tableStride, p.tableOffset);
+  if (!at || *at < 0 || *at >= table.size())
+    return op->emitOpError() << "reads page table entry " << entry << " outside argument #"
+                             << p.tableArg;
+  auto page = static_cast<int64_t>(table.get(*at));
+  if (page < 0 || page >= p.numPages)
+    return std::optional<int64_t>();
+  return std::optional<int64_t>(page * p.pageSize + row % p.pageSize);
 }
 
 // The shared walk of load and store: for every element of the tile (`result` for a load,
@@ -399,6 +429,14 @@ LogicalResult Interpreter::access(Frame &fr, Operation *op, Value descV, ValueRa
     for (size_t a = 0; a < rank && inBounds; ++a) {
       std::optional<int64_t> g = llvm::checkedAdd(offsets[a], idx[a]);
       inBounds = g && *g >= 0 && *g < desc->shape[a];
+      if (inBounds && a == 0 && desc->paging) {
+        FailureOr<std::optional<int64_t>> row = pagedRow(op, *desc->paging, *g);
+        if (failed(row))
+          return failure();
+        inBounds = row->has_value();
+        if (inBounds)
+          g = **row;
+      }
       if (inBounds && addr)
         addr = llvm::checkedMulAdd(*g, desc->strides[a], *addr);
     }

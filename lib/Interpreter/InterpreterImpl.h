@@ -43,11 +43,20 @@ struct PtrValue {
   unsigned arg;
 };
 
+// The page table of a paged descriptor: row i reads row table[i / pageSize] · pageSize +
+// i mod pageSize; entry e of the table is element tableOffset + e · tableStride of argument
+// tableArg, for 0 ≤ e < tableLength.
+struct Paging {
+  unsigned tableArg;
+  int64_t tableOffset, tableLength, tableStride, pageSize, numPages;
+};
+
 // A !tile.desc value.
 struct DescValue {
   unsigned arg;
   int64_t offset;
   SmallVector<int64_t, 4> shape, strides;
+  std::optional<Paging> paging;
 };
 
 using RValue = std::variant<Tile, PtrValue, DescValue>;
@@ -138,6 +147,9 @@ private:
 
   // Tile ops.
   LogicalResult makeDesc(Frame &fr, tile::MakeDescOp op);
+  /// Row `row` (≥ 0) of a paged descriptor in its strided view, or none where the table has no
+  /// entry for it or the entry is not a page; an error where the table itself is unreadable.
+  FailureOr<std::optional<int64_t>> pagedRow(Operation *op, const Paging &p, int64_t row);
   // A load (into `result`), a store of `value` or, with `add`, its atomic add into memory.
   LogicalResult access(Frame &fr, Operation *op, Value descV, ValueRange offsetVs,
                        const Tile *value, const Tile *mask, Tile *result, bool add = false);

@@ -411,7 +411,9 @@ Value KernelBuilder::numPrograms(int axis) {
 }
 
 Value KernelBuilder::makeDesc(Value ptr, std::optional<Value> offset,
-                              const std::vector<Value> &shape, const std::vector<Value> &strides) {
+                              const std::vector<Value> &shape, const std::vector<Value> &strides,
+                              std::optional<Value> pages, std::optional<Value> numPages,
+                              int64_t pageSize) {
   auto ptrType = dyn_cast<tile::PtrType>(ptr.getType());
   if (!ptrType)
     fail("a descriptor needs a pointer argument, not " + typeStr(ptr.getType()));
@@ -424,8 +426,23 @@ Value KernelBuilder::makeDesc(Value ptr, std::optional<Value> offset,
   if (offset)
     requireI32Scalar(*offset, "descriptor offset");
   auto type = tile::DescType::get(ctx.get(), shape.size(), ptrType.getElementType());
+  if (!pages)
+    return tile::MakeDescOp::create(builder, loc(), type, ptr, offset ? *offset : Value(), shape,
+                                    strides, Value(), Value(), IntegerAttr());
+  auto table = dyn_cast<tile::DescType>(pages->getType());
+  if (!table || table.getRank() != 1 || !table.getElementType().isInteger(32))
+    fail("pages must be a rank-1 int32 descriptor of page numbers, not " +
+         typeStr(pages->getType()));
+  if (shape.size() != 2)
+    fail("a paged descriptor has rank 2 (rows through the page table), not " +
+         std::to_string(shape.size()));
+  if (!numPages)
+    fail("a paged descriptor needs num_pages (page numbers outside [0, num_pages) read as 0)");
+  requireI32Scalar(*numPages, "num_pages");
+  if (pageSize <= 0)
+    fail("page_size must be a positive compile-time integer, got " + std::to_string(pageSize));
   return tile::MakeDescOp::create(builder, loc(), type, ptr, offset ? *offset : Value(), shape,
-                                  strides);
+                                  strides, *pages, *numPages, builder.getI64IntegerAttr(pageSize));
 }
 
 Value KernelBuilder::load(Value desc, const std::vector<Value> &offsets,

@@ -94,9 +94,13 @@ public:
   // Tile ops.
   mlir::Value programId(int axis);
   mlir::Value numPrograms(int axis);
+  /// A descriptor; with `pages` (a rank-1 i32 descriptor), `numPages` and `pageSize` > 0 a
+  /// paged one whose rows are read through the page table.
   mlir::Value makeDesc(mlir::Value ptr, std::optional<mlir::Value> offset,
                        const std::vector<mlir::Value> &shape,
-                       const std::vector<mlir::Value> &strides);
+                       const std::vector<mlir::Value> &strides,
+                       std::optional<mlir::Value> pages = std::nullopt,
+                       std::optional<mlir::Value> numPages = std::nullopt, int64_t pageSize = 0);
   /// tile.load_scalar: one element; out-of-range indices give `padding`.
   mlir::Value loadScalar(mlir::Value desc, const std::vector<mlir::Value> &indices, double padding);
   mlir::Value load(mlir::Value desc, const std::vector<mlir::Value> &offsets,

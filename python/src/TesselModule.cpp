@@ -183,7 +183,9 @@ PYBIND11_MODULE(_tessel, m) {
       .def("cast", &KernelBuilder::convert, keep)
       .def("program_id", &KernelBuilder::programId, keep)
       .def("num_programs", &KernelBuilder::numPrograms, keep)
-      .def("make_desc", &KernelBuilder::makeDesc, keep)
+      .def("make_desc", &KernelBuilder::makeDesc, py::arg("ptr"), py::arg("offset"),
+           py::arg("shape"), py::arg("strides"), py::arg("pages") = std::nullopt,
+           py::arg("num_pages") = std::nullopt, py::arg("page_size") = 0, keep)
       .def("load", &KernelBuilder::load, keep)
       .def("gather", &KernelBuilder::gather, keep)
       .def("load_scalar", &KernelBuilder::loadScalar, keep)

@@ -1153,7 +1153,8 @@ class CodeGenerator:
             raise self.error(node, "the grid has axes 0, 1 and 2")
         return self.wrap(self.build("num_programs", axis))
 
-    def tl_make_desc(self, node, ptr, shape, strides, offset=None):
+    def tl_make_desc(self, node, ptr, shape, strides, offset=None, pages=None, num_pages=None,
+                     page_size=None):
         if not isinstance(ptr, TVal) or ptr.kind != "ptr":
             raise self.error(node, "tl.make_desc needs a pointer (an array argument of the kernel)")
         shape = shape if isinstance(shape, tuple) else (shape,)
@@ -1164,7 +1165,23 @@ class CodeGenerator:
         sh = [self.as_i32(s, node, "descriptor shapes").v for s in shape]
         st = [self.as_i32(s, node, "descriptor strides").v for s in strides]
         off = self.as_i32(offset, node, "descriptor offsets").v if offset is not None else None
-        return self.wrap(self.build("make_desc", ptr.v, off, sh, st))
+        if pages is None and num_pages is None and page_size is None:
+            return self.wrap(self.build("make_desc", ptr.v, off, sh, st))
+        if pages is None or num_pages is None or page_size is None:
+            raise self.error(node, "tl.make_desc: a paged descriptor needs pages, num_pages and "
+                                   "page_size together")
+        if not isinstance(pages, TVal) or pages.kind != "desc" or pages.rank != 1 \
+                or pages.dtype != "i32":
+            raise self.error(node, "tl.make_desc: pages must be a rank-1 int32 descriptor of "
+                                   "page numbers (tl.make_desc of the page table's row)")
+        if len(shape) != 2:
+            raise self.error(node, f"tl.make_desc: a paged descriptor has rank 2 (rows through "
+                                   f"the page table), not {len(shape)}")
+        size = self.constexpr_int(page_size, node, "page_size")
+        if size <= 0:
+            raise self.error(node, f"tl.make_desc: page_size must be positive, got {size}")
+        np_ = self.as_i32(num_pages, node, "num_pages").v
+        return self.wrap(self.build("make_desc", ptr.v, off, sh, st, pages.v, np_, size))
 
     def offsets_arg(self, desc, offsets, node, op):
         if not isinstance(desc, TVal) or desc.kind != "desc":

@@ -113,18 +113,35 @@ def num_programs(axis):
 # --- memory ------------------------------------------------------------------------------------
 
 @_builtin
-def make_desc(ptr, shape, strides, offset=None):
+def make_desc(ptr, shape, strides, offset=None, pages=None, num_pages=None, page_size=None):
     """A descriptor of global memory: a strided view that loads and stores address by index.
 
     Element ``(i_0, ..., i_k)`` of the view is ``ptr[offset + sum(i_j * strides[j])]`` for
     ``0 <= i_j < shape[j]``; indices outside the shape are out of bounds (loads pad, stores
     drop them).
 
+    A **paged** view (rank 2, ``pages`` given) reads its rows through a page table, as a paged
+    KV cache does: row ``i`` is row ``pages[i // page_size] * page_size + i % page_size`` of
+    the strided view. Rows whose table entry lies outside ``pages``, or whose page number lies
+    outside ``[0, num_pages)``, are out of bounds. A block loaded from it may span any number
+    of pages, in any order::
+
+        tb = tl.make_desc(table, shape=(max_pages,), strides=(1,), offset=b * max_pages)
+        kd = tl.make_desc(k_cache, shape=(n, D), strides=(HKV * D, 1), offset=h * D,
+                          pages=tb, num_pages=n_pages, page_size=16)
+        kt = tl.load(kd, (j, 0), shape=(64, D))     # keys j .. j + 63, from four pages
+
+    :func:`load`, :func:`store` and :func:`atomic_add` take a paged view; :func:`load_scalar`
+    and :func:`gather` do not.
+
     Args:
         ptr: an array argument of the kernel.
         shape: a tuple of i32 sizes (run-time values allowed).
         strides: a tuple of i32 strides, in elements, one per dimension.
         offset: the element offset of index 0 (default 0).
+        pages: a rank-1 int32 descriptor of page numbers (makes the view paged).
+        num_pages: the number of pages behind ``ptr`` (i32; paged views only).
+        page_size: rows per page, a positive compile-time integer (paged views only).
 
     Returns:
         A descriptor for :func:`load`, :func:`load_scalar` and :func:`store`.

@@ -20,7 +20,7 @@ from . import serving_decode
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
-                             _page_block, _refuse_grad, _strided)
+                             _refuse_grad, _strided)
 from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -130,16 +130,17 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             max_pages·page_size); the keys past it are never read.
         block_table: int32 [B, max_pages] for a paged cache: key j of sequence b lives in page
             block_table[b, j // page_size], row j % page_size. Pages may be in any order; a page
-            number outside [0, num_pages) reads as zeros (never out of bounds). page_size must
-            be a multiple of 16 (16 to 256 are the tested sizes).
+            number outside [0, num_pages) reads as zeros (never out of bounds). Any page_size
+            (1 to 256 are the tested sizes; vLLM's default is 16): a key block spans pages
+            where they are shorter than it, each row looked up in the table.
         causal: bottom-right aligned, as in FlashAttention: query i of Sq sees key j when
             i + cache_seqlens[b] - Sq >= j (the last query sees every key).
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp, float32 [B, H, Sq].
-        block_m, block_n: the query and key block sizes (powers of two >= 16; block_n must
-            divide page_size); by default 64x64 where the tensor-core paths take the call
-            (CUDA fp16/bf16, head dim 64 or 128, pages a multiple of 64), else ones the
-            reference lowering takes. On the split-KV path
+        block_m, block_n: the query and key block sizes (powers of two >= 16); by default
+            64x64 where the tensor-core paths take the call (CUDA fp16/bf16, head dim 64 or
+            128), else ones the reference lowering takes. A page that block_n divides is
+            looked up once per key block, others row by row. On the split-KV path
             block_m counts packed rows (query heads of a group × query positions).
         num_splits: how many chunks each sequence's keys are split into (flash-decoding), as
             in FlashAttention. None (default): a heuristic from the GPU's SM count (132, the
@@ -207,9 +208,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             raise ValueError(f"tessel.{fn}: block_table has {table.shape[0]} rows for a batch "
                              f"of {B}")
         page, max_pages, cache_rows = S, table.shape[1], n0 * S
-        if page % 16 or page == 0:
-            raise ValueError(f"tessel.{fn}: page_size (k_cache.shape[1]) must be a positive "
-                             f"multiple of 16, got {page}")
+        if page == 0:
+            raise ValueError(f"tessel.{fn}: page_size (k_cache.shape[1]) must be positive")
         limit = max_pages * page
     if kind == "numpy":
         if (seqlens < 0).any() or (seqlens > limit).any():
@@ -247,13 +247,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     # The fast paths' blocks where they take the call: the cache read through its strides, and
     # q too unless the split path packs it (a contiguous copy).
     strides = (k_rs, k_hs, v_rs, v_hs) + (() if split else (q_rs, q_hs))
-    BM, BN = _fast_blocks(kind, _dtype_name(q), D, strides, page) or (BM, BN)
-    if page:
-        BN = _page_block(page, BN)
+    BM, BN = _fast_blocks(kind, _dtype_name(q), D, strides) or (BM, BN)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
-    if page and page % BN:
-        raise ValueError(f"tessel.{fn}: block_n = {BN} must divide page_size = {page} (a key "
-                         "block never crosses a page)")
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)
     if split:

@@ -115,17 +115,17 @@ def _blocks(kind, D, dtype, n_q, n_k):
     return _block(n_q, cap), _block(n_k, cap)
 
 
-def _fast_blocks(kind, dtype, D, strides, page=None):
+def _fast_blocks(kind, dtype, D, strides):
     """(64, 64) where the serving kernels (varlen, the cache kernel, the split-KV program) take
     the GPU's fast paths, else None (the reference lowering's blocks stay): CUDA f16/bf16 at
-    head dim 64 or 128, row and head strides of whole 16-byte chunks (cp.async), pages a
-    multiple of 16 rows (a page looked up per key block, the next ahead of its copy; the caller
-    narrows the key block to pages of 16 and 32 rows, _page_block). test_serving_gpu.py's cases
-    at 64x64 passed on the H200 on 2026-12-02; against the reference lowering's blocks decode
-    measured 1.02x cuDNN instead of 0.04-0.12x (docs/bench/2026-12-02-h200-decode.md)."""
+    head dim 64 or 128, row and head strides of whole 16-byte chunks (cp.async). Any page size:
+    a page that the key block divides is looked up once per block (the next ahead of its copy),
+    others row by row (a paged descriptor). test_serving_gpu.py's cases at 64x64 passed on the
+    H200 on 2026-12-02; against the reference lowering's blocks decode measured 1.02x cuDNN
+    instead of 0.04-0.12x (docs/bench/2026-12-02-h200-decode.md)."""
     if kind != "cuda" or dtype not in ("f16", "bf16") or D not in (64, 128):
         return None
-    if any(s % 8 for s in strides) or (page and page % 16):
+    if any(s % 8 for s in strides):
         return None
     return 64, 64
 
@@ -149,8 +149,3 @@ def _block_arg(fn, name, value, default):
     if isinstance(value, bool) or not isinstance(value, int) or value < 16 or value & (value - 1):
         raise ValueError(f"tessel.{fn}: {name} must be a power of two >= 16, got {value!r}")
     return value
-
-
-def _page_block(page_size, cap):
-    """The largest of 64, 32, 16 that divides the page and is at most cap."""
-    return next(bn for bn in (64, 32, 16) if bn <= cap and page_size % bn == 0)

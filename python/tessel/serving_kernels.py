@@ -98,6 +98,24 @@ def load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs: tl.con
 
 
 @jit
+def paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_rs: tl.constexpr,
+                k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
+                PAGE: tl.constexpr):
+    """Paged views [nk, D] of keys and values of sequence b, KV head kv_h, in a cache
+    [num_pages, PAGE, HKV, D] (cache_rows = num_pages·PAGE) with table [B, max_pages]: each row
+    is looked up in the page table, so a key block may span pages (pages shorter than a block,
+    or not a multiple of it). Page numbers outside the cache read as 0. Inlined into
+    kvcache_kernel and splitkv_kernel."""
+    tb = tl.make_desc(table, shape=(max_pages,), strides=(1,), offset=b * max_pages)
+    pages = cache_rows // PAGE
+    kd = tl.make_desc(k_cache, shape=(nk, D), strides=(k_rs, 1), offset=kv_h * k_hs, pages=tb,
+                      num_pages=pages, page_size=PAGE)
+    vd = tl.make_desc(v_cache, shape=(nk, D), strides=(v_rs, 1), offset=kv_h * v_hs, pages=tb,
+                      num_pages=pages, page_size=PAGE)
+    return kd, vd
+
+
+@jit
 def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache_rows, H, HKV,
                    max_pages, scale, q_rs: tl.constexpr, q_hs: tl.constexpr,
                    k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
@@ -125,6 +143,9 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
     kd = tl.make_desc(k_cache, shape=(k0 + nk, D), strides=(k_rs, 1), offset=kv_h * k_hs)
     vd = tl.make_desc(v_cache, shape=(k0 + nk, D), strides=(v_rs, 1), offset=kv_h * v_hs)
     td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
+    if PAGE % BLOCK_N != 0:
+        kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_rs,
+                             k_hs, v_rs, v_hs, D, PAGE)
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, D))
@@ -133,7 +154,7 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0, k0 + nk, BLOCK_N):
         j = r - k0                              # the key position in the sequence
-        if PAGE == 0:
+        if PAGE % BLOCK_N != 0 or PAGE == 0:
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
         else:
@@ -202,6 +223,9 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     ld = tl.make_desc(lse_out, shape=(R,), strides=(1,), offset=split * l_s + b * l_b + g * l_g)
     kd = tl.make_desc(k_cache, shape=(k_end, D), strides=(k_rs, 1), offset=g * k_hs)
     vd = tl.make_desc(v_cache, shape=(k_end, D), strides=(v_rs, 1), offset=g * v_hs)
+    if PAGE % BLOCK_N != 0:
+        kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, g, k_rs,
+                             k_hs, v_rs, v_hs, D, PAGE)
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
@@ -212,7 +236,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0 + lo, k0 + hi, BLOCK_N):
         j = r - k0
-        if PAGE == 0:
+        if PAGE % BLOCK_N != 0 or PAGE == 0:
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
         else:

@@ -104,7 +104,7 @@ TEST_F(TileDialectTest, DescriptorNeedsOneSizeAndStridePerAxis) {
   Value n = body->getArgument(1);
   auto desc = tile::DescType::get(&ctx, 2, f16);
   tile::MakeDescOp::create(b, loc, desc, body->getArgument(0), Value(), ValueRange{n, n},
-                           ValueRange{n});
+                           ValueRange{n}, Value(), Value(), IntegerAttr());
   func::ReturnOp::create(b, loc);
   EXPECT_NE(verifyAndGetError().find("needs 2 sizes and 2 strides"), std::string::npos);
 }

@@ -10,8 +10,8 @@ GB/s of K and V read (2 · B · nk · Hkv · D · 2 bytes over the time), for a 
 same keys). Rows:
 
 - tessel: the default call (num_splits=None: the split-KV heuristic, GQA packing, the default
-  blocks); `tessel 64x64`: block_m = block_n = 64 (the blocks the fast paths take; block_n is
-  the page's size for pages of 16 and 32 rows); `tessel
+  blocks); `tessel 64x64`: block_m = block_n = 64 (the blocks the fast paths take; pages
+  shorter than 64 rows are read row by row through a paged descriptor); `tessel
   1 split`: num_splits=1 (one program per query head, the kernel before split-KV). Each timed
   call is the whole entry point: checks, Python launch path, output and workspace allocation.
 - cuDNN, FA2: torch SDPA with the cuDNN or the flash backend forced, on [B, H, 1, D] and a
@@ -256,7 +256,7 @@ def main():
 
         for layout, k_, v_, tbl in (("contiguous", kc, vc, None), ("paged", kp, vp, table)):
             row = dict(nk=nk, layout=layout, bytes=nbytes, results=dict(base))
-            bn = min(64, page)                       # a key block never crosses a page
+            bn = 64                                  # pages under 64 rows: a paged view
             variants = (("tessel", {}), ("tessel 64x64", dict(block_m=64, block_n=bn)),
                         ("tessel 1 split", dict(num_splits=1)))
             for name, kw in variants:
@@ -287,7 +287,7 @@ def main():
                 try:
                     ms = timed(lambda n=n, k_=k_, v_=v_, tbl=tbl: tessel.attention_with_kvcache(
                         q, k_, v_, seqlens, block_table=tbl, num_splits=n, block_m=64,
-                        block_n=min(64, page)))
+                        block_n=64))
                     sweep.update(ms=ms, gbps=nbytes / ms / 1e6)
                 except Exception as e:               # noqa: BLE001
                     sweep.update(error=str(e)[:200])

@@ -100,6 +100,10 @@ KVCACHE = {
     # (B, Sq, H, Hkv, D, lengths, page)
     "decode-gqa-contig": (4, 1, 8, 2, 128, [1, 100, 2000, 4096], None),
     "decode-mqa-p16": (3, 1, 4, 1, 64, [7, 500, 1025], 16),
+    # Pages shorter than a key block (or not a multiple of it): rows looked up one by one.
+    "decode-gqa-p16-d128": (4, 1, 8, 2, 128, [1, 100, 2000, 4096], 16),
+    "sq4-gqa-p24": (3, 4, 8, 2, 128, [4, 300, 3000], 24),
+    "decode-mqa-p1": (2, 1, 4, 1, 64, [5, 700], 1),
     "sq4-gqa-p64": (3, 4, 8, 2, 128, [4, 300, 3000], 64),
     "sq16-p256": (2, 16, 4, 4, 128, [16, 2500], 256),
 }
@@ -198,8 +202,9 @@ SPLIT = {
     "decode-gqa-64k": (2, 1, 16, 2, 128, [65536, 777], None),
     "decode-gqa-p256": (4, 1, 32, 8, 128, [0, 1, 4097, 20000], 256),
     "decode-mqa-p16": (3, 1, 8, 1, 64, [7, 500, 1025], 16),
-    "decode-gqa-p16": (2, 1, 32, 8, 128, [3000, 17], 16),    # pages of 16 and 32 rows: key
-    "decode-gqa-p32": (2, 1, 32, 8, 128, [33, 5000], 32),    # blocks of one page
+    "decode-gqa-p16": (2, 1, 32, 8, 128, [3000, 17], 16),    # pages shorter than a key
+    "decode-gqa-p32": (2, 1, 32, 8, 128, [33, 5000], 32),    # block: rows looked up one by
+    "decode-gqa-p7": (2, 1, 32, 8, 128, [2000, 9], 7),       # one (a paged descriptor)
     "decode-mha-d64": (3, 1, 4, 4, 64, [33, 2500, 0], None),
     "sq4-gqa3-p64": (3, 4, 6, 2, 128, [4, 300, 3000], 64),    # a group of 3: padding rows
     "sq2-gqa-contig": (2, 2, 32, 8, 128, [1, 9000], None),     # q packed [B, Hkv, G·Sq, D]
@@ -216,11 +221,12 @@ def test_kvcache_split(dtype, case, causal, splits):
 
 @pytest.mark.parametrize("splits", [None, 4])
 @pytest.mark.parametrize("case", ["decode-gqa-contig", "decode-gqa-64k", "sq2-gqa-contig",
-                                  "decode-gqa-p256"])
+                                  "decode-gqa-p256", "decode-gqa-p16", "decode-gqa-p7"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_kvcache_split_fast_blocks(dtype, case, splits):
-    # 64 x 64 blocks: the split kernel on the fast paths, contiguous and paged with a page per
-    # split (page 256 = 4 blocks), as test/python/test_serving_fast_paths.py compiles them.
+    # 64 x 64 blocks: the split kernel on the fast paths, contiguous and paged (page 256 = 4
+    # blocks, a page looked up per block; pages of 16 and 7 rows, each row looked up), as
+    # test/python/test_serving_fast_paths.py compiles them.
     run_kvcache(dtype, SPLIT[case], True, check_lse=True, num_splits=splits, block_m=64,
                 block_n=64)
 

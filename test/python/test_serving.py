@@ -93,7 +93,8 @@ def cache_case(rng, B, Sq, H, Hkv, D, lengths, page=None, num_pages=None):
     return q, kc, vc, order
 
 
-@pytest.mark.parametrize("page", [None, 16, 32, 48], ids=["contiguous", "p16", "p32", "p48"])
+@pytest.mark.parametrize("page", [None, 16, 32, 48, 1, 7, 24],
+                         ids=["contiguous", "p16", "p32", "p48", "p1", "p7", "p24"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("Sq,H,Hkv", [(1, 4, 1), (5, 4, 2)], ids=["decode-mqa", "sq5-gqa"])
 def test_kvcache_matches_float64_per_sequence(page, causal, Sq, H, Hkv):
@@ -193,12 +194,10 @@ def cache_inputs():
      "block_table must be int32, got float32"),
     (lambda a: {**a, "block_table": np.full_like(a["block_table"], 8)}, ValueError,
      "block_table[0, 0] = 8 is not a page of the cache (0 to 7)"),
-    (lambda a: {**a, "k_cache": a["k_cache"][:, :8], "v_cache": a["v_cache"][:, :8]},
-     ValueError, "page_size (k_cache.shape[1]) must be a positive multiple of 16, got 8"),
+    (lambda a: {**a, "k_cache": a["k_cache"][:, :0], "v_cache": a["v_cache"][:, :0]},
+     ValueError, "page_size (k_cache.shape[1]) must be positive"),
     (lambda a: {**a, "block_table": None}, ValueError, "needs block_table"),
     (lambda a: {**a, "v_cache": a["v_cache"][:, :, :1]}, ValueError, "differ in shape"),
-    (lambda a: {**a, "block_n": 32}, ValueError,
-     "block_n = 32 must divide page_size = 16 (a key block never crosses a page)"),
     (lambda a: {**a, "block_m": 24}, ValueError, "block_m must be a power of two >= 16, got 24"),
 ])
 def test_kvcache_errors(change, error, message):

@@ -186,22 +186,17 @@ def test_num_splits_is_checked(bad):
 
 
 def test_fast_blocks_of_varlen_and_the_cache_kernel():
-    """varlen and the one-program-per-head cache kernel take 64x64 on CUDA at f16/bf16, head dim
-    64/128, strides of whole 16-byte chunks and pages a multiple of 16 (pages of 16 and 32 rows
-    then narrow the key block to one page); else None (the reference lowering's blocks)."""
+    """varlen and the cache kernels take 64x64 on CUDA at f16/bf16, head dim 64/128 and strides
+    of whole 16-byte chunks, whatever the page size (pages shorter than a key block are read
+    row by row through a paged descriptor); else None (the reference lowering's blocks)."""
     from tessel.serving_checks import _fast_blocks
     rows = (8 * 128, 128, 2 * 128, 128, 2 * 128, 128)        # q [.., 8, 128], k/v [.., 2, 128]
     assert _fast_blocks("cuda", "f16", 128, rows) == (64, 64)
-    assert _fast_blocks("cuda", "bf16", 64, rows, page=128) == (64, 64)
+    assert _fast_blocks("cuda", "bf16", 64, rows) == (64, 64)
     assert _fast_blocks("cuda", "f16", 128, (3 * 8 * 128 + 4,) + rows[1:]) is None
-    assert _fast_blocks("cuda", "f16", 128, rows, page=16) == (64, 64)
-    assert _fast_blocks("cuda", "f16", 128, rows, page=24) is None
-    # The split program: its key loop at the cache's strides, contiguous or a page per block.
-    assert _fast_blocks("cuda", "f16", 128, rows[2:], page=256) == (64, 64)
-    assert _fast_blocks("cuda", "f16", 128, (), page=0) == (64, 64)
-    assert _fast_blocks("cuda", "f16", 96, rows) is None
     assert _fast_blocks("cuda", "f32", 128, rows) is None
     assert _fast_blocks("numpy", "f16", 128, rows) is None
+    assert _fast_blocks("cuda", "f16", 96, rows) is None
 
 
 @pytest.mark.parametrize("capacity,split", [(serving_decode.MIN_KEYS_TO_SPLIT - 1, False),

@@ -3,8 +3,8 @@ GPU needed): varlen and the contiguous KV cache with 64-row blocks compile with 
 on sm_90a and codegen=mma on sm_80, which refuse programs outside their class. The paged cache
 loads at data-dependent rows inside the key loop (a page looked up per key block), which the
 fast paths pipeline by reading the next block's page ahead of its copy. The split-KV decode
-kernel takes them for a contiguous cache and for a paged one split a page per program (the page
-looked up before the key loop)."""
+kernel takes them for a contiguous cache and for a paged one; pages shorter than a key block are
+read through a paged descriptor (each row of a block looked up by its copy)."""
 import os
 import shutil
 
@@ -48,11 +48,14 @@ def test_fast_paths_take_varlen_and_the_contiguous_cache(make, chip, codegen, tm
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
-def test_paged_cache_takes_the_fast_paths(chip, codegen, tmp_path, monkeypatch):
-    # The page of a key block is read inside the loop (table[b, j / page]); the copies issued
-    # ahead read the next block's page first.
+@pytest.mark.parametrize("page", [64, 16, 24], ids=["block-per-page", "rows-p16", "rows-p24"])
+def test_paged_cache_takes_the_fast_paths(page, chip, codegen, tmp_path, monkeypatch):
+    # Pages of a whole number of key blocks: the block's page is read inside the loop
+    # (table[b, j / page]), and the copies issued ahead read the next block's page first.
+    # Shorter pages: a paged descriptor, each row of a 64-row block looked up by its copy.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    assert kvcache(False, 64).binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
+    kernel = kvcache(False, page)
+    assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
 
 
 def splitkv(page, block_n=64):
@@ -68,7 +71,7 @@ def splitkv(page, block_n=64):
 @pytest.mark.parametrize("page", [0, 256, 64, 32, 16],
                          ids=["contiguous", "paged256", "paged64", "paged32", "paged16"])
 def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monkeypatch):
-    # Pages of 16 and 32 rows: key blocks of one page (serving_checks._page_block).
+    # Pages of 16 and 32 rows: 64-row key blocks over several pages, each row looked up.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    kernel = splitkv(page, min(64, page or 64))
+    kernel = splitkv(page)
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin

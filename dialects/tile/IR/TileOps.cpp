@@ -81,8 +81,32 @@ LogicalResult MakeDescOp::verify() {
     return emitOpError() << "needs " << desc.getRank() << " sizes and " << desc.getRank()
                          << " strides for a rank-" << desc.getRank() << " descriptor, got "
                          << getShape().size() << " and " << getStrides().size();
+  if (!getPages() && !getNumPages() && !getPageSize())
+    return success();
+  if (!getPages() || !getNumPages() || !getPageSize())
+    return emitOpError() << "needs pages, num_pages and page_size together";
+  if (desc.getRank() != 2)
+    return emitOpError() << "is paged, which needs rank 2 (rows through the page table), not rank "
+                         << desc.getRank();
+  auto table = cast<DescType>(getPages().getType());
+  if (table.getRank() != 1 || !table.getElementType().isInteger(32))
+    return emitOpError() << "needs a rank-1 i32 descriptor of page numbers, not " << table;
+  if (*getPageSize() <= 0)
+    return emitOpError() << "needs a positive page_size, got " << *getPageSize();
   return success();
 }
+
+namespace {
+/// Ops that read one element at a time do not take a paged descriptor (the lowerings address
+/// only whole rows through a page table).
+LogicalResult refusePaged(Operation *op, Value desc) {
+  auto md = desc.getDefiningOp<MakeDescOp>();
+  if (md && md.isPaged())
+    return op->emitOpError() << "does not take a paged descriptor (tile.load, tile.store and "
+                                "tile.atomic_add do)";
+  return success();
+}
+} // namespace
 
 LogicalResult LoadOp::verify() {
   return verifyAccess(*this, getDesc().getType(), getOffsets().size(), getResult().getType());
@@ -100,7 +124,7 @@ LogicalResult LoadScalarOp::verify() {
   if (getResult().getType().isInteger(32) &&
       (!std::isfinite(pad) || pad != std::trunc(pad) || std::fabs(pad) > 2147483647.0))
     return emitOpError() << "pads an i32 with " << pad << ", which is not an i32 value";
-  return success();
+  return refusePaged(*this, getDesc());
 }
 
 LogicalResult StoreOp::verify() { return verifyWrite(*this); }
@@ -251,7 +275,7 @@ LogicalResult GatherOp::verify() {
       return emitOpError() << "index " << axis << " is a tile of shape "
                            << shapeStr(tile.getShape()) << "; index tiles have the result's shape "
                            << shapeStr(result.getShape());
-  return success();
+  return refusePaged(*this, getDesc());
 }
 
 namespace {

@@ -74,13 +74,37 @@ def Tile_MakeDescOp : Tile_Op<"make_desc", [Pure, AttrSizedOperandSegments]> {
     %d = tile.make_desc %q[%off], shape [%n, %c128], strides [%hd, %c1]
         : !tile.ptr<f16> -> !tile.desc<2, f16>
     ```
+
+    A **paged** descriptor (rank 2) reads its rows through a page table, as a paged KV cache
+    does: `pages` is a rank-1 i32 descriptor of page numbers and `page_size` a constant P. Row
+    `i` is row `pages[i / P] · P + i mod P` of the strided view above, so element `(i, j)` is
+    `base[offset + (pages[i / P] · P + i mod P) · strides[0] + j · strides[1]]`. A row whose
+    entry `i / P` lies outside `pages`, or whose page number lies outside `[0, num_pages)`, is
+    out of bounds like a row past `shape[0]`: loads pad it, stores drop it. Rows of one block
+    may come from different pages in any order, so a block of any height is read at once
+    whatever the page size.
+
+    ```mlir
+    // keys [0, n) of one sequence of a cache [num_pages, 16, h_kv, d]
+    %k = tile.make_desc %cache[%head], shape [%n, %c128], strides [%row, %c1],
+        pages %table[%np] page_size 16
+        : !tile.ptr<f16>, !tile.desc<1, i32> -> !tile.desc<2, f16>
+    ```
   }];
   let arguments = (ins Tile_PtrType:$base, Optional<I32>:$offset,
-                       Variadic<I32>:$shape, Variadic<I32>:$strides);
+                       Variadic<I32>:$shape, Variadic<I32>:$strides,
+                       Optional<Tile_DescType>:$pages, Optional<I32>:$num_pages,
+                       OptionalAttr<I64Attr>:$page_size);
   let results = (outs Tile_DescType:$result);
   let assemblyFormat = [{
     $base (`[` $offset^ `]`)? `,` `shape` `[` $shape `]` `,` `strides` `[` $strides `]`
-    attr-dict `:` qualified(type($base)) `->` qualified(type($result))
+    (`,` `pages` $pages^ `[` $num_pages `]` `page_size` $page_size)?
+    attr-dict `:` qualified(type($base)) (`,` qualified(type($pages))^)? `->`
+    qualified(type($result))
+  }];
+  let extraClassDeclaration = [{
+    /// Whether rows are read through a page table.
+    bool isPaged() { return static_cast<bool>(getPages()); }
   }];
   let hasVerifier = 1;
 }

@@ -13,21 +13,39 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
 
 namespace tessel::conversion {
 
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
+/// The page table of a paged descriptor, lowered: entry e is the i32 at element
+/// `offset + e · stride` of `base` for 0 ≤ e < `length`; pages are [0, numPages) (i64 values).
+struct LoweredPages {
+  mlir::Value base, offset, length, stride, numPages;
+  int64_t pageSize;
+};
+
 /// A tile.make_desc lowered to scalars: the base pointer, and i64 element offset, shape and
-/// strides.
+/// strides; a paged descriptor also its page table.
 struct LoweredDesc {
   mlir::Value base, offset;
   llvm::SmallVector<mlir::Value> shape, strides;
   mlir::Type elementType;
+  std::optional<LoweredPages> pages;
 };
-/// `op`'s descriptor from the lowered scalars its operands map to in `scalars`.
-LoweredDesc lowerMakeDesc(mlir::OpBuilder &b, tile::MakeDescOp op, const mlir::IRMapping &scalars);
+/// `op`'s descriptor from the lowered scalars its operands map to in `scalars` (and, for a
+/// paged one, its page table's descriptor in `descs`).
+LoweredDesc lowerMakeDesc(mlir::OpBuilder &b, tile::MakeDescOp op, const mlir::IRMapping &scalars,
+                          const llvm::DenseMap<mlir::Value, LoweredDesc> &descs);
+/// Row `row` (i64, ≥ 0) of a paged descriptor in its strided view, and whether it exists (its
+/// table entry is inside the table and holds a page in [0, numPages)). The table is read only
+/// where the entry exists.
+std::pair<mlir::Value, mlir::Value> pagedRow(mlir::OpBuilder &b, mlir::Location loc,
+                                             const LoweredPages &pages, mlir::Value row);
 /// An index or integer as i64 (sign-extended).
 mlir::Value toI64(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 /// An f32 constant.

@@ -74,6 +74,11 @@ VectorAt vectorAt(OpBuilder &b, Location loc, const LoweredDesc &d, ArrayRef<Val
   if (d.shape.size() == 2) {
     Value g = arith::AddIOp::create(b, loc, offsets[0], ext(row));
     at.rowOk = inRange(b, loc, g, d.shape[0]);
+    if (d.pages) {
+      auto [physical, exists] = tessel::conversion::pagedRow(b, loc, *d.pages, g);
+      g = physical;
+      at.rowOk = both(at.rowOk, exists);
+    }
     at.address = arith::AddIOp::create(b, loc, at.address,
                                        arith::MulIOp::create(b, loc, g, d.strides[0]));
   }

@@ -361,6 +361,11 @@ static std::pair<Value, Value> globalAddress(OpBuilder &ob, Location loc, const 
     Value lo = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, g, zero);
     Value hi = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, g, d.shape[k]);
     inBounds = arith::AndIOp::create(ob, loc, inBounds, arith::AndIOp::create(ob, loc, lo, hi));
+    if (k == 0 && d.pages) {
+      auto [row, exists] = pagedRow(ob, loc, *d.pages, g);
+      g = row;
+      inBounds = arith::AndIOp::create(ob, loc, inBounds, exists);
+    }
     address = arith::AddIOp::create(ob, loc, address,
                                     arith::MulIOp::create(ob, loc, g, d.strides[k]));
   }

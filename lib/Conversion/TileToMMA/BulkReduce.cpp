@@ -35,6 +35,9 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
                           "convert-tile-to-mma does on wgmma (sm_90a)");
   if (!descs.count(op.getDesc()))
     return op.emitOpError("writes a descriptor convert-tile-to-mma cannot trace to make_desc");
+  if (descs[op.getDesc()].pages)
+    return op.emitOpError("writes through a paged descriptor, which convert-tile-to-mma does "
+                          "not handle (the reference lowering does)");
   auto type = cast<RankedTensorType>(op.getValue().getType());
   FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
   if (failed(regs))

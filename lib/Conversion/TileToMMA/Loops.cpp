@@ -106,6 +106,9 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
   if (!descs.count(op.getDesc()))
     return op.emitOpError("writes a descriptor convert-tile-to-mma cannot trace to make_desc");
   const Desc &d = descs[op.getDesc()];
+  if (d.pages)
+    return op.emitOpError("writes through a paged descriptor, which convert-tile-to-mma does "
+                          "not handle (the reference lowering does)");
   auto type = cast<RankedTensorType>(op.getValue().getType());
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
   auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {

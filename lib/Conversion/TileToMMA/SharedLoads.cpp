@@ -193,6 +193,10 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
         b, loc, ptr1, d.elementType, src0,
         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
   };
+  if (d.pages) {
+    issuePagedChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt);
+    return;
+  }
   if (!staticChunks) {
     // 16-byte chunks need a unit inner stride, rows a multiple of 8 elements and the block's
     // first element 16-byte aligned (a view may start anywhere): uniform conditions, so the
@@ -323,10 +327,58 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
   }
 }
 
+void MmaKernelBuilder::issuePagedChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0,
+                                        Value c0, Value rowT, Value chunk, int64_t steps,
+                                        int64_t rowsPerStep,
+                                        llvm::function_ref<Value(int64_t)> dstAt) {
+  // Each row is looked up in the page table (rows of one block may lie in different pages),
+  // so every chunk is checked: its row inside the view and in a page, its columns inside the
+  // row. Outside, it reads nothing (src-size 0 zero-fills) from the descriptor's base.
+  CopyOps ops{b, loc, d.elementType};
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
+  auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
+  Value zero = ci64(0);
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value left = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, d.shape[1], gcol), zero),
+      ci64(8));
+  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                     cmp(arith::CmpIPredicate::sgt, left, zero));
+  int64_t elemBytes = d.elementType.getIntOrFloatBitWidth() / 8;
+  Value chunkBytes = arith::MulIOp::create(
+      b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), left), ci32(elemBytes));
+  Value colElem = arith::AddIOp::create(b, loc, d.offset,
+                                        arith::MulIOp::create(b, loc, gcol, d.strides[1]));
+  Value rowBase = arith::AddIOp::create(b, loc, r0, toI64(rowT));
+  for (int64_t i = 0; i < steps; ++i) {
+    Value row = arith::AddIOp::create(b, loc, rowBase, ci64(i * rowsPerStep));
+    auto [physical, exists] = tessel::conversion::pagedRow(b, loc, *d.pages, row);
+    Value in = andi(andi(cmp(arith::CmpIPredicate::sge, row, zero),
+                         cmp(arith::CmpIPredicate::slt, row, d.shape[0])),
+                    andi(exists, colIn));
+    Value elem = arith::AddIOp::create(b, loc, colElem,
+                                       arith::MulIOp::create(b, loc, physical, d.strides[0]));
+    Value src = ops.gep(d.base, arith::SelectOp::create(b, loc, in, elem, d.offset));
+    Value srcBytes = arith::SelectOp::create(b, loc, in, chunkBytes, ci32(0));
+    NVVM::CpAsyncOp::create(b, loc, dstAt(i), src, 16, NVVM::LoadCacheModifierKind::CG, srcBytes);
+  }
+}
+
 LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
   // Any strides: those not known to suit 16-byte copies are checked at run time (issueBlock).
-  if (!descs.count(desc))
+  // A paged descriptor's rows are looked up chunk by chunk, which needs the 16-byte copies.
+  auto found = descs.find(desc);
+  if (found == descs.end())
     return op->emitOpError("reads a descriptor convert-tile-to-mma cannot trace to make_desc");
+  if (found->second.pages) {
+    auto md = desc.getDefiningOp<tile::MakeDescOp>();
+    int64_t rowStride = constantOf(md.getStrides()[0]);
+    if (constantOf(md.getStrides()[1]) != 1 || rowStride == INT64_MIN || rowStride % 8)
+      return op->emitOpError("reads a paged descriptor whose strides are not known at compile "
+                             "time to be 1 and a multiple of 8 elements: convert-tile-to-mma "
+                             "copies its rows in 16-byte chunks");
+  }
   return success();
 }
 

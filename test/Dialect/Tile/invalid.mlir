@@ -25,6 +25,43 @@ func.func @make_desc_rank_mismatch(%p: !tile.ptr<f16>, %n: i32) {
 
 // -----
 
+func.func @paged_desc_rank_1(%p: !tile.ptr<f16>, %t: !tile.desc<1, i32>, %n: i32) {
+  // expected-error @+1 {{is paged, which needs rank 2 (rows through the page table), not rank 1}}
+  %d = tile.make_desc %p, shape [%n], strides [%n], pages %t[%n] page_size 16
+      : !tile.ptr<f16>, !tile.desc<1, i32> -> !tile.desc<1, f16>
+  return
+}
+
+// -----
+
+func.func @paged_desc_table_type(%p: !tile.ptr<f16>, %t: !tile.desc<2, i32>, %n: i32) {
+  // expected-error @+1 {{needs a rank-1 i32 descriptor of page numbers, not '!tile.desc<2, i32>'}}
+  %d = tile.make_desc %p, shape [%n, %n], strides [%n, %n], pages %t[%n] page_size 16
+      : !tile.ptr<f16>, !tile.desc<2, i32> -> !tile.desc<2, f16>
+  return
+}
+
+// -----
+
+func.func @paged_desc_page_size(%p: !tile.ptr<f16>, %t: !tile.desc<1, i32>, %n: i32) {
+  // expected-error @+1 {{needs a positive page_size, got 0}}
+  %d = tile.make_desc %p, shape [%n, %n], strides [%n, %n], pages %t[%n] page_size 0
+      : !tile.ptr<f16>, !tile.desc<1, i32> -> !tile.desc<2, f16>
+  return
+}
+
+// -----
+
+func.func @paged_desc_load_scalar(%p: !tile.ptr<f16>, %t: !tile.desc<1, i32>, %n: i32) {
+  %d = tile.make_desc %p, shape [%n, %n], strides [%n, %n], pages %t[%n] page_size 16
+      : !tile.ptr<f16>, !tile.desc<1, i32> -> !tile.desc<2, f16>
+  // expected-error @+1 {{does not take a paged descriptor (tile.load, tile.store and tile.atomic_add do)}}
+  %s = tile.load_scalar %d[%n, %n] : !tile.desc<2, f16> -> f16
+  return
+}
+
+// -----
+
 // expected-error @+1 {{descriptor element type must be f16, bf16, f32 or i32, got 'i8'}}
 func.func @desc_bad_element(%d: !tile.desc<2, i8>) {
   return

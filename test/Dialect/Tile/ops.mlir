@@ -12,12 +12,14 @@ func.func @grid() -> (i32, i32) {
 }
 
 // CHECK-LABEL: func.func @memory
-func.func @memory(%p: !tile.ptr<bf16>, %n: i32, %off: i32) {
+func.func @memory(%p: !tile.ptr<bf16>, %n: i32, %off: i32, %table: !tile.desc<1, i32>) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %c64 = arith.constant 64 : i32
   // CHECK: tile.make_desc %{{.*}}[%{{.*}}], shape[%{{.*}}, %{{.*}}], strides[%{{.*}}, %{{.*}}] : !tile.ptr<bf16> -> !tile.desc<2, bf16>
   %d = tile.make_desc %p[%off], shape [%n, %c64], strides [%c64, %c1] : !tile.ptr<bf16> -> !tile.desc<2, bf16>
+  // CHECK: tile.make_desc %{{.*}}, shape[%{{.*}}], strides[%{{.*}}, %{{.*}}], pages %{{.*}}[%{{.*}}] page_size 16 : !tile.ptr<bf16>, !tile.desc<1, i32> -> !tile.desc<2, bf16>
+  %paged = tile.make_desc %p, shape [%n, %c64], strides [%c64, %c1], pages %table[%n] page_size 16 : !tile.ptr<bf16>, !tile.desc<1, i32> -> !tile.desc<2, bf16>
   // CHECK: tile.make_desc %{{.*}}, shape[%{{.*}}], strides[%{{.*}}] : !tile.ptr<bf16> -> !tile.desc<1, bf16>
   %d1 = tile.make_desc %p, shape [%n], strides [%c1] : !tile.ptr<bf16> -> !tile.desc<1, bf16>
   // CHECK: tile.load %{{.*}}[%{{.*}}, %{{.*}}] : !tile.desc<2, bf16> -> tensor<32x64xbf16>
