@@ -65,13 +65,14 @@ std::pair<Value, Value> pagedRow(OpBuilder &b, Location loc, const LoweredPages 
     b.setInsertionPointToStart(ifOp.elseBlock());
     scf::YieldOp::create(b, loc, Value(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(-1))));
   }
+  // One op per statement: the IR's order does not depend on the C++ compiler's.
   Value page = ifOp.getResult(0);
-  Value valid = arith::AndIOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, page, zero),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, page, pages.numPages));
-  Value physical = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, page, size),
-                                         arith::RemUIOp::create(b, loc, row, size));
-  return {physical, valid};
+  Value nonNegative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, page, zero);
+  Value inCache = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, page, pages.numPages);
+  Value valid = arith::AndIOp::create(b, loc, nonNegative, inCache);
+  Value first = arith::MulIOp::create(b, loc, page, size);
+  Value within = arith::RemUIOp::create(b, loc, row, size);
+  return {arith::AddIOp::create(b, loc, first, within), valid};
 }
 
 Value constF32(OpBuilder &b, Location loc, double v) {

@@ -493,6 +493,8 @@ Value KernelBuilder::loadScalar(Value desc, const std::vector<Value> &indices, d
     fail("a rank-" + std::to_string(descType.getRank()) + " descriptor needs that many indices");
   for (Value v : indices)
     requireI32Scalar(v, "load_scalar index");
+  if (auto md = desc.getDefiningOp<tile::MakeDescOp>(); md && md.isPaged())
+    fail("load_scalar does not take a paged descriptor (tl.load and tl.store do)");
   return tile::LoadScalarOp::create(builder, loc(), descType.getElementType(), desc, indices,
                                     builder.getF64FloatAttr(padding));
 }

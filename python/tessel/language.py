@@ -132,7 +132,7 @@ def make_desc(ptr, shape, strides, offset=None, pages=None, num_pages=None, page
         kt = tl.load(kd, (j, 0), shape=(64, D))     # keys j .. j + 63, from four pages
 
     :func:`load`, :func:`store` and :func:`atomic_add` take a paged view; :func:`load_scalar`
-    and :func:`gather` do not.
+    does not.
 
     Args:
         ptr: an array argument of the kernel.
