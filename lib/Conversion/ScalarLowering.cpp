@@ -51,22 +51,21 @@ std::pair<Value, Value> pagedRow(OpBuilder &b, Location loc, const LoweredPages 
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   Value entry = arith::DivUIOp::create(b, loc, row, size);
   Value hasEntry = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, entry, pages.length);
-  // The entry is read behind a branch: an empty table has no element 0 to clamp to.
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI64Type()}, hasEntry, true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value at = arith::AddIOp::create(b, loc, pages.offset,
-                                     arith::MulIOp::create(b, loc, entry, pages.stride));
-    auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    Value ptr = LLVM::GEPOp::create(b, loc, ptrType, b.getI32Type(), pages.base, ValueRange{at});
-    Value page = LLVM::LoadOp::create(b, loc, b.getI32Type(), ptr);
-    scf::YieldOp::create(b, loc, toI64(b, loc, page));
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, loc, Value(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(-1))));
-  }
+  // A predicated load (the entry, else -1 with nothing read; the table's base stands in for a
+  // missing entry's address): no branch, so the lookups of a block's rows can all be issued
+  // before the copies that wait on them, and identical lookups (K's and V's rows) merge. The
+  // table is taken as constant during the kernel.
+  Value at = arith::AddIOp::create(b, loc, pages.offset,
+                                   arith::MulIOp::create(b, loc, entry, pages.stride));
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  Value ptr = LLVM::GEPOp::create(b, loc, ptrType, b.getI32Type(), pages.base, ValueRange{at});
+  Value address = arith::SelectOp::create(b, loc, hasEntry, ptr, pages.base);
+  Value page32 = inlinePtx(b, loc, b.getI32Type(), {hasEntry, address},
+                           "mov.b32 $0, -1;\n\t@$1 ld.global.b32 $0, [$2];", "=r,b,l",
+                           /*sideEffects=*/false)
+                     .front();
+  Value page = toI64(b, loc, page32);
   // One op per statement: the IR's order does not depend on the C++ compiler's.
-  Value page = ifOp.getResult(0);
   Value nonNegative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, page, zero);
   Value inCache = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, page, pages.numPages);
   Value valid = arith::AndIOp::create(b, loc, nonNegative, inCache);

@@ -82,7 +82,8 @@ def Tile_MakeDescOp : Tile_Op<"make_desc", [Pure, AttrSizedOperandSegments]> {
     entry `i / P` lies outside `pages`, or whose page number lies outside `[0, num_pages)`, is
     out of bounds like a row past `shape[0]`: loads pad it, stores drop it. Rows of one block
     may come from different pages in any order, so a block of any height is read at once
-    whatever the page size.
+    whatever the page size. The page table is read as constant while the program runs (a
+    program that writes its own table must read it through another descriptor).
 
     ```mlir
     // keys [0, n) of one sequence of a cache [num_pages, 16, h_kv, d]

@@ -1,15 +1,12 @@
 // A paged descriptor on the row-blocked lowering: a vector's row is looked up in the page table
-// (the entry read only where it exists) and the vector is read only where its row is inside the
+// (a predicated load of the entry where it exists) and the vector is read only where its row is inside the
 // view and its page inside [0, num_pages).
 // RUN: tessel-opt %s --convert-tile-to-blocked | FileCheck %s
 
 // CHECK-LABEL: gpu.func @copy_pages
 // CHECK: arith.divui %{{.*}}, %{{.*}} : i64
-// CHECK: %[[PAGE:.*]] = scf.if %{{.*}} -> (i64) {
-// CHECK:   llvm.load %{{.*}} : !llvm.ptr<1> -> i32
-// CHECK: } else {
-// CHECK:   arith.constant -1 : i64
-// CHECK: }
+// CHECK: %[[P32:.*]] = llvm.inline_asm asm_dialect = att "mov.b32 $0, -1;\0A\09@$1 ld.global.b32 $0, [$2];", "=r,b,l"
+// CHECK: %[[PAGE:.*]] = arith.extsi %[[P32]] : i32 to i64
 // CHECK: arith.cmpi sge, %[[PAGE]], %{{.*}} : i64
 // CHECK: arith.muli %[[PAGE]], %{{.*}} : i64
 // CHECK: ld.global.v4.b32

@@ -1,5 +1,5 @@
 // A paged descriptor on the reference lowering: each element's row is looked up in the page
-// table (the entry read only where it exists, -1 otherwise), and the element is read only where
+// table (a predicated load: the entry where it exists, -1 otherwise), and the element is read only where
 // the row is inside the view and its page inside [0, num_pages).
 // RUN: tessel-opt %s --convert-tile-to-gpu | FileCheck %s
 
@@ -7,11 +7,9 @@
 // The element loop: row bounds, then the table entry behind a branch.
 // CHECK: %[[ENTRY:.*]] = arith.divui %[[ROW:.*]], %[[SIZE:.*]] : i64
 // CHECK: %[[HAS:.*]] = arith.cmpi ult, %[[ENTRY]], %{{.*}} : i64
-// CHECK: %[[PAGE:.*]] = scf.if %[[HAS]] -> (i64) {
-// CHECK:   llvm.load %{{.*}} : !llvm.ptr<1> -> i32
-// CHECK: } else {
-// CHECK:   arith.constant -1 : i64
-// CHECK: }
+// CHECK: %[[ADDR:.*]] = arith.select %[[HAS]], %{{.*}}, %{{.*}} : !llvm.ptr<1>
+// CHECK: %[[P32:.*]] = llvm.inline_asm asm_dialect = att "mov.b32 $0, -1;\0A\09@$1 ld.global.b32 $0, [$2];", "=r,b,l" %[[HAS]], %[[ADDR]] : (i1, !llvm.ptr<1>) -> i32
+// CHECK: %[[PAGE:.*]] = arith.extsi %[[P32]] : i32 to i64
 // CHECK: arith.cmpi sge, %[[PAGE]], %{{.*}} : i64
 // CHECK: arith.cmpi slt, %[[PAGE]], %{{.*}} : i64
 // CHECK: %[[FIRST:.*]] = arith.muli %[[PAGE]], %[[SIZE]] : i64

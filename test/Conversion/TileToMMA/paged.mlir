@@ -9,14 +9,12 @@
 
 // CHECK-LABEL: gpu.func @paged_rows
 // CHECK: arith.divui %{{.*}}, %{{.*}} : i64
-// CHECK: scf.if %{{.*}} -> (i64) {
-// CHECK:   llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// CHECK: llvm.inline_asm asm_dialect = att "mov.b32 $0, -1;\0A\09@$1 ld.global.b32 $0, [$2];"
 // CHECK: arith.remui %{{.*}}, %{{.*}} : i64
 // CHECK: %[[BYTES:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : i32
 // CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %[[BYTES]]
 // CHECK: scf.for
-// CHECK: scf.if %{{.*}} -> (i64) {
-// CHECK:   llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// CHECK: llvm.inline_asm asm_dialect = att "mov.b32 $0, -1;\0A\09@$1 ld.global.b32 $0, [$2];"
 // CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
 // CHECK: mma.sync
 // PTXAS: ptxas sm_90a paged_rows: {{[0-9]+}} registers, {{.*}}, 0 bytes spill stores, 0 bytes spill loads
