@@ -213,7 +213,10 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
         k0 = b * cache_rows
     else:
         nk = tl.minimum(nk, max_pages * PAGE)
-    chunk = tl.cdiv(tl.cdiv(nk, n_splits), BLOCK_N) * BLOCK_N
+    # ceil(ceil(nk / n_splits) / BLOCK_N) · BLOCK_N from non-negative operands: written as
+    # tl.cdiv (-(-a // b)), the H200's compile of the paged-view kernel (2026-12-03) started
+    # every split past the first at -lo (docs/bench/2026-12-03-h200-paged-rows.md).
+    chunk = ((nk + n_splits - 1) // n_splits + BLOCK_N - 1) // BLOCK_N * BLOCK_N
     lo = tl.minimum(split * chunk, nk)
     hi = tl.minimum(lo + chunk, nk)
     k_end = k0 + nk                             # rows of the cache past it read as 0
