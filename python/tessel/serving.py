@@ -148,8 +148,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             max_pages·page_size), used when a KV group's query rows H/Hkv·Sq are at most 64
             (decode) and the capacity is at least 1024 keys; longer query sides run one
             program per query block and head. Paged caches are split as contiguous ones
-            (each key block's page looked up in the key loop). 1: no split, one program per
-            (query block, batch, query head). n > 1: n splits.
+            (each key block's page, or each row's, looked up in the key loop). 1: no split,
+            one program per (query block, batch, query head). n > 1: n splits.
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a

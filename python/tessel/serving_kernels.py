@@ -186,7 +186,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     host makes that true: for SQ = 1 the heads of a group are QR = q_hs apart, for G = 1 the
     positions QR = q_rs apart, otherwise it packs q to [B, HKV, G·SQ, D] first). Rows past G·SQ
     read as 0 and are never stored. Split s of n_splits reads keys [s·chunk, (s+1)·chunk) ∩
-    [0, nk), chunk a multiple of BLOCK_N (so a block never crosses a split, nor a page).
+    [0, nk), chunk a multiple of BLOCK_N (so a block never crosses a split, nor a page that
+    BLOCK_N divides; shorter pages are read through a paged view, paged_views).
 
     Writes, for split s, the rows' output at o + s·o_s + b·o_b + g·o_g + r·OR and their LSE at
     lse_out + s·l_s + b·l_b + g·l_g + r: float32 partials (a workspace that splitkv_combine
@@ -194,8 +195,9 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf.
 
     The cache as kvcache_kernel's: contiguous [B, S, HKV, D] (PAGE = 0, cache_rows = S) or paged
-    [num_pages, PAGE, HKV, D] with table [B, max_pages]: each block's page is looked up inside
-    the key loop (the fast paths pipeline the lookup with the copies it addresses). Grid (query
+    [num_pages, PAGE, HKV, D] with table [B, max_pages]: each block's page (or, for pages that
+    BLOCK_N does not divide, each row's) is looked up inside the key loop (the fast paths
+    pipeline the lookups with the copies they address). Grid (query
     blocks × n_splits, B·HKV), folded by grid.fold_grid."""
     R = G * SQ
     m_blocks = tl.cdiv(R, BLOCK_M)
