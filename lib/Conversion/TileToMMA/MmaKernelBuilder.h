@@ -227,8 +227,8 @@ private:
                   llvm::function_ref<Value(int64_t)> srcAt);
   /// issueBlock's copies of a block of a paged descriptor: each row looked up in the page
   /// table, every chunk checked and zero-filled outside.
-  void issuePagedChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0, Value c0,
-                        Value rowT, Value chunk, int64_t steps, int64_t rowsPerStep,
+  void issuePagedChunks(Location loc, const Desc &d, Value r0, Value c0, Value rowT, Value chunk,
+                        int64_t steps, int64_t rowsPerStep,
                         llvm::function_ref<Value(int64_t)> dstAt);
   /// Whether `desc` can be copied in 16-byte chunks (inner stride 1, a constant row stride
   /// of a multiple of 8 elements); the reason at `op` when it cannot.

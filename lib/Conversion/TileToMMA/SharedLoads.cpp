@@ -194,7 +194,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * rowsPerStep * rowStride)});
   };
   if (d.pages) {
-    issuePagedChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt);
+    issuePagedChunks(loc, d, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt);
     return;
   }
   if (!staticChunks) {
@@ -327,9 +327,8 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
   }
 }
 
-void MmaKernelBuilder::issuePagedChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0,
-                                        Value c0, Value rowT, Value chunk, int64_t steps,
-                                        int64_t rowsPerStep,
+void MmaKernelBuilder::issuePagedChunks(Location loc, const Desc &d, Value r0, Value c0, Value rowT,
+                                        Value chunk, int64_t steps, int64_t rowsPerStep,
                                         llvm::function_ref<Value(int64_t)> dstAt) {
   // Each row is looked up in the page table (rows of one block may lie in different pages),
   // so every chunk is checked: its row inside the view and in a page, its columns inside the
