@@ -58,12 +58,6 @@ LogicalResult pipeline(scf::ForOp loop) {
   if (ahead < 1)
     return loop.emitOpError("keeps ") << dotsInFlight << " wgmma groups in flight over a ring of "
                                       << stages << " stages: no stage is left to copy into";
-  // Copies whose descriptor the body builds (a paged cache's page) go one iteration ahead
-  // only: on the H200, two ahead over a ring of 3 or 4 stages gave wrong paged-decode outputs
-  // (docs/dev/codegen.md, "Known problems"); one ahead was checked there.
-  if (llvm::any_of(
-          loads, [&](UnpipelinedLoad l) { return !loop.isDefinedOutsideOfLoop(l.copy.getDesc()); }))
-    ahead = std::min<int64_t>(ahead, 1);
   Location loc = loop.getLoc();
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound(), step = loop.getStep();
   IRRewriter rw(loop.getContext());
