@@ -12,11 +12,17 @@ from tessel import language as tl
 
 
 @tessel.jit
+def view(cache, table, n, n_table, n_pages, W: tl.constexpr, PAGE: tl.constexpr):
+    """The paged view [n, W] of cache through table (n_table entries, n_pages pages)."""
+    td = tl.make_desc(table, shape=(n_table,), strides=(1,))
+    return tl.make_desc(cache, shape=(n, W), strides=(W, 1), pages=td, num_pages=n_pages,
+                        page_size=PAGE)
+
+
+@tessel.jit
 def read_block(cache, table, out, n, n_table, n_pages, j, W: tl.constexpr, BLOCK: tl.constexpr,
                PAGE: tl.constexpr):
-    td = tl.make_desc(table, shape=(n_table,), strides=(1,))
-    kd = tl.make_desc(cache, shape=(n, W), strides=(W, 1), pages=td, num_pages=n_pages,
-                      page_size=PAGE)
+    kd = view(cache, table, n, n_table, n_pages, W, PAGE)
     od = tl.make_desc(out, shape=(BLOCK, W), strides=(W, 1))
     tl.store(od, (0, 0), tl.load(kd, (j, 0), shape=(BLOCK, W), padding=-1.0))
 
@@ -24,11 +30,9 @@ def read_block(cache, table, out, n, n_table, n_pages, j, W: tl.constexpr, BLOCK
 @tessel.jit
 def write_block(cache, table, src, n, n_table, n_pages, j, W: tl.constexpr, BLOCK: tl.constexpr,
                 PAGE: tl.constexpr):
-    td = tl.make_desc(table, shape=(n_table,), strides=(1,))
-    kd = tl.make_desc(cache, shape=(n, W), strides=(W, 1), pages=td, num_pages=n_pages,
-                      page_size=PAGE)
     sd = tl.make_desc(src, shape=(BLOCK, W), strides=(W, 1))
-    tl.store(kd, (j, 0), tl.load(sd, (0, 0), shape=(BLOCK, W)))
+    tl.store(view(cache, table, n, n_table, n_pages, W, PAGE), (j, 0),
+             tl.load(sd, (0, 0), shape=(BLOCK, W)))
 
 
 def expected_rows(table, n, n_pages, page, j, block):
