@@ -225,6 +225,12 @@ private:
                   Value chunk, int64_t steps, int64_t rowsPerStep, bool wholeChunks,
                   llvm::function_ref<Value(int64_t)> dstAt,
                   llvm::function_ref<Value(int64_t)> srcAt);
+  /// The thread's chunk of a block row: its first column (i64), whether it lies in the row and
+  /// the bytes a cp.async copies (16, or with `wholeChunks` false those inside the row).
+  struct ChunkColumns {
+    Value column, inside, bytes;
+  };
+  ChunkColumns chunkColumns(Location loc, const Desc &d, Value c0, Value chunk, bool wholeChunks);
   /// issueBlock's copies of a block of a paged descriptor: each row looked up in the page
   /// table, every chunk checked and zero-filled outside.
   void issuePagedChunks(Location loc, const Desc &d, Value r0, Value c0, Value rowT, Value chunk,

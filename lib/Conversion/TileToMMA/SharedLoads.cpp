@@ -254,6 +254,33 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, wholeChunks, dstAt, srcAt);
 }
 
+MmaKernelBuilder::ChunkColumns MmaKernelBuilder::chunkColumns(Location loc, const Desc &d, Value c0,
+                                                              Value chunk, bool wholeChunks) {
+  CopyOps ops{b, loc, d.elementType};
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
+  auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
+  Value zero = ci64(0);
+  Value gcol = arith::AddIOp::create(b, loc, c0,
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+  Value colIn = andi(
+      cmp(arith::CmpIPredicate::sge, gcol, zero),
+      cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+  // A chunk that may be partial copies the bytes inside the row (cp.async zero-fills the rest).
+  Value chunkBytes = ci32(16);
+  if (!wholeChunks) {
+    Value left = arith::MinSIOp::create(
+        b, loc,
+        arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, d.shape[1], gcol), zero),
+        ci64(8));
+    colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
+                 cmp(arith::CmpIPredicate::sgt, left, zero));
+    int64_t elemBytes = d.elementType.getIntOrFloatBitWidth() / 8;
+    chunkBytes = arith::MulIOp::create(
+        b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), left), ci32(elemBytes));
+  }
+  return {gcol, colIn, chunkBytes};
+}
+
 void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p, Value r0,
                                   Value c0, Value rowT, Value chunk, int64_t steps,
                                   int64_t rowsPerStep, bool wholeChunks,
@@ -290,24 +317,7 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
   };
   Value lo = clampRows(arith::SubIOp::create(b, loc, zero, r0));
   Value hi = clampRows(arith::SubIOp::create(b, loc, d.shape[0], r0));
-  Value gcol = arith::AddIOp::create(b, loc, c0,
-                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-  Value colIn = andi(
-      cmp(arith::CmpIPredicate::sge, gcol, zero),
-      cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
-  // A chunk that may be partial copies the bytes inside the row (cp.async zero-fills the rest).
-  Value chunkBytes = ci32(16);
-  if (!wholeChunks) {
-    Value left = arith::MinSIOp::create(
-        b, loc,
-        arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, d.shape[1], gcol), zero),
-        ci64(8));
-    colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
-                 cmp(arith::CmpIPredicate::sgt, left, zero));
-    int64_t elemBytes = d.elementType.getIntOrFloatBitWidth() / 8;
-    chunkBytes = arith::MulIOp::create(
-        b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), left), ci32(elemBytes));
-  }
+  auto [gcol, colIn, chunkBytes] = chunkColumns(loc, d, c0, chunk, wholeChunks);
   Value origin = gep1(d.base, d.offset);
   // Step i of the thread (row rowT + i·rps) is inside iff first <= i < end, with
   // first = ceil((lo - rowT) / rps), end = ceil((hi - rowT) / rps): two values per block, and
@@ -337,16 +347,7 @@ void MmaKernelBuilder::issuePagedChunks(Location loc, const Desc &d, Value r0, V
   auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
   auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
   Value zero = ci64(0);
-  Value gcol = arith::AddIOp::create(b, loc, c0,
-                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
-  Value left = arith::MinSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, d.shape[1], gcol), zero),
-      ci64(8));
-  Value colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
-                     cmp(arith::CmpIPredicate::sgt, left, zero));
-  int64_t elemBytes = d.elementType.getIntOrFloatBitWidth() / 8;
-  Value chunkBytes = arith::MulIOp::create(
-      b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), left), ci32(elemBytes));
+  auto [gcol, colIn, chunkBytes] = chunkColumns(loc, d, c0, chunk, /*wholeChunks=*/false);
   Value colElem = arith::AddIOp::create(b, loc, d.offset,
                                         arith::MulIOp::create(b, loc, gcol, d.strides[1]));
   Value rowBase = arith::AddIOp::create(b, loc, r0, toI64(rowT));
