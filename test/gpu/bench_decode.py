@@ -256,8 +256,7 @@ def main():
 
         for layout, k_, v_, tbl in (("contiguous", kc, vc, None), ("paged", kp, vp, table)):
             row = dict(nk=nk, layout=layout, bytes=nbytes, results=dict(base))
-            bn = 64                                  # pages under 64 rows: a paged view
-            variants = (("tessel", {}), ("tessel 64x64", dict(block_m=64, block_n=bn)),
+            variants = (("tessel", {}), ("tessel 64x64", dict(block_m=64, block_n=64)),
                         ("tessel 1 split", dict(num_splits=1)))
             for name, kw in variants:
                 call = (lambda k_=k_, v_=v_, tbl=tbl, kw=kw:

@@ -194,6 +194,9 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
     assert _fast_blocks("cuda", "f16", 128, rows) == (64, 64)
     assert _fast_blocks("cuda", "bf16", 64, rows) == (64, 64)
     assert _fast_blocks("cuda", "f16", 128, (3 * 8 * 128 + 4,) + rows[1:]) is None
+    # The split program: its key loop at the cache's strides (q is packed first).
+    assert _fast_blocks("cuda", "f16", 128, rows[2:]) == (64, 64)
+    assert _fast_blocks("cuda", "f16", 128, ()) == (64, 64)
     assert _fast_blocks("cuda", "f32", 128, rows) is None
     assert _fast_blocks("numpy", "f16", 128, rows) is None
     assert _fast_blocks("cuda", "f16", 96, rows) is None
