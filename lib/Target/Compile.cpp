@@ -84,6 +84,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.wgmmaOverlap ? ";wgmma-overlap" : "") +
          (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "") +
          (options.occupancyHints ? "" : ";no-occupancy-hints") +
+         (options.sinkWaits ? "" : ";no-sink-waits") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

@@ -77,6 +77,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                               llvm::cl::desc("With wgmma: the other dots issued where they "
                                              "stand, waited for before their first use."),
                               llvm::cl::init(false)};
+  Option<bool> sinkWaits{*this, "sink-waits",
+                         llvm::cl::desc("The wait for a block loaded before a loop below the "
+                                        "loop's first copies (tilegpu-sink-waits)."),
+                         llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -111,6 +115,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
                        (options.codegen == "auto" && options.chip == "sm_90a");
     mmaOptions.wgmmaOverlap = options.wgmmaOverlap;
     mmaOptions.wgmmaAsyncDots = options.wgmmaAsyncDots;
+    mmaOptions.sinkWaits = options.sinkWaits;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -211,6 +216,7 @@ void tessel::registerTargetPasses() {
           options.codegen = o.codegen;
           options.wgmmaOverlap = o.wgmmaOverlap;
           options.wgmmaAsyncDots = o.wgmmaAsyncDots;
+          options.sinkWaits = o.sinkWaits;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

@@ -35,9 +35,11 @@ namespace {
 tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
                                     unsigned numThreads, const std::string &toolkit,
                                     const std::string &codegen, bool wgmmaOverlap,
-                                    unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints) {
+                                    unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
+                                    bool sinkWaits) {
   tessel::TargetOptions options;
   options.occupancyHints = occupancyHints;
+  options.sinkWaits = sinkWaits;
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
@@ -138,14 +140,15 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       "target_options_key",
       [](const std::string &chip, const std::string &features, unsigned numThreads,
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints) {
+         bool occupancyHints, bool sinkWaits) {
         return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, "", codegen,
                                                     wgmmaOverlap, numStages, wgmmaAsyncDots,
-                                                    occupancyHints));
+                                                    occupancyHints, sinkWaits));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
-      py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true);
+      py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
+      py::arg("sink_waits") = true);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -153,13 +156,13 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints) {
+         bool occupancyHints, bool sinkWaits) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
           r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
                                              wgmmaOverlap, numStages, wgmmaAsyncDots,
-                                             occupancyHints),
+                                             occupancyHints, sinkWaits),
                                passTiming);
         }
         py::dict out;
@@ -199,6 +202,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
+      py::arg("sink_waits") = true,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
-        [--async-dots] [--no-occupancy-hints] [--no-split-keyrows] [--concurrent-dq]
+        [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows] [--concurrent-dq]
         [--dq-blocks 64x64] [--with-deterministic] [--fused-dq 64 128]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
@@ -55,6 +55,9 @@ def main():
     ap.add_argument("--no-occupancy-hints", action="store_true",
                     help="compile with GpuOptions(occupancy_hints=False): ptxas' first "
                          "register allocation (to compare)")
+    ap.add_argument("--no-sink-waits", action="store_true",
+                    help="compile with GpuOptions(sink_waits=False): the blocks loaded before "
+                         "a loop waited for before its first copies (to compare)")
     args = ap.parse_args()
     torch = cuda_torch("bench_backward")
     if torch is None:
@@ -62,6 +65,8 @@ def main():
     fields = dict(wgmma_async_dots=True) if args.async_dots else {}
     if args.no_occupancy_hints:
         fields["occupancy_hints"] = False
+    if args.no_sink_waits:
+        fields["sink_waits"] = False
     if fields:
         compile_with(**fields)
     import tessel

@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_decode.py [--json OUT.json]
         [--nk 1024 8192 65536] [--batch 8] [--heads 32] [--kv-heads 8] [--dim 128]
-        [--page 256] [--splits 1 2 4 8 16 32 64] [--stages 2|3|4]
+        [--page 256] [--splits 1 2 4 8 16 32 64] [--stages 2|3|4] [--no-sink-waits]
 
 One query token per sequence (Sq = 1) against a cache of nk keys, fp16, all in one process, in
 GB/s of K and V read (2 · B · nk · Hkv · D · 2 bytes over the time), for a contiguous cache
@@ -188,14 +188,18 @@ def main():
     ap.add_argument("--splits", type=int, nargs="*", default=[1, 2, 4, 8, 16, 32, 64])
     ap.add_argument("--stages", type=int, choices=[2, 3, 4],
                     help="compile every tessel kernel with this many stages of its load ring")
+    ap.add_argument("--no-sink-waits", action="store_true",
+                    help="compile with GpuOptions(sink_waits=False): Q waited for before the "
+                         "key loop's first copies (to compare)")
     args = ap.parse_args()
     torch = cuda_torch("bench_decode")
     if torch is None:
         return 0
     import tessel
     from tessel import serving_decode
-    if args.stages:
-        compile_with(num_stages=args.stages)
+    if args.stages or args.no_sink_waits:
+        compile_with(**({"num_stages": args.stages} if args.stages else {}),
+                     **({"sink_waits": False} if args.no_sink_waits else {}))
 
     B, H, Hkv, D, page = args.batch, args.heads, args.kv_heads, args.dim, args.page
     G = H // Hkv
@@ -209,7 +213,7 @@ def main():
         return launch(*a, **kw)
 
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
-                  stages=args.stages,
+                  stages=args.stages, sink_waits=not args.no_sink_waits,
                   shape=dict(B=B, H=H, Hkv=Hkv, D=D, Sq=1, dtype="fp16", page=page),
                   sms=torch.cuda.get_device_properties(0).multi_processor_count, rows=[],
                   sweep=[])

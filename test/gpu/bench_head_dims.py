@@ -3,6 +3,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_head_dims.py [--json OUT.json]
         [--dims 64 96 128 192 256] [--lengths 4096 16384] [--dtype fp16] [--no-occupancy-hints]
+        [--no-sink-waits]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048 (h rounded
 down). Timed per call: `tessel.attention(q, k, v, causal=...)` (its output allocation and the
@@ -32,21 +33,26 @@ def main():
                     help="compile tessel's kernels with GpuOptions(num_stages=N)")
     ap.add_argument("--no-occupancy-hints", action="store_true",
                     help="compile tessel's kernels with GpuOptions(occupancy_hints=False)")
+    ap.add_argument("--no-sink-waits", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(sink_waits=False): Q waited "
+                         "for before the key loop's first copies (to compare)")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    if args.overlap or args.stages != 2 or args.no_occupancy_hints:
+    if args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits:
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
-                     occupancy_hints=not args.no_occupancy_hints)
+                     occupancy_hints=not args.no_occupancy_hints,
+                     sink_waits=not args.no_sink_waits)
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, overlap=args.overlap, stages=args.stages,
-                  occupancy_hints=not args.no_occupancy_hints, rows=[])
+                  occupancy_hints=not args.no_occupancy_hints,
+                  sink_waits=not args.no_sink_waits, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention

@@ -612,13 +612,34 @@ def test_wgmma_async_dots_option_reaches_the_lowering(cache_dir):
         cache.GpuOptions(wgmma_async_dots=1)
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_sink_waits_option_reaches_the_lowering(cache_dir, chip):
+    # GpuOptions(sink_waits), on by default: the wait for Q goes below the key loop's first
+    # copies and leaves their group in flight (cp.async.wait_group 1 at two stages); off, Q is
+    # waited for alone first. Same shared memory (on wgmma Q moves to the ring's last stage);
+    # its own key.
+    q = np.zeros((1, 1, 64, 128), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=64, block_n=64)
+    on = k.binary(cache.GpuOptions(chip=chip))
+    off = k.binary(cache.GpuOptions(chip=chip, sink_waits=False))
+    assert "cp.async.wait_group 1;" in " ".join(on.ptx.split())
+    assert "cp.async.wait_group 1;" not in " ".join(off.ptx.split())
+    assert on.dynamic_shared_bytes == off.dynamic_shared_bytes
+    assert on.key != off.key
+    assert k.key_ingredients(cache.GpuOptions(chip=chip, sink_waits=False))["options"][
+        "target"].endswith(";no-sink-waits")
+    with pytest.raises(TypeError, match="sink_waits must be a bool"):
+        cache.GpuOptions(sink_waits=1)
+
+
 def test_num_stages_option_reaches_the_lowering(cache_dir):
     # GpuOptions(num_stages=3): a ring of three K/V stages (two blocks in flight ahead of the
     # one in use): more shared memory, cp.async waits that leave one group pending, its own key.
+    # (Without sink_waits, whose wait for Q leaves the prologue's group pending at two stages.)
     q = np.zeros((1, 1, 64, 128), np.float16)
     k = tessel.compile_attention(q, q, q, causal=True, block_m=64, block_n=64)
-    two = k.binary(cache.GpuOptions(chip="sm_90a"))
-    three = k.binary(cache.GpuOptions(chip="sm_90a", num_stages=3))
+    two = k.binary(cache.GpuOptions(chip="sm_90a", sink_waits=False))
+    three = k.binary(cache.GpuOptions(chip="sm_90a", num_stages=3, sink_waits=False))
     assert three.dynamic_shared_bytes == two.dynamic_shared_bytes + 64 * 128 * 2 * 2
     assert "cp.async.wait_group 1;" in " ".join(three.ptx.split())
     assert "cp.async.wait_group 1;" not in " ".join(two.ptx.split())
@@ -688,8 +709,9 @@ def test_num_stages_of_a_kernel_reaches_the_fast_paths(cache_dir):
     args, constexprs, _, _, _ = _prepare(q, q, q, True, None, None, None, False, 64, 64)
     two = attention_kernel.warmup(*args, **constexprs).binary()
     three = attention_kernel.with_options(num_stages=3).warmup(*args, **constexprs).binary()
-    assert "cp.async.wait_group 1;" in " ".join(three.ptx.split())
-    assert "cp.async.wait_group 1;" not in " ".join(two.ptx.split())
+    # Q's wait leaves the prologue's groups in flight: one at two stages, two at three.
+    assert "cp.async.wait_group 2;" in " ".join(three.ptx.split())
+    assert "cp.async.wait_group 2;" not in " ".join(two.ptx.split())
     assert three.dynamic_shared_bytes > two.dynamic_shared_bytes
     assert three.manifest["ingredients"]["options"]["gpu.num_stages"] == 3
 

@@ -103,6 +103,13 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     bool streamed = slot.streamIndex >= 0;
     auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(), type.getElementType(),
                                             streamed ? stages : 1, 128);
+    // A block the ring reuses (Q, read into registers once) sits in its last stage: the
+    // prologue fills the others, so its copies fly while Q lands (tilegpu-sink-waits).
+    int64_t lastStage = plan->ringStart + (stages - 1) * plan->stageBytes;
+    if (!streamed && stages > 1 && slot.smemOffset < plan->ringStart + plan->stageBytes &&
+        plan->ringStart < slot.smemOffset + bufferType.getBytes() &&
+        bufferType.getBytes() <= plan->stageBytes && lastStage % 1024 == 0)
+      slot.smemOffset = lastStage;
     if (!streamed)
       outside = std::max(outside, slot.smemOffset + bufferType.getBytes());
     b.setInsertionPointAfter(zero.getDefiningOp());

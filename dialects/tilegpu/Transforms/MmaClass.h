@@ -71,6 +71,10 @@ mlir::LogicalResult allocateShared(mlir::func::FuncOp program, int64_t stages,
 /// (tilegpu-pipeline-loads).
 mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 
+/// Moves each wait for a block loaded before a loop below the loop's prologue copies when they
+/// write other bytes (tilegpu-sink-waits).
+mlir::LogicalResult sinkWaits(mlir::func::FuncOp program);
+
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);

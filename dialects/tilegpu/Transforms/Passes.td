@@ -102,6 +102,24 @@ def TileGPUPipelineLoads : Pass<"tilegpu-pipeline-loads", "::mlir::func::FuncOp"
                            "::mlir::arith::ArithDialect"];
 }
 
+def TileGPUSinkWaits : Pass<"tilegpu-sink-waits", "::mlir::func::FuncOp"> {
+  let summary = "Wait for a block loaded before a loop below the loop's first copies.";
+  let description = [{
+    Runs after `tilegpu-pipeline-loads`. A wait outside loops (with its fence and barrier) for
+    a block copied before a loop — the attention's Q — moves down past the copies that follow
+    it (the loop's prologue: its first key blocks), the commit groups it passes added to its
+    `pending` count, so the block and the prologue's copies are in flight together and the
+    kernel waits for one memory latency before its first block instead of two. The local loads
+    of the bytes it waited for, and the pure ops computed from them, move with it. It stops at
+    the first op that needs it: a copy into bytes the wait covers (the ring reusing Q's bytes,
+    which allocate-shared places in the ring's last stage so that the prologue's stages are
+    others), or any op with effects other than copies, commits, barriers and scalar reads of
+    global memory (`tile.load_scalar`), or one with regions (the loop). A wait that would pass
+    no commit group stays where it is.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect"];
+}
+
 def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap: P·V of one key block runs under the next softmax.";
   let description = [{

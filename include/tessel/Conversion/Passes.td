@@ -92,6 +92,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With wgmma: every other dot issued where it stands and waited for before its first "
            "use (tilegpu-async-dots), so that independent dots run back to back. Not yet "
            "measured: off by default.">,
+    Option<"sinkWaits", "sink-waits", "bool", /*default=*/"true",
+           "The wait for a block loaded before a loop (Q) below the loop's first copies "
+           "(tilegpu-sink-waits): both in flight at once. Off to compare.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

@@ -45,6 +45,9 @@ struct TargetOptions {
   /// With wgmma: the other dots issued where they stand and waited for before their first use
   /// (convert-tile-to-mma wgmma-async-dots; tilegpu-async-dots). Not yet measured.
   bool wgmmaAsyncDots = false;
+  /// The fast paths wait for a block loaded before a loop (Q) below the loop's first copies
+  /// (convert-tile-to-mma sink-waits; tilegpu-sink-waits). Off to compare.
+  bool sinkWaits = true;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

@@ -245,14 +245,16 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       return failure();
     // The schedule of the loads: FA3's overlap (two stages) on the loops of the attention
     // shape when asked for, a GEMM's accumulating wgmma kept in flight (three stages or
-    // more), then software pipelining of the loops.
+    // more), then software pipelining of the loops, and the block loaded before a loop (Q)
+    // waited for below the loop's first copies.
     bool overlap = wgmmaOverlap && tessel::tilegpu::programLayout(work).getKind() ==
                                        tessel::tilegpu::MmaKind::Wgmma;
     if (!placed && (failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages)) ||
                     (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
                     failed(tessel::tilegpu::asyncAccumulate(work)) ||
                     (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
-                    failed(tessel::tilegpu::pipelineLoads(work))))
+                    failed(tessel::tilegpu::pipelineLoads(work)) ||
+                    (sinkWaits && failed(tessel::tilegpu::sinkWaits(work)))))
       return failure();
     // The dots nothing scheduled become GPU-level ops: tilegpu.wgmma + wait (pending 0), or
     // tilegpu.mma. The lowering sees no tile.dot.

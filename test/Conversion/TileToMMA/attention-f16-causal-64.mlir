@@ -22,13 +22,18 @@
 // MMA-SAME: known_block_size = array<i32: 128, 1, 1>
 // MMA-SAME: tessel.dynamic_shared_bytes = 40960
 // MMA-NOT: memref.
-// MMA: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} :
-// MMA: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
 // Both key loops (unmasked, diagonal) are pipelined over two stages: a barrier, the prologue
 // issues K and V of the first iteration; each iteration waits once, passes one barrier, issues
-// K and V of the next iteration into the other stage, then computes.
+// K and V of the next iteration into the other stage, then computes. The first loop's prologue
+// goes out before the wait for Q (tilegpu-sink-waits): Q's wait leaves that group in flight,
+// then ldmatrix reads Q.
+// MMA: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} :
+// MMA: nvvm.cp.async.commit.group
 // MMA: gpu.barrier
 // MMA: nvvm.cp.async.commit.group
+// MMA-NEXT: nvvm.cp.async.wait.group 1
+// MMA-NEXT: gpu.barrier
+// MMA: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
 // MMA: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %c0_i32{{.*}}) -> (
 // MMA: nvvm.cp.async.wait.group 0
 // MMA-NEXT: gpu.barrier

@@ -20,18 +20,22 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=OFF --implicit-check-not='wait_group.sync.aligned 1'
 // RUN: tesselc %t.mlir --chip=sm_90a --wgmma-overlap --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 
-// The first kernel, lowered: the prologue copies K_lb alone and unconditionally (a branch only
-// for the ragged block); each iteration waits for its copies, fences, passes the barrier, fences
+// The first kernel, lowered: after Q's copy the prologue copies K_lb alone and unconditionally
+// (a branch only for the ragged block), then Q's wait leaves that group in flight and ldmatrix
+// reads Q (tilegpu-sink-waits); each iteration waits for its copies, fences, passes the barrier, fences
 // the wgmma registers once, issues S and P·V as two commit groups, then the copies of K_{j+1}
 // (predicated) and V_j, one cp.async group, then waits for S with one group pending. In control
 // flow order (LLVM may lay the blocks out otherwise) the softmax's exp2s come after that wait and
 // before the one with no group pending. The masked loop follows without a drain between; the
 // drain after it has no branch.
 // MLIR-LABEL: gpu.func @f16_none_d128_64x64
-// MLIR: nvvm.ldmatrix
+// MLIR: nvvm.cp.async.commit.group
 // MLIR: gpu.barrier
 // MLIR-NOT: nvvm.cp.async.commit.group
 // MLIR: nvvm.cp.async.commit.group
+// MLIR-NEXT: nvvm.cp.async.wait.group 1
+// MLIR-NEXT: gpu.barrier
+// MLIR: nvvm.ldmatrix
 // MLIR-NOT: nvvm.cp.async
 // MLIR: scf.for
 // MLIR-NEXT: nvvm.cp.async.wait.group 0

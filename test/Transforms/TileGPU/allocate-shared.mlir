@@ -63,13 +63,15 @@ func.func @qkv_mma_sync(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !
 #wb = #tilegpu.dot_operand<operand = 1, parent = #wg>
 
 // wgmma: Q is read into registers once, so the ring reuses its bytes (starts at 0):
-// 2 · (16 + 16) KiB for d128 instead of 16 + 2 · 32. wgmma reads K and V through the async
-// proxy, so a fence orders the landed copies before it; Q goes through ldmatrix and needs none.
+// 2 · (16 + 16) KiB for d128 instead of 16 + 2 · 32. Q sits in the ring's last stage, so the
+// prologue's copies (the first stages) may fly while it lands (tilegpu-sink-waits). wgmma
+// reads K and V through the async proxy, so a fence orders the landed copies before it; Q
+// goes through ldmatrix and needs none.
 // CHECK-LABEL: func.func @qkv_wgmma_d128
 // CHECK-SAME: tilegpu.shared_bytes = 65536
 // CHECK-DAG: %[[VS:.*]] = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
 // CHECK-DAG: %[[KS:.*]] = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
-// CHECK-DAG: %[[QS:.*]] = tilegpu.alloc {offset = 0 : i64} : !tilegpu.smem<64x128xf16, stages = 1, swizzle = 128>
+// CHECK-DAG: %[[QS:.*]] = tilegpu.alloc {offset = 32768 : i64} : !tilegpu.smem<64x128xf16, stages = 1, swizzle = 128>
 // CHECK: tilegpu.async_copy %{{.*}} into %[[QS]]
 // CHECK: tilegpu.async_wait
 // CHECK-NEXT: gpu.barrier
