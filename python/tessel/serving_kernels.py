@@ -139,13 +139,15 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
     qd = tl.make_desc(q, shape=(q0 + nq, D), strides=(q_rs, 1), offset=h * q_hs)
     od = tl.make_desc(o, shape=(q0 + nq, D), strides=(H * D, 1), offset=h * D)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=bh * nq)     # [B, H, nq]
-    # Contiguous: rows [k0, k0 + nk) of the cache, the rest reads as 0.
-    kd = tl.make_desc(k_cache, shape=(k0 + nk, D), strides=(k_rs, 1), offset=kv_h * k_hs)
-    vd = tl.make_desc(v_cache, shape=(k0 + nk, D), strides=(v_rs, 1), offset=kv_h * v_hs)
     td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
     if PAGE % BLOCK_N != 0:
         kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_rs,
                              k_hs, v_rs, v_hs, D, PAGE)
+    else:
+        # Contiguous: rows [k0, k0 + nk) of the cache, the rest reads as 0 (pages of whole key
+        # blocks are read by load_paged_kv instead).
+        kd = tl.make_desc(k_cache, shape=(k0 + nk, D), strides=(k_rs, 1), offset=kv_h * k_hs)
+        vd = tl.make_desc(v_cache, shape=(k0 + nk, D), strides=(v_rs, 1), offset=kv_h * v_hs)
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, D))
@@ -226,11 +228,12 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     qd = tl.make_desc(q, shape=(R, D), strides=(QR, 1), offset=b * q_b + g * q_g)
     od = tl.make_desc(o, shape=(R, D), strides=(OR, 1), offset=split * o_s + b * o_b + g * o_g)
     ld = tl.make_desc(lse_out, shape=(R,), strides=(1,), offset=split * l_s + b * l_b + g * l_g)
-    kd = tl.make_desc(k_cache, shape=(k_end, D), strides=(k_rs, 1), offset=g * k_hs)
-    vd = tl.make_desc(v_cache, shape=(k_end, D), strides=(v_rs, 1), offset=g * v_hs)
     if PAGE % BLOCK_N != 0:
         kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, g, k_rs,
                              k_hs, v_rs, v_hs, D, PAGE)
+    else:
+        kd = tl.make_desc(k_cache, shape=(k_end, D), strides=(k_rs, 1), offset=g * k_hs)
+        vd = tl.make_desc(v_cache, shape=(k_end, D), strides=(v_rs, 1), offset=g * v_hs)
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
