@@ -11,6 +11,8 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=cubin -o %t.wg.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=WG
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=auto --emit=cubin -o %t.auto.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=WG
 // RUN: tesselc %t.mlir --chip=sm_80 --codegen=auto --emit=cubin -o %t.auto80.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=MMA
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=SINK
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --no-sink-waits --emit=ptx -o - | FileCheck %s --check-prefix=NOSINK --implicit-check-not='cp.async.wait_group 1'
 
 // The reference lowering: 128 threads, the tiles in (dynamic) shared memory.
 // REF: ptxas sm_80 attention: {{[0-9]+}} registers, {{[0-9]+}} bytes smem, 0 bytes stack
@@ -32,3 +34,16 @@
 // WG-PTX: wgmma.wait_group.sync.aligned
 // WG: ptxas sm_90a attention: {{[0-9]+}} registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // WG: kernel attention: block 128x1x1
+
+// tilegpu-sink-waits (on by default): Q's copy, then the loop's first K/V copies, then one wait
+// that leaves their group in flight and the ldmatrix of Q. --no-sink-waits: Q waited for alone.
+// SINK: cp.async.commit_group;
+// SINK: bar.sync 0;
+// SINK: cp.async.commit_group;
+// SINK-NEXT: cp.async.wait_group 1;
+// SINK-NEXT: bar.sync 0;
+// SINK: ldmatrix.sync.aligned
+// NOSINK: cp.async.commit_group;
+// NOSINK-NEXT: cp.async.wait_group 0;
+// NOSINK-NEXT: bar.sync 0;
+// NOSINK: ldmatrix.sync.aligned

@@ -87,6 +87,12 @@ static cl::opt<bool> wgmmaAsyncDots(
              "waited for before their first use (tilegpu-async-dots; not yet measured)"),
     cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<bool> noSinkWaits(
+    "no-sink-waits",
+    cl::desc("Wait for a block loaded before a loop (Q) before the loop's first copies are "
+             "issued, as before tilegpu-sink-waits (to compare)"),
+    cl::init(false), cl::cat(tesselcCategory));
+
 static cl::opt<bool> noOccupancyHints(
     "no-occupancy-hints",
     cl::desc("Keep ptxas' first register allocation even where registers, not shared memory, "
@@ -184,6 +190,7 @@ int main(int argc, char **argv) {
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
   options.occupancyHints = !noOccupancyHints;
+  options.sinkWaits = !noSinkWaits;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

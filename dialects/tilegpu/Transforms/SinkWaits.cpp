@@ -79,8 +79,8 @@ bool sink(AsyncWaitOp wait) {
       return false;
     for (Value token : commit.getTokens()) {
       auto copy = token.getDefiningOp<AsyncCopyOp>();
-      std::optional<SmallVector<Bytes>> bytes =
-          copy ? bytesOf(copy.getBuffer(), copy.getStage()) : std::nullopt;
+      std::optional<SmallVector<Bytes>> bytes = copy ? bytesOf(copy.getBuffer(), copy.getStage())
+                                                     : std::nullopt;
       if (!bytes)
         return false;
       llvm::append_range(landed, *bytes);
