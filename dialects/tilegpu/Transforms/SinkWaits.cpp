@@ -11,9 +11,9 @@
 
 #include "tile/IR/TileDialect.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -42,14 +42,11 @@ std::optional<SmallVector<Bytes>> bytesOf(Value buffer, Value stage) {
   if (!alloc || !alloc.getOffset())
     return std::nullopt;
   SharedBufferType type = alloc.getResult().getType();
-  int64_t stride = alloc.getStride() ? *alloc.getStride() : type.getStageBytes();
-  std::optional<int64_t> only;
-  if (auto c = stage ? stage.getDefiningOp<arith::ConstantOp>() : nullptr)
-    only = cast<IntegerAttr>(c.getValue()).getInt();
+  std::optional<int64_t> only = stage ? getConstantIntValue(stage) : std::nullopt;
   SmallVector<Bytes> out;
   for (int64_t s = 0; s < type.getStages(); ++s)
     if (!only || *only == s) {
-      int64_t begin = *alloc.getOffset() + s * stride;
+      int64_t begin = *alloc.getOffset() + s * alloc.getStageStride();
       out.push_back({begin, begin + type.getStageBytes()});
     }
   return out;
