@@ -2,8 +2,8 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
-        [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows] [--concurrent-dq]
-        [--dq-blocks 64x64] [--with-deterministic] [--fused-dq 64 128]
+        [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows]
+        [--concurrent-dq] [--dq-blocks 64x64] [--with-deterministic] [--fused-dq 64 128]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
