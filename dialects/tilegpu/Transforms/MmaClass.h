@@ -72,8 +72,8 @@ mlir::LogicalResult allocateShared(mlir::func::FuncOp program, int64_t stages,
 mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 
 /// Moves each wait for a block loaded before a loop below the loop's prologue copies when they
-/// write other bytes (tilegpu-sink-waits).
-mlir::LogicalResult sinkWaits(mlir::func::FuncOp program);
+/// write other bytes (tilegpu-sink-waits); a wait it cannot move stays where it is.
+void sinkWaits(mlir::func::FuncOp program);
 
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.

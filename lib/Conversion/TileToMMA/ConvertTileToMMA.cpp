@@ -253,9 +253,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
                     (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
                     failed(tessel::tilegpu::asyncAccumulate(work)) ||
                     (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
-                    failed(tessel::tilegpu::pipelineLoads(work)) ||
-                    (sinkWaits && failed(tessel::tilegpu::sinkWaits(work)))))
+                    failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
+    if (!placed && sinkWaits)
+      tessel::tilegpu::sinkWaits(work);
     // The dots nothing scheduled become GPU-level ops: tilegpu.wgmma + wait (pending 0), or
     // tilegpu.mma. The lowering sees no tile.dot.
     if (failed(tessel::tilegpu::asyncDots(work, /*eager=*/true)))
