@@ -81,6 +81,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                          llvm::cl::desc("The wait for a block loaded before a loop below the "
                                         "loop's first copies (tilegpu-sink-waits)."),
                          llvm::cl::init(true)};
+  Option<bool> warpSpecialize{*this, "warp-specialize",
+                              llvm::cl::desc("With wgmma: a producer warpgroup copies the loops' "
+                                             "blocks (tilegpu-warp-specialize)."),
+                              llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -116,6 +120,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.wgmmaOverlap = options.wgmmaOverlap;
     mmaOptions.wgmmaAsyncDots = options.wgmmaAsyncDots;
     mmaOptions.sinkWaits = options.sinkWaits;
+    mmaOptions.warpSpecialize = options.warpSpecialize;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -217,6 +222,7 @@ void tessel::registerTargetPasses() {
           options.wgmmaOverlap = o.wgmmaOverlap;
           options.wgmmaAsyncDots = o.wgmmaAsyncDots;
           options.sinkWaits = o.sinkWaits;
+          options.warpSpecialize = o.warpSpecialize;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

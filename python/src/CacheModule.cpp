@@ -36,10 +36,11 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     unsigned numThreads, const std::string &toolkit,
                                     const std::string &codegen, bool wgmmaOverlap,
                                     unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
-                                    bool sinkWaits) {
+                                    bool sinkWaits, bool warpSpecialize) {
   tessel::TargetOptions options;
   options.occupancyHints = occupancyHints;
   options.sinkWaits = sinkWaits;
+  options.warpSpecialize = warpSpecialize;
   options.codegen = codegen;
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
@@ -140,15 +141,15 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       "target_options_key",
       [](const std::string &chip, const std::string &features, unsigned numThreads,
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints, bool sinkWaits) {
+         bool occupancyHints, bool sinkWaits, bool warpSpecialize) {
         return tessel::codeOptionsKey(targetOptions(chip, features, numThreads, "", codegen,
                                                     wgmmaOverlap, numStages, wgmmaAsyncDots,
-                                                    occupancyHints, sinkWaits));
+                                                    occupancyHints, sinkWaits, warpSpecialize));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
-      py::arg("sink_waits") = true);
+      py::arg("sink_waits") = true, py::arg("warp_specialize") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -156,13 +157,13 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints, bool sinkWaits) {
+         bool occupancyHints, bool sinkWaits, bool warpSpecialize) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
           r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
                                              wgmmaOverlap, numStages, wgmmaAsyncDots,
-                                             occupancyHints, sinkWaits),
+                                             occupancyHints, sinkWaits, warpSpecialize),
                                passTiming);
         }
         py::dict out;
@@ -202,7 +203,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
-      py::arg("sink_waits") = true,
+      py::arg("sink_waits") = true, py::arg("warp_specialize") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

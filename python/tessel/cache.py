@@ -58,8 +58,8 @@ class GpuOptions:
     Raises:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
-        TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints or sink_waits that is not
-            a bool.
+        TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits or
+            warp_specialize that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -93,6 +93,10 @@ class GpuOptions:
     #: copies, so that both are in flight at once (tilegpu-sink-waits). On by default; off to
     #: compare.
     sink_waits: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: On the sm_90a wgmma path, copy the loops' K/V blocks from a producer warpgroup of their
+    #: own, with mbarriers between it and the consumer warpgroups in place of CTA barriers
+    #: (tilegpu-warp-specialize; docs/dev/codegen-wgmma.md). Off by default until measured.
+    warp_specialize: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -104,7 +108,8 @@ class GpuOptions:
         if self.codegen not in CODEGENS:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
-        for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits"):
+        for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
+                     "warp_specialize"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -230,7 +235,8 @@ def ingredients(kernel, gpu):
     options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
                                                     gpu.codegen, gpu.wgmma_overlap,
                                                     gpu.num_stages, gpu.wgmma_async_dots,
-                                                    gpu.occupancy_hints, gpu.sink_waits)
+                                                    gpu.occupancy_hints, gpu.sink_waits,
+                                                    gpu.warp_specialize)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -418,7 +424,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
     r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
                                     gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
                                     gpu.num_stages, gpu.wgmma_async_dots,
-                                    gpu.occupancy_hints, gpu.sink_waits)
+                                    gpu.occupancy_hints, gpu.sink_waits,
+                                    gpu.warp_specialize)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

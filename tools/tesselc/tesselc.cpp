@@ -93,6 +93,12 @@ static cl::opt<bool> noSinkWaits(
              "issued, as before tilegpu-sink-waits (to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<bool> warpSpecialize(
+    "warp-specialize",
+    cl::desc("With wgmma: a producer warpgroup copies the loops' blocks, mbarriers between it "
+             "and the consumers (tilegpu-warp-specialize; not yet measured)"),
+    cl::init(false), cl::cat(tesselcCategory));
+
 static cl::opt<bool> noOccupancyHints(
     "no-occupancy-hints",
     cl::desc("Keep ptxas' first register allocation even where registers, not shared memory, "
@@ -191,6 +197,7 @@ int main(int argc, char **argv) {
   options.wgmmaAsyncDots = wgmmaAsyncDots;
   options.occupancyHints = !noOccupancyHints;
   options.sinkWaits = !noSinkWaits;
+  options.warpSpecialize = warpSpecialize;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

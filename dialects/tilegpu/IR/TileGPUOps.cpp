@@ -201,3 +201,17 @@ LogicalResult WgmmaWaitOp::verify() {
   }
   return success();
 }
+
+LogicalResult WarpSpecializeOp::verify() {
+  int64_t producer = getProducerRegisters(), consumer = getConsumerRegisters();
+  auto valid = [](int64_t r) { return r >= 24 && r <= 256 && r % 8 == 0; };
+  if (!valid(producer) || !valid(consumer))
+    return emitOpError("takes register counts that setmaxnreg accepts (24 to 256, multiples of "
+                       "8), got ")
+           << producer << " and " << consumer;
+  if (getProducerWarps() % 4 != 0 || getProducerWarps() <= 0)
+    return emitOpError("needs whole warpgroups of producer warps (setmaxnreg acts on a "
+                       "warpgroup), got ")
+           << getProducerWarps();
+  return success();
+}

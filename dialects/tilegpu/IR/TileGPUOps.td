@@ -1,7 +1,8 @@
 //===- TileGPUOps.td - the ops of the GPU level ------------*- tablegen -*-===//
 //
-// Data movement (global → shared → registers), layout conversion and tensor-core ops. Barriers
-// are upstream `gpu.barrier`; TMA and mbarriers are upstream `nvgpu` ops.
+// Data movement (global → shared → registers), layout conversion, tensor-core ops, and the
+// warp roles of a warp-specialized kernel with the mbarriers between them. CTA barriers are
+// upstream `gpu.barrier`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -277,6 +278,114 @@ def TileGPU_FenceAsyncSharedOp : TileGPU_Op<"fence_async_shared"> {
     ```
   }];
   let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Warp specialization: a producer warpgroup fills the ring, mbarriers say when
+//===----------------------------------------------------------------------===//
+
+def TileGPU_Barriers : Type<CPred<[{::llvm::isa<::tessel::tilegpu::SharedBufferType>($_self) &&
+    ::llvm::cast<::tessel::tilegpu::SharedBufferType>($_self).getShape() ==
+        ::llvm::ArrayRef<int64_t>{1} &&
+    ::llvm::cast<::tessel::tilegpu::SharedBufferType>($_self).getElementType().isInteger(64)}]>,
+    "a ring of mbarriers (!tilegpu.smem<1xi64, stages = S>)",
+    "::tessel::tilegpu::SharedBufferType">;
+
+def TileGPU_MbarrierInitOp : TileGPU_Op<"mbarrier_init", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Set up every stage of a ring of mbarriers with an arrival count.";
+  let description = [{
+    `mbarrier.init.shared.b64` of each stage, by one thread; a `gpu.barrier` after it makes the
+    barriers visible to the CTA. A phase of a barrier completes when `count` arrivals have
+    been made on it (`tilegpu.mbarrier_arrive`, `tilegpu.async_copy_arrive`).
+
+    ```mlir
+    tilegpu.mbarrier_init %full count 128 : !tilegpu.smem<1xi64, stages = 2>
+    ```
+  }];
+  let arguments = (ins TileGPU_Barriers:$barriers, I32Attr:$count);
+  let assemblyFormat = "$barriers `count` $count attr-dict `:` qualified(type($barriers))";
+}
+
+def TileGPU_MbarrierArriveOp : TileGPU_Op<"mbarrier_arrive",
+                                          [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "This thread's arrival on stage `stage` of a ring of mbarriers (release).";
+  let description = [{
+    `mbarrier.arrive.shared.b64`: what this thread read or wrote before is ordered before
+    whatever a thread that waits for the phase does after its wait. The consumers of a
+    warp-specialized loop arrive on the `empty` barrier of a stage once they are done with it.
+
+    ```mlir
+    tilegpu.mbarrier_arrive %empty[%s] : !tilegpu.smem<1xi64, stages = 2>
+    ```
+  }];
+  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage);
+  let assemblyFormat = "$barriers `[` $stage `]` attr-dict `:` qualified(type($barriers))";
+}
+
+def TileGPU_AsyncCopyArriveOp : TileGPU_Op<"async_copy_arrive",
+                                           [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Arrive on an mbarrier once this thread's copies so far have landed.";
+  let description = [{
+    `cp.async.mbarrier.arrive.noinc.shared.b64` (PTX ISA 9.7.9.25.3.4): the arrival is made
+    by the hardware when every `tilegpu.async_copy` this thread issued before it has landed,
+    and counts as one of the barrier's expected arrivals. A thread that waits for the phase
+    then sees the copied bytes: no commit group, no wait_group, no CTA barrier.
+
+    ```mlir
+    tilegpu.async_copy_arrive %full[%s] : !tilegpu.smem<1xi64, stages = 2>
+    ```
+  }];
+  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage);
+  let assemblyFormat = "$barriers `[` $stage `]` attr-dict `:` qualified(type($barriers))";
+}
+
+def TileGPU_MbarrierWaitOp : TileGPU_Op<"mbarrier_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Wait until the phase of parity `phase` of a stage's mbarrier has completed.";
+  let description = [{
+    `mbarrier.try_wait.parity.shared.b64` until it succeeds (acquire): after it, this thread
+    sees what the arrivals of that phase released. A barrier starts in phase 0, which is not
+    complete; waiting for parity 1 then returns at once (the phase "before" the first), which
+    is how a producer passes its first lap of the ring's `empty` barriers.
+
+    ```mlir
+    tilegpu.mbarrier_wait %full[%s], %phase : !tilegpu.smem<1xi64, stages = 2>
+    ```
+  }];
+  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage, I32:$phase);
+  let assemblyFormat = [{
+    $barriers `[` $stage `]` `,` $phase attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def TileGPU_WarpSpecializeOp : TileGPU_Op<"warp_specialize",
+    [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "The rest of the kernel as two warp roles: consumers and a producer.";
+  let description = [{
+    The CTA's threads that the tile layouts count (the consumers) run the `consumers` region;
+    `producer_warps` more warps, after them, run the `producer` region. Registers move from
+    the producer to the consumers (`setmaxnreg`: `producer_registers` and
+    `consumer_registers` a thread). A `gpu.barrier` in the consumers' region synchronizes the
+    consumers only (a named barrier): the producer never takes part in one. Values defined
+    before the op may be used in both regions; each region computes what else it needs.
+    `tilegpu-warp-specialize` builds it: the producer copies a loop's blocks into the ring and
+    the consumers compute, `tilegpu.mbarrier_*` ops between them.
+
+    ```mlir
+    tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
+      ...
+    } producer {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins I32Attr:$producer_warps, I32Attr:$producer_registers,
+                       I32Attr:$consumer_registers);
+  let regions = (region SizedRegion<1>:$consumers, SizedRegion<1>:$producer);
+  let assemblyFormat = [{
+    `producer_warps` $producer_warps `registers` $producer_registers `,` $consumer_registers
+    `consumers` $consumers `producer` $producer attr-dict
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TESSEL_TILEGPU_OPS_TD

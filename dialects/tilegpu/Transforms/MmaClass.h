@@ -75,6 +75,16 @@ mlir::LogicalResult pipelineLoads(mlir::func::FuncOp program);
 /// write other bytes (tilegpu-sink-waits); a wait it cannot move stays where it is.
 void sinkWaits(mlir::func::FuncOp program);
 
+/// The copies of the loops of a wgmma `program` in allocateShared's form moved to a producer
+/// warpgroup of `producerWarps` warps, mbarriers between it and the consumers
+/// (tilegpu-warp-specialize). False, with the program unchanged, when it does not apply (not
+/// wgmma, no loop in that form, another schedule already there); a failure is an error emitted.
+/// Registers a thread of each role gets (setmaxnreg), 0 to choose: the producer 40, the
+/// consumers what the CTAs the shared memory allows an SM leave them.
+mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t producerWarps = 4,
+                                     int64_t producerRegisters = 0,
+                                     int64_t consumerRegisters = 0);
+
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);

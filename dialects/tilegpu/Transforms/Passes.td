@@ -120,6 +120,32 @@ def TileGPUSinkWaits : Pass<"tilegpu-sink-waits", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect"];
 }
 
+def TileGPUWarpSpecialize : Pass<"tilegpu-warp-specialize", "::mlir::func::FuncOp"> {
+  let summary = "A producer warpgroup copies the loops' blocks; mbarriers replace the CTA barriers.";
+  let description = [{
+    Runs after `tilegpu-allocate-shared`, instead of `tilegpu-pipeline-loads`, on wgmma
+    programs whose loops are in its unpipelined form (one ring of S stages). The program after
+    the shared buffers becomes the consumers' region of a `tilegpu.warp_specialize`; its
+    producer region runs the same loops with only their copies: per iteration it waits for the
+    stage's `empty` barrier, copies the iteration's blocks into the stage and arrives on
+    `full[i]` as each lands (`tilegpu.async_copy_arrive`). In the consumers' loops each load's
+    commit, wait and CTA barrier become a wait for `full[i]`, the stage read is the iteration
+    count (carried over the loops) mod S, and the body ends with an arrival on `empty`. A
+    buffer outside loops that the ring reused (Q) gets bytes of its own. Programs it does not
+    apply to are left as they are.
+  }];
+  let options = [
+    Option<"producerWarps", "producer-warps", "int64_t", "4", "warps of the producer">,
+    Option<"producerRegisters", "producer-registers", "int64_t", "0",
+           "registers a producer thread keeps (setmaxnreg); 0: 40">,
+    Option<"consumerRegisters", "consumer-registers", "int64_t", "0",
+           "registers a consumer thread gets (setmaxnreg); 0: what the CTAs an SM holds by "
+           "their shared memory leave beside the producer's, at most 240">,
+  ];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap: P·V of one key block runs under the next softmax.";
   let description = [{

@@ -122,6 +122,10 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitWgmmaWait(wait);
   if (isSharedMemoryOp(op))
     return emitSharedMemoryOp(op);
+  if (isMbarrierOp(op))
+    return emitMbarrierOp(op);
+  if (auto ws = dyn_cast<tilegpu::WarpSpecializeOp>(op))
+    return emitWarpSpecialize(ws);
   // Tile-valued pure ops are computed where a consumer needs them, in its layout.
   if (llvm::any_of(op->getResultTypes(), isTensor)) {
     if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
@@ -243,13 +247,26 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     if (!tessel::tilegpu::programLayout(work) &&
         failed(tessel::tilegpu::assignLayouts(work, useWgmma, warpRows)))
       return failure();
-    // The schedule of the loads: FA3's overlap (two stages) on the loops of the attention
-    // shape when asked for, a GEMM's accumulating wgmma kept in flight (three stages or
-    // more), then software pipelining of the loops, and the block loaded before a loop (Q)
-    // waited for below the loop's first copies.
-    bool overlap = wgmmaOverlap && tessel::tilegpu::programLayout(work).getKind() ==
-                                       tessel::tilegpu::MmaKind::Wgmma;
-    if (!placed && (failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages)) ||
+    // The schedule of the loads: with warp specialization (wgmma), a producer warpgroup
+    // copying the loops' blocks through mbarriers; else FA3's overlap (two stages) on the
+    // loops of the attention shape when asked for, a GEMM's accumulating wgmma kept in flight
+    // (three stages or more), then software pipelining of the loops, and the block loaded
+    // before a loop (Q) waited for below the loop's first copies.
+    bool isWgmma =
+        tessel::tilegpu::programLayout(work).getKind() == tessel::tilegpu::MmaKind::Wgmma;
+    bool overlap = wgmmaOverlap && isWgmma;
+    bool allocated = false;
+    if (!placed && warpSpecialize && isWgmma && !overlap) {
+      if (failed(tessel::tilegpu::allocateShared(work, stages)))
+        return failure();
+      allocated = true;
+      FailureOr<bool> specialized = tessel::tilegpu::warpSpecialize(work);
+      if (failed(specialized))
+        return failure();
+      placed = *specialized;
+    }
+    if (!placed &&
+        ((!allocated && failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages))) ||
                     (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
                     failed(tessel::tilegpu::asyncAccumulate(work)) ||
                     (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
@@ -272,7 +289,9 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
              << builder.sharedBytes() << " bytes of shared memory, more than the "
              << static_cast<int64_t>(sharedLimit) << " a block may have";
     kernel.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.numThreads()), 1, 1}));
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(builder.blockThreads()), 1, 1}));
+    if (int64_t registers = builder.launchRegisters())
+      kernel->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), b.getI32IntegerAttr(registers));
     kernel->setAttr("tessel.dynamic_shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.shared_bytes", b.getI64IntegerAttr(builder.sharedBytes()));
     kernel->setAttr("tessel.codegen", b.getStringAttr(builder.usesWgmma() ? "wgmma" : "mma"));

@@ -20,6 +20,7 @@
 //   Loops.cpp             scf.for, and the stores
 //   BulkReduce.cpp        tilegpu.bulk_add: atomic adds through shared memory and
 //                         cp.reduce.async.bulk
+//   WarpRoles.cpp         tilegpu.warp_specialize (consumers and a producer) and mbarriers
 // docs/dev/codegen-mma.md and docs/dev/codegen-wgmma.md explain the choices.
 //
 //===------------------------------------------------------------------------------------------===//
@@ -111,7 +112,13 @@ public:
   LogicalResult plan(func::FuncOp program);
   LogicalResult build(func::FuncOp program) { return walk(program); }
 
+  /// The threads the layouts count: the consumers when the kernel is warp-specialized.
   int64_t numThreads() const { return numWarps * 32; }
+  /// The CTA's threads: numThreads() and the producer's warps, if any.
+  int64_t blockThreads() const { return numThreads() + producerThreads; }
+  /// A warp-specialized kernel's registers a thread at launch (`.maxnreg`), what setmaxnreg
+  /// then moves between the roles; 0 otherwise (ptxas chooses).
+  int64_t launchRegisters() const { return launchRegs; }
   bool usesWgmma() const { return wgmma; }
   int64_t sharedBytes() const { return smemBytes; }
 
@@ -191,6 +198,21 @@ private:
   void fenceSharedForAsyncProxy(Location loc);
   LogicalResult emitReduce(tile::ReduceOp op);
   LogicalResult emitFor(scf::ForOp op);
+  /// tilegpu.warp_specialize: the consumers' region for tid < numThreads(), the producer's for
+  /// the warps after them (WarpRoles.cpp).
+  LogicalResult emitWarpSpecialize(tilegpu::WarpSpecializeOp op);
+  /// The mbarrier ops (init, arrive, async_copy_arrive, wait), in WarpRoles.cpp.
+  LogicalResult emitMbarrierOp(Operation *op);
+  static bool isMbarrierOp(Operation *op);
+  /// The shared address of stage `stage` of a ring of mbarriers.
+  Value barrierAddress(Value barriers, Value stage);
+  /// A barrier of the threads that run this code: the CTA's, or the consumers' named barrier
+  /// inside a warp-specialized kernel's consumer region.
+  void emitBarrier(Location loc);
+  /// The threads that deal a block's copies among them, and this thread's index among them:
+  /// the CTA's (or its consumers'), or the producer's inside its region.
+  int64_t copyThreadCount() const { return copyThreads ? copyThreads : numThreads(); }
+  Value copyThreadIndex() const { return copyTid ? copyTid : tid; }
 
   /// A tile of scaled scores `x = S·c` or `x = select(mask, S·c, -inf)` with `c` a splat scalar
   /// (tile-optimize's scale·log2e) and `product` the S·c tile.
@@ -298,6 +320,13 @@ private:
   int64_t warpRows = 16, mTiles = 1;
   Type operandType;
   int64_t smemBytes = 0;
+  /// Warp specialization: the producer's threads (0: none); while its region is lowered, the
+  /// thread's index among them and their count; while the consumers' is, whether barriers are
+  /// the consumers' named barrier.
+  int64_t producerThreads = 0, launchRegs = 0;
+  Value copyTid;
+  int64_t copyThreads = 0;
+  bool consumerBarriers = false;
   /// Whether the kernel issues bulk reductions (tilegpu.bulk_add), which it waits for before
   /// it exits.
   bool bulkReductions = false;

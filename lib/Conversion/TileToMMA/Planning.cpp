@@ -28,11 +28,19 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
     return program.emitOpError("has no shared buffers: run tilegpu-allocate-shared first");
   for (tilegpu::AllocOp alloc : allocs) {
     tilegpu::SharedBufferType type = alloc.getResult().getType();
-    operandType = type.getElementType();
+    // Rings of mbarriers (warp specialization) hold no operands.
+    if (!type.getElementType().isInteger(64))
+      operandType = type.getElementType();
     int64_t end = alloc.getOffset().value_or(0) + (type.getStages() - 1) * alloc.getStageStride() +
                   type.getStageBytes();
     smemBytes = std::max(smemBytes, end);
   }
+  program.walk([&](tilegpu::WarpSpecializeOp ws) {
+    producerThreads = static_cast<int64_t>(ws.getProducerWarps()) * 32;
+    int64_t registers = producerThreads * ws.getProducerRegisters() +
+                        numThreads() * ws.getConsumerRegisters();
+    launchRegs = registers / blockThreads() / 8 * 8;
+  });
   program.walk([&](tilegpu::LocalLoadOp read) {
     auto operand = dyn_cast<tilegpu::DotOperandEncodingAttr>(
         read.getResult().getType().getEncoding());

@@ -122,7 +122,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of
   // 8, so one shared and one global address per thread serve every step with constant offsets.
   int64_t chunksPerRow = p.cols / 8;
-  int64_t rowsPerStep = numThreads() / chunksPerRow;
+  int64_t rowsPerStep = copyThreadCount() / chunksPerRow;
   int64_t steps = p.rows / rowsPerStep;
   // Strides known at compile time to suit 16-byte copies (unit inner stride, rows a multiple of
   // 8 elements: every attention program) take constant offsets; others are checked at run
@@ -139,8 +139,8 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
   auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
   auto gep1 = [&](Value base, Value elems) { return ops.gep(base, elems); };
-  Value rowT = arith::DivUIOp::create(b, loc, tid, ci32(chunksPerRow));
-  Value chunk = arith::RemUIOp::create(b, loc, tid, ci32(chunksPerRow));
+  Value rowT = arith::DivUIOp::create(b, loc, copyThreadIndex(), ci32(chunksPerRow));
+  Value chunk = arith::RemUIOp::create(b, loc, copyThreadIndex(), ci32(chunksPerRow));
   // The block's first element (uniform: the same for every thread, so ptxas keeps it in uniform
   // registers) and the thread's element offset inside the block (loop-invariant, the same for
   // every load of the same row stride: K and V share it). Two live values instead of one 64-bit
@@ -398,7 +398,7 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes
       // (generic proxy) are ordered before, then the block is complete for all of them.
       fenceSharedForAsyncProxy(b.getUnknownLoc());
-      gpu::BarrierOp::create(b, b.getUnknownLoc());
+      emitBarrier(b.getUnknownLoc());
     }
     return;
   }

@@ -53,7 +53,7 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
   p.cols = type.getShape().back();
   // The copies and ldmatrix addresses assume the class's blocks: 16-bit operands, whole
   // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle.
-  int64_t rowsPerStep = p.cols % 8 == 0 ? numThreads() / (p.cols / 8) : 0;
+  int64_t rowsPerStep = p.cols % 8 == 0 ? copyThreadCount() / (p.cols / 8) : 0;
   if (type.getShape().size() != 2 || type.getElementType() != operandType ||
       type.getSwizzle() != 128 || !rowsPerStep || p.rows % rowsPerStep != 0 || p.rows % 16 != 0 ||
       (wgmma && p.cols % 64 != 0))
@@ -136,7 +136,7 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
     return success();
   }
   if (isa<gpu::BarrierOp>(op)) {
-    gpu::BarrierOp::create(b, loc);
+    emitBarrier(loc);
     return success();
   }
   if (auto store = dyn_cast<tilegpu::LocalStoreOp>(op))
@@ -157,7 +157,7 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
       return op->emitOpError("reads an A operand transposed: convert-tile-to-mma does that on "
                              "wgmma, for a block loaded once");
     fenceSharedForAsyncProxy(loc);
-    gpu::BarrierOp::create(b, loc);
+    emitBarrier(loc);
     aShared[read.getResult()] = SharedView{*p, Value(), /*transposed=*/true};
     return success();
   }

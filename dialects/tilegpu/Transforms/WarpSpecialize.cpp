@@ -1,0 +1,316 @@
+//===- WarpSpecialize.cpp - a producer warpgroup fills the ring, mbarriers in between --------===//
+//
+// tilegpu-warp-specialize: on a wgmma program whose loops are in allocate-shared's unpipelined
+// form, the loops' copies move to a producer warpgroup of their own that runs ahead of the
+// consumers through the ring, and the CTA-wide barrier of every block becomes two mbarriers a
+// stage — `full` (the copies have landed) and `empty` (every consumer is done with the stage).
+// The consumers then never wait for each other: the two warpgroups of a 128-row block drift
+// apart, so one's softmax runs while the other's dots keep the tensor cores busy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilegpu/Transforms/LoopLoads.h"
+#include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/Passes.h"
+
+#include "tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tessel::tilegpu {
+#define GEN_PASS_DEF_TILEGPUWARPSPECIALIZE
+#include "tilegpu/Transforms/Passes.h.inc"
+} // namespace tessel::tilegpu
+
+using namespace mlir;
+using namespace tessel::tilegpu;
+namespace tile = tessel::tile;
+
+namespace {
+
+/// A loop whose blocks the producer copies: its loads in body order.
+struct StreamedLoop {
+  scf::ForOp loop;
+  SmallVector<UnpipelinedLoad> loads;
+};
+
+/// Whether the producer may compute `op` itself: scalar arithmetic, descriptors, grid queries
+/// and scalar reads of global memory — what a copy's address is made of.
+bool producerComputable(Operation *op) {
+  if (op->getNumRegions() != 0 || llvm::any_of(op->getResultTypes(), [](Type t) {
+        return isa<RankedTensorType>(t);
+      }))
+    return false;
+  if (isa<tile::MakeDescOp, tile::ProgramIdOp, tile::NumProgramsOp, tile::LoadScalarOp>(op))
+    return true;
+  return isMemoryEffectFree(op) && !llvm::any_of(op->getOperandTypes(), [](Type t) {
+    return isa<RankedTensorType>(t);
+  });
+}
+
+/// `v` in the producer region: values from before the warp_specialize op as they are, the
+/// others computed again there (their defining slice cloned; `map` keeps what was).
+FailureOr<Value> producerValue(OpBuilder &b, Value v, IRMapping &map, Operation *outside) {
+  if (Value known = map.lookupOrNull(v))
+    return known;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return outside->isAncestor(v.getParentBlock()->getParentOp()) ? FailureOr<Value>(failure())
+                                                                   : FailureOr<Value>(v);
+  if (!outside->isAncestor(def))
+    return v;
+  if (!producerComputable(def))
+    return failure();
+  for (Value operand : def->getOperands())
+    if (failed(producerValue(b, operand, map, outside)))
+      return failure();
+  Operation *clone = b.clone(*def, map);
+  return clone->getResult(cast<OpResult>(v).getResultNumber());
+}
+
+/// The bytes `alloc` spans.
+std::pair<int64_t, int64_t> span(AllocOp alloc) {
+  int64_t start = *alloc.getOffset();
+  SharedBufferType type = alloc.getResult().getType();
+  return {start, start + (type.getStages() - 1) * alloc.getStageStride() + type.getStageBytes()};
+}
+
+int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+} // namespace
+
+FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t producerWarps,
+                                                int64_t producerRegisters,
+                                                int64_t consumerRegisters) {
+  MmaEncodingAttr layout = programLayout(program);
+  if (!layout || layout.getKind() != MmaKind::Wgmma || !program.getBody().hasOneBlock())
+    return false;
+  Block &body = program.getBody().front();
+  // The loops whose copies move: top-level loops in the unpipelined form, one ring.
+  SmallVector<StreamedLoop> loops;
+  int64_t stages = 0;
+  for (auto loop : body.getOps<scf::ForOp>()) {
+    int64_t s = 0;
+    SmallVector<UnpipelinedLoad> loads = matchUnpipelinedLoads(loop, s);
+    if (loads.empty())
+      continue;
+    if (stages && s != stages)
+      return false;
+    stages = s;
+    loops.push_back({loop, std::move(loads)});
+  }
+  if (loops.empty())
+    return false;
+  // Every other copy is outside loops (Q), and no dot is in flight yet (the overlapped
+  // schedule keeps its own ring).
+  bool other = false;
+  program.walk([&](Operation *op) {
+    if (isa<WgmmaOp, WgmmaWaitOp, BulkAddOp, LocalStoreOp>(op))
+      other = true;
+    if (auto copy = dyn_cast<AsyncCopyOp>(op)) {
+      auto loop = op->getParentOfType<scf::ForOp>();
+      other |= loop && !llvm::any_of(loops, [&](const StreamedLoop &l) { return l.loop == loop; });
+    }
+  });
+  if (other)
+    return false;
+  auto returnOp = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!returnOp || returnOp.getNumOperands() != 0)
+    return false;
+
+  // Shared memory: the ring's buffers stay; a buffer outside loops that overlaps the ring (Q,
+  // reused by the ring once read) gets bytes of its own, since the producer now fills the
+  // ring while the consumers may not have read it; then the two rings of barriers.
+  llvm::SmallDenseSet<Operation *> ringAllocs;
+  int64_t end = 0;
+  for (StreamedLoop &l : loops)
+    for (UnpipelinedLoad &load : l.loads)
+      ringAllocs.insert(load.copy.getBuffer().getDefiningOp());
+  SmallVector<AllocOp> allocs(body.getOps<AllocOp>());
+  for (AllocOp alloc : allocs) {
+    if (!alloc.getOffset())
+      return false;
+    end = std::max(end, span(alloc).second);
+  }
+  for (AllocOp alloc : allocs) {
+    if (ringAllocs.contains(alloc))
+      continue;
+    auto [lo, hi] = span(alloc);
+    bool overlaps = llvm::any_of(ringAllocs, [&](Operation *r) {
+      auto [rlo, rhi] = span(cast<AllocOp>(r));
+      return lo < rhi && rlo < hi;
+    });
+    if (!overlaps)
+      continue;
+    int64_t at = alignTo(end, 1024);
+    alloc.setOffset(at);
+    end = at + (hi - lo);
+  }
+  Location loc = program.getLoc();
+  int64_t consumerThreads = layout.getWarps() * 32, producerThreads = producerWarps * 32;
+  OpBuilder b(program.getContext());
+  b.setInsertionPointAfter(allocs.back());
+  auto barrierType = SharedBufferType::get(b.getContext(), {1}, b.getI64Type(), stages, 0);
+  int64_t loadsPerIteration = 0;
+  for (const StreamedLoop &l : loops)
+    loadsPerIteration = std::max<int64_t>(loadsPerIteration, l.loads.size());
+  end = alignTo(end, 8);
+  auto newBarriers = [&] {
+    auto alloc = AllocOp::create(b, loc, barrierType, b.getI64IntegerAttr(end), IntegerAttr());
+    end += barrierType.getBytes();
+    return alloc.getResult();
+  };
+  // full[i]: load i of an iteration has landed (one arrival per producer thread); empty: every
+  // consumer thread is done with the stage.
+  SmallVector<Value> full;
+  for (int64_t i = 0; i < loadsPerIteration; ++i)
+    full.push_back(newBarriers());
+  Value empty = newBarriers();
+  for (Value f : full)
+    MbarrierInitOp::create(b, loc, f, b.getI32IntegerAttr(producerThreads));
+  MbarrierInitOp::create(b, loc, empty, b.getI32IntegerAttr(consumerThreads));
+  gpu::BarrierOp::create(b, loc);
+  program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
+  // Registers: the CTAs an SM holds by their shared memory (228 KiB on sm_90, one reserved per
+  // CTA) share its 64K; the producer keeps few (it only copies), the consumers get the rest.
+  if (producerRegisters == 0)
+    producerRegisters = 40;
+  if (consumerRegisters == 0) {
+    // Fewer CTAs where more would leave a consumer under 168 registers (what the attention
+    // loop of one warpgroup takes without a producer beside it).
+    int64_t threads = consumerThreads + producerThreads;
+    for (int64_t ctas = std::max<int64_t>(1, (228 * 1024) / (end + 1024)); ctas >= 1; --ctas) {
+      int64_t atLaunch = std::min<int64_t>(255, 65536 / (ctas * threads)) / 8 * 8;
+      consumerRegisters = std::min<int64_t>(
+          240,
+          (atLaunch * threads - producerThreads * producerRegisters) / consumerThreads / 8 * 8);
+      if (consumerRegisters >= 168)
+        break;
+    }
+  }
+
+  // Everything after it is the consumers' region.
+  auto ws = WarpSpecializeOp::create(b, loc, b.getI32IntegerAttr(producerWarps),
+                                     b.getI32IntegerAttr(producerRegisters),
+                                     b.getI32IntegerAttr(consumerRegisters));
+  Block *consumers = &ws.getConsumers().emplaceBlock();
+  Block *producer = &ws.getProducer().emplaceBlock();
+  consumers->getOperations().splice(consumers->end(), body.getOperations(),
+                                    std::next(Block::iterator(ws)), Block::iterator(returnOp));
+
+  // The producer: per loop, the same iterations, each waiting for its stage to be empty, then
+  // copying the iteration's blocks, each followed by its arrival on full[i].
+  b.setInsertionPointToStart(producer);
+  IRMapping map;
+  Value it = constI32(b, loc, 0);
+  auto stageAndPhase = [&](OpBuilder &ob, Value i) {
+    Value s = arith::RemUIOp::create(ob, loc, i, constI32(ob, loc, stages));
+    Value lap = arith::DivUIOp::create(ob, loc, i, constI32(ob, loc, stages));
+    Value phase = arith::AndIOp::create(ob, loc, lap, constI32(ob, loc, 1));
+    return std::make_pair(s, phase);
+  };
+  for (StreamedLoop &l : loops) {
+    FailureOr<Value> lb = producerValue(b, l.loop.getLowerBound(), map, ws);
+    FailureOr<Value> ub = producerValue(b, l.loop.getUpperBound(), map, ws);
+    FailureOr<Value> step = producerValue(b, l.loop.getStep(), map, ws);
+    if (failed(lb) || failed(ub) || failed(step))
+      return ws.emitOpError("cannot compute a loop's bounds in the producer");
+    // A descriptor made before the loop is made once, before the producer's loop too.
+    SmallVector<Value> descs;
+    for (UnpipelinedLoad &load : l.loads) {
+      Value desc = load.copy.getDesc();
+      FailureOr<Value> made = l.loop.isDefinedOutsideOfLoop(desc)
+                                  ? producerValue(b, desc, map, ws)
+                                  : FailureOr<Value>(Value());
+      if (failed(made))
+        return load.copy.emitOpError("has a descriptor the producer cannot compute");
+      descs.push_back(*made);
+    }
+    auto copies = scf::ForOp::create(b, loc, *lb, *ub, *step, ValueRange{it});
+    OpBuilder ib = OpBuilder::atBlockBegin(copies.getBody());
+    IRMapping iterMap = map;
+    iterMap.map(l.loop.getInductionVar(), copies.getInductionVar());
+    Value i = copies.getRegionIterArgs()[0];
+    auto [s, phase] = stageAndPhase(ib, i);
+    Value freed = arith::XOrIOp::create(ib, loc, phase, constI32(ib, loc, 1));
+    MbarrierWaitOp::create(ib, loc, empty, s, freed);
+    for (auto [index, load] : llvm::enumerate(l.loads)) {
+      AsyncCopyOp copy = load.copy;
+      FailureOr<Value> desc =
+          descs[index] ? descs[index] : producerValue(ib, copy.getDesc(), iterMap, ws);
+      SmallVector<Value> offsets;
+      for (Value o : copy.getOffsets()) {
+        FailureOr<Value> v = producerValue(ib, o, iterMap, ws);
+        if (failed(v))
+          return copy.emitOpError("has an address the producer cannot compute");
+        offsets.push_back(*v);
+      }
+      if (failed(desc))
+        return copy.emitOpError("has a descriptor the producer cannot compute");
+      AsyncCopyOp::create(ib, loc, AsyncTokenType::get(ib.getContext()), *desc, offsets,
+                          copy.getBuffer(), s, Value());
+      AsyncCopyArriveOp::create(ib, loc, full[index], s);
+    }
+    Value next = arith::AddIOp::create(ib, loc, i, constI32(ib, loc, 1));
+    scf::YieldOp::create(ib, loc, next);
+    it = copies.getResult(0);
+  }
+
+  // The consumers: each loop counts iterations on from the last, waits for full[i] where its
+  // load i waited for the copy, reads the stage of that count, and arrives on empty when done.
+  Value count = nullptr;
+  for (StreamedLoop &l : loops) {
+    OpBuilder ob(l.loop);
+    if (!count)
+      count = constI32(ob, loc, 0);
+    IRRewriter rewriter(b.getContext());
+    FailureOr<LoopLikeOpInterface> replaced = l.loop.replaceWithAdditionalYields(
+        rewriter, ValueRange{count}, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &yb, Location yl, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+          return {arith::AddIOp::create(yb, yl, args[0], constI32(yb, yl, 1))};
+        });
+    if (failed(replaced))
+      return l.loop.emitOpError("could not carry the iteration count");
+    auto grown = cast<scf::ForOp>(replaced->getOperation());
+    Block *loopBody = grown.getBody();
+    Value i = grown.getRegionIterArgs().back();
+    OpBuilder sb = OpBuilder::atBlockBegin(loopBody);
+    auto [s, phase] = stageAndPhase(sb, i);
+    for (auto [index, load] : llvm::enumerate(l.loads)) {
+      OpBuilder wb(load.wait);
+      MbarrierWaitOp::create(wb, loc, full[index], s, phase);
+      Value buffer = load.copy.getBuffer();
+      for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
+        if (auto read = dyn_cast<LocalLoadOp>(user); read && loopBody->findAncestorOpInBlock(*read))
+          read.getStageMutable().assign(s);
+      Value oldStage = load.copy.getStage();
+      load.barrier.erase();
+      load.wait.erase();
+      load.commit.erase();
+      SmallVector<Value> address{load.copy.getDesc(), oldStage};
+      llvm::append_range(address, load.copy.getOffsets());
+      load.copy.erase();
+      eraseIfDead(address);
+    }
+    OpBuilder eb(loopBody->getTerminator());
+    MbarrierArriveOp::create(eb, loc, empty, s);
+    count = grown.getResults().back();
+  }
+  return true;
+}
+
+namespace {
+
+struct WarpSpecialize : tessel::tilegpu::impl::TileGPUWarpSpecializeBase<WarpSpecialize> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(warpSpecialize(getOperation(), producerWarps, producerRegisters,
+                              consumerRegisters)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

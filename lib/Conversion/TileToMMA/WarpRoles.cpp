@@ -1,0 +1,100 @@
+//===- WarpRoles.cpp - tilegpu.warp_specialize and the mbarriers between the roles ----------===//
+//
+// The consumers are the threads the layouts count (tid < numThreads()); the producer's warps
+// follow them. One uniform branch splits the CTA; setmaxnreg moves registers from the
+// producer, which only copies, to the consumers. Inside the consumers' region a barrier is the
+// named barrier 1 over the consumers (the producer, looping ahead, never reaches one); inside
+// the producer's region the copies of a block are dealt among the producer's threads.
+//
+//===------------------------------------------------------------------------------------------===//
+
+#include "MmaKernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace tessel::mma {
+
+bool MmaKernelBuilder::isMbarrierOp(Operation *op) {
+  return isa<tilegpu::MbarrierInitOp, tilegpu::MbarrierArriveOp, tilegpu::MbarrierWaitOp,
+             tilegpu::AsyncCopyArriveOp>(op);
+}
+
+void MmaKernelBuilder::emitBarrier(Location loc) {
+  if (!consumerBarriers) {
+    gpu::BarrierOp::create(b, loc);
+    return;
+  }
+  NVVM::BarrierOp::create(b, loc, TypeRange(), ci32(1), ci32(numThreads()), {}, Value());
+}
+
+Value MmaKernelBuilder::barrierAddress(Value barriers, Value stage) {
+  Location loc = b.getUnknownLoc();
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase,
+                             ValueRange{bufferBytes(barriers, stage)});
+}
+
+LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto init = dyn_cast<tilegpu::MbarrierInitOp>(op)) {
+    // One thread sets every stage up; the gpu.barrier after it publishes them.
+    auto first = scf::IfOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, ci32(0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(first.thenBlock()->getTerminator());
+    int64_t stages = init.getBarriers().getType().getStages();
+    for (int64_t s = 0; s < stages; ++s) {
+      Value at = LLVM::GEPOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), b.getI8Type(), smemBase,
+          ValueRange{arith::AddIOp::create(b, loc, scalars.lookup(init.getBarriers()),
+                                           ci32(s * init.getBarriers().getType().getStageBytes()))});
+      NVVM::MBarrierInitOp::create(b, loc, at, ci32(init.getCount()), Value());
+    }
+    return success();
+  }
+  if (auto arrive = dyn_cast<tilegpu::MbarrierArriveOp>(op)) {
+    NVVM::MBarrierArriveOp::create(b, loc, TypeRange(),
+                                   barrierAddress(arrive.getBarriers(), arrive.getStage()),
+                                   Value());
+    return success();
+  }
+  if (auto arrive = dyn_cast<tilegpu::AsyncCopyArriveOp>(op)) {
+    NVVM::CpAsyncMBarrierArriveOp::create(
+        b, loc, barrierAddress(arrive.getBarriers(), arrive.getStage()), /*noinc=*/true);
+    return success();
+  }
+  auto wait = cast<tilegpu::MbarrierWaitOp>(op);
+  NVVM::MBarrierTryWaitParityOp::create(b, loc,
+                                        barrierAddress(wait.getBarriers(), wait.getStage()),
+                                        toI32(scalars.lookup(wait.getPhase())), ci32(1000000));
+  return success();
+}
+
+LogicalResult MmaKernelBuilder::emitWarpSpecialize(tilegpu::WarpSpecializeOp op) {
+  Location loc = op.getLoc();
+  auto split = scf::IfOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, ci32(numThreads())),
+      /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(split.thenBlock()->getTerminator());
+  NVVM::SetMaxRegisterOp::create(b, loc, op.getConsumerRegisters(),
+                                 NVVM::SetMaxRegisterAction::increase);
+  consumerBarriers = true;
+  LogicalResult consumers = emitBlock(op.getConsumers().front());
+  consumerBarriers = false;
+  if (failed(consumers))
+    return failure();
+  b.setInsertionPoint(split.elseBlock()->getTerminator());
+  NVVM::SetMaxRegisterOp::create(b, loc, op.getProducerRegisters(),
+                                 NVVM::SetMaxRegisterAction::decrease);
+  copyTid = arith::SubIOp::create(b, loc, tid, ci32(numThreads()));
+  copyThreads = producerThreads;
+  LogicalResult producer = emitBlock(op.getProducer().front());
+  copyTid = Value();
+  copyThreads = 0;
+  return producer;
+}
+
+} // namespace tessel::mma
