@@ -1,0 +1,29 @@
+// convert-tile-to-mma{warp-specialize} end to end (tesselc --warp-specialize): the 128-row d128
+// attention of attention-f16-none-128-d128.mlir on wgmma, its loops' K/V copies in a producer
+// warpgroup. 384 threads (two consumer warpgroups, then the producer), `.maxnreg` at what one
+// CTA an SM leaves a thread, setmaxnreg moving registers to the consumers; mbarriers set up by
+// one thread before a CTA barrier; the producer's cp.async arrive on `full` as they land, the
+// consumers wait on it (no cp.async wait in their loops) and arrive on `empty`; the consumers'
+// barrier (Q's) is the named barrier 1 of their 256 threads. ptxas: nothing spills.
+// REQUIRES: ptxas
+// RUN: tessel-opt %S/attention-f16-none-128-d128.mlir --tile-optimize -o %t.mlir
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --warp-specialize --emit=ptx -o - | FileCheck %s
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --warp-specialize --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// CHECK: .entry attention
+// CHECK: .maxntid 384, 1, 1
+// CHECK-NEXT: .maxnreg 168
+// CHECK: mbarrier.init.shared.b64
+// CHECK: bar.sync 0;
+// The two roles, in the order LLVM lays them out.
+// CHECK-DAG: setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK-DAG: setmaxnreg.dec.sync.aligned.u32 40;
+// CHECK-DAG: cp.async.mbarrier.arrive.noinc.shared.b64
+// CHECK-DAG: mbarrier.try_wait.parity.shared.b64
+// CHECK-DAG: bar.sync 1, 256;
+// CHECK-DAG: fence.proxy.async.shared::cta;
+// CHECK-DAG: mbarrier.arrive.shared.b64
+// CHECK-NOT: bar.sync 0;
+
+// PTXAS: ptxas sm_90a attention: 168 registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: kernel attention: block 384x1x1

@@ -1,0 +1,93 @@
+"""tessel.attention with GpuOptions(warp_specialize=True) against a float32 reference (H200).
+
+    PYTHONPATH=build/python python3 test/gpu/check_warp_specialize.py [--json OUT.json]
+
+Every tessel kernel this process compiles takes the warp-specialized schedule
+(tilegpu-warp-specialize: a producer warpgroup copies K/V, mbarriers between it and the
+consumers). Cases: head dims 64/128/256, fp16/bf16, causal or not, lengths that are and are not
+multiples of the blocks, Nq != Nk, GQA; fresh random inputs, the output poisoned with NaN first
+(tessel allocates it: a kernel that skips a block leaves garbage, caught by the comparison).
+The tolerance is test_python_gpu.py's. Also checks that the kernels really are warp-specialized
+(setmaxnreg in their PTX). Prints one line per case and exits 1 if any fails; without torch or
+CUDA it prints why and exits 0.
+"""
+import argparse
+import json
+import sys
+
+from bench_decode import compile_with, cuda_torch
+
+TOL = {"fp16": 5e-3, "bf16": 2e-2}
+
+
+def reference(torch, q, k, v, causal):
+    q, k, v = q.float(), k.float(), v.float()
+    rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    s = torch.einsum("bhqd,bhkd->bhqk", q, k) / q.shape[-1] ** 0.5
+    if causal:
+        nq, nk = s.shape[-2:]
+        keep = torch.ones(nq, nk, dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    torch = cuda_torch("check_warp_specialize")
+    if torch is None:
+        return 0
+    compile_with(warp_specialize=True)
+    import numpy as np
+    import tessel
+    import tessel.cache
+
+    # The kernels are warp-specialized: the schedule is on for every block the defaults pick.
+    for D, BM, BN, causal in ((128, 128, 128, False), (128, 64, 64, True), (64, 64, 128, False),
+                              (256, 128, 64, False)):
+        z = np.zeros((1, 1, 128, D), np.float16)
+        ptx = tessel.compile_attention(z, z, z, causal=causal, block_m=BM, block_n=BN).binary(
+            tessel.cache.GpuOptions(chip="sm_90a")).ptx
+        if "setmaxnreg" not in ptx:
+            print(f"d{D} {BM}x{BN} causal={causal}: not warp-specialized")
+            return 1
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    dts = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    cases = []
+    for D in (64, 128, 256):
+        for dt in ("fp16", "bf16"):
+            for causal in (False, True):
+                for (B, H, Hkv, Nq, Nk) in ((2, 4, 4, 1024, 1024), (1, 3, 3, 1000, 1000),
+                                            (1, 2, 2, 17, 300), (1, 4, 2, 513, 4097),
+                                            (1, 2, 2, 4096, 4096)):
+                    if causal and Nq > Nk:
+                        continue
+                    cases.append((D, dt, causal, B, H, Hkv, Nq, Nk))
+    failed = 0
+    rows = []
+    for D, dt, causal, B, H, Hkv, Nq, Nk in cases:
+        q = torch.randn(B, H, Nq, D, device="cuda", generator=gen).to(dts[dt])
+        k = torch.randn(B, Hkv, Nk, D, device="cuda", generator=gen).to(dts[dt])
+        v = torch.randn(B, Hkv, Nk, D, device="cuda", generator=gen).to(dts[dt])
+        got = tessel.attention(q, k, v, causal=causal, enable_gqa=Hkv != H)
+        torch.cuda.synchronize()
+        want = reference(torch, q, k, v, causal)
+        err = ((got.float() - want).abs().max() / want.abs().max().clamp_min(1e-6)).item()
+        ok = err <= TOL[dt] and bool(torch.isfinite(got).all())
+        failed += not ok
+        rows.append(dict(d=D, dtype=dt, causal=causal, b=B, h=H, hkv=Hkv, nq=Nq, nk=Nk,
+                         rel_err=err, ok=ok))
+        print(f"d{D:<3} {dt} causal={causal!s:<5} B{B} H{H}/{Hkv} {Nq}x{Nk}: rel err {err:.2e} "
+              f"{'ok' if ok else 'FAILED'}", flush=True)
+    print(f"{len(cases) - failed} passed, {failed} failed")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
