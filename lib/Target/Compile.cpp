@@ -85,7 +85,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "") +
          (options.occupancyHints ? "" : ";no-occupancy-hints") +
          (options.sinkWaits ? "" : ";no-sink-waits") +
-         (options.warpSpecialize ? ";warp-specialize" : "") +
+         (options.warpSpecialize ? "" : ";no-warp-specialize") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

@@ -82,9 +82,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                         "loop's first copies (tilegpu-sink-waits)."),
                          llvm::cl::init(true)};
   Option<bool> warpSpecialize{*this, "warp-specialize",
-                              llvm::cl::desc("With wgmma: a producer warpgroup copies the loops' "
-                                             "blocks (tilegpu-warp-specialize)."),
-                              llvm::cl::init(false)};
+                              llvm::cl::desc("With wgmma, on 128-row attention blocks: a producer "
+                                             "warpgroup copies the loops' blocks "
+                                             "(tilegpu-warp-specialize)."),
+                              llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};

@@ -183,6 +183,12 @@ GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256
 # kernels lost up to 17 % with them at short lengths (the diagonal blocks, fewer CTAs)
 # (docs/bench/2026-12-02-h200-forward-blocks.md).
 GPU_BLOCKS_UNMASKED = {("sm_90a", 128): (128, 128)}
+# Causal kernels (no mask_mod) of at least CAUSAL_LONG keys that differ from GPU_BLOCKS: on
+# sm_90a at d128, 128x128 with a producer warpgroup (GpuOptions(warp_specialize)) measured +1 %
+# at 2k keys, +4 % at 4k and +10-15 % at 8k-32k over 64x64 on the H200, and -7 % at 1k
+# (docs/bench/2026-12-03-h200-warp-specialize.md).
+GPU_BLOCKS_CAUSAL_LONG = {("sm_90a", 128): (128, 128)}
+CAUSAL_LONG = 2048
 _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
 # at the next of them, q, k and v padded with zero columns (padded_head_dim).
@@ -225,11 +231,15 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     return (o, lse) if return_lse else o
 
 
-def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False):
+def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False):
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
-    `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED)."""
+    `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
+    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG keys)."""
     if unmasked and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_UNMASKED:
         return GPU_BLOCKS_UNMASKED[(chip, D)]
+    if causal and nk >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
+            (chip, D) in GPU_BLOCKS_CAUSAL_LONG:
+        return GPU_BLOCKS_CAUSAL_LONG[(chip, D)]
     hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
     if hit is not None:
         return hit
@@ -556,7 +566,8 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
     # both, which is correct everywhere and fastest on the first.
     chip = _chip_for_blocks(q)
-    dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None)
+    dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None,
+                        causal=causal and mask_mod is None)
     BM, BN = block_m or dm, block_n or dn
     # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D]
     # tensor seen as [B, heads, N, D], as FlashAttention's layout is); others are copied.
@@ -639,7 +650,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         ok = ok and lay is not None
     except (ValueError, AttributeError):
         ok = False
-    key = (dt, D, causal, score_mod, mask_mod, block_m, block_n, lay) if ok else None
+    # Causal blocks depend on the length (gpu_blocks): long and short keys are two entries.
+    key = (dt, D, causal, score_mod, mask_mod, block_m, block_n, lay,
+           causal and Nk >= CAUSAL_LONG) if ok else None
     c = _cuda_configs.get(key) if ok else None
     if c is None:
         args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,

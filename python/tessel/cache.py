@@ -93,10 +93,12 @@ class GpuOptions:
     #: copies, so that both are in flight at once (tilegpu-sink-waits). On by default; off to
     #: compare.
     sink_waits: bool = dataclasses.field(default=True, metadata={"code": True})
-    #: On the sm_90a wgmma path, copy the loops' K/V blocks from a producer warpgroup of their
-    #: own, with mbarriers between it and the consumer warpgroups in place of CTA barriers
-    #: (tilegpu-warp-specialize; docs/dev/codegen-wgmma.md). Off by default until measured.
-    warp_specialize: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: On the sm_90a wgmma path, for blocks of two consumer warpgroups (128 rows) whose loops
+    #: stream K/V, copy those blocks from a producer warpgroup of their own, with mbarriers
+    #: between it and the consumers in place of CTA barriers (tilegpu-warp-specialize):
+    #: +5 to +15 % at d128 and d256 on the H200 (docs/bench/2026-12-03-h200-warp-specialize.md).
+    #: On by default; off to compare.
+    warp_specialize: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.

@@ -293,6 +293,12 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a", unmasked=True) == (64, 128)
     assert gpu_blocks(128, "bf16", 7, 7, "sm_90a") == (64, 64)
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
+    # Causal without a mask_mod, from 2048 keys: 128x128 at d128 on sm_90a (warp-specialized).
+    assert gpu_blocks(128, "f16", 2048, 2048, "sm_90a", causal=True) == (128, 128)
+    assert gpu_blocks(128, "bf16", 16, 4096, "sm_90a", causal=True) == (128, 128)
+    assert gpu_blocks(128, "f16", 2047, 2047, "sm_90a", causal=True) == (64, 64)
+    assert gpu_blocks(128, "f16", 4096, 4096, "sm_80", causal=True) == (128, 64)
+    assert gpu_blocks(64, "f16", 4096, 4096, "sm_90a", causal=True) == (64, 128)
     assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
     assert gpu_blocks(32, "f16", 10, 1000, "sm_90a") == (16, 64)
     # Head dim 256: 128x64 with wgmma (two warpgroups), 64x64 with mma.sync (163 KB).

@@ -632,6 +632,30 @@ def test_sink_waits_option_reaches_the_lowering(cache_dir, chip):
         cache.GpuOptions(sink_waits=1)
 
 
+def test_warp_specialize_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(warp_specialize), on by default: a 128-row wgmma block (two consumer
+    # warpgroups) gets a producer warpgroup — 384 threads, setmaxnreg, mbarriers, Q beside the
+    # ring; off, 256 threads copy K/V themselves. A 64-row block (one warpgroup) and sm_80 are
+    # the same either way. Its own key.
+    q = np.zeros((1, 1, 128, 128), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
+    on = k.binary(cache.GpuOptions(chip="sm_90a"))
+    off = k.binary(cache.GpuOptions(chip="sm_90a", warp_specialize=False))
+    assert on.block == (384, 1, 1) and off.block == (256, 1, 1)
+    assert "setmaxnreg.inc.sync.aligned.u32" in on.ptx and "mbarrier.try_wait" in on.ptx
+    assert "setmaxnreg" not in off.ptx and "mbarrier" not in off.ptx
+    assert on.dynamic_shared_bytes > off.dynamic_shared_bytes
+    assert on.key != off.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", warp_specialize=False))[
+        "options"]["target"].endswith(";no-warp-specialize")
+    small = tessel.compile_attention(q, q, q, block_m=64, block_n=64)
+    for chip, kernel in (("sm_90a", small), ("sm_80", k)):
+        a = kernel.binary(cache.GpuOptions(chip=chip)).ptx
+        assert a == kernel.binary(cache.GpuOptions(chip=chip, warp_specialize=False)).ptx
+    with pytest.raises(TypeError, match="warp_specialize must be a bool"):
+        cache.GpuOptions(warp_specialize=1)
+
+
 def test_num_stages_option_reaches_the_lowering(cache_dir):
     # GpuOptions(num_stages=3): a ring of three K/V stages (two blocks in flight ahead of the
     # one in use): more shared memory, cp.async waits that leave one group pending, its own key.

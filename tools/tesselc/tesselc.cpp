@@ -93,10 +93,10 @@ static cl::opt<bool> noSinkWaits(
              "issued, as before tilegpu-sink-waits (to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
 
-static cl::opt<bool> warpSpecialize(
-    "warp-specialize",
-    cl::desc("With wgmma: a producer warpgroup copies the loops' blocks, mbarriers between it "
-             "and the consumers (tilegpu-warp-specialize; not yet measured)"),
+static cl::opt<bool> noWarpSpecialize(
+    "no-warp-specialize",
+    cl::desc("Copy a 128-row wgmma block's K/V from every thread, as before "
+             "tilegpu-warp-specialize (to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool> noOccupancyHints(
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
   options.wgmmaAsyncDots = wgmmaAsyncDots;
   options.occupancyHints = !noOccupancyHints;
   options.sinkWaits = !noSinkWaits;
-  options.warpSpecialize = warpSpecialize;
+  options.warpSpecialize = !noWarpSpecialize;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

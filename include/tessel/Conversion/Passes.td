@@ -95,10 +95,11 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"sinkWaits", "sink-waits", "bool", /*default=*/"true",
            "The wait for a block loaded before a loop (Q) below the loop's first copies "
            "(tilegpu-sink-waits): both in flight at once. Off to compare.">,
-    Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"false",
-           "With wgmma: a producer warpgroup copies the loops' blocks, mbarriers between it "
-           "and the consumers (tilegpu-warp-specialize), in place of the pipelined copies. "
-           "Not yet measured: off by default.">,
+    Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"true",
+           "With wgmma, on programs of two consumer warpgroups or more whose loops stream only "
+           "B operands (a 128-row attention block): a producer warpgroup copies the loops' "
+           "blocks, mbarriers between it and the consumers (tilegpu-warp-specialize), in place "
+           "of the pipelined copies. Off to compare.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

@@ -48,9 +48,10 @@ struct TargetOptions {
   /// The fast paths wait for a block loaded before a loop (Q) below the loop's first copies
   /// (convert-tile-to-mma sink-waits; tilegpu-sink-waits). Off to compare.
   bool sinkWaits = true;
-  /// With wgmma: a producer warpgroup copies the loops' blocks, mbarriers between it and the
-  /// consumers (convert-tile-to-mma warp-specialize; tilegpu-warp-specialize). Not yet measured.
-  bool warpSpecialize = false;
+  /// With wgmma, on 128-row attention blocks: a producer warpgroup copies the loops' blocks,
+  /// mbarriers between it and the consumers (convert-tile-to-mma warp-specialize;
+  /// tilegpu-warp-specialize). Off to compare.
+  bool warpSpecialize = true;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

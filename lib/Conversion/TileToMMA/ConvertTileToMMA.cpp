@@ -155,6 +155,21 @@ namespace {
 
 constexpr const char *kSharedGlobal = "__tessel_mma_smem";
 
+/// Where warp specialization was measured faster (docs/bench/2026-12-03-h200-warp-specialize.md):
+/// two consumer warpgroups or more (a 128-row block: +5 to +15 % at d128 and d256; one
+/// warpgroup lost 4 to 7 %) whose loops stream only B operands (attention's K and V; a GEMM,
+/// which streams A too, keeps tilegpu-async-accumulate's ring).
+bool specializes(func::FuncOp program) {
+  if (tessel::tilegpu::programLayout(program).getWarps() < 8)
+    return false;
+  WalkResult streamsA = program.walk([](tile::DotOp dot) {
+    auto load = dot.getA().getDefiningOp<tile::LoadOp>();
+    return load && load->getParentOfType<scf::ForOp>() ? WalkResult::interrupt()
+                                                       : WalkResult::advance();
+  });
+  return !streamsA.wasInterrupted();
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -256,7 +271,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         tessel::tilegpu::programLayout(work).getKind() == tessel::tilegpu::MmaKind::Wgmma;
     bool overlap = wgmmaOverlap && isWgmma;
     bool allocated = false;
-    if (!placed && warpSpecialize && isWgmma && !overlap) {
+    if (!placed && warpSpecialize && isWgmma && !overlap && specializes(work)) {
       if (failed(tessel::tilegpu::allocateShared(work, stages)))
         return failure();
       allocated = true;

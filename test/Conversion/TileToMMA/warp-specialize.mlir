@@ -1,4 +1,4 @@
-// convert-tile-to-mma{warp-specialize} end to end (tesselc --warp-specialize): the 128-row d128
+// convert-tile-to-mma{warp-specialize} end to end (on by default): the 128-row d128
 // attention of attention-f16-none-128-d128.mlir on wgmma, its loops' K/V copies in a producer
 // warpgroup. 384 threads (two consumer warpgroups, then the producer), `.maxnreg` at what one
 // CTA an SM leaves a thread, setmaxnreg moving registers to the consumers; mbarriers set up by
@@ -7,8 +7,8 @@
 // barrier (Q's) is the named barrier 1 of their 256 threads. ptxas: nothing spills.
 // REQUIRES: ptxas
 // RUN: tessel-opt %S/attention-f16-none-128-d128.mlir --tile-optimize -o %t.mlir
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --warp-specialize --emit=ptx -o - | FileCheck %s
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --warp-specialize --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK: .entry attention
 // CHECK: .maxntid 384, 1, 1
