@@ -93,11 +93,11 @@ static cl::opt<bool> noSinkWaits(
              "issued, as before tilegpu-sink-waits (to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
 
-static cl::opt<bool> noWarpSpecialize(
-    "no-warp-specialize",
-    cl::desc("Copy a 128-row wgmma block's K/V from every thread, as before "
-             "tilegpu-warp-specialize (to compare)"),
-    cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool>
+    noWarpSpecialize("no-warp-specialize",
+                     cl::desc("Copy a 128-row wgmma block's K/V from every thread, as before "
+                              "tilegpu-warp-specialize (to compare)"),
+                     cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool> noOccupancyHints(
     "no-occupancy-hints",

@@ -82,8 +82,7 @@ void sinkWaits(mlir::func::FuncOp program);
 /// Registers a thread of each role gets (setmaxnreg), 0 to choose: the producer 40, the
 /// consumers what the CTAs the shared memory allows an SM leave them.
 mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t producerWarps = 4,
-                                     int64_t producerRegisters = 0,
-                                     int64_t consumerRegisters = 0);
+                                     int64_t producerRegisters = 0, int64_t consumerRegisters = 0);
 
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.

@@ -39,15 +39,13 @@ struct StreamedLoop {
 /// Whether the producer may compute `op` itself: scalar arithmetic, descriptors, grid queries
 /// and scalar reads of global memory — what a copy's address is made of.
 bool producerComputable(Operation *op) {
-  if (op->getNumRegions() != 0 || llvm::any_of(op->getResultTypes(), [](Type t) {
-        return isa<RankedTensorType>(t);
-      }))
+  if (op->getNumRegions() != 0 ||
+      llvm::any_of(op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
     return false;
   if (isa<tile::MakeDescOp, tile::ProgramIdOp, tile::NumProgramsOp, tile::LoadScalarOp>(op))
     return true;
-  return isMemoryEffectFree(op) && !llvm::any_of(op->getOperandTypes(), [](Type t) {
-    return isa<RankedTensorType>(t);
-  });
+  return isMemoryEffectFree(op) &&
+         !llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<RankedTensorType>(t); });
 }
 
 /// `v` in the producer region: values from before the warp_specialize op as they are, the
@@ -58,7 +56,7 @@ FailureOr<Value> producerValue(OpBuilder &b, Value v, IRMapping &map, Operation 
   Operation *def = v.getDefiningOp();
   if (!def)
     return outside->isAncestor(v.getParentBlock()->getParentOp()) ? FailureOr<Value>(failure())
-                                                                   : FailureOr<Value>(v);
+                                                                  : FailureOr<Value>(v);
   if (!outside->isAncestor(def))
     return v;
   if (!producerComputable(def))
@@ -221,9 +219,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     SmallVector<Value> descs;
     for (UnpipelinedLoad &load : l.loads) {
       Value desc = load.copy.getDesc();
-      FailureOr<Value> made = l.loop.isDefinedOutsideOfLoop(desc)
-                                  ? producerValue(b, desc, map, ws)
-                                  : FailureOr<Value>(Value());
+      FailureOr<Value> made = l.loop.isDefinedOutsideOfLoop(desc) ? producerValue(b, desc, map, ws)
+                                                                  : FailureOr<Value>(Value());
       if (failed(made))
         return load.copy.emitOpError("has a descriptor the producer cannot compute");
       descs.push_back(*made);
@@ -238,8 +235,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     MbarrierWaitOp::create(ib, loc, empty, s, freed);
     for (auto [index, load] : llvm::enumerate(l.loads)) {
       AsyncCopyOp copy = load.copy;
-      FailureOr<Value> desc =
-          descs[index] ? descs[index] : producerValue(ib, copy.getDesc(), iterMap, ws);
+      FailureOr<Value> desc = descs[index] ? descs[index]
+                                           : producerValue(ib, copy.getDesc(), iterMap, ws);
       SmallVector<Value> offsets;
       for (Value o : copy.getOffsets()) {
         FailureOr<Value> v = producerValue(ib, o, iterMap, ws);
@@ -307,8 +304,7 @@ struct WarpSpecialize : tessel::tilegpu::impl::TileGPUWarpSpecializeBase<WarpSpe
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(warpSpecialize(getOperation(), producerWarps, producerRegisters,
-                              consumerRegisters)))
+    if (failed(warpSpecialize(getOperation(), producerWarps, producerRegisters, consumerRegisters)))
       signalPassFailure();
   }
 };

@@ -267,8 +267,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     // loops of the attention shape when asked for, a GEMM's accumulating wgmma kept in flight
     // (three stages or more), then software pipelining of the loops, and the block loaded
     // before a loop (Q) waited for below the loop's first copies.
-    bool isWgmma =
-        tessel::tilegpu::programLayout(work).getKind() == tessel::tilegpu::MmaKind::Wgmma;
+    bool isWgmma = tessel::tilegpu::programLayout(work).getKind() ==
+                   tessel::tilegpu::MmaKind::Wgmma;
     bool overlap = wgmmaOverlap && isWgmma;
     bool allocated = false;
     if (!placed && warpSpecialize && isWgmma && !overlap && specializes(work)) {
@@ -282,10 +282,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     }
     if (!placed &&
         ((!allocated && failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages))) ||
-                    (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
-                    failed(tessel::tilegpu::asyncAccumulate(work)) ||
-                    (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
-                    failed(tessel::tilegpu::pipelineLoads(work))))
+         (overlap && failed(tessel::tilegpu::overlapWgmma(work))) ||
+         failed(tessel::tilegpu::asyncAccumulate(work)) ||
+         (wgmmaAsyncDots && failed(tessel::tilegpu::asyncDots(work))) ||
+         failed(tessel::tilegpu::pipelineLoads(work))))
       return failure();
     if (!placed && sinkWaits)
       tessel::tilegpu::sinkWaits(work);

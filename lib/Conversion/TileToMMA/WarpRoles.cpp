@@ -46,18 +46,18 @@ LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
     b.setInsertionPoint(first.thenBlock()->getTerminator());
     int64_t stages = init.getBarriers().getType().getStages();
     for (int64_t s = 0; s < stages; ++s) {
-      Value at = LLVM::GEPOp::create(
-          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), b.getI8Type(), smemBase,
-          ValueRange{arith::AddIOp::create(b, loc, scalars.lookup(init.getBarriers()),
-                                           ci32(s * init.getBarriers().getType().getStageBytes()))});
+      Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+                                     b.getI8Type(), smemBase,
+                                     ValueRange{arith::AddIOp::create(
+                                         b, loc, scalars.lookup(init.getBarriers()),
+                                         ci32(s * init.getBarriers().getType().getStageBytes()))});
       NVVM::MBarrierInitOp::create(b, loc, at, ci32(init.getCount()), Value());
     }
     return success();
   }
   if (auto arrive = dyn_cast<tilegpu::MbarrierArriveOp>(op)) {
-    NVVM::MBarrierArriveOp::create(b, loc, TypeRange(),
-                                   barrierAddress(arrive.getBarriers(), arrive.getStage()),
-                                   Value());
+    NVVM::MBarrierArriveOp::create(
+        b, loc, TypeRange(), barrierAddress(arrive.getBarriers(), arrive.getStage()), Value());
     return success();
   }
   if (auto arrive = dyn_cast<tilegpu::AsyncCopyArriveOp>(op)) {
@@ -66,8 +66,7 @@ LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
     return success();
   }
   auto wait = cast<tilegpu::MbarrierWaitOp>(op);
-  NVVM::MBarrierTryWaitParityOp::create(b, loc,
-                                        barrierAddress(wait.getBarriers(), wait.getStage()),
+  NVVM::MBarrierTryWaitParityOp::create(b, loc, barrierAddress(wait.getBarriers(), wait.getStage()),
                                         toI32(scalars.lookup(wait.getPhase())), ci32(1000000));
   return success();
 }
