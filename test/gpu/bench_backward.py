@@ -3,7 +3,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_backward.py [--json OUT.json]
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows]
-        [--concurrent-dq] [--dq-blocks 64x64] [--with-deterministic] [--fused-dq 64 128]
+        [--concurrent-dq] [--dq-blocks 64x64] [--keyrows-blocks 64x128] [--with-deterministic] [--fused-dq 64 128]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -41,6 +41,9 @@ def main():
     ap.add_argument("--no-split-keyrows", action="store_true",
                     help="dV and dK by one program at d256 too (backward.SPLIT_KEYROWS = (); "
                          "to compare)")
+    ap.add_argument("--keyrows-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
+                    help="the key-rows dK/dV program's blocks at d128 on sm_90a (query x key "
+                         "rows; backward.FAST_KEYROWS_BLOCKS_SM90): 64x128 is two warpgroups")
     ap.add_argument("--dq-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
                     help="the dQ program's blocks at d128 on sm_90a, e.g. 64x64 "
                          "(backward.FAST_DQ_BLOCKS_SM90; default 128x128)")
@@ -80,6 +83,9 @@ def main():
     if args.concurrent_dq:
         import tessel.backward
         tessel.backward.CONCURRENT_DQ = True
+    if args.keyrows_blocks:
+        import tessel.backward
+        tessel.backward.FAST_KEYROWS_BLOCKS_SM90 = {128: args.keyrows_blocks}
     if args.dq_blocks:
         import tessel.backward
         tessel.backward.FAST_DQ_BLOCKS_SM90 = {128: args.dq_blocks}
@@ -88,7 +94,8 @@ def main():
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, async_dots=args.async_dots,
-                  concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks, rows=[])
+                  concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks,
+                  keyrows_blocks=args.keyrows_blocks, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
