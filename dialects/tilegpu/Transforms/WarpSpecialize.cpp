@@ -68,6 +68,21 @@ FailureOr<Value> producerValue(OpBuilder &b, Value v, IRMapping &map, Operation 
   return clone->getResult(cast<OpResult>(v).getResultNumber());
 }
 
+/// Whether the producer can compute `v` (producerValue then succeeds): an argument, `iv`, a
+/// value defined at or before `start` in the function's block, or one that producerComputable
+/// ops make from such values.
+bool computable(Value v, Operation *start, Value iv) {
+  if (v == iv)
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return isa<func::FuncOp>(cast<BlockArgument>(v).getOwner()->getParentOp());
+  if (def->getBlock() == start->getBlock() && !start->isBeforeInBlock(def))
+    return true;
+  return producerComputable(def) &&
+         llvm::all_of(def->getOperands(), [&](Value o) { return computable(o, start, iv); });
+}
+
 /// The bytes `alloc` spans.
 std::pair<int64_t, int64_t> span(AllocOp alloc) {
   int64_t start = *alloc.getOffset();
@@ -117,6 +132,23 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   auto returnOp = dyn_cast<func::ReturnOp>(body.getTerminator());
   if (!returnOp || returnOp.getNumOperands() != 0)
     return false;
+  SmallVector<AllocOp> allocs(body.getOps<AllocOp>());
+  if (allocs.empty() || llvm::any_of(allocs, [](AllocOp a) { return !a.getOffset(); }))
+    return false;
+  // What the producer computes again — each loop's bounds, its copies' descriptors and
+  // offsets — must be computable from what precedes the split (after the last buffer): a
+  // bound or address read from a tile stays with the pipelined schedule.
+  Operation *split = allocs.back();
+  for (StreamedLoop &l : loops) {
+    Value iv = l.loop.getInductionVar();
+    SmallVector<Value> needed{l.loop.getLowerBound(), l.loop.getUpperBound(), l.loop.getStep()};
+    for (UnpipelinedLoad &load : l.loads) {
+      needed.push_back(load.copy.getDesc());
+      llvm::append_range(needed, load.copy.getOffsets());
+    }
+    if (!llvm::all_of(needed, [&](Value v) { return computable(v, split, iv); }))
+      return false;
+  }
 
   // Shared memory: the ring's buffers stay; a buffer outside loops that overlaps the ring (Q,
   // reused by the ring once read) gets bytes of its own, since the producer now fills the
@@ -126,12 +158,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   for (StreamedLoop &l : loops)
     for (UnpipelinedLoad &load : l.loads)
       ringAllocs.insert(load.copy.getBuffer().getDefiningOp());
-  SmallVector<AllocOp> allocs(body.getOps<AllocOp>());
-  for (AllocOp alloc : allocs) {
-    if (!alloc.getOffset())
-      return false;
+  for (AllocOp alloc : allocs)
     end = std::max(end, span(alloc).second);
-  }
   for (AllocOp alloc : allocs) {
     if (ringAllocs.contains(alloc))
       continue;

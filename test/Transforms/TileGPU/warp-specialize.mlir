@@ -4,7 +4,8 @@
 // iteration count, waits for `full[i]` where each load waited for its copy (no CTA barrier),
 // reads the stage of that count and arrives on `empty` at the end of the body. Q, which the
 // ring reused, gets bytes of its own. Programs it does not apply to are left as they are.
-// RUN: tessel-opt %s --split-input-file --tilegpu-warp-specialize | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --allow-unregistered-dialect --tilegpu-warp-specialize \
+// RUN:   | FileCheck %s
 
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
@@ -152,6 +153,36 @@ func.func @pipelined(%kd: !tile.desc<2, f16>, %ub: i32) {
     gpu.barrier
     %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
     scf.yield %sn, %gn : i32, !tilegpu.token
+  }
+  return
+}
+
+// -----
+
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+
+// A bound the producer cannot compute (made by an op it may not run again): the program as
+// it was, left to the pipelined schedule.
+// CHECK-LABEL: func.func @opaque_bound
+// CHECK-NOT: warp_specialize
+// CHECK: tilegpu.async_wait %{{.*}} {pending = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+func.func @opaque_bound(%kd: !tile.desc<2, f16>) {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 16384 : i64} : !ring
+  %ub = "test.opaque"() : () -> i32
+  scf.for %j = %c0 to %ub step %c64 : i32 {
+    %i = arith.divui %j, %c64 : i32
+    %s = arith.remui %i, %c2 : i32
+    %kt = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+    %kg = tilegpu.async_commit %kt
+    tilegpu.async_wait %kg {pending = 0 : i32}
+    gpu.barrier
+    %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
   }
   return
 }
