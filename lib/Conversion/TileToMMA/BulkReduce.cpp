@@ -83,7 +83,7 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
     // The buffer is free once the reductions issued from it have read it (each issuing thread
     // waits for its own, the barrier for all of them).
     ptxStatement(b, loc, "cp.async.bulk.wait_group.read 0;", {}, "");
-    gpu::BarrierOp::create(b, loc);
+    emitBarrier(loc);
     // Acc register 4·s + 2·h + e is element (rows[h], 8·s + quad + e).
     {
       OpBuilder::InsertionGuard inRound(b);
@@ -116,7 +116,7 @@ LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
       }
     }
     fenceSharedForAsyncProxy(loc);
-    gpu::BarrierOp::create(b, loc);
+    emitBarrier(loc);
     // Thread t adds run round·perRound + t, when that run is inside the tensor.
     Value run = arith::AddIOp::create(b, loc, tid, ci32(round * perRound));
     Value grun = arith::AddIOp::create(b, loc, across, toI64(run));

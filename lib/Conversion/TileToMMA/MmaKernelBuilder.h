@@ -204,8 +204,8 @@ private:
   /// The mbarrier ops (init, arrive, async_copy_arrive, wait), in WarpRoles.cpp.
   LogicalResult emitMbarrierOp(Operation *op);
   static bool isMbarrierOp(Operation *op);
-  /// The shared address of stage `stage` of a ring of mbarriers.
-  Value barrierAddress(Value barriers, Value stage);
+  /// The shared address of an mbarrier `bytes` (i32) into the kernel's shared memory.
+  Value barrierAddress(Value bytes);
   /// A barrier of the threads that run this code: the CTA's, or the consumers' named barrier
   /// inside a warp-specialized kernel's consumer region.
   void emitBarrier(Location loc);

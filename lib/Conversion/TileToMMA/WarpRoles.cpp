@@ -28,11 +28,9 @@ void MmaKernelBuilder::emitBarrier(Location loc) {
   NVVM::BarrierOp::create(b, loc, TypeRange(), ci32(1), ci32(numThreads()), {}, Value());
 }
 
-Value MmaKernelBuilder::barrierAddress(Value barriers, Value stage) {
-  Location loc = b.getUnknownLoc();
-  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase,
-                             ValueRange{bufferBytes(barriers, stage)});
+Value MmaKernelBuilder::barrierAddress(Value bytes) {
+  return LLVM::GEPOp::create(b, b.getUnknownLoc(), LLVM::LLVMPointerType::get(b.getContext(), 3),
+                             b.getI8Type(), smemBase, ValueRange{bytes});
 }
 
 LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
@@ -46,28 +44,28 @@ LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
     b.setInsertionPoint(first.thenBlock()->getTerminator());
     int64_t stages = init.getBarriers().getType().getStages();
     for (int64_t s = 0; s < stages; ++s) {
-      Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
-                                     b.getI8Type(), smemBase,
-                                     ValueRange{arith::AddIOp::create(
-                                         b, loc, scalars.lookup(init.getBarriers()),
-                                         ci32(s * init.getBarriers().getType().getStageBytes()))});
-      NVVM::MBarrierInitOp::create(b, loc, at, ci32(init.getCount()), Value());
+      Value bytes = arith::AddIOp::create(b, loc, scalars.lookup(init.getBarriers()),
+                                          ci32(s * init.getBarriers().getType().getStageBytes()));
+      NVVM::MBarrierInitOp::create(b, loc, barrierAddress(bytes), ci32(init.getCount()), Value());
     }
     return success();
   }
   if (auto arrive = dyn_cast<tilegpu::MbarrierArriveOp>(op)) {
     NVVM::MBarrierArriveOp::create(
-        b, loc, TypeRange(), barrierAddress(arrive.getBarriers(), arrive.getStage()), Value());
+        b, loc, TypeRange(), barrierAddress(bufferBytes(arrive.getBarriers(), arrive.getStage())),
+        Value());
     return success();
   }
   if (auto arrive = dyn_cast<tilegpu::AsyncCopyArriveOp>(op)) {
     NVVM::CpAsyncMBarrierArriveOp::create(
-        b, loc, barrierAddress(arrive.getBarriers(), arrive.getStage()), /*noinc=*/true);
+        b, loc, barrierAddress(bufferBytes(arrive.getBarriers(), arrive.getStage())),
+        /*noinc=*/true);
     return success();
   }
   auto wait = cast<tilegpu::MbarrierWaitOp>(op);
-  NVVM::MBarrierTryWaitParityOp::create(b, loc, barrierAddress(wait.getBarriers(), wait.getStage()),
-                                        toI32(scalars.lookup(wait.getPhase())), ci32(1000000));
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, loc, barrierAddress(bufferBytes(wait.getBarriers(), wait.getStage())),
+      toI32(scalars.lookup(wait.getPhase())), ci32(1000000));
   return success();
 }
 
