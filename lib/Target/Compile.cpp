@@ -86,6 +86,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.occupancyHints ? "" : ";no-occupancy-hints") +
          (options.sinkWaits ? "" : ";no-sink-waits") +
          (options.warpSpecialize ? "" : ";no-warp-specialize") +
+         (options.overlapConsumers ? "" : ";no-overlap-consumers") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

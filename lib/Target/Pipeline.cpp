@@ -86,6 +86,11 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                              "warpgroup copies the loops' blocks "
                                              "(tilegpu-warp-specialize)."),
                               llvm::cl::init(true)};
+  Option<bool> overlapConsumers{*this, "overlap-consumers",
+                                llvm::cl::desc("In a producer's consumers, the softmax under the "
+                                               "previous block's P·V "
+                                               "(tilegpu-overlap-consumers)."),
+                                llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -122,6 +127,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.wgmmaAsyncDots = options.wgmmaAsyncDots;
     mmaOptions.sinkWaits = options.sinkWaits;
     mmaOptions.warpSpecialize = options.warpSpecialize;
+    mmaOptions.overlapConsumers = options.overlapConsumers;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -224,6 +230,7 @@ void tessel::registerTargetPasses() {
           options.wgmmaAsyncDots = o.wgmmaAsyncDots;
           options.sinkWaits = o.sinkWaits;
           options.warpSpecialize = o.warpSpecialize;
+          options.overlapConsumers = o.overlapConsumers;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

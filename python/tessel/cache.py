@@ -58,8 +58,8 @@ class GpuOptions:
     Raises:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
-        TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits or
-            warp_specialize that is not a bool.
+        TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
+            warp_specialize or overlap_consumers that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -99,6 +99,11 @@ class GpuOptions:
     #: +5 to +15 % at d128 and d256 on the H200 (docs/bench/2026-12-03-h200-warp-specialize.md).
     #: On by default; off to compare.
     warp_specialize: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: In those warp-specialized kernels, FA3's intra-warpgroup overlap in each consumer
+    #: warpgroup: the softmax of a key block runs under the previous block's P·V
+    #: (tilegpu-overlap-consumers; where the registers allow: d <= 128). On by default; off to
+    #: compare.
+    overlap_consumers: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -111,7 +116,7 @@ class GpuOptions:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
-                     "warp_specialize"):
+                     "warp_specialize", "overlap_consumers"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -238,7 +243,7 @@ def ingredients(kernel, gpu):
                                                     gpu.codegen, gpu.wgmma_overlap,
                                                     gpu.num_stages, gpu.wgmma_async_dots,
                                                     gpu.occupancy_hints, gpu.sink_waits,
-                                                    gpu.warp_specialize)
+                                                    gpu.warp_specialize, gpu.overlap_consumers)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -427,7 +432,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
                                     gpu.num_stages, gpu.wgmma_async_dots,
                                     gpu.occupancy_hints, gpu.sink_waits,
-                                    gpu.warp_specialize)
+                                    gpu.warp_specialize, gpu.overlap_consumers)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

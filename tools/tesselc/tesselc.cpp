@@ -99,6 +99,12 @@ static cl::opt<bool>
                               "tilegpu-warp-specialize (to compare)"),
                      cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<bool> noOverlapConsumers(
+    "no-overlap-consumers",
+    cl::desc("In a warp-specialized kernel, keep each consumer's dots synchronous "
+             "(no tilegpu-overlap-consumers; to compare)"),
+    cl::init(false), cl::cat(tesselcCategory));
+
 static cl::opt<bool> noOccupancyHints(
     "no-occupancy-hints",
     cl::desc("Keep ptxas' first register allocation even where registers, not shared memory, "
@@ -198,6 +204,7 @@ int main(int argc, char **argv) {
   options.occupancyHints = !noOccupancyHints;
   options.sinkWaits = !noSinkWaits;
   options.warpSpecialize = !noWarpSpecialize;
+  options.overlapConsumers = !noOverlapConsumers;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

@@ -314,12 +314,19 @@ def TileGPU_MbarrierArriveOp : TileGPU_Op<"mbarrier_arrive",
     whatever a thread that waits for the phase does after its wait. The consumers of a
     warp-specialized loop arrive on the `empty` barrier of a stage once they are done with it.
 
+    With `if %pred`, only where `%pred` holds (the same value in every thread of the
+    warpgroup): the consumers of an overlapped loop release a stage one iteration late, and
+    not in the first iteration (tilegpu-overlap-consumers).
+
     ```mlir
     tilegpu.mbarrier_arrive %empty[%s] : !tilegpu.smem<1xi64, stages = 2>
+    tilegpu.mbarrier_arrive %empty_v[%prev] if %real : !tilegpu.smem<1xi64, stages = 2>
     ```
   }];
-  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage);
-  let assemblyFormat = "$barriers `[` $stage `]` attr-dict `:` qualified(type($barriers))";
+  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage, Optional<I1>:$pred);
+  let assemblyFormat = [{
+    $barriers `[` $stage `]` (`if` $pred^)? attr-dict `:` qualified(type($barriers))
+  }];
 }
 
 def TileGPU_AsyncCopyArriveOp : TileGPU_Op<"async_copy_arrive",
@@ -347,13 +354,16 @@ def TileGPU_MbarrierWaitOp : TileGPU_Op<"mbarrier_wait", [MemoryEffects<[MemRead
     complete; waiting for parity 1 then returns at once (the phase "before" the first), which
     is how a producer passes its first lap of the ring's `empty` barriers.
 
+    With `if %pred`, only where `%pred` holds (uniform over the warpgroup).
+
     ```mlir
     tilegpu.mbarrier_wait %full[%s], %phase : !tilegpu.smem<1xi64, stages = 2>
+    tilegpu.mbarrier_wait %full_v[%prev], %prev_phase if %real : !tilegpu.smem<1xi64, stages = 2>
     ```
   }];
-  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage, I32:$phase);
+  let arguments = (ins TileGPU_Barriers:$barriers, I32:$stage, I32:$phase, Optional<I1>:$pred);
   let assemblyFormat = [{
-    $barriers `[` $stage `]` `,` $phase attr-dict `:` qualified(type($barriers))
+    $barriers `[` $stage `]` `,` $phase (`if` $pred^)? attr-dict `:` qualified(type($barriers))
   }];
 }
 

@@ -84,6 +84,11 @@ void sinkWaits(mlir::func::FuncOp program);
 mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t producerWarps = 4,
                                      int64_t producerRegisters = 0, int64_t consumerRegisters = 0);
 
+/// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
+/// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
+/// the attention shape or its registers would not fit.
+mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program);
+
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);

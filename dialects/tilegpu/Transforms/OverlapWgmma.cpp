@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tilegpu/Transforms/AttentionDots.h"
 #include "tilegpu/Transforms/LoopLoads.h"
 #include "tilegpu/Transforms/MmaClass.h"
 #include "tilegpu/Transforms/Passes.h"
@@ -32,14 +33,9 @@ namespace tile = tessel::tile;
 namespace {
 
 /// A loop with the attention shape, in allocate-shared's form.
-struct AttentionLoop {
+struct AttentionLoop : AttentionDots {
   scf::ForOp loop;
   UnpipelinedLoad k, v;
-  tile::DotOp sDot, pvDot;
-  LocalLoadOp kRead, vRead;
-  /// O among the iter_args; f(O), the dot's accumulator, is O or this product.
-  unsigned accIndex = 0;
-  arith::MulFOp rescale;
 };
 
 /// What a loop leaves to the next one: the stage it starts in, the pending P·V, and the copy
@@ -48,58 +44,20 @@ struct Pending {
   Value stage, p, vBuffer, vStage, group;
 };
 
-bool isZeroSplat(Value v) {
-  auto cst = v.getDefiningOp<arith::ConstantOp>();
-  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
-  return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
-}
-
 std::optional<AttentionLoop> match(scf::ForOp loop) {
   int64_t stages;
   SmallVector<UnpipelinedLoad> loads = matchUnpipelinedLoads(loop, stages);
-  SmallVector<tile::DotOp> dots(loop.getBody()->getOps<tile::DotOp>());
-  if (loads.size() != 2 || stages != 2 || dots.size() != 2)
+  if (loads.size() != 2 || stages != 2)
     return std::nullopt;
-  AttentionLoop m{loop, loads[0], loads[1], dots[0], dots[1], {}, {}, 0, {}};
-  auto layout = dyn_cast_or_null<MmaEncodingAttr>(
-      cast<RankedTensorType>(m.sDot.getResult().getType()).getEncoding());
-  if (!layout || layout.getKind() != MmaKind::Wgmma)
+  std::optional<AttentionDots> dots = matchAttentionDots(loop);
+  if (!dots || dots->kRead.getBuffer() != loads[0].copy.getBuffer() ||
+      dots->vRead.getBuffer() != loads[1].copy.getBuffer())
     return std::nullopt;
-  // S = Q·K_jᵀ: Q from outside the loop, K read transposed, a fresh accumulator.
-  m.kRead = m.sDot.getB().getDefiningOp<LocalLoadOp>();
-  if (!m.kRead || !m.kRead.getTranspose() || m.kRead.getBuffer() != m.k.copy.getBuffer() ||
-      !m.kRead->hasOneUse() || !loop.isDefinedOutsideOfLoop(m.sDot.getA()) ||
-      !loop.isDefinedOutsideOfLoop(m.sDot.getAcc()) || !isZeroSplat(m.sDot.getAcc()))
-    return std::nullopt;
-  // P·V: P made in the body, V read as stored.
-  m.vRead = m.pvDot.getB().getDefiningOp<LocalLoadOp>();
-  if (!m.vRead || m.vRead.getTranspose() || m.vRead.getBuffer() != m.v.copy.getBuffer() ||
-      !m.vRead->hasOneUse() || loop.isDefinedOutsideOfLoop(m.pvDot.getA()))
-    return std::nullopt;
-  // The first iteration's spare P·V reads the K block as V: the buffers must be alike.
-  auto kAlloc = m.k.copy.getBuffer().getDefiningOp<AllocOp>();
-  auto vAlloc = m.v.copy.getBuffer().getDefiningOp<AllocOp>();
-  if (!kAlloc || !vAlloc || kAlloc.getType() != vAlloc.getType() ||
-      kAlloc.getStageStride() != vAlloc.getStageStride())
-    return std::nullopt;
-  // f(O): the carried O, or O times something, used only by the dot.
-  Value acc = m.pvDot.getAcc();
-  if (auto mul = acc.getDefiningOp<arith::MulFOp>()) {
-    if (!acc.hasOneUse() || !isa<BlockArgument>(mul.getLhs()))
-      return std::nullopt;
-    m.rescale = mul;
-    acc = mul.getLhs();
-  }
-  auto arg = dyn_cast<BlockArgument>(acc);
-  if (!arg || arg.getOwner() != loop.getBody() || arg.getArgNumber() == 0 || !arg.hasOneUse())
-    return std::nullopt;
-  m.accIndex = arg.getArgNumber() - 1;
-  // O' is yielded in O's place and used nowhere else.
-  Value result = m.pvDot.getResult();
-  Operation *yield = loop.getBody()->getTerminator();
-  if (!result.hasOneUse() || *result.getUsers().begin() != yield ||
-      yield->getOperand(m.accIndex) != result)
-    return std::nullopt;
+  AttentionLoop m;
+  static_cast<AttentionDots &>(m) = *dots;
+  m.loop = loop;
+  m.k = loads[0];
+  m.v = loads[1];
   return m;
 }
 

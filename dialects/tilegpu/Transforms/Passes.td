@@ -146,6 +146,25 @@ def TileGPUWarpSpecialize : Pass<"tilegpu-warp-specialize", "::mlir::func::FuncO
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::FuncOp"> {
+  let summary = "FA3's intra-warpgroup overlap in the consumers of a producer warpgroup.";
+  let description = [{
+    Runs after `tilegpu-warp-specialize`, on the consumers' loops that have the attention shape
+    (the dots `tilegpu-overlap-wgmma` rewrites; K's and V's full barriers waited for right
+    before each is read, both released at the end of the body). Iteration j (count i) then
+    waits for K_j and — from the second iteration on — V_{j−1}, issues S_j = Q·K_jᵀ and
+    P_{j−1}·V_{j−1} as two `tilegpu.wgmma` groups, waits with `pending = 1` for S_j and releases
+    K_j, computes the softmax while P·V runs, waits with `pending = 0` for O (tying P_j) and
+    releases V_{j−1}, and yields f(O). The loop carries P and where its V block is (buffer,
+    stage). The first iteration's P·V is a spare: P = 0 against K_j's block, so K_j is
+    released after O's wait there. After the loop the last P·V is drained (wait for V_last,
+    P·V, release); a loop that ran no iteration keeps its O (a select: the spare would read a
+    block never copied). The producer is unchanged. Nothing is done where the registers the
+    schedule holds (S, O, P, Q) would not fit the consumers' (d256).
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
+}
+
 def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap: P·V of one key block runs under the next softmax.";
   let description = [{

@@ -188,15 +188,18 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     end += barrierType.getBytes();
     return alloc.getResult();
   };
-  // full[i]: load i of an iteration has landed (one arrival per producer thread); empty: every
-  // consumer thread is done with the stage.
-  SmallVector<Value> full;
+  // full[i]: load i of an iteration has landed (one arrival per producer thread); empty[i]:
+  // every consumer thread is done with load i's block in the stage (one barrier a load, so that
+  // tilegpu-overlap-consumers can release K before V).
+  SmallVector<Value> full, empty;
   for (int64_t i = 0; i < loadsPerIteration; ++i)
     full.push_back(newBarriers());
-  Value empty = newBarriers();
+  for (int64_t i = 0; i < loadsPerIteration; ++i)
+    empty.push_back(newBarriers());
   for (Value f : full)
     MbarrierInitOp::create(b, loc, f, b.getI32IntegerAttr(producerThreads));
-  MbarrierInitOp::create(b, loc, empty, b.getI32IntegerAttr(consumerThreads));
+  for (Value e : empty)
+    MbarrierInitOp::create(b, loc, e, b.getI32IntegerAttr(consumerThreads));
   gpu::BarrierOp::create(b, loc);
   program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
   // Registers: the CTAs an SM holds by their shared memory (228 KiB on sm_90, one reserved per
@@ -226,8 +229,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   consumers->getOperations().splice(consumers->end(), body.getOperations(),
                                     std::next(Block::iterator(ws)), Block::iterator(returnOp));
 
-  // The producer: per loop, the same iterations, each waiting for its stage to be empty, then
-  // copying the iteration's blocks, each followed by its arrival on full[i].
+  // The producer: per loop, the same iterations, each block waiting for its part of the stage
+  // to be empty, then copied, then its arrival on full[i].
   b.setInsertionPointToStart(producer);
   IRMapping map;
   Value it = constI32(b, loc, 0);
@@ -260,8 +263,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     Value i = copies.getRegionIterArgs()[0];
     auto [s, phase] = stageAndPhase(ib, i);
     Value freed = arith::XOrIOp::create(ib, loc, phase, constI32(ib, loc, 1));
-    MbarrierWaitOp::create(ib, loc, empty, s, freed);
     for (auto [index, load] : llvm::enumerate(l.loads)) {
+      MbarrierWaitOp::create(ib, loc, empty[index], s, freed, Value());
       AsyncCopyOp copy = load.copy;
       FailureOr<Value> desc = descs[index] ? descs[index]
                                            : producerValue(ib, copy.getDesc(), iterMap, ws);
@@ -284,7 +287,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   }
 
   // The consumers: each loop counts iterations on from the last, waits for full[i] where its
-  // load i waited for the copy, reads the stage of that count, and arrives on empty when done.
+  // load i waited for the copy, reads the stage of that count, and arrives on every empty[i]
+  // at the end of the body.
   Value count = nullptr;
   for (StreamedLoop &l : loops) {
     OpBuilder ob(l.loop);
@@ -305,7 +309,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     auto [s, phase] = stageAndPhase(sb, i);
     for (auto [index, load] : llvm::enumerate(l.loads)) {
       OpBuilder wb(load.wait);
-      MbarrierWaitOp::create(wb, loc, full[index], s, phase);
+      MbarrierWaitOp::create(wb, loc, full[index], s, phase, Value());
       Value buffer = load.copy.getBuffer();
       for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
         if (auto read = dyn_cast<LocalLoadOp>(user); read && loopBody->findAncestorOpInBlock(*read))
@@ -320,7 +324,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
       eraseIfDead(address);
     }
     OpBuilder eb(loopBody->getTerminator());
-    MbarrierArriveOp::create(eb, loc, empty, s);
+    for (size_t index = 0; index < l.loads.size(); ++index)
+      MbarrierArriveOp::create(eb, loc, empty[index], s, Value());
     count = grown.getResults().back();
   }
   return true;

@@ -100,6 +100,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "B operands (a 128-row attention block): a producer warpgroup copies the loops' "
            "blocks, mbarriers between it and the consumers (tilegpu-warp-specialize), in place "
            "of the pipelined copies. Off to compare.">,
+    Option<"overlapConsumers", "overlap-consumers", "bool", /*default=*/"true",
+           "With warp-specialize: FA3's intra-warpgroup overlap in the consumers' attention "
+           "loops, the softmax of S_j under P_{j-1}·V_{j-1} (tilegpu-overlap-consumers), where "
+           "the registers allow. Off to compare.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

@@ -52,6 +52,9 @@ struct TargetOptions {
   /// mbarriers between it and the consumers (convert-tile-to-mma warp-specialize;
   /// tilegpu-warp-specialize). Off to compare.
   bool warpSpecialize = true;
+  /// In a warp-specialized kernel's consumers, FA3's intra-warpgroup overlap of the attention
+  /// loop (convert-tile-to-mma overlap-consumers; tilegpu-overlap-consumers). Off to compare.
+  bool overlapConsumers = true;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

@@ -263,7 +263,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         failed(tessel::tilegpu::assignLayouts(work, useWgmma, warpRows)))
       return failure();
     // The schedule of the loads: with warp specialization (wgmma), a producer warpgroup
-    // copying the loops' blocks through mbarriers; else FA3's overlap (two stages) on the
+    // copying the loops' blocks through mbarriers (and the consumers' dots overlapped with
+    // their softmax); else FA3's overlap (two stages) on the
     // loops of the attention shape when asked for, a GEMM's accumulating wgmma kept in flight
     // (three stages or more), then software pipelining of the loops, and the block loaded
     // before a loop (Q) waited for below the loop's first copies.
@@ -279,6 +280,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (failed(specialized))
         return failure();
       placed = *specialized;
+      if (placed && overlapConsumers && failed(tessel::tilegpu::overlapConsumers(work)))
+        return failure();
     }
     if (!placed &&
         ((!allocated && failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages))) ||

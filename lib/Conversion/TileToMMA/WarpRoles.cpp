@@ -50,6 +50,17 @@ LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
     }
     return success();
   }
+  // A predicated arrive or wait: a uniform branch around it.
+  Value pred;
+  if (auto arrive = dyn_cast<tilegpu::MbarrierArriveOp>(op))
+    pred = arrive.getPred();
+  if (auto wait = dyn_cast<tilegpu::MbarrierWaitOp>(op))
+    pred = wait.getPred();
+  OpBuilder::InsertionGuard guard(b);
+  if (pred) {
+    auto ifOp = scf::IfOp::create(b, loc, scalars.lookup(pred), /*withElseRegion=*/false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  }
   if (auto arrive = dyn_cast<tilegpu::MbarrierArriveOp>(op)) {
     NVVM::MBarrierArriveOp::create(
         b, loc, TypeRange(), barrierAddress(bufferBytes(arrive.getBarriers(), arrive.getStage())),

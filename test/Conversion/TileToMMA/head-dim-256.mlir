@@ -44,6 +44,6 @@
 // By default its K/V come from a producer warpgroup (tilegpu-warp-specialize): Q gets bytes of
 // its own beside the ring, then the mbarriers; 168 registers at launch, 232 for a consumer.
 // TALLWS: ptxas sm_90a attention: 168 registers
-// TALLWS: kernel attention: block 384x1x1, 196656 bytes dynamic smem
+// TALLWS: kernel attention: block 384x1x1, 196672 bytes dynamic smem
 
 // WIDE: needs 294912 bytes of shared memory, more than the 232448 a block may have

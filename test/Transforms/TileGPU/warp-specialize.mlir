@@ -2,7 +2,7 @@
 // producer warpgroup that runs the same iterations, waits for a stage's `empty` barrier, copies
 // into it and arrives on `full[i]` as each block lands; the consumers' loop carries the
 // iteration count, waits for `full[i]` where each load waited for its copy (no CTA barrier),
-// reads the stage of that count and arrives on `empty` at the end of the body. Q, which the
+// reads the stage of that count and arrives on `empty[i]` at the end of the body. Q, which the
 // ring reused, gets bytes of its own. Programs it does not apply to are left as they are.
 // RUN: tessel-opt %s --split-input-file --allow-unregistered-dialect --tilegpu-warp-specialize \
 // RUN:   | FileCheck %s
@@ -14,18 +14,21 @@
 !once = !tilegpu.smem<128x128xf16, stages = 1, swizzle = 128>
 
 // Q's bytes (32768..65535) were the ring's stage 1: they move past the ring (65536), then the
-// barriers: full for K and V (a producer thread each), empty (a consumer thread each).
+// barriers: full for K and V (a producer thread each), empty for K and V (a consumer thread
+// each).
 // CHECK-LABEL: func.func @attention_loop
-// CHECK-SAME: tilegpu.shared_bytes = 98352
+// CHECK-SAME: tilegpu.shared_bytes = 98368
 // CHECK: %[[K:.*]] = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64}
 // CHECK: %[[V:.*]] = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64}
 // CHECK: %[[Q:.*]] = tilegpu.alloc {offset = 65536 : i64}
 // CHECK: %[[FULLK:.*]] = tilegpu.alloc {offset = 98304 : i64} : !tilegpu.smem<1xi64, stages = 2, swizzle = 0>
 // CHECK: %[[FULLV:.*]] = tilegpu.alloc {offset = 98320 : i64}
-// CHECK: %[[EMPTY:.*]] = tilegpu.alloc {offset = 98336 : i64}
+// CHECK: %[[EMPTYK:.*]] = tilegpu.alloc {offset = 98336 : i64}
+// CHECK: %[[EMPTYV:.*]] = tilegpu.alloc {offset = 98352 : i64}
 // CHECK: tilegpu.mbarrier_init %[[FULLK]] count 128
 // CHECK: tilegpu.mbarrier_init %[[FULLV]] count 128
-// CHECK: tilegpu.mbarrier_init %[[EMPTY]] count 256
+// CHECK: tilegpu.mbarrier_init %[[EMPTYK]] count 256
+// CHECK: tilegpu.mbarrier_init %[[EMPTYV]] count 256
 // CHECK-NEXT: gpu.barrier
 // One CTA an SM (96 KiB): 168 registers a thread at launch, 232 for a consumer.
 // CHECK-NEXT: tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
@@ -45,7 +48,8 @@
 // CHECK-NEXT: tilegpu.fence_async_shared
 // CHECK-NEXT: tilegpu.local_load %[[V]][%[[S]]]
 // CHECK: %[[NEXT:.*]] = arith.addi %[[IT]]
-// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTY]][%[[S]]]
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S]]]
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYV]][%[[S]]]
 // CHECK-NEXT: scf.yield %[[NEXT]] : i32
 // The producer: the same iterations, the stage freed by the consumers' previous lap (parity
 // flipped: the first lap passes at once), K then V, each followed by its arrival.
@@ -53,9 +57,10 @@
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[PIT:.*]] = %{{.*}}) -> (i32)
 // CHECK: %[[PS:.*]] = arith.remui %[[PIT]]
 // CHECK: %[[FREED:.*]] = arith.xori
-// CHECK-NEXT: tilegpu.mbarrier_wait %[[EMPTY]][%[[PS]]], %[[FREED]]
+// CHECK-NEXT: tilegpu.mbarrier_wait %[[EMPTYK]][%[[PS]]], %[[FREED]]
 // CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[J]], %{{.*}}] into %[[K]][%[[PS]]]
 // CHECK-NEXT: tilegpu.async_copy_arrive %[[FULLK]][%[[PS]]]
+// CHECK-NEXT: tilegpu.mbarrier_wait %[[EMPTYV]][%[[PS]]], %[[FREED]]
 // CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[J]], %{{.*}}] into %[[V]][%[[PS]]]
 // CHECK-NEXT: tilegpu.async_copy_arrive %[[FULLV]][%[[PS]]]
 // CHECK-NOT: tilegpu.async_commit

@@ -1,0 +1,230 @@
+//===- OverlapConsumers.cpp - FA3's intra-warpgroup overlap beside a producer -----------===//
+//
+// tilegpu-overlap-consumers (Passes.td says the schedule): in the consumers of a
+// tilegpu.warp_specialize, the two dots of an attention loop become wgmma groups whose waits
+// are explicit, P·V one iteration late, so that each warpgroup's softmax runs under its own
+// P·V. The producer is untouched: the consumers only wait for V one iteration later and release
+// K and V on their own barriers (tilegpu-warp-specialize gives each load one).
+//
+//===--------------------------------------------------------------------------------------===//
+
+#include "tilegpu/Transforms/AttentionDots.h"
+#include "tilegpu/Transforms/LoopLoads.h"
+#include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+namespace tessel::tilegpu {
+#define GEN_PASS_DEF_TILEGPUOVERLAPCONSUMERS
+#include "tilegpu/Transforms/Passes.h.inc"
+} // namespace tessel::tilegpu
+
+using namespace mlir;
+using namespace tessel::tilegpu;
+
+namespace {
+
+/// A consumer loop in tilegpu-warp-specialize's form with the attention shape: K's and V's
+/// full barriers waited for (then a fence) right before each is read, both released at the end
+/// of the body, at the stage `count mod S` of the iteration count the loop carries last.
+struct ConsumerLoop : AttentionDots {
+  scf::ForOp loop;
+  MbarrierWaitOp kWait, vWait;
+  FenceAsyncSharedOp vFence;
+  MbarrierArriveOp kRelease, vRelease;
+  int64_t stages = 0;
+};
+
+/// The wait and fence right before `read`, at its stage.
+MbarrierWaitOp waitBefore(LocalLoadOp read, FenceAsyncSharedOp &fence) {
+  fence = dyn_cast_or_null<FenceAsyncSharedOp>(read->getPrevNode());
+  auto wait = fence ? dyn_cast_or_null<MbarrierWaitOp>(fence->getPrevNode()) : MbarrierWaitOp();
+  return wait && !wait.getPred() && wait.getStage() == read.getStage() ? wait : MbarrierWaitOp();
+}
+
+std::optional<ConsumerLoop> match(scf::ForOp loop) {
+  std::optional<AttentionDots> dots = matchAttentionDots(loop);
+  if (!dots)
+    return std::nullopt;
+  ConsumerLoop m;
+  static_cast<AttentionDots &>(m) = *dots;
+  m.loop = loop;
+  Block *body = loop.getBody();
+  FenceAsyncSharedOp kFence;
+  m.kWait = waitBefore(m.kRead, kFence);
+  m.vWait = waitBefore(m.vRead, m.vFence);
+  if (!m.kWait || !m.vWait || m.kWait->getBlock() != body || m.vWait->getBlock() != body ||
+      !m.kWait->isBeforeInBlock(m.vWait) || m.kWait.getPhase() != m.vWait.getPhase() ||
+      m.kWait.getStage() != m.vWait.getStage())
+    return std::nullopt;
+  // The count: the last iter_arg, yielded plus one; the stage is count mod S.
+  BlockArgument count = loop.getRegionIterArgs().back();
+  Operation *yield = body->getTerminator();
+  auto next = yield->getOperands().back().getDefiningOp<arith::AddIOp>();
+  auto stage = m.kWait.getStage().getDefiningOp<arith::RemUIOp>();
+  m.stages = m.kWait.getBarriers().getType().getStages();
+  if (!count.getType().isInteger(32) || !next || next.getLhs() != count ||
+      !matchPattern(next.getRhs(), m_One()) || !stage || stage.getLhs() != count ||
+      getConstantIntValue(stage.getRhs()) != m.stages)
+    return std::nullopt;
+  // The releases: K's then V's, in the order of the loads (tilegpu-warp-specialize's empty[i]).
+  SmallVector<MbarrierArriveOp> releases(body->getOps<MbarrierArriveOp>());
+  if (releases.size() != 2 ||
+      llvm::any_of(releases, [&](MbarrierArriveOp a) {
+        return a.getPred() || a.getStage() != m.kWait.getStage();
+      }))
+    return std::nullopt;
+  m.kRelease = releases[0];
+  m.vRelease = releases[1];
+  return m;
+}
+
+/// The registers a consumer thread holds across the softmax in the overlapped schedule: S_j,
+/// O, P_{j−1} in flight and Q, the A of S; plus about 40 for addresses, row statistics and
+/// indices. Where that is more than the consumers get (d256: S 64 + O 128 + P 32 + Q 64),
+/// ptxas would spill: the loop keeps the synchronous dots.
+int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
+  auto elements = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return type.getNumElements() * type.getElementTypeBitWidth() / 32 / consumerThreads;
+  };
+  return elements(m.sDot.getResult()) + elements(m.pvDot.getResult()) +
+         elements(m.pvDot.getA()) + elements(m.sDot.getA()) + 40;
+}
+
+/// The stage and phase of iteration count `i`.
+std::pair<Value, Value> stageAndPhase(OpBuilder &b, Location loc, Value i, int64_t stages) {
+  Value s = arith::RemUIOp::create(b, loc, i, constI32(b, loc, stages));
+  Value lap = arith::DivUIOp::create(b, loc, i, constI32(b, loc, stages));
+  return {s, arith::AndIOp::create(b, loc, lap, constI32(b, loc, 1))};
+}
+
+/// Rewrites `m` into the overlapped schedule and drains its last P·V after it.
+LogicalResult overlap(ConsumerLoop &m) {
+  scf::ForOp loop = m.loop;
+  Location loc = loop.getLoc();
+  IRRewriter rw(loop.getContext());
+  rw.setInsertionPoint(loop);
+  Value kBuffer = m.kRead.getBuffer(), vBuffer = m.vRead.getBuffer();
+  Value fullV = m.vWait.getBarriers(), emptyK = m.kRelease.getBarriers(),
+        emptyV = m.vRelease.getBarriers();
+  Value first = loop.getInitArgs().back();
+  // Before the first iteration nothing is pending: P = 0 against that iteration's K block
+  // (waited for just before), which adds exactly 0 to O.
+  auto pType = cast<RankedTensorType>(m.pvDot.getA().getType());
+  Value p0 = arith::ConstantOp::create(
+      rw, loc, DenseElementsAttr::get(pType, rw.getZeroAttr(pType.getElementType())));
+  Value firstStage = stageAndPhase(rw, loc, first, m.stages).first;
+  SmallVector<Value> carried{p0, kBuffer, firstStage};
+  unsigned countIndex = loop.getNumRegionIterArgs() - 1;
+  FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
+      rw, carried, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &b, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+        // The body is still the old loop's here: it moves into the new loop afterwards.
+        Value p = args[0], pvBuffer = args[1], pvStage = args[2];
+        Value count = loop.getRegionIterArgs()[countIndex];
+        Value stage = m.kWait.getStage();
+        Value o = loop.getRegionIterArgs()[m.accIndex];
+        OpBuilder::InsertionGuard guard(b);
+        // V_{j−1} (none in the first iteration) has landed too before the dots.
+        b.setInsertionPointAfter(m.kWait);
+        Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, count, first);
+        Value prev = arith::SubIOp::create(b, loc, count, constI32(b, loc, 1));
+        auto [prevStage, prevPhase] = stageAndPhase(b, loc, prev, m.stages);
+        MbarrierWaitOp::create(b, loc, fullV, prevStage, prevPhase, real);
+        // S_j and P_{j−1}·V_{j−1} as two groups.
+        b.setInsertionPoint(m.kRead);
+        Value s = WgmmaOp::create(b, m.sDot.getLoc(), m.sDot.getResult().getType(), m.sDot.getA(),
+                                  kBuffer, stage, m.sDot.getAcc(), /*transpose_b=*/true);
+        Value pv = WgmmaOp::create(b, m.pvDot.getLoc(), m.pvDot.getResult().getType(), p, pvBuffer,
+                                   pvStage, o, /*transpose_b=*/false);
+        // S_j is in: K_j is free, unless the spare P·V (first iteration) still reads it.
+        auto sWait = WgmmaWaitOp::create(b, loc, TypeRange{s.getType()}, ValueRange{s}, 1);
+        MbarrierArriveOp::create(b, loc, emptyK, stage, real);
+        m.sDot.getResult().replaceAllUsesWith(sWait.getResult(0));
+        // O is complete before f(O); the wait also ties P_j, so that what makes it stays above.
+        b.setInsertionPoint(m.pvDot);
+        Value pj = m.pvDot.getA();
+        auto oWait = WgmmaWaitOp::create(b, loc, TypeRange{pv.getType(), pj.getType()},
+                                         ValueRange{pv, pj}, 0);
+        Value spare = arith::XOrIOp::create(
+            b, loc, real, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+        MbarrierArriveOp::create(b, loc, emptyK, stage, spare);
+        MbarrierArriveOp::create(b, loc, emptyV, prevStage, real);
+        Value fo = oWait.getResult(0);
+        if (m.rescale)
+          fo = arith::MulFOp::create(b, m.rescale.getLoc(), fo, m.rescale.getRhs());
+        loop.getBody()->getTerminator()->setOperand(m.accIndex, fo);
+        m.pvDot.erase();
+        if (m.rescale)
+          m.rescale.erase();
+        m.sDot.erase();
+        m.kRead.erase();
+        m.vRead.erase();
+        m.vFence.erase();
+        m.vWait.erase();
+        m.kRelease.erase();
+        m.vRelease.erase();
+        return {oWait.getResult(1), vBuffer, stage};
+      });
+  if (failed(replaced))
+    return failure();
+  auto grown = cast<scf::ForOp>(replaced->getOperation());
+  unsigned n = grown.getNumResults() - carried.size();
+  Value p = grown.getResult(n), pvBuffer = grown.getResult(n + 1),
+        pvStage = grown.getResult(n + 2), end = grown.getResult(countIndex);
+  // The drain: V_last lands, then the last P·V. A loop that ran no iteration has nothing
+  // pending (its spare would read a K block never copied): O is kept as it was.
+  OpBuilder b(grown.getContext());
+  b.setInsertionPointAfter(grown);
+  Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, end, first);
+  Value prev = arith::SubIOp::create(b, loc, end, constI32(b, loc, 1));
+  auto [prevStage, prevPhase] = stageAndPhase(b, loc, prev, m.stages);
+  MbarrierWaitOp::create(b, loc, fullV, prevStage, prevPhase, real);
+  FenceAsyncSharedOp::create(b, loc);
+  Value o = grown.getResult(m.accIndex);
+  auto pv = WgmmaOp::create(b, loc, o.getType(), p, pvBuffer, pvStage, o, /*transpose_b=*/false);
+  auto wait = WgmmaWaitOp::create(b, loc, TypeRange{o.getType()}, ValueRange{pv}, 0);
+  MbarrierArriveOp::create(b, loc, emptyV, prevStage, real);
+  auto kept = arith::SelectOp::create(b, loc, real, wait.getResult(0), o);
+  o.replaceAllUsesExcept(kept, SmallPtrSet<Operation *, 2>{pv, kept});
+  return success();
+}
+
+struct OverlapConsumers
+    : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<OverlapConsumers> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(overlapConsumers(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program) {
+  SmallVector<ConsumerLoop> loops;
+  bool fits = true;
+  program.walk([&](WarpSpecializeOp ws) {
+    int64_t threads = programLayout(program).getWarps() * 32;
+    for (auto loop : ws.getConsumers().front().getOps<scf::ForOp>()) {
+      std::optional<ConsumerLoop> m = match(loop);
+      if (!m)
+        continue;
+      fits &= overlapRegisters(*m, threads) <= ws.getConsumerRegisters();
+      loops.push_back(*m);
+    }
+  });
+  if (loops.empty() || !fits)
+    return false;
+  for (ConsumerLoop &m : loops)
+    if (failed(overlap(m)))
+      return m.loop.emitOpError("could not be overlapped");
+  return true;
+}
