@@ -450,6 +450,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
         "dynamic_shared_bytes": launch["dynamic_shared_bytes"],
         "static_shared_bytes": launch.get("static_shared_bytes", 0),
         "registers": launch.get("registers", 0),
+        "spill_bytes": launch.get("spill_bytes", 0),
         "ingredients": ingr,
     }
     what, warning = cache.store(key, r["cubin"], r["ptx"], json.dumps(manifest))

@@ -3,7 +3,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_head_dims.py [--json OUT.json]
         [--dims 64 96 128 192 256] [--lengths 4096 16384] [--dtype fp16] [--no-occupancy-hints]
-        [--no-sink-waits] [--warp-specialize]
+        [--no-sink-waits] [--no-warp-specialize] [--no-overlap-consumers]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048 (h rounded
 down). Timed per call: `tessel.attention(q, k, v, causal=...)` (its output allocation and the
@@ -37,8 +37,13 @@ def main():
                     help="compile tessel's kernels with GpuOptions(sink_waits=False): Q waited "
                          "for before the key loop's first copies (to compare)")
     ap.add_argument("--warp-specialize", action="store_true",
-                    help="compile tessel's kernels with GpuOptions(warp_specialize=True): a "
-                         "producer warpgroup copies K/V, mbarriers in place of CTA barriers")
+                    help="the default since 2026-12-03 (kept for the commands of earlier pages)")
+    ap.add_argument("--no-warp-specialize", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(warp_specialize=False): K/V "
+                         "copied by every thread, CTA barriers (to compare)")
+    ap.add_argument("--no-overlap-consumers", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(overlap_consumers=False): "
+                         "a warp-specialized kernel's dots waited for where they stand")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -46,23 +51,25 @@ def main():
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
-            or args.warp_specialize):
+            or args.no_warp_specialize or args.no_overlap_consumers):
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
                      occupancy_hints=not args.no_occupancy_hints,
-                     sink_waits=not args.no_sink_waits, warp_specialize=args.warp_specialize)
+                     sink_waits=not args.no_sink_waits,
+                     warp_specialize=not args.no_warp_specialize, overlap_consumers=not args.no_overlap_consumers)
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, overlap=args.overlap, stages=args.stages,
                   occupancy_hints=not args.no_occupancy_hints,
-                  sink_waits=not args.no_sink_waits, warp_specialize=args.warp_specialize,
-                  rows=[])
+                  sink_waits=not args.no_sink_waits, warp_specialize=not args.no_warp_specialize,
+                  overlap_consumers=not args.no_overlap_consumers, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
     print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}"
-          f"{'; warp-specialized' if args.warp_specialize else ''}"
+          f"{'; not warp-specialized' if args.no_warp_specialize else ''}"
+          f"{'; consumers not overlapped' if args.no_overlap_consumers else ''}"
           f"{f'; {args.stages} stages' if args.stages != 2 else ''}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
           f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")

@@ -5,7 +5,9 @@
 Since 2026-12-03 the kernels of 128 query rows (two consumer warpgroups: d128 unmasked, d128
 causal from 2k keys, d256) take the warp-specialized schedule (tilegpu-warp-specialize: a
 producer warpgroup copies K/V, mbarriers between it and the consumers); 64-row blocks do not.
-First checks that in their PTX (setmaxnreg), then runs head dims 64/128/256, fp16/bf16, causal
+Since the same day their consumers overlap each block's softmax with the previous block's P·V
+(tilegpu-overlap-consumers: `wgmma.wait_group 1`) where registers allow (d <= 128, not d256).
+First checks both in their PTX (setmaxnreg, wait_group 1), then runs head dims 64/128/256, fp16/bf16, causal
 or not, lengths that are and are not multiples of the blocks, Nq != Nk, GQA, on fresh random
 inputs, against a float32 reference with test_python_gpu.py's tolerance. Prints one line per
 case and exits 1 if any fails; without torch or CUDA it prints why and exits 0.
@@ -44,14 +46,19 @@ def main():
 
     # The kernels are warp-specialized where the default says so (128-row blocks, two consumer
     # warpgroups); 64-row blocks keep the pipelined copies (measured faster there).
-    for D, BM, BN, causal, want in ((128, 128, 128, False, True), (128, 128, 128, True, True),
-                                    (256, 128, 64, False, True), (128, 64, 64, True, False),
-                                    (64, 64, 128, False, False)):
+    for D, BM, BN, causal, want, overlapped in (
+            (128, 128, 128, False, True, True), (128, 128, 128, True, True, True),
+            (256, 128, 64, False, True, False), (128, 64, 64, True, False, False),
+            (64, 64, 128, False, False, False)):
         z = np.zeros((1, 1, 128, D), np.float16)
         ptx = tessel.compile_attention(z, z, z, causal=causal, block_m=BM, block_n=BN).binary(
             tessel.cache.GpuOptions(chip="sm_90a")).ptx
         if ("setmaxnreg" in ptx) != want:
             print(f"d{D} {BM}x{BN} causal={causal}: warp-specialized {not want}, expected {want}")
+            return 1
+        if ("wgmma.wait_group.sync.aligned 1" in ptx) != overlapped:
+            print(f"d{D} {BM}x{BN} causal={causal}: consumers overlapped {not overlapped}, "
+                  f"expected {overlapped}")
             return 1
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
@@ -60,9 +67,11 @@ def main():
     for D in (64, 128, 256):
         for dt in ("fp16", "bf16"):
             for causal in (False, True):
+                # 100 keys: the unmasked loop of a 128-key block runs no iteration (the
+                # overlapped consumers' drain keeps O).
                 for (B, H, Hkv, Nq, Nk) in ((2, 4, 4, 1024, 1024), (1, 3, 3, 1000, 1000),
                                             (1, 2, 2, 17, 300), (1, 4, 2, 513, 4097),
-                                            (1, 2, 2, 4096, 4096)):
+                                            (1, 2, 2, 4096, 4096), (2, 2, 2, 100, 100)):
                     if causal and Nq > Nk:
                         continue
                     cases.append((D, dt, causal, B, H, Hkv, Nq, Nk))

@@ -656,6 +656,27 @@ def test_warp_specialize_option_reaches_the_lowering(cache_dir):
         cache.GpuOptions(warp_specialize=1)
 
 
+def test_overlap_consumers_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(overlap_consumers), on by default: the consumers of a warp-specialized d128
+    # block issue S_j and the previous block's P·V together and wait for S_j with one group in
+    # flight (wait_group 1), Q read by descriptor; off, every wgmma is waited for at once. d256
+    # (S, O and P would not fit the consumers' registers) is the same either way. Its own key.
+    q = np.zeros((1, 1, 128, 128), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
+    on = k.binary(cache.GpuOptions(chip="sm_90a")).ptx
+    off = k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False)).ptx
+    assert "wgmma.wait_group.sync.aligned 1;" in on
+    assert "wgmma.wait_group.sync.aligned 1;" not in off and "setmaxnreg" in off
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", overlap_consumers=False))[
+        "options"]["target"].endswith(";no-overlap-consumers")
+    wide = np.zeros((1, 1, 128, 256), np.float16)
+    d256 = tessel.compile_attention(wide, wide, wide, block_m=128, block_n=64)
+    assert (d256.binary(cache.GpuOptions(chip="sm_90a")).ptx
+            == d256.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False)).ptx)
+    with pytest.raises(TypeError, match="overlap_consumers must be a bool"):
+        cache.GpuOptions(overlap_consumers=1)
+
+
 def test_num_stages_option_reaches_the_lowering(cache_dir):
     # GpuOptions(num_stages=3): a ring of three K/V stages (two blocks in flight ahead of the
     # one in use): more shared memory, cp.async waits that leave one group pending, its own key.

@@ -12,6 +12,7 @@ import pytest
 
 from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the path)
 import tessel
+import tessel.language as tl
 from tessel import cache
 
 
@@ -104,3 +105,40 @@ def test_a_jit_kernel_can_turn_the_hints_off(tmp_path):
     assert ".minnctapersm 3" in b_on.ptx and ".minnctapersm" not in b_off.ptx
     with pytest.raises(TypeError, match="occupancy_hints must be a bool"):
         tessel.CompileOptions(occupancy_hints="no")
+
+
+REL = np.random.default_rng(0).standard_normal((2, 2 * 256 - 1)).astype(np.float32)
+
+
+def causal_mask(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def rel_bias(score, b, h, q_idx, kv_idx):
+    return score + REL[h, q_idx - kv_idx + 255]
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 30.0 * tl.tanh(score / 30.0)
+
+
+def test_overlapped_consumers_that_spill_are_compiled_again_without(tmp_path):
+    # A relative-position bias gathered per element keeps too many values live beside the
+    # overlapped schedule's S, O and P (84 bytes of spill with CUDA 13.0's ptxas): the module is
+    # compiled again without tilegpu-overlap-consumers and that cubin, spilling nothing, kept.
+    # A softcap fits, and keeps the overlap.
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    N = REL.shape[1] // 2 + 1
+    x = np.zeros((1, 2, N, 128), np.float16)
+    bm = tessel.block_mask(causal_mask, 1, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    for mod, overlapped in ((rel_bias, False), (softcap, True)):
+        k = tessel.compile_attention(x, x, x, score_mod=mod, mask_mod=causal_mask, block_mask=bm,
+                                     block_m=128, block_n=128)
+        b = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
+        assert b.manifest["spill_bytes"] == 0
+        assert ("wgmma.wait_group.sync.aligned 1;" in b.ptx) == overlapped
+        steps = [name for name, _ in b.timings]
+        assert ("compile again (spills: no overlap-consumers)" in steps) == (not overlapped)

@@ -15,9 +15,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace tessel::tilegpu {
 #define GEN_PASS_DEF_TILEGPUOVERLAPCONSUMERS
@@ -74,8 +74,7 @@ std::optional<ConsumerLoop> match(scf::ForOp loop) {
     return std::nullopt;
   // The releases: K's then V's, in the order of the loads (tilegpu-warp-specialize's empty[i]).
   SmallVector<MbarrierArriveOp> releases(body->getOps<MbarrierArriveOp>());
-  if (releases.size() != 2 ||
-      llvm::any_of(releases, [&](MbarrierArriveOp a) {
+  if (releases.size() != 2 || llvm::any_of(releases, [&](MbarrierArriveOp a) {
         return a.getPred() || a.getStage() != m.kWait.getStage();
       }))
     return std::nullopt;
@@ -85,16 +84,17 @@ std::optional<ConsumerLoop> match(scf::ForOp loop) {
 }
 
 /// The registers a consumer thread holds across the softmax in the overlapped schedule: S_j,
-/// O, P_{j−1} in flight and Q, the A of S; plus about 40 for addresses, row statistics and
-/// indices. Where that is more than the consumers get (d256: S 64 + O 128 + P 32 + Q 64),
-/// ptxas would spill: the loop keeps the synchronous dots.
+/// O and P_{j−1} in flight (Q, the A of S, stays in shared memory: the lowering reads a
+/// once-loaded A block of a warp-specialized kernel by descriptor); plus about 40 for
+/// addresses, row statistics and indices. Where that is more than the consumers get (d256:
+/// S 64 + O 128 + P 32), ptxas would spill: the loop keeps the synchronous dots.
 int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
   auto elements = [&](Value v) {
     auto type = cast<RankedTensorType>(v.getType());
     return type.getNumElements() * type.getElementTypeBitWidth() / 32 / consumerThreads;
   };
-  return elements(m.sDot.getResult()) + elements(m.pvDot.getResult()) +
-         elements(m.pvDot.getA()) + elements(m.sDot.getA()) + 40;
+  return elements(m.sDot.getResult()) + elements(m.pvDot.getResult()) + elements(m.pvDot.getA()) +
+         40;
 }
 
 /// The stage and phase of iteration count `i`.
@@ -119,7 +119,7 @@ LogicalResult overlap(ConsumerLoop &m) {
   auto pType = cast<RankedTensorType>(m.pvDot.getA().getType());
   Value p0 = arith::ConstantOp::create(
       rw, loc, DenseElementsAttr::get(pType, rw.getZeroAttr(pType.getElementType())));
-  Value firstStage = stageAndPhase(rw, loc, first, m.stages).first;
+  Value firstStage = arith::RemUIOp::create(rw, loc, first, constI32(rw, loc, m.stages));
   SmallVector<Value> carried{p0, kBuffer, firstStage};
   unsigned countIndex = loop.getNumRegionIterArgs() - 1;
   FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
@@ -152,8 +152,8 @@ LogicalResult overlap(ConsumerLoop &m) {
         Value pj = m.pvDot.getA();
         auto oWait = WgmmaWaitOp::create(b, loc, TypeRange{pv.getType(), pj.getType()},
                                          ValueRange{pv, pj}, 0);
-        Value spare = arith::XOrIOp::create(
-            b, loc, real, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+        Value spare = arith::XOrIOp::create(b, loc, real,
+                                            arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
         MbarrierArriveOp::create(b, loc, emptyK, stage, spare);
         MbarrierArriveOp::create(b, loc, emptyV, prevStage, real);
         Value fo = oWait.getResult(0);
@@ -176,8 +176,8 @@ LogicalResult overlap(ConsumerLoop &m) {
     return failure();
   auto grown = cast<scf::ForOp>(replaced->getOperation());
   unsigned n = grown.getNumResults() - carried.size();
-  Value p = grown.getResult(n), pvBuffer = grown.getResult(n + 1),
-        pvStage = grown.getResult(n + 2), end = grown.getResult(countIndex);
+  Value p = grown.getResult(n), pvBuffer = grown.getResult(n + 1), pvStage = grown.getResult(n + 2),
+        end = grown.getResult(countIndex);
   // The drain: V_last lands, then the last P·V. A loop that ran no iteration has nothing
   // pending (its spare would read a K block never copied): O is kept as it was.
   OpBuilder b(grown.getContext());
@@ -196,8 +196,7 @@ LogicalResult overlap(ConsumerLoop &m) {
   return success();
 }
 
-struct OverlapConsumers
-    : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<OverlapConsumers> {
+struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<OverlapConsumers> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -327,6 +327,8 @@ private:
   Value copyTid;
   int64_t copyThreads = 0;
   bool consumerBarriers = false;
+  /// Whether the consumers' dots are overlapped with their softmax (tilegpu-overlap-consumers).
+  bool overlappedConsumers = false;
   /// Whether the kernel issues bulk reductions (tilegpu.bulk_add), which it waits for before
   /// it exits.
   bool bulkReductions = false;

@@ -390,9 +390,13 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   // the 128 of the accumulator and the 64 of the scores; the backward's second A block (V
   // beside K, dO beside Q) another 32 beside two accumulators. wgmma reads an A block in
   // shared memory at full speed: with several (the backward's), all of them stay there, and
-  // tilegpu's plan (MmaClass.cpp) keeps their slots out of the loops' ring.
+  // tilegpu's plan (MmaClass.cpp) keeps their slots out of the loops' ring. In overlapped
+  // consumers (tilegpu-overlap-consumers: S, O and P in flight at once) the block has bytes
+  // of its own (the producer's ring never reuses them): read by descriptor, its registers go
+  // to the schedule.
   int64_t regs = mTiles * (p.cols / 16) * 4;
-  if (residentARegs + regs > 32 || (wgmma && aBlocks > 1)) {
+  if (residentARegs + regs > 32 ||
+      (wgmma && (aBlocks > 1 || (consumerBarriers && overlappedConsumers)))) {
     aShared[result] = SharedView{p, Value()};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes

@@ -1,0 +1,227 @@
+// tilegpu-overlap-consumers on tilegpu-warp-specialize's output: in the consumers' attention
+// loop, S_j = Q·K_jᵀ and the previous iteration's P·V are issued together as two wgmma groups
+// once K_j and (from the second iteration on) V_{j−1} have landed; K_j is released after S_j's
+// wait (pending 1) — after O's in the first iteration, whose spare P·V (P = 0) reads K_j's block
+// — and V_{j−1} after O's wait (pending 0), the rescale of O after it. The loop carries P, the
+// buffer and the stage of its V block; after it the last P·V is drained, kept only if the loop
+// ran (a select). The producer is not touched. Loops of another shape, and programs whose
+// registers would not fit the consumers', are left as they are.
+// RUN: tessel-opt %s --split-input-file --allow-unregistered-dialect --tilegpu-overlap-consumers \
+// RUN:   | FileCheck %s
+
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+!once = !tilegpu.smem<128x128xf16, stages = 1, swizzle = 128>
+!bar = !tilegpu.smem<1xi64, stages = 2, swizzle = 0>
+
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[K:.*]] = tilegpu.alloc {offset = 0 : i64
+// CHECK: %[[V:.*]] = tilegpu.alloc {offset = 16384 : i64
+// CHECK: %[[FULLK:.*]] = tilegpu.alloc {offset = 98304 : i64}
+// CHECK: %[[FULLV:.*]] = tilegpu.alloc {offset = 98320 : i64}
+// CHECK: %[[EMPTYK:.*]] = tilegpu.alloc {offset = 98336 : i64}
+// CHECK: %[[EMPTYV:.*]] = tilegpu.alloc {offset = 98352 : i64}
+// Before the loop: P = 0, its block the first iteration's K (stage first mod 2).
+// CHECK: %[[P0:.*]] = arith.constant dense<0.000000e+00> : tensor<128x64xf16, #op_a>
+// CHECK: %[[S0:.*]] = arith.remui %[[FIRST:.*]], %{{.*}} : i32
+// CHECK: %[[LOOP:.*]]:5 = scf.for %{{.*}} iter_args(%[[O:.*]] = %{{.*}}, %[[IT:.*]] = %[[FIRST]], %[[P:.*]] = %[[P0]], %[[PVBUF:.*]] = %[[K]], %[[PVS:.*]] = %[[S0]])
+// CHECK: %[[S:.*]] = arith.remui %[[IT]]
+// CHECK: tilegpu.mbarrier_wait %[[FULLK]][%[[S]]], %[[PHASE:[^ ]*]] :
+// CHECK-NEXT: %[[REAL:.*]] = arith.cmpi ne, %[[IT]], %[[FIRST]]
+// CHECK: %[[PREV:.*]] = arith.subi %[[IT]]
+// CHECK: %[[PS:.*]] = arith.remui %[[PREV]]
+// CHECK: tilegpu.mbarrier_wait %[[FULLV]][%[[PS]]], %{{.*}} if %[[REAL]]
+// CHECK-NEXT: tilegpu.fence_async_shared
+// CHECK-NEXT: %[[SW:.*]] = tilegpu.wgmma %{{.*}}, %[[K]][%[[S]]], %{{.*}} {transpose_b}
+// CHECK-NEXT: %[[PV:.*]] = tilegpu.wgmma %[[P]], %[[PVBUF]][%[[PVS]]], %[[O]] :
+// CHECK-NEXT: %[[SD:.*]] = tilegpu.wgmma_wait %[[SW]] {pending = 1 : i32}
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S]]] if %[[REAL]]
+// CHECK: math.exp2 %[[SD]]
+// CHECK: %[[PJ:.*]] = tilegpu.convert_layout
+// CHECK-NEXT: %[[OW:.*]]:2 = tilegpu.wgmma_wait %[[PV]], %[[PJ]] {pending = 0 : i32}
+// CHECK: %[[SPARE:.*]] = arith.xori %[[REAL]]
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S]]] if %[[SPARE]]
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYV]][%[[PS]]] if %[[REAL]]
+// CHECK-NEXT: %[[FO:.*]] = arith.mulf %[[OW]]#0, %{{.*}}
+// CHECK-NOT: tile.dot
+// CHECK-NOT: tilegpu.mbarrier_arrive
+// CHECK: scf.yield %[[FO]], %{{.*}}, %[[OW]]#1, %[[V]], %[[S]]
+// The drain: V_last, the last P·V, its release, and O kept if the loop ran no iteration.
+// CHECK: %[[RAN:.*]] = arith.cmpi ne, %[[LOOP]]#1, %[[FIRST]]
+// CHECK: tilegpu.mbarrier_wait %[[FULLV]][%[[LS:.*]]], %{{.*}} if %[[RAN]]
+// CHECK-NEXT: tilegpu.fence_async_shared
+// CHECK-NEXT: %[[LAST:.*]] = tilegpu.wgmma %[[LOOP]]#2, %[[LOOP]]#3[%[[LOOP]]#4], %[[LOOP]]#0
+// CHECK-NEXT: %[[LW:.*]] = tilegpu.wgmma_wait %[[LAST]] {pending = 0 : i32}
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYV]][%[[LS]]] if %[[RAN]]
+// CHECK-NEXT: %[[KEPT:.*]] = arith.select %[[RAN]], %[[LW]], %[[LOOP]]#0
+// CHECK-NEXT: "test.use"(%[[KEPT]])
+// The producer is unchanged: K, then V, each behind its empty barrier.
+// CHECK: } producer {
+// CHECK: tilegpu.mbarrier_wait %[[EMPTYK]]
+// CHECK: tilegpu.mbarrier_wait %[[EMPTYV]]
+func.func @attention(%q: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
+                     %n: i32, %first: i32) attributes {tilegpu.shared_bytes = 98368 : i64} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !ring
+  %v = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !ring
+  %qs = tilegpu.alloc {offset = 65536 : i64} : !once
+  %fullk = tilegpu.alloc {offset = 98304 : i64} : !bar
+  %fullv = tilegpu.alloc {offset = 98320 : i64} : !bar
+  %emptyk = tilegpu.alloc {offset = 98336 : i64} : !bar
+  %emptyv = tilegpu.alloc {offset = 98352 : i64} : !bar
+  tilegpu.mbarrier_init %fullk count 128 : !bar
+  tilegpu.mbarrier_init %fullv count 128 : !bar
+  tilegpu.mbarrier_init %emptyk count 256 : !bar
+  tilegpu.mbarrier_init %emptyv count 256 : !bar
+  gpu.barrier
+  tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
+    %zero = arith.constant dense<0.0> : tensor<128x64xf32, #mma>
+    %o0 = arith.constant dense<0.0> : tensor<128x128xf32, #mma>
+    %alpha = arith.constant dense<0.5> : tensor<128x128xf32, #mma>
+    %t = tilegpu.async_copy %q[%c0, %c0] into %qs[%c0] : !tile.desc<2, f16> -> !once
+    %g = tilegpu.async_commit %t
+    tilegpu.async_wait %g {pending = 0 : i32}
+    gpu.barrier
+    %qa = tilegpu.local_load %qs[%c0] : !once -> tensor<128x128xf16, #a>
+    %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %o0, %it = %first)
+        -> (tensor<128x128xf32, #mma>, i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      tilegpu.mbarrier_wait %fullk[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %kt = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
+      %sc = tile.dot %qa, %kt, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %e = math.exp2 %sc : tensor<128x64xf32, #mma>
+      %p16 = arith.truncf %e : tensor<128x64xf32, #mma> to tensor<128x64xf16, #mma>
+      %p = tilegpu.convert_layout %p16 : tensor<128x64xf16, #mma> -> tensor<128x64xf16, #a>
+      tilegpu.mbarrier_wait %fullv[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x128xf16, #b>
+      %fo = arith.mulf %o, %alpha : tensor<128x128xf32, #mma>
+      %o2 = tile.dot %p, %vb, %fo : tensor<128x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<128x128xf32, #mma>
+      %next = arith.addi %it, %c1 : i32
+      tilegpu.mbarrier_arrive %emptyk[%s] : !bar
+      tilegpu.mbarrier_arrive %emptyv[%s] : !bar
+      scf.yield %o2, %next : tensor<128x128xf32, #mma>, i32
+    }
+    "test.use"(%r#0) : (tensor<128x128xf32, #mma>) -> ()
+  } producer {
+    %r = scf.for %j = %c0 to %n step %c64 iter_args(%it = %first) -> (i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      %freed = arith.xori %phase, %c1 : i32
+      tilegpu.mbarrier_wait %emptyk[%s], %freed : !bar
+      %ck = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+      tilegpu.async_copy_arrive %fullk[%s] : !bar
+      tilegpu.mbarrier_wait %emptyv[%s], %freed : !bar
+      %cv = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
+      tilegpu.async_copy_arrive %fullv[%s] : !bar
+      %nx = arith.addi %it, %c1 : i32
+      scf.yield %nx : i32
+    }
+  }
+  return
+}
+
+// -----
+
+// Consumers whose registers would not hold S, O and P besides ~40 others (here 136 a thread:
+// 32 + 64 + 16 + 40 = 152) keep their synchronous dots.
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+!bar = !tilegpu.smem<1xi64, stages = 2, swizzle = 0>
+// CHECK-LABEL: func.func @few_registers
+// CHECK-NOT: tilegpu.wgmma
+// CHECK: tile.dot
+// CHECK: tile.dot
+// CHECK-NOT: tilegpu.wgmma
+func.func @few_registers(%qa: tensor<128x128xf16, #a>, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !ring
+  %v = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !ring
+  %fullk = tilegpu.alloc {offset = 98304 : i64} : !bar
+  %fullv = tilegpu.alloc {offset = 98320 : i64} : !bar
+  %emptyk = tilegpu.alloc {offset = 98336 : i64} : !bar
+  %emptyv = tilegpu.alloc {offset = 98352 : i64} : !bar
+  tilegpu.warp_specialize producer_warps 4 registers 40, 136 consumers {
+    %zero = arith.constant dense<0.0> : tensor<128x64xf32, #mma>
+    %o0 = arith.constant dense<0.0> : tensor<128x128xf32, #mma>
+    %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %o0, %it = %c0)
+        -> (tensor<128x128xf32, #mma>, i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      tilegpu.mbarrier_wait %fullk[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %kt = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
+      %sc = tile.dot %qa, %kt, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %p16 = arith.truncf %sc : tensor<128x64xf32, #mma> to tensor<128x64xf16, #mma>
+      %p = tilegpu.convert_layout %p16 : tensor<128x64xf16, #mma> -> tensor<128x64xf16, #a>
+      tilegpu.mbarrier_wait %fullv[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x128xf16, #b>
+      %o2 = tile.dot %p, %vb, %o : tensor<128x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<128x128xf32, #mma>
+      %next = arith.addi %it, %c1 : i32
+      tilegpu.mbarrier_arrive %emptyk[%s] : !bar
+      tilegpu.mbarrier_arrive %emptyv[%s] : !bar
+      scf.yield %o2, %next : tensor<128x128xf32, #mma>, i32
+    }
+    "test.use"(%r#0) : (tensor<128x128xf32, #mma>) -> ()
+  } producer {
+  }
+  return
+}
+
+// -----
+
+// A loop of another shape (one dot: the backward's dQ += dS·K) is left as it is.
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+!bar = !tilegpu.smem<1xi64, stages = 2, swizzle = 0>
+// CHECK-LABEL: func.func @one_dot
+// CHECK-NOT: tilegpu.wgmma
+// CHECK: tile.dot
+// CHECK: tilegpu.mbarrier_arrive %{{.*}}[%{{.*}}] :
+// CHECK-NOT: tilegpu.wgmma
+func.func @one_dot(%ds: tensor<128x64xf16, #a>, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !ring
+  %fullk = tilegpu.alloc {offset = 98304 : i64} : !bar
+  %emptyk = tilegpu.alloc {offset = 98336 : i64} : !bar
+  tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
+    %o0 = arith.constant dense<0.0> : tensor<128x128xf32, #mma>
+    %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %o0, %it = %c0)
+        -> (tensor<128x128xf32, #mma>, i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      tilegpu.mbarrier_wait %fullk[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %kb = tilegpu.local_load %k[%s] : !ring -> tensor<64x128xf16, #b>
+      %o2 = tile.dot %ds, %kb, %o : tensor<128x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<128x128xf32, #mma>
+      %next = arith.addi %it, %c1 : i32
+      tilegpu.mbarrier_arrive %emptyk[%s] : !bar
+      scf.yield %o2, %next : tensor<128x128xf32, #mma>, i32
+    }
+    "test.use"(%r#0) : (tensor<128x128xf32, #mma>) -> ()
+  } producer {
+  }
+  return
+}
