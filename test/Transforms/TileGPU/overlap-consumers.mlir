@@ -132,6 +132,130 @@ func.func @attention(%q: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile
 
 // -----
 
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+!once = !tilegpu.smem<128x128xf16, stages = 1, swizzle = 128>
+!bar = !tilegpu.smem<1xi64, stages = 2, swizzle = 0>
+
+// Two loops in a row (a causal kernel's unmasked and diagonal loops): each drains its own last
+// P·V, and the second starts from nothing pending (its own first count). Handing the pending
+// P·V over, as tilegpu-overlap-wgmma does, made ptxas serialize the wgmmas (C7513).
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[L1:.*]]:5 = scf.for
+// CHECK: %[[DRAINED:.*]] = arith.select %{{.*}}, %{{.*}}, %[[L1]]#0 : tensor<128x128xf32, #mma>
+// CHECK: %[[L2:.*]]:5 = scf.for %{{.*}} iter_args(%{{.*}} = %[[DRAINED]], %[[IT2:.*]] = %[[L1]]#1, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// CHECK: arith.cmpi ne, %[[IT2]], %[[L1]]#1
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[L2]]#0 : tensor<128x128xf32, #mma>
+// CHECK: } producer {
+func.func @chain(%q: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
+                     %n: i32, %n2: i32, %first: i32) attributes {tilegpu.shared_bytes = 98368 : i64} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !ring
+  %v = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !ring
+  %qs = tilegpu.alloc {offset = 65536 : i64} : !once
+  %fullk = tilegpu.alloc {offset = 98304 : i64} : !bar
+  %fullv = tilegpu.alloc {offset = 98320 : i64} : !bar
+  %emptyk = tilegpu.alloc {offset = 98336 : i64} : !bar
+  %emptyv = tilegpu.alloc {offset = 98352 : i64} : !bar
+  tilegpu.mbarrier_init %fullk count 128 : !bar
+  tilegpu.mbarrier_init %fullv count 128 : !bar
+  tilegpu.mbarrier_init %emptyk count 256 : !bar
+  tilegpu.mbarrier_init %emptyv count 256 : !bar
+  gpu.barrier
+  tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
+    %zero = arith.constant dense<0.0> : tensor<128x64xf32, #mma>
+    %o0 = arith.constant dense<0.0> : tensor<128x128xf32, #mma>
+    %alpha = arith.constant dense<0.5> : tensor<128x128xf32, #mma>
+    %t = tilegpu.async_copy %q[%c0, %c0] into %qs[%c0] : !tile.desc<2, f16> -> !once
+    %g = tilegpu.async_commit %t
+    tilegpu.async_wait %g {pending = 0 : i32}
+    gpu.barrier
+    %qa = tilegpu.local_load %qs[%c0] : !once -> tensor<128x128xf16, #a>
+    %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %o0, %it = %first)
+        -> (tensor<128x128xf32, #mma>, i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      tilegpu.mbarrier_wait %fullk[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %kt = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
+      %sc = tile.dot %qa, %kt, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %e = math.exp2 %sc : tensor<128x64xf32, #mma>
+      %p16 = arith.truncf %e : tensor<128x64xf32, #mma> to tensor<128x64xf16, #mma>
+      %p = tilegpu.convert_layout %p16 : tensor<128x64xf16, #mma> -> tensor<128x64xf16, #a>
+      tilegpu.mbarrier_wait %fullv[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x128xf16, #b>
+      %fo = arith.mulf %o, %alpha : tensor<128x128xf32, #mma>
+      %o2 = tile.dot %p, %vb, %fo : tensor<128x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<128x128xf32, #mma>
+      %next = arith.addi %it, %c1 : i32
+      tilegpu.mbarrier_arrive %emptyk[%s] : !bar
+      tilegpu.mbarrier_arrive %emptyv[%s] : !bar
+      scf.yield %o2, %next : tensor<128x128xf32, #mma>, i32
+    }
+    %r2:2 = scf.for %j = %n to %n2 step %c64 iter_args(%o = %r#0, %it = %r#1)
+        -> (tensor<128x128xf32, #mma>, i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      tilegpu.mbarrier_wait %fullk[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %kt = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
+      %sc = tile.dot %qa, %kt, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %e = math.exp2 %sc : tensor<128x64xf32, #mma>
+      %p16 = arith.truncf %e : tensor<128x64xf32, #mma> to tensor<128x64xf16, #mma>
+      %p = tilegpu.convert_layout %p16 : tensor<128x64xf16, #mma> -> tensor<128x64xf16, #a>
+      tilegpu.mbarrier_wait %fullv[%s], %phase : !bar
+      tilegpu.fence_async_shared
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x128xf16, #b>
+      %fo = arith.mulf %o, %alpha : tensor<128x128xf32, #mma>
+      %o2 = tile.dot %p, %vb, %fo : tensor<128x64xf16, #a>, tensor<64x128xf16, #b> -> tensor<128x128xf32, #mma>
+      %next = arith.addi %it, %c1 : i32
+      tilegpu.mbarrier_arrive %emptyk[%s] : !bar
+      tilegpu.mbarrier_arrive %emptyv[%s] : !bar
+      scf.yield %o2, %next : tensor<128x128xf32, #mma>, i32
+    }
+    "test.use"(%r2#0) : (tensor<128x128xf32, #mma>) -> ()
+  } producer {
+    %r = scf.for %j = %c0 to %n step %c64 iter_args(%it = %first) -> (i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      %freed = arith.xori %phase, %c1 : i32
+      tilegpu.mbarrier_wait %emptyk[%s], %freed : !bar
+      %ck = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+      tilegpu.async_copy_arrive %fullk[%s] : !bar
+      tilegpu.mbarrier_wait %emptyv[%s], %freed : !bar
+      %cv = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
+      tilegpu.async_copy_arrive %fullv[%s] : !bar
+      %nx = arith.addi %it, %c1 : i32
+      scf.yield %nx : i32
+    }
+    %r2 = scf.for %j = %n to %n2 step %c64 iter_args(%it = %r) -> (i32) : i32 {
+      %s = arith.remui %it, %c2 : i32
+      %lap = arith.divui %it, %c2 : i32
+      %phase = arith.andi %lap, %c1 : i32
+      %freed = arith.xori %phase, %c1 : i32
+      tilegpu.mbarrier_wait %emptyk[%s], %freed : !bar
+      %ck = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+      tilegpu.async_copy_arrive %fullk[%s] : !bar
+      tilegpu.mbarrier_wait %emptyv[%s], %freed : !bar
+      %cv = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
+      tilegpu.async_copy_arrive %fullv[%s] : !bar
+      %nx = arith.addi %it, %c1 : i32
+      scf.yield %nx : i32
+    }
+  }
+  return
+}
+
+// -----
+
 // Consumers whose registers would not hold S, O and P besides ~40 others (here 136 a thread:
 // 32 + 64 + 16 + 40 = 152) keep their synchronous dots.
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
