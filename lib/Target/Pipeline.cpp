@@ -91,6 +91,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                                "previous block's P·V "
                                                "(tilegpu-overlap-consumers)."),
                                 llvm::cl::init(true)};
+  Option<bool> pingpong{*this, "pingpong",
+                        llvm::cl::desc("Overlapped consumers take turns issuing their dots "
+                                       "(tilegpu-pingpong)."),
+                        llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -128,6 +132,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.sinkWaits = options.sinkWaits;
     mmaOptions.warpSpecialize = options.warpSpecialize;
     mmaOptions.overlapConsumers = options.overlapConsumers;
+    mmaOptions.pingpong = options.pingpong;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -231,6 +236,7 @@ void tessel::registerTargetPasses() {
           options.sinkWaits = o.sinkWaits;
           options.warpSpecialize = o.warpSpecialize;
           options.overlapConsumers = o.overlapConsumers;
+          options.pingpong = o.pingpong;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

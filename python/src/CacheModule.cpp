@@ -36,9 +36,11 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     unsigned numThreads, const std::string &toolkit,
                                     const std::string &codegen, bool wgmmaOverlap,
                                     unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
-                                    bool sinkWaits, bool warpSpecialize, bool overlapConsumers) {
+                                    bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
+                                    bool pingpong) {
   tessel::TargetOptions options;
   options.overlapConsumers = overlapConsumers;
+  options.pingpong = pingpong;
   options.occupancyHints = occupancyHints;
   options.sinkWaits = sinkWaits;
   options.warpSpecialize = warpSpecialize;
@@ -142,16 +144,17 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       "target_options_key",
       [](const std::string &chip, const std::string &features, unsigned numThreads,
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers) {
+         bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
+         bool pingpong) {
         return tessel::codeOptionsKey(targetOptions(
             chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
-            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers));
+            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
-      py::arg("overlap_consumers") = true);
+      py::arg("overlap_consumers") = true, py::arg("pingpong") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -159,14 +162,15 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       [](KernelBuilder &kb, const std::string &chip, const std::string &features,
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers) {
+         bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
+         bool pingpong) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
           r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
                                              wgmmaOverlap, numStages, wgmmaAsyncDots,
                                              occupancyHints, sinkWaits, warpSpecialize,
-                                             overlapConsumers),
+                                             overlapConsumers, pingpong),
                                passTiming);
         }
         py::dict out;
@@ -207,7 +211,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
-      py::arg("overlap_consumers") = true,
+      py::arg("overlap_consumers") = true, py::arg("pingpong") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

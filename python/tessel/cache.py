@@ -59,7 +59,7 @@ class GpuOptions:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
-            warp_specialize or overlap_consumers that is not a bool.
+            warp_specialize, overlap_consumers or pingpong that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -104,6 +104,9 @@ class GpuOptions:
     #: (tilegpu-overlap-consumers; where the registers allow: d <= 128). On by default; off to
     #: compare.
     overlap_consumers: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: In those overlapped kernels of two consumer warpgroups, the warpgroups take turns
+    #: issuing their dots (FA3's ping-pong, tilegpu-pingpong). Off by default: a knob.
+    pingpong: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -116,7 +119,7 @@ class GpuOptions:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
-                     "warp_specialize", "overlap_consumers"):
+                     "warp_specialize", "overlap_consumers", "pingpong"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -243,7 +246,8 @@ def ingredients(kernel, gpu):
                                                     gpu.codegen, gpu.wgmma_overlap,
                                                     gpu.num_stages, gpu.wgmma_async_dots,
                                                     gpu.occupancy_hints, gpu.sink_waits,
-                                                    gpu.warp_specialize, gpu.overlap_consumers)
+                                                    gpu.warp_specialize, gpu.overlap_consumers,
+                                                    gpu.pingpong)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -432,7 +436,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
                                     gpu.num_stages, gpu.wgmma_async_dots,
                                     gpu.occupancy_hints, gpu.sink_waits,
-                                    gpu.warp_specialize, gpu.overlap_consumers)
+                                    gpu.warp_specialize, gpu.overlap_consumers,
+                                    gpu.pingpong)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

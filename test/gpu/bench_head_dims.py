@@ -44,6 +44,9 @@ def main():
     ap.add_argument("--no-overlap-consumers", action="store_true",
                     help="compile tessel's kernels with GpuOptions(overlap_consumers=False): "
                          "a warp-specialized kernel's dots waited for where they stand")
+    ap.add_argument("--pingpong", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(pingpong=True): overlapped "
+                         "consumer warpgroups take turns issuing their dots")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -51,11 +54,12 @@ def main():
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
-            or args.no_warp_specialize or args.no_overlap_consumers):
+            or args.no_warp_specialize or args.no_overlap_consumers or args.pingpong):
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
                      occupancy_hints=not args.no_occupancy_hints,
                      sink_waits=not args.no_sink_waits,
-                     warp_specialize=not args.no_warp_specialize, overlap_consumers=not args.no_overlap_consumers)
+                     warp_specialize=not args.no_warp_specialize, pingpong=args.pingpong,
+                     overlap_consumers=not args.no_overlap_consumers)
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
@@ -70,6 +74,7 @@ def main():
     print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}"
           f"{'; not warp-specialized' if args.no_warp_specialize else ''}"
           f"{'; consumers not overlapped' if args.no_overlap_consumers else ''}"
+          f"{'; ping-pong' if args.pingpong else ''}"
           f"{f'; {args.stages} stages' if args.stages != 2 else ''}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
           f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")

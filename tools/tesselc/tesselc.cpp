@@ -99,6 +99,12 @@ static cl::opt<bool>
                               "tilegpu-warp-specialize (to compare)"),
                      cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<bool>
+    pingpong("pingpong",
+             cl::desc("Overlapped consumers of two warpgroups take turns issuing their dots "
+                      "(tilegpu-pingpong)"),
+             cl::init(false), cl::cat(tesselcCategory));
+
 static cl::opt<bool> noOverlapConsumers(
     "no-overlap-consumers",
     cl::desc("In a warp-specialized kernel, keep each consumer's dots synchronous "
@@ -205,6 +211,7 @@ int main(int argc, char **argv) {
   options.sinkWaits = !noSinkWaits;
   options.warpSpecialize = !noWarpSpecialize;
   options.overlapConsumers = !noOverlapConsumers;
+  options.pingpong = pingpong;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

@@ -367,6 +367,36 @@ def TileGPU_MbarrierWaitOp : TileGPU_Op<"mbarrier_wait", [MemoryEffects<[MemRead
   }];
 }
 
+def TileGPU_TurnStartOp : TileGPU_Op<"turn_start", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "The second consumer warpgroup gives the first the first turn at the dots.";
+  let description = [{
+    Ping-pong between the two consumer warpgroups of a warp-specialized kernel
+    (tilegpu-pingpong): each waits for its turn (`tilegpu.turn_wait`) before issuing an
+    iteration's wgmmas and hands the turn over (`tilegpu.turn_pass`) once they are issued, so
+    one warpgroup's softmax runs while the other's dots do. Warpgroup w's turn is named barrier
+    2 + w over both warpgroups' 256 threads (w's 128 wait on it, the other's 128 arrive); this
+    op is the second warpgroup's arrival that lets the first start (`bar.arrive 2, 256`).
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def TileGPU_TurnWaitOp : TileGPU_Op<"turn_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Wait until the other consumer warpgroup has passed this one the turn.";
+  let description = [{
+    `bar.sync 2 + w, 256` for consumer warpgroup w (tilegpu.turn_start says the protocol).
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def TileGPU_TurnPassOp : TileGPU_Op<"turn_pass", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Pass the turn at the dots to the other consumer warpgroup.";
+  let description = [{
+    `bar.arrive 2 + (1 − w), 256` for consumer warpgroup w (tilegpu.turn_start says the
+    protocol).
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def TileGPU_WarpSpecializeOp : TileGPU_Op<"warp_specialize",
     [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
   let summary = "The rest of the kernel as two warp roles: consumers and a producer.";

@@ -89,6 +89,10 @@ mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t produce
 /// the attention shape or its registers would not fit.
 mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program);
 
+/// FA3's ping-pong between the two consumer warpgroups of a warp-specialized `program` whose
+/// loops issue a pair of wgmma groups (tilegpu-pingpong); whether it changed anything.
+bool pingPong(mlir::func::FuncOp program);
+
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);

@@ -165,6 +165,20 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }
 
+def TileGPUPingPong : Pass<"tilegpu-pingpong", "::mlir::func::FuncOp"> {
+  let summary = "The two consumer warpgroups take turns issuing their dots (FA3's ping-pong).";
+  let description = [{
+    Runs after `tilegpu-overlap-consumers`, on warp-specialized programs of two consumer
+    warpgroups whose loops issue a pair of wgmma groups (S_j and the previous P·V) followed by a
+    wait with one group in flight. Before each pair a warpgroup waits for its turn
+    (`tilegpu.turn_wait`), after it passes the turn to the other (`tilegpu.turn_pass`); the
+    consumers' region starts with `tilegpu.turn_start`, the second warpgroup's arrival that gives
+    the first warpgroup the first turn. Both warpgroups run the same loops, so the turns
+    balance. Other programs are left as they are.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
+}
+
 def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap: P·V of one key block runs under the next softmax.";
   let description = [{

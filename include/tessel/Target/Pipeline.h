@@ -55,6 +55,9 @@ struct TargetOptions {
   /// In a warp-specialized kernel's consumers, FA3's intra-warpgroup overlap of the attention
   /// loop (convert-tile-to-mma overlap-consumers; tilegpu-overlap-consumers). Off to compare.
   bool overlapConsumers = true;
+  /// Overlapped consumers of two warpgroups take turns issuing their dots (convert-tile-to-mma
+  /// pingpong; tilegpu-pingpong). Off by default until measured faster.
+  bool pingpong = false;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

@@ -280,8 +280,13 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (failed(specialized))
         return failure();
       placed = *specialized;
-      if (placed && overlapConsumers && failed(tessel::tilegpu::overlapConsumers(work)))
-        return failure();
+      if (placed && overlapConsumers) {
+        FailureOr<bool> overlapped = tessel::tilegpu::overlapConsumers(work);
+        if (failed(overlapped))
+          return failure();
+        if (*overlapped && pingpong)
+          tessel::tilegpu::pingPong(work);
+      }
     }
     if (!placed &&
         ((!allocated && failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages))) ||

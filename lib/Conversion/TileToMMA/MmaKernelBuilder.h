@@ -203,6 +203,9 @@ private:
   LogicalResult emitWarpSpecialize(tilegpu::WarpSpecializeOp op);
   /// The mbarrier ops (init, arrive, async_copy_arrive, wait), in WarpRoles.cpp.
   LogicalResult emitMbarrierOp(Operation *op);
+  /// tilegpu.turn_start / turn_wait / turn_pass: named barriers 2 and 3 between the two
+  /// consumer warpgroups (WarpRoles.cpp).
+  LogicalResult emitTurn(Operation *op);
   static bool isMbarrierOp(Operation *op);
   /// The shared address of an mbarrier `bytes` (i32) into the kernel's shared memory.
   Value barrierAddress(Value bytes);

@@ -17,7 +17,36 @@ namespace tessel::mma {
 
 bool MmaKernelBuilder::isMbarrierOp(Operation *op) {
   return isa<tilegpu::MbarrierInitOp, tilegpu::MbarrierArriveOp, tilegpu::MbarrierWaitOp,
-             tilegpu::AsyncCopyArriveOp>(op);
+             tilegpu::AsyncCopyArriveOp, tilegpu::TurnStartOp, tilegpu::TurnWaitOp,
+             tilegpu::TurnPassOp>(op);
+}
+
+LogicalResult MmaKernelBuilder::emitTurn(Operation *op) {
+  // Warpgroup w's turn is named barrier 2 + w over the two consumer warpgroups (barrier 1 is
+  // the consumers' CTA barrier, emitBarrier).
+  Location loc = op->getLoc();
+  if (numThreads() != 256)
+    return op->emitOpError("takes turns between two consumer warpgroups, not ")
+           << numThreads() / 128;
+  Value w = arith::ShRUIOp::create(b, loc, tid, ci32(7));
+  Value both = ci32(256);
+  if (isa<tilegpu::TurnWaitOp>(op)) {
+    NVVM::BarrierOp::create(b, loc, TypeRange(), arith::AddIOp::create(b, loc, w, ci32(2)), both,
+                            {}, Value());
+    return success();
+  }
+  if (isa<tilegpu::TurnPassOp>(op)) {
+    // The other warpgroup's turn: 2 + (1 − w).
+    NVVM::BarrierArriveOp::create(b, loc, arith::SubIOp::create(b, loc, ci32(3), w), both);
+    return success();
+  }
+  auto second = scf::IfOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, w, ci32(1)),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(second.thenBlock()->getTerminator());
+  NVVM::BarrierArriveOp::create(b, loc, ci32(2), both);
+  return success();
 }
 
 void MmaKernelBuilder::emitBarrier(Location loc) {
@@ -35,6 +64,8 @@ Value MmaKernelBuilder::barrierAddress(Value bytes) {
 
 LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
   Location loc = op->getLoc();
+  if (isa<tilegpu::TurnStartOp, tilegpu::TurnWaitOp, tilegpu::TurnPassOp>(op))
+    return emitTurn(op);
   if (auto init = dyn_cast<tilegpu::MbarrierInitOp>(op)) {
     // One thread sets every stage up; the gpu.barrier after it publishes them.
     auto first = scf::IfOp::create(

@@ -1,0 +1,72 @@
+//===- PingPong.cpp - the two consumer warpgroups take turns at the tensor cores ------------===//
+//
+// tilegpu-pingpong (Passes.td says the protocol): in a warp-specialized kernel of two consumer
+// warpgroups whose loops issue their dots as a pair of wgmma groups (tilegpu-overlap-consumers),
+// each warpgroup waits for its turn before issuing an iteration's pair and passes the turn once
+// issued, so that one warpgroup's softmax runs while the other's dots do (FA3's ping-pong).
+// Without it the two warpgroups drift into the same phase and their softmaxes collide.
+//
+//===----------------------------------------------------------------------------------------===//
+
+#include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace tessel::tilegpu {
+#define GEN_PASS_DEF_TILEGPUPINGPONG
+#include "tilegpu/Transforms/Passes.h.inc"
+} // namespace tessel::tilegpu
+
+using namespace mlir;
+using namespace tessel::tilegpu;
+
+namespace {
+
+/// The first wgmma of the loop body's pair: two wgmmas in a row, then a wait with one group in
+/// flight.
+WgmmaOp issuedPair(scf::ForOp loop) {
+  for (auto first : loop.getBody()->getOps<WgmmaOp>()) {
+    auto second = dyn_cast_or_null<WgmmaOp>(first->getNextNode());
+    auto wait = second ? dyn_cast_or_null<WgmmaWaitOp>(second->getNextNode()) : WgmmaWaitOp();
+    if (wait && wait.getPending() == 1)
+      return first;
+  }
+  return {};
+}
+
+struct PingPong : tessel::tilegpu::impl::TileGPUPingPongBase<PingPong> {
+  using Base::Base;
+
+  void runOnOperation() override { pingPong(getOperation()); }
+};
+
+} // namespace
+
+bool tessel::tilegpu::pingPong(func::FuncOp program) {
+  MmaEncodingAttr layout = programLayout(program);
+  if (!layout || layout.getWarps() != 8)
+    return false;
+  bool changed = false;
+  program.walk([&](WarpSpecializeOp ws) {
+    Block &consumers = ws.getConsumers().front();
+    SmallVector<WgmmaOp> pairs;
+    for (auto loop : consumers.getOps<scf::ForOp>())
+      if (WgmmaOp first = issuedPair(loop))
+        pairs.push_back(first);
+    if (pairs.empty())
+      return;
+    OpBuilder b(program.getContext());
+    b.setInsertionPointToStart(&consumers);
+    TurnStartOp::create(b, ws.getLoc());
+    for (WgmmaOp first : pairs) {
+      b.setInsertionPoint(first);
+      TurnWaitOp::create(b, first.getLoc());
+      b.setInsertionPointAfter(first->getNextNode());
+      TurnPassOp::create(b, first.getLoc());
+    }
+    changed = true;
+  });
+  return changed;
+}
