@@ -57,3 +57,16 @@ std::optional<tessel::tilegpu::AttentionDots> tessel::tilegpu::matchAttentionDot
     return std::nullopt;
   return m;
 }
+
+void tessel::tilegpu::yieldWaitedO(AttentionDots &m, OpBuilder &b, Value waited, Block *body) {
+  Value fo = waited;
+  if (m.rescale)
+    fo = arith::MulFOp::create(b, m.rescale.getLoc(), fo, m.rescale.getRhs());
+  body->getTerminator()->setOperand(m.accIndex, fo);
+  m.pvDot.erase();
+  if (m.rescale)
+    m.rescale.erase();
+  m.sDot.erase();
+  m.kRead.erase();
+  m.vRead.erase();
+}

@@ -35,6 +35,11 @@ struct AttentionDots {
 /// The loop's attention dots, if its body has exactly two dots of that shape.
 std::optional<AttentionDots> matchAttentionDots(mlir::scf::ForOp loop);
 
+/// Once the overlapped schedule has waited for O (`waited`, at `b`'s insertion point): yields
+/// f(O) — `waited`, times α where the accumulator was a product — in O's place in `body`'s
+/// terminator and erases the two dots, their shared-memory reads and the rescale.
+void yieldWaitedO(AttentionDots &m, mlir::OpBuilder &b, mlir::Value waited, mlir::Block *body);
+
 /// Whether `v` is a constant splat of +0.0.
 bool isZeroSplat(mlir::Value v);
 

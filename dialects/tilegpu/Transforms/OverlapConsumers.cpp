@@ -156,16 +156,7 @@ LogicalResult overlap(ConsumerLoop &m) {
                                             arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
         MbarrierArriveOp::create(b, loc, emptyK, stage, spare);
         MbarrierArriveOp::create(b, loc, emptyV, prevStage, real);
-        Value fo = oWait.getResult(0);
-        if (m.rescale)
-          fo = arith::MulFOp::create(b, m.rescale.getLoc(), fo, m.rescale.getRhs());
-        loop.getBody()->getTerminator()->setOperand(m.accIndex, fo);
-        m.pvDot.erase();
-        if (m.rescale)
-          m.rescale.erase();
-        m.sDot.erase();
-        m.kRead.erase();
-        m.vRead.erase();
+        yieldWaitedO(m, b, oWait.getResult(0), loop.getBody());
         m.vFence.erase();
         m.vWait.erase();
         m.kRelease.erase();

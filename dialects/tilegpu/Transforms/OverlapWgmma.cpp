@@ -154,16 +154,7 @@ FailureOr<Pending> overlap(AttentionLoop &m, std::optional<Pending> from) {
         Value pj = m.pvDot.getA();
         auto oWait = WgmmaWaitOp::create(b, loc, TypeRange{pv.getType(), pj.getType()},
                                          ValueRange{pv, pj}, 0);
-        Value fo = oWait.getResult(0);
-        if (m.rescale)
-          fo = arith::MulFOp::create(b, m.rescale.getLoc(), fo, m.rescale.getRhs());
-        loop.getBody()->getTerminator()->setOperand(m.accIndex, fo);
-        m.pvDot.erase();
-        if (m.rescale)
-          m.rescale.erase();
-        m.sDot.erase();
-        m.kRead.erase();
-        m.vRead.erase();
+        yieldWaitedO(m, b, oWait.getResult(0), loop.getBody());
         m.k.erase();
         m.v.erase();
         for (Value old : oldStages) {
