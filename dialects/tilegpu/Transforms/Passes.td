@@ -126,11 +126,12 @@ def TileGPUWarpSpecialize : Pass<"tilegpu-warp-specialize", "::mlir::func::FuncO
     Runs after `tilegpu-allocate-shared`, instead of `tilegpu-pipeline-loads`, on wgmma
     programs whose loops are in its unpipelined form (one ring of S stages). The program after
     the shared buffers becomes the consumers' region of a `tilegpu.warp_specialize`; its
-    producer region runs the same loops with only their copies: per iteration it waits for the
-    stage's `empty` barrier, copies the iteration's blocks into the stage and arrives on
-    `full[i]` as each lands (`tilegpu.async_copy_arrive`). In the consumers' loops each load's
+    producer region runs the same loops with only their copies: per iteration and load i it
+    waits for the stage's `empty[i]` barrier, copies the block into the stage and arrives on
+    `full[i]` as it lands (`tilegpu.async_copy_arrive`). In the consumers' loops each load's
     commit, wait and CTA barrier become a wait for `full[i]`, the stage read is the iteration
-    count (carried over the loops) mod S, and the body ends with an arrival on `empty`. A
+    count (carried over the loops) mod S, and the body ends with arrivals on every `empty[i]`
+    (one barrier a load, so that tilegpu-overlap-consumers can release K before V). A
     buffer outside loops that the ring reused (Q) gets bytes of its own. Programs it does not
     apply to are left as they are.
   }];

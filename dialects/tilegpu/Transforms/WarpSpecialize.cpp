@@ -3,7 +3,7 @@
 // tilegpu-warp-specialize: on a wgmma program whose loops are in allocate-shared's unpipelined
 // form, the loops' copies move to a producer warpgroup of their own that runs ahead of the
 // consumers through the ring, and the CTA-wide barrier of every block becomes two mbarriers a
-// stage — `full` (the copies have landed) and `empty` (every consumer is done with the stage).
+// stage — `full` (its copies have landed) and `empty` (every consumer is done with the block).
 // The consumers then never wait for each other: the two warpgroups of a 128-row block drift
 // apart, so one's softmax runs while the other's dots keep the tensor cores busy.
 //
