@@ -94,7 +94,7 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
   Option<bool> pingpong{*this, "pingpong",
                         llvm::cl::desc("Overlapped consumers take turns issuing their dots "
                                        "(tilegpu-pingpong)."),
-                        llvm::cl::init(false)};
+                        llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};

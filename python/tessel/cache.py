@@ -105,8 +105,10 @@ class GpuOptions:
     #: compare.
     overlap_consumers: bool = dataclasses.field(default=True, metadata={"code": True})
     #: In those overlapped kernels of two consumer warpgroups, the warpgroups take turns
-    #: issuing their dots (FA3's ping-pong, tilegpu-pingpong). Off by default: a knob.
-    pingpong: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: issuing their dots (FA3's ping-pong, tilegpu-pingpong): +4 to +5 % at d128 4k on the
+    #: H200, neutral elsewhere (docs/bench/2026-12-03-h200-overlap-consumers.md). On by
+    #: default; off to compare.
+    pingpong: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.

@@ -45,8 +45,10 @@ def main():
                     help="compile tessel's kernels with GpuOptions(overlap_consumers=False): "
                          "a warp-specialized kernel's dots waited for where they stand")
     ap.add_argument("--pingpong", action="store_true",
-                    help="compile tessel's kernels with GpuOptions(pingpong=True): overlapped "
-                         "consumer warpgroups take turns issuing their dots")
+                    help="the default since 2026-12-03 (kept for the commands of earlier pages)")
+    ap.add_argument("--no-pingpong", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(pingpong=False): overlapped "
+                         "consumer warpgroups issue their dots without taking turns")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -54,11 +56,11 @@ def main():
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
-            or args.no_warp_specialize or args.no_overlap_consumers or args.pingpong):
+            or args.no_warp_specialize or args.no_overlap_consumers or args.no_pingpong):
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
                      occupancy_hints=not args.no_occupancy_hints,
                      sink_waits=not args.no_sink_waits,
-                     warp_specialize=not args.no_warp_specialize, pingpong=args.pingpong,
+                     warp_specialize=not args.no_warp_specialize, pingpong=not args.no_pingpong,
                      overlap_consumers=not args.no_overlap_consumers)
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
@@ -74,7 +76,7 @@ def main():
     print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}"
           f"{'; not warp-specialized' if args.no_warp_specialize else ''}"
           f"{'; consumers not overlapped' if args.no_overlap_consumers else ''}"
-          f"{'; ping-pong' if args.pingpong else ''}"
+          f"{'; no ping-pong' if args.no_pingpong else ''}"
           f"{f'; {args.stages} stages' if args.stages != 2 else ''}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
           f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")

@@ -677,6 +677,24 @@ def test_overlap_consumers_option_reaches_the_lowering(cache_dir):
         cache.GpuOptions(overlap_consumers=1)
 
 
+def test_pingpong_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(pingpong), on by default: the two overlapped consumer warpgroups of a d128
+    # 128x128 block take turns issuing their dots — named barriers 2 and 3 (bar.sync before the
+    # pair, bar.arrive after it, the second warpgroup's first arrival). Off: no turns. Without
+    # the overlap there is nothing to take turns at. Its own key.
+    q = np.zeros((1, 1, 128, 128), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
+    on = k.binary(cache.GpuOptions(chip="sm_90a")).ptx
+    off = k.binary(cache.GpuOptions(chip="sm_90a", pingpong=False)).ptx
+    assert "bar.arrive 2, 256;" in on and "bar.arrive" not in off
+    assert "wgmma.wait_group.sync.aligned 1;" in off
+    plain = k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False)).ptx
+    assert plain == k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False,
+                                              pingpong=False)).ptx
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", pingpong=False))[
+        "options"]["target"].endswith(";no-pingpong")
+
+
 def test_num_stages_option_reaches_the_lowering(cache_dir):
     # GpuOptions(num_stages=3): a ring of three K/V stages (two blocks in flight ahead of the
     # one in use): more shared memory, cp.async waits that leave one group pending, its own key.

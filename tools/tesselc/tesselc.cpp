@@ -100,10 +100,10 @@ static cl::opt<bool>
                      cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
-    pingpong("pingpong",
-             cl::desc("Overlapped consumers of two warpgroups take turns issuing their dots "
-                      "(tilegpu-pingpong)"),
-             cl::init(false), cl::cat(tesselcCategory));
+    noPingpong("no-pingpong",
+               cl::desc("Overlapped consumers of two warpgroups issue their dots when ready, "
+                        "without taking turns (no tilegpu-pingpong; to compare)"),
+               cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool> noOverlapConsumers(
     "no-overlap-consumers",
@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
   options.sinkWaits = !noSinkWaits;
   options.warpSpecialize = !noWarpSpecialize;
   options.overlapConsumers = !noOverlapConsumers;
-  options.pingpong = pingpong;
+  options.pingpong = !noPingpong;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

@@ -104,9 +104,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With warp-specialize: FA3's intra-warpgroup overlap in the consumers' attention "
            "loops, the softmax of S_j under P_{j-1}·V_{j-1} (tilegpu-overlap-consumers), where "
            "the registers allow. Off to compare.">,
-    Option<"pingpong", "pingpong", "bool", /*default=*/"false",
+    Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "With overlap-consumers on two consumer warpgroups: they take turns issuing their "
-           "dots (tilegpu-pingpong).">,
+           "dots (tilegpu-pingpong). Off to compare.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

@@ -56,8 +56,8 @@ struct TargetOptions {
   /// loop (convert-tile-to-mma overlap-consumers; tilegpu-overlap-consumers). Off to compare.
   bool overlapConsumers = true;
   /// Overlapped consumers of two warpgroups take turns issuing their dots (convert-tile-to-mma
-  /// pingpong; tilegpu-pingpong). Off by default until measured faster.
-  bool pingpong = false;
+  /// pingpong; tilegpu-pingpong). Off to compare.
+  bool pingpong = true;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

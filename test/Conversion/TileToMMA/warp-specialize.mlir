@@ -5,7 +5,8 @@
 // one thread before a CTA barrier; the producer's cp.async arrive on `full` as they land, the
 // consumers wait on it (no cp.async wait in their loops) and arrive on `empty`; the consumers'
 // barrier (Q's) is the named barrier 1 of their 256 threads; their dots are overlapped with
-// the softmax (tilegpu-overlap-consumers: a wait with one group in flight). ptxas: nothing
+// the softmax (tilegpu-overlap-consumers: a wait with one group in flight), the two
+// warpgroups taking turns at them (tilegpu-pingpong: named barriers 2 and 3). ptxas: nothing
 // spills, and no advisory (C7513: wgmmas serialized).
 // REQUIRES: ptxas
 // RUN: tessel-opt %S/attention-f16-none-128-d128.mlir --tile-optimize -o %t.mlir
@@ -26,6 +27,7 @@
 // CHECK-DAG: fence.proxy.async.shared::cta;
 // CHECK-DAG: mbarrier.arrive.shared.b64
 // CHECK-DAG: wgmma.wait_group.sync.aligned 1;
+// CHECK-DAG: bar.arrive 2, 256;
 // CHECK-NOT: bar.sync 0;
 
 // PTXAS: ptxas sm_90a attention: 168 registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
