@@ -68,6 +68,12 @@ Value constI32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
 }
 
+std::pair<Value, Value> stageAndPhase(OpBuilder &b, Location loc, Value i, int64_t stages) {
+  Value s = arith::RemUIOp::create(b, loc, i, constI32(b, loc, stages));
+  Value lap = arith::DivUIOp::create(b, loc, i, constI32(b, loc, stages));
+  return {s, arith::AndIOp::create(b, loc, lap, constI32(b, loc, 1))};
+}
+
 Value addMod(OpBuilder &b, Location loc, Value x, int64_t k, int64_t stages) {
   return arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, constI32(b, loc, k)),
                                 constI32(b, loc, stages));

@@ -38,6 +38,12 @@ llvm::SmallVector<UnpipelinedLoad> matchUnpipelinedLoads(mlir::scf::ForOp loop, 
 
 mlir::Value constI32(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 
+/// The stage of a ring of `stages` that iteration count `i` uses (i mod stages) and the parity
+/// of its lap (i / stages & 1), the phase its mbarriers complete: the one rule the producer
+/// and the consumers of a warp-specialized ring share.
+std::pair<mlir::Value, mlir::Value> stageAndPhase(mlir::OpBuilder &b, mlir::Location loc,
+                                                  mlir::Value i, int64_t stages);
+
 /// (x + k) mod stages.
 mlir::Value addMod(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, int64_t k,
                    int64_t stages);

@@ -97,11 +97,20 @@ int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
          40;
 }
 
-/// The stage and phase of iteration count `i`.
-std::pair<Value, Value> stageAndPhase(OpBuilder &b, Location loc, Value i, int64_t stages) {
-  Value s = arith::RemUIOp::create(b, loc, i, constI32(b, loc, stages));
-  Value lap = arith::DivUIOp::create(b, loc, i, constI32(b, loc, stages));
-  return {s, arith::AndIOp::create(b, loc, lap, constI32(b, loc, 1))};
+/// The V block pending at count `count` of a loop that started at `first`: whether there is
+/// one (`real`: not the first iteration), and the stage of count − 1, where it is.
+struct PendingV {
+  Value real, stage;
+};
+
+/// Waits (where `real`) for the pending V block to have landed.
+PendingV waitForPendingV(OpBuilder &b, Location loc, Value count, Value first, Value fullV,
+                         int64_t stages) {
+  Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, count, first);
+  Value prev = arith::SubIOp::create(b, loc, count, constI32(b, loc, 1));
+  auto [stage, phase] = stageAndPhase(b, loc, prev, stages);
+  MbarrierWaitOp::create(b, loc, fullV, stage, phase, real);
+  return {real, stage};
 }
 
 /// Rewrites `m` into the overlapped schedule and drains its last P·V after it.
@@ -133,10 +142,8 @@ LogicalResult overlap(ConsumerLoop &m) {
         OpBuilder::InsertionGuard guard(b);
         // V_{j−1} (none in the first iteration) has landed too before the dots.
         b.setInsertionPointAfter(m.kWait);
-        Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, count, first);
-        Value prev = arith::SubIOp::create(b, loc, count, constI32(b, loc, 1));
-        auto [prevStage, prevPhase] = stageAndPhase(b, loc, prev, m.stages);
-        MbarrierWaitOp::create(b, loc, fullV, prevStage, prevPhase, real);
+        PendingV pending = waitForPendingV(b, loc, count, first, fullV, m.stages);
+        Value real = pending.real;
         // S_j and P_{j−1}·V_{j−1} as two groups.
         b.setInsertionPoint(m.kRead);
         Value s = WgmmaOp::create(b, m.sDot.getLoc(), m.sDot.getResult().getType(), m.sDot.getA(),
@@ -155,7 +162,7 @@ LogicalResult overlap(ConsumerLoop &m) {
         Value spare = arith::XOrIOp::create(b, loc, real,
                                             arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
         MbarrierArriveOp::create(b, loc, emptyK, stage, spare);
-        MbarrierArriveOp::create(b, loc, emptyV, prevStage, real);
+        MbarrierArriveOp::create(b, loc, emptyV, pending.stage, real);
         yieldWaitedO(m, b, oWait.getResult(0), loop.getBody());
         m.vFence.erase();
         m.vWait.erase();
@@ -173,16 +180,13 @@ LogicalResult overlap(ConsumerLoop &m) {
   // pending (its spare would read a K block never copied): O is kept as it was.
   OpBuilder b(grown.getContext());
   b.setInsertionPointAfter(grown);
-  Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, end, first);
-  Value prev = arith::SubIOp::create(b, loc, end, constI32(b, loc, 1));
-  auto [prevStage, prevPhase] = stageAndPhase(b, loc, prev, m.stages);
-  MbarrierWaitOp::create(b, loc, fullV, prevStage, prevPhase, real);
+  PendingV last = waitForPendingV(b, loc, end, first, fullV, m.stages);
   FenceAsyncSharedOp::create(b, loc);
   Value o = grown.getResult(m.accIndex);
   auto pv = WgmmaOp::create(b, loc, o.getType(), p, pvBuffer, pvStage, o, /*transpose_b=*/false);
   auto wait = WgmmaWaitOp::create(b, loc, TypeRange{o.getType()}, ValueRange{pv}, 0);
-  MbarrierArriveOp::create(b, loc, emptyV, prevStage, real);
-  auto kept = arith::SelectOp::create(b, loc, real, wait.getResult(0), o);
+  MbarrierArriveOp::create(b, loc, emptyV, last.stage, last.real);
+  auto kept = arith::SelectOp::create(b, loc, last.real, wait.getResult(0), o);
   o.replaceAllUsesExcept(kept, SmallPtrSet<Operation *, 2>{pv, kept});
   return success();
 }

@@ -234,12 +234,6 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   b.setInsertionPointToStart(producer);
   IRMapping map;
   Value it = constI32(b, loc, 0);
-  auto stageAndPhase = [&](OpBuilder &ob, Value i) {
-    Value s = arith::RemUIOp::create(ob, loc, i, constI32(ob, loc, stages));
-    Value lap = arith::DivUIOp::create(ob, loc, i, constI32(ob, loc, stages));
-    Value phase = arith::AndIOp::create(ob, loc, lap, constI32(ob, loc, 1));
-    return std::make_pair(s, phase);
-  };
   for (StreamedLoop &l : loops) {
     FailureOr<Value> lb = producerValue(b, l.loop.getLowerBound(), map, ws);
     FailureOr<Value> ub = producerValue(b, l.loop.getUpperBound(), map, ws);
@@ -261,7 +255,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     IRMapping iterMap = map;
     iterMap.map(l.loop.getInductionVar(), copies.getInductionVar());
     Value i = copies.getRegionIterArgs()[0];
-    auto [s, phase] = stageAndPhase(ib, i);
+    auto [s, phase] = stageAndPhase(ib, loc, i, stages);
     Value freed = arith::XOrIOp::create(ib, loc, phase, constI32(ib, loc, 1));
     for (auto [index, load] : llvm::enumerate(l.loads)) {
       MbarrierWaitOp::create(ib, loc, empty[index], s, freed, Value());
@@ -306,7 +300,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     Block *loopBody = grown.getBody();
     Value i = grown.getRegionIterArgs().back();
     OpBuilder sb = OpBuilder::atBlockBegin(loopBody);
-    auto [s, phase] = stageAndPhase(sb, i);
+    auto [s, phase] = stageAndPhase(sb, loc, i, stages);
     for (auto [index, load] : llvm::enumerate(l.loads)) {
       OpBuilder wb(load.wait);
       MbarrierWaitOp::create(wb, loc, full[index], s, phase, Value());
