@@ -124,6 +124,8 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitSharedMemoryOp(op);
   if (isMbarrierOp(op))
     return emitMbarrierOp(op);
+  if (isa<tilegpu::TurnStartOp, tilegpu::TurnWaitOp, tilegpu::TurnPassOp>(op))
+    return emitTurn(op);
   if (auto ws = dyn_cast<tilegpu::WarpSpecializeOp>(op))
     return emitWarpSpecialize(ws);
   // Tile-valued pure ops are computed where a consumer needs them, in its layout.

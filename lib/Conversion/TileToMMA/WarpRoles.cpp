@@ -17,8 +17,7 @@ namespace tessel::mma {
 
 bool MmaKernelBuilder::isMbarrierOp(Operation *op) {
   return isa<tilegpu::MbarrierInitOp, tilegpu::MbarrierArriveOp, tilegpu::MbarrierWaitOp,
-             tilegpu::AsyncCopyArriveOp, tilegpu::TurnStartOp, tilegpu::TurnWaitOp,
-             tilegpu::TurnPassOp>(op);
+             tilegpu::AsyncCopyArriveOp>(op);
 }
 
 LogicalResult MmaKernelBuilder::emitTurn(Operation *op) {
@@ -64,8 +63,6 @@ Value MmaKernelBuilder::barrierAddress(Value bytes) {
 
 LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
   Location loc = op->getLoc();
-  if (isa<tilegpu::TurnStartOp, tilegpu::TurnWaitOp, tilegpu::TurnPassOp>(op))
-    return emitTurn(op);
   if (auto init = dyn_cast<tilegpu::MbarrierInitOp>(op)) {
     // One thread sets every stage up; the gpu.barrier after it publishes them.
     auto first = scf::IfOp::create(
