@@ -329,7 +329,10 @@ def mod_backward_case(H, Hkv, N, causal, layout, score=None, mask=None, use_lse=
 
 
 def mod_world_one_case():
-    """A group of one: ring_attention with mods is bit for bit tessel.attention with them."""
+    """A group of one: ring_attention with mods is tessel.attention with them, to f32 rounding:
+    the ring's wrappers place a shard's positions with a select, which keeps an affine bias such
+    as ALiBi per element, where tessel.attention's kernel regroups it per row and per column
+    (tile-separate-bias). Without mods the two are bit for bit the same (world-one)."""
     groups = [dist.new_group([r]) for r in range(WORLD)]
     q, k, v = inputs(5 + RANK, 2, 2, 29)
     doc = document_ids(29)
@@ -337,8 +340,11 @@ def mod_world_one_case():
                             score_mod=alibi, mask_mod=document(doc), return_lse=True)
     o_ref, lse_ref = tessel.attention(*(x.float().numpy() for x in (q, k, v)), causal=True,
                                       score_mod=alibi, mask_mod=document(doc), return_lse=True)
-    same = np.array_equal(o.numpy(), o_ref) and np.array_equal(lse.numpy(), lse_ref)
-    return same, f"rank {RANK} alone, mods: identical to tessel.attention: {same}"
+    e_o = err_np(o.numpy(), o_ref)
+    e_lse = err_np(lse.numpy(), lse_ref)
+    ok = e_o < 1e-5 and e_lse < 1e-6
+    return ok, (f"rank {RANK} alone, mods: o {e_o:.2e}, lse {e_lse:.2e} from tessel.attention "
+                f"(tol 1e-5, 1e-6)")
 
 
 def traces():

@@ -56,6 +56,26 @@ def TileSplitMaskedLoops : Pass<"tile-split-masked-loops", "::mlir::func::FuncOp
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def TileSeparateBias : Pass<"tile-separate-bias", "::mlir::func::FuncOp"> {
+  let summary = "Compute score biases affine in the indices once per row and once per column.";
+  let description = [{
+    A bias built from index arithmetic, such as ALiBi's `slope · (kv_idx − q_idx)`, costs every
+    score an integer subtract, a conversion to float, a multiply and an add. When the integer
+    tile is affine in the two indices (the mask analysis's `IndexTile`), `sitofp(base + a·i +
+    c·j)` becomes a row vector `sitofp(base + a·i)` plus a column vector `sitofp(c·j)` (exact
+    below 2^24). Element-wise float arithmetic on spread vectors is then done on the vectors,
+    multiplications by splats distribute over the sum, the column part joins the score and the
+    row part goes around the online softmax: `max(u + r) = max(u) + r` (exact),
+    `select(c, u + r, −inf) = select(c, u, −inf) + r` and `(u + r) − m = u − (m − r)`. What is
+    left per score is one multiply-add with a column value and the exponent's subtraction.
+
+    The loop's variables go to the row part, so the column part is loop-invariant. Run it after
+    `tile-split-masked-loops` (which reads the same index arithmetic in masks) and before
+    `tile-fold-softmax-scale` merges the scale with log2(e) again.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def TileTestElementwiseGrad : Pass<"tile-test-elementwise-grad", "::mlir::func::FuncOp"> {
   let summary = "For tests: return the element-wise derivative of a function's first result.";
   let description = [{

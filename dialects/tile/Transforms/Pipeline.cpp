@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - the tile-level optimisation pipeline ----------------===//
 //
 // The order matters: the online-softmax rewrite must see the naive form whole; scale folding
-// wants the exp2 form it creates; loop splitting is only legal once the softmax is streamed.
+// wants the exp2 form it creates; loop splitting is only legal once the softmax is streamed;
+// bias separation reads the split loops' bodies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,9 @@ void tessel::tile::buildTileOptimizationPipeline(OpPassManager &pm) {
   // Proves split bounds equal where they are (e.g. min(x, 0) with x >= 0), so empty loops fold.
   fn.addPass(arith::createArithIntRangeOpts());
   fn.addPass(createCanonicalizerPass());
+  // After the split (it reads the same index arithmetic in masks); fold again what it separates.
+  fn.addPass(createTileSeparateBias());
+  fn.addPass(createTileFoldSoftmaxScale());
   fn.addPass(createLoopInvariantCodeMotionPass());
   fn.addPass(createCSEPass());
   fn.addPass(createCanonicalizerPass());

@@ -18,6 +18,22 @@ using tessel::conversion::approxEx2;
 
 namespace tessel::mma {
 
+namespace {
+/// `mulf(x, y) + spread` (either order) for an f32 product used only there: a multiply-add.
+std::optional<std::pair<arith::MulFOp, Value>> productPlusSpread(Operation *def) {
+  auto add = dyn_cast<arith::AddFOp>(def);
+  if (!add || !cast<RankedTensorType>(add.getType()).getElementType().isF32())
+    return std::nullopt;
+  for (unsigned i = 0; i < 2; ++i) {
+    auto mul = add->getOperand(i).getDefiningOp<arith::MulFOp>();
+    Value other = add->getOperand(1 - i);
+    if (mul && mul->hasOneUse() && (isRowBroadcast(other) || isColBroadcast(other)))
+      return std::make_pair(mul, other);
+  }
+  return std::nullopt;
+}
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Registers of a tile value
 //===----------------------------------------------------------------------===//
@@ -153,6 +169,19 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     for (int64_t i = 0; i < *n; ++i)
       regs.push_back(
           arith::MulFOp::create(b, loc, (*num)[i], inv[accRow(i, type.getShape()[1] / 8)]));
+  } else if (auto fma = layout == Layout::Acc ? productPlusSpread(def)
+                                              : std::optional<std::pair<arith::MulFOp, Value>>();
+             fma) {
+    // x·y + spread(v): one FFMA per element (the score plus the column part of a bias that
+    // tile-separate-bias split into rows and columns).
+    auto [mul, addend] = *fma;
+    FailureOr<SmallVector<Value>> x = materialize(mul.getLhs(), layout, def);
+    FailureOr<SmallVector<Value>> y = materialize(mul.getRhs(), layout, def);
+    FailureOr<SmallVector<Value>> z = materialize(addend, layout, def);
+    if (failed(x) || failed(y) || failed(z))
+      return failure();
+    for (int64_t i = 0; i < *n; ++i)
+      regs.push_back(LLVM::FMAOp::create(b, loc, (*x)[i], (*y)[i], (*z)[i]));
   } else if (auto sub = isa<math::Exp2Op>(def) && layout == Layout::Acc
                             ? def->getOperand(0).getDefiningOp<arith::SubFOp>()
                             : arith::SubFOp();
