@@ -74,8 +74,7 @@ bool isSplat(Value v) {
 bool isNegInfSplat(Value v) {
   DenseFPElementsAttr dense;
   return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().isInfinity() &&
-         dense.getSplatValue<APFloat>().isNegative();
+         dense.getSplatValue<APFloat>().isInfinity() && dense.getSplatValue<APFloat>().isNegative();
 }
 
 // constant + Σ coefficient · symbol as `type` scalars at the builder's position, or null when a
@@ -305,8 +304,7 @@ struct ReduceAroundConstant : OpRewritePattern<ReduceOp> {
 // select(c, u + spread(r), −inf) → select(c, u, −inf) + spread(r): −inf + r = −inf (r finite).
 struct MaskAroundConstant : OpRewritePattern<arith::SelectOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(arith::SelectOp select,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(arith::SelectOp select, PatternRewriter &rewriter) const override {
     if (!isNegInfSplat(select.getFalseValue()))
       return failure();
     for (unsigned axis = 0; axis < 2; ++axis) {
@@ -336,18 +334,19 @@ struct ShiftAroundConstant : OpRewritePattern<arith::SubFOp> {
     Location loc = sub.getLoc();
     Value shift = arith::SubFOp::create(rewriter, loc, m->vec, matchSpread(sum->second)->vec);
     rewriter.replaceOpWithNewOp<arith::SubFOp>(
-        sub, sum->first, spread(rewriter, loc, shift, m->axis, cast<RankedTensorType>(sub.getType())));
+        sub, sum->first,
+        spread(rewriter, loc, shift, m->axis, cast<RankedTensorType>(sub.getType())));
     return success();
   }
 };
 
-struct TileSeparateBiasPass : public tessel::tile::impl::TileSeparateBiasBase<TileSeparateBiasPass> {
+struct TileSeparateBiasPass
+    : public tessel::tile::impl::TileSeparateBiasBase<TileSeparateBiasPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SeparateIndexConversion, ComputeOnVectors, SubtractAsAdd, OrderBiasSum,
-                 DistributeScale<arith::MulFOp>,
-                 DistributeScale<arith::DivFOp>, ReduceAroundConstant, MaskAroundConstant, ShiftAroundConstant>(
-        &getContext());
+                 DistributeScale<arith::MulFOp>, DistributeScale<arith::DivFOp>,
+                 ReduceAroundConstant, MaskAroundConstant, ShiftAroundConstant>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
