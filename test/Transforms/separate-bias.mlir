@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s --pass-pipeline='builtin.module(func.func(tile-separate-bias,canonicalize,cse))' --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --pass-pipeline='builtin.module(func.func(tile-separate-bias{min-rows=1},canonicalize,cse))' --split-input-file | FileCheck %s
 
 // ALiBi in the online softmax's form: t = (s + slope·(kv − q))·log2e, the block's row max and
 // exp2(t − m). The bias becomes a row vector (the loop's variables: j − q0 − i) and a column

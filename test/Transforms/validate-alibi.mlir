@@ -6,20 +6,26 @@
 // DEFINE:   --arg=rand:2240:3 --arg=zeros:2880 --arg=zeros:90 --arg=45 --arg=70 --arg=2 --arg=1 \
 // DEFINE:   --arg=0.25
 
-// RUN: %{run} --arg=24 --arg=0.5 --validate-pipeline='builtin.module(func.func(tile-online-softmax,tile-fold-softmax-scale,tile-separate-bias))' | FileCheck %s
-// RUN: %{run} --arg=24 --arg=0.5 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
-// RUN: %{run} --arg=1000 --arg=0.0625 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
-// RUN: %{run} --arg=0 --arg=0.5 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// tile-optimize's passes, with tile-separate-bias taking these 16-row tiles (min-rows=1).
+// DEFINE: %{pipeline} = builtin.module(inline,canonicalize,func.func(tile-online-softmax,canonicalize,tile-fold-softmax-scale,tile-split-masked-loops,canonicalize,int-range-optimizations,canonicalize,tile-separate-bias{min-rows=1},tile-fold-softmax-scale,loop-invariant-code-motion,cse,canonicalize))
+
+// RUN: %{run} --arg=24 --arg=0.5 --validate-pipeline='builtin.module(func.func(tile-online-softmax,tile-fold-softmax-scale,tile-separate-bias{min-rows=1}))' | FileCheck %s
+// RUN: %{run} --arg=24 --arg=0.5 --validate-pipeline='%{pipeline}' | FileCheck %s
+// RUN: %{run} --arg=1000 --arg=0.0625 --validate-pipeline='%{pipeline}' | FileCheck %s
+// RUN: %{run} --arg=0 --arg=0.5 --validate-pipeline='%{pipeline}' | FileCheck %s
 // A steep slope puts exponents of a few hundred through the regrouped sums: f32 rounding at
 // 1e-4 relative (the same order as the original grouping's own error).
-// RUN: %{run} --arg=1000 --arg=4 --rtol=1e-4 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// RUN: %{run} --arg=1000 --arg=4 --rtol=1e-4 --validate-pipeline='%{pipeline}' | FileCheck %s
 // CHECK: validate: max abs err {{.*}} over 10330 elements: OK
 
 // The pipeline leaves no per-element conversion: the bias is a row and a column vector.
-// RUN: tessel-opt %s --tile-optimize | FileCheck %s --check-prefix=IR
+// RUN: tessel-opt %s --pass-pipeline='%{pipeline}' | FileCheck %s --check-prefix=IR
 // IR-NOT: arith.sitofp {{.*}} : tensor<16x16xi32>
 // IR:     arith.sitofp {{.*}} : tensor<16xi32> to tensor<16xf32>
 // IR-NOT: arith.sitofp {{.*}} : tensor<16x16xi32>
+// tile-optimize itself keeps 16-row tiles per element (min-rows=128: one-warpgroup kernels).
+// RUN: tessel-opt %s --tile-optimize | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT: arith.sitofp {{.*}} : tensor<16x16xi32>
 
 func.func @attention(%q: !tile.ptr<f32>, %k: !tile.ptr<f32>, %v: !tile.ptr<f32>,
                      %o: !tile.ptr<f32>, %lse_out: !tile.ptr<f32>,

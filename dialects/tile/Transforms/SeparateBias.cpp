@@ -110,10 +110,12 @@ Value emitRamp(OpBuilder &b, Location loc, Value start, int64_t step, int64_t le
 // differences that means sequences of up to 16M positions. The column part is independent of
 // the loop, so it is computed once; the loop's variables all go to the row part.
 struct SeparateIndexConversion : OpRewritePattern<arith::SIToFPOp> {
-  using OpRewritePattern::OpRewritePattern;
+  SeparateIndexConversion(MLIRContext *ctx, int64_t minRows)
+      : OpRewritePattern(ctx), minRows(minRows) {}
   LogicalResult matchAndRewrite(arith::SIToFPOp conv, PatternRewriter &rewriter) const override {
     auto type = dyn_cast<RankedTensorType>(conv.getType());
-    if (!type || type.getRank() != 2 || matchSpread(conv.getIn()) || isSplat(conv.getIn()))
+    if (!type || type.getRank() != 2 || type.getDimSize(0) < minRows || matchSpread(conv.getIn()) ||
+        isSplat(conv.getIn()))
       return failure();
     std::optional<IndexTile> index = analyseIndexTile(conv.getIn());
     if (!index || (index->steps[0] == 0 && index->steps[1] == 0))
@@ -142,6 +144,8 @@ struct SeparateIndexConversion : OpRewritePattern<arith::SIToFPOp> {
     rewriter.replaceOpWithNewOp<arith::AddFOp>(conv, part(1, zero), part(0, base));
     return success();
   }
+
+  int64_t minRows;
 };
 
 // A float element-wise op whose tile operands are all spread along one axis (or splats):
@@ -342,11 +346,13 @@ struct ShiftAroundConstant : OpRewritePattern<arith::SubFOp> {
 
 struct TileSeparateBiasPass
     : public tessel::tile::impl::TileSeparateBiasBase<TileSeparateBiasPass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SeparateIndexConversion, ComputeOnVectors, SubtractAsAdd, OrderBiasSum,
-                 DistributeScale<arith::MulFOp>, DistributeScale<arith::DivFOp>,
-                 ReduceAroundConstant, MaskAroundConstant, ShiftAroundConstant>(&getContext());
+    patterns.add<SeparateIndexConversion>(&getContext(), minRows);
+    patterns.add<ComputeOnVectors, SubtractAsAdd, OrderBiasSum, DistributeScale<arith::MulFOp>,
+                 DistributeScale<arith::DivFOp>, ReduceAroundConstant, MaskAroundConstant,
+                 ShiftAroundConstant>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
