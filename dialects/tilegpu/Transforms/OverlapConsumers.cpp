@@ -97,40 +97,74 @@ int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
          40;
 }
 
-/// The V block pending at count `count` of a loop that started at `first`: whether there is
-/// one (`real`: not the first iteration), and the stage of count − 1, where it is.
-struct PendingV {
-  Value real, stage;
-};
-
-/// Waits (where `real`) for the pending V block to have landed.
-PendingV waitForPendingV(OpBuilder &b, Location loc, Value count, Value first, Value fullV,
-                         int64_t stages) {
-  Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, count, first);
+/// Waits (where `pred`, or always when it is null) for the V block of count − 1, the one a
+/// P·V issued at count reads; returns its stage.
+Value waitForPendingV(OpBuilder &b, Location loc, Value count, Value fullV, int64_t stages,
+                      Value pred) {
   Value prev = arith::SubIOp::create(b, loc, count, constI32(b, loc, 1));
   auto [stage, phase] = stageAndPhase(b, loc, prev, stages);
-  MbarrierWaitOp::create(b, loc, fullV, stage, phase, real);
-  return {real, stage};
+  MbarrierWaitOp::create(b, loc, fullV, stage, phase, pred);
+  return stage;
 }
 
-/// Rewrites `m` into the overlapped schedule and drains its last P·V after it.
+/// The first iteration of `m`'s loop, peeled in front of it (a loop of at most one iteration):
+/// S_0 and its softmax as the plain schedule has them, without P_0·V_0. It yields P_0 and the
+/// stage of V_0 beside the loop's values; V_0 is neither waited for nor released there (the
+/// loop's first iteration does both). The loop then starts one step later.
+FailureOr<scf::ForOp> peelFirst(IRRewriter &rw, ConsumerLoop &m) {
+  scf::ForOp loop = m.loop;
+  Location loc = loop.getLoc();
+  rw.setInsertionPoint(loop);
+  Value second = arith::AddIOp::create(rw, loc, loop.getLowerBound(), loop.getStep());
+  Value end = arith::MinSIOp::create(rw, loc, second, loop.getUpperBound());
+  auto peel = cast<scf::ForOp>(rw.clone(*loop));
+  peel.getUpperBoundMutable().assign(end);
+  std::optional<ConsumerLoop> pm = match(peel);
+  if (!pm)
+    return failure();
+  Value p = pm->pvDot.getA(), stage = pm->kWait.getStage();
+  pm->pvDot.getResult().replaceAllUsesWith(pm->pvDot.getAcc());
+  for (Operation *op :
+       {pm->pvDot.getOperation(), pm->vRead.getOperation(), pm->vRelease.getOperation(),
+        pm->vFence.getOperation(), pm->vWait.getOperation()})
+    rw.eraseOp(op);
+  // Values for a peel that runs no iteration: the loop after it runs none either, and the
+  // drain's result is discarded then.
+  rw.setInsertionPoint(peel);
+  auto pType = cast<RankedTensorType>(p.getType());
+  Value p0 = arith::ConstantOp::create(
+      rw, loc, DenseElementsAttr::get(pType, rw.getZeroAttr(pType.getElementType())));
+  Value stage0 = constI32(rw, loc, 0);
+  FailureOr<LoopLikeOpInterface> grown = peel.replaceWithAdditionalYields(
+      rw, ValueRange{p0, stage0}, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument>) -> SmallVector<Value> {
+        return {p, stage};
+      });
+  if (failed(grown))
+    return failure();
+  auto peeled = cast<scf::ForOp>(grown->getOperation());
+  loop.getLowerBoundMutable().assign(second);
+  loop.getInitArgsMutable().assign(peeled.getResults().take_front(loop.getNumRegionIterArgs()));
+  return peeled;
+}
+
+/// Rewrites `m` into the overlapped schedule, its first iteration peeled, and drains its last
+/// P·V after it.
 LogicalResult overlap(ConsumerLoop &m) {
   scf::ForOp loop = m.loop;
   Location loc = loop.getLoc();
   IRRewriter rw(loop.getContext());
-  rw.setInsertionPoint(loop);
-  Value kBuffer = m.kRead.getBuffer(), vBuffer = m.vRead.getBuffer();
+  Value vBuffer = m.vRead.getBuffer();
   Value fullV = m.vWait.getBarriers(), emptyK = m.kRelease.getBarriers(),
         emptyV = m.vRelease.getBarriers();
   Value first = loop.getInitArgs().back();
-  // Before the first iteration nothing is pending: P = 0 against that iteration's K block
-  // (waited for just before), which adds exactly 0 to O.
-  auto pType = cast<RankedTensorType>(m.pvDot.getA().getType());
-  Value p0 = arith::ConstantOp::create(
-      rw, loc, DenseElementsAttr::get(pType, rw.getZeroAttr(pType.getElementType())));
-  Value firstStage = arith::RemUIOp::create(rw, loc, first, constI32(rw, loc, m.stages));
-  SmallVector<Value> carried{p0, kBuffer, firstStage};
-  unsigned countIndex = loop.getNumRegionIterArgs() - 1;
+  FailureOr<scf::ForOp> peeled = peelFirst(rw, m);
+  if (failed(peeled))
+    return failure();
+  unsigned n0 = loop.getNumRegionIterArgs();
+  rw.setInsertionPoint(loop);
+  SmallVector<Value> carried{peeled->getResult(n0), vBuffer, peeled->getResult(n0 + 1)};
+  unsigned countIndex = n0 - 1;
   FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
       rw, carried, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &b, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
@@ -140,29 +174,26 @@ LogicalResult overlap(ConsumerLoop &m) {
         Value stage = m.kWait.getStage();
         Value o = loop.getRegionIterArgs()[m.accIndex];
         OpBuilder::InsertionGuard guard(b);
-        // V_{j−1} (none in the first iteration) has landed too before the dots.
+        // V_{j−1} has landed too before the dots.
         b.setInsertionPointAfter(m.kWait);
-        PendingV pending = waitForPendingV(b, loc, count, first, fullV, m.stages);
-        Value real = pending.real;
+        Value vStage = waitForPendingV(b, loc, count, fullV, m.stages, Value());
         // S_j and P_{j−1}·V_{j−1} as two groups.
         b.setInsertionPoint(m.kRead);
         Value s = WgmmaOp::create(b, m.sDot.getLoc(), m.sDot.getResult().getType(), m.sDot.getA(),
-                                  kBuffer, stage, m.sDot.getAcc(), /*transpose_b=*/true);
+                                  m.kRead.getBuffer(), stage, m.sDot.getAcc(),
+                                  /*transpose_b=*/true);
         Value pv = WgmmaOp::create(b, m.pvDot.getLoc(), m.pvDot.getResult().getType(), p, pvBuffer,
                                    pvStage, o, /*transpose_b=*/false);
-        // S_j is in: K_j is free, unless the spare P·V (first iteration) still reads it.
+        // S_j is in: K_j is free.
         auto sWait = WgmmaWaitOp::create(b, loc, TypeRange{s.getType()}, ValueRange{s}, 1);
-        MbarrierArriveOp::create(b, loc, emptyK, stage, real);
+        MbarrierArriveOp::create(b, loc, emptyK, stage, Value());
         m.sDot.getResult().replaceAllUsesWith(sWait.getResult(0));
         // O is complete before f(O); the wait also ties P_j, so that what makes it stays above.
         b.setInsertionPoint(m.pvDot);
         Value pj = m.pvDot.getA();
         auto oWait = WgmmaWaitOp::create(b, loc, TypeRange{pv.getType(), pj.getType()},
                                          ValueRange{pv, pj}, 0);
-        Value spare = arith::XOrIOp::create(b, loc, real,
-                                            arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-        MbarrierArriveOp::create(b, loc, emptyK, stage, spare);
-        MbarrierArriveOp::create(b, loc, emptyV, pending.stage, real);
+        MbarrierArriveOp::create(b, loc, emptyV, vStage, Value());
         yieldWaitedO(m, b, oWait.getResult(0), loop.getBody());
         m.vFence.erase();
         m.vWait.erase();
@@ -176,17 +207,18 @@ LogicalResult overlap(ConsumerLoop &m) {
   unsigned n = grown.getNumResults() - carried.size();
   Value p = grown.getResult(n), pvBuffer = grown.getResult(n + 1), pvStage = grown.getResult(n + 2),
         end = grown.getResult(countIndex);
-  // The drain: V_last lands, then the last P·V. A loop that ran no iteration has nothing
-  // pending (its spare would read a K block never copied): O is kept as it was.
+  // The drain: V_last lands, then the last P·V. A loop that ran no iteration (not even the
+  // peeled one) has nothing pending: O is kept as it was.
   OpBuilder b(grown.getContext());
   b.setInsertionPointAfter(grown);
-  PendingV last = waitForPendingV(b, loc, end, first, fullV, m.stages);
+  Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, end, first);
+  Value lastStage = waitForPendingV(b, loc, end, fullV, m.stages, real);
   FenceAsyncSharedOp::create(b, loc);
   Value o = grown.getResult(m.accIndex);
   auto pv = WgmmaOp::create(b, loc, o.getType(), p, pvBuffer, pvStage, o, /*transpose_b=*/false);
   auto wait = WgmmaWaitOp::create(b, loc, TypeRange{o.getType()}, ValueRange{pv}, 0);
-  MbarrierArriveOp::create(b, loc, emptyV, last.stage, last.real);
-  auto kept = arith::SelectOp::create(b, loc, last.real, wait.getResult(0), o);
+  MbarrierArriveOp::create(b, loc, emptyV, lastStage, real);
+  auto kept = arith::SelectOp::create(b, loc, real, wait.getResult(0), o);
   o.replaceAllUsesExcept(kept, SmallPtrSet<Operation *, 2>{pv, kept});
   return success();
 }

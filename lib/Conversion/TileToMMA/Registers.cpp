@@ -32,6 +32,33 @@ std::optional<std::pair<arith::MulFOp, Value>> productPlusSpread(Operation *def)
   }
   return std::nullopt;
 }
+
+/// `sitofp(c·iota) · splat(k)` (either order, c = 1 without the multiply) for an f32 vector: c
+/// and the scalar k.
+std::optional<std::pair<int64_t, Value>> scaledColumnRamp(Operation *def) {
+  auto mul = dyn_cast<arith::MulFOp>(def);
+  if (!mul || !cast<RankedTensorType>(mul.getType()).getElementType().isF32() ||
+      cast<RankedTensorType>(mul.getType()).getRank() != 1)
+    return std::nullopt;
+  for (unsigned i = 0; i < 2; ++i) {
+    auto conv = mul->getOperand(i).getDefiningOp<arith::SIToFPOp>();
+    auto splat = mul->getOperand(1 - i).getDefiningOp<tile::SplatOp>();
+    if (!conv || !splat)
+      continue;
+    Value in = conv.getIn();
+    int64_t c = 1;
+    if (auto scaled = in.getDefiningOp<arith::MulIOp>()) {
+      DenseIntElementsAttr dense;
+      if (!matchPattern(scaled.getRhs(), m_Constant(&dense)) || !dense.isSplat())
+        continue;
+      c = dense.getSplatValue<APInt>().getSExtValue();
+      in = scaled.getLhs();
+    }
+    if (in.getDefiningOp<tile::IotaOp>())
+      return std::make_pair(c, splat.getValue());
+  }
+  return std::nullopt;
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -115,6 +142,23 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
         regs.push_back(arith::AddIOp::create(b, loc, quadColumn(), ci32((i / 2) * 8 + (i % 2))));
     } else {
       return def->emitOpError("is an iota used as a 2-D tile");
+    }
+  } else if (auto ramp = layout == Layout::Col ? scaledColumnRamp(def)
+                                               : std::optional<std::pair<int64_t, Value>>();
+             ramp) {
+    // sitofp(c·iota)·k per column: fma(c·offset, k, c·quad·k) from the quad's first column and
+    // each register's constant offset. Nothing but that column survives the loop when k is read
+    // inside it (a bias's column part, tile-separate-bias), where the converted columns would
+    // otherwise be hoisted and held: a register per column.
+    auto [c, k] = *ramp;
+    Value scale = scalars.lookup(k);
+    Value quad = arith::SIToFPOp::create(b, loc, b.getF32Type(),
+                                         arith::MulIOp::create(b, loc, quadColumn(), ci32(c)));
+    Value base = arith::MulFOp::create(b, loc, quad, scale);
+    for (int64_t i = 0; i < *n; ++i) {
+      Value offset = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(static_cast<float>(c * ((i / 2) * 8 + (i % 2)))));
+      regs.push_back(LLVM::FMAOp::create(b, loc, offset, scale, base));
     }
   } else if (auto gather = dyn_cast<tile::GatherOp>(def)) {
     FailureOr<SmallVector<Value>> read = gatherRegisters(gather, layout, *n);

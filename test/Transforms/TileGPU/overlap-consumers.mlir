@@ -1,11 +1,12 @@
-// tilegpu-overlap-consumers on tilegpu-warp-specialize's output: in the consumers' attention
-// loop, S_j = Q·K_jᵀ and the previous iteration's P·V are issued together as two wgmma groups
-// once K_j and (from the second iteration on) V_{j−1} have landed; K_j is released after S_j's
-// wait (pending 1) — after O's in the first iteration, whose spare P·V (P = 0) reads K_j's block
-// — and V_{j−1} after O's wait (pending 0), the rescale of O after it. The loop carries P, the
-// buffer and the stage of its V block; after it the last P·V is drained, kept only if the loop
-// ran (a select). The producer is not touched. Loops of another shape, and programs whose
-// registers would not fit the consumers', are left as they are.
+// tilegpu-overlap-consumers on tilegpu-warp-specialize's output: the consumers' attention loop
+// runs its first iteration peeled (S_0 and its softmax, no P·V: V_0 neither waited for nor
+// released there), then from the second iteration on S_j = Q·K_jᵀ and the previous iteration's
+// P·V are issued together as two wgmma groups once K_j and V_{j−1} have landed; K_j is released
+// after S_j's wait (pending 1) and V_{j−1} after O's (pending 0), the rescale of O after it.
+// The loop carries P, the buffer and the stage of its V block; after it the last P·V is
+// drained, kept only if the loop (the peeled iteration included) ran (a select). The producer is
+// not touched. Loops of another shape, and programs whose registers would not fit the
+// consumers', are left as they are.
 // RUN: tessel-opt %s --split-input-file --allow-unregistered-dialect --tilegpu-overlap-consumers \
 // RUN:   | FileCheck %s
 
@@ -23,27 +24,37 @@
 // CHECK: %[[FULLV:.*]] = tilegpu.alloc {offset = 98320 : i64}
 // CHECK: %[[EMPTYK:.*]] = tilegpu.alloc {offset = 98336 : i64}
 // CHECK: %[[EMPTYV:.*]] = tilegpu.alloc {offset = 98352 : i64}
-// Before the loop: P = 0, its block the first iteration's K (stage first mod 2).
-// CHECK: %[[P0:.*]] = arith.constant dense<0.000000e+00> : tensor<128x64xf16, #op_a>
-// CHECK: %[[S0:.*]] = arith.remui %[[FIRST:.*]], %{{.*}} : i32
-// CHECK: %[[LOOP:.*]]:5 = scf.for %{{.*}} iter_args(%[[O:.*]] = %{{.*}}, %[[IT:.*]] = %[[FIRST]], %[[P:.*]] = %[[P0]], %[[PVBUF:.*]] = %[[K]], %[[PVS:.*]] = %[[S0]])
+// The peeled first iteration: a loop of at most one step, S_0 as a plain dot, K released,
+// nothing of V; it yields P_0 and its stage.
+// CHECK: %[[SECOND:.*]] = arith.addi %[[LB:.*]], %[[STEP:.*]] : i32
+// CHECK: %[[UB0:.*]] = arith.minsi %[[SECOND]], %[[N:.*]] : i32
+// CHECK: %[[PEEL:.*]]:4 = scf.for %{{.*}} = %[[LB]] to %[[UB0]] step %[[STEP]] iter_args(%{{[^ ]*}} = %{{[^,]*}}, %{{[^ ]*}} = %[[FIRST:[^,]*]],
+// CHECK: %[[S0:.*]] = arith.remui
+// CHECK: tilegpu.mbarrier_wait %[[FULLK]][%[[S0]]]
+// CHECK-NOT: %[[FULLV]]
+// CHECK: tile.dot
+// CHECK-NOT: tile.dot
+// CHECK-NOT: %[[FULLV]]
+// CHECK: %[[P0:.*]] = tilegpu.convert_layout
+// CHECK-NOT: %[[EMPTYV]]
+// CHECK: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S0]]] :
+// CHECK-NEXT: scf.yield %{{.*}}, %{{.*}}, %[[P0]], %[[S0]]
+// The loop from the second step on: every iteration has a pending P·V.
+// CHECK: %[[LOOP:.*]]:5 = scf.for %{{.*}} = %[[SECOND]] to %[[N]] step %[[STEP]] iter_args(%[[O:.*]] = %[[PEEL]]#0, %[[IT:.*]] = %[[PEEL]]#1, %[[P:.*]] = %[[PEEL]]#2, %[[PVBUF:.*]] = %[[V]], %[[PVS:.*]] = %[[PEEL]]#3)
 // CHECK: %[[S:.*]] = arith.remui %[[IT]]
 // CHECK: tilegpu.mbarrier_wait %[[FULLK]][%[[S]]], %[[PHASE:[^ ]*]] :
-// CHECK-NEXT: %[[REAL:.*]] = arith.cmpi ne, %[[IT]], %[[FIRST]]
 // CHECK: %[[PREV:.*]] = arith.subi %[[IT]]
 // CHECK: %[[PS:.*]] = arith.remui %[[PREV]]
-// CHECK: tilegpu.mbarrier_wait %[[FULLV]][%[[PS]]], %{{.*}} if %[[REAL]]
+// CHECK: tilegpu.mbarrier_wait %[[FULLV]][%[[PS]]], %{{[^ ]*}} :
 // CHECK-NEXT: tilegpu.fence_async_shared
 // CHECK-NEXT: %[[SW:.*]] = tilegpu.wgmma %{{.*}}, %[[K]][%[[S]]], %{{.*}} {transpose_b}
 // CHECK-NEXT: %[[PV:.*]] = tilegpu.wgmma %[[P]], %[[PVBUF]][%[[PVS]]], %[[O]] :
 // CHECK-NEXT: %[[SD:.*]] = tilegpu.wgmma_wait %[[SW]] {pending = 1 : i32}
-// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S]]] if %[[REAL]]
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S]]] :
 // CHECK: math.exp2 %[[SD]]
 // CHECK: %[[PJ:.*]] = tilegpu.convert_layout
 // CHECK-NEXT: %[[OW:.*]]:2 = tilegpu.wgmma_wait %[[PV]], %[[PJ]] {pending = 0 : i32}
-// CHECK: %[[SPARE:.*]] = arith.xori %[[REAL]]
-// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYK]][%[[S]]] if %[[SPARE]]
-// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYV]][%[[PS]]] if %[[REAL]]
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTYV]][%[[PS]]] :
 // CHECK-NEXT: %[[FO:.*]] = arith.mulf %[[OW]]#0, %{{.*}}
 // CHECK-NOT: tile.dot
 // CHECK-NOT: tilegpu.mbarrier_arrive
@@ -139,14 +150,17 @@ func.func @attention(%q: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile
 !once = !tilegpu.smem<128x128xf16, stages = 1, swizzle = 128>
 !bar = !tilegpu.smem<1xi64, stages = 2, swizzle = 0>
 
-// Two loops in a row (a causal kernel's unmasked and diagonal loops): each drains its own last
-// P·V, and the second starts from nothing pending (its own first count). Handing the pending
-// P·V over, as tilegpu-overlap-wgmma does, made ptxas serialize the wgmmas (C7513).
+// Two loops in a row (a causal kernel's unmasked and diagonal loops): each peels its first
+// iteration and drains its own last P·V; the second starts from nothing pending (its own first
+// count). Handing the pending P·V over, as tilegpu-overlap-wgmma does, made ptxas serialize the
+// wgmmas (C7513).
 // CHECK-LABEL: func.func @chain
+// CHECK: %[[PEEL1:.*]]:4 = scf.for
 // CHECK: %[[L1:.*]]:5 = scf.for
 // CHECK: %[[DRAINED:.*]] = arith.select %{{.*}}, %{{.*}}, %[[L1]]#0 : tensor<128x128xf32, #mma>
-// CHECK: %[[L2:.*]]:5 = scf.for %{{.*}} iter_args(%{{.*}} = %[[DRAINED]], %[[IT2:.*]] = %[[L1]]#1, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
-// CHECK: arith.cmpi ne, %[[IT2]], %[[L1]]#1
+// CHECK: %[[PEEL2:.*]]:4 = scf.for %{{.*}} iter_args(%{{.*}} = %[[DRAINED]], %[[IT2:.*]] = %[[L1]]#1,
+// CHECK: %[[L2:.*]]:5 = scf.for
+// CHECK: arith.cmpi ne, %[[L2]]#1, %[[L1]]#1
 // CHECK: arith.select %{{.*}}, %{{.*}}, %[[L2]]#0 : tensor<128x128xf32, #mma>
 // CHECK: } producer {
 func.func @chain(%q: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.desc<2, f16>,
