@@ -152,16 +152,17 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
   let description = [{
     Runs after `tilegpu-warp-specialize`, on the consumers' loops that have the attention shape
     (the dots `tilegpu-overlap-wgmma` rewrites; K's and V's full barriers waited for right
-    before each is read, both released at the end of the body). Iteration j (count i) then
-    waits for K_j and — from the second iteration on — V_{j−1}, issues S_j = Q·K_jᵀ and
-    P_{j−1}·V_{j−1} as two `tilegpu.wgmma` groups, waits with `pending = 1` for S_j and releases
-    K_j, computes the softmax while P·V runs, waits with `pending = 0` for O (tying P_j) and
-    releases V_{j−1}, and yields f(O). The loop carries P and where its V block is (buffer,
-    stage). The first iteration's P·V is a spare: P = 0 against K_j's block, so K_j is
-    released after O's wait there. After the loop the last P·V is drained (wait for V_last,
-    P·V, release); a loop that ran no iteration keeps its O (a select: the spare would read a
-    block never copied). The producer is unchanged. Nothing is done where the registers the
-    schedule holds (S, O, P, Q) would not fit the consumers' (d256).
+    before each is read, both released at the end of the body). The first iteration is peeled
+    into a loop of at most one step: S_0 and its softmax as before, K_0 released, V_0 left in
+    the ring, P_0 and V_0's stage yielded. The loop then starts one step later; iteration j
+    (count i) waits for K_j and V_{j−1}, issues S_j = Q·K_jᵀ and P_{j−1}·V_{j−1} as two
+    `tilegpu.wgmma` groups, waits with `pending = 1` for S_j and releases K_j, computes the
+    softmax while P·V runs, waits with `pending = 0` for O (tying P_j) and releases V_{j−1},
+    and yields f(O). The loop carries P and where its V block is (buffer, stage). After it the
+    last P·V is drained (wait for V_last, P·V, release); a loop that ran no iteration, peel
+    included, keeps its O (a select: the drain would read a block never copied). The producer
+    is unchanged. Nothing is done where the registers the schedule holds (S, O, P, Q) would
+    not fit the consumers' (d256).
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }
