@@ -3,8 +3,9 @@
 // The register layouts of tile values (Acc, Row, Col; docs/dev/codegen-mma.md): how many
 // registers a tile takes, and materialize, which computes index and element-wise tiles on demand
 // in the layout their consumer asks for (iota, splat, expand_dims, broadcast, constants,
-// arith/math per register), including the reciprocal epilogue, the single-FFMA exponentials and
-// the skipped accumulator rescale. Also the thread's row and column numbers.
+// arith/math per register), including the reciprocal epilogue, the single-FFMA exponentials,
+// the FFMA of a score and a spread bias, column ramps from one converted column, and the skipped
+// accumulator rescale. Also the thread's row and column numbers.
 //
 //===------------------------------------------------------------------------------------------===//
 
