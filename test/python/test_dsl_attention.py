@@ -98,6 +98,39 @@ def test_alibi_and_softcap_score_mods():
     assert max_rel_error(o, ref[0]) < 1e-5
 
 
+ALIBI_SLOPES = np.array([0.5, 2.0 ** -6], np.float32)
+
+
+def alibi_128(score, b, h, q_idx, kv_idx):
+    return score + ALIBI_SLOPES[h] * (kv_idx - q_idx)
+
+
+def distance_128(score, b, h, q_idx, kv_idx):
+    return score - 0.25 * (q_idx - kv_idx) - (q_idx + 2 * kv_idx) / 512.0
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("mod", ["alibi", "distance"])
+def test_affine_biases_are_separated_in_128_row_blocks(causal, mod):
+    """At the GPU's 128-row blocks tile-separate-bias computes an affine bias per row and per
+    column (no per-score conversion left in the IR); the interpreter runs that IR and it matches
+    float64, output and LSE (whose row part is added back after the loop), with lengths that
+    are not a multiple of the block."""
+    score = {"alibi": alibi_128, "distance": distance_128}[mod]
+    ref_score = {"alibi": lambda s, b, h, qi, ki: s + float(ALIBI_SLOPES[h]) * (ki - qi),
+                 "distance": lambda s, b, h, qi, ki: s - 0.25 * (qi - ki) - (qi + 2 * ki) / 512.0}
+    q, k, v = inputs(H=2, Nq=200, Nk=300, D=16)
+    kernel = tessel.compile_attention(q, k, v, causal=causal, score_mod=score, block_m=128,
+                                      block_n=128)
+    opt = kernel.asm["tile-opt"]
+    assert "sitofp" in opt and " : tensor<128x128xi32> to" not in opt
+    o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score, block_m=128, block_n=128,
+                              return_lse=True)
+    ref_o, ref_lse = reference_attention(q, k, v, causal=causal, score=ref_score[mod])
+    assert max_rel_error(o, ref_o) < 1e-5
+    assert np.abs(lse - ref_lse).max() < 1e-4 * max(1.0, np.abs(ref_lse).max())
+
+
 def test_document_mask():
     starts = (5, 12)
 
