@@ -142,6 +142,32 @@ LinearExpr tessel::tile::analyseScalar(Value scalar) {
   return symbol;
 }
 
+Value tessel::tile::emitLinear(OpBuilder &b, Location loc, const LinearExpr &e, Type type) {
+  auto cast = [&](Value v) -> Value {
+    if (v.getType() == type)
+      return v;
+    if (v.getType().isIndex() || type.isIndex())
+      return arith::IndexCastOp::create(b, loc, type, v);
+    if (v.getType().getIntOrFloatBitWidth() < type.getIntOrFloatBitWidth())
+      return arith::ExtSIOp::create(b, loc, type, v);
+    return arith::TruncIOp::create(b, loc, type, v);
+  };
+  auto constant = [&](int64_t c) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, c));
+  };
+  Value sum = constant(e.constant);
+  for (auto [sym, coef] : e.terms)
+    sum = arith::AddIOp::create(b, loc, sum,
+                                arith::MulIOp::create(b, loc, cast(sym), constant(coef)));
+  return sum;
+}
+
+bool tessel::tile::isNegInfSplat(Value v) {
+  DenseFPElementsAttr dense;
+  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
+         dense.getSplatValue<APFloat>().isInfinity() && dense.getSplatValue<APFloat>().isNegative();
+}
+
 std::optional<IndexTile> tessel::tile::analyseIndexTile(Value tile) {
   auto type = dyn_cast<RankedTensorType>(tile.getType());
   if (!type || !type.getElementType().isSignlessInteger() || type.getElementType().isInteger(1))

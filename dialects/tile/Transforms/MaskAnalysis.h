@@ -11,6 +11,7 @@
 #define TESSEL_TILE_TRANSFORMS_MASKANALYSIS_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -63,6 +64,12 @@ struct AffineMask {
 
 /// Decomposes a scalar integer into a linear expression; what cannot be decomposed is a symbol.
 LinearExpr analyseScalar(mlir::Value scalar);
+/// `e` as scalar arithmetic of `type` at `b`'s insertion point (symbols sign-extended, truncated
+/// or index-cast to it).
+mlir::Value emitLinear(mlir::OpBuilder &b, mlir::Location loc, const LinearExpr &e,
+                       mlir::Type type);
+/// Whether `v` is a constant tile of −inf: the other value of a masking select.
+bool isNegInfSplat(mlir::Value v);
 /// Recognises an integer tile as an IndexTile, or returns nullopt.
 std::optional<IndexTile> analyseIndexTile(mlir::Value tile);
 /// Recognises an i1 tile as an AffineMask, or returns nullopt.

@@ -71,28 +71,6 @@ bool isSplat(Value v) {
   return v.getDefiningOp<SplatOp>() || (matchPattern(v, m_Constant(&dense)) && dense.isSplat());
 }
 
-bool isNegInfSplat(Value v) {
-  DenseFPElementsAttr dense;
-  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().isInfinity() && dense.getSplatValue<APFloat>().isNegative();
-}
-
-// constant + Σ coefficient · symbol as `type` scalars at the builder's position, or null when a
-// symbol is of another type.
-Value emitLinear(OpBuilder &b, Location loc, const LinearExpr &e, Type type) {
-  Value sum = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, e.constant));
-  for (auto [sym, coef] : e.terms) {
-    if (sym.getType() != type)
-      return {};
-    Value term = sym;
-    if (coef != 1)
-      term = arith::MulIOp::create(b, loc, sym,
-                                   arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, coef)));
-    sum = arith::AddIOp::create(b, loc, sum, term);
-  }
-  return sum;
-}
-
 // `start + step · iota` as a 1-D i32-like tile of `length`.
 Value emitRamp(OpBuilder &b, Location loc, Value start, int64_t step, int64_t length) {
   auto type = RankedTensorType::get({length}, start.getType());
@@ -123,8 +101,6 @@ struct SeparateIndexConversion : OpRewritePattern<arith::SIToFPOp> {
     Location loc = conv.getLoc();
     Type intType = cast<RankedTensorType>(conv.getIn().getType()).getElementType();
     Value base = emitLinear(rewriter, loc, index->base, intType);
-    if (!base)
-      return failure();
     Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(intType, 0));
     auto part = [&](unsigned dim, Value start) {
       Value ramp = emitRamp(rewriter, loc, start, index->steps[dim], type.getDimSize(dim));

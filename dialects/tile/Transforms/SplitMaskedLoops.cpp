@@ -35,12 +35,6 @@ using namespace mlir;
 using namespace tessel::tile;
 
 namespace {
-bool isNegInfSplat(Value v) {
-  DenseFPElementsAttr dense;
-  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().isInfinity() && dense.getSplatValue<APFloat>().isNegative();
-}
-
 // Emits i64 arithmetic for the bounds, folding constants as it goes.
 struct BoundBuilder {
   OpBuilder &b;
@@ -66,12 +60,7 @@ struct BoundBuilder {
   Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
-  Value linear(const LinearExpr &e) {
-    Value sum = c(e.constant);
-    for (auto [sym, coef] : e.terms)
-      sum = add(sum, mul(toI64(sym), coef));
-    return sum;
-  }
+  Value linear(const LinearExpr &e) { return emitLinear(b, loc, e, b.getI64Type()); }
 };
 
 // The iterations k in [0, K) where `a·k + b >= 0`, as [lo, hi) clamped to [0, K).

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -117,17 +118,16 @@ FailureOr<scf::ForOp> peelFirst(IRRewriter &rw, ConsumerLoop &m) {
   rw.setInsertionPoint(loop);
   Value second = arith::AddIOp::create(rw, loc, loop.getLowerBound(), loop.getStep());
   Value end = arith::MinSIOp::create(rw, loc, second, loop.getUpperBound());
-  auto peel = cast<scf::ForOp>(rw.clone(*loop));
+  IRMapping copy;
+  auto peel = cast<scf::ForOp>(rw.clone(*loop, copy));
   peel.getUpperBoundMutable().assign(end);
-  std::optional<ConsumerLoop> pm = match(peel);
-  if (!pm)
-    return failure();
-  Value p = pm->pvDot.getA(), stage = pm->kWait.getStage();
-  pm->pvDot.getResult().replaceAllUsesWith(pm->pvDot.getAcc());
-  for (Operation *op :
-       {pm->pvDot.getOperation(), pm->vRead.getOperation(), pm->vRelease.getOperation(),
-        pm->vFence.getOperation(), pm->vWait.getOperation()})
-    rw.eraseOp(op);
+  auto pvDot = cast<tessel::tile::DotOp>(copy.lookup(m.pvDot.getOperation()));
+  Value p = pvDot.getA(), stage = copy.lookupOrDefault(m.kWait.getStage());
+  pvDot.getResult().replaceAllUsesWith(pvDot.getAcc());
+  rw.eraseOp(pvDot);
+  for (Operation *op : {m.vRead.getOperation(), m.vRelease.getOperation(), m.vFence.getOperation(),
+                        m.vWait.getOperation()})
+    rw.eraseOp(copy.lookup(op));
   // Values for a peel that runs no iteration: the loop after it runs none either, and the
   // drain's result is discarded then.
   rw.setInsertionPoint(peel);
