@@ -20,6 +20,10 @@ using tessel::conversion::approxEx2;
 namespace tessel::mma {
 
 namespace {
+/// The column of register i of a column-layout vector, past the thread's quad column: two
+/// neighbours in each slab of 8.
+int64_t columnOffset(int64_t i) { return (i / 2) * 8 + (i % 2); }
+
 /// `mulf(x, y) + spread` (either order) for an f32 product used only there: a multiply-add.
 std::optional<std::pair<arith::MulFOp, Value>> productPlusSpread(Operation *def) {
   auto add = dyn_cast<arith::AddFOp>(def);
@@ -140,7 +144,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
       regs = rowIndices();
     } else if (layout == Layout::Col) {
       for (int64_t i = 0; i < *n; ++i)
-        regs.push_back(arith::AddIOp::create(b, loc, quadColumn(), ci32((i / 2) * 8 + (i % 2))));
+        regs.push_back(arith::AddIOp::create(b, loc, quadColumn(), ci32(columnOffset(i))));
     } else {
       return def->emitOpError("is an iota used as a 2-D tile");
     }
@@ -158,7 +162,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     Value base = arith::MulFOp::create(b, loc, quad, scale);
     for (int64_t i = 0; i < *n; ++i) {
       Value offset = arith::ConstantOp::create(
-          b, loc, b.getF32FloatAttr(static_cast<float>(c * ((i / 2) * 8 + (i % 2)))));
+          b, loc, b.getF32FloatAttr(static_cast<float>(c * columnOffset(i))));
       regs.push_back(LLVM::FMAOp::create(b, loc, offset, scale, base));
     }
   } else if (auto gather = dyn_cast<tile::GatherOp>(def)) {
