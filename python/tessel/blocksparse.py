@@ -136,21 +136,17 @@ def attention_block(acc, m, l, lists, row, t, kd, vd, qt, q_idx, scale, b, h, nk
 
 
 @jit
-def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
-                                  nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
-                                  D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                  MASK_M: tl.constexpr, MASK_N: tl.constexpr,
-                                  SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in, pid_m, bh,
+                      nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
+                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      MASK_M: tl.constexpr, MASK_N: tl.constexpr,
+                      SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
     # The kernel's blocks divide the block mask's (MASK_M x MASK_N): a mask block is R_M query
     # blocks and R_N key blocks of the kernel.
     R_M = MASK_M // BLOCK_M
     R_N = MASK_N // BLOCK_N
-    n_blocks = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, MASK_N)
-    pid_m, bh = block_and_row(n_blocks)
-    # The last query blocks first: under the usual masks (causal, documents, prefix-LM) they
-    # visit the most key blocks, as causal rows do in attention_kernel.
-    pid_m = n_blocks - 1 - pid_m
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -185,6 +181,32 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     den = tl.where(l == 0.0, 1.0, l)
     tl.store(od, (m0, 0), (acc / den[:, None]).to(qt.dtype))
     tl.store(ld, (m0,), (m + tl.log2(l)) * 0.6931471805599453)
+
+
+@jit
+def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
+                                  nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows, n_bh,
+                                  D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                  MASK_M: tl.constexpr, MASK_N: tl.constexpr,
+                                  SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                                  PERSISTENT: tl.constexpr):
+    # The last query blocks first: under the usual masks (causal, documents, prefix-LM) they
+    # visit the most key blocks, as causal rows do in attention_kernel.
+    n_blocks = tl.cdiv(nq, BLOCK_M)
+    if PERSISTENT:
+        # A persistent kernel (launched on fewer programs than tiles: persistent_grid): each
+        # program walks tiles pid, pid + P, ... of the n_blocks · n_bh, one CTA an SM, so that
+        # its producer copies the next tile's first blocks while the consumers finish this one.
+        for tile in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
+            block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
+                              n_blocks - 1 - tile % n_blocks, tile // n_blocks, nq, nk, H, HKV,
+                              scale, bm_sb, bm_sh, n_rows, D, BLOCK_M, BLOCK_N, MASK_M, MASK_N,
+                              SCORE_MOD, MASK_MOD)
+    else:
+        pid_m, bh = block_and_row(n_blocks)
+        block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
+                          n_blocks - 1 - pid_m, bh, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
+                          D, BLOCK_M, BLOCK_N, MASK_M, MASK_N, SCORE_MOD, MASK_MOD)
 
 
 class BlockMask:
@@ -408,6 +430,28 @@ def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_
 # masks).
 SPARSE_GPU_BLOCKS = {("sm_90a", 128): (128, 128)}
 
+# The kernel blocks (chip, BLOCK_M, BLOCK_N) that run persistent on the GPU (one program an SM
+# walking the tiles, PERSISTENT in block_sparse_attention_kernel): the warp-specialized
+# 128-row wgmma blocks, one CTA an SM, whose producer then copies the next tile's first blocks
+# while the consumers finish one — short rows (documents, windows) no longer pay a CTA's
+# prologue each (docs/dev/codegen-wgmma.md, "Persistent kernels"). False turns it off (to compare).
+PERSISTENT_GPU_BLOCKS = {("sm_90a", 128, 128)}
+PERSISTENT_GPU = False
+
+
+def persistent_programs(q, BM, BN, tiles):
+    """How many programs walk the `tiles` (query block, batch·head) tiles of the block-sparse
+    kernel with blocks BM x BN on q's device: one an SM where the blocks are persistent there
+    and there are more tiles than SMs, else 0 (one program a tile)."""
+    if not (PERSISTENT_GPU and gpu.is_torch_tensor(q)):
+        return 0
+    from .attention import _chip_for_blocks
+    from .serving_decode import num_sms
+    if (_chip_for_blocks(q), BM, BN) not in PERSISTENT_GPU_BLOCKS:
+        return 0
+    sms = num_sms(q)
+    return sms if tiles > sms else 0
+
 
 def kernel_blocks(bm, q, D, block_m, block_n):
     """The attention kernel's (BLOCK_M, BLOCK_N) under block mask `bm`: block_m/block_n when
@@ -462,11 +506,12 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
         o = np.zeros_like(q)
         lse = np.zeros((B, H, Nq), dtype=np.float32)
     args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
-            bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh, rows)
+            bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
+    programs = persistent_programs(q, BM, BN, -(-Nq // BM) * B * H)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
-    grid = fold_grid(-(-Nq // BM), B * H)
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), PERSISTENT=programs > 0)
+    grid = (programs, 1, 1) if programs else fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
 

@@ -121,7 +121,7 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     b.setInsertionPoint(load);
     Location loc = load.getLoc();
     Value stage = zero;
-    if (auto forOp = dyn_cast<scf::ForOp>(load->getParentOp())) {
+    if (auto forOp = dyn_cast<scf::ForOp>(load->getParentOp()); forOp && !isTileLoop(forOp)) {
       // Iteration (iv - lb) / step reads stage iteration % stages.
       Value iteration = arith::DivUIOp::create(
           b, loc, arith::SubIOp::create(b, loc, forOp.getInductionVar(), forOp.getLowerBound()),
@@ -135,6 +135,10 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     // A slab of a block copied before (MmaClass.h, LoadSlot::viewOf) is read where that
     // block's copy landed: no copy of its own.
     if (!slot.viewOf) {
+      // Once a tile: the previous tile's reads of the buffer (and of the ring's stages where
+      // the buffer reuses them) come before this tile's copy.
+      if (isTileLoop(load->getParentOp()))
+        gpu::BarrierOp::create(b, loc);
       auto tokenType = AsyncTokenType::get(b.getContext());
       Value token = AsyncCopyOp::create(b, loc, tokenType, load.getDesc(), load.getOffsets(),
                                         buffer, stage, Value());

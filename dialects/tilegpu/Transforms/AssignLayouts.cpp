@@ -346,6 +346,8 @@ struct AssignLayouts : tessel::tilegpu::impl::TileGPUAssignLayoutsBase<AssignLay
 
 LogicalResult tessel::tilegpu::assignLayouts(func::FuncOp program, bool wgmma,
                                              int64_t warpRowsOption) {
+  if (failed(markTileLoop(program)))
+    return failure();
   FailureOr<MmaClassPlan> plan = planMmaClass(program, wgmma, warpRowsOption);
   if (failed(plan))
     return failure();

@@ -1,6 +1,7 @@
 //===- LoopLoads.cpp - the loads of a loop body as allocate-shared writes them ---===//
 
 #include "tilegpu/Transforms/LoopLoads.h"
+#include "tilegpu/Transforms/MmaClass.h"
 
 #include "tile/IR/TileDialect.h"
 
@@ -40,6 +41,9 @@ void UnpipelinedLoad::erase() {
 SmallVector<UnpipelinedLoad> matchUnpipelinedLoads(scf::ForOp loop, int64_t &stages) {
   SmallVector<UnpipelinedLoad> loads;
   stages = 0;
+  // A tile loop's copies (a persistent kernel's Q) are once a tile, not a stream.
+  if (isTileLoop(loop))
+    return loads;
   for (auto copy : loop.getBody()->getOps<AsyncCopyOp>()) {
     UnpipelinedLoad l{copy, {}, {}, {}, {}};
     if (copy.getToken().hasOneUse())

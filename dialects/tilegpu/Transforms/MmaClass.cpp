@@ -89,7 +89,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     if (isa<scf::IfOp, scf::WhileOp>(op))
       return op->emitOpError("is not supported by convert-tile-to-mma"), WalkResult::interrupt();
     if (auto forOp = dyn_cast<scf::ForOp>(op)) {
-      if (forOp->getParentOfType<scf::ForOp>())
+      if (streamingLoop(forOp))
         return op->emitOpError("is a nested loop, which convert-tile-to-mma does not handle"),
                WalkResult::interrupt();
     }
@@ -180,7 +180,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
                WalkResult::interrupt();
       // Transposed, its columns are the accumulator's rows: warpgroup w reads the 64-column
       // slab w.
-      if (transposed && (p.cols != blockM || ld->getParentOfType<scf::ForOp>()))
+      if (transposed && (p.cols != blockM || streamingLoop(ld)))
         return ld.emitOpError("is read transposed as an A operand: convert-tile-to-mma takes a "
                               "block loaded outside loops there, with as many columns as the "
                               "accumulator has rows (")
@@ -200,7 +200,10 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
              WalkResult::interrupt();
     }
     int64_t bytes = p.rows * p.cols * 2;
-    if (auto forOp = dyn_cast<scf::ForOp>(ld->getParentOp())) {
+    auto forOp = dyn_cast<scf::ForOp>(ld->getParentOp());
+    if (forOp && isTileLoop(forOp))
+      forOp = nullptr;
+    if (forOp) {
       // Copies for later iterations are issued ahead: their offsets must be computable
       // from the induction variable alone (an indirect loop's `list[t] * BLOCK` is).
       for (Value o : ld.getOffsets())
@@ -220,7 +223,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
         streamSlotBytes.resize(index + 1, 0);
       streamSlotBytes[index] = std::max(streamSlotBytes[index], bytes);
       streamUsers.push_back({ld.getOperation(), index});
-    } else if (!isa<func::FuncOp>(ld->getParentOp())) {
+    } else if (ld->getBlock() != &tileBody(program)) {
       return ld.emitOpError("is nested in a region convert-tile-to-mma does not handle"),
              WalkResult::interrupt();
     } else if (auto [cover, slab] = wgmma ? coveringLoad(ld, plan.loads)
@@ -268,6 +271,49 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
 }
 
 } // namespace
+
+bool tessel::tilegpu::isTileLoop(Operation *op) {
+  return isa<scf::ForOp>(op) && op->hasAttr(kTileLoopAttr);
+}
+
+LogicalResult tessel::tilegpu::markTileLoop(func::FuncOp program) {
+  if (!program.getBody().hasOneBlock())
+    return success();
+  int found = 0;
+  for (auto loop : program.getBody().front().getOps<scf::ForOp>()) {
+    bool holdsLoops = false;
+    loop.getBody()->walk([&](scf::ForOp) { holdsLoops = true; });
+    if (!holdsLoops)
+      continue;
+    // A loop of loops carrying values is not a walk over independent tiles.
+    if (loop.getNumResults() != 0)
+      return loop.emitOpError("is a nested loop, which convert-tile-to-mma does not handle");
+    if (++found > 1)
+      return loop.emitOpError("is a second loop of loops: convert-tile-to-mma takes one tile "
+                              "loop a program");
+    loop->setAttr(kTileLoopAttr, UnitAttr::get(program.getContext()));
+  }
+  return success();
+}
+
+scf::ForOp tessel::tilegpu::streamingLoop(Operation *op) {
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>())
+    if (!isTileLoop(loop))
+      return loop;
+  return nullptr;
+}
+
+Block &tessel::tilegpu::tileBlock(Block &block) {
+  for (auto loop : block.getOps<scf::ForOp>())
+    if (isTileLoop(loop))
+      return *loop.getBody();
+  return block;
+}
+
+Block &tessel::tilegpu::tileBody(func::FuncOp program) {
+  return tileBlock(program.getBody().front());
+}
 
 FailureOr<MmaClassPlan> tessel::tilegpu::planMmaClass(func::FuncOp program, bool wgmma,
                                                       int64_t warpRowsOption) {

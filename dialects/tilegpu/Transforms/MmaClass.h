@@ -15,6 +15,7 @@
 #include "tilegpu/IR/TileGPUDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace tessel::tilegpu {
@@ -50,6 +51,26 @@ struct MmaClassPlan {
   /// Bytes of shared memory the kernel needs with a ring of two stages.
   int64_t sharedBytes = 0;
 };
+
+/// The name of the unit attribute that marks a program's tile loop: a persistent kernel's loop
+/// over the output tiles a CTA computes (`for tile in range(pid, tiles, num_programs)`), an
+/// scf.for without results directly in the function body that holds everything the program
+/// computes per tile — its streamed loops, their prologue and epilogue. The passes read its
+/// body where they read the function's body in a program without one.
+inline constexpr llvm::StringLiteral kTileLoopAttr = "tilegpu.tile_loop";
+/// Whether `op` is a tile loop (has kTileLoopAttr).
+bool isTileLoop(mlir::Operation *op);
+/// Marks the tile loop of `program` (tilegpu-assign-layouts does): an scf.for in the function
+/// body, without results, with a loop inside it. Refuses (located) a loop with a loop inside
+/// that is not one.
+mlir::LogicalResult markTileLoop(mlir::func::FuncOp program);
+/// The loop `op` is streamed by: its nearest scf.for ancestor that is not a tile loop, or null.
+mlir::scf::ForOp streamingLoop(mlir::Operation *op);
+/// The block of `block` that runs once per output tile: the body of the tile loop in it, or
+/// `block` itself.
+mlir::Block &tileBlock(mlir::Block &block);
+/// tileBlock of the function's body.
+mlir::Block &tileBody(mlir::func::FuncOp program);
 
 /// Checks that `program` is in the class (the reason, located, when it is not) and plans it:
 /// wgmma layouts or mma.sync ones, `warpRowsOption` rows per warp (0: choose).

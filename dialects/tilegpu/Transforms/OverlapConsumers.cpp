@@ -239,7 +239,7 @@ FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program) {
   bool fits = true;
   program.walk([&](WarpSpecializeOp ws) {
     int64_t threads = programLayout(program).getWarps() * 32;
-    for (auto loop : ws.getConsumers().front().getOps<scf::ForOp>()) {
+    for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>()) {
       std::optional<ConsumerLoop> m = match(loop);
       if (!m)
         continue;

@@ -52,7 +52,7 @@ bool tessel::tilegpu::pingPong(func::FuncOp program) {
   program.walk([&](WarpSpecializeOp ws) {
     Block &consumers = ws.getConsumers().front();
     SmallVector<WgmmaOp> pairs;
-    for (auto loop : consumers.getOps<scf::ForOp>())
+    for (auto loop : tileBlock(consumers).getOps<scf::ForOp>())
       if (WgmmaOp first = issuedPair(loop))
         pairs.push_back(first);
     if (pairs.empty())

@@ -144,7 +144,7 @@ void tessel::tilegpu::sinkWaits(func::FuncOp program) {
   SmallVector<AsyncWaitOp> waits;
   // Waits outside loops: inside one, the pipelined schedule has placed them already.
   program.walk([&](AsyncWaitOp wait) {
-    if (!wait->getParentOfType<scf::ForOp>())
+    if (!streamingLoop(wait))
       waits.push_back(wait);
   });
   // The last first: an earlier wait then moves below the later ones' copies too.

@@ -68,11 +68,11 @@ FailureOr<Value> producerValue(OpBuilder &b, Value v, IRMapping &map, Operation 
   return clone->getResult(cast<OpResult>(v).getResultNumber());
 }
 
-/// Whether the producer can compute `v` (producerValue then succeeds): an argument, `iv`, a
-/// value defined at or before `start` in the function's block, or one that producerComputable
-/// ops make from such values.
-bool computable(Value v, Operation *start, Value iv) {
-  if (v == iv)
+/// Whether the producer can compute `v` (producerValue then succeeds): an argument, `iv`, the
+/// tile loop's induction variable `tileIv`, a value defined at or before `start` in the
+/// function's block, or one that producerComputable ops make from such values.
+bool computable(Value v, Operation *start, Value iv, Value tileIv) {
+  if (v == iv || (tileIv && v == tileIv))
     return true;
   Operation *def = v.getDefiningOp();
   if (!def)
@@ -80,7 +80,8 @@ bool computable(Value v, Operation *start, Value iv) {
   if (def->getBlock() == start->getBlock() && !start->isBeforeInBlock(def))
     return true;
   return producerComputable(def) &&
-         llvm::all_of(def->getOperands(), [&](Value o) { return computable(o, start, iv); });
+         llvm::all_of(def->getOperands(),
+                      [&](Value o) { return computable(o, start, iv, tileIv); });
 }
 
 /// The bytes `alloc` spans.
@@ -101,10 +102,14 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   if (!layout || layout.getKind() != MmaKind::Wgmma || !program.getBody().hasOneBlock())
     return false;
   Block &body = program.getBody().front();
-  // The loops whose copies move: top-level loops in the unpipelined form, one ring.
+  // The loops whose copies move: the loops of the tile's block (the function's, or a
+  // persistent kernel's tile loop's) in the unpipelined form, one ring.
+  Block &perTile = tileBlock(body);
+  auto tileLoop = perTile.getParentOp() != program ? cast<scf::ForOp>(perTile.getParentOp())
+                                                  : scf::ForOp();
   SmallVector<StreamedLoop> loops;
   int64_t stages = 0;
-  for (auto loop : body.getOps<scf::ForOp>()) {
+  for (auto loop : perTile.getOps<scf::ForOp>()) {
     int64_t s = 0;
     SmallVector<UnpipelinedLoad> loads = matchUnpipelinedLoads(loop, s);
     if (loads.empty())
@@ -123,7 +128,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     if (isa<WgmmaOp, WgmmaWaitOp, BulkAddOp, LocalStoreOp>(op))
       other = true;
     if (auto copy = dyn_cast<AsyncCopyOp>(op)) {
-      auto loop = op->getParentOfType<scf::ForOp>();
+      scf::ForOp loop = streamingLoop(op);
       other |= loop && !llvm::any_of(loops, [&](const StreamedLoop &l) { return l.loop == loop; });
     }
   });
@@ -139,6 +144,11 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   // offsets — must be computable from what precedes the split (after the last buffer): a
   // bound or address read from a tile stays with the pipelined schedule.
   Operation *split = allocs.back();
+  Value tileIv = tileLoop ? tileLoop.getInductionVar() : Value();
+  if (tileLoop && !llvm::all_of(ValueRange{tileLoop.getLowerBound(), tileLoop.getUpperBound(),
+                                           tileLoop.getStep()},
+                                [&](Value v) { return computable(v, split, Value(), Value()); }))
+    return false;
   for (StreamedLoop &l : loops) {
     Value iv = l.loop.getInductionVar();
     SmallVector<Value> needed{l.loop.getLowerBound(), l.loop.getUpperBound(), l.loop.getStep()};
@@ -146,7 +156,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
       needed.push_back(load.copy.getDesc());
       llvm::append_range(needed, load.copy.getOffsets());
     }
-    if (!llvm::all_of(needed, [&](Value v) { return computable(v, split, iv); }))
+    if (!llvm::all_of(needed, [&](Value v) { return computable(v, split, iv, tileIv); }))
       return false;
   }
 
@@ -234,6 +244,22 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   b.setInsertionPointToStart(producer);
   IRMapping map;
   Value it = constI32(b, loc, 0);
+  // A persistent kernel's producer walks the same tiles, its count carried from tile to tile
+  // (the ring's phases go on): it runs into the next tile's blocks while the consumers finish
+  // this one.
+  scf::ForOp producerTiles;
+  if (tileLoop) {
+    FailureOr<Value> lb = producerValue(b, tileLoop.getLowerBound(), map, ws);
+    FailureOr<Value> ub = producerValue(b, tileLoop.getUpperBound(), map, ws);
+    FailureOr<Value> step = producerValue(b, tileLoop.getStep(), map, ws);
+    if (failed(lb) || failed(ub) || failed(step))
+      return ws.emitOpError("cannot compute the tile loop's bounds in the producer");
+    producerTiles = scf::ForOp::create(b, loc, *lb, *ub, *step, ValueRange{it});
+    producerTiles->setAttr(kTileLoopAttr, b.getUnitAttr());
+    map.map(tileLoop.getInductionVar(), producerTiles.getInductionVar());
+    it = producerTiles.getRegionIterArgs()[0];
+    b.setInsertionPointToStart(producerTiles.getBody());
+  }
   for (StreamedLoop &l : loops) {
     FailureOr<Value> lb = producerValue(b, l.loop.getLowerBound(), map, ws);
     FailureOr<Value> ub = producerValue(b, l.loop.getUpperBound(), map, ws);
@@ -279,11 +305,32 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     scf::YieldOp::create(ib, loc, next);
     it = copies.getResult(0);
   }
+  if (producerTiles) {
+    scf::YieldOp::create(b, loc, it);
+    b.setInsertionPointAfter(producerTiles);
+  }
 
   // The consumers: each loop counts iterations on from the last, waits for full[i] where its
   // load i waited for the copy, reads the stage of that count, and arrives on every empty[i]
   // at the end of the body.
   Value count = nullptr;
+  scf::ForOp consumerTiles;
+  if (tileLoop) {
+    // The count goes on from tile to tile, as the producer's does.
+    IRRewriter rewriter(b.getContext());
+    rewriter.setInsertionPoint(tileLoop);
+    Value zero = constI32(rewriter, loc, 0);
+    FailureOr<LoopLikeOpInterface> replaced = tileLoop.replaceWithAdditionalYields(
+        rewriter, ValueRange{zero}, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+          return {args[0]};
+        });
+    if (failed(replaced))
+      return tileLoop.emitOpError("could not carry the iteration count");
+    consumerTiles = cast<scf::ForOp>(replaced->getOperation());
+    consumerTiles->setAttr(kTileLoopAttr, rewriter.getUnitAttr());
+    count = consumerTiles.getRegionIterArgs().back();
+  }
   for (StreamedLoop &l : loops) {
     OpBuilder ob(l.loop);
     if (!count)
@@ -321,6 +368,10 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     for (size_t index = 0; index < l.loads.size(); ++index)
       MbarrierArriveOp::create(eb, loc, empty[index], s, Value());
     count = grown.getResults().back();
+  }
+  if (consumerTiles) {
+    auto yield = cast<scf::YieldOp>(consumerTiles.getBody()->getTerminator());
+    yield->setOperand(yield->getNumOperands() - 1, count);
   }
   return true;
 }

@@ -166,7 +166,7 @@ bool specializes(func::FuncOp program) {
     return false;
   WalkResult streamsA = program.walk([](tile::DotOp dot) {
     auto load = dot.getA().getDefiningOp<tile::LoadOp>();
-    return load && load->getParentOfType<scf::ForOp>() ? WalkResult::interrupt()
+    return load && tessel::tilegpu::streamingLoop(load) ? WalkResult::interrupt()
                                                        : WalkResult::advance();
   });
   return !streamsA.wasInterrupted();

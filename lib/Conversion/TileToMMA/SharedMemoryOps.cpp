@@ -153,7 +153,7 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
   if (read.getTranspose()) {
     // Kᵀ of dQᵀ = Kᵀ·dSᵀ: read by every dot through an MN-major descriptor (wgmma). The block
     // is complete for the async proxy, as takeAFragments makes it for the reads as stored.
-    if (!wgmma || read->getParentOfType<scf::ForOp>())
+    if (!wgmma || tilegpu::streamingLoop(read))
       return op->emitOpError("reads an A operand transposed: convert-tile-to-mma does that on "
                              "wgmma, for a block loaded once");
     fenceSharedForAsyncProxy(loc);
@@ -163,7 +163,7 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
   }
   // An A block a loop streams (a GEMM's) is read by its dots from its stage of the ring, at
   // every k step (mma.sync) or by descriptor (wgmma): the loop's copies make it visible.
-  if (read->getParentOfType<scf::ForOp>()) {
+  if (tilegpu::streamingLoop(read)) {
     aShared[read.getResult()] = SharedView{*p, stageBytes(read.getBuffer(), read.getStage())};
     return success();
   }

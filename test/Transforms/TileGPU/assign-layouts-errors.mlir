@@ -51,3 +51,45 @@ func.func @padded_load(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %od: !t
   return
 }
 
+
+// -----
+
+// A loop of loops that carries values is not a walk over independent tiles.
+func.func @carried_tile_loop(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %n: i32) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  // expected-error @+1 {{is a nested loop, which convert-tile-to-mma does not handle}}
+  %r = scf.for %t = %c0 to %n step %c64 iter_args(%x = %c0) -> (i32) : i32 {
+    %q = tile.load %qd[%t, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+    scf.for %j = %c0 to %n step %c64 : i32 {
+      %k = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+      %s = tile.dot %q, %k, %zero : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    }
+    scf.yield %x : i32
+  }
+  return
+}
+
+// -----
+
+// A tile loop holds everything computed per tile: a second loop of loops is refused.
+func.func @two_tile_loops(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %n: i32) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  scf.for %t = %c0 to %n step %c64 : i32 {
+    %q = tile.load %qd[%t, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+    scf.for %j = %c0 to %n step %c64 : i32 {
+      %k = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+      %s = tile.dot %q, %k, %zero : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    }
+  }
+  // expected-error @+1 {{is a second loop of loops}}
+  scf.for %t = %c0 to %n step %c64 : i32 {
+    scf.for %j = %c0 to %n step %c64 : i32 {
+      %k = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16>
+    }
+  }
+  return
+}

@@ -102,6 +102,85 @@ func.func @attention_loop(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
 
 // -----
 
+#mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
+#a = #tilegpu.dot_operand<operand = 0, parent = #mma>
+#b = #tilegpu.dot_operand<operand = 1, parent = #mma>
+!ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
+!once = !tilegpu.smem<128x128xf16, stages = 1, swizzle = 128>
+
+// A persistent kernel: its tile loop (tilegpu.tile_loop) walks tiles pid, pid + P, ... The
+// producer walks the same tiles, its iteration count carried from one tile to the next, so
+// the ring's phases go on and it copies the next tile's blocks while the consumers finish this
+// one; the consumers' tile loop carries their count the same way. The stream's bound, read
+// per tile, is computed again by the producer inside its tile loop.
+// CHECK-LABEL: func.func @persistent
+// CHECK: %[[K:.*]] = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64}
+// CHECK: %[[EMPTYK:.*]] = tilegpu.alloc {offset = 98336 : i64}
+// CHECK: tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: %[[TILES:.*]] = scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[CT:.*]] = %[[ZERO]]) -> (i32)
+// CHECK: gpu.barrier
+// CHECK-NEXT: tilegpu.async_copy %{{.*}} into %{{.*}}[%{{.*}}]
+// CHECK: %[[END:.*]] = scf.for %{{.*}} iter_args(%[[IT:.*]] = %[[CT]]) -> (i32)
+// CHECK: tilegpu.mbarrier_wait
+// CHECK: scf.yield %[[END]] : i32
+// CHECK-NEXT: } {tilegpu.tile_loop}
+// CHECK: } producer {
+// CHECK: %[[PID:.*]] = tile.program_id 0
+// CHECK: %[[NP:.*]] = tile.num_programs 0
+// CHECK: %[[PTILES:.*]] = scf.for %[[PT:.*]] = %[[PID]] to %{{.*}} step %[[NP]] iter_args(%[[PCT:.*]] = %{{.*}}) -> (i32)
+// CHECK: %[[UB:.*]] = arith.muli %[[PT]]
+// CHECK: %[[PEND:.*]] = scf.for %[[J:.*]] = %{{.*}} to %[[UB]] step %{{.*}} iter_args(%[[PIT:.*]] = %[[PCT]]) -> (i32)
+// CHECK: %[[PS:.*]] = arith.remui %[[PIT]]
+// CHECK: tilegpu.mbarrier_wait %[[EMPTYK]][%[[PS]]]
+// CHECK-NEXT: tilegpu.async_copy %{{.*}}[%[[J]], %{{.*}}] into %[[K]][%[[PS]]]
+// CHECK: scf.yield %[[PEND]] : i32
+// CHECK-NEXT: } {tilegpu.tile_loop}
+// CHECK: return
+func.func @persistent(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
+                      %vd: !tile.desc<2, f16>, %tiles: i32) {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !ring
+  %v = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !ring
+  %q = tilegpu.alloc {offset = 32768 : i64} : !once
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
+  %pid = tile.program_id 0 : i32
+  %np = tile.num_programs 0 : i32
+  scf.for %t = %pid to %tiles step %np : i32 {
+    %row = arith.muli %t, %c64 : i32
+    %ub = arith.muli %t, %c64 : i32
+    gpu.barrier
+    %qt = tilegpu.async_copy %qd[%row, %c0] into %q[%c0] : !tile.desc<2, f16> -> !once
+    %qg = tilegpu.async_commit %qt
+    tilegpu.async_wait %qg {pending = 0 : i32}
+    gpu.barrier
+    %qa = tilegpu.local_load %q[%c0] : !once -> tensor<128x128xf16, #a>
+    scf.for %j = %c0 to %ub step %c64 : i32 {
+      %n = arith.subi %j, %c0 : i32
+      %i = arith.divui %n, %c64 : i32
+      %s = arith.remui %i, %c2 : i32
+      %kt = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+      %kg = tilegpu.async_commit %kt
+      tilegpu.async_wait %kg {pending = 0 : i32}
+      tilegpu.fence_async_shared
+      gpu.barrier
+      %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
+      %st = tile.dot %qa, %kb, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %vt = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
+      %vg = tilegpu.async_commit %vt
+      tilegpu.async_wait %vg {pending = 0 : i32}
+      tilegpu.fence_async_shared
+      gpu.barrier
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x128xf16, #b>
+    }
+  } {tilegpu.tile_loop}
+  return
+}
+
+// -----
+
 #mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
 !ring = !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>
