@@ -24,7 +24,7 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
-from .grid import MAX_GRID_Y, block_and_row, fold_grid
+from .grid import MAX_GRID_Y, block_and_row, fold_grid, persistent_programs
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
@@ -48,6 +48,39 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         # The last query blocks, which see the most keys, start first: less of a tail when the
         # last wave runs (+5 % at d128 and +10 % at d256 n16k on the H200, 0 at d64).
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
+    attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
+                   CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS)
+
+
+@jit
+def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh,
+                                D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
+                                MASK_MOD: tl.constexpr,
+                                Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
+                                K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
+                                V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
+                                O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
+    """attention_kernel launched on grid.persistent_programs: program p computes tiles p,
+    p + P, ... of the cdiv(nq, BLOCK_M) · n_bh (causal: each row's last query blocks first)."""
+    n_blocks = tl.cdiv(nq, BLOCK_M)
+    for tile in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
+        pid_m = tile % n_blocks
+        if CAUSAL:
+            pid_m = n_blocks - 1 - pid_m
+        attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, tile // n_blocks, D,
+                       BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS,
+                       V_RS, V_HS, O_RS, O_HS)
+
+
+@jit
+def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
+                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                   Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
+                   K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
+                   O_RS: tl.constexpr, O_HS: tl.constexpr):
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head
@@ -357,7 +390,7 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
     if gpu.is_torch_tensor(q):
         args, constexprs, _, _, _ = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                   enable_gqa, block_m, block_n)
-        return attention_kernel.warmup(*args, **constexprs)
+        return cuda_kernel(args).warmup(*args, **constexprs)
     args, constexprs, _, _, _ = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                          enable_gqa, block_m, block_n)
     return attention_kernel.warmup(*args, **constexprs)
@@ -587,8 +620,16 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         # registers at their own blocks).
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
+    programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
+    if programs:
+        return args + (B * H,), constexprs, (programs, 1, 1), o, lse
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
+
+
+def cuda_kernel(args):
+    """The kernel _prepare_cuda's `args` are for: persistent_attention_kernel takes n_bh."""
+    return persistent_attention_kernel if len(args) == 11 else attention_kernel
 
 
 # (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the kernel reads captured tensors: a closure
@@ -662,21 +703,29 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
+        kernel = cuda_kernel(args)
         if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in
                                   FAST_HEAD_DIMS) or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
-            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D))
+            # A persistent kernel's programs: at most the SM count (grid.persistent_programs).
+            from .serving_decode import num_sms
+            sms = num_sms(q) if kernel is persistent_attention_kernel else 0
+            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms)
         if grid[0] and grid[1]:
-            attention_kernel._runner(grid, *args, *consts)
+            kernel._runner(grid, *args, *consts)
         return (o, lse) if return_lse else o
-    consts, default_scale = c
+    consts, default_scale, sms = c
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
         gpu.scratch_f32(_lse_buffers, q, B * H * Nq)
     if Nq and B * H:
         nb, rows = -(-Nq // consts[1]), B * H
-        grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
-        attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
+        if sms:
+            persistent_attention_kernel._runner((min(nb * rows, sms), 1, 1), q, k, v, o, lse,
+                                                Nq, Nk, H, Hkv, scale, rows, *consts)
+        else:
+            grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
+            attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
     return (o, lse) if return_lse else o

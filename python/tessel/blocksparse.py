@@ -39,7 +39,7 @@ from . import capture
 from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
-from .grid import block_and_row, fold_grid
+from .grid import block_and_row, fold_grid, persistent_programs
 from .jit import jit
 from .layouts import contiguous_aligned
 
@@ -194,9 +194,7 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     # visit the most key blocks, as causal rows do in attention_kernel.
     n_blocks = tl.cdiv(nq, BLOCK_M)
     if PERSISTENT:
-        # A persistent kernel (launched on fewer programs than tiles: persistent_grid): each
-        # program walks tiles pid, pid + P, ... of the n_blocks · n_bh, one CTA an SM, so that
-        # its producer copies the next tile's first blocks while the consumers finish this one.
+        # Persistent (grid.persistent_programs): program p walks tiles p, p + P, ...
         for tile in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
             block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                               n_blocks - 1 - tile % n_blocks, tile // n_blocks, nq, nk, H, HKV,
@@ -430,29 +428,6 @@ def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_
 # masks).
 SPARSE_GPU_BLOCKS = {("sm_90a", 128): (128, 128)}
 
-# The kernel blocks (chip, BLOCK_M, BLOCK_N) that run persistent on the GPU (one program an SM
-# walking the tiles, PERSISTENT in block_sparse_attention_kernel): the warp-specialized
-# 128-row wgmma blocks, one CTA an SM, whose producer then copies the next tile's first blocks
-# while the consumers finish one — short rows (documents, windows) no longer pay a CTA's
-# prologue each (docs/dev/codegen-wgmma.md, "Persistent kernels"). False turns it off (to compare).
-PERSISTENT_GPU_BLOCKS = {("sm_90a", 128, 128)}
-PERSISTENT_GPU = False
-
-
-def persistent_programs(q, BM, BN, tiles):
-    """How many programs walk the `tiles` (query block, batch·head) tiles of the block-sparse
-    kernel with blocks BM x BN on q's device: one an SM where the blocks are persistent there
-    and there are more tiles than SMs, else 0 (one program a tile)."""
-    if not (PERSISTENT_GPU and gpu.is_torch_tensor(q)):
-        return 0
-    from .attention import _chip_for_blocks
-    from .serving_decode import num_sms
-    if (_chip_for_blocks(q), BM, BN) not in PERSISTENT_GPU_BLOCKS:
-        return 0
-    sms = num_sms(q)
-    return sms if tiles > sms else 0
-
-
 def kernel_blocks(bm, q, D, block_m, block_n):
     """The attention kernel's (BLOCK_M, BLOCK_N) under block mask `bm`: block_m/block_n when
     given, else on the GPU tessel.attention's own blocks for this head dim, dtype and chip (the
@@ -471,7 +446,7 @@ def kernel_blocks(bm, q, D, block_m, block_n):
 
 def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_n, causal):
     """(args, constexprs, grid, o, lse) of block_sparse_attention_kernel for this call."""
-    from .attention import _as_jit, _check_shapes
+    from .attention import _as_jit, _check_shapes, _chip_for_blocks
     on_gpu = gpu.is_torch_tensor(q)
     if on_gpu:
         torch = gpu.torch_module()
@@ -507,7 +482,8 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
         lse = np.zeros((B, H, Nq), dtype=np.float32)
     args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
             bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
-    programs = persistent_programs(q, BM, BN, -(-Nq // BM) * B * H)
+    programs = persistent_programs(q, _chip_for_blocks(q), BM, BN, -(-Nq // BM) * B * H) \
+        if on_gpu else 0
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"), PERSISTENT=programs > 0)

@@ -46,3 +46,27 @@ def block_and_row(n_blocks):
     (x // n_blocks) · Y + y, Y = num_programs(1); below the cap (x < n_blocks) the row is y."""
     return (tl.program_id(0) % n_blocks,
             tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1))
+
+
+# --- persistent kernels ----------------------------------------------------------------------
+#
+# A persistent kernel is launched on one program an SM; program p walks tiles p, p + P, ... of
+# the (query block, b·h row) tiles (its loop is the tile loop of docs/dev/codegen-wgmma.md,
+# "Persistent kernels"). Where the kernel is warp-specialized, its producer then copies the
+# next tile's first blocks while the consumers finish one: short rows no longer pay a CTA's
+# launch and prologue each.
+
+#: The (chip, BLOCK_M, BLOCK_N) of the kernels that run persistent: the warp-specialized
+#: 128-row wgmma blocks (one CTA an SM).
+PERSISTENT_BLOCKS = {("sm_90a", 128, 128)}
+#: False runs every kernel one program a tile (to compare).
+PERSISTENT_GPU = False
+
+
+def persistent_programs(q, chip, BM, BN, tiles):
+    """The programs of a persistent launch over `tiles` tiles on q's device (at most one an
+    SM), or 0 where kernels with blocks BM x BN do not run persistent on `chip`."""
+    if not PERSISTENT_GPU or (chip, BM, BN) not in PERSISTENT_BLOCKS:
+        return 0
+    from .serving_decode import num_sms
+    return max(1, min(tiles, num_sms(q)))

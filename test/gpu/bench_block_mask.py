@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 
-from bench_decode import compile_with, cuda_torch, make_timer
+from bench_decode import compile_with, cuda_torch, make_timer, set_persistent
 
 CASES = ["document", "window", "alibi", "softcap", "prefix_lm", "rel_bias", "block_sparse"]
 
@@ -101,6 +101,10 @@ def main():
                     help="tessel's kernel blocks BMxBN (they divide the 128x128 mask blocks)")
     ap.add_argument("--overlap", action="store_true",
                     help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
+    ap.add_argument("--persistent", choices=["on", "off"],
+                    help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
+    ap.add_argument("--ab-persistent", action="store_true",
+                    help="also time tessel (block mask) with persistent kernels the other way")
     args = ap.parse_args()
     torch = cuda_torch("bench_block_mask")
     if torch is None:
@@ -115,19 +119,24 @@ def main():
     if args.overlap:
         compile_with(wgmma_overlap=True)
     block_m, block_n = args.blocks or (None, None)
+    from tessel import grid
+    if args.persistent:
+        set_persistent(args.persistent == "on")
+    persistent = grid.PERSISTENT_GPU
 
     B, H, N, D = args.b, args.h, args.n, args.d
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     flex = torch.compile(flex_attention, dynamic=False)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
-                  dtype=args.dtype, b=B, h=H, n=N, d=D, rows=[])
+                  dtype=args.dtype, b=B, h=H, n=N, d=D, persistent=persistent, rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     cases = make_cases(torch, tl, B, H, N, gen)
     q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=dt, generator=gen) for _ in range(3))
     print(f"B{B} H{H} N{N} D{D} {args.dtype}; TFLOP/s on allowed pairs; {timer}; tessel "
-          f"blocks {args.blocks or 'default'}{', overlap' if args.overlap else ''}")
+          f"blocks {args.blocks or 'default'}{', overlap' if args.overlap else ''}; persistent "
+          f"{'on' if persistent else 'off'}")
     print(f"{'case':>13} {'density':>7} {'tessel':>8} {'no bm':>8} {'flex':>8} {'/flex':>6} "
           f"{'bm ms':>7} {'cbm ms':>7} {'diff':>8}")
     for name in args.cases:
@@ -152,6 +161,10 @@ def main():
                                     block_mask=bm, block_m=block_m, block_n=block_n)
         mine = ours()
         row["tessel_ms"] = timed(ours)
+        if args.ab_persistent:
+            set_persistent(not persistent)
+            row["tessel_other_persistent_ms"] = timed(ours)
+            set_persistent(persistent)
 
         def plain():   # no block_mask: automatic for masks that read tensors, else the dense kernel
             return tessel.attention(q, k, v, score_mod=score_t, mask_mod=mask_mod,
@@ -168,7 +181,7 @@ def main():
                                                / want.float().abs().max()).item()
             except Exception as e:                   # noqa: BLE001
                 row["flex_why"] = f"{type(e).__name__}: {str(e)[:200]}"
-        for key in ("tessel", "tessel_no_bm", "flex"):
+        for key in ("tessel", "tessel_no_bm", "flex", "tessel_other_persistent"):
             ms = row.get(f"{key}_ms")
             row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
         report["rows"].append(row)
@@ -182,7 +195,10 @@ def main():
               f"{num(row.get('flex_tflops'), '.1f'):>8} {num(ratio, '.2f'):>6} "
               f"{num(row['tessel_block_mask_ms'], '.3f'):>7} "
               f"{num(row.get('flex_block_mask_ms'), '.3f'):>7} "
-              f"{num(row.get('max_rel_diff_vs_flex'), '.2e'):>8}", flush=True)
+              f"{num(row.get('max_rel_diff_vs_flex'), '.2e'):>8}"
+              + (f"  [{'one a tile' if persistent else 'persistent'} "
+                 f"{num(row['tessel_other_persistent_tflops'], '.1f')}]"
+                 if args.ab_persistent else ""), flush=True)
         if row.get("flex_why"):
             print(f"{'':>13} flex: {row['flex_why']}")
     if args.json:

@@ -128,6 +128,14 @@ def compile_with(**fields):
     tessel.cache.GpuOptions = Overriding
 
 
+def set_persistent(on):
+    """Persistent kernels (tessel.grid.PERSISTENT_GPU) on or off for the calls that follow: the
+    benchmarks' --persistent and their A/B cells."""
+    from tessel import attention, grid
+    grid.PERSISTENT_GPU = on
+    attention._cuda_configs.clear()
+
+
 def time_back_to_back(torch, fn, reps, warmup=1, synchronize=True, before=None):
     """Milliseconds per call of `reps` calls of fn run back to back between one pair of CUDA
     events (the mean; no L2 flush), after `warmup` calls and (with `synchronize`) a

@@ -16,7 +16,7 @@ or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import compile_with, cuda_torch, make_timer, sdpa_cells
+from bench_decode import compile_with, cuda_torch, make_timer, sdpa_cells, set_persistent
 
 
 def main():
@@ -49,6 +49,10 @@ def main():
     ap.add_argument("--no-pingpong", action="store_true",
                     help="compile tessel's kernels with GpuOptions(pingpong=False): overlapped "
                          "consumer warpgroups issue their dots without taking turns")
+    ap.add_argument("--persistent", choices=["on", "off"],
+                    help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
+    ap.add_argument("--ab-persistent", action="store_true",
+                    help="also time tessel with persistent kernels the other way (a cell)")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -63,13 +67,18 @@ def main():
                      warp_specialize=not args.no_warp_specialize, pingpong=not args.no_pingpong,
                      overlap_consumers=not args.no_overlap_consumers)
 
+    from tessel import grid
+    if args.persistent:
+        set_persistent(args.persistent == "on")
+    persistent = grid.PERSISTENT_GPU
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, overlap=args.overlap, stages=args.stages,
                   occupancy_hints=not args.no_occupancy_hints,
                   sink_waits=not args.no_sink_waits, warp_specialize=not args.no_warp_specialize,
-                  overlap_consumers=not args.no_overlap_consumers, rows=[])
+                  overlap_consumers=not args.no_overlap_consumers, persistent=persistent,
+                  rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
@@ -77,7 +86,8 @@ def main():
           f"{'; not warp-specialized' if args.no_warp_specialize else ''}"
           f"{'; consumers not overlapped' if args.no_overlap_consumers else ''}"
           f"{'; no ping-pong' if args.no_pingpong else ''}"
-          f"{f'; {args.stages} stages' if args.stages != 2 else ''}")
+          f"{f'; {args.stages} stages' if args.stages != 2 else ''}"
+          f"; persistent {'on' if persistent else 'off'}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "
           f"{'/FA2':>6} {'/cuDNN':>7} {'diff':>8}")
     for D in args.dims:
@@ -108,6 +118,13 @@ def main():
                         row[f"{name}_ms"] = None
                         row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
                 cells = []
+                if args.ab_persistent:
+                    set_persistent(not persistent)
+                    ms = timed(ours)
+                    set_persistent(persistent)
+                    other = "persistent" if not persistent else "one a tile"
+                    row["tessel_other_persistent_tflops"] = flops / ms / 1e9
+                    cells.append(f"{other} {flops / ms / 1e9:.1f}")
                 for bm, bn in args.sweep:
                     try:
                         ms = timed(lambda: tessel.attention(q, k, v, causal=causal, block_m=bm,

@@ -1,0 +1,109 @@
+"""Persistent attention kernels on CUDA tensors (grid.persistent_programs): the 128x128 sm_90a
+kernels launched on one program an SM, each walking its tiles. Checked against float32 torch
+attention on fresh random inputs, and against the same call one program a tile (the per-tile
+arithmetic is the same, so the outputs are too), with more tiles than SMs (several tiles a
+program) and fewer; dense (causal and not, ragged lengths, GQA) and with block masks.
+
+Run on a machine with a GPU and torch (skipped elsewhere):
+    TESSEL_CACHE_DIR=$(mktemp -d) PYTHONPATH=build/python python3 -m pytest -q test/gpu/test_persistent_gpu.py
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tessel  # noqa: E402
+from tessel import attention as attention_module, grid  # noqa: E402
+
+TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2}
+
+
+@pytest.fixture
+def persistent(request):
+    """Runs the test's calls with persistent kernels on or off; restores the default."""
+    def switch(on):
+        grid.PERSISTENT_GPU = on
+        attention_module._cuda_configs.clear()
+    default = grid.PERSISTENT_GPU
+    yield switch
+    switch(default)
+
+
+def reference(q, k, v, allowed=None, causal=False):
+    q, k, v = q.float(), k.float(), v.float()
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+    v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+    s = torch.einsum("bhqd,bhkd->bhqk", q, k) / q.shape[-1] ** 0.5
+    if causal:
+        n = s.shape[-1]
+        allowed = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
+    if allowed is not None:
+        s = s.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(s, dim=-1).nan_to_num(0.0) @ v
+
+
+def hopper():
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("persistent kernels are the sm_90a 128x128 ones")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("B,H,Hkv,N", [(4, 16, 16, 2048), (2, 8, 2, 1000), (1, 3, 3, 4000),
+                                       (3, 32, 8, 777)])
+def test_dense(persistent, dtype, causal, B, H, Hkv, N):
+    hopper()
+    gen = torch.Generator(device="cuda").manual_seed(N + H)
+    q = torch.randn(B, H, N, 128, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, N, 128, device="cuda", generator=gen).to(dtype) for _ in range(2))
+    gqa = Hkv != H
+    persistent(True)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=gqa, return_lse=True)
+    kernel = tessel.compile_attention(q, k, v, causal=causal, enable_gqa=gqa)
+    persistent(False)
+    o1, lse1 = tessel.attention(q, k, v, causal=causal, enable_gqa=gqa, return_lse=True)
+    want = reference(q, k, v, causal=causal)
+    assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
+    torch.testing.assert_close(o, o1, atol=0, rtol=0)
+    torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
+    assert kernel.name == ("persistent_attention_kernel" if N >= 2048 or not causal
+                           else "attention_kernel"), kernel.name
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("case", ["document", "window"])
+@pytest.mark.parametrize("N", [2048, 3000])
+def test_block_mask(persistent, dtype, case, N):
+    hopper()
+    B, H = 3, 8
+    gen = torch.Generator(device="cuda").manual_seed(N)
+    cuts = torch.stack([torch.randperm(N - 1, device="cuda", generator=gen)[:3].sort().values + 1
+                        for _ in range(B)])
+    doc = torch.searchsorted(cuts, torch.arange(N, device="cuda").expand(B, N).contiguous(),
+                             right=True).to(torch.int32)
+
+    def document(b, h, q_idx, kv_idx):
+        return (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)
+
+    def window(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < 500)
+
+    mask = document if case == "document" else window
+    bB = B if case == "document" else None
+    bm = tessel.block_mask(mask, bB, None, N, N, device="cuda")
+    q, k, v = (torch.randn(B, H, N, 128, device="cuda", generator=gen).to(dtype) for _ in range(3))
+    persistent(True)
+    o, lse = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm, return_lse=True)
+    persistent(False)
+    o1, lse1 = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm, return_lse=True)
+    qi = torch.arange(N, device="cuda")[:, None]
+    ki = torch.arange(N, device="cuda")[None, :]
+    if case == "document":
+        allowed = ((doc[:, :, None] == doc[:, None, :]) & (qi >= ki))[:, None]
+    else:
+        allowed = (qi >= ki) & (qi - ki < 500)
+    want = reference(q, k, v, allowed)
+    assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
+    torch.testing.assert_close(o, o1, atol=0, rtol=0)
+    torch.testing.assert_close(lse, lse1, atol=0, rtol=0)

@@ -1,0 +1,103 @@
+"""Persistent attention kernels (grid.persistent_programs; docs/dev/codegen-wgmma.md,
+"Persistent kernels"): one program an SM walks the (query block, batch·head) tiles in a tile
+loop. On the interpreter, any number of programs gives the one-program-a-tile kernel's output
+bit for bit; compiled for sm_90a, the 128x128 kernels keep warp specialization and the
+overlapped consumers with the tile loop around them (ptxas: no spill)."""
+import numpy as np
+import pytest
+
+from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the path)
+import tessel
+from tessel import blocksparse, cache
+from tessel.attention import attention_kernel, persistent_attention_kernel
+
+from attention_kernels import reference_attention
+
+
+def _qkv(B, H, Hkv, N, D, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((B, H, N, D)).astype(np.float16)
+    k, v = (rng.standard_normal((B, Hkv, N, D)).astype(np.float16) for _ in range(2))
+    return q, k, v
+
+
+def _dense(kernel, grid, q, k, v, causal, extra=()):
+    B, H, N, D = q.shape
+    o = np.zeros_like(q)
+    lse = np.zeros((B, H, N), np.float32)
+    kernel[grid](q, k, v, o, lse, N, k.shape[2], H, k.shape[1], 1.0 / np.sqrt(D), *extra, D=D,
+                 BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
+    return o, lse
+
+
+@pytest.mark.parametrize("programs", [1, 3, 100])
+@pytest.mark.parametrize("causal", [False, True])
+def test_persistent_dense_matches_one_program_a_tile(causal, programs):
+    B, H, Hkv, N, D = 2, 4, 2, 200, 64           # 4 query blocks (the last ragged), GQA
+    q, k, v = _qkv(B, H, Hkv, N, D, seed=programs)
+    want_o, want_lse = _dense(attention_kernel, (4, B * H, 1), q, k, v, causal)
+    o, lse = _dense(persistent_attention_kernel, (programs, 1, 1), q, k, v, causal, (B * H,))
+    np.testing.assert_array_equal(o, want_o)
+    np.testing.assert_array_equal(lse, want_lse)
+    ref, ref_lse = reference_attention(q, k, v, 1.0 / np.sqrt(D), "causal" if causal else "none")
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, rtol=1e-4)
+
+
+def window(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < 100)
+
+
+@pytest.mark.parametrize("programs", [1, 5])
+def test_persistent_block_sparse_matches_one_program_a_tile(programs):
+    B, H, N, D = 2, 3, 300, 64
+    q, k, v = _qkv(B, H, H, N, D, seed=7)
+    bm = tessel.block_mask(window, None, None, N, N, BLOCK_M=64, BLOCK_N=64)
+    args, cx, grid, o, lse = blocksparse.prepare(q, k, v, None, None, window, False, bm, None,
+                                                 None, False)
+    assert not cx["PERSISTENT"]                  # numpy: one program a tile
+    blocksparse.block_sparse_attention_kernel[grid](*args, **cx)
+    want_o, want_lse = o.copy(), lse.copy()
+    o[...] = 0
+    lse[...] = 0
+    blocksparse.block_sparse_attention_kernel[(programs, 1, 1)](*args, **dict(cx,
+                                                                              PERSISTENT=True))
+    np.testing.assert_array_equal(o, want_o)
+    np.testing.assert_array_equal(lse, want_lse)
+
+
+def _ptx(tmp_path, kernel):
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    return cache.get_binary(kernel, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_persistent_128_blocks_stay_warp_specialized(tmp_path, causal):
+    B, H, N, D = 1, 2, 1000, 128
+    x = np.zeros((B, H, N, D), np.float16)
+    lse = np.zeros((B, H, N), np.float32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, H, H, 0.1, B * H, D=D,
+                                           BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    assert "tilegpu.tile_loop" not in k.asm["tile-opt"]   # marked by the GPU level, not before
+    b = _ptx(tmp_path, k)
+    # Two consumer warpgroups and a producer warpgroup that gives its registers away.
+    assert b.manifest["block"][0] == 384 and "setmaxnreg" in b.ptx, b.manifest
+    assert "wgmma.mma_async" in b.ptx
+    assert "wgmma.wait_group.sync.aligned 1" in b.ptx   # the consumers' overlapped dots
+    assert b.manifest.get("spill_bytes", 0) == 0, b.manifest
+
+
+def test_persistent_block_sparse_128_blocks_stay_warp_specialized(tmp_path):
+    N, D = 1024, 128
+    x = np.zeros((1, 2, N, D), np.float16)
+    bm = tessel.block_mask(window, None, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, None, window, False, bm, 128, 128,
+                                            False)
+    b = _ptx(tmp_path, blocksparse.block_sparse_attention_kernel.warmup(
+        *args, **dict(cx, PERSISTENT=True)))
+    assert b.manifest["block"][0] == 384 and "setmaxnreg" in b.ptx, b.manifest
+    assert b.manifest.get("spill_bytes", 0) == 0, b.manifest
