@@ -62,15 +62,20 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                 O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
     """attention_kernel launched on grid.persistent_programs: program p computes tiles p,
-    p + P, ... of the cdiv(nq, BLOCK_M) · n_bh (causal: each row's last query blocks first)."""
+    p + P, ... of the cdiv(nq, BLOCK_M) · n_bh. Causal: the last query blocks of every row
+    first, then the ones before (tiles by decreasing work: handed out round-robin, the
+    programs' loads stay even); else one row's blocks after another (its K/V stay in L2)."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
     for tile in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
-        pid_m = tile % n_blocks
         if CAUSAL:
-            pid_m = n_blocks - 1 - pid_m
-        attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, tile // n_blocks, D,
-                       BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS,
-                       V_RS, V_HS, O_RS, O_HS)
+            pid_m = n_blocks - 1 - tile // n_bh
+            bh = tile % n_bh
+        else:
+            pid_m = tile % n_blocks
+            bh = tile // n_blocks
+        attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
+                       BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
+                       O_RS, O_HS)
 
 
 @jit

@@ -185,7 +185,7 @@ def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx
 
 @jit
 def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
-                                  nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows, n_bh,
+                                  order, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows, n_bh,
                                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                   MASK_M: tl.constexpr, MASK_N: tl.constexpr,
                                   SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
@@ -194,12 +194,15 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     # visit the most key blocks, as causal rows do in attention_kernel.
     n_blocks = tl.cdiv(nq, BLOCK_M)
     if PERSISTENT:
-        # Persistent (grid.persistent_programs): program p walks tiles p, p + P, ...
-        for tile in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
+        # Persistent (grid.persistent_programs): program p walks entries p, p + P, ... of
+        # `order`, the tiles bh · n_blocks + block by decreasing work (BlockMask.schedule).
+        od = tl.make_desc(order, shape=(n_blocks * n_bh,), strides=(1,))
+        for t in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
+            tile = tl.load_scalar(od, (t,))
             block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
-                              n_blocks - 1 - tile % n_blocks, tile // n_blocks, nq, nk, H, HKV,
-                              scale, bm_sb, bm_sh, n_rows, D, BLOCK_M, BLOCK_N, MASK_M, MASK_N,
-                              SCORE_MOD, MASK_MOD)
+                              tile % n_blocks, tile // n_blocks, nq, nk, H, HKV, scale, bm_sb,
+                              bm_sh, n_rows, D, BLOCK_M, BLOCK_N, MASK_M, MASK_N, SCORE_MOD,
+                              MASK_MOD)
     else:
         pid_m, bh = block_and_row(n_blocks)
         block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
@@ -242,6 +245,33 @@ class BlockMask:
     def on_gpu(self):
         """Whether it holds CUDA torch tensors (else numpy arrays, for the interpreter)."""
         return gpu.is_torch_tensor(self.kv_num_blocks)
+
+    def schedule(self, B, H, BLOCK_M):
+        """The order in which a persistent kernel of query blocks BLOCK_M (dividing the mask's)
+        takes the tiles ``bh · NB + block`` of a call with B batches and H heads, NB =
+        ceil(Nq / BLOCK_M): by decreasing number of key blocks (partial ones weigh 1.5: their
+        mask arithmetic), ties in tile order (one head's blocks together, for L2). Handed out
+        round-robin, that order keeps the programs' loads even (the longest first). int32, on
+        the mask's device; computed once per (B, H, BLOCK_M) and kept."""
+        key = (B, H, BLOCK_M)
+        cache = self.__dict__.setdefault("_schedules", {})
+        if key not in cache:
+            nbh, nqb = self.kv_num_blocks.shape[1], self.kv_num_blocks.shape[2]
+            r_m = self.BLOCK_M // BLOCK_M
+            nb = -(-self.shape[2] // BLOCK_M)
+            sb = nbh * nqb if self.shape[0] is not None else 0
+            sh = nqb if self.shape[1] is not None else 0
+            b, h, m = np.meshgrid(np.arange(B), np.arange(H), np.arange(nb), indexing="ij")
+            rows = (b * sb + h * sh + m // r_m).reshape(-1)
+            if self.on_gpu:
+                torch = gpu.torch_module()
+                work = (2 * self.full_kv_num_blocks + 3 * self.kv_num_blocks).reshape(-1)
+                work = work[torch.from_numpy(rows).to(work.device)]
+                cache[key] = torch.sort(-work, stable=True).indices.to(torch.int32)
+            else:
+                work = (2 * self.full_kv_num_blocks + 3 * self.kv_num_blocks).reshape(-1)[rows]
+                cache[key] = np.argsort(-work, kind="stable").astype(np.int32)
+        return cache[key]
 
     def sparsity(self):
         """The fraction of (query block, key block) pairs that are empty (never visited)."""
@@ -480,10 +510,12 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
         q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
         o = np.zeros_like(q)
         lse = np.zeros((B, H, Nq), dtype=np.float32)
-    args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
-            bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
     programs = persistent_programs(q, _chip_for_blocks(q), BM, BN, -(-Nq // BM) * B * H) \
         if on_gpu else 0
+    # The tiles' order for a persistent launch; else unread (any int32 array will do).
+    order = bm.schedule(B, H, BM) if programs else bm.kv_num_blocks
+    args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
+            bm.full_kv_indices, order, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"), PERSISTENT=programs > 0)

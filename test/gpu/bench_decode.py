@@ -131,7 +131,9 @@ def compile_with(**fields):
 def set_persistent(on):
     """Persistent kernels (tessel.grid.PERSISTENT_GPU) on or off for the calls that follow: the
     benchmarks' --persistent and their A/B cells."""
-    from tessel import attention, grid
+    import importlib
+    from tessel import grid
+    attention = importlib.import_module("tessel.attention")   # the module, not the function
     grid.PERSISTENT_GPU = on
     attention._cuda_configs.clear()
 

@@ -60,6 +60,9 @@ def test_persistent_block_sparse_matches_one_program_a_tile(programs):
     want_o, want_lse = o.copy(), lse.copy()
     o[...] = 0
     lse[...] = 0
+    order = bm.schedule(B, H, cx["BLOCK_M"])
+    assert sorted(order.tolist()) == list(range(B * H * 5))      # every tile once
+    args = args[:9] + (order,) + args[10:]
     blocksparse.block_sparse_attention_kernel[(programs, 1, 1)](*args, **dict(cx,
                                                                               PERSISTENT=True))
     np.testing.assert_array_equal(o, want_o)
