@@ -24,7 +24,7 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
-from .grid import MAX_GRID_Y, block_and_row, fold_grid, persistent_programs
+from .grid import MAX_GRID_Y, block_and_row, fold_grid, greedy_schedule, persistent_programs
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
@@ -53,7 +53,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
 
 
 @jit
-def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh,
+def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh, tiles, starts,
                                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                 CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
                                 MASK_MOD: tl.constexpr,
@@ -61,18 +61,19 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                                 V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                 O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
-    """attention_kernel launched on grid.persistent_programs: program p computes tiles p,
-    p + P, ... of the cdiv(nq, BLOCK_M) · n_bh. Causal: the last query blocks of every row
-    first, then the ones before (tiles by decreasing work: handed out round-robin, the
-    programs' loads stay even); else one row's blocks after another (its K/V stay in L2)."""
+    """attention_kernel launched on grid.persistent_programs: program p computes the tiles
+    tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
+    attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i)."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
-    for tile in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
+    td = tl.make_desc(tiles, shape=(n_blocks * n_bh,), strides=(1,))
+    sd = tl.make_desc(starts, shape=(tl.num_programs(0) + 1,), strides=(1,))
+    pid = tl.program_id(0)
+    for t in range(tl.load_scalar(sd, (pid,)), tl.load_scalar(sd, (pid + 1,))):
+        tile = tl.load_scalar(td, (t,))
+        pid_m = tile % n_blocks
         if CAUSAL:
-            pid_m = n_blocks - 1 - tile // n_bh
-            bh = tile % n_bh
-        else:
-            pid_m = tile % n_blocks
-            bh = tile // n_blocks
+            pid_m = n_blocks - 1 - pid_m
+        bh = tile // n_blocks
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
                        O_RS, O_HS)
@@ -627,14 +628,42 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
     if programs:
-        return args + (B * H,), constexprs, (programs, 1, 1), o, lse
+        tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
+        return args + (B * H, tiles, starts), constexprs, (programs, 1, 1), o, lse
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
 
 def cuda_kernel(args):
-    """The kernel _prepare_cuda's `args` are for: persistent_attention_kernel takes n_bh."""
-    return persistent_attention_kernel if len(args) == 11 else attention_kernel
+    """The kernel _prepare_cuda's `args` are for: persistent_attention_kernel takes n_bh and
+    its schedule."""
+    return persistent_attention_kernel if len(args) == 13 else attention_kernel
+
+
+# (device, Nq, Nk, B·H, BM, BN, causal, programs) -> the schedule tensors (dense_schedule).
+_schedules = {}
+
+
+def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs):
+    """The persistent kernel's (tiles, starts) on q's device (grid.greedy_schedule), kept per
+    shape: a tile costs the key blocks its query block visits and one more (its prologue and
+    epilogue); causal rows visit the keys up to their last query."""
+    key = (q.device, Nq, Nk, rows, BM, BN, causal, programs)
+    hit = _schedules.get(key)
+    if hit is None:
+        nb = -(-Nq // BM)
+        if causal:
+            last = np.minimum(Nk, (nb - np.arange(nb)) * BM)      # i-th tile: block nb − 1 − i
+            per_row = -(-last // BN) + 1
+        else:
+            per_row = np.full(nb, -(-Nk // BN) + 1)
+        tiles, starts = greedy_schedule(np.tile(per_row, rows), programs)
+        torch = gpu.torch_module()
+        if len(_schedules) >= _CUDA_CONFIGS_MAX:
+            _schedules.clear()
+        hit = _schedules[key] = (torch.from_numpy(tiles).to(q.device),
+                                 torch.from_numpy(starts).to(q.device))
+    return hit
 
 
 # (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the kernel reads captured tensors: a closure
@@ -728,8 +757,11 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     if Nq and B * H:
         nb, rows = -(-Nq // consts[1]), B * H
         if sms:
-            persistent_attention_kernel._runner((min(nb * rows, sms), 1, 1), q, k, v, o, lse,
-                                                Nq, Nk, H, Hkv, scale, rows, *consts)
+            programs = min(nb * rows, sms)
+            tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
+                                           programs)
+            persistent_attention_kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H,
+                                                Hkv, scale, rows, tiles, starts, *consts)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
             attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)

@@ -39,7 +39,7 @@ from . import capture
 from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
-from .grid import block_and_row, fold_grid, persistent_programs
+from .grid import block_and_row, fold_grid, greedy_schedule, persistent_programs
 from .jit import jit
 from .layouts import contiguous_aligned
 
@@ -185,7 +185,8 @@ def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx
 
 @jit
 def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
-                                  order, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows, n_bh,
+                                  tiles, starts, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
+                                  n_bh,
                                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                   MASK_M: tl.constexpr, MASK_N: tl.constexpr,
                                   SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
@@ -194,15 +195,18 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
     # visit the most key blocks, as causal rows do in attention_kernel.
     n_blocks = tl.cdiv(nq, BLOCK_M)
     if PERSISTENT:
-        # Persistent (grid.persistent_programs): program p walks entries p, p + P, ... of
-        # `order`, the tiles bh · n_blocks + block by decreasing work (BlockMask.schedule).
-        od = tl.make_desc(order, shape=(n_blocks * n_bh,), strides=(1,))
-        for t in range(tl.program_id(0), n_blocks * n_bh, tl.num_programs(0)):
-            tile = tl.load_scalar(od, (t,))
+        # Persistent (grid.persistent_programs): program p computes the tiles
+        # tiles[starts[p]:starts[p + 1]] (BlockMask.schedule), tile bh · n_blocks + i being the
+        # program (i, bh) of a launch of one program a tile.
+        td = tl.make_desc(tiles, shape=(n_blocks * n_bh,), strides=(1,))
+        sd = tl.make_desc(starts, shape=(tl.num_programs(0) + 1,), strides=(1,))
+        pid = tl.program_id(0)
+        for t in range(tl.load_scalar(sd, (pid,)), tl.load_scalar(sd, (pid + 1,))):
+            tile = tl.load_scalar(td, (t,))
             block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
-                              tile % n_blocks, tile // n_blocks, nq, nk, H, HKV, scale, bm_sb,
-                              bm_sh, n_rows, D, BLOCK_M, BLOCK_N, MASK_M, MASK_N, SCORE_MOD,
-                              MASK_MOD)
+                              n_blocks - 1 - tile % n_blocks, tile // n_blocks, nq, nk, H, HKV,
+                              scale, bm_sb, bm_sh, n_rows, D, BLOCK_M, BLOCK_N, MASK_M, MASK_N,
+                              SCORE_MOD, MASK_MOD)
     else:
         pid_m, bh = block_and_row(n_blocks)
         block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
@@ -246,14 +250,14 @@ class BlockMask:
         """Whether it holds CUDA torch tensors (else numpy arrays, for the interpreter)."""
         return gpu.is_torch_tensor(self.kv_num_blocks)
 
-    def schedule(self, B, H, BLOCK_M):
-        """The order in which a persistent kernel of query blocks BLOCK_M (dividing the mask's)
-        takes the tiles ``bh · NB + block`` of a call with B batches and H heads, NB =
-        ceil(Nq / BLOCK_M): by decreasing number of key blocks (partial ones weigh 1.5: their
-        mask arithmetic), ties in tile order (one head's blocks together, for L2). Handed out
-        round-robin, that order keeps the programs' loads even (the longest first). int32, on
-        the mask's device; computed once per (B, H, BLOCK_M) and kept."""
-        key = (B, H, BLOCK_M)
+    def schedule(self, B, H, BLOCK_M, programs):
+        """(tiles, starts) of a persistent launch of `programs` programs with query blocks
+        BLOCK_M (dividing the mask's) over B batches and H heads (grid.greedy_schedule): tile
+        ``bh · NB + i`` is query block NB − 1 − i of row bh, NB = ceil(Nq / BLOCK_M), and costs
+        its full key blocks, 1.5 a partial one (its mask arithmetic) and 1 (its prologue and
+        epilogue). int32 on the mask's device; computed once per (B, H, BLOCK_M, programs)
+        from the counts (one copy to the host) and kept."""
+        key = (B, H, BLOCK_M, programs)
         cache = self.__dict__.setdefault("_schedules", {})
         if key not in cache:
             nbh, nqb = self.kv_num_blocks.shape[1], self.kv_num_blocks.shape[2]
@@ -261,16 +265,17 @@ class BlockMask:
             nb = -(-self.shape[2] // BLOCK_M)
             sb = nbh * nqb if self.shape[0] is not None else 0
             sh = nqb if self.shape[1] is not None else 0
-            b, h, m = np.meshgrid(np.arange(B), np.arange(H), np.arange(nb), indexing="ij")
-            rows = (b * sb + h * sh + m // r_m).reshape(-1)
+            b, h, i = np.meshgrid(np.arange(B), np.arange(H), np.arange(nb), indexing="ij")
+            rows = (b * sb + h * sh + (nb - 1 - i) // r_m).reshape(-1)
+            full, part = (np.asarray(x.cpu() if self.on_gpu else x).reshape(-1)
+                          for x in (self.full_kv_num_blocks, self.kv_num_blocks))
+            costs = (full[rows] + 1.5 * part[rows]) * (BLOCK_M / self.BLOCK_M) + 1.0
+            tiles, starts = greedy_schedule(costs, programs)
             if self.on_gpu:
                 torch = gpu.torch_module()
-                work = (2 * self.full_kv_num_blocks + 3 * self.kv_num_blocks).reshape(-1)
-                work = work[torch.from_numpy(rows).to(work.device)]
-                cache[key] = torch.sort(-work, stable=True).indices.to(torch.int32)
-            else:
-                work = (2 * self.full_kv_num_blocks + 3 * self.kv_num_blocks).reshape(-1)[rows]
-                cache[key] = np.argsort(-work, kind="stable").astype(np.int32)
+                dev = self.kv_num_blocks.device
+                tiles, starts = torch.from_numpy(tiles).to(dev), torch.from_numpy(starts).to(dev)
+            cache[key] = (tiles, starts)
         return cache[key]
 
     def sparsity(self):
@@ -512,10 +517,11 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
         lse = np.zeros((B, H, Nq), dtype=np.float32)
     programs = persistent_programs(q, _chip_for_blocks(q), BM, BN, -(-Nq // BM) * B * H) \
         if on_gpu else 0
-    # The tiles' order for a persistent launch; else unread (any int32 array will do).
-    order = bm.schedule(B, H, BM) if programs else bm.kv_num_blocks
+    # The persistent launch's schedule; else unread (any int32 arrays will do).
+    tiles, starts = bm.schedule(B, H, BM, programs) if programs else \
+        (bm.kv_num_blocks, bm.kv_num_blocks)
     args = (q, k, v, o, lse, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
-            bm.full_kv_indices, order, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
+            bm.full_kv_indices, tiles, starts, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"), PERSISTENT=programs > 0)

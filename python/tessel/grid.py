@@ -63,6 +63,34 @@ PERSISTENT_BLOCKS = {("sm_90a", 128, 128)}
 PERSISTENT_GPU = False
 
 
+#: Past this many tiles the schedule is round-robin (greedy_schedule's heap would take long,
+#: and so many tiles a program even out anyway).
+GREEDY_MAX_TILES = 1 << 17
+
+
+def greedy_schedule(costs, programs):
+    """Which program computes which tile: the tiles taken in their order (the launch order of
+    a grid of one program a tile, whose neighbours share K/V in L2), each by the program that
+    is free first — what the hardware does with a grid of one program a tile, from estimated
+    costs. Returns (tiles, starts): program p computes tiles[starts[p]:starts[p + 1]], int32."""
+    import heapq
+    import numpy as np
+    costs = np.asarray(costs, dtype=np.float64)
+    n = len(costs)
+    owner = np.arange(n) % programs
+    if n > programs and n <= GREEDY_MAX_TILES and not np.all(costs == costs[0]):
+        free = [(float(costs[p]), p) for p in range(programs)]
+        heapq.heapify(free)
+        for t in range(programs, n):
+            at, p = heapq.heappop(free)
+            owner[t] = p
+            heapq.heappush(free, (at + float(costs[t]), p))
+    tiles = np.argsort(owner, kind="stable").astype(np.int32)
+    starts = np.zeros(programs + 1, dtype=np.int32)
+    starts[1:] = np.cumsum(np.bincount(owner, minlength=programs))
+    return tiles, starts
+
+
 def persistent_programs(q, chip, BM, BN, tiles):
     """The programs of a persistent launch over `tiles` tiles on q's device (at most one an
     SM), or 0 where kernels with blocks BM x BN do not run persistent on `chip`."""

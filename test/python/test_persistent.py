@@ -8,7 +8,7 @@ import pytest
 
 from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the path)
 import tessel
-from tessel import blocksparse, cache
+from tessel import blocksparse, cache, grid
 from tessel.attention import attention_kernel, persistent_attention_kernel
 
 from attention_kernels import reference_attention
@@ -36,12 +36,33 @@ def test_persistent_dense_matches_one_program_a_tile(causal, programs):
     B, H, Hkv, N, D = 2, 4, 2, 200, 64           # 4 query blocks (the last ragged), GQA
     q, k, v = _qkv(B, H, Hkv, N, D, seed=programs)
     want_o, want_lse = _dense(attention_kernel, (4, B * H, 1), q, k, v, causal)
-    o, lse = _dense(persistent_attention_kernel, (programs, 1, 1), q, k, v, causal, (B * H,))
+    costs = np.tile(np.arange(4, 0, -1) if causal else np.ones(4), B * H)
+    tiles, starts = grid.greedy_schedule(costs, programs)
+    o, lse = _dense(persistent_attention_kernel, (programs, 1, 1), q, k, v, causal,
+                    (B * H, tiles, starts))
     np.testing.assert_array_equal(o, want_o)
     np.testing.assert_array_equal(lse, want_lse)
     ref, ref_lse = reference_attention(q, k, v, 1.0 / np.sqrt(D), "causal" if causal else "none")
     np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3, rtol=0)
     np.testing.assert_allclose(lse, ref_lse, rtol=1e-4)
+
+
+def test_greedy_schedule():
+    # Equal costs: round-robin, each program's tiles in launch order.
+    tiles, starts = grid.greedy_schedule(np.ones(10), 4)
+    assert starts.tolist() == [0, 3, 6, 8, 10]
+    assert tiles.tolist() == [0, 4, 8, 1, 5, 9, 2, 6, 3, 7]
+    # Uneven costs (causal rows, longest first): each tile goes to the program free first;
+    # the busiest program ends no later than round-robin's would.
+    costs = np.tile(np.arange(16, 0, -1), 8) + 1.0
+    tiles, starts = grid.greedy_schedule(costs, 12)
+    assert sorted(tiles.tolist()) == list(range(len(costs)))
+    loads = [costs[tiles[starts[p]:starts[p + 1]]].sum() for p in range(12)]
+    robin = [costs[p::12].sum() for p in range(12)]
+    assert max(loads) < max(robin) and max(loads) - min(loads) <= costs.max()
+    for p in range(12):
+        mine = tiles[starts[p]:starts[p + 1]]
+        assert (np.diff(mine) > 0).all()                 # in launch order
 
 
 def window(b, h, q_idx, kv_idx):
@@ -60,9 +81,10 @@ def test_persistent_block_sparse_matches_one_program_a_tile(programs):
     want_o, want_lse = o.copy(), lse.copy()
     o[...] = 0
     lse[...] = 0
-    order = bm.schedule(B, H, cx["BLOCK_M"])
-    assert sorted(order.tolist()) == list(range(B * H * 5))      # every tile once
-    args = args[:9] + (order,) + args[10:]
+    tiles, starts = bm.schedule(B, H, cx["BLOCK_M"], programs)
+    assert sorted(tiles.tolist()) == list(range(B * H * 5))      # every tile once
+    assert starts[0] == 0 and starts[-1] == B * H * 5 and len(starts) == programs + 1
+    args = args[:9] + (tiles, starts) + args[11:]
     blocksparse.block_sparse_attention_kernel[(programs, 1, 1)](*args, **dict(cx,
                                                                               PERSISTENT=True))
     np.testing.assert_array_equal(o, want_o)
@@ -82,8 +104,9 @@ def test_persistent_128_blocks_stay_warp_specialized(tmp_path, causal):
     B, H, N, D = 1, 2, 1000, 128
     x = np.zeros((B, H, N, D), np.float16)
     lse = np.zeros((B, H, N), np.float32)
-    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, H, H, 0.1, B * H, D=D,
-                                           BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, H, H, 0.1, B * H, ids, ids,
+                                           D=D, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
                                            SCORE_MOD=None, MASK_MOD=None)
     assert "tilegpu.tile_loop" not in k.asm["tile-opt"]   # marked by the GPU level, not before
     b = _ptx(tmp_path, k)
