@@ -56,6 +56,8 @@ step captured_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:
   "$root/test/gpu/test_captured_gpu.py"
 step block_mask_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
   "$root/test/gpu/test_block_mask_gpu.py"
+step persistent_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_persistent_gpu.py"
 step bench_block_mask env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_block_mask.py" \
   --json "$out/bench_block_mask.json"
 step bench_backward env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_backward.py" \

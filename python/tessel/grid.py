@@ -60,7 +60,7 @@ def block_and_row(n_blocks):
 #: 128-row wgmma blocks (one CTA an SM).
 PERSISTENT_BLOCKS = {("sm_90a", 128, 128)}
 #: False runs every kernel one program a tile (to compare).
-PERSISTENT_GPU = False
+PERSISTENT_GPU = True
 
 
 #: Past this many tiles the schedule is round-robin (greedy_schedule's heap would take long,
