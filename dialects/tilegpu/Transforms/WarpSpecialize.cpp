@@ -79,9 +79,9 @@ bool computable(Value v, Operation *start, Value iv, Value tileIv) {
     return isa<func::FuncOp>(cast<BlockArgument>(v).getOwner()->getParentOp());
   if (def->getBlock() == start->getBlock() && !start->isBeforeInBlock(def))
     return true;
-  return producerComputable(def) &&
-         llvm::all_of(def->getOperands(),
-                      [&](Value o) { return computable(o, start, iv, tileIv); });
+  return producerComputable(def) && llvm::all_of(def->getOperands(), [&](Value o) {
+           return computable(o, start, iv, tileIv);
+         });
 }
 
 /// The bytes `alloc` spans.
@@ -106,7 +106,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   // persistent kernel's tile loop's) in the unpipelined form, one ring.
   Block &perTile = tileBlock(body);
   auto tileLoop = perTile.getParentOp() != program ? cast<scf::ForOp>(perTile.getParentOp())
-                                                  : scf::ForOp();
+                                                   : scf::ForOp();
   SmallVector<StreamedLoop> loops;
   int64_t stages = 0;
   for (auto loop : perTile.getOps<scf::ForOp>()) {

@@ -167,7 +167,7 @@ bool specializes(func::FuncOp program) {
   WalkResult streamsA = program.walk([](tile::DotOp dot) {
     auto load = dot.getA().getDefiningOp<tile::LoadOp>();
     return load && tessel::tilegpu::streamingLoop(load) ? WalkResult::interrupt()
-                                                       : WalkResult::advance();
+                                                        : WalkResult::advance();
   });
   return !streamsA.wasInterrupted();
 }
