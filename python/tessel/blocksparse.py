@@ -28,6 +28,9 @@ tessel.attention's own size for the head dim and chip (kernel_blocks), so the fa
 it: they issue the copies of later iterations from the list (`list[t + 1]` is computed ahead),
 and gathers of captured tensors are read into registers.
 
+On the GPU at 128x128 kernel blocks the kernel runs persistent (its PERSISTENT form: one
+program an SM walking the tiles BlockMask.schedule hands it; grid.persistent_programs).
+
 block_mask_kernel looks at a block in 32x32 pieces (EVAL_BLOCK): it runs on the reference
 lowering, whose tiles live in shared memory, and a 128x128 piece would not fit there.
 """
@@ -462,6 +465,7 @@ def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_
 # (docs/bench/2026-12-02-h200-block-mask.md: 128x128, two warpgroups, beat 64x64 on four of five
 # masks).
 SPARSE_GPU_BLOCKS = {("sm_90a", 128): (128, 128)}
+
 
 def kernel_blocks(bm, q, D, block_m, block_n):
     """The attention kernel's (BLOCK_M, BLOCK_N) under block mask `bm`: block_m/block_n when

@@ -10,6 +10,9 @@ below the cap Y is the row count and the kernels run as before. The kernels deco
 (aot.py) with the same rule.
 """
 import functools
+import heapq
+
+import numpy as np
 
 from . import language as tl
 from .jit import jit
@@ -50,11 +53,11 @@ def block_and_row(n_blocks):
 
 # --- persistent kernels ----------------------------------------------------------------------
 #
-# A persistent kernel is launched on one program an SM; program p walks tiles p, p + P, ... of
-# the (query block, b·h row) tiles (its loop is the tile loop of docs/dev/codegen-wgmma.md,
-# "Persistent kernels"). Where the kernel is warp-specialized, its producer then copies the
-# next tile's first blocks while the consumers finish one: short rows no longer pay a CTA's
-# launch and prologue each.
+# A persistent kernel is launched on one program an SM; each program walks its list of the
+# (query block, b·h row) tiles (greedy_schedule; its loop is the tile loop of
+# docs/dev/codegen-wgmma.md, "Persistent kernels"). Where the kernel is warp-specialized, its
+# producer then copies the next tile's first blocks while the consumers finish one: short rows
+# no longer pay a CTA's launch and prologue each.
 
 #: The (chip, BLOCK_M, BLOCK_N) of the kernels that run persistent: the warp-specialized
 #: 128-row wgmma blocks (one CTA an SM).
@@ -73,8 +76,6 @@ def greedy_schedule(costs, programs):
     a grid of one program a tile, whose neighbours share K/V in L2), each by the program that
     is free first — what the hardware does with a grid of one program a tile, from estimated
     costs. Returns (tiles, starts): program p computes tiles[starts[p]:starts[p + 1]], int32."""
-    import heapq
-    import numpy as np
     costs = np.asarray(costs, dtype=np.float64)
     n = len(costs)
     owner = np.arange(n) % programs
@@ -93,8 +94,9 @@ def greedy_schedule(costs, programs):
 
 def persistent_programs(q, chip, BM, BN, tiles):
     """The programs of a persistent launch over `tiles` tiles on q's device (at most one an
-    SM), or 0 where kernels with blocks BM x BN do not run persistent on `chip`."""
-    if not PERSISTENT_GPU or (chip, BM, BN) not in PERSISTENT_BLOCKS:
+    SM), or 0 where kernels with blocks BM x BN do not run persistent on `chip` (or there is
+    no tile: nothing to launch)."""
+    if not PERSISTENT_GPU or tiles <= 0 or (chip, BM, BN) not in PERSISTENT_BLOCKS:
         return 0
     from .serving_decode import num_sms
-    return max(1, min(tiles, num_sms(q)))
+    return min(tiles, num_sms(q))
