@@ -20,6 +20,7 @@ import json
 import math
 
 from bench_decode import compile_with, cuda_torch, make_timer, set_persistent
+from mask_cases import document_ids
 
 CASES = ["document", "window", "alibi", "softcap", "prefix_lm", "rel_bias", "block_sparse"]
 
@@ -28,10 +29,7 @@ def make_cases(torch, tl, B, H, N, gen):
     """name -> (mask_mod, tessel score_mod, flex score_mod, per-batch mask?)."""
     dev = "cuda"
     # Four documents per sequence with random cuts, ids in a [B, N] tensor.
-    cuts = torch.stack([torch.randperm(N - 1, device=dev, generator=gen)[:3].sort().values + 1
-                        for _ in range(B)])
-    doc = torch.searchsorted(cuts, torch.arange(N, device=dev).expand(B, N).contiguous(),
-                             right=True).to(torch.int32)
+    doc = document_ids(torch, B, N, gen)
     prefix = torch.randint(N // 8, N // 2, (B,), device=dev, generator=gen).to(torch.int32)
     slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / H) for i in range(H)], device=dev)
     rel = (torch.randn(H, 2 * N - 1, device=dev, generator=gen) * 0.5).float()

@@ -16,6 +16,7 @@ if not torch.cuda.is_available():
 
 import tessel  # noqa: E402
 from grad_check import assert_within_twice_torch  # noqa: E402
+from mask_cases import document_ids  # noqa: E402
 
 TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2}
 
@@ -48,10 +49,7 @@ def reference(q, k, v, allowed):
 def test_document_mask_from_cuda_ids(dtype, D, N):
     B, H = 2, 4
     gen = torch.Generator(device="cuda").manual_seed(N + D)
-    cuts = torch.stack([torch.randperm(N - 1, device="cuda", generator=gen)[:3].sort().values + 1
-                        for _ in range(B)])
-    doc = torch.searchsorted(cuts, torch.arange(N, device="cuda").expand(B, N).contiguous(),
-                             right=True).to(torch.int32)
+    doc = document_ids(torch, B, N, gen)
 
     def mask(b, h, q_idx, kv_idx):
         return (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)

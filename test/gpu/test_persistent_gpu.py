@@ -16,6 +16,7 @@ if not torch.cuda.is_available():
 import tessel  # noqa: E402
 import importlib  # noqa: E402
 from tessel import grid  # noqa: E402
+from mask_cases import document_ids  # noqa: E402
 attention_module = importlib.import_module("tessel.attention")   # the module, not the function
 
 TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2}
@@ -80,10 +81,7 @@ def test_block_mask(persistent, dtype, case, N):
     hopper()
     B, H = 3, 8
     gen = torch.Generator(device="cuda").manual_seed(N)
-    cuts = torch.stack([torch.randperm(N - 1, device="cuda", generator=gen)[:3].sort().values + 1
-                        for _ in range(B)])
-    doc = torch.searchsorted(cuts, torch.arange(N, device="cuda").expand(B, N).contiguous(),
-                             right=True).to(torch.int32)
+    doc = document_ids(torch, B, N, gen)
 
     def document(b, h, q_idx, kv_idx):
         return (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)
