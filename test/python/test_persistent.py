@@ -65,6 +65,18 @@ def test_greedy_schedule():
         assert (np.diff(mine) > 0).all()                 # in launch order
 
 
+def test_greedy_schedule_by_rounds(monkeypatch):
+    # Past GREEDY_MAX_TILES: rounds of `programs` tiles, the costliest to the least loaded.
+    monkeypatch.setattr(grid, "GREEDY_MAX_TILES", 64)
+    costs = np.tile(np.arange(16, 0, -1), 16) + 1.0       # 256 tiles, causal rows of 16 blocks
+    tiles, starts = grid.greedy_schedule(costs, 12)
+    assert sorted(tiles.tolist()) == list(range(len(costs)))
+    loads = [costs[tiles[starts[p]:starts[p + 1]]].sum() for p in range(12)]
+    assert max(loads) - min(loads) <= costs.max()
+    for p in range(12):
+        assert (np.diff(tiles[starts[p]:starts[p + 1]]) > 0).all()
+
+
 def window(b, h, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (q_idx - kv_idx < 100)
 
