@@ -634,13 +634,19 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     return args, constexprs, grid, o, lse
 
 
+# attention_kernel's ten run-time arguments, then persistent_attention_kernel's n_bh, tiles and
+# starts.
+_PERSISTENT_ARGS = 13
+
+
 def cuda_kernel(args):
     """The kernel _prepare_cuda's `args` are for: persistent_attention_kernel takes n_bh and
-    its schedule."""
-    return persistent_attention_kernel if len(args) == 13 else attention_kernel
+    its schedule after attention_kernel's arguments."""
+    return persistent_attention_kernel if len(args) == _PERSISTENT_ARGS else attention_kernel
 
 
-# (device, Nq, Nk, B·H, BM, BN, causal, programs) -> the schedule tensors (dense_schedule).
+# (device ordinal, Nq, Nk, B·H, BM, BN, causal, programs) -> the schedule tensors
+# (dense_schedule).
 _schedules = {}
 
 
@@ -648,7 +654,7 @@ def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs):
     """The persistent kernel's (tiles, starts) on q's device (grid.greedy_schedule), kept per
     shape: a tile costs the key blocks its query block visits and one more (its prologue and
     epilogue); causal rows visit the keys up to their last query."""
-    key = (q.device, Nq, Nk, rows, BM, BN, causal, programs)
+    key = (q.get_device(), Nq, Nk, rows, BM, BN, causal, programs)
     hit = _schedules.get(key)
     if hit is None:
         nb = -(-Nq // BM)
