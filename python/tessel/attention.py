@@ -24,7 +24,8 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
-from .grid import MAX_GRID_Y, block_and_row, fold_grid, greedy_schedule, persistent_programs
+from .grid import MAX_GRID_Y, block_and_row, fold_grid, greedy_schedule, persistent_programs, \
+    program_tiles
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
@@ -65,10 +66,8 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i)."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
-    td = tl.make_desc(tiles, shape=(n_blocks * n_bh,), strides=(1,))
-    sd = tl.make_desc(starts, shape=(tl.num_programs(0) + 1,), strides=(1,))
-    pid = tl.program_id(0)
-    for t in range(tl.load_scalar(sd, (pid,)), tl.load_scalar(sd, (pid + 1,))):
+    td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
+    for t in range(first, end):
         tile = tl.load_scalar(td, (t,))
         pid_m = tile % n_blocks
         if CAUSAL:

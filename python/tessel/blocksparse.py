@@ -42,7 +42,8 @@ from . import capture
 from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
-from .grid import block_and_row, fold_grid, greedy_schedule, persistent_programs
+from .grid import block_and_row, fold_grid, greedy_schedule, persistent_programs, \
+    program_tiles
 from .jit import jit
 from .layouts import contiguous_aligned
 
@@ -201,10 +202,8 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
         # Persistent (grid.persistent_programs): program p computes the tiles
         # tiles[starts[p]:starts[p + 1]] (BlockMask.schedule), tile bh · n_blocks + i being the
         # program (i, bh) of a launch of one program a tile.
-        td = tl.make_desc(tiles, shape=(n_blocks * n_bh,), strides=(1,))
-        sd = tl.make_desc(starts, shape=(tl.num_programs(0) + 1,), strides=(1,))
-        pid = tl.program_id(0)
-        for t in range(tl.load_scalar(sd, (pid,)), tl.load_scalar(sd, (pid + 1,))):
+        td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
+        for t in range(first, end):
             tile = tl.load_scalar(td, (t,))
             block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                               n_blocks - 1 - tile % n_blocks, tile // n_blocks, nq, nk, H, HKV,

@@ -51,6 +51,17 @@ def block_and_row(n_blocks):
             tl.program_id(0) // n_blocks * tl.num_programs(1) + tl.program_id(1))
 
 
+@jit
+def program_tiles(tiles, starts, n_tiles):
+    """In a kernel launched on a persistent schedule (greedy_schedule's `tiles` and `starts`,
+    `n_tiles` in all): the descriptor of `tiles` and this program's range [first, end) of it;
+    tile t of the range is `tl.load_scalar(desc, (t,))`."""
+    td = tl.make_desc(tiles, shape=(n_tiles,), strides=(1,))
+    sd = tl.make_desc(starts, shape=(tl.num_programs(0) + 1,), strides=(1,))
+    pid = tl.program_id(0)
+    return td, tl.load_scalar(sd, (pid,)), tl.load_scalar(sd, (pid + 1,))
+
+
 # --- persistent kernels ----------------------------------------------------------------------
 #
 # A persistent kernel is launched on one program an SM; each program walks its list of the

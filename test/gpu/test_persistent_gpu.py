@@ -23,7 +23,7 @@ TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2}
 
 
 @pytest.fixture
-def persistent(request):
+def persistent():
     """Runs the test's calls with persistent kernels on or off; restores the default."""
     def switch(on):
         grid.PERSISTENT_GPU = on
