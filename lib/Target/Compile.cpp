@@ -87,7 +87,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.sinkWaits ? "" : ";no-sink-waits") +
          (options.warpSpecialize ? "" : ";no-warp-specialize") +
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +
-         (options.pingpong ? "" : ";no-pingpong") +
+         (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

@@ -95,6 +95,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                         llvm::cl::desc("Overlapped consumers take turns issuing their dots "
                                        "(tilegpu-pingpong)."),
                         llvm::cl::init(true)};
+  Option<bool> producerOnce{*this, "producer-once",
+                            llvm::cl::desc("The producer copies the blocks loaded once a tile "
+                                           "(tilegpu-producer-once)."),
+                            llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -133,6 +137,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.warpSpecialize = options.warpSpecialize;
     mmaOptions.overlapConsumers = options.overlapConsumers;
     mmaOptions.pingpong = options.pingpong;
+    mmaOptions.producerOnce = options.producerOnce;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -237,6 +242,7 @@ void tessel::registerTargetPasses() {
           options.warpSpecialize = o.warpSpecialize;
           options.overlapConsumers = o.overlapConsumers;
           options.pingpong = o.pingpong;
+          options.producerOnce = o.producerOnce;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

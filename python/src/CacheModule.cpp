@@ -37,10 +37,11 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     const std::string &codegen, bool wgmmaOverlap,
                                     unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
                                     bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-                                    bool pingpong) {
+                                    bool pingpong, bool producerOnce) {
   tessel::TargetOptions options;
   options.overlapConsumers = overlapConsumers;
   options.pingpong = pingpong;
+  options.producerOnce = producerOnce;
   options.occupancyHints = occupancyHints;
   options.sinkWaits = sinkWaits;
   options.warpSpecialize = warpSpecialize;
@@ -145,16 +146,17 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       [](const std::string &chip, const std::string &features, unsigned numThreads,
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong) {
+         bool pingpong, bool producerOnce) {
         return tessel::codeOptionsKey(targetOptions(
             chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
-            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong));
+            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
-      py::arg("overlap_consumers") = true, py::arg("pingpong") = true);
+      py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
+      py::arg("producer_once") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -163,14 +165,14 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong) {
+         bool pingpong, bool producerOnce) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
           r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
                                              wgmmaOverlap, numStages, wgmmaAsyncDots,
                                              occupancyHints, sinkWaits, warpSpecialize,
-                                             overlapConsumers, pingpong),
+                                             overlapConsumers, pingpong, producerOnce),
                                passTiming);
         }
         py::dict out;
@@ -212,6 +214,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
+      py::arg("producer_once") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

@@ -59,7 +59,7 @@ class GpuOptions:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
-            warp_specialize, overlap_consumers or pingpong that is not a bool.
+            warp_specialize, overlap_consumers, pingpong or producer_once that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -109,6 +109,10 @@ class GpuOptions:
     #: H200, neutral elsewhere (docs/bench/2026-12-03-h200-overlap-consumers.md). On by
     #: default; off to compare.
     pingpong: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: In those warp-specialized kernels, the producer copies the blocks loaded once a tile
+    #: (Q) too, ahead of the tile's K/V (tilegpu-producer-once): in a persistent kernel the
+    #: consumers' epilogue then overlaps the next tile's Q. Off until measured on the H200.
+    producer_once: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -121,7 +125,7 @@ class GpuOptions:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
-                     "warp_specialize", "overlap_consumers", "pingpong"):
+                     "warp_specialize", "overlap_consumers", "pingpong", "producer_once"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -249,7 +253,7 @@ def ingredients(kernel, gpu):
                                                     gpu.num_stages, gpu.wgmma_async_dots,
                                                     gpu.occupancy_hints, gpu.sink_waits,
                                                     gpu.warp_specialize, gpu.overlap_consumers,
-                                                    gpu.pingpong)
+                                                    gpu.pingpong, gpu.producer_once)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -439,7 +443,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.num_stages, gpu.wgmma_async_dots,
                                     gpu.occupancy_hints, gpu.sink_waits,
                                     gpu.warp_specialize, gpu.overlap_consumers,
-                                    gpu.pingpong)
+                                    gpu.pingpong, gpu.producer_once)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

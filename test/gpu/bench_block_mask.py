@@ -99,6 +99,8 @@ def main():
                     help="tessel's kernel blocks BMxBN (they divide the 128x128 mask blocks)")
     ap.add_argument("--overlap", action="store_true",
                     help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
+    ap.add_argument("--producer-once", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(producer_once=True)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
@@ -114,8 +116,9 @@ def main():
         return 0
     import tessel
     from tessel import language as tl
-    if args.overlap:
-        compile_with(wgmma_overlap=True)
+    if args.overlap or args.producer_once:
+        compile_with(**({"wgmma_overlap": True} if args.overlap else {}),
+                     **({"producer_once": True} if args.producer_once else {}))
     block_m, block_n = args.blocks or (None, None)
     from tessel import grid
     if args.persistent:

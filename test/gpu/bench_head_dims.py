@@ -49,6 +49,9 @@ def main():
     ap.add_argument("--no-pingpong", action="store_true",
                     help="compile tessel's kernels with GpuOptions(pingpong=False): overlapped "
                          "consumer warpgroups issue their dots without taking turns")
+    ap.add_argument("--producer-once", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(producer_once=True): the "
+                         "producer warpgroup copies Q too (tilegpu-producer-once)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
@@ -60,12 +63,14 @@ def main():
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
-            or args.no_warp_specialize or args.no_overlap_consumers or args.no_pingpong):
+            or args.no_warp_specialize or args.no_overlap_consumers or args.no_pingpong
+            or args.producer_once):
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
                      occupancy_hints=not args.no_occupancy_hints,
                      sink_waits=not args.no_sink_waits,
                      warp_specialize=not args.no_warp_specialize, pingpong=not args.no_pingpong,
-                     overlap_consumers=not args.no_overlap_consumers)
+                     overlap_consumers=not args.no_overlap_consumers,
+                     producer_once=args.producer_once)
 
     from tessel import grid
     if args.persistent:
@@ -86,6 +91,7 @@ def main():
           f"{'; not warp-specialized' if args.no_warp_specialize else ''}"
           f"{'; consumers not overlapped' if args.no_overlap_consumers else ''}"
           f"{'; no ping-pong' if args.no_pingpong else ''}"
+          f"{'; Q from the producer' if args.producer_once else ''}"
           f"{f'; {args.stages} stages' if args.stages != 2 else ''}"
           f"; persistent {'on' if persistent else 'off'}")
     print(f"{'d':>4} {'n':>6} {'causal':>6} {'tessel':>8} {'FA2':>8} {'cuDNN':>8} "

@@ -139,3 +139,53 @@ def test_one_warpgroup_blocks(causal, D):
     assert (o.float() - want).abs().max().item() < 5e-3 * max(1.0, want.abs().max().item())
     torch.testing.assert_close(outs[0][0], outs[1][0], atol=0, rtol=0)
     torch.testing.assert_close(outs[0][1], outs[1][1], atol=0, rtol=0)
+
+
+def _launch_with(kernel, grid_, args, constexprs, **options):
+    """kernel (a @tessel.jit function) compiled with GpuOptions(**options) and launched."""
+    from tessel import cache, gpu
+    compiled = kernel.warmup(*args, **constexprs)
+    launcher = compiled.gpu_launcher(args[0].get_device(),
+                                     cache.GpuOptions(chip="sm_90a", **options))
+    launcher.launch(grid_, gpu.stream_source(), *args)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("N", [1000, 4096])
+def test_producer_once_dense(persistent, causal, N):
+    # GpuOptions(producer_once=True) (tilegpu-producer-once, off by default): Q copied by the
+    # producer; the same arithmetic, so the same bits as the default.
+    hopper()
+    from tessel.attention import _prepare_cuda, persistent_attention_kernel
+    persistent(True)
+    B, H = 4, 16
+    gen = torch.Generator(device="cuda").manual_seed(N)
+    q, k, v = (torch.randn(B, H, N, 128, device="cuda", generator=gen).half() for _ in range(3))
+    want, want_lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
+    args, cx, grid_, o, lse = _prepare_cuda(q, k, v, causal, None, None, None, False, None, None)
+    assert len(args) == 13, "the persistent kernel"
+    _launch_with(persistent_attention_kernel, grid_, args, cx, producer_once=True)
+    torch.testing.assert_close(o, want, atol=0, rtol=0)
+    torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
+
+
+def test_producer_once_block_mask(persistent):
+    # A mask without captured tensors (launched here without the jit's capture plumbing).
+    hopper()
+    from tessel import blocksparse
+    persistent(True)
+    B, H, N = 4, 16, 4096
+
+    def window(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < 700)
+
+    bm = tessel.block_mask(window, None, None, N, N, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (torch.randn(B, H, N, 128, device="cuda", generator=gen).half() for _ in range(3))
+    want, want_lse = tessel.attention(q, k, v, mask_mod=window, block_mask=bm, return_lse=True)
+    args, cx, grid_, o, lse = blocksparse.prepare(q, k, v, None, None, window, False, bm, None,
+                                                  None, False)
+    assert cx["PERSISTENT"]
+    _launch_with(blocksparse.block_sparse_attention_kernel, grid_, args, cx, producer_once=True)
+    torch.testing.assert_close(o, want, atol=0, rtol=0)
+    torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)

@@ -139,3 +139,25 @@ def test_persistent_block_sparse_128_blocks_stay_warp_specialized(tmp_path):
         *args, **dict(cx, PERSISTENT=True)))
     assert b.manifest["block"][0] == 384 and "setmaxnreg" in b.ptx, b.manifest
     assert b.manifest.get("spill_bytes", 0) == 0, b.manifest
+
+
+def test_producer_once_compiles(tmp_path):
+    # GpuOptions(producer_once=True) (off by default): the producer copies Q too — one more
+    # cp.async.mbarrier.arrive in the PTX (its once_full), still no spill; a key of its own.
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    N, D = 1024, 128
+    x = np.zeros((1, 2, N, D), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
+                                           BLOCK_M=128, BLOCK_N=128, CAUSAL=True,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    plain = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
+    once = cache.get_binary(k, cache.GpuOptions(chip="sm_90a", producer_once=True),
+                            directory=str(tmp_path))
+    arrives = [b.ptx.count("cp.async.mbarrier.arrive") for b in (plain, once)]
+    assert arrives[1] == arrives[0] + 1, arrives
+    assert once.manifest["spill_bytes"] == 0 and once.key != plain.key

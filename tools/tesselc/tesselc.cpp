@@ -100,6 +100,12 @@ static cl::opt<bool>
                      cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
+    producerOnce("producer-once",
+                 cl::desc("The producer warpgroup copies the blocks loaded once a tile (Q) too "
+                          "(tilegpu-producer-once; off by default until measured)"),
+                 cl::init(false), cl::cat(tesselcCategory));
+
+static cl::opt<bool>
     noPingpong("no-pingpong",
                cl::desc("Overlapped consumers of two warpgroups issue their dots when ready, "
                         "without taking turns (no tilegpu-pingpong; to compare)"),
@@ -212,6 +218,7 @@ int main(int argc, char **argv) {
   options.warpSpecialize = !noWarpSpecialize;
   options.overlapConsumers = !noOverlapConsumers;
   options.pingpong = !noPingpong;
+  options.producerOnce = producerOnce;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

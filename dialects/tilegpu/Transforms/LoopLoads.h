@@ -68,6 +68,16 @@ struct CopyAddress {
 CopyAddress addressAt(mlir::OpBuilder &b, AsyncCopyOp copy, mlir::scf::ForOp loop,
                       llvm::ArrayRef<mlir::Value> loopIvs, mlir::Value iv, mlir::IRMapping &built);
 
+/// Whether a producer warpgroup may compute `op` itself: scalar arithmetic, descriptors, grid
+/// queries and scalar reads of global memory — what a copy's address is made of.
+bool producerComputable(mlir::Operation *op);
+
+/// `v` in the producer region of `outside` (a tilegpu.warp_specialize): values from before it
+/// as they are, the others computed again at `b` (their defining slice cloned; `map` keeps
+/// what was); failure where a value in the slice is not producerComputable.
+mlir::FailureOr<mlir::Value> producerValue(mlir::OpBuilder &b, mlir::Value v, mlir::IRMapping &map,
+                                           mlir::Operation *outside);
+
 /// Erases the defining ops of `values` and then their operands' when nothing uses them any more.
 void eraseIfDead(llvm::ArrayRef<mlir::Value> values);
 

@@ -147,6 +147,23 @@ def TileGPUWarpSpecialize : Pass<"tilegpu-warp-specialize", "::mlir::func::FuncO
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def TileGPUProducerOnce : Pass<"tilegpu-producer-once", "::mlir::func::FuncOp"> {
+  let summary = "The producer warpgroup copies the blocks loaded once a tile (Q) as well.";
+  let description = [{
+    Runs after `tilegpu-warp-specialize`. The consumers' copies of blocks loaded once a tile
+    (outside the streamed loops: Q) move to the producer, which issues them at the start of
+    each tile once every consumer is past the previous tile's loops (a one-stage `once_empty`
+    barrier, one arrival per consumer thread after the tile's last loop) and arrives on
+    `once_full` as they land; the consumers' copy, wait and CTA barriers become a wait for
+    `once_full` (parity: the tile's index, (iv − lb) / step of a tile loop, mod 2). In a
+    persistent kernel the consumers' epilogue then overlaps the next tile's Q. Programs it
+    does not apply to (no producer, a once-load not in allocate-shared's form, an address the
+    producer cannot compute) are left as they are.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap in the consumers of a producer warpgroup.";
   let description = [{

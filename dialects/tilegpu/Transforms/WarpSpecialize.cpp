@@ -36,38 +36,6 @@ struct StreamedLoop {
   SmallVector<UnpipelinedLoad> loads;
 };
 
-/// Whether the producer may compute `op` itself: scalar arithmetic, descriptors, grid queries
-/// and scalar reads of global memory — what a copy's address is made of.
-bool producerComputable(Operation *op) {
-  if (op->getNumRegions() != 0 ||
-      llvm::any_of(op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
-    return false;
-  if (isa<tile::MakeDescOp, tile::ProgramIdOp, tile::NumProgramsOp, tile::LoadScalarOp>(op))
-    return true;
-  return isMemoryEffectFree(op) &&
-         !llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<RankedTensorType>(t); });
-}
-
-/// `v` in the producer region: values from before the warp_specialize op as they are, the
-/// others computed again there (their defining slice cloned; `map` keeps what was).
-FailureOr<Value> producerValue(OpBuilder &b, Value v, IRMapping &map, Operation *outside) {
-  if (Value known = map.lookupOrNull(v))
-    return known;
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return outside->isAncestor(v.getParentBlock()->getParentOp()) ? FailureOr<Value>(failure())
-                                                                  : FailureOr<Value>(v);
-  if (!outside->isAncestor(def))
-    return v;
-  if (!producerComputable(def))
-    return failure();
-  for (Value operand : def->getOperands())
-    if (failed(producerValue(b, operand, map, outside)))
-      return failure();
-  Operation *clone = b.clone(*def, map);
-  return clone->getResult(cast<OpResult>(v).getResultNumber());
-}
-
 /// Whether the producer can compute `v` (producerValue then succeeds): an argument, `iv`, the
 /// tile loop's induction variable `tileIv`, a value defined at or before `start` in the
 /// function's block, or one that producerComputable ops make from such values.

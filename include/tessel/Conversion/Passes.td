@@ -107,6 +107,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "With overlap-consumers on two consumer warpgroups: they take turns issuing their "
            "dots (tilegpu-pingpong). Off to compare.">,
+    Option<"producerOnce", "producer-once", "bool", /*default=*/"false",
+           "With warp-specialize: the producer copies the blocks loaded once a tile (Q) too "
+           "(tilegpu-producer-once). Off by default until measured.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

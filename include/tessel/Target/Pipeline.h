@@ -58,6 +58,9 @@ struct TargetOptions {
   /// Overlapped consumers of two warpgroups take turns issuing their dots (convert-tile-to-mma
   /// pingpong; tilegpu-pingpong). Off to compare.
   bool pingpong = true;
+  /// The producer copies the blocks loaded once a tile (Q) too (convert-tile-to-mma
+  /// producer-once; tilegpu-producer-once). Off until measured.
+  bool producerOnce = false;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

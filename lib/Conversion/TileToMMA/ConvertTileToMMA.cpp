@@ -282,6 +282,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (failed(specialized))
         return failure();
       placed = *specialized;
+      if (placed && producerOnce && failed(tessel::tilegpu::producerOnce(work)))
+        return failure();
       if (placed && overlapConsumers) {
         FailureOr<bool> overlapped = tessel::tilegpu::overlapConsumers(work);
         if (failed(overlapped))

@@ -1,0 +1,198 @@
+//===- ProducerOnce.cpp - the producer copies the blocks loaded once a tile too -------------===//
+//
+// tilegpu-producer-once: in a warp-specialized program, the blocks the consumers load once a
+// tile (Q) are copied by the producer as well, ahead of the tile's K/V, through a buffer
+// guarded by two one-stage mbarriers: `once_full` (the copies have landed) and `once_empty`
+// (every consumer is past the tile's loops, so no dot reads the block any more). The
+// consumers' copy, its wait and the CTA barriers around it become a wait for `once_full`; in a
+// persistent kernel the consumers' epilogue then overlaps the next tile's Q.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilegpu/Transforms/LoopLoads.h"
+#include "tilegpu/Transforms/MmaClass.h"
+#include "tilegpu/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace tessel::tilegpu {
+#define GEN_PASS_DEF_TILEGPUPRODUCERONCE
+#include "tilegpu/Transforms/Passes.h.inc"
+} // namespace tessel::tilegpu
+
+using namespace mlir;
+using namespace tessel::tilegpu;
+
+namespace {
+
+/// A block the consumers load once a tile, in allocate-shared's form: [barrier] copy, commit,
+/// wait (pending 0), [fence], barrier.
+struct OnceLoad {
+  gpu::BarrierOp before;
+  AsyncCopyOp copy;
+  AsyncCommitOp commit;
+  AsyncWaitOp wait;
+  FenceAsyncSharedOp fence;
+  gpu::BarrierOp after;
+};
+
+std::optional<OnceLoad> matchOnce(AsyncCopyOp copy) {
+  OnceLoad l{};
+  l.copy = copy;
+  l.before = dyn_cast_or_null<gpu::BarrierOp>(copy->getPrevNode());
+  if (!copy.getToken().hasOneUse())
+    return std::nullopt;
+  l.commit = dyn_cast<AsyncCommitOp>(*copy.getToken().getUsers().begin());
+  if (!l.commit || l.commit.getTokens().size() != 1 || !l.commit.getGroup().hasOneUse())
+    return std::nullopt;
+  l.wait = dyn_cast<AsyncWaitOp>(*l.commit.getGroup().getUsers().begin());
+  if (!l.wait || l.wait.getPending() != 0 || l.wait->getBlock() != copy->getBlock())
+    return std::nullopt;
+  Operation *next = l.wait->getNextNode();
+  if ((l.fence = dyn_cast_or_null<FenceAsyncSharedOp>(next)))
+    next = next->getNextNode();
+  l.after = dyn_cast_or_null<gpu::BarrierOp>(next);
+  if (!l.after)
+    return std::nullopt;
+  return l;
+}
+
+/// The index of the tile `block` runs for: (iv − lb) / step of its tile loop, or 0.
+Value tileIndex(OpBuilder &b, Location loc, Block &block) {
+  auto loop = dyn_cast<scf::ForOp>(block.getParentOp());
+  if (!loop || !isTileLoop(loop))
+    return constI32(b, loc, 0);
+  Value from = arith::SubIOp::create(b, loc, loop.getInductionVar(), loop.getLowerBound());
+  return arith::DivUIOp::create(b, loc, from, loop.getStep());
+}
+
+} // namespace
+
+FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
+  WarpSpecializeOp ws;
+  program.walk([&](WarpSpecializeOp op) { ws = op; });
+  if (!ws)
+    return false;
+  Block &consumers = tileBlock(ws.getConsumers().front());
+  Block &producer = tileBlock(ws.getProducer().front());
+  SmallVector<OnceLoad> loads;
+  for (auto copy : consumers.getOps<AsyncCopyOp>()) {
+    std::optional<OnceLoad> l = matchOnce(copy);
+    if (!l)
+      return false;
+    loads.push_back(*l);
+  }
+  auto lastLoop = llvm::find_if(llvm::reverse(consumers.without_terminator()),
+                                [](Operation &op) { return isa<scf::ForOp>(op); });
+  if (loads.empty() || lastLoop == llvm::reverse(consumers.without_terminator()).end())
+    return false;
+  // The producer must be able to compute every address (a descriptor of the tile's row).
+  {
+    OpBuilder probe(program.getContext());
+    Block scratch;
+    probe.setInsertionPointToStart(&scratch);
+    IRMapping map;
+    for (Block *b = &consumers; b->getParentOp() != ws; b = b->getParentOp()->getBlock())
+      if (auto loop = dyn_cast<scf::ForOp>(b->getParentOp()))
+        map.map(loop.getInductionVar(), loop.getInductionVar());
+    bool ok = true;
+    for (OnceLoad &l : loads) {
+      ok &= succeeded(producerValue(probe, l.copy.getDesc(), map, ws));
+      for (Value o : l.copy.getOffsets())
+        ok &= succeeded(producerValue(probe, o, map, ws));
+    }
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(scratch)))
+      op.erase();
+    if (!ok)
+      return false;
+  }
+
+  // Two one-stage barriers past the kernel's shared memory, initialised beside the ring's.
+  Location loc = ws.getLoc();
+  auto bytes = program->getAttrOfType<IntegerAttr>("tilegpu.shared_bytes");
+  auto initBarrier = dyn_cast_or_null<gpu::BarrierOp>(ws->getPrevNode());
+  if (!bytes || !initBarrier)
+    return false;
+  OpBuilder b(initBarrier);
+  auto type = SharedBufferType::get(b.getContext(), {1}, b.getI64Type(), 1, 0);
+  int64_t end = (bytes.getInt() + 7) / 8 * 8;
+  auto barrier = [&](int64_t count) {
+    Value v = AllocOp::create(b, loc, type, b.getI64IntegerAttr(end), IntegerAttr());
+    end += type.getBytes();
+    MbarrierInitOp::create(b, loc, v, b.getI32IntegerAttr(count));
+    return v;
+  };
+  int64_t producerThreads = static_cast<int64_t>(ws.getProducerWarps()) * 32;
+  int64_t consumerThreads = programLayout(program).getWarps() * 32;
+  Value onceFull = barrier(producerThreads), onceEmpty = barrier(consumerThreads);
+  program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
+
+  // The producer: each tile, once the consumers are past the previous tile's loops, the
+  // copies, then one arrival as they land.
+  OpBuilder pb = OpBuilder::atBlockBegin(&producer);
+  Value zero = constI32(pb, loc, 0), one = constI32(pb, loc, 1);
+  Value lap = arith::AndIOp::create(pb, loc, tileIndex(pb, loc, producer), one);
+  MbarrierWaitOp::create(pb, loc, onceEmpty, zero, arith::XOrIOp::create(pb, loc, lap, one),
+                         Value());
+  IRMapping map;
+  for (OnceLoad &l : loads) {
+    // The consumers' tile loop variable is the producer's (both walk the same tiles).
+    for (Block *cb = &consumers, *pbk = &producer; cb->getParentOp() != ws;
+         cb = cb->getParentOp()->getBlock(), pbk = pbk->getParentOp()->getBlock())
+      if (auto loop = dyn_cast<scf::ForOp>(cb->getParentOp()))
+        map.map(loop.getInductionVar(), cast<scf::ForOp>(pbk->getParentOp()).getInductionVar());
+    FailureOr<Value> desc = producerValue(pb, l.copy.getDesc(), map, ws);
+    SmallVector<Value> offsets;
+    for (Value o : l.copy.getOffsets())
+      offsets.push_back(*producerValue(pb, o, map, ws));
+    AsyncCopyOp::create(pb, loc, AsyncTokenType::get(pb.getContext()), *desc, offsets,
+                        l.copy.getBuffer(), zero, Value());
+  }
+  AsyncCopyArriveOp::create(pb, loc, onceFull, zero);
+
+  // The consumers: a wait for the copies where the first was waited for; an arrival on
+  // once_empty after the tile's last loop.
+  OpBuilder cb(loads.front().wait);
+  Value czero = constI32(cb, loc, 0);
+  Value clap = arith::AndIOp::create(cb, loc, tileIndex(cb, loc, consumers),
+                                     constI32(cb, loc, 1));
+  MbarrierWaitOp::create(cb, loc, onceFull, czero, clap, Value());
+  OpBuilder ab(&consumers, std::next(Block::iterator(&*lastLoop)));
+  MbarrierArriveOp::create(ab, loc, onceEmpty, constI32(ab, loc, 0), Value());
+  // The barriers around the copies go (one may be both another load's `after` and this one's
+  // `before`).
+  llvm::SetVector<Operation *> barriers;
+  for (OnceLoad &l : loads) {
+    if (l.before && isTileLoop(consumers.getParentOp()))
+      barriers.insert(l.before);
+    barriers.insert(l.after);
+  }
+  for (Operation *op : barriers)
+    op->erase();
+  for (OnceLoad &l : loads) {
+    SmallVector<Value> address{l.copy.getDesc()};
+    llvm::append_range(address, l.copy.getOffsets());
+    if (l.fence)
+      l.fence.erase();
+    l.wait.erase();
+    l.commit.erase();
+    l.copy.erase();
+    eraseIfDead(address);
+  }
+  return true;
+}
+
+namespace {
+
+struct ProducerOnce : tessel::tilegpu::impl::TileGPUProducerOnceBase<ProducerOnce> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(producerOnce(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
