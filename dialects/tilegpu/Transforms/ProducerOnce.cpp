@@ -156,8 +156,7 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
   // once_empty after the tile's last loop.
   OpBuilder cb(loads.front().wait);
   Value czero = constI32(cb, loc, 0);
-  Value clap = arith::AndIOp::create(cb, loc, tileIndex(cb, loc, consumers),
-                                     constI32(cb, loc, 1));
+  Value clap = arith::AndIOp::create(cb, loc, tileIndex(cb, loc, consumers), constI32(cb, loc, 1));
   MbarrierWaitOp::create(cb, loc, onceFull, czero, clap, Value());
   OpBuilder ab(&consumers, std::next(Block::iterator(&*lastLoop)));
   MbarrierArriveOp::create(ab, loc, onceEmpty, constI32(ab, loc, 0), Value());
