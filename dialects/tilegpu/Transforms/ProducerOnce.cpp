@@ -3,9 +3,10 @@
 // tilegpu-producer-once: in a warp-specialized program, the blocks the consumers load once a
 // tile (Q) are copied by the producer as well, ahead of the tile's K/V, through a buffer
 // guarded by two one-stage mbarriers: `once_full` (the copies have landed) and `once_empty`
-// (every consumer is past the tile's loops, so no dot reads the block any more). The
-// consumers' copy, its wait and the CTA barriers around it become a wait for `once_full`; in a
-// persistent kernel the consumers' epilogue then overlaps the next tile's Q.
+// (every consumer is past its last read of the block: the load of Q into registers, or the
+// loops whose dots read it from shared memory). The consumers' copy, its wait and the CTA
+// barriers around it become a wait for `once_full`; in a persistent kernel the next tile's Q
+// then lands while this tile runs, and the producer goes on into its K/V.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,9 +85,23 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
       return false;
     loads.push_back(*l);
   }
-  auto lastLoop = llvm::find_if(llvm::reverse(consumers.without_terminator()),
-                                [](Operation &op) { return isa<scf::ForOp>(op); });
-  if (loads.empty() || lastLoop == llvm::reverse(consumers.without_terminator()).end())
+  if (loads.empty())
+    return false;
+  // The consumers' last op reading a once buffer (a load into registers, or a loop whose dots
+  // read it from shared memory): past it, the producer may copy the next tile's block.
+  auto readsOnce = [&](Operation &top) {
+    return top
+        .walk([&](Operation *op) {
+          for (OnceLoad &l : loads)
+            if (op != l.copy.getOperation() &&
+                llvm::is_contained(op->getOperands(), l.copy.getBuffer()))
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  };
+  auto lastRead = llvm::find_if(llvm::reverse(consumers.without_terminator()), readsOnce);
+  if (lastRead == llvm::reverse(consumers.without_terminator()).end())
     return false;
   // The producer must be able to compute every address (a descriptor of the tile's row).
   {
@@ -129,7 +144,7 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
   Value onceFull = barrier(producerThreads), onceEmpty = barrier(consumerThreads);
   program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
 
-  // The producer: each tile, once the consumers are past the previous tile's loops, the
+  // The producer: each tile, once the consumers are past the previous tile's last read, the
   // copies, then one arrival as they land.
   OpBuilder pb = OpBuilder::atBlockBegin(&producer);
   Value zero = constI32(pb, loc, 0), one = constI32(pb, loc, 1);
@@ -153,12 +168,13 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
   AsyncCopyArriveOp::create(pb, loc, onceFull, zero);
 
   // The consumers: a wait for the copies where the first was waited for; an arrival on
-  // once_empty after the tile's last loop.
+  // once_empty after the last read of the blocks (Q loaded into registers: right after that
+  // load, so the next tile's Q lands while this tile runs).
   OpBuilder cb(loads.front().wait);
   Value czero = constI32(cb, loc, 0);
   Value clap = arith::AndIOp::create(cb, loc, tileIndex(cb, loc, consumers), constI32(cb, loc, 1));
   MbarrierWaitOp::create(cb, loc, onceFull, czero, clap, Value());
-  OpBuilder ab(&consumers, std::next(Block::iterator(&*lastLoop)));
+  OpBuilder ab(&consumers, std::next(Block::iterator(&*lastRead)));
   MbarrierArriveOp::create(ab, loc, onceEmpty, constI32(ab, loc, 0), Value());
   // The barriers around the copies go (one may be both another load's `after` and this one's
   // `before`).

@@ -1,9 +1,10 @@
 // tilegpu-producer-once after tilegpu-warp-specialize: the block the consumers load once a
 // tile (Q) is copied by the producer too, at the start of each of its tiles once the consumers
-// are past the previous tile's loops (`once_empty`, parity flipped: the first tile passes at
+// are past the previous tile's last read of it (`once_empty`, parity flipped: the first tile passes at
 // once), arriving on `once_full` as it lands; the consumers wait for `once_full` (parity: the
 // tile's index mod 2) where they waited for their own copy, without CTA barriers, and arrive
-// on `once_empty` after the tile's last loop.
+// on `once_empty` after their last read of the block: right after Q's load into registers
+// (@persistent), or after the loop that reads it from shared memory (@read_in_loop).
 // RUN: tessel-opt %s --tilegpu-warp-specialize --tilegpu-producer-once | FileCheck %s
 
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
@@ -29,11 +30,10 @@
 // CHECK-NEXT: %[[LAP:.*]] = arith.andi %[[J]]
 // CHECK-NEXT: tilegpu.mbarrier_wait %[[FULL]][%{{.*}}], %[[LAP]]
 // CHECK-NEXT: tilegpu.local_load %[[Q]]
-// CHECK: tilegpu.mbarrier_arrive
-// CHECK: scf.yield %{{.*}} : i32
-// CHECK-NEXT: }
 // CHECK-NEXT: arith.constant 0
 // CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTY]]
+// CHECK: scf.for
+// CHECK-NOT: tilegpu.mbarrier_arrive %[[EMPTY]]
 // CHECK: } {tilegpu.tile_loop}
 // CHECK: } producer {
 // CHECK: scf.for %[[PT:.*]] = %[[PLB:[^ ]*]] to %{{.*}} step %[[PSTEP:[^ ]*]] iter_args
@@ -74,6 +74,60 @@ func.func @persistent(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
       tilegpu.async_wait %kg {pending = 0 : i32}
       tilegpu.fence_async_shared
       gpu.barrier
+      %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
+      %st = tile.dot %qa, %kb, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %vt = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
+      %vg = tilegpu.async_commit %vt
+      tilegpu.async_wait %vg {pending = 0 : i32}
+      tilegpu.fence_async_shared
+      gpu.barrier
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x128xf16, #b>
+    }
+  } {tilegpu.tile_loop}
+  return
+}
+
+// Q read by a dot inside the loop: the consumers free it after that loop.
+// CHECK-LABEL: func.func @read_in_loop
+// CHECK: %[[Q:.*]] = tilegpu.alloc {offset = 65536 : i64}
+// CHECK: %[[EMPTY:.*]] = tilegpu.alloc {offset = 98376 : i64}
+// CHECK: consumers {
+// CHECK: tilegpu.mbarrier_wait
+// CHECK-NOT: tilegpu.mbarrier_arrive %[[EMPTY]]
+// CHECK: tilegpu.local_load %[[Q]]
+// CHECK: scf.yield %{{.*}} : i32
+// CHECK-NEXT: }
+// CHECK-NEXT: arith.constant 0
+// CHECK-NEXT: tilegpu.mbarrier_arrive %[[EMPTY]]
+// CHECK: } {tilegpu.tile_loop}
+func.func @read_in_loop(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
+                        %vd: !tile.desc<2, f16>, %tiles: i32) {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %k = tilegpu.alloc {offset = 0 : i64, stride = 32768 : i64} : !ring
+  %v = tilegpu.alloc {offset = 16384 : i64, stride = 32768 : i64} : !ring
+  %q = tilegpu.alloc {offset = 32768 : i64} : !once
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
+  %pid = tile.program_id 0 : i32
+  %np = tile.num_programs 0 : i32
+  scf.for %t = %pid to %tiles step %np : i32 {
+    %row = arith.muli %t, %c64 : i32
+    gpu.barrier
+    %qt = tilegpu.async_copy %qd[%row, %c0] into %q[%c0] : !tile.desc<2, f16> -> !once
+    %qg = tilegpu.async_commit %qt
+    tilegpu.async_wait %qg {pending = 0 : i32}
+    gpu.barrier
+    scf.for %j = %c0 to %row step %c64 : i32 {
+      %n = arith.subi %j, %c0 : i32
+      %i = arith.divui %n, %c64 : i32
+      %s = arith.remui %i, %c2 : i32
+      %kt = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+      %kg = tilegpu.async_commit %kt
+      tilegpu.async_wait %kg {pending = 0 : i32}
+      tilegpu.fence_async_shared
+      gpu.barrier
+      %qa = tilegpu.local_load %q[%c0] : !once -> tensor<128x128xf16, #a>
       %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<128x64xf16, #b>
       %st = tile.dot %qa, %kb, %zero : tensor<128x128xf16, #a>, tensor<128x64xf16, #b> -> tensor<128x64xf32, #mma>
       %vt = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
