@@ -106,9 +106,10 @@ mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t produce
                                      int64_t producerRegisters = 0, int64_t consumerRegisters = 0);
 
 /// The blocks the consumers of a warp-specialized `program` load once a tile (Q) copied by the
-/// producer too, behind a pair of one-stage mbarriers (tilegpu-producer-once). False, with the
-/// program unchanged, when it does not apply.
-mlir::FailureOr<bool> producerOnce(mlir::func::FuncOp program);
+/// producer too, behind a pair of mbarriers, in two buffers where a tile loop runs and the
+/// extra bytes stay within `sharedLimit` (tilegpu-producer-once). False, with the program
+/// unchanged, when it does not apply.
+mlir::FailureOr<bool> producerOnce(mlir::func::FuncOp program, int64_t sharedLimit);
 /// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
 /// the attention shape or its registers would not fit.

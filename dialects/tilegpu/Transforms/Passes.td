@@ -152,14 +152,21 @@ def TileGPUProducerOnce : Pass<"tilegpu-producer-once", "::mlir::func::FuncOp"> 
   let description = [{
     Runs after `tilegpu-warp-specialize`. The consumers' copies of blocks loaded once a tile
     (outside the streamed loops: Q) move to the producer, which issues them at the start of
-    each tile once every consumer is past the previous tile's loops (a one-stage `once_empty`
-    barrier, one arrival per consumer thread after the tile's last loop) and arrives on
-    `once_full` as they land; the consumers' copy, wait and CTA barriers become a wait for
-    `once_full` (parity: the tile's index, (iv − lb) / step of a tile loop, mod 2). In a
-    persistent kernel the consumers' epilogue then overlaps the next tile's Q. Programs it
-    does not apply to (no producer, a once-load not in allocate-shared's form, an address the
-    producer cannot compute) are left as they are.
+    each tile once every consumer is past its last read of the buffer (`once_empty`, one
+    arrival per consumer thread after the last op that reads the block or a value loaded from
+    it) and arrives on `once_full` as they land; the consumers' copy, wait and CTA barriers
+    become a wait for `once_full`. In a tile loop, each block gets a second buffer where
+    `shared-limit` allows (past the end, 1024-byte aligned): tile i uses buffer i mod 2 and
+    lap (i / 2) mod 2 of two-stage barriers, so the producer copies the next tile's block
+    while the consumers read this one's and goes on into its K/V; else one buffer, tile i in
+    lap i mod 2 (i = (iv − lb) / step of the tile loop). Programs it does not apply to (no
+    producer, a once-load not in allocate-shared's form, an address the producer cannot
+    compute) are left as they are.
   }];
+  let options = [
+    Option<"sharedLimit", "shared-limit", "int64_t", /*default=*/"232448",
+           "Bytes of shared memory a block may have (a second buffer only within them).">,
+  ];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }

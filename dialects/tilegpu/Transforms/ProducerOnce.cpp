@@ -71,7 +71,7 @@ Value tileIndex(OpBuilder &b, Location loc, Block &block) {
 
 } // namespace
 
-FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
+FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program, int64_t sharedLimit) {
   WarpSpecializeOp ws;
   program.walk([&](WarpSpecializeOp op) { ws = op; });
   if (!ws)
@@ -81,27 +81,41 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
   SmallVector<OnceLoad> loads;
   for (auto copy : consumers.getOps<AsyncCopyOp>()) {
     std::optional<OnceLoad> l = matchOnce(copy);
-    if (!l)
+    if (!l || !l.value().copy.getBuffer().getDefiningOp<AllocOp>() ||
+        l.value().copy.getBuffer().getType().getStages() != 1)
       return false;
     loads.push_back(*l);
   }
   if (loads.empty())
     return false;
-  // The consumers' last op reading a once buffer (a load into registers, or a loop whose dots
-  // read it from shared memory): past it, the producer may copy the next tile's block.
+  // The consumers' last op reading a once buffer: one that reads it (a load into registers, a
+  // loop whose dots read it), or a value loaded from it as a dot operand, which the lowering
+  // may read from shared memory at its use (takeAFragments) and loops may carry.
+  llvm::SmallPtrSet<Value, 8> once;
+  for (OnceLoad &l : loads)
+    once.insert(l.copy.getBuffer());
   auto readsOnce = [&](Operation &top) {
-    return top
-        .walk([&](Operation *op) {
-          for (OnceLoad &l : loads)
-            if (op != l.copy.getOperation() &&
-                llvm::is_contained(op->getOperands(), l.copy.getBuffer()))
-              return WalkResult::interrupt();
-          return WalkResult::advance();
-        })
-        .wasInterrupted();
+    bool reads = top.walk([&](Operation *op) {
+                      if (isa<AsyncCopyOp>(op))
+                        return WalkResult::advance();
+                      for (Value v : op->getOperands())
+                        if (once.contains(v))
+                          return WalkResult::interrupt();
+                      return WalkResult::advance();
+                    })
+                     .wasInterrupted();
+    if (reads)
+      for (Value r : top.getResults())
+        if (auto t = dyn_cast<RankedTensorType>(r.getType());
+            t && isa_and_nonnull<DotOperandEncodingAttr>(t.getEncoding()))
+          once.insert(r);
+    return reads;
   };
-  auto lastRead = llvm::find_if(llvm::reverse(consumers.without_terminator()), readsOnce);
-  if (lastRead == llvm::reverse(consumers.without_terminator()).end())
+  Operation *lastRead = nullptr;
+  for (Operation &op : consumers.without_terminator())
+    if (readsOnce(op))
+      lastRead = &op;
+  if (!lastRead)
     return false;
   // The producer must be able to compute every address (a descriptor of the tile's row).
   {
@@ -124,15 +138,40 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
       return false;
   }
 
-  // Two one-stage barriers past the kernel's shared memory, initialised beside the ring's.
   Location loc = ws.getLoc();
   auto bytes = program->getAttrOfType<IntegerAttr>("tilegpu.shared_bytes");
   auto initBarrier = dyn_cast_or_null<gpu::BarrierOp>(ws->getPrevNode());
   if (!bytes || !initBarrier)
     return false;
   OpBuilder b(initBarrier);
-  auto type = SharedBufferType::get(b.getContext(), {1}, b.getI64Type(), 1, 0);
-  int64_t end = (bytes.getInt() + 7) / 8 * 8;
+  int64_t end = bytes.getInt();
+  // In a tile loop, a second buffer each where the shared memory allows: the producer copies
+  // the next tile's block while the consumers still read this one's.
+  int64_t buffers = 1;
+  if (isTileLoop(consumers.getParentOp())) {
+    int64_t more = 0;
+    for (OnceLoad &l : loads)
+      more = (more + 1023) / 1024 * 1024 + l.copy.getBuffer().getType().getStageBytes();
+    if ((end + 1023) / 1024 * 1024 + more + 64 <= sharedLimit)
+      buffers = 2;
+  }
+  if (buffers == 2)
+    for (OnceLoad &l : loads) {
+      // The second stage past the end, 1024-byte aligned (the 128-byte swizzle's period).
+      auto alloc = l.copy.getBuffer().getDefiningOp<AllocOp>();
+      SharedBufferType t = alloc.getType();
+      end = (end + 1023) / 1024 * 1024;
+      auto two = SharedBufferType::get(b.getContext(), t.getShape(), t.getElementType(), 2,
+                                       t.getSwizzle());
+      int64_t offset = *alloc.getOffset();
+      alloc.getResult().setType(two);
+      alloc.setStrideAttr(b.getI64IntegerAttr(end - offset));
+      end += t.getStageBytes();
+    }
+  // Two mbarriers (a stage per buffer) past the kernel's shared memory, initialised beside the
+  // ring's.
+  end = (end + 7) / 8 * 8;
+  auto type = SharedBufferType::get(b.getContext(), {1}, b.getI64Type(), buffers, 0);
   auto barrier = [&](int64_t count) {
     Value v = AllocOp::create(b, loc, type, b.getI64IntegerAttr(end), IntegerAttr());
     end += type.getBytes();
@@ -143,14 +182,21 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
   int64_t consumerThreads = programLayout(program).getWarps() * 32;
   Value onceFull = barrier(producerThreads), onceEmpty = barrier(consumerThreads);
   program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
+  // Tile i uses buffer i mod buffers, in lap (i / buffers) mod 2 of its barriers.
+  auto slotAndLap = [&](OpBuilder &at, Block &block) -> std::pair<Value, Value> {
+    Value i = tileIndex(at, loc, block), n = constI32(at, loc, buffers), one = constI32(at, loc, 1);
+    Value slot = arith::RemUIOp::create(at, loc, i, n);
+    Value lap = arith::AndIOp::create(at, loc, arith::DivUIOp::create(at, loc, i, n), one);
+    return {slot, lap};
+  };
 
-  // The producer: each tile, once the consumers are past the previous tile's last read, the
-  // copies, then one arrival as they land.
+  // The producer: each tile, once the consumers are past their last read of the buffer (the
+  // previous tile's with one buffer, the one before with two), the copies, then one arrival
+  // as they land.
   OpBuilder pb = OpBuilder::atBlockBegin(&producer);
-  Value zero = constI32(pb, loc, 0), one = constI32(pb, loc, 1);
-  Value lap = arith::AndIOp::create(pb, loc, tileIndex(pb, loc, producer), one);
-  MbarrierWaitOp::create(pb, loc, onceEmpty, zero, arith::XOrIOp::create(pb, loc, lap, one),
-                         Value());
+  auto [slot, lap] = slotAndLap(pb, producer);
+  MbarrierWaitOp::create(pb, loc, onceEmpty, slot,
+                         arith::XOrIOp::create(pb, loc, lap, constI32(pb, loc, 1)), Value());
   IRMapping map;
   for (OnceLoad &l : loads) {
     // The consumers' tile loop variable is the producer's (both walk the same tiles).
@@ -163,19 +209,22 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program) {
     for (Value o : l.copy.getOffsets())
       offsets.push_back(*producerValue(pb, o, map, ws));
     AsyncCopyOp::create(pb, loc, AsyncTokenType::get(pb.getContext()), *desc, offsets,
-                        l.copy.getBuffer(), zero, Value());
+                        l.copy.getBuffer(), slot, Value());
   }
-  AsyncCopyArriveOp::create(pb, loc, onceFull, zero);
+  AsyncCopyArriveOp::create(pb, loc, onceFull, slot);
 
-  // The consumers: a wait for the copies where the first was waited for; an arrival on
-  // once_empty after the last read of the blocks (Q loaded into registers: right after that
-  // load, so the next tile's Q lands while this tile runs).
+  // The consumers: a wait for the copies where the first was waited for, reads from the tile's
+  // buffer, an arrival on once_empty after the last read.
   OpBuilder cb(loads.front().wait);
-  Value czero = constI32(cb, loc, 0);
-  Value clap = arith::AndIOp::create(cb, loc, tileIndex(cb, loc, consumers), constI32(cb, loc, 1));
-  MbarrierWaitOp::create(cb, loc, onceFull, czero, clap, Value());
-  OpBuilder ab(&consumers, std::next(Block::iterator(&*lastRead)));
-  MbarrierArriveOp::create(ab, loc, onceEmpty, constI32(ab, loc, 0), Value());
+  auto [cslot, clap] = slotAndLap(cb, consumers);
+  MbarrierWaitOp::create(cb, loc, onceFull, cslot, clap, Value());
+  for (OnceLoad &l : loads)
+    for (Operation *user : l.copy.getBuffer().getUsers())
+      if (auto read = dyn_cast<LocalLoadOp>(user);
+          read && consumers.getParentOp()->isAncestor(read))
+        read.getStageMutable().assign(cslot);
+  OpBuilder ab(&consumers, std::next(Block::iterator(lastRead)));
+  MbarrierArriveOp::create(ab, loc, onceEmpty, cslot, Value());
   // The barriers around the copies go (one may be both another load's `after` and this one's
   // `before`).
   llvm::SetVector<Operation *> barriers;
@@ -205,7 +254,7 @@ struct ProducerOnce : tessel::tilegpu::impl::TileGPUProducerOnceBase<ProducerOnc
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(producerOnce(getOperation())))
+    if (failed(producerOnce(getOperation(), sharedLimit)))
       signalPassFailure();
   }
 };

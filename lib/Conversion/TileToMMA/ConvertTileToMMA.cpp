@@ -282,7 +282,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (failed(specialized))
         return failure();
       placed = *specialized;
-      if (placed && producerOnce && failed(tessel::tilegpu::producerOnce(work)))
+      if (placed && producerOnce &&
+          failed(tessel::tilegpu::producerOnce(work, static_cast<int64_t>(sharedLimit))))
         return failure();
       if (placed && overlapConsumers) {
         FailureOr<bool> overlapped = tessel::tilegpu::overlapConsumers(work);

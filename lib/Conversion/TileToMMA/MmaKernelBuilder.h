@@ -266,8 +266,8 @@ private:
   LogicalResult checkChunked(Operation *op, Value desc);
   /// The A fragments of a block at `p` (outside loops): kept in registers within a budget of
   /// 32 a thread for all such blocks, else recorded for the dots to read from shared memory;
-  /// under `result`.
-  void takeAFragments(Value result, const LoadPlan &p);
+  /// under `result`. `stage`: the bytes of its stage (i32) when not the first, or null.
+  void takeAFragments(Value result, const LoadPlan &p, Value stage = Value());
   /// Byte offset of the already swizzled 16-byte chunk `swizzled` of row `row` of a tile of
   /// `cols` 16-bit columns at `base` (+ `stage`, the ring slot's offset, when given). With
   /// `slabBytes` (wgmma, d128: see slabBytes) chunks 8 and up are in the second slab.

@@ -382,7 +382,7 @@ LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
   return success();
 }
 
-void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
+void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p, Value stage) {
   // A fragments for every m tile and 16-column step are kept in registers while all the A
   // blocks so kept take at most 32 a thread (Q at d64, or at d128 with one m tile per warp);
   // the others are read from shared memory by each dot: ldmatrix at every k step (mma.sync),
@@ -397,7 +397,7 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   int64_t regs = mTiles * (p.cols / 16) * 4;
   if (residentARegs + regs > 32 ||
       (wgmma && (aBlocks > 1 || (consumerBarriers && overlappedConsumers)))) {
-    aShared[result] = SharedView{p, Value()};
+    aShared[result] = SharedView{p, stage};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes
       // (generic proxy) are ordered before, then the block is complete for all of them.
@@ -410,7 +410,7 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p) {
   SmallVector<Value> frags;
   for (int64_t mt = 0; mt < mTiles; ++mt)
     for (int64_t kt = 0; kt < p.cols / 16; ++kt)
-      llvm::append_range(frags, loadAFragments(p, mt, kt));
+      llvm::append_range(frags, loadAFragments(p, mt, kt, stage));
   aFragments[result] = frags;
 }
 

@@ -167,9 +167,9 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
     aShared[read.getResult()] = SharedView{*p, stageBytes(read.getBuffer(), read.getStage())};
     return success();
   }
-  if (constantOf(read.getStage()) != 0)
-    return op->emitOpError("reads an A operand loaded once from a stage other than 0");
-  takeAFragments(read.getResult(), *p);
+  // A block loaded once a tile may sit in one of two stages (tilegpu-producer-once's second
+  // buffer: the tile's parity).
+  takeAFragments(read.getResult(), *p, stageBytes(read.getBuffer(), read.getStage()));
   return success();
 }
 
