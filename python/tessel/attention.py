@@ -25,7 +25,7 @@ from . import capture
 from . import gpu
 from . import language as tl
 from .grid import MAX_GRID_Y, block_and_row, fold_grid, greedy_schedule, persistent_programs, \
-    program_tiles
+    program_tiles, short_tiles
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
@@ -388,14 +388,14 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
     """
     if block_mask is not None:
         from . import blocksparse as bmod
-        args, constexprs, _, _, _ = bmod.prepare(q, k, v, scale, score_mod, mask_mod,
+        args, constexprs, grid, _, _ = bmod.prepare(q, k, v, scale, score_mod, mask_mod,
                                                  enable_gqa, block_mask, block_m, block_n,
                                                  causal)
-        return bmod.block_sparse_attention_kernel.warmup(*args, **constexprs)
+        return bmod.kernel_of(block_mask, args, constexprs, grid).warmup(*args, **constexprs)
     if gpu.is_torch_tensor(q):
         args, constexprs, _, _, _ = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                                   enable_gqa, block_m, block_n)
-        return cuda_kernel(args).warmup(*args, **constexprs)
+        return cuda_kernel(args, constexprs).warmup(*args, **constexprs)
     args, constexprs, _, _, _ = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                          enable_gqa, block_m, block_n)
     return attention_kernel.warmup(*args, **constexprs)
@@ -638,10 +638,25 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 _PERSISTENT_ARGS = 13
 
 
-def cuda_kernel(args):
-    """The kernel _prepare_cuda's `args` are for: persistent_attention_kernel takes n_bh and
-    its schedule after attention_kernel's arguments."""
-    return persistent_attention_kernel if len(args) == _PERSISTENT_ARGS else attention_kernel
+# The persistent kernel whose producer copies Q too (grid.short_tiles).
+_persistent_once = persistent_attention_kernel.with_options(producer_once=True)
+
+
+def persistent_kernel(Nq, Nk, BM, BN, causal):
+    """persistent_attention_kernel, or its variant copying Q from the producer where the tiles
+    visit few key blocks (grid.short_tiles; causal rows half of them on average)."""
+    blocks = -(-Nk // BN)
+    short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks)
+    return _persistent_once if short else persistent_attention_kernel
+
+
+def cuda_kernel(args, constexprs):
+    """The kernel _prepare_cuda's `args` and `constexprs` are for: persistent_attention_kernel
+    (persistent_kernel) takes n_bh and its schedule after attention_kernel's arguments."""
+    if len(args) != _PERSISTENT_ARGS:
+        return attention_kernel
+    c = constexprs
+    return persistent_kernel(args[5], args[6], c["BLOCK_M"], c["BLOCK_N"], c["CAUSAL"])
 
 
 # (device ordinal, Nq, Nk, B·H, BM, BN, causal, programs) -> the schedule tensors
@@ -742,14 +757,14 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
-        kernel = cuda_kernel(args)
+        kernel = cuda_kernel(args, cx)
         if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in
                                   FAST_HEAD_DIMS) or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
             # A persistent kernel's programs: at most the SM count (grid.persistent_programs).
             from .serving_decode import num_sms
-            sms = num_sms(q) if kernel is persistent_attention_kernel else 0
+            sms = num_sms(q) if len(args) == _PERSISTENT_ARGS else 0
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms)
         if grid[0] and grid[1]:
             kernel._runner(grid, *args, *consts)
@@ -765,8 +780,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
                                            programs)
-            persistent_attention_kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H,
-                                                Hkv, scale, rows, tiles, starts, *consts)
+            kernel = persistent_kernel(Nq, Nk, consts[1], consts[2], consts[3])
+            kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
+                           starts, *consts)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
             attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)

@@ -43,7 +43,7 @@ from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
 from .grid import block_and_row, fold_grid, greedy_schedule, persistent_programs, \
-    program_tiles
+    program_tiles, short_tiles
 from .jit import jit
 from .layouts import contiguous_aligned
 
@@ -272,6 +272,8 @@ class BlockMask:
             full, part = (np.asarray(x.cpu() if self.on_gpu else x).reshape(-1)
                           for x in (self.full_kv_num_blocks, self.kv_num_blocks))
             costs = (full[rows] + 1.5 * part[rows]) * (BLOCK_M / self.BLOCK_M) + 1.0
+            self.__dict__.setdefault("_mean_blocks", {})[key] = float(np.mean(full[rows] +
+                                                                             part[rows]))
             tiles, starts = greedy_schedule(costs, programs)
             if self.on_gpu:
                 torch = gpu.torch_module()
@@ -279,6 +281,12 @@ class BlockMask:
                 tiles, starts = torch.from_numpy(tiles).to(dev), torch.from_numpy(starts).to(dev)
             cache[key] = (tiles, starts)
         return cache[key]
+
+    def mean_blocks(self, B, H, BLOCK_M, programs):
+        """The key blocks a tile of that persistent launch visits on average (after
+        :meth:`schedule`, which counts them)."""
+        self.schedule(B, H, BLOCK_M, programs)
+        return self._mean_blocks[(B, H, BLOCK_M, programs)]
 
     def sparsity(self):
         """The fraction of (query block, key block) pairs that are empty (never visited)."""
@@ -532,6 +540,20 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
     return args, constexprs, grid, o, lse
 
 
+# The persistent kernel whose producer copies Q too (grid.short_tiles).
+_block_sparse_once = block_sparse_attention_kernel.with_options(producer_once=True)
+
+
+def kernel_of(bm, args, constexprs, grid):
+    """block_sparse_attention_kernel, or its variant copying Q from the producer where the
+    persistent launch's tiles visit few key blocks (grid.short_tiles), for prepare's results."""
+    if constexprs["PERSISTENT"]:
+        B, H = args[0].shape[0], args[0].shape[1]
+        if short_tiles(bm.mean_blocks(B, H, constexprs["BLOCK_M"], grid[0])):
+            return _block_sparse_once
+    return block_sparse_attention_kernel
+
+
 def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, block_m,
               block_n, causal, grad=True, deterministic=False):
     """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU). CUDA inputs
@@ -549,7 +571,7 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
     args, constexprs, grid, o, lse = prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa,
                                              bm, block_m, block_n, causal)
     if grid[0] and grid[1] and q.shape[2] and k.shape[2]:
-        block_sparse_attention_kernel[grid](*args, **constexprs)
+        kernel_of(bm, args, constexprs, grid)[grid](*args, **constexprs)
     elif grid[0] and grid[1]:
         # No keys: every row sees nothing.
         lse[...] = float("-inf")

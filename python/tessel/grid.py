@@ -77,6 +77,22 @@ PERSISTENT_BLOCKS = {("sm_90a", 128, 128)}
 PERSISTENT_GPU = True
 
 
+#: Persistent kernels whose tiles visit at most this many key blocks on average (a tile's
+#: prologue and epilogue weigh most) have their producer copy Q too, into two buffers
+#: (GpuOptions.producer_once, tilegpu-producer-once): the next tile's Q lands while this one
+#: runs. Measured on the H200 (docs/bench/2026-12-04-h200-producer-q.md): +5 % at 1k keys,
+#: +2 % at 2k, +6.5 % on a document mask (~9 blocks a tile); flat to −4 % on long causal rows.
+PRODUCER_ONCE_MAX_BLOCKS = 16
+#: False: never (to compare).
+PRODUCER_ONCE_GPU = True
+
+
+def short_tiles(mean_key_blocks):
+    """Whether a persistent launch whose tiles visit `mean_key_blocks` key blocks on average
+    copies Q from the producer (PRODUCER_ONCE_MAX_BLOCKS)."""
+    return PRODUCER_ONCE_GPU and mean_key_blocks <= PRODUCER_ONCE_MAX_BLOCKS
+
+
 #: Past this many tiles greedy_schedule takes its tiles a round of `programs` at a time (the
 #: heap costs ~2.5 µs a tile: 40 ms at this size, 0.4 s at 128k tiles, on a first call).
 GREEDY_MAX_TILES = 1 << 14

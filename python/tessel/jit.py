@@ -56,7 +56,7 @@ class CompileOptions:
     Raises:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
             num_stages other than 2, 3 or 4.
-        TypeError: an occupancy_hints that is neither None nor a bool.
+        TypeError: an occupancy_hints or producer_once that is neither None nor a bool.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -76,6 +76,10 @@ class CompileOptions:
     #: limit the CTAs per SM (``GpuOptions.occupancy_hints``); None keeps GpuOptions' default
     #: (on). Keyed as the GpuOptions field it sets.
     occupancy_hints: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether the producer warpgroup of a warp-specialized persistent kernel copies the
+    #: blocks loaded once a tile (Q) too, into two buffers (``GpuOptions.producer_once``);
+    #: None keeps GpuOptions' default (off). Keyed as the GpuOptions field it sets.
+    producer_once: bool | None = dataclasses.field(default=None, metadata={"code": False})
 
     def __post_init__(self):
         if self.backend not in ("auto", "interpreter", "gpu"):
@@ -88,11 +92,14 @@ class CompileOptions:
             raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
         if self.occupancy_hints is not None and not isinstance(self.occupancy_hints, bool):
             raise TypeError(f"occupancy_hints must be a bool, got {self.occupancy_hints!r}")
+        if self.producer_once is not None and not isinstance(self.producer_once, bool):
+            raise TypeError(f"producer_once must be a bool, got {self.producer_once!r}")
 
     def gpu_options(self, chip="sm_90a"):
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
-        (``codegen="auto"``), with ``num_threads``, ``num_stages`` and ``occupancy_hints`` from
-        ``num_warps``, ``num_stages`` and ``occupancy_hints`` where they are set.
+        (``codegen="auto"``), with ``num_threads``, ``num_stages``, ``occupancy_hints`` and
+        ``producer_once`` from ``num_warps``, ``num_stages``, ``occupancy_hints`` and
+        ``producer_once`` where they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".
@@ -108,6 +115,8 @@ class CompileOptions:
             fields["num_stages"] = self.num_stages
         if self.occupancy_hints is not None:
             fields["occupancy_hints"] = self.occupancy_hints
+        if self.producer_once is not None:
+            fields["producer_once"] = self.producer_once
         return cache.GpuOptions(**fields)
 
     def digest(self):

@@ -3,6 +3,8 @@
 loop. On the interpreter, any number of programs gives the one-program-a-tile kernel's output
 bit for bit; compiled for sm_90a, the 128x128 kernels keep warp specialization and the
 overlapped consumers with the tile loop around them (ptxas: no spill)."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,49 @@ def test_producer_once_compiles(tmp_path):
     arrives = [b.ptx.count("cp.async.mbarrier.arrive") for b in (plain, once)]
     assert arrives[1] == arrives[0] + 1, arrives
     assert once.manifest["spill_bytes"] == 0 and once.key != plain.key
+
+
+def test_producer_once_policy(monkeypatch):
+    # grid.short_tiles: the dense persistent kernel copies Q from the producer where its tiles
+    # visit at most PRODUCER_ONCE_MAX_BLOCKS key blocks on average (causal rows: half).
+    att = importlib.import_module("tessel.attention")   # the module (tessel.attention: a function)
+    once, plain = att._persistent_once, persistent_attention_kernel
+    assert once.options.producer_once and once.options.gpu_options("sm_90a").producer_once
+    assert plain.options.gpu_options("sm_90a").producer_once is False
+    assert att.persistent_kernel(1024, 1024, 128, 128, False) is once
+    assert att.persistent_kernel(2048, 2048, 128, 128, False) is once
+    assert att.persistent_kernel(4096, 4096, 128, 128, False) is plain
+    assert att.persistent_kernel(2048, 2048, 128, 128, True) is once      # 8.5 blocks a tile
+    assert att.persistent_kernel(4096, 4096, 128, 128, True) is plain     # 16.5
+    monkeypatch.setattr(grid, "PRODUCER_ONCE_GPU", False)
+    assert att.persistent_kernel(1024, 1024, 128, 128, False) is plain
+
+
+def test_producer_once_policy_block_mask():
+    # A block mask's tiles: its mean visited blocks (window 1024 at 8k: ~9; causal: ~32).
+    N = 8192
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    short = tessel.block_mask(window_1024, None, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    long = tessel.block_mask(causal, None, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    assert 8 <= short.mean_blocks(2, 4, 128, 132) <= 10
+    assert 32 <= long.mean_blocks(2, 4, 128, 132) <= 33
+    q = np.zeros((2, 4, N, 128), np.float16)
+    cx = dict(PERSISTENT=True, BLOCK_M=128)
+    assert blocksparse.kernel_of(short, (q,), cx, (132, 1, 1)) is blocksparse._block_sparse_once
+    assert blocksparse.kernel_of(long, (q,), cx, (132, 1, 1)) is \
+        blocksparse.block_sparse_attention_kernel
+    assert blocksparse.kernel_of(short, (q,), dict(cx, PERSISTENT=False), (64, 8)) is \
+        blocksparse.block_sparse_attention_kernel
+
+
+def window_1024(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < 1024)
+
+
+def test_compile_options_producer_once():
+    assert tessel.CompileOptions(producer_once=True).gpu_options("sm_90a").producer_once
+    with pytest.raises(TypeError, match="producer_once must be a bool"):
+        tessel.CompileOptions(producer_once=1)
