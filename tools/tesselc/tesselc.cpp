@@ -99,11 +99,12 @@ static cl::opt<bool>
                               "tilegpu-warp-specialize (to compare)"),
                      cl::init(false), cl::cat(tesselcCategory));
 
-static cl::opt<bool>
-    producerOnce("producer-once",
-                 cl::desc("The producer warpgroup copies the blocks loaded once a tile (Q) too "
-                          "(tilegpu-producer-once; off by default until measured)"),
-                 cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool> producerOnce(
+    "producer-once",
+    cl::desc("The producer warpgroup copies the blocks loaded once a tile (Q) too "
+             "(tilegpu-producer-once), into two buffers in a tile loop; tessel.attention "
+             "asks it for short tiles"),
+    cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
     noPingpong("no-pingpong",
