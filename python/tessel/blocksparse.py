@@ -283,8 +283,8 @@ class BlockMask:
         return cache[key]
 
     def mean_blocks(self, B, H, BLOCK_M, programs):
-        """The key blocks a tile of that persistent launch visits on average (after
-        :meth:`schedule`, which counts them)."""
+        """The mask blocks (BLOCK_N keys) a tile of that persistent launch visits on average
+        (after :meth:`schedule`, which counts them)."""
         self.schedule(B, H, BLOCK_M, programs)
         return self._mean_blocks[(B, H, BLOCK_M, programs)]
 
@@ -549,7 +549,9 @@ def kernel_of(bm, args, constexprs, grid):
     persistent launch's tiles visit few key blocks (grid.short_tiles), for prepare's results."""
     if constexprs["PERSISTENT"]:
         B, H = args[0].shape[0], args[0].shape[1]
-        if short_tiles(bm.mean_blocks(B, H, constexprs["BLOCK_M"], grid[0])):
+        blocks = bm.mean_blocks(B, H, constexprs["BLOCK_M"], grid[0]) * \
+            (bm.BLOCK_N // constexprs["BLOCK_N"])      # in the kernel's key blocks
+        if short_tiles(blocks):
             return _block_sparse_once
     return block_sparse_attention_kernel
 

@@ -193,7 +193,7 @@ def test_producer_once_policy_block_mask():
     assert 8 <= short.mean_blocks(2, 4, 128, 132) <= 10
     assert 32 <= long.mean_blocks(2, 4, 128, 132) <= 33
     q = np.zeros((2, 4, N, 128), np.float16)
-    cx = dict(PERSISTENT=True, BLOCK_M=128)
+    cx = dict(PERSISTENT=True, BLOCK_M=128, BLOCK_N=128)
     assert blocksparse.kernel_of(short, (q,), cx, (132, 1, 1)) is blocksparse._block_sparse_once
     assert blocksparse.kernel_of(long, (q,), cx, (132, 1, 1)) is \
         blocksparse.block_sparse_attention_kernel

@@ -1,12 +1,12 @@
 //===- ProducerOnce.cpp - the producer copies the blocks loaded once a tile too -------------===//
 //
 // tilegpu-producer-once: in a warp-specialized program, the blocks the consumers load once a
-// tile (Q) are copied by the producer as well, ahead of the tile's K/V, through a buffer
-// guarded by two one-stage mbarriers: `once_full` (the copies have landed) and `once_empty`
-// (every consumer is past its last read of the block: the load of Q into registers, or the
-// loops whose dots read it from shared memory). The consumers' copy, its wait and the CTA
-// barriers around it become a wait for `once_full`; in a persistent kernel the next tile's Q
-// then lands while this tile runs, and the producer goes on into its K/V.
+// tile (Q) are copied by the producer as well, ahead of the tile's K/V, through buffers
+// guarded by two mbarriers: `once_full` (the copies have landed) and `once_empty` (every
+// consumer is past its last read of the block or of a value loaded from it). The consumers'
+// copy, its wait and the CTA barriers around it become a wait for `once_full`. In a tile loop
+// each block gets a second buffer where the shared memory allows, so the next tile's Q lands
+// while this tile runs and the producer goes on into its K/V.
 //
 //===----------------------------------------------------------------------===//
 
