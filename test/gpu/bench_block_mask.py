@@ -100,7 +100,8 @@ def main():
     ap.add_argument("--overlap", action="store_true",
                     help="compile tessel's kernels with GpuOptions(wgmma_overlap=True)")
     ap.add_argument("--producer-once", action="store_true",
-                    help="compile tessel's kernels with GpuOptions(producer_once=True)")
+                    help="compile every tessel kernel with GpuOptions(producer_once=True) (by "
+                         "default only where tiles are short, grid.short_tiles)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",

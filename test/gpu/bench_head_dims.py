@@ -50,8 +50,9 @@ def main():
                     help="compile tessel's kernels with GpuOptions(pingpong=False): overlapped "
                          "consumer warpgroups issue their dots without taking turns")
     ap.add_argument("--producer-once", action="store_true",
-                    help="compile tessel's kernels with GpuOptions(producer_once=True): the "
-                         "producer warpgroup copies Q too (tilegpu-producer-once)")
+                    help="compile every tessel kernel with GpuOptions(producer_once=True): the "
+                         "producer warpgroup copies Q too (tilegpu-producer-once; by default "
+                         "only where tiles are short, grid.short_tiles)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
