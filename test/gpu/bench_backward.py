@@ -41,6 +41,9 @@ def main():
     ap.add_argument("--no-split-keyrows", action="store_true",
                     help="dV and dK by one program at d256 too (backward.SPLIT_KEYROWS = (); "
                          "to compare)")
+    ap.add_argument("--split-keyrows", type=int, nargs="*",
+                    help="head dims whose dV and dK come from two programs "
+                         "(backward.SPLIT_KEYROWS; default 256)")
     ap.add_argument("--keyrows-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
                     help="the key-rows dK/dV program's blocks at d128 on sm_90a (query x key "
                          "rows; backward.FAST_KEYROWS_BLOCKS_SM90): 64x128 is two warpgroups")
@@ -77,6 +80,9 @@ def main():
     if args.no_split_keyrows:
         import tessel.backward
         tessel.backward.SPLIT_KEYROWS = ()
+    if args.split_keyrows is not None:
+        import tessel.backward
+        tessel.backward.SPLIT_KEYROWS = tuple(args.split_keyrows)
     if args.fused_dq is not None:
         import tessel.backward
         tessel.backward.FUSED_DQ_DIMS = tuple(args.fused_dq)
@@ -95,7 +101,8 @@ def main():
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, async_dots=args.async_dots,
                   concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks,
-                  keyrows_blocks=args.keyrows_blocks, rows=[])
+                  keyrows_blocks=args.keyrows_blocks, split_keyrows=args.split_keyrows,
+                  rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     F = torch.nn.functional.scaled_dot_product_attention
