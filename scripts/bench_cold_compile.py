@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Cold compile of tessel.attention's kernel, in fresh processes with an empty cache directory.
 
-    python3 scripts/bench_cold_compile.py [--runs 5] [--dims 64,128] [--build build]
+    python3 scripts/bench_cold_compile.py [--runs 5] [--dims 64,128] [--kinds causal,full]
+        [--build build]
 
 Each run is a new interpreter that imports tessel, traces the kernel with numpy fp16 inputs
-(`tessel.compile_attention(q, q, q, causal=True, ...)` with the blocks tessel.attention takes
-on sm_90a) and compiles it for sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with
+(`tessel.compile_attention(q, q, q, causal=..., ...)` with the blocks tessel.attention takes on
+sm_90a: "causal" short causal rows, the 64-row kernels; "full" non-causal, at d128 the
+128×128 warp-specialized kernel, the largest tessel.attention ships) and compiles it for sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with
 TESSEL_TIMING=1 and a fresh TESSEL_CACHE_DIR. Prints, per head dim, the minimum and the median of
 every step of the breakdown (tessel/timing.py) and of the first call (trace + binary, what the
 GPU benchmark calls the cold compile). A build without the breakdown gives the totals only.
@@ -28,11 +30,11 @@ import numpy as np
 import tessel
 from tessel.cache import GpuOptions
 t1 = time.perf_counter()
-D = int(sys.argv[1])
+D, causal = int(sys.argv[1]), sys.argv[2] == "causal"
 q = np.zeros((1, 1, 128, D), np.float16)
 from tessel.attention import gpu_blocks
-bm, bn = gpu_blocks(D, "f16", 128, 128, "sm_90a")   # tessel.attention's blocks on the H200
-k = tessel.compile_attention(q, q, q, causal=True, block_m=bm, block_n=bn)
+bm, bn = gpu_blocks(D, "f16", 128, 128, "sm_90a", unmasked=not causal)   # the H200's blocks
+k = tessel.compile_attention(q, q, q, causal=causal, block_m=bm, block_n=bn)
 t2 = time.perf_counter()
 b = k.binary(GpuOptions(chip="sm_90a"))
 t3 = time.perf_counter()
@@ -41,11 +43,11 @@ print(f"RESULT import={t1 - t0:.6f} compile_attention={t2 - t1:.6f} binary={t3 -
 '''
 
 
-def one_run(build, dim):
+def one_run(build, dim, kind):
     with tempfile.TemporaryDirectory() as cache_dir:
         env = dict(os.environ, PYTHONPATH=str(build / "python"), TESSEL_CACHE_DIR=cache_dir,
                    TESSEL_TIMING="1")
-        r = subprocess.run([sys.executable, "-c", CHILD, str(dim)], capture_output=True,
+        r = subprocess.run([sys.executable, "-c", CHILD, str(dim), kind], capture_output=True,
                            text=True, env=env, timeout=600)
     if r.returncode:
         sys.exit(f"run failed:\n{r.stderr}")
@@ -62,12 +64,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--kinds", default="causal,full")
     ap.add_argument("--build", default=str(ROOT / "build"))
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
-    for dim in [int(d) for d in a.dims.split(",")]:
-        runs = [one_run(build, dim) for _ in range(a.runs)]
-        print(f"d{dim}, tessel.attention's blocks, sm_90a, {a.runs} fresh processes "
+    for dim, kind in [(int(d), k) for d in a.dims.split(",") for k in a.kinds.split(",")]:
+        runs = [one_run(build, dim, kind) for _ in range(a.runs)]
+        print(f"d{dim}, {kind}, tessel.attention's blocks, sm_90a, {a.runs} fresh processes "
               "(ms: min / median)")
         names = list(runs[0][0])
         for name in names + ["-"] + list(runs[0][1]):
