@@ -7,10 +7,11 @@
 Each run is a new interpreter that imports tessel, traces the kernel with numpy fp16 inputs
 (`tessel.compile_attention(q, q, q, causal=..., ...)` with the blocks tessel.attention takes on
 sm_90a: "causal" short causal rows, the 64-row kernels; "full" non-causal, at d128 the
-128×128 warp-specialized kernel, the largest tessel.attention ships) and compiles it for sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with
-TESSEL_TIMING=1 and a fresh TESSEL_CACHE_DIR. Prints, per head dim, the minimum and the median of
-every step of the breakdown (tessel/timing.py) and of the first call (trace + binary, what the
-GPU benchmark calls the cold compile). A build without the breakdown gives the totals only.
+128×128 warp-specialized kernel, the largest tessel.attention ships) and compiles it for
+sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with TESSEL_TIMING=1 and a fresh
+TESSEL_CACHE_DIR. Prints, per head dim and kind, the minimum and the median of every step of
+the breakdown (tessel/timing.py) and of the first call (trace + binary, what the GPU benchmark
+calls the cold compile). A build without the breakdown gives the totals only.
 """
 import argparse
 import os
