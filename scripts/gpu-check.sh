@@ -87,6 +87,8 @@ step bench_tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 \
   "$root/test/gpu/bench_tile_programs.py" --json "$out/bench_tile_programs.json"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
   --json "$out/launch.json"
+# In-kernel TMA's tensor-map field values (docs/dev/notes/2026-12-04-tma-ptx.md): seconds.
+step tma_probe python3 "$root/test/gpu/tma_probe.py"
 # The cold compile on this host, step by step (fresh processes, empty caches; compile only).
 step cold_compile python3 "$root/scripts/bench_cold_compile.py" --runs 5 --build "$work"
 # TESSEL_GPU_CHECK_BEFORE=FILE (a stripped tessel-run of an earlier build, or FILE.xz): the two
@@ -134,5 +136,6 @@ for part in attention_mma_before attention_wgmma_before attention_wgmma_overlap_
 done
 grep -h -E 'passed, [0-9]+ failed|^n=4096|passed in|µs' "$logs"/*.log | head -30
 grep -sh -E '^d[0-9]+, |first_call' "$logs/cold_compile.log"
+grep -sh 'reproduces the box' "$logs/tma_probe.log"
 echo "${#failed[@]} parts failed${failed:+: ${failed[*]}}"
 [ ${#failed[@]} -eq 0 ]
