@@ -146,28 +146,27 @@ FailureOr<bool> tessel::tilegpu::producerOnce(func::FuncOp program, int64_t shar
   OpBuilder b(initBarrier);
   int64_t end = bytes.getInt();
   // In a tile loop, a second buffer each where the shared memory allows: the producer copies
-  // the next tile's block while the consumers still read this one's.
+  // the next tile's block while the consumers still read this one's. Each second stage goes
+  // past the end, 1024-byte aligned (the 128-byte swizzle's period).
   int64_t buffers = 1;
-  if (isTileLoop(consumers.getParentOp())) {
-    int64_t more = 0;
-    for (OnceLoad &l : loads)
-      more = (more + 1023) / 1024 * 1024 + l.copy.getBuffer().getType().getStageBytes();
-    if ((end + 1023) / 1024 * 1024 + more + 64 <= sharedLimit)
-      buffers = 2;
+  SmallVector<int64_t> second;
+  int64_t past = end;
+  for (OnceLoad &l : loads) {
+    past = (past + 1023) / 1024 * 1024;
+    second.push_back(past);
+    past += l.copy.getBuffer().getType().getStageBytes();
   }
-  if (buffers == 2)
-    for (OnceLoad &l : loads) {
-      // The second stage past the end, 1024-byte aligned (the 128-byte swizzle's period).
+  if (isTileLoop(consumers.getParentOp()) && past + 64 <= sharedLimit) {
+    buffers = 2;
+    for (auto [l, at] : llvm::zip(loads, second)) {
       auto alloc = l.copy.getBuffer().getDefiningOp<AllocOp>();
       SharedBufferType t = alloc.getType();
-      end = (end + 1023) / 1024 * 1024;
-      auto two = SharedBufferType::get(b.getContext(), t.getShape(), t.getElementType(), 2,
-                                       t.getSwizzle());
-      int64_t offset = *alloc.getOffset();
-      alloc.getResult().setType(two);
-      alloc.setStrideAttr(b.getI64IntegerAttr(end - offset));
-      end += t.getStageBytes();
+      alloc.getResult().setType(SharedBufferType::get(b.getContext(), t.getShape(),
+                                                      t.getElementType(), 2, t.getSwizzle()));
+      alloc.setStrideAttr(b.getI64IntegerAttr(at - *alloc.getOffset()));
     }
+    end = past;
+  }
   // Two mbarriers (a stage per buffer) past the kernel's shared memory, initialised beside the
   // ring's.
   end = (end + 7) / 8 * 8;
