@@ -272,21 +272,19 @@ class BlockMask:
             full, part = (np.asarray(x.cpu() if self.on_gpu else x).reshape(-1)
                           for x in (self.full_kv_num_blocks, self.kv_num_blocks))
             costs = (full[rows] + 1.5 * part[rows]) * (BLOCK_M / self.BLOCK_M) + 1.0
-            self.__dict__.setdefault("_mean_blocks", {})[key] = float(np.mean(full[rows] +
-                                                                             part[rows]))
             tiles, starts = greedy_schedule(costs, programs)
             if self.on_gpu:
                 torch = gpu.torch_module()
                 dev = self.kv_num_blocks.device
                 tiles, starts = torch.from_numpy(tiles).to(dev), torch.from_numpy(starts).to(dev)
-            cache[key] = (tiles, starts)
-        return cache[key]
+            cache[key] = (tiles, starts, float(np.mean(full[rows] + part[rows])))
+        return cache[key][:2]
 
     def mean_blocks(self, B, H, BLOCK_M, programs):
         """The mask blocks (BLOCK_N keys) a tile of that persistent launch visits on average
-        (after :meth:`schedule`, which counts them)."""
+        (counted with :meth:`schedule`'s and kept beside it)."""
         self.schedule(B, H, BLOCK_M, programs)
-        return self._mean_blocks[(B, H, BLOCK_M, programs)]
+        return self._schedules[(B, H, BLOCK_M, programs)][2]
 
     def sparsity(self):
         """The fraction of (query block, key block) pairs that are empty (never visited)."""
