@@ -105,12 +105,13 @@ def test_persistent_block_sparse_matches_one_program_a_tile(programs):
     np.testing.assert_array_equal(lse, want_lse)
 
 
-def _ptx(tmp_path, kernel):
+def _ptx(tmp_path, kernel, **options):
     try:
         cache.ptxas_version()
     except tessel.CompilationError as e:
         pytest.skip(str(e))
-    return cache.get_binary(kernel, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
+    return cache.get_binary(kernel, cache.GpuOptions(chip="sm_90a", **options),
+                            directory=str(tmp_path))
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -146,10 +147,6 @@ def test_persistent_block_sparse_128_blocks_stay_warp_specialized(tmp_path):
 def test_producer_once_compiles(tmp_path):
     # GpuOptions(producer_once=True) (off by default): the producer copies Q too — one more
     # cp.async.mbarrier.arrive in the PTX (its once_full), still no spill; a key of its own.
-    try:
-        cache.ptxas_version()
-    except tessel.CompilationError as e:
-        pytest.skip(str(e))
     N, D = 1024, 128
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
@@ -157,9 +154,7 @@ def test_producer_once_compiles(tmp_path):
     k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
                                            BLOCK_M=128, BLOCK_N=128, CAUSAL=True,
                                            SCORE_MOD=None, MASK_MOD=None)
-    plain = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
-    once = cache.get_binary(k, cache.GpuOptions(chip="sm_90a", producer_once=True),
-                            directory=str(tmp_path))
+    plain, once = _ptx(tmp_path, k), _ptx(tmp_path, k, producer_once=True)
     arrives = [b.ptx.count("cp.async.mbarrier.arrive") for b in (plain, once)]
     assert arrives[1] == arrives[0] + 1, arrives
     assert once.manifest["spill_bytes"] == 0 and once.key != plain.key
