@@ -185,12 +185,14 @@ def test_gradient_through_the_lse(use):
         assert err <= 1e-2 * max(1.0, expect.abs().max().item()), (name, err)
 
 
-@pytest.mark.parametrize("knob", ["side-stream-dq", "keyrows-64x128", "dq-128x64"])
+@pytest.mark.parametrize("knob", ["side-stream-dq", "keyrows-64x128", "keyrows-64x128-split",
+                                  "dq-128x64"])
 @pytest.mark.parametrize("D", [64, 128])
 def test_backward_switches_keep_the_gradients(knob, D, monkeypatch):
     """The backward's switches change the schedule, not the sums: dQ on a side stream
     (backward.CONCURRENT_DQ) and other blocks for one program (FAST_KEYROWS_BLOCKS_SM90,
-    FAST_DQ_BLOCKS_SM90; sm_90a only) give the default's gradients (on the H200, 2026-12-03,
+    FAST_DQ_BLOCKS_SM90; sm_90a only), also with dV and dK by two programs (SPLIT_KEYROWS),
+    give the default's gradients (on the H200, 2026-12-03,
     bit for bit at 4k and 16k), here at lengths that end in a partial block, GQA."""
     import tessel.backward as tb
     gen = torch.Generator(device="cuda").manual_seed(D + len(knob))
@@ -204,8 +206,10 @@ def test_backward_switches_keep_the_gradients(knob, D, monkeypatch):
     want = grads()
     if knob == "side-stream-dq":
         monkeypatch.setattr(tb, "CONCURRENT_DQ", True)
-    elif knob == "keyrows-64x128":
+    elif knob.startswith("keyrows-64x128"):
         monkeypatch.setattr(tb, "FAST_KEYROWS_BLOCKS_SM90", {D: (64, 128)})
+        if knob.endswith("split"):
+            monkeypatch.setattr(tb, "SPLIT_KEYROWS", (D, 256))
     else:
         monkeypatch.setattr(tb, "FAST_DQ_BLOCKS_SM90", {D: (128, 64)})
     for name, got, ref in zip(("dq", "dk", "dv"), grads(), want):
