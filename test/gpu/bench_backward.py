@@ -45,11 +45,12 @@ def main():
                     help="head dims whose dV and dK come from two programs "
                          "(backward.SPLIT_KEYROWS; default 256)")
     ap.add_argument("--keyrows-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
-                    help="the key-rows dK/dV program's blocks at d128 on sm_90a (query x key "
-                         "rows; backward.FAST_KEYROWS_BLOCKS_SM90): 64x128 is two warpgroups")
+                    help="the key-rows dK/dV program's blocks at every --dims on sm_90a (query "
+                         "x key rows; backward.FAST_KEYROWS_BLOCKS_SM90): 64x128 is two "
+                         "warpgroups")
     ap.add_argument("--dq-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
-                    help="the dQ program's blocks at d128 on sm_90a, e.g. 64x64 "
-                         "(backward.FAST_DQ_BLOCKS_SM90; default 128x128)")
+                    help="the dQ program's blocks at every --dims on sm_90a, e.g. 64x64 "
+                         "(backward.FAST_DQ_BLOCKS_SM90; default 128x128 at d128)")
     ap.add_argument("--concurrent-dq", action="store_true",
                     help="the dQ program on a second stream (backward.CONCURRENT_DQ = True)")
     ap.add_argument("--fused-dq", type=int, nargs="*",
@@ -91,10 +92,10 @@ def main():
         tessel.backward.CONCURRENT_DQ = True
     if args.keyrows_blocks:
         import tessel.backward
-        tessel.backward.FAST_KEYROWS_BLOCKS_SM90 = {128: args.keyrows_blocks}
+        tessel.backward.FAST_KEYROWS_BLOCKS_SM90 = {d: args.keyrows_blocks for d in args.dims}
     if args.dq_blocks:
         import tessel.backward
-        tessel.backward.FAST_DQ_BLOCKS_SM90 = {128: args.dq_blocks}
+        tessel.backward.FAST_DQ_BLOCKS_SM90 = {d: args.dq_blocks for d in args.dims}
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)

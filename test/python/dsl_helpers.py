@@ -1,12 +1,23 @@
 """Helpers of the DSL tests: import the built package, locate marked source lines."""
 import os
 import pathlib
+import shutil
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("TESSEL_BUILD_DIR", ROOT / "build"))
 sys.path.insert(0, str(BUILD / "python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# Whether ptxas (the CUDA toolkit) is on PATH or at its default place: the tests that make
+# cubins need it, the rest of the suite does not.
+HAS_PTXAS = bool(shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
+                                                            "/usr/local/cuda/bin"])))
+
+
+def needs_ptxas():
+    """The skip mark of a test (or, as `pytestmark`, a module) that makes cubins."""
+    import pytest
+    return pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas (the CUDA toolkit) to make cubins")
 
 
 def random_qkv(Nq=17, D=16, seed=0):

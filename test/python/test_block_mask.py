@@ -2,13 +2,11 @@
 loop over its lists, on the CPU interpreter: the classification against a numpy brute force,
 attention against tessel.reference's float64 attention with the same mask, the checks of a
 block mask against the call, and the programs compiled for sm_80."""
-import os
-import shutil
 
 import numpy as np
 import pytest
 
-import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+from dsl_helpers import needs_ptxas  # (it also puts the built package on sys.path)
 import tessel
 from tessel import language as tl
 from tessel.reference import max_rel_error, reference_attention
@@ -232,10 +230,7 @@ def test_bad_arguments_of_block_mask():
 
 # --- the GPU programs compile ----------------------------------------------------------------
 
-@pytest.mark.skipif(
-    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
-                                                     "/usr/local/cuda/bin"])),
-    reason="needs ptxas (the CUDA toolkit) to make cubins")
+@needs_ptxas()
 @pytest.mark.parametrize("D", [64, 128])
 def test_the_programs_compile_for_sm_80(D, tmp_path, monkeypatch):
     """At the default CUDA block mask (128 x 128) the classification program fits the reference

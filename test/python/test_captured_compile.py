@@ -2,21 +2,16 @@
 on the fast paths at their blocks, and on the reference lowering (what codegen=auto falls back
 to for other dtypes or head dims) with blocks whose tiles fit its shared memory
 (tessel.attention.gather_blocks)."""
-import os
-import shutil
 
 import numpy as np
 import pytest
 
-import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+from dsl_helpers import needs_ptxas  # (it also puts the built package on sys.path)
 import tessel
 import tessel.cache
 from tessel.attention import gather_blocks
 
-pytestmark = pytest.mark.skipif(
-    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
-                                                     "/usr/local/cuda/bin"])),
-    reason="needs ptxas (the CUDA toolkit) to make cubins")
+pytestmark = needs_ptxas()
 
 N = 1000
 DOC = np.zeros((2, N), np.int32)

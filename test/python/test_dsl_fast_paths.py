@@ -3,21 +3,16 @@ kernel with Python's // and % (on its own head arithmetic and in mask_mods), int
 tl.cdiv in mods, and the partly classified causal & modulo mask, compiles to a cubin with
 codegen=wgmma on sm_90a and codegen=mma on sm_80 — both refuse programs outside their class, so
 none of these fell back to the reference lowering."""
-import os
-import shutil
 
 import numpy as np
 import pytest
 
-import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+from dsl_helpers import needs_ptxas  # (it also puts the built package on sys.path)
 import tessel
 import tessel.cache
 from tessel import language as tl
 
-pytestmark = pytest.mark.skipif(
-    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
-                                                     "/usr/local/cuda/bin"])),
-    reason="needs ptxas (the CUDA toolkit) to make cubins")
+pytestmark = needs_ptxas()
 
 CASES = {
     "causal": dict(causal=True),

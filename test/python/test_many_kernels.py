@@ -5,10 +5,8 @@ figures). What is checked here is the mechanism, not a time: the PTX of a module
 kernels has one header and every kernel's `.entry` exactly as compiling that kernel alone gives
 it. Compiled in one LLVM module, the second kernel's basic-block labels are numbered after the
 first's ($L__BB1_…), so the comparison fails on the old behaviour."""
-import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
@@ -17,10 +15,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from gen_many_kernels import many_kernels  # noqa: E402
+from dsl_helpers import HAS_PTXAS  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
-HAS_PTXAS = bool(shutil.which("ptxas", path=os.pathsep.join(
-    [os.environ.get("PATH", ""), "/usr/local/cuda/bin"])))
 
 
 def tesselc(tools, src, *args):

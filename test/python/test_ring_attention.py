@@ -16,12 +16,12 @@ import importlib.util
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from dsl_helpers import needs_ptxas
 
 from tessel import language as tl
 from tessel.distributed import (contiguous_shard, merge_partial, split_sizes, zigzag_shard,
@@ -285,10 +285,7 @@ def tessel_attention(*args, **kwargs):
     return tessel.attention(*args, **kwargs)
 
 
-@pytest.mark.skipif(
-    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
-                                                     "/usr/local/cuda/bin"])),
-    reason="needs ptxas (the CUDA toolkit) to make cubins")
+@needs_ptxas()
 def test_global_mods_compile_for_the_gpu(tmp_path, monkeypatch):
     """The ring's kernels with mods (the offsets a captured tensor) compile for the GPU here, no
     GPU needed (sm_80: ~3 s of ptxas and LLVM a program here): the forward at the gather

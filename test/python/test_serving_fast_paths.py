@@ -5,21 +5,16 @@ loads at data-dependent rows inside the key loop (a page looked up per key block
 fast paths pipeline by reading the next block's page ahead of its copy. The split-KV decode
 kernel takes them for a contiguous cache and for a paged one; pages shorter than a key block are
 read through a paged descriptor (each row of a block looked up by its copy)."""
-import os
-import shutil
 
 import numpy as np
 import pytest
 
-import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+from dsl_helpers import needs_ptxas  # (it also puts the built package on sys.path)
 import tessel
 import tessel.cache
 from tessel.serving_kernels import kvcache_kernel, splitkv_kernel, varlen_kernel
 
-pytestmark = pytest.mark.skipif(
-    not shutil.which("ptxas", path=os.pathsep.join([os.environ.get("PATH", ""),
-                                                     "/usr/local/cuda/bin"])),
-    reason="needs ptxas (the CUDA toolkit) to make cubins")
+pytestmark = needs_ptxas()
 
 D = 128
 STRIDES = dict(q_rs=4 * D, q_hs=D, k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D)
