@@ -74,10 +74,10 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, two unsigneds and three bools (in two words). A new field of TargetOptions
+  // Five strings, two unsigneds and nine bools (in three words). A new field of TargetOptions
   // lands here first: put it in the key if it can change the PTX or the cubin, then update
   // the size.
-  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 2 * alignof(std::string),
+  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 3 * alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
          ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
@@ -88,6 +88,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.warpSpecialize ? "" : ";no-warp-specialize") +
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +
          (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
+         (options.tmaProducer ? ";tma-producer" : "") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

@@ -99,6 +99,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                             llvm::cl::desc("The producer copies the blocks loaded once a tile "
                                            "(tilegpu-producer-once)."),
                             llvm::cl::init(false)};
+  Option<bool> tmaProducer{*this, "tma-producer",
+                           llvm::cl::desc("The producer's block copies through TMA "
+                                          "(tilegpu-tma-producer)."),
+                           llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -138,6 +142,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.overlapConsumers = options.overlapConsumers;
     mmaOptions.pingpong = options.pingpong;
     mmaOptions.producerOnce = options.producerOnce;
+    mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -165,7 +170,9 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
-  target.features = options.features;
+  // In-kernel tensor maps (tensormap.replace) need PTX ISA 8.3.
+  target.features = options.tmaProducer && options.features == "+ptx80" ? "+ptx83"
+                                                                        : options.features;
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
 
@@ -243,6 +250,7 @@ void tessel::registerTargetPasses() {
           options.overlapConsumers = o.overlapConsumers;
           options.pingpong = o.pingpong;
           options.producerOnce = o.producerOnce;
+          options.tmaProducer = o.tmaProducer;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

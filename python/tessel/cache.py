@@ -59,7 +59,8 @@ class GpuOptions:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
-            warp_specialize, overlap_consumers, pingpong or producer_once that is not a bool.
+            warp_specialize, overlap_consumers, pingpong, producer_once or tma_producer that is
+            not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -115,6 +116,12 @@ class GpuOptions:
     #: tessel.attention's kernels ask it where their tiles are short (grid.short_tiles:
     #: +2 to +6.5 % there, long causal rows measured slower).
     producer_once: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: In those warp-specialized kernels, the producer's block copies go through TMA
+    #: (cp.async.bulk.tensor from one thread) with tensor maps the kernel builds itself
+    #: (tilegpu-tma-producer; docs/dev/notes/2026-12-04-tma-ptx.md), where a kernel's shared
+    #: memory keeps it alone on its SM. Off: correct on the H200 but 3-7 % slower than the
+    #: cp.async producer on dense d128 (docs/bench/2026-12-04-h200-backward-bar.md).
+    tma_producer: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -127,7 +134,8 @@ class GpuOptions:
             raise ValueError(f"unknown codegen '{self.codegen}' (expected one of "
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
-                     "warp_specialize", "overlap_consumers", "pingpong", "producer_once"):
+                     "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
+                     "tma_producer"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -255,7 +263,8 @@ def ingredients(kernel, gpu):
                                                     gpu.num_stages, gpu.wgmma_async_dots,
                                                     gpu.occupancy_hints, gpu.sink_waits,
                                                     gpu.warp_specialize, gpu.overlap_consumers,
-                                                    gpu.pingpong, gpu.producer_once)
+                                                    gpu.pingpong, gpu.producer_once,
+                                                    gpu.tma_producer)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -445,7 +454,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.num_stages, gpu.wgmma_async_dots,
                                     gpu.occupancy_hints, gpu.sink_waits,
                                     gpu.warp_specialize, gpu.overlap_consumers,
-                                    gpu.pingpong, gpu.producer_once)
+                                    gpu.pingpong, gpu.producer_once, gpu.tma_producer)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

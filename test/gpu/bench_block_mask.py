@@ -102,6 +102,9 @@ def main():
     ap.add_argument("--producer-once", action="store_true",
                     help="compile every tessel kernel with GpuOptions(producer_once=True) (by "
                          "default only where tiles are short, grid.short_tiles)")
+    ap.add_argument("--tma-producer", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(tma_producer=True): the "
+                         "producer's copies through TMA (tilegpu-tma-producer)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
@@ -117,9 +120,10 @@ def main():
         return 0
     import tessel
     from tessel import language as tl
-    if args.overlap or args.producer_once:
+    if args.overlap or args.producer_once or args.tma_producer:
         compile_with(**({"wgmma_overlap": True} if args.overlap else {}),
-                     **({"producer_once": True} if args.producer_once else {}))
+                     **({"producer_once": True} if args.producer_once else {}),
+                     **({"tma_producer": True} if args.tma_producer else {}))
     block_m, block_n = args.blocks or (None, None)
     from tessel import grid
     if args.persistent:

@@ -53,6 +53,9 @@ def main():
                     help="compile every tessel kernel with GpuOptions(producer_once=True): the "
                          "producer warpgroup copies Q too (tilegpu-producer-once; by default "
                          "only where tiles are short, grid.short_tiles)")
+    ap.add_argument("--tma-producer", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(tma_producer=True): the "
+                         "producer's copies through TMA (tilegpu-tma-producer)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
@@ -65,13 +68,14 @@ def main():
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
             or args.no_warp_specialize or args.no_overlap_consumers or args.no_pingpong
-            or args.producer_once):
+            or args.producer_once or args.tma_producer):
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
                      occupancy_hints=not args.no_occupancy_hints,
                      sink_waits=not args.no_sink_waits,
                      warp_specialize=not args.no_warp_specialize, pingpong=not args.no_pingpong,
                      overlap_consumers=not args.no_overlap_consumers,
-                     producer_once=args.producer_once)
+                     **({"producer_once": True} if args.producer_once else {}),
+                     tma_producer=args.tma_producer)
 
     from tessel import grid
     if args.persistent:

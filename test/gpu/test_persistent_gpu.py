@@ -150,12 +150,20 @@ def _launch_with(kernel, grid_, args, constexprs, **options):
     launcher.launch(grid_, gpu.stream_source(), *args)
 
 
+# The producer's schedules off by default, each the same arithmetic as the default, so the
+# same bits: Q copied by the producer (producer_once, tilegpu-producer-once), the producer's
+# copies through TMA with tensor maps built in the kernel (tma_producer, tilegpu-tma-producer),
+# and both.
+SCHEDULES = {"once": dict(producer_once=True), "tma": dict(tma_producer=True),
+             "once+tma": dict(producer_once=True, tma_producer=True)}
+
+
+@pytest.mark.parametrize("schedule", list(SCHEDULES))
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("N", [2500, 4096])
-def test_producer_once_dense(persistent, causal, N):
-    # GpuOptions(producer_once=True) (tilegpu-producer-once, off by default): Q copied by the
-    # producer; the same arithmetic, so the same bits as the default. Lengths where causal runs
-    # 128x128 blocks too (CAUSAL_LONG), so that both kernels are persistent.
+def test_producer_schedules_dense(persistent, schedule, causal, N):
+    # Lengths where causal runs 128x128 blocks too (CAUSAL_LONG), so that both kernels are
+    # persistent; 2500 ends in a partial block (TMA's zero fill past the descriptor's rows).
     hopper()
     from tessel.attention import _prepare_cuda, persistent_attention_kernel
     persistent(True)
@@ -165,12 +173,37 @@ def test_producer_once_dense(persistent, causal, N):
     want, want_lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
     args, cx, grid_, o, lse = _prepare_cuda(q, k, v, causal, None, None, None, False, None, None)
     assert len(args) == 13, "the persistent kernel"
-    _launch_with(persistent_attention_kernel, grid_, args, cx, producer_once=True)
+    _launch_with(persistent_attention_kernel, grid_, args, cx, **SCHEDULES[schedule])
     torch.testing.assert_close(o, want, atol=0, rtol=0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
 
 
-def test_producer_once_block_mask(persistent):
+@pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_tma_producer_layouts_and_gqa(persistent, layout, dtype):
+    # TMA maps of [B, N, H, D] views read in place (row stride H·D) and of GQA's shared K/V
+    # heads, bf16's element type code; against the default bit for bit and a float32 reference.
+    hopper()
+    from tessel.attention import _prepare_cuda, persistent_attention_kernel
+    persistent(True)
+    B, H, Hkv, N = 2, 8, 2, 1999
+    gen = torch.Generator(device="cuda").manual_seed(7)
+
+    def make(h):
+        x = torch.randn(B, N, h, 128, device="cuda", generator=gen).to(dtype)
+        return x.transpose(1, 2) if layout == "bnhd" else x.transpose(1, 2).contiguous()
+    q, k, v = make(H), make(Hkv), make(Hkv)
+    want, want_lse = tessel.attention(q, k, v, enable_gqa=True, return_lse=True)
+    args, cx, grid_, o, lse = _prepare_cuda(q, k, v, False, None, None, None, True, None, None)
+    assert len(args) == 13, "the persistent kernel"
+    _launch_with(persistent_attention_kernel, grid_, args, cx, tma_producer=True)
+    torch.testing.assert_close(o, want, atol=0, rtol=0)
+    torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
+    torch.testing.assert_close(o.float(), reference(q, k, v), atol=TOL[dtype], rtol=0)
+
+
+@pytest.mark.parametrize("schedule", list(SCHEDULES))
+def test_producer_schedules_block_mask(persistent, schedule):
     # A mask without captured tensors (launched here without the jit's capture plumbing).
     hopper()
     from tessel import blocksparse
@@ -187,6 +220,6 @@ def test_producer_once_block_mask(persistent):
     args, cx, grid_, o, lse = blocksparse.prepare(q, k, v, None, None, window, False, bm, None,
                                                   None, False)
     assert cx["PERSISTENT"]
-    _launch_with(blocksparse.block_sparse_attention_kernel, grid_, args, cx, producer_once=True)
+    _launch_with(blocksparse.block_sparse_attention_kernel, grid_, args, cx, **SCHEDULES[schedule])
     torch.testing.assert_close(o, want, atol=0, rtol=0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)

@@ -160,6 +160,32 @@ def test_producer_once_compiles(tmp_path):
     assert once.manifest["spill_bytes"] == 0 and once.key != plain.key
 
 
+def test_tma_producer_compiles(tmp_path):
+    # GpuOptions(tma_producer=True) (off: measured slower): the producer's K, V and (with
+    # producer_once) Q copies through TMA — a map build and two boxes (64-column slabs) each,
+    # PTX ISA 8.3, the maps' records and images past the shared memory; a key of its own. The
+    # build has no branch inside the warp around its `.sync.aligned` fence (the H200 hung when
+    # lane 0 had its own copy): one fence a copy site, as many as the map builds.
+    N, D = 1024, 128
+    x = np.zeros((1, 2, N, D), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
+                                           BLOCK_M=128, BLOCK_N=128, CAUSAL=False,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    once = _ptx(tmp_path, k, producer_once=True)
+    tma = _ptx(tmp_path, k, producer_once=True, tma_producer=True)
+    assert "cp.async.bulk.tensor" not in once.ptx and ".version 8.3" in tma.ptx
+    sites = tma.ptx.count("@p tensormap.replace.tile.global_address")
+    assert sites >= 3, sites                         # Q once, K and V in each key loop
+    assert tma.ptx.count("tensormap.cp_fenceproxy") == sites
+    assert tma.ptx.count("cp.async.bulk.tensor.2d") == 2 * sites
+    assert tma.ptx.count("mbarrier.expect_tx") == sites
+    assert "cp.async.cg.shared.global" in tma.ptx     # the copies TMA cannot make at run time
+    assert tma.manifest["dynamic_shared_bytes"] > once.manifest["dynamic_shared_bytes"]
+    assert tma.manifest["spill_bytes"] == 0 and tma.key != once.key
+
+
 def test_producer_once_policy(monkeypatch):
     # grid.short_tiles: the dense persistent kernel copies Q from the producer where its tiles
     # visit at most PRODUCER_ONCE_MAX_BLOCKS key blocks on average (causal rows: half).

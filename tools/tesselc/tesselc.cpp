@@ -105,6 +105,11 @@ static cl::opt<bool> producerOnce(
              "(tilegpu-producer-once), into two buffers in a tile loop; tessel.attention "
              "asks it for short tiles"),
     cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool>
+    tmaProducer("tma-producer",
+                cl::desc("A warp-specialized kernel's producer copies its blocks through TMA, "
+                         "with tensor maps built in the kernel (tilegpu-tma-producer)"),
+                cl::cat(tesselcCategory));
 
 static cl::opt<bool>
     noPingpong("no-pingpong",
@@ -220,6 +225,7 @@ int main(int argc, char **argv) {
   options.overlapConsumers = !noOverlapConsumers;
   options.pingpong = !noPingpong;
   options.producerOnce = producerOnce;
+  options.tmaProducer = tmaProducer;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

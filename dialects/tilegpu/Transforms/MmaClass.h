@@ -110,6 +110,11 @@ mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t produce
 /// extra bytes stay within `sharedLimit` (tilegpu-producer-once). False, with the program
 /// unchanged, when it does not apply.
 mlir::FailureOr<bool> producerOnce(mlir::func::FuncOp program, int64_t sharedLimit);
+/// The producer's block copies of a warp-specialized `program` marked to go through TMA, with
+/// the shared memory for their tensor maps within `sharedLimit` and past half of it (one CTA
+/// an SM: the maps' global slots are the SM's) (tilegpu-tma-producer). False, with the
+/// program unchanged, when no copy qualifies or the bytes do not fit.
+mlir::FailureOr<bool> tmaProducer(mlir::func::FuncOp program, int64_t sharedLimit);
 /// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
 /// the attention shape or its registers would not fit.

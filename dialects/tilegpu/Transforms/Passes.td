@@ -171,6 +171,30 @@ def TileGPUProducerOnce : Pass<"tilegpu-producer-once", "::mlir::func::FuncOp"> 
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def TileGPUTmaProducer : Pass<"tilegpu-tma-producer", "::mlir::func::FuncOp"> {
+  let summary = "The producer warpgroup's block copies go through TMA (in-kernel tensor maps).";
+  let description = [{
+    Runs after `tilegpu-warp-specialize` (and `tilegpu-producer-once`). Marks each copy of the
+    producer `tma_map = m` where TMA can make it — a 2-D block of 16-bit floats in 64-column,
+    128-byte-swizzled slabs of at most 256 rows, from an unpaged descriptor with unit inner
+    stride, unpredicated, its `async_copy_arrive` after it — for every copy of its descriptor,
+    which must all fill one ring. Map m has as many slots as that ring has stages; the program
+    gets `tilegpu.tma = {maps, slots, records, images}`: 32-byte records (what each map's
+    current slot describes, and how many builds it had) and 128-byte map images, past the
+    end of its shared memory, which must stay within `shared-limit` and past half of it (one
+    CTA an SM: the lowering's global map slots are indexed by the SM). Programs it does not
+    apply to are left as they are. The lowering builds a map into its next slot at the first
+    copy that finds the descriptor changed (after the copy's `empty` wait), issues the copy
+    from one thread with `expect_tx` on the stage's `full` barrier, and keeps cp.async where
+    the descriptor fails TMA's rules at run time (docs/dev/notes/2026-12-04-tma-ptx.md).
+  }];
+  let options = [
+    Option<"sharedLimit", "shared-limit", "int64_t", /*default=*/"232448",
+           "Bytes of shared memory a block may have.">,
+  ];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
+}
+
 def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap in the consumers of a producer warpgroup.";
   let description = [{

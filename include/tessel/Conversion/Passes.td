@@ -110,6 +110,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"producerOnce", "producer-once", "bool", /*default=*/"false",
            "With warp-specialize: the producer copies the blocks loaded once a tile (Q) too "
            "(tilegpu-producer-once). Off by default until measured.">,
+    Option<"tmaProducer", "tma-producer", "bool", /*default=*/"false",
+           "With warp-specialize: the producer's block copies go through TMA, with tensor maps "
+           "built in the kernel (tilegpu-tma-producer; PTX ISA 8.3). Off: measured slower.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

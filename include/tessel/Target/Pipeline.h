@@ -61,6 +61,10 @@ struct TargetOptions {
   /// The producer copies the blocks loaded once a tile (Q) too (convert-tile-to-mma
   /// producer-once; tilegpu-producer-once). Off until measured.
   bool producerOnce = false;
+  /// The producer's block copies go through TMA, with tensor maps built in the kernel
+  /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). Off: measured
+  /// slower than cp.async (docs/bench/2026-12-04-h200-backward-bar.md).
+  bool tmaProducer = false;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

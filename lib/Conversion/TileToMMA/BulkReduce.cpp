@@ -16,17 +16,13 @@
 
 namespace tessel::mma {
 
-namespace {
-
-/// Inline PTX without results that orders memory around it (the staged writes before a bulk
-/// reduction, the next round's writes after its wait).
+// The staged writes before a bulk reduction, the next round's writes after its wait; the
+// tensor maps' builds and TMA copies (TmaCopies.cpp).
 void ptxStatement(OpBuilder &b, Location loc, StringRef text, ValueRange operands,
                   StringRef constraints) {
   std::string all = constraints.empty() ? "~{memory}" : (constraints + ",~{memory}").str();
   tessel::conversion::inlinePtx(b, loc, TypeRange(), operands, text, all, /*sideEffects=*/true);
 }
-
-} // namespace
 
 LogicalResult MmaKernelBuilder::emitBulkAdd(tilegpu::BulkAddOp op) {
   Location loc = op.getLoc();

@@ -285,6 +285,9 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (placed && producerOnce &&
           failed(tessel::tilegpu::producerOnce(work, static_cast<int64_t>(sharedLimit))))
         return failure();
+      if (placed && tmaProducer &&
+          failed(tessel::tilegpu::tmaProducer(work, static_cast<int64_t>(sharedLimit))))
+        return failure();
       if (placed && overlapConsumers) {
         FailureOr<bool> overlapped = tessel::tilegpu::overlapConsumers(work);
         if (failed(overlapped))

@@ -102,6 +102,14 @@ bool isZeroTile(Value v);
 /// tilegpu.wgmma waited for by the next op with pending 0 (tilegpu-async-dots{eager}).
 bool isSynchronousDot(Operation *op);
 
+/// SMs the global slots of tilegpu-tma-producer's maps cover (a copy on an SM past them takes
+/// cp.async).
+constexpr int64_t kTmaSms = 256;
+
+/// Inline PTX without results that orders memory around it.
+void ptxStatement(OpBuilder &b, Location loc, StringRef text, ValueRange operands,
+                  StringRef constraints);
+
 class MmaKernelBuilder : public tessel::conversion::KernelWalker {
 public:
   MmaKernelBuilder(gpu::GPUFuncOp kernel, LLVM::GlobalOp smem)
@@ -209,6 +217,14 @@ private:
   static bool isMbarrierOp(Operation *op);
   /// The shared address of an mbarrier `bytes` (i32) into the kernel's shared memory.
   Value barrierAddress(Value bytes);
+  /// The same as an i32 of the shared window, what inline PTX takes.
+  Value sharedAddress(Value bytes);
+  /// A copy tilegpu-tma-producer marked (`tma_map`): one cp.async.bulk.tensor per 64-column
+  /// slab from the producer's first thread, its map built first where the descriptor changed,
+  /// or issueBlock's cp.async where the descriptor fails TMA's rules (TmaCopies.cpp).
+  LogicalResult emitTmaCopy(tilegpu::AsyncCopyOp copy, const LoadPlan &p, Value stage);
+  /// At the producer's entry: the maps' records zeroed (no map built yet).
+  void emitTmaSetup(Location loc);
   /// A barrier of the threads that run this code: the CTA's, or the consumers' named barrier
   /// inside a warp-specialized kernel's consumer region.
   void emitBarrier(Location loc);
@@ -332,6 +348,10 @@ private:
   bool consumerBarriers = false;
   /// Whether the consumers' dots are overlapped with their softmax (tilegpu-overlap-consumers).
   bool overlappedConsumers = false;
+  /// tilegpu-tma-producer's plan (`tilegpu.tma`): maps, slots a map, the byte offsets of the
+  /// records and images in shared memory; and the global array of the maps' slots (by SM).
+  int64_t tmaMaps = 0, tmaSlots = 0, tmaRecords = 0, tmaImages = 0;
+  LLVM::GlobalOp tmaGlobal;
   /// Whether the kernel issues bulk reductions (tilegpu.bulk_add), which it waits for before
   /// it exits.
   bool bulkReductions = false;

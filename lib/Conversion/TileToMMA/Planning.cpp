@@ -35,6 +35,27 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
                   type.getStageBytes();
     smemBytes = std::max(smemBytes, end);
   }
+  // tilegpu-tma-producer's maps: their records and images past the buffers, and a global
+  // array of map slots for every SM.
+  if (auto tma = program->getAttrOfType<DictionaryAttr>("tilegpu.tma")) {
+    auto field = [&](StringRef name) { return cast<IntegerAttr>(tma.get(name)).getInt(); };
+    tmaMaps = field("maps");
+    tmaSlots = field("slots");
+    tmaRecords = field("records");
+    tmaImages = field("images");
+    smemBytes = std::max(smemBytes, tmaImages + 128 * tmaSlots * tmaMaps);
+    auto module = kernel->getParentOfType<gpu::GPUModuleOp>();
+    OpBuilder at(module.getBody(), module.getBody()->begin());
+    auto type = LLVM::LLVMArrayType::get(at.getI8Type(), kTmaSms * tmaMaps * tmaSlots * 128);
+    tmaGlobal = LLVM::GlobalOp::create(at, program.getLoc(), type, /*isConstant=*/false,
+                                       LLVM::Linkage::Internal,
+                                       ("__tessel_tma_maps_" + kernel.getName()).str(), Attribute(),
+                                       /*alignment=*/128, /*addrSpace=*/1);
+    Block *init = at.createBlock(&tmaGlobal.getInitializerRegion());
+    at.setInsertionPointToStart(init);
+    LLVM::ReturnOp::create(at, program.getLoc(),
+                           LLVM::ZeroOp::create(at, program.getLoc(), type).getResult());
+  }
   program.walk([&](tilegpu::WarpSpecializeOp ws) {
     producerThreads = static_cast<int64_t>(ws.getProducerWarps()) * 32;
     int64_t registers = producerThreads * ws.getProducerRegisters() +

@@ -105,6 +105,8 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
     FailureOr<LoadPlan> p = bufferPlan(copy.getBuffer(), op);
     if (failed(p))
       return failure();
+    if (copy->hasAttr("tma_map"))
+      return emitTmaCopy(copy, *p, stageBytes(copy.getBuffer(), copy.getStage()));
     Value row0 = scalars.lookup(copy.getOffsets()[0]);
     Value col0 = scalars.lookup(copy.getOffsets()[1]);
     OpBuilder::InsertionGuard guard(b);

@@ -61,6 +61,10 @@ Value MmaKernelBuilder::barrierAddress(Value bytes) {
                              b.getI8Type(), smemBase, ValueRange{bytes});
 }
 
+Value MmaKernelBuilder::sharedAddress(Value bytes) {
+  return LLVM::PtrToIntOp::create(b, b.getUnknownLoc(), b.getI32Type(), barrierAddress(bytes));
+}
+
 LogicalResult MmaKernelBuilder::emitMbarrierOp(Operation *op) {
   Location loc = op->getLoc();
   if (auto init = dyn_cast<tilegpu::MbarrierInitOp>(op)) {
@@ -127,6 +131,7 @@ LogicalResult MmaKernelBuilder::emitWarpSpecialize(tilegpu::WarpSpecializeOp op)
                                  NVVM::SetMaxRegisterAction::decrease);
   copyTid = arith::SubIOp::create(b, loc, tid, ci32(numThreads()));
   copyThreads = producerThreads;
+  emitTmaSetup(loc);
   LogicalResult producer = emitBlock(op.getProducer().front());
   copyTid = Value();
   copyThreads = 0;
