@@ -144,16 +144,21 @@ def test_persistent_block_sparse_128_blocks_stay_warp_specialized(tmp_path):
     assert b.manifest.get("spill_bytes", 0) == 0, b.manifest
 
 
-def test_producer_once_compiles(tmp_path):
-    # GpuOptions(producer_once=True) (off by default): the producer copies Q too — one more
-    # cp.async.mbarrier.arrive in the PTX (its once_full), still no spill; a key of its own.
+def _dense_d128(causal):
+    """The d128 128x128 persistent kernel, warmed up for 1024 rows, 2 heads."""
     N, D = 1024, 128
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     ids = np.zeros(8, np.int32)
-    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
-                                           BLOCK_M=128, BLOCK_N=128, CAUSAL=True,
-                                           SCORE_MOD=None, MASK_MOD=None)
+    return persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids,
+                                              D=D, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
+                                              SCORE_MOD=None, MASK_MOD=None)
+
+
+def test_producer_once_compiles(tmp_path):
+    # GpuOptions(producer_once=True) (off by default): the producer copies Q too — one more
+    # cp.async.mbarrier.arrive in the PTX (its once_full), still no spill; a key of its own.
+    k = _dense_d128(causal=True)
     plain, once = _ptx(tmp_path, k), _ptx(tmp_path, k, producer_once=True)
     arrives = [b.ptx.count("cp.async.mbarrier.arrive") for b in (plain, once)]
     assert arrives[1] == arrives[0] + 1, arrives
@@ -166,13 +171,7 @@ def test_tma_producer_compiles(tmp_path):
     # PTX ISA 8.3, the maps' records and images past the shared memory; a key of its own. The
     # build has no branch inside the warp around its `.sync.aligned` fence (the H200 hung when
     # lane 0 had its own copy): one fence a copy site, as many as the map builds.
-    N, D = 1024, 128
-    x = np.zeros((1, 2, N, D), np.float16)
-    lse = np.zeros((1, 2, N), np.float32)
-    ids = np.zeros(8, np.int32)
-    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
-                                           BLOCK_M=128, BLOCK_N=128, CAUSAL=False,
-                                           SCORE_MOD=None, MASK_MOD=None)
+    k = _dense_d128(causal=False)
     once = _ptx(tmp_path, k, producer_once=True)
     tma = _ptx(tmp_path, k, producer_once=True, tma_producer=True)
     assert "cp.async.bulk.tensor" not in once.ptx and ".version 8.3" in tma.ptx

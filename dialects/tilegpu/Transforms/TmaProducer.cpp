@@ -46,15 +46,14 @@ AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy) {
 bool tmaCopyable(AsyncCopyOp copy) {
   SharedBufferType t = copy.getBuffer().getType();
   auto md = copy.getDesc().getDefiningOp<tessel::tile::MakeDescOp>();
-  if (!md || md.getPages() || md.getShape().size() != 2 || copy.getPredicate() ||
-      !arrivalOf(copy))
+  if (!md || md.getPages() || md.getShape().size() != 2 || copy.getPredicate() || !arrivalOf(copy))
     return false;
   APInt inner;
   if (!matchPattern(md.getStrides()[1], m_ConstantInt(&inner)) || inner != 1)
     return false;
   return t.getShape().size() == 2 && t.getElementType().getIntOrFloatBitWidth() == 16 &&
-         isa<FloatType>(t.getElementType()) && t.getSwizzle() == 128 &&
-         t.getShape()[1] % 64 == 0 && t.getShape()[0] <= 256 && t.getShape()[0] % 8 == 0;
+         isa<FloatType>(t.getElementType()) && t.getSwizzle() == 128 && t.getShape()[1] % 64 == 0 &&
+         t.getShape()[0] <= 256 && t.getShape()[0] % 8 == 0;
 }
 
 } // namespace

@@ -32,8 +32,7 @@ void MmaKernelBuilder::emitTmaSetup(Location loc) {
   if (!tmaMaps)
     return;
   // Lanes of warp 0 zero the records (16 bytes each): no map built, a build count of 0.
-  Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, copyTid,
-                                     ci32(2 * tmaMaps));
+  Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, copyTid, ci32(2 * tmaMaps));
   auto zero = scf::IfOp::create(b, loc, mine, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -41,8 +40,7 @@ void MmaKernelBuilder::emitTmaSetup(Location loc) {
     Value at = arith::AddIOp::create(b, loc, ci32(tmaRecords),
                                      arith::MulIOp::create(b, loc, copyTid, ci32(16)));
     Value z = ci32(0);
-    ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};",
-                 {sharedAddress(at), z}, "r,r");
+    ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};", {sharedAddress(at), z}, "r,r");
   }
   ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
 }
@@ -95,15 +93,14 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
   // The record: origin, rows, row stride (i64), columns and the build count (i32).
   int64_t record = tmaRecords + 32 * map;
   auto load = [&](Type t, int64_t at) -> Value {
-    return LLVM::LoadOp::create(b, loc, t,
-                                barrierAddress(ci32(at)), /*alignment=*/t.isInteger(64) ? 8 : 4);
+    return LLVM::LoadOp::create(b, loc, t, barrierAddress(ci32(at)),
+                                /*alignment=*/t.isInteger(64) ? 8 : 4);
   };
   Value kOrigin = load(b.getI64Type(), record), kRows = load(b.getI64Type(), record + 8);
   Value kStride = load(b.getI64Type(), record + 16), kCols = load(b.getI32Type(), record + 24);
   Value kCount = load(b.getI32Type(), record + 28);
   Value changed = arith::OrIOp::create(
-      b, loc,
-      arith::OrIOp::create(b, loc, cmp(ne, kOrigin, origin), cmp(ne, kRows, rows)),
+      b, loc, arith::OrIOp::create(b, loc, cmp(ne, kOrigin, origin), cmp(ne, kRows, rows)),
       arith::OrIOp::create(b, loc, cmp(ne, kStride, d.strides[0]), cmp(ne, kCols, cols32)));
   // Slot s of the map: its image in shared memory, its global place for this SM.
   auto image = [&](Value slot) {
@@ -116,8 +113,8 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
         arith::AddIOp::create(b, loc, ci32(map * tmaSlots), slot));
     Value bytes = arith::MulIOp::create(b, loc, toI64(index), ci64(128));
     Value base = LLVM::AddressOfOp::create(b, loc, tmaGlobal);
-    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1),
-                               b.getI8Type(), base, ValueRange{bytes});
+    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), b.getI8Type(),
+                               base, ValueRange{bytes});
   };
   auto build = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, changed,
                                  /*withElseRegion=*/true);
@@ -134,25 +131,25 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     // (measured: the warp hung). Lanes zero the image 16 bytes each (lanes 8 apart the same
     // bytes), lane 0 writes the fields under a predicate, every lane stores the same record.
     Value at = arith::AddIOp::create(
-        b, loc, img, arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, copyTid, ci32(7)),
-                                       ci32(16)));
-    ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};",
-                 {sharedAddress(at), ci32(0)}, "r,r");
+        b, loc, img,
+        arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, copyTid, ci32(7)), ci32(16)));
+    ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};", {sharedAddress(at), ci32(0)},
+                 "r,r");
     ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
     std::string r = "@p tensormap.replace.tile.";
     std::string on = ".shared::cta.b1024.b32 [$0], ";
     std::string text =
         "{\n.reg .pred p;\nsetp.eq.u32 p, $5, 0;\n" + r +
         "global_address.shared::cta.b1024.b64 [$0], $1;\n" + r + "rank" + on + "1;\n" + r +
-        "box_dim" + on + "0, 64;\n" + r + "box_dim" + on + "1, " + std::to_string(p.rows) +
-        ";\n" + r + "global_dim" + on + "0, $2;\n" + r + "global_dim" + on + "1, $3;\n" + r +
+        "box_dim" + on + "0, 64;\n" + r + "box_dim" + on + "1, " + std::to_string(p.rows) + ";\n" +
+        r + "global_dim" + on + "0, $2;\n" + r + "global_dim" + on + "1, $3;\n" + r +
         "global_stride.shared::cta.b1024.b64 [$0], 0, $4;\n" + r + "element_stride" + on +
         "0, 1;\n" + r + "element_stride" + on + "1, 1;\n" + r + "elemtype" + on +
-        std::to_string(elementTypeCode(copy.getBuffer().getType().getElementType())) + ";\n" +
-        r + "interleave_layout" + on + "0;\n" + r + "swizzle_mode" + on + "3;\n" + r +
-        "fill_mode" + on + "0;\n}";
-    ptxStatement(b, loc, text,
-                 {sharedAddress(img), origin, cols32, rows32, strideBytes, copyTid}, "r,l,r,r,l,r");
+        std::to_string(elementTypeCode(copy.getBuffer().getType().getElementType())) + ";\n" + r +
+        "interleave_layout" + on + "0;\n" + r + "swizzle_mode" + on + "3;\n" + r + "fill_mode" +
+        on + "0;\n}";
+    ptxStatement(b, loc, text, {sharedAddress(img), origin, cols32, rows32, strideBytes, copyTid},
+                 "r,l,r,r,l,r");
     ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
     Value where = global(slot);
     ptxStatement(b, loc,
