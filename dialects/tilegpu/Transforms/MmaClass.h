@@ -115,6 +115,9 @@ mlir::FailureOr<bool> producerOnce(mlir::func::FuncOp program, int64_t sharedLim
 /// an SM: the maps' global slots are the SM's) (tilegpu-tma-producer). False, with the
 /// program unchanged, when no copy qualifies or the bytes do not fit.
 mlir::FailureOr<bool> tmaProducer(mlir::func::FuncOp program, int64_t sharedLimit);
+/// The arrival on an mbarrier that completes a producer's `copy`: the next async_copy_arrive
+/// in its block, or null.
+AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
 /// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
 /// the attention shape or its registers would not fit.

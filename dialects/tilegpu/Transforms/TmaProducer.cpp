@@ -29,15 +29,14 @@ namespace tessel::tilegpu {
 using namespace mlir;
 using namespace tessel::tilegpu;
 
-namespace {
-
-/// The arrival on an mbarrier that completes `copy`: the next async_copy_arrive in its block.
-AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy) {
+AsyncCopyArriveOp tessel::tilegpu::arrivalOf(AsyncCopyOp copy) {
   for (Operation *op = copy->getNextNode(); op; op = op->getNextNode())
     if (auto arrive = dyn_cast<AsyncCopyArriveOp>(op))
       return arrive;
   return {};
 }
+
+namespace {
 
 /// Whether TMA can copy `copy`'s block as the lowering lays it out: a 2-D block of 16-bit
 /// floats in 64-column slabs of 128-byte-swizzled rows (at most 256 rows: a box's limit) from

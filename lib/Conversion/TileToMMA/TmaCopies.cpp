@@ -48,12 +48,7 @@ void MmaKernelBuilder::emitTmaSetup(Location loc) {
 LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const LoadPlan &p,
                                             Value stage) {
   Location loc = copy.getLoc();
-  auto arrive = [&]() -> tilegpu::AsyncCopyArriveOp {
-    for (Operation *op = copy->getNextNode(); op; op = op->getNextNode())
-      if (auto a = dyn_cast<tilegpu::AsyncCopyArriveOp>(op))
-        return a;
-    return {};
-  }();
+  tilegpu::AsyncCopyArriveOp arrive = tilegpu::arrivalOf(copy);
   if (!arrive || !copyTid)
     return copy.emitOpError("is marked for TMA (tma_map) outside a producer's copies that "
                             "arrive on an mbarrier");
