@@ -117,14 +117,22 @@ def unswizzle(raw, rows=128, row_bytes=128):
     return bytes(out)
 
 
-def main():
+def hopper_torch():
+    """torch where an sm_90 GPU is there to probe, else None (the reason printed)."""
     try:
         import torch
     except ImportError:
         print("tma_probe: no torch")
-        return 0
+        return None
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
         print("tma_probe: needs an sm_90 GPU")
+        return None
+    return torch
+
+
+def main():
+    torch = hopper_torch()
+    if torch is None:
         return 0
     torch.zeros(1, device="cuda")                       # the primary context, current
     cuda = ctypes.CDLL("libcuda.so.1")
@@ -174,7 +182,9 @@ def main():
 
 def each_candidate():
     """Every (dtype, element type code) in a process of its own: a wrong code may fault, and a
-    fault leaves the CUDA context unusable."""
+    fault leaves the CUDA context unusable. Without an sm_90 GPU, nothing to probe (0)."""
+    if hopper_torch() is None:
+        return 0
     found = set()
     for dtype, codes in (("float16", (6, 1)), ("bfloat16", (9, 10, 1))):
         for code in codes:
