@@ -26,6 +26,15 @@ namespace {
 /// PTX's element type code of a 16-bit float (tensormap.replace .elemtype).
 int64_t elementTypeCode(Type t) { return t.isBF16() ? 10 : 6; }
 
+/// Zeroes the 16 bytes of shared memory at `address` (an i32 of the shared window).
+void zero16(OpBuilder &b, Location loc, Value address) {
+  Value z = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+  ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};", {address, z}, "r,r");
+}
+
+/// The warp's threads meet, their shared-memory accesses ordered.
+void warpSync(OpBuilder &b, Location loc) { ptxStatement(b, loc, "bar.warp.sync -1;", {}, ""); }
+
 } // namespace
 
 void MmaKernelBuilder::emitTmaSetup(Location loc) {
@@ -39,10 +48,9 @@ void MmaKernelBuilder::emitTmaSetup(Location loc) {
     b.setInsertionPoint(zero.thenBlock()->getTerminator());
     Value at = arith::AddIOp::create(b, loc, ci32(tmaRecords),
                                      arith::MulIOp::create(b, loc, copyTid, ci32(16)));
-    Value z = ci32(0);
-    ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};", {sharedAddress(at), z}, "r,r");
+    zero16(b, loc, sharedAddress(at));
   }
-  ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
+  warpSync(b, loc);
 }
 
 LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const LoadPlan &p,
@@ -128,9 +136,8 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     Value at = arith::AddIOp::create(
         b, loc, img,
         arith::MulIOp::create(b, loc, arith::AndIOp::create(b, loc, copyTid, ci32(7)), ci32(16)));
-    ptxStatement(b, loc, "st.shared.v4.b32 [$0], {$1, $1, $1, $1};", {sharedAddress(at), ci32(0)},
-                 "r,r");
-    ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
+    zero16(b, loc, sharedAddress(at));
+    warpSync(b, loc);
     std::string r = "@p tensormap.replace.tile.";
     std::string on = ".shared::cta.b1024.b32 [$0], ";
     std::string text =
@@ -145,7 +152,7 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
         on + "0;\n}";
     ptxStatement(b, loc, text, {sharedAddress(img), origin, cols32, rows32, strideBytes, copyTid},
                  "r,l,r,r,l,r");
-    ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
+    warpSync(b, loc);
     Value where = global(slot);
     ptxStatement(b, loc,
                  "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu."
@@ -161,7 +168,7 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     store(d.strides[0], record + 16);
     store(cols32, record + 24);
     store(count, record + 28);
-    ptxStatement(b, loc, "bar.warp.sync -1;", {}, "");
+    warpSync(b, loc);
     scf::YieldOp::create(b, loc, count);
   }
   Value slot = arith::RemUIOp::create(b, loc, build.getResult(0), ci32(tmaSlots));
