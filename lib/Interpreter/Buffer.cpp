@@ -1,6 +1,6 @@
 //===- Buffer.cpp - host buffers and kernel arguments of the interpreter ---===//
 //
-// Buffers hold elements exactly as the GPU does (f16/bf16 as 16-bit patterns, little-endian);
+// Buffers hold elements exactly as the GPU does (e4m3fn, f16, bf16 as bit patterns, little-endian);
 // get and set convert to and from double, rounding on the way in.
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +25,7 @@ namespace endian = llvm::support::endian;
 
 llvm::StringRef tessel::interp::elementKindName(ElementKind kind) {
   switch (kind) {
+  case ElementKind::F8E4M3: return "f8e4m3fn";
   case ElementKind::F16: return "f16";
   case ElementKind::BF16: return "bf16";
   case ElementKind::F32: return "f32";
@@ -34,6 +35,8 @@ llvm::StringRef tessel::interp::elementKindName(ElementKind kind) {
 }
 
 std::optional<ElementKind> tessel::interp::elementKindOf(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return ElementKind::F8E4M3;
   if (type.isF16())
     return ElementKind::F16;
   if (type.isBF16())
@@ -46,6 +49,8 @@ std::optional<ElementKind> tessel::interp::elementKindOf(Type type) {
 }
 
 unsigned tessel::interp::elementSize(ElementKind kind) {
+  if (kind == ElementKind::F8E4M3)
+    return 1;
   return kind == ElementKind::F16 || kind == ElementKind::BF16 ? 2 : 4;
 }
 
@@ -56,6 +61,7 @@ Buffer::Buffer(ElementKind kind, int64_t count)
 double Buffer::get(int64_t i) const {
   const uint8_t *p = data.data() + i * elementSize(elemKind);
   switch (elemKind) {
+  case ElementKind::F8E4M3: return doubleFromE4M3Bits(*p);
   case ElementKind::F16: return doubleFromF16Bits(endian::read16le(p));
   case ElementKind::BF16: return doubleFromBF16Bits(endian::read16le(p));
   case ElementKind::F32: {
@@ -72,6 +78,7 @@ double Buffer::get(int64_t i) const {
 void Buffer::set(int64_t i, double v) {
   uint8_t *p = data.data() + i * elementSize(elemKind);
   switch (elemKind) {
+  case ElementKind::F8E4M3: *p = e4m3BitsFromDouble(v); return;
   case ElementKind::F16: endian::write16le(p, f16BitsFromDouble(v)); return;
   case ElementKind::BF16: endian::write16le(p, bf16BitsFromDouble(v)); return;
   case ElementKind::F32: {

@@ -71,6 +71,8 @@ int64_t tessel::interp::detail::minSigned(unsigned w) {
 }
 
 double tessel::interp::detail::roundFloat(Type t, double v) {
+  if (isa<Float8E4M3FNType>(t))
+    return roundToE4M3(v);
   if (t.isF16())
     return roundToF16(v);
   if (t.isBF16())
@@ -81,7 +83,7 @@ double tessel::interp::detail::roundFloat(Type t, double v) {
 }
 
 bool tessel::interp::detail::isSupportedElement(Type t) {
-  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() || t.isIndex())
+  if (isa<Float8E4M3FNType>(t) || t.isF16() || t.isBF16() || t.isF32() || t.isF64() || t.isIndex())
     return true;
   auto it = dyn_cast<IntegerType>(t);
   return it && it.getWidth() >= 1 && it.getWidth() <= 64;

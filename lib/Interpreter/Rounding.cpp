@@ -1,4 +1,4 @@
-//===- Rounding.cpp - f16, bf16 and f32 rounding of the interpreter -------===//
+//===- Rounding.cpp - f8, f16, bf16 and f32 rounding of the interpreter ---===//
 //
 // One routine rounds a double to a binary floating-point format given by its precision and
 // exponent range; one encodes a value of such a format as bits and one decodes bits. f16 and bf16
@@ -9,6 +9,7 @@
 
 #include "tessel/Interpreter/Rounding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -112,6 +113,52 @@ uint16_t tessel::interp::bf16BitsFromDouble(double x) {
   return static_cast<uint16_t>(encode(kBF16, x));
 }
 double tessel::interp::doubleFromBF16Bits(uint16_t bits) { return decode(kBF16, bits); }
+
+// e4m3fn (OCP FP8): 3 fraction bits, exponent bias 7, no infinities: the top binade is finite
+// up to 448 and 0x7F/0xFF are NaN. Conversions saturate (cvt.rn.satfinite's rule).
+namespace {
+constexpr int kE4M3MinExponent = -6, kE4M3Fraction = 3;
+constexpr double kE4M3Max = 448.0;
+} // namespace
+
+double tessel::interp::roundToE4M3(double x) {
+  if (std::isnan(x) || x == 0.0)
+    return x;
+  double a = std::fabs(x);
+  if (std::isinf(a))
+    return std::copysign(kE4M3Max, x);
+  int e;
+  std::frexp(a, &e);
+  int exponent = std::max(e - 1, kE4M3MinExponent);
+  double rounded = std::min(roundToQuantum(a, exponent - kE4M3Fraction), kE4M3Max);
+  return std::copysign(rounded, x);
+}
+
+uint8_t tessel::interp::e4m3BitsFromDouble(double x) {
+  if (std::isnan(x))
+    return std::signbit(x) ? 0xFF : 0x7F;
+  double r = roundToE4M3(x);
+  uint32_t sign = std::signbit(r) ? 0x80u : 0u;
+  double a = std::fabs(r);
+  if (a < std::ldexp(1.0, kE4M3MinExponent)) // subnormal (or zero): a multiple of 2^-9
+    return static_cast<uint8_t>(sign | static_cast<uint32_t>(std::ldexp(a, 9)));
+  int e;
+  std::frexp(a, &e);
+  uint32_t fraction = static_cast<uint32_t>(std::ldexp(a, kE4M3Fraction - (e - 1))) & 7u;
+  return static_cast<uint8_t>(sign | static_cast<uint32_t>(e - 1 + 7) << 3 | fraction);
+}
+
+double tessel::interp::doubleFromE4M3Bits(uint8_t bits) {
+  uint32_t fraction = bits & 7u, biased = (bits >> 3) & 15u;
+  double value;
+  if (biased == 15 && fraction == 7)
+    value = std::numeric_limits<double>::quiet_NaN();
+  else if (biased == 0)
+    value = std::ldexp(static_cast<double>(fraction), -9);
+  else
+    value = std::ldexp(8.0 + fraction, static_cast<int>(biased) - 7 - kE4M3Fraction);
+  return bits & 0x80u ? -value : value;
+}
 
 double tessel::interp::roundToFormat(double x, int mantissaBits, int exponentBits) {
   return roundTo(Format{mantissaBits, exponentBits}, x);

@@ -130,11 +130,13 @@ Type KernelBuilder::elementType(const std::string &dtype) {
     return builder.getF16Type();
   if (dtype == "bf16")
     return builder.getBF16Type();
+  if (dtype == "f8e4m3fn")
+    return builder.getType<Float8E4M3FNType>();
   if (dtype == "i32")
     return builder.getI32Type();
   if (dtype == "i1")
     return builder.getI1Type();
-  fail("unknown element type '" + dtype + "' (expected f16, bf16, f32, i32 or i1)");
+  fail("unknown element type '" + dtype + "' (expected f8e4m3fn, f16, bf16, f32, i32 or i1)");
 }
 
 Type KernelBuilder::withShape(Type element, llvm::ArrayRef<int64_t> shape) {
@@ -368,7 +370,10 @@ Value KernelBuilder::convert(Value value, const std::string &dtype) {
   auto fromF = dyn_cast<FloatType>(from);
   auto toF = dyn_cast<FloatType>(to);
   if (fromF && toF) {
-    if (fromF.getWidth() == toF.getWidth()) { // f16 <-> bf16 goes through f32
+    // f16 <-> bf16 goes through f32, and so does every conversion of FP8 (what the hardware
+    // converts: cvt's e4m3x2 <-> f16x2 and f32 pairs).
+    bool fp8 = fromF.getWidth() == 8 || toF.getWidth() == 8;
+    if (fromF.getWidth() == toF.getWidth() || (fp8 && !fromF.isF32() && !toF.isF32())) {
       Value wide = arith::ExtFOp::create(builder, l,
                                          withShape(builder.getF32Type(), shapeOf(value)), value);
       return arith::TruncFOp::create(builder, l, result, wide);
@@ -827,6 +832,8 @@ std::string KernelBuilder::dtypeOf(Value value) {
     return "f16";
   if (t.isBF16())
     return "bf16";
+  if (isa<Float8E4M3FNType>(t))
+    return "f8e4m3fn";
   if (t.isInteger(32))
     return "i32";
   if (t.isInteger(1))

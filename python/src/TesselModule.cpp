@@ -46,6 +46,8 @@ using tessel::interp::KernelArg;
 
 /// The interpreter's element kind for a tile.ptr element type name.
 ElementKind kindOfName(const std::string &dtype) {
+  if (dtype == "f8e4m3fn")
+    return ElementKind::F8E4M3;
   if (dtype == "f16")
     return ElementKind::F16;
   if (dtype == "bf16")

@@ -27,7 +27,7 @@ from .errors import CompilationError, KernelRuntimeError
 from .jit import CompileOptions, CompiledKernel, JITFunction, jit
 from . import cache
 from .cache import GpuOptions
-from .runtime import from_bf16, to_bf16
+from .runtime import from_bf16, from_fp8, to_bf16, to_fp8
 from .gpu import DevicePointer, GpuUnavailableError
 from .attention import attention, compile_attention
 from .blocksparse import BlockMask, block_mask
@@ -54,5 +54,5 @@ __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "C
            "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention", "block_mask", "BlockMask",
            "attention_backward", "compile_attention_backward", "attention_varlen",
            "attention_with_kvcache", "to_bf16",
-           "from_bf16", "DevicePointer", "GpuUnavailableError", "gpu", "autotune", "Autotuner",
+           "from_bf16", "to_fp8", "from_fp8", "DevicePointer", "GpuUnavailableError", "gpu", "autotune", "Autotuner",
            "Config"]

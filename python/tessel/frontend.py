@@ -107,6 +107,8 @@ _UNSUPPORTED = {
 _PY_FUNCS = {builtins.min, builtins.max, builtins.abs, builtins.float, builtins.int,
              builtins.len, builtins.round, builtins.bool, builtins.pow}
 _FLOATS = ("f16", "bf16", "f32")
+# FP8 (e4m3fn) tiles are loaded, stored, converted and multiplied by tl.dot, not computed on.
+_FP8 = "f8e4m3fn"
 # Globals read by a trace that need no guard: Python's builtins and tl's own objects.
 _UNGUARDED = tuple(_PY_FUNCS) + (tl.constexpr,)
 
@@ -1032,6 +1034,10 @@ class CodeGenerator:
         for x in (a, b):
             if isinstance(x, CapturedTensor):
                 self.require_value(x, node, "an operand")
+            if isinstance(x, TVal) and x.dtype == _FP8:
+                raise self.error(node, f"'{op}' on an FP8 (f8e4m3fn) tile: FP8 is loaded, stored, "
+                                       "converted and multiplied by tl.dot; convert it with "
+                                       ".to(tl.float32) first")
         if not isinstance(a, TVal) and not isinstance(b, TVal):
             try:
                 return _PY_BINOP[op](a, b)
@@ -1247,8 +1253,9 @@ class CodeGenerator:
         a = self.tile_arg(a, node, "tl.dot's first operand", (2,))
         b = self.tile_arg(b, node, "tl.dot's second operand", (2,))
         for x in (a, b):
-            if x.dtype not in _FLOATS:
-                raise self.error(node, f"tl.dot multiplies f16, bf16 or f32 tiles, not {x.dtype}")
+            if x.dtype not in _FLOATS + (_FP8,):
+                raise self.error(node, f"tl.dot multiplies f8e4m3fn, f16, bf16 or f32 tiles, not "
+                                       f"{x.dtype}")
         if a.dtype != b.dtype:
             raise self.error(node, f"tl.dot operands differ in type: {a.dtype} and {b.dtype}; "
                                    "convert one with .to()")

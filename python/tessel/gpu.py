@@ -60,7 +60,8 @@ class DevicePointer:
         return f"DevicePointer(0x{self.ptr:x}, {self.dtype!r}, device={self.device})"
 
 
-_NAMES = {"f16": "f16", "float16": "f16", "half": "f16", "bf16": "bf16", "bfloat16": "bf16",
+_NAMES = {"f8e4m3fn": "f8e4m3fn", "float8_e4m3fn": "f8e4m3fn",
+          "f16": "f16", "float16": "f16", "half": "f16", "bf16": "bf16", "bfloat16": "bf16",
           "f32": "f32", "float32": "f32", "float": "f32", "i32": "i32", "int32": "i32"}
 
 
@@ -74,7 +75,7 @@ def dtype_name(dtype):
     else:
         text = str(dtype)
         name = _NAMES.get(text.rsplit(".", 1)[-1])   # "torch.float16" -> "float16"
-    if name not in ("f16", "bf16", "f32", "i32"):
+    if name not in ("f8e4m3fn", "f16", "bf16", "f32", "i32"):
         raise TypeError(f"no tessel element type for {dtype!r} (use f16, bf16, f32 or i32)")
     return name
 
@@ -95,10 +96,12 @@ def torch_dtype_name(t):
         torch = torch_module()
         _TORCH_DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
                          torch.int32: "i32"}
+        if hasattr(torch, "float8_e4m3fn"):
+            _TORCH_DTYPES[torch.float8_e4m3fn] = "f8e4m3fn"
     d = _TORCH_DTYPES.get(t.dtype)
     if d is None:
-        raise TypeError(f"tensors of {t.dtype} are not supported: use float16, bfloat16, float32 "
-                        "or int32")
+        raise TypeError(f"tensors of {t.dtype} are not supported: use float16, bfloat16, float32, "
+                        "int32 or float8_e4m3fn")
     return d
 
 

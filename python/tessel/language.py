@@ -22,13 +22,17 @@ class dtype:
 
     @property
     def is_float(self):
-        return self.name in ("f16", "bf16", "f32")
+        return self.name in ("f8e4m3fn", "f16", "bf16", "f32")
 
 
 #: 16-bit IEEE float (f16).
 float16 = dtype("f16", "float16")
 #: bfloat16 (bf16); numpy arrays carry it as uint16 bit patterns (tessel.to_bf16).
 bfloat16 = dtype("bf16", "bfloat16")
+#: The 8-bit float e4m3fn of the OCP FP8 formats, loaded, stored, converted and multiplied by
+#: tl.dot (sm_90a's wgmma), not computed on; numpy arrays carry it as uint8 bit patterns
+#: (tessel.to_fp8). Conversions to it round to nearest even and saturate at ±448.
+float8_e4m3fn = dtype("f8e4m3fn", "float8_e4m3fn")
 #: 32-bit IEEE float (f32), the accumulator type.
 float32 = dtype("f32", "float32")
 #: 32-bit signed integer (i32), the type of indices.
@@ -37,7 +41,7 @@ int32 = dtype("i32", "int32")
 int1 = dtype("i1", "int1")
 #: The same as :data:`int1`.
 bool_ = int1
-DTYPES = {d.name: d for d in (float16, bfloat16, float32, int32, int1)}
+DTYPES = {d.name: d for d in (float8_e4m3fn, float16, bfloat16, float32, int32, int1)}
 
 
 class constexpr:
@@ -436,5 +440,5 @@ def cdiv(a, b):
     """``ceil(a / b)`` for integers of any sign (``-((-a) // b)``)."""
 
 
-__all__ = ["dtype", "float16", "bfloat16", "float32", "int32", "int1", "bool_", "constexpr",
+__all__ = ["dtype", "float8_e4m3fn", "float16", "bfloat16", "float32", "int32", "int1", "bool_", "constexpr",
            *BUILTINS]

@@ -32,7 +32,8 @@ add_array_type(np.ndarray)
 add_array_type(gpu.DevicePointer)
 
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
-                   np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16"}
+                   np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16",
+                   np.dtype(np.uint8): "f8e4m3fn"}
 
 
 def dtype_of_array(a):
@@ -40,8 +41,8 @@ def dtype_of_array(a):
         return "bf16"
     d = _NUMPY_TO_DTYPE.get(a.dtype)
     if d is None:
-        raise TypeError(f"arrays of {a.dtype} are not supported: use float32, float16, int32 or "
-                        "uint16 (bf16 bit patterns)")
+        raise TypeError(f"arrays of {a.dtype} are not supported: use float32, float16, int32, "
+                        "uint16 (bf16 bit patterns) or uint8 (FP8 e4m3fn bit patterns)")
     return d
 
 
@@ -129,6 +130,54 @@ def from_bf16(x):
         numpy.ndarray: float32, of x's shape.
     """
     return (np.asarray(x, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _e4m3_values():
+    """The float64 value of each positive e4m3fn bit pattern 0x00..0x7E (0x7F is NaN)."""
+    bits = np.arange(0x7F)
+    exponent, fraction = bits >> 3, bits & 7
+    normal = np.ldexp(1.0 + fraction / 8.0, exponent - 7)
+    return np.where(exponent == 0, np.ldexp(fraction.astype(np.float64), -9), normal)
+
+
+_E4M3 = _e4m3_values()
+
+
+def to_fp8(x):
+    """Rounds floats to FP8 e4m3fn (to nearest even, saturating at ±448 as the GPU's
+    cvt.rn.satfinite does), as numpy carries it: uint8 bit patterns.
+
+    Args:
+        x: an array-like of floats.
+
+    Returns:
+        numpy.ndarray: uint8 bit patterns of x's shape; NaN becomes 0x7F (with its sign).
+    """
+    v = np.asarray(x, dtype=np.float64)
+    a = np.minimum(np.abs(np.nan_to_num(v, nan=0.0, posinf=448.0, neginf=-448.0)), 448.0)
+    with np.errstate(divide="ignore"):
+        exponent = np.maximum(np.floor(np.log2(np.where(a > 0, a, 1.0))), -6.0)
+    quantum = np.ldexp(1.0, (exponent - 3).astype(np.int64))
+    rounded = np.minimum(np.round(a / quantum) * quantum, 448.0)   # np.round: ties to even
+    out = np.searchsorted(_E4M3, rounded).astype(np.uint8)
+    out |= np.where(np.signbit(v), 0x80, 0).astype(np.uint8)
+    out[np.isnan(v)] |= 0x7F
+    return out
+
+
+def from_fp8(x):
+    """The float32 values of FP8 e4m3fn bit patterns (the inverse of :func:`to_fp8`).
+
+    Args:
+        x: an array-like of uint8 bit patterns.
+
+    Returns:
+        numpy.ndarray: float32, of x's shape.
+    """
+    bits = np.asarray(x, dtype=np.uint8)
+    magnitude = bits & 0x7F
+    value = np.where(magnitude == 0x7F, np.nan, _E4M3[np.minimum(magnitude, 0x7E)])
+    return np.where(bits & 0x80, -value, value).astype(np.float32)
 
 
 def _grid3(grid):

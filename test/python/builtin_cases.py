@@ -24,7 +24,7 @@ MATRIX = ("dot", "softmax", "trans", "expand_dims", "broadcast_to")
 
 # (builtin, dtype) pairs the docs refuse, with a piece of the message.
 EXPECTED_ERRORS = {
-    **{("dot", d): "tl.dot multiplies f16, bf16 or f32 tiles" for d in ("i32", "i1")},
+    **{("dot", d): "tl.dot multiplies f8e4m3fn, f16, bf16 or f32 tiles" for d in ("i32", "i1")},
     **{("softmax", d): "tl.softmax needs a float tile" for d in ("i32", "i1")},
     **{("floordiv", d): "'//' on floats is not supported" for d in FLOATS},
     **{("mod", d): "'%' on floats is not supported" for d in FLOATS},

@@ -134,6 +134,7 @@ int fail(const llvm::Twine &message) {
 // The .npy dtype of a buffer: bf16 travels as its 16-bit patterns.
 llvm::StringRef npyDescr(ElementKind kind) {
   switch (kind) {
+  case ElementKind::F8E4M3: return "|u1";
   case ElementKind::F16: return "<f2";
   case ElementKind::BF16: return "<u2";
   case ElementKind::F32: return "<f4";
@@ -227,6 +228,10 @@ std::pair<double, double> toleranceOf(ElementKind kind) {
   case ElementKind::BF16:
     rtol = 1.6e-2;
     atol = 1e-2;
+    break;
+  case ElementKind::F8E4M3: // one ulp of e4m3's 3 fraction bits
+    rtol = 1.3e-1;
+    atol = 2e-3;
     break;
   case ElementKind::I32:
     rtol = 0;

@@ -44,9 +44,9 @@ LogicalResult DescType::verify(function_ref<InFlightDiagnostic()> emitError, uns
                                Type elementType) {
   if (rank < 1 || rank > 4)
     return emitError() << "descriptor rank must be between 1 and 4, got " << rank;
-  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32() &&
-      !elementType.isInteger(32))
-    return emitError() << "descriptor element type must be f16, bf16, f32 or i32, got "
+  if (!isa<Float8E4M3FNType>(elementType) && !elementType.isF16() && !elementType.isBF16() &&
+      !elementType.isF32() && !elementType.isInteger(32))
+    return emitError() << "descriptor element type must be f8E4M3FN, f16, bf16, f32 or i32, got "
                        << elementType;
   return success();
 }

@@ -17,15 +17,16 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 class Tile_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tile_Dialect, mnemonic, traits>;
 
-// A tile is a statically shaped tensor; floats are what the hardware multiplies.
+// A tile is a statically shaped tensor; floats are what the hardware multiplies. FP8 (e4m3)
+// tiles are loaded, stored, converted and multiplied (tile.dot), not computed on.
 def Tile_FloatElement : AnyTypeOf<[F16, BF16, F32]>;
-def Tile_Element : AnyTypeOf<[F16, BF16, F32, I32, I1]>;
-def Tile_Tile : StaticShapeTensorOf<[F16, BF16, F32, I32, I1]>;
+def Tile_Element : AnyTypeOf<[F8E4M3FN, F16, BF16, F32, I32, I1]>;
+def Tile_Tile : StaticShapeTensorOf<[F8E4M3FN, F16, BF16, F32, I32, I1]>;
 def Tile_FloatTile : StaticShapeTensorOf<[F16, BF16, F32]>;
 def Tile_F32Tile : StaticShapeTensorOf<[F32]>;
 def Tile_MaskTile : StaticShapeTensorOf<[I1]>;
 def Tile_Tile1D : TensorRankOf<[I32], [1]>;
-def Tile_Tile2D : TensorRankOf<[F16, BF16, F32, I32, I1], [2]>;
+def Tile_Tile2D : TensorRankOf<[F8E4M3FN, F16, BF16, F32, I32, I1], [2]>;
 
 //===----------------------------------------------------------------------===//
 // The grid
@@ -240,15 +241,15 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>,
                                  AllElementTypesMatch<["a", "b"]>]> {
   let summary = "Matrix product of two tiles added to an f32 accumulator.";
   let description = [{
-    `result = a · b + acc` with `a: M×K`, `b: K×N`, `acc: M×N`. The operands are f16, bf16 or f32;
-    products and sums are in f32 (the tensor cores' accumulation), whatever the operand type.
+    `result = a · b + acc` with `a: M×K`, `b: K×N`, `acc: M×N`. The operands are f8E4M3FN, f16,
+    bf16 or f32; products and sums are in f32 (the tensor cores' accumulation), whatever the operand type.
 
     ```mlir
     %s = tile.dot %q, %kt, %zero : tensor<128x128xf16>, tensor<128x64xf16> -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins TensorRankOf<[F16, BF16, F32], [2]>:$a,
-                       TensorRankOf<[F16, BF16, F32], [2]>:$b,
+  let arguments = (ins TensorRankOf<[F8E4M3FN, F16, BF16, F32], [2]>:$a,
+                       TensorRankOf<[F8E4M3FN, F16, BF16, F32], [2]>:$b,
                        TensorRankOf<[F32], [2]>:$acc);
   let results = (outs TensorRankOf<[F32], [2]>:$result);
   let assemblyFormat = [{

@@ -46,16 +46,16 @@
 namespace tessel::interp {
 
 /// Element types of kernel buffers.
-enum class ElementKind { F16, BF16, F32, I32 };
+enum class ElementKind { F8E4M3, F16, BF16, F32, I32 };
 
-/// The name of the element type ("f16", "bf16", "f32", "i32").
+/// The name of the element type ("f8e4m3fn", "f16", "bf16", "f32", "i32").
 llvm::StringRef elementKindName(ElementKind kind);
 /// The element kind of an MLIR type, if buffers can hold it.
 std::optional<ElementKind> elementKindOf(mlir::Type type);
-/// Bytes per element: 2 for f16 and bf16, 4 for f32 and i32.
+/// Bytes per element: 1 for e4m3fn, 2 for f16 and bf16, 4 for f32 and i32.
 unsigned elementSize(ElementKind kind);
 
-/// A host buffer laid out exactly as on the GPU: f16 and bf16 as their 16-bit patterns, f32 as
+/// A host buffer laid out exactly as on the GPU: e4m3fn, f16 and bf16 as their bit patterns, f32 as
 /// IEEE binary32, i32 as two's complement, all little-endian.
 class Buffer {
 public:

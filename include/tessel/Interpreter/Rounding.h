@@ -21,6 +21,14 @@ double roundToBF16(double x);
 /// Rounds `x` to the nearest IEEE binary32 value (ties to even); the result is a double.
 double roundToF32(double x);
 
+/// Rounds `x` to the nearest FP8 e4m3fn value (ties to even), saturating at ±448 (infinities
+/// too: e4m3fn has none, and cvt.rn.satfinite saturates); NaN stays NaN.
+double roundToE4M3(double x);
+/// The e4m3fn bit pattern of `x` rounded as roundToE4M3 does (NaN: 0x7F with the sign).
+uint8_t e4m3BitsFromDouble(double x);
+/// The value of an e4m3fn bit pattern.
+double doubleFromE4M3Bits(uint8_t bits);
+
 /// Rounds `x` to the binary format with `mantissaBits` fraction bits and `exponentBits` exponent
 /// bits (IEEE layout, subnormals, ties to even, overflow to infinity). f16 is (10, 5), bf16 (7, 8),
 /// f32 (23, 8). Exposed so tests can check the routine against the hardware's float conversion.

@@ -62,7 +62,7 @@ func.func @paged_desc_load_scalar(%p: !tile.ptr<f16>, %t: !tile.desc<1, i32>, %n
 
 // -----
 
-// expected-error @+1 {{descriptor element type must be f16, bf16, f32 or i32, got 'i8'}}
+// expected-error @+1 {{descriptor element type must be f8E4M3FN, f16, bf16, f32 or i32, got 'i8'}}
 func.func @desc_bad_element(%d: !tile.desc<2, i8>) {
   return
 }

@@ -1,0 +1,76 @@
+"""FP8 (e4m3fn) in the DSL on the CPU interpreter: numpy carries it as uint8 bit patterns
+(tessel.to_fp8 / from_fp8); tiles of it are loaded, stored, converted and multiplied by tl.dot
+with f32 accumulation; conversions to it round to nearest even and saturate at ±448."""
+import numpy as np
+import pytest
+
+import tessel
+import tessel.language as tl
+
+torch = pytest.importorskip("torch")
+
+
+def test_to_fp8_matches_torch_bit_for_bit():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal(20000) * np.exp(rng.standard_normal(20000) * 3),
+                        [0.0, -0.0, 448.0, 464.0, 465.0, 2.0 ** -10, 1.5 * 2.0 ** -9,
+                         2.5 * 2.0 ** -9, 1e9, -1e9]]).astype(np.float32)
+    ours = tessel.to_fp8(x)
+    want = torch.from_numpy(np.clip(x, -448, 448)).to(torch.float8_e4m3fn).view(torch.uint8)
+    np.testing.assert_array_equal(ours, want.numpy())
+    back = torch.from_numpy(ours).view(torch.float8_e4m3fn).float().numpy()
+    np.testing.assert_array_equal(tessel.from_fp8(ours), back)
+    assert tessel.to_fp8([np.inf, -np.inf]).tolist() == [0x7E, 0xFE]   # satfinite: ±448
+    assert np.isnan(tessel.from_fp8(tessel.to_fp8([np.nan]))).all()
+
+
+@tessel.jit
+def fp8_dot(a, b, out, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    ad = tl.make_desc(a, shape=(M, K), strides=(K, 1))
+    bd = tl.make_desc(b, shape=(N, K), strides=(K, 1))
+    od = tl.make_desc(out, shape=(M, N), strides=(N, 1))
+    at = tl.load(ad, (0, 0), shape=(M, K))
+    bt = tl.load(bd, (0, 0), shape=(N, K))
+    tl.store(od, (0, 0), tl.dot(at, bt.T))
+
+
+def test_dot_of_fp8_tiles_accumulates_in_f32():
+    rng = np.random.default_rng(1)
+    a = tessel.to_fp8(rng.standard_normal((16, 32)) * 4)
+    b = tessel.to_fp8(rng.standard_normal((8, 32)))
+    out = np.zeros((16, 8), np.float32)
+    fp8_dot[(1,)](a, b, out, 16, 32, 8)
+    want = tessel.from_fp8(a).astype(np.float64) @ tessel.from_fp8(b).astype(np.float64).T
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-5)
+
+
+@tessel.jit
+def to_fp8_and_back(x, q, out, N: tl.constexpr):
+    xd = tl.make_desc(x, shape=(N,), strides=(1,))
+    qd = tl.make_desc(q, shape=(N,), strides=(1,))
+    od = tl.make_desc(out, shape=(N,), strides=(1,))
+    t = tl.load(xd, (0,), shape=(N,)).to(tl.float8_e4m3fn)
+    tl.store(qd, (0,), t)
+    tl.store(od, (0,), t.to(tl.float16))
+
+
+def test_conversion_rounds_to_nearest_even_and_saturates():
+    x = np.array([0.3, -1.0625, 1.1875, 500.0, -1e6, 2.0 ** -11, 3.0 * 2.0 ** -10, 17.0],
+                 np.float32)
+    q = np.zeros(8, np.uint8)
+    out = np.zeros(8, np.float16)
+    to_fp8_and_back[(1,)](x, q, out, 8)
+    np.testing.assert_array_equal(q, tessel.to_fp8(x))
+    np.testing.assert_array_equal(out, tessel.from_fp8(q).astype(np.float16))
+    assert out[3] == 448 and out[4] == -448 and out[2] == 1.25 and out[7] == 16
+
+
+def test_fp8_arithmetic_is_refused_with_a_location():
+    @tessel.jit
+    def bad(x, out, N: tl.constexpr):
+        xd = tl.make_desc(x, shape=(N,), strides=(1,))
+        t = tl.load(xd, (0,), shape=(N,))
+        tl.store(tl.make_desc(out, shape=(N,), strides=(1,)), (0,), t * 2)
+
+    with pytest.raises(Exception, match="test_dsl_fp8.py"):
+        bad[(1,)](np.zeros(4, np.uint8), np.zeros(4, np.uint8), 4)
