@@ -403,7 +403,8 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
 
 def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
               enable_gqa=False, return_lse=False, block_m=None, block_n=None, block_mask=None,
-              deterministic=False):
+              deterministic=False, descale_q=None, descale_k=None, descale_v=None,
+              out_dtype=None):
     """Scaled dot-product attention with PyTorch SDPA semantics and FlexAttention-style mods.
 
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU, on torch's current
@@ -419,7 +420,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             CUDA tensors are read in place when contiguous or when their rows are evenly
             spaced — ``x.transpose(1, 2)`` of FlashAttention's ``[B, N, H, D]``, q/k/v of a
             packed qkv (last axis contiguous, strides multiples of 16 bytes); other layouts
-            are copied first.
+            are copied first. FP8: ``torch.float8_e4m3fn`` on sm_90a at head dims 128 and 256
+            (numpy: uint8 bit patterns, :func:`tessel.to_fp8`), with ``descale_*`` and
+            ``out_dtype`` below; no mask blocks and no gradients there.
         k: keys, ``[B, Hkv, Nk, D]``, ``Hkv = H`` unless ``enable_gqa``.
         v: values, like ``k``.
         causal: mask keys after the query, top-left aligned (``q_idx >= kv_idx``).
@@ -445,6 +448,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             By default (as FlashAttention's ``deterministic=False``) the sm_90a backward may
             add dq up from its key blocks with float32 atomics, in an order that varies;
             True (or ``torch.use_deterministic_algorithms(True)``) runs dq's own program.
+        descale_q: FP8 only: the factor q's values are multiplied by (FlashAttention-3's
+            descale); a number or a tensor broadcastable to ``[B, Hkv]``. 1 by default.
+        descale_k: likewise for k: the scores are ``scale · descale_q · descale_k · q8·k8ᵀ``.
+        descale_v: likewise for v: the output is multiplied by it.
+        out_dtype: FP8 only: the output's dtype, bfloat16 (the default) or float16.
 
     Returns:
         ``o`` like ``q`` (on the GPU a new tensor: contiguous for a contiguous q, else a
@@ -459,6 +467,20 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    from . import attention_fp8
+    if attention_fp8.is_fp8(q):
+        if block_mask is not None:
+            raise NotImplementedError("FP8 attention does not take a block_mask yet")
+        if gpu.is_torch_tensor(q) and _grad_enabled() and any(
+                getattr(x, "requires_grad", False) for x in (q, k, v)):
+            raise NotImplementedError("FP8 attention has no backward: call it under "
+                                      "torch.no_grad() or on tensors that do not require grad")
+        return attention_fp8.attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                       return_lse, block_m, block_n, descale_q, descale_k,
+                                       descale_v, out_dtype, _check_shapes, _as_jit)
+    if any(x is not None for x in (descale_q, descale_k, descale_v, out_dtype)):
+        raise TypeError("descale_q, descale_k, descale_v and out_dtype are for FP8 inputs "
+                        f"(float8_e4m3fn); q is {getattr(q, 'dtype', type(q).__name__)}")
     if _past_i32(q, k, v):
         return _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                     return_lse, block_m, block_n, block_mask, deterministic)

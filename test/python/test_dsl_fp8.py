@@ -74,3 +74,57 @@ def test_fp8_arithmetic_is_refused_with_a_location():
 
     with pytest.raises(Exception, match="test_dsl_fp8.py"):
         bad[(1,)](np.zeros(4, np.uint8), np.zeros(4, np.uint8), 4)
+
+
+def fp8_reference(q8, k8, v8, causal=False, scale=None, dq=1.0, dk=1.0, dv=1.0):
+    """float64 attention of the dequantized FP8 inputs: softmax(scale·dq·dk·q·kᵀ)·v·dv."""
+    q, k, v = (tessel.from_fp8(x).astype(np.float64) for x in (q8, k8, v8))
+    H, Hkv = q.shape[1], k.shape[1]
+    k, v = (np.repeat(x, H // Hkv, axis=1) for x in (k, v))
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    dq, dk, dv = (np.broadcast_to(np.asarray(d, np.float64), (q.shape[0], Hkv))
+                  .repeat(H // Hkv, axis=1)[..., None, None] for d in (dq, dk, dv))
+    s = scale * dq * dk * (q @ np.swapaxes(k, -1, -2))
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - np.where(np.isfinite(m), m, 0))
+    l = p.sum(-1, keepdims=True)
+    return p / np.where(l > 0, l, 1) @ v * dv, np.log(l[..., 0]) + m[..., 0]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(1, 2, 2, 40, 37, 32), (2, 4, 2, 33, 70, 16)])
+def test_fp8_attention_on_the_interpreter(shape, causal):
+    # P is rounded to e4m3 before P·V (FlashAttention-3's FP8 forward): outputs within a few
+    # per cent of the largest value, the LSE (computed before that rounding) within f32's.
+    B, H, Hkv, Nq, Nk, D = shape
+    rng = np.random.default_rng(2)
+    q8, k8, v8 = (tessel.to_fp8(rng.standard_normal((B, h, n, D)) * 3)
+                  for h, n in ((H, Nq), (Hkv, Nk), (Hkv, Nk)))
+    dq, dk = 0.5, rng.uniform(0.5, 2, (B, 1))
+    o, lse = tessel.attention(q8, k8, v8, causal=causal, enable_gqa=H != Hkv, return_lse=True,
+                              descale_q=dq, descale_k=dk, descale_v=0.25, out_dtype=np.float16)
+    want, want_lse = fp8_reference(q8, k8, v8, causal, dq=dq, dk=dk, dv=0.25)
+    assert o.dtype == np.float16 and o.shape == (B, H, Nq, D)
+    err = np.abs(o.astype(np.float64) - want).max()
+    assert err <= 0.04 * np.abs(want).max(), err
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+    # bf16 by default (FlashAttention-3's FP8 output).
+    o16 = tessel.attention(q8, k8, v8, causal=causal, enable_gqa=H != Hkv, descale_q=dq,
+                           descale_k=dk, descale_v=0.25)
+    assert o16.dtype == np.uint16
+    assert np.abs(tessel.from_bf16(o16) - o).max() <= 0.01 * np.abs(want).max()
+
+
+def test_fp8_attention_refuses_what_it_cannot_do():
+    q8 = tessel.to_fp8(np.ones((1, 1, 16, 16)))
+    with pytest.raises(TypeError, match="k is not"):
+        tessel.attention(q8, np.ones((1, 1, 16, 16), np.float16), q8)
+    with pytest.raises(TypeError, match="bfloat16 or float16"):
+        tessel.attention(q8, q8, q8, out_dtype=np.float32)
+    with pytest.raises(ValueError, match=r"descale_k of shape \(3,\)"):
+        tessel.attention(q8, q8, q8, descale_k=np.ones(3))
+    x = np.ones((1, 1, 16, 16), np.float16)
+    with pytest.raises(TypeError, match="are for FP8 inputs"):
+        tessel.attention(x, x, x, descale_q=2.0)

@@ -1,0 +1,217 @@
+"""FP8 (e4m3fn) attention: tessel.attention when q, k and v are FP8.
+
+FlashAttention-3's FP8 forward: Q·Kᵀ on e4m3 operands with float32 accumulation, the scores
+scaled by descale_q · descale_k · scale, the online softmax in float32, P rounded to e4m3 (it
+lies in [0, 1] before the final normalisation), P·V on e4m3 operands, the output multiplied by
+descale_v and stored in bf16 (or fp16). Descales follow FlashAttention-3: a number, or a tensor
+broadcastable to ``[B, Hkv]`` (one factor per batch and key/value head).
+
+wgmma reads FP8 operands K-major only (the PTX ISA: no transpose for 8-bit types), and the B
+operand of P·V is V with the keys as its K axis: V is given to the kernel transposed, ``[B, Hkv,
+D, Nk']`` with Nk' the keys rounded up to the key block (zero columns), one copy of V made by
+torch per call (FlashAttention-3 transposes V inside its kernel instead; docs/dev/fp8.md).
+
+The program is the attention tile of attention.py written for that layout; numpy arrays (uint8
+bit patterns, tessel.to_fp8) run it on the CPU interpreter, CUDA tensors on sm_90a.
+"""
+import math
+
+import numpy as np
+
+from . import gpu
+from . import language as tl
+from .grid import block_and_row, fold_grid, persistent_programs, program_tiles
+from .jit import jit
+
+
+@jit
+def fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m, bh,
+                       D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                       OUT: tl.constexpr):
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE. `vt` is V transposed,
+    [B, HKV, D, nkp]; descale[2·(b·HKV + kv_h)] is the scores' factor (scale · descale_q ·
+    descale_k), the next one descale_v."""
+    b = bh // H
+    h = bh % H
+    kv = b * HKV + h // (H // HKV)
+    qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv * nk * D)
+    vd = tl.make_desc(vt, shape=(D, nkp), strides=(nkp, 1), offset=kv * D * nkp)
+    od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
+    ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=bh * nq)
+    sd = tl.make_desc(descale, shape=(2 * kv + 2,), strides=(1,))
+    scale = tl.load_scalar(sd, (2 * kv,))
+    descale_v = tl.load_scalar(sd, (2 * kv + 1,))
+
+    m0 = pid_m * BLOCK_M
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    for j in tl.stream(0, nk, BLOCK_N):
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        s = tl.dot(qt, kt.T) * scale
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        if SCORE_MOD is not None:
+            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
+        mask = kv_idx < nk
+        if CAUSAL:
+            mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+        s = tl.where(mask, s, float("-inf"))
+        p, lse = tl.softmax(s, axis=1, return_lse=True)   # streamed over j
+        vb = tl.load(vd, (0, j), shape=(D, BLOCK_N))
+        acc += tl.dot(p.to(tl.float8_e4m3fn), vb.T)
+    tl.store(od, (m0, 0), (acc * descale_v).to(OUT))
+    tl.store(ld, (m0,), lse)
+
+
+@jit
+def fp8_attention_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV,
+                         D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                         OUT: tl.constexpr):
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
+    if CAUSAL:
+        pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m   # the longest rows first, as attention_kernel
+    fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m, bh, D,
+                       BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
+
+
+@jit
+def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, n_bh, tiles,
+                          starts, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
+                          MASK_MOD: tl.constexpr, OUT: tl.constexpr):
+    """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
+    is attention_kernel."""
+    n_blocks = tl.cdiv(nq, BLOCK_M)
+    td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
+    for t in range(first, end):
+        tile = tl.load_scalar(td, (t,))
+        pid_m = tile % n_blocks
+        if CAUSAL:
+            pid_m = n_blocks - 1 - pid_m
+        fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m,
+                           tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
+                           OUT)
+
+
+# sm_90a blocks by head dim: two consumer warpgroups of 64 rows over 128 keys a step, the
+# layout of the fp16 kernels without a mask (the FP8 blocks are half the bytes: the same
+# shared memory holds twice the keys, a choice left to measure).
+FP8_BLOCKS = {128: (128, 128), 256: (128, 128)}
+FP8_OUT_DTYPES = ("bf16", "f16")
+
+
+def is_fp8(x):
+    """Whether x is FP8 for tessel.attention: a torch float8_e4m3fn tensor, or a numpy uint8
+    array (e4m3fn bit patterns)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype == np.uint8
+    return gpu.is_torch_tensor(x) and str(x.dtype) == "torch.float8_e4m3fn"
+
+
+def _out_name(out_dtype):
+    name = "bf16" if out_dtype is None else gpu.dtype_name(out_dtype)
+    if name not in FP8_OUT_DTYPES:
+        raise TypeError(f"out_dtype of FP8 attention is bfloat16 or float16, not {out_dtype!r}")
+    return name
+
+
+def _descales(B, Hkv, scale, descales, like):
+    """[B·Hkv, 2] float32: (scale · descale_q · descale_k, descale_v) per (batch, kv head), a
+    numpy array or a tensor on like's device (no synchronisation with the host)."""
+    host = isinstance(like, np.ndarray)
+    xp = np if host else gpu.torch_module()
+    parts = []
+    for name, d in zip(("descale_q", "descale_k", "descale_v"), descales):
+        if d is None:
+            d = 1.0
+        if host:
+            d = np.asarray(d, np.float64)
+        elif not gpu.is_torch_tensor(d):
+            d = xp.tensor(float(d), dtype=xp.float32, device=like.device)
+        else:
+            d = d.to(device=like.device, dtype=xp.float32)
+        try:
+            d = xp.broadcast_to(d, (B, Hkv))
+        except (RuntimeError, ValueError):
+            raise ValueError(f"{name} of shape {tuple(d.shape)} does not broadcast to "
+                             f"[B, Hkv] = [{B}, {Hkv}]") from None
+        parts.append(d)
+    qk = parts[0] * parts[1] * scale
+    if host:
+        return np.ascontiguousarray(np.stack([qk, parts[2]], -1).reshape(-1), np.float32)
+    return xp.stack([qk, parts[2]], -1).reshape(-1).contiguous()
+
+
+def _transposed_v(v, nkp):
+    """V as the kernel reads it: [B, Hkv, D, nkp], keys past Nk zero."""
+    B, Hkv, Nk, D = v.shape
+    if isinstance(v, np.ndarray):
+        vt = np.zeros((B, Hkv, D, nkp), np.uint8)
+        vt[..., :Nk] = np.swapaxes(v, -1, -2)
+        return vt
+    torch = gpu.torch_module()
+    vt = torch.zeros((B, Hkv, D, nkp), dtype=torch.uint8, device=v.device)
+    vt[..., :Nk] = v.view(torch.uint8).transpose(-1, -2)
+    return vt.view(v.dtype)
+
+
+def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse, block_m,
+              block_n, descale_q, descale_k, descale_v, out_dtype, check_shapes, as_jit):
+    """tessel.attention on FP8 q, k, v (attention.py checks the call and hands it here)."""
+    host = isinstance(q, np.ndarray)
+    for name, x in (("k", k), ("v", v)):
+        if not is_fp8(x) or isinstance(x, np.ndarray) != host:
+            raise TypeError(f"q is FP8 ({'uint8 bit patterns' if host else q.dtype}), {name} "
+                            f"is not: FP8 attention takes q, k and v in e4m3fn")
+    if not host and not q.is_cuda:
+        raise TypeError(f"q is on {q.device}: FP8 attention runs CUDA tensors on sm_90a and "
+                        "numpy arrays (uint8 bit patterns) on the CPU interpreter")
+    B, H, Nq, D, Hkv, Nk = check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    out = _out_name(out_dtype)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    if host:
+        BM = block_m or min(64, 1 << max(4, (Nq - 1).bit_length()))
+        BN = block_n or min(64, 1 << max(4, (Nk - 1).bit_length()))
+    else:
+        from .attention import _chip_for_blocks
+        if _chip_for_blocks(q) != "sm_90a" or D not in FP8_BLOCKS:
+            raise NotImplementedError(
+                f"FP8 attention runs on sm_90a (wgmma's e4m3 operands) at head dims "
+                f"{', '.join(map(str, FP8_BLOCKS))}; this call is {_chip_for_blocks(q)}, "
+                f"head dim {D}")
+        BM, BN = FP8_BLOCKS[D]
+        BM, BN = block_m or BM, block_n or BN
+    nkp = -(-Nk // BN) * BN
+    if host:
+        q, k = np.ascontiguousarray(q), np.ascontiguousarray(k)
+        o = np.zeros((B, H, Nq, D), np.uint16 if out == "bf16" else np.float16)
+        lse = np.zeros((B, H, Nq), np.float32)
+    else:
+        torch = gpu.torch_module()
+        q, k = q.contiguous(), k.contiguous()
+        o = torch.empty((B, H, Nq, D), device=q.device,
+                        dtype=torch.bfloat16 if out == "bf16" else torch.float16)
+        lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
+    descale = _descales(B, Hkv, scale, (descale_q, descale_k, descale_v), q)
+    vt = _transposed_v(v, nkp)
+    args = (q, k, vt, o, lse, descale, Nq, Nk, nkp, H, Hkv)
+    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
+                      SCORE_MOD=as_jit(score_mod, "score_mod"),
+                      MASK_MOD=as_jit(mask_mod, "mask_mod"),
+                      OUT=tl.bfloat16 if out == "bf16" else tl.float16)
+    if Nq and B * H:
+        programs = None if host else persistent_programs(q, "sm_90a", BM, BN,
+                                                         -(-Nq // BM) * B * H)
+        if programs:
+            from .attention import dense_schedule
+            tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
+            fp8_persistent_kernel[(programs, 1, 1)](*args, B * H, tiles, starts, **constexprs)
+        else:
+            fp8_attention_kernel[fold_grid(-(-Nq // BM), B * H)](*args, **constexprs)
+    return (o, lse) if return_lse else o
