@@ -33,7 +33,10 @@ LoweredDesc lowerMakeDesc(OpBuilder &b, tile::MakeDescOp op, const IRMapping &sc
     d.shape.push_back(toI64(b, loc, scalars.lookup(v)));
   for (Value v : op.getStrides())
     d.strides.push_back(toI64(b, loc, scalars.lookup(v)));
+  // Memory holds FP8 as bytes: LLVM has no 8-bit float type (only conversions read it).
   d.elementType = op.getResult().getType().getElementType();
+  if (isa<Float8E4M3FNType>(d.elementType))
+    d.elementType = b.getI8Type();
   if (op.isPaged()) {
     const LoweredDesc &t = descs.at(op.getPages());
     d.pages = LoweredPages{t.base,

@@ -101,8 +101,10 @@ def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, n_
 
 # sm_90a blocks by head dim: two consumer warpgroups of 64 rows over 128 keys a step, the
 # layout of the fp16 kernels without a mask (the FP8 blocks are half the bytes: the same
-# shared memory holds twice the keys, a choice left to measure).
-FP8_BLOCKS = {128: (128, 128), 256: (128, 128)}
+# shared memory holds twice the keys, a choice left to measure). Head dim 256 needs 64-key
+# blocks (128 would take S 64 + O 128 registers a thread: ptxas serializes the wgmmas), whose
+# transposed V rows are 64 bytes: a 64-byte swizzle the shared-memory layouts do not have yet.
+FP8_BLOCKS = {128: (128, 128)}
 FP8_OUT_DTYPES = ("bf16", "f16")
 
 

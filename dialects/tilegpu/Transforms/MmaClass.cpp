@@ -60,9 +60,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   int64_t blockM = qType.getShape()[0];
   Type operandType = qType.getElementType();
   plan.operandType = operandType;
-  if (!operandType.isF16() && !operandType.isBF16())
+  bool fp8 = isa<Float8E4M3FNType>(operandType);
+  if (!operandType.isF16() && !operandType.isBF16() && !fp8)
     return queryLoad.emitOpError("loads ")
-           << operandType << ": convert-tile-to-mma needs f16 or bf16 operands";
+           << operandType << ": convert-tile-to-mma needs f16, bf16 or f8E4M3FN operands";
+  if (fp8 && !wgmma)
+    return queryLoad.emitOpError("loads f8E4M3FN: FP8 operands need wgmma (sm_90a), "
+                                 "mma.sync's m16n8k16 takes 16-bit ones");
   if (blockM != 64 && blockM != 128)
     return queryLoad.emitOpError("loads a block of ")
            << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp)";
@@ -128,13 +132,17 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
              WalkResult::interrupt();
     LoadSlot p;
     p.rows = type.getShape()[0];
-    p.cols = type.getShape()[1];
-    // Head dims 64, 128 and 256: whole 64-column wgmma slabs and 16-byte chunks that tile a
-    // row an even number of times per 128 threads (192's 24 chunks do not; tessel.attention
-    // pads other head dims to the next of these).
+    // Columns of 16 bits: an FP8 block of 2n columns is laid out as a 16-bit one of n.
+    int64_t elementCols = type.getShape()[1];
+    p.cols = elementCols * operandType.getIntOrFloatBitWidth() / 16;
+    // Head dims 64, 128 and 256 (FP8: 128 and 256): whole 64-column wgmma slabs and 16-byte
+    // chunks that tile a row an even number of times per 128 threads (192's 24 chunks do not;
+    // tessel.attention pads other head dims to the next of these).
     if (p.cols != 64 && p.cols != 128 && p.cols != 256)
       return ld.emitOpError("loads a block of ")
-                 << p.cols << " columns: convert-tile-to-mma handles head dims 64, 128 and 256",
+                 << elementCols << " columns: convert-tile-to-mma handles head dims 64, 128 and "
+                 << "256 (" << (fp8 ? "128 and 256 of FP8: 128-byte rows" : "16-bit operands")
+                 << ")",
              WalkResult::interrupt();
     if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % numThreads != 0)
       return ld.emitOpError("loads a block of ")
@@ -174,6 +182,10 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     if (!result.use_empty() && llvm::all_of(result.getUses(), isARead)) {
       p.role = LoadRole::A;
       bool transposed = llvm::any_of(result.getUses(), isTransposedA);
+      if (transposed && fp8)
+        return ld.emitOpError("is an FP8 block read transposed as an A operand: wgmma reads "
+                              "FP8 operands K-major only"),
+               WalkResult::interrupt();
       if (transposed && !wgmma)
         return ld.emitOpError("is read transposed as an A operand, which convert-tile-to-mma "
                               "does on wgmma only (sm_90a)"),
@@ -194,12 +206,19 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
                WalkResult::interrupt();
     } else if (!result.use_empty() && llvm::all_of(result.getUses(), isBRead)) {
       p.role = LoadRole::B;
+      // wgmma reads FP8 operands K-major only: a B block is the transpose of what is stored
+      // (K in Q·Kᵀ, and V given transposed for P·V: tessel/attention_fp8.py).
+      if (fp8 && llvm::any_of(result.getUses(), isDotB))
+        return ld.emitOpError("is an FP8 block read as stored as a B operand: wgmma reads FP8 "
+                              "operands K-major only, so B must be the transpose of a loaded "
+                              "block (store V transposed for P·V)"),
+               WalkResult::interrupt();
     } else {
       return ld.emitOpError("feeds something other than tile.dot operands, which "
                             "convert-tile-to-mma does not handle"),
              WalkResult::interrupt();
     }
-    int64_t bytes = p.rows * p.cols * 2;
+    int64_t bytes = p.rows * p.cols * 2; // 16-bit columns
     auto forOp = dyn_cast<scf::ForOp>(ld->getParentOp());
     if (forOp && isTileLoop(forOp))
       forOp = nullptr;
@@ -226,7 +245,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     } else if (ld->getBlock() != &tileBody(program)) {
       return ld.emitOpError("is nested in a region convert-tile-to-mma does not handle"),
              WalkResult::interrupt();
-    } else if (auto [cover, slab] = wgmma ? coveringLoad(ld, plan.loads)
+    } else if (auto [cover, slab] = wgmma && !fp8 ? coveringLoad(ld, plan.loads)
                                           : std::pair<tile::LoadOp, int64_t>();
                cover) {
       p.viewOf = cover;

@@ -85,9 +85,9 @@ bool isColBroadcast(Value v);
 /// The value of an integer constant, INT64_MIN when `v` is not one.
 int64_t constantOf(Value v);
 
-/// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
-/// operand of the same position in `tied` when `tied` is given (the statement reads and
-/// writes it in place), then `inputs` read with `inputConstraints`.
+/// Inline PTX `text` with results of `types` ("=f" for f32, "=h" for i16, "=r" otherwise),
+/// each tied to the operand of the same position in `tied` when `tied` is given (the
+/// statement reads and writes it in place), then `inputs` read with `inputConstraints`.
 SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text, TypeRange types,
                               ValueRange tied, ValueRange inputs,
                               ArrayRef<StringRef> inputConstraints);
@@ -101,6 +101,12 @@ bool isZeroTile(Value v);
 /// Whether `op` is a dot whose result is ready right after it: a tile.dot (mma.sync), or a
 /// tilegpu.wgmma waited for by the next op with pending 0 (tilegpu-async-dots{eager}).
 bool isSynchronousDot(Operation *op);
+
+/// Elements of the descriptor `d` in a 16-byte chunk: 8 of f16/bf16, 16 of FP8 (bytes in
+/// memory). Shared-memory plans count columns of 16 bits (LoadSlot), whatever the element.
+inline int64_t chunkElements(const Desc &d) {
+  return 128 / static_cast<int64_t>(d.elementType.getIntOrFloatBitWidth());
+}
 
 /// SMs the global slots of tilegpu-tma-producer's maps cover (a copy on an SM past them takes
 /// cp.async).
@@ -323,6 +329,13 @@ private:
   int64_t accRow(int64_t i, int64_t slabs) const { return i / (slabs * 4) * 2 + (i % 4) / 2; }
   int64_t accCol(int64_t i, int64_t slabs) const { return (i / 4) % slabs * 2 + i % 2; }
   Value packPair(Value lo, Value hi);
+  /// Elements of the K axis an instruction consumes: 16 of 16-bit operands (32 bytes of a row),
+  /// 32 of FP8 (wgmma's k32: the same 32 bytes).
+  int64_t kPerStep() const { return 256 / operandType.getIntOrFloatBitWidth(); }
+  /// The A fragments of one k step of FP8 P from its f32 accumulator registers `acc` (the
+  /// accumulator layout of four adjacent 8-column slabs): cvt to e4m3 pairs and a quad shuffle
+  /// into wgmma's k32 A layout (MmaSync.cpp).
+  SmallVector<Value> fp8Fragments(ArrayRef<Value> acc);
   Value fragmentOf(Value i32reg);
 
   Value toI64(Value v);

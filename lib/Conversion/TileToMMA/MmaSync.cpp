@@ -15,9 +15,10 @@
 
 namespace tessel::mma {
 
-/// An i32 register from ldmatrix as an mma operand: vector<2xf16> for f16, i32 for bf16.
+/// An i32 register from ldmatrix as an mma operand: vector<2xf16> for f16, i32 for bf16 (and
+/// FP8, which only wgmma reads).
 Value MmaKernelBuilder::fragmentOf(Value reg) {
-  if (operandType.isBF16())
+  if (!operandType.isF16())
     return reg;
   return LLVM::BitcastOp::create(b, b.getUnknownLoc(), VectorType::get({2}, operandType), reg);
 }
@@ -47,6 +48,22 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K,
   Value source = a;
   if (auto repack = source.getDefiningOp<tilegpu::ConvertLayoutOp>())
     source = repack.getInput();
+  if (isa<Float8E4M3FNType>(operandType)) {
+    // FP8 P: its f32 registers, converted and moved into the k32 layout four slabs at a time.
+    auto trunc = source.getDefiningOp<arith::TruncFOp>();
+    if (!trunc || !getElementTypeOrSelf(trunc.getIn().getType()).isF32())
+      return user->emitOpError("reads an FP8 A operand that is neither loaded nor an f32 tile "
+                               "converted to FP8, which convert-tile-to-mma cannot place");
+    FailureOr<SmallVector<Value>> regs = materialize(trunc.getIn(), Layout::Acc, user);
+    if (failed(regs))
+      return failure();
+    SmallVector<Value> frags;
+    for (int64_t mt = 0; mt < mTiles; ++mt)
+      for (int64_t kt = 0; kt < K / 32; ++kt)
+        llvm::append_range(frags, fp8Fragments(ArrayRef<Value>(*regs).slice(
+                                      (mt * (K / 8) + 4 * kt) * 4, 16)));
+    return frags;
+  }
   FailureOr<SmallVector<Value>> regs = materialize(source, Layout::Acc, user);
   if (failed(regs))
     return failure();
@@ -60,6 +77,54 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K,
       frags.push_back(packPair(at(0, 2), at(0, 3)));
       frags.push_back(packPair(at(1, 0), at(1, 1)));
       frags.push_back(packPair(at(1, 2), at(1, 3)));
+    }
+  }
+  return frags;
+}
+
+SmallVector<Value> MmaKernelBuilder::fp8Fragments(ArrayRef<Value> acc) {
+  // acc: slabs s = 0..3 of one m tile, register 4s + r at row g + 8(r/2), column 8s + 2t + r%2
+  // (g = lane/4, t = lane%4). The k32 A fragment wants, in register 2·half + rowHalf, the
+  // four bytes of columns 16·half + 4t .. +3 of its row: two pairs held by quad threads
+  // 2(t%2) and 2(t%2)+1, in slab 2·half + t/2. Each thread packs its two pairs of a (row,
+  // half) into one word (slab 2·half low, 2·half+1 high), takes the words of the two threads
+  // that hold its bytes (shfl.idx) and keeps the half selected by t/2 of each (prmt).
+  Location loc = b.getUnknownLoc();
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  auto cvt = [&](Value lo, Value hi) { // e4m3x2: the first operand goes to the high byte
+    return asmResults(b, loc, "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;", TypeRange{i16}, {},
+                      ValueRange{hi, lo}, {"f", "f"})
+        .front();
+  };
+  Value t = arith::AndIOp::create(b, loc, lane, ci32(3));
+  Value quad = arith::AndIOp::create(b, loc, lane, ci32(~3));
+  Value src0 = arith::OrIOp::create(b, loc, quad,
+                                    arith::ShLIOp::create(b, loc, arith::AndIOp::create(
+                                                                      b, loc, t, ci32(1)),
+                                                          ci32(1)));
+  Value src1 = arith::OrIOp::create(b, loc, src0, ci32(1));
+  // prmt selector: bytes 0-1 of the first word and 0-1 of the second (t/2 = 0), or 2-3 of each.
+  Value upper = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t, ci32(2));
+  Value selector = arith::SelectOp::create(b, loc, upper, ci32(0x7632), ci32(0x5410));
+  Value full = ci32(-1);
+  SmallVector<Value> frags(4);
+  for (int64_t half = 0; half < 2; ++half) {
+    for (int64_t rowHalf = 0; rowHalf < 2; ++rowHalf) {
+      auto pairOf = [&](int64_t slab) {
+        return cvt(acc[4 * slab + 2 * rowHalf], acc[4 * slab + 2 * rowHalf + 1]);
+      };
+      Value lo = arith::ExtUIOp::create(b, loc, i32, pairOf(2 * half));
+      Value hi = arith::ExtUIOp::create(b, loc, i32, pairOf(2 * half + 1));
+      Value word = arith::OrIOp::create(b, loc, lo, arith::ShLIOp::create(b, loc, hi, ci32(16)));
+      auto take = [&](Value src) {
+        return NVVM::ShflOp::create(b, loc, i32, full, word, src, ci32(0x1f),
+                                    NVVM::ShflKind::idx, UnitAttr())
+            .getResult();
+      };
+      frags[2 * half + rowHalf] =
+          asmResults(b, loc, "prmt.b32 $0, $1, $2, $3;", TypeRange{i32}, {},
+                     ValueRange{take(src0), take(src1), selector}, {"r", "r", "r"})
+              .front();
     }
   }
   return frags;

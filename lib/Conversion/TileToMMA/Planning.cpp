@@ -72,9 +72,11 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
     if (operand && operand.getOperand() == 0)
       ++aBlocks;
   });
-  if (!operandType.isF16() && !operandType.isBF16())
+  bool fp8 = isa<Float8E4M3FNType>(operandType);
+  if (!operandType.isF16() && !operandType.isBF16() && !(fp8 && wgmma))
     return program.emitOpError("has shared buffers of ")
-           << operandType << ": convert-tile-to-mma takes f16 or bf16 operands";
+           << operandType << ": convert-tile-to-mma takes f16 or bf16 operands (f8E4M3FN with "
+           << "wgmma)";
   return success();
 }
 

@@ -123,6 +123,8 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   // 8, so one shared and one global address per thread serve every step with constant offsets.
   int64_t chunksPerRow = p.cols / 8;
   int64_t rowsPerStep = copyThreadCount() / chunksPerRow;
+  // Elements of a 16-byte chunk: 8 (f16, bf16), 16 (FP8).
+  int64_t ce = chunkElements(d);
   int64_t steps = p.rows / rowsPerStep;
   // Strides known at compile time to suit 16-byte copies (unit inner stride, rows a multiple of
   // 8 elements: every attention program) take constant offsets; others are checked at run
@@ -130,7 +132,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   auto md = desc.getDefiningOp<tile::MakeDescOp>();
   int64_t rowStride = constantOf(md.getStrides()[0]);
   bool staticChunks = constantOf(md.getStrides()[1]) == 1 && rowStride != INT64_MIN &&
-                      rowStride % 8 == 0;
+                      rowStride % ce == 0;
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -167,10 +169,10 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
           ? Value(arith::ExtUIOp::create(
                 b, loc, b.getI64Type(),
                 arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, rowT, ci32(rowStride)),
-                                      arith::MulIOp::create(b, loc, chunk, ci32(8)))))
+                                      arith::MulIOp::create(b, loc, chunk, ci32(ce)))))
           : Value(arith::AddIOp::create(b, loc,
                                         arith::MulIOp::create(b, loc, toI64(rowT), d.strides[0]),
-                                        toI64(arith::MulIOp::create(b, loc, chunk, ci32(8)))));
+                                        toI64(arith::MulIOp::create(b, loc, chunk, ci32(ce)))));
   Value src0 = gep1(gep1(d.base, blockElem), threadElem);
   bool sameSwizzle = rowsPerStep % 8 == 0;
   Value dst0 = smemChunk(p.smemOffset, p.cols, rowT, chunk, stage, slabBytes(p));
@@ -205,7 +207,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
     Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), gep1(d.base, blockElem));
     Value chunkable = andi(
         andi(cmp(arith::CmpIPredicate::eq, d.strides[1], ci64(1)),
-             cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, d.strides[0], ci64(7)),
+             cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, d.strides[0], ci64(ce - 1)),
                  zero)),
         andi(cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, addr, ci64(15)), zero),
              cmp(arith::CmpIPredicate::sge, c0, zero)));
@@ -215,7 +217,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
     // Element by element: positions made opaque again, so that this seldom-taken branch's
     // arithmetic stays in it.
     Value r0x = opaque(r0), c0x = opaque(c0), rowTx = opaque(rowT), chunkx = opaque(chunk);
-    auto vt = VectorType::get({8}, d.elementType);
+    auto vt = VectorType::get({ce}, d.elementType);
     Value zeroElem = arith::ConstantOp::create(b, loc, b.getZeroAttr(d.elementType));
     for (int64_t i = 0; i < steps; ++i) {
       Value grow = arith::AddIOp::create(
@@ -225,10 +227,10 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
       Value rowElem = arith::AddIOp::create(b, loc, d.offset,
                                             arith::MulIOp::create(b, loc, grow, d.strides[0]));
       Value vec = LLVM::PoisonOp::create(b, loc, vt);
-      for (int64_t e = 0; e < 8; ++e) {
+      for (int64_t e = 0; e < ce; ++e) {
         Value gcol = arith::AddIOp::create(
             b, loc, c0x,
-            toI64(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, chunkx, ci32(8)),
+            toI64(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, chunkx, ci32(ce)),
                                         ci32(e))));
         Value in = andi(rowIn, andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
                                     cmp(arith::CmpIPredicate::slt, gcol, d.shape[1])));
@@ -250,7 +252,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   // whose length is a multiple of 8, both known at compile time (attention's head dims);
   // otherwise the last chunk of a row may be partial.
   int64_t width = constantOf(md.getShape()[1]), col = constantOf(col0);
-  bool wholeChunks = width != INT64_MIN && width % 8 == 0 && col != INT64_MIN && col % 8 == 0;
+  bool wholeChunks = width != INT64_MIN && width % ce == 0 && col != INT64_MIN && col % ce == 0;
   emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, wholeChunks, dstAt, srcAt);
 }
 
@@ -260,18 +262,19 @@ MmaKernelBuilder::ChunkColumns MmaKernelBuilder::chunkColumns(Location loc, cons
   auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
   auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
   Value zero = ci64(0);
+  int64_t ce = chunkElements(d);
   Value gcol = arith::AddIOp::create(b, loc, c0,
-                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(8))));
+                                     toI64(arith::MulIOp::create(b, loc, chunk, ci32(ce))));
   Value colIn = andi(
       cmp(arith::CmpIPredicate::sge, gcol, zero),
-      cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(8)), d.shape[1]));
+      cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, gcol, ci64(ce)), d.shape[1]));
   // A chunk that may be partial copies the bytes inside the row (cp.async zero-fills the rest).
   Value chunkBytes = ci32(16);
   if (!wholeChunks) {
     Value left = arith::MinSIOp::create(
         b, loc,
         arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, d.shape[1], gcol), zero),
-        ci64(8));
+        ci64(ce));
     colIn = andi(cmp(arith::CmpIPredicate::sge, gcol, zero),
                  cmp(arith::CmpIPredicate::sgt, left, zero));
     int64_t elemBytes = d.elementType.getIntOrFloatBitWidth() / 8;
@@ -299,7 +302,8 @@ void MmaKernelBuilder::emitChunks(Location loc, const Desc &d, const LoadPlan &p
                              arith::AddIOp::create(b, loc, r0, ci64(p.rows)), d.shape[0])),
                     andi(cmp(arith::CmpIPredicate::sge, c0, zero),
                          cmp(arith::CmpIPredicate::sle,
-                             arith::AddIOp::create(b, loc, c0, ci64(p.cols)), d.shape[1])));
+                             arith::AddIOp::create(b, loc, c0, ci64(p.cols * 8 / chunkElements(d))),
+                             d.shape[1])));
   auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
@@ -374,9 +378,10 @@ LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
   if (found->second.pages) {
     auto md = desc.getDefiningOp<tile::MakeDescOp>();
     int64_t rowStride = constantOf(md.getStrides()[0]);
-    if (constantOf(md.getStrides()[1]) != 1 || rowStride == INT64_MIN || rowStride % 8)
+    if (constantOf(md.getStrides()[1]) != 1 || rowStride == INT64_MIN ||
+        rowStride % chunkElements(found->second))
       return op->emitOpError("reads a paged descriptor whose strides are not known at compile "
-                             "time to be 1 and a multiple of 8 elements: convert-tile-to-mma "
+                             "time to be 1 and a multiple of 16 bytes: convert-tile-to-mma "
                              "copies its rows in 16-byte chunks");
   }
   return success();

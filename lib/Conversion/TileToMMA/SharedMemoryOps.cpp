@@ -50,8 +50,10 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
   LoadPlan p;
   p.smemOffset = *alloc.getOffset();
   p.rows = type.getShape()[0];
-  p.cols = type.getShape().back();
-  // The copies and ldmatrix addresses assume the class's blocks: 16-bit operands, whole
+  // In 16-bit columns: an FP8 row of 2n elements is laid out as a 16-bit row of n (the copies,
+  // swizzle and ldmatrix move bytes; wgmma's k32 FP8 step covers a k16 step's 32 bytes).
+  p.cols = type.getShape().back() * type.getElementType().getIntOrFloatBitWidth() / 16;
+  // The copies and ldmatrix addresses assume the class's blocks: 16-bit columns, whole
   // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle.
   int64_t rowsPerStep = p.cols % 8 == 0 ? copyThreadCount() / (p.cols / 8) : 0;
   if (type.getShape().size() != 2 || type.getElementType() != operandType ||

@@ -23,15 +23,15 @@ void MmaKernelBuilder::fenceSharedForAsyncProxy(Location loc) {
       NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
 }
 
-/// Inline PTX `text` with results of `types` ("=f" for f32, "=r" otherwise), each tied to the
-/// operand of the same position in `tied` when `tied` is given (the statement reads and
-/// writes it in place), then `inputs` read with `inputConstraints`.
+/// Inline PTX `text` with results of `types` ("=f" for f32, "=h" for i16, "=r" otherwise),
+/// each tied to the operand of the same position in `tied` when `tied` is given (the
+/// statement reads and writes it in place), then `inputs` read with `inputConstraints`.
 SmallVector<Value> asmResults(OpBuilder &b, Location loc, StringRef text, TypeRange types,
                               ValueRange tied, ValueRange inputs,
                               ArrayRef<StringRef> inputConstraints) {
   SmallVector<std::string> constraints;
   for (Type t : types)
-    constraints.push_back(t.isF32() ? "=f" : "=r");
+    constraints.push_back(t.isF32() ? "=f" : t.isInteger(16) ? "=h" : "=r");
   for (size_t i = 0; i < tied.size(); ++i)
     constraints.push_back(std::to_string(i));
   for (StringRef c : inputConstraints)
@@ -123,7 +123,8 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
                     b, loc, arith::AndIOp::create(b, loc, rowBase, ci32(~63)), ci32(128))));
     aDesc0 = wgmmaDescriptor(aStart, *aPlan, !aView->transposed);
   }
-  StringRef ptxType = operandType.isBF16() ? "bf16" : "f16";
+  bool fp8 = isa<Float8E4M3FNType>(operandType);
+  StringRef ptxType = fp8 ? "e4m3" : operandType.isBF16() ? "bf16" : "f16";
   int64_t nAcc = N / 2;
   int64_t aOperands = aPlan ? 1 : 4;
   for (int64_t kt = 0; kt < kSteps; ++kt) {
@@ -138,7 +139,8 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
     std::string text;
     llvm::raw_string_ostream os(text);
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + aOperands + 1 << ", 0;\n"
-       << "wgmma.mma_async.sync.aligned.m64n" << N << "k16.f32." << ptxType << "." << ptxType
+       << "wgmma.mma_async.sync.aligned.m64n" << N << "k" << kPerStep() << ".f32." << ptxType
+       << "." << ptxType
        << " {";
     for (int64_t i = 0; i < nAcc; ++i)
       os << (i ? ", " : "") << "$" << i;
@@ -147,9 +149,12 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
       os << "$" << first;
     else
       os << "{$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3 << "}";
-    // scale-d, imm-scale-a, imm-scale-b, [imm-trans-a (0: A K-major),] imm-trans-b.
-    os << ", $" << first + aOperands << ", p, 1, 1, "
-       << (aPlan ? (aView->transposed ? "1, " : "0, ") : "") << (transposed ? 0 : 1) << ";\n}";
+    // scale-d, imm-scale-a, imm-scale-b, [imm-trans-a (0: A K-major),] imm-trans-b. FP8 has
+    // no transpose immediates: its operands are K-major (MmaClass refuses the others).
+    os << ", $" << first + aOperands << ", p, 1, 1";
+    if (!fp8)
+      os << ", " << (aPlan ? (aView->transposed ? "1, " : "0, ") : "") << (transposed ? 0 : 1);
+    os << ";\n}";
     SmallVector<Value> inputs;
     SmallVector<StringRef> cons;
     if (aPlan) {
@@ -175,7 +180,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::wgmmaA(Value a, Operation *user)
   Type i32 = b.getI32Type();
   // Nothing pending before an overlapped loop's first iteration: P = 0.
   if (isZeroTile(a))
-    return SmallVector<Value>(mTiles * (K / 16) * 4, ci32(0));
+    return SmallVector<Value>(mTiles * (K / kPerStep()) * 4, ci32(0));
   FailureOr<SmallVector<Value>> frags = aFragmentsOf(a, K, user);
   if (failed(frags))
     return failure();
@@ -240,15 +245,15 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
     return failure();
   int64_t K = op.getA().getType().getShape()[1], N = op.getAcc().getType().getShape()[1];
   if (N % 8 != 0 || N > 256)
-    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk16 takes N a "
-                                    << "multiple of 8 up to 256";
+    return op.emitOpError("makes ") << N << " columns: wgmma.mma_async.m64nNk" << kPerStep()
+                                    << " takes N a multiple of 8 up to 256";
   auto aInShared = aShared.find(op.getA());
   const SharedView *aView = aInShared == aShared.end() ? nullptr : &aInShared->second;
   if (aView && mTiles != 1)
     return op.emitOpError("reads an A block from shared memory with ")
            << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
-  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N, K / 16,
-                   aView);
+  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N,
+                   K / kPerStep(), aView);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();

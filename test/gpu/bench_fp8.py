@@ -1,0 +1,116 @@
+"""FP8 forward speed: tessel.attention on float8_e4m3fn inputs beside tessel's fp16 and cuDNN /
+FA2 fp16 (torch SDPA), one process (issue 16). cuDNN's FP8 is tried through SDPA too and
+recorded as refused where PyTorch does not expose it.
+
+    PYTHONPATH=build/python python3 test/gpu/bench_fp8.py [--json OUT.json] [--dims 128]
+        [--lengths 4096 16384] [--set FIELD=VALUE ...]
+
+The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. Timed per
+call (triton.testing.do_bench median, bench_decode.make_timer): `tessel.attention(q8, k8, v8,
+causal=..., descale_q=dq, descale_k=dk, descale_v=dv)` with descales as CUDA tensors, output
+bf16 — its allocations, the copy of V transposed it makes, and the Python launch path; the
+transposing copy is also timed alone (`vt_ms`). TFLOP/s count 4·b·h·n²·d (half for causal).
+`--set` compiles tessel's kernels with GpuOptions fields (e.g. --set overlap_consumers=False).
+Without torch or CUDA it prints why and exits 0.
+"""
+import argparse
+import json
+
+from bench_decode import compile_with, cuda_torch, make_timer
+
+
+def parse_set(items):
+    fields = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        fields[name] = {"True": True, "False": False}.get(value) if value in ("True", "False") \
+            else int(value)
+    return fields
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    ap.add_argument("--dims", type=int, nargs="+", default=[128])
+    ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
+    ap.add_argument("--set", nargs="*", default=[], help="GpuOptions FIELD=VALUE for tessel")
+    args = ap.parse_args()
+    torch = cuda_torch("bench_fp8")
+    if torch is None:
+        return 0
+    import tessel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    if args.set:
+        compile_with(**parse_set(args.set))
+    timed, timer = make_timer(torch)
+    report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
+                  options=args.set, rows=[])
+    F = torch.nn.functional.scaled_dot_product_attention
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    e4m3 = torch.float8_e4m3fn
+    print(f"TFLOP/s; {timer}; fp8 output bf16{'; ' + ' '.join(args.set) if args.set else ''}")
+    print(f"{'d':>4} {'n':>6} {'causal':>6} {'fp8':>8} {'fp16':>8} {'cuDNN16':>8} {'FA2':>8} "
+          f"{'/cuDNN16':>9} {'/fp16':>6} {'vt_ms':>7} {'err':>8}")
+    for D in args.dims:
+        H = max(1, 2048 // D)
+        for n in args.lengths:
+            B = max(1, 16384 // n)
+            for causal in (False, True):
+                q, k, v = (torch.randn(B, H, n, D, device="cuda", generator=gen,
+                                       dtype=torch.float16) for _ in range(3))
+                scales = [x.abs().amax().float() / 448 for x in (q, k, v)]
+                q8, k8, v8 = ((x / s).to(e4m3) for x, s in zip((q, k, v), scales))
+                dq, dk, dv = scales
+                flops = 4 * B * H * n * n * D / (2 if causal else 1)
+                row = dict(d=D, n=n, b=B, h=H, causal=causal)
+
+                def fp8():
+                    return tessel.attention(q8, k8, v8, causal=causal, descale_q=dq,
+                                            descale_k=dk, descale_v=dv)
+                out8 = fp8()
+                row["fp8_ms"] = timed(fp8)
+                row["fp16_ms"] = timed(lambda: tessel.attention(q, k, v, causal=causal))
+                row["vt_ms"] = timed(lambda: v8.view(torch.uint8).transpose(-1, -2).contiguous())
+                for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
+                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                    try:
+                        with sdpa_kernel([be]):
+                            want = F(q, k, v, is_causal=causal)
+                            row[f"{name}_ms"] = timed(lambda: F(q, k, v, is_causal=causal))
+                        if name == "cudnn":
+                            row["max_rel_err_vs_cudnn_fp16"] = (
+                                (out8.float() - want.float()).abs().max()
+                                / want.float().abs().max()).item()
+                    except Exception as e:           # noqa: BLE001 (the backend refuses)
+                        row[f"{name}_ms"] = None
+                        row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                try:
+                    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                        row["cudnn_fp8_ms"] = timed(lambda: F(q8, k8, v8, is_causal=causal))
+                except Exception as e:               # noqa: BLE001
+                    row["cudnn_fp8_ms"] = None
+                    row["cudnn_fp8_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                for key in ("fp8", "fp16", "cudnn", "fa2", "cudnn_fp8"):
+                    ms = row.get(f"{key}_ms")
+                    row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
+
+                def tf(x):
+                    return f"{row[x + '_tflops']:.1f}" if row.get(x + "_tflops") else "-"
+
+                def ratio(x):
+                    return f"{row[x + '_ms'] / row['fp8_ms']:.2f}" if row.get(x + "_ms") else "-"
+                report["rows"].append(row)
+                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('fp8'):>8} {tf('fp16'):>8} "
+                      f"{tf('cudnn'):>8} {tf('fa2'):>8} {ratio('cudnn'):>9} {ratio('fp16'):>6} "
+                      f"{row['vt_ms']:>7.3f} {row.get('max_rel_err_vs_cudnn_fp16', float('nan')):>8.2e}"
+                      + (f"  cuDNN fp8 {tf('cudnn_fp8')}" if row.get("cudnn_fp8_ms") else ""),
+                      flush=True)
+                del q, k, v, q8, k8, v8, out8
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""FP8 (e4m3fn) attention on the H200 (tessel/attention_fp8.py): q, k, v float8_e4m3fn with
+descales, output bf16 or fp16, against a float64 reference on the dequantized inputs.
+
+The stated tolerance (docs/dev/fp8.md): FlashAttention's rule — the error against float64 at
+most twice that of a float32 emulation of the same FP8 recipe (scores in float32, P rounded to
+e4m3 after subtracting the row max, P·V of e4m3 values, the output rounded to out_dtype) — plus
+1e-3 of the largest output; the LSE within 1e-4 (absolute, on values of order 5–10).
+
+Run on a machine with an sm_90 GPU and torch (skipped elsewhere):
+    TESSEL_CACHE_DIR=$(mktemp -d) PYTHONPATH=build/python python3 -m pytest -q test/gpu/test_fp8_gpu.py
+"""
+import importlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+    pytest.skip("FP8 attention runs on sm_90a", allow_module_level=True)
+
+import tessel  # noqa: E402
+from tessel import grid  # noqa: E402
+attention_module = importlib.import_module("tessel.attention")
+
+E4M3 = torch.float8_e4m3fn
+
+
+def quantize(x):
+    """x scaled into e4m3's range: (x8, descale) with x ≈ x8 · descale."""
+    descale = x.abs().amax().clamp(min=1e-12) / 448.0
+    return (x / descale).to(E4M3), descale
+
+
+def references(q8, k8, v8, dq, dk, dv, causal, out_dtype):
+    """(float64 reference, float32 emulation of the FP8 recipe, float64 LSE)."""
+    H, Hkv = q8.shape[1], k8.shape[1]
+    q, k, v = (x.double() for x in (q8, k8, v8))
+    k, v = (x.repeat_interleave(H // Hkv, 1) for x in (k, v))
+    dq, dk, dv = (torch.as_tensor(d, dtype=torch.float64, device=q.device)
+                  .broadcast_to((q.shape[0], Hkv)).repeat_interleave(H // Hkv, 1)[..., None, None]
+                  for d in (dq, dk, dv))
+    s = (q @ k.transpose(-1, -2)) * dq * dk / q.shape[-1] ** 0.5
+    if causal:
+        keep = torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    m = s.amax(-1, keepdim=True).nan_to_num(0.0, neginf=0.0)
+    p = (s - m).exp()
+    lse = p.sum(-1).log() + m[..., 0]
+    ref = (p / p.sum(-1, keepdim=True)).nan_to_num(0.0) @ v * dv
+    p32 = (s.float() - m.float()).exp()
+    emul = (p32.to(E4M3).float() @ v.float()) / p32.sum(-1, keepdim=True) * dv.float()
+    return ref, emul.nan_to_num(0.0).to(out_dtype), lse
+
+
+def check(o, lse, ref, emul, want_lse):
+    assert not torch.isnan(o).any()
+    err = (o.double() - ref).abs().max().item()
+    bound = 2 * (emul.double() - ref).abs().max().item() + 1e-3 * ref.abs().max().item()
+    assert err <= bound, (err, bound)
+    finite = torch.isfinite(want_lse)
+    assert torch.equal(torch.isfinite(lse), finite)
+    assert (lse.double() - want_lse)[finite].abs().max().item() <= 1e-4
+
+
+@pytest.fixture(params=[True, False], ids=["persistent", "grid"])
+def persistent(request):
+    default = grid.PERSISTENT_GPU
+    grid.PERSISTENT_GPU = request.param
+    attention_module._cuda_configs.clear()
+    yield request.param
+    grid.PERSISTENT_GPU = default
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 8, 8, 1024, 1024), (1, 4, 2, 1000, 777),
+                                           (3, 6, 3, 300, 2100), (1, 16, 16, 4096, 4096)])
+def test_fp8_attention(persistent, out_dtype, causal, B, H, Hkv, Nq, Nk):
+    gen = torch.Generator(device="cuda").manual_seed(Nq + 7 * Nk + H)
+    rnd = lambda *s: torch.randn(*s, device="cuda", generator=gen)   # noqa: E731
+    q8, dq = quantize(rnd(B, H, Nq, 128) * 2)
+    k8, dk = quantize(rnd(B, Hkv, Nk, 128))
+    v8, dv = quantize(rnd(B, Hkv, Nk, 128))
+    o, lse = tessel.attention(q8, k8, v8, causal=causal, enable_gqa=H != Hkv, return_lse=True,
+                              descale_q=dq, descale_k=dk, descale_v=dv, out_dtype=out_dtype)
+    assert o.dtype == out_dtype and o.shape == (B, H, Nq, 128)
+    ref, emul, want_lse = references(q8, k8, v8, dq, dk, dv, causal, out_dtype)
+    check(o, lse, ref, emul, want_lse)
+
+
+def test_fp8_descales_per_batch_and_head():
+    # FlashAttention-3's descale tensors: one factor per (batch, kv head).
+    B, H, Hkv, N = 2, 4, 2, 640
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    q8, k8, v8 = (torch.randn(B, h, N, 128, device="cuda", generator=gen).to(E4M3)
+                  for h in (H, Hkv, Hkv))
+    dq, dk, dv = (torch.rand(B, Hkv, device="cuda", generator=gen) + 0.5 for _ in range(3))
+    o, lse = tessel.attention(q8, k8, v8, enable_gqa=True, return_lse=True, descale_q=dq,
+                              descale_k=dk, descale_v=dv)
+    ref, emul, want_lse = references(q8, k8, v8, dq, dk, dv, False, torch.bfloat16)
+    check(o, lse, ref, emul, want_lse)
+
+
+def test_fp8_refusals():
+    x = torch.zeros(1, 2, 128, 256, device="cuda").to(E4M3)
+    with pytest.raises(NotImplementedError, match="head dims 128"):
+        tessel.attention(x, x, x)
+    y = torch.zeros(1, 2, 128, 128, device="cuda", requires_grad=True)
+    with pytest.raises(NotImplementedError, match="no backward"):
+        tessel.attention(y.to(E4M3), y.to(E4M3), y.to(E4M3))
