@@ -25,16 +25,17 @@ from .jit import jit
 
 
 @jit
-def fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m, bh,
+def fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m, bh,
                        D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                        OUT: tl.constexpr):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE. `vt` is V transposed,
-    [B, HKV, D, nkp]; descale[2·(b·HKV + kv_h)] is the scores' factor (scale · descale_q ·
-    descale_k), the next one descale_v."""
+    [B, HKV, D, nkp_blocks · BLOCK_N]; descale[2·(b·HKV + kv_h)] is the scores' factor
+    (scale · descale_q · descale_k), the next one descale_v."""
     b = bh // H
     h = bh % H
     kv = b * HKV + h // (H // HKV)
+    nkp = nkp_blocks * BLOCK_N    # a multiple of the block: V's rows copy in 16-byte chunks
     qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv * nk * D)
     vd = tl.make_desc(vt, shape=(D, nkp), strides=(nkp, 1), offset=kv * D * nkp)
@@ -69,19 +70,19 @@ def fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m
 
 
 @jit
-def fp8_attention_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV,
+def fp8_attention_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                          OUT: tl.constexpr):
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m   # the longest rows first, as attention_kernel
-    fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m, bh, D,
+    fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m, bh, D,
                        BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
 
 
 @jit
-def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, n_bh, tiles,
+def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, n_bh, tiles,
                           starts, D: tl.constexpr, BLOCK_M: tl.constexpr,
                           BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
                           MASK_MOD: tl.constexpr, OUT: tl.constexpr):
@@ -94,7 +95,7 @@ def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, n_
         pid_m = tile % n_blocks
         if CAUSAL:
             pid_m = n_blocks - 1 - pid_m
-        fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp, H, HKV, pid_m,
+        fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m,
                            tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
                            OUT)
 
@@ -158,8 +159,10 @@ def _transposed_v(v, nkp):
         vt[..., :Nk] = np.swapaxes(v, -1, -2)
         return vt
     torch = gpu.torch_module()
-    vt = torch.zeros((B, Hkv, D, nkp), dtype=torch.uint8, device=v.device)
-    vt[..., :Nk] = v.view(torch.uint8).transpose(-1, -2)
+    vt = torch.empty((B, Hkv, D, nkp), dtype=torch.uint8, device=v.device)
+    vt[..., :Nk].copy_(v.view(torch.uint8).transpose(-1, -2))
+    if nkp > Nk:
+        vt[..., Nk:].zero_()
     return vt.view(v.dtype)
 
 
@@ -202,7 +205,7 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
         lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     descale = _descales(B, Hkv, scale, (descale_q, descale_k, descale_v), q)
     vt = _transposed_v(v, nkp)
-    args = (q, k, vt, o, lse, descale, Nq, Nk, nkp, H, Hkv)
+    args = (q, k, vt, o, lse, descale, Nq, Nk, nkp // BN, H, Hkv)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=as_jit(score_mod, "score_mod"),
                       MASK_MOD=as_jit(mask_mod, "mask_mod"),

@@ -4,7 +4,9 @@ descales, output bf16 or fp16, against a float64 reference on the dequantized in
 The stated tolerance (docs/dev/fp8.md): FlashAttention's rule — the error against float64 at
 most twice that of a float32 emulation of the same FP8 recipe (scores in float32, P rounded to
 e4m3 after subtracting the row max, P·V of e4m3 values, the output rounded to out_dtype) — plus
-1e-3 of the largest output; the LSE within 1e-4 (absolute, on values of order 5–10).
+1e-3 of the largest output. The LSE: Hopper's FP8 wgmma adds its products with fewer bits than
+float32 (about 14, DeepSeek-V3 §3.3.2; measured here 3.6e-3 on LSEs of 9 where fp16's error is
+1e-6), so a row's LSE is held to 2^-11 of the largest Σ|q·k| of its scores (descaled) + 1e-5.
 
 Run on a machine with an sm_90 GPU and torch (skipped elsewhere):
     TESSEL_CACHE_DIR=$(mktemp -d) PYTHONPATH=build/python python3 -m pytest -q test/gpu/test_fp8_gpu.py
@@ -48,17 +50,21 @@ def references(q8, k8, v8, dq, dk, dv, causal, out_dtype):
     ref = (p / p.sum(-1, keepdim=True)).nan_to_num(0.0) @ v * dv
     p32 = (s.float() - m.float()).exp()
     emul = (p32.to(E4M3).float() @ v.float()) / p32.sum(-1, keepdim=True) * dv.float()
-    return ref, emul.nan_to_num(0.0).to(out_dtype), lse
+    # The largest magnitude the FP8 accumulation of each row's scores runs through.
+    span = ((q.abs() @ k.abs().transpose(-1, -2)) * dq * dk / q.shape[-1] ** 0.5).amax(-1)
+    return ref, emul.nan_to_num(0.0).to(out_dtype), (lse, span)
 
 
-def check(o, lse, ref, emul, want_lse):
+def check(o, lse, ref, emul, want):
+    want_lse, span = want
     assert not torch.isnan(o).any()
     err = (o.double() - ref).abs().max().item()
     bound = 2 * (emul.double() - ref).abs().max().item() + 1e-3 * ref.abs().max().item()
     assert err <= bound, (err, bound)
     finite = torch.isfinite(want_lse)
     assert torch.equal(torch.isfinite(lse), finite)
-    assert (lse.double() - want_lse)[finite].abs().max().item() <= 1e-4
+    excess = (lse.double() - want_lse).abs() - (2.0 ** -11 * span + 1e-5)
+    assert excess[finite].max().item() <= 0, excess[finite].max().item()
 
 
 @pytest.fixture(params=[True, False], ids=["persistent", "grid"])

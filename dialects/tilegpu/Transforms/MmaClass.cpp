@@ -246,7 +246,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
       return ld.emitOpError("is nested in a region convert-tile-to-mma does not handle"),
              WalkResult::interrupt();
     } else if (auto [cover, slab] = wgmma && !fp8 ? coveringLoad(ld, plan.loads)
-                                          : std::pair<tile::LoadOp, int64_t>();
+                                                  : std::pair<tile::LoadOp, int64_t>();
                cover) {
       p.viewOf = cover;
       p.smemOffset = plan.loads[cover].smemOffset + slab * p.rows * 128;

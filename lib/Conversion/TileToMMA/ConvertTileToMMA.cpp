@@ -61,6 +61,19 @@ int64_t constantOf(Value v) {
   return INT64_MIN;
 }
 
+int64_t knownMultipleOf(Value v) {
+  int64_t c = constantOf(v);
+  if (c != INT64_MIN)
+    return c == 0 ? INT64_MAX : (c < 0 ? -c : c);
+  if (auto mul = v.getDefiningOp<arith::MulIOp>()) {
+    int64_t x = knownMultipleOf(mul.getLhs()), y = knownMultipleOf(mul.getRhs());
+    return x > (INT64_MAX >> 32) || y > (INT64_MAX >> 32) ? std::max(x, y) : x * y;
+  }
+  if (auto ext = v.getDefiningOp<arith::ExtSIOp>())
+    return knownMultipleOf(ext.getIn());
+  return 1;
+}
+
 Value MmaKernelBuilder::toI64(Value v) {
   return tessel::conversion::toI64(b, b.getUnknownLoc(), v);
 }

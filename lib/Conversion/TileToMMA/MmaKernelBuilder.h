@@ -84,6 +84,9 @@ bool isRowBroadcast(Value v);
 bool isColBroadcast(Value v);
 /// The value of an integer constant, INT64_MIN when `v` is not one.
 int64_t constantOf(Value v);
+/// A number `v` is known to be a multiple of (a constant, or a product with one: `n · BLOCK`);
+/// 1 when nothing is known, INT64_MAX for 0.
+int64_t knownMultipleOf(Value v);
 
 /// Inline PTX `text` with results of `types` ("=f" for f32, "=h" for i16, "=r" otherwise),
 /// each tied to the operand of the same position in `tied` when `tied` is given (the

@@ -60,8 +60,8 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::aFragmentsOf(Value a, int64_t K,
     SmallVector<Value> frags;
     for (int64_t mt = 0; mt < mTiles; ++mt)
       for (int64_t kt = 0; kt < K / 32; ++kt)
-        llvm::append_range(frags, fp8Fragments(ArrayRef<Value>(*regs).slice(
-                                      (mt * (K / 8) + 4 * kt) * 4, 16)));
+        llvm::append_range(
+            frags, fp8Fragments(ArrayRef<Value>(*regs).slice((mt * (K / 8) + 4 * kt) * 4, 16)));
     return frags;
   }
   FailureOr<SmallVector<Value>> regs = materialize(source, Layout::Acc, user);
@@ -98,10 +98,9 @@ SmallVector<Value> MmaKernelBuilder::fp8Fragments(ArrayRef<Value> acc) {
   };
   Value t = arith::AndIOp::create(b, loc, lane, ci32(3));
   Value quad = arith::AndIOp::create(b, loc, lane, ci32(~3));
-  Value src0 = arith::OrIOp::create(b, loc, quad,
-                                    arith::ShLIOp::create(b, loc, arith::AndIOp::create(
-                                                                      b, loc, t, ci32(1)),
-                                                          ci32(1)));
+  Value src0 = arith::OrIOp::create(
+      b, loc, quad,
+      arith::ShLIOp::create(b, loc, arith::AndIOp::create(b, loc, t, ci32(1)), ci32(1)));
   Value src1 = arith::OrIOp::create(b, loc, src0, ci32(1));
   // prmt selector: bytes 0-1 of the first word and 0-1 of the second (t/2 = 0), or 2-3 of each.
   Value upper = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t, ci32(2));
@@ -117,14 +116,14 @@ SmallVector<Value> MmaKernelBuilder::fp8Fragments(ArrayRef<Value> acc) {
       Value hi = arith::ExtUIOp::create(b, loc, i32, pairOf(2 * half + 1));
       Value word = arith::OrIOp::create(b, loc, lo, arith::ShLIOp::create(b, loc, hi, ci32(16)));
       auto take = [&](Value src) {
-        return NVVM::ShflOp::create(b, loc, i32, full, word, src, ci32(0x1f),
-                                    NVVM::ShflKind::idx, UnitAttr())
+        return NVVM::ShflOp::create(b, loc, i32, full, word, src, ci32(0x1f), NVVM::ShflKind::idx,
+                                    UnitAttr())
             .getResult();
       };
-      frags[2 * half + rowHalf] =
-          asmResults(b, loc, "prmt.b32 $0, $1, $2, $3;", TypeRange{i32}, {},
-                     ValueRange{take(src0), take(src1), selector}, {"r", "r", "r"})
-              .front();
+      frags[2 * half + rowHalf] = asmResults(b, loc, "prmt.b32 $0, $1, $2, $3;", TypeRange{i32}, {},
+                                             ValueRange{take(src0), take(src1), selector},
+                                             {"r", "r", "r"})
+                                      .front();
     }
   }
   return frags;

@@ -127,12 +127,16 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   int64_t ce = chunkElements(d);
   int64_t steps = p.rows / rowsPerStep;
   // Strides known at compile time to suit 16-byte copies (unit inner stride, rows a multiple of
-  // 8 elements: every attention program) take constant offsets; others are checked at run
+  // 16 bytes: every attention program) take constant offsets; a row stride known to be such a
+  // multiple (`n · BLOCK`: FP8's transposed V) is taken as it is; others are checked at run
   // time, and a block that cannot be copied in 16-byte chunks is read element by element.
   auto md = desc.getDefiningOp<tile::MakeDescOp>();
   int64_t rowStride = constantOf(md.getStrides()[0]);
-  bool staticChunks = constantOf(md.getStrides()[1]) == 1 && rowStride != INT64_MIN &&
-                      rowStride % ce == 0;
+  bool unitInner = constantOf(md.getStrides()[1]) == 1;
+  bool staticChunks = unitInner && rowStride != INT64_MIN && rowStride % ce == 0;
+  bool chunkedRows = staticChunks ||
+                     (unitInner && knownMultipleOf(md.getStrides()[0]) % ce == 0 &&
+                      (!md.getOffset() || knownMultipleOf(md.getOffset()) % ce == 0));
   Value r0 = toI64(row0), c0 = toI64(col0);
   Value zero = ci64(0);
   auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -199,7 +203,7 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
     issuePagedChunks(loc, d, r0, c0, rowT, chunk, steps, rowsPerStep, dstAt);
     return;
   }
-  if (!staticChunks) {
+  if (!chunkedRows) {
     // 16-byte chunks need a unit inner stride, rows a multiple of 8 elements and the block's
     // first element 16-byte aligned (a view may start anywhere): uniform conditions, so the
     // branch is uniform. Otherwise each thread reads its chunks' 8 elements (zero outside the
@@ -207,8 +211,8 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
     Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), gep1(d.base, blockElem));
     Value chunkable = andi(
         andi(cmp(arith::CmpIPredicate::eq, d.strides[1], ci64(1)),
-             cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, d.strides[0], ci64(ce - 1)),
-                 zero)),
+             cmp(arith::CmpIPredicate::eq,
+                 arith::AndIOp::create(b, loc, d.strides[0], ci64(ce - 1)), zero)),
         andi(cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, addr, ci64(15)), zero),
              cmp(arith::CmpIPredicate::sge, c0, zero)));
     auto split = scf::IfOp::create(b, loc, chunkable, /*withElseRegion=*/true);

@@ -139,9 +139,8 @@ SmallVector<Value> MmaKernelBuilder::wgmmaChain(ArrayRef<Value> a, ArrayRef<Valu
     std::string text;
     llvm::raw_string_ostream os(text);
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + aOperands + 1 << ", 0;\n"
-       << "wgmma.mma_async.sync.aligned.m64n" << N << "k" << kPerStep() << ".f32." << ptxType
-       << "." << ptxType
-       << " {";
+       << "wgmma.mma_async.sync.aligned.m64n" << N << "k" << kPerStep() << ".f32." << ptxType << "."
+       << ptxType << " {";
     for (int64_t i = 0; i < nAcc; ++i)
       os << (i ? ", " : "") << "$" << i;
     os << "}, ";
