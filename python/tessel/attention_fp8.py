@@ -20,7 +20,7 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .grid import block_and_row, fold_grid, persistent_programs, program_tiles
+from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles
 from .jit import jit
 
 
@@ -98,6 +98,19 @@ def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, 
         fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m,
                            tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
                            OUT)
+
+
+# The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
+# attention.persistent_kernel chooses for fp16.
+_fp8_persistent_once = fp8_persistent_kernel.with_options(producer_once=True)
+
+
+def persistent_kernel(Nq, Nk, BN, causal):
+    """fp8_persistent_kernel, or its variant copying Q from the producer where the tiles visit
+    few key blocks (causal rows half of them on average)."""
+    blocks = -(-Nk // BN)
+    short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks)
+    return _fp8_persistent_once if short else fp8_persistent_kernel
 
 
 # sm_90a blocks by head dim: two consumer warpgroups of 64 rows over 128 keys a step, the
@@ -222,7 +235,8 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
         if programs:
             from .attention import dense_schedule
             tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
-            fp8_persistent_kernel[(programs, 1, 1)](*args, B * H, tiles, starts, **constexprs)
+            persistent_kernel(Nq, Nk, BN, causal)[(programs, 1, 1)](*args, B * H, tiles, starts,
+                                                                 **constexprs)
         else:
             fp8_attention_kernel[fold_grid(-(-Nq // BM), B * H)](*args, **constexprs)
     return (o, lse) if return_lse else o
