@@ -212,6 +212,11 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
         BM, BN = FP8_BLOCKS[D]
         BM, BN = block_m or BM, block_n or BN
     nkp = -(-Nk // BN) * BN
+    # The kernels address elements with 32-bit offsets; fp16 calls past them run in chunks
+    # (attention._attention_in_chunks), FP8 ones are refused for now.
+    if max(B * H * Nq, B * Hkv * nkp) * D >= 2**31:
+        raise NotImplementedError(f"FP8 attention on tensors of 2^31 elements or more (q "
+                                  f"{tuple(q.shape)}, k {tuple(k.shape)}): split the batch")
     if host:
         q, k = np.ascontiguousarray(q), np.ascontiguousarray(k)
         o = np.zeros((B, H, Nq, D), np.uint16 if out == "bf16" else np.float16)

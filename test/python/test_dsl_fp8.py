@@ -128,3 +128,25 @@ def test_fp8_attention_refuses_what_it_cannot_do():
     x = np.ones((1, 1, 16, 16), np.float16)
     with pytest.raises(TypeError, match="are for FP8 inputs"):
         tessel.attention(x, x, x, descale_q=2.0)
+
+
+def test_fp8_attention_with_mods_on_the_interpreter():
+    # score_mod and mask_mod trace into the FP8 program as into the fp16 one.
+    rng = np.random.default_rng(3)
+    q8, k8, v8 = (tessel.to_fp8(rng.standard_normal((1, 2, 48, 32))) for _ in range(3))
+
+    def window(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= 8
+
+    def bias(score, b, h, q_idx, kv_idx):
+        return score - 0.1 * h
+
+    o = tessel.attention(q8, k8, v8, causal=True, mask_mod=window, score_mod=bias,
+                         out_dtype=np.float16)
+    q, k, v = (tessel.from_fp8(x).astype(np.float64) for x in (q8, k8, v8))
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(32) - 0.1 * np.arange(2)[None, :, None, None]
+    i, j = np.indices((48, 48))
+    s = np.where((i >= j) & (i - j <= 8), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = p / p.sum(-1, keepdims=True) @ v
+    assert np.abs(o - want).max() <= 0.04 * np.abs(want).max()

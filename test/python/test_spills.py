@@ -90,3 +90,23 @@ def test_block_mask_forward_spills(tmp_path, chip, D, name):
         _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
     else:
         _check(chip, case, _spills(tmp_path, kernel.warmup(*args, **cx), chip))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_fp8_forward_spills(tmp_path, causal):
+    # FP8 d128 (attention_fp8.py): the persistent kernel, with and without Q from the
+    # producer, and the one-program-a-tile kernel; none spills.
+    from tessel import attention_fp8 as f8
+    x = np.zeros((1, 2, N, 128), np.uint8)
+    o = np.zeros((1, 2, N, 128), np.uint16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ds = np.zeros(4, np.float32)
+    ids = np.zeros(8, np.int32)
+    cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+              OUT=tl.bfloat16)
+    persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, N, N, N // 128, 2, 2, 2,
+                                                 ids, ids, **cx)
+    grid = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, ds, N, N, N // 128, 2, 2, **cx)
+    assert _spills(tmp_path, persistent, "sm_90a") == 0
+    assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
+    assert _spills(tmp_path, grid, "sm_90a") == 0
