@@ -6,13 +6,11 @@ lies in [0, 1] before the final normalisation), P·V on e4m3 operands, the outpu
 descale_v and stored in bf16 (or fp16). Descales follow FlashAttention-3: a number, or a tensor
 broadcastable to ``[B, Hkv]`` (one factor per batch and key/value head).
 
-wgmma reads FP8 operands K-major only (the PTX ISA: no transpose for 8-bit types), and the B
-operand of P·V is V with the keys as its K axis: V is given to the kernel transposed, ``[B, Hkv,
-D, Nk']`` with Nk' the keys rounded up to the key block (zero columns), one copy of V made by
-torch per call (FlashAttention-3 transposes V inside its kernel instead; docs/dev/fp8.md).
-
-The program is the attention tile of attention.py written for that layout; numpy arrays (uint8
-bit patterns, tessel.to_fp8) run it on the CPU interpreter, CUDA tensors on sm_90a.
+The program is the attention tile of attention.py with FP8 loads and the conversion of P;
+numpy arrays (uint8 bit patterns, tessel.to_fp8) run it on the CPU interpreter, CUDA tensors
+on sm_90a. wgmma reads FP8 operands K-major only, and V in P·V has the keys along its rows:
+the compiler keeps V's blocks transposed in shared memory, the producer warpgroup transposing
+them as it copies (docs/dev/fp8.md), as FlashAttention-3 does.
 """
 import math
 
@@ -25,20 +23,18 @@ from .jit import jit
 
 
 @jit
-def fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m, bh,
+def fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh,
                        D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                        OUT: tl.constexpr):
-    """Query block `pid_m` of batch·head row `bh`: its output and LSE. `vt` is V transposed,
-    [B, HKV, D, nkp_blocks · BLOCK_N]; descale[2·(b·HKV + kv_h)] is the scores' factor
-    (scale · descale_q · descale_k), the next one descale_v."""
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE. descale[2·(b·HKV +
+    kv_h)] is the scores' factor (scale · descale_q · descale_k), the next one descale_v."""
     b = bh // H
     h = bh % H
     kv = b * HKV + h // (H // HKV)
-    nkp = nkp_blocks * BLOCK_N    # a multiple of the block: V's rows copy in 16-byte chunks
     qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv * nk * D)
-    vd = tl.make_desc(vt, shape=(D, nkp), strides=(nkp, 1), offset=kv * D * nkp)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv * nk * D)
     od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=bh * nq)
     sd = tl.make_desc(descale, shape=(2 * kv + 2,), strides=(1,))
@@ -63,26 +59,26 @@ def fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)   # streamed over j
-        vb = tl.load(vd, (0, j), shape=(D, BLOCK_N))
-        acc += tl.dot(p.to(tl.float8_e4m3fn), vb.T)
+        vb = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        acc += tl.dot(p.to(tl.float8_e4m3fn), vb)
     tl.store(od, (m0, 0), (acc * descale_v).to(OUT))
     tl.store(ld, (m0,), lse)
 
 
 @jit
-def fp8_attention_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV,
+def fp8_attention_kernel(q, k, v, o, lse_out, descale, nq, nk, H, HKV,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                          OUT: tl.constexpr):
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m   # the longest rows first, as attention_kernel
-    fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m, bh, D,
+    fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh, D,
                        BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
 
 
 @jit
-def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, n_bh, tiles,
+def fp8_persistent_kernel(q, k, v, o, lse_out, descale, nq, nk, H, HKV, n_bh, tiles,
                           starts, D: tl.constexpr, BLOCK_M: tl.constexpr,
                           BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
                           MASK_MOD: tl.constexpr, OUT: tl.constexpr):
@@ -95,7 +91,7 @@ def fp8_persistent_kernel(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, 
         pid_m = tile % n_blocks
         if CAUSAL:
             pid_m = n_blocks - 1 - pid_m
-        fp8_attention_tile(q, k, vt, o, lse_out, descale, nq, nk, nkp_blocks, H, HKV, pid_m,
+        fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m,
                            tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
                            OUT)
 
@@ -164,27 +160,6 @@ def _descales(B, Hkv, scale, descales, like):
     return xp.stack([qk, parts[2]], -1).reshape(-1).contiguous()
 
 
-def _transposed_v(v, nkp):
-    """V as the kernel reads it: [B, Hkv, D, nkp], keys past Nk zero."""
-    B, Hkv, Nk, D = v.shape
-    if isinstance(v, np.ndarray):
-        vt = np.zeros((B, Hkv, D, nkp), np.uint8)
-        vt[..., :Nk] = np.swapaxes(v, -1, -2)
-        return vt
-    # torch moves bytes one at a time, slowly across a stride: 32-bit words are transposed
-    # first (4 times fewer elements), then each word's bytes spread over 4 rows, both copies
-    # reading or writing along rows (141 us instead of 207 for 32 MiB on the H200; lab script
-    # bench/results/2026-12-04-h200-s20/vt_transpose.py).
-    torch = gpu.torch_module()
-    words = v.contiguous().view(torch.int32).transpose(-1, -2).contiguous()   # [.., D/4, Nk]
-    vt = torch.empty((B, Hkv, D, nkp), dtype=torch.uint8, device=v.device)
-    vt.view(B, Hkv, D // 4, 4, nkp)[..., :Nk].copy_(
-        words.view(torch.uint8).view(B, Hkv, D // 4, Nk, 4).transpose(-1, -2))
-    if nkp > Nk:
-        vt[..., Nk:].zero_()
-    return vt.view(v.dtype)
-
-
 def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse, block_m,
               block_n, descale_q, descale_k, descale_v, out_dtype, check_shapes, as_jit):
     """tessel.attention on FP8 q, k, v (attention.py checks the call and hands it here)."""
@@ -211,25 +186,23 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                 f"head dim {D}")
         BM, BN = FP8_BLOCKS[D]
         BM, BN = block_m or BM, block_n or BN
-    nkp = -(-Nk // BN) * BN
     # The kernels address elements with 32-bit offsets; fp16 calls past them run in chunks
     # (attention._attention_in_chunks), FP8 ones are refused for now.
-    if max(B * H * Nq, B * Hkv * nkp) * D >= 2**31:
+    if max(B * H * Nq, B * Hkv * Nk) * D >= 2**31:
         raise NotImplementedError(f"FP8 attention on tensors of 2^31 elements or more (q "
                                   f"{tuple(q.shape)}, k {tuple(k.shape)}): split the batch")
     if host:
-        q, k = np.ascontiguousarray(q), np.ascontiguousarray(k)
+        q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
         o = np.zeros((B, H, Nq, D), np.uint16 if out == "bf16" else np.float16)
         lse = np.zeros((B, H, Nq), np.float32)
     else:
         torch = gpu.torch_module()
-        q, k = q.contiguous(), k.contiguous()
+        q, k, v = (x.contiguous() for x in (q, k, v))
         o = torch.empty((B, H, Nq, D), device=q.device,
                         dtype=torch.bfloat16 if out == "bf16" else torch.float16)
         lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     descale = _descales(B, Hkv, scale, (descale_q, descale_k, descale_v), q)
-    vt = _transposed_v(v, nkp)
-    args = (q, k, vt, o, lse, descale, Nq, Nk, nkp // BN, H, Hkv)
+    args = (q, k, v, o, lse, descale, Nq, Nk, H, Hkv)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=as_jit(score_mod, "score_mod"),
                       MASK_MOD=as_jit(mask_mod, "mask_mod"),

@@ -8,9 +8,8 @@ recorded as refused where PyTorch does not expose it.
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. Timed per
 call (triton.testing.do_bench median, bench_decode.make_timer): `tessel.attention(q8, k8, v8,
 causal=..., descale_q=dq, descale_k=dk, descale_v=dv)` with descales as CUDA tensors, output
-bf16 — its allocations, the copy of V transposed it makes, and the Python launch path; the
-transposing copy is also timed alone (`vt_ms`), and the call with that copy made once
-(`fp8*`: the kernel's own speed). TFLOP/s count 4·b·h·n²·d (half for causal).
+bf16 — its allocations and the Python launch path. TFLOP/s count 4·b·h·n²·d (half for
+causal).
 `--set` compiles tessel's kernels with GpuOptions fields (e.g. --set overlap_consumers=False).
 Without torch or CUDA it prints why and exits 0.
 """
@@ -40,9 +39,7 @@ def main():
     if torch is None:
         return 0
     import tessel
-    import tessel.attention_fp8 as fp8_module
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    transposed_v = fp8_module._transposed_v
     if args.set:
         compile_with(**parse_set(args.set))
     timed, timer = make_timer(torch)
@@ -52,8 +49,8 @@ def main():
     gen = torch.Generator(device="cuda").manual_seed(0)
     e4m3 = torch.float8_e4m3fn
     print(f"TFLOP/s; {timer}; fp8 output bf16{'; ' + ' '.join(args.set) if args.set else ''}")
-    print(f"{'d':>4} {'n':>6} {'causal':>6} {'fp8':>8} {'fp8*':>8} {'fp16':>8} {'cuDNN16':>8} "
-          f"{'FA2':>8} {'/cuDNN16':>9} {'/fp16':>6} {'vt_ms':>7} {'err':>8}")
+    print(f"{'d':>4} {'n':>6} {'causal':>6} {'fp8':>8} {'fp16':>8} {'cuDNN16':>8} {'FA2':>8} "
+          f"{'/cuDNN16':>9} {'/fp16':>6} {'err':>8}")
     for D in args.dims:
         H = max(1, 2048 // D)
         for n in args.lengths:
@@ -72,15 +69,7 @@ def main():
                                             descale_k=dk, descale_v=dv)
                 out8 = fp8()
                 row["fp8_ms"] = timed(fp8)
-                # The same call with V's transposed copy made once (what a caller keeping V
-                # transposed, or an in-kernel transpose, would pay): the kernel's own speed.
-                made = {}
-                fp8_module._transposed_v = lambda x, nkp: made[nkp] if nkp in made else \
-                    made.setdefault(nkp, transposed_v(x, nkp))
-                row["fp8_kernel_ms"] = timed(fp8)
-                fp8_module._transposed_v = transposed_v
                 row["fp16_ms"] = timed(lambda: tessel.attention(q, k, v, causal=causal))
-                row["vt_ms"] = timed(lambda: transposed_v(v8, n))
                 for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
                                  ("cudnn", SDPBackend.CUDNN_ATTENTION)):
                     try:
@@ -100,7 +89,7 @@ def main():
                 except Exception as e:               # noqa: BLE001
                     row["cudnn_fp8_ms"] = None
                     row["cudnn_fp8_why"] = f"{type(e).__name__}: {str(e)[:100]}"
-                for key in ("fp8", "fp8_kernel", "fp16", "cudnn", "fa2", "cudnn_fp8"):
+                for key in ("fp8", "fp16", "cudnn", "fa2", "cudnn_fp8"):
                     ms = row.get(f"{key}_ms")
                     row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
 
@@ -110,10 +99,8 @@ def main():
                 def ratio(x):
                     return f"{row[x + '_ms'] / row['fp8_ms']:.2f}" if row.get(x + "_ms") else "-"
                 report["rows"].append(row)
-                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('fp8'):>8} {tf('fp8_kernel'):>8} "
-                      f"{tf('fp16'):>8} "
+                print(f"{D:>4} {n:>6} {str(causal):>6} {tf('fp8'):>8} {tf('fp16'):>8} "
                       f"{tf('cudnn'):>8} {tf('fa2'):>8} {ratio('cudnn'):>9} {ratio('fp16'):>6} "
-                      f"{row['vt_ms']:>7.3f} "
                       f"{row.get('max_rel_err_vs_cudnn_fp16', float('nan')):>8.2e}"
                       + (f"  cuDNN fp8 {tf('cudnn_fp8')}" if row.get("cudnn_fp8_ms") else ""),
                       flush=True)

@@ -104,9 +104,9 @@ def test_fp8_forward_spills(tmp_path, causal):
     ids = np.zeros(8, np.int32)
     cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
               OUT=tl.bfloat16)
-    persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, N, N, N // 128, 2, 2, 2,
-                                                 ids, ids, **cx)
-    grid = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, ds, N, N, N // 128, 2, 2, **cx)
+    persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, N, N, 2, 2, 2, ids, ids,
+                                                 **cx)
+    grid = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, ds, N, N, 2, 2, **cx)
     assert _spills(tmp_path, persistent, "sm_90a") == 0
     assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
     assert _spills(tmp_path, grid, "sm_90a") == 0

@@ -101,7 +101,11 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     auto load = cast<tile::LoadOp>(op);
     auto type = load.getResult().getType();
     bool streamed = slot.streamIndex >= 0;
-    auto bufferType = SharedBufferType::get(b.getContext(), type.getShape(), type.getElementType(),
+    // A block kept transposed (LoadSlot::transposed) is stored [cols, rows].
+    SmallVector<int64_t> shape(type.getShape());
+    if (slot.transposed)
+      std::reverse(shape.begin(), shape.end());
+    auto bufferType = SharedBufferType::get(b.getContext(), shape, type.getElementType(),
                                             streamed ? stages : 1, 128);
     // A block the ring reuses (Q, read into registers once) sits in its last stage: the
     // prologue fills the others, so its copies fly while Q lands (tilegpu-sink-waits).
@@ -115,9 +119,11 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     b.setInsertionPointAfter(zero.getDefiningOp());
     // The ring's stages are whole: stage s of every loop-body buffer is one block of
     // stageBytes, so a buffer's stages are that far apart.
-    Value buffer = AllocOp::create(b, load.getLoc(), bufferType,
-                                   b.getI64IntegerAttr(slot.smemOffset),
-                                   streamed ? b.getI64IntegerAttr(plan->stageBytes) : nullptr);
+    auto alloc = AllocOp::create(b, load.getLoc(), bufferType, b.getI64IntegerAttr(slot.smemOffset),
+                                 streamed ? b.getI64IntegerAttr(plan->stageBytes) : nullptr);
+    if (slot.transposed)
+      alloc->setAttr(kTransposedAttr, b.getUnitAttr());
+    Value buffer = alloc.getResult();
     b.setInsertionPoint(load);
     Location loc = load.getLoc();
     Value stage = zero;
@@ -162,8 +168,9 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
         trans.erase();
         continue;
       }
+      // Stored transposed, the block as loaded is the buffer read transposed.
       if (!direct)
-        direct = LocalLoadOp::create(b, loc, type, buffer, stage, false);
+        direct = LocalLoadOp::create(b, loc, type, buffer, stage, slot.transposed);
       use.set(direct);
     }
     load.erase();

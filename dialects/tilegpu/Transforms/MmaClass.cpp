@@ -206,13 +206,25 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
                WalkResult::interrupt();
     } else if (!result.use_empty() && llvm::all_of(result.getUses(), isBRead)) {
       p.role = LoadRole::B;
-      // wgmma reads FP8 operands K-major only: a B block is the transpose of what is stored
-      // (K in Q·Kᵀ, and V given transposed for P·V: tessel/attention_fp8.py).
-      if (fp8 && llvm::any_of(result.getUses(), isDotB))
-        return ld.emitOpError("is an FP8 block read as stored as a B operand: wgmma reads FP8 "
-                              "operands K-major only, so B must be the transpose of a loaded "
-                              "block (store V transposed for P·V)"),
-               WalkResult::interrupt();
+      // wgmma reads FP8 operands K-major only. K in Q·Kᵀ is read transposed: K-major as
+      // stored. V in P·V, read as stored, is kept transposed in shared memory: its copy
+      // transposes it (docs/dev/fp8.md). A block read both ways would need both layouts.
+      if (fp8 && llvm::any_of(result.getUses(), isDotB)) {
+        if (!llvm::all_of(result.getUses(), isDotB) || !streamingLoop(ld))
+          return ld.emitOpError("is an FP8 block read as stored as a B operand, and also "
+                                "transposed or outside a loop: convert-tile-to-mma keeps such a "
+                                "block transposed in shared memory (wgmma reads FP8 K-major), "
+                                "for a loop's dots read as stored only"),
+                 WalkResult::interrupt();
+        p.transposed = true;
+        std::swap(p.rows, elementCols);
+        p.cols = elementCols * operandType.getIntOrFloatBitWidth() / 16;
+        if (p.cols != 64 && p.cols != 128 && p.cols != 256)
+          return ld.emitOpError("is an FP8 block of ")
+                     << elementCols << " rows read as stored as a B operand: kept transposed, "
+                     << "its rows must fill 128-byte slabs (128 or 256 of them)",
+                 WalkResult::interrupt();
+      }
     } else {
       return ld.emitOpError("feeds something other than tile.dot operands, which "
                             "convert-tile-to-mma does not handle"),

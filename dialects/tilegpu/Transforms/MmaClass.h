@@ -32,6 +32,10 @@ struct LoadSlot {
   int64_t rows = 0, cols = 0;
   /// Index among the loads of its loop body; -1 outside loops.
   int streamIndex = -1;
+  /// An FP8 B block read as stored (V of P·V): kept transposed in shared memory, [cols, rows]
+  /// (`rows`/`cols` are of that layout), since wgmma reads 8-bit operands K-major only; its
+  /// copy transposes it (kTransposedAttr).
+  bool transposed = false;
   /// A 64-column slab of a block loaded before it (wgmma, outside loops: the same descriptor,
   /// rows and no write between): no copy of its own, its place is that slab's (the backward's
   /// halves of K at d128, read transposed). Null otherwise.
@@ -51,6 +55,10 @@ struct MmaClassPlan {
   /// Bytes of shared memory the kernel needs with a ring of two stages.
   int64_t sharedBytes = 0;
 };
+
+/// The name of the unit attribute of a tilegpu.alloc whose block is stored transposed: its
+/// copies write element (r, c) of the block at (c, r) of the buffer (LoadSlot::transposed).
+inline constexpr llvm::StringLiteral kTransposedAttr = "tilegpu.transposed";
 
 /// The name of the unit attribute that marks a program's tile loop: a persistent kernel's loop
 /// over the output tiles a CTA computes (`for tile in range(pid, tiles, num_programs)`), an

@@ -61,6 +61,12 @@ std::pair<int64_t, int64_t> span(AllocOp alloc) {
 
 int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+/// Whether `buffer`'s block is stored transposed (kTransposedAttr on its alloc).
+bool isTransposed(Value buffer) {
+  auto alloc = buffer.getDefiningOp<AllocOp>();
+  return alloc && alloc->hasAttr(kTransposedAttr);
+}
+
 } // namespace
 
 FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t producerWarps,
@@ -182,8 +188,14 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   program->setAttr("tilegpu.shared_bytes", b.getI64IntegerAttr(end));
   // Registers: the CTAs an SM holds by their shared memory (228 KiB on sm_90, one reserved per
   // CTA) share its 64K; the producer keeps few (it only copies), the consumers get the rest.
+  // A producer that transposes blocks through its registers (FP8 V) keeps 56: a unit's 16
+  // words and their addresses.
+  bool transposes = llvm::any_of(loops, [](StreamedLoop &l) {
+    return llvm::any_of(l.loads,
+                        [](UnpipelinedLoad &u) { return isTransposed(u.copy.getBuffer()); });
+  });
   if (producerRegisters == 0)
-    producerRegisters = 40;
+    producerRegisters = transposes ? 56 : 40;
   if (consumerRegisters == 0) {
     // Fewer CTAs where more would leave a consumer under 168 registers (what the attention
     // loop of one warpgroup takes without a producer beside it).
@@ -267,7 +279,12 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
         return copy.emitOpError("has a descriptor the producer cannot compute");
       AsyncCopyOp::create(ib, loc, AsyncTokenType::get(ib.getContext()), *desc, offsets,
                           copy.getBuffer(), s, Value());
-      AsyncCopyArriveOp::create(ib, loc, full[index], s);
+      // A block kept transposed is written by the thread itself (through its registers), and
+      // fenced: a plain arrival publishes it. Others arrive when their cp.async lands.
+      if (isTransposed(copy.getBuffer()))
+        MbarrierArriveOp::create(ib, loc, full[index], s, Value());
+      else
+        AsyncCopyArriveOp::create(ib, loc, full[index], s);
     }
     Value next = arith::AddIOp::create(ib, loc, i, constI32(ib, loc, 1));
     scf::YieldOp::create(ib, loc, next);

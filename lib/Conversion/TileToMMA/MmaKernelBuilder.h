@@ -268,6 +268,11 @@ private:
   /// Issues cp.async for the block of descriptor `desc` (of the program) at (`row0`, `col0`)
   /// into the place of `p`, `stage` bytes (i32, or null) further.
   void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0, Value stage);
+  /// issueBlock for a block kept transposed in shared memory (tilegpu.transposed: an FP8 B
+  /// block read as stored): loaded through the registers, transposed by byte permutes, stored
+  /// row by row of the buffer, fenced for the async proxy (SharedLoads.cpp).
+  void issueTransposedBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0,
+                            Value stage);
   /// The 16-byte cp.async copies of a block (issueBlock's, where they may be used): plain ones
   /// when the block is inside the tensor, else zero-filling ones per chunk (`wholeChunks`:
   /// a chunk is known to be wholly inside a row or wholly outside).

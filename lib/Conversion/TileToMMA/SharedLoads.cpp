@@ -260,6 +260,83 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   emitChunks(loc, d, p, r0, c0, rowT, chunk, steps, rowsPerStep, wholeChunks, dstAt, srcAt);
 }
 
+void MmaKernelBuilder::issueTransposedBlock(Location loc, Value desc, const LoadPlan &p, Value row0,
+                                            Value col0, Value stage) {
+  // The block [R, C] of bytes (R = the buffer's columns, C its rows) lands as [C, R]. Unit u of
+  // the copying threads: 4 rows k0.. of the block × 16 columns d0.., four 16-byte loads, 4×4
+  // byte transposes (prmt), one 32-bit store per column into row d of the buffer. Lanes take
+  // consecutive k0: a warp's stores fill whole 128-byte rows (no bank conflict). Synchronous
+  // (a load per row through the registers); then the writes are fenced for wgmma's async proxy.
+  const Desc &d = descs[desc];
+  Type i32 = b.getI32Type();
+  int64_t R = p.cols * 2, C = p.rows, kGroups = R / 4;
+  int64_t units = kGroups * (C / 16), threads = copyThreadCount();
+  Value r0 = toI64(row0), c0 = toI64(col0), zero = ci64(0);
+  CopyOps ops{b, loc, d.elementType};
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
+  auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
+  auto prmt = [&](Value x, Value y, int64_t selector) {
+    return asmResults(b, loc, "prmt.b32 $0, $1, $2, $3;", TypeRange{i32}, {},
+                      ValueRange{x, y, ci32(selector)}, {"r", "r", "r"})
+        .front();
+  };
+  std::string load = "{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\nmov.b32 $0, 0;\nmov.b32 $1, 0;\n"
+                     "mov.b32 $2, 0;\nmov.b32 $3, 0;\n@p ld.global.v4.b32 {$0, $1, $2, $3}, "
+                     "[$5];\n}";
+  // The thread's index through an opaque move: what is computed from it stays here instead of
+  // being hoisted out of the producer's loop into registers live across it (16 store
+  // addresses a unit: the producer spilled 28 bytes at 56 registers).
+  Value thread = tessel::conversion::inlinePtx(b, loc, i32, copyThreadIndex(), "mov.b32 $0, $1;",
+                                               "=r,r")
+                     .front();
+  for (int64_t first = 0; first < units; first += threads) {
+    Value u = arith::AddIOp::create(b, loc, thread, ci32(first));
+    Value k0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, u, ci32(kGroups)),
+                                     ci32(4));
+    Value d0 = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, u, ci32(kGroups)),
+                                     ci32(16));
+    Value col = arith::AddIOp::create(b, loc, c0, toI64(d0));
+    Value colIn = andi(
+        cmp(arith::CmpIPredicate::sge, col, zero),
+        cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, col, ci64(16)), d.shape[1]));
+    Value colElem = arith::AddIOp::create(b, loc, d.offset,
+                                          arith::MulIOp::create(b, loc, col, d.strides[1]));
+    SmallVector<SmallVector<Value>> words;
+    for (int64_t r = 0; r < 4; ++r) {
+      Value row = arith::AddIOp::create(b, loc, r0,
+                                        toI64(arith::AddIOp::create(b, loc, k0, ci32(r))));
+      Value in = andi(colIn, andi(cmp(arith::CmpIPredicate::sge, row, zero),
+                                  cmp(arith::CmpIPredicate::slt, row, d.shape[0])));
+      Value elem = arith::AddIOp::create(b, loc, colElem,
+                                         arith::MulIOp::create(b, loc, row, d.strides[0]));
+      Value addr = ops.gep(d.base, arith::SelectOp::create(b, loc, in, elem, d.offset));
+      words.push_back(asmResults(b, loc, load, TypeRange{i32, i32, i32, i32}, {},
+                                 ValueRange{arith::ExtUIOp::create(b, loc, i32, in), addr},
+                                 {"r", "l"}));
+    }
+    Value chunk = arith::ShRUIOp::create(b, loc, k0, ci32(4));
+    Value inChunk = arith::AndIOp::create(b, loc, k0, ci32(15));
+    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    for (int64_t j = 0; j < 4; ++j) {
+      // Byte b of word j of row r is element (k0 + r, d0 + 4j + b).
+      Value lo01 = prmt(words[0][j], words[1][j], 0x5140),
+            hi01 = prmt(words[0][j], words[1][j], 0x7362);
+      Value lo23 = prmt(words[2][j], words[3][j], 0x5140),
+            hi23 = prmt(words[2][j], words[3][j], 0x7362);
+      Value column[4] = {prmt(lo01, lo23, 0x5410), prmt(lo01, lo23, 0x7632),
+                         prmt(hi01, hi23, 0x5410), prmt(hi01, hi23, 0x7632)};
+      for (int64_t byte = 0; byte < 4; ++byte) {
+        Value row = arith::AddIOp::create(b, loc, d0, ci32(4 * j + byte));
+        Value at = LLVM::GEPOp::create(
+            b, loc, ptr3, b.getI8Type(),
+            smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p)), ValueRange{inChunk});
+        LLVM::StoreOp::create(b, loc, column[byte], at, /*alignment=*/4);
+      }
+    }
+  }
+  fenceSharedForAsyncProxy(loc);
+}
+
 MmaKernelBuilder::ChunkColumns MmaKernelBuilder::chunkColumns(Location loc, const Desc &d, Value c0,
                                                               Value chunk, bool wholeChunks) {
   CopyOps ops{b, loc, d.elementType};

@@ -124,7 +124,18 @@ LogicalResult MmaKernelBuilder::emitSharedMemoryOp(Operation *op) {
       }
       b.setInsertionPoint(copyGuard.thenBlock()->getTerminator());
     }
-    issueBlock(loc, copy.getDesc(), *p, row0, col0, stageBytes(copy.getBuffer(), copy.getStage()));
+    Value stage = stageBytes(copy.getBuffer(), copy.getStage());
+    if (allocOf(copy.getBuffer())->hasAttr(tilegpu::kTransposedAttr)) {
+      // FP8 bytes in units of 4 rows × 16 columns dealt evenly over the copying threads.
+      int64_t units = p->cols * 2 / 4 * (p->rows / 16);
+      if (copy.getBuffer().getType().getElementType().getIntOrFloatBitWidth() != 8 ||
+          units % copyThreadCount() != 0)
+        return op->emitOpError("copies a block kept transposed that is not FP8 in whole units "
+                               "of 4 rows × 16 columns a copying thread");
+      issueTransposedBlock(loc, copy.getDesc(), *p, row0, col0, stage);
+      return success();
+    }
+    issueBlock(loc, copy.getDesc(), *p, row0, col0, stage);
     return success();
   }
   if (isa<tilegpu::AsyncCommitOp>(op)) {
