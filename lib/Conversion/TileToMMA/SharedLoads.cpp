@@ -289,34 +289,44 @@ void MmaKernelBuilder::issueTransposedBlock(Location loc, Value desc, const Load
   Value thread = tessel::conversion::inlinePtx(b, loc, i32, copyThreadIndex(), "mov.b32 $0, $1;",
                                                "=r,r")
                      .front();
+  // Every unit's loads first, then the transposes and stores: one round trip to memory for
+  // the whole block instead of one a unit.
+  struct Unit {
+    Value k0, d0;
+    SmallVector<SmallVector<Value>> words;
+  };
+  SmallVector<Unit> mine;
   for (int64_t first = 0; first < units; first += threads) {
+    Unit &unit = mine.emplace_back();
     Value u = arith::AddIOp::create(b, loc, thread, ci32(first));
-    Value k0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, u, ci32(kGroups)),
-                                     ci32(4));
-    Value d0 = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, u, ci32(kGroups)),
-                                     ci32(16));
-    Value col = arith::AddIOp::create(b, loc, c0, toI64(d0));
+    unit.k0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, u, ci32(kGroups)),
+                                    ci32(4));
+    unit.d0 = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, u, ci32(kGroups)),
+                                    ci32(16));
+    Value col = arith::AddIOp::create(b, loc, c0, toI64(unit.d0));
     Value colIn = andi(
         cmp(arith::CmpIPredicate::sge, col, zero),
         cmp(arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, col, ci64(16)), d.shape[1]));
     Value colElem = arith::AddIOp::create(b, loc, d.offset,
                                           arith::MulIOp::create(b, loc, col, d.strides[1]));
-    SmallVector<SmallVector<Value>> words;
     for (int64_t r = 0; r < 4; ++r) {
       Value row = arith::AddIOp::create(b, loc, r0,
-                                        toI64(arith::AddIOp::create(b, loc, k0, ci32(r))));
+                                        toI64(arith::AddIOp::create(b, loc, unit.k0, ci32(r))));
       Value in = andi(colIn, andi(cmp(arith::CmpIPredicate::sge, row, zero),
                                   cmp(arith::CmpIPredicate::slt, row, d.shape[0])));
       Value elem = arith::AddIOp::create(b, loc, colElem,
                                          arith::MulIOp::create(b, loc, row, d.strides[0]));
       Value addr = ops.gep(d.base, arith::SelectOp::create(b, loc, in, elem, d.offset));
-      words.push_back(asmResults(b, loc, load, TypeRange{i32, i32, i32, i32}, {},
-                                 ValueRange{arith::ExtUIOp::create(b, loc, i32, in), addr},
-                                 {"r", "l"}));
+      unit.words.push_back(asmResults(b, loc, load, TypeRange{i32, i32, i32, i32}, {},
+                                      ValueRange{arith::ExtUIOp::create(b, loc, i32, in), addr},
+                                      {"r", "l"}));
     }
-    Value chunk = arith::ShRUIOp::create(b, loc, k0, ci32(4));
-    Value inChunk = arith::AndIOp::create(b, loc, k0, ci32(15));
-    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  }
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  for (Unit &unit : mine) {
+    Value chunk = arith::ShRUIOp::create(b, loc, unit.k0, ci32(4));
+    Value inChunk = arith::AndIOp::create(b, loc, unit.k0, ci32(15));
+    auto &words = unit.words;
     for (int64_t j = 0; j < 4; ++j) {
       // Byte b of word j of row r is element (k0 + r, d0 + 4j + b).
       Value lo01 = prmt(words[0][j], words[1][j], 0x5140),
@@ -326,7 +336,7 @@ void MmaKernelBuilder::issueTransposedBlock(Location loc, Value desc, const Load
       Value column[4] = {prmt(lo01, lo23, 0x5410), prmt(lo01, lo23, 0x7632),
                          prmt(hi01, hi23, 0x5410), prmt(hi01, hi23, 0x7632)};
       for (int64_t byte = 0; byte < 4; ++byte) {
-        Value row = arith::AddIOp::create(b, loc, d0, ci32(4 * j + byte));
+        Value row = arith::AddIOp::create(b, loc, unit.d0, ci32(4 * j + byte));
         Value at = LLVM::GEPOp::create(
             b, loc, ptr3, b.getI8Type(),
             smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p)), ValueRange{inChunk});
