@@ -242,7 +242,8 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>,
   let summary = "Matrix product of two tiles added to an f32 accumulator.";
   let description = [{
     `result = a · b + acc` with `a: M×K`, `b: K×N`, `acc: M×N`. The operands are f8E4M3FN, f16,
-    bf16 or f32; products and sums are in f32 (the tensor cores' accumulation), whatever the operand type.
+    bf16 or f32; products and sums are in f32 (the tensor cores' accumulation), whatever the
+    operand type.
 
     ```mlir
     %s = tile.dot %q, %kt, %zero : tensor<128x128xf16>, tensor<128x64xf16> -> tensor<128x64xf32>

@@ -55,8 +55,8 @@ std::optional<ElementKind> elementKindOf(mlir::Type type);
 /// Bytes per element: 1 for e4m3fn, 2 for f16 and bf16, 4 for f32 and i32.
 unsigned elementSize(ElementKind kind);
 
-/// A host buffer laid out exactly as on the GPU: e4m3fn, f16 and bf16 as their bit patterns, f32 as
-/// IEEE binary32, i32 as two's complement, all little-endian.
+/// A host buffer laid out exactly as on the GPU: e4m3fn, f16 and bf16 as their bit patterns, f32
+/// as IEEE binary32, i32 as two's complement, all little-endian.
 class Buffer {
 public:
   Buffer() = default;

@@ -128,8 +128,8 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
   int64_t steps = p.rows / rowsPerStep;
   // Strides known at compile time to suit 16-byte copies (unit inner stride, rows a multiple of
   // 16 bytes: every attention program) take constant offsets; a row stride known to be such a
-  // multiple (`n · BLOCK`: FP8's transposed V) is taken as it is; others are checked at run
-  // time, and a block that cannot be copied in 16-byte chunks is read element by element.
+  // multiple (`n · BLOCK`: an FP8 V given transposed) is taken as it is; others are checked at
+  // run time, and a block that cannot be copied in 16-byte chunks is read element by element.
   auto md = desc.getDefiningOp<tile::MakeDescOp>();
   int64_t rowStride = constantOf(md.getStrides()[0]);
   bool unitInner = constantOf(md.getStrides()[1]) == 1;
@@ -204,9 +204,9 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
     return;
   }
   if (!chunkedRows) {
-    // 16-byte chunks need a unit inner stride, rows a multiple of 8 elements and the block's
+    // 16-byte chunks need a unit inner stride, rows a multiple of 16 bytes and the block's
     // first element 16-byte aligned (a view may start anywhere): uniform conditions, so the
-    // branch is uniform. Otherwise each thread reads its chunks' 8 elements (zero outside the
+    // branch is uniform. Otherwise each thread reads its chunks' elements (zero outside the
     // tensor, read from the base instead) and stores them to shared memory itself.
     Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), gep1(d.base, blockElem));
     Value chunkable = andi(
