@@ -30,7 +30,7 @@ func.func @f32_operands(%a: !tile.ptr<f32>, %c: !tile.ptr<f32>, %n: i32) {
   %c1 = arith.constant 1 : i32
   %ad = tile.make_desc %a, shape [%n, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
   %cd = tile.make_desc %c, shape [%n, %c64], strides [%c64, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
-  // expected-error @+1 {{loads 'f32': convert-tile-to-mma needs f16 or bf16 operands}}
+  // expected-error @+1 {{loads 'f32': convert-tile-to-mma needs f16, bf16 or f8E4M3FN operands}}
   %at = tile.load %ad[%c0, %c0] : !tile.desc<2, f32> -> tensor<64x64xf32>
   %zero = arith.constant dense<0.0> : tensor<64x64xf32>
   %r = tile.dot %at, %at, %zero : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
