@@ -4,7 +4,7 @@
 // RUN: tessel-opt %s --convert-tile-to-mma=fallback=true --convert-tile-to-gpu 2>&1 | FileCheck %s --check-prefix=AUTO
 
 // AUTO: remark: convert-tile-to-mma leaves @no_dot to the reference lowering: 'func.func' op has no tile.dot
-// AUTO: remark: convert-tile-to-mma leaves @f32_operands to the reference lowering: 'tile.load' op loads 'f32': convert-tile-to-mma needs f16 or bf16 operands
+// AUTO: remark: convert-tile-to-mma leaves @f32_operands to the reference lowering: 'tile.load' op loads 'f32': convert-tile-to-mma needs f16, bf16 or f8E4M3FN operands
 // AUTO: remark: convert-tile-to-mma leaves @matmul_32 to the reference lowering: 'tile.load' op loads a block of 32 rows
 // AUTO: gpu.module @tessel_kernels
 // AUTO-DAG: gpu.func @no_dot
