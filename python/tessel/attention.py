@@ -99,6 +99,19 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
+                              SCORE_MOD, MASK_MOD)
+    tl.store(od, (m0, 0), acc.to(qt.dtype))
+    tl.store(ld, (m0,), lse)
+
+
+@jit
+def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
+                   MASK_MOD: tl.constexpr):
+    """The key loop of the query block `qt` (rows m0…): its output (normalised) and LSE, the
+    scores `scale · qt·kᵀ` with the mods and masks, P in V's dtype for P·V (FP8 too:
+    attention_fp8.py)."""
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, D), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
@@ -117,8 +130,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
         p, lse = tl.softmax(s, axis=1, return_lse=True)   # streamed over j
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
         acc += tl.dot(p.to(vt.dtype), vt)
-    tl.store(od, (m0, 0), acc.to(qt.dtype))
-    tl.store(ld, (m0,), lse)
+    return acc, lse
 
 
 def _block(n, cap=64, floor=16):

@@ -6,7 +6,8 @@ lies in [0, 1] before the final normalisation), P·V on e4m3 operands, the outpu
 descale_v and stored in bf16 (or fp16). Descales follow FlashAttention-3: a number, or a tensor
 broadcastable to ``[B, Hkv]`` (one factor per batch and key/value head).
 
-The program is the attention tile of attention.py with FP8 loads and the conversion of P;
+The program is attention.py's key loop (attention_rows: P is converted to V's dtype) with
+FP8 loads, the scale read from memory and the output multiplied by descale_v;
 numpy arrays (uint8 bit patterns, tessel.to_fp8) run it on the CPU interpreter, CUDA tensors
 on sm_90a. wgmma reads FP8 operands K-major only, and V in P·V has the keys along its rows:
 the compiler keeps V's blocks transposed in shared memory, the producer warpgroup transposing
@@ -19,6 +20,7 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles
+from .attention import attention_rows
 from .jit import jit
 
 
@@ -43,24 +45,8 @@ def fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh,
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
-    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
-    lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
-    for j in tl.stream(0, nk, BLOCK_N):
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        s = tl.dot(qt, kt.T) * scale
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        if SCORE_MOD is not None:
-            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
-        mask = kv_idx < nk
-        if CAUSAL:
-            mask = mask & (q_idx >= kv_idx)
-        if MASK_MOD is not None:
-            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s, float("-inf"))
-        p, lse = tl.softmax(s, axis=1, return_lse=True)   # streamed over j
-        vb = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
-        acc += tl.dot(p.to(tl.float8_e4m3fn), vb)
+    acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
+                              SCORE_MOD, MASK_MOD)
     tl.store(od, (m0, 0), (acc * descale_v).to(OUT))
     tl.store(ld, (m0,), lse)
 
