@@ -19,8 +19,8 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles
 from .attention import attention_rows
+from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles
 from .jit import jit
 
 
