@@ -118,6 +118,7 @@ TEST_F(TileDialectTest, DescriptorTypeRejectsBadElementType) {
   auto bad = tile::DescType::getChecked([&] { return emitError(UnknownLoc::get(&ctx)); }, &ctx, 2u,
                                         Type(IntegerType::get(&ctx, 8)));
   EXPECT_FALSE(bad);
-  EXPECT_NE(message.find("element type must be f8E4M3FN, f16, bf16, f32 or i32"), std::string::npos);
+  EXPECT_NE(message.find("element type must be f8E4M3FN, f16, bf16, f32 or i32"),
+            std::string::npos);
 }
 } // namespace
