@@ -19,8 +19,9 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .attention import attention_rows
-from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles
+from .attention import _as_jit, _check_shapes, _chip_for_blocks, attention_rows, dense_schedule
+from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles, \
+    tile_block
 from .jit import jit
 
 
@@ -73,13 +74,9 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, descale, nq, nk, H, HKV, n_bh, ti
     n_blocks = tl.cdiv(nq, BLOCK_M)
     td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
     for t in range(first, end):
-        tile = tl.load_scalar(td, (t,))
-        pid_m = tile % n_blocks
-        if CAUSAL:
-            pid_m = n_blocks - 1 - pid_m
-        fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m,
-                           tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
-                           OUT)
+        pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
+        fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M,
+                           BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
 
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
@@ -147,7 +144,7 @@ def _descales(B, Hkv, scale, descales, like):
 
 
 def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse, block_m,
-              block_n, descale_q, descale_k, descale_v, out_dtype, check_shapes, as_jit):
+              block_n, descale_q, descale_k, descale_v, out_dtype):
     """tessel.attention on FP8 q, k, v (attention.py checks the call and hands it here)."""
     host = isinstance(q, np.ndarray)
     for name, x in (("k", k), ("v", v)):
@@ -157,14 +154,13 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     if not host and not q.is_cuda:
         raise TypeError(f"q is on {q.device}: FP8 attention runs CUDA tensors on sm_90a and "
                         "numpy arrays (uint8 bit patterns) on the CPU interpreter")
-    B, H, Nq, D, Hkv, Nk = check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     out = _out_name(out_dtype)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     if host:
         BM = block_m or min(64, 1 << max(4, (Nq - 1).bit_length()))
         BN = block_n or min(64, 1 << max(4, (Nk - 1).bit_length()))
     else:
-        from .attention import _chip_for_blocks
         if _chip_for_blocks(q) != "sm_90a" or D not in FP8_BLOCKS:
             raise NotImplementedError(
                 f"FP8 attention runs on sm_90a (wgmma's e4m3 operands) at head dims "
@@ -190,14 +186,13 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     descale = _descales(B, Hkv, scale, (descale_q, descale_k, descale_v), q)
     args = (q, k, v, o, lse, descale, Nq, Nk, H, Hkv)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
-                      SCORE_MOD=as_jit(score_mod, "score_mod"),
-                      MASK_MOD=as_jit(mask_mod, "mask_mod"),
+                      SCORE_MOD=_as_jit(score_mod, "score_mod"),
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"),
                       OUT=tl.bfloat16 if out == "bf16" else tl.float16)
     if Nq and B * H:
         programs = None if host else persistent_programs(q, "sm_90a", BM, BN,
                                                          -(-Nq // BM) * B * H)
         if programs:
-            from .attention import dense_schedule
             tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
             persistent_kernel(Nq, Nk, BN, causal)[(programs, 1, 1)](*args, B * H, tiles, starts,
                                                                  **constexprs)

@@ -62,6 +62,18 @@ def program_tiles(tiles, starts, n_tiles):
     return td, tl.load_scalar(sd, (pid,)), tl.load_scalar(sd, (pid + 1,))
 
 
+@jit
+def tile_block(td, t, n_blocks, LAST_FIRST: tl.constexpr):
+    """Tile t of a persistent program's range (program_tiles' `td`): its (query block, b·h
+    row), tile bh · n_blocks + i being block i of row bh — block n_blocks − 1 − i with
+    LAST_FIRST (causal rows, the longest first)."""
+    tile = tl.load_scalar(td, (t,))
+    pid_m = tile % n_blocks
+    if LAST_FIRST:
+        pid_m = n_blocks - 1 - pid_m
+    return pid_m, tile // n_blocks
+
+
 # --- persistent kernels ----------------------------------------------------------------------
 #
 # A persistent kernel is launched on one program an SM; each program walks its list of the
