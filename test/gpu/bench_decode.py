@@ -116,6 +116,30 @@ def sdpa_cells(row, flops, diff_key):
             f"{ratio('cudnn'):>7} {row.get(diff_key, float('nan')):>8.2e}")
 
 
+def max_rel_diff(a, b):
+    """The largest |a − b| relative to b's largest magnitude (a sanity check of one result
+    against another, in the benchmarks' rows)."""
+    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
+
+
+def time_sdpa(torch, row, timed, q, k, v, causal, backends):
+    """Times torch SDPA's forward on q, k, v with each backend forced, `backends` being pairs
+    (name, SDPBackend): row[f"{name}_ms"], or None and row[f"{name}_why"] where the backend
+    refuses the inputs. Returns each backend's output, by name."""
+    from torch.nn.attention import sdpa_kernel
+    F = torch.nn.functional.scaled_dot_product_attention
+    outs = {}
+    for name, backend in backends:
+        try:
+            with sdpa_kernel([backend]):
+                outs[name] = F(q, k, v, is_causal=causal)
+                row[f"{name}_ms"] = timed(lambda: F(q, k, v, is_causal=causal))
+        except Exception as e:                       # noqa: BLE001 (the backend refuses)
+            row[f"{name}_ms"] = None
+            row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+    return outs
+
+
 def compile_with(**fields):
     """Every tessel launcher made from here on compiles with these GpuOptions fields (e.g.
     wgmma_overlap=True, FA3's intra-warpgroup overlap; num_stages=3): the benchmarks' --overlap

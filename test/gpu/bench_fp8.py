@@ -16,7 +16,7 @@ Without torch or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import compile_with, cuda_torch, make_timer
+from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, time_sdpa
 
 
 def parse_set(items):
@@ -39,13 +39,12 @@ def main():
     if torch is None:
         return 0
     import tessel
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     if args.set:
         compile_with(**parse_set(args.set))
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   options=args.set, rows=[])
-    F = torch.nn.functional.scaled_dot_product_attention
     gen = torch.Generator(device="cuda").manual_seed(0)
     e4m3 = torch.float8_e4m3fn
     print(f"TFLOP/s; {timer}; fp8 output bf16{'; ' + ' '.join(args.set) if args.set else ''}")
@@ -70,25 +69,13 @@ def main():
                 out8 = fp8()
                 row["fp8_ms"] = timed(fp8)
                 row["fp16_ms"] = timed(lambda: tessel.attention(q, k, v, causal=causal))
-                for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
-                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                    try:
-                        with sdpa_kernel([be]):
-                            want = F(q, k, v, is_causal=causal)
-                            row[f"{name}_ms"] = timed(lambda: F(q, k, v, is_causal=causal))
-                        if name == "cudnn":
-                            row["max_rel_err_vs_cudnn_fp16"] = (
-                                (out8.float() - want.float()).abs().max()
-                                / want.float().abs().max()).item()
-                    except Exception as e:           # noqa: BLE001 (the backend refuses)
-                        row[f"{name}_ms"] = None
-                        row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
-                try:
-                    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                        row["cudnn_fp8_ms"] = timed(lambda: F(q8, k8, v8, is_causal=causal))
-                except Exception as e:               # noqa: BLE001
-                    row["cudnn_fp8_ms"] = None
-                    row["cudnn_fp8_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                theirs = time_sdpa(torch, row, timed, q, k, v, causal,
+                                   (("fa2", SDPBackend.FLASH_ATTENTION),
+                                    ("cudnn", SDPBackend.CUDNN_ATTENTION)))
+                if "cudnn" in theirs:
+                    row["max_rel_err_vs_cudnn_fp16"] = max_rel_diff(out8, theirs["cudnn"])
+                time_sdpa(torch, row, timed, q8, k8, v8, causal,
+                          (("cudnn_fp8", SDPBackend.CUDNN_ATTENTION),))
                 for key in ("fp8", "fp16", "cudnn", "fa2", "cudnn_fp8"):
                     ms = row.get(f"{key}_ms")
                     row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None

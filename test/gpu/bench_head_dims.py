@@ -16,7 +16,8 @@ or CUDA it prints why and exits 0.
 import argparse
 import json
 
-from bench_decode import compile_with, cuda_torch, make_timer, sdpa_cells, set_persistent
+from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, sdpa_cells, \
+    set_persistent, time_sdpa
 
 
 def main():
@@ -65,7 +66,7 @@ def main():
     if torch is None:
         return 0
     import tessel
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
             or args.no_warp_specialize or args.no_overlap_consumers or args.no_pingpong
             or args.producer_once or args.tma_producer):
@@ -91,7 +92,6 @@ def main():
                   rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
-    F = torch.nn.functional.scaled_dot_product_attention
     print(f"{args.dtype}; TFLOP/s; {timer}{'; overlap' if args.overlap else ''}"
           f"{'; not warp-specialized' if args.no_warp_specialize else ''}"
           f"{'; consumers not overlapped' if args.no_overlap_consumers else ''}"
@@ -115,19 +115,11 @@ def main():
                     return tessel.attention(q, k, v, causal=causal)
                 mine = ours()
                 row["tessel_ms"] = timed(ours)
-                for name, be in (("fa2", SDPBackend.FLASH_ATTENTION),
-                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                    try:
-                        with sdpa_kernel([be]):
-                            want = F(q, k, v, is_causal=causal)
-                            row[f"{name}_ms"] = timed(lambda: F(q, k, v, is_causal=causal))
-                        if name == "cudnn":
-                            row["max_rel_diff_vs_cudnn"] = (
-                                (mine.float() - want.float()).abs().max()
-                                / want.float().abs().max()).item()
-                    except Exception as e:           # noqa: BLE001 (the backend refuses)
-                        row[f"{name}_ms"] = None
-                        row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
+                theirs = time_sdpa(torch, row, timed, q, k, v, causal,
+                                   (("fa2", SDPBackend.FLASH_ATTENTION),
+                                    ("cudnn", SDPBackend.CUDNN_ATTENTION)))
+                if "cudnn" in theirs:
+                    row["max_rel_diff_vs_cudnn"] = max_rel_diff(mine, theirs["cudnn"])
                 cells = []
                 if args.ab_persistent:
                     set_persistent(not persistent)
