@@ -55,6 +55,20 @@ bool isArrayType(PyTypeObject *t) {
   return false;
 }
 
+/// Non-`float` scalar types the Python side classifies as float (numpy's floating types).
+std::vector<PyTypeObject *> floatScalarTypes;
+
+bool isFloatScalarType(PyTypeObject *t) {
+  for (PyTypeObject *a : floatScalarTypes)
+    if (a == t)
+      return true;
+  return false;
+}
+
+/// A positive float between 2^-64 and 2^64: the range jit.py's `float_range` calls "moderate",
+/// for which a kernel may fold the scalar into a product without a run-time check.
+bool isModerate(double x) { return x >= 0x1p-64 && x <= 0x1p64; }
+
 enum class ParamKind : uint8_t { PositionalOrKeyword, PositionalOnly, KeywordOnly };
 
 struct Param {
@@ -210,6 +224,14 @@ bool computeKey(const Dispatch &d, PyObject *const *bound, KeyItem *items, Py_ha
     Py_hash_t vh = 0;
     if (d.params[i].isConstexpr) {
       value = v;
+    } else if (PyFloat_Check(v) || isFloatScalarType(t)) {
+      // Float scalars are specialised on their range (jit.py, float_range): True or False.
+      double x = PyFloat_AsDouble(v);
+      if (x == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+      }
+      value = isModerate(x) ? Py_True : Py_False;
     } else if (isArrayType(t)) {
       value = PyObject_GetAttr(v, dtypeName);
       if (!value) {
@@ -628,6 +650,23 @@ PyObject *addArrayType(PyObject *, PyObject *type) {
 PyMethodDef addArrayTypeDef = {
     "_add_array_type", &addArrayType, METH_O,
     "Registers a type whose instances' dtype keys kernel specialisations (tessel/runtime.py)."};
+
+PyObject *addFloatType(PyObject *, PyObject *type) {
+  if (!PyType_Check(type)) {
+    PyErr_SetString(PyExc_TypeError, "_add_float_type takes a type");
+    return nullptr;
+  }
+  auto *t = reinterpret_cast<PyTypeObject *>(type);
+  if (!isFloatScalarType(t)) {
+    Py_INCREF(type);
+    floatScalarTypes.push_back(t);
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef addFloatTypeDef = {
+    "_add_float_type", &addFloatType, METH_O,
+    "Registers a scalar type keyed like float: by its range (tessel/runtime.py, float_range)."};
 } // namespace
 
 namespace tessel::python {
@@ -670,4 +709,8 @@ void tessel::python::bindDispatcher(py::module &m) {
   if (!fn)
     throw py::error_already_set();
   m.attr("_add_array_type") = py::reinterpret_steal<py::object>(fn);
+  PyObject *floatFn = PyCFunction_New(&addFloatTypeDef, nullptr);
+  if (!floatFn)
+    throw py::error_already_set();
+  m.attr("_add_float_type") = py::reinterpret_steal<py::object>(floatFn);
 }

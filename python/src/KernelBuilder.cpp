@@ -178,6 +178,15 @@ std::vector<Value> KernelBuilder::beginFunction(const std::string &name,
   return std::vector<Value>(entry->args_begin(), entry->args_end());
 }
 
+void KernelBuilder::markModerate(unsigned index) {
+  if (open.empty() || !isa<func::FuncOp>(open.front().op))
+    fail("markModerate outside a function");
+  auto fn = cast<func::FuncOp>(open.front().op);
+  if (index >= fn.getNumArguments() || !fn.getArgument(index).getType().isF32())
+    fail("markModerate: parameter " + std::to_string(index) + " is not an f32 scalar");
+  fn.setArgAttr(index, tile::kModerateAttr, builder.getUnitAttr());
+}
+
 Value KernelBuilder::addParam(const Param &param) {
   if (open.empty() || !isa<func::FuncOp>(open.front().op))
     fail("addParam outside a function");

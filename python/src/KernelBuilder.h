@@ -77,6 +77,8 @@ public:
   /// Appends a parameter to the function being built (a tensor a kernel captures, found while
   /// tracing its body) and returns it.
   mlir::Value addParam(const Param &param);
+  /// Marks f32 parameter `index` tile.moderate (the JIT's range specialisation).
+  void markModerate(unsigned index);
 
   // Scalars and element-wise ops. `shape` empty means a scalar, otherwise a splat tile.
   mlir::Value constInt(int64_t value, const std::string &dtype, const std::vector<int64_t> &shape);

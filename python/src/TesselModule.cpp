@@ -168,6 +168,7 @@ PYBIND11_MODULE(_tessel, m) {
              return kb.beginFunction(name, ps);
            })
       .def("end_function", &KernelBuilder::endFunction)
+      .def("mark_moderate", &KernelBuilder::markModerate, py::arg("index"))
       .def(
           "add_param",
           [](KernelBuilder &kb, const std::string &kind, const std::string &dtype) {

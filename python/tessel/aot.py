@@ -161,7 +161,9 @@ def trace(module, spec, kernel_name="attention_kernel"):
             raise ValueError(f"mask '{spec.mask}' must be a @tessel.jit function")
     t = DTYPES[spec.dtype]
     empty = np.empty(0, t)
-    args = (empty, empty, empty, empty, np.empty(0, np.float32), 1, 1, 1, 1, 1.0)
+    # The scale is the library's run-time argument: -1.0 keys the kernel for any float, not
+    # the JIT's "moderate" specialisation (runtime.float_range), which a caller could break.
+    args = (empty, empty, empty, empty, np.empty(0, np.float32), 1, 1, 1, 1, -1.0)
     constexprs = dict(D=spec.head_dim, BLOCK_M=spec.block_m, BLOCK_N=spec.block_n,
                       CAUSAL=spec.causal, SCORE_MOD=None, MASK_MOD=mask_mod)
     import inspect

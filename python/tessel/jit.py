@@ -407,7 +407,10 @@ class JITFunction(_tessel.Dispatcher):
                 key.append((name, "constexpr", type(value).__name__, value))
             else:
                 kind, dtype = runtime.classify(name, value)
-                key.append((name, kind, dtype))
+                # A float scalar is specialised on its range too: a moderate one (positive,
+                # 2^-64..2^64) lets the kernel fold it without run-time checks.
+                key.append((name, kind, dtype, runtime.float_range(value))
+                           if kind == "scalar" and dtype == "f32" else (name, kind, dtype))
                 params.append((name, kind, dtype))
                 runtime_args.append(value)
         key = tuple(key)
@@ -451,6 +454,9 @@ class JITFunction(_tessel.Dispatcher):
             values = builder.begin_function(self.__name__, [(k, d) for _, k, d in params])
         except ValueError as e:
             raise CompilationError(str(e), *pos) from None
+        for index, item in enumerate(i for i in key if i[1] != "constexpr"):
+            if item[-1] == "moderate":
+                builder.mark_moderate(index)
         env = {}
         it = iter(values)
         for name, value in bound.items():

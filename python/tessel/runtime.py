@@ -31,6 +31,21 @@ def add_array_type(t):
 add_array_type(np.ndarray)
 add_array_type(gpu.DevicePointer)
 
+# Float scalars are keyed by their range, not only their type (`float_range`): float and its
+# subclasses (np.float64) in C, numpy's other floating types registered here.
+for _t in (np.float16, np.float32, np.longdouble):
+    _tessel._add_float_type(_t)
+
+#: A positive float in [2^-64, 2^64]: a kernel specialised on it may fold the value into
+#: products (a softmax scale times log2(e)) with no run-time check that it is positive and
+#: finite (docs/dsl-decisions.md, "Float arguments"). The C Dispatcher tests the same range.
+MODERATE_MIN, MODERATE_MAX = 2.0 ** -64, 2.0 ** 64
+
+
+def float_range(value):
+    """The specialisation of a float scalar argument: "moderate" (see MODERATE_MIN) or "any"."""
+    return "moderate" if MODERATE_MIN <= float(value) <= MODERATE_MAX else "any"
+
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
                    np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16",
                    np.dtype(np.uint8): "f8e4m3fn"}

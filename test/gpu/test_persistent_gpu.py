@@ -223,3 +223,23 @@ def test_producer_schedules_block_mask(persistent, schedule):
     _launch_with(blocksparse.block_sparse_attention_kernel, grid_, args, cx, **SCHEDULES[schedule])
     torch.testing.assert_close(o, want, atol=0, rtol=0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("scale", [0.09, -0.05, 0.0, 2.0 ** -70, 3.0],
+                         ids=["moderate", "negative", "zero", "tiny", "large"])
+def test_scale_ranges(persistent, causal, scale):
+    """A moderate scale runs the kernel specialised on it (no branch on the scale), the others
+    the generic one (runtime.float_range): both against float32 torch attention."""
+    hopper()
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    q, k, v = (torch.randn(2, 4, 2048, 128, device="cuda", generator=gen).half()
+               for _ in range(3))
+    persistent(True)
+    o = tessel.attention(q, k, v, causal=causal, scale=scale)
+    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float()) * scale
+    if causal:
+        s = s.masked_fill(~torch.ones(2048, 2048, dtype=torch.bool, device="cuda").tril(),
+                          float("-inf"))
+    want = torch.softmax(s, dim=-1) @ v.float()
+    assert (o.float() - want).abs().max().item() < TOL[torch.float16] * max(1.0, want.abs().max())

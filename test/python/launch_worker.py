@@ -9,6 +9,7 @@ import sys
 import traceback
 
 import fakecuda
+import numpy as np
 
 DRV = fakecuda.install()
 torch = fakecuda.fake_torch(DRV)
@@ -70,6 +71,8 @@ def launch_record(fn, nparams):
     return d
 
 
+NAN = float("nan")
+
 SCENARIOS = {}
 
 
@@ -83,14 +86,34 @@ def packing():
     x, y = T((1000,), torch.float32), T((1000,), torch.float32)
     slow = SlowCounter(scale_shift)
     first = launch_record(lambda: scale_shift[(3, 2)](x, y, 1000, 2.5, -1.0, BLOCK=256), 5)
-    hit = launch_record(lambda: scale_shift[(3, 2)](x, y, 999, 0.25, 3.0, BLOCK=256), 5)
-    called = launch_record(lambda: scale_shift._call(7, x, y, 5, 1.0, 1.0, 256), 5)
+    hit = launch_record(lambda: scale_shift[(3, 2)](x, y, 999, 0.25, -3.0, BLOCK=256), 5)
+    called = launch_record(lambda: scale_shift._call(7, x, y, 5, 1.0, -1.0, 256), 5)
     kernel = scale_shift.warmup(x, y, 1, 1.0, 1.0, BLOCK=256)
     return {"x": x.ptr, "y": y.ptr, "first": first, "hit": hit, "called": called,
             "block": list(kernel.binary().block), "slow_calls": slow.n,
             "fast_size": scale_shift._fast_size(),
             "hit_f32": [fakecuda.slot_i32(hit["slots"][2]), fakecuda.slot_f32(hit["slots"][3]),
                         fakecuda.slot_f32(hit["slots"][4])]}
+
+
+@scenario
+def float_ranges():
+    """Float scalars key by range (runtime.float_range): moderate (2^-64..2^64) or any."""
+    x, y = T((64,), torch.float32), T((64,), torch.float32)
+    slow = SlowCounter(scale_shift)
+    fast_before = scale_shift._fast_size()
+    out = {}
+    for name, a in (("pos", 2.5), ("neg", -2.5), ("zero", 0.0), ("huge", 1e30), ("nan", NAN),
+                    ("pos_again", 0.5), ("np_pos", np.float32(2.5)), ("np_neg", np.float32(-1)),
+                    ("tiny", 2.0 ** -65), ("edge", 2.0 ** 64)):
+        r = launch_record(lambda: scale_shift[(1,)](x, y, 64, a, 1.0, BLOCK=64), 5)
+        out[name] = [r["function"], r["launched"], fakecuda.slot_f32(r["slots"][3])]
+    keys = [k for k in scale_shift.cache if k[-1][-1] == 64]      # BLOCK=64: this scenario's
+    moderate = [k for k in keys if k[3][-1] == "moderate"]
+    return {"calls": out, "slow_calls": slow.n,
+            "fast_entries": scale_shift._fast_size() - fast_before,
+            "keys": len(keys), "moderate_keys": len(moderate),
+            "moderate_ir": "tile.moderate" in scale_shift.cache[moderate[0]][0].asm["tile"]}
 
 
 @scenario

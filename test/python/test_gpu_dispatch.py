@@ -105,9 +105,9 @@ def test_numpy_runs_on_the_interpreter_through_the_cheap_key():
     np.testing.assert_allclose(y, x * 2 + 1)
     assert scale_shift._fast_size() == 1
     y[:] = 0
-    scale_shift[lambda meta: (-(-meta["n"] // meta["BLOCK"]),)](x, y, 10, 3.0, 0.0, BLOCK=4)
-    np.testing.assert_allclose(y, x * 3)
-    assert scale_shift._fast_size() == 1                    # a hit: same types, same constexprs
+    scale_shift[lambda meta: (-(-meta["n"] // meta["BLOCK"]),)](x, y, 10, 3.0, 0.5, BLOCK=4)
+    np.testing.assert_allclose(y, x * 3 + 0.5)
+    assert scale_shift._fast_size() == 1      # a hit: same types, float ranges and constexprs
     scale_shift[(5,)](x, y, 10, 2.0, 1.0, BLOCK=2)
     assert scale_shift._fast_size() == 2
     scale_shift[(5,)](x, y, np.int32(10), 2.0, 1.0, BLOCK=2)    # another scalar type: a new key

@@ -52,12 +52,30 @@ def test_arguments_are_packed_in_order(runs):
     assert first["grid"] == [3, 2, 1] and first["block"] == r["block"]
     assert first["launched"] == 1
     # A cache hit packs the new values, launches the same function.
-    assert r["hit_f32"] == [999, 0.25, 3.0]
+    assert r["hit_f32"] == [999, 0.25, -3.0]
     assert r["hit"]["function"] == first["function"] and r["hit"]["launched"] == 1
     # kernel._call(grid, ...) (what tessel.attention uses) is the same path, constexpr by position.
     assert r["called"]["grid"] == [7, 1, 1] and r["called"]["slots"][2] == 5
     assert r["called"]["function"] == first["function"]
     assert r["slow_calls"] == 1 and r["fast_size"] == 1      # only the first call went slow
+
+
+def test_float_scalars_key_by_range(runs):
+    """A positive float in [2^-64, 2^64] keys a kernel specialised on it (tile.moderate: the
+    softmax folds the scale without a run-time check); others key the generic kernel; the C
+    dispatcher and the Python key agree, numpy floats included."""
+    r = runs["float_ranges"]
+    calls = r["calls"]
+    fn = {name: c[0] for name, c in calls.items()}
+    assert all(c[1] == 1 for c in calls.values())                  # every call launched once
+    assert calls["neg"][2] == -2.5 and calls["edge"][2] == 2.0 ** 64  # the values reach it
+    moderate = {"pos", "pos_again", "np_pos", "edge"}
+    assert len({fn[n] for n in moderate}) == 1
+    assert len({fn[n] for n in fn if n not in moderate}) == 1
+    assert fn["pos"] != fn["neg"]
+    assert r["keys"] == 2 and r["moderate_keys"] == 1 and r["moderate_ir"]
+    # Compiles: pos, neg; numpy floats are new C keys (their type) for the same two kernels.
+    assert r["slow_calls"] == 4 and r["fast_entries"] == 4
 
 
 def test_positional_keyword_and_default_bindings_are_one_key(runs):

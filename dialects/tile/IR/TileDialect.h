@@ -14,6 +14,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "tile/IR/TileAttrNames.h"
 #include "tile/IR/TileDialect.h.inc"
 #include "tile/IR/TileEnums.h.inc"
 

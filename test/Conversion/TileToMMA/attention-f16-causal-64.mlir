@@ -63,6 +63,16 @@
 // FFMA: arith.mulf %{{.*}}, %[[K]] : f32
 // FFMA: llvm.intr.fma(%[[T]]#0, %[[K]], %{{.*}}) : (f32, f32, f32) -> f32
 // FFMA-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// A tile.moderate scale (the JIT's specialisation of a float in [2^-64, 2^64]) makes
+// c = scale·log2(e) known positive and finite: no branch, S is never scaled in place, k is c.
+// RUN: sed 's/%%scale: f32/%%scale: f32 {tile.moderate}/' %s | tessel-opt --tile-optimize | tessel-opt --convert-tile-to-mma | FileCheck %s --check-prefix=MODERATE
+// MODERATE: %[[C:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// MODERATE: scf.for
+// MODERATE-NOT: arith.cmpf ogt
+// MODERATE: arith.maximumf
+// MODERATE: nvvm.shfl.sync bfly
+// MODERATE: arith.mulf %{{.*}}, %[[C]] : f32
+// MODERATE: llvm.intr.fma(%{{.*}}, %[[C]], %{{.*}}) : (f32, f32, f32) -> f32
 // The rescale O·alpha under a warp vote: skipped when every alpha of the warp is 1.
 // FFMA: arith.cmpf une, %{{.*}}, %{{.*}} : f32
 // FFMA: %[[MOVED:.*]] = nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
