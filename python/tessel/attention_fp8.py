@@ -26,23 +26,28 @@ from .jit import jit
 
 
 @jit
-def fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh,
-                       D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+def fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
+                       v_scale, nq, nk, H, HKV, pid_m, bh, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                        OUT: tl.constexpr):
-    """Query block `pid_m` of batch·head row `bh`: its output and LSE. descale[2·(b·HKV +
-    kv_h)] is the scores' factor (scale · descale_q · descale_k), the next one descale_v."""
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE. The scores' factor is
+    qk_scale · dq[b, kv_h] · dk[b, kv_h], the output's v_scale · dv[b, kv_h]; dqb, dqh, ... are
+    the (batch, kv head) element strides of dq, dk, dv (0 where they broadcast)."""
     b = bh // H
     h = bh % H
-    kv = b * HKV + h // (H // HKV)
+    kv_h = h // (H // HKV)
+    kv = b * HKV + kv_h
     qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv * nk * D)
     vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv * nk * D)
     od = tl.make_desc(o, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=bh * nq)
-    sd = tl.make_desc(descale, shape=(2 * kv + 2,), strides=(1,))
-    scale = tl.load_scalar(sd, (2 * kv,))
-    descale_v = tl.load_scalar(sd, (2 * kv + 1,))
+    iq = b * dqb + kv_h * dqh
+    ik = b * dkb + kv_h * dkh
+    iv = b * dvb + kv_h * dvh
+    scale = qk_scale * tl.load_scalar(tl.make_desc(dq, shape=(iq + 1,), strides=(1,)), (iq,)) \
+        * tl.load_scalar(tl.make_desc(dk, shape=(ik + 1,), strides=(1,)), (ik,))
+    descale_v = v_scale * tl.load_scalar(tl.make_desc(dv, shape=(iv + 1,), strides=(1,)), (iv,))
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
@@ -53,20 +58,22 @@ def fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh,
 
 
 @jit
-def fp8_attention_kernel(q, k, v, o, lse_out, descale, nq, nk, H, HKV,
+def fp8_attention_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
+                         v_scale, nq, nk, H, HKV,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                          OUT: tl.constexpr):
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m   # the longest rows first, as attention_kernel
-    fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh, D,
-                       BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
+    fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
+                       v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD,
+                       MASK_MOD, OUT)
 
 
 @jit
-def fp8_persistent_kernel(q, k, v, o, lse_out, descale, nq, nk, H, HKV, n_bh, tiles,
-                          starts, D: tl.constexpr, BLOCK_M: tl.constexpr,
+def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
+                          qk_scale, v_scale, nq, nk, H, HKV, n_bh, tiles, starts, D: tl.constexpr, BLOCK_M: tl.constexpr,
                           BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
                           MASK_MOD: tl.constexpr, OUT: tl.constexpr):
     """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
@@ -75,8 +82,9 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, descale, nq, nk, H, HKV, n_bh, ti
     td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
     for t in range(first, end):
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
-        fp8_attention_tile(q, k, v, o, lse_out, descale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M,
-                           BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
+        fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
+                           qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N,
+                           CAUSAL, SCORE_MOD, MASK_MOD, OUT)
 
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
@@ -116,31 +124,46 @@ def _out_name(out_dtype):
     return name
 
 
+# One float32 1.0 per CUDA device: the descale pointer of a call that gives a number (the number
+# goes into qk_scale / v_scale), so that no call copies its numbers to the device.
+_ONES = {}
+
+
 def _descales(B, Hkv, scale, descales, like):
-    """[B·Hkv, 2] float32: (scale · descale_q · descale_k, descale_v) per (batch, kv head), a
-    numpy array or a tensor on like's device (no synchronisation with the host)."""
+    """The kernels' descale arguments (dq, dk, dv, their six (batch, kv head) element strides,
+    qk_scale, v_scale): each descale tensor as given (float32, on like's device) with its
+    strides (0 where it broadcasts), each number folded into qk_scale = scale · dq · dk or
+    v_scale beside a 1.0 kept per device. No work on the device and no synchronisation: the
+    kernel multiplies."""
     host = isinstance(like, np.ndarray)
-    xp = np if host else gpu.torch_module()
-    parts = []
+    ptrs, strides, factors = [], [], []
     for name, d in zip(("descale_q", "descale_k", "descale_v"), descales):
-        if d is None:
-            d = 1.0
+        if d is None or (not gpu.is_torch_tensor(d) and not isinstance(d, np.ndarray) and
+                         np.ndim(d) == 0):
+            factors.append(1.0 if d is None else float(d))
+            if host:
+                ptrs.append(np.ones(1, np.float32))
+            else:
+                ones = _ONES.get(like.device)
+                if ones is None:
+                    ones = _ONES[like.device] = gpu.torch_module().ones(
+                        1, dtype=gpu.torch_module().float32, device=like.device)
+                ptrs.append(ones)
+            strides += [0, 0]
+            continue
         if host:
-            d = np.asarray(d, np.float64)
-        elif not gpu.is_torch_tensor(d):
-            d = xp.tensor(float(d), dtype=xp.float32, device=like.device)
+            d = np.asarray(d, np.float32)
         else:
-            d = d.to(device=like.device, dtype=xp.float32)
+            d = d.to(device=like.device, dtype=gpu.torch_module().float32)
         try:
-            d = xp.broadcast_to(d, (B, Hkv))
+            e = np.broadcast_to(d, (B, Hkv)) if host else d.expand(B, Hkv)
         except (RuntimeError, ValueError):
             raise ValueError(f"{name} of shape {tuple(d.shape)} does not broadcast to "
                              f"[B, Hkv] = [{B}, {Hkv}]") from None
-        parts.append(d)
-    qk = parts[0] * parts[1] * scale
-    if host:
-        return np.ascontiguousarray(np.stack([qk, parts[2]], -1).reshape(-1), np.float32)
-    return xp.stack([qk, parts[2]], -1).reshape(-1).contiguous()
+        factors.append(1.0)
+        ptrs.append(d)
+        strides += [x // d.itemsize for x in e.strides] if host else list(e.stride())
+    return (*ptrs, *map(int, strides), scale * factors[0] * factors[1], factors[2])
 
 
 def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse, block_m,
@@ -184,7 +207,7 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                         dtype=torch.bfloat16 if out == "bf16" else torch.float16)
         lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     descale = _descales(B, Hkv, scale, (descale_q, descale_k, descale_v), q)
-    args = (q, k, v, o, lse, descale, Nq, Nk, H, Hkv)
+    args = (q, k, v, o, lse, *descale, Nq, Nk, H, Hkv)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),

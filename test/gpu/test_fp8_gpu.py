@@ -93,17 +93,45 @@ def test_fp8_attention(persistent, out_dtype, causal, B, H, Hkv, Nq, Nk):
     check(o, lse, ref, emul, want_lse)
 
 
-def test_fp8_descales_per_batch_and_head():
-    # FlashAttention-3's descale tensors: one factor per (batch, kv head).
+@pytest.mark.parametrize("form", ["per batch and head", "per batch", "per head", "0-d",
+                                  "numbers", "mixed", "None"])
+def test_fp8_descales_per_batch_and_head(form):
+    # FlashAttention-3's descale forms: tensors read in place by the kernel (their strides, 0
+    # where they broadcast), numbers folded into the scale.
     B, H, Hkv, N = 2, 4, 2, 640
     gen = torch.Generator(device="cuda").manual_seed(5)
     q8, k8, v8 = (torch.randn(B, h, N, 128, device="cuda", generator=gen).to(E4M3)
                   for h in (H, Hkv, Hkv))
-    dq, dk, dv = (torch.rand(B, Hkv, device="cuda", generator=gen) + 0.5 for _ in range(3))
-    o, lse = tessel.attention(q8, k8, v8, enable_gqa=True, return_lse=True, descale_q=dq,
-                              descale_k=dk, descale_v=dv)
+    u = lambda *shape: torch.rand(*shape, device="cuda", generator=gen) + 0.5   # noqa: E731
+    dq, dk, dv = {"per batch and head": (u(B, Hkv), u(B, Hkv), u(B, Hkv)),
+                  "per batch": (u(B, 1), u(B, 1), u(B, 1)), "per head": (u(Hkv), u(1, Hkv), u(Hkv)),
+                  "0-d": (u(), u(), u()), "numbers": (0.75, 1.5, 0.5),
+                  "mixed": (u(B, Hkv), 1.25, u(B, 1)), "None": (None, None, None)}[form]
+    if form == "None":
+        o, lse = tessel.attention(q8, k8, v8, enable_gqa=True, return_lse=True)
+        dq = dk = dv = 1.0
+    else:
+        o, lse = tessel.attention(q8, k8, v8, enable_gqa=True, return_lse=True, descale_q=dq,
+                                  descale_k=dk, descale_v=dv)
     ref, emul, want_lse = references(q8, k8, v8, dq, dk, dv, False, torch.bfloat16)
     check(o, lse, ref, emul, want_lse)
+
+
+@pytest.mark.parametrize("descales", ["tensors", "numbers"])
+def test_fp8_call_launches_one_kernel(descales):
+    # The descales reach the kernel as they are: a call is the attention kernel alone (no
+    # product, stack or host-to-device copy of a number).
+    from torch.profiler import ProfilerActivity, profile
+    x = torch.randn(2, 4, 512, 128, device="cuda").to(E4M3)
+    d = (torch.full((2, 4), 0.5, device="cuda"),) * 3 if descales == "tensors" else (0.5,) * 3
+    call = lambda: tessel.attention(x, x, x, descale_q=d[0], descale_k=d[1], descale_v=d[2])  # noqa: E731
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    launched = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert len(launched) == 1 and "fp8" in launched[0], launched
 
 
 def test_fp8_refusals():

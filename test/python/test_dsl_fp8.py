@@ -117,6 +117,28 @@ def test_fp8_attention_on_the_interpreter(shape, causal):
     assert np.abs(tessel.from_bf16(o16) - o).max() <= 0.01 * np.abs(want).max()
 
 
+@pytest.mark.parametrize("form", ["numbers", "per batch", "per head", "per batch and head",
+                                  "0-d arrays", "mixed"])
+def test_fp8_descales_broadcast_as_flash_attention(form):
+    # Descales reach the kernel as given (their (batch, kv head) strides, 0 where they
+    # broadcast) or folded into the scale when they are numbers: every form FlashAttention-3
+    # accepts, against the reference with the same factors.
+    B, H, Hkv, N, D = 3, 4, 2, 24, 16
+    rng = np.random.default_rng(5)
+    q8, k8, v8 = (tessel.to_fp8(rng.standard_normal((B, h, N, D)) * 2) for h in (H, Hkv, Hkv))
+    u = lambda *shape: rng.uniform(0.25, 4, shape)           # noqa: E731
+    dq, dk, dv = {"numbers": (0.5, 2.0, 0.25), "per batch": (u(B, 1), u(B, 1), u(B, 1)),
+                  "per head": (u(Hkv), u(1, Hkv), u(Hkv)),
+                  "per batch and head": (u(B, Hkv), u(B, Hkv), u(B, Hkv)),
+                  "0-d arrays": (np.array(0.5), np.array(2.0), np.array(0.25)),
+                  "mixed": (u(B, Hkv), 0.75, u(B, 1))}[form]
+    o, lse = tessel.attention(q8, k8, v8, enable_gqa=True, return_lse=True, descale_q=dq,
+                              descale_k=dk, descale_v=dv, out_dtype=np.float16)
+    want, want_lse = fp8_reference(q8, k8, v8, False, dq=dq, dk=dk, dv=dv)
+    assert np.abs(o.astype(np.float64) - want).max() <= 0.04 * np.abs(want).max()
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
 def test_fp8_attention_refuses_what_it_cannot_do():
     q8 = tessel.to_fp8(np.ones((1, 1, 16, 16)))
     with pytest.raises(TypeError, match="k is not"):

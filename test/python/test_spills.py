@@ -100,13 +100,13 @@ def test_fp8_forward_spills(tmp_path, causal):
     x = np.zeros((1, 2, N, 128), np.uint8)
     o = np.zeros((1, 2, N, 128), np.uint16)
     lse = np.zeros((1, 2, N), np.float32)
-    ds = np.zeros(4, np.float32)
+    ds = (np.ones(1, np.float32),) * 3 + (0,) * 6 + (0.1, 1.0)   # descales and their strides
     ids = np.zeros(8, np.int32)
     cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
               OUT=tl.bfloat16)
-    persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, N, N, 2, 2, 2, ids, ids,
+    persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2, ids, ids,
                                                  **cx)
-    grid = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, ds, N, N, 2, 2, **cx)
+    grid = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, **cx)
     assert _spills(tmp_path, persistent, "sm_90a") == 0
     assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
     assert _spills(tmp_path, grid, "sm_90a") == 0
