@@ -405,13 +405,15 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
     clock.lap("compile again (spills: no overlap-consumers)");
   }
   // The scale fold of a moderate argument (tile.moderate: no branch on the scale in the key
-  // loop) lets ptxas schedule the loop more freely, which can cost registers: a document mask's
-  // d128 kernel spilled 184 bytes with it and none without (2026-12-04). Such a module is
-  // compiled again with its arguments generic, and the one that spills less is kept.
+  // loop) lets ptxas schedule the loop more freely, which pays where registers are to spare and
+  // costs where they are not: a document mask's d128 forward spilled 92 bytes with it and none
+  // without; the d128 backward's key-rows program spilled less with it (280 bytes, 340 without)
+  // and ran 37 % slower (H200, 2026-12-04, docs/bench/2026-12-04-h200-ncu-profile.md). A module
+  // that spills with the fold is compiled again with its arguments generic, and that one kept.
   if (spillBytes(result) > 0) {
     if (OwningOpRef<ModuleOp> generic = withoutModerateArgs(module)) {
       FailureOr<CompiledModule> again = compileModule(*generic, options, stage, flags);
-      if (succeeded(again) && spillBytes(*again) < spillBytes(result)) {
+      if (succeeded(again)) {
         llvm::SmallVector<StageTime> timings = std::move(result.timings);
         result = std::move(*again);
         result.timings = std::move(timings);

@@ -33,6 +33,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -634,16 +635,24 @@ PyGetSetDef dispatcherGetSet[] = {
 
 PyMappingMethods dispatcherMapping = {nullptr, &dispatcherSubscript, nullptr};
 
-PyObject *addArrayType(PyObject *, PyObject *type) {
+/// Adds `type` (a new reference) to `types` unless it is there; false with a TypeError set when
+/// it is not a type.
+bool registerType(PyObject *type, std::vector<PyTypeObject *> &types, const char *caller) {
   if (!PyType_Check(type)) {
-    PyErr_SetString(PyExc_TypeError, "_add_array_type takes a type");
-    return nullptr;
+    PyErr_Format(PyExc_TypeError, "%s takes a type", caller);
+    return false;
   }
   auto *t = reinterpret_cast<PyTypeObject *>(type);
-  if (!isArrayType(t)) {
+  if (std::find(types.begin(), types.end(), t) == types.end()) {
     Py_INCREF(type);
-    arrayTypes.push_back(t);
+    types.push_back(t);
   }
+  return true;
+}
+
+PyObject *addArrayType(PyObject *, PyObject *type) {
+  if (!registerType(type, arrayTypes, "_add_array_type"))
+    return nullptr;
   Py_RETURN_NONE;
 }
 
@@ -652,15 +661,8 @@ PyMethodDef addArrayTypeDef = {
     "Registers a type whose instances' dtype keys kernel specialisations (tessel/runtime.py)."};
 
 PyObject *addFloatType(PyObject *, PyObject *type) {
-  if (!PyType_Check(type)) {
-    PyErr_SetString(PyExc_TypeError, "_add_float_type takes a type");
+  if (!registerType(type, floatScalarTypes, "_add_float_type"))
     return nullptr;
-  }
-  auto *t = reinterpret_cast<PyTypeObject *>(type);
-  if (!isFloatScalarType(t)) {
-    Py_INCREF(type);
-    floatScalarTypes.push_back(t);
-  }
   Py_RETURN_NONE;
 }
 

@@ -27,9 +27,9 @@ from .jit import jit
 
 @jit
 def fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
-                       v_scale, nq, nk, H, HKV, pid_m, bh, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                       CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                       OUT: tl.constexpr):
+                       v_scale, nq, nk, H, HKV, pid_m, bh, D: tl.constexpr,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                       SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr, OUT: tl.constexpr):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE. The scores' factor is
     qk_scale · dq[b, kv_h] · dk[b, kv_h], the output's v_scale · dv[b, kv_h]; dqb, dqh, ... are
     the (batch, kv head) element strides of dq, dk, dv (0 where they broadcast)."""
@@ -73,9 +73,10 @@ def fp8_attention_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dv
 
 @jit
 def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
-                          qk_scale, v_scale, nq, nk, H, HKV, n_bh, tiles, starts, D: tl.constexpr, BLOCK_M: tl.constexpr,
-                          BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
-                          MASK_MOD: tl.constexpr, OUT: tl.constexpr):
+                          qk_scale, v_scale, nq, nk, H, HKV, n_bh, tiles, starts,
+                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                          OUT: tl.constexpr):
     """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
     is attention_kernel."""
     n_blocks = tl.cdiv(nq, BLOCK_M)

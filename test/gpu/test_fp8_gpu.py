@@ -102,7 +102,7 @@ def test_fp8_descales_per_batch_and_head(form):
     gen = torch.Generator(device="cuda").manual_seed(5)
     q8, k8, v8 = (torch.randn(B, h, N, 128, device="cuda", generator=gen).to(E4M3)
                   for h in (H, Hkv, Hkv))
-    u = lambda *shape: torch.rand(*shape, device="cuda", generator=gen) + 0.5   # noqa: E731
+    u = lambda *shape: torch.rand(shape, device="cuda", generator=gen) + 0.5    # noqa: E731
     dq, dk, dv = {"per batch and head": (u(B, Hkv), u(B, Hkv), u(B, Hkv)),
                   "per batch": (u(B, 1), u(B, 1), u(B, 1)), "per head": (u(Hkv), u(1, Hkv), u(Hkv)),
                   "0-d": (u(), u(), u()), "numbers": (0.75, 1.5, 0.5),
@@ -124,7 +124,8 @@ def test_fp8_call_launches_one_kernel(descales):
     from torch.profiler import ProfilerActivity, profile
     x = torch.randn(2, 4, 512, 128, device="cuda").to(E4M3)
     d = (torch.full((2, 4), 0.5, device="cuda"),) * 3 if descales == "tensors" else (0.5,) * 3
-    call = lambda: tessel.attention(x, x, x, descale_q=d[0], descale_k=d[1], descale_v=d[2])  # noqa: E731
+    def call():
+        return tessel.attention(x, x, x, descale_q=d[0], descale_k=d[1], descale_v=d[2])
     call()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:

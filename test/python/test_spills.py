@@ -110,3 +110,27 @@ def test_fp8_forward_spills(tmp_path, causal):
     assert _spills(tmp_path, persistent, "sm_90a") == 0
     assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
     assert _spills(tmp_path, grid, "sm_90a") == 0
+
+
+def test_spilling_modules_keep_the_generic_scale(tmp_path):
+    # The backward's key-rows program spills at d128 with or without the fold of a moderate
+    # scale (tile.moderate) and ran 37 % slower with it on the H200: a module that spills with
+    # the fold is compiled again generic, so a moderate scale gets the generic kernel's PTX.
+    from tessel.backward import attention_bwd_dkdv_keyrows
+    x = np.zeros((1, 2, 256, 128), np.float16)
+    row = np.zeros((1, 2, 256), np.float32)
+    cx = dict(D=128, BLOCK_M=64, BLOCK_N=64, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None)
+    built = {}
+    for scale in (0.088, -0.088):
+        k = attention_bwd_dkdv_keyrows.warmup(x, x, x, x, row, row, x, x, x, 256, 256, 2, 2, 2,
+                                              scale, **cx)
+        assert ("tile.moderate" in k.asm["tile"]) == (scale > 0)
+        try:
+            cache.ptxas_version()
+        except tessel.CompilationError as e:
+            pytest.skip(str(e))
+        built[scale] = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"),
+                                        directory=str(tmp_path))
+    assert built[0.088].manifest["spill_bytes"] > 0
+    assert built[0.088].ptx == built[-0.088].ptx
+    assert "compile again (spills: generic scale)" in [n for n, _ in built[0.088].timings]
