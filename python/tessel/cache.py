@@ -107,8 +107,10 @@ class GpuOptions:
     overlap_consumers: bool = dataclasses.field(default=True, metadata={"code": True})
     #: In those overlapped kernels of two consumer warpgroups, the warpgroups take turns
     #: issuing their dots (FA3's ping-pong, tilegpu-pingpong): +4 to +5 % at d128 4k on the
-    #: H200, neutral elsewhere (docs/bench/2026-12-03-h200-overlap-consumers.md). On by
-    #: default; off to compare.
+    #: H200, neutral elsewhere (docs/bench/2026-12-03-h200-overlap-consumers.md). With
+    #: overlap_consumers off, the synchronous consumers take their turns around the softmax
+    #: instead (cuDNN's schedule; not yet measured: docs/bench/2026-12-04-h200-ncu-profile.md).
+    #: On by default; off to compare.
     pingpong: bool = dataclasses.field(default=True, metadata={"code": True})
     #: In those warp-specialized kernels, the producer copies the blocks loaded once a tile
     #: (Q) too, ahead of the tile's K/V (tilegpu-producer-once), into two buffers in a

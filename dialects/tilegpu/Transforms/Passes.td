@@ -224,7 +224,9 @@ def TileGPUPingPong : Pass<"tilegpu-pingpong", "::mlir::func::FuncOp"> {
     (`tilegpu.turn_wait`), after it passes the turn to the other (`tilegpu.turn_pass`); the
     consumers' region starts with `tilegpu.turn_start`, the second warpgroup's arrival that gives
     the first warpgroup the first turn. Both warpgroups run the same loops, so the turns
-    balance. Other programs are left as they are.
+    balance. A loop whose two attention dots stayed synchronous (overlap-consumers off) takes
+    its turn from after S = Q·Kᵀ to before P·V: around the softmax, as cuDNN's Hopper kernel
+    does. Other programs are left as they are.
   }];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
 }

@@ -4,10 +4,13 @@
 // warpgroups whose loops issue their dots as a pair of wgmma groups (tilegpu-overlap-consumers),
 // each warpgroup waits for its turn before issuing an iteration's pair and passes the turn once
 // issued, so that one warpgroup's softmax runs while the other's dots do (FA3's ping-pong).
-// Without it the two warpgroups drift into the same phase and their softmaxes collide.
+// Without it the two warpgroups drift into the same phase and their softmaxes collide. Loops
+// whose dots stay synchronous take their turns around the softmax instead (from S to P·V), as
+// cuDNN's Hopper kernel does (docs/bench/2026-12-04-h200-ncu-profile.md).
 //
 //===----------------------------------------------------------------------------------------===//
 
+#include "tilegpu/Transforms/AttentionDots.h"
 #include "tilegpu/Transforms/MmaClass.h"
 #include "tilegpu/Transforms/Passes.h"
 
@@ -51,20 +54,24 @@ bool tessel::tilegpu::pingPong(func::FuncOp program) {
   bool changed = false;
   program.walk([&](WarpSpecializeOp ws) {
     Block &consumers = ws.getConsumers().front();
-    SmallVector<WgmmaOp> pairs;
-    for (auto loop : tileBlock(consumers).getOps<scf::ForOp>())
+    // Each turn as the op it starts before and the op it ends after.
+    SmallVector<std::pair<Operation *, Operation *>> turns;
+    for (auto loop : tileBlock(consumers).getOps<scf::ForOp>()) {
       if (WgmmaOp first = issuedPair(loop))
-        pairs.push_back(first);
-    if (pairs.empty())
+        turns.push_back({first, first->getNextNode()});
+      else if (std::optional<AttentionDots> dots = matchAttentionDots(loop))
+        turns.push_back({dots->sDot->getNextNode(), dots->pvDot->getPrevNode()});
+    }
+    if (turns.empty())
       return;
     OpBuilder b(program.getContext());
     b.setInsertionPointToStart(&consumers);
     TurnStartOp::create(b, ws.getLoc());
-    for (WgmmaOp first : pairs) {
-      b.setInsertionPoint(first);
-      TurnWaitOp::create(b, first.getLoc());
-      b.setInsertionPointAfter(first->getNextNode());
-      TurnPassOp::create(b, first.getLoc());
+    for (auto [start, end] : turns) {
+      b.setInsertionPoint(start);
+      TurnWaitOp::create(b, start->getLoc());
+      b.setInsertionPointAfter(end);
+      TurnPassOp::create(b, end->getLoc());
     }
     changed = true;
   });

@@ -307,6 +307,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
           return failure();
         if (*overlapped && pingpong)
           tessel::tilegpu::pingPong(work);
+      } else if (placed && pingpong) {
+        // Synchronous consumers (asked for: overlap-consumers off) take turns around their
+        // softmax, cuDNN's schedule; not yet measured on the H200.
+        tessel::tilegpu::pingPong(work);
       }
     }
     if (!placed &&

@@ -12,6 +12,12 @@
 // RUN: tessel-opt %S/attention-f16-none-128-d128.mlir --tile-optimize -o %t.mlir
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS --implicit-check-not='Potential Performance Loss'
+// Without the overlap the consumers' dots are synchronous (one wait_group 0 after each) and the
+// two warpgroups take turns around the softmax (cuDNN's schedule): the first turn given at the
+// start (bar.arrive 2), each loop's turn waited for and passed; --no-pingpong has no turns.
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --no-overlap-consumers --emit=ptx -o - | FileCheck %s --check-prefix=SYNC
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --no-overlap-consumers --no-pingpong --emit=ptx -o - | FileCheck %s --check-prefix=NOTURN
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --no-overlap-consumers --emit=cubin -o %t.sync.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS --implicit-check-not='Potential Performance Loss'
 
 // CHECK: .entry attention
 // CHECK: .maxntid 384, 1, 1
@@ -29,6 +35,17 @@
 // CHECK-DAG: wgmma.wait_group.sync.aligned 1;
 // CHECK-DAG: bar.arrive 2, 256;
 // CHECK-NOT: bar.sync 0;
+
+// SYNC: .entry attention
+// SYNC: bar.arrive 2, 256;
+// SYNC: wgmma.wait_group.sync.aligned 0;
+// SYNC: bar.sync %r{{[0-9]+}}, 256;
+// SYNC: bar.arrive %r{{[0-9]+}}, 256;
+// SYNC: wgmma.mma_async
+// SYNC-NOT: wgmma.wait_group.sync.aligned 1;
+// NOTURN: .entry attention
+// NOTURN-NOT: bar.arrive 2, 256;
+// NOTURN-NOT: bar.sync %r{{[0-9]+}}, 256;
 
 // PTXAS: ptxas sm_90a attention: 168 registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: kernel attention: block 384x1x1
