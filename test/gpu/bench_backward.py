@@ -22,10 +22,9 @@ Timing: bench_decode.make_timer (triton.testing.do_bench's median when triton im
 torch or CUDA it prints why and exits 0.
 """
 import argparse
-import json
 import sys
 
-from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, sdpa_cells
+from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, save_report, sdpa_cells
 
 
 def main():
@@ -207,9 +206,7 @@ def main():
     print(f"peak memory of forward + backward, b{B} h{H} n{n} d{D}: {peak / 2**20:.0f} MiB above "
           f"the inputs (q, k, v, do: {4 * q.numel() * 2 / 2**20:.0f} MiB; one N×N fp16 score "
           f"matrix would be {B * H * n * n * 2 / 2**30:.1f} GiB)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save_report(args.json, report)
     return 0
 
 

@@ -16,10 +16,9 @@ flex's largest value (a sanity check; the float32 checks are test/gpu/test_block
 Timing: bench_decode.make_timer. Without torch, CUDA or flex_attention it prints why and exits 0.
 """
 import argparse
-import json
 import math
 
-from bench_decode import compile_with, cuda_torch, make_timer, set_persistent
+from bench_decode import compile_with, cuda_torch, make_timer, save_report, set_persistent
 from mask_cases import document_ids
 
 CASES = ["document", "window", "alibi", "softcap", "prefix_lm", "rel_bias", "block_sparse"]
@@ -207,9 +206,7 @@ def main():
                  if args.ab_persistent else ""), flush=True)
         if row.get("flex_why"):
             print(f"{'':>13} flex: {row['flex_why']}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save_report(args.json, report)
     return 0
 
 

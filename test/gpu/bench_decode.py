@@ -41,6 +41,13 @@ import sys
 import time
 
 
+def save_report(path, report):
+    """Writes a benchmark's report as JSON to `path` (its --json argument) when one is given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(report, f, indent=1)
+
+
 def make_timer(torch):
     try:
         from triton.testing import do_bench
@@ -335,9 +342,8 @@ def main():
         torch.cuda.empty_cache()
 
     print(table_markdown(report))
+    save_report(args.json, report)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
         print(f"bench_decode: wrote {args.json}")
     return 0
 

@@ -14,9 +14,8 @@ causal).
 Without torch or CUDA it prints why and exits 0.
 """
 import argparse
-import json
 
-from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, time_sdpa
+from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, save_report, time_sdpa
 
 
 def parse_set(items):
@@ -92,9 +91,7 @@ def main():
                       + (f"  cuDNN fp8 {tf('cudnn_fp8')}" if row.get("cudnn_fp8_ms") else ""),
                       flush=True)
                 del q, k, v, q8, k8, v8, out8
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save_report(args.json, report)
     return 0
 
 

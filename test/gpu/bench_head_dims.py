@@ -14,10 +14,9 @@ float32 checks are test/gpu/test_python_gpu.py). Timing: bench_decode.make_timer
 or CUDA it prints why and exits 0.
 """
 import argparse
-import json
 
-from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, sdpa_cells, \
-    set_persistent, time_sdpa
+from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, save_report, \
+    sdpa_cells, set_persistent, time_sdpa
 
 
 def main():
@@ -142,9 +141,7 @@ def main():
                 print(f"{D:>4} {n:>6} {str(causal):>6} {line}"
                       + (f"  [{', '.join(cells)}]" if cells else ""), flush=True)
                 del q, k, v, mine
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save_report(args.json, report)
     return 0
 
 

@@ -15,7 +15,7 @@ import json
 import torch
 
 import tessel
-from bench_decode import time_back_to_back
+from bench_decode import save_report, time_back_to_back
 from tessel import distributed as td
 from tessel.distributed import contiguous_shard, zigzag_shard
 
@@ -80,9 +80,7 @@ def main():
                 del qs, kvs
         del q, k, v
         torch.cuda.empty_cache()
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    save_report(args.json, {"device": torch.cuda.get_device_name(), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -28,12 +28,11 @@ over a row: cuBLAS measured 754 and 681 TFLOP/s minutes apart in one run).
 Without torch or CUDA it prints why and exits 0.
 """
 import argparse
-import json
 import os
 import pathlib
 import sys
 
-from bench_decode import cuda_torch, make_timer
+from bench_decode import cuda_torch, make_timer, save_report
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"))
 
@@ -127,9 +126,7 @@ def main():
             measure("layer_norm", (R, C), lambda: layer_norm.layer_norm(x, w, b)[0],
                     lambda: F.layer_norm(x, (C,), w, b, eps=1e-5), moved, "GB/s",
                     layer_norm.layer_norm_tuned)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save_report(args.json, report)
     return 0
 
 

@@ -23,9 +23,8 @@ test/gpu/test_serving_gpu.py). Timing: bench_decode.make_timer. Without torch or
 why and exits 0.
 """
 import argparse
-import json
 
-from bench_decode import cuda_torch, make_timer
+from bench_decode import cuda_torch, make_timer, save_report
 
 
 def main():
@@ -122,9 +121,7 @@ def main():
         for key in ("nested", "pad_cudnn", "pad_fa2"):
             if row.get(f"{key}_why"):
                 print(f"{'':>6} {key}: {row[key + '_why']}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save_report(args.json, report)
     return 0
 
 
