@@ -188,10 +188,6 @@ static int64_t spillBytes(const tessel::CompiledModule &m) {
   return bytes;
 }
 
-/// Compiles result.ptx again with `.minnctapersm` on the kernels whose registers cap their
-/// occupancy below what their shared memory allows (occupancyHint), and keeps the new PTX and
-/// cubin when every hinted kernel compiled without spilling more than before; otherwise keeps
-/// the first. One more ptxas run for such modules (returns whether it ran), none for the others.
 /// A copy of `module` whose kernels take their tile.moderate arguments as plain f32 (the generic
 /// softmax: a uniform branch on the scale); null when no argument is marked.
 static OwningOpRef<ModuleOp> withoutModerateArgs(ModuleOp module) {
@@ -205,6 +201,10 @@ static OwningOpRef<ModuleOp> withoutModerateArgs(ModuleOp module) {
   return any ? std::move(copy) : OwningOpRef<ModuleOp>();
 }
 
+/// Compiles result.ptx again with `.minnctapersm` on the kernels whose registers cap their
+/// occupancy below what their shared memory allows (occupancyHint), and keeps the new PTX and
+/// cubin when every hinted kernel compiled without spilling more than before; otherwise keeps
+/// the first. One more ptxas run for such modules (returns whether it ran), none for the others.
 static bool askForOccupancy(tessel::CompiledModule &result, const tessel::TargetOptions &options) {
   tessel::ChipLimits limits = tessel::chipLimits(options.chip);
   auto resourcesOf = [](const tessel::CompiledModule &m,
