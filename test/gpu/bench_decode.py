@@ -147,6 +147,16 @@ def time_sdpa(torch, row, timed, q, k, v, causal, backends):
     return outs
 
 
+def parse_set(items):
+    """GpuOptions fields from `--set FIELD=VALUE` items (True / False or an int)."""
+    fields = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        fields[name] = {"True": True, "False": False}.get(value) if value in ("True", "False") \
+            else int(value)
+    return fields
+
+
 def compile_with(**fields):
     """Every tessel launcher made from here on compiles with these GpuOptions fields (e.g.
     wgmma_overlap=True, FA3's intra-warpgroup overlap; num_stages=3): the benchmarks' --overlap

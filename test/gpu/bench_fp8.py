@@ -15,16 +15,8 @@ Without torch or CUDA it prints why and exits 0.
 """
 import argparse
 
-from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, save_report, time_sdpa
-
-
-def parse_set(items):
-    fields = {}
-    for item in items:
-        name, _, value = item.partition("=")
-        fields[name] = {"True": True, "False": False}.get(value) if value in ("True", "False") \
-            else int(value)
-    return fields
+from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, parse_set, \
+    save_report, time_sdpa
 
 
 def main():

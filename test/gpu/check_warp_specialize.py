@@ -1,6 +1,7 @@
 """tessel.attention's default kernels (warp-specialized ones among them) vs float32 (H200).
 
     PYTHONPATH=build/python python3 test/gpu/check_warp_specialize.py [--json OUT.json]
+        [--set overlap_consumers=False ...]
 
 Since 2026-12-03 the kernels of 128 query rows (two consumer warpgroups: d128 unmasked, d128
 causal from 2k keys, d256) take the warp-specialized schedule (tilegpu-warp-specialize: a
@@ -10,13 +11,14 @@ Since the same day their consumers overlap each block's softmax with the previou
 First checks both in their PTX (setmaxnreg, wait_group 1), then runs head dims 64/128/256, fp16/bf16, causal
 or not, lengths that are and are not multiples of the blocks, Nq != Nk, GQA, on fresh random
 inputs, against a float32 reference with test_python_gpu.py's tolerance. Prints one line per
-case and exits 1 if any fails; without torch or CUDA it prints why and exits 0.
+case and exits 1 if any fails; without torch or CUDA it prints why and exits 0. `--set` compiles
+with GpuOptions fields (overlap_consumers=False: synchronous consumers taking turns around the
+softmax, cuDNN's schedule; the PTX check then expects no `wait_group 1`).
 """
 import argparse
-import json
 import sys
 
-from bench_decode import cuda_torch
+from bench_decode import compile_with, cuda_torch, parse_set, save_report
 
 TOL = {"fp16": 5e-3, "bf16": 2e-2}
 
@@ -36,10 +38,14 @@ def reference(torch, q, k, v, causal):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
+    ap.add_argument("--set", nargs="*", default=[], help="GpuOptions FIELD=VALUE")
     args = ap.parse_args()
     torch = cuda_torch("check_warp_specialize")
     if torch is None:
         return 0
+    fields = parse_set(args.set)
+    if fields:
+        compile_with(**fields)
     import numpy as np
     import tessel
     import tessel.cache
@@ -56,6 +62,7 @@ def main():
         if ("setmaxnreg" in ptx) != want:
             print(f"d{D} {BM}x{BN} causal={causal}: warp-specialized {not want}, expected {want}")
             return 1
+        overlapped = overlapped and fields.get("overlap_consumers", True)
         if ("wgmma.wait_group.sync.aligned 1" in ptx) != overlapped:
             print(f"d{D} {BM}x{BN} causal={causal}: consumers overlapped {not overlapped}, "
                   f"expected {overlapped}")
@@ -92,9 +99,7 @@ def main():
         print(f"d{D:<3} {dt} causal={causal!s:<5} B{B} H{H}/{Hkv} {Nq}x{Nk}: rel err {err:.2e} "
               f"{'ok' if ok else 'FAILED'}", flush=True)
     print(f"{len(cases) - failed} passed, {failed} failed")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    save_report(args.json, rows)
     return 1 if failed else 0
 
 
