@@ -660,7 +660,9 @@ def test_overlap_consumers_option_reaches_the_lowering(cache_dir):
     # GpuOptions(overlap_consumers), on by default: the consumers of a warp-specialized d128
     # block issue S_j and the previous block's P·V together and wait for S_j with one group in
     # flight (wait_group 1), Q read by descriptor; off, every wgmma is waited for at once. d256
-    # (S, O and P would not fit the consumers' registers) is the same either way. Its own key.
+    # (S, O and P would not fit the consumers' registers) is not overlapped either way: its
+    # default is the plain schedule without turns (turns around the softmax come with the
+    # option off, tilegpu-pingpong). Its own key.
     q = np.zeros((1, 1, 128, 128), np.float16)
     k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
     on = k.binary(cache.GpuOptions(chip="sm_90a")).ptx
@@ -671,8 +673,10 @@ def test_overlap_consumers_option_reaches_the_lowering(cache_dir):
         "options"]["target"].endswith(";no-overlap-consumers")
     wide = np.zeros((1, 1, 128, 256), np.float16)
     d256 = tessel.compile_attention(wide, wide, wide, block_m=128, block_n=64)
-    assert (d256.binary(cache.GpuOptions(chip="sm_90a")).ptx
-            == d256.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False)).ptx)
+    default = d256.binary(cache.GpuOptions(chip="sm_90a")).ptx
+    assert "wgmma.wait_group.sync.aligned 1;" not in default and "bar.arrive 2" not in default
+    assert default == d256.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False,
+                                                   pingpong=False)).ptx
     with pytest.raises(TypeError, match="overlap_consumers must be a bool"):
         cache.GpuOptions(overlap_consumers=1)
 
@@ -681,16 +685,19 @@ def test_pingpong_option_reaches_the_lowering(cache_dir):
     # GpuOptions(pingpong), on by default: the two overlapped consumer warpgroups of a d128
     # 128x128 block take turns issuing their dots — named barriers 2 and 3 (bar.sync before the
     # pair, bar.arrive after it, the second warpgroup's first arrival). Off: no turns. Without
-    # the overlap there is nothing to take turns at. Its own key.
+    # the overlap the synchronous consumers take their turns around the softmax instead (after
+    # S, before P·V: cuDNN's schedule), and none with pingpong off. Its own key.
     q = np.zeros((1, 1, 128, 128), np.float16)
     k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
     on = k.binary(cache.GpuOptions(chip="sm_90a")).ptx
     off = k.binary(cache.GpuOptions(chip="sm_90a", pingpong=False)).ptx
     assert "bar.arrive 2, 256;" in on and "bar.arrive" not in off
     assert "wgmma.wait_group.sync.aligned 1;" in off
-    plain = k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False)).ptx
-    assert plain == k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False,
-                                              pingpong=False)).ptx
+    turns = k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False)).ptx
+    plain = k.binary(cache.GpuOptions(chip="sm_90a", overlap_consumers=False,
+                                      pingpong=False)).ptx
+    assert "bar.arrive 2, 256;" in turns and "wgmma.wait_group.sync.aligned 1;" not in turns
+    assert "bar.arrive" not in plain and "wgmma.wait_group.sync.aligned 1;" not in plain
     assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", pingpong=False))[
         "options"]["target"].endswith(";no-pingpong")
 
