@@ -48,22 +48,11 @@ PyObject *slowName = nullptr;  // interned "_slow"
 
 /// Types whose instances carry a `dtype` that keys the specialisation (strong references).
 std::vector<PyTypeObject *> arrayTypes;
-
-bool isArrayType(PyTypeObject *t) {
-  for (PyTypeObject *a : arrayTypes)
-    if (a == t)
-      return true;
-  return false;
-}
-
 /// Non-`float` scalar types the Python side classifies as float (numpy's floating types).
 std::vector<PyTypeObject *> floatScalarTypes;
 
-bool isFloatScalarType(PyTypeObject *t) {
-  for (PyTypeObject *a : floatScalarTypes)
-    if (a == t)
-      return true;
-  return false;
+bool isRegistered(const std::vector<PyTypeObject *> &types, PyTypeObject *t) {
+  return std::find(types.begin(), types.end(), t) != types.end();
 }
 
 /// A positive float between 2^-64 and 2^64: the range jit.py's `float_range` calls "moderate",
@@ -225,7 +214,7 @@ bool computeKey(const Dispatch &d, PyObject *const *bound, KeyItem *items, Py_ha
     Py_hash_t vh = 0;
     if (d.params[i].isConstexpr) {
       value = v;
-    } else if (PyFloat_Check(v) || isFloatScalarType(t)) {
+    } else if (PyFloat_Check(v) || isRegistered(floatScalarTypes, t)) {
       // Float scalars are specialised on their range (jit.py, float_range): True or False.
       double x = PyFloat_AsDouble(v);
       if (x == -1.0 && PyErr_Occurred()) {
@@ -233,7 +222,7 @@ bool computeKey(const Dispatch &d, PyObject *const *bound, KeyItem *items, Py_ha
         return false;
       }
       value = isModerate(x) ? Py_True : Py_False;
-    } else if (isArrayType(t)) {
+    } else if (isRegistered(arrayTypes, t)) {
       value = PyObject_GetAttr(v, dtypeName);
       if (!value) {
         PyErr_Clear();
@@ -643,7 +632,7 @@ bool registerType(PyObject *type, std::vector<PyTypeObject *> &types, const char
     return false;
   }
   auto *t = reinterpret_cast<PyTypeObject *>(type);
-  if (std::find(types.begin(), types.end(), t) == types.end()) {
+  if (!isRegistered(types, t)) {
     Py_INCREF(type);
     types.push_back(t);
   }

@@ -137,6 +137,7 @@ def _descales(B, Hkv, scale, descales, like):
     v_scale beside a 1.0 kept per device. No work on the device and no synchronisation: the
     kernel multiplies."""
     host = isinstance(like, np.ndarray)
+    torch = None if host else gpu.torch_module()
     ptrs, strides, factors = [], [], []
     for name, d in zip(("descale_q", "descale_k", "descale_v"), descales):
         if d is None or (not gpu.is_torch_tensor(d) and not isinstance(d, np.ndarray) and
@@ -147,15 +148,15 @@ def _descales(B, Hkv, scale, descales, like):
             else:
                 ones = _ONES.get(like.device)
                 if ones is None:
-                    ones = _ONES[like.device] = gpu.torch_module().ones(
-                        1, dtype=gpu.torch_module().float32, device=like.device)
+                    ones = _ONES[like.device] = torch.ones(1, dtype=torch.float32,
+                                                           device=like.device)
                 ptrs.append(ones)
             strides += [0, 0]
             continue
         if host:
             d = np.asarray(d, np.float32)
         else:
-            d = d.to(device=like.device, dtype=gpu.torch_module().float32)
+            d = d.to(device=like.device, dtype=torch.float32)
         try:
             e = np.broadcast_to(d, (B, Hkv)) if host else d.expand(B, Hkv)
         except (RuntimeError, ValueError):

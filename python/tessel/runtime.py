@@ -46,6 +46,7 @@ def float_range(value):
     """The specialisation of a float scalar argument: "moderate" (see MODERATE_MIN) or "any"."""
     return "moderate" if MODERATE_MIN <= float(value) <= MODERATE_MAX else "any"
 
+
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
                    np.dtype(np.int32): "i32", np.dtype(np.uint16): "bf16",
                    np.dtype(np.uint8): "f8e4m3fn"}
