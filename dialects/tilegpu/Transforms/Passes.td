@@ -207,8 +207,8 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     `tilegpu.wgmma` groups, waits with `pending = 1` for S_j and releases K_j, computes the
     softmax while P·V runs, waits with `pending = 0` for O (tying P_j) and releases V_{j−1},
     and yields f(O). The loop carries P and where its V block is (buffer, stage). After it the
-    last P·V is drained (wait for V_last, P·V, release); a loop that ran no iteration, peel
-    included, keeps its O (a select: the drain would read a block never copied). The producer
+    last P·V is drained (wait for V_last, P·V, release) in a loop of at most one iteration: none
+    where the loop ran none, peel included (O kept; no P·V issued). The producer
     is unchanged. Nothing is done where the registers the schedule holds (S, O, P, Q) would
     not fit the consumers' (d256).
   }];
