@@ -91,6 +91,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +
          (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
          (options.tmaProducer ? ";tma-producer" : "") +
+         (options.vectorStores ? ";vector-stores" : "") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

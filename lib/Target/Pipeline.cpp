@@ -103,6 +103,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
                            llvm::cl::init(false)};
+  Option<bool> vectorStores{*this, "vector-stores",
+                            llvm::cl::desc("16-bit accumulator tiles stored 16 bytes a thread "
+                                           "after a quad transpose."),
+                            llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -143,6 +147,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.pingpong = options.pingpong;
     mmaOptions.producerOnce = options.producerOnce;
     mmaOptions.tmaProducer = options.tmaProducer;
+    mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -251,6 +256,7 @@ void tessel::registerTargetPasses() {
           options.pingpong = o.pingpong;
           options.producerOnce = o.producerOnce;
           options.tmaProducer = o.tmaProducer;
+          options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

@@ -59,8 +59,8 @@ class GpuOptions:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
-            warp_specialize, overlap_consumers, pingpong, producer_once or tma_producer that is
-            not a bool.
+            warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer or
+            vector_stores that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -124,6 +124,12 @@ class GpuOptions:
     #: memory keeps it alone on its SM. Off: correct on the H200 but 3-7 % slower than the
     #: cp.async producer on dense d128 (docs/bench/2026-12-04-h200-backward-bar.md).
     tma_producer: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: On the fast paths, 16-bit accumulator tiles (attention's O) are stored 16 bytes a thread:
+    #: the four threads of a quad exchange their column pairs by shuffles so that each holds
+    #: eight consecutive columns — a quarter of the store instructions (the epilogue's 4-byte
+    #: stores stalled the d128 forward's consumers at every tile: docs/bench/
+    #: 2026-12-04-h200-tile-boundaries.md). Off until measured on the H200.
+    vector_stores: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -137,7 +143,7 @@ class GpuOptions:
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
-                     "tma_producer"):
+                     "tma_producer", "vector_stores"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -266,7 +272,7 @@ def ingredients(kernel, gpu):
                                                     gpu.occupancy_hints, gpu.sink_waits,
                                                     gpu.warp_specialize, gpu.overlap_consumers,
                                                     gpu.pingpong, gpu.producer_once,
-                                                    gpu.tma_producer)
+                                                    gpu.tma_producer, gpu.vector_stores)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -456,7 +462,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.num_stages, gpu.wgmma_async_dots,
                                     gpu.occupancy_hints, gpu.sink_waits,
                                     gpu.warp_specialize, gpu.overlap_consumers,
-                                    gpu.pingpong, gpu.producer_once, gpu.tma_producer)
+                                    gpu.pingpong, gpu.producer_once, gpu.tma_producer,
+                                    gpu.vector_stores)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -683,6 +683,26 @@ def test_overlap_consumers_option_reaches_the_lowering(cache_dir):
         cache.GpuOptions(overlap_consumers=1)
 
 
+def test_vector_stores_option_reaches_the_lowering(cache_dir):
+    # GpuOptions(vector_stores), off by default until measured: the 16-bit output tile stored
+    # 16 bytes a thread after a quad transpose (8 st.global.v4 a thread at 128x128 d128, the
+    # pairs kept for a block not aligned to 16 bytes), on the wgmma and the mma.sync paths.
+    # Its own key.
+    q = np.zeros((1, 1, 128, 128), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
+    off = k.binary(cache.GpuOptions(chip="sm_90a")).ptx
+    on = k.binary(cache.GpuOptions(chip="sm_90a", vector_stores=True))
+    assert "st.global.v4.b32" not in off
+    assert on.ptx.count("st.global.v4.b32") == 8 and "st.global.b32" in on.ptx
+    assert on.manifest["spill_bytes"] == 0
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", vector_stores=True))[
+        "options"]["target"].endswith(";vector-stores")
+    mma = tessel.compile_attention(q, q, q, block_m=64, block_n=64)
+    assert "st.global.v4.b32" in mma.binary(cache.GpuOptions(chip="sm_80", vector_stores=True)).ptx
+    with pytest.raises(TypeError, match="vector_stores must be a bool"):
+        cache.GpuOptions(vector_stores=1)
+
+
 def test_pingpong_option_reaches_the_lowering(cache_dir):
     # GpuOptions(pingpong), on by default: the two overlapped consumer warpgroups of a d128
     # 128x128 block take turns issuing their dots — named barriers 2 and 3 (bar.sync before the

@@ -112,6 +112,12 @@ static cl::opt<bool>
                 cl::cat(tesselcCategory));
 
 static cl::opt<bool>
+    vectorStores("vector-stores",
+                 cl::desc("16-bit accumulator tiles stored 16 bytes a thread after a quad "
+                          "transpose (convert-tile-to-mma vector-stores)"),
+                 cl::cat(tesselcCategory));
+
+static cl::opt<bool>
     noPingpong("no-pingpong",
                cl::desc("Overlapped consumers of two warpgroups issue their dots when ready, "
                         "without taking turns (no tilegpu-pingpong; to compare)"),
@@ -226,6 +232,7 @@ int main(int argc, char **argv) {
   options.pingpong = !noPingpong;
   options.producerOnce = producerOnce;
   options.tmaProducer = tmaProducer;
+  options.vectorStores = vectorStores;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

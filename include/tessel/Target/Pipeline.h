@@ -65,6 +65,9 @@ struct TargetOptions {
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). Off: measured
   /// slower than cp.async (docs/bench/2026-12-04-h200-backward-bar.md).
   bool tmaProducer = false;
+  /// 16-bit accumulator tiles stored 16 bytes a thread after a quad transpose (convert-tile-to-mma
+  /// vector-stores): a quarter of the store instructions. Off until measured.
+  bool vectorStores = false;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

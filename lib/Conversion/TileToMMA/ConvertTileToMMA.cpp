@@ -328,6 +328,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       return failure();
     tessel::tilegpu::mmaDots(work);
     MmaKernelBuilder builder(kernel, smem);
+    builder.vectorStores = vectorStores;
     if (failed(builder.plan(work)))
       return failure();
     if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")

@@ -150,6 +150,24 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
     Type elem = type.getElementType();
     auto vt = VectorType::get({2}, elem);
     int64_t pairBytes = elem.getIntOrFloatBitWidth() / 4;
+    // 16 bytes a thread where every 8-column chunk is whole (the width a multiple of 8) and,
+    // checked once at run time, the block's first column starts a 16-byte chunk; else (the
+    // else branch) pairs as below.
+    scf::IfOp split;
+    if (vectorStores && staticPairs && pairBytes == 4 && rowStride % 8 == 0 && width % 8 == 0 &&
+        slabs % 4 == 0) {
+      Value r0 = toI64(scalars.lookup(op.getOffsets()[0]));
+      Value c0 = toI64(scalars.lookup(op.getOffsets()[1]));
+      Value first = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), blockStart(loc, d, zero, c0));
+      Value aligned = arith::AndIOp::create(
+          b, loc,
+          cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, first, ci64(15)), zero),
+          cmp(arith::CmpIPredicate::eq, arith::AndIOp::create(b, loc, c0, ci64(7)), zero));
+      split = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(split.thenBlock());
+      storeQuadVectors(loc, d, r0, c0, elem, slabs, *regs);
+      b.setInsertionPointToStart(split.elseBlock());
+    }
     for (int64_t s = 0; s < slabs; ++s) {
       Value col = arith::AddIOp::create(b, loc, quadCol2, ci32(s * 8));
       for (int64_t rr = 0; rr < 2 * mTiles; ++rr) {
@@ -191,6 +209,8 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
         }
       }
     }
+    if (split)
+      b.setInsertionPointAfter(split);
     return success();
   }
   // A row vector: the first thread of each quad writes its two rows.
@@ -208,6 +228,64 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
              LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{elemOff}));
   }
   return success();
+}
+
+void MmaKernelBuilder::storeQuadVectors(Location loc, const Desc &d, Value r0, Value c0, Type elem,
+                                        int64_t slabs, ArrayRef<Value> regs) {
+  auto i32 = b.getI32Type();
+  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  // The thread's place q in its quad, and its two bits: the butterfly stage on bit k swaps
+  // word i of thread q with word i ^ 2^k of thread q ^ 2^k where bit k of i and of q differ,
+  // so that after both stages thread q holds word q of every thread (a 4×4 transpose).
+  Value q = arith::ShRUIOp::create(b, loc, quadCol2, ci32(1));
+  Value bits[2] = {
+      cmp(arith::CmpIPredicate::ne, arith::AndIOp::create(b, loc, q, ci32(1)), ci32(0)),
+      cmp(arith::CmpIPredicate::ne, arith::AndIOp::create(b, loc, q, ci32(2)), ci32(0))};
+  auto pairType = VectorType::get({2}, elem);
+  auto quadType = VectorType::get({4}, i32);
+  auto ptr1 = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  Value full = ci32(-1), clamp = ci32(31);
+  for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
+    for (int64_t g = 0; g < slabs / 4; ++g) {
+      // Word i: the thread's two columns of slab 4g + i (registers 4·s + 2·(rr mod 2) + e of
+      // m tile rr / 2), as one 32-bit value.
+      SmallVector<Value, 4> w;
+      for (int64_t i = 0; i < 4; ++i) {
+        int64_t reg = (rr / 2 * slabs + 4 * g + i) * 4 + rr % 2 * 2;
+        Value v = LLVM::PoisonOp::create(b, loc, pairType);
+        v = LLVM::InsertElementOp::create(b, loc, v, regs[reg], ci32(0));
+        v = LLVM::InsertElementOp::create(b, loc, v, regs[reg + 1], ci32(1));
+        w.push_back(LLVM::BitcastOp::create(b, loc, i32, v));
+      }
+      for (int64_t k = 0; k < 2; ++k)
+        for (int64_t a = 0; a < 4; ++a) {
+          int64_t c = a | (1 << k);
+          if (a & (1 << k))
+            continue;
+          // The thread with bit k set keeps w[c] and receives its partner's w[c] into w[a];
+          // the other keeps w[a] and receives its partner's w[a] into w[c].
+          Value send = arith::SelectOp::create(b, loc, bits[k], w[a], w[c]);
+          Value got = NVVM::ShflOp::create(b, loc, i32, full, send, ci32(1 << k), clamp,
+                                           NVVM::ShflKind::bfly, UnitAttr());
+          w[a] = arith::SelectOp::create(b, loc, bits[k], got, w[a]);
+          w[c] = arith::SelectOp::create(b, loc, bits[k], w[c], got);
+        }
+      Value v = LLVM::PoisonOp::create(b, loc, quadType);
+      for (int64_t i = 0; i < 4; ++i)
+        v = LLVM::InsertElementOp::create(b, loc, v, w[i], ci32(i));
+      // Thread q now holds columns 8·(4g + q) … 8·(4g + q) + 7 of its row.
+      Value col = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, q, ci32(8)),
+                                        ci32(32 * g));
+      auto [in, off] = elementAt(loc, d, r0, c0, entryRows[rr], col, 8);
+      auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      LLVM::StoreOp::create(
+          b, loc, v, LLVM::GEPOp::create(b, loc, ptr1, d.elementType, d.base, ValueRange{off}),
+          /*alignment=*/16);
+    }
 }
 
 template LogicalResult MmaKernelBuilder::emitStore(tile::StoreOp);

@@ -128,6 +128,9 @@ public:
   /// placed (tilegpu.alloc): the block size, the instruction family and the shared memory.
   LogicalResult plan(func::FuncOp program);
   LogicalResult build(func::FuncOp program) { return walk(program); }
+  /// Whether 16-bit accumulator tiles are stored 16 bytes a thread after a quad transpose
+  /// (convert-tile-to-mma vector-stores; Loops.cpp storeQuadVectors).
+  bool vectorStores = false;
 
   /// The threads the layouts count: the consumers when the kernel is warp-specialized.
   int64_t numThreads() const { return numWarps * 32; }
@@ -179,6 +182,12 @@ private:
   /// tile.store, or tile.atomic_add (element by element: llvm.atomicrmw, a RED in SASS).
   template <typename WriteOp>
   LogicalResult emitStore(WriteOp op);
+  /// The 16-bit accumulator tile `regs` (2-D, `slabs` 8-column slabs, a multiple of 4) stored
+  /// 16 bytes a thread at (r0, c0) of `d`: per row and group of four slabs, the quad's 4×4
+  /// transpose of its 32-bit pairs (two butterfly stages of shuffles), then one vector store
+  /// of eight consecutive columns per thread.
+  void storeQuadVectors(Location loc, const Desc &d, Value r0, Value c0, Type elem, int64_t slabs,
+                        ArrayRef<Value> regs);
   /// A row or column vector (a 1-D tile.load in a slice layout) read into registers.
   LogicalResult emitVectorLoad(tile::LoadOp op);
   /// The `n` registers of a tile.gather in `layout`: one global read per register.
