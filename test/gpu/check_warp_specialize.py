@@ -7,11 +7,13 @@ Since 2026-12-03 the kernels of 128 query rows (two consumer warpgroups: d128 un
 causal from 2k keys, d256) take the warp-specialized schedule (tilegpu-warp-specialize: a
 producer warpgroup copies K/V, mbarriers between it and the consumers); 64-row blocks do not.
 Since the same day their consumers overlap each block's softmax with the previous block's P·V
-(tilegpu-overlap-consumers: `wgmma.wait_group 1`) where registers allow (d <= 128, not d256).
-First checks both in their PTX (setmaxnreg, wait_group 1), then runs head dims 64/128/256, fp16/bf16, causal
-or not, lengths that are and are not multiples of the blocks, Nq != Nk, GQA, on fresh random
-inputs, against a float32 reference with test_python_gpu.py's tolerance. Prints one line per
-case and exits 1 if any fails; without torch or CUDA it prints why and exits 0. `--set` compiles
+(tilegpu-overlap-consumers: `wgmma.wait_group 1`) where registers allow: d128, and d256 at
+its 128x64 blocks since 2026-12-04 (its overlapped kernel spilled before and fell back). First
+checks both in their PTX (setmaxnreg, wait_group 1), then runs head dims 64/128/256, fp16/bf16,
+causal or not, lengths that are and are not multiples of the blocks, Nq != Nk, GQA, on fresh
+random inputs, against a float32 reference with test_python_gpu.py's tolerance. Prints one line
+per case and exits 1 if any fails (a kernel of the wrong shape too, the cases run anyway);
+without torch or CUDA it prints why and exits 0. `--set` compiles
 with GpuOptions fields (overlap_consumers=False: synchronous consumers taking turns around the
 softmax, cuDNN's schedule; the PTX check then expects no `wait_group 1`).
 """
@@ -51,7 +53,9 @@ def main():
     import tessel.cache
 
     # The kernels are warp-specialized where the default says so (128-row blocks, two consumer
-    # warpgroups); 64-row blocks keep the pipelined copies (measured faster there).
+    # warpgroups); 64-row blocks keep the pipelined copies (measured faster there). A kernel of
+    # another shape fails the run; the numeric checks run anyway.
+    shapes_failed = 0
     for D, BM, BN, causal, want, overlapped in (
             (128, 128, 128, False, True, True), (128, 128, 128, True, True, True),
             (256, 128, 64, False, True, True), (128, 64, 64, True, False, False),
@@ -61,12 +65,12 @@ def main():
             tessel.cache.GpuOptions(chip="sm_90a")).ptx
         if ("setmaxnreg" in ptx) != want:
             print(f"d{D} {BM}x{BN} causal={causal}: warp-specialized {not want}, expected {want}")
-            return 1
+            shapes_failed += 1
         overlapped = overlapped and fields.get("overlap_consumers", True)
         if ("wgmma.wait_group.sync.aligned 1" in ptx) != overlapped:
             print(f"d{D} {BM}x{BN} causal={causal}: consumers overlapped {not overlapped}, "
                   f"expected {overlapped}")
-            return 1
+            shapes_failed += 1
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
     dts = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -98,9 +102,11 @@ def main():
                          rel_err=err, ok=ok))
         print(f"d{D:<3} {dt} causal={causal!s:<5} B{B} H{H}/{Hkv} {Nq}x{Nk}: rel err {err:.2e} "
               f"{'ok' if ok else 'FAILED'}", flush=True)
+    if shapes_failed:
+        print(f"{shapes_failed} kernel(s) not of the expected shape (above)")
     print(f"{len(cases) - failed} passed, {failed} failed")
     save_report(args.json, rows)
-    return 1 if failed else 0
+    return 1 if failed or shapes_failed else 0
 
 
 if __name__ == "__main__":
