@@ -170,7 +170,9 @@ def test_tma_producer_compiles(tmp_path):
     # producer_once) Q copies through TMA — a map build and two boxes (64-column slabs) each,
     # PTX ISA 8.3, the maps' records and images past the shared memory; a key of its own. The
     # build has no branch inside the warp around its `.sync.aligned` fence (the H200 hung when
-    # lane 0 had its own copy): one fence a copy site, as many as the map builds.
+    # lane 0 had its own copy): one fence a copy site, as many as the map builds. The maps have
+    # three dimensions, the third the descriptor's head (rank field 2), so that one map serves
+    # every head of the tensor (not rebuilt at every tile).
     k = _dense_d128(causal=False)
     once = _ptx(tmp_path, k, producer_once=True)
     tma = _ptx(tmp_path, k, producer_once=True, tma_producer=True)
@@ -178,7 +180,9 @@ def test_tma_producer_compiles(tmp_path):
     sites = tma.ptx.count("@p tensormap.replace.tile.global_address")
     assert sites >= 3, sites                         # Q once, K and V in each key loop
     assert tma.ptx.count("tensormap.cp_fenceproxy") == sites
-    assert tma.ptx.count("cp.async.bulk.tensor.2d") == 2 * sites
+    assert tma.ptx.count("cp.async.bulk.tensor.3d") == 2 * sites
+    assert tma.ptx.count("tensormap.replace.tile.rank.shared::cta.b1024.b32") == sites
+    assert "tensormap.replace.tile.box_dim.shared::cta.b1024.b32" in tma.ptx
     assert tma.ptx.count("mbarrier.expect_tx") == sites
     assert "cp.async.cg.shared.global" in tma.ptx     # the copies TMA cannot make at run time
     assert tma.manifest["dynamic_shared_bytes"] > once.manifest["dynamic_shared_bytes"]

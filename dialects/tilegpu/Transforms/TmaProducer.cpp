@@ -4,9 +4,10 @@
 // into 128-byte-swizzled rings are marked to go through TMA (`tma_map`: the index of the
 // tensor map of their descriptor) instead of 128 threads' cp.async. The maps are built by the
 // kernel (docs/dev/notes/2026-12-04-tma-ptx.md): each descriptor gets as many map slots as
-// its ring has stages, in shared memory (the images tensormap.replace writes) beside a 32-byte
+// its ring has stages, in shared memory (the images tensormap.replace writes) beside a 64-byte
 // record of what the current slot describes; a map is rebuilt into the next slot only at the
-// first copy that finds its descriptor changed, after that copy's `empty` wait, which makes
+// first copy that finds it changed (a map spans a tensor's heads: not at every tile), after
+// that copy's `empty` wait, which makes
 // every copy through the slot it overwrites landed. The program gets `tilegpu.tma` (where the
 // records and images sit) and the bytes it needs. The lowering keeps cp.async for copies
 // whose descriptor fails TMA's rules at run time.
@@ -70,8 +71,8 @@ FailureOr<bool> tessel::tilegpu::tmaProducer(func::FuncOp program, int64_t share
   SmallVector<SmallVector<AsyncCopyOp>> maps;
   int64_t slots = 0;
   for (auto &[desc, copies] : byDesc) {
-    // The producer's warp 0 zeroes the records, 16 bytes a lane.
-    if (maps.size() == 16)
+    // The producer's warp 0 zeroes the records, 16 bytes a lane (64 a map).
+    if (maps.size() == 8)
       break;
     if (!llvm::all_of(copies, tmaCopyable))
       continue;
@@ -83,15 +84,25 @@ FailureOr<bool> tessel::tilegpu::tmaProducer(func::FuncOp program, int64_t share
   }
   if (maps.empty())
     return false;
-  // Records (32 bytes a map), then the images (128 bytes, 128-byte aligned) past the end.
+  // Records (64 bytes a map), then the images (128 bytes, 128-byte aligned) past the end.
   int64_t records = (bytes.getInt() + 127) / 128 * 128;
-  int64_t images = (records + 32 * static_cast<int64_t>(maps.size()) + 127) / 128 * 128;
+  int64_t images = (records + 64 * static_cast<int64_t>(maps.size()) + 127) / 128 * 128;
   int64_t end = images + 128 * slots * static_cast<int64_t>(maps.size());
   // The maps' global slots are indexed by the SM: one CTA an SM, which shared memory past
   // half of what an SM has guarantees.
   if (end > sharedLimit || 2 * end <= sharedLimit)
     return false;
   Builder b(program.getContext());
+  // The copy sites' map bookkeeping (a record check each copy, a head and a map start a tile)
+  // spills at a cp.async producer's 40 registers: the consumers give 8 each (setmaxnreg counts
+  // in eights), the producer takes them — the block's total, what its launch reserves, stays
+  // the same (a consumer's setmaxnreg.inc waits for registers the pool has).
+  int64_t consumerWarps = programLayout(program).getWarps();
+  if (ws.getProducerRegisters() < 48 && (8 * consumerWarps) % ws.getProducerWarps() == 0 &&
+      ws.getConsumerRegisters() >= 8) {
+    ws.setProducerRegisters(ws.getProducerRegisters() + 8 * consumerWarps / ws.getProducerWarps());
+    ws.setConsumerRegisters(ws.getConsumerRegisters() - 8);
+  }
   for (auto [index, copies] : llvm::enumerate(maps))
     for (AsyncCopyOp copy : copies)
       copy->setAttr("tma_map", b.getI64IntegerAttr(static_cast<int64_t>(index)));

@@ -40,8 +40,9 @@ void warpSync(OpBuilder &b, Location loc) { ptxStatement(b, loc, "bar.warp.sync 
 void MmaKernelBuilder::emitTmaSetup(Location loc) {
   if (!tmaMaps)
     return;
-  // Lanes of warp 0 zero the records (16 bytes each): no map built, a build count of 0.
-  Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, copyTid, ci32(2 * tmaMaps));
+  // Lanes of warp 0 zero the records (16 bytes each, 64 a map): no map built, a build count
+  // of 0.
+  Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, copyTid, ci32(4 * tmaMaps));
   auto zero = scf::IfOp::create(b, loc, mine, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -82,6 +83,12 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
                      cmp(arith::CmpIPredicate::sle, cols, int32Max)));
   ok = andi(ok, andi(cmp(arith::CmpIPredicate::sgt, rows, ci64(0)),
                      cmp(arith::CmpIPredicate::sgt, cols, ci64(0))));
+  // The map has a third dimension, the descriptor's blocks of `rows` rows (a head of a [..,
+  // heads, rows, cols] tensor). Where the descriptor's offset is a whole number of them, the
+  // map starts at the tensor and the block is the copy's third coordinate: one map serves
+  // every head (built once a kernel, where a map starting at each head's origin was rebuilt,
+  // through a GPU-scope fence, at every tile of a persistent kernel); rows past the head's
+  // end are still zero-filled. Otherwise the map starts at the origin (coordinate 0).
   auto split = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(split.elseBlock());
@@ -93,17 +100,46 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
   Value lane0 = cmp(eq, copyTid, ci32(0));
   Value rows32 = arith::TruncIOp::create(b, loc, b.getI32Type(), rows);
   Value cols32 = arith::TruncIOp::create(b, loc, b.getI32Type(), cols);
-  // The record: origin, rows, row stride (i64), columns and the build count (i32).
-  int64_t record = tmaRecords + 32 * map;
+  // The record (64 bytes): the descriptor's origin it was made for (i64, at 0), the map's start,
+  // rows and row stride (i64, at 8, 16, 24), columns, build count and the origin's head (i32,
+  // at 32, 36, 40). Every lane of warp 0 stores the same values.
+  int64_t record = tmaRecords + 64 * map;
   auto load = [&](Type t, int64_t at) -> Value {
     return LLVM::LoadOp::create(b, loc, t, barrierAddress(ci32(at)),
                                 /*alignment=*/t.isInteger(64) ? 8 : 4);
   };
-  Value kOrigin = load(b.getI64Type(), record), kRows = load(b.getI64Type(), record + 8);
-  Value kStride = load(b.getI64Type(), record + 16), kCols = load(b.getI32Type(), record + 24);
-  Value kCount = load(b.getI32Type(), record + 28);
+  auto store = [&](Value v, int64_t at) {
+    LLVM::StoreOp::create(b, loc, v, barrierAddress(ci32(at)),
+                          /*alignment=*/v.getType().isInteger(64) ? 8 : 4);
+  };
+  // Once a descriptor (a tile's head): its head and the map's start, and the map rebuilt only
+  // if that start or its shape changed.
+  auto moved = scf::IfOp::create(b, loc, cmp(ne, load(b.getI64Type(), record), origin),
+                                 /*withElseRegion=*/false);
+  b.setInsertionPoint(moved.thenBlock()->getTerminator());
+  // In 32 bits (the kernels' offsets are i32 in the tile IR; a larger one keeps a map at its
+  // origin): an i64 division spilled the producer.
+  Value headElems = arith::MulIOp::create(b, loc, rows, d.strides[0]);
+  Value headBytes = arith::MulIOp::create(b, loc, strideBytes, rows);
+  Value fits = andi(andi(cmp(arith::CmpIPredicate::sge, d.offset, ci64(0)),
+                         cmp(arith::CmpIPredicate::sle, d.offset, int32Max)),
+                    andi(cmp(arith::CmpIPredicate::sgt, headElems, ci64(0)),
+                         cmp(arith::CmpIPredicate::sle, headElems, int32Max)));
+  fits = andi(fits, cmp(arith::CmpIPredicate::slt, headBytes, ci64(int64_t(1) << 40)));
+  Value offset32 = toI32(d.offset);
+  Value head32 = arith::MaxUIOp::create(b, loc, toI32(headElems), ci32(1));
+  Value heads = arith::DivUIOp::create(b, loc, offset32, head32);
+  Value wholeHeads = andi(fits, cmp(eq, arith::MulIOp::create(b, loc, heads, head32), offset32));
+  Value head = arith::SelectOp::create(b, loc, wholeHeads, heads, ci32(0));
+  Value mapStart = arith::SelectOp::create(
+      b, loc, wholeHeads, LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), d.base), origin);
+  // A map of one head (at its origin) still needs a valid third stride.
+  Value headStride = arith::SelectOp::create(b, loc, wholeHeads, headBytes, ci64(16));
+  Value kStart = load(b.getI64Type(), record + 8), kRows = load(b.getI64Type(), record + 16);
+  Value kStride = load(b.getI64Type(), record + 24), kCols = load(b.getI32Type(), record + 32);
+  Value kCount = load(b.getI32Type(), record + 36);
   Value changed = arith::OrIOp::create(
-      b, loc, arith::OrIOp::create(b, loc, cmp(ne, kOrigin, origin), cmp(ne, kRows, rows)),
+      b, loc, arith::OrIOp::create(b, loc, cmp(ne, kStart, mapStart), cmp(ne, kRows, rows)),
       arith::OrIOp::create(b, loc, cmp(ne, kStride, d.strides[0]), cmp(ne, kCols, cols32)));
   // Slot s of the map: its image in shared memory, its global place for this SM.
   auto image = [&](Value slot) {
@@ -119,13 +155,10 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), b.getI8Type(),
                                base, ValueRange{bytes});
   };
-  auto build = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, changed,
-                                 /*withElseRegion=*/true);
+  auto build = scf::IfOp::create(b, loc, changed, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard inBuild(b);
-    b.setInsertionPointToStart(build.elseBlock());
-    scf::YieldOp::create(b, loc, kCount);
-    b.setInsertionPointToStart(build.thenBlock());
+    b.setInsertionPoint(build.thenBlock()->getTerminator());
     Value count = arith::AddIOp::create(b, loc, kCount, ci32(1));
     Value slot = arith::RemUIOp::create(b, loc, count, ci32(tmaSlots));
     Value img = image(slot);
@@ -140,18 +173,24 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     warpSync(b, loc);
     std::string r = "@p tensormap.replace.tile.";
     std::string on = ".shared::cta.b1024.b32 [$0], ";
+    // Three dimensions (rank field 2: dimensions − 1): columns, rows, heads (as many as an
+    // i32 counts: only real ones are asked for).
     std::string text =
         "{\n.reg .pred p;\nsetp.eq.u32 p, $5, 0;\n" + r +
-        "global_address.shared::cta.b1024.b64 [$0], $1;\n" + r + "rank" + on + "1;\n" + r +
+        "global_address.shared::cta.b1024.b64 [$0], $1;\n" + r + "rank" + on + "2;\n" + r +
         "box_dim" + on + "0, 64;\n" + r + "box_dim" + on + "1, " + std::to_string(p.rows) + ";\n" +
-        r + "global_dim" + on + "0, $2;\n" + r + "global_dim" + on + "1, $3;\n" + r +
-        "global_stride.shared::cta.b1024.b64 [$0], 0, $4;\n" + r + "element_stride" + on +
-        "0, 1;\n" + r + "element_stride" + on + "1, 1;\n" + r + "elemtype" + on +
+        r + "box_dim" + on + "2, 1;\n" + r + "global_dim" + on + "0, $2;\n" + r + "global_dim" +
+        on + "1, $3;\n" + r + "global_dim" + on + "2, 2147483647;\n" + r +
+        "global_stride.shared::cta.b1024.b64 [$0], 0, $4;\n" + r +
+        "global_stride.shared::cta.b1024.b64 [$0], 1, $6;\n" + r + "element_stride" + on +
+        "0, 1;\n" + r + "element_stride" + on + "1, 1;\n" + r + "element_stride" + on + "2, 1;\n" +
+        r + "elemtype" + on +
         std::to_string(elementTypeCode(copy.getBuffer().getType().getElementType())) + ";\n" + r +
         "interleave_layout" + on + "0;\n" + r + "swizzle_mode" + on + "3;\n" + r + "fill_mode" +
         on + "0;\n}";
-    ptxStatement(b, loc, text, {sharedAddress(img), origin, cols32, rows32, strideBytes, copyTid},
-                 "r,l,r,r,l,r");
+    ptxStatement(b, loc, text,
+                 {sharedAddress(img), mapStart, cols32, rows32, strideBytes, copyTid, headStride},
+                 "r,l,r,r,l,r,l");
     warpSync(b, loc);
     Value where = global(slot);
     ptxStatement(b, loc,
@@ -159,19 +198,18 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
                  "sync.aligned [$0], [$1], 128;",
                  {where, sharedAddress(img)}, "l,r");
     ptxStatement(b, loc, "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", {where}, "l");
-    auto store = [&](Value v, int64_t at) {
-      LLVM::StoreOp::create(b, loc, v, barrierAddress(ci32(at)),
-                            /*alignment=*/v.getType().isInteger(64) ? 8 : 4);
-    };
-    store(origin, record);
-    store(rows, record + 8);
-    store(d.strides[0], record + 16);
-    store(cols32, record + 24);
-    store(count, record + 28);
-    warpSync(b, loc);
-    scf::YieldOp::create(b, loc, count);
+    store(mapStart, record + 8);
+    store(rows, record + 16);
+    store(d.strides[0], record + 24);
+    store(cols32, record + 32);
+    store(count, record + 36);
   }
-  Value slot = arith::RemUIOp::create(b, loc, build.getResult(0), ci32(tmaSlots));
+  store(origin, record);
+  store(head, record + 40);
+  warpSync(b, loc);
+  b.setInsertionPointAfter(moved);
+  Value slot = arith::RemUIOp::create(b, loc, load(b.getI32Type(), record + 36), ci32(tmaSlots));
+  Value z = load(b.getI32Type(), record + 40);
   Value where = global(slot);
   auto issue = scf::IfOp::create(b, loc, lane0, /*withElseRegion=*/false);
   b.setInsertionPoint(issue.thenBlock()->getTerminator());
@@ -184,9 +222,9 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     Value dst = arith::AddIOp::create(b, loc, start, ci32(slab * p.rows * 128));
     Value x = arith::AddIOp::create(b, loc, toI32(col0), ci32(slab * 64));
     ptxStatement(b, loc,
-                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::"
-                 "bytes [$0], [$1, {$2, $3}], [$4];",
-                 {sharedAddress(dst), where, x, y, full}, "r,l,r,r,r");
+                 "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
+                 "bytes [$0], [$1, {$2, $3, $4}], [$5];",
+                 {sharedAddress(dst), where, x, y, z, full}, "r,l,r,r,r,r");
   }
   return success();
 }

@@ -3,7 +3,8 @@
 // SM, which the maps' global slots by SM need). The producer's K and V copies go through TMA:
 // PTX ISA 8.3; a module global of map slots (256 SMs × 2 maps × 3 slots × 128 bytes); each map
 // built by the producer's warp 0 without a branch inside the warp (lane 0's fields under a
-// predicate: f16's element type code 6, the 128-byte swizzle 3), published by the warp's
+// predicate: f16's element type code 6, the 128-byte swizzle 3; three dimensions, the third the
+// descriptor's head, so that one map serves every head), published by the warp's
 // `.sync.aligned` fence and acquired before use; lane 0 expects the block's bytes on the
 // stage's `full` barrier and issues one box a 64-column slab; the cp.async copies stay for
 // descriptors TMA cannot read, and every producer thread still arrives with
@@ -15,17 +16,22 @@
 
 // CHECK: .version 8.3
 // CHECK: .global .align 128 .b8 __tessel_tma_maps_attention[196608];
-// CHECK: setmaxnreg.dec.sync.aligned.u32 40;
+// The map bookkeeping's registers: the producer 56 (not 40), the consumers 224 (not 232).
+// CHECK: setmaxnreg.inc.sync.aligned.u32 224;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 56;
 // CHECK: setp.eq.u32 p, %r{{[0-9]+}}, 0;
 // CHECK-NEXT: @p tensormap.replace.tile.global_address.shared::cta.b1024.b64
+// CHECK-NEXT: @p tensormap.replace.tile.rank.shared::cta.b1024.b32 [%r{{[0-9]+}}], 2;
+// CHECK: @p tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%r{{[0-9]+}}], 2, 1;
+// CHECK: @p tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%r{{[0-9]+}}], 1, %rd{{[0-9]+}};
 // CHECK: @p tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%r{{[0-9]+}}], 6;
 // CHECK: @p tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%r{{[0-9]+}}], 3;
 // CHECK: bar.warp.sync -1;
 // CHECK: tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd{{[0-9]+}}], [%r{{[0-9]+}}], 128;
 // CHECK: fence.proxy.tensormap::generic.acquire.gpu [%rd{{[0-9]+}}], 128;
 // CHECK: mbarrier.expect_tx.relaxed.cta.shared::cta.b64
-// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}]
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK: cp.async.mbarrier.arrive.noinc.shared.b64
 // CHECK-DAG: cp.async.cg.shared.global
 
