@@ -13,6 +13,14 @@
 
 namespace tessel::mma {
 
+namespace {
+/// The first of the two accumulator registers a thread holds at (row slot rr, column slab s) of
+/// a tile of `slabs` 8-column slabs: registers 4·s + 2·(rr mod 2) of m tile rr / 2.
+int64_t accPairRegister(int64_t rr, int64_t s, int64_t slabs) {
+  return (rr / 2 * slabs + s) * 4 + rr % 2 * 2;
+}
+} // namespace
+
 std::pair<Value, Value> MmaKernelBuilder::elementAt(Location loc, const Desc &d, Value r0, Value c0,
                                                     Value row, Value col, int64_t width) {
   auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
@@ -54,7 +62,7 @@ void MmaKernelBuilder::atomicAddTile(Location loc, Value desc, ValueRange offset
   };
   Value zero = ci64(0);
   int64_t slabs = type.getShape()[1] / 8;
-  auto pairReg = [&](int64_t rr, int64_t s) { return (rr / 2 * slabs + s) * 4 + rr % 2 * 2; };
+  auto pairReg = [&](int64_t rr, int64_t s) { return accPairRegister(rr, s, slabs); };
   // The whole tile inside the tensor (a uniform condition: every block but a ragged last
   // one): no check per element. Checked per element, the predicates of the rows are
   // loop-invariant and ptxas keeps them live across the loop (the backward's dQ adds).
@@ -126,9 +134,8 @@ LogicalResult MmaKernelBuilder::emitStore(WriteOp op) {
     else
       LLVM::StoreOp::create(b, loc, value, ptr);
   };
-  // The first of the two accumulator registers a thread holds at (row slot rr, column slab s).
   int64_t slabs = type.getRank() == 2 ? type.getShape()[1] / 8 : 0;
-  auto pairReg = [&](int64_t rr, int64_t s) { return (rr / 2 * slabs + s) * 4 + rr % 2 * 2; };
+  auto pairReg = [&](int64_t rr, int64_t s) { return accPairRegister(rr, s, slabs); };
   if (type.getRank() == 2 && add) {
     FailureOr<SmallVector<Value>> regs = materialize(op.getValue(), Layout::Acc, op);
     if (failed(regs))
@@ -249,11 +256,10 @@ void MmaKernelBuilder::storeQuadVectors(Location loc, const Desc &d, Value r0, V
   Value full = ci32(-1), clamp = ci32(31);
   for (int64_t rr = 0; rr < 2 * mTiles; ++rr)
     for (int64_t g = 0; g < slabs / 4; ++g) {
-      // Word i: the thread's two columns of slab 4g + i (registers 4·s + 2·(rr mod 2) + e of
-      // m tile rr / 2), as one 32-bit value.
+      // Word i: the thread's two columns of slab 4g + i, as one 32-bit value.
       SmallVector<Value, 4> w;
       for (int64_t i = 0; i < 4; ++i) {
-        int64_t reg = (rr / 2 * slabs + 4 * g + i) * 4 + rr % 2 * 2;
+        int64_t reg = accPairRegister(rr, 4 * g + i, slabs);
         Value v = LLVM::PoisonOp::create(b, loc, pairType);
         v = LLVM::InsertElementOp::create(b, loc, v, regs[reg], ci32(0));
         v = LLVM::InsertElementOp::create(b, loc, v, regs[reg + 1], ci32(1));

@@ -83,12 +83,6 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
                      cmp(arith::CmpIPredicate::sle, cols, int32Max)));
   ok = andi(ok, andi(cmp(arith::CmpIPredicate::sgt, rows, ci64(0)),
                      cmp(arith::CmpIPredicate::sgt, cols, ci64(0))));
-  // The map has a third dimension, the descriptor's blocks of `rows` rows (a head of a [..,
-  // heads, rows, cols] tensor). Where the descriptor's offset is a whole number of them, the
-  // map starts at the tensor and the block is the copy's third coordinate: one map serves
-  // every head (built once a kernel, where a map starting at each head's origin was rebuilt,
-  // through a GPU-scope fence, at every tile of a persistent kernel); rows past the head's
-  // end are still zero-filled. Otherwise the map starts at the origin (coordinate 0).
   auto split = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(split.elseBlock());
@@ -112,8 +106,14 @@ LogicalResult MmaKernelBuilder::emitTmaCopy(tilegpu::AsyncCopyOp copy, const Loa
     LLVM::StoreOp::create(b, loc, v, barrierAddress(ci32(at)),
                           /*alignment=*/v.getType().isInteger(64) ? 8 : 4);
   };
-  // Once a descriptor (a tile's head): its head and the map's start, and the map rebuilt only
-  // if that start or its shape changed.
+  // The map has a third dimension, the descriptor's blocks of `rows` rows (a head of a [..,
+  // heads, rows, cols] tensor). Where the descriptor's offset is a whole number of them, the
+  // map starts at the tensor and the block is the copy's third coordinate: one map serves
+  // every head (built once a kernel, where a map starting at each head's origin was rebuilt,
+  // through a GPU-scope fence, at every tile of a persistent kernel); rows past the head's
+  // end are still zero-filled. Otherwise the map starts at the origin (coordinate 0).
+  // Worked out once a descriptor (a tile's head), the map rebuilt only if its start or its
+  // shape changed.
   auto moved = scf::IfOp::create(b, loc, cmp(ne, load(b.getI64Type(), record), origin),
                                  /*withElseRegion=*/false);
   b.setInsertionPoint(moved.thenBlock()->getTerminator());
