@@ -90,8 +90,8 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.warpSpecialize ? "" : ";no-warp-specialize") +
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +
          (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
-         (options.tmaProducer ? ";tma-producer" : "") +
-         (options.vectorStores ? ";vector-stores" : "") +
+         (options.tmaProducer ? "" : ";no-tma-producer") +
+         (options.vectorStores ? "" : ";no-vector-stores") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 
@@ -263,9 +263,11 @@ private:
 };
 } // namespace
 
-FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
-                                                        const TargetOptions &options, Stage stage,
-                                                        const CompileFlags &flags) {
+namespace tessel {
+/// compileModule without its fallbacks: one lowering, one NVPTX and (for Stage::Cubin) one
+/// ptxas run.
+static FailureOr<CompiledModule> compileOnce(ModuleOp module, const TargetOptions &options,
+                                             Stage stage, const CompileFlags &flags) {
   if (!isSupportedChip(options.chip))
     return module.emitError() << "unsupported chip '" << options.chip
                               << "': tessel compiles for sm_80 and sm_90a";
@@ -386,44 +388,114 @@ FailureOr<tessel::CompiledModule> tessel::compileModule(ModuleOp module,
   if (!runPtxas(result.ptx, options.chip, options.toolkit, result, error))
     return module.emitError() << error;
   clock.lap("ptxas");
-  // The overlapped consumers (tilegpu-overlap-consumers) hold S, O and P at once; a score_mod
-  // that keeps many values live beside them (a bias gathered per element, a mask reading a
-  // tensor) can make ptxas spill. Such a module is compiled again without the overlap and the
-  // one that spills less is kept (the overlapped one on a tie). Measured on the H200
-  // (docs/bench/2026-12-03-h200-overlap-consumers.md): 376 bytes (a gathered bias) ran 16 %
-  // slower overlapped, 16 bytes (a document mask) no faster than the plain schedule.
-  if (options.overlapConsumers && spillBytes(result) > 0 &&
-      llvm::StringRef(result.ptx).contains("setmaxnreg") &&
-      llvm::StringRef(result.ptx).contains("wgmma.wait_group.sync.aligned 1")) {
-    TargetOptions plain = options;
-    plain.overlapConsumers = false;
-    plain.pingpong = false; // the plain schedule as measured: no turns around the softmax
-    FailureOr<CompiledModule> again = compileModule(module, plain, stage, flags);
-    if (succeeded(again) && spillBytes(*again) < spillBytes(result)) {
-      llvm::SmallVector<StageTime> timings = std::move(result.timings);
-      result = std::move(*again);
-      result.timings = std::move(timings);
-    }
-    clock.lap("compile again (spills: no overlap-consumers)");
-  }
-  // The scale fold of a moderate argument (tile.moderate: no branch on the scale in the key
-  // loop) lets ptxas schedule the loop more freely, which pays where registers are to spare and
-  // costs where they are not: a document mask's d128 forward spilled 92 bytes with it and none
-  // without; the d128 backward's key-rows program spilled less with it (280 bytes, 340 without)
-  // and ran 37 % slower (H200, 2026-12-04, docs/bench/2026-12-04-h200-ncu-profile.md). A module
-  // that spills with the fold is compiled again with its arguments generic, and that one kept.
-  if (spillBytes(result) > 0) {
-    if (OwningOpRef<ModuleOp> generic = withoutModerateArgs(module)) {
-      FailureOr<CompiledModule> again = compileModule(*generic, options, stage, flags);
-      if (succeeded(again)) {
-        llvm::SmallVector<StageTime> timings = std::move(result.timings);
-        result = std::move(*again);
-        result.timings = std::move(timings);
-      }
-      clock.lap("compile again (spills: generic scale)");
-    }
-  }
-  if (options.occupancyHints && askForOccupancy(result, options))
-    clock.lap("ptxas again (occupancy)");
   return result;
 }
+
+namespace {
+/// What compileModule's spill fallbacks vary: the target options and whether the module's
+/// moderate arguments are made generic.
+struct Variant {
+  TargetOptions options;
+  bool genericArgs = false;
+};
+
+/// A switch compileModule gives up where the module spills with it.
+struct SpillFallback {
+  const char *name;
+  /// Whether `v` has the switch on and the PTX shows it took effect.
+  bool (*on)(const Variant &v, llvm::StringRef ptx);
+  void (*set)(Variant &v, bool on);
+};
+} // namespace
+
+// A module that spills is compiled again with each switch below given up in turn, in order, and
+// a compile is kept where it spills less; once nothing spills, the switches given up before the
+// last come back one by one, latest first, where the module still compiles without spilling
+// (a document mask needs the overlap given up, not the vector stores dropped before it). The
+// order is what each is worth against what it costs in registers, the least worth first (H200;
+// docs/bench/2026-12-04-h200-epilogue-tma.md):
+// 1. the TMA producer (+2 to +5 % at d128): its per-tile record takes the consumers' registers
+//    (d256's overlapped kernel and the block-mask kernels spill with it, not without);
+// 2. the scale fold of a moderate argument (tile.moderate: no branch on the scale in the key
+//    loop, +1 to +5 %) lets ptxas schedule the loop more freely, which costs where registers
+//    are short: a document mask's d128 forward spilled 92 bytes with it and none without; the
+//    d128 backward's key-rows program spilled less with it (280 bytes, 340 without) and ran
+//    37 % slower (docs/bench/2026-12-04-h200-ncu-profile.md), so the generic form is kept
+//    whenever the fold spills;
+// 3. the vector stores' quad transpose (+2 to +9 % at d128) holds a row's pairs at once in the
+//    epilogue (16 bytes of spill on the 128×128 mma.sync kernel);
+// 4. the overlapped consumers (+5 to +10 %) hold S, O and P at once: a score_mod that keeps
+//    many values live beside them (a gathered bias, a mask reading a tensor) makes ptxas
+//    spill; 376 bytes (a gathered bias) ran 16 % slower overlapped, 16 bytes (a document mask)
+//    no faster than the plain schedule (docs/bench/2026-12-03-h200-overlap-consumers.md). The
+//    plain schedule as measured has no turns around the softmax: pingpong goes with it.
+static const SpillFallback kSpillFallbacks[] = {
+    {"tma-producer",
+     [](const Variant &v, llvm::StringRef ptx) {
+       return v.options.tmaProducer && ptx.contains("cp.async.bulk.tensor");
+     },
+     [](Variant &v, bool on) { v.options.tmaProducer = on; }},
+    {"scale fold", [](const Variant &v, llvm::StringRef) { return !v.genericArgs; },
+     [](Variant &v, bool on) { v.genericArgs = !on; }},
+    {"vector-stores",
+     [](const Variant &v, llvm::StringRef ptx) {
+       return v.options.vectorStores && ptx.contains("st.global.v4.b32");
+     },
+     [](Variant &v, bool on) { v.options.vectorStores = on; }},
+    {"overlap-consumers",
+     [](const Variant &v, llvm::StringRef ptx) {
+       return v.options.overlapConsumers && ptx.contains("wgmma.wait_group.sync.aligned 1");
+     },
+     [](Variant &v, bool on) { v.options.overlapConsumers = v.options.pingpong = on; }},
+};
+
+FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &options, Stage stage,
+                                        const CompileFlags &flags) {
+  FailureOr<CompiledModule> first = compileOnce(module, options, stage, flags);
+  if (failed(first) || stage != Stage::Cubin)
+    return first;
+  CompiledModule result = std::move(*first);
+  llvm::SmallVector<StageTime> timings = std::move(result.timings);
+  StageClock clock(timings);
+  OwningOpRef<ModuleOp> generic = spillBytes(result) > 0 ? withoutModerateArgs(module) : nullptr;
+  Variant chosen{options, false};
+  // Compiles `v`; keeps it (and returns true) when `keep` holds of its spill bytes.
+  auto attempt = [&](const Variant &v, llvm::StringRef lap, auto keep) {
+    if (v.genericArgs && !generic)
+      return false;
+    FailureOr<CompiledModule> again =
+        compileOnce(v.genericArgs ? *generic : module, v.options, stage, flags);
+    clock.lap(lap);
+    if (failed(again) || !keep(spillBytes(*again)))
+      return false;
+    result = std::move(*again);
+    chosen = v;
+    return true;
+  };
+  llvm::SmallVector<const SpillFallback *> givenUp;
+  for (const SpillFallback &fallback : kSpillFallbacks) {
+    if (spillBytes(result) == 0 || !fallback.on(chosen, result.ptx))
+      continue;
+    Variant without = chosen;
+    fallback.set(without, false);
+    bool fold = &fallback == &kSpillFallbacks[1]; // given up whenever it spills (above)
+    int64_t before = spillBytes(result);
+    if (attempt(without, (llvm::Twine("compile again (spills: no ") + fallback.name + ")").str(),
+                [&](int64_t bytes) { return fold || bytes < before; }))
+      givenUp.push_back(&fallback);
+  }
+  if (spillBytes(result) == 0 && givenUp.size() > 1) {
+    givenUp.pop_back(); // the one whose loss took the spill away
+    for (const SpillFallback *fallback : llvm::reverse(givenUp)) {
+      Variant with = chosen;
+      fallback->set(with, true);
+      attempt(with, (llvm::Twine("compile again (no spill: ") + fallback->name + " back)").str(),
+              [](int64_t bytes) { return bytes == 0; });
+    }
+  }
+  if (options.occupancyHints && askForOccupancy(result, chosen.options))
+    clock.lap("ptxas again (occupancy)");
+  result.timings = std::move(timings);
+  return result;
+}
+} // namespace tessel

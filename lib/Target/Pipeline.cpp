@@ -102,11 +102,11 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
   Option<bool> tmaProducer{*this, "tma-producer",
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
-                           llvm::cl::init(false)};
+                           llvm::cl::init(true)};
   Option<bool> vectorStores{*this, "vector-stores",
                             llvm::cl::desc("16-bit accumulator tiles stored 16 bytes a thread "
                                            "after a quad transpose."),
-                            llvm::cl::init(false)};
+                            llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -175,9 +175,9 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
-  // In-kernel tensor maps (tensormap.replace) need PTX ISA 8.3.
-  target.features = options.tmaProducer && options.features == "+ptx80" ? "+ptx83"
-                                                                        : options.features;
+  // In-kernel tensor maps (tensormap.replace, sm_90a only) need PTX ISA 8.3.
+  bool tensorMaps = options.tmaProducer && options.chip == "sm_90a";
+  target.features = tensorMaps && options.features == "+ptx80" ? "+ptx83" : options.features;
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
 

@@ -160,8 +160,8 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
-      py::arg("producer_once") = false, py::arg("tma_producer") = false,
-      py::arg("vector_stores") = false);
+      py::arg("producer_once") = false, py::arg("tma_producer") = true,
+      py::arg("vector_stores") = true);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -219,8 +219,8 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
-      py::arg("producer_once") = false, py::arg("tma_producer") = false,
-      py::arg("vector_stores") = false,
+      py::arg("producer_once") = false, py::arg("tma_producer") = true,
+      py::arg("vector_stores") = true,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

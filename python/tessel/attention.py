@@ -677,11 +677,12 @@ _PERSISTENT_ARGS = 13
 _persistent_once = persistent_attention_kernel.with_options(producer_once=True)
 
 
-def persistent_kernel(Nq, Nk, BM, BN, causal):
+def persistent_kernel(Nq, Nk, D, BM, BN, causal):
     """persistent_attention_kernel, or its variant copying Q from the producer where the tiles
-    visit few key blocks (grid.short_tiles; causal rows half of them on average)."""
+    visit few key blocks (grid.short_tiles; causal rows half of them on average) and Q's second
+    buffer fits beside the ring (grid.PRODUCER_ONCE_MAX_D)."""
     blocks = -(-Nk // BN)
-    short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks)
+    short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks, D)
     return _persistent_once if short else persistent_attention_kernel
 
 
@@ -691,7 +692,7 @@ def cuda_kernel(args, constexprs):
     if len(args) != _PERSISTENT_ARGS:
         return attention_kernel
     c = constexprs
-    return persistent_kernel(args[5], args[6], c["BLOCK_M"], c["BLOCK_N"], c["CAUSAL"])
+    return persistent_kernel(args[5], args[6], c["D"], c["BLOCK_M"], c["BLOCK_N"], c["CAUSAL"])
 
 
 # (device ordinal, Nq, Nk, B·H, BM, BN, causal, programs) -> the schedule tensors
@@ -815,7 +816,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
                                            programs)
-            kernel = persistent_kernel(Nq, Nk, consts[1], consts[2], consts[3])
+            kernel = persistent_kernel(Nq, Nk, consts[0], consts[1], consts[2], consts[3])
             kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
                            starts, *consts)
         else:

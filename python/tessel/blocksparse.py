@@ -549,7 +549,7 @@ def kernel_of(bm, args, constexprs, grid):
         B, H = args[0].shape[0], args[0].shape[1]
         blocks = bm.mean_blocks(B, H, constexprs["BLOCK_M"], grid[0]) * \
             (bm.BLOCK_N // constexprs["BLOCK_N"])      # in the kernel's key blocks
-        if short_tiles(blocks):
+        if short_tiles(blocks, constexprs["D"]):
             return _block_sparse_once
     return block_sparse_attention_kernel
 

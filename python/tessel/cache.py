@@ -121,15 +121,19 @@ class GpuOptions:
     #: In those warp-specialized kernels, the producer's block copies go through TMA
     #: (cp.async.bulk.tensor from one thread) with tensor maps the kernel builds itself
     #: (tilegpu-tma-producer; docs/dev/notes/2026-12-04-tma-ptx.md), where a kernel's shared
-    #: memory keeps it alone on its SM. Off: correct on the H200 but 3-7 % slower than the
-    #: cp.async producer on dense d128 (docs/bench/2026-12-04-h200-backward-bar.md).
-    tma_producer: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: memory keeps it alone on its SM; one 3-D map a tensor (the head a coordinate), built
+    #: once a kernel. +2 to +5 % on dense d128 with vector_stores on the H200 (docs/bench/
+    #: 2026-12-04-h200-epilogue-tma.md); a module that spills with it is compiled again
+    #: without. On by default; off to compare.
+    tma_producer: bool = dataclasses.field(default=True, metadata={"code": True})
     #: On the fast paths, 16-bit accumulator tiles (attention's O) are stored 16 bytes a thread:
     #: the four threads of a quad exchange their column pairs by shuffles so that each holds
     #: eight consecutive columns — a quarter of the store instructions (the epilogue's 4-byte
     #: stores stalled the d128 forward's consumers at every tile: docs/bench/
-    #: 2026-12-04-h200-tile-boundaries.md). Off until measured on the H200.
-    vector_stores: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: 2026-12-04-h200-tile-boundaries.md): +2 to +9 % on the d128 forward (H200, docs/bench/
+    #: 2026-12-04-h200-epilogue-tma.md); a module that spills with it is compiled again
+    #: without. On by default; off to compare.
+    vector_stores: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.

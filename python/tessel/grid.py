@@ -95,14 +95,18 @@ PERSISTENT_GPU = True
 #: runs. Measured on the H200 (docs/bench/2026-12-04-h200-producer-q.md): +5 % at 1k keys,
 #: +2 % at 2k, +6.5 % on a document mask (~9 blocks a tile); flat to −4 % on long causal rows.
 PRODUCER_ONCE_MAX_BLOCKS = 16
+#: Nor above this head dim: Q's second buffer leaves d256's 128x64 kernel too few registers
+#: (204 bytes of spill, 0 without it).
+PRODUCER_ONCE_MAX_D = 128
 #: False: never (to compare).
 PRODUCER_ONCE_GPU = True
 
 
-def short_tiles(mean_key_blocks):
+def short_tiles(mean_key_blocks, D=0):
     """Whether a persistent launch whose tiles visit `mean_key_blocks` key blocks on average
-    copies Q from the producer (PRODUCER_ONCE_MAX_BLOCKS)."""
-    return PRODUCER_ONCE_GPU and mean_key_blocks <= PRODUCER_ONCE_MAX_BLOCKS
+    (of head dim D) copies Q from the producer (PRODUCER_ONCE_MAX_BLOCKS, PRODUCER_ONCE_MAX_D)."""
+    return (PRODUCER_ONCE_GPU and mean_key_blocks <= PRODUCER_ONCE_MAX_BLOCKS
+            and D <= PRODUCER_ONCE_MAX_D)
 
 
 #: Past this many tiles greedy_schedule takes its tiles a round of `programs` at a time (the

@@ -8,7 +8,7 @@ one process a configuration, A B A B …, then the medians and A / B per case.
 The sessions' one-off A/B scripts (bench/results/*/ab*.py) as one tool:
 
     cd test/gpu && PYTHONPATH=<bundle>/python python3 ab_gpu_options.py OUT_DIR \\
-        --set tma_producer=True [--set producer_once=True] [--rounds 2] [--cases dense masks]
+        --set tma_producer=False [--set producer_once=True] [--rounds 2] [--cases dense masks]
 
 Writes OUT_DIR/ab-{A,B}-{round}.json and OUT_DIR/summary.json; prints one line a case.
 """

@@ -101,9 +101,9 @@ def main():
     ap.add_argument("--producer-once", action="store_true",
                     help="compile every tessel kernel with GpuOptions(producer_once=True) (by "
                          "default only where tiles are short, grid.short_tiles)")
-    ap.add_argument("--tma-producer", action="store_true",
-                    help="compile tessel's kernels with GpuOptions(tma_producer=True): the "
-                         "producer's copies through TMA (tilegpu-tma-producer)")
+    ap.add_argument("--no-tma-producer", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(tma_producer=False): the "
+                         "producer's copies by cp.async (to compare)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
@@ -119,10 +119,10 @@ def main():
         return 0
     import tessel
     from tessel import language as tl
-    if args.overlap or args.producer_once or args.tma_producer:
+    if args.overlap or args.producer_once or args.no_tma_producer:
         compile_with(**({"wgmma_overlap": True} if args.overlap else {}),
                      **({"producer_once": True} if args.producer_once else {}),
-                     **({"tma_producer": True} if args.tma_producer else {}))
+                     **({"tma_producer": False} if args.no_tma_producer else {}))
     block_m, block_n = args.blocks or (None, None)
     from tessel import grid
     if args.persistent:

@@ -3,7 +3,8 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_head_dims.py [--json OUT.json]
         [--dims 64 96 128 192 256] [--lengths 4096 16384] [--dtype fp16] [--no-occupancy-hints]
-        [--no-sink-waits] [--no-warp-specialize] [--no-overlap-consumers]
+        [--no-sink-waits] [--no-warp-specialize] [--no-overlap-consumers] [--no-tma-producer]
+        [--no-vector-stores]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048 (h rounded
 down). Timed per call: `tessel.attention(q, k, v, causal=...)` (its output allocation and the
@@ -53,9 +54,12 @@ def main():
                     help="compile every tessel kernel with GpuOptions(producer_once=True): the "
                          "producer warpgroup copies Q too (tilegpu-producer-once; by default "
                          "only where tiles are short, grid.short_tiles)")
-    ap.add_argument("--tma-producer", action="store_true",
-                    help="compile tessel's kernels with GpuOptions(tma_producer=True): the "
-                         "producer's copies through TMA (tilegpu-tma-producer)")
+    ap.add_argument("--no-tma-producer", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(tma_producer=False): the "
+                         "producer's copies by cp.async (to compare)")
+    ap.add_argument("--no-vector-stores", action="store_true",
+                    help="compile tessel's kernels with GpuOptions(vector_stores=False): the "
+                         "output stored 4 bytes a thread (to compare)")
     ap.add_argument("--persistent", choices=["on", "off"],
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
@@ -68,14 +72,15 @@ def main():
     from torch.nn.attention import SDPBackend
     if (args.overlap or args.stages != 2 or args.no_occupancy_hints or args.no_sink_waits
             or args.no_warp_specialize or args.no_overlap_consumers or args.no_pingpong
-            or args.producer_once or args.tma_producer):
+            or args.producer_once or args.no_tma_producer or args.no_vector_stores):
         compile_with(wgmma_overlap=args.overlap, num_stages=args.stages,
                      occupancy_hints=not args.no_occupancy_hints,
                      sink_waits=not args.no_sink_waits,
                      warp_specialize=not args.no_warp_specialize, pingpong=not args.no_pingpong,
                      overlap_consumers=not args.no_overlap_consumers,
                      **({"producer_once": True} if args.producer_once else {}),
-                     tma_producer=args.tma_producer)
+                     tma_producer=not args.no_tma_producer,
+                     vector_stores=not args.no_vector_stores)
 
     from tessel import grid
     if args.persistent:

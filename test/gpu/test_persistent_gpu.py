@@ -150,12 +150,12 @@ def _launch_with(kernel, grid_, args, constexprs, **options):
     launcher.launch(grid_, gpu.stream_source(), *args)
 
 
-# The producer's schedules off by default, each the same arithmetic as the default, so the
-# same bits: Q copied by the producer (producer_once, tilegpu-producer-once), the producer's
-# copies through TMA with tensor maps built in the kernel (tma_producer, tilegpu-tma-producer),
-# and both.
-SCHEDULES = {"once": dict(producer_once=True), "tma": dict(tma_producer=True),
-             "once+tma": dict(producer_once=True, tma_producer=True)}
+# The producer's schedules other than the default, each the same arithmetic, so the same bits:
+# Q copied by the producer (producer_once, tilegpu-producer-once), the producer's copies by
+# cp.async instead of TMA with tensor maps built in the kernel (tma_producer=False; TMA is the
+# default since 2026-12-04), and both.
+SCHEDULES = {"once": dict(producer_once=True), "cp.async": dict(tma_producer=False),
+             "once+cp.async": dict(producer_once=True, tma_producer=False)}
 
 
 @pytest.mark.parametrize("schedule", list(SCHEDULES))
@@ -181,8 +181,9 @@ def test_producer_schedules_dense(persistent, schedule, causal, N):
 @pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 def test_tma_producer_layouts_and_gqa(persistent, layout, dtype):
-    # TMA maps of [B, N, H, D] views read in place (row stride H·D) and of GQA's shared K/V
-    # heads, bf16's element type code; against the default bit for bit and a float32 reference.
+    # TMA maps (the default) of [B, N, H, D] views read in place (row stride H·D) and of GQA's
+    # shared K/V heads, bf16's element type code; against the cp.async producer bit for bit and
+    # a float32 reference.
     hopper()
     from tessel.attention import _prepare_cuda, persistent_attention_kernel
     persistent(True)
@@ -196,7 +197,7 @@ def test_tma_producer_layouts_and_gqa(persistent, layout, dtype):
     want, want_lse = tessel.attention(q, k, v, enable_gqa=True, return_lse=True)
     args, cx, grid_, o, lse = _prepare_cuda(q, k, v, False, None, None, None, True, None, None)
     assert len(args) == 13, "the persistent kernel"
-    _launch_with(persistent_attention_kernel, grid_, args, cx, tma_producer=True)
+    _launch_with(persistent_attention_kernel, grid_, args, cx, tma_producer=False)
     torch.testing.assert_close(o, want, atol=0, rtol=0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
     torch.testing.assert_close(o.float(), reference(q, k, v), atol=TOL[dtype], rtol=0)

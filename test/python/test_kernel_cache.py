@@ -684,23 +684,38 @@ def test_overlap_consumers_option_reaches_the_lowering(cache_dir):
 
 
 def test_vector_stores_option_reaches_the_lowering(cache_dir):
-    # GpuOptions(vector_stores), off by default until measured: the 16-bit output tile stored
-    # 16 bytes a thread after a quad transpose (8 st.global.v4 a thread at 128x128 d128, the
-    # pairs kept for a block not aligned to 16 bytes), on the wgmma and the mma.sync paths.
-    # Its own key.
+    # GpuOptions(vector_stores), on by default: the 16-bit output tile stored 16 bytes a thread
+    # after a quad transpose (8 st.global.v4 a thread at 128x128 d128, the pairs kept for a
+    # block not aligned to 16 bytes), on the wgmma and the mma.sync paths. Off: 4-byte pairs
+    # only, a key of its own.
     q = np.zeros((1, 1, 128, 128), np.float16)
     k = tessel.compile_attention(q, q, q, block_m=128, block_n=128)
-    off = k.binary(cache.GpuOptions(chip="sm_90a")).ptx
-    on = k.binary(cache.GpuOptions(chip="sm_90a", vector_stores=True))
+    on = k.binary(cache.GpuOptions(chip="sm_90a"))
+    off = k.binary(cache.GpuOptions(chip="sm_90a", vector_stores=False)).ptx
     assert "st.global.v4.b32" not in off
     assert on.ptx.count("st.global.v4.b32") == 8 and "st.global.b32" in on.ptx
     assert on.manifest["spill_bytes"] == 0
-    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", vector_stores=True))[
-        "options"]["target"].endswith(";vector-stores")
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", vector_stores=False))[
+        "options"]["target"].endswith(";no-vector-stores")
+    assert "vector-stores" not in k.key_ingredients(cache.GpuOptions(chip="sm_90a"))[
+        "options"]["target"]
     mma = tessel.compile_attention(q, q, q, block_m=64, block_n=64)
-    assert "st.global.v4.b32" in mma.binary(cache.GpuOptions(chip="sm_80", vector_stores=True)).ptx
+    assert "st.global.v4.b32" in mma.binary(cache.GpuOptions(chip="sm_80")).ptx
     with pytest.raises(TypeError, match="vector_stores must be a bool"):
         cache.GpuOptions(vector_stores=1)
+
+
+def test_spilling_module_drops_tma_before_the_overlap(cache_dir):
+    # compileModule's fallbacks for a module that spills, in order (lib/Target/Compile.cpp):
+    # the TMA producer, then the vector stores, then the overlapped consumers. The d256 128x64
+    # kernel spills overlapped with TMA (its per-tile record): it keeps the overlap and the
+    # vector stores, with cp.async copies, and spills nothing.
+    q = np.zeros((1, 1, 128, 256), np.float16)
+    b = tessel.compile_attention(q, q, q, causal=True, block_m=128, block_n=64).binary(
+        cache.GpuOptions(chip="sm_90a"))
+    assert "cp.async.bulk.tensor" not in b.ptx
+    assert "wgmma.wait_group.sync.aligned 1" in b.ptx and "st.global.v4.b32" in b.ptx
+    assert b.manifest["spill_bytes"] == 0
 
 
 def test_pingpong_option_reaches_the_lowering(cache_dir):

@@ -166,7 +166,7 @@ def test_producer_once_compiles(tmp_path):
 
 
 def test_tma_producer_compiles(tmp_path):
-    # GpuOptions(tma_producer=True) (off: measured slower): the producer's K, V and (with
+    # GpuOptions(tma_producer), on by default: the producer's K, V and (with
     # producer_once) Q copies through TMA — a map build and two boxes (64-column slabs) each,
     # PTX ISA 8.3, the maps' records and images past the shared memory; a key of its own. The
     # build has no branch inside the warp around its `.sync.aligned` fence (the H200 hung when
@@ -174,8 +174,8 @@ def test_tma_producer_compiles(tmp_path):
     # three dimensions, the third the descriptor's head (rank field 2), so that one map serves
     # every head of the tensor (not rebuilt at every tile).
     k = _dense_d128(causal=False)
-    once = _ptx(tmp_path, k, producer_once=True)
-    tma = _ptx(tmp_path, k, producer_once=True, tma_producer=True)
+    once = _ptx(tmp_path, k, producer_once=True, tma_producer=False)
+    tma = _ptx(tmp_path, k, producer_once=True)
     assert "cp.async.bulk.tensor" not in once.ptx and ".version 8.3" in tma.ptx
     sites = tma.ptx.count("@p tensormap.replace.tile.global_address")
     assert sites >= 3, sites                         # Q once, K and V in each key loop
@@ -196,13 +196,14 @@ def test_producer_once_policy(monkeypatch):
     once, plain = att._persistent_once, persistent_attention_kernel
     assert once.options.producer_once and once.options.gpu_options("sm_90a").producer_once
     assert plain.options.gpu_options("sm_90a").producer_once is False
-    assert att.persistent_kernel(1024, 1024, 128, 128, False) is once
-    assert att.persistent_kernel(2048, 2048, 128, 128, False) is once
-    assert att.persistent_kernel(4096, 4096, 128, 128, False) is plain
-    assert att.persistent_kernel(2048, 2048, 128, 128, True) is once      # 8.5 blocks a tile
-    assert att.persistent_kernel(4096, 4096, 128, 128, True) is plain     # 16.5
+    assert att.persistent_kernel(1024, 1024, 128, 128, 128, False) is once
+    assert att.persistent_kernel(2048, 2048, 128, 128, 128, False) is once
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain
+    assert att.persistent_kernel(2048, 2048, 128, 128, 128, True) is once      # 8.5 blocks a tile
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, True) is plain     # 16.5
+    assert att.persistent_kernel(1024, 1024, 256, 128, 64, False) is plain   # d256: spills
     monkeypatch.setattr(grid, "PRODUCER_ONCE_GPU", False)
-    assert att.persistent_kernel(1024, 1024, 128, 128, False) is plain
+    assert att.persistent_kernel(1024, 1024, 128, 128, 128, False) is plain
 
 
 def test_producer_once_policy_block_mask():
@@ -217,7 +218,7 @@ def test_producer_once_policy_block_mask():
     assert 8 <= short.mean_blocks(2, 4, 128, 132) <= 10
     assert 32 <= long.mean_blocks(2, 4, 128, 132) <= 33
     q = np.zeros((2, 4, N, 128), np.float16)
-    cx = dict(PERSISTENT=True, BLOCK_M=128, BLOCK_N=128)
+    cx = dict(PERSISTENT=True, D=128, BLOCK_M=128, BLOCK_N=128)
     assert blocksparse.kernel_of(short, (q,), cx, (132, 1, 1)) is blocksparse._block_sparse_once
     assert blocksparse.kernel_of(long, (q,), cx, (132, 1, 1)) is \
         blocksparse.block_sparse_attention_kernel

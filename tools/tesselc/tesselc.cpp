@@ -106,16 +106,17 @@ static cl::opt<bool> producerOnce(
              "asks it for short tiles"),
     cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool>
-    tmaProducer("tma-producer",
-                cl::desc("A warp-specialized kernel's producer copies its blocks through TMA, "
-                         "with tensor maps built in the kernel (tilegpu-tma-producer)"),
-                cl::cat(tesselcCategory));
+    noTmaProducer("no-tma-producer",
+                  cl::desc("A warp-specialized kernel's producer copies its blocks by cp.async "
+                           "from every thread, not through TMA (no tilegpu-tma-producer; to "
+                           "compare)"),
+                  cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
-    vectorStores("vector-stores",
-                 cl::desc("16-bit accumulator tiles stored 16 bytes a thread after a quad "
-                          "transpose (convert-tile-to-mma vector-stores)"),
-                 cl::cat(tesselcCategory));
+    noVectorStores("no-vector-stores",
+                   cl::desc("16-bit accumulator tiles stored 4 bytes a thread, without the quad "
+                            "transpose (no convert-tile-to-mma vector-stores; to compare)"),
+                   cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
     noPingpong("no-pingpong",
@@ -231,8 +232,8 @@ int main(int argc, char **argv) {
   options.overlapConsumers = !noOverlapConsumers;
   options.pingpong = !noPingpong;
   options.producerOnce = producerOnce;
-  options.tmaProducer = tmaProducer;
-  options.vectorStores = vectorStores;
+  options.tmaProducer = !noTmaProducer;
+  options.vectorStores = !noVectorStores;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

@@ -5,7 +5,8 @@ configuration a process, in rounds; fp16, b·n = 16k tokens, h·d = 2048; --d 12
 A mode is NAME[:FIELD=VALUE,...][:FULL.cubin,CAUSAL.cubin]. The fields are GpuOptions fields
 for every kernel (bench_decode.compile_with); `once` among them (once=True) sends Q through the
 producer at every length (grid.PRODUCER_ONCE_MAX_BLOCKS raised), never_once=True at none
-(grid.PRODUCER_ONCE_GPU off); the cubins replace the
+(grid.PRODUCER_ONCE_GPU off), persist=BMxBN runs the BMxBN kernels persistent too
+(grid.PERSISTENT_BLOCKS; twenty-third session); the cubins replace the
 d128 persistent kernel built with those options (non-causal / causal).
 
     python3 cubin_ab.py default tma:tma_producer=True,once=True \\
@@ -38,6 +39,7 @@ def child(mode, D=128):
     _, options, cubins = parse(mode)
     once = options.pop("once", False)
     never_once = options.pop("never_once", False)
+    persist = options.pop("persist", None)
     if options:
         compile_with(**options)
     import tessel
@@ -47,6 +49,9 @@ def child(mode, D=128):
         grid.PRODUCER_ONCE_MAX_BLOCKS = 1 << 30
     if never_once:
         grid.PRODUCER_ONCE_GPU = False
+    if persist:
+        grid.PERSISTENT_BLOCKS = grid.PERSISTENT_BLOCKS | {
+            ("sm_90a",) + tuple(int(x) for x in persist.split("x"))}
     swapped = {"count": 0}
     if cubins:
         original = cache.get_binary

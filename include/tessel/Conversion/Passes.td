@@ -110,13 +110,13 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"producerOnce", "producer-once", "bool", /*default=*/"false",
            "With warp-specialize: the producer copies the blocks loaded once a tile (Q) too "
            "(tilegpu-producer-once). Off by default until measured.">,
-    Option<"tmaProducer", "tma-producer", "bool", /*default=*/"false",
+    Option<"tmaProducer", "tma-producer", "bool", /*default=*/"true",
            "With warp-specialize: the producer's block copies go through TMA, with tensor maps "
-           "built in the kernel (tilegpu-tma-producer; PTX ISA 8.3). Off: measured slower.">,
-    Option<"vectorStores", "vector-stores", "bool", /*default=*/"false",
+           "built in the kernel (tilegpu-tma-producer; PTX ISA 8.3). Off to compare.">,
+    Option<"vectorStores", "vector-stores", "bool", /*default=*/"true",
            "16-bit accumulator tiles stored 16 bytes a thread: the four threads of a quad "
            "exchange their pairs by shuffles (a 4x4 transpose of 32-bit words) so that each "
-           "holds eight consecutive columns. Off until measured on the H200.">,
+           "holds eight consecutive columns. Off to compare.">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the ring of loop-body loads (tilegpu-allocate-shared) for programs "
            "whose loads are not placed yet; the overlapped schedule keeps two.">,

@@ -62,12 +62,14 @@ struct TargetOptions {
   /// producer-once; tilegpu-producer-once). Off until measured.
   bool producerOnce = false;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
-  /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). Off: measured
-  /// slower than cp.async (docs/bench/2026-12-04-h200-backward-bar.md).
-  bool tmaProducer = false;
+  /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
+  /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).
+  /// Off to compare.
+  bool tmaProducer = true;
   /// 16-bit accumulator tiles stored 16 bytes a thread after a quad transpose (convert-tile-to-mma
-  /// vector-stores): a quarter of the store instructions. Off until measured.
-  bool vectorStores = false;
+  /// vector-stores): a quarter of the store instructions; +2 to +9 % on the d128 forward
+  /// (docs/bench/2026-12-04-h200-epilogue-tma.md). Off to compare.
+  bool vectorStores = true;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

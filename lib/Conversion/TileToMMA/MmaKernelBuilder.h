@@ -130,7 +130,7 @@ public:
   LogicalResult build(func::FuncOp program) { return walk(program); }
   /// Whether 16-bit accumulator tiles are stored 16 bytes a thread after a quad transpose
   /// (convert-tile-to-mma vector-stores; Loops.cpp storeQuadVectors).
-  bool vectorStores = false;
+  bool vectorStores = true;
 
   /// The threads the layouts count: the consumers when the kernel is warp-specialized.
   int64_t numThreads() const { return numWarps * 32; }

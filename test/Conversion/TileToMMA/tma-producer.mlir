@@ -1,4 +1,4 @@
-// convert-tile-to-mma{warp-specialize tma-producer} end to end: the 128-row d128 attention of
+// convert-tile-to-mma{warp-specialize tma-producer} (both on by default) end to end: the 128-row d128 attention of
 // attention-f16-none-128-d128.mlir, three stages (over half an SM's shared memory: one CTA an
 // SM, which the maps' global slots by SM need). The producer's K and V copies go through TMA:
 // PTX ISA 8.3; a module global of map slots (256 SMs × 2 maps × 3 slots × 128 bytes); each map
@@ -11,8 +11,9 @@
 // cp.async.mbarrier.arrive.noinc. ptxas: nothing spills.
 // REQUIRES: ptxas
 // RUN: tessel-opt %S/attention-f16-none-128-d128.mlir --tile-optimize -o %t.mlir
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-producer --emit=ptx -o - | FileCheck %s
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-producer --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=ptx -o - | FileCheck %s
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --no-tma-producer --emit=ptx -o - | FileCheck %s --check-prefix=OFF
 
 // CHECK: .version 8.3
 // CHECK: .global .align 128 .b8 __tessel_tma_maps_attention[196608];
@@ -34,5 +35,9 @@
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK: cp.async.mbarrier.arrive.noinc.shared.b64
 // CHECK-DAG: cp.async.cg.shared.global
+
+// OFF: .version 8.0
+// OFF-NOT: cp.async.bulk.tensor
+// OFF: cp.async.mbarrier.arrive.noinc.shared.b64
 
 // PTXAS: ptxas sm_90a attention: 168 registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
