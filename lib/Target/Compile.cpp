@@ -463,8 +463,8 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
   auto attempt = [&](const Variant &v, llvm::StringRef lap, auto keep) {
     if (v.genericArgs && !generic)
       return false;
-    FailureOr<CompiledModule> again =
-        compileOnce(v.genericArgs ? *generic : module, v.options, stage, flags);
+    FailureOr<CompiledModule> again = compileOnce(v.genericArgs ? *generic : module, v.options,
+                                                  stage, flags);
     clock.lap(lap);
     if (failed(again) || !keep(spillBytes(*again)))
       return false;
