@@ -402,9 +402,15 @@ struct Variant {
 /// A switch compileModule gives up where the module spills with it.
 struct SpillFallback {
   const char *name;
-  /// Whether `v` has the switch on and the PTX shows it took effect.
-  bool (*on)(const Variant &v, llvm::StringRef ptx);
+  /// What the PTX holds where the switch took effect (null: no mark to look for).
+  const char *ptxMark;
+  bool (*get)(const Variant &v);
   void (*set)(Variant &v, bool on);
+
+  /// Whether `v` has the switch on and `ptx` shows it took effect.
+  bool on(const Variant &v, llvm::StringRef ptx) const {
+    return get(v) && (!ptxMark || ptx.contains(ptxMark));
+  }
 };
 } // namespace
 
@@ -430,22 +436,14 @@ struct SpillFallback {
 //    no faster than the plain schedule (docs/bench/2026-12-03-h200-overlap-consumers.md). The
 //    plain schedule as measured has no turns around the softmax: pingpong goes with it.
 static const SpillFallback kSpillFallbacks[] = {
-    {"tma-producer",
-     [](const Variant &v, llvm::StringRef ptx) {
-       return v.options.tmaProducer && ptx.contains("cp.async.bulk.tensor");
-     },
+    {"tma-producer", "cp.async.bulk.tensor", [](const Variant &v) { return v.options.tmaProducer; },
      [](Variant &v, bool on) { v.options.tmaProducer = on; }},
-    {"scale fold", [](const Variant &v, llvm::StringRef) { return !v.genericArgs; },
+    {"scale fold", nullptr, [](const Variant &v) { return !v.genericArgs; },
      [](Variant &v, bool on) { v.genericArgs = !on; }},
-    {"vector-stores",
-     [](const Variant &v, llvm::StringRef ptx) {
-       return v.options.vectorStores && ptx.contains("st.global.v4.b32");
-     },
+    {"vector-stores", "st.global.v4.b32", [](const Variant &v) { return v.options.vectorStores; },
      [](Variant &v, bool on) { v.options.vectorStores = on; }},
-    {"overlap-consumers",
-     [](const Variant &v, llvm::StringRef ptx) {
-       return v.options.overlapConsumers && ptx.contains("wgmma.wait_group.sync.aligned 1");
-     },
+    {"overlap-consumers", "wgmma.wait_group.sync.aligned 1",
+     [](const Variant &v) { return v.options.overlapConsumers; },
      [](Variant &v, bool on) { v.options.overlapConsumers = v.options.pingpong = on; }},
 };
 
@@ -472,7 +470,7 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
     chosen = v;
     return true;
   };
-  llvm::SmallVector<const SpillFallback *> givenUp;
+  llvm::SmallVector<const SpillFallback *> dropped;
   for (const SpillFallback &fallback : kSpillFallbacks) {
     if (spillBytes(result) == 0 || !fallback.on(chosen, result.ptx))
       continue;
@@ -482,11 +480,11 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
     int64_t before = spillBytes(result);
     if (attempt(without, (llvm::Twine("compile again (spills: no ") + fallback.name + ")").str(),
                 [&](int64_t bytes) { return fold || bytes < before; }))
-      givenUp.push_back(&fallback);
+      dropped.push_back(&fallback);
   }
-  if (spillBytes(result) == 0 && givenUp.size() > 1) {
-    givenUp.pop_back(); // the one whose loss took the spill away
-    for (const SpillFallback *fallback : llvm::reverse(givenUp)) {
+  if (spillBytes(result) == 0 && dropped.size() > 1) {
+    dropped.pop_back(); // the one whose loss took the spill away
+    for (const SpillFallback *fallback : llvm::reverse(dropped)) {
       Variant with = chosen;
       fallback->set(with, true);
       attempt(with, (llvm::Twine("compile again (no spill: ") + fallback->name + " back)").str(),
@@ -495,6 +493,10 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
   }
   if (options.occupancyHints && askForOccupancy(result, chosen.options))
     clock.lap("ptxas again (occupancy)");
+  Variant asked{options, false};
+  for (const SpillFallback &fallback : kSpillFallbacks)
+    if (fallback.get(asked) && !fallback.get(chosen))
+      result.givenUp.push_back(fallback.name);
   result.timings = std::move(timings);
   return result;
 }

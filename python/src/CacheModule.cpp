@@ -196,6 +196,10 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         out["ptx"] = r.compiled.ptx;
         out["cubin"] = py::bytes(r.compiled.cubin);
         out["ptxas_log"] = r.compiled.ptxasLog;
+        py::list givenUp;
+        for (const std::string &name : r.compiled.givenUp)
+          givenUp.append(name);
+        out["given_up"] = givenUp;
         py::list kernels;
         for (const tessel::KernelLaunchInfo &k : r.compiled.kernels) {
           py::dict kd;

@@ -486,8 +486,15 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
         "static_shared_bytes": launch.get("static_shared_bytes", 0),
         "registers": launch.get("registers", 0),
         "spill_bytes": launch.get("spill_bytes", 0),
+        # What the compiler gave up because ptxas spilled with it (its spill fallbacks:
+        # "tma-producer", "scale fold", "vector-stores", "overlap-consumers").
+        "given_up": list(r.get("given_up", [])),
         "ingredients": ingr,
     }
+    if manifest["given_up"] and os.environ.get("TESSEL_EXPLAIN", "") not in ("", "0"):
+        print(f"tessel: {kernel.name} for {gpu.chip}: ptxas spilled with "
+              f"{', '.join(manifest['given_up'])}: compiled without "
+              f"({manifest['spill_bytes']} bytes of spill left)", file=sys.stderr)
     what, warning = cache.store(key, r["cubin"], r["ptx"], json.dumps(manifest))
     clock.lap("cache write")
     if warning:

@@ -694,7 +694,7 @@ def test_vector_stores_option_reaches_the_lowering(cache_dir):
     off = k.binary(cache.GpuOptions(chip="sm_90a", vector_stores=False)).ptx
     assert "st.global.v4.b32" not in off
     assert on.ptx.count("st.global.v4.b32") == 8 and "st.global.b32" in on.ptx
-    assert on.manifest["spill_bytes"] == 0
+    assert on.manifest["spill_bytes"] == 0 and on.manifest["given_up"] == []
     assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", vector_stores=False))[
         "options"]["target"].endswith(";no-vector-stores")
     assert "vector-stores" not in k.key_ingredients(cache.GpuOptions(chip="sm_90a"))[
@@ -715,7 +715,7 @@ def test_spilling_module_drops_tma_before_the_overlap(cache_dir):
         cache.GpuOptions(chip="sm_90a"))
     assert "cp.async.bulk.tensor" not in b.ptx
     assert "wgmma.wait_group.sync.aligned 1" in b.ptx and "st.global.v4.b32" in b.ptx
-    assert b.manifest["spill_bytes"] == 0
+    assert b.manifest["spill_bytes"] == 0 and b.manifest["given_up"] == ["tma-producer"]
 
 
 def test_pingpong_option_reaches_the_lowering(cache_dir):

@@ -155,6 +155,8 @@ def test_spill_fallbacks_give_back_what_the_last_made_unneeded(tmp_path, monkeyp
     laps = [n for n, _ in b.timings if n.startswith("compile again")]
     assert b.manifest["spill_bytes"] == 0
     assert "compile again (spills: no overlap-consumers)" in laps
+    assert "overlap-consumers" in b.manifest["given_up"]
+    assert "vector-stores" not in b.manifest["given_up"]
     assert "wgmma.wait_group.sync.aligned 1" not in b.ptx
     if "compile again (spills: no vector-stores)" in laps:
         assert "compile again (no spill: vector-stores back)" in laps

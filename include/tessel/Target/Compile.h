@@ -120,6 +120,10 @@ struct CompiledModule {
   llvm::SmallVector<StageTime> timings;
   /// MLIR's pass timing report (CompileFlags::passTiming), as text.
   std::string passTimingReport;
+  /// The switches compileModule gave up because the module spilled with them (its spill
+  /// fallbacks, in their order: "tma-producer", "scale fold", "vector-stores",
+  /// "overlap-consumers"); empty where the first compile was kept.
+  llvm::SmallVector<std::string> givenUp;
 };
 
 /// The ptxas to use: `toolkit`/bin/ptxas, then $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, tessel's
