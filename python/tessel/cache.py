@@ -491,7 +491,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
         "given_up": list(r.get("given_up", [])),
         "ingredients": ingr,
     }
-    if manifest["given_up"] and os.environ.get("TESSEL_EXPLAIN", "") not in ("", "0"):
+    from .jit import _explain
+    if manifest["given_up"] and _explain():
         print(f"tessel: {kernel.name} for {gpu.chip}: ptxas spilled with "
               f"{', '.join(manifest['given_up'])}: compiled without "
               f"({manifest['spill_bytes']} bytes of spill left)", file=sys.stderr)

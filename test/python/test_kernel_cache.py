@@ -707,9 +707,9 @@ def test_vector_stores_option_reaches_the_lowering(cache_dir):
 
 def test_spilling_module_drops_tma_before_the_overlap(cache_dir):
     # compileModule's fallbacks for a module that spills, in order (lib/Target/Compile.cpp):
-    # the TMA producer, then the vector stores, then the overlapped consumers. The d256 128x64
-    # kernel spills overlapped with TMA (its per-tile record): it keeps the overlap and the
-    # vector stores, with cp.async copies, and spills nothing.
+    # the TMA producer, the scale fold, the vector stores, the overlapped consumers. The d256
+    # 128x64 kernel spills overlapped with TMA (its per-tile record): it keeps the overlap and
+    # the vector stores, with cp.async copies, and spills nothing.
     q = np.zeros((1, 1, 128, 256), np.float16)
     b = tessel.compile_attention(q, q, q, causal=True, block_m=128, block_n=64).binary(
         cache.GpuOptions(chip="sm_90a"))
