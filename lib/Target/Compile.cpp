@@ -406,6 +406,8 @@ struct SpillFallback {
   const char *ptxMark;
   bool (*get)(const Variant &v);
   void (*set)(Variant &v, bool on);
+  /// Kept once compiled without it, whether or not it spills less (the scale fold, below).
+  bool givenUpWhenever = false;
 
   /// Whether `v` has the switch on and `ptx` shows it took effect.
   bool on(const Variant &v, llvm::StringRef ptx) const {
@@ -439,7 +441,7 @@ static const SpillFallback kSpillFallbacks[] = {
     {"tma-producer", "cp.async.bulk.tensor", [](const Variant &v) { return v.options.tmaProducer; },
      [](Variant &v, bool on) { v.options.tmaProducer = on; }},
     {"scale fold", nullptr, [](const Variant &v) { return !v.genericArgs; },
-     [](Variant &v, bool on) { v.genericArgs = !on; }},
+     [](Variant &v, bool on) { v.genericArgs = !on; }, /*givenUpWhenever=*/true},
     {"vector-stores", "st.global.v4.b32", [](const Variant &v) { return v.options.vectorStores; },
      [](Variant &v, bool on) { v.options.vectorStores = on; }},
     {"overlap-consumers", "wgmma.wait_group.sync.aligned 1",
@@ -476,10 +478,9 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
       continue;
     Variant without = chosen;
     fallback.set(without, false);
-    bool fold = &fallback == &kSpillFallbacks[1]; // given up whenever it spills (above)
     int64_t before = spillBytes(result);
     if (attempt(without, (llvm::Twine("compile again (spills: no ") + fallback.name + ")").str(),
-                [&](int64_t bytes) { return fold || bytes < before; }))
+                [&](int64_t bytes) { return fallback.givenUpWhenever || bytes < before; }))
       dropped.push_back(&fallback);
   }
   if (spillBytes(result) == 0 && dropped.size() > 1) {
