@@ -6,7 +6,9 @@ A mode is NAME[:FIELD=VALUE,...][:FULL.cubin,CAUSAL.cubin]. The fields are GpuOp
 for every kernel (bench_decode.compile_with); `once` among them (once=True) sends Q through the
 producer at every length (grid.PRODUCER_ONCE_MAX_BLOCKS raised), never_once=True at none
 (grid.PRODUCER_ONCE_GPU off), persist=BMxBN runs the BMxBN kernels persistent too
-(grid.PERSISTENT_BLOCKS; twenty-third session); the cubins replace the
+(grid.PERSISTENT_BLOCKS; twenty-third session), blocks=BMxBN makes BMxBN the dense kernels'
+blocks at that head dim (attention.GPU_BLOCKS_UNMASKED and GPU_BLOCKS_CAUSAL_LONG) and runs
+it persistent (twenty-fourth session); the cubins replace the
 d128 persistent kernel built with those options (non-causal / causal).
 
     python3 cubin_ab.py default tma:tma_producer=True,once=True \\
@@ -40,6 +42,7 @@ def child(mode, D=128):
     once = options.pop("once", False)
     never_once = options.pop("never_once", False)
     persist = options.pop("persist", None)
+    blocks = options.pop("blocks", None)
     if options:
         compile_with(**options)
     import tessel
@@ -52,6 +55,11 @@ def child(mode, D=128):
     if persist:
         grid.PERSISTENT_BLOCKS = grid.PERSISTENT_BLOCKS | {
             ("sm_90a",) + tuple(int(x) for x in persist.split("x"))}
+    if blocks:
+        from tessel import attention as at
+        bm, bn = (int(x) for x in blocks.split("x"))
+        at.GPU_BLOCKS_UNMASKED[("sm_90a", D)] = at.GPU_BLOCKS_CAUSAL_LONG[("sm_90a", D)] = (bm, bn)
+        grid.PERSISTENT_BLOCKS = grid.PERSISTENT_BLOCKS | {("sm_90a", bm, bn)}
     swapped = {"count": 0}
     if cubins:
         original = cache.get_binary

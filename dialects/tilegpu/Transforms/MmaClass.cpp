@@ -67,9 +67,11 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   if (fp8 && !wgmma)
     return queryLoad.emitOpError("loads f8E4M3FN: FP8 operands need wgmma (sm_90a), "
                                  "mma.sync's m16n8k16 takes 16-bit ones");
-  if (blockM != 64 && blockM != 128)
+  // 192 rows: three warpgroups (wgmma only), FlashAttention-3's d64 block.
+  if (blockM != 64 && blockM != 128 && !(wgmma && blockM == 192))
     return queryLoad.emitOpError("loads a block of ")
-           << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp)";
+           << blockM << " rows: convert-tile-to-mma handles 64 or 128 (16 or 32 rows per warp), "
+           << "or 192 with wgmma";
   // Rows per warp: 16 (one m16 tile) or 32 (two m16 tiles sharing every K/V ldmatrix, FA2's
   // d128 layout). Chosen: 32 for a 128-row block (4 warps), 16 otherwise.
   int64_t warpRows = warpRowsOption ? warpRowsOption : (blockM == 128 && !wgmma ? 32 : 16);
@@ -144,9 +146,11 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
                  << "256 (" << (fp8 ? "128 and 256 of FP8: 128-byte rows" : "16-bit operands")
                  << ")",
              WalkResult::interrupt();
-    if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % numThreads != 0)
+    // The copying threads: a power of two (192 rows' three warpgroups copy with 256).
+    int64_t copyThreads = int64_t(llvm::bit_floor(uint64_t(numThreads)));
+    if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % copyThreads != 0)
       return ld.emitOpError("loads a block of ")
-                 << p.rows << " rows that the " << numThreads
+                 << p.rows << " rows that the " << copyThreads
                  << " threads cannot split into whole 16-byte chunks",
              WalkResult::interrupt();
     if (ld.getPadding().convertToDouble() != 0.0)

@@ -109,7 +109,8 @@ void sinkWaits(mlir::func::FuncOp program);
 /// (tilegpu-warp-specialize). False, with the program unchanged, when it does not apply (not
 /// wgmma, no loop in that form, another schedule already there); a failure is an error emitted.
 /// Registers a thread of each role gets (setmaxnreg), 0 to choose: the producer 40, the
-/// consumers what the CTAs the shared memory allows an SM leave them.
+/// consumers what the CTAs the shared memory allows an SM leave them, then the producer what
+/// the consumers leave (up to 56).
 mlir::FailureOr<bool> warpSpecialize(mlir::func::FuncOp program, int64_t producerWarps = 4,
                                      int64_t producerRegisters = 0, int64_t consumerRegisters = 0);
 

@@ -138,7 +138,8 @@ def TileGPUWarpSpecialize : Pass<"tilegpu-warp-specialize", "::mlir::func::FuncO
   let options = [
     Option<"producerWarps", "producer-warps", "int64_t", "4", "warps of the producer">,
     Option<"producerRegisters", "producer-registers", "int64_t", "0",
-           "registers a producer thread keeps (setmaxnreg); 0: 40">,
+           "registers a producer thread keeps (setmaxnreg); 0: 40, or what the "
+           "consumers leave of the launch's registers, up to 56">,
     Option<"consumerRegisters", "consumer-registers", "int64_t", "0",
            "registers a consumer thread gets (setmaxnreg); 0: what the CTAs an SM holds by "
            "their shared memory leave beside the producer's, at most 240">,

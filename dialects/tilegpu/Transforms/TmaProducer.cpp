@@ -89,8 +89,17 @@ FailureOr<bool> tessel::tilegpu::tmaProducer(func::FuncOp program, int64_t share
   int64_t images = (records + 64 * static_cast<int64_t>(maps.size()) + 127) / 128 * 128;
   int64_t end = images + 128 * slots * static_cast<int64_t>(maps.size());
   // The maps' global slots are indexed by the SM: one CTA an SM, which shared memory past
-  // half of what an SM has guarantees.
-  if (end > sharedLimit || 2 * end <= sharedLimit)
+  // half of what an SM has guarantees; in a persistent kernel (where the maps were measured to
+  // pay, built once a kernel) registers past half of its 64K guarantee it too (a CTA reserves
+  // its roles' total at launch: three consumer warpgroups at d64 need little shared memory).
+  int64_t consumerThreads = programLayout(program).getWarps() * 32;
+  int64_t registers = ws.getProducerWarps() * 32 * int64_t(ws.getProducerRegisters()) +
+                      consumerThreads * int64_t(ws.getConsumerRegisters());
+  bool persistent = false;
+  program.walk([&](Operation *op) { persistent |= isTileLoop(op); });
+  bool oneBySharedMemory = 2 * end > sharedLimit;
+  bool oneByRegisters = persistent && 2 * registers > 65536;
+  if (end > sharedLimit || !(oneBySharedMemory || oneByRegisters))
     return false;
   Builder b(program.getContext());
   // The copy sites' map bookkeeping (a record check each copy, a head and a map start a tile)

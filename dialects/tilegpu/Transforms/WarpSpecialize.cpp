@@ -199,15 +199,20 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   if (consumerRegisters == 0) {
     // Fewer CTAs where more would leave a consumer under 168 registers (what the attention
     // loop of one warpgroup takes without a producer beside it).
-    int64_t threads = consumerThreads + producerThreads;
+    int64_t threads = consumerThreads + producerThreads, atLaunch = 0;
     for (int64_t ctas = std::max<int64_t>(1, (228 * 1024) / (end + 1024)); ctas >= 1; --ctas) {
-      int64_t atLaunch = std::min<int64_t>(255, 65536 / (ctas * threads)) / 8 * 8;
+      atLaunch = std::min<int64_t>(255, 65536 / (ctas * threads)) / 8 * 8;
       consumerRegisters = std::min<int64_t>(
           240,
           (atLaunch * threads - producerThreads * producerRegisters) / consumerThreads / 8 * 8);
       if (consumerRegisters >= 168)
         break;
     }
+    // The producer keeps what the consumers leave of the launch's registers (up to 56): the
+    // roles' total must not exceed what the launch reserves, which is a multiple of 8 a
+    // thread (three consumer warpgroups at 152 leave the producer 56, not 40).
+    int64_t left = (atLaunch * threads - consumerThreads * consumerRegisters) / producerThreads;
+    producerRegisters = std::max<int64_t>(producerRegisters, std::min<int64_t>(56, left / 8 * 8));
   }
 
   // Everything after it is the consumers' region.

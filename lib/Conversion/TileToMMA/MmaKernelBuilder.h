@@ -247,8 +247,12 @@ private:
   /// inside a warp-specialized kernel's consumer region.
   void emitBarrier(Location loc);
   /// The threads that deal a block's copies among them, and this thread's index among them:
-  /// the CTA's (or its consumers'), or the producer's inside its region.
-  int64_t copyThreadCount() const { return copyThreads ? copyThreads : numThreads(); }
+  /// the CTA's (or its consumers'), or the producer's inside its region. Three consumer
+  /// warpgroups (192 rows) copy with their first 256 threads: a step of whole 8-row swizzle
+  /// groups needs a power of two.
+  int64_t copyThreadCount() const {
+    return copyThreads ? copyThreads : int64_t(llvm::bit_floor(uint64_t(numThreads())));
+  }
   Value copyThreadIndex() const { return copyTid ? copyTid : tid; }
 
   /// A tile of scaled scores `x = S·c` or `x = select(mask, S·c, -inf)` with `c` a splat scalar
@@ -277,6 +281,8 @@ private:
   /// Issues cp.async for the block of descriptor `desc` (of the program) at (`row0`, `col0`)
   /// into the place of `p`, `stage` bytes (i32, or null) further.
   void issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0, Value stage);
+  void issueBlockChunks(Location loc, Value desc, const LoadPlan &p, Value row0, Value col0,
+                        Value stage);
   /// issueBlock for a block kept transposed in shared memory (tilegpu.transposed: an FP8 B
   /// block read as stored): loaded through the registers, transposed by byte permutes, stored
   /// row by row of the buffer, fenced for the async proxy (SharedLoads.cpp).

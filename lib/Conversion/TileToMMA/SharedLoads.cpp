@@ -117,6 +117,21 @@ struct CopyOps {
 
 void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, Value row0,
                                   Value col0, Value stage) {
+  // Threads past copyThreadCount() (the third consumer warpgroup) copy nothing.
+  if (!copyTid && copyThreadCount() < numThreads()) {
+    Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                       ci32(copyThreadCount()));
+    auto copying = scf::IfOp::create(b, loc, mine, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(copying.thenBlock()->getTerminator());
+    issueBlockChunks(loc, desc, p, row0, col0, stage);
+    return;
+  }
+  issueBlockChunks(loc, desc, p, row0, col0, stage);
+}
+
+void MmaKernelBuilder::issueBlockChunks(Location loc, Value desc, const LoadPlan &p, Value row0,
+                                        Value col0, Value stage) {
   const Desc &d = descs[desc];
   // Thread t copies chunk t % cpr of rows t / cpr + i·rps (rps = threads / cpr rows per step):
   // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of

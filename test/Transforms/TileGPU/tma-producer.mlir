@@ -4,11 +4,16 @@
 // descriptor has an inner stride of 2, which TMA's 2-D boxes of contiguous rows cannot read:
 // it keeps cp.async. The program gets the records (32 bytes a map, 128-byte aligned past the
 // end) and the map images (128 bytes a slot) and the bytes they take. Where the kernel would
-// fit twice an SM (shared-limit 300000: the maps' global slots are the SM's), nothing changes.
+// fit twice an SM by shared memory (shared-limit 300000) and by registers (consumers at 104:
+// 31,744 a CTA), nothing changes: the maps' global slots are the SM's. With the consumers'
+// default registers (232: 64,512 a CTA) one CTA an SM is sure, and this persistent kernel
+// takes TMA (REGS).
 // RUN: tessel-opt %s --tilegpu-warp-specialize --tilegpu-producer-once --tilegpu-tma-producer \
 // RUN:   | FileCheck %s
-// RUN: tessel-opt %s --tilegpu-warp-specialize --tilegpu-producer-once \
+// RUN: tessel-opt %s --tilegpu-warp-specialize=consumer-registers=104 --tilegpu-producer-once \
 // RUN:   --tilegpu-tma-producer=shared-limit=300000 | FileCheck %s --check-prefix=TWICE
+// RUN: tessel-opt %s --tilegpu-warp-specialize --tilegpu-producer-once \
+// RUN:   --tilegpu-tma-producer=shared-limit=300000 | FileCheck %s --check-prefix=REGS
 
 // CHECK-LABEL: func.func @persistent
 // CHECK-SAME: tilegpu.shared_bytes = 132864 : i64
@@ -27,6 +32,9 @@
 // TWICE-SAME: tilegpu.shared_bytes = 132128 : i64
 // TWICE-NOT: tilegpu.tma
 // TWICE-NOT: tma_map
+
+// REGS-LABEL: func.func @persistent
+// REGS-SAME: tilegpu.tma = {{{.*}}maps = 2
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
