@@ -30,7 +30,8 @@ def parse(mode):
     options = {}
     for item in filter(None, fields.split(",")):
         key, _, text = item.partition("=")
-        options[key] = {"True": True, "False": False}.get(text, text)
+        options[key] = {"True": True, "False": False}.get(
+            text, int(text) if text.isdigit() else text)
     return name, options, cubins.split(",") if cubins else None
 
 
