@@ -83,7 +83,7 @@ def tile_block(td, t, n_blocks, LAST_FIRST: tl.constexpr):
 # no longer pay a CTA's launch and prologue each.
 
 #: The (chip, BLOCK_M, BLOCK_N) of the kernels that run persistent: the warp-specialized
-#: 128-row wgmma blocks (one CTA an SM).
+#: 128- and 192-row wgmma blocks (one CTA an SM).
 PERSISTENT_BLOCKS = {("sm_90a", 128, 128), ("sm_90a", 192, 128)}
 #: False runs every kernel one program a tile (to compare).
 PERSISTENT_GPU = True

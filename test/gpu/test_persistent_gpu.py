@@ -1,8 +1,9 @@
-"""Persistent attention kernels on CUDA tensors (grid.persistent_programs): the 128x128 sm_90a
-kernels launched on one program an SM, each walking its tiles. Checked against float32 torch
-attention on fresh random inputs, and against the same call one program a tile (the per-tile
-arithmetic is the same, so the outputs are too), with more tiles than SMs (several tiles a
-program) and fewer; dense (causal and not, ragged lengths, GQA) and with block masks.
+"""Persistent attention kernels on CUDA tensors (grid.persistent_programs): the 128x128 and
+d64's 192x128 sm_90a kernels launched on one program an SM, each walking its tiles. Checked
+against float32 torch attention on fresh random inputs, and against the same call one program a
+tile (the per-tile arithmetic is the same, so the outputs are too), with more tiles than SMs
+(several tiles a program) and fewer; dense (causal and not, ragged lengths, GQA) and with block
+masks.
 
 Run on a machine with a GPU and torch (skipped elsewhere):
     TESSEL_CACHE_DIR=$(mktemp -d) PYTHONPATH=build/python python3 -m pytest -q test/gpu/test_persistent_gpu.py
@@ -55,11 +56,14 @@ def hopper():
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("B,H,Hkv,N", [(4, 16, 16, 2048), (2, 8, 2, 1000), (1, 3, 3, 4000),
                                        (3, 32, 8, 777)])
-def test_dense(persistent, dtype, causal, B, H, Hkv, N):
+@pytest.mark.parametrize("D", [64, 128])
+def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
+    # d128: 128x128 (causal from 2048 keys); d64: 192x128 from 2048 keys (three consumer
+    # warpgroups; 4000 rows end in a tile of 160), else 64x128 one program a tile.
     hopper()
-    gen = torch.Generator(device="cuda").manual_seed(N + H)
-    q = torch.randn(B, H, N, 128, device="cuda", generator=gen).to(dtype)
-    k, v = (torch.randn(B, Hkv, N, 128, device="cuda", generator=gen).to(dtype) for _ in range(2))
+    gen = torch.Generator(device="cuda").manual_seed(N + H + D)
+    q = torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, N, D, device="cuda", generator=gen).to(dtype) for _ in range(2))
     gqa = Hkv != H
     persistent(True)
     o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=gqa, return_lse=True)
@@ -70,7 +74,8 @@ def test_dense(persistent, dtype, causal, B, H, Hkv, N):
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
     torch.testing.assert_close(o, o1, atol=0, rtol=0)
     torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
-    assert kernel.name == ("persistent_attention_kernel" if N >= 2048 or not causal
+    persistent_expected = N >= 2048 or (D == 128 and not causal)
+    assert kernel.name == ("persistent_attention_kernel" if persistent_expected
                            else "attention_kernel"), kernel.name
 
 

@@ -7,7 +7,8 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../2026-12-04-h200-s23"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../2026-12-04-h200-s23"))
 from check_blocks import TOL, reference  # noqa: E402
 
 import tessel  # noqa: E402
