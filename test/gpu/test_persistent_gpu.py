@@ -185,18 +185,19 @@ def test_producer_schedules_dense(persistent, schedule, causal, N):
 
 @pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-def test_tma_producer_layouts_and_gqa(persistent, layout, dtype):
+@pytest.mark.parametrize("D", [64, 128])
+def test_tma_producer_layouts_and_gqa(persistent, layout, dtype, D):
     # TMA maps (the default) of [B, N, H, D] views read in place (row stride H·D) and of GQA's
     # shared K/V heads, bf16's element type code; against the cp.async producer bit for bit and
-    # a float32 reference.
+    # a float32 reference. d64 at 2999 keys: the 192x128 kernel.
     hopper()
     from tessel.attention import _prepare_cuda, persistent_attention_kernel
     persistent(True)
-    B, H, Hkv, N = 2, 8, 2, 1999
+    B, H, Hkv, N = 2, 8, 2, 1999 if D == 128 else 2999
     gen = torch.Generator(device="cuda").manual_seed(7)
 
     def make(h):
-        x = torch.randn(B, N, h, 128, device="cuda", generator=gen).to(dtype)
+        x = torch.randn(B, N, h, D, device="cuda", generator=gen).to(dtype)
         return x.transpose(1, 2) if layout == "bnhd" else x.transpose(1, 2).contiguous()
     q, k, v = make(H), make(Hkv), make(Hkv)
     want, want_lse = tessel.attention(q, k, v, enable_gqa=True, return_lse=True)
