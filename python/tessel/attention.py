@@ -235,11 +235,13 @@ GPU_BLOCKS_UNMASKED = {("sm_90a", 128): (128, 128)}
 # (docs/bench/2026-12-03-h200-warp-specialize.md).
 GPU_BLOCKS_CAUSAL_LONG = {("sm_90a", 128): (128, 128)}
 CAUSAL_LONG = 2048
-# Kernels without score_mod or mask_mod (causal or not) of at least CAUSAL_LONG keys that
-# differ from the above: on sm_90a at d64, 192x128 (three consumer warpgroups and a producer,
-# persistent: FlashAttention-3's d64 block) measured +13 % at 4k and +18 % at 16k non-causal,
-# +2-7 % at 4k and +12 % at 16k causal over 64x128 on the H200, and -3 to -7 % at 1k
-# (docs/bench/2026-12-04-h200-d64-three-warpgroups.md).
+# Kernels without score_mod or mask_mod (causal or not) of at least CAUSAL_LONG queries and
+# keys that differ from the above: on sm_90a at d64, 192x128 (three consumer warpgroups and a
+# producer, persistent: FlashAttention-3's d64 block) measured +13 % at 4k and +18 % at 16k
+# non-causal, +2-7 % at 4k and +12 % at 16k causal over 64x128 on the H200, and -3 to -7 % at
+# 1k (docs/bench/2026-12-04-h200-d64-three-warpgroups.md). Few queries keep 64x128: a
+# 192-row tile of a short query block computes rows that are not there, on one CTA an SM
+# where 64x128 runs three.
 GPU_BLOCKS_PLAIN_LONG = {("sm_90a", 64): (192, 128)}
 _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
@@ -287,8 +289,8 @@ def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, pla
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
     `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
     causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG keys); `plain`: no
-    score_mod and no mask_mod (GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG keys)."""
-    if plain and nk >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
+    score_mod and no mask_mod (GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG queries and keys)."""
+    if plain and min(nq, nk) >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
             (chip, D) in GPU_BLOCKS_PLAIN_LONG:
         return GPU_BLOCKS_PLAIN_LONG[(chip, D)]
     if unmasked and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_UNMASKED:
@@ -792,9 +794,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         ok = ok and lay is not None
     except (ValueError, AttributeError):
         ok = False
-    # Blocks depend on the length (gpu_blocks): long and short keys are two entries.
+    # Blocks depend on the lengths (gpu_blocks): long and short ones are different entries.
     key = (dt, D, causal, score_mod, mask_mod, block_m, block_n, lay,
-           Nk >= CAUSAL_LONG) if ok else None
+           Nk >= CAUSAL_LONG, Nq >= CAUSAL_LONG) if ok else None
     c = _cuda_configs.get(key) if ok else None
     if c is None:
         args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
