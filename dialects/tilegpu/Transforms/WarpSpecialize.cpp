@@ -194,7 +194,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     return llvm::any_of(l.loads,
                         [](UnpipelinedLoad &u) { return isTransposed(u.copy.getBuffer()); });
   });
-  if (producerRegisters == 0)
+  bool chooseProducer = producerRegisters == 0;
+  if (chooseProducer)
     producerRegisters = transposes ? 56 : 40;
   if (consumerRegisters == 0) {
     // Fewer CTAs where more would leave a consumer under 168 registers (what the attention
@@ -212,7 +213,8 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     // roles' total must not exceed what the launch reserves, which is a multiple of 8 a
     // thread (three consumer warpgroups at 152 leave the producer 56, not 40).
     int64_t left = (atLaunch * threads - consumerThreads * consumerRegisters) / producerThreads;
-    producerRegisters = std::max<int64_t>(producerRegisters, std::min<int64_t>(56, left / 8 * 8));
+    if (chooseProducer)
+      producerRegisters = std::max<int64_t>(producerRegisters, std::min<int64_t>(56, left / 8 * 8));
   }
 
   // Everything after it is the consumers' region.
