@@ -58,8 +58,8 @@ def hopper():
                                        (3, 32, 8, 777)])
 @pytest.mark.parametrize("D", [64, 128])
 def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
-    # d128: 128x128 (causal from 2048 keys); d64: 192x128 from 2048 keys (three consumer
-    # warpgroups; 4000 rows end in a tile of 160), else 64x128 one program a tile.
+    # d128: 128x128 (causal from 2048 keys); d64: 192x128 from 2048 queries and keys (three
+    # consumer warpgroups; 4000 rows end in a tile of 160), else 64x128 one program a tile.
     hopper()
     gen = torch.Generator(device="cuda").manual_seed(N + H + D)
     q = torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype)

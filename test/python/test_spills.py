@@ -54,22 +54,25 @@ def _check(chip, case, spilled):
                                     ("sm_80", 64), ("sm_80", 128), ("sm_80", 256)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_dense_forward_spills(tmp_path, chip, D, causal):
-    nk = 4096                                        # the long-key blocks
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
-    BM, BN = gpu_blocks(D, "f16", nk, nk, chip, unmasked=not causal, causal=causal, plain=True)
-    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
     case = f"d{D} {'causal' if causal else 'full'}"
-    if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
-        # Shipped persistent, with and without Q from the producer (grid.short_tiles).
-        ids = np.zeros(8, np.int32)
-        k = persistent_attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, 2, ids, ids,
-                                               **cx)
-        _check(chip, case, _spills(tmp_path, k, chip))
-        _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
-    else:
-        k = attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, **cx)
-        _check(chip, case, _spills(tmp_path, k, chip))
+    # The blocks of short and of long calls (CAUSAL_LONG: d128 causal and d64 take others from
+    # 2048 queries and keys), each compiled once.
+    blocks = {gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, plain=True): n
+              for n in (1024, 4096)}
+    for (BM, BN), nk in blocks.items():
+        cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
+        if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
+            # Shipped persistent, with and without Q from the producer (grid.short_tiles).
+            ids = np.zeros(8, np.int32)
+            k = persistent_attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, 2, ids,
+                                                   ids, **cx)
+            _check(chip, case, _spills(tmp_path, k, chip))
+            _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
+        else:
+            k = attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, **cx)
+            _check(chip, case, _spills(tmp_path, k, chip))
 
 
 @pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
