@@ -243,6 +243,13 @@ CAUSAL_LONG = 2048
 # 192-row tile of a short query block computes rows that are not there, on one CTA an SM
 # where 64x128 runs three.
 GPU_BLOCKS_PLAIN_LONG = {("sm_90a", 64): (192, 128)}
+# Kernels with a score_mod or mask_mod that differ from GPU_BLOCKS: on sm_90a at d256, 128x64
+# spills with any mod (8-20 bytes dense, 28-96 with a block mask) after giving up the TMA
+# producer, the scale fold and the overlapped consumers, where 128x32 keeps all three and spills
+# nothing (ptxas, CUDA 13.0; test/python/test_spills.py). Plain d256 keeps 128x64 (0 spill),
+# which measured 9-15 % ahead of 128x32 there (docs/bench/2026-12-04-h200-backward-bar.md);
+# 128x32 with mods against 128x64 is not measured yet.
+GPU_BLOCKS_MODS = {("sm_90a", 256): (128, 32)}
 _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
 # at the next of them, q, k and v padded with zero columns (padded_head_dim).
@@ -285,14 +292,18 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     return (o, lse) if return_lse else o
 
 
-def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, plain=False):
+def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, plain=False,
+               mods=False):
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
     `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
     causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG keys); `plain`: no
-    score_mod and no mask_mod (GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG queries and keys)."""
+    score_mod and no mask_mod (GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG queries and keys);
+    `mods`: a score_mod or a mask_mod (GPU_BLOCKS_MODS)."""
     if plain and min(nq, nk) >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
             (chip, D) in GPU_BLOCKS_PLAIN_LONG:
         return GPU_BLOCKS_PLAIN_LONG[(chip, D)]
+    if mods and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_MODS:
+        return GPU_BLOCKS_MODS[(chip, D)]
     if unmasked and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_UNMASKED:
         return GPU_BLOCKS_UNMASKED[(chip, D)]
     if causal and nk >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
@@ -653,7 +664,8 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     chip = _chip_for_blocks(q)
     dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None,
                         causal=causal and mask_mod is None,
-                        plain=score_mod is None and mask_mod is None)
+                        plain=score_mod is None and mask_mod is None,
+                        mods=score_mod is not None or mask_mod is not None)
     BM, BN = block_m or dm, block_n or dn
     # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D]
     # tensor seen as [B, heads, N, D], as FlashAttention's layout is); others are copied.

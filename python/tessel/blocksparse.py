@@ -482,7 +482,7 @@ def kernel_blocks(bm, q, D, block_m, block_n):
         Nq, Nk = bm.shape[2], bm.shape[3]
         dtype, chip = gpu.torch_dtype_name(q), _chip_for_blocks(q)
         best = SPARSE_GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
-        dm, dn = best or gpu_blocks(D, dtype, Nq, Nk, chip)
+        dm, dn = best or gpu_blocks(D, dtype, Nq, Nk, chip, mods=True)   # the mask_mod
     else:
         dm, dn = bm.BLOCK_M, bm.BLOCK_N
     return (block_m or min(dm, bm.BLOCK_M)), (block_n or min(dn, bm.BLOCK_N))

@@ -44,7 +44,7 @@ def reference(q, k, v, allowed):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])   # d256: 128x32 kernel blocks (GPU_BLOCKS_MODS)
 @pytest.mark.parametrize("N", [256, 333])
 def test_document_mask_from_cuda_ids(dtype, D, N):
     B, H = 2, 4
@@ -91,7 +91,7 @@ def test_random_block_sparse_and_rows_without_keys(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("case", ["prefix_lm", "rel_bias", "alibi_window"])
 def test_mods_that_read_tensors(case, D, dtype):
     """Masks and biases read from CUDA tensors under a block mask, 300 tokens (not a multiple of

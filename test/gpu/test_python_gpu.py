@@ -193,7 +193,7 @@ AFFINE_SLOPES_CUDA = AFFINE_SLOPES.cuda()
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])   # d256 with a mod: 128x32 (GPU_BLOCKS_MODS)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("mod", ["alibi", "distance"])
 @pytest.mark.parametrize("N", [1000, 3000])

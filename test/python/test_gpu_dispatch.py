@@ -314,6 +314,12 @@ def test_gpu_block_sizes():
     # Head dim 256: 128x64 with wgmma (two warpgroups), 64x64 with mma.sync (163 KB).
     assert gpu_blocks(256, "f16", 1000, 1000, "sm_90a") == (128, 64)
     assert gpu_blocks(256, "bf16", 1000, 1000) == (64, 64)
+    # ... and 128x32 on sm_90a with a score_mod or mask_mod (128x64 spills with any), not on
+    # sm_80 nor at other head dims.
+    assert gpu_blocks(256, "f16", 1000, 1000, "sm_90a", mods=True) == (128, 32)
+    assert gpu_blocks(256, "bf16", 4096, 4096, "sm_90a", causal=True, mods=True) == (128, 32)
+    assert gpu_blocks(256, "f16", 1000, 1000, "sm_80", mods=True) == (64, 64)
+    assert gpu_blocks(128, "f16", 1000, 1000, "sm_90a", mods=True) == (64, 64)
 
 
 def test_head_dims_the_fast_paths_do_not_take_are_padded():
