@@ -37,7 +37,7 @@ nk = 4096 if sys.argv[2] == "long" else 128
 q = np.zeros((1, 1, 128, D), np.float16)
 from tessel.attention import gpu_blocks
 bm, bn = gpu_blocks(D, "f16", nk, nk, "sm_90a", unmasked=not causal,   # the H200's blocks
-                    plain=True)
+                    mods=False)
 k = tessel.compile_attention(q, q, q, causal=causal, block_m=bm, block_n=bn)
 t2 = time.perf_counter()
 b = k.binary(GpuOptions(chip="sm_90a"))

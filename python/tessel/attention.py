@@ -292,14 +292,13 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     return (o, lse) if return_lse else o
 
 
-def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, plain=False,
-               mods=False):
+def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, mods=None):
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
     `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
-    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG keys); `plain`: no
-    score_mod and no mask_mod (GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG queries and keys);
-    `mods`: a score_mod or a mask_mod (GPU_BLOCKS_MODS)."""
-    if plain and min(nq, nk) >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
+    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG keys); `mods`: whether
+    the kernel has a score_mod or a mask_mod — False: GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG
+    queries and keys, True: GPU_BLOCKS_MODS, None (not said): neither."""
+    if mods is False and min(nq, nk) >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
             (chip, D) in GPU_BLOCKS_PLAIN_LONG:
         return GPU_BLOCKS_PLAIN_LONG[(chip, D)]
     if mods and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_MODS:
@@ -664,7 +663,6 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     chip = _chip_for_blocks(q)
     dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None,
                         causal=causal and mask_mod is None,
-                        plain=score_mod is None and mask_mod is None,
                         mods=score_mod is not None or mask_mod is not None)
     BM, BN = block_m or dm, block_n or dn
     # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D]

@@ -301,13 +301,13 @@ def test_gpu_block_sizes():
     # No score_mod and no mask_mod, from 2048 queries and keys: 192x128 at d64 on sm_90a (three
     # consumer warpgroups), causal or not; a score_mod, fewer queries or keys, or sm_80 keep
     # 64x128 / 128x64.
-    assert gpu_blocks(64, "f16", 2048, 2048, "sm_90a", unmasked=True, plain=True) == (192, 128)
-    assert gpu_blocks(64, "bf16", 2048, 8192, "sm_90a", causal=True, plain=True) == (192, 128)
-    assert gpu_blocks(64, "f16", 2047, 2047, "sm_90a", unmasked=True, plain=True) == (64, 128)
-    assert gpu_blocks(64, "f16", 16, 8192, "sm_90a", unmasked=True, plain=True) == (64, 128)
+    assert gpu_blocks(64, "f16", 2048, 2048, "sm_90a", unmasked=True, mods=False) == (192, 128)
+    assert gpu_blocks(64, "bf16", 2048, 8192, "sm_90a", causal=True, mods=False) == (192, 128)
+    assert gpu_blocks(64, "f16", 2047, 2047, "sm_90a", unmasked=True, mods=False) == (64, 128)
+    assert gpu_blocks(64, "f16", 16, 8192, "sm_90a", unmasked=True, mods=False) == (64, 128)
     assert gpu_blocks(64, "f16", 4096, 4096, "sm_90a", unmasked=True) == (64, 128)
-    assert gpu_blocks(64, "f16", 4096, 4096, "sm_80", plain=True) == (128, 64)
-    assert gpu_blocks(128, "f16", 4096, 4096, "sm_90a", unmasked=True, plain=True) == (128, 128)
+    assert gpu_blocks(64, "f16", 4096, 4096, "sm_80", mods=False) == (128, 64)
+    assert gpu_blocks(128, "f16", 4096, 4096, "sm_90a", unmasked=True, mods=False) == (128, 128)
     assert gpu_blocks(64, "f16", 4096, 4096, "sm_90a", causal=True) == (64, 128)
     assert gpu_blocks(64, "f32", 100, 100, "sm_90a") == (64, 64)
     assert gpu_blocks(32, "f16", 10, 1000, "sm_90a") == (16, 64)

@@ -58,7 +58,7 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
     case = f"d{D} {'causal' if causal else 'full'}"
     # The blocks of short and of long calls (CAUSAL_LONG: d128 causal and d64 take others from
     # 2048 queries and keys), each compiled once.
-    blocks = {gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, plain=True): n
+    blocks = {gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False): n
               for n in (1024, 4096)}
     for (BM, BN), nk in blocks.items():
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
