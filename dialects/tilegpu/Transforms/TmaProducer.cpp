@@ -92,9 +92,9 @@ FailureOr<bool> tessel::tilegpu::tmaProducer(func::FuncOp program, int64_t share
   // half of what an SM has guarantees; in a persistent kernel (where the maps were measured to
   // pay, built once a kernel) registers past half of its 64K guarantee it too (a CTA reserves
   // its roles' total at launch: three consumer warpgroups at d64 need little shared memory).
-  int64_t consumerThreads = programLayout(program).getWarps() * 32;
-  int64_t registers = ws.getProducerWarps() * 32 * int64_t(ws.getProducerRegisters()) +
-                      consumerThreads * int64_t(ws.getConsumerRegisters());
+  int64_t consumerWarps = programLayout(program).getWarps();
+  int64_t registers = 32 * (ws.getProducerWarps() * int64_t(ws.getProducerRegisters()) +
+                            consumerWarps * int64_t(ws.getConsumerRegisters()));
   bool persistent = false;
   program.walk([&](Operation *op) { persistent |= isTileLoop(op); });
   bool oneBySharedMemory = 2 * end > sharedLimit;
@@ -106,7 +106,6 @@ FailureOr<bool> tessel::tilegpu::tmaProducer(func::FuncOp program, int64_t share
   // spills at a cp.async producer's 40 registers: the consumers give 8 each (setmaxnreg counts
   // in eights), the producer takes them — the block's total, what its launch reserves, stays
   // the same (a consumer's setmaxnreg.inc waits for registers the pool has).
-  int64_t consumerWarps = programLayout(program).getWarps();
   if (ws.getProducerRegisters() < 48 && (8 * consumerWarps) % ws.getProducerWarps() == 0 &&
       ws.getConsumerRegisters() >= 8) {
     ws.setProducerRegisters(ws.getProducerRegisters() + 8 * consumerWarps / ws.getProducerWarps());
