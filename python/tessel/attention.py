@@ -464,8 +464,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         enable_gqa: allow ``Hkv`` dividing ``H`` (grouped-query attention: query head ``h``
             reads key/value head ``h // (H // Hkv)``).
         return_lse: also return the log-sum-exp of each row's scores.
-        block_m: the query block size (a power of two >= 16); by default one each lowering
-            takes.
+        block_m: the query block size (a power of two >= 16, or 192: three warpgroups on
+            sm_90a's wgmma path); by default one each lowering takes, by head dim, lengths and
+            mods (docs/bench/forward-defaults.md).
         block_n: the key block size, likewise.
         block_mask: a :class:`tessel.BlockMask` made by :func:`tessel.block_mask` from the same
             ``mask_mod`` (and shapes): the key loop then visits only its non-empty blocks, the
