@@ -95,8 +95,7 @@ FailureOr<bool> tessel::tilegpu::tmaProducer(func::FuncOp program, int64_t share
   int64_t consumerWarps = programLayout(program).getWarps();
   int64_t registers = 32 * (ws.getProducerWarps() * int64_t(ws.getProducerRegisters()) +
                             consumerWarps * int64_t(ws.getConsumerRegisters()));
-  bool persistent = false;
-  program.walk([&](Operation *op) { persistent |= isTileLoop(op); });
+  bool persistent = isTileLoop(tileBlock(ws.getConsumers().front()).getParentOp());
   bool oneBySharedMemory = 2 * end > sharedLimit;
   bool oneByRegisters = persistent && 2 * registers > 65536;
   if (end > sharedLimit || !(oneBySharedMemory || oneByRegisters))
