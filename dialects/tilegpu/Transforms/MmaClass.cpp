@@ -146,8 +146,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
                  << "256 (" << (fp8 ? "128 and 256 of FP8: 128-byte rows" : "16-bit operands")
                  << ")",
              WalkResult::interrupt();
-    // The copying threads: a power of two (192 rows' three warpgroups copy with 256).
-    int64_t copyThreads = int64_t(llvm::bit_floor(uint64_t(numThreads)));
+    int64_t copyThreads = copyingThreads(numThreads);
     if (p.rows % 16 != 0 || (p.rows * p.cols / 8) % copyThreads != 0)
       return ld.emitOpError("loads a block of ")
                  << p.rows << " rows that the " << copyThreads

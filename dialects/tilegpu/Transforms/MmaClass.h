@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/bit.h"
 
 namespace tessel::tilegpu {
 
@@ -68,6 +69,13 @@ inline constexpr llvm::StringLiteral kTransposedAttr = "tilegpu.transposed";
 inline constexpr llvm::StringLiteral kTileLoopAttr = "tilegpu.tile_loop";
 /// Whether `op` is a tile loop (has kTileLoopAttr).
 bool isTileLoop(mlir::Operation *op);
+
+/// The threads among `threads` consumers that deal a block's copies: a power of two, so that a
+/// copy step is whole 8-row swizzle groups (192 rows' three warpgroups copy with 256).
+inline int64_t copyingThreads(int64_t threads) {
+  return static_cast<int64_t>(llvm::bit_floor(static_cast<uint64_t>(threads)));
+}
+
 /// Marks the tile loop of `program` (tilegpu-assign-layouts does): an scf.for in the function
 /// body, without results, with a loop inside it. Refuses (located) a loop with a loop inside
 /// that is not one.

@@ -247,11 +247,10 @@ private:
   /// inside a warp-specialized kernel's consumer region.
   void emitBarrier(Location loc);
   /// The threads that deal a block's copies among them, and this thread's index among them:
-  /// the CTA's (or its consumers'), or the producer's inside its region. Three consumer
-  /// warpgroups (192 rows) copy with their first 256 threads: a step of whole 8-row swizzle
-  /// groups needs a power of two.
+  /// the CTA's (or its consumers': tilegpu::copyingThreads of them), or the producer's inside
+  /// its region.
   int64_t copyThreadCount() const {
-    return copyThreads ? copyThreads : int64_t(llvm::bit_floor(uint64_t(numThreads())));
+    return copyThreads ? copyThreads : tessel::tilegpu::copyingThreads(numThreads());
   }
   Value copyThreadIndex() const { return copyTid ? copyTid : tid; }
 
