@@ -112,24 +112,30 @@ def test_dense_forward_with_mods_spills(tmp_path, chip, D, name):
     _check(chip, f"d{D} {name}", _spills(tmp_path, k, chip))
 
 
+@pytest.mark.parametrize("D", [128, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_fp8_forward_spills(tmp_path, causal):
-    # FP8 d128 (attention_fp8.py): the persistent kernel, with and without Q from the
-    # producer, and the one-program-a-tile kernel; none spills.
+@pytest.mark.parametrize("mod", [None, "softcap", "window"])
+def test_fp8_forward_spills(tmp_path, D, causal, mod):
+    # FP8 (attention_fp8.py) at the blocks a call takes (FP8_BLOCKS, FP8_BLOCKS_MODS with a
+    # mod): the persistent kernel, with and without Q from the producer, where those blocks
+    # run persistent, and the one-program-a-tile kernel; none spills.
     from tessel import attention_fp8 as f8
-    x = np.zeros((1, 2, N, 128), np.uint8)
-    o = np.zeros((1, 2, N, 128), np.uint16)
+    x = np.zeros((1, 2, N, D), np.uint8)
+    o = np.zeros((1, 2, N, D), np.uint16)
     lse = np.zeros((1, 2, N), np.float32)
     ds = (np.ones(1, np.float32),) * 3 + (0,) * 6 + (0.1, 1.0)   # descales and their strides
     ids = np.zeros(8, np.int32)
-    cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
-              OUT=tl.bfloat16)
-    persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2, ids, ids,
-                                                 **cx)
-    grid = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, **cx)
-    assert _spills(tmp_path, persistent, "sm_90a") == 0
-    assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
-    assert _spills(tmp_path, grid, "sm_90a") == 0
+    BM, BN = f8.FP8_BLOCKS_MODS.get(D, f8.FP8_BLOCKS[D]) if mod else f8.FP8_BLOCKS[D]
+    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
+              SCORE_MOD=tessel.jit(softcap) if mod == "softcap" else None,
+              MASK_MOD=tessel.jit(window) if mod == "window" else None, OUT=tl.bfloat16)
+    if ("sm_90a", BM, BN) in grid.PERSISTENT_BLOCKS:
+        persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2, ids,
+                                                     ids, **cx)
+        assert _spills(tmp_path, persistent, "sm_90a") == 0
+        assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
+    one_a_tile = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, **cx)
+    assert _spills(tmp_path, one_a_tile, "sm_90a") == 0
 
 
 def test_spilling_modules_keep_the_generic_scale(tmp_path):

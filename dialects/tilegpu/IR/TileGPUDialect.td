@@ -164,10 +164,13 @@ def TileGPU_SharedBufferType : TileGPU_Type<"SharedBuffer", "smem"> {
     `stages` copies of a `shape` block, one after the other (a ring for software pipelining:
     iteration `j` reads stage `j % stages` while later iterations' copies land in the others).
     `swizzle` is the XOR swizzle of 16-byte chunks, in bytes: 0 (none), or 32, 64, 128 — the
-    chunk index within a `swizzle`-byte row span is XORed with the row's index modulo
-    `swizzle / 16`, so that the eight row addresses of an ldmatrix (or a wgmma core matrix)
-    fall in distinct banks. With `swizzle = 128` and rows wider than 128 bytes the block is
-    stored as 128-byte-wide slabs, one after the other (wgmma's K-major/N-major layout).
+    chunk index within a `swizzle`-byte row span is XORed with `swizzle / 16` bits of the
+    address from bit 7 up (wgmma's and TMA's swizzle modes), so that the eight row addresses
+    of an ldmatrix (or a wgmma core matrix) fall in distinct banks: with 128-byte rows the
+    row's index modulo 8; with rows as wide as the swizzle (64 or 32 bytes: an FP8 block of
+    64 or 32 keys kept transposed) bits 1-2 or bit 2 of the row. With `swizzle = 128` and rows
+    wider than 128 bytes the block is stored as 128-byte-wide slabs, one after the other
+    (wgmma's K-major/N-major layout).
 
     ```mlir
     !tilegpu.smem<64x128xf16, stages = 2, swizzle = 128>

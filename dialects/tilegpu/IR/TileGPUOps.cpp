@@ -180,8 +180,13 @@ LogicalResult WgmmaOp::verify() {
            << " into " << getAcc().getType();
   if (b.getElementType() != getA().getType().getElementType())
     return emitOpError("multiplies operands of two element types");
-  if (b.getSwizzle() != 128)
-    return emitOpError("reads B through a 128-byte-swizzle descriptor; the buffer has swizzle ")
+  // A descriptor's swizzle: 128 bytes, or the width of narrower rows read K-major (an FP8
+  // block kept transposed: 64 or 32 bytes).
+  int64_t rowBytes = b.getShape().back() * b.getElementType().getIntOrFloatBitWidth() / 8;
+  if (b.getSwizzle() != 128 &&
+      !((rowBytes == 64 || rowBytes == 32) && b.getSwizzle() == rowBytes && getTransposeB()))
+    return emitOpError("reads B through a 128-byte-swizzle descriptor (the rows' width for "
+                       "64- or 32-byte rows read K-major); the buffer has swizzle ")
            << b.getSwizzle();
   if (cs[1] % 8 != 0 || cs[1] > 256 || as[1] % 16 != 0 || cs[0] != acc->getBlockRows())
     return emitOpError("needs N a multiple of 8 up to 256, K a multiple of 16 and M = warps · "

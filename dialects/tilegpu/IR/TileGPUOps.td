@@ -18,8 +18,8 @@ class TileGPU_Op<string mnemonic, list<Trait> traits = []>
 // tile's descriptor type, by C++ class (including tile's .td would emit its enums here too).
 def TileGPU_Desc : Type<CPred<"::llvm::isa<::tessel::tile::DescType>($_self)">,
                         "a tile descriptor", "::tessel::tile::DescType">;
-def TileGPU_Tile : StaticShapeTensorOf<[F16, BF16, F32, I32, I1]>;
-def TileGPU_OperandTile : StaticShapeTensorOf<[F16, BF16]>;
+def TileGPU_Tile : StaticShapeTensorOf<[F16, BF16, F8E4M3FN, F32, I32, I1]>;
+def TileGPU_OperandTile : StaticShapeTensorOf<[F16, BF16, F8E4M3FN]>;
 def TileGPU_AccTile : StaticShapeTensorOf<[F32]>;
 def TileGPU_WaitedTile : AnyTypeOf<[TileGPU_AccTile, TileGPU_OperandTile]>;
 

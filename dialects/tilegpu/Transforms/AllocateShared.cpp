@@ -106,7 +106,7 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
     if (slot.transposed)
       std::reverse(shape.begin(), shape.end());
     auto bufferType = SharedBufferType::get(b.getContext(), shape, type.getElementType(),
-                                            streamed ? stages : 1, 128);
+                                            streamed ? stages : 1, swizzleBytes(slot.cols, wgmma));
     // A block the ring reuses (Q, read into registers once) sits in its last stage: the
     // prologue fills the others, so its copies fly while Q lands (tilegpu-sink-waits).
     int64_t lastStage = plan->ringStart + (stages - 1) * plan->stageBytes;

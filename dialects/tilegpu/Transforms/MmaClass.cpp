@@ -222,10 +222,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
         p.transposed = true;
         std::swap(p.rows, elementCols);
         p.cols = elementCols * operandType.getIntOrFloatBitWidth() / 16;
-        if (p.cols != 64 && p.cols != 128 && p.cols != 256)
+        // 32 and 64 keys make rows of 32 and 64 bytes (swizzled over their width: head dim
+        // 256's blocks); 128 and 256 fill 128-byte slabs.
+        if (p.cols != 16 && p.cols != 32 && p.cols != 64 && p.cols != 128 && p.cols != 256)
           return ld.emitOpError("is an FP8 block of ")
                      << elementCols << " rows read as stored as a B operand: kept transposed, "
-                     << "its rows must fill 128-byte slabs (128 or 256 of them)",
+                     << "its rows must be 32 or 64 bytes or fill 128-byte slabs (32, 64, 128 or "
+                     << "256 of them)",
                  WalkResult::interrupt();
       }
     } else {

@@ -76,6 +76,15 @@ inline int64_t copyingThreads(int64_t threads) {
   return static_cast<int64_t>(llvm::bit_floor(static_cast<uint64_t>(threads)));
 }
 
+/// The XOR swizzle, in bytes, of a block of `cols` 16-bit columns in shared memory. wgmma's
+/// rows are at most 128 bytes (wider blocks are slabs of 128-byte rows); a row of 64 or 32
+/// bytes (an FP8 B block of 64 or 32 keys, kept transposed) takes the swizzle of its width, so
+/// that it is not padded to 128. The mma.sync path's software swizzle is 128 for rows of any
+/// width.
+inline int64_t swizzleBytes(int64_t cols, bool wgmma) {
+  return wgmma ? std::min<int64_t>(cols * 2, 128) : 128;
+}
+
 /// Marks the tile loop of `program` (tilegpu-assign-layouts does): an scf.for in the function
 /// body, without results, with a loop inside it. Refuses (located) a loop with a loop inside
 /// that is not one.

@@ -318,7 +318,8 @@ private:
   Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage,
                        int64_t slabBytes = 0);
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
-  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8).
+  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8; with 64-byte rows,
+  /// the 64-byte swizzle: with (row / 2) % 4, address bits 7-8 into 4-5, as wgmma reads it).
   Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {},
                   int64_t slabBytes = 0);
   /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
@@ -329,8 +330,11 @@ private:
   /// added after.
   Value ldmatrixLaneOffset(int64_t cols, Value row8, Value chunkLo);
   /// Bytes between two rows of a tile of `cols` 16-bit columns: the whole row (mma.sync), or
-  /// one 128-byte slab row (wgmma: a [rows, 128] tile is two [rows, 64] slabs).
-  int64_t rowBytes(int64_t cols) const { return wgmma ? 128 : cols * 2; }
+  /// one 128-byte slab row (wgmma: a [rows, 128] tile is two [rows, 64] slabs; 32- and 16-column
+  /// tiles have rows of 64 and 32 bytes, tilegpu::swizzleBytes).
+  int64_t rowBytes(int64_t cols) const {
+    return wgmma ? std::min<int64_t>(cols * 2, 128) : cols * 2;
+  }
   /// Bytes between the two 64-column slabs of the tile `p` (wgmma, 128 columns), else 0.
   int64_t slabBytes(const LoadPlan &p) const { return wgmma && p.cols > 64 ? p.rows * 128 : 0; }
   /// 16-column step `step` of a lane's ldmatrix address relative to step 0: {XOR, add} bytes.

@@ -21,7 +21,13 @@ namespace tessel::mma {
 Value MmaKernelBuilder::smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage,
                                   int64_t slabBytes) {
   Location loc = b.getUnknownLoc();
-  Value swz = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, ci32(7)));
+  // The swizzle XORs address bits 7 and up into the chunk's bits 4 and up, as many as the
+  // swizzle's width has chunks: with 128-byte rows the row's low 3 bits, with 64-byte rows
+  // bits 1-2 of the row, with 32-byte rows bit 2.
+  int64_t swizzle = tilegpu::swizzleBytes(cols, wgmma), shift = llvm::Log2_64(128 / swizzle);
+  Value shifted = shift ? Value(arith::ShRUIOp::create(b, loc, row, ci32(shift))) : row;
+  Value rowBits = arith::AndIOp::create(b, loc, shifted, ci32(swizzle / 16 - 1));
+  Value swz = arith::XOrIOp::create(b, loc, chunk, rowBits);
   Value bytes = swizzledOffset(base, cols, row, swz, stage, slabBytes);
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{bytes});
@@ -36,6 +42,7 @@ Value MmaKernelBuilder::ldmatrixLaneOffset(int64_t cols, Value row8, Value chunk
   // it commutes with adding the tile's start: (L + t) XOR x = (L XOR x) + t. The start (slot,
   // stage, the warp's first row) is uniform and ptxas adds it in the ldmatrix's address
   // ([R + UR + imm]): one lane register for Q and V together (the same matrix order), one for K.
+  assert(tilegpu::swizzleBytes(cols, wgmma) == 128 && "ldmatrix reads 128-byte swizzles");
   Location loc = b.getUnknownLoc();
   Value lane7 = arith::AndIOp::create(b, loc, lane, ci32(7));
   Value row = arith::AddIOp::create(b, loc, row8, lane7);
@@ -290,9 +297,9 @@ void MmaKernelBuilder::issueTransposedBlock(Location loc, Value desc, const Load
   CopyOps ops{b, loc, d.elementType};
   auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) { return ops.cmp(pred, x, y); };
   auto andi = [&](Value x, Value y) { return ops.andi(x, y); };
-  auto prmt = [&](Value x, Value y, int64_t selector) {
+  auto prmt = [&](Value x, Value y, Value selector) {
     return asmResults(b, loc, "prmt.b32 $0, $1, $2, $3;", TypeRange{i32}, {},
-                      ValueRange{x, y, ci32(selector)}, {"r", "r", "r"})
+                      ValueRange{x, y, selector}, {"r", "r", "r"})
         .front();
   };
   std::string load = "{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\nmov.b32 $0, 0;\nmov.b32 $1, 0;\n"
@@ -338,20 +345,44 @@ void MmaKernelBuilder::issueTransposedBlock(Location loc, Value desc, const Load
     }
   }
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  // Rows narrower than 128 bytes (64 or 32 keys): a warp's lanes fill G = 128 / R rows of
+  // the same store at once, d0 16 rows apart, which the swizzle puts in the same banks. Lane
+  // group g = (unit / kGroups) % G stores column c ^ g where the others store c: G rows of
+  // distinct low bits, distinct banks. The XOR is in the prmt selectors (registers), so a
+  // store costs nothing more; with 128-byte rows g is 0 and the selectors constants. g depends
+  // on the thread alone, the copying threads being a multiple of kGroups · G.
+  int64_t G = std::max<int64_t>(128 / R, 1);
+  assert(threads % (kGroups * G) == 0 && "a lane's group is the same in all its units");
+  Value g = G == 1 ? Value()
+                   : arith::RemUIOp::create(
+                         b, loc, arith::DivUIOp::create(b, loc, thread, ci32(kGroups)), ci32(G));
+  // Selectors by a bit of g: `when` if the bit is set, else `otherwise`.
+  auto selector = [&](int64_t bit, int64_t otherwise, int64_t when) -> Value {
+    if (!g || (G >> bit) == 1)
+      return ci32(otherwise);
+    Value set = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                      arith::AndIOp::create(b, loc, g, ci32(1 << bit)), ci32(0));
+    return arith::SelectOp::create(b, loc, set, ci32(when), ci32(otherwise));
+  };
+  Value pickLo = selector(1, 0x5140, 0x7362), pickHi = selector(1, 0x7362, 0x5140);
+  Value pick0 = selector(0, 0x5410, 0x7632), pick1 = selector(0, 0x7632, 0x5410);
   for (Unit &unit : mine) {
     Value chunk = arith::ShRUIOp::create(b, loc, unit.k0, ci32(4));
     Value inChunk = arith::AndIOp::create(b, loc, unit.k0, ci32(15));
     auto &words = unit.words;
     for (int64_t j = 0; j < 4; ++j) {
-      // Byte b of word j of row r is element (k0 + r, d0 + 4j + b).
-      Value lo01 = prmt(words[0][j], words[1][j], 0x5140),
-            hi01 = prmt(words[0][j], words[1][j], 0x7362);
-      Value lo23 = prmt(words[2][j], words[3][j], 0x5140),
-            hi23 = prmt(words[2][j], words[3][j], 0x7362);
-      Value column[4] = {prmt(lo01, lo23, 0x5410), prmt(lo01, lo23, 0x7632),
-                         prmt(hi01, hi23, 0x5410), prmt(hi01, hi23, 0x7632)};
+      // Byte b of word j of row r is element (k0 + r, d0 + 4j + b); column[c] holds the
+      // four keys of column d0 + 4j + (c ^ g).
+      Value lo01 = prmt(words[0][j], words[1][j], pickLo),
+            hi01 = prmt(words[0][j], words[1][j], pickHi);
+      Value lo23 = prmt(words[2][j], words[3][j], pickLo),
+            hi23 = prmt(words[2][j], words[3][j], pickHi);
+      Value column[4] = {prmt(lo01, lo23, pick0), prmt(lo01, lo23, pick1), prmt(hi01, hi23, pick0),
+                         prmt(hi01, hi23, pick1)};
       for (int64_t byte = 0; byte < 4; ++byte) {
-        Value row = arith::AddIOp::create(b, loc, unit.d0, ci32(4 * j + byte));
+        Value c = g ? Value(arith::XOrIOp::create(b, loc, g, ci32(byte))) : ci32(byte);
+        Value row = arith::AddIOp::create(b, loc, unit.d0,
+                                          arith::AddIOp::create(b, loc, ci32(4 * j), c));
         Value at = LLVM::GEPOp::create(
             b, loc, ptr3, b.getI8Type(),
             smemChunk(p.smemOffset, p.cols, row, chunk, stage, slabBytes(p)), ValueRange{inChunk});

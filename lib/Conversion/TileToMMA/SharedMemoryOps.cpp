@@ -54,15 +54,23 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
   // swizzle and ldmatrix move bytes; wgmma's k32 FP8 step covers a k16 step's 32 bytes).
   p.cols = type.getShape().back() * type.getElementType().getIntOrFloatBitWidth() / 16;
   // The copies and ldmatrix addresses assume the class's blocks: 16-bit columns, whole
-  // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle.
+  // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle — or, on
+  // wgmma, a transposed FP8 block of 64- or 32-byte rows (swizzled over their width, read by
+  // descriptor only, in whole 8-row swizzle atoms).
   int64_t rowsPerStep = p.cols % 8 == 0 ? copyThreadCount() / (p.cols / 8) : 0;
+  int64_t atom = 8 * rowBytes(p.cols);
+  bool narrow = wgmma && (p.cols == 16 || p.cols == 32) &&
+                alloc->hasAttr(tilegpu::kTransposedAttr) && p.smemOffset % atom == 0 &&
+                alloc.getStageStride() % atom == 0;
   if (type.getShape().size() != 2 || type.getElementType() != operandType ||
-      type.getSwizzle() != 128 || !rowsPerStep || p.rows % rowsPerStep != 0 || p.rows % 16 != 0 ||
-      (wgmma && p.cols % 64 != 0))
+      type.getSwizzle() != tilegpu::swizzleBytes(p.cols, wgmma) || !rowsPerStep ||
+      p.rows % rowsPerStep != 0 || p.rows % 16 != 0 || (wgmma && p.cols % 64 != 0 && !narrow))
     return user->emitOpError("uses the buffer ")
            << type << ", which convert-tile-to-mma does not lay out: [rows, cols] of "
            << operandType << ", swizzle 128, rows a multiple of 16 and of " << rowsPerStep
-           << (wgmma ? ", cols a multiple of 64" : "");
+           << (wgmma ? ", cols a multiple of 64 (or an FP8 block kept transposed of 32- or "
+                       "64-byte rows, swizzled over their width, in whole 8-row atoms)"
+                     : "");
   return p;
 }
 

@@ -66,17 +66,21 @@ bool isSynchronousDot(Operation *op) {
 
 Value MmaKernelBuilder::wgmmaDescriptor(Value offset, const LoadPlan &p, bool kMajor) {
   // The start address (bits 0-13, bytes >> 4), the leading and stride byte offsets (>> 4) and
-  // the 128-byte swizzle (bits 62-63). K-major: 8-row core-matrix groups 1024 B apart (SBO),
-  // LBO unused with swizzling. N-major: 8-row groups along k 1024 B apart (SBO), 64-column
-  // slabs along n p.rows·128 B apart (LBO).
+  // the swizzle (bits 62-63: 1 for 128 bytes, 2 for 64, 3 for 32). K-major: 8-row core-matrix
+  // groups 8 rows apart (SBO: 1024 B, 512 with 64-byte rows, 256 with 32-byte ones), LBO
+  // unused with swizzling. N-major (128-byte swizzle only): 8-row groups along k 1024 B apart
+  // (SBO), 64-column slabs along n p.rows·128 B apart (LBO).
   Location loc = b.getUnknownLoc();
   Type i64 = b.getI64Type();
   auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   Value addr = LLVM::PtrToIntOp::create(
       b, loc, i64, LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), smemBase, ValueRange{offset}));
+  int64_t swizzle = tilegpu::swizzleBytes(p.cols, wgmma);
+  assert((kMajor || swizzle == 128) && "narrow rows are read K-major");
+  uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
   uint64_t lbo = kMajor ? 1 : static_cast<uint64_t>(p.rows * 128 / 16);
-  uint64_t sbo = 1024 / 16;
-  uint64_t fields = (uint64_t{1} << 62) | (sbo << 32) | (lbo << 16);
+  uint64_t sbo = 8 * rowBytes(p.cols) / 16;
+  uint64_t fields = (mode << 62) | (sbo << 32) | (lbo << 16);
   Value start = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, addr, ci64(4)),
                                       ci64(0x3FFF));
   return arith::OrIOp::create(b, loc, start, ci64(static_cast<int64_t>(fields)));

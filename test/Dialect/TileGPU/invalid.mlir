@@ -71,6 +71,19 @@ func.func @wgmma_on_mma_sync_layout(%a: tensor<64x64xf16, #a>, %c: tensor<64x64x
 
 // -----
 
+// A buffer swizzled over its 64-byte rows is read K-major (transpose_b) only: N-major reads
+// take 128-byte slabs.
+#wg = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>
+#wa = #tilegpu.dot_operand<operand = 0, parent = #wg>
+func.func @wgmma_narrow_swizzle_n_major(%a: tensor<64x64xf8E4M3FN, #wa>, %c: tensor<64x256xf32, #wg>, %i: i32) {
+  %b = tilegpu.alloc : !tilegpu.smem<64x256xf8E4M3FN, stages = 2, swizzle = 64>
+  // expected-error @+1 {{reads B through a 128-byte-swizzle descriptor (the rows' width for 64- or 32-byte rows read K-major); the buffer has swizzle 64}}
+  %o = tilegpu.wgmma %a, %b[%i], %c : tensor<64x64xf8E4M3FN, #wa>, !tilegpu.smem<64x256xf8E4M3FN, stages = 2, swizzle = 64> -> tensor<64x256xf32, #wg>
+  return
+}
+
+// -----
+
 #mma = #tilegpu.mma<mma_sync, warps = 4, warp_rows = 16>
 func.func @convert_shape(%x: tensor<64x64xf16, #mma>) {
   // expected-error @+1 {{changes more than the layout}}

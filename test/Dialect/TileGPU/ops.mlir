@@ -43,6 +43,18 @@ func.func @mma_sync_chain(%kd: !tile.desc<2, f16>, %j: i32, %p: tensor<64x64xf16
   return %o : tensor<64x128xf32, #mma>
 }
 
+// An FP8 B block kept transposed ([256, 64]: V of P·V at head dim 256, 64 keys) has 64-byte
+// rows, swizzled over their width and read K-major.
+// CHECK-LABEL: func.func @wgmma_fp8_narrow_rows
+func.func @wgmma_fp8_narrow_rows(%p: tensor<64x64xf8E4M3FN, #wa>, %acc: tensor<64x256xf32, #wg>)
+    -> tensor<64x256xf32, #wg> {
+  %c0 = arith.constant 0 : i32
+  %v = tilegpu.alloc : !tilegpu.smem<256x64xf8E4M3FN, stages = 2, swizzle = 64>
+  // CHECK: tilegpu.wgmma {{.*}} {transpose_b} : tensor<64x64xf8E4M3FN, #{{.*}}>, !tilegpu.smem<256x64xf8E4M3FN, stages = 2, swizzle = 64>
+  %o = tilegpu.wgmma %p, %v[%c0], %acc {transpose_b} : tensor<64x64xf8E4M3FN, #wa>, !tilegpu.smem<256x64xf8E4M3FN, stages = 2, swizzle = 64> -> tensor<64x256xf32, #wg>
+  return %o : tensor<64x256xf32, #wg>
+}
+
 // CHECK-LABEL: func.func @wgmma_chain
 func.func @wgmma_chain(%q: tensor<64x128xf16, #wa>, %zero: tensor<64x64xf32, #wg>)
     -> tensor<64x64xf32, #wg> {
