@@ -434,6 +434,7 @@ def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name
 
 def _write_outputs(module, dsl_file, specs, out, name, kernel_name):
     """compile_specs' work, writing into `out` (the staging directory)."""
+    from .attention import GPU_STAGES
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     entries, seen = [], set()
     for spec in specs:
@@ -442,7 +443,9 @@ def _write_outputs(module, dsl_file, specs, out, name, kernel_name):
             continue
         seen.add(function)
         kernel = trace(module, spec, kernel_name)
-        gpu = tcache.GpuOptions(chip=spec.chip, num_threads=spec.num_threads)
+        # The ring tessel.attention gives these blocks (attention.GPU_STAGES).
+        stages = GPU_STAGES.get((spec.chip, spec.head_dim, spec.block_m, spec.block_n), 2)
+        gpu = tcache.GpuOptions(chip=spec.chip, num_threads=spec.num_threads, num_stages=stages)
         binary = kernel.binary(gpu)
         cubin_path = out / "kernels" / f"{function}.cubin"
         ptx_path = out / "kernels" / f"{function}.ptx"

@@ -248,8 +248,16 @@ GPU_BLOCKS_PLAIN_LONG = {("sm_90a", 64): (192, 128)}
 # producer, the scale fold and the overlapped consumers, where 128x32 keeps all three and spills
 # nothing (ptxas, CUDA 13.0; test/python/test_spills.py). Plain d256 keeps 128x64 (0 spill),
 # which measured 9-15 % ahead of 128x32 there (docs/bench/2026-12-04-h200-backward-bar.md);
-# 128x32 with mods against 128x64 is not measured yet.
-GPU_BLOCKS_MODS = {("sm_90a", 256): (128, 32)}
+# 128x32 with mods against 128x64 is not measured yet. On sm_80 at d128, 128x64 (255 registers:
+# 32-row warp tiles with their 128-column O) spilled 24-68 bytes with a mod and 80-252 with a
+# block mask, 128x32 nothing (its S is half the registers; the warps keep 32 rows, so a K/V
+# fragment still serves two m16 tiles); not measured on an A100.
+GPU_BLOCKS_MODS = {("sm_90a", 256): (128, 32), ("sm_80", 128): (128, 32)}
+# Kernels (chip, head dim, BLOCK_M, BLOCK_N) whose K/V ring has other than two stages: on sm_80
+# at d128, 128x64 spills one register a key block with two stages (12 bytes) and nothing with
+# three (ptxas, CUDA 13.0). Its 32-row warps read Q from shared memory, so Q keeps a slot of its
+# own: two stages take 96 KiB and three 128, one CTA an SM on an A100 (164 KiB) either way.
+GPU_STAGES = {("sm_80", 128, 128, 64): 3}
 _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
 # at the next of them, q, k and v padded with zero columns (padded_head_dim).
@@ -423,9 +431,9 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
                                                  causal)
         return bmod.kernel_of(block_mask, args, constexprs, grid).warmup(*args, **constexprs)
     if gpu.is_torch_tensor(q):
-        args, constexprs, _, _, _ = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
-                                                  enable_gqa, block_m, block_n)
-        return cuda_kernel(args, constexprs).warmup(*args, **constexprs)
+        args, constexprs, _, _, _, kernel = _prepare_cuda(q, k, v, causal, scale, score_mod,
+                                                          mask_mod, enable_gqa, block_m, block_n)
+        return kernel.warmup(*args, **constexprs)
     args, constexprs, _, _, _ = _prepare(q, k, v, causal, scale, score_mod, mask_mod,
                                          enable_gqa, block_m, block_n)
     return attention_kernel.warmup(*args, **constexprs)
@@ -688,9 +696,10 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
     if programs:
         tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
-        return args + (B * H, tiles, starts), constexprs, (programs, 1, 1), o, lse
+        args += (B * H, tiles, starts)
+        return args, constexprs, (programs, 1, 1), o, lse, cuda_kernel(args, constexprs, chip)
     grid = fold_grid(-(-Nq // BM), B * H)
-    return args, constexprs, grid, o, lse
+    return args, constexprs, grid, o, lse, cuda_kernel(args, constexprs, chip)
 
 
 # attention_kernel's ten run-time arguments, then persistent_attention_kernel's n_bh, tiles and
@@ -711,12 +720,14 @@ def persistent_kernel(Nq, Nk, D, BM, BN, causal):
     return _persistent_once if short else persistent_attention_kernel
 
 
-def cuda_kernel(args, constexprs):
-    """The kernel _prepare_cuda's `args` and `constexprs` are for: persistent_attention_kernel
-    (persistent_kernel) takes n_bh and its schedule after attention_kernel's arguments."""
-    if len(args) != _PERSISTENT_ARGS:
-        return attention_kernel
+def cuda_kernel(args, constexprs, chip):
+    """The kernel _prepare_cuda's `args` and `constexprs` are for on `chip`:
+    persistent_attention_kernel (persistent_kernel) takes n_bh and its schedule after
+    attention_kernel's arguments; attention_kernel has GPU_STAGES' ring where it differs."""
     c = constexprs
+    if len(args) != _PERSISTENT_ARGS:
+        stages = GPU_STAGES.get((chip, c["D"], c["BLOCK_M"], c["BLOCK_N"]))
+        return attention_kernel.with_options(num_stages=stages) if stages else attention_kernel
     return persistent_kernel(args[5], args[6], c["D"], c["BLOCK_M"], c["BLOCK_N"], c["CAUSAL"])
 
 
@@ -811,14 +822,13 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
            Nk >= CAUSAL_LONG, Nq >= CAUSAL_LONG) if ok else None
     c = _cuda_configs.get(key) if ok else None
     if c is None:
-        args, cx, grid, o, lse = _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod,
-                                               enable_gqa, block_m, block_n)
+        args, cx, grid, o, lse, kernel = _prepare_cuda(q, k, v, causal, scale, score_mod,
+                                                       mask_mod, enable_gqa, block_m, block_n)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"]) + tuple(cx[n] for n in ATTENTION_LAYOUT)
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
-        kernel = cuda_kernel(args, cx)
         if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in
                                   FAST_HEAD_DIMS) or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
@@ -826,11 +836,13 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             # A persistent kernel's programs: at most the SM count (grid.persistent_programs).
             from .serving_decode import num_sms
             sms = num_sms(q) if len(args) == _PERSISTENT_ARGS else 0
-            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms)
+            # The one-program-a-tile kernel (its stages: GPU_STAGES), or the persistent one's
+            # programs (chosen at each call: persistent_kernel).
+            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel)
         if grid[0] and grid[1]:
             kernel._runner(grid, *args, *consts)
         return (o, lse) if return_lse else o
-    consts, default_scale, sms = c
+    consts, default_scale, sms, plain = c
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
@@ -846,5 +858,5 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                            starts, *consts)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
-            attention_kernel._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
+            plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
     return (o, lse) if return_lse else o
