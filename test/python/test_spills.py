@@ -141,6 +141,27 @@ def test_fp8_forward_spills(tmp_path, D, causal, mod):
     assert _spills(tmp_path, one_a_tile, "sm_90a") == 0
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_serving_forward_spills(tmp_path, chip, D):
+    # The serving kernels at their fast-path blocks (serving_checks._fast_blocks: 64x64):
+    # varlen and the paged cache kernel, causal (the masked loop pair beside the full one).
+    from tessel.serving_kernels import kvcache_kernel, varlen_kernel
+    T, H, HKV = 4096, 8, 2
+    q, kv = np.zeros((T, H, D), np.float16), np.zeros((T, HKV, D), np.float16)
+    strides = dict(q_rs=H * D, q_hs=D, k_rs=HKV * D, k_hs=D, v_rs=HKV * D, v_hs=D)
+    cx = dict(strides, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True)
+    cu = np.zeros(3, np.int32)
+    varlen = varlen_kernel.warmup(q, kv, kv, q, np.zeros((H, T), np.float32), cu, cu, 2, T, T,
+                                  H, HKV, 2048, 0.1, **cx)
+    qd, rows = np.zeros((2, 64, H, D), np.float16), np.zeros((2, 2048, HKV, D), np.float16)
+    paged = kvcache_kernel.warmup(qd, rows, rows, qd, np.zeros((2, H, 64), np.float32),
+                                  np.zeros(2, np.int32), np.zeros((2, 128), np.int32), 2, 64,
+                                  4096, H, HKV, 128, 0.1, PAGE=16, **cx)
+    assert _spills(tmp_path, varlen, chip) == 0
+    assert _spills(tmp_path, paged, chip) == 0
+
+
 def test_spilling_modules_keep_the_generic_scale(tmp_path):
     # The backward's key-rows program spills at d128 with or without the fold of a moderate
     # scale (tile.moderate) and ran 37 % slower with it on the H200: a module that spills with
