@@ -20,8 +20,8 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .attention import _as_jit, _check_shapes, _chip_for_blocks, attention_rows, dense_schedule
-from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, short_tiles, \
-    tile_block
+from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, \
+    round_robin_tiles, short_tiles, tile_block
 from .jit import jit
 
 
@@ -78,14 +78,22 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
                           CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                           OUT: tl.constexpr):
     """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
-    is attention_kernel."""
+    is attention_kernel (not causal, its tiles dealt round-robin without a schedule read)."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
-    td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
-    for t in range(first, end):
-        pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
-        fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
-                           qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N,
-                           CAUSAL, SCORE_MOD, MASK_MOD, OUT)
+    if CAUSAL:
+        td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
+        for t in range(first, end):
+            pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
+            fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
+                               qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M,
+                               BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
+    else:
+        first, end, step = round_robin_tiles(n_blocks * n_bh)
+        for tile in range(first, end, step):
+            fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
+                               qk_scale, v_scale, nq, nk, H, HKV, tile % n_blocks,
+                               tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
+                               OUT)
 
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as

@@ -63,6 +63,14 @@ def program_tiles(tiles, starts, n_tiles):
 
 
 @jit
+def round_robin_tiles(n_tiles):
+    """In a persistent kernel whose `n_tiles` tiles cost the same (greedy_schedule deals such
+    tiles round-robin, in launch order): this program's tiles as a range, (first, end, step) —
+    tile p, p + P, ... of P programs, its own number, without a schedule to read."""
+    return tl.program_id(0), n_tiles, tl.num_programs(0)
+
+
+@jit
 def tile_block(td, t, n_blocks, LAST_FIRST: tl.constexpr):
     """Tile t of a persistent program's range (program_tiles' `td`): its (query block, b·h
     row), tile bh · n_blocks + i being block i of row bh — block n_blocks − 1 − i with
