@@ -318,8 +318,9 @@ private:
   Value swizzledOffset(int64_t base, int64_t cols, Value row, Value swizzled, Value stage,
                        int64_t slabBytes = 0);
   /// The shared-memory address of the 16-byte chunk `chunk` of row `row` of a tile of `cols`
-  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8; with 64-byte rows,
-  /// the 64-byte swizzle: with (row / 2) % 4, address bits 7-8 into 4-5, as wgmma reads it).
+  /// 16-bit columns at `base` bytes (XOR swizzle of the chunk with row % 8; rows of 64 or 32
+  /// bytes take the swizzle of their width, tilegpu::swizzleBytes: address bits 7 and up into
+  /// the chunk's, as wgmma reads them).
   Value smemChunk(int64_t base, int64_t cols, Value row, Value chunk, Value stage = {},
                   int64_t slabBytes = 0);
   /// The byte offset (i32) of the ldmatrix row address of this lane inside a tile of `cols`
