@@ -259,9 +259,11 @@ GPU_BLOCKS_PLAIN_LONG = {("sm_90a", 64): (192, 128)}
 # which measured 9-15 % ahead of 128x32 there (docs/bench/2026-12-04-h200-backward-bar.md);
 # 128x32 with mods against 128x64 is not measured yet. On sm_80 at d128, 128x64 (255 registers:
 # 32-row warp tiles with their 128-column O) spilled 24-68 bytes with a mod and 80-252 with a
-# block mask, 128x32 nothing (its S is half the registers; the warps keep 32 rows, so a K/V
-# fragment still serves two m16 tiles); not measured on an A100.
-GPU_BLOCKS_MODS = {("sm_90a", 256): (128, 32), ("sm_80", 128): (128, 32)}
+# block mask, with three stages too; 64x64 (16-row warps, FlashAttention-2's causal block on
+# sm86/89) spills nothing and is a shape the H200 has run as sm_80 code
+# (check_attention_mma.py); 128x32 spills nothing either but has not run. Not measured on an
+# A100 (no session has one).
+GPU_BLOCKS_MODS = {("sm_90a", 256): (128, 32), ("sm_80", 128): (64, 64)}
 # Kernels (chip, head dim, BLOCK_M, BLOCK_N) whose K/V ring has other than two stages: on sm_80
 # at d128, 128x64 spills one register a key block with two stages (12 bytes) and nothing with
 # three (ptxas, CUDA 13.0). Its 32-row warps read Q from shared memory, so Q keeps a slot of its

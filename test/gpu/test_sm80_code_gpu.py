@@ -1,6 +1,6 @@
 """The sm_80 (mma.sync) forward kernels run on whatever GPU is here: an sm_90 device runs sm_80
 cubins, so the H200 checks the A100 defaults — d128's 128x64 with a three-stage ring
-(attention.GPU_STAGES), d128 with a score_mod or mask_mod at 128x32 (attention.GPU_BLOCKS_MODS),
+(attention.GPU_STAGES), d128 with a score_mod or mask_mod at 64x64 (attention.GPU_BLOCKS_MODS),
 d64 and d256 — against float32 torch attention on fresh random inputs.
 
 Run on a machine with a GPU and torch (skipped elsewhere):

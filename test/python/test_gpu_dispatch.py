@@ -267,7 +267,7 @@ def test_torch_attention_dispatches_to_the_gpu(fake_torch):
                          T((1, 1, 4, 64), fake_torch.float16, cuda=False),
                          T((1, 1, 4, 64), fake_torch.float16, cuda=False))
     # What it would compile: the mma.sync block sizes, with three stages at d128 (attention.
-    # GPU_STAGES: two spill a register); with a score_mod 128x32 and the default two.
+    # GPU_STAGES: two spill a register); with a score_mod 64x64 and the default two.
     kernel = tessel.compile_attention(q, k, k, causal=True, enable_gqa=True)
     spec = {item[0]: item[-1] for item in kernel.specialization}
     assert (spec["BLOCK_M"], spec["BLOCK_N"], spec["D"]) == (128, 64, 128)
@@ -276,7 +276,7 @@ def test_torch_attention_dispatches_to_the_gpu(fake_torch):
     kernel = tessel.compile_attention(q, k, k, enable_gqa=True,
                                       score_mod=lambda s, b, h, q_idx, kv_idx: s * 0.5)
     spec = {item[0]: item[-1] for item in kernel.specialization}
-    assert (spec["BLOCK_M"], spec["BLOCK_N"], kernel.options.num_stages) == (128, 32, None)
+    assert (spec["BLOCK_M"], spec["BLOCK_N"], kernel.options.num_stages) == (64, 64, None)
 
 
 def test_gpu_block_sizes():
@@ -326,9 +326,9 @@ def test_gpu_block_sizes():
     assert gpu_blocks(256, "bf16", 4096, 4096, "sm_90a", causal=True, mods=True) == (128, 32)
     assert gpu_blocks(256, "f16", 1000, 1000, "sm_80", mods=True) == (64, 64)
     assert gpu_blocks(128, "f16", 1000, 1000, "sm_90a", mods=True) == (64, 64)
-    # sm_80 d128 with a mod: 128x32 (128x64 spills 24-252 bytes there).
-    assert gpu_blocks(128, "f16", 1000, 1000, "sm_80", mods=True) == (128, 32)
-    assert gpu_blocks(128, "bf16", 4096, 4096, "sm_80", causal=True, mods=True) == (128, 32)
+    # sm_80 d128 with a mod: 64x64 (128x64 spills 24-252 bytes there).
+    assert gpu_blocks(128, "f16", 1000, 1000, "sm_80", mods=True) == (64, 64)
+    assert gpu_blocks(128, "bf16", 4096, 4096, "sm_80", causal=True, mods=True) == (64, 64)
 
 
 def test_head_dims_the_fast_paths_do_not_take_are_padded():

@@ -18,9 +18,9 @@ N = 1024
 DOC = np.repeat(np.arange(4, dtype=np.int32), N // 4)[None, :]
 
 # (chip, case) -> bytes ptxas spills today (CUDA 13.0): none since the twenty-fifth session —
-# kernels with a mod take 128x32 at sm_90a d256 and sm_80 d128 (attention.GPU_BLOCKS_MODS: at
-# 128x64 they spilled 8-96 and 24-252 bytes), and sm_80 d128's 128x64 takes three stages
-# (attention.GPU_STAGES: with two it spilled 12 bytes).
+# kernels with a mod take 128x32 at sm_90a d256 and 64x64 at sm_80 d128
+# (attention.GPU_BLOCKS_MODS: at 128x64 they spilled 8-96 and 24-252 bytes), and sm_80 d128's
+# 128x64 takes three stages (attention.GPU_STAGES: with two it spilled 12 bytes).
 KNOWN = {}
 
 

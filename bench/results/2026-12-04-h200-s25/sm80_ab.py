@@ -1,11 +1,11 @@
 """A/B of the sm_80 d128 defaults on the H200 (sm_80 cubins on an sm_90 device: a proxy for an
 A100, which no session has). One configuration a process:
 
-    python3 sm80_ab.py default|two_stages|mods_128x64 [--json OUT]
+    python3 sm80_ab.py default|two_stages|mods_128x64|mods_128x32 [--json OUT]
 
 default: tessel.attention's sm_80 choices (d128 plain 128x64 with three stages, GPU_STAGES; with
-a mod 128x32, GPU_BLOCKS_MODS). two_stages: GPU_STAGES emptied (the plain kernels' ring as
-before). mods_128x64: the mods cases at 128x64 (as before). fp16, b·n = 16k tokens, h·d = 2048,
+a mod 64x64, GPU_BLOCKS_MODS). two_stages: GPU_STAGES emptied (the plain kernels' ring as
+before). mods_128x64 / mods_128x32: the mods cases at those blocks (128x64 as before). fp16, b·n = 16k tokens, h·d = 2048,
 triton.testing.do_bench median of a whole call."""
 import importlib
 import json
@@ -45,10 +45,11 @@ def main():
                          ("softcap causal", dict(causal=True, score_mod=softcap)),
                          ("window", dict(mask_mod=window))):
             mods = "score_mod" in kw or "mask_mod" in kw
-            if config == "mods_128x64" and not mods or config == "two_stages" and mods:
+            if config.startswith("mods_") and not mods or config == "two_stages" and mods:
                 continue
-            if config == "mods_128x64":
-                kw = dict(kw, block_m=128, block_n=64)
+            if config.startswith("mods_"):
+                bm, bn = map(int, config[5:].split("x"))
+                kw = dict(kw, block_m=bm, block_n=bn)
             ms = timed(lambda: tessel.attention(q, k, v, **kw))
             rows.append(dict(config=config, n=n, case=case, ms=ms))
             print(f"{config:>12} n={n:>6} {case:>15} {ms:.3f} ms", flush=True)
