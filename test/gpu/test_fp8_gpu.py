@@ -89,14 +89,19 @@ def persistent(request):
 @pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 8, 8, 1024, 1024), (1, 4, 2, 1000, 777),
                                            (3, 6, 3, 300, 2100), (1, 16, 16, 4096, 4096)])
 def test_fp8_attention(persistent, out_dtype, causal, B, H, Hkv, Nq, Nk):
-    gen = torch.Generator(device="cuda").manual_seed(Nq + 7 * Nk + H)
+    run_and_check(out_dtype, causal, B, H, Hkv, Nq, Nk, 128, seed=Nq + 7 * Nk + H)
+
+
+def run_and_check(out_dtype, causal, B, H, Hkv, Nq, Nk, D, seed):
+    """One FP8 call on fresh random inputs (q twice k's and v's scale), checked by `check`."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
     rnd = lambda *s: torch.randn(*s, device="cuda", generator=gen)   # noqa: E731
-    q8, dq = quantize(rnd(B, H, Nq, 128) * 2)
-    k8, dk = quantize(rnd(B, Hkv, Nk, 128))
-    v8, dv = quantize(rnd(B, Hkv, Nk, 128))
+    q8, dq = quantize(rnd(B, H, Nq, D) * 2)
+    k8, dk = quantize(rnd(B, Hkv, Nk, D))
+    v8, dv = quantize(rnd(B, Hkv, Nk, D))
     o, lse = tessel.attention(q8, k8, v8, causal=causal, enable_gqa=H != Hkv, return_lse=True,
                               descale_q=dq, descale_k=dk, descale_v=dv, out_dtype=out_dtype)
-    assert o.dtype == out_dtype and o.shape == (B, H, Nq, 128)
+    assert o.dtype == out_dtype and o.shape == (B, H, Nq, D)
     ref, emul, want_lse = references(q8, k8, v8, dq, dk, dv, causal, out_dtype)
     check(o, lse, ref, emul, want_lse)
 
@@ -159,16 +164,7 @@ def d256():
                                            (1, 2, 1, 300, 2100), (1, 8, 8, 4096, 4096)])
 def test_fp8_attention_d256(d256, out_dtype, causal, B, H, Hkv, Nq, Nk):
     # 128x64 blocks: V kept transposed in rows of 64 bytes (wgmma's 64-byte swizzle).
-    gen = torch.Generator(device="cuda").manual_seed(Nq + 5 * Nk + H)
-    rnd = lambda *s: torch.randn(*s, device="cuda", generator=gen)   # noqa: E731
-    q8, dq = quantize(rnd(B, H, Nq, 256) * 2)
-    k8, dk = quantize(rnd(B, Hkv, Nk, 256))
-    v8, dv = quantize(rnd(B, Hkv, Nk, 256))
-    o, lse = tessel.attention(q8, k8, v8, causal=causal, enable_gqa=H != Hkv, return_lse=True,
-                              descale_q=dq, descale_k=dk, descale_v=dv, out_dtype=out_dtype)
-    assert o.dtype == out_dtype and o.shape == (B, H, Nq, 256)
-    ref, emul, want = references(q8, k8, v8, dq, dk, dv, causal, out_dtype)
-    check(o, lse, ref, emul, want)
+    run_and_check(out_dtype, causal, B, H, Hkv, Nq, Nk, 256, seed=Nq + 5 * Nk + H)
 
 
 def _bias(score, b, h, q_idx, kv_idx):
