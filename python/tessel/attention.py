@@ -24,8 +24,8 @@ import numpy as np
 from . import capture
 from . import gpu
 from . import language as tl
-from .grid import MAX_GRID_Y, block_and_row, fold_grid, greedy_schedule, persistent_programs, \
-    program_tiles, round_robin_tiles, short_tiles, tile_block
+from .grid import MAX_GRID_Y, block_and_row, dense_tiles, fold_grid, greedy_schedule, \
+    persistent_programs, short_tiles, tile_block
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
@@ -66,21 +66,14 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
     every tile costs the same and the schedule deals them round-robin: the program counts its
-    tiles itself (grid.round_robin_tiles) instead of reading them."""
+    tiles itself instead of reading them (grid.dense_tiles)."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
-    if CAUSAL:
-        td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
-        for t in range(first, end):
-            pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
-            attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
-                           BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS,
-                           V_HS, O_RS, O_HS)
-    else:
-        first, end, step = round_robin_tiles(n_blocks * n_bh)
-        for tile in range(first, end, step):
-            attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, tile % n_blocks,
-                           tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
-                           Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS)
+    td, first, end, step = dense_tiles(tiles, starts, n_blocks * n_bh, CAUSAL)
+    for t in range(first, end, step):
+        pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
+        attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
+                       BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
+                       O_RS, O_HS)
 
 
 @jit
@@ -751,7 +744,7 @@ def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs):
     """The persistent kernel's (tiles, starts) on q's device (grid.greedy_schedule), kept per
     shape: a tile costs the key blocks its query block visits and one more (its prologue and
     epilogue); causal rows visit the keys up to their last query. Kernels that are not causal
-    deal the same round-robin schedule themselves (grid.round_robin_tiles) and do not read it."""
+    deal the same round-robin schedule themselves (grid.dense_tiles) and do not read it."""
     key = (q.get_device(), Nq, Nk, rows, BM, BN, causal, programs)
     hit = _schedules.get(key)
     if hit is None:

@@ -20,8 +20,8 @@ import numpy as np
 from . import gpu
 from . import language as tl
 from .attention import _as_jit, _check_shapes, _chip_for_blocks, attention_rows, dense_schedule
-from .grid import block_and_row, fold_grid, persistent_programs, program_tiles, \
-    round_robin_tiles, short_tiles, tile_block
+from .grid import block_and_row, dense_tiles, fold_grid, persistent_programs, short_tiles, \
+    tile_block
 from .jit import jit
 
 
@@ -78,22 +78,14 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
                           CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                           OUT: tl.constexpr):
     """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
-    is attention_kernel (not causal, its tiles dealt round-robin without a schedule read)."""
+    is attention_kernel."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
-    if CAUSAL:
-        td, first, end = program_tiles(tiles, starts, n_blocks * n_bh)
-        for t in range(first, end):
-            pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
-            fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
-                               qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M,
-                               BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, OUT)
-    else:
-        first, end, step = round_robin_tiles(n_blocks * n_bh)
-        for tile in range(first, end, step):
-            fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
-                               qk_scale, v_scale, nq, nk, H, HKV, tile % n_blocks,
-                               tile // n_blocks, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD,
-                               OUT)
+    td, first, end, step = dense_tiles(tiles, starts, n_blocks * n_bh, CAUSAL)
+    for t in range(first, end, step):
+        pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
+        fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
+                           qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N,
+                           CAUSAL, SCORE_MOD, MASK_MOD, OUT)
 
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
@@ -202,14 +194,15 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
         BM = block_m or min(64, 1 << max(4, (Nq - 1).bit_length()))
         BN = block_n or min(64, 1 << max(4, (Nk - 1).bit_length()))
     else:
-        if _chip_for_blocks(q) != "sm_90a" or D not in FP8_HEAD_DIMS:
-            unchecked = (" (head dim 256 is built but not yet checked on a GPU: "
-                         "tessel.attention_fp8.FP8_HEAD_DIMS += (256,) runs it)"
-                         if D in FP8_BLOCKS else "")
+        chip = _chip_for_blocks(q)
+        if chip != "sm_90a" or D not in FP8_HEAD_DIMS:
+            unchecked = (f" (head dim {D} is built but not yet checked on a GPU: "
+                         f"tessel.attention_fp8.FP8_HEAD_DIMS += ({D},) runs it)"
+                         if chip == "sm_90a" and D in FP8_BLOCKS else "")
             raise NotImplementedError(
                 f"FP8 attention runs on sm_90a (wgmma's e4m3 operands) at head dims "
-                f"{', '.join(map(str, FP8_HEAD_DIMS))}; this call is {_chip_for_blocks(q)}, "
-                f"head dim {D}{unchecked}")
+                f"{', '.join(map(str, FP8_HEAD_DIMS))}; this call is {chip}, head dim "
+                f"{D}{unchecked}")
         mods = score_mod is not None or mask_mod is not None
         BM, BN = FP8_BLOCKS_MODS[D] if mods and D in FP8_BLOCKS_MODS else FP8_BLOCKS[D]
         BM, BN = block_m or BM, block_n or BN

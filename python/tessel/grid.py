@@ -63,21 +63,30 @@ def program_tiles(tiles, starts, n_tiles):
 
 
 @jit
-def round_robin_tiles(n_tiles):
-    """In a persistent kernel whose `n_tiles` tiles cost the same (greedy_schedule deals such
-    tiles round-robin, in launch order): this program's tiles as a range, (first, end, step) —
-    tile p, p + P, ... of P programs, its own number, without a schedule to read."""
-    return tl.program_id(0), n_tiles, tl.num_programs(0)
+def dense_tiles(tiles, starts, n_tiles, CAUSAL: tl.constexpr):
+    """A dense persistent kernel's tiles: (td, first, end, step), its tiles being
+    tile_block(td, t, ..., CAUSAL) for t in range(first, end, step). Causal: this program's
+    range of the schedule (program_tiles). Otherwise every tile costs the same and
+    greedy_schedule deals them round-robin in launch order: tiles p, p + P, ... of P programs,
+    counted without reading the schedule (a load the tile head would wait for)."""
+    td = tl.make_desc(tiles, shape=(n_tiles,), strides=(1,))
+    first, end, step = tl.program_id(0), n_tiles, tl.num_programs(0)
+    if CAUSAL:
+        td, first, end = program_tiles(tiles, starts, n_tiles)
+        step = 1
+    return td, first, end, step
 
 
 @jit
-def tile_block(td, t, n_blocks, LAST_FIRST: tl.constexpr):
-    """Tile t of a persistent program's range (program_tiles' `td`): its (query block, b·h
-    row), tile bh · n_blocks + i being block i of row bh — block n_blocks − 1 − i with
-    LAST_FIRST (causal rows, the longest first)."""
-    tile = tl.load_scalar(td, (t,))
+def tile_block(td, t, n_blocks, CAUSAL: tl.constexpr):
+    """Tile t of a dense persistent program (dense_tiles): its (query block, b·h row), tile
+    bh · n_blocks + i being block i of row bh. Causal: tile t is the schedule's entry t, and
+    block n_blocks − 1 − i (the longest rows first)."""
+    tile = t
+    if CAUSAL:
+        tile = tl.load_scalar(td, (t,))
     pid_m = tile % n_blocks
-    if LAST_FIRST:
+    if CAUSAL:
         pid_m = n_blocks - 1 - pid_m
     return pid_m, tile // n_blocks
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Written in the twenty-fifth session (no device machine): the persistent dense kernels that
 # are not causal now count their tiles round-robin instead of reading the schedule at each tile
-# head (grid.round_robin_tiles). One device call (< 600 s): test_persistent_gpu.py (bit for bit
+# head (grid.dense_tiles). One device call (< 600 s): test_persistent_gpu.py (bit for bit
 # against one program a tile, and against float32) and check_warp_specialize.py.
 set -u
 w=$(mktemp -d); tar -C $w -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $w/python/tessel/
