@@ -29,9 +29,12 @@ from .jit import jit
 def fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
                        v_scale, nq, nk, H, HKV, pid_m, bh, D: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                       SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr, OUT: tl.constexpr):
+                       SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr, OUT: tl.constexpr,
+                       QK_DESCALED: tl.constexpr):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE. The scores' factor is
-    qk_scale · dq[b, kv_h] · dk[b, kv_h], the output's v_scale · dv[b, kv_h]; dqb, dqh, ... are
+    qk_scale · dq[b, kv_h] · dk[b, kv_h] — qk_scale alone without QK_DESCALED (descale_q and
+    descale_k were numbers, folded into it: a moderate float argument keeps the key loop free
+    of the branch on the scale's range) — the output's v_scale · dv[b, kv_h]; dqb, dqh, ... are
     the (batch, kv head) element strides of dq, dk, dv (0 where they broadcast)."""
     b = bh // H
     h = bh % H
@@ -45,8 +48,10 @@ def fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb,
     iq = b * dqb + kv_h * dqh
     ik = b * dkb + kv_h * dkh
     iv = b * dvb + kv_h * dvh
-    scale = qk_scale * tl.load_scalar(tl.make_desc(dq, shape=(iq + 1,), strides=(1,)), (iq,)) \
-        * tl.load_scalar(tl.make_desc(dk, shape=(ik + 1,), strides=(1,)), (ik,))
+    scale = qk_scale
+    if QK_DESCALED:
+        scale = qk_scale * tl.load_scalar(tl.make_desc(dq, shape=(iq + 1,), strides=(1,)), (iq,)) \
+            * tl.load_scalar(tl.make_desc(dk, shape=(ik + 1,), strides=(1,)), (ik,))
     descale_v = v_scale * tl.load_scalar(tl.make_desc(dv, shape=(iv + 1,), strides=(1,)), (iv,))
 
     m0 = pid_m * BLOCK_M
@@ -62,13 +67,13 @@ def fp8_attention_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dv
                          v_scale, nq, nk, H, HKV,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                         OUT: tl.constexpr):
+                         OUT: tl.constexpr, QK_DESCALED: tl.constexpr = True):
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m   # the longest rows first, as attention_kernel
     fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
                        v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD,
-                       MASK_MOD, OUT)
+                       MASK_MOD, OUT, QK_DESCALED)
 
 
 @jit
@@ -76,7 +81,7 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
                           qk_scale, v_scale, nq, nk, H, HKV, n_bh, tiles, starts,
                           D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                          OUT: tl.constexpr):
+                          OUT: tl.constexpr, QK_DESCALED: tl.constexpr = True):
     """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
     is attention_kernel."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
@@ -85,7 +90,7 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
                            qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N,
-                           CAUSAL, SCORE_MOD, MASK_MOD, OUT)
+                           CAUSAL, SCORE_MOD, MASK_MOD, OUT, QK_DESCALED)
 
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
@@ -138,6 +143,13 @@ def _out_name(out_dtype):
 _ONES = {}
 
 
+def _is_number(d):
+    """Whether a descale is a number (or None: 1): folded into the scales on the host, where a
+    tensor is read by the kernel."""
+    return d is None or (not gpu.is_torch_tensor(d) and not isinstance(d, np.ndarray) and
+                         np.ndim(d) == 0)
+
+
 def _descales(B, Hkv, scale, descales, like):
     """The kernels' descale arguments (dq, dk, dv, their six (batch, kv head) element strides,
     qk_scale, v_scale): each descale tensor as given (float32, on like's device) with its
@@ -148,8 +160,7 @@ def _descales(B, Hkv, scale, descales, like):
     torch = None if host else gpu.torch_module()
     ptrs, strides, factors = [], [], []
     for name, d in zip(("descale_q", "descale_k", "descale_v"), descales):
-        if d is None or (not gpu.is_torch_tensor(d) and not isinstance(d, np.ndarray) and
-                         np.ndim(d) == 0):
+        if _is_number(d):
             factors.append(1.0 if d is None else float(d))
             if host:
                 ptrs.append(np.ones(1, np.float32))
@@ -226,7 +237,8 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      OUT=tl.bfloat16 if out == "bf16" else tl.float16)
+                      OUT=tl.bfloat16 if out == "bf16" else tl.float16,
+                      QK_DESCALED=not (_is_number(descale_q) and _is_number(descale_k)))
     if Nq and B * H:
         programs = None if host else persistent_programs(q, "sm_90a", BM, BN,
                                                          -(-Nq // BM) * B * H)

@@ -173,3 +173,45 @@ def test_fp8_attention_with_mods_on_the_interpreter():
     p = np.exp(s - s.max(-1, keepdims=True))
     want = p / p.sum(-1, keepdims=True) @ v
     assert np.abs(o - want).max() <= 0.04 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("descaled", [False, True], ids=["numbers", "tensors"])
+def test_fp8_number_descales_keep_the_key_loop_free_of_the_scale_branch(descaled):
+    # descale_q and descale_k given as numbers are folded into qk_scale (QK_DESCALED False): the
+    # scores' factor is then the moderate float argument itself, known positive and finite, so
+    # the lowering folds it into the exponential's FFMA without the branch on 0 < c < inf that
+    # a factor read from memory keeps in the key loop (docs/dev/fp8.md).
+    import subprocess
+    from dsl_helpers import BUILD
+    from tessel.attention_fp8 import fp8_persistent_kernel
+    N, D = 1024, 128
+    x, o = np.zeros((1, 2, N, D), np.uint8), np.zeros((1, 2, N, D), np.uint16)
+    lse, ds, ids = np.zeros((1, 2, N), np.float32), np.ones(1, np.float32), np.zeros(8, np.int32)
+    k = fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, ds, ds, 0, 0, 0, 0, 0, 0, 0.1, 1.0, N,
+                                     N, 2, 2, 2, ids, ids, D=D, BLOCK_M=128, BLOCK_N=128,
+                                     CAUSAL=False, SCORE_MOD=None, MASK_MOD=None, OUT=tl.bfloat16,
+                                     QK_DESCALED=descaled)
+    lowered = subprocess.run([str(BUILD / "bin" / "tessel-opt"),
+                              "--convert-tile-to-mma=chip=sm_90a wgmma=true"],
+                             input=k.asm["tile-opt"], capture_output=True, text=True, check=True)
+    assert ("arith.cmpf ogt" in lowered.stdout) == descaled
+
+
+def test_fp8_calls_fold_number_descales(monkeypatch):
+    # A call's QK_DESCALED: False where descale_q and descale_k are numbers or None (folded into
+    # qk_scale), whatever descale_v is; True where either is an array.
+    from tessel import attention_fp8 as f8
+    seen = []
+
+    class Recording:
+        def __getitem__(self, grid):
+            def launch(*args, **constexprs):
+                seen.append(constexprs["QK_DESCALED"])
+                return real[grid](*args, **constexprs)
+            return launch
+    real = f8.fp8_attention_kernel
+    monkeypatch.setattr(f8, "fp8_attention_kernel", Recording())
+    q8 = tessel.to_fp8(np.ones((1, 1, 16, 16)))
+    for dq, dk in ((0.5, None), (np.ones(1), 2.0), (None, None), (0.5, np.ones((1, 1)))):
+        tessel.attention(q8, q8, q8, descale_q=dq, descale_k=dk, descale_v=np.ones(1))
+    assert seen == [False, True, False, True]
