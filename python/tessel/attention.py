@@ -615,7 +615,19 @@ def _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa
     where one batch alone is too large, of heads (whole GQA groups) — each below the limit, the
     outputs concatenated (differentiable through torch.cat). Mods and block masks see batch and
     head indices, which a chunk would renumber: refused."""
-    if score_mod is not None or mask_mod is not None or block_mask is not None:
+    def run(bq, hq, hk):
+        return attention(q[bq, hq], k[bq, hk], v[bq, hk], causal=causal, scale=scale,
+                         enable_gqa=enable_gqa, return_lse=True, block_m=block_m,
+                         block_n=block_n, deterministic=deterministic)
+    return in_chunks(q, k, v, score_mod is not None or mask_mod is not None or
+                     block_mask is not None, enable_gqa, return_lse, run)
+
+
+def in_chunks(q, k, v, mods, enable_gqa, return_lse, run):
+    """_attention_in_chunks' chunking, for any attention call: `run(bq, hq, hk)` is the call on
+    q[bq, hq] and k, v[bq, hk] (batch and head slices), returning (o, lse); `mods`: the call
+    has a score_mod, mask_mod or block_mask (refused)."""
+    if mods:
         raise ValueError(
             f"tessel.attention: q, k or v spans {max(_span(x) for x in (q, k, v))} elements, "
             "past the 2^31 the kernels' 32-bit offsets reach; with a score_mod, mask_mod or "
@@ -638,10 +650,7 @@ def _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa
         g = max(1, limit // per_group)             # GQA groups a chunk
         parts = [(slice(b, b + 1), slice(j * group, (j + g) * group), slice(j, j + g))
                  for b in range(B) for j in range(0, Hkv, g)]
-    outs = [attention(q[bq, hq], k[bq, hk], v[bq, hk], causal=causal, scale=scale,
-                      enable_gqa=enable_gqa, return_lse=True, block_m=block_m, block_n=block_n,
-                      deterministic=deterministic)
-            for bq, hq, hk in parts]
+    outs = [run(bq, hq, hk) for bq, hq, hk in parts]
     axis = 0 if parts[0][1] == slice(None) else None
     if gpu.is_torch_tensor(q):
         torch = gpu.torch_module()

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .attention import _as_jit, _check_shapes, _chip_for_blocks, attention_rows, dense_schedule
+from .attention import _as_jit, _check_shapes, _chip_for_blocks, _past_i32, attention_rows, \
+    dense_schedule, in_chunks
 from .grid import block_and_row, dense_tiles, fold_grid, persistent_programs, short_tiles, \
     tile_block
 from .jit import jit
@@ -150,6 +151,22 @@ def _is_number(d):
                          np.ndim(d) == 0)
 
 
+def _broadcast(name, d, B, Hkv, like):
+    """(d, e): the descale tensor d float32 where like's kernels read it (numpy: contiguous, as
+    the interpreter copies its arguments), and e, d seen as [B, Hkv] (stride 0 where it
+    broadcasts) — or the ValueError that says it does not broadcast."""
+    host = isinstance(like, np.ndarray)
+    if host:
+        d = np.ascontiguousarray(d, np.float32)
+    else:
+        d = d.to(device=like.device, dtype=gpu.torch_module().float32)
+    try:
+        return d, np.broadcast_to(d, (B, Hkv)) if host else d.expand(B, Hkv)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{name} of shape {tuple(d.shape)} does not broadcast to "
+                         f"[B, Hkv] = [{B}, {Hkv}]") from None
+
+
 def _descales(B, Hkv, scale, descales, like):
     """The kernels' descale arguments (dq, dk, dv, their six (batch, kv head) element strides,
     qk_scale, v_scale): each descale tensor as given (float32, on like's device) with its
@@ -172,15 +189,7 @@ def _descales(B, Hkv, scale, descales, like):
                 ptrs.append(ones)
             strides += [0, 0]
             continue
-        if host:
-            d = np.asarray(d, np.float32)
-        else:
-            d = d.to(device=like.device, dtype=torch.float32)
-        try:
-            e = np.broadcast_to(d, (B, Hkv)) if host else d.expand(B, Hkv)
-        except (RuntimeError, ValueError):
-            raise ValueError(f"{name} of shape {tuple(d.shape)} does not broadcast to "
-                             f"[B, Hkv] = [{B}, {Hkv}]") from None
+        d, e = _broadcast(name, d, B, Hkv, like)
         factors.append(1.0)
         ptrs.append(d)
         strides += [x // d.itemsize for x in e.strides] if host else list(e.stride())
@@ -201,6 +210,17 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     out = _out_name(out_dtype)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    if _past_i32(q, k, v):
+        # The kernels address elements with 32-bit offsets: chunks of batches or of GQA head
+        # groups, as fp16 calls run (attention.in_chunks), each with its descales' slice.
+        def run(bq, hq, hk):
+            d = [x if _is_number(x) else _broadcast(n, x, B, Hkv, q)[1][bq, hk]
+                 for n, x in zip(("descale_q", "descale_k", "descale_v"),
+                                 (descale_q, descale_k, descale_v))]
+            return attention(q[bq, hq], k[bq, hk], v[bq, hk], causal, scale, None, None,
+                             enable_gqa, True, block_m, block_n, *d, out_dtype)
+        return in_chunks(q, k, v, score_mod is not None or mask_mod is not None, enable_gqa,
+                         return_lse, run)
     if host:
         BM = block_m or min(64, 1 << max(4, (Nq - 1).bit_length()))
         BN = block_n or min(64, 1 << max(4, (Nk - 1).bit_length()))
@@ -217,11 +237,6 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
         mods = score_mod is not None or mask_mod is not None
         BM, BN = FP8_BLOCKS_MODS[D] if mods and D in FP8_BLOCKS_MODS else FP8_BLOCKS[D]
         BM, BN = block_m or BM, block_n or BN
-    # The kernels address elements with 32-bit offsets; fp16 calls past them run in chunks
-    # (attention._attention_in_chunks), FP8 ones are refused for now.
-    if max(B * H * Nq, B * Hkv * Nk) * D >= 2**31:
-        raise NotImplementedError(f"FP8 attention on tensors of 2^31 elements or more (q "
-                                  f"{tuple(q.shape)}, k {tuple(k.shape)}): split the batch")
     if host:
         q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
         o = np.zeros((B, H, Nq, D), np.uint16 if out == "bf16" else np.float16)

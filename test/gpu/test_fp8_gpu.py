@@ -206,3 +206,22 @@ def test_fp8_refusals():
     y = torch.zeros(1, 2, 128, 128, device="cuda", requires_grad=True)
     with pytest.raises(NotImplementedError, match="no backward"):
         tessel.attention(y.to(E4M3), y.to(E4M3), y.to(E4M3))
+
+
+@pytest.mark.parametrize("limit", [2**20 + 2**19, 2**19 + 2**18], ids=["batches", "head-groups"])
+def test_fp8_past_the_i32_limit_runs_in_chunks(monkeypatch, limit):
+    # attention.I32_ELEMENTS lowered so that small tensors take the chunked path: the result
+    # equals the one-call result exactly, descale tensors sliced per chunk (views, stride 0
+    # where they broadcast).
+    B, H, Hkv, N = 3, 8, 2, 1024
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    q8, k8, v8 = (torch.randn(B, h, N, 128, device="cuda", generator=gen).to(E4M3)
+                  for h in (H, Hkv, Hkv))
+    d = [torch.rand(B, Hkv, device="cuda", generator=gen) + 0.5, 0.75,
+         torch.rand(1, Hkv, device="cuda", generator=gen) + 0.5]
+    kw = dict(causal=True, enable_gqa=True, return_lse=True, descale_q=d[0], descale_k=d[1],
+              descale_v=d[2])
+    want, want_lse = tessel.attention(q8, k8, v8, **kw)
+    monkeypatch.setattr(attention_module, "I32_ELEMENTS", limit)
+    got, lse = tessel.attention(q8, k8, v8, **kw)
+    assert torch.equal(got, want) and torch.equal(lse, want_lse)

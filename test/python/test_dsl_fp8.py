@@ -215,3 +215,35 @@ def test_fp8_calls_fold_number_descales(monkeypatch):
     for dq, dk in ((0.5, None), (np.ones(1), 2.0), (None, None), (0.5, np.ones((1, 1)))):
         tessel.attention(q8, q8, q8, descale_q=dq, descale_k=dk, descale_v=np.ones(1))
     assert seen == [False, True, False, True]
+
+
+@pytest.mark.parametrize("limit", [7000, 3000], ids=["batches", "head-groups"])
+@pytest.mark.parametrize("form", ["per batch and head", "numbers", "per batch", "mixed"])
+def test_fp8_past_the_i32_limit_runs_in_chunks(limit, form, monkeypatch):
+    # Tensors past the kernels' 32-bit offsets run as fp16 ones do (attention.in_chunks): one
+    # call per chunk of batches or of GQA head groups, each with its slice of the descales.
+    # The limit is lowered so that small inputs take that path; every (batch, head) runs the
+    # same program, so the result equals the one-call result exactly.
+    import importlib
+    att = importlib.import_module("tessel.attention")
+    B, H, Hkv, N, D = 3, 4, 2, 40, 32
+    rng = np.random.default_rng(7)
+    q8, k8, v8 = (tessel.to_fp8(rng.standard_normal((B, h, N, D))) for h in (H, Hkv, Hkv))
+    u = lambda *shape: rng.uniform(0.5, 2, shape)            # noqa: E731
+    d = {"per batch and head": (u(B, Hkv), u(B, Hkv), u(B, Hkv)), "numbers": (0.5, 2.0, 0.25),
+         "per batch": (u(B, 1), u(B, 1), u(B, 1)), "mixed": (u(Hkv), 1.5, u(B, Hkv))}[form]
+    kw = dict(causal=True, enable_gqa=True, return_lse=True, descale_q=d[0], descale_k=d[1],
+              descale_v=d[2], out_dtype=np.float16)
+    want, want_lse = tessel.attention(q8, k8, v8, **kw)
+    monkeypatch.setattr(att, "I32_ELEMENTS", limit)
+    from tessel import attention_fp8 as f8
+    calls = []
+    real = f8.attention
+    monkeypatch.setattr(f8, "attention", lambda *a: calls.append(a[0].shape) or real(*a))
+    got, lse = tessel.attention(q8, k8, v8, **kw)
+    assert np.array_equal(got, want) and np.array_equal(lse, want_lse)
+    # A batch spans 5120 elements of q (limit 7000: one batch a call); a GQA group 2560
+    # (limit 3000: one group of one batch a call), after the first call that splits.
+    assert calls[1:] == ([(1, 4, 40, 32)] * 3 if limit == 7000 else [(1, 2, 40, 32)] * 6), calls
+    with pytest.raises(ValueError, match="32-bit offsets"):
+        tessel.attention(q8, k8, v8, mask_mod=lambda b, h, qi, ki: qi >= ki, **kw)
