@@ -247,3 +247,17 @@ def test_fp8_past_the_i32_limit_runs_in_chunks(limit, form, monkeypatch):
     assert calls[1:] == ([(1, 4, 40, 32)] * 3 if limit == 7000 else [(1, 2, 40, 32)] * 6), calls
     with pytest.raises(ValueError, match="32-bit offsets"):
         tessel.attention(q8, k8, v8, mask_mod=lambda b, h, qi, ki: qi >= ki, **kw)
+
+
+def test_the_fp8_example_runs():
+    # examples/python/fp8_inference.py on the interpreter: within the recipe's error of its
+    # dequantized inputs, and the quantization's on top against the unquantized ones.
+    import pathlib
+    import subprocess
+    import sys
+    examples = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+    r = subprocess.run([sys.executable, "fp8_inference.py"], capture_output=True, text=True,
+                       timeout=300, cwd=examples)
+    assert r.returncode == 0, r.stderr
+    errors = [float(line.rsplit("= ", 1)[1]) for line in r.stdout.splitlines()]
+    assert len(errors) == 2 and errors[0] < 0.04 and errors[1] < 0.1, r.stdout
