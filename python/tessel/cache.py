@@ -25,6 +25,7 @@ verified on load, written atomically), then a compile whose result is stored in 
 ``TESSEL_CACHE_EXPLAIN=1`` prints on every miss which ingredient differs from the nearest entry
 of the same kernel.
 """
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -33,6 +34,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import warnings
 
 from . import timing
@@ -418,6 +420,41 @@ def _explain_enabled():
     return os.environ.get("TESSEL_CACHE_EXPLAIN", "") not in ("", "0")
 
 
+#: Seconds a compile may run before tessel says on stderr what it is doing: a first call that
+#: waits (a large kernel, or one that spills and goes through the spill fallbacks, several
+#: compiles) is then not mistaken for a hang. TESSEL_QUIET=1 silences it.
+SLOW_COMPILE_S = 3.0
+
+
+@contextlib.contextmanager
+def _slow_compile_notice(kernel, gpu):
+    """Around a compile: past SLOW_COMPILE_S, one line on stderr saying which kernel compiles
+    and that the result is cached, and at the end how long it took."""
+    if os.environ.get("TESSEL_QUIET", "") not in ("", "0"):
+        yield
+        return
+    start = time.monotonic()
+    said = threading.Event()
+
+    def notice():
+        said.set()
+        sys.stderr.write(f"tessel: compiling {kernel.name} for {gpu.chip} (the first call of "
+                         f"this specialisation; later calls load it from the cache)...\n")
+        sys.stderr.flush()
+    timer = threading.Timer(SLOW_COMPILE_S, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()
+        if said.is_set():
+            sys.stderr.write(f"tessel: compiled {kernel.name} for {gpu.chip} in "
+                             f"{time.monotonic() - start:.1f} s\n")
+            sys.stderr.flush()
+
+
 def get_binary(kernel, gpu=None, directory=None):
     """The GpuBinary of CompiledKernel `kernel` for GpuOptions `gpu`, from memory, disk or a compile."""
     gpu = gpu or GpuOptions()
@@ -445,7 +482,8 @@ def get_binary(kernel, gpu=None, directory=None):
     else:
         if _explain_enabled():
             print(f"tessel cache: {kernel.name}: {explain_miss(cache, ingr)}", file=sys.stderr)
-        binary, pass_timing = _compile(kernel, gpu, key, ingr, cache, clock)
+        with _slow_compile_notice(kernel, gpu):
+            binary, pass_timing = _compile(kernel, gpu, key, ingr, cache, clock)
     # The front end's steps come first when this lookup is the kernel's first: they are part of
     # its cold compile.
     steps = list(getattr(kernel, "timings", [])) if not getattr(kernel, "_timings_reported",

@@ -853,3 +853,23 @@ def test_a_gpu_launch_compiles_with_the_kernels_options(tmp_path, cache_dir, mon
     assert tuned.manifest["ingredients"]["options"]["gpu.num_stages"] == 3
     assert plain.manifest["ingredients"]["options"]["gpu.num_stages"] == 2
     assert made[0].launches == 1 and made[1].launches == 1
+
+
+def test_a_slow_compile_says_so_once_and_a_hit_says_nothing(kern, cache_dir, monkeypatch, capfd):
+    # Past SLOW_COMPILE_S a compile says on stderr which kernel compiles, then how long it took;
+    # memory and disk hits say nothing, and TESSEL_QUIET=1 silences the compile's lines.
+    monkeypatch.setattr(cache, "SLOW_COMPILE_S", 0.0)
+    monkeypatch.delenv("TESSEL_QUIET", raising=False)
+    gpu = cache.GpuOptions(chip="sm_80")
+    assert kern.binary(gpu).source == "compiled"
+    said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("tessel: ")]
+    assert len(said) == 2, said
+    assert said[0].startswith("tessel: compiling scale for sm_80 (the first call"), said
+    assert said[1].startswith("tessel: compiled scale for sm_80 in "), said
+    assert kern.binary(gpu).source == "memory"
+    cache.forget_memory()
+    assert kern.binary(gpu).source == "disk"
+    assert "tessel: compil" not in capfd.readouterr().err
+    monkeypatch.setenv("TESSEL_QUIET", "1")
+    assert kern.binary(cache.GpuOptions(chip="sm_90a")).source == "compiled"
+    assert "tessel: compil" not in capfd.readouterr().err
