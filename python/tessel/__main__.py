@@ -102,8 +102,10 @@ def cmd_explain(cache, args):
 def cmd_aot(args):
     from . import aot
     specs = [aot.parse_spec(s) for s in args.spec]
+    def progress(i, n, function, chip):
+        print(f"[{i}/{n}] compiling {function} ({chip})", file=sys.stderr, flush=True)
     manifest = aot.compile_specs(args.file, specs, args.output, name=args.name,
-                                 kernel_name=args.kernel)
+                                 kernel_name=args.kernel, progress=progress)
     for k in manifest["kernels"]:
         print(f"{k['function']}: {k['chip']}, block {k['block'][0]}, "
               f"{k['dynamic_shared_bytes']} B dynamic smem, {k['registers']} registers")

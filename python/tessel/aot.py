@@ -399,12 +399,14 @@ def _check_output_directory(out):
         raise ValueError(f"-o {out}: the directory is not writable")
 
 
-def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name="attention_kernel"):
+def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name="attention_kernel",
+                  progress=None):
     """Writes the cubins, PTX, header, C source and manifest; returns the manifest (a dict).
 
     Everything is written into a temporary directory inside `out_dir` and moved into place only
     once every specialisation has compiled: a failure leaves `out_dir` as it was, and a rerun
-    never leaves an old header beside new cubins."""
+    never leaves an old header beside new cubins. `progress(i, n, function, chip)`, when given,
+    is called before each of the n compiles (the CLI prints a line each)."""
     import shutil
     import tempfile
     check_name(name)
@@ -418,7 +420,7 @@ def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name
     except OSError as err:
         raise ValueError(f"-o {out}: cannot write into it ({err.strerror})") from None
     try:
-        manifest = _write_outputs(module, dsl_file, specs, stage, name, kernel_name)
+        manifest = _write_outputs(module, dsl_file, specs, stage, name, kernel_name, progress)
         (out / "kernels").mkdir(exist_ok=True)
         files = sorted(p.relative_to(stage) for p in stage.rglob("*") if p.is_file())
         # The header last: whoever includes it finds the sources and cubins it describes.
@@ -432,16 +434,19 @@ def compile_specs(dsl_file, specs, out_dir, name="tessel_attention", kernel_name
     return manifest
 
 
-def _write_outputs(module, dsl_file, specs, out, name, kernel_name):
+def _write_outputs(module, dsl_file, specs, out, name, kernel_name, progress=None):
     """compile_specs' work, writing into `out` (the staging directory)."""
     from .attention import GPU_STAGES
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     entries, seen = [], set()
+    functions = list(dict.fromkeys(spec.function_name(name) for spec in specs))
     for spec in specs:
         function = spec.function_name(name)
         if function in seen:
             continue
         seen.add(function)
+        if progress is not None:
+            progress(len(seen), len(functions), function, spec.chip)
         kernel = trace(module, spec, kernel_name)
         # The ring tessel.attention gives these blocks (attention.GPU_STAGES).
         stages = GPU_STAGES.get((spec.chip, spec.head_dim, spec.block_m, spec.block_n), 2)
