@@ -1,11 +1,17 @@
 """FP8 (e4m3fn) in the DSL on the CPU interpreter: numpy carries it as uint8 bit patterns
 (tessel.to_fp8 / from_fp8); tiles of it are loaded, stored, converted and multiplied by tl.dot
 with f32 accumulation; conversions to it round to nearest even and saturate at ±448."""
+import importlib
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import tessel
 import tessel.language as tl
+from tessel import attention_fp8 as f8
 
 torch = pytest.importorskip("torch")
 
@@ -181,16 +187,14 @@ def test_fp8_number_descales_keep_the_key_loop_free_of_the_scale_branch(descaled
     # scores' factor is then the moderate float argument itself, known positive and finite, so
     # the lowering folds it into the exponential's FFMA without the branch on 0 < c < inf that
     # a factor read from memory keeps in the key loop (docs/dev/fp8.md).
-    import subprocess
     from dsl_helpers import BUILD
-    from tessel.attention_fp8 import fp8_persistent_kernel
     N, D = 1024, 128
     x, o = np.zeros((1, 2, N, D), np.uint8), np.zeros((1, 2, N, D), np.uint16)
     lse, ds, ids = np.zeros((1, 2, N), np.float32), np.ones(1, np.float32), np.zeros(8, np.int32)
-    k = fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, ds, ds, 0, 0, 0, 0, 0, 0, 0.1, 1.0, N,
-                                     N, 2, 2, 2, ids, ids, D=D, BLOCK_M=128, BLOCK_N=128,
-                                     CAUSAL=False, SCORE_MOD=None, MASK_MOD=None, OUT=tl.bfloat16,
-                                     QK_DESCALED=descaled)
+    k = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, ds, ds, ds, 0, 0, 0, 0, 0, 0, 0.1, 1.0,
+                                        N, N, 2, 2, 2, ids, ids, D=D, BLOCK_M=128, BLOCK_N=128,
+                                        CAUSAL=False, SCORE_MOD=None, MASK_MOD=None,
+                                        OUT=tl.bfloat16, QK_DESCALED=descaled)
     lowered = subprocess.run([str(BUILD / "bin" / "tessel-opt"),
                               "--convert-tile-to-mma=chip=sm_90a wgmma=true"],
                              input=k.asm["tile-opt"], capture_output=True, text=True, check=True)
@@ -200,7 +204,6 @@ def test_fp8_number_descales_keep_the_key_loop_free_of_the_scale_branch(descaled
 def test_fp8_calls_fold_number_descales(monkeypatch):
     # A call's QK_DESCALED: False where descale_q and descale_k are numbers or None (folded into
     # qk_scale), whatever descale_v is; True where either is an array.
-    from tessel import attention_fp8 as f8
     seen = []
 
     class Recording:
@@ -224,7 +227,6 @@ def test_fp8_past_the_i32_limit_runs_in_chunks(limit, form, monkeypatch):
     # call per chunk of batches or of GQA head groups, each with its slice of the descales.
     # The limit is lowered so that small inputs take that path; every (batch, head) runs the
     # same program, so the result equals the one-call result exactly.
-    import importlib
     att = importlib.import_module("tessel.attention")
     B, H, Hkv, N, D = 3, 4, 2, 40, 32
     rng = np.random.default_rng(7)
@@ -236,7 +238,6 @@ def test_fp8_past_the_i32_limit_runs_in_chunks(limit, form, monkeypatch):
               descale_v=d[2], out_dtype=np.float16)
     want, want_lse = tessel.attention(q8, k8, v8, **kw)
     monkeypatch.setattr(att, "I32_ELEMENTS", limit)
-    from tessel import attention_fp8 as f8
     calls = []
     real = f8.attention
     monkeypatch.setattr(f8, "attention", lambda *a: calls.append(a[0].shape) or real(*a))
@@ -252,9 +253,6 @@ def test_fp8_past_the_i32_limit_runs_in_chunks(limit, form, monkeypatch):
 def test_the_fp8_example_runs():
     # examples/python/fp8_inference.py on the interpreter: within the recipe's error of its
     # dequantized inputs, and the quantization's on top against the unquantized ones.
-    import pathlib
-    import subprocess
-    import sys
     examples = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
     r = subprocess.run([sys.executable, "fp8_inference.py"], capture_output=True, text=True,
                        timeout=300, cwd=examples)
