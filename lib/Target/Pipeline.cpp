@@ -99,6 +99,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                             llvm::cl::desc("The producer copies the blocks loaded once a tile "
                                            "(tilegpu-producer-once)."),
                             llvm::cl::init(false)};
+  Option<bool> pipelineTiles{*this, "pipeline-tiles",
+                             llvm::cl::desc("The next tile's first S issued before this tile's "
+                                            "epilogue (tilegpu-pipeline-tiles)."),
+                             llvm::cl::init(false)};
   Option<bool> tmaProducer{*this, "tma-producer",
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
@@ -146,6 +150,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.overlapConsumers = options.overlapConsumers;
     mmaOptions.pingpong = options.pingpong;
     mmaOptions.producerOnce = options.producerOnce;
+    mmaOptions.pipelineTiles = options.pipelineTiles;
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
@@ -255,6 +260,7 @@ void tessel::registerTargetPasses() {
           options.overlapConsumers = o.overlapConsumers;
           options.pingpong = o.pingpong;
           options.producerOnce = o.producerOnce;
+          options.pipelineTiles = o.pipelineTiles;
           options.tmaProducer = o.tmaProducer;
           options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;

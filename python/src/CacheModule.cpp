@@ -38,8 +38,9 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
                                     bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
                                     bool pingpong, bool producerOnce, bool tmaProducer,
-                                    bool vectorStores) {
+                                    bool vectorStores, bool pipelineTiles) {
   tessel::TargetOptions options;
+  options.pipelineTiles = pipelineTiles;
   options.tmaProducer = tmaProducer;
   options.vectorStores = vectorStores;
   options.overlapConsumers = overlapConsumers;
@@ -149,11 +150,12 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       [](const std::string &chip, const std::string &features, unsigned numThreads,
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores) {
-        return tessel::codeOptionsKey(
-            targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap, numStages,
-                          wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
-                          overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores));
+         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores,
+         bool pipelineTiles) {
+        return tessel::codeOptionsKey(targetOptions(
+            chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
+            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce,
+            tmaProducer, vectorStores, pipelineTiles));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
@@ -161,7 +163,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true);
+      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -170,15 +172,17 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores) {
+         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores,
+         bool pipelineTiles) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(
-              targetOptions(chip, features, numThreads, toolkit, codegen, wgmmaOverlap, numStages,
-                            wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
-                            overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores),
-              passTiming);
+          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
+                                             wgmmaOverlap, numStages, wgmmaAsyncDots,
+                                             occupancyHints, sinkWaits, warpSpecialize,
+                                             overlapConsumers, pingpong, producerOnce, tmaProducer,
+                                             vectorStores, pipelineTiles),
+                               passTiming);
         }
         py::dict out;
         py::list diags;
@@ -224,7 +228,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true,
+      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

@@ -61,8 +61,8 @@ class GpuOptions:
         ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
-            warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer or
-            vector_stores that is not a bool.
+            warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
+            vector_stores or pipeline_tiles that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -136,6 +136,12 @@ class GpuOptions:
     #: 2026-12-04-h200-epilogue-tma.md); a module that spills with it is compiled again
     #: without. On by default; off to compare.
     vector_stores: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: In a persistent kernel whose consumers are overlapped and whose Q the producer copies
+    #: (producer_once), the next tile's first S = Q·K₀ᵀ is issued before this tile's epilogue
+    #: and waited for by the next tile (tilegpu-pipeline-tiles;
+    #: docs/dev/notes/2026-12-04-tile-pipelining.md): the tensor cores work under the
+    #: epilogue. Off by default until measured on the H200.
+    pipeline_tiles: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -149,7 +155,7 @@ class GpuOptions:
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
-                     "tma_producer", "vector_stores"):
+                     "tma_producer", "vector_stores", "pipeline_tiles"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -278,7 +284,8 @@ def ingredients(kernel, gpu):
                                                     gpu.occupancy_hints, gpu.sink_waits,
                                                     gpu.warp_specialize, gpu.overlap_consumers,
                                                     gpu.pingpong, gpu.producer_once,
-                                                    gpu.tma_producer, gpu.vector_stores)
+                                                    gpu.tma_producer, gpu.vector_stores,
+                                                    gpu.pipeline_tiles)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -505,7 +512,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.occupancy_hints, gpu.sink_waits,
                                     gpu.warp_specialize, gpu.overlap_consumers,
                                     gpu.pingpong, gpu.producer_once, gpu.tma_producer,
-                                    gpu.vector_stores)
+                                    gpu.vector_stores, gpu.pipeline_tiles)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

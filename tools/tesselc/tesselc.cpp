@@ -105,6 +105,11 @@ static cl::opt<bool> producerOnce(
              "(tilegpu-producer-once), into two buffers in a tile loop; tessel.attention "
              "asks it for short tiles"),
     cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool> pipelineTiles(
+    "pipeline-tiles",
+    cl::desc("With --producer-once in a persistent kernel: the next tile's first S issued "
+             "before this tile's epilogue (tilegpu-pipeline-tiles); off until measured"),
+    cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool>
     noTmaProducer("no-tma-producer",
                   cl::desc("A warp-specialized kernel's producer copies its blocks by cp.async "
@@ -232,6 +237,7 @@ int main(int argc, char **argv) {
   options.overlapConsumers = !noOverlapConsumers;
   options.pingpong = !noPingpong;
   options.producerOnce = producerOnce;
+  options.pipelineTiles = pipelineTiles;
   options.tmaProducer = !noTmaProducer;
   options.vectorStores = !noVectorStores;
   options.numStages = numStages;

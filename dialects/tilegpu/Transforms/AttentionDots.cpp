@@ -70,3 +70,10 @@ void tessel::tilegpu::yieldWaitedO(AttentionDots &m, OpBuilder &b, Value waited,
   m.kRead.erase();
   m.vRead.erase();
 }
+
+tessel::tilegpu::MbarrierWaitOp tessel::tilegpu::waitBefore(LocalLoadOp read,
+                                                            FenceAsyncSharedOp &fence) {
+  fence = dyn_cast_or_null<FenceAsyncSharedOp>(read->getPrevNode());
+  auto wait = fence ? dyn_cast_or_null<MbarrierWaitOp>(fence->getPrevNode()) : MbarrierWaitOp();
+  return wait && !wait.getPred() && wait.getStage() == read.getStage() ? wait : MbarrierWaitOp();
+}

@@ -40,6 +40,10 @@ std::optional<AttentionDots> matchAttentionDots(mlir::scf::ForOp loop);
 /// terminator and erases the two dots, their shared-memory reads and the rescale.
 void yieldWaitedO(AttentionDots &m, mlir::OpBuilder &b, mlir::Value waited, mlir::Block *body);
 
+/// The unpredicated wait on `read`'s stage and the fence right before `read` (a consumer's
+/// read of a block the producer copied), or null.
+MbarrierWaitOp waitBefore(LocalLoadOp read, FenceAsyncSharedOp &fence);
+
 /// Whether `v` is a constant splat of +0.0.
 bool isZeroSplat(mlir::Value v);
 

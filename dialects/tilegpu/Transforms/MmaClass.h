@@ -153,6 +153,12 @@ mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program);
 /// loops issue a pair of wgmma groups (tilegpu-pingpong); whether it changed anything.
 bool pingPong(mlir::func::FuncOp program);
 
+/// The first S = Q·K₀ᵀ of each tile of a persistent `program` in tilegpu-overlap-consumers'
+/// form, with Q from the producer, issued at the end of the previous tile (after its last P·V,
+/// before its epilogue) and waited for by the tile's peeled first iteration
+/// (tilegpu-pipeline-tiles); whether it applied.
+bool pipelineTiles(mlir::func::FuncOp program);
+
 /// FA3's intra-warpgroup overlap on the attention loops of a wgmma `program` in allocateShared's
 /// form with two stages (tilegpu-overlap-wgmma); the other loops are left as they are.
 mlir::LogicalResult overlapWgmma(mlir::func::FuncOp program);

@@ -41,13 +41,6 @@ struct ConsumerLoop : AttentionDots {
   int64_t stages = 0;
 };
 
-/// The wait and fence right before `read`, at its stage.
-MbarrierWaitOp waitBefore(LocalLoadOp read, FenceAsyncSharedOp &fence) {
-  fence = dyn_cast_or_null<FenceAsyncSharedOp>(read->getPrevNode());
-  auto wait = fence ? dyn_cast_or_null<MbarrierWaitOp>(fence->getPrevNode()) : MbarrierWaitOp();
-  return wait && !wait.getPred() && wait.getStage() == read.getStage() ? wait : MbarrierWaitOp();
-}
-
 std::optional<ConsumerLoop> match(scf::ForOp loop) {
   std::optional<AttentionDots> dots = matchAttentionDots(loop);
   if (!dots)

@@ -232,6 +232,25 @@ def TileGPUPingPong : Pass<"tilegpu-pingpong", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect"];
 }
 
+def TileGPUPipelineTiles : Pass<"tilegpu-pipeline-tiles", "::mlir::func::FuncOp"> {
+  let summary = "Issue the next tile's first S = Q·K₀ᵀ before this tile's epilogue.";
+  let description = [{
+    Runs after `tilegpu-overlap-consumers` (and `tilegpu-pingpong`) on a persistent program
+    whose Q the producer copies (`tilegpu-producer-once`): the consumers' tile loop carries the
+    first S of a tile in flight. It is issued before the tile loop for the first tile, and for
+    tile t + 1 after tile t's last loop (its last P·V waited for), before t's epilogue — in a
+    loop of at most one iteration that runs when tile t + 1 exists and its peeled first
+    iteration runs: it waits for Q(t + 1) and for the K block at the count tile t ended with
+    (the producer copies a tile's key blocks in loop order, so that is the peel's), fences
+    them and issues the wgmma. The peel waits for the carried S (pending 0) in place of its
+    wait, read and dot of K. What tile t + 1's head computes from the tile index (the peel's
+    bounds, Q's stage and lap) is computed again there from t + 1 (a schedule read included);
+    a program whose values are not of that kind, or not in that form, is left as it is.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TileGPUOverlapWgmma : Pass<"tilegpu-overlap-wgmma", "::mlir::func::FuncOp"> {
   let summary = "FA3's intra-warpgroup overlap: P·V of one key block runs under the next softmax.";
   let description = [{

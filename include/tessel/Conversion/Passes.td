@@ -110,6 +110,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"producerOnce", "producer-once", "bool", /*default=*/"false",
            "With warp-specialize: the producer copies the blocks loaded once a tile (Q) too "
            "(tilegpu-producer-once). Off by default until measured.">,
+    Option<"pipelineTiles", "pipeline-tiles", "bool", /*default=*/"false",
+           "With overlap-consumers and producer-once in a persistent kernel: the next tile's "
+           "first S = Q·K₀ᵀ issued before this tile's epilogue (tilegpu-pipeline-tiles). Off "
+           "by default until measured.">,
     Option<"tmaProducer", "tma-producer", "bool", /*default=*/"true",
            "With warp-specialize: the producer's block copies go through TMA, with tensor maps "
            "built in the kernel (tilegpu-tma-producer; PTX ISA 8.3). Off to compare.">,

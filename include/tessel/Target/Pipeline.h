@@ -61,6 +61,10 @@ struct TargetOptions {
   /// The producer copies the blocks loaded once a tile (Q) too (convert-tile-to-mma
   /// producer-once; tilegpu-producer-once). Off until measured.
   bool producerOnce = false;
+  /// In a persistent kernel with overlap-consumers and producer-once, the next tile's first S
+  /// issued before this tile's epilogue (convert-tile-to-mma pipeline-tiles;
+  /// tilegpu-pipeline-tiles). Off until measured.
+  bool pipelineTiles = false;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).

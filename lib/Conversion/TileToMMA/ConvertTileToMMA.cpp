@@ -312,6 +312,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         // softmax, cuDNN's schedule; not yet measured on the H200.
         tessel::tilegpu::pingPong(work);
       }
+      if (placed && pipelineTiles)
+        tessel::tilegpu::pipelineTiles(work);
     }
     if (!placed &&
         ((!allocated && failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages))) ||
