@@ -114,6 +114,9 @@ struct SpillFallback {
 // (a document mask needs the overlap given up, not the vector stores dropped before it). The
 // order is what each is worth against what it costs in registers, the least worth first (H200;
 // docs/bench/2026-12-04-h200-epilogue-tma.md):
+// 0. the next tile's first S issued early (pipeline-tiles, off by default, not yet measured):
+//    its accumulator is live across the epilogue (32 bytes of spill on the d128 window +
+//    softcap block-mask kernel with it, none without);
 // 1. the TMA producer (+2 to +5 % at d128): its per-tile record takes the consumers' registers
 //    (d256's overlapped kernel and the block-mask kernels spill with it, not without);
 // 2. the scale fold of a moderate argument (tile.moderate: no branch on the scale in the key
@@ -130,6 +133,8 @@ struct SpillFallback {
 //    no faster than the plain schedule (docs/bench/2026-12-03-h200-overlap-consumers.md). The
 //    plain schedule as measured has no turns around the softmax: pingpong goes with it.
 static const SpillFallback kSpillFallbacks[] = {
+    {"pipeline-tiles", nullptr, [](const Variant &v) { return v.options.pipelineTiles; },
+     [](Variant &v, bool on) { v.options.pipelineTiles = on; }},
     {"tma-producer", "cp.async.bulk.tensor", [](const Variant &v) { return v.options.tmaProducer; },
      [](Variant &v, bool on) { v.options.tmaProducer = on; }},
     {"scale fold", nullptr, [](const Variant &v) { return !v.genericArgs; },

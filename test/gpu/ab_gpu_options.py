@@ -1,14 +1,16 @@
 """A/B of GpuOptions fields on the H200, interleaved by process: tessel alone (do_bench median)
-on dense d128 fp16 (b·n = 16k tokens, h·d = 2048; 1k, 4k, 16k keys, causal and not) and on
-bench_block_mask's document, window and ALiBi masks (B4 H16 N8k), once with the fields given
-(`A`) and once with tessel's defaults (`B`), in alternating processes — a GpuOptions override
-must hold before the first launcher is made, and the H200's clocks drift between processes, so
-one process a configuration, A B A B …, then the medians and A / B per case.
+on dense d128 fp16 (b·n = 16k tokens, h·d = 2048; 1k, 4k, 16k keys, causal and not; `d64`:
+the same at d64) and on bench_block_mask's document, window and ALiBi masks (B4 H16 N8k), once
+with the fields given (`A`) and once with tessel's defaults (`B`), in alternating processes — a
+GpuOptions override must hold before the first launcher is made, and the H200's clocks drift
+between processes, so one process a configuration, A B A B …, then the medians and A / B per
+case.
 
 The sessions' one-off A/B scripts (bench/results/*/ab*.py) as one tool:
 
     cd test/gpu && PYTHONPATH=<bundle>/python python3 ab_gpu_options.py OUT_DIR \\
-        --set tma_producer=False [--set producer_once=True] [--rounds 2] [--cases dense masks]
+        --set tma_producer=False [--set producer_once=True] [--rounds 2] \\
+        [--cases dense masks d64]
 
 Writes OUT_DIR/ab-{A,B}-{round}.json and OUT_DIR/summary.json; prints one line a case.
 """
@@ -20,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-CASES = ("dense", "masks")
+CASES = ("dense", "masks", "d64")
 
 
 def value(text):
@@ -47,9 +49,10 @@ def run_child(mode, options, cases, out):
     dt = torch.float16
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = {}
-    if "dense" in cases:
+    dims = [D for D, case in ((128, "dense"), (64, "d64")) if case in cases]
+    for D in dims:
         for n in (1024, 4096, 16384):
-            B, H, D = 16384 // n, 16, 128
+            B, H = 16384 // n, 2048 // D
             q, k, v = (torch.randn(B, H, n, D, device="cuda", dtype=dt, generator=gen)
                        for _ in range(3))
             for causal in (False, True):
@@ -58,7 +61,7 @@ def run_child(mode, options, cases, out):
                 def call(q=q, k=k, v=v, causal=causal):
                     return tessel.attention(q, k, v, causal=causal)
                 call()
-                rows[f"d128 {n} {'causal' if causal else 'full'}"] = flops / timed(call) / 1e9
+                rows[f"d{D} {n} {'causal' if causal else 'full'}"] = flops / timed(call) / 1e9
             del q, k, v
     if "masks" in cases:
         B, H, N, D = 4, 16, 8192, 128

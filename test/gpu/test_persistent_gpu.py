@@ -158,9 +158,11 @@ def _launch_with(kernel, grid_, args, constexprs, **options):
 # The producer's schedules other than the default, each the same arithmetic, so the same bits:
 # Q copied by the producer (producer_once, tilegpu-producer-once), the producer's copies by
 # cp.async instead of TMA with tensor maps built in the kernel (tma_producer=False; TMA is the
-# default since 2026-12-04), and both.
+# default since 2026-12-04), and both; with Q from the producer, each tile's first S issued
+# at the end of the tile before (pipeline_tiles, tilegpu-pipeline-tiles; off by default).
 SCHEDULES = {"once": dict(producer_once=True), "cp.async": dict(tma_producer=False),
-             "once+cp.async": dict(producer_once=True, tma_producer=False)}
+             "once+cp.async": dict(producer_once=True, tma_producer=False),
+             "once+pipeline": dict(producer_once=True, pipeline_tiles=True)}
 
 
 @pytest.mark.parametrize("schedule", list(SCHEDULES))
@@ -181,6 +183,29 @@ def test_producer_schedules_dense(persistent, schedule, causal, N):
     _launch_with(persistent_attention_kernel, grid_, args, cx, **SCHEDULES[schedule])
     torch.testing.assert_close(o, want, atol=0, rtol=0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("N", [2048, 2500, 4096])
+def test_pipelined_tiles_d64(persistent, causal, N):
+    # d64's 192x128 kernel (three synchronous consumer warpgroups, persistent from 2k queries
+    # and keys), whose first key loop tilegpu-pipeline-tiles peels, with Q from the producer
+    # and each tile's first S issued at the end of the tile before: the default's bits. 2500
+    # ends in a partial block; causal tiles of the first query block have no unmasked loop.
+    hopper()
+    from tessel.attention import _prepare_cuda, persistent_attention_kernel
+    persistent(True)
+    B, H = 4, 32
+    gen = torch.Generator(device="cuda").manual_seed(N + causal)
+    q, k, v = (torch.randn(B, H, N, 64, device="cuda", generator=gen).half() for _ in range(3))
+    want, want_lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
+    args, cx, grid_, o, lse = _prepare_cuda(q, k, v, causal, None, None, None, False, None, None)
+    assert len(args) == 13, "the persistent kernel"
+    _launch_with(persistent_attention_kernel, grid_, args, cx, **SCHEDULES["once+pipeline"])
+    torch.testing.assert_close(o, want, atol=0, rtol=0)
+    torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
+    torch.testing.assert_close(o.float(), reference(q, k, v, causal=causal), atol=TOL[q.dtype],
+                               rtol=0)
 
 
 @pytest.mark.parametrize("layout", ["bhnd", "bnhd"])

@@ -189,6 +189,36 @@ def test_tma_producer_compiles(tmp_path):
     assert tma.manifest["spill_bytes"] == 0 and tma.key != once.key
 
 
+@pytest.mark.parametrize("D,BM,causal", [(128, 128, False), (128, 128, True), (64, 192, True)])
+def test_pipeline_tiles_compiles(tmp_path, D, BM, causal):
+    # GpuOptions(pipeline_tiles) (off by default; tilegpu-pipeline-tiles): with Q from the
+    # producer, each tile's first S = Q·K₀ᵀ is issued before the tile loop or at the end of the
+    # tile before. d128's overlapped consumers: two issue sites of 8 wgmma k steps, the peel's
+    # S gone (+8); d64's synchronous 192-row consumers get their first loop peeled: two issue
+    # sites of 4, the peel's P·V of 8 (+16). No spill, nothing given up, a key of its own;
+    # without Q from the producer the option changes nothing but the key.
+    N = 2048
+    x = np.zeros((1, 2, N, D), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
+                                           BLOCK_M=BM, BLOCK_N=128, CAUSAL=causal,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    once = _ptx(tmp_path, k, producer_once=True)
+    piped = _ptx(tmp_path, k, producer_once=True, pipeline_tiles=True)
+    steps = [b.ptx.count("wgmma.mma_async") for b in (once, piped)]
+    assert steps[1] - steps[0] == (8 if D == 128 else 16), steps
+    assert piped.manifest["spill_bytes"] == 0 and piped.manifest["given_up"] == []
+    assert piped.key != once.key
+    plain = _ptx(tmp_path, k)
+    alone = _ptx(tmp_path, k, pipeline_tiles=True)
+    assert alone.ptx == plain.ptx and alone.key != plain.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", pipeline_tiles=True))[
+        "options"]["target"].endswith(";pipeline-tiles")
+    with pytest.raises(TypeError, match="pipeline_tiles must be a bool"):
+        cache.GpuOptions(pipeline_tiles=1)
+
+
 def test_producer_once_policy(monkeypatch):
     # grid.short_tiles: the dense persistent kernel copies Q from the producer where its tiles
     # visit at most PRODUCER_ONCE_MAX_BLOCKS key blocks on average (causal rows: half).

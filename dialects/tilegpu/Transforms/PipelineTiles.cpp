@@ -152,8 +152,8 @@ bool computable(FirstS &m) {
   map.map(m.peelCount, m.peelCount);
   bool ok = true;
   for (Value v : SmallVector<Value>{m.peel.getLowerBound(), m.peel.getUpperBound(),
-                                    m.peel.getStep(), m.qWait.getStage(), m.qWait.getPhase(), m.kWait.getStage(),
-                                    m.kWait.getPhase()})
+                                    m.peel.getStep(), m.qWait.getStage(), m.qWait.getPhase(),
+                                    m.kWait.getStage(), m.kWait.getPhase()})
     ok &= succeeded(producerValue(probe, v, map, m.tiles));
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(scratch)))
     op.erase();
@@ -167,8 +167,8 @@ bool computable(FirstS &m) {
 /// whatever the buffers hold, and nobody reads it.
 Value issueFirstS(OpBuilder &b, FirstS &m, Value iv, Value count) {
   Location loc = m.sDot.getLoc();
-  Value exists =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, m.tiles.getUpperBound());
+  Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
+                                       m.tiles.getUpperBound());
   // A tile index in range for the address arithmetic (a schedule read) of a tile not run.
   Value at = arith::SelectOp::create(b, loc, exists, iv, constI32(b, loc, 0));
   IRMapping head;
@@ -186,8 +186,8 @@ Value issueFirstS(OpBuilder &b, FirstS &m, Value iv, Value count) {
   MbarrierWaitOp::create(b, loc, m.qWait.getBarriers(), qStage, qPhase, runs);
   MbarrierWaitOp::create(b, loc, m.kWait.getBarriers(), kStage, kPhase, runs);
   FenceAsyncSharedOp::create(b, loc);
-  Value q = LocalLoadOp::create(b, loc, m.qRead.getResult().getType(), m.qRead.getBuffer(),
-                                qStage, m.qRead.getTranspose());
+  Value q = LocalLoadOp::create(b, loc, m.qRead.getResult().getType(), m.qRead.getBuffer(), qStage,
+                                m.qRead.getTranspose());
   auto sType = cast<RankedTensorType>(m.sDot.getResult().getType());
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(sType, b.getZeroAttr(sType.getElementType())));
@@ -202,12 +202,10 @@ void pipeline(FirstS &m) {
     peelFirst(rw, m);
   // The first tile's S before the tile loop; the next tile's after this tile's last P·V.
   rw.setInsertionPoint(m.tiles);
-  Value first =
-      issueFirstS(rw, m, m.tiles.getLowerBound(), m.tiles.getInitArgs()[m.countIndex]);
+  Value first = issueFirstS(rw, m, m.tiles.getLowerBound(), m.tiles.getInitArgs()[m.countIndex]);
   rw.setInsertionPoint(m.issueBefore);
   Value iv = arith::AddIOp::create(rw, loc, m.tiles.getInductionVar(), m.tiles.getStep());
-  Value next =
-      issueFirstS(rw, m, iv, m.tiles.getBody()->getTerminator()->getOperand(m.countIndex));
+  Value next = issueFirstS(rw, m, iv, m.tiles.getBody()->getTerminator()->getOperand(m.countIndex));
   FailureOr<LoopLikeOpInterface> grown = m.tiles.replaceWithAdditionalYields(
       rw, ValueRange{first}, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &b, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
@@ -233,9 +231,7 @@ void pipeline(FirstS &m) {
 struct PipelineTiles : tessel::tilegpu::impl::TileGPUPipelineTilesBase<PipelineTiles> {
   using Base::Base;
 
-  void runOnOperation() override {
-    pipelineTiles(getOperation());
-  }
+  void runOnOperation() override { pipelineTiles(getOperation()); }
 };
 
 } // namespace

@@ -121,7 +121,7 @@ struct CompiledModule {
   /// MLIR's pass timing report (CompileFlags::passTiming), as text.
   std::string passTimingReport;
   /// The switches compileModule gave up because the module spilled with them (its spill
-  /// fallbacks, in their order: "tma-producer", "scale fold", "vector-stores",
+  /// fallbacks, in their order: "pipeline-tiles", "tma-producer", "scale fold", "vector-stores",
   /// "overlap-consumers"); empty where the first compile was kept.
   llvm::SmallVector<std::string> givenUp;
 };
