@@ -186,6 +186,9 @@ Value issueFirstS(OpBuilder &b, FirstS &m, Value iv, Value count) {
   MbarrierWaitOp::create(b, loc, m.qWait.getBarriers(), qStage, qPhase, runs);
   MbarrierWaitOp::create(b, loc, m.kWait.getBarriers(), kStage, kPhase, runs);
   FenceAsyncSharedOp::create(b, loc);
+  // Q is read by descriptor: the lowering reads every A block of a program that loads more
+  // than one from shared memory (takeAFragments), so no register this wgmma reads needs to
+  // outlive the tile (its wait names the carried value, not the wgmma).
   Value q = LocalLoadOp::create(b, loc, m.qRead.getResult().getType(), m.qRead.getBuffer(), qStage,
                                 m.qRead.getTranspose());
   auto sType = cast<RankedTensorType>(m.sDot.getResult().getType());
