@@ -1,7 +1,8 @@
 """A/B of GpuOptions fields on the H200, interleaved by process: tessel alone (do_bench median)
 on dense d128 fp16 (b·n = 16k tokens, h·d = 2048; 1k, 4k, 16k keys, causal and not; `d64`:
 the same at d64) and on bench_block_mask's document, window and ALiBi masks (B4 H16 N8k), once
-with the fields given (`A`) and once with tessel's defaults (`B`), in alternating processes — a
+with the fields given (`A`) and once with tessel's defaults or `--base`'s fields (`B`), in
+alternating processes — a
 GpuOptions override must hold before the first launcher is made, and the H200's clocks drift
 between processes, so one process a configuration, A B A B …, then the medians and A / B per
 case.
@@ -9,8 +10,8 @@ case.
 The sessions' one-off A/B scripts (bench/results/*/ab*.py) as one tool:
 
     cd test/gpu && PYTHONPATH=<bundle>/python python3 ab_gpu_options.py OUT_DIR \\
-        --set tma_producer=False [--set producer_once=True] [--rounds 2] \\
-        [--cases dense masks d64]
+        --set tma_producer=False [--set producer_once=True] [--base FIELD=VALUE] \\
+        [--rounds 2] [--cases dense masks d64]
 
 Writes OUT_DIR/ab-{A,B}-{round}.json and OUT_DIR/summary.json; prints one line a case.
 """
@@ -36,12 +37,13 @@ def value(text):
 
 
 def run_child(mode, options, cases, out):
-    """Times the cases in this process with `options` (mode A) or the defaults (mode B)."""
+    """Times the cases in this process with `options` (mode A: --set, mode B: --base, which
+    are tessel's defaults where empty)."""
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_block_mask import allowed_pairs, make_cases
     from bench_decode import compile_with, make_timer
-    if mode == "A" and options:
+    if options:
         compile_with(**options)
     import tessel
     from tessel import language as tl
@@ -80,7 +82,7 @@ def run_child(mode, options, cases, out):
             call()
             rows[f"{name} (block mask)"] = flops / timed(call) / 1e9
     json.dump(dict(timer=timer, device=torch.cuda.get_device_name(0), mode=mode,
-                   options=options if mode == "A" else {}, rows=rows), open(out, "w"), indent=1)
+                   options=options, rows=rows), open(out, "w"), indent=1)
     print(json.dumps(dict(mode=mode, rows={k: round(v, 1) for k, v in rows.items()})),
           flush=True)
 
@@ -105,38 +107,46 @@ def main():
     ap.add_argument("out", help="folder for the processes' JSON files and the summary")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="a GpuOptions field of configuration A (repeatable)")
+    ap.add_argument("--base", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a GpuOptions field of configuration B (repeatable; default: none, "
+                         "tessel's defaults)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cases", nargs="*", choices=CASES, default=list(CASES))
     ap.add_argument("--timeout", type=int, default=150, help="seconds a process may take")
     ap.add_argument("--child", choices=["A", "B"], help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    options = {}
-    for item in args.set:
-        name, sep, text = item.partition("=")
-        if not sep:
-            ap.error(f"--set takes FIELD=VALUE, got {item!r}")
-        options[name] = value(text)
+
+    def fields(items):
+        out = {}
+        for item in items:
+            name, sep, text = item.partition("=")
+            if not sep:
+                ap.error(f"--set and --base take FIELD=VALUE, got {item!r}")
+            out[name] = value(text)
+        return out
+    options, base = fields(args.set), fields(args.base)
     if args.child:
-        run_child(args.child, options, args.cases, args.json)
+        run_child(args.child, options if args.child == "A" else base, args.cases, args.json)
         return 0
     os.makedirs(args.out, exist_ok=True)
     for r in range(1, args.rounds + 1):
         for mode in ("A", "B"):
             cmd = [sys.executable, os.path.abspath(__file__), args.out, "--child", mode,
                    "--json", os.path.join(args.out, f"ab-{mode}-{r}.json"), "--cases",
-                   *args.cases, *[f"--set={s}" for s in args.set]]
+                   *args.cases, *[f"--set={s}" for s in args.set],
+                   *[f"--base={s}" for s in args.base]]
             try:
                 subprocess.run(cmd, check=True, timeout=args.timeout)
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
                 print(f"ab {mode} round {r} failed: {e}", flush=True)
     summary = summarize(args.out)
-    print(f"A = {options or 'defaults'}, B = defaults; TFLOP/s medians over {args.rounds} "
-          "process(es) each")
+    print(f"A = {options or 'defaults'}, B = {base or 'defaults'}; TFLOP/s medians over "
+          f"{args.rounds} process(es) each")
     for case, (ma, mb, ratio, a, b) in summary.items():
         print(f"{case:>22}  A {ma:7.1f}  B {mb:7.1f}  A/B {ratio:5.3f}  "
               f"({min(a):.0f}-{max(a):.0f} / {min(b):.0f}-{max(b):.0f})")
-    json.dump(dict(options=options, rounds=args.rounds,
+    json.dump(dict(options=options, base=base, rounds=args.rounds,
                    cases={c: dict(a=ma, b=mb, ratio=x, a_runs=a, b_runs=b)
                           for c, (ma, mb, x, a, b) in summary.items()}),
               open(os.path.join(args.out, "summary.json"), "w"), indent=1)
