@@ -89,7 +89,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.warpSpecialize ? "" : ";no-warp-specialize") +
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +
          (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
-         (options.pipelineTiles ? ";pipeline-tiles" : "") +
+         (options.pipelineTiles ? ";pipeline-tiles" : "") + (options.lateP ? ";late-p" : "") +
          (options.tmaProducer ? "" : ";no-tma-producer") +
          (options.vectorStores ? "" : ";no-vector-stores") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");

@@ -99,6 +99,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                             llvm::cl::desc("The producer copies the blocks loaded once a tile "
                                            "(tilegpu-producer-once)."),
                             llvm::cl::init(false)};
+  Option<bool> lateP{*this, "late-p",
+                     llvm::cl::desc("Overlapped consumers short of registers make P_j after the "
+                                    "previous P·V's wait (tilegpu-overlap-consumers late-p)."),
+                     llvm::cl::init(false)};
   Option<bool> pipelineTiles{*this, "pipeline-tiles",
                              llvm::cl::desc("The next tile's first S issued before this tile's "
                                             "epilogue (tilegpu-pipeline-tiles)."),
@@ -151,6 +155,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.pingpong = options.pingpong;
     mmaOptions.producerOnce = options.producerOnce;
     mmaOptions.pipelineTiles = options.pipelineTiles;
+    mmaOptions.lateP = options.lateP;
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
@@ -261,6 +266,7 @@ void tessel::registerTargetPasses() {
           options.pingpong = o.pingpong;
           options.producerOnce = o.producerOnce;
           options.pipelineTiles = o.pipelineTiles;
+          options.lateP = o.lateP;
           options.tmaProducer = o.tmaProducer;
           options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;

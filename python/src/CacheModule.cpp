@@ -38,9 +38,10 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
                                     bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
                                     bool pingpong, bool producerOnce, bool tmaProducer,
-                                    bool vectorStores, bool pipelineTiles) {
+                                    bool vectorStores, bool pipelineTiles, bool lateP) {
   tessel::TargetOptions options;
   options.pipelineTiles = pipelineTiles;
+  options.lateP = lateP;
   options.tmaProducer = tmaProducer;
   options.vectorStores = vectorStores;
   options.overlapConsumers = overlapConsumers;
@@ -150,12 +151,12 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       [](const std::string &chip, const std::string &features, unsigned numThreads,
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores,
-         bool pipelineTiles) {
+         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
+         bool lateP) {
         return tessel::codeOptionsKey(targetOptions(
             chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
             occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce,
-            tmaProducer, vectorStores, pipelineTiles));
+            tmaProducer, vectorStores, pipelineTiles, lateP));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
@@ -163,7 +164,8 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false);
+      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false,
+      py::arg("late_p") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -172,8 +174,8 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          unsigned numThreads, const std::string &toolkit, const std::string &codegen,
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores,
-         bool pipelineTiles) {
+         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
+         bool lateP) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
@@ -181,7 +183,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
                                              wgmmaOverlap, numStages, wgmmaAsyncDots,
                                              occupancyHints, sinkWaits, warpSpecialize,
                                              overlapConsumers, pingpong, producerOnce, tmaProducer,
-                                             vectorStores, pipelineTiles),
+                                             vectorStores, pipelineTiles, lateP),
                                passTiming);
         }
         py::dict out;
@@ -228,7 +230,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false,
+      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

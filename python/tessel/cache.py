@@ -62,7 +62,7 @@ class GpuOptions:
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
-            vector_stores or pipeline_tiles that is not a bool.
+            vector_stores, pipeline_tiles or late_p that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -142,6 +142,13 @@ class GpuOptions:
     #: docs/dev/notes/2026-12-04-tile-pipelining.md): the tensor cores work under the
     #: epilogue. Off by default until measured on the H200.
     pipeline_tiles: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: Overlapped consumers whose registers cannot hold S_j, O and two P tiles (d64's three
+    #: consumer warpgroups at 152 registers) make P_j after the previous P·V's wait, one P live
+    #: at a time, and take the registers of a producer that copies by cp.async (160 each, the
+    #: producer 32: FlashAttention-3's d64 kernel). A TMA producer keeps its registers, so with
+    #: tma_producer on (the default for persistent kernels) this changes nothing there. Off by
+    #: default until measured on the H200.
+    late_p: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -155,7 +162,7 @@ class GpuOptions:
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
-                     "tma_producer", "vector_stores", "pipeline_tiles"):
+                     "tma_producer", "vector_stores", "pipeline_tiles", "late_p"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -285,7 +292,7 @@ def ingredients(kernel, gpu):
                                                     gpu.warp_specialize, gpu.overlap_consumers,
                                                     gpu.pingpong, gpu.producer_once,
                                                     gpu.tma_producer, gpu.vector_stores,
-                                                    gpu.pipeline_tiles)
+                                                    gpu.pipeline_tiles, gpu.late_p)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -512,7 +519,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.occupancy_hints, gpu.sink_waits,
                                     gpu.warp_specialize, gpu.overlap_consumers,
                                     gpu.pingpong, gpu.producer_once, gpu.tma_producer,
-                                    gpu.vector_stores, gpu.pipeline_tiles)
+                                    gpu.vector_stores, gpu.pipeline_tiles, gpu.late_p)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -185,13 +185,24 @@ def test_producer_schedules_dense(persistent, schedule, causal, N):
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
 
 
+# d64's 192x128 kernel (three consumer warpgroups, persistent from 2k queries and keys) under
+# the schedules that are not its default: each tile's first S issued at the end of the tile
+# before (pipeline_tiles, which needs Q from the producer; the pass peels the synchronous
+# consumers' first loop), and its consumers overlapped with P made after the previous P·V's
+# wait at 160 registers beside a cp.async producer (late_p; a TMA producer keeps its
+# registers, so tma_producer=False), and both. The same arithmetic: the default's bits.
+D64_SCHEDULES = {"once+pipeline": dict(producer_once=True, pipeline_tiles=True),
+                 "late-p": dict(late_p=True, tma_producer=False),
+                 "late-p+once+pipeline": dict(late_p=True, tma_producer=False,
+                                              producer_once=True, pipeline_tiles=True)}
+
+
+@pytest.mark.parametrize("schedule", list(D64_SCHEDULES))
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("N", [2048, 2500, 4096])
-def test_pipelined_tiles_d64(persistent, causal, N):
-    # d64's 192x128 kernel (three synchronous consumer warpgroups, persistent from 2k queries
-    # and keys), whose first key loop tilegpu-pipeline-tiles peels, with Q from the producer
-    # and each tile's first S issued at the end of the tile before: the default's bits. 2500
-    # ends in a partial block; causal tiles of the first query block have no unmasked loop.
+def test_d64_schedules(persistent, schedule, causal, N):
+    # 2500 ends in a partial block; causal tiles of the first query block have no unmasked
+    # loop (no pipelined S: the masked loop issues its own).
     hopper()
     from tessel.attention import _prepare_cuda, persistent_attention_kernel
     persistent(True)
@@ -200,8 +211,8 @@ def test_pipelined_tiles_d64(persistent, causal, N):
     q, k, v = (torch.randn(B, H, N, 64, device="cuda", generator=gen).half() for _ in range(3))
     want, want_lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
     args, cx, grid_, o, lse = _prepare_cuda(q, k, v, causal, None, None, None, False, None, None)
-    assert len(args) == 13, "the persistent kernel"
-    _launch_with(persistent_attention_kernel, grid_, args, cx, **SCHEDULES["once+pipeline"])
+    assert len(args) == 13 and cx["BLOCK_M"] == 192, "the 192-row persistent kernel"
+    _launch_with(persistent_attention_kernel, grid_, args, cx, **D64_SCHEDULES[schedule])
     torch.testing.assert_close(o, want, atol=0, rtol=0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
     torch.testing.assert_close(o.float(), reference(q, k, v, causal=causal), atol=TOL[q.dtype],

@@ -219,6 +219,34 @@ def test_pipeline_tiles_compiles(tmp_path, D, BM, causal):
         cache.GpuOptions(pipeline_tiles=1)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_late_p_compiles(tmp_path, causal):
+    # GpuOptions(late_p) (off by default): d64's 192x128 consumers, whose registers (152 beside
+    # a 56-register producer) cannot hold S_j, O and two P tiles, are overlapped with P_j made
+    # after the previous P·V's wait at 160 registers, the cp.async producer keeping 32 — one
+    # group in flight at each S wait, no spill. A TMA producer (the default) keeps its
+    # registers: then nothing changes but the key.
+    N, D = 2048, 64
+    x = np.zeros((1, 2, N, D), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
+                                           BLOCK_M=192, BLOCK_N=128, CAUSAL=causal,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    sync = _ptx(tmp_path, k, tma_producer=False)
+    late = _ptx(tmp_path, k, tma_producer=False, late_p=True)
+    assert "wgmma.wait_group.sync.aligned 1;" not in sync.ptx
+    assert "wgmma.wait_group.sync.aligned 1;" in late.ptx
+    words = " ".join(late.ptx.split())
+    assert "setmaxnreg.inc.sync.aligned.u32 160;" in words
+    assert "setmaxnreg.dec.sync.aligned.u32 32;" in words
+    assert late.manifest["spill_bytes"] == 0 and late.manifest["given_up"] == []
+    plain, tma = _ptx(tmp_path, k), _ptx(tmp_path, k, late_p=True)
+    assert tma.ptx == plain.ptx and tma.key != plain.key
+    with pytest.raises(TypeError, match="late_p must be a bool"):
+        cache.GpuOptions(late_p="yes")
+
+
 def test_producer_once_policy(monkeypatch):
     # grid.short_tiles: the dense persistent kernel copies Q from the producer where its tiles
     # visit at most PRODUCER_ONCE_MAX_BLOCKS key blocks on average (causal rows: half).

@@ -111,6 +111,12 @@ static cl::opt<bool> pipelineTiles(
              "before this tile's epilogue (tilegpu-pipeline-tiles); off until measured"),
     cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool>
+    lateP("late-p",
+          cl::desc("Overlapped consumers short of registers (d64's three warpgroups) make P_j "
+                   "after the previous P·V's wait, with a cp.async producer's registers "
+                   "(tilegpu-overlap-consumers late-p); off until measured"),
+          cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool>
     noTmaProducer("no-tma-producer",
                   cl::desc("A warp-specialized kernel's producer copies its blocks by cp.async "
                            "from every thread, not through TMA (no tilegpu-tma-producer; to "
@@ -238,6 +244,7 @@ int main(int argc, char **argv) {
   options.pingpong = !noPingpong;
   options.producerOnce = producerOnce;
   options.pipelineTiles = pipelineTiles;
+  options.lateP = lateP;
   options.tmaProducer = !noTmaProducer;
   options.vectorStores = !noVectorStores;
   options.numStages = numStages;

@@ -91,6 +91,38 @@ int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
          40;
 }
 
+/// The same with P_j made after the previous P·V is waited for (overlap's `lateP`): S_j, O and
+/// one P, and about 32 more (ptxas, CUDA 13.0: d64's 192×128 consumers spill nothing at 160
+/// registers a thread and 64–128 bytes at 152).
+int64_t lateOverlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
+  return overlapRegisters(m, consumerThreads) - 8;
+}
+
+/// What a producer that only copies by cp.async keeps (FA3's beside three consumer
+/// warpgroups); one that builds TMA maps or transposes blocks through its registers keeps more.
+constexpr int64_t kLeanProducerRegisters = 24;
+
+/// The registers of (producer, consumer) threads once a producer that only copies by cp.async
+/// (no TMA map, no transposed block) keeps what the consumers leave above
+/// kLeanProducerRegisters, the roles' total unchanged (what the launch reserves: a
+/// setmaxnreg.inc past it would wait for ever); theirs now where the producer is not of that
+/// kind.
+std::pair<int64_t, int64_t> withLeanProducer(WarpSpecializeOp ws, int64_t consumerThreads) {
+  bool lean = true;
+  ws.getProducer().walk([&](AsyncCopyOp copy) {
+    auto alloc = copy.getBuffer().getDefiningOp<AllocOp>();
+    lean &= !copy->hasAttr("tma_map") && !(alloc && alloc->hasAttr(kTransposedAttr));
+  });
+  int64_t producerThreads = 32 * static_cast<int64_t>(ws.getProducerWarps());
+  int64_t total = producerThreads * ws.getProducerRegisters() +
+                  consumerThreads * ws.getConsumerRegisters();
+  if (!lean || ws.getProducerRegisters() <= kLeanProducerRegisters)
+    return {ws.getProducerRegisters(), ws.getConsumerRegisters()};
+  int64_t consumer = std::min<int64_t>(240, (total - producerThreads * kLeanProducerRegisters) /
+                                                consumerThreads / 8 * 8);
+  return {(total - consumerThreads * consumer) / producerThreads / 8 * 8, consumer};
+}
+
 /// Waits (where `pred`, or always when it is null) for the V block of count − 1, the one a
 /// P·V issued at count reads; returns its stage.
 Value waitForPendingV(OpBuilder &b, Location loc, Value count, Value fullV, int64_t stages,
@@ -142,8 +174,10 @@ FailureOr<scf::ForOp> peelFirst(IRRewriter &rw, ConsumerLoop &m) {
 }
 
 /// Rewrites `m` into the overlapped schedule, its first iteration peeled, and drains its last
-/// P·V after it.
-LogicalResult overlap(ConsumerLoop &m) {
+/// P·V after it. `lateP`: P_j is converted to 16 bits after P_{j−1}·V_{j−1} is waited for, so
+/// that one P is live at a time instead of two (FA3's order; the float exponentials are tied
+/// through the wait, so that the conversion cannot move above it).
+LogicalResult overlap(ConsumerLoop &m, bool lateP) {
   scf::ForOp loop = m.loop;
   Location loc = loop.getLoc();
   IRRewriter rw(loop.getContext());
@@ -181,18 +215,33 @@ LogicalResult overlap(ConsumerLoop &m) {
         auto sWait = WgmmaWaitOp::create(b, loc, TypeRange{s.getType()}, ValueRange{s}, 1);
         MbarrierArriveOp::create(b, loc, emptyK, stage, Value());
         m.sDot.getResult().replaceAllUsesWith(sWait.getResult(0));
-        // O is complete before f(O); the wait also ties P_j, so that what makes it stays above.
+        // O is complete before f(O); the wait also ties P_j, so that what makes it stays above
+        // (or, late, the exponentials P_j is made of, below).
         b.setInsertionPoint(m.pvDot);
         Value pj = m.pvDot.getA();
-        auto oWait = WgmmaWaitOp::create(b, loc, TypeRange{pv.getType(), pj.getType()},
-                                         ValueRange{pv, pj}, 0);
+        auto cvt = pj.getDefiningOp<ConvertLayoutOp>();
+        auto trunc = cvt ? cvt.getInput().getDefiningOp<arith::TruncFOp>() : arith::TruncFOp();
+        bool late = lateP && trunc && cvt->hasOneUse() && trunc->hasOneUse();
+        Value tied = late ? trunc.getIn() : pj;
+        auto oWait = WgmmaWaitOp::create(b, loc, TypeRange{pv.getType(), tied.getType()},
+                                         ValueRange{pv, tied}, 0);
+        Value next = oWait.getResult(1);
+        if (late) {
+          next = ConvertLayoutOp::create(
+              b, loc, cvt.getType(),
+              arith::TruncFOp::create(b, loc, trunc.getType(), oWait.getResult(1)));
+        }
         MbarrierArriveOp::create(b, loc, emptyV, vStage, Value());
         yieldWaitedO(m, b, oWait.getResult(0), loop.getBody());
+        if (late) {
+          cvt.erase();
+          trunc.erase();
+        }
         m.vFence.erase();
         m.vWait.erase();
         m.kRelease.erase();
         m.vRelease.erase();
-        return {oWait.getResult(1), vBuffer, stage};
+        return {next, vBuffer, stage};
       });
   if (failed(replaced))
     return failure();
@@ -231,30 +280,46 @@ struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<Ove
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(overlapConsumers(getOperation())))
+    if (failed(overlapConsumers(getOperation(), lateP)))
       signalPassFailure();
   }
 };
 
 } // namespace
 
-FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program) {
+FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lateP) {
   SmallVector<ConsumerLoop> loops;
-  bool fits = true;
-  program.walk([&](WarpSpecializeOp ws) {
-    int64_t threads = programLayout(program).getWarps() * 32;
+  WarpSpecializeOp ws;
+  int64_t threads = programLayout(program).getWarps() * 32, need = 0, needLate = 0;
+  program.walk([&](WarpSpecializeOp op) {
+    ws = op;
     for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>()) {
       std::optional<ConsumerLoop> m = match(loop);
       if (!m)
         continue;
-      fits &= overlapRegisters(*m, threads) <= ws.getConsumerRegisters();
+      need = std::max(need, overlapRegisters(*m, threads));
+      needLate = std::max(needLate, lateOverlapRegisters(*m, threads));
       loops.push_back(*m);
     }
   });
-  if (loops.empty() || !fits)
+  if (loops.empty())
     return false;
+  // Where the schedule does not fit (d64's three consumer warpgroups: 152 registers each
+  // beside a 56-register TMA producer), its late-P form may, with the registers a cp.async
+  // producer can give (FA3's d64 kernel: 160 and 32).
+  if (need <= ws.getConsumerRegisters())
+    lateP = false;
+  else if (!lateP)
+    return false;
+  else {
+    auto [producer, consumer] = withLeanProducer(ws, threads);
+    if (needLate > consumer)
+      return false;
+    ws.setProducerRegisters(producer);
+    ws.setConsumerRegisters(consumer);
+  }
   for (ConsumerLoop &m : loops)
-    if (failed(overlap(m)))
+    if (failed(overlap(m, lateP)))
       return m.loop.emitOpError("could not be overlapped");
   return true;
 }

@@ -211,8 +211,17 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     last P·V is drained (wait for V_last, P·V, release) in a loop of at most one iteration: none
     where the loop ran none, peel included (O kept; no P·V issued). The producer
     is unchanged. Nothing is done where the registers the schedule holds (S, O, P, Q) would
-    not fit the consumers' (d256).
+    not fit the consumers' (d256). With `late-p`, where they do not fit but would with P_j
+    made after that wait — the float exponentials tied through it, so one P is live, not two
+    (FA3's order) — and the consumers' registers are then enough, or become enough once a
+    producer that only copies by cp.async keeps 24 and gives them the rest of the roles' total
+    (d64's three consumer warpgroups: 160, the producer 32), the schedule takes that form.
   }];
+  let options = [
+    Option<"lateP", "late-p", "bool", /*default=*/"false",
+           "Where the registers are short, P_j made after the previous P·V's wait, the "
+           "registers of a cp.async producer given to the consumers.">,
+  ];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }
 

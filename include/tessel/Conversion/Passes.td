@@ -110,6 +110,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"producerOnce", "producer-once", "bool", /*default=*/"false",
            "With warp-specialize: the producer copies the blocks loaded once a tile (Q) too "
            "(tilegpu-producer-once). Off by default until measured.">,
+    Option<"lateP", "late-p", "bool", /*default=*/"false",
+           "With overlap-consumers, where the consumers' registers are short (d64's three "
+           "warpgroups): P_j made after the previous P·V's wait, a cp.async producer's registers "
+           "given to the consumers (tilegpu-overlap-consumers late-p). Off until measured.">,
     Option<"pipelineTiles", "pipeline-tiles", "bool", /*default=*/"false",
            "With overlap-consumers and producer-once in a persistent kernel: the next tile's "
            "first S = Q·K₀ᵀ issued before this tile's epilogue (tilegpu-pipeline-tiles). Off "

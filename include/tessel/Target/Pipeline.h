@@ -65,6 +65,10 @@ struct TargetOptions {
   /// issued before this tile's epilogue (convert-tile-to-mma pipeline-tiles;
   /// tilegpu-pipeline-tiles). Off until measured.
   bool pipelineTiles = false;
+  /// Overlapped consumers whose registers are short (d64's three warpgroups) make P_j after the
+  /// previous P·V's wait, with a cp.async producer's registers (convert-tile-to-mma late-p;
+  /// tilegpu-overlap-consumers). Off until measured.
+  bool lateP = false;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).

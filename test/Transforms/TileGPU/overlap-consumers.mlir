@@ -9,6 +9,8 @@
 // consumers', are left as they are.
 // RUN: tessel-opt %s --split-input-file --allow-unregistered-dialect --tilegpu-overlap-consumers \
 // RUN:   | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --allow-unregistered-dialect \
+// RUN:   --tilegpu-overlap-consumers=late-p=true | FileCheck %s --check-prefix=LATE
 
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
@@ -286,6 +288,17 @@ func.func @chain(%q: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd: !tile.des
 // CHECK: tile.dot
 // CHECK: tile.dot
 // CHECK-NOT: tilegpu.wgmma
+// With late-p they fit (32 + 64 + 16 + 32 = 144) once the producer, which copies by cp.async,
+// keeps 24 registers and gives the consumers the rest of the roles' 39,936 (144 a thread): the
+// overlapped loop waits for the previous P·V tying S_j's float values (not P_j), and makes P_j
+// from them after the wait, so that P_{j−1} and P_j are never live together.
+// LATE-LABEL: func.func @few_registers
+// LATE: tilegpu.warp_specialize producer_warps 4 registers 24, 144 consumers {
+// LATE: %[[S:.*]] = tilegpu.wgmma_wait %{{.*}} {pending = 1 : i32} : tensor<128x64xf32, #mma>
+// LATE: %[[W:.*]]:2 = tilegpu.wgmma_wait %{{.*}}, %[[S]] {pending = 0 : i32} : tensor<128x128xf32, #mma>, tensor<128x64xf32, #mma>
+// LATE-NEXT: %[[P16:.*]] = arith.truncf %[[W]]#1
+// LATE-NEXT: %[[P:.*]] = tilegpu.convert_layout %[[P16]]
+// LATE: scf.yield %{{.*}}, %{{.*}}, %[[P]],
 func.func @few_registers(%qa: tensor<128x128xf16, #a>, %n: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
