@@ -1,10 +1,10 @@
 //===- PipelineTiles.cpp - the next tile's first S issued before this tile's epilogue ------===//
 //
 // tilegpu-pipeline-tiles (Passes.td says the schedule; the design note is
-// docs/dev/notes/2026-12-04-tile-pipelining.md): in the overlapped consumers of a persistent
-// program whose Q comes from the producer, the first S = Q·K₀ᵀ of a tile is issued at the end
-// of the previous tile — after its last P·V, before its epilogue — and carried in flight
-// through the tile loop to the peeled first iteration, which waits for it instead of issuing
+// docs/dev/notes/2026-12-04-tile-pipelining.md): in the consumers of a persistent program
+// whose Q comes from the producer, the first S = Q·K₀ᵀ of a tile is issued at the end of the
+// previous tile — after its last P·V, before its epilogue — and carried in flight through the
+// tile loop; the tile waits for it before its peeled first iteration, which no longer issues
 // it. The tensor cores then work under the epilogue and the next tile's head.
 //
 //===--------------------------------------------------------------------------------------===//
@@ -17,7 +17,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace tessel::tilegpu {
