@@ -44,6 +44,10 @@ from .frontend import CodeGenerator, FunctionSource, TVal, _Return
 WARPS = (1, 2, 4, 8, 16, 32)
 
 
+# CompileOptions' switches that set the GpuOptions field of the same name where not None.
+_GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "pipeline_tiles", "late_p")
+
+
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
     """How a kernel is compiled: ``@tessel.jit(options=CompileOptions(...))``.
@@ -56,7 +60,8 @@ class CompileOptions:
     Raises:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
             num_stages other than 2, 3 or 4.
-        TypeError: an occupancy_hints or producer_once that is neither None nor a bool.
+        TypeError: an occupancy_hints, producer_once, tma_producer, pipeline_tiles or late_p
+            that is neither None nor a bool.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -80,6 +85,17 @@ class CompileOptions:
     #: blocks loaded once a tile (Q) too, into two buffers (``GpuOptions.producer_once``);
     #: None keeps GpuOptions' default (off). Keyed as the GpuOptions field it sets.
     producer_once: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether such a producer copies through TMA (``GpuOptions.tma_producer``); None keeps
+    #: GpuOptions' default (on). Keyed as the GpuOptions field it sets.
+    tma_producer: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether a persistent kernel whose producer copies Q issues each tile's first Q·Kᵀ before
+    #: the previous tile's epilogue (``GpuOptions.pipeline_tiles``); None keeps GpuOptions'
+    #: default (off). Keyed as the GpuOptions field it sets.
+    pipeline_tiles: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether overlapped consumers short of registers make P after the previous P·V's wait
+    #: (``GpuOptions.late_p``); None keeps GpuOptions' default (off). Keyed as the GpuOptions
+    #: field it sets.
+    late_p: bool | None = dataclasses.field(default=None, metadata={"code": False})
 
     def __post_init__(self):
         if self.backend not in ("auto", "interpreter", "gpu"):
@@ -90,16 +106,16 @@ class CompileOptions:
         if self.num_stages is not None and (isinstance(self.num_stages, bool)
                                             or self.num_stages not in (2, 3, 4)):
             raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
-        if self.occupancy_hints is not None and not isinstance(self.occupancy_hints, bool):
-            raise TypeError(f"occupancy_hints must be a bool, got {self.occupancy_hints!r}")
-        if self.producer_once is not None and not isinstance(self.producer_once, bool):
-            raise TypeError(f"producer_once must be a bool, got {self.producer_once!r}")
+        for name in _GPU_SWITCHES:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, got {value!r}")
 
     def gpu_options(self, chip="sm_90a"):
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
-        (``codegen="auto"``), with ``num_threads``, ``num_stages``, ``occupancy_hints`` and
-        ``producer_once`` from ``num_warps``, ``num_stages``, ``occupancy_hints`` and
-        ``producer_once`` where they are set.
+        (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
+        ``num_stages``, and the switches (``occupancy_hints``, ``producer_once``,
+        ``tma_producer``, ``pipeline_tiles``, ``late_p``) where they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".
@@ -113,10 +129,9 @@ class CompileOptions:
             fields["num_threads"] = 32 * self.num_warps
         if self.num_stages is not None:
             fields["num_stages"] = self.num_stages
-        if self.occupancy_hints is not None:
-            fields["occupancy_hints"] = self.occupancy_hints
-        if self.producer_once is not None:
-            fields["producer_once"] = self.producer_once
+        for name in _GPU_SWITCHES:
+            if getattr(self, name) is not None:
+                fields[name] = getattr(self, name)
         return cache.GpuOptions(**fields)
 
     def digest(self):

@@ -288,7 +288,13 @@ def window_1024(b, h, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (q_idx - kv_idx < 1024)
 
 
-def test_compile_options_producer_once():
-    assert tessel.CompileOptions(producer_once=True).gpu_options("sm_90a").producer_once
-    with pytest.raises(TypeError, match="producer_once must be a bool"):
-        tessel.CompileOptions(producer_once=1)
+@pytest.mark.parametrize("name", ["producer_once", "tma_producer", "pipeline_tiles", "late_p"])
+def test_compile_options_switches(name):
+    # A kernel's own schedule switches (kernel.with_options(...)) set the GpuOptions field of
+    # the same name; None keeps GpuOptions' default.
+    default = getattr(cache.GpuOptions(), name)
+    gpu = tessel.CompileOptions(**{name: not default}).gpu_options("sm_90a")
+    assert getattr(gpu, name) is (not default)
+    assert getattr(tessel.CompileOptions().gpu_options("sm_90a"), name) is default
+    with pytest.raises(TypeError, match=f"{name} must be a bool"):
+        tessel.CompileOptions(**{name: 1})
