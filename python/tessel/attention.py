@@ -25,7 +25,7 @@ from . import capture
 from . import gpu
 from . import language as tl
 from .grid import MAX_GRID_Y, block_and_row, dense_tiles, fold_grid, greedy_schedule, \
-    persistent_programs, short_tiles, tile_block
+    persistent_programs, schedule_switches, short_tiles, tile_block, with_switches
 from .frontend import ModFunction
 from .jit import JITFunction, jit
 from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
@@ -720,8 +720,11 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
 _PERSISTENT_ARGS = 13
 
 
-# The persistent kernel whose producer copies Q too (grid.short_tiles).
-_persistent_once = persistent_attention_kernel.with_options(producer_once=True)
+# The persistent kernel's variants by their schedule switches (grid.schedule_switches); the one
+# whose producer copies Q too (grid.short_tiles) made here.
+_persistent_variants = {}
+_persistent_once = with_switches(persistent_attention_kernel, {"producer_once": True},
+                                 _persistent_variants)
 
 
 def persistent_kernel(Nq, Nk, D, BM, BN, causal):
@@ -730,7 +733,8 @@ def persistent_kernel(Nq, Nk, D, BM, BN, causal):
     buffer fits beside the ring (grid.PRODUCER_ONCE_MAX_D)."""
     blocks = -(-Nk // BN)
     short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks, D)
-    return _persistent_once if short else persistent_attention_kernel
+    return with_switches(persistent_attention_kernel, schedule_switches(short, BM),
+                         _persistent_variants)
 
 
 def cuda_kernel(args, constexprs, chip):

@@ -21,8 +21,8 @@ from . import gpu
 from . import language as tl
 from .attention import _as_jit, _check_shapes, _chip_for_blocks, _past_i32, attention_rows, \
     dense_schedule, in_chunks
-from .grid import block_and_row, dense_tiles, fold_grid, persistent_programs, short_tiles, \
-    tile_block
+from .grid import block_and_row, dense_tiles, fold_grid, persistent_programs, \
+    schedule_switches, short_tiles, tile_block, with_switches
 from .jit import jit
 
 
@@ -96,7 +96,9 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
 # attention.persistent_kernel chooses for fp16.
-_fp8_persistent_once = fp8_persistent_kernel.with_options(producer_once=True)
+_fp8_variants = {}
+_fp8_persistent_once = with_switches(fp8_persistent_kernel, {"producer_once": True},
+                                     _fp8_variants)
 
 
 def persistent_kernel(Nq, Nk, BN, causal):
@@ -104,7 +106,7 @@ def persistent_kernel(Nq, Nk, BN, causal):
     few key blocks (causal rows half of them on average)."""
     blocks = -(-Nk // BN)
     short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks)
-    return _fp8_persistent_once if short else fp8_persistent_kernel
+    return with_switches(fp8_persistent_kernel, schedule_switches(short, 128), _fp8_variants)
 
 
 # sm_90a blocks by head dim. d128: two consumer warpgroups of 64 rows over 128 keys a step, the

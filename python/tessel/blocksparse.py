@@ -43,7 +43,7 @@ from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
 from .grid import block_and_row, fold_grid, greedy_schedule, persistent_programs, \
-    program_tiles, short_tiles
+    program_tiles, schedule_switches, short_tiles, with_switches
 from .jit import jit
 from .layouts import contiguous_aligned
 
@@ -539,7 +539,9 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
 
 
 # The persistent kernel whose producer copies Q too (grid.short_tiles).
-_block_sparse_once = block_sparse_attention_kernel.with_options(producer_once=True)
+_block_sparse_variants = {}
+_block_sparse_once = with_switches(block_sparse_attention_kernel, {"producer_once": True},
+                                   _block_sparse_variants)
 
 
 def kernel_of(bm, args, constexprs, grid):
@@ -549,8 +551,9 @@ def kernel_of(bm, args, constexprs, grid):
         B, H = args[0].shape[0], args[0].shape[1]
         blocks = bm.mean_blocks(B, H, constexprs["BLOCK_M"], grid[0]) * \
             (bm.BLOCK_N // constexprs["BLOCK_N"])      # in the kernel's key blocks
-        if short_tiles(blocks, constexprs["D"]):
-            return _block_sparse_once
+        switches = schedule_switches(short_tiles(blocks, constexprs["D"]),
+                                     constexprs["BLOCK_M"])
+        return with_switches(block_sparse_attention_kernel, switches, _block_sparse_variants)
     return block_sparse_attention_kernel
 
 

@@ -119,6 +119,41 @@ PRODUCER_ONCE_MAX_D = 128
 PRODUCER_ONCE_GPU = True
 
 
+#: Persistent kernels whose producer copies Q (short tiles) issue each tile's first Q·Kᵀ before
+#: the previous tile's epilogue (GpuOptions.pipeline_tiles, tilegpu-pipeline-tiles; the same
+#: arithmetic). Off until measured on the H200 (bench/results/2026-12-05-h200-s26/run1.sh).
+PIPELINE_TILES_GPU = False
+#: The 192-row kernels (d64's three consumer warpgroups) run overlapped with P made after the
+#: previous P·V's wait, beside a cp.async producer (GpuOptions.late_p with tma_producer off:
+#: FlashAttention-3's d64 schedule). Off until measured (the same folder's run2.sh).
+LATE_P_GPU = False
+
+
+def schedule_switches(short, block_m):
+    """The CompileOptions switches of a persistent launch: Q from the producer where its tiles
+    are `short` (short_tiles), pipelined tiles with it (PIPELINE_TILES_GPU), FA3's d64 schedule
+    for `block_m` 192 (LATE_P_GPU); {} for the kernel's defaults."""
+    switches = {}
+    if short:
+        switches["producer_once"] = True
+        if PIPELINE_TILES_GPU:
+            switches["pipeline_tiles"] = True
+    if LATE_P_GPU and block_m == 192:
+        switches.update(late_p=True, tma_producer=False)
+    return switches
+
+
+def with_switches(kernel, switches, made):
+    """`kernel`, or `kernel.with_options(**switches)` made once and kept in the caller's dict
+    `made` (a launcher's kernel object is the key of its plans: one object per variant)."""
+    if not switches:
+        return kernel
+    key = tuple(sorted(switches.items()))
+    if key not in made:
+        made[key] = kernel.with_options(**switches)
+    return made[key]
+
+
 def short_tiles(mean_key_blocks, D=0):
     """Whether a persistent launch whose tiles visit `mean_key_blocks` key blocks on average
     (of head dim D) copies Q from the producer (PRODUCER_ONCE_MAX_BLOCKS, PRODUCER_ONCE_MAX_D)."""

@@ -264,6 +264,25 @@ def test_producer_once_policy(monkeypatch):
     assert att.persistent_kernel(1024, 1024, 128, 128, 128, False) is plain
 
 
+def test_schedule_switches_policy(monkeypatch):
+    # grid.PIPELINE_TILES_GPU and grid.LATE_P_GPU (off until measured) choose the persistent
+    # kernel's variants: pipelined tiles where Q comes from the producer, FA3's d64 schedule
+    # for the 192-row kernel; one kernel object per variant, made once.
+    att = importlib.import_module("tessel.attention")
+    plain, once = persistent_attention_kernel, att._persistent_once
+    assert att.persistent_kernel(4096, 4096, 64, 192, 128, False) is plain
+    monkeypatch.setattr(grid, "PIPELINE_TILES_GPU", True)
+    piped = att.persistent_kernel(1024, 1024, 128, 128, 128, False)
+    assert piped is not once and piped is att.persistent_kernel(2048, 2048, 128, 128, 128, False)
+    gpu = piped.options.gpu_options("sm_90a")
+    assert gpu.producer_once and gpu.pipeline_tiles and not gpu.late_p
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain   # long tiles
+    monkeypatch.setattr(grid, "LATE_P_GPU", True)
+    late = att.persistent_kernel(4096, 4096, 64, 192, 128, False).options.gpu_options("sm_90a")
+    assert late.late_p and not late.tma_producer and not late.producer_once
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain   # 128 rows
+
+
 def test_producer_once_policy_block_mask():
     # A block mask's tiles: its mean visited blocks (window 1024 at 8k: ~9; causal: ~32).
     N = 8192
