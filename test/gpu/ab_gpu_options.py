@@ -10,8 +10,8 @@ case.
 The sessions' one-off A/B scripts (bench/results/*/ab*.py) as one tool:
 
     cd test/gpu && PYTHONPATH=<bundle>/python python3 ab_gpu_options.py OUT_DIR \\
-        --set tma_producer=False [--set producer_once=True] [--base FIELD=VALUE] \\
-        [--rounds 2] [--cases dense masks d64]
+        --set tma_producer=False [--set producer_once=True] [--grid NAME=VALUE] \\
+        [--base FIELD=VALUE] [--rounds 2] [--cases dense masks d64]
 
 Writes OUT_DIR/ab-{A,B}-{round}.json and OUT_DIR/summary.json; prints one line a case.
 """
@@ -36,15 +36,21 @@ def value(text):
         return text
 
 
-def run_child(mode, options, cases, out):
-    """Times the cases in this process with `options` (mode A: --set, mode B: --base, which
-    are tessel's defaults where empty)."""
+def run_child(mode, options, policy, cases, out):
+    """Times the cases in this process with GpuOptions fields `options` and tessel.grid
+    settings `policy` (mode A: --set and --grid, mode B: --base; tessel's defaults where
+    empty)."""
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_block_mask import allowed_pairs, make_cases
     from bench_decode import compile_with, make_timer
     if options:
         compile_with(**options)
+    from tessel import grid
+    for name, setting in policy.items():
+        if not hasattr(grid, name):
+            raise SystemExit(f"--grid: tessel.grid has no {name}")
+        setattr(grid, name, setting)
     import tessel
     from tessel import language as tl
     timed, timer = make_timer(torch)
@@ -82,7 +88,7 @@ def run_child(mode, options, cases, out):
             call()
             rows[f"{name} (block mask)"] = flops / timed(call) / 1e9
     json.dump(dict(timer=timer, device=torch.cuda.get_device_name(0), mode=mode,
-                   options=options, rows=rows), open(out, "w"), indent=1)
+                   options=options, grid=policy, rows=rows), open(out, "w"), indent=1)
     print(json.dumps(dict(mode=mode, rows={k: round(v, 1) for k, v in rows.items()})),
           flush=True)
 
@@ -107,6 +113,10 @@ def main():
     ap.add_argument("out", help="folder for the processes' JSON files and the summary")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="a GpuOptions field of configuration A (repeatable)")
+    ap.add_argument("--grid", action="append", default=[], metavar="NAME=VALUE",
+                    help="a tessel.grid setting of configuration A (repeatable), e.g. "
+                         "PIPELINE_TILES_GPU=True: tessel's policy rather than a field for "
+                         "every kernel")
     ap.add_argument("--base", action="append", default=[], metavar="FIELD=VALUE",
                     help="a GpuOptions field of configuration B (repeatable; default: none, "
                          "tessel's defaults)")
@@ -122,12 +132,13 @@ def main():
         for item in items:
             name, sep, text = item.partition("=")
             if not sep:
-                ap.error(f"--set and --base take FIELD=VALUE, got {item!r}")
+                ap.error(f"--set, --grid and --base take NAME=VALUE, got {item!r}")
             out[name] = value(text)
         return out
-    options, base = fields(args.set), fields(args.base)
+    options, base, policy = fields(args.set), fields(args.base), fields(args.grid)
     if args.child:
-        run_child(args.child, options if args.child == "A" else base, args.cases, args.json)
+        run_child(args.child, options if args.child == "A" else base,
+                  policy if args.child == "A" else {}, args.cases, args.json)
         return 0
     os.makedirs(args.out, exist_ok=True)
     for r in range(1, args.rounds + 1):
@@ -135,18 +146,19 @@ def main():
             cmd = [sys.executable, os.path.abspath(__file__), args.out, "--child", mode,
                    "--json", os.path.join(args.out, f"ab-{mode}-{r}.json"), "--cases",
                    *args.cases, *[f"--set={s}" for s in args.set],
-                   *[f"--base={s}" for s in args.base]]
+                   *[f"--base={s}" for s in args.base], *[f"--grid={s}" for s in args.grid]]
             try:
                 subprocess.run(cmd, check=True, timeout=args.timeout)
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
                 print(f"ab {mode} round {r} failed: {e}", flush=True)
     summary = summarize(args.out)
-    print(f"A = {options or 'defaults'}, B = {base or 'defaults'}; TFLOP/s medians over "
+    shown = {**options, **{f"grid.{k}": v for k, v in policy.items()}}
+    print(f"A = {shown or 'defaults'}, B = {base or 'defaults'}; TFLOP/s medians over "
           f"{args.rounds} process(es) each")
     for case, (ma, mb, ratio, a, b) in summary.items():
         print(f"{case:>22}  A {ma:7.1f}  B {mb:7.1f}  A/B {ratio:5.3f}  "
               f"({min(a):.0f}-{max(a):.0f} / {min(b):.0f}-{max(b):.0f})")
-    json.dump(dict(options=options, base=base, rounds=args.rounds,
+    json.dump(dict(options=options, grid=policy, base=base, rounds=args.rounds,
                    cases={c: dict(a=ma, b=mb, ratio=x, a_runs=a, b_runs=b)
                           for c, (ma, mb, x, a, b) in summary.items()}),
               open(os.path.join(args.out, "summary.json"), "w"), indent=1)
