@@ -119,9 +119,10 @@ PRODUCER_ONCE_MAX_D = 128
 PRODUCER_ONCE_GPU = True
 
 
-#: Persistent kernels whose producer copies Q (short tiles) issue each tile's first Q·Kᵀ before
-#: the previous tile's epilogue (GpuOptions.pipeline_tiles, tilegpu-pipeline-tiles; the same
-#: arithmetic). Off until measured on the H200 (bench/results/2026-12-05-h200-s26/run1.sh).
+#: Persistent kernels whose producer copies Q (short tiles; the dense and block-sparse fp16 and
+#: bf16 kernels, not FP8's yet) issue each tile's first Q·Kᵀ before the previous tile's
+#: epilogue (GpuOptions.pipeline_tiles, tilegpu-pipeline-tiles; the same arithmetic). Off until
+#: measured on the H200 (bench/results/2026-12-05-h200-s26/run1.sh).
 PIPELINE_TILES_GPU = False
 #: The 192-row kernels (d64's three consumer warpgroups) run overlapped with P made after the
 #: previous P·V's wait, beside a cp.async producer (GpuOptions.late_p with tma_producer off:
