@@ -103,6 +103,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                      llvm::cl::desc("Overlapped consumers short of registers make P_j after the "
                                     "previous P·V's wait (tilegpu-overlap-consumers late-p)."),
                      llvm::cl::init(false)};
+  Option<bool> fp8Overlap{*this, "fp8-overlap",
+                          llvm::cl::desc("FP8 kernels' consumers overlapped too "
+                                         "(tilegpu-overlap-consumers transposed-v)."),
+                          llvm::cl::init(false)};
   Option<bool> pipelineTiles{*this, "pipeline-tiles",
                              llvm::cl::desc("The next tile's first S issued before this tile's "
                                             "epilogue (tilegpu-pipeline-tiles)."),
@@ -156,6 +160,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.producerOnce = options.producerOnce;
     mmaOptions.pipelineTiles = options.pipelineTiles;
     mmaOptions.lateP = options.lateP;
+    mmaOptions.fp8Overlap = options.fp8Overlap;
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
@@ -267,6 +272,7 @@ void tessel::registerTargetPasses() {
           options.producerOnce = o.producerOnce;
           options.pipelineTiles = o.pipelineTiles;
           options.lateP = o.lateP;
+          options.fp8Overlap = o.fp8Overlap;
           options.tmaProducer = o.tmaProducer;
           options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;

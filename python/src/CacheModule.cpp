@@ -38,10 +38,12 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
                                     bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
                                     bool pingpong, bool producerOnce, bool tmaProducer,
-                                    bool vectorStores, bool pipelineTiles, bool lateP) {
+                                    bool vectorStores, bool pipelineTiles, bool lateP,
+                                    bool fp8Overlap) {
   tessel::TargetOptions options;
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
+  options.fp8Overlap = fp8Overlap;
   options.tmaProducer = tmaProducer;
   options.vectorStores = vectorStores;
   options.overlapConsumers = overlapConsumers;
@@ -152,11 +154,11 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
          bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP) {
+         bool lateP, bool fp8Overlap) {
         return tessel::codeOptionsKey(targetOptions(
             chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
             occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce,
-            tmaProducer, vectorStores, pipelineTiles, lateP));
+            tmaProducer, vectorStores, pipelineTiles, lateP, fp8Overlap));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
@@ -164,8 +166,8 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false,
-      py::arg("late_p") = false);
+      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
+      py::arg("fp8_overlap") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -175,7 +177,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
          bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP) {
+         bool lateP, bool fp8Overlap) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
@@ -183,7 +185,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
                                              wgmmaOverlap, numStages, wgmmaAsyncDots,
                                              occupancyHints, sinkWaits, warpSpecialize,
                                              overlapConsumers, pingpong, producerOnce, tmaProducer,
-                                             vectorStores, pipelineTiles, lateP),
+                                             vectorStores, pipelineTiles, lateP, fp8Overlap),
                                passTiming);
         }
         py::dict out;
@@ -231,6 +233,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
+      py::arg("fp8_overlap") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

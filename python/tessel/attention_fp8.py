@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from . import gpu
+from . import grid as _grid
 from . import language as tl
 from .attention import _as_jit, _check_shapes, _chip_for_blocks, _past_i32, attention_rows, \
     dense_schedule, in_chunks
@@ -101,14 +102,20 @@ _fp8_persistent_once = with_switches(fp8_persistent_kernel, {"producer_once": Tr
                                      _fp8_variants)
 
 
+def overlap_switches():
+    """{"fp8_overlap": True} where grid.FP8_OVERLAP_GPU asks FP8's consumers overlapped."""
+    return {"fp8_overlap": True} if _grid.FP8_OVERLAP_GPU else {}
+
+
 def persistent_kernel(Nq, Nk, BN, causal):
     """fp8_persistent_kernel, or its variant copying Q from the producer where the tiles visit
-    few key blocks (causal rows half of them on average)."""
+    few key blocks (causal rows half of them on average); overlapped where
+    grid.FP8_OVERLAP_GPU."""
     blocks = -(-Nk // BN)
     short = short_tiles((blocks + 1) / 2 if causal and Nq >= Nk else blocks)
     # Not grid.schedule_switches: pipelined tiles have no FP8 GPU check yet (test_fp8_gpu.py).
-    return with_switches(fp8_persistent_kernel, {"producer_once": True} if short else {},
-                         _fp8_variants)
+    switches = dict({"producer_once": True} if short else {}, **overlap_switches())
+    return with_switches(fp8_persistent_kernel, switches, _fp8_variants)
 
 
 # sm_90a blocks by head dim. d128: two consumer warpgroups of 64 rows over 128 keys a step, the
@@ -266,5 +273,6 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
             persistent_kernel(Nq, Nk, BN, causal)[(programs, 1, 1)](*args, B * H, tiles, starts,
                                                                  **constexprs)
         else:
-            fp8_attention_kernel[fold_grid(-(-Nq // BM), B * H)](*args, **constexprs)
+            kernel = with_switches(fp8_attention_kernel, overlap_switches(), _fp8_variants)
+            kernel[fold_grid(-(-Nq // BM), B * H)](*args, **constexprs)
     return (o, lse) if return_lse else o

@@ -62,7 +62,7 @@ class GpuOptions:
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
-            vector_stores, pipeline_tiles or late_p that is not a bool.
+            vector_stores, pipeline_tiles, late_p or fp8_overlap that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -149,6 +149,12 @@ class GpuOptions:
     #: tma_producer on (the default for persistent kernels) this changes nothing there. Off by
     #: default until measured on the H200.
     late_p: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: FP8 kernels' consumers overlapped as fp16's are (S_j issued beside the previous P·V,
+    #: tilegpu-overlap-consumers): their V, which the producer stores transposed, read so by
+    #: the P·V. d128 compiles with 0 spill at 224 registers; FP8's softmax weighs more against
+    #: its halved tensor work, so the overlap should weigh more too. Off by default until
+    #: measured on the H200.
+    fp8_overlap: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -162,7 +168,8 @@ class GpuOptions:
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
-                     "tma_producer", "vector_stores", "pipeline_tiles", "late_p"):
+                     "tma_producer", "vector_stores", "pipeline_tiles", "late_p",
+                     "fp8_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -292,7 +299,8 @@ def ingredients(kernel, gpu):
                                                     gpu.warp_specialize, gpu.overlap_consumers,
                                                     gpu.pingpong, gpu.producer_once,
                                                     gpu.tma_producer, gpu.vector_stores,
-                                                    gpu.pipeline_tiles, gpu.late_p)
+                                                    gpu.pipeline_tiles, gpu.late_p,
+                                                    gpu.fp8_overlap)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -519,7 +527,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.occupancy_hints, gpu.sink_waits,
                                     gpu.warp_specialize, gpu.overlap_consumers,
                                     gpu.pingpong, gpu.producer_once, gpu.tma_producer,
-                                    gpu.vector_stores, gpu.pipeline_tiles, gpu.late_p)
+                                    gpu.vector_stores, gpu.pipeline_tiles, gpu.late_p,
+                                    gpu.fp8_overlap)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

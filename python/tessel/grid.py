@@ -130,6 +130,11 @@ PIPELINE_TILES_GPU = False
 LATE_P_GPU = False
 
 
+#: FP8 kernels run their consumers overlapped as fp16's are (GpuOptions.fp8_overlap). Off until
+#: measured (bench/results/2026-12-05-h200-s26/run3.sh).
+FP8_OVERLAP_GPU = False
+
+
 def schedule_switches(short, block_m):
     """The CompileOptions switches of a persistent launch: Q from the producer where its tiles
     are `short` (short_tiles), pipelined tiles with it (PIPELINE_TILES_GPU), FA3's d64 schedule
@@ -149,7 +154,7 @@ def with_switches(kernel, switches, made):
     `made` (a launcher's kernel object is the key of its plans: one object per variant)."""
     if not switches:
         return kernel
-    key = tuple(sorted(switches.items()))
+    key = (id(kernel), tuple(sorted(switches.items())))
     if key not in made:
         made[key] = kernel.with_options(**switches)
     return made[key]

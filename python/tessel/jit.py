@@ -45,7 +45,8 @@ WARPS = (1, 2, 4, 8, 16, 32)
 
 
 # CompileOptions' switches that set the GpuOptions field of the same name where not None.
-_GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "pipeline_tiles", "late_p")
+_GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "pipeline_tiles", "late_p",
+                 "fp8_overlap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +61,8 @@ class CompileOptions:
     Raises:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
             num_stages other than 2, 3 or 4.
-        TypeError: an occupancy_hints, producer_once, tma_producer, pipeline_tiles or late_p
-            that is neither None nor a bool.
+        TypeError: an occupancy_hints, producer_once, tma_producer, pipeline_tiles, late_p or
+            fp8_overlap that is neither None nor a bool.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -96,6 +97,9 @@ class CompileOptions:
     #: (``GpuOptions.late_p``); None keeps GpuOptions' default (off). Keyed as the GpuOptions
     #: field it sets.
     late_p: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether an FP8 kernel's consumers are overlapped too (``GpuOptions.fp8_overlap``); None
+    #: keeps GpuOptions' default (off). Keyed as the GpuOptions field it sets.
+    fp8_overlap: bool | None = dataclasses.field(default=None, metadata={"code": False})
 
     def __post_init__(self):
         if self.backend not in ("auto", "interpreter", "gpu"):
@@ -115,7 +119,7 @@ class CompileOptions:
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
         (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
         ``num_stages``, and the switches (``occupancy_hints``, ``producer_once``,
-        ``tma_producer``, ``pipeline_tiles``, ``late_p``) where they are set.
+        ``tma_producer``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``) where they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".

@@ -307,7 +307,8 @@ def window_1024(b, h, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (q_idx - kv_idx < 1024)
 
 
-@pytest.mark.parametrize("name", ["producer_once", "tma_producer", "pipeline_tiles", "late_p"])
+@pytest.mark.parametrize("name", ["producer_once", "tma_producer", "pipeline_tiles", "late_p",
+                                  "fp8_overlap"])
 def test_compile_options_switches(name):
     # A kernel's own schedule switches (kernel.with_options(...)) set the GpuOptions field of
     # the same name; None keeps GpuOptions' default.

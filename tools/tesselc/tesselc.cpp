@@ -117,6 +117,11 @@ static cl::opt<bool>
                    "(tilegpu-overlap-consumers late-p); off until measured"),
           cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool>
+    fp8Overlap("fp8-overlap",
+               cl::desc("FP8 kernels' consumers overlapped too, their transposed V read so "
+                        "(tilegpu-overlap-consumers transposed-v); off until measured"),
+               cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool>
     noTmaProducer("no-tma-producer",
                   cl::desc("A warp-specialized kernel's producer copies its blocks by cp.async "
                            "from every thread, not through TMA (no tilegpu-tma-producer; to "
@@ -245,6 +250,7 @@ int main(int argc, char **argv) {
   options.producerOnce = producerOnce;
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
+  options.fp8Overlap = fp8Overlap;
   options.tmaProducer = !noTmaProducer;
   options.vectorStores = !noVectorStores;
   options.numStages = numStages;

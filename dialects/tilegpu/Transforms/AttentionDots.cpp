@@ -11,7 +11,8 @@ bool tessel::tilegpu::isZeroSplat(Value v) {
   return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
 }
 
-std::optional<tessel::tilegpu::AttentionDots> tessel::tilegpu::matchAttentionDots(scf::ForOp loop) {
+std::optional<tessel::tilegpu::AttentionDots>
+tessel::tilegpu::matchAttentionDots(scf::ForOp loop, bool transposedV) {
   SmallVector<tile::DotOp> dots(loop.getBody()->getOps<tile::DotOp>());
   if (dots.size() != 2)
     return std::nullopt;
@@ -26,9 +27,9 @@ std::optional<tessel::tilegpu::AttentionDots> tessel::tilegpu::matchAttentionDot
       !loop.isDefinedOutsideOfLoop(m.sDot.getA()) ||
       !loop.isDefinedOutsideOfLoop(m.sDot.getAcc()) || !isZeroSplat(m.sDot.getAcc()))
     return std::nullopt;
-  // P·V: P made in the body, V read as stored.
+  // P·V: P made in the body, V read as stored (or transposed, where asked).
   m.vRead = m.pvDot.getB().getDefiningOp<LocalLoadOp>();
-  if (!m.vRead || m.vRead.getTranspose() || !m.vRead->hasOneUse() ||
+  if (!m.vRead || (m.vRead.getTranspose() && !transposedV) || !m.vRead->hasOneUse() ||
       loop.isDefinedOutsideOfLoop(m.pvDot.getA()))
     return std::nullopt;
   // The first iteration's spare P·V reads the K block as V: the buffers must be alike.

@@ -32,8 +32,9 @@ struct AttentionDots {
   mlir::arith::MulFOp rescale;
 };
 
-/// The loop's attention dots, if its body has exactly two dots of that shape.
-std::optional<AttentionDots> matchAttentionDots(mlir::scf::ForOp loop);
+/// The loop's attention dots, if its body has exactly two dots of that shape; with
+/// `transposedV`, V may be read transposed too (FP8's, stored K-major by the producer).
+std::optional<AttentionDots> matchAttentionDots(mlir::scf::ForOp loop, bool transposedV = false);
 
 /// Once the overlapped schedule has waited for O (`waited`, at `b`'s insertion point): yields
 /// f(O) — `waited`, times α where the accumulator was a product — in O's place in `body`'s

@@ -147,7 +147,8 @@ AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
 /// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
 /// the attention shape or its registers would not fit.
-mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program, bool lateP = false);
+mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program, bool lateP = false,
+                                       bool transposedV = false);
 
 /// FA3's ping-pong between the two consumer warpgroups of a warp-specialized `program` whose
 /// loops issue a pair of wgmma groups (tilegpu-pingpong); whether it changed anything.

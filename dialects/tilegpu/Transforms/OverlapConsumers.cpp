@@ -41,8 +41,8 @@ struct ConsumerLoop : AttentionDots {
   int64_t stages = 0;
 };
 
-std::optional<ConsumerLoop> match(scf::ForOp loop) {
-  std::optional<AttentionDots> dots = matchAttentionDots(loop);
+std::optional<ConsumerLoop> match(scf::ForOp loop, bool transposedV) {
+  std::optional<AttentionDots> dots = matchAttentionDots(loop, transposedV);
   if (!dots)
     return std::nullopt;
   ConsumerLoop m;
@@ -182,6 +182,7 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
   Location loc = loop.getLoc();
   IRRewriter rw(loop.getContext());
   Value vBuffer = m.vRead.getBuffer();
+  bool vTransposed = m.vRead.getTranspose();
   Value fullV = m.vWait.getBarriers(), emptyK = m.kRelease.getBarriers(),
         emptyV = m.vRelease.getBarriers();
   Value first = loop.getInitArgs().back();
@@ -210,7 +211,7 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
                                   m.kRead.getBuffer(), stage, m.sDot.getAcc(),
                                   /*transpose_b=*/true);
         Value pv = WgmmaOp::create(b, m.pvDot.getLoc(), m.pvDot.getResult().getType(), p, pvBuffer,
-                                   pvStage, o, /*transpose_b=*/false);
+                                   pvStage, o, /*transpose_b=*/vTransposed);
         // S_j is in: K_j is free.
         auto sWait = WgmmaWaitOp::create(b, loc, TypeRange{s.getType()}, ValueRange{s}, 1);
         MbarrierArriveOp::create(b, loc, emptyK, stage, Value());
@@ -267,7 +268,7 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
     FenceAsyncSharedOp::create(b, loc);
     Value in = drain.getRegionIterArgs()[0];
     auto pv = WgmmaOp::create(b, loc, o.getType(), p, pvBuffer, pvStage, in,
-                              /*transpose_b=*/false);
+                              /*transpose_b=*/vTransposed);
     auto wait = WgmmaWaitOp::create(b, loc, TypeRange{o.getType()}, ValueRange{pv}, 0);
     MbarrierArriveOp::create(b, loc, emptyV, lastStage, Value());
     scf::YieldOp::create(b, loc, wait.getResult(0));
@@ -280,21 +281,22 @@ struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<Ove
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(overlapConsumers(getOperation(), lateP)))
+    if (failed(overlapConsumers(getOperation(), lateP, transposedV)))
       signalPassFailure();
   }
 };
 
 } // namespace
 
-FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lateP) {
+FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lateP,
+                                                  bool transposedV) {
   SmallVector<ConsumerLoop> loops;
   WarpSpecializeOp ws;
   int64_t threads = programLayout(program).getWarps() * 32, need = 0, needLate = 0;
   program.walk([&](WarpSpecializeOp op) {
     ws = op;
     for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>()) {
-      std::optional<ConsumerLoop> m = match(loop);
+      std::optional<ConsumerLoop> m = match(loop, transposedV);
       if (!m)
         continue;
       need = std::max(need, overlapRegisters(*m, threads));

@@ -216,11 +216,15 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     (FA3's order) — and the consumers' registers are then enough, or become enough once a
     producer that only copies by cp.async keeps 24 and gives them the rest of the roles' total
     (d64's three consumer warpgroups: 160, the producer 32), the schedule takes that form.
+    With `transposed-v`, loops whose V is read transposed (FP8's) are taken too, their P·V
+    reading it so.
   }];
   let options = [
     Option<"lateP", "late-p", "bool", /*default=*/"false",
            "Where the registers are short, P_j made after the previous P·V's wait, the "
            "registers of a cp.async producer given to the consumers.">,
+    Option<"transposedV", "transposed-v", "bool", /*default=*/"false",
+           "Loops whose V is read transposed too (FP8's, stored K-major by the producer).">,
   ];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }

@@ -114,6 +114,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With overlap-consumers, where the consumers' registers are short (d64's three "
            "warpgroups): P_j made after the previous P·V's wait, a cp.async producer's registers "
            "given to the consumers (tilegpu-overlap-consumers late-p). Off until measured.">,
+    Option<"fp8Overlap", "fp8-overlap", "bool", /*default=*/"false",
+           "With overlap-consumers, loops whose V is read transposed (FP8's) are overlapped "
+           "too (tilegpu-overlap-consumers transposed-v). Off until measured.">,
     Option<"pipelineTiles", "pipeline-tiles", "bool", /*default=*/"false",
            "With overlap-consumers and producer-once in a persistent kernel: the next tile's "
            "first S = Q·K₀ᵀ issued before this tile's epilogue (tilegpu-pipeline-tiles). Off "

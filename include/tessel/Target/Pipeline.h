@@ -69,6 +69,10 @@ struct TargetOptions {
   /// previous P·V's wait, with a cp.async producer's registers (convert-tile-to-mma late-p;
   /// tilegpu-overlap-consumers). Off until measured.
   bool lateP = false;
+  /// FP8 kernels' consumers overlapped too: their V, stored transposed, read so by the P·V
+  /// (convert-tile-to-mma fp8-overlap; tilegpu-overlap-consumers transposed-v). Off until
+  /// measured.
+  bool fp8Overlap = false;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).
