@@ -136,9 +136,9 @@ class GpuOptions:
     #: 2026-12-04-h200-epilogue-tma.md); a module that spills with it is compiled again
     #: without. On by default; off to compare.
     vector_stores: bool = dataclasses.field(default=True, metadata={"code": True})
-    #: In a persistent kernel whose consumers are overlapped and whose Q the producer copies
-    #: (producer_once), the next tile's first S = Q·K₀ᵀ is issued before this tile's epilogue
-    #: and waited for by the next tile (tilegpu-pipeline-tiles;
+    #: In a persistent kernel whose Q the producer copies (producer_once), the next tile's
+    #: first S = Q·K₀ᵀ is issued before this tile's epilogue and waited for by the next tile
+    #: (tilegpu-pipeline-tiles;
     #: docs/dev/notes/2026-12-04-tile-pipelining.md): the tensor cores work under the
     #: epilogue. Off by default until measured on the H200.
     pipeline_tiles: bool = dataclasses.field(default=False, metadata={"code": True})

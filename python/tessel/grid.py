@@ -128,8 +128,6 @@ PIPELINE_TILES_GPU = False
 #: previous P·V's wait, beside a cp.async producer (GpuOptions.late_p with tma_producer off:
 #: FlashAttention-3's d64 schedule). Off until measured (the same folder's run2.sh).
 LATE_P_GPU = False
-
-
 #: FP8 kernels run their consumers overlapped as fp16's are (GpuOptions.fp8_overlap). Off until
 #: measured (bench/results/2026-12-05-h200-s26/run3.sh).
 FP8_OVERLAP_GPU = False

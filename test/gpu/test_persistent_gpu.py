@@ -188,9 +188,12 @@ def test_producer_schedules_dense(persistent, schedule, causal, N):
 # d64's 192x128 kernel (three consumer warpgroups, persistent from 2k queries and keys) under
 # the schedules that are not its default: each tile's first S issued at the end of the tile
 # before (pipeline_tiles, which needs Q from the producer; the pass peels the synchronous
-# consumers' first loop), and its consumers overlapped with P made after the previous P·V's
-# wait at 160 registers beside a cp.async producer (late_p; a TMA producer keeps its
-# registers, so tma_producer=False), and both. The same arithmetic: the default's bits.
+# consumers' first loop) — the same arithmetic, so the default's bits — and its consumers
+# overlapped with P made after the previous P·V's wait at 160 registers beside a cp.async
+# producer (late_p; a TMA producer keeps its registers, so tma_producer=False), and both. The
+# overlap rescales O after adding the previous P·V where the synchronous loop rescales before
+# adding this one: the same sums, rounded otherwise, so O within a few fp16 ulps of the
+# default's (the LSE's arithmetic is unchanged: its bits).
 D64_SCHEDULES = {"once+pipeline": dict(producer_once=True, pipeline_tiles=True),
                  "late-p": dict(late_p=True, tma_producer=False),
                  "late-p+once+pipeline": dict(late_p=True, tma_producer=False,
@@ -213,7 +216,9 @@ def test_d64_schedules(persistent, schedule, causal, N):
     args, cx, grid_, o, lse = _prepare_cuda(q, k, v, causal, None, None, None, False, None, None)
     assert len(args) == 13 and cx["BLOCK_M"] == 192, "the 192-row persistent kernel"
     _launch_with(persistent_attention_kernel, grid_, args, cx, **D64_SCHEDULES[schedule])
-    torch.testing.assert_close(o, want, atol=0, rtol=0)
+    overlapped = D64_SCHEDULES[schedule].get("late_p", False)
+    torch.testing.assert_close(o, want, atol=1e-3 if overlapped else 0,
+                               rtol=4e-3 if overlapped else 0)
     torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
     torch.testing.assert_close(o.float(), reference(q, k, v, causal=causal), atol=TOL[q.dtype],
                                rtol=0)

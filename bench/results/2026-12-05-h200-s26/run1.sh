@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Written in the twenty-sixth session (no device machine): GpuOptions(pipeline_tiles), the next
 # tile's first S issued before this tile's epilogue (tilegpu-pipeline-tiles, off by default).
-# One device call (< 600 s): its bits against the default, and late_p's (test_persistent_gpu.py
+# One device call (< 600 s): its bits against the default, and late_p's output against it
+# within a few fp16 ulps (the overlap rounds O's rescale otherwise) (test_persistent_gpu.py
 # -k "pipeline or d64_schedules": dense d128 and block masks through SCHEDULES, d64's 192-row
 # kernel through D64_SCHEDULES), then pipelining's speed
 # in alternating processes (ab_gpu_options.py, two rounds) with Q from the producer on both

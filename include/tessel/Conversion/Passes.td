@@ -118,7 +118,7 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With overlap-consumers, loops whose V is read transposed (FP8's) are overlapped "
            "too (tilegpu-overlap-consumers transposed-v). Off until measured.">,
     Option<"pipelineTiles", "pipeline-tiles", "bool", /*default=*/"false",
-           "With overlap-consumers and producer-once in a persistent kernel: the next tile's "
+           "With warp-specialize and producer-once in a persistent kernel: the next tile's "
            "first S = Q·K₀ᵀ issued before this tile's epilogue (tilegpu-pipeline-tiles). Off "
            "by default until measured.">,
     Option<"tmaProducer", "tma-producer", "bool", /*default=*/"true",

@@ -61,8 +61,8 @@ struct TargetOptions {
   /// The producer copies the blocks loaded once a tile (Q) too (convert-tile-to-mma
   /// producer-once; tilegpu-producer-once). Off until measured.
   bool producerOnce = false;
-  /// In a persistent kernel with overlap-consumers and producer-once, the next tile's first S
-  /// issued before this tile's epilogue (convert-tile-to-mma pipeline-tiles;
+  /// In a persistent kernel with producer-once, the next tile's first S issued before this
+  /// tile's epilogue (convert-tile-to-mma pipeline-tiles;
   /// tilegpu-pipeline-tiles). Off until measured.
   bool pipelineTiles = false;
   /// Overlapped consumers whose registers are short (d64's three warpgroups) make P_j after the
