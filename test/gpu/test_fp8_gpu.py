@@ -92,14 +92,15 @@ def test_fp8_attention(persistent, out_dtype, causal, B, H, Hkv, Nq, Nk):
     run_and_check(out_dtype, causal, B, H, Hkv, Nq, Nk, 128, seed=Nq + 7 * Nk + H)
 
 
+@pytest.mark.parametrize("D", [128, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 8, 8, 1024, 1024), (1, 4, 2, 1000, 777),
                                            (1, 16, 16, 4096, 4096)])
-def test_fp8_overlapped_consumers(persistent, monkeypatch, causal, B, H, Hkv, Nq, Nk):
+def test_fp8_overlapped_consumers(persistent, d256, monkeypatch, D, causal, B, H, Hkv, Nq, Nk):
     # grid.FP8_OVERLAP_GPU (GpuOptions.fp8_overlap, off until measured): the consumers' S_j
     # issued beside the previous P·V, V read transposed by it; the same float64 bounds.
     monkeypatch.setattr(grid, "FP8_OVERLAP_GPU", True)
-    run_and_check(torch.bfloat16, causal, B, H, Hkv, Nq, Nk, 128, seed=Nq + 5 * Nk + H)
+    run_and_check(torch.bfloat16, causal, B, H, Hkv, Nq, Nk, D, seed=Nq + 5 * Nk + H + D)
 
 
 def run_and_check(out_dtype, causal, B, H, Hkv, Nq, Nk, D, seed):

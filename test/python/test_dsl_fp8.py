@@ -261,25 +261,29 @@ def test_the_fp8_example_runs():
     assert len(errors) == 2 and errors[0] < 0.04 and errors[1] < 0.1, r.stdout
 
 
+@pytest.mark.parametrize("D", [128, 256])
 @pytest.mark.parametrize("causal", [False, True])
-def test_fp8_overlap_compiles(tmp_path, monkeypatch, causal):
-    # GpuOptions(fp8_overlap) (grid.FP8_OVERLAP_GPU; off until measured): the FP8 d128
-    # kernel's consumers overlapped as fp16's are — a wait with one group in flight, which the
-    # synchronous default has none of — V read transposed by the P·V, no spill.
+def test_fp8_overlap_compiles(tmp_path, monkeypatch, D, causal):
+    # GpuOptions(fp8_overlap) (grid.FP8_OVERLAP_GPU; off until measured): the FP8 kernels'
+    # consumers overlapped as fp16's are — a wait with one group in flight, which the
+    # synchronous default has none of — V read transposed by the P·V, no spill; d128's
+    # persistent kernel, d256's one program a tile (128x64: K and V blocks of other shapes).
     from tessel import cache, grid
     try:
         cache.ptxas_version()
     except tessel.CompilationError as e:
         pytest.skip(str(e))
-    N, D = 1024, 128
+    N = 1024
     x = np.zeros((1, 2, N, D), np.uint8)
     o = np.zeros((1, 2, N, D), np.uint16)
     lse = np.zeros((1, 2, N), np.float32)
     ds = (np.ones(1, np.float32),) * 3 + (0,) * 6 + (0.1, 1.0)
     ids = np.zeros(8, np.int32)
-    k = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2, ids, ids, D=D,
-                                        BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
-                                        SCORE_MOD=None, MASK_MOD=None, OUT=tl.bfloat16)
+    BM, BN = f8.FP8_BLOCKS[D]
+    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+              OUT=tl.bfloat16)
+    k = (f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2, ids, ids, **cx)
+         if D == 128 else f8.fp8_attention_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, **cx))
     sync, over = (cache.get_binary(k, cache.GpuOptions(chip="sm_90a", fp8_overlap=on),
                                    directory=str(tmp_path)) for on in (False, True))
     assert "wgmma.wait_group.sync.aligned 1;" not in sync.ptx

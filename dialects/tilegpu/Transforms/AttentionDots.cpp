@@ -32,12 +32,6 @@ tessel::tilegpu::matchAttentionDots(scf::ForOp loop, bool transposedV) {
   if (!m.vRead || (m.vRead.getTranspose() && !transposedV) || !m.vRead->hasOneUse() ||
       loop.isDefinedOutsideOfLoop(m.pvDot.getA()))
     return std::nullopt;
-  // The first iteration's spare P·V reads the K block as V: the buffers must be alike.
-  auto kAlloc = m.kRead.getBuffer().getDefiningOp<AllocOp>();
-  auto vAlloc = m.vRead.getBuffer().getDefiningOp<AllocOp>();
-  if (!kAlloc || !vAlloc || kAlloc.getType() != vAlloc.getType() ||
-      kAlloc.getStageStride() != vAlloc.getStageStride())
-    return std::nullopt;
   // f(O): the carried O, or O times something, used only by the dot.
   Value acc = m.pvDot.getAcc();
   if (auto mul = acc.getDefiningOp<arith::MulFOp>()) {

@@ -53,6 +53,12 @@ std::optional<AttentionLoop> match(scf::ForOp loop) {
   if (!dots || dots->kRead.getBuffer() != loads[0].copy.getBuffer() ||
       dots->vRead.getBuffer() != loads[1].copy.getBuffer())
     return std::nullopt;
+  // The first iteration's spare P·V reads the K block as V: the buffers must be alike.
+  auto kAlloc = dots->kRead.getBuffer().getDefiningOp<AllocOp>();
+  auto vAlloc = dots->vRead.getBuffer().getDefiningOp<AllocOp>();
+  if (!kAlloc || !vAlloc || kAlloc.getType() != vAlloc.getType() ||
+      kAlloc.getStageStride() != vAlloc.getStageStride())
+    return std::nullopt;
   AttentionLoop m;
   static_cast<AttentionDots &>(m) = *dots;
   m.loop = loop;

@@ -12,6 +12,12 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=cubin -o %t.cubin --ptxas-report > %t.report 2>&1
 // RUN: FileCheck %s --check-prefix=SM90 --implicit-check-not="(C75" < %t.report
+// --fp8-overlap (off until measured): both programs' loops overlapped (their K and V blocks
+// differ in shape, which tilegpu-overlap-consumers, peeling rather than running a spare P·V,
+// does not mind), a wait with one group in flight in each, still no spill or advisory.
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --emit=ptx -o - | FileCheck %s --check-prefix=OVER
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --emit=cubin -o %t.over.cubin --ptxas-report > %t.over 2>&1
+// RUN: FileCheck %s --check-prefix=SM90 --implicit-check-not="(C75" < %t.over
 
 // SMEM-LABEL: func.func @fp8_d256_64
 // SMEM: !tilegpu.smem<256x64xf8E4M3FN, stages = 2, swizzle = 64>
@@ -33,6 +39,7 @@
 // PTX: -4611685949707845632
 // PTX-NOT: -4611685949707845630
 // PTX: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3
+// OVER-COUNT-4: wgmma.wait_group.sync.aligned 1;
 // SM90-DAG: ptxas sm_90a fp8_d256_64: {{[0-9]+}} registers, {{.*}} 0 bytes spill stores, 0 bytes spill loads
 // SM90-DAG: ptxas sm_90a fp8_d256_32: {{[0-9]+}} registers, {{.*}} 0 bytes spill stores, 0 bytes spill loads
 
