@@ -8,6 +8,8 @@ w=$(mktemp -d); tar -C $w -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py 
 export PYTHONPATH=$w/python PATH=$w/bin:/usr/local/cuda/bin:$PATH TESSEL_CACHE_DIR=$w/cache PYTHONUNBUFFERED=1
 r=$OUT/run4; mkdir -p $r
 cd test/gpu
-timeout 280 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py 2>&1 | tail -8 | tee $r/persistent.log
+# (The twenty-sixth session's pipelined and d64 schedules are s26 run1's: left out here so that
+# this stays within its 280 seconds.)
+timeout 280 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -k "not pipeline and not d64_schedules" 2>&1 | tail -8 | tee $r/persistent.log
 timeout 280 python3 check_warp_specialize.py 2>&1 | tail -8 | tee $r/warp_specialize.log
 tar -C $OUT -czf $OUT/run4.tgz run4
