@@ -72,6 +72,16 @@ Value constI32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
 }
 
+scf::ForOp peelFirstIteration(OpBuilder &rw, scf::ForOp loop, IRMapping &copy) {
+  Location loc = loop.getLoc();
+  Value second = arith::AddIOp::create(rw, loc, loop.getLowerBound(), loop.getStep());
+  Value end = arith::MinSIOp::create(rw, loc, second, loop.getUpperBound());
+  auto peel = cast<scf::ForOp>(rw.clone(*loop, copy));
+  peel.getUpperBoundMutable().assign(end);
+  loop.getLowerBoundMutable().assign(second);
+  return peel;
+}
+
 std::pair<Value, Value> stageAndPhase(OpBuilder &b, Location loc, Value i, int64_t stages) {
   Value s = arith::RemUIOp::create(b, loc, i, constI32(b, loc, stages));
   Value lap = arith::DivUIOp::create(b, loc, i, constI32(b, loc, stages));

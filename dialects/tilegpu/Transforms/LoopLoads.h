@@ -44,6 +44,14 @@ mlir::Value constI32(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 std::pair<mlir::Value, mlir::Value> stageAndPhase(mlir::OpBuilder &b, mlir::Location loc,
                                                   mlir::Value i, int64_t stages);
 
+/// Peels the first iteration of `loop`: a copy of it, made at `rw`'s insertion point (before
+/// the loop), runs from its lower bound to min(lb + step, ub) — at most one iteration — and the
+/// loop then starts at lb + step; `copy` maps the loop's ops and values to the copy's. The
+/// caller feeds the copy's results to the loop's iter_args (after changing the copy, if it
+/// does).
+mlir::scf::ForOp peelFirstIteration(mlir::OpBuilder &rw, mlir::scf::ForOp loop,
+                                    mlir::IRMapping &copy);
+
 /// (x + k) mod stages.
 mlir::Value addMod(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, int64_t k,
                    int64_t stages);

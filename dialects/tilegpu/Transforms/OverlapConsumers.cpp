@@ -141,11 +141,8 @@ FailureOr<scf::ForOp> peelFirst(IRRewriter &rw, ConsumerLoop &m) {
   scf::ForOp loop = m.loop;
   Location loc = loop.getLoc();
   rw.setInsertionPoint(loop);
-  Value second = arith::AddIOp::create(rw, loc, loop.getLowerBound(), loop.getStep());
-  Value end = arith::MinSIOp::create(rw, loc, second, loop.getUpperBound());
   IRMapping copy;
-  auto peel = cast<scf::ForOp>(rw.clone(*loop, copy));
-  peel.getUpperBoundMutable().assign(end);
+  scf::ForOp peel = peelFirstIteration(rw, loop, copy);
   auto pvDot = cast<tessel::tile::DotOp>(copy.lookup(m.pvDot.getOperation()));
   Value p = pvDot.getA(), stage = copy.lookupOrDefault(m.kWait.getStage());
   pvDot.getResult().replaceAllUsesWith(pvDot.getAcc());
@@ -168,7 +165,6 @@ FailureOr<scf::ForOp> peelFirst(IRRewriter &rw, ConsumerLoop &m) {
   if (failed(grown))
     return failure();
   auto peeled = cast<scf::ForOp>(grown->getOperation());
-  loop.getLowerBoundMutable().assign(second);
   loop.getInitArgsMutable().assign(peeled.getResults().take_front(loop.getNumRegionIterArgs()));
   return peeled;
 }

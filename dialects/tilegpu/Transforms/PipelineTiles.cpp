@@ -121,14 +121,9 @@ std::optional<FirstS> match(WarpSpecializeOp ws) {
 /// rest; `m` then names the copy's S, K and count.
 void peelFirst(IRRewriter &rw, FirstS &m) {
   scf::ForOp loop = m.peel;
-  Location loc = loop.getLoc();
   rw.setInsertionPoint(loop);
-  Value second = arith::AddIOp::create(rw, loc, loop.getLowerBound(), loop.getStep());
-  Value end = arith::MinSIOp::create(rw, loc, second, loop.getUpperBound());
   IRMapping copy;
-  auto peel = cast<scf::ForOp>(rw.clone(*loop, copy));
-  peel.getUpperBoundMutable().assign(end);
-  loop.getLowerBoundMutable().assign(second);
+  scf::ForOp peel = peelFirstIteration(rw, loop, copy);
   loop.getInitArgsMutable().assign(peel.getResults());
   m.peel = peel;
   m.sDot = cast<tile::DotOp>(copy.lookup(m.sDot.getOperation()));
