@@ -9,6 +9,6 @@ export PYTHONPATH=$w/python PATH=$w/bin:/usr/local/cuda/bin:$PATH TESSEL_CACHE_D
 r=$OUT/now1; mkdir -p $r
 cd test/gpu
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee $r/gpu.txt
-timeout 330 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -x -rf 2>&1 | tail -15 | tee $r/persistent.log
+timeout 330 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -rf 2>&1 | tail -15 | tee $r/persistent.log
 timeout 170 python3 -m pytest -q -p no:cacheprovider test_fp8_gpu.py -k overlapped -rf 2>&1 | tail -12 | tee $r/fp8_overlap.log
 tar -C $OUT -czf $OUT/now1.tgz now1
