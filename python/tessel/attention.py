@@ -462,10 +462,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             CUDA tensors are read in place when contiguous or when their rows are evenly
             spaced — ``x.transpose(1, 2)`` of FlashAttention's ``[B, N, H, D]``, q/k/v of a
             packed qkv (last axis contiguous, strides multiples of 16 bytes); other layouts
-            are copied first. FP8: ``torch.float8_e4m3fn`` on sm_90a at head dim 128 (256 is
-            built and refused until its first GPU check: docs/dev/fp8.md; numpy: uint8 bit
-            patterns, :func:`tessel.to_fp8`), with ``descale_*`` and ``out_dtype`` below; no
-            mask blocks and no gradients there.
+            are copied first. FP8: ``torch.float8_e4m3fn`` on sm_90a at head dims 128 and
+            256 (numpy: uint8 bit patterns, :func:`tessel.to_fp8`), with ``descale_*`` and
+            ``out_dtype`` below; no mask blocks and no gradients there.
         k: keys, ``[B, Hkv, Nk, D]``, ``Hkv = H`` unless ``enable_gqa``.
         v: values, like ``k``.
         causal: mask keys after the query, top-left aligned (``q_idx >= kv_idx``).

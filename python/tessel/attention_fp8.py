@@ -127,11 +127,10 @@ def persistent_kernel(Nq, Nk, BN, causal):
 # the scale fold and the vector stores, at 32 nothing spills (ptxas, CUDA 13.0).
 FP8_BLOCKS = {128: (128, 128), 256: (128, 64)}
 FP8_BLOCKS_MODS = {256: (128, 32)}
-# The head dims FP8 calls take. d256's kernels are built and compile without spills, but have
-# not run on a GPU yet (no machine was lent the session that built them): until
-# test/gpu/test_fp8_gpu.py has passed on the H200 they are refused, and a caller who wants them
-# anyway adds 256 here (docs/dev/fp8.md).
-FP8_HEAD_DIMS = (128,)
+# The head dims FP8 calls take. d256 since test/gpu/test_fp8_gpu.py passed on the H200 with it
+# (2026-12-05: 92 passed, d256 at 128x64 and, with mods, 128x32; bench/results/
+# 2026-12-05-h200-s26/now3).
+FP8_HEAD_DIMS = (128, 256)
 FP8_OUT_DTYPES = ("bf16", "f16")
 
 
