@@ -82,6 +82,12 @@ scf::ForOp peelFirstIteration(OpBuilder &rw, scf::ForOp loop, IRMapping &copy) {
   return peel;
 }
 
+bool isFirstIterationPeel(scf::ForOp loop) {
+  auto ub = loop.getUpperBound().getDefiningOp<arith::MinSIOp>();
+  auto second = ub ? ub.getLhs().getDefiningOp<arith::AddIOp>() : arith::AddIOp();
+  return second && second.getLhs() == loop.getLowerBound() && second.getRhs() == loop.getStep();
+}
+
 std::pair<Value, Value> stageAndPhase(OpBuilder &b, Location loc, Value i, int64_t stages) {
   Value s = arith::RemUIOp::create(b, loc, i, constI32(b, loc, stages));
   Value lap = arith::DivUIOp::create(b, loc, i, constI32(b, loc, stages));

@@ -51,6 +51,8 @@ std::pair<mlir::Value, mlir::Value> stageAndPhase(mlir::OpBuilder &b, mlir::Loca
 /// does).
 mlir::scf::ForOp peelFirstIteration(mlir::OpBuilder &rw, mlir::scf::ForOp loop,
                                     mlir::IRMapping &copy);
+/// Whether `loop` has peelFirstIteration's bounds: from lb to min(lb + step, n).
+bool isFirstIterationPeel(mlir::scf::ForOp loop);
 
 /// (x + k) mod stages.
 mlir::Value addMod(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, int64_t k,

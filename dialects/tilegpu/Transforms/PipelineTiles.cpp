@@ -50,13 +50,6 @@ struct FirstS {
   Operation *issueBefore = nullptr;
 };
 
-/// Whether `loop` runs at most one iteration: from lb to min(lb + step, n).
-bool isPeel(scf::ForOp loop) {
-  auto ub = loop.getUpperBound().getDefiningOp<arith::MinSIOp>();
-  auto second = ub ? ub.getLhs().getDefiningOp<arith::AddIOp>() : arith::AddIOp();
-  return second && second.getLhs() == loop.getLowerBound() && second.getRhs() == loop.getStep();
-}
-
 /// Fills `m`'s S, K and count from `loop` (in the tile body `body`); false if not that shape.
 bool matchS(FirstS &m, scf::ForOp loop, Block &body) {
   auto dots = loop.getBody()->getOps<tile::DotOp>();
@@ -100,7 +93,7 @@ std::optional<FirstS> match(WarpSpecializeOp ws) {
   auto loops = body.getOps<scf::ForOp>();
   if (loops.empty() || !matchS(m, *loops.begin(), body))
     return std::nullopt;
-  m.needsPeel = !isPeel(m.peel);
+  m.needsPeel = !isFirstIterationPeel(m.peel);
   // The next tile's S goes after the last loop (its last P·V waited for); the epilogue after
   // it issues no dot, and the count it starts from is known there.
   scf::ForOp last;
