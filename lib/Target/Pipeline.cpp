@@ -111,6 +111,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                              llvm::cl::desc("The next tile's first S issued before this tile's "
                                             "epilogue (tilegpu-pipeline-tiles)."),
                              llvm::cl::init(false)};
+  Option<bool> fuseMaskedLoops{*this, "fuse-masked-loops",
+                               llvm::cl::desc("A key loop's masked and unmasked copies as one "
+                                              "loop (tilegpu-fuse-masked-loops)."),
+                               llvm::cl::init(false)};
   Option<bool> tmaProducer{*this, "tma-producer",
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
@@ -161,6 +165,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.pipelineTiles = options.pipelineTiles;
     mmaOptions.lateP = options.lateP;
     mmaOptions.fp8Overlap = options.fp8Overlap;
+    mmaOptions.fuseMaskedLoops = options.fuseMaskedLoops;
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
@@ -273,6 +278,7 @@ void tessel::registerTargetPasses() {
           options.pipelineTiles = o.pipelineTiles;
           options.lateP = o.lateP;
           options.fp8Overlap = o.fp8Overlap;
+          options.fuseMaskedLoops = o.fuseMaskedLoops;
           options.tmaProducer = o.tmaProducer;
           options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;

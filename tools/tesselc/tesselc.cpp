@@ -105,6 +105,11 @@ static cl::opt<bool> producerOnce(
              "(tilegpu-producer-once), into two buffers in a tile loop; tessel.attention "
              "asks it for short tiles"),
     cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool> fuseMaskedLoops(
+    "fuse-masked-loops",
+    cl::desc("A key loop's masked and unmasked copies as one loop, the mask skipped under a "
+             "uniform branch where it is all true (tilegpu-fuse-masked-loops)"),
+    cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool> pipelineTiles(
     "pipeline-tiles",
     cl::desc("With --producer-once in a persistent kernel: the next tile's first S issued "
@@ -251,6 +256,7 @@ int main(int argc, char **argv) {
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
   options.fp8Overlap = fp8Overlap;
+  options.fuseMaskedLoops = fuseMaskedLoops;
   options.tmaProducer = !noTmaProducer;
   options.vectorStores = !noVectorStores;
   options.numStages = numStages;

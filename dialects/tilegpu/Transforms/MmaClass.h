@@ -150,6 +150,11 @@ AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
 mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program, bool lateP = false,
                                        bool transposedV = false);
 
+/// The copies tile-split-masked-loops made of one key loop (masked, unmasked, masked) run as
+/// the masked one over their range, the mask guarded by the unmasked copy's range
+/// (tilegpu-fuse-masked-loops); whether anything changed.
+bool fuseMaskedLoops(mlir::func::FuncOp program);
+
 /// FA3's ping-pong between the two consumer warpgroups of a warp-specialized `program` whose
 /// loops issue a pair of wgmma groups (tilegpu-pingpong); whether it changed anything.
 bool pingPong(mlir::func::FuncOp program);

@@ -229,6 +229,24 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }
 
+def TileGPUFuseMaskedLoops : Pass<"tilegpu-fuse-masked-loops", "::mlir::func::FuncOp"> {
+  let summary = "One key loop where tile-split-masked-loops made an unmasked and masked copies.";
+  let description = [{
+    Runs on tile IR before the layouts. tile-split-masked-loops copies a masked key loop into
+    an unmasked loop over the blocks the mask shows whole (`tile.block_mask = "all_true"`) and
+    masked loops before and after it (`"mixed"`): on the fast paths every copy is a whole
+    pipeline of dots and softmax, so the boundary blocks (at most a block or two a tile) double
+    the kernel's code and its compile. This pass runs the adjacent copies as the masked one
+    over their joint range, its mask or-ed with a scalar guard, `lb(all_true) <= j <
+    ub(all_true)`, splat over the tile: exact, since the guarded blocks are the ones the split
+    proved all-true. convert-tile-to-mma skips the mask's arithmetic there under a uniform
+    branch. The loop is marked `tile.block_mask = "guarded"`. Loops that are not such a chain
+    (a residual mask, other uses of the carried values, an op with effects between them) are
+    left as they are.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def TileGPUPingPong : Pass<"tilegpu-pingpong", "::mlir::func::FuncOp"> {
   let summary = "The two consumer warpgroups take turns issuing their dots (FA3's ping-pong).";
   let description = [{

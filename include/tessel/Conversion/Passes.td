@@ -121,6 +121,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With warp-specialize and producer-once in a persistent kernel: the next tile's "
            "first S = Q·K₀ᵀ issued before this tile's epilogue (tilegpu-pipeline-tiles). Off "
            "by default until measured.">,
+    Option<"fuseMaskedLoops", "fuse-masked-loops", "bool", /*default=*/"false",
+           "The masked and unmasked copies of a key loop run as one loop whose mask is skipped "
+           "under a uniform branch where the split proved it all true "
+           "(tilegpu-fuse-masked-loops): half the code of an attention kernel.">,
     Option<"tmaProducer", "tma-producer", "bool", /*default=*/"true",
            "With warp-specialize: the producer's block copies go through TMA, with tensor maps "
            "built in the kernel (tilegpu-tma-producer; PTX ISA 8.3). Off to compare.">,

@@ -73,6 +73,10 @@ struct TargetOptions {
   /// (convert-tile-to-mma fp8-overlap; tilegpu-overlap-consumers transposed-v). Off until
   /// measured.
   bool fp8Overlap = false;
+  /// A key loop's masked and unmasked copies (tile-split-masked-loops) as one loop whose mask
+  /// is skipped under a uniform branch where it is all true (convert-tile-to-mma
+  /// fuse-masked-loops; tilegpu-fuse-masked-loops): half the code, so half the compile.
+  bool fuseMaskedLoops = false;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).

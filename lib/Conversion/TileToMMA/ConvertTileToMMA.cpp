@@ -272,6 +272,9 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (work != program)
         work.erase();
     });
+    // One loop for the copies of a masked key loop: the boundary blocks' mask under a branch.
+    if (!placed && fuseMaskedLoops)
+      tessel::tilegpu::fuseMaskedLoops(work);
     // The layouts decide the kernel: given in the input (a lit test or another pass may
     // choose them), or assigned here as tilegpu-assign-layouts does.
     if (!tessel::tilegpu::programLayout(work) &&

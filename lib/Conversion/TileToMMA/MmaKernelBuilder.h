@@ -258,6 +258,8 @@ private:
   /// (tile-optimize's scale·log2e) and `product` the S·c tile.
   struct ScaledScores {
     Value scores, scale, mask, product;
+    /// The select(mask, S·c, -inf) matched, if any.
+    Value selected;
   };
   std::optional<ScaledScores> matchScaledScores(Value x);
   /// The single-FFMA softmax (docs/dev/codegen-mma.md): for a match whose S is a register tile
@@ -266,7 +268,8 @@ private:
   /// S·c = T·k exactly on both sides; the row max is k·max(T) and exp2(S·c - m) is
   /// ex2(fma(T, k, -m)). Returns the match once that is in place.
   std::optional<ScaledScores> prepareScaled(Value x);
-  /// T, or select(mask, T, -inf), per register of the Acc layout.
+  /// T, or select(mask, T, -inf), per register of the Acc layout. A mask `inner | splat(c)`
+  /// (tilegpu-fuse-masked-loops) is computed only where the uniform `c` is false.
   FailureOr<SmallVector<Value>> maskedScores(const ScaledScores &m, Operation *user);
   /// The row reduction of Acc registers `in` of a tile of `slabs` 8-column slabs: the thread's
   /// registers of each row, then two quad shuffles.

@@ -55,6 +55,7 @@ std::optional<MmaKernelBuilder::ScaledScores> MmaKernelBuilder::matchScaledScore
         !other.getElementType().isF32() || !other.getSplatValue<APFloat>().isNegInfinity())
       return std::nullopt;
     m.mask = sel.getCondition();
+    m.selected = sel.getResult();
     x = sel.getTrueValue();
   }
   auto mul = x.getDefiningOp<arith::MulFOp>();
@@ -163,15 +164,49 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::maskedScores(const ScaledScores 
   FailureOr<SmallVector<Value>> s = materialize(m.scores, Layout::Acc, user);
   if (failed(s) || !m.mask)
     return s;
-  FailureOr<SmallVector<Value>> mask = materialize(m.mask, Layout::Acc, user);
-  if (failed(mask))
-    return failure();
   Location loc = b.getUnknownLoc();
-  Value ninf = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-  SmallVector<Value> out;
-  for (auto [keep, x] : llvm::zip(*mask, *s))
-    out.push_back(arith::SelectOp::create(b, loc, keep, x, ninf));
+  auto select = [&](Value maskTile) -> FailureOr<SmallVector<Value>> {
+    FailureOr<SmallVector<Value>> mask = materialize(maskTile, Layout::Acc, user);
+    if (failed(mask))
+      return failure();
+    Value ninf = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+    SmallVector<Value> out;
+    for (auto [keep, x] : llvm::zip(*mask, *s))
+      out.push_back(arith::SelectOp::create(b, loc, keep, x, ninf));
+    return out;
+  };
+  auto guard = m.mask.getDefiningOp<arith::OrIOp>();
+  tile::SplatOp shown;
+  Value inner;
+  for (int i = 0; guard && !shown && i < 2; ++i)
+    if ((shown = guard->getOperand(i).getDefiningOp<tile::SplatOp>()))
+      inner = guard->getOperand(1 - i);
+  if (!shown || !scalars.contains(shown.getValue()))
+    return select(m.mask);
+  // A guarded mask (tilegpu-fuse-masked-loops): where the block-uniform guard holds the mask
+  // is all true, so the warp branches around its arithmetic. Both uses of the masked scores
+  // (the row max and the exponentials) share the one branch.
+  std::pair<Value, int> key{m.selected, -1};
+  if (auto it = lazy.back().find(key); it != lazy.back().end())
+    return it->second;
+  SmallVector<Type> types(s->size(), b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, loc, types, scalars.lookup(shown.getValue()),
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, *s);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    lazy.emplace_back();
+    FailureOr<SmallVector<Value>> masked = select(inner);
+    lazy.pop_back();
+    if (failed(masked))
+      return failure();
+    scf::YieldOp::create(b, loc, *masked);
+  }
+  SmallVector<Value> out(ifOp.getResults().begin(), ifOp.getResults().end());
+  lazy.back()[key] = out;
   return out;
 }
 
