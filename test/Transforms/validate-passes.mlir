@@ -16,6 +16,12 @@
 // RUN: %{run} --arg=5 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
 // RUN: %{run} --arg=1000 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
 // RUN: %{run} --arg=0 --validate-pipeline='builtin.module(tile-optimize)' | FileCheck %s
+// tilegpu-fuse-masked-loops (a GPU-level decision on tile IR): the window's three copies of the
+// key loop as one guarded loop, at the windows that move its split points.
+// RUN: %{run} --arg=24 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
+// RUN: %{run} --arg=5 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
+// RUN: %{run} --arg=1000 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
+// RUN: %{run} --arg=0 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
 // CHECK: validate: max abs err {{.*}} over 10330 elements: OK
 
 // Splitting before the softmax is streamed is not legal; the pass must leave such a loop alone

@@ -318,3 +318,29 @@ def test_compile_options_switches(name):
     assert getattr(tessel.CompileOptions().gpu_options("sm_90a"), name) is default
     with pytest.raises(TypeError, match=f"{name} must be a bool"):
         tessel.CompileOptions(**{name: 1})
+
+
+@pytest.mark.parametrize("D,BM,causal", [(128, 128, False), (128, 128, True), (64, 192, False)])
+def test_fuse_masked_loops_compiles(tmp_path, D, BM, causal):
+    # GpuOptions(fuse_masked_loops) (off by default; tilegpu-fuse-masked-loops): the unmasked
+    # loop and the masked one after it (the key tail, the diagonal) as one loop, so the
+    # consumers' loop pipeline is there once: half the wgmma instructions, still no spill,
+    # nothing given up, a key of its own. Even with Q from the producer and pipelined tiles.
+    N = 2000
+    x = np.zeros((1, 2, N, D), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
+                                           BLOCK_M=BM, BLOCK_N=128, CAUSAL=causal,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    plain, fused = _ptx(tmp_path, k), _ptx(tmp_path, k, fuse_masked_loops=True)
+    steps = [b.ptx.count("wgmma.mma_async") for b in (plain, fused)]
+    assert steps[0] == 2 * steps[1], steps
+    assert fused.manifest["spill_bytes"] == 0 and fused.manifest["given_up"] == []
+    assert fused.key != plain.key
+    piped = _ptx(tmp_path, k, fuse_masked_loops=True, producer_once=True, pipeline_tiles=True)
+    assert piped.manifest["spill_bytes"] == 0 and piped.manifest["given_up"] == []
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", fuse_masked_loops=True))[
+        "options"]["target"].endswith(";fuse-masked-loops")
+    with pytest.raises(TypeError, match="fuse_masked_loops must be a bool"):
+        cache.GpuOptions(fuse_masked_loops=1)
