@@ -2,7 +2,7 @@
 """Cold compile of tessel.attention's kernel, in fresh processes with an empty cache directory.
 
     python3 scripts/bench_cold_compile.py [--runs 5] [--dims 64,128] [--kinds causal,full]
-        [--build build]
+        [--build build] [--set FIELD=VALUE ...]
 
 Each run is a new interpreter that imports tessel, traces the kernel with numpy fp16 inputs
 (`tessel.compile_attention(q, q, q, causal=..., ...)` with the blocks tessel.attention takes on
@@ -15,6 +15,7 @@ the breakdown (tessel/timing.py) and of the first call (trace + binary, what the
 calls the cold compile). A build without the breakdown gives the totals only.
 """
 import argparse
+import json
 import os
 import pathlib
 import re
@@ -40,18 +41,20 @@ bm, bn = gpu_blocks(D, "f16", nk, nk, "sm_90a", unmasked=not causal,   # the H20
                     mods=False)
 k = tessel.compile_attention(q, q, q, causal=causal, block_m=bm, block_n=bn)
 t2 = time.perf_counter()
-b = k.binary(GpuOptions(chip="sm_90a"))
+import json
+b = k.binary(GpuOptions(chip="sm_90a", **json.loads(sys.argv[3])))
 t3 = time.perf_counter()
 assert b.source == "compiled", b.source
 print(f"RESULT import={t1 - t0:.6f} compile_attention={t2 - t1:.6f} binary={t3 - t2:.6f} first_call={t3 - t1:.6f}")
 '''
 
 
-def one_run(build, dim, kind):
+def one_run(build, dim, kind, fields):
     with tempfile.TemporaryDirectory() as cache_dir:
         env = dict(os.environ, PYTHONPATH=str(build / "python"), TESSEL_CACHE_DIR=cache_dir,
                    TESSEL_TIMING="1")
-        r = subprocess.run([sys.executable, "-c", CHILD, str(dim), kind], capture_output=True,
+        r = subprocess.run([sys.executable, "-c", CHILD, str(dim), kind,
+                            json.dumps(fields)], capture_output=True,
                            text=True, env=env, timeout=600)
     if r.returncode:
         sys.exit(f"run failed:\n{r.stderr}")
@@ -70,10 +73,17 @@ def main():
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--kinds", default="causal,full")
     ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a GpuOptions field for the kernel (True/False or an int), e.g. "
+                         "fuse_masked_loops=True")
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
     for dim, kind in [(int(d), k) for d in a.dims.split(",") for k in a.kinds.split(",")]:
-        runs = [one_run(build, dim, kind) for _ in range(a.runs)]
+        fields = {f: {"True": True, "False": False}.get(v, v) for f, _, v in
+                  (item.partition("=") for item in a.set)}
+        fields = {f: int(v) if isinstance(v, str) and v.isdigit() else v
+                  for f, v in fields.items()}
+        runs = [one_run(build, dim, kind, fields) for _ in range(a.runs)]
         print(f"d{dim}, {kind}, tessel.attention's blocks, sm_90a, {a.runs} fresh processes "
               "(ms: min / median)")
         names = list(runs[0][0])
