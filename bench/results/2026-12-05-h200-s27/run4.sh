@@ -7,7 +7,7 @@
 set -u
 w=$(mktemp -d); tar -C $w -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $w/python/tessel/
 export PYTHONPATH=$w/python PATH=$w/bin:/usr/local/cuda/bin:$PATH TESSEL_CACHE_DIR=$w/cache PYTHONUNBUFFERED=1
-r=$OUT/run4; mkdir -p $r
+r=$w/run4; mkdir -p $r   # all under the tgz; the logs also in $OUT
 for s in fuse_masked_loops=False fuse_masked_loops=True; do
   timeout 40 python3 scripts/bench_cold_compile.py --runs 3 --dims 128 --kinds full,long --set $s \
     --build $w 2>&1 | grep -E "^d|ptxas  |nvptx|llvm|binary|first_call" | sed "s/^/$s /" | tee -a $r/cold_compile.log
@@ -23,4 +23,4 @@ for s in False True; do
   TESSEL_TEST_GPU_OPTIONS=fuse_masked_loops=$s timeout 60 python3 bench_backward.py --dims 128 \
     --lengths 4096 16384 --json $r/bwd_$s.json 2>&1 | tail -5 | tee -a $r/bwd.log
 done
-tar -C $OUT -czf $OUT/run4.tgz run4
+tar -C $w -czf $OUT/run4.tgz run4; cp $r/*.log $OUT/
