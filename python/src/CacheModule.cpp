@@ -182,13 +182,12 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
-                                             wgmmaOverlap, numStages, wgmmaAsyncDots,
-                                             occupancyHints, sinkWaits, warpSpecialize,
-                                             overlapConsumers, pingpong, producerOnce, tmaProducer,
-                                             vectorStores, pipelineTiles, lateP, fp8Overlap,
-                                             fuseMaskedLoops),
-                               passTiming);
+          r = kb.compileForGpu(
+              targetOptions(chip, features, numThreads, toolkit, codegen, wgmmaOverlap, numStages,
+                            wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
+                            overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores,
+                            pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops),
+              passTiming);
         }
         py::dict out;
         py::list diags;

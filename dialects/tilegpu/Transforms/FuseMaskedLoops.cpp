@@ -39,7 +39,7 @@ bool hasKind(scf::ForOp loop, llvm::StringRef kind) {
 /// The loop that continues `from` (its results carried into it and used nowhere else), with
 /// only ops without memory effects between them; null if there is none.
 scf::ForOp continuation(scf::ForOp from) {
-  if (from.getNumResults() == 0)
+  if (from.getNumResults() == 0 || from->getResult(0).use_empty())
     return {};
   auto next = dyn_cast<scf::ForOp>(*from->getResult(0).getUsers().begin());
   if (!next || next->getBlock() != from->getBlock() ||
@@ -120,8 +120,8 @@ bool fuseAround(scf::ForOp middle) {
   if (before)
     guard = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, iv, middle.getLowerBound());
   if (after) {
-    Value below =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, middle.getUpperBound());
+    Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
+                                        middle.getUpperBound());
     guard = guard ? Value(arith::AndIOp::create(b, loc, guard, below)) : below;
   }
   if (Operation *def = mask.getDefiningOp(); def && keep->isProperAncestor(def))
