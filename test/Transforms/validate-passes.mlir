@@ -22,6 +22,9 @@
 // RUN: %{run} --arg=5 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
 // RUN: %{run} --arg=1000 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
 // RUN: %{run} --arg=0 --validate-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s
+// (and the fusion does happen there:)
+// RUN: tessel-opt %s --pass-pipeline='builtin.module(tile-optimize,func.func(tilegpu-fuse-masked-loops))' | FileCheck %s --check-prefix=FUSED
+// FUSED: tile.block_mask = "guarded"
 // CHECK: validate: max abs err {{.*}} over 10330 elements: OK
 
 // Splitting before the softmax is streamed is not legal; the pass must leave such a loop alone

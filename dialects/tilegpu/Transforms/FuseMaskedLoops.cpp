@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -87,6 +88,29 @@ Value bodyMask(scf::ForOp loop, SmallVectorImpl<arith::SelectOp> &selects) {
   return mask;
 }
 
+/// Whether the masked scores `select` feed the softmax as they are: select(mask, S·c, -inf)
+/// with S a dot, read only by the row max and by exp2(x - m). convert-tile-to-mma branches
+/// around the mask of that form. Other forms (a separated bias added after the select) would
+/// compute the guard per element in every block, and ran wrong on the H200 in the 128×128
+/// warp-specialized kernel (twenty-seventh session, cause not found), so they stay split.
+bool feedsSoftmax(arith::SelectOp select) {
+  auto mul = select.getTrueValue().getDefiningOp<arith::MulFOp>();
+  if (!mul || !llvm::any_of(mul->getOperands(),
+                            [](Value v) { return v.getDefiningOp<tile::DotOp>() != nullptr; }))
+    return false;
+  for (Operation *user : select->getUsers()) {
+    if (auto reduce = dyn_cast<tile::ReduceOp>(user);
+        reduce && reduce.getKind() == tile::ReduceKind::Max)
+      continue;
+    auto sub = dyn_cast<arith::SubFOp>(user);
+    if (sub && sub.getLhs() == select.getResult() && !sub->use_empty() &&
+        llvm::all_of(sub->getUsers(), [](Operation *u) { return isa<math::Exp2Op>(u); }))
+      continue;
+    return false;
+  }
+  return true;
+}
+
 bool dominatesLoop(Value v, scf::ForOp loop) {
   Operation *def = v.getDefiningOp();
   Region *region = def ? def->getParentRegion() : v.getParentRegion();
@@ -108,7 +132,8 @@ bool fuseAround(scf::ForOp middle) {
     return false;
   SmallVector<arith::SelectOp> selects;
   Value mask = bodyMask(keep, selects);
-  if (!mask || !dominatesLoop(middle.getLowerBound(), keep) ||
+  if (!mask || !llvm::all_of(selects, feedsSoftmax) ||
+      !dominatesLoop(middle.getLowerBound(), keep) ||
       !dominatesLoop(middle.getUpperBound(), keep))
     return false;
   // The guard, in the body: lb(middle) <= j (with a copy before) and j < ub(middle) (with
