@@ -160,7 +160,9 @@ class GpuOptions:
     #: unmasked loop over the blocks the mask shows whole, masked loops for the boundary
     #: blocks) run as one loop whose mask is skipped under a uniform branch where it is all
     #: true (tilegpu-fuse-masked-loops): half the code of an attention kernel, half its cold
-    #: compile (d128 128×128: ptxas 0.6 → 0.33 s). Off by default until measured on the H200.
+    #: compile (d128 128×128: 1.06 → 0.62 s here, 2.4 → 1.4 s on a slow H200 host), but
+    #: 2–6 % slower on the H200 (docs/bench/2026-12-05-h200-fuse-masked-loops.md). Off by
+    #: default: a knob for compile-time-bound uses.
     fuse_masked_loops: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
