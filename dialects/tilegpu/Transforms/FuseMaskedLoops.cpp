@@ -133,8 +133,7 @@ bool fuseAround(scf::ForOp middle) {
   SmallVector<arith::SelectOp> selects;
   Value mask = bodyMask(keep, selects);
   if (!mask || !llvm::all_of(selects, feedsSoftmax) ||
-      !dominatesLoop(middle.getLowerBound(), keep) ||
-      !dominatesLoop(middle.getUpperBound(), keep))
+      !dominatesLoop(middle.getLowerBound(), keep) || !dominatesLoop(middle.getUpperBound(), keep))
     return false;
   // The guard, in the body: lb(middle) <= j (with a copy before) and j < ub(middle) (with
   // one after); the fused loop starts or ends at the middle's bounds otherwise.
