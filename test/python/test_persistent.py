@@ -144,21 +144,21 @@ def test_persistent_block_sparse_128_blocks_stay_warp_specialized(tmp_path):
     assert b.manifest.get("spill_bytes", 0) == 0, b.manifest
 
 
-def _dense_d128(causal):
-    """The d128 128x128 persistent kernel, warmed up for 1024 rows, 2 heads."""
-    N, D = 1024, 128
+def _dense_kernel(causal, N=1024, D=128, BM=128):
+    """The persistent kernel at head dim D and BM x 128 blocks, warmed up for N rows, 2 heads
+    (by default d128's 128x128 kernel for 1024 rows)."""
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     ids = np.zeros(8, np.int32)
     return persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids,
-                                              D=D, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
+                                              D=D, BLOCK_M=BM, BLOCK_N=128, CAUSAL=causal,
                                               SCORE_MOD=None, MASK_MOD=None)
 
 
 def test_producer_once_compiles(tmp_path):
     # GpuOptions(producer_once=True) (off by default): the producer copies Q too — one more
     # cp.async.mbarrier.arrive in the PTX (its once_full), still no spill; a key of its own.
-    k = _dense_d128(causal=True)
+    k = _dense_kernel(causal=True)
     plain, once = _ptx(tmp_path, k), _ptx(tmp_path, k, producer_once=True)
     arrives = [b.ptx.count("cp.async.mbarrier.arrive") for b in (plain, once)]
     assert arrives[1] == arrives[0] + 1, arrives
@@ -173,7 +173,7 @@ def test_tma_producer_compiles(tmp_path):
     # lane 0 had its own copy): one fence a copy site, as many as the map builds. The maps have
     # three dimensions, the third the descriptor's head (rank field 2), so that one map serves
     # every head of the tensor (not rebuilt at every tile).
-    k = _dense_d128(causal=False)
+    k = _dense_kernel(causal=False)
     once = _ptx(tmp_path, k, producer_once=True, tma_producer=False)
     tma = _ptx(tmp_path, k, producer_once=True)
     assert "cp.async.bulk.tensor" not in once.ptx and ".version 8.3" in tma.ptx
@@ -197,13 +197,7 @@ def test_pipeline_tiles_compiles(tmp_path, D, BM, causal):
     # S gone (+8); d64's synchronous 192-row consumers get their first loop peeled: two issue
     # sites of 4, the peel's P·V of 8 (+16). No spill, nothing given up, a key of its own;
     # without Q from the producer the option changes nothing but the key.
-    N = 2048
-    x = np.zeros((1, 2, N, D), np.float16)
-    lse = np.zeros((1, 2, N), np.float32)
-    ids = np.zeros(8, np.int32)
-    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
-                                           BLOCK_M=BM, BLOCK_N=128, CAUSAL=causal,
-                                           SCORE_MOD=None, MASK_MOD=None)
+    k = _dense_kernel(causal, N=2048, D=D, BM=BM)
     once = _ptx(tmp_path, k, producer_once=True)
     piped = _ptx(tmp_path, k, producer_once=True, pipeline_tiles=True)
     steps = [b.ptx.count("wgmma.mma_async") for b in (once, piped)]
@@ -326,13 +320,7 @@ def test_fuse_masked_loops_compiles(tmp_path, D, BM, causal):
     # loop and the masked one after it (the key tail, the diagonal) as one loop, so the
     # consumers' loop pipeline is there once: half the wgmma instructions, still no spill,
     # nothing given up, a key of its own. Even with Q from the producer and pipelined tiles.
-    N = 2000
-    x = np.zeros((1, 2, N, D), np.float16)
-    lse = np.zeros((1, 2, N), np.float32)
-    ids = np.zeros(8, np.int32)
-    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
-                                           BLOCK_M=BM, BLOCK_N=128, CAUSAL=causal,
-                                           SCORE_MOD=None, MASK_MOD=None)
+    k = _dense_kernel(causal, N=2000, D=D, BM=BM)
     plain, fused = _ptx(tmp_path, k), _ptx(tmp_path, k, fuse_masked_loops=True)
     steps = [b.ptx.count("wgmma.mma_async") for b in (plain, fused)]
     assert steps[0] == 2 * steps[1], steps
