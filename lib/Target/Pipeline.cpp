@@ -115,6 +115,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                llvm::cl::desc("A key loop's masked and unmasked copies as one "
                                               "loop (tilegpu-fuse-masked-loops)."),
                                llvm::cl::init(false)};
+  Option<bool> syncMaskedLoops{*this, "sync-masked-loops",
+                               llvm::cl::desc("The split's masked loops left synchronous "
+                                              "(tilegpu-overlap-consumers masked-synchronous)."),
+                               llvm::cl::init(false)};
   Option<bool> tmaProducer{*this, "tma-producer",
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
@@ -166,6 +170,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.lateP = options.lateP;
     mmaOptions.fp8Overlap = options.fp8Overlap;
     mmaOptions.fuseMaskedLoops = options.fuseMaskedLoops;
+    mmaOptions.syncMaskedLoops = options.syncMaskedLoops;
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
@@ -279,6 +284,7 @@ void tessel::registerTargetPasses() {
           options.lateP = o.lateP;
           options.fp8Overlap = o.fp8Overlap;
           options.fuseMaskedLoops = o.fuseMaskedLoops;
+          options.syncMaskedLoops = o.syncMaskedLoops;
           options.tmaProducer = o.tmaProducer;
           options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;

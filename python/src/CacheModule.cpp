@@ -39,9 +39,10 @@ tessel::TargetOptions targetOptions(const std::string &chip, const std::string &
                                     bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
                                     bool pingpong, bool producerOnce, bool tmaProducer,
                                     bool vectorStores, bool pipelineTiles, bool lateP,
-                                    bool fp8Overlap, bool fuseMaskedLoops) {
+                                    bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops) {
   tessel::TargetOptions options;
   options.fuseMaskedLoops = fuseMaskedLoops;
+  options.syncMaskedLoops = syncMaskedLoops;
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
   options.fp8Overlap = fp8Overlap;
@@ -155,11 +156,12 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
          bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP, bool fp8Overlap, bool fuseMaskedLoops) {
-        return tessel::codeOptionsKey(targetOptions(
-            chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
-            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce,
-            tmaProducer, vectorStores, pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops));
+         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops) {
+        return tessel::codeOptionsKey(
+            targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap, numStages,
+                          wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
+                          overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores,
+                          pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops, syncMaskedLoops));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
@@ -168,7 +170,8 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
-      py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false);
+      py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
+      py::arg("sync_masked_loops") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -178,7 +181,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
          bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP, bool fp8Overlap, bool fuseMaskedLoops) {
+         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
@@ -186,7 +189,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
               targetOptions(chip, features, numThreads, toolkit, codegen, wgmmaOverlap, numStages,
                             wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
                             overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores,
-                            pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops),
+                            pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops, syncMaskedLoops),
               passTiming);
         }
         py::dict out;
@@ -235,6 +238,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
       py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
+      py::arg("sync_masked_loops") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

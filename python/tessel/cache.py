@@ -62,8 +62,8 @@ class GpuOptions:
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
-            vector_stores, pipeline_tiles, late_p, fp8_overlap or fuse_masked_loops that is
-            not a bool.
+            vector_stores, pipeline_tiles, late_p, fp8_overlap, fuse_masked_loops or
+            sync_masked_loops that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -164,6 +164,11 @@ class GpuOptions:
     #: 2–6 % slower on the H200 (docs/bench/2026-12-05-h200-fuse-masked-loops.md). Off by
     #: default: a knob for compile-time-bound uses.
     fuse_masked_loops: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: Overlapped consumers leave the split's masked loops (the boundary blocks: the key
+    #: tail, the causal diagonal; one or two blocks a tile) synchronous: overlapped, such a
+    #: loop is all peel and drain, the same work in twice the code. A quarter less code at
+    #: d128 128×128 (cold compile 1.07–1.18 → 0.84–0.88 s here); off until measured on the H200.
+    sync_masked_loops: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -178,7 +183,7 @@ class GpuOptions:
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "vector_stores", "pipeline_tiles", "late_p",
-                     "fp8_overlap", "fuse_masked_loops"):
+                     "fp8_overlap", "fuse_masked_loops", "sync_masked_loops"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -309,7 +314,8 @@ def ingredients(kernel, gpu):
                                                     gpu.pingpong, gpu.producer_once,
                                                     gpu.tma_producer, gpu.vector_stores,
                                                     gpu.pipeline_tiles, gpu.late_p,
-                                                    gpu.fp8_overlap, gpu.fuse_masked_loops)
+                                                    gpu.fp8_overlap, gpu.fuse_masked_loops,
+                                                    gpu.sync_masked_loops)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -537,7 +543,8 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.warp_specialize, gpu.overlap_consumers,
                                     gpu.pingpong, gpu.producer_once, gpu.tma_producer,
                                     gpu.vector_stores, gpu.pipeline_tiles, gpu.late_p,
-                                    gpu.fp8_overlap, gpu.fuse_masked_loops)
+                                    gpu.fp8_overlap, gpu.fuse_masked_loops,
+                                    gpu.sync_masked_loops)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -332,3 +332,20 @@ def test_fuse_masked_loops_compiles(tmp_path, D, BM, causal):
         "options"]["target"].endswith(";fuse-masked-loops")
     with pytest.raises(TypeError, match="fuse_masked_loops must be a bool"):
         cache.GpuOptions(fuse_masked_loops=1)
+
+
+@pytest.mark.parametrize("D,BM,causal", [(128, 128, False), (128, 128, True), (64, 192, True)])
+def test_sync_masked_loops_compiles(tmp_path, D, BM, causal):
+    # GpuOptions(sync_masked_loops) (off by default; tilegpu-overlap-consumers
+    # masked-synchronous): the split's masked loop (the key tail, the diagonal) is left
+    # synchronous, so d128's overlapped consumers lose that loop's peel and drain (64 -> 48
+    # wgmma); d64's 192-row consumers are synchronous anyway (unchanged). No spill, nothing
+    # given up, a key of its own.
+    k = _dense_kernel(causal, N=2000, D=D, BM=BM)
+    plain, sync = _ptx(tmp_path, k), _ptx(tmp_path, k, sync_masked_loops=True)
+    steps = [b.ptx.count("wgmma.mma_async") for b in (plain, sync)]
+    assert steps == ([64, 48] if D == 128 else [steps[0], steps[0]]), steps
+    assert sync.manifest["spill_bytes"] == 0 and sync.manifest["given_up"] == []
+    assert sync.key != plain.key
+    with pytest.raises(TypeError, match="sync_masked_loops must be a bool"):
+        cache.GpuOptions(sync_masked_loops=1)

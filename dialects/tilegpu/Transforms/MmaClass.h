@@ -148,7 +148,7 @@ AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
 /// the attention shape or its registers would not fit.
 mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program, bool lateP = false,
-                                       bool transposedV = false);
+                                       bool transposedV = false, bool maskedSynchronous = false);
 
 /// The copies tile-split-masked-loops made of one key loop (masked, unmasked, masked) run as
 /// the masked one over their range, the mask guarded by the unmasked copy's range

@@ -277,7 +277,7 @@ struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<Ove
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(overlapConsumers(getOperation(), lateP, transposedV)))
+    if (failed(overlapConsumers(getOperation(), lateP, transposedV, maskedSynchronous)))
       signalPassFailure();
   }
 };
@@ -285,13 +285,17 @@ struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<Ove
 } // namespace
 
 FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lateP,
-                                                  bool transposedV) {
+                                                  bool transposedV, bool maskedSynchronous) {
   SmallVector<ConsumerLoop> loops;
   WarpSpecializeOp ws;
   int64_t threads = programLayout(program).getWarps() * 32, need = 0, needLate = 0;
   program.walk([&](WarpSpecializeOp op) {
     ws = op;
     for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>()) {
+      // The split's boundary blocks: a pipeline of one or two steps is all peel and drain.
+      auto kind = loop->getAttrOfType<StringAttr>("tile.block_mask");
+      if (maskedSynchronous && kind && kind.getValue() == "mixed")
+        continue;
       std::optional<ConsumerLoop> m = match(loop, transposedV);
       if (!m)
         continue;

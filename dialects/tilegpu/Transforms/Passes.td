@@ -217,7 +217,10 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     producer that only copies by cp.async keeps 24 and gives them the rest of the roles' total
     (d64's three consumer warpgroups: 160, the producer 32), the schedule takes that form.
     With `transposed-v`, loops whose V is read transposed (FP8's) are taken too, their P·V
-    reading it so.
+    reading it so. With `masked-synchronous`, the loops tile-split-masked-loops left masked
+    (`tile.block_mask = "mixed"`: the boundary blocks, one or two a tile) stay synchronous:
+    overlapped, they peel and drain a pipeline of one or two steps, the same work in twice
+    the code (a quarter of a d128 kernel, so of its compile).
   }];
   let options = [
     Option<"lateP", "late-p", "bool", /*default=*/"false",
@@ -225,6 +228,8 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
            "registers of a cp.async producer given to the consumers.">,
     Option<"transposedV", "transposed-v", "bool", /*default=*/"false",
            "Loops whose V is read transposed too (FP8's, stored K-major by the producer).">,
+    Option<"maskedSynchronous", "masked-synchronous", "bool", /*default=*/"false",
+           "The split's masked loops (the boundary blocks) left synchronous.">,
   ];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }

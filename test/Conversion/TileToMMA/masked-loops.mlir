@@ -1,11 +1,21 @@
-// convert-tile-to-mma{fuse-masked-loops} end to end: tessel.attention's persistent causal
+// The split's masked loops, end to end. convert-tile-to-mma{fuse-masked-loops}:
+// tessel.attention's persistent causal
 // programs of pipeline-tiles.mlir (d128 at 128×128, overlapped consumers; d64 at 192×128,
 // three synchronous consumer warpgroups) and the sm_80 causal program of
 // attention-f16-causal-64.mlir. tilegpu-fuse-masked-loops runs the unmasked loop and the
 // diagonal's masked loop as one, so each program has one loop pipeline instead of two: half
 // the wgmma (88 -> 44) and mma.sync (128 -> 64) instructions, and ptxas still reports no
 // spill and no advisory (the guard's branch holds no wgmma).
+// convert-tile-to-mma{sync-masked-loops} (tilegpu-overlap-consumers masked-synchronous): the
+// masked loop stays synchronous instead — d128's 64 wgmma become 48 (the masked loop's peel
+// and drain gone), d64's synchronous consumers keep their 24: 88 -> 72; ptxas still clean, with
+// Q from the producer and pipelined tiles too.
 // REQUIRES: ptxas
+// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --sync-masked-loops \
+// RUN:   --emit=ptx -o - | grep -c wgmma.mma_async | FileCheck %s --check-prefix=SYNC
+// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --sync-masked-loops \
+// RUN:   --producer-once --pipeline-tiles --emit=cubin -o %t.sync.cubin --ptxas-report 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTXAS --implicit-check-not='Potential Performance Loss'
 // RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - \
 // RUN:   | grep -c wgmma.mma_async | FileCheck %s --check-prefix=SPLIT
 // RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --fuse-masked-loops \
@@ -23,6 +33,7 @@
 
 // SPLIT: 88
 // FUSED: 44
+// SYNC: 72
 // PTXAS-DAG: ptxas sm_90a d64_causal: {{[0-9]+}} registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-DAG: ptxas sm_90a d128_causal: {{[0-9]+}} registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // SPLIT80: 128
