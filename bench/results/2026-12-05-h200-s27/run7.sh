@@ -15,7 +15,7 @@ for s in sync_masked_loops=False sync_masked_loops=True; do
     --build $w 2>&1 | grep -E "^d|ptxas  |binary|first_call" | sed "s/^/$s /" | tee -a $r/cold_compile.log
 done
 cd test/gpu
-timeout 120 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -k sync-masked 2>&1 \
+timeout 120 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -k "sync and masked" 2>&1 \
   | tail -4 | tee $r/persistent.log
 TESSEL_TEST_GPU_OPTIONS=sync_masked_loops=True timeout 150 python3 -m pytest -q -p no:cacheprovider \
   test_python_gpu.py -k "attention or affine or band or mod" 2>&1 | tail -6 | tee $r/python.log
