@@ -53,9 +53,8 @@ def one_run(build, dim, kind, fields):
     with tempfile.TemporaryDirectory() as cache_dir:
         env = dict(os.environ, PYTHONPATH=str(build / "python"), TESSEL_CACHE_DIR=cache_dir,
                    TESSEL_TIMING="1")
-        r = subprocess.run([sys.executable, "-c", CHILD, str(dim), kind,
-                            json.dumps(fields)], capture_output=True,
-                           text=True, env=env, timeout=600)
+        r = subprocess.run([sys.executable, "-c", CHILD, str(dim), kind, json.dumps(fields)],
+                           capture_output=True, text=True, env=env, timeout=600)
     if r.returncode:
         sys.exit(f"run failed:\n{r.stderr}")
     steps = {}
@@ -78,11 +77,12 @@ def main():
                          "fuse_masked_loops=True")
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
+    fields = {}
+    for item in a.set:
+        name, _, text = item.partition("=")
+        fields[name] = {"True": True, "False": False}.get(text, int(text) if text.isdigit()
+                                                            else text)
     for dim, kind in [(int(d), k) for d in a.dims.split(",") for k in a.kinds.split(",")]:
-        fields = {f: {"True": True, "False": False}.get(v, v) for f, _, v in
-                  (item.partition("=") for item in a.set)}
-        fields = {f: int(v) if isinstance(v, str) and v.isdigit() else v
-                  for f, v in fields.items()}
         runs = [one_run(build, dim, kind, fields) for _ in range(a.runs)]
         print(f"d{dim}, {kind}, tessel.attention's blocks, sm_90a, {a.runs} fresh processes "
               "(ms: min / median)")
