@@ -164,10 +164,11 @@ class GpuOptions:
     #: 2–6 % slower on the H200 (docs/bench/2026-12-05-h200-fuse-masked-loops.md). Off by
     #: default: a knob for compile-time-bound uses.
     fuse_masked_loops: bool = dataclasses.field(default=False, metadata={"code": True})
-    #: Overlapped consumers leave the split's masked loops (the boundary blocks: the key
-    #: tail, the causal diagonal; one or two blocks a tile) synchronous: overlapped, such a
-    #: loop is all peel and drain, the same work in twice the code. A quarter less code at
-    #: d128 128×128 (cold compile 1.07–1.18 → 0.84–0.88 s here); off until measured on the H200.
+    #: Whether overlapped consumers leave synchronous the loops that the split keeps masked,
+    #: the boundary blocks — the key tail, the causal diagonal, one or two blocks a tile.
+    #: Overlapped, such a loop is all peel and drain, the same work in twice the code. A
+    #: quarter less code at d128 128×128, cold compile 1.07–1.18 → 0.84–0.88 s here. Off until
+    #: measured on the H200.
     sync_masked_loops: bool = dataclasses.field(default=False, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
