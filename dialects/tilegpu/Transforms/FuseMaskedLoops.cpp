@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -111,21 +112,8 @@ bool feedsSoftmax(arith::SelectOp select) {
   return true;
 }
 
-bool dominatesLoop(Value v, scf::ForOp loop) {
-  Operation *def = v.getDefiningOp();
-  Region *region = def ? def->getParentRegion() : v.getParentRegion();
-  if (!region->isAncestor(loop->getParentRegion()))
-    return false;
-  if (!def)
-    return true;
-  Operation *at = loop;
-  while (at->getBlock() != def->getBlock())
-    at = at->getParentOp();
-  return def->isBeforeInBlock(at);
-}
-
 /// Fuses the chain around the unmasked copy `middle`; whether it did.
-bool fuseAround(scf::ForOp middle) {
+bool fuseAround(scf::ForOp middle, DominanceInfo &dom) {
   scf::ForOp after = maskedAfter(middle), before = maskedBefore(middle);
   scf::ForOp keep = after ? after : before;
   if (!keep)
@@ -133,7 +121,8 @@ bool fuseAround(scf::ForOp middle) {
   SmallVector<arith::SelectOp> selects;
   Value mask = bodyMask(keep, selects);
   if (!mask || !llvm::all_of(selects, feedsSoftmax) ||
-      !dominatesLoop(middle.getLowerBound(), keep) || !dominatesLoop(middle.getUpperBound(), keep))
+      !dom.properlyDominates(middle.getLowerBound(), keep) ||
+      !dom.properlyDominates(middle.getUpperBound(), keep))
     return false;
   // The guard, in the body: lb(middle) <= j (with a copy before) and j < ub(middle) (with
   // one after); the fused loop starts or ends at the middle's bounds otherwise.
@@ -164,14 +153,11 @@ bool fuseAround(scf::ForOp middle) {
   keep.getInitArgsMutable().assign(inits);
   keep->setAttr(kKind, b.getStringAttr("guarded"));
   // Only `keep`'s results leave the chain; the other copies' feed the next copy only.
-  if (keep == before)
+  if (!after) // keep is `before`: the chain's results are its own now
     middle->replaceAllUsesWith(keep->getResults());
-  if (after)
-    middle.erase();
-  if (before && keep != before)
+  middle.erase();
+  if (after && before)
     before.erase();
-  if (!after)
-    middle.erase();
   return true;
 }
 
@@ -188,8 +174,9 @@ bool tessel::tilegpu::fuseMaskedLoops(func::FuncOp program) {
     if (hasKind(loop, "all_true"))
       middles.push_back(loop);
   });
+  DominanceInfo dom(program);
   bool changed = false;
   for (scf::ForOp middle : middles)
-    changed |= fuseAround(middle);
+    changed |= fuseAround(middle, dom);
   return changed;
 }
