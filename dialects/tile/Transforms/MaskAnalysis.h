@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -20,6 +21,18 @@
 #include <vector>
 
 namespace tessel::tile {
+
+/// The attribute tile-split-masked-loops sets on the copies of a key loop it makes: "mixed"
+/// (boundary blocks, the mask kept), "all_true" (no mask left) or "residual" (the conjuncts
+/// it could not classify kept); tilegpu-fuse-masked-loops marks the loop it fuses them into
+/// "guarded". Later passes (tilegpu-overlap-consumers) read it.
+inline constexpr llvm::StringLiteral kBlockMaskAttr = "tile.block_mask";
+
+/// Whether `op` is a copy tile-split-masked-loops marked `kind`.
+inline bool hasBlockMaskKind(mlir::Operation *op, llvm::StringRef kind) {
+  auto attr = op ? op->getAttrOfType<mlir::StringAttr>(kBlockMaskAttr) : mlir::StringAttr();
+  return attr && attr.getValue() == kind;
+}
 
 /// constant + Σ coefficient · symbol, over scalar integer SSA values.
 struct LinearExpr {

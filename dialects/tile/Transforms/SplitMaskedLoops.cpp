@@ -218,14 +218,12 @@ struct TileSplitMaskedLoopsPass
   void runOnOperation() override {
     SmallVector<scf::ForOp> loops;
     getOperation().walk([&](scf::ForOp loop) {
-      if (!loop->hasAttr(kSplitAttr))
+      if (!loop->hasAttr(kBlockMaskAttr))
         loops.push_back(loop);
     });
     for (scf::ForOp loop : loops)
       splitLoop(loop);
   }
-
-  static constexpr llvm::StringLiteral kSplitAttr = "tile.block_mask";
 
   void splitLoop(scf::ForOp loop) {
     // A streamed softmax normalises over all iterations of its loop: cutting the loop would
@@ -310,7 +308,7 @@ struct TileSplitMaskedLoopsPass
       copy.getLowerBoundMutable().assign(bounds[part]);
       copy.getUpperBoundMutable().assign(bounds[part + 1]);
       copy.getInitArgsMutable().assign(carried);
-      copy->setAttr(kSplitAttr, b.getStringAttr(kinds[part]));
+      copy->setAttr(kBlockMaskAttr, b.getStringAttr(kinds[part]));
       if (part == 1) {
         // Proven all-true: the selects keep their scores; canonicalisation drops the mask.
         // With residual conjuncts, the mask becomes their conjunction (computed where the

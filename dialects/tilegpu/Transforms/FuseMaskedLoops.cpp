@@ -10,6 +10,7 @@
 //===--------------------------------------------------------------------------------------===//
 
 #include "tile/IR/TileDialect.h"
+#include "tile/Transforms/MaskAnalysis.h"
 #include "tilegpu/Transforms/MmaClass.h"
 #include "tilegpu/Transforms/Passes.h"
 
@@ -30,13 +31,6 @@ using namespace mlir;
 namespace tile = tessel::tile;
 
 namespace {
-
-constexpr llvm::StringLiteral kKind = "tile.block_mask";
-
-bool hasKind(scf::ForOp loop, llvm::StringRef kind) {
-  auto attr = loop ? loop->getAttrOfType<StringAttr>(kKind) : StringAttr();
-  return attr && attr.getValue() == kind;
-}
 
 /// The loop that continues `from` (its results carried into it and used nowhere else), with
 /// only ops without memory effects between them; null if there is none.
@@ -62,13 +56,14 @@ scf::ForOp continuation(scf::ForOp from) {
 /// there is none.
 scf::ForOp maskedAfter(scf::ForOp middle) {
   scf::ForOp next = continuation(middle);
-  return hasKind(next, "mixed") ? next : scf::ForOp();
+  return tile::hasBlockMaskKind(next, "mixed") ? next : scf::ForOp();
 }
 scf::ForOp maskedBefore(scf::ForOp middle) {
   if (middle.getInitArgs().empty())
     return {};
   auto prev = middle.getInitArgs().front().getDefiningOp<scf::ForOp>();
-  return hasKind(prev, "mixed") && continuation(prev) == middle ? prev : scf::ForOp();
+  return tile::hasBlockMaskKind(prev, "mixed") && continuation(prev) == middle ? prev
+                                                                               : scf::ForOp();
 }
 
 /// The one mask of the `select(mask, s, -inf)`s in `loop`'s body, and those selects.
@@ -151,7 +146,7 @@ bool fuseAround(scf::ForOp middle, DominanceInfo &dom) {
   keep.getUpperBoundMutable().assign(last.getUpperBound());
   SmallVector<Value> inits(first.getInitArgs());
   keep.getInitArgsMutable().assign(inits);
-  keep->setAttr(kKind, b.getStringAttr("guarded"));
+  keep->setAttr(tile::kBlockMaskAttr, b.getStringAttr("guarded"));
   // Only `keep`'s results leave the chain; the other copies' feed the next copy only.
   if (!after) // keep is `before`: the chain's results are its own now
     middle->replaceAllUsesWith(keep->getResults());
@@ -171,7 +166,7 @@ struct TileGPUFuseMaskedLoopsPass
 bool tessel::tilegpu::fuseMaskedLoops(func::FuncOp program) {
   SmallVector<scf::ForOp> middles;
   program.walk([&](scf::ForOp loop) {
-    if (hasKind(loop, "all_true"))
+    if (tile::hasBlockMaskKind(loop, "all_true"))
       middles.push_back(loop);
   });
   DominanceInfo dom(program);
