@@ -77,11 +77,12 @@ def main():
                          "fuse_masked_loops=True")
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
-    fields = {}
-    for item in a.set:
-        name, _, text = item.partition("=")
-        fields[name] = {"True": True, "False": False}.get(text, int(text) if text.isdigit()
-                                                            else text)
+    sys.path.insert(0, str(ROOT / "test" / "gpu"))
+    from bench_decode import parse_set    # the GPU benchmarks' --set
+    try:
+        fields = parse_set(a.set)
+    except ValueError as e:
+        ap.error(f"--set: {e}")
     for dim, kind in [(int(d), k) for d in a.dims.split(",") for k in a.kinds.split(",")]:
         runs = [one_run(build, dim, kind, fields) for _ in range(a.runs)]
         print(f"d{dim}, {kind}, tessel.attention's blocks, sm_90a, {a.runs} fresh processes "

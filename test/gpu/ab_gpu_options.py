@@ -22,17 +22,10 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_decode import parse_set  # noqa: E402
+
 CASES = ("dense", "masks", "d64")
-
-
-def value(text):
-    """A field's value from `--set name=value`: a bool, an int or the text."""
-    if text in ("True", "False"):
-        return text == "True"
-    try:
-        return int(text)
-    except ValueError:
-        return text
 
 
 def run_child(mode, options, policy, cases, out):
@@ -127,13 +120,10 @@ def main():
     args = ap.parse_args()
 
     def fields(items):
-        out = {}
-        for item in items:
-            name, sep, text = item.partition("=")
-            if not sep:
-                ap.error(f"--set, --grid and --base take NAME=VALUE, got {item!r}")
-            out[name] = value(text)
-        return out
+        try:
+            return parse_set(items)
+        except ValueError as e:
+            ap.error(f"--set, --grid and --base: {e}")
     options, base, policy = fields(args.set), fields(args.base), fields(args.grid)
     if args.child:
         run_child(args.child, options if args.child == "A" else base,

@@ -149,12 +149,20 @@ def time_sdpa(torch, row, timed, q, k, v, causal, backends):
 
 
 def parse_set(items):
-    """GpuOptions fields from `--set FIELD=VALUE` items (True / False or an int)."""
+    """Fields from `NAME=VALUE` items (the benchmarks' --set, TESSEL_TEST_GPU_OPTIONS): a value
+    is True / False, an int, else the text. ValueError for an item without `=`."""
     fields = {}
     for item in items:
-        name, _, value = item.partition("=")
-        fields[name] = {"True": True, "False": False}.get(value) if value in ("True", "False") \
-            else int(value)
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"expected NAME=VALUE, got {item!r}")
+        if text in ("True", "False"):
+            fields[name] = text == "True"
+        else:
+            try:
+                fields[name] = int(text)
+            except ValueError:
+                fields[name] = text
     return fields
 
 
