@@ -92,7 +92,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.pipelineTiles ? ";pipeline-tiles" : "") + (options.lateP ? ";late-p" : "") +
          (options.fp8Overlap ? ";fp8-overlap" : "") +
          (options.fuseMaskedLoops ? ";fuse-masked-loops" : "") +
-         (options.syncMaskedLoops ? ";sync-masked-loops" : "") +
+         (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +
          (options.tmaProducer ? "" : ";no-tma-producer") +
          (options.vectorStores ? "" : ";no-vector-stores") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");

@@ -118,7 +118,7 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
   Option<bool> syncMaskedLoops{*this, "sync-masked-loops",
                                llvm::cl::desc("The split's masked loops left synchronous "
                                               "(tilegpu-overlap-consumers masked-synchronous)."),
-                               llvm::cl::init(false)};
+                               llvm::cl::init(true)};
   Option<bool> tmaProducer{*this, "tma-producer",
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),

@@ -171,7 +171,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
       py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
-      py::arg("sync_masked_loops") = false);
+      py::arg("sync_masked_loops") = true);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -238,7 +238,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
       py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
-      py::arg("sync_masked_loops") = false,
+      py::arg("sync_masked_loops") = true,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

@@ -167,9 +167,9 @@ class GpuOptions:
     #: Whether overlapped consumers leave synchronous the loops that the split keeps masked,
     #: the boundary blocks — the key tail, the causal diagonal, one or two blocks a tile.
     #: Overlapped, such a loop is all peel and drain, the same work in twice the code. A
-    #: quarter less code at d128 128×128, cold compile 1.07–1.18 → 0.84–0.88 s here. Off until
-    #: measured on the H200.
-    sync_masked_loops: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: quarter less code at d128 128×128, first call 1.07–1.18 → 0.84–0.88 s here, as fast on
+    #: an H100 (docs/bench/2026-12-05-h100-sync-masked-loops.md). On; off to compare.
+    sync_masked_loops: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.

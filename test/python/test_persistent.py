@@ -320,8 +320,10 @@ def test_fuse_masked_loops_compiles(tmp_path, D, BM, causal):
     # loop and the masked one after it (the key tail, the diagonal) as one loop, so the
     # consumers' loop pipeline is there once: half the wgmma instructions, still no spill,
     # nothing given up, a key of its own. Even with Q from the producer and pipelined tiles.
+    # Against the split with both its loops overlapped (sync_masked_loops off).
     k = _dense_kernel(causal, N=2000, D=D, BM=BM)
-    plain, fused = _ptx(tmp_path, k), _ptx(tmp_path, k, fuse_masked_loops=True)
+    plain = _ptx(tmp_path, k, sync_masked_loops=False)
+    fused = _ptx(tmp_path, k, fuse_masked_loops=True)
     steps = [b.ptx.count("wgmma.mma_async") for b in (plain, fused)]
     assert steps[0] == 2 * steps[1], steps
     assert fused.manifest["spill_bytes"] == 0 and fused.manifest["given_up"] == []
@@ -336,16 +338,18 @@ def test_fuse_masked_loops_compiles(tmp_path, D, BM, causal):
 
 @pytest.mark.parametrize("D,BM,causal", [(128, 128, False), (128, 128, True), (64, 192, True)])
 def test_sync_masked_loops_compiles(tmp_path, D, BM, causal):
-    # GpuOptions(sync_masked_loops) (off by default; tilegpu-overlap-consumers
+    # GpuOptions(sync_masked_loops) (on by default; tilegpu-overlap-consumers
     # masked-synchronous): the split's masked loop (the key tail, the diagonal) is left
     # synchronous, so d128's overlapped consumers lose that loop's peel and drain (64 -> 48
     # wgmma); d64's 192-row consumers are synchronous anyway (unchanged). No spill, nothing
     # given up, a key of its own.
     k = _dense_kernel(causal, N=2000, D=D, BM=BM)
-    plain, sync = _ptx(tmp_path, k), _ptx(tmp_path, k, sync_masked_loops=True)
-    steps = [b.ptx.count("wgmma.mma_async") for b in (plain, sync)]
+    overlapped, sync = _ptx(tmp_path, k, sync_masked_loops=False), _ptx(tmp_path, k)
+    steps = [b.ptx.count("wgmma.mma_async") for b in (overlapped, sync)]
     assert steps == ([64, 48] if D == 128 else [steps[0], steps[0]]), steps
     assert sync.manifest["spill_bytes"] == 0 and sync.manifest["given_up"] == []
-    assert sync.key != plain.key
+    assert sync.key != overlapped.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", sync_masked_loops=False))[
+        "options"]["target"].endswith(";no-sync-masked-loops")
     with pytest.raises(TypeError, match="sync_masked_loops must be a bool"):
         cache.GpuOptions(sync_masked_loops=1)

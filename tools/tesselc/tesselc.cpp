@@ -110,10 +110,10 @@ static cl::opt<bool> fuseMaskedLoops(
     cl::desc("A key loop's masked and unmasked copies as one loop, the mask skipped under a "
              "uniform branch where it is all true (tilegpu-fuse-masked-loops)"),
     cl::init(false), cl::cat(tesselcCategory));
-static cl::opt<bool> syncMaskedLoops(
-    "sync-masked-loops",
-    cl::desc("The split's masked loops (the boundary blocks) left synchronous by overlapped "
-             "consumers (tilegpu-overlap-consumers masked-synchronous)"),
+static cl::opt<bool> noSyncMaskedLoops(
+    "no-sync-masked-loops",
+    cl::desc("Overlapped consumers overlap the split's masked loops (the boundary blocks) too, "
+             "as before tilegpu-overlap-consumers masked-synchronous (to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool> pipelineTiles(
     "pipeline-tiles",
@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
   options.lateP = lateP;
   options.fp8Overlap = fp8Overlap;
   options.fuseMaskedLoops = fuseMaskedLoops;
-  options.syncMaskedLoops = syncMaskedLoops;
+  options.syncMaskedLoops = !noSyncMaskedLoops;
   options.tmaProducer = !noTmaProducer;
   options.vectorStores = !noVectorStores;
   options.numStages = numStages;

@@ -220,7 +220,8 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     reading it so. With `masked-synchronous`, the loops tile-split-masked-loops left masked
     (`tile.block_mask = "mixed"`: the boundary blocks, one or two a tile) stay synchronous:
     overlapped, they peel and drain a pipeline of one or two steps, the same work in twice
-    the code (a quarter of a d128 kernel, so of its compile).
+    the code (a quarter of a d128 kernel, so of its compile); not where O takes more than half
+    the consumers' registers (d256), where ptxas spills beside the synchronous copy.
   }];
   let options = [
     Option<"lateP", "late-p", "bool", /*default=*/"false",

@@ -79,8 +79,9 @@ struct TargetOptions {
   bool fuseMaskedLoops = false;
   /// The split's masked loops (the boundary blocks) left synchronous by the overlapped
   /// consumers (convert-tile-to-mma sync-masked-loops; tilegpu-overlap-consumers
-  /// masked-synchronous): a quarter less code at d128. Off until measured.
-  bool syncMaskedLoops = false;
+  /// masked-synchronous): a quarter less code at d128, as fast (docs/dev/cold-compile.md).
+  /// Off to compare.
+  bool syncMaskedLoops = true;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).

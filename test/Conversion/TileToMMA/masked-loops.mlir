@@ -6,18 +6,18 @@
 // diagonal's masked loop as one, so each program has one loop pipeline instead of two: half
 // the wgmma (88 -> 44) and mma.sync (128 -> 64) instructions, and ptxas still reports no
 // spill and no advisory (the guard's branch holds no wgmma).
-// convert-tile-to-mma{sync-masked-loops} (tilegpu-overlap-consumers masked-synchronous): the
-// masked loop stays synchronous instead — d128's 64 wgmma become 48 (the masked loop's peel
-// and drain gone), d64's synchronous consumers keep their 24: 88 -> 72; ptxas still clean, with
-// Q from the producer and pipelined tiles too.
+// By default (convert-tile-to-mma sync-masked-loops; tilegpu-overlap-consumers
+// masked-synchronous) the masked loop stays synchronous instead — d128's 64 wgmma become 48
+// (the masked loop's peel and drain gone), d64's synchronous consumers keep their 24: 88 -> 72;
+// ptxas still clean, with Q from the producer and pipelined tiles too.
 // REQUIRES: ptxas
-// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --sync-masked-loops \
+// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma \
 // RUN:   --emit=ptx -o - | grep -c wgmma.mma_async | FileCheck %s --check-prefix=SYNC
-// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --sync-masked-loops \
+// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma \
 // RUN:   --producer-once --pipeline-tiles --emit=cubin -o %t.sync.cubin --ptxas-report 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PTXAS --implicit-check-not='Potential Performance Loss'
-// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - \
-// RUN:   | grep -c wgmma.mma_async | FileCheck %s --check-prefix=SPLIT
+// RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --no-sync-masked-loops \
+// RUN:   --emit=ptx -o - | grep -c wgmma.mma_async | FileCheck %s --check-prefix=SPLIT
 // RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --fuse-masked-loops \
 // RUN:   --emit=ptx -o - | grep -c wgmma.mma_async | FileCheck %s --check-prefix=FUSED
 // RUN: tesselc %S/pipeline-tiles.mlir --chip=sm_90a --codegen=wgmma --fuse-masked-loops \

@@ -16,8 +16,8 @@
 // RUN:   --emit=cubin -o %t.cubin --ptxas-report 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PTXAS --implicit-check-not='Potential Performance Loss'
 
-// ONCE: 88
-// PIPE: 112
+// ONCE: 72
+// PIPE: 96
 // PTXAS-DAG: ptxas sm_90a d64_causal: {{[0-9]+}} registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-DAG: ptxas sm_90a d128_causal: {{[0-9]+}} registers, {{[0-9]+}} bytes smem, 0 bytes stack, 0 bytes spill stores, 0 bytes spill loads
 

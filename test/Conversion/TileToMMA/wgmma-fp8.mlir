@@ -17,11 +17,13 @@
 // RUN: not tessel-opt %t.mlir --convert-tile-to-mma="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=SM80
 // By default the consumers' dots are synchronous (no wait with a group in flight: V is read
 // transposed, which the overlap takes with --fp8-overlap only, off until measured). With it,
-// the loops of both programs (full and partial key blocks: two each) are overlapped, S_j
-// beside the previous P·V and a wait with one group in flight in each, still without spill
-// or advisory.
+// the full key blocks' loop of each program is overlapped, S_j beside the previous P·V and a
+// wait with one group in flight, still without spill or advisory; the partial blocks' loop
+// stays synchronous (sync-masked-loops) unless --no-sync-masked-loops: then two loops each.
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=SYNC
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --emit=ptx -o - | FileCheck %s --check-prefix=OVER
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --no-sync-masked-loops \
+// RUN:   --emit=ptx -o - | FileCheck %s --check-prefix=OVERALL
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --emit=cubin -o %t.over.cubin --ptxas-report > %t.over 2>&1
 // RUN: FileCheck %s --check-prefix=SM90 --implicit-check-not="(C75" < %t.over
 
@@ -40,7 +42,9 @@
 // PTX: cp.async.cg.shared.global
 // PTX: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // SYNC-NOT: wgmma.wait_group.sync.aligned 1;
-// OVER-COUNT-4: wgmma.wait_group.sync.aligned 1;
+// OVER-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// OVER-NOT: wgmma.wait_group.sync.aligned 1;
+// OVERALL-COUNT-4: wgmma.wait_group.sync.aligned 1;
 // SM90-DAG: ptxas sm_90a fp8_attention: {{[0-9]+}} registers, {{.*}} 0 bytes spill stores, 0 bytes spill loads
 // SM90-DAG: ptxas sm_90a fp8_attention_vt: {{[0-9]+}} registers, {{.*}} 0 bytes spill stores, 0 bytes spill loads
 // SM80: f8E4M3FN: FP8 operands need wgmma (sm_90a)
