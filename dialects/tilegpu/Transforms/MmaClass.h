@@ -19,6 +19,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/bit.h"
 
+#include <optional>
+
 namespace tessel::tilegpu {
 
 /// What a tile.load feeds, which decides how its block reaches the tensor cores: A operands
@@ -149,6 +151,11 @@ AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
 /// the attention shape or its registers would not fit.
 mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program, bool lateP = false,
                                        bool transposedV = false, bool maskedSynchronous = false);
+/// The registers a consumer thread of a warp-specialized `program` would have left beside
+/// overlapConsumers' schedule (its estimate), the least over the loops it takes; none where
+/// no loop would be overlapped in that form (none has the attention shape, or one needs
+/// more than the consumers have).
+std::optional<int64_t> overlapHeadroom(mlir::func::FuncOp program, bool transposedV = false);
 
 /// The copies tile-split-masked-loops made of one key loop (masked, unmasked, masked) run as
 /// the masked one over their range, the mask guarded by the unmasked copy's range

@@ -295,6 +295,19 @@ struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<Ove
 
 } // namespace
 
+std::optional<int64_t> tessel::tilegpu::overlapHeadroom(func::FuncOp program, bool transposedV) {
+  std::optional<int64_t> least;
+  program.walk([&](WarpSpecializeOp ws) {
+    int64_t threads = programLayout(program).getWarps() * 32;
+    for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>())
+      if (std::optional<ConsumerLoop> m = match(loop, transposedV)) {
+        int64_t left = ws.getConsumerRegisters() - overlapRegisters(*m, threads);
+        least = std::min(least.value_or(left), left);
+      }
+  });
+  return least && *least >= 0 ? least : std::nullopt;
+}
+
 FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lateP,
                                                   bool transposedV, bool maskedSynchronous) {
   SmallVector<ConsumerLoop> loops;

@@ -185,6 +185,21 @@ bool specializes(func::FuncOp program) {
   return !streamsA.wasInterrupted();
 }
 
+/// The registers the TMA producer's per-tile record costs the consumers (ptxas, CUDA 13.0):
+/// d256 128×64 overlapped, with 24 to spare, spilled with TMA and not without; d128 128×128,
+/// with 40, spills nothing.
+constexpr int64_t kTmaConsumerRegisters = 32;
+
+/// Whether the TMA producer leaves the overlapped consumers the registers they need. Where it
+/// does not, compileModule's spill fallback gave TMA up after a whole compile (d256: 1.4 s of
+/// the first call); asking first gives the same kernel at half the compile.
+bool tmaFitsBesideOverlap(func::FuncOp program, bool overlapConsumers, bool fp8Overlap) {
+  if (!overlapConsumers)
+    return true;
+  std::optional<int64_t> left = tessel::tilegpu::overlapHeadroom(program, fp8Overlap);
+  return !left || *left >= kTmaConsumerRegisters;
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -301,7 +316,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       if (placed && producerOnce &&
           failed(tessel::tilegpu::producerOnce(work, static_cast<int64_t>(sharedLimit))))
         return failure();
-      if (placed && tmaProducer &&
+      if (placed && tmaProducer && tmaFitsBesideOverlap(work, overlapConsumers, fp8Overlap) &&
           failed(tessel::tilegpu::tmaProducer(work, static_cast<int64_t>(sharedLimit))))
         return failure();
       if (placed && overlapConsumers) {

@@ -46,8 +46,9 @@
 // its own beside the ring, then the mbarriers; 168 registers at launch, 232 for a consumer.
 // TALLWS: ptxas sm_90a attention: 168 registers, {{.*}}, 0 bytes spill stores, 0 bytes spill loads
 // TALLWS: kernel attention: block 384x1x1, 196672 bytes dynamic smem
-// With the TMA producer the overlapped consumers spill (its per-tile record): compileModule
-// drops TMA first and keeps the overlap (lib/Target/Compile.cpp, kSpillFallbacks).
+// With the TMA producer the overlapped consumers spilled (its per-tile record): the overlap
+// would leave them 24 registers, fewer than TMA's 32, so convert-tile-to-mma leaves TMA out
+// and keeps the overlap (before, compileModule's spill fallback dropped TMA after a compile).
 // TALLPTX-NOT: cp.async.bulk.tensor
 // TALLPTX: wgmma.wait_group.sync.aligned 1
 
