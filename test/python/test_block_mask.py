@@ -132,6 +132,27 @@ def test_random_block_sparse_mask_from_a_captured_array():
     check(mask, allowed, 1, 2, N, N, None, None, BM=64, BN=64)
 
 
+@pytest.mark.parametrize("G", [32, 64])
+def test_block_table_and_causal(G):
+    """A table of G x G blocks and causality: the diagonal's kernel blocks are partial, so the
+    table is read in the masked loop. With 32x32 kernel blocks and G = 32 each block's
+    quotients `q_idx // G` and `kv_idx // G` are its own numbers (tile-fold-index-division):
+    one table entry a block, no per-score gather; with G = 64 they are not folded."""
+    from tessel import blocksparse
+    rng = np.random.default_rng()
+    N = 160
+    blocks = rng.random((-(-N // G), -(-N // G))) < 0.5
+    np.fill_diagonal(blocks, True)
+    mask = lambda b, h, q_idx, kv_idx: blocks[q_idx // G, kv_idx // G] & (q_idx >= kv_idx)
+    allowed = lambda b, h, qi, ki: blocks[qi // G, ki // G] & (qi >= ki)
+    bm = check(mask, allowed, 1, 2, N, N, None, None, BM=32, BN=32)
+    assert bm.kv_num_blocks.sum() > 0                   # the partial loop runs
+    x = np.zeros((1, 2, N, 32), np.float32)
+    args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, None, mask, False, bm, 32, 32, False)
+    ir = blocksparse.block_sparse_attention_kernel.warmup(*args, **cx).asm["tile-opt"]
+    assert ("tile.gather" in ir) == (G == 64)
+
+
 @pytest.mark.parametrize("block_m,block_n", [(16, 16), (32, 16), (16, 64)])
 def test_kernel_blocks_smaller_than_the_masks(block_m, block_n):
     """A 32x64 mask block is several kernel blocks (as FlexAttention's 128x128 masks are on the

@@ -32,6 +32,14 @@ def window(b, h, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (q_idx - kv_idx < 300)
 
 
+BLOCKS = np.random.default_rng(0).random((N // 128, N // 128)) < 0.3
+
+
+def block_table(b, h, q_idx, kv_idx):
+    # 48 bytes of spill (sm_90a d128) before tile-fold-index-division made it one load a block.
+    return BLOCKS[q_idx // 128, kv_idx // 128]
+
+
 def softcap(score, b, h, q_idx, kv_idx):
     return 30.0 * tl.tanh(score / 30.0)
 
@@ -78,10 +86,11 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
 
 @pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128)])
-@pytest.mark.parametrize("name", ["document", "window softcap"])
+@pytest.mark.parametrize("name", ["document", "window softcap", "block table"])
 def test_block_mask_forward_spills(tmp_path, chip, D, name):
     x = np.zeros((1, 2, N, D), np.float16)
-    mask, score = (document, None) if name == "document" else (window, softcap)
+    mask, score = {"document": (document, None), "window softcap": (window, softcap),
+                   "block table": (block_table, None)}[name]
     bm = tessel.block_mask(mask, 1 if mask is document else None, None, N, N, BLOCK_M=128,
                            BLOCK_N=128)
     BM, BN = blocksparse.SPARSE_GPU_BLOCKS.get((chip, D)) or gpu_blocks(D, "f16", N, N, chip,

@@ -281,7 +281,9 @@ LogicalResult GatherOp::verify() {
 namespace {
 // gather(d, [broadcast(x), s]) = broadcast(gather(d, [x, s])) when every index tile broadcasts
 // from one shape: a document mask's `doc[b, q_idx]` reads a row vector once, not a whole tile.
-// With scalar indices only, the gather is a splat of one load_scalar.
+// A splat index tile is its scalar. With scalar indices only, the gather is a splat of one
+// load_scalar (a block table's `blocks[q_idx // G, kv_idx // G]` once
+// tile-fold-index-division made the quotients scalars).
 struct GatherOfBroadcasts : OpRewritePattern<GatherOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -292,6 +294,10 @@ struct GatherOfBroadcasts : OpRewritePattern<GatherOp> {
     for (Value index : op.getIndices()) {
       if (!isa<RankedTensorType>(index.getType())) {
         indices.push_back(index);
+        continue;
+      }
+      if (auto splat = index.getDefiningOp<SplatOp>()) {
+        indices.push_back(splat.getValue());
         continue;
       }
       auto bc = index.getDefiningOp<BroadcastOp>();

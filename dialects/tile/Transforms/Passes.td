@@ -86,6 +86,22 @@ def TileSeparateBias : Pass<"tile-separate-bias", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def TileFoldIndexDivision : Pass<"tile-fold-index-division", "::mlir::func::FuncOp"> {
+  let summary = "Floor divisions of index tiles that are the same over the tile become scalars.";
+  let description = [{
+    Python's `x // c` (c a positive constant), as the DSL builds it — `select(remsi(x, c) < 0,
+    divsi(x, c) − 1, divsi(x, c))` — of an index tile (the mask analysis's `IndexTile`: a
+    linear expression of scalars plus steps along the axes) becomes `splat(S + m)` where every
+    scalar's coefficient is a multiple of c (x = c·S + k + Σ steps·i) and the tile's offsets
+    k + Σ steps·i all lie in one interval [m·c, m·c + c). A mask reading a table of blocks,
+    `blocks[q_idx // G, kv_idx // G]`, with G a multiple of the kernel's blocks then gathers
+    one entry a block instead of one a score (the gather's canonicalization reads scalar
+    indices with one `tile.load_scalar`). Exact for any value of the scalars; the index
+    arithmetic is assumed not to wrap (as the kernels' i32 offsets are).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def TileTestElementwiseGrad : Pass<"tile-test-elementwise-grad", "::mlir::func::FuncOp"> {
   let summary = "For tests: return the element-wise derivative of a function's first result.";
   let description = [{

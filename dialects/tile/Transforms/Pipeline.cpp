@@ -29,6 +29,8 @@ void tessel::tile::buildTileOptimizationPipeline(OpPassManager &pm) {
   fn.addPass(createCanonicalizerPass());
   // After the split (it reads the same index arithmetic in masks); fold again what it separates.
   fn.addPass(createTileSeparateBias());
+  // Block-table masks (`blocks[q_idx // G, kv_idx // G]`) read once a block, not once a score.
+  fn.addPass(createTileFoldIndexDivision());
   fn.addPass(createTileFoldSoftmaxScale());
   fn.addPass(createLoopInvariantCodeMotionPass());
   fn.addPass(createCSEPass());

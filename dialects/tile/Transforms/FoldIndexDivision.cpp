@@ -1,0 +1,91 @@
+//===- FoldIndexDivision.cpp - floor divisions uniform over an index tile ----------------===//
+//
+// A mask that reads a table of blocks, `blocks[q_idx // G, kv_idx // G]`, divides every
+// score's indices and gathers one table entry per score: per thread dozens of address
+// computations and loads, and the registers for them (the 128×128 block-sparse kernel spilled
+// 48 bytes). Where G is a multiple of the kernel's block and the block starts on a multiple of
+// G, the quotient is the same for the whole tile: the block's number. This pass proves that
+// with the mask analysis's IndexTile and makes the quotient a scalar; the gather's
+// canonicalization then reads the table once a block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/IR/TileDialect.h"
+#include "tile/Transforms/MaskAnalysis.h"
+#include "tile/Transforms/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace tessel::tile {
+#define GEN_PASS_DEF_TILEFOLDINDEXDIVISION
+#include "tile/Transforms/Passes.h.inc"
+} // namespace tessel::tile
+
+using namespace mlir;
+using namespace tessel::tile;
+
+namespace {
+
+/// Whether `v` is the integer constant (or splat of it) `c`.
+bool isConstant(Value v, int64_t c) {
+  APInt value;
+  return matchPattern(v, m_ConstantInt(&value)) && value.getSExtValue() == c;
+}
+
+// Python's `x // c` for a constant c > 0 as the DSL builds it (frontend.floor_divmod):
+//   select(remsi(x, c) < 0, divsi(x, c) − 1, divsi(x, c)).
+// With x = c·S + k + Σ steps[i]·i (every symbol's coefficient a multiple of c) and every
+// k + Σ steps[i]·i of the tile in [m·c, m·c + c), the quotient is S + m everywhere: a splat.
+// Exact for any value of the symbols (floor, unlike divsi, does not care about their sign).
+struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::SelectOp op, PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(op.getType());
+    auto cmp = op.getCondition().getDefiningOp<arith::CmpIOp>();
+    auto quotient = op.getFalseValue().getDefiningOp<arith::DivSIOp>();
+    auto minusOne = op.getTrueValue().getDefiningOp<arith::SubIOp>();
+    if (!type || !cmp || !quotient || !minusOne || cmp.getPredicate() != arith::CmpIPredicate::slt ||
+        !isConstant(cmp.getRhs(), 0) || minusOne.getLhs() != quotient.getResult() ||
+        !isConstant(minusOne.getRhs(), 1))
+      return failure();
+    auto remainder = cmp.getLhs().getDefiningOp<arith::RemSIOp>();
+    APInt divisor;
+    if (!remainder || remainder.getLhs() != quotient.getLhs() ||
+        !matchPattern(quotient.getRhs(), m_ConstantInt(&divisor)) ||
+        !matchPattern(remainder.getRhs(), m_ConstantInt(&divisor)) || !divisor.isStrictlyPositive())
+      return failure();
+    int64_t c = divisor.getSExtValue();
+    std::optional<IndexTile> x = analyseIndexTile(quotient.getLhs());
+    if (!x)
+      return failure();
+    LinearExpr q;
+    for (auto [symbol, coefficient] : x->base.terms) {
+      if (coefficient % c != 0)
+        return failure();
+      q.terms[symbol] = coefficient / c;
+    }
+    int64_t m = llvm::divideFloorSigned(x->base.constant + x->minOffset(), c);
+    if (llvm::divideFloorSigned(x->base.constant + x->maxOffset(), c) != m)
+      return failure();
+    q.constant = m;
+    Value scalar = emitLinear(rewriter, op.getLoc(), q, type.getElementType());
+    rewriter.replaceOpWithNewOp<SplatOp>(op, type, scalar);
+    return success();
+  }
+};
+
+struct TileFoldIndexDivision
+    : tessel::tile::impl::TileFoldIndexDivisionBase<TileFoldIndexDivision> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<UniformFloorDivision>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
