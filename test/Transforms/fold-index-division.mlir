@@ -44,12 +44,20 @@ func.func @table(%blocks: !tile.desc<2, i32>, %t: i32, %j: i32) -> tensor<16x64x
 
 // -----
 
-// Left alone: keys 64·j + [0, 64) divided by 32 take two quotients (a table finer than the
-// tile), and 48·j + [0, 16) by 64 is not a multiple of the divisor (its quotient depends on j).
-// CHECK-LABEL: func.func @not_uniform
-// CHECK-COUNT-2: arith.select
-// CHECK-NOT:   arith.select
-func.func @not_uniform(%j: i32) -> (tensor<64xi32>, tensor<16xi32>) {
+// Keys 64·j + [0, 64) divided by 32 take two quotients (a table finer than the tile): left
+// alone. 48·j + [0, 16) divided by 64 is the same over the tile: with g = gcd(64, 48) = 16 it
+// is 16·(3·j) + [0, 16), so the quotient is (3·j) // 4, one scalar floor division (a table
+// coarser than the tile: the DSL's 128×32 d256 blocks under a 128-key table).
+// CHECK-LABEL: func.func @coarser_table
+// CHECK:       arith.select {{.*}} : tensor<64xi1>, tensor<64xi32>
+// CHECK:       %[[L:.*]] = arith.muli %arg0, %c3_i32 : i32
+// CHECK:       %[[D:.*]] = arith.divsi %[[L]], %c4_i32 : i32
+// CHECK:       %[[R:.*]] = arith.remsi %[[L]], %c4_i32 : i32
+// CHECK:       %[[N:.*]] = arith.cmpi slt, %[[R]], %c0_i32 : i32
+// CHECK:       %[[D1:.*]] = arith.subi %[[D]], %c1_i32 : i32
+// CHECK:       %[[F:.*]] = arith.select %[[N]], %[[D1]], %[[D]] : i32
+// CHECK:       tile.splat %[[F]] : i32 -> tensor<16xi32>
+func.func @coarser_table(%j: i32) -> (tensor<64xi32>, tensor<16xi32>) {
   %c64 = arith.constant 64 : i32
   %c48 = arith.constant 48 : i32
   %g32 = arith.constant dense<32> : tensor<64xi32>

@@ -19,6 +19,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <numeric>
+
 namespace tessel::tile {
 #define GEN_PASS_DEF_TILEFOLDINDEXDIVISION
 #include "tile/Transforms/Passes.h.inc"
@@ -35,11 +37,27 @@ bool isConstant(Value v, int64_t c) {
   return matchPattern(v, m_ConstantInt(&value)) && value.getSExtValue() == c;
 }
 
+/// Python's floor division of the scalar `x` by a constant c > 0: divsi, one less where the
+/// remainder is negative (the DSL's own form, frontend.floor_divmod).
+Value floorDivide(PatternRewriter &rewriter, Location loc, Value x, int64_t c) {
+  Value divisor = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(x.getType(), c));
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(x.getType(), 0));
+  Value one = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(x.getType(), 1));
+  Value quotient = arith::DivSIOp::create(rewriter, loc, x, divisor);
+  Value remainder = arith::RemSIOp::create(rewriter, loc, x, divisor);
+  Value negative = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, remainder, zero);
+  Value less = arith::SubIOp::create(rewriter, loc, quotient, one);
+  return arith::SelectOp::create(rewriter, loc, negative, less, quotient);
+}
+
 // Python's `x // c` for a constant c > 0 as the DSL builds it (frontend.floor_divmod):
 //   select(remsi(x, c) < 0, divsi(x, c) − 1, divsi(x, c)).
-// With x = c·S + k + Σ steps[i]·i (every symbol's coefficient a multiple of c) and every
-// k + Σ steps[i]·i of the tile in [m·c, m·c + c), the quotient is S + m everywhere: a splat.
-// Exact for any value of the symbols (floor, unlike divsi, does not care about their sign).
+// Let g = gcd(c, every scalar's coefficient) and write x = g·L + r with L a linear expression of
+// the scalars and r = (k mod g) + Σ steps[i]·i, the tile's offsets. Where every r of the tile
+// lies in one interval [m·g, m·g + g), x // c = (L + m) // (c / g) for the whole tile: g·(L + m)
+// is a multiple of g, as c is, so adding less than g never reaches the next multiple of c.
+// That is a splat of one scalar division, or of L + m itself where g = c (kernel blocks that
+// divide the table's G). Exact for any value of the scalars.
 struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -48,9 +66,9 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
     auto cmp = op.getCondition().getDefiningOp<arith::CmpIOp>();
     auto quotient = op.getFalseValue().getDefiningOp<arith::DivSIOp>();
     auto minusOne = op.getTrueValue().getDefiningOp<arith::SubIOp>();
-    if (!type || !cmp || !quotient || !minusOne || cmp.getPredicate() != arith::CmpIPredicate::slt ||
-        !isConstant(cmp.getRhs(), 0) || minusOne.getLhs() != quotient.getResult() ||
-        !isConstant(minusOne.getRhs(), 1))
+    if (!type || !cmp || !quotient || !minusOne ||
+        cmp.getPredicate() != arith::CmpIPredicate::slt || !isConstant(cmp.getRhs(), 0) ||
+        minusOne.getLhs() != quotient.getResult() || !isConstant(minusOne.getRhs(), 1))
       return failure();
     auto remainder = cmp.getLhs().getDefiningOp<arith::RemSIOp>();
     APInt divisor;
@@ -62,17 +80,21 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
     std::optional<IndexTile> x = analyseIndexTile(quotient.getLhs());
     if (!x)
       return failure();
-    LinearExpr q;
-    for (auto [symbol, coefficient] : x->base.terms) {
-      if (coefficient % c != 0)
-        return failure();
-      q.terms[symbol] = coefficient / c;
-    }
-    int64_t m = llvm::divideFloorSigned(x->base.constant + x->minOffset(), c);
-    if (llvm::divideFloorSigned(x->base.constant + x->maxOffset(), c) != m)
+    int64_t g = c;
+    for (auto [symbol, coefficient] : x->base.terms)
+      g = std::gcd(g, coefficient);
+    int64_t kq = llvm::divideFloorSigned(x->base.constant, g);
+    int64_t kr = x->base.constant - kq * g;
+    int64_t m = llvm::divideFloorSigned(kr + x->minOffset(), g);
+    if (llvm::divideFloorSigned(kr + x->maxOffset(), g) != m)
       return failure();
-    q.constant = m;
-    Value scalar = emitLinear(rewriter, op.getLoc(), q, type.getElementType());
+    LinearExpr l;
+    for (auto [symbol, coefficient] : x->base.terms)
+      l.terms[symbol] = coefficient / g;
+    l.constant = kq + m;
+    Value scalar = emitLinear(rewriter, op.getLoc(), l, type.getElementType());
+    if (g != c)
+      scalar = floorDivide(rewriter, op.getLoc(), scalar, c / g);
     rewriter.replaceOpWithNewOp<SplatOp>(op, type, scalar);
     return success();
   }

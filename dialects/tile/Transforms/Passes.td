@@ -91,9 +91,9 @@ def TileFoldIndexDivision : Pass<"tile-fold-index-division", "::mlir::func::Func
   let description = [{
     Python's `x // c` (c a positive constant), as the DSL builds it — `select(remsi(x, c) < 0,
     divsi(x, c) − 1, divsi(x, c))` — of an index tile (the mask analysis's `IndexTile`: a
-    linear expression of scalars plus steps along the axes) becomes `splat(S + m)` where every
-    scalar's coefficient is a multiple of c (x = c·S + k + Σ steps·i) and the tile's offsets
-    k + Σ steps·i all lie in one interval [m·c, m·c + c). A mask reading a table of blocks,
+    linear expression of scalars plus steps along the axes) becomes a splat where it is the
+    same over the tile: with g = gcd(c, the scalars' coefficients), x = g·L + r and every
+    offset r in one interval [m·g, m·g + g), it is `(L + m) // (c / g)` (`L + m` where g = c). A mask reading a table of blocks,
     `blocks[q_idx // G, kv_idx // G]`, with G a multiple of the kernel's blocks then gathers
     one entry a block instead of one a score (the gather's canonicalization reads scalar
     indices with one `tile.load_scalar`). Exact for any value of the scalars; the index
