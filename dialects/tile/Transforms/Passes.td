@@ -93,8 +93,9 @@ def TileFoldIndexDivision : Pass<"tile-fold-index-division", "::mlir::func::Func
     divsi(x, c) − 1, divsi(x, c))` — of an index tile (the mask analysis's `IndexTile`: a
     linear expression of scalars plus steps along the axes) becomes a splat where it is the
     same over the tile: with g = gcd(c, the scalars' coefficients), x = g·L + r and every
-    offset r in one interval [m·g, m·g + g), it is `(L + m) // (c / g)` (`L + m` where g = c). A mask reading a table of blocks,
-    `blocks[q_idx // G, kv_idx // G]`, with G a multiple of the kernel's blocks then gathers
+    offset r in one interval [m·g, m·g + g), it is `(L + m) // (c / g)` (`L + m` where
+    g = c). A mask reading a table of blocks, `blocks[q_idx // G, kv_idx // G]`, with G a
+    multiple of the kernel's blocks then gathers
     one entry a block instead of one a score (the gather's canonicalization reads scalar
     indices with one `tile.load_scalar`). Exact for any value of the scalars; the index
     arithmetic is assumed not to wrap (as the kernels' i32 offsets are).

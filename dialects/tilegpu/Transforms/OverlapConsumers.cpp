@@ -78,16 +78,17 @@ std::optional<ConsumerLoop> match(scf::ForOp loop, bool transposedV) {
   return m;
 }
 
-/// The registers a consumer thread holds across the softmax in the overlapped schedule: S_j,
-/// O and P_{j−1} in flight (Q, the A of S, stays in shared memory: the lowering reads a
-/// once-loaded A block of a warp-specialized kernel by descriptor); plus about 40 for
-/// addresses, row statistics and indices. Where that is more than the consumers get (d256:
-/// S 64 + O 128 + P 32), ptxas would spill: the loop keeps the synchronous dots.
+/// The registers a consumer thread holds of `tile` (its share of the elements, 32 bits each).
 int64_t registersOf(Value tile, int64_t consumerThreads) {
   auto type = cast<RankedTensorType>(tile.getType());
   return type.getNumElements() * type.getElementTypeBitWidth() / 32 / consumerThreads;
 }
 
+/// The registers a consumer thread holds across the softmax in the overlapped schedule: S_j,
+/// O and P_{j−1} in flight (Q, the A of S, stays in shared memory: the lowering reads a
+/// once-loaded A block of a warp-specialized kernel by descriptor); plus about 40 for
+/// addresses, row statistics and indices. Where that is more than the consumers get (d256:
+/// S 64 + O 128 + P 32), ptxas would spill: the loop keeps the synchronous dots.
 int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
   return registersOf(m.sDot.getResult(), consumerThreads) +
          registersOf(m.pvDot.getResult(), consumerThreads) +
