@@ -467,9 +467,12 @@ SLOW_COMPILE_S = 3.0
 @contextlib.contextmanager
 def _slow_compile_notice(kernel, gpu):
     """Around a compile: past SLOW_COMPILE_S, one line on stderr saying which kernel compiles
-    and that the result is cached, and at the end how long it took."""
+    and that the result is cached, and at the end how long it took and, where ptxas spilled,
+    how many compiles that cost and what was given up. The caller puts the GpuBinary and its
+    compile's steps in the dict this yields."""
+    outcome = {}
     if os.environ.get("TESSEL_QUIET", "") not in ("", "0"):
-        yield
+        yield outcome
         return
     start = time.monotonic()
     said = threading.Event()
@@ -483,14 +486,30 @@ def _slow_compile_notice(kernel, gpu):
     timer.daemon = True
     timer.start()
     try:
-        yield
+        yield outcome
     finally:
         timer.cancel()
         timer.join()
         if said.is_set():
             sys.stderr.write(f"tessel: compiled {kernel.name} for {gpu.chip} in "
-                             f"{time.monotonic() - start:.1f} s\n")
+                             f"{time.monotonic() - start:.1f} s{_spill_story(outcome)}\n")
             sys.stderr.flush()
+
+
+def _spill_story(outcome):
+    """The compile notice's last words where compileModule compiled again because ptxas
+    spilled (lib/Target/SpillFallbacks.cpp): how many compiles and what was given up; else
+    empty."""
+    binary, steps = outcome.get("binary"), outcome.get("steps", [])
+    again = sum(1 for name, _ in steps if name.startswith("compile again"))
+    if binary is None or not again:
+        return ""
+    given_up = binary.manifest.get("given_up", [])
+    left = binary.manifest.get("spill_bytes", 0)
+    story = f"gave up {', '.join(given_up)}" if given_up else "nothing given up in the end"
+    if left:
+        story += f"; still {left} bytes of spill"
+    return f" ({again + 1} compiles: ptxas spilled; {story})"
 
 
 def get_binary(kernel, gpu=None, directory=None):
@@ -520,8 +539,9 @@ def get_binary(kernel, gpu=None, directory=None):
     else:
         if _explain_enabled():
             print(f"tessel cache: {kernel.name}: {explain_miss(cache, ingr)}", file=sys.stderr)
-        with _slow_compile_notice(kernel, gpu):
+        with _slow_compile_notice(kernel, gpu) as outcome:
             binary, pass_timing = _compile(kernel, gpu, key, ingr, cache, clock)
+            outcome.update(binary=binary, steps=clock.steps)
     # The front end's steps come first when this lookup is the kernel's first: they are part of
     # its cold compile.
     steps = list(getattr(kernel, "timings", [])) if not getattr(kernel, "_timings_reported",

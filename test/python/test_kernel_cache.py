@@ -863,6 +863,24 @@ def test_a_gpu_launch_compiles_with_the_kernels_options(tmp_path, cache_dir, mon
     assert made[0].launches == 1 and made[1].launches == 1
 
 
+def test_the_compile_notice_says_what_spilling_cost():
+    # A first call that ptxas made compile again (the spill fallback) says how many compiles
+    # ran and what was given up, so that a slow first call is explained.
+    from types import SimpleNamespace
+    binary = SimpleNamespace(manifest={"given_up": ["tma-producer", "overlap-consumers"],
+                                       "spill_bytes": 0})
+    steps = [("lowering", 0.1), ("compile again (spills: no tma-producer)", 1.0),
+             ("compile again (spills: no overlap-consumers)", 1.0),
+             ("compile again (no spill: tma-producer back)", 1.0)]
+    assert cache._spill_story({"binary": binary, "steps": steps}) == \
+        " (4 compiles: ptxas spilled; gave up tma-producer, overlap-consumers)"
+    binary.manifest.update(given_up=[], spill_bytes=48)
+    assert cache._spill_story({"binary": binary, "steps": steps[:2]}) == \
+        " (2 compiles: ptxas spilled; nothing given up in the end; still 48 bytes of spill)"
+    assert cache._spill_story({"binary": binary, "steps": steps[:1]}) == ""
+    assert cache._spill_story({}) == ""
+
+
 def test_a_slow_compile_says_so_once_and_a_hit_says_nothing(kern, cache_dir, monkeypatch, capfd):
     # Past SLOW_COMPILE_S a compile says on stderr which kernel compiles, then how long it took;
     # memory and disk hits say nothing, and TESSEL_QUIET=1 silences the compile's lines.
