@@ -17,9 +17,6 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "llvm/Support/MathExtras.h"
-
-#include <numeric>
 
 namespace tessel::tile {
 #define GEN_PASS_DEF_TILEFOLDINDEXDIVISION
@@ -52,12 +49,10 @@ Value floorDivide(PatternRewriter &rewriter, Location loc, Value x, int64_t c) {
 
 // Python's `x // c` for a constant c > 0 as the DSL builds it (frontend.floor_divmod):
 //   select(remsi(x, c) < 0, divsi(x, c) − 1, divsi(x, c)).
-// Let g = gcd(c, every scalar's coefficient) and write x = g·L + r with L a linear expression of
-// the scalars and r = (k mod g) + Σ steps[i]·i, the tile's offsets. Where every r of the tile
-// lies in one interval [m·g, m·g + g), x // c = (L + m) // (c / g) for the whole tile: g·(L + m)
-// is a multiple of g, as c is, so adding less than g never reaches the next multiple of c.
-// That is a splat of one scalar division, or of L + m itself where g = c (kernel blocks that
-// divide the table's G). Exact for any value of the scalars.
+// Where the quotient is the same over the tile (uniformFloorQuotient: with g = gcd(c, every
+// scalar's coefficient), it is (L + m) // (c / g)), the select becomes a splat of one scalar
+// floor division, or of L + m itself where g = c (kernel blocks that divide the table's G).
+// Exact for any value of the scalars.
 struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -80,21 +75,20 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
     std::optional<IndexTile> x = analyseIndexTile(quotient.getLhs());
     if (!x)
       return failure();
-    int64_t g = c;
+    SmallVector<int64_t> coefficients;
     for (auto [symbol, coefficient] : x->base.terms)
-      g = std::gcd(g, coefficient);
-    int64_t kq = llvm::divideFloorSigned(x->base.constant, g);
-    int64_t kr = x->base.constant - kq * g;
-    int64_t m = llvm::divideFloorSigned(kr + x->minOffset(), g);
-    if (llvm::divideFloorSigned(kr + x->maxOffset(), g) != m)
+      coefficients.push_back(coefficient);
+    std::optional<UniformQuotient> q = uniformFloorQuotient(coefficients, x->base.constant,
+                                                            x->minOffset(), x->maxOffset(), c);
+    if (!q)
       return failure();
     LinearExpr l;
     for (auto [symbol, coefficient] : x->base.terms)
-      l.terms[symbol] = coefficient / g;
-    l.constant = kq + m;
+      l.terms[symbol] = coefficient / q->g;
+    l.constant = q->constant;
     Value scalar = emitLinear(rewriter, op.getLoc(), l, type.getElementType());
-    if (g != c)
-      scalar = floorDivide(rewriter, op.getLoc(), scalar, c / g);
+    if (q->g != c)
+      scalar = floorDivide(rewriter, op.getLoc(), scalar, c / q->g);
     rewriter.replaceOpWithNewOp<SplatOp>(op, type, scalar);
     return success();
   }

@@ -12,6 +12,9 @@
 #include "tile/IR/TileDialect.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace tessel::tile;
@@ -289,4 +292,21 @@ std::optional<AffineMask> tessel::tile::analyseMask(Value mask) {
     return in;
   }
   return std::nullopt;
+}
+
+std::optional<tessel::tile::UniformQuotient>
+tessel::tile::uniformFloorQuotient(llvm::ArrayRef<int64_t> coefficients, int64_t k,
+                                   int64_t minOffset, int64_t maxOffset, int64_t c) {
+  // x = g·L + r with r = (k mod g) + offset. g·L is a multiple of g, as c is, so adding an r
+  // in [m·g, m·g + g) never crosses a multiple of c beyond g·(L + m)'s own: x // c =
+  // (g·(L + m)) // c = (L + m) // (c / g).
+  int64_t g = c;
+  for (int64_t a : coefficients)
+    g = std::gcd(g, a);
+  int64_t kq = llvm::divideFloorSigned(k, g);
+  int64_t kr = k - kq * g;
+  int64_t m = llvm::divideFloorSigned(kr + minOffset, g);
+  if (llvm::divideFloorSigned(kr + maxOffset, g) != m)
+    return std::nullopt;
+  return UniformQuotient{g, kq + m};
 }

@@ -75,6 +75,18 @@ struct AffineMask {
   void forEachAtom(llvm::function_ref<void(const MaskAtom &)> fn) const;
 };
 
+/// Python's floor division x // c (c > 0) of an index tile x = Σ a_i·s_i + k + offset, with
+/// offsets in [minOffset, maxOffset], as one value for the whole tile: with g = gcd(c, a_i),
+/// x // c = (Σ (a_i / g)·s_i + constant) // (c / g) for every element and any scalars s_i.
+/// None where the tile's offsets straddle a multiple of g (tile-fold-index-division).
+struct UniformQuotient {
+  int64_t g;
+  int64_t constant;
+};
+std::optional<UniformQuotient> uniformFloorQuotient(llvm::ArrayRef<int64_t> coefficients, int64_t k,
+                                                    int64_t minOffset, int64_t maxOffset,
+                                                    int64_t c);
+
 /// Decomposes a scalar integer into a linear expression; what cannot be decomposed is a symbol.
 LinearExpr analyseScalar(mlir::Value scalar);
 /// `e` as scalar arithmetic of `type` at `b`'s insertion point (symbols sign-extended, truncated
