@@ -51,11 +51,7 @@ func.func @table(%blocks: !tile.desc<2, i32>, %t: i32, %j: i32) -> tensor<16x64x
 // CHECK-LABEL: func.func @coarser_table
 // CHECK:       arith.select {{.*}} : tensor<64xi1>, tensor<64xi32>
 // CHECK:       %[[L:.*]] = arith.muli %arg0, %c3_i32 : i32
-// CHECK:       %[[D:.*]] = arith.divsi %[[L]], %c4_i32 : i32
-// CHECK:       %[[R:.*]] = arith.remsi %[[L]], %c4_i32 : i32
-// CHECK:       %[[N:.*]] = arith.cmpi slt, %[[R]], %c0_i32 : i32
-// CHECK:       %[[D1:.*]] = arith.subi %[[D]], %c1_i32 : i32
-// CHECK:       %[[F:.*]] = arith.select %[[N]], %[[D1]], %[[D]] : i32
+// CHECK:       %[[F:.*]] = arith.floordivsi %[[L]], %c4_i32 : i32
 // CHECK:       tile.splat %[[F]] : i32 -> tensor<16xi32>
 func.func @coarser_table(%j: i32) -> (tensor<64xi32>, tensor<16xi32>) {
   %c64 = arith.constant 64 : i32

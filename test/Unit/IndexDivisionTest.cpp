@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 #include <random>
 
-using tessel::tile::uniformFloorQuotient;
 using llvm::divideFloorSigned;
+using tessel::tile::uniformFloorQuotient;
 
 namespace {
 

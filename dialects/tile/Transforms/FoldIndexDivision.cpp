@@ -34,19 +34,6 @@ bool isConstant(Value v, int64_t c) {
   return matchPattern(v, m_ConstantInt(&value)) && value.getSExtValue() == c;
 }
 
-/// Python's floor division of the scalar `x` by a constant c > 0: divsi, one less where the
-/// remainder is negative (the DSL's own form, frontend.floor_divmod).
-Value floorDivide(PatternRewriter &rewriter, Location loc, Value x, int64_t c) {
-  Value divisor = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(x.getType(), c));
-  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(x.getType(), 0));
-  Value one = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(x.getType(), 1));
-  Value quotient = arith::DivSIOp::create(rewriter, loc, x, divisor);
-  Value remainder = arith::RemSIOp::create(rewriter, loc, x, divisor);
-  Value negative = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, remainder, zero);
-  Value less = arith::SubIOp::create(rewriter, loc, quotient, one);
-  return arith::SelectOp::create(rewriter, loc, negative, less, quotient);
-}
-
 // Python's `x // c` for a constant c > 0 as the DSL builds it (frontend.floor_divmod):
 //   select(remsi(x, c) < 0, divsi(x, c) − 1, divsi(x, c)).
 // Where the quotient is the same over the tile (uniformFloorQuotient: with g = gcd(c, every
@@ -87,8 +74,11 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
       l.terms[symbol] = coefficient / q->g;
     l.constant = q->constant;
     Value scalar = emitLinear(rewriter, op.getLoc(), l, type.getElementType());
-    if (q->g != c)
-      scalar = floorDivide(rewriter, op.getLoc(), scalar, c / q->g);
+    if (q->g != c) {
+      Value divisor = arith::ConstantOp::create(
+          rewriter, op.getLoc(), rewriter.getIntegerAttr(scalar.getType(), c / q->g));
+      scalar = arith::FloorDivSIOp::create(rewriter, op.getLoc(), scalar, divisor);
+    }
     rewriter.replaceOpWithNewOp<SplatOp>(op, type, scalar);
     return success();
   }
