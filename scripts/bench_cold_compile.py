@@ -78,7 +78,7 @@ def main():
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
     sys.path.insert(0, str(ROOT / "test" / "gpu"))
-    from bench_decode import parse_set    # the GPU benchmarks' --set
+    from set_fields import parse_set      # the GPU benchmarks' --set
     try:
         fields = parse_set(a.set)
     except ValueError as e:

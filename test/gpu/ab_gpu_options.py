@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_decode import parse_set  # noqa: E402
+from set_fields import parse_set  # noqa: E402
 
 CASES = ("dense", "masks", "d64")
 
@@ -33,7 +33,6 @@ def run_child(mode, options, policy, cases, out):
     settings `policy` (mode A: --set and --grid, mode B: --base; tessel's defaults where
     empty)."""
     import torch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_block_mask import allowed_pairs, make_cases
     from bench_decode import compile_with, make_timer
     if options:

@@ -41,6 +41,8 @@ import statistics
 import sys
 import time
 
+from set_fields import parse_set
+
 
 def save_report(path, report):
     """Writes a benchmark's report as JSON to `path` (its --json argument) when one is given."""
@@ -146,24 +148,6 @@ def time_sdpa(torch, row, timed, q, k, v, causal, backends):
             row[f"{name}_ms"] = None
             row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:100]}"
     return outs
-
-
-def parse_set(items):
-    """Fields from `NAME=VALUE` items (the benchmarks' --set, TESSEL_TEST_GPU_OPTIONS): a value
-    is True / False, an int, else the text. ValueError for an item without `=`."""
-    fields = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"expected NAME=VALUE, got {item!r}")
-        if text in ("True", "False"):
-            fields[name] = text == "True"
-        else:
-            try:
-                fields[name] = int(text)
-            except ValueError:
-                fields[name] = text
-    return fields
 
 
 def compile_with(**fields):

@@ -1,4 +1,4 @@
-"""How the GPU benchmarks and suites take a GpuOptions switch (test/gpu/bench_decode.py):
+"""How the GPU benchmarks and suites take a GpuOptions switch (test/gpu/set_fields.py):
 `--set NAME=VALUE` and TESSEL_TEST_GPU_OPTIONS, parsed once for all of them; runs without a
 GPU."""
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
-from bench_decode import parse_set  # noqa: E402
+from set_fields import parse_set  # noqa: E402
 
 
 def test_values_are_bools_ints_or_text():
