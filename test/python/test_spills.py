@@ -106,6 +106,38 @@ def test_block_mask_forward_spills(tmp_path, chip, D, name):
         _check(chip, case, _spills(tmp_path, kernel.warmup(*args, **cx), chip))
 
 
+SLOPES = np.array([2.0 ** (-8.0 * (i + 1) / 2) for i in range(2)], np.float32)
+REL = (np.random.default_rng(1).standard_normal((2, 2 * N - 1)) * 0.5).astype(np.float32)
+
+
+def causal_mask(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def alibi(score, b, h, q_idx, kv_idx):
+    return score + SLOPES[h] * (kv_idx - q_idx)
+
+
+def rel_bias(score, b, h, q_idx, kv_idx):
+    return score + REL[h, q_idx - kv_idx + N - 1]
+
+
+@pytest.mark.parametrize("name", ["alibi", "rel_bias"])
+def test_block_mask_score_mods_spill_nothing(tmp_path, name):
+    # The masks bench_block_mask.py measures beside FlexAttention with a score_mod (a separated
+    # affine bias, a gathered relative bias) on the H200's 128x128 persistent kernel, with and
+    # without Q from the producer: 0 bytes, after the spill fallback's compiles (7-8 of them,
+    # docs/dev/cold-compile.md).
+    x = np.zeros((1, 2, N, 128), np.float16)
+    score = {"alibi": alibi, "rel_bias": rel_bias}[name]
+    bm = tessel.block_mask(causal_mask, None, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, score, causal_mask, False, bm, 128,
+                                            128, False)
+    k = blocksparse.block_sparse_attention_kernel.warmup(*args, **dict(cx, PERSISTENT=True))
+    _check("sm_90a", f"d128 {name}", _spills(tmp_path, k, "sm_90a"))
+    _check("sm_90a", f"d128 {name}", _spills(tmp_path, k, "sm_90a", producer_once=True))
+
+
 @pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128), ("sm_80", 256)])
 @pytest.mark.parametrize("name", ["softcap causal", "window"])
