@@ -107,3 +107,27 @@ func.func @below_zero(%j: i32) -> tensor<64xi32> {
   %kf = arith.select %kneg, %kd1, %kd : tensor<64xi1>, tensor<64xi32>
   return %kf : tensor<64xi32>
 }
+
+// -----
+
+// Not Python's floor division: the quotient by 64, the remainder's sign by 32. Left alone
+// (64·j + [0, 16) is uniform under 32, which a fold reading only one divisor would take).
+// CHECK-LABEL: func.func @two_divisors
+// CHECK:       arith.select {{.*}} : tensor<16xi1>, tensor<16xi32>
+func.func @two_divisors(%j: i32) -> tensor<16xi32> {
+  %c64 = arith.constant 64 : i32
+  %g = arith.constant dense<64> : tensor<16xi32>
+  %h = arith.constant dense<32> : tensor<16xi32>
+  %zero = arith.constant dense<0> : tensor<16xi32>
+  %one = arith.constant dense<1> : tensor<16xi32>
+  %j64 = arith.muli %j, %c64 : i32
+  %ks = tile.splat %j64 : i32 -> tensor<16xi32>
+  %ki = tile.iota : tensor<16xi32>
+  %k = arith.addi %ks, %ki : tensor<16xi32>
+  %kd = arith.divsi %k, %g : tensor<16xi32>
+  %kr = arith.remsi %k, %h : tensor<16xi32>
+  %kneg = arith.cmpi slt, %kr, %zero : tensor<16xi32>
+  %kd1 = arith.subi %kd, %one : tensor<16xi32>
+  %kf = arith.select %kneg, %kd1, %kd : tensor<16xi1>, tensor<16xi32>
+  return %kf : tensor<16xi32>
+}

@@ -14,7 +14,6 @@
 #include "tile/Transforms/MaskAnalysis.h"
 #include "tile/Transforms/Passes.h"
 
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -27,12 +26,6 @@ using namespace mlir;
 using namespace tessel::tile;
 
 namespace {
-
-/// Whether `v` is the integer constant (or splat of it) `c`.
-bool isConstant(Value v, int64_t c) {
-  APInt value;
-  return matchPattern(v, m_ConstantInt(&value)) && value.getSExtValue() == c;
-}
 
 // Python's `x // c` for a constant c > 0 as the DSL builds it (frontend.floor_divmod):
 //   select(remsi(x, c) < 0, divsi(x, c) − 1, divsi(x, c)).
@@ -49,16 +42,16 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
     auto quotient = op.getFalseValue().getDefiningOp<arith::DivSIOp>();
     auto minusOne = op.getTrueValue().getDefiningOp<arith::SubIOp>();
     if (!type || !cmp || !quotient || !minusOne ||
-        cmp.getPredicate() != arith::CmpIPredicate::slt || !isConstant(cmp.getRhs(), 0) ||
-        minusOne.getLhs() != quotient.getResult() || !isConstant(minusOne.getRhs(), 1))
+        cmp.getPredicate() != arith::CmpIPredicate::slt || splatConstantInt(cmp.getRhs()) != 0 ||
+        minusOne.getLhs() != quotient.getResult() || splatConstantInt(minusOne.getRhs()) != 1)
       return failure();
+    // The quotient and the remainder of the same x by the same c > 0.
     auto remainder = cmp.getLhs().getDefiningOp<arith::RemSIOp>();
-    APInt divisor;
-    if (!remainder || remainder.getLhs() != quotient.getLhs() ||
-        !matchPattern(quotient.getRhs(), m_ConstantInt(&divisor)) ||
-        !matchPattern(remainder.getRhs(), m_ConstantInt(&divisor)) || !divisor.isStrictlyPositive())
+    std::optional<int64_t> divisor = splatConstantInt(quotient.getRhs());
+    if (!remainder || remainder.getLhs() != quotient.getLhs() || !divisor || *divisor <= 0 ||
+        splatConstantInt(remainder.getRhs()) != divisor)
       return failure();
-    int64_t c = divisor.getSExtValue();
+    int64_t c = *divisor;
     std::optional<IndexTile> x = analyseIndexTile(quotient.getLhs());
     if (!x)
       return failure();

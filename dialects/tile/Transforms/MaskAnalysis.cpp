@@ -97,16 +97,6 @@ std::optional<int64_t> constantInt(Value v) {
   return std::nullopt;
 }
 
-// The integer every element of a tile equals, if it is a constant splat or a splat of a constant.
-std::optional<int64_t> splatConstantInt(Value v) {
-  if (auto splat = v.getDefiningOp<SplatOp>())
-    return constantInt(splat.getValue());
-  DenseIntElementsAttr dense;
-  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
-    return dense.getSplatValue<APInt>().getSExtValue();
-  return std::nullopt;
-}
-
 IndexTile mapSteps(IndexTile tile, function_ref<void(IndexTile &)> fn) {
   fn(tile);
   return tile;
@@ -169,6 +159,15 @@ bool tessel::tile::isNegInfSplat(Value v) {
   DenseFPElementsAttr dense;
   return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
          dense.getSplatValue<APFloat>().isInfinity() && dense.getSplatValue<APFloat>().isNegative();
+}
+
+std::optional<int64_t> tessel::tile::splatConstantInt(Value v) {
+  if (auto splat = v.getDefiningOp<SplatOp>())
+    return constantInt(splat.getValue());
+  DenseIntElementsAttr dense;
+  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
+    return dense.getSplatValue<APInt>().getSExtValue();
+  return std::nullopt;
 }
 
 std::optional<IndexTile> tessel::tile::analyseIndexTile(Value tile) {

@@ -95,6 +95,9 @@ mlir::Value emitLinear(mlir::OpBuilder &b, mlir::Location loc, const LinearExpr 
                        mlir::Type type);
 /// Whether `v` is a constant tile of −inf: the other value of a masking select.
 bool isNegInfSplat(mlir::Value v);
+/// The integer every element of a tile equals, if it is a constant splat or a splat of a
+/// constant.
+std::optional<int64_t> splatConstantInt(mlir::Value tile);
 /// Recognises an integer tile as an IndexTile, or returns nullopt.
 std::optional<IndexTile> analyseIndexTile(mlir::Value tile);
 /// Recognises an i1 tile as an AffineMask, or returns nullopt.
