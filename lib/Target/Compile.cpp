@@ -194,6 +194,7 @@ FailureOr<CompiledModule> compileOnce(ModuleOp module, const TargetOptions &opti
                               << "': tessel compiles for sm_80 and sm_90a";
   CompiledModule result;
   StageClock clock(result.timings);
+  auto cancelled = [&] { return flags.cancelled && flags.cancelled->load(); };
   // One timing manager for both pass managers: its report lists the lowering and
   // gpu-module-to-binary together. Disabled, it costs nothing.
   llvm::raw_string_ostream passTimingStream(result.passTimingReport);
@@ -215,7 +216,7 @@ FailureOr<CompiledModule> compileOnce(ModuleOp module, const TargetOptions &opti
   if (flags.passTiming)
     pm.enableTiming(timingRoot);
   buildTileToLLVMPipeline(pm, options);
-  if (failed(pm.run(*work)))
+  if (failed(pm.run(*work)) || cancelled())
     return failure();
   clock.lap("lowering");
   if (!flags.verifyEachPass) {
@@ -304,6 +305,8 @@ FailureOr<CompiledModule> compileOnce(ModuleOp module, const TargetOptions &opti
     return module.emitError("the pipeline produced no PTX (the module holds no tile program?)");
   if (stage == Stage::PTX)
     return result;
+  if (cancelled())
+    return failure();
 
   std::string error;
   if (!runPtxas(result.ptx, options.chip, options.toolkit, result, error))

@@ -3,11 +3,13 @@
 // compileModule compiles a module once (Compile.cpp) and, where ptxas spills, again with the
 // register-hungry switches given up in turn (kSpillFallbacks) and given back where they were
 // not needed; then asks ptxas once more for the occupancy the shared memory allows. What was
-// given up is in CompiledModule::givenUp.
+// given up is in CompiledModule::givenUp. The compiles the next decisions may ask for run ahead
+// on threads (CompilesAhead.h); the decisions and the code are those of one after the other.
 //
 //===------------------------------------------------------------------------------------------===//
 
 #include "CompileSteps.h"
+#include "CompilesAhead.h"
 #include "tile/IR/TileAttrNames.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -146,6 +148,31 @@ static const SpillFallback kSpillFallbacks[] = {
      [](Variant &v, bool on) { v.options.overlapConsumers = v.options.pingpong = on; }},
 };
 
+/// The variants a chain of decisions from `base` may compile, the likeliest first: decision d
+/// compiles `base` with steps[d] given back (`on`) or up, and each step before it applied or
+/// not, applied first (most of what the search tries, it keeps; the scale fold, once tried,
+/// always).
+static llvm::SmallVector<Variant>
+chainVariants(const Variant &base, llvm::ArrayRef<const SpillFallback *> steps, bool on) {
+  llvm::SmallVector<Variant> chain;
+  for (unsigned d = 0; d < steps.size(); ++d)
+    for (unsigned kept = 1u << d; kept-- > 0;) {
+      Variant v = base;
+      bool possible = true;
+      for (unsigned i = 0; i < d; ++i) {
+        if (kept >> i & 1)
+          steps[i]->set(v, on);
+        else
+          possible &= on || !steps[i]->givenUpWhenever;
+      }
+      if (!possible)
+        continue;
+      steps[d]->set(v, on);
+      chain.push_back(v);
+    }
+  return chain;
+}
+
 FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &options, Stage stage,
                                         const CompileFlags &flags) {
   FailureOr<CompiledModule> first = compileOnce(module, options, stage, flags);
@@ -156,12 +183,34 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
   StageClock clock(timings);
   OwningOpRef<ModuleOp> generic = spillBytes(result) > 0 ? withoutModerateArgs(module) : nullptr;
   Variant chosen{options, false};
-  // Compiles `v`; keeps it (and returns true) when `keep` holds of its spill bytes.
+  // The compiles the next decisions may ask for run beside the search (CompilesAhead.h); not
+  // where the passes are timed, whose report is made in the caller's context.
+  std::optional<CompilesAhead> ahead;
+  if (unsigned threads = compileThreads();
+      spillBytes(result) > 0 && threads > 1 && !flags.passTiming)
+    ahead.emplace(module, generic ? *generic : ModuleOp(), stage, flags, threads);
+  // Starts the compiles of `chain` as threads allow (its first, which the search asks for
+  // next, whatever they allow) and stops those started for other decisions.
+  auto lookAhead = [&](llvm::ArrayRef<Variant> chain) {
+    if (!ahead)
+      return;
+    llvm::SmallVector<std::pair<TargetOptions, bool>> wanted;
+    for (const Variant &v : chain)
+      wanted.push_back({v.options, v.genericArgs});
+    ahead->keepOnly(wanted);
+    for (auto [i, v] : llvm::enumerate(chain))
+      ahead->start(v.options, v.genericArgs, /*force=*/i == 0);
+  };
+  // Compiles `v` (or takes its compile from ahead); keeps it (and returns true) when `keep`
+  // holds of its spill bytes.
   auto attempt = [&](const Variant &v, llvm::StringRef lap, auto keep) {
     if (v.genericArgs && !generic)
       return false;
-    FailureOr<CompiledModule> again = compileOnce(v.genericArgs ? *generic : module, v.options,
-                                                  stage, flags);
+    std::optional<CompiledModule> early = ahead ? ahead->take(v.options, v.genericArgs)
+                                                : std::nullopt;
+    FailureOr<CompiledModule> again = early ? FailureOr<CompiledModule>(std::move(*early))
+                                            : compileOnce(v.genericArgs ? *generic : module,
+                                                          v.options, stage, flags);
     clock.lap(lap);
     if (failed(again) || !keep(spillBytes(*again)))
       return false;
@@ -170,9 +219,14 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
     return true;
   };
   llvm::SmallVector<const SpillFallback *> dropped;
-  for (const SpillFallback &fallback : kSpillFallbacks) {
+  for (auto [i, fallback] : llvm::enumerate(kSpillFallbacks)) {
     if (spillBytes(result) == 0 || !fallback.on(chosen, result.ptx))
       continue;
+    llvm::SmallVector<const SpillFallback *> steps;
+    for (const SpillFallback &next : llvm::ArrayRef(kSpillFallbacks).drop_front(i))
+      if (next.on(chosen, result.ptx))
+        steps.push_back(&next);
+    lookAhead(chainVariants(chosen, steps, /*on=*/false));
     Variant without = chosen;
     fallback.set(without, false);
     int64_t before = spillBytes(result);
@@ -182,12 +236,20 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
   }
   if (spillBytes(result) == 0 && dropped.size() > 1) {
     dropped.pop_back(); // the one whose loss took the spill away
-    for (const SpillFallback *fallback : llvm::reverse(dropped)) {
+    llvm::SmallVector<const SpillFallback *> back(llvm::reverse(dropped));
+    for (auto [i, fallback] : llvm::enumerate(back)) {
+      lookAhead(chainVariants(chosen, llvm::ArrayRef(back).drop_front(i), /*on=*/true));
       Variant with = chosen;
       fallback->set(with, true);
       attempt(with, (llvm::Twine("compile again (no spill: ") + fallback->name + " back)").str(),
               [](int64_t bytes) { return bytes == 0; });
     }
+  }
+  if (ahead) {
+    std::string lap = "compiles ahead: " + std::to_string(ahead->numStarted()) + " started, " +
+                      std::to_string(ahead->numTaken()) + " taken";
+    ahead.reset(); // stops those not taken and waits for them
+    clock.lap(lap);
   }
   if (options.occupancyHints && askForOccupancy(result, chosen.options))
     clock.lap("ptxas again (occupancy)");

@@ -4,6 +4,8 @@ picks (gpu_blocks, SPARSE_GPU_BLOCKS, the persistent and producer_once variants)
 its spill bytes: 0, or a known count that may only fall (KNOWN).
 Needs ptxas (CUDA's toolkit), not a GPU. The table and what the known spills call for:
 docs/dev/codegen.md, "Spills of the shipped forward kernels"."""
+import re
+
 import numpy as np
 import pytest
 
@@ -231,7 +233,7 @@ def test_spill_fallbacks_give_back_what_the_last_made_unneeded(tmp_path, monkeyp
     # compileModule gives up, in order, TMA, the scale fold, the vector stores and the overlap
     # where a module spills; once nothing spills, what was given up before the last comes back
     # where it still does not spill. The d128 document mask's persistent kernel spills until
-    # the overlap goes, and then keeps its vector stores (lib/Target/Compile.cpp).
+    # the overlap goes, and then keeps its vector stores (lib/Target/SpillFallbacks.cpp).
     x = np.zeros((1, 2, N, 128), np.float16)
     bm = tessel.block_mask(document, 1, None, N, N, BLOCK_M=128, BLOCK_N=128)
     args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, None, document, False, bm, 128, 128,
@@ -252,3 +254,38 @@ def test_spill_fallbacks_give_back_what_the_last_made_unneeded(tmp_path, monkeyp
     if "compile again (spills: no vector-stores)" in laps:
         assert "compile again (no spill: vector-stores back)" in laps
     assert "st.global.v4.b32" in b.ptx
+
+
+def test_spill_fallbacks_run_ahead_with_the_same_result(tmp_path, monkeypatch):
+    # The spill fallbacks' compiles run on TESSEL_COMPILE_THREADS threads, those the next
+    # decisions may ask for started early (lib/Target/CompilesAhead.h); the search takes
+    # every compile it asks for from there, and chooses, and makes, what it does one after the
+    # other: the same PTX, cubin, steps and switches given up.
+    x = np.zeros((1, 2, N, 128), np.float16)
+    bm = tessel.block_mask(document, 1, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, None, document, False, bm, 128, 128,
+                                            False)
+    k = blocksparse.block_sparse_attention_kernel.warmup(*args, **dict(cx, PERSISTENT=True))
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    built = {}
+    for threads in ("1", "3"):
+        monkeypatch.setenv("TESSEL_COMPILE_THREADS", threads)
+        monkeypatch.setattr(cache, "_memory", {})
+        built[threads] = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"),
+                                          directory=str(tmp_path / threads))
+    one, three = built["1"], built["3"]
+    assert (one.ptx, one.cubin) == (three.ptx, three.cubin)
+    assert one.manifest["given_up"] == three.manifest["given_up"]
+    assert one.manifest["spill_bytes"] == three.manifest["spill_bytes"] == 0
+
+    def again(b):
+        return [n for n, _ in b.timings if n.startswith("compile again")]
+    assert len(again(one)) >= 3 and again(one) == again(three)
+    assert not [n for n, _ in one.timings if n.startswith("compiles ahead")]
+    ahead = [n for n, _ in three.timings if n.startswith("compiles ahead")]
+    started, taken = map(int, re.fullmatch(r"compiles ahead: (\d+) started, (\d+) taken",
+                                           ahead[0]).groups())
+    assert taken == len(again(three)) and started >= taken

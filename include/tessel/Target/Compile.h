@@ -16,6 +16,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -100,6 +101,9 @@ struct CompileFlags {
   /// Verify the IR after every pass of the lowering (as tessel-opt does). Off: verify once,
   /// after the lowering, before the module reaches LLVM IR translation.
   bool verifyEachPass = true;
+  /// Set from another thread to stop the compile at its next step (a compile compileModule
+  /// started ahead that its search no longer needs): it then fails without a diagnostic.
+  const std::atomic<bool> *cancelled = nullptr;
 };
 
 struct CompiledModule {
@@ -131,9 +135,16 @@ struct CompiledModule {
 std::string findPtxas(llvm::StringRef toolkit);
 
 /// Compiles a copy of `module` (tile IR) up to `stage`. Failures are reported as diagnostics on
-/// the module's context (located where the IR says) and return failure.
+/// the module's context (located where the IR says) and return failure. Where ptxas spills, the
+/// compiles of the spill fallbacks run up to compileThreads() at once
+/// (lib/Target/SpillFallbacks.cpp).
 mlir::FailureOr<CompiledModule> compileModule(mlir::ModuleOp module, const TargetOptions &options,
                                               Stage stage, const CompileFlags &flags = {});
+
+/// How many compiles compileModule's spill fallbacks run at once: $TESSEL_COMPILE_THREADS
+/// where set (1: one after the other, in the caller's context), else the machine's hardware
+/// threads, at most 8.
+unsigned compileThreads();
 
 /// Joins the PTX of modules compiled apart for one target (compileModule compiles each kernel of
 /// a module as an LLVM module of its own) into one PTX module: the first part verbatim, then
