@@ -7,8 +7,10 @@
 Each run is a new interpreter that imports tessel, traces the kernel with numpy fp16 inputs
 (`tessel.compile_attention(q, q, q, causal=..., ...)` with the blocks tessel.attention takes on
 sm_90a: "causal" short causal rows, the 64-row kernels; "full" non-causal, at d128 the
-128×128 warp-specialized kernel, the largest tessel.attention ships; "long" non-causal from
-4096 keys, at d64 the 192×128 kernel of three consumer warpgroups) and compiles it for
+128×128 warp-specialized kernel; "long" non-causal from 4096 keys, at d64 the 192×128 kernel
+of three consumer warpgroups — both with whole key blocks (no key-tail mask: EVEN_N);
+"ragged" as "full" but with 4000 keys, whose kernel keeps the key tail's masked loop, the
+largest tessel.attention ships) and compiles it for
 sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with TESSEL_TIMING=1 and a fresh
 TESSEL_CACHE_DIR. Prints, per head dim and kind, the minimum and the median of every step of
 the breakdown (tessel/timing.py) and of the first call (trace + binary, what the GPU benchmark
@@ -36,10 +38,11 @@ t1 = time.perf_counter()
 D, causal = int(sys.argv[1]), sys.argv[2] == "causal"
 nk = 4096 if sys.argv[2] == "long" else 128
 q = np.zeros((1, 1, 128, D), np.float16)
+kv = np.zeros((1, 1, 4000, D), np.float16) if sys.argv[2] == "ragged" else q
 from tessel.attention import gpu_blocks
 bm, bn = gpu_blocks(D, "f16", nk, nk, "sm_90a", unmasked=not causal,   # the H200's blocks
                     mods=False)
-k = tessel.compile_attention(q, q, q, causal=causal, block_m=bm, block_n=bn)
+k = tessel.compile_attention(q, kv, kv, causal=causal, block_m=bm, block_n=bn)
 t2 = time.perf_counter()
 import json
 b = k.binary(GpuOptions(chip="sm_90a", **json.loads(sys.argv[3])))

@@ -39,7 +39,8 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
-                     O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
+                     O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
+                     EVEN_N: tl.constexpr = False):
     # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
@@ -50,7 +51,8 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         # last wave runs (+5 % at d128 and +10 % at d256 n16k on the H200, 0 at d64).
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
-                   CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS)
+                   CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS,
+                   EVEN_N)
 
 
 @jit
@@ -61,7 +63,8 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
                                 K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                                 V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
-                                O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0):
+                                O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
+                                EVEN_N: tl.constexpr = False):
     """attention_kernel launched on grid.persistent_programs: program p computes the tiles
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
@@ -73,7 +76,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
-                       O_RS, O_HS)
+                       O_RS, O_HS, EVEN_N)
 
 
 @jit
@@ -82,7 +85,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
                    CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                    Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
-                   O_RS: tl.constexpr, O_HS: tl.constexpr):
+                   O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
     b = bh // H
     h = bh % H
@@ -98,7 +101,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
-                              SCORE_MOD, MASK_MOD)
+                              SCORE_MOD, MASK_MOD, EVEN_N)
     tl.store(od, (m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
 
@@ -106,10 +109,12 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
 @jit
 def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
-                   MASK_MOD: tl.constexpr):
+                   MASK_MOD: tl.constexpr, EVEN_N: tl.constexpr = False):
     """The key loop of the query block `qt` (rows m0…): its output (normalised) and LSE, the
     scores `scale · qt·kᵀ` with the mods and masks, P in V's dtype for P·V (FP8 too:
-    attention_fp8.py)."""
+    attention_fp8.py). EVEN_N: nk is a multiple of BLOCK_N, so every key block is whole and
+    needs no key-tail mask (FlashAttention's Is_even_MN): without another mask the kernel has
+    one key loop, not an unmasked and a masked copy (even_keys)."""
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, D), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
@@ -119,7 +124,10 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         if SCORE_MOD is not None:
             s = SCORE_MOD(s, b, h, q_idx, kv_idx)
-        mask = kv_idx < nk
+        if EVEN_N:
+            mask = tl.full((BLOCK_M, BLOCK_N), True, tl.int1)   # folded away
+        else:
+            mask = kv_idx < nk
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
         if MASK_MOD is not None:
@@ -129,6 +137,26 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
         acc += tl.dot(p.to(vt.dtype), vt)
     return acc, lse
+
+
+# Kernels that keep the key-tail mask whatever the key length, (D, BLOCK_M, BLOCK_N): ptxas
+# (CUDA 13.0) spills sm_90a d256 128x64's lone overlapped key loop, and the spill fallback
+# then gives the overlap up, which the kernel of ragged lengths keeps (0 spill).
+RAGGED_ONLY = {(256, 128, 64)}
+
+
+def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
+    """Whether a call may take the EVEN_N kernel where its key length allows (even_keys): the
+    key tail must be its only mask. Kernels with another mask keep their masked copy whatever
+    the key length is, and are left as they were."""
+    return not causal and mask_mod is None and (D, block_m, block_n) not in RAGGED_ONLY
+
+
+def even_keys(nk, block_n, allowed):
+    """The kernels' EVEN_N: every key block of `nk` keys is whole, so that the kernel has one
+    key loop instead of an unmasked and a masked copy (attention_rows) — a third less code and
+    a third less cold compile at d128 — where `allowed` (even_keys_allowed)."""
+    return allowed and nk % block_n == 0
 
 
 def _block(n, cap=64, floor=16):
@@ -391,7 +419,8 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"),
+                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN)))
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
@@ -705,6 +734,7 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         # registers at their own blocks).
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
+    constexprs["EVEN_N"] = even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN))
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
     if programs:
         tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
@@ -855,25 +885,28 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             sms = num_sms(q) if len(args) == _PERSISTENT_ARGS else 0
             # The one-program-a-tile kernel (its stages: GPU_STAGES), or the persistent one's
             # programs (chosen at each call: persistent_kernel).
-            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel)
+            even = even_keys_allowed(causal, mask_mod, D, consts[1], consts[2])
+            _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
+                                  even)
         if grid[0] and grid[1]:
-            kernel._runner(grid, *args, *consts)
+            kernel._runner(grid, *args, *consts, cx["EVEN_N"])
         return (o, lse) if return_lse else o
-    consts, default_scale, sms, plain = c
+    consts, default_scale, sms, plain, even = c
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
         gpu.scratch_f32(_lse_buffers, q, B * H * Nq)
     if Nq and B * H:
         nb, rows = -(-Nq // consts[1]), B * H
+        even = even_keys(Nk, consts[2], even)
         if sms:
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
                                            programs)
             kernel = persistent_kernel(Nq, Nk, consts[0], consts[1], consts[2], consts[3])
             kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
-                           starts, *consts)
+                           starts, *consts, even)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
-            plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts)
+            plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts, even)
     return (o, lse) if return_lse else o

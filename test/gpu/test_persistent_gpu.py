@@ -79,6 +79,48 @@ def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
                            else "attention_kernel"), kernel.name
 
 
+@pytest.fixture
+def general_keys(monkeypatch):
+    """Runs the test's calls with the kernels of ragged key lengths (EVEN_N off) when called."""
+    def switch():
+        monkeypatch.setattr(attention_module, "even_keys", lambda *a: False)
+        attention_module._cuda_configs.clear()
+    yield switch
+    attention_module._cuda_configs.clear()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("B,H,Hkv,N", [(2, 16, 16, 1024), (1, 8, 2, 4096), (3, 4, 4, 128)])
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_even_keys(general_keys, dtype, B, H, Hkv, N, D, mod):
+    # Key lengths that are a multiple of the key block take kernels without the key-tail mask
+    # (attention.even_keys: one key loop): bit for bit the general kernel's outputs, which
+    # visit the same blocks in the same order, and float32 attention within tolerance.
+    gen = torch.Generator(device="cuda").manual_seed(N + H + D)
+    q = torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, N, D, device="cuda", generator=gen).to(dtype) for _ in range(2))
+    gqa = Hkv != H
+    score_mod = None
+    if mod == "softcap":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return 20.0 * tessel.language.tanh(score / 20.0)
+    kernel = tessel.compile_attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
+    o, lse = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod, return_lse=True)
+    general_keys()
+    o1, lse1 = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod, return_lse=True)
+    assert ("EVEN_N", "constexpr", "bool", True) in kernel.specialization
+    torch.testing.assert_close(o, o1, atol=0, rtol=0)
+    torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
+    qf = q.float()
+    kf, vf = (x.float().repeat_interleave(H // Hkv, 1) for x in (k, v))
+    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / D ** 0.5
+    if mod == "softcap":
+        s = 20.0 * torch.tanh(s / 20.0)
+    want = torch.softmax(s, dim=-1) @ vf
+    assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("case", ["document", "window"])
 @pytest.mark.parametrize("N", [2048, 3000])

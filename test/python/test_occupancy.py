@@ -16,23 +16,28 @@ import tessel.language as tl
 from tessel import cache
 
 
-def _binary(tmp_path, D, causal, bm, bn, chip="sm_90a"):
+def _binary(tmp_path, D, causal, bm, bn, chip="sm_90a", nk=256):
     try:
         cache.ptxas_version()
     except tessel.CompilationError as e:
         pytest.skip(str(e))
     x = np.zeros((1, 2, 256, D), np.float16)
-    k = tessel.compile_attention(x, x, x, causal=causal, block_m=bm, block_n=bn)
+    kv = np.zeros((1, 2, nk, D), np.float16)
+    k = tessel.compile_attention(x, kv, kv, causal=causal, block_m=bm, block_n=bn)
     return cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
 
 
 def test_registers_fit_the_ctas_the_shared_memory_allows(tmp_path):
-    b = _binary(tmp_path, 128, False, 64, 64)
+    # 250 keys: the kernel with the key tail's masked loop (whole key blocks take one loop,
+    # EVEN_N, which fits three CTAs unasked).
+    b = _binary(tmp_path, 128, False, 64, 64, nk=250)
     assert b.dynamic_shared_bytes == 64 * 1024       # three CTAs of 64 KiB on a 228 KiB SM
     assert re.search(r"\.minnctapersm 3\n\{", b.ptx), "the hint precedes the body"
     regs = b.manifest["registers"]
     assert 0 < regs <= 168, regs                     # 65536 / (3 CTAs × 128 threads), by 8
     assert "ptxas again (occupancy)" in [name for name, _ in b.timings]
+    even = _binary(tmp_path, 128, False, 64, 64)
+    assert ".minnctapersm" not in even.ptx and 0 < even.manifest["registers"] <= 168
 
 
 def test_bshd_rows_keep_the_occupancy(tmp_path):
@@ -65,7 +70,8 @@ def test_hints_can_be_turned_off(tmp_path):
     except tessel.CompilationError as e:
         pytest.skip(str(e))
     x = np.zeros((1, 2, 256, 128), np.float16)
-    k = tessel.compile_attention(x, x, x, block_m=64, block_n=64)
+    kv = np.zeros((1, 2, 250, 128), np.float16)     # the key tail's masked loop, as above
+    k = tessel.compile_attention(x, kv, kv, block_m=64, block_n=64)
     off = cache.GpuOptions(chip="sm_90a", occupancy_hints=False)
     b = cache.get_binary(k, off, directory=str(tmp_path))
     assert ".minnctapersm" not in b.ptx and b.manifest["registers"] > 168

@@ -13,7 +13,7 @@ from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the pat
 import tessel
 import tessel.language as tl
 from tessel import blocksparse, cache, grid
-from tessel.attention import GPU_STAGES, attention_kernel, gpu_blocks, \
+from tessel.attention import GPU_STAGES, attention_kernel, even_keys_allowed, gpu_blocks, \
     persistent_attention_kernel
 
 N = 1024
@@ -68,22 +68,33 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
     lse = np.zeros((1, 2, N), np.float32)
     case = f"d{D} {'causal' if causal else 'full'}"
     # The blocks of short and of long calls (CAUSAL_LONG: d128 causal and d64 take others from
-    # 2048 queries and keys), each compiled once.
+    # 2048 queries and keys), each compiled once; and where a call takes it, the non-causal
+    # kernel of key lengths that are a multiple of BLOCK_N (EVEN_N, no key-tail mask:
+    # attention.even_keys), which gives up nothing the kernel of ragged lengths keeps.
     blocks = {gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False): n
               for n in (1024, 4096)}
     for (BM, BN), nk in blocks.items():
-        cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
         stages = GPU_STAGES.get((chip, D, BM, BN), 2)
-        if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
-            # Shipped persistent, with and without Q from the producer (grid.short_tiles).
-            ids = np.zeros(8, np.int32)
-            k = persistent_attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, 2, ids,
-                                                   ids, **cx)
-            _check(chip, case, _spills(tmp_path, k, chip))
-            _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
-        else:
-            k = attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, **cx)
-            _check(chip, case, _spills(tmp_path, k, chip, num_stages=stages))
+        given_up = []
+        for even in (False, True)[:1 + even_keys_allowed(causal, None, D, BM, BN)]:
+            cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None,
+                      MASK_MOD=None, EVEN_N=even)
+            if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
+                # Shipped persistent, with and without Q from the producer (grid.short_tiles).
+                ids = np.zeros(8, np.int32)
+                k = persistent_attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, 2,
+                                                       ids, ids, **cx)
+                _check(chip, case, _spills(tmp_path, k, chip))
+                _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
+                options = {}
+            else:
+                k = attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, **cx)
+                options = dict(num_stages=stages)
+                _check(chip, case, _spills(tmp_path, k, chip, **options))
+            b = cache.get_binary(k, cache.GpuOptions(chip=chip, **options),
+                                 directory=str(tmp_path))
+            given_up.append(set(b.manifest.get("given_up", [])))
+        assert given_up[-1] <= given_up[0], (BM, BN, given_up)
 
 
 @pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
@@ -142,18 +153,20 @@ def test_block_mask_score_mods_spill_nothing(tmp_path, name):
 
 @pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128), ("sm_80", 256)])
-@pytest.mark.parametrize("name", ["softcap causal", "window"])
+@pytest.mark.parametrize("name", ["softcap causal", "window", "softcap even"])
 def test_dense_forward_with_mods_spills(tmp_path, chip, D, name):
     # The dense kernel (no block mask) with a score_mod, or a mask_mod the compile-time split
-    # takes, at the blocks tessel.attention picks for a call with mods.
+    # takes, at the blocks tessel.attention picks for a call with mods; "softcap even": not
+    # causal, whole key blocks (EVEN_N: one key loop).
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     causal = name == "softcap causal"
     BM, BN = gpu_blocks(D, "f16", N, N, chip, unmasked=not causal and name != "window",
                         causal=causal, mods=True)
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
-              SCORE_MOD=tessel.jit(softcap) if causal else None,
-              MASK_MOD=None if causal else tessel.jit(window))
+              SCORE_MOD=None if name == "window" else tessel.jit(softcap),
+              MASK_MOD=tessel.jit(window) if name == "window" else None,
+              EVEN_N=name == "softcap even")
     k = attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, **cx)
     _check(chip, f"d{D} {name}", _spills(tmp_path, k, chip))
 
