@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <system_error>
+#include <thread>
 
 using namespace mlir;
 
@@ -109,8 +111,12 @@ void CompilesAhead::start(const TargetOptions &options, bool generic, bool force
   task->options = options;
   task->generic = generic;
   Task &t = *task;
-  t.thread = std::thread(compileInOwnContext, bytes, std::cref(registry), stage, flags,
-                         std::ref(t));
+  try {
+    t.thread = std::thread(compileInOwnContext, bytes, std::cref(registry), stage, flags,
+                           std::ref(t));
+  } catch (const std::system_error &) {
+    return; // no thread to be had: the search compiles it itself
+  }
   tasks.push_back(std::move(task));
 }
 

@@ -18,7 +18,6 @@
 #include "mlir/IR/DialectRegistry.h"
 
 #include <memory>
-#include <thread>
 #include <vector>
 
 namespace tessel {
