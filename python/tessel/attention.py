@@ -145,11 +145,17 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
 RAGGED_ONLY = {(256, 128, 64)}
 
 
+# Whether calls take the EVEN_N kernels where they may (False: the general kernel whatever
+# the key length, a switch for comparisons; set it before the first call).
+EVEN_KEYS = True
+
+
 def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
     """Whether a call may take the EVEN_N kernel where its key length allows (even_keys): the
     key tail must be its only mask. Kernels with another mask keep their masked copy whatever
     the key length is, and are left as they were."""
-    return not causal and mask_mod is None and (D, block_m, block_n) not in RAGGED_ONLY
+    return EVEN_KEYS and not causal and mask_mod is None and \
+        (D, block_m, block_n) not in RAGGED_ONLY
 
 
 def even_keys(nk, block_n, allowed):

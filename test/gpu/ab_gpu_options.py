@@ -37,11 +37,13 @@ def run_child(mode, options, policy, cases, out):
     from bench_decode import compile_with, make_timer
     if options:
         compile_with(**options)
-    from tessel import grid
+    import importlib
     for name, setting in policy.items():
-        if not hasattr(grid, name):
-            raise SystemExit(f"--grid: tessel.grid has no {name}")
-        setattr(grid, name, setting)
+        module, _, attr = name.rpartition(".")
+        target = importlib.import_module(f"tessel.{module or 'grid'}")
+        if not hasattr(target, attr):
+            raise SystemExit(f"--grid: tessel.{module or 'grid'} has no {attr}")
+        setattr(target, attr, setting)
     import tessel
     from tessel import language as tl
     timed, timer = make_timer(torch)
@@ -107,7 +109,8 @@ def main():
     ap.add_argument("--grid", action="append", default=[], metavar="NAME=VALUE",
                     help="a tessel.grid setting of configuration A (repeatable), e.g. "
                          "PIPELINE_TILES_GPU=True: tessel's policy rather than a field for "
-                         "every kernel")
+                         "every kernel; MODULE.NAME for another module's, e.g. "
+                         "attention.EVEN_KEYS=False")
     ap.add_argument("--base", action="append", default=[], metavar="FIELD=VALUE",
                     help="a GpuOptions field of configuration B (repeatable; default: none, "
                          "tessel's defaults)")
