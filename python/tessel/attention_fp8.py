@@ -21,7 +21,7 @@ from . import gpu
 from . import grid as _grid
 from . import language as tl
 from .attention import _as_jit, _check_shapes, _chip_for_blocks, _past_i32, attention_rows, \
-    dense_schedule, in_chunks
+    dense_schedule, even_keys, even_keys_allowed, in_chunks
 from .grid import block_and_row, dense_tiles, fold_grid, persistent_programs, short_tiles, \
     tile_block, with_switches
 from .jit import jit
@@ -32,7 +32,7 @@ def fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb,
                        v_scale, nq, nk, H, HKV, pid_m, bh, D: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                        SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr, OUT: tl.constexpr,
-                       QK_DESCALED: tl.constexpr):
+                       QK_DESCALED: tl.constexpr, EVEN_N: tl.constexpr = False):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE. The scores' factor is
     qk_scale · dq[b, kv_h] · dk[b, kv_h] — qk_scale alone without QK_DESCALED (descale_q and
     descale_k were numbers, folded into it: a moderate float argument keeps the key loop free
@@ -59,7 +59,7 @@ def fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb,
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
-                              SCORE_MOD, MASK_MOD)
+                              SCORE_MOD, MASK_MOD, EVEN_N)
     tl.store(od, (m0, 0), (acc * descale_v).to(OUT))
     tl.store(ld, (m0,), lse)
 
@@ -69,13 +69,14 @@ def fp8_attention_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dv
                          v_scale, nq, nk, H, HKV,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                         OUT: tl.constexpr, QK_DESCALED: tl.constexpr = True):
+                         OUT: tl.constexpr, QK_DESCALED: tl.constexpr = True,
+                         EVEN_N: tl.constexpr = False):
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m   # the longest rows first, as attention_kernel
     fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh, qk_scale,
                        v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD,
-                       MASK_MOD, OUT, QK_DESCALED)
+                       MASK_MOD, OUT, QK_DESCALED, EVEN_N)
 
 
 @jit
@@ -83,7 +84,8 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
                           qk_scale, v_scale, nq, nk, H, HKV, n_bh, tiles, starts,
                           D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                          OUT: tl.constexpr, QK_DESCALED: tl.constexpr = True):
+                          OUT: tl.constexpr, QK_DESCALED: tl.constexpr = True,
+                          EVEN_N: tl.constexpr = False):
     """fp8_attention_kernel on grid.persistent_programs, as attention.persistent_attention_kernel
     is attention_kernel."""
     n_blocks = tl.cdiv(nq, BLOCK_M)
@@ -92,7 +94,7 @@ def fp8_persistent_kernel(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, d
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         fp8_attention_tile(q, k, v, o, lse_out, dq, dk, dv, dqb, dqh, dkb, dkh, dvb, dvh,
                            qk_scale, v_scale, nq, nk, H, HKV, pid_m, bh, D, BLOCK_M, BLOCK_N,
-                           CAUSAL, SCORE_MOD, MASK_MOD, OUT, QK_DESCALED)
+                           CAUSAL, SCORE_MOD, MASK_MOD, OUT, QK_DESCALED, EVEN_N)
 
 
 # The persistent kernel whose producer copies Q too, for short tiles (grid.short_tiles), as
@@ -263,7 +265,8 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
                       OUT=tl.bfloat16 if out == "bf16" else tl.float16,
-                      QK_DESCALED=not (_is_number(descale_q) and _is_number(descale_k)))
+                      QK_DESCALED=not (_is_number(descale_q) and _is_number(descale_k)),
+                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN)))
     if Nq and B * H:
         programs = None if host else persistent_programs(q, "sm_90a", BM, BN,
                                                          -(-Nq // BM) * B * H)

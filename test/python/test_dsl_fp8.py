@@ -124,6 +124,22 @@ def test_fp8_attention_on_the_interpreter(shape, causal):
     assert np.abs(tessel.from_bf16(o16) - o).max() <= 0.01 * np.abs(want).max()
 
 
+def test_fp8_whole_key_blocks_take_one_key_loop(monkeypatch):
+    # As for 16-bit inputs (attention.even_keys): key lengths that are a multiple of the key
+    # block take the kernel without the key-tail mask, with the general kernel's outputs.
+    rng = np.random.default_rng(3)
+    q8, k8, v8 = (tessel.to_fp8(rng.standard_normal((1, 2, 128, 32)) * 3) for _ in range(3))
+    asked = []
+    monkeypatch.setattr(f8, "even_keys", lambda *a: asked.append(a) or (a[0] % a[1] == 0))
+    o, lse = tessel.attention(q8, k8, v8, return_lse=True, out_dtype=np.float16)
+    assert asked[-1][0] == 128 and asked[-1][2]          # 128 keys, allowed: EVEN_N
+    monkeypatch.setattr(f8, "even_keys", lambda *a: False)
+    o1, lse1 = tessel.attention(q8, k8, v8, return_lse=True, out_dtype=np.float16)
+    assert np.array_equal(o, o1) and np.array_equal(lse, lse1)
+    want, want_lse = fp8_reference(q8, k8, v8, False)
+    assert np.abs(o.astype(np.float64) - want).max() <= 0.04 * np.abs(want).max()
+
+
 @pytest.mark.parametrize("form", ["numbers", "per batch", "per head", "per batch and head",
                                   "0-d arrays", "mixed"])
 def test_fp8_descales_broadcast_as_flash_attention(form):

@@ -185,16 +185,21 @@ def test_fp8_forward_spills(tmp_path, D, causal, mod):
     ds = (np.ones(1, np.float32),) * 3 + (0,) * 6 + (0.1, 1.0)   # descales and their strides
     ids = np.zeros(8, np.int32)
     BM, BN = f8.FP8_BLOCKS_MODS.get(D, f8.FP8_BLOCKS[D]) if mod else f8.FP8_BLOCKS[D]
-    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
-              SCORE_MOD=tessel.jit(softcap) if mod == "softcap" else None,
-              MASK_MOD=tessel.jit(window) if mod == "window" else None, OUT=tl.bfloat16)
-    if ("sm_90a", BM, BN) in grid.PERSISTENT_BLOCKS:
-        persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2, ids,
-                                                     ids, **cx)
-        assert _spills(tmp_path, persistent, "sm_90a") == 0
-        assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
-    one_a_tile = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, **cx)
-    assert _spills(tmp_path, one_a_tile, "sm_90a") == 0
+    # With whole key blocks too (EVEN_N), where a call takes that kernel.
+    allowed = even_keys_allowed(causal, tessel.jit(window) if mod == "window" else None, D, BM,
+                                BN)
+    for even in (False, True)[:1 + allowed]:
+        cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
+                  SCORE_MOD=tessel.jit(softcap) if mod == "softcap" else None,
+                  MASK_MOD=tessel.jit(window) if mod == "window" else None, OUT=tl.bfloat16,
+                  EVEN_N=even)
+        if ("sm_90a", BM, BN) in grid.PERSISTENT_BLOCKS:
+            persistent = f8.fp8_persistent_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, 2,
+                                                         ids, ids, **cx)
+            assert _spills(tmp_path, persistent, "sm_90a") == 0
+            assert _spills(tmp_path, persistent, "sm_90a", producer_once=True) == 0
+        one_a_tile = f8.fp8_attention_kernel.warmup(x, x, x, o, lse, *ds, N, N, 2, 2, **cx)
+        assert _spills(tmp_path, one_a_tile, "sm_90a") == 0
 
 
 @pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
