@@ -97,6 +97,33 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
         assert given_up[-1] <= given_up[0], (BM, BN, given_up)
 
 
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):
+    # The dense sm_90a kernels on bf16 [B, N, H, D] tensors read in place (the row and head
+    # strides are constexprs: other addressing code, other conversions): 0 bytes and nothing
+    # given up, as for fp16 [B, H, N, D] (twenty-ninth session's survey: sm_80 too, with
+    # mods, whole key blocks or not).
+    H, chip = 4, "sm_90a"
+    x = np.zeros((1, N, H, D), np.uint16)
+    lse = np.zeros((1, H, N), np.float32)
+    rows = dict(Q_RS=H * D, Q_HS=D, K_RS=H * D, K_HS=D, V_RS=H * D, V_HS=D, O_RS=H * D, O_HS=D)
+    for n in (1024, 4096):
+        BM, BN = gpu_blocks(D, "bf16", n, n, chip, unmasked=not causal, causal=causal,
+                            mods=False)
+        cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+                  EVEN_N=even_keys_allowed(causal, None, D, BM, BN), **rows)
+        if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
+            ids = np.zeros(8, np.int32)
+            k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, H, H, 0.1, 1, ids,
+                                                   ids, **cx)
+        else:
+            k = attention_kernel.warmup(x, x, x, x, lse, n, n, H, H, 0.1, **cx)
+        _check(chip, f"d{D} bf16 bshd", _spills(tmp_path, k, chip))
+        b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
+        assert not b.manifest.get("given_up"), b.manifest["given_up"]
+
+
 @pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128)])
 @pytest.mark.parametrize("name", ["document", "window softcap", "block table"])
