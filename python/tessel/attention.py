@@ -431,6 +431,17 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     return args, constexprs, grid, o, lse
 
 
+def _flash_arguments(q, causal, window_size, softcap, alibi_slopes, score_mod, mask_mod,
+                     block_mask):
+    """FlashAttention's window_size, softcap and alibi_slopes as mods (flash_mods.py)."""
+    from .flash_mods import _window, flash_mods
+    if block_mask is not None and _window(window_size) is not None:
+        raise ValueError("tessel.attention: window_size cannot be combined with a block_mask: "
+                         "build the block mask from a mask_mod with the window "
+                         "(q_idx - left <= kv_idx <= q_idx + right) and pass that mask_mod")
+    return flash_mods(q, causal, window_size, softcap, alibi_slopes, score_mod, mask_mod)
+
+
 def _grad_enabled():
     enabled = getattr(gpu.torch_module(), "is_grad_enabled", None)
     return True if enabled is None else bool(enabled())
@@ -454,7 +465,8 @@ def _refuse_grad(q, k, v):
 
 
 def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
-                      enable_gqa=False, block_m=None, block_n=None, block_mask=None):
+                      enable_gqa=False, block_m=None, block_n=None, block_mask=None,
+                      window_size=None, softcap=None, alibi_slopes=None):
     """The kernel :func:`attention` would run for these inputs, compiled but not run.
 
     Takes :func:`attention`'s arguments (``return_lse`` aside).
@@ -463,6 +475,9 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
         tessel.CompiledKernel: its ``asm["tile"]`` / ``asm["tile-opt"]`` hold the IR;
         ``binary(tessel.GpuOptions(...))`` gives the cubin and PTX.
     """
+    if window_size is not None or softcap is not None or alibi_slopes is not None:
+        score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
+                                               score_mod, mask_mod, block_mask)
     if block_mask is not None:
         from . import blocksparse as bmod
         args, constexprs, grid, _, _ = bmod.prepare(q, k, v, scale, score_mod, mask_mod,
@@ -481,7 +496,7 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
 def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
               enable_gqa=False, return_lse=False, block_m=None, block_n=None, block_mask=None,
               deterministic=False, descale_q=None, descale_k=None, descale_v=None,
-              out_dtype=None):
+              out_dtype=None, window_size=None, softcap=None, alibi_slopes=None):
     """Scaled dot-product attention with PyTorch SDPA semantics and FlexAttention-style mods.
 
     numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU, on torch's current
@@ -531,6 +546,16 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         descale_k: likewise for k: the scores are ``scale · descale_q · descale_k · q8·k8ᵀ``.
         descale_v: likewise for v: the output is multiplied by it.
         out_dtype: FP8 only: the output's dtype, bfloat16 (the default) or float16.
+        window_size: FlashAttention's sliding window ``(left, right)``: query ``i`` sees keys
+            ``i - left`` to ``i + right`` (-1: no bound on that side; ``(-1, -1)``: none),
+            and-ed with ``causal`` and ``mask_mod``. Positions are top-left aligned, as
+            ``causal``'s (FlashAttention aligns them to the bottom right when Nq != Nk).
+            Not with a ``block_mask`` (build it from a mask_mod with the window).
+        softcap: FlashAttention's soft cap: the scaled scores become
+            ``softcap · tanh(score / softcap)`` (0 or None: none), before ``alibi_slopes`` and
+            the ``score_mod``.
+        alibi_slopes: FlashAttention's ALiBi: float32 ``[H]`` or ``[B, H]`` (where q is), the
+            bias ``-slope · |i - j|`` added to the (capped) scores before the ``score_mod``.
 
     Returns:
         ``o`` like ``q`` (on the GPU a new tensor: contiguous for a contiguous q, else a
@@ -545,6 +570,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if window_size is not None or softcap is not None or alibi_slopes is not None:
+        score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
+                                               score_mod, mask_mod, block_mask)
     # FP8 takes its own program. Every call pays this test, so it looks at the element size
     # first (0.1 us; the whole FP8 test with the import costs 0.7 on the fp16 path).
     if getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:

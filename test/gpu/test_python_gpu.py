@@ -470,3 +470,53 @@ def test_inputs_not_16_byte_aligned():
     assert err < TOL[torch.float16] * max(1.0, want.abs().max().item()), err
     o.float().sum().backward()
     assert all(x.grad is not None and torch.isfinite(x.grad).all() for x in (q, k, v))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("case", ["window", "window causal", "softcap", "alibi causal",
+                                  "alibi per batch", "all three"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_flash_arguments_forward_and_gradients(dtype, case, D):
+    # FlashAttention's window_size, softcap and alibi_slopes (flash_mods.py): the output against
+    # float32 torch attention with the same bias and mask, the gradients by the backward tests'
+    # rule (grad_check.py: against float64, within twice torch's own in the inputs' dtype).
+    from grad_check import assert_within_twice_torch
+    B, H, N = 2, 4, 1000
+    gen = torch.Generator(device="cuda").manual_seed(D + len(case))
+    base = [torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype) for _ in range(3)]
+    causal = "causal" in case
+    window = (200, 0 if causal else 50) if "window" in case or case == "all three" else None
+    cap = 20.0 if case in ("softcap", "all three") else None
+    slopes = None
+    if "alibi" in case or case == "all three":
+        shape = (B, H) if case == "alibi per batch" else (H,)
+        slopes = torch.rand(shape, device="cuda", generator=gen) * 0.1
+    qs, ks, vs = (x.clone().requires_grad_() for x in base)
+    o = tessel.attention(qs, ks, vs, causal=causal, window_size=window, softcap=cap,
+                         alibi_slopes=slopes)
+    do = torch.randn(o.shape, device="cuda", generator=gen).to(dtype)
+    o.backward(do)
+    i = torch.arange(N, device="cuda")[:, None]
+    j = torch.arange(N, device="cuda")[None, :]
+    ok = torch.ones(N, N, dtype=torch.bool, device="cuda")
+    if causal:
+        ok &= i >= j
+    if window:
+        ok &= (j >= i - window[0]) & (j <= i + window[1])
+
+    def torch_attention(as_dtype):
+        q, k, v = (x.to(as_dtype).requires_grad_() for x in base)
+        s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        if cap:
+            s = cap * torch.tanh(s / cap)
+        if slopes is not None:
+            sl = (slopes if slopes.dim() == 2 else slopes[None]).to(as_dtype)
+            s = s - sl[:, :, None, None] * (i - j).abs().to(as_dtype)
+        out = torch.softmax(s.masked_fill(~ok, float("-inf")), -1) @ v
+        out.backward(do.to(as_dtype))
+        return out, (q.grad, k.grad, v.grad)
+    want, want_grads = torch_attention(torch.float64)
+    _, low_grads = torch_attention(dtype)
+    assert (o.double() - want).abs().max().item() < TOL[dtype] * max(1.0,
+                                                                     want.abs().max().item())
+    assert_within_twice_torch((qs.grad, ks.grad, vs.grad), want_grads, low_grads)
