@@ -40,7 +40,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
-                     EVEN_N: tl.constexpr = False):
+                     EVEN_N: tl.constexpr = False, DIAGONAL_FIRST: tl.constexpr = False):
     # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
@@ -52,7 +52,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
                    CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS,
-                   EVEN_N)
+                   EVEN_N, DIAGONAL_FIRST)
 
 
 @jit
@@ -64,7 +64,8 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                                 V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                 O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
-                                EVEN_N: tl.constexpr = False):
+                                EVEN_N: tl.constexpr = False,
+                                DIAGONAL_FIRST: tl.constexpr = False):
     """attention_kernel launched on grid.persistent_programs: program p computes the tiles
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
@@ -76,7 +77,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
-                       O_RS, O_HS, EVEN_N)
+                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST)
 
 
 @jit
@@ -85,7 +86,8 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
                    CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                    Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
-                   O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False):
+                   O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False,
+                   DIAGONAL_FIRST: tl.constexpr = False):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
     b = bh // H
     h = bh % H
@@ -101,7 +103,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
-                              SCORE_MOD, MASK_MOD, EVEN_N)
+                              SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST)
     tl.store(od, (m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
 
@@ -109,26 +111,38 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
 @jit
 def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
-                   MASK_MOD: tl.constexpr, EVEN_N: tl.constexpr = False):
+                   MASK_MOD: tl.constexpr, EVEN_N: tl.constexpr = False,
+                   DIAGONAL_FIRST: tl.constexpr = False):
     """The key loop of the query block `qt` (rows m0…): its output (normalised) and LSE, the
     scores `scale · qt·kᵀ` with the mods and masks, P in V's dtype for P·V (FP8 too:
     attention_fp8.py). EVEN_N: nk is a multiple of BLOCK_N, so every key block is whole and
     needs no key-tail mask (FlashAttention's Is_even_MN): without another mask the kernel has
-    one key loop, not an unmasked and a masked copy (even_keys)."""
+    one key loop, not an unmasked and a masked copy (even_keys). DIAGONAL_FIRST (causal,
+    BLOCK_M == BLOCK_N, nq <= nk: diagonal_first): FlashAttention-3's order, the block on the
+    diagonal first and masked, then the blocks before it unmasked, in one loop whose first
+    iteration the overlapped consumers peel (so the masked block is the peel)."""
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, D), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
-    for j in tl.stream(0, nk, BLOCK_N):
+    for jj in tl.stream(0, m0 + BLOCK_N if DIAGONAL_FIRST else nk, BLOCK_N):
+        if DIAGONAL_FIRST:
+            j = tl.where(jj == 0, m0, jj - BLOCK_N)
+        else:
+            j = jj
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         if SCORE_MOD is not None:
             s = SCORE_MOD(s, b, h, q_idx, kv_idx)
-        if EVEN_N:
+        if DIAGONAL_FIRST:
+            # Only the first block is cut: keys past the diagonal are past every row that
+            # counts (nq <= nk), and the blocks after it are before every row.
+            mask = (jj != 0) | (q_idx >= kv_idx)
+        elif EVEN_N:
             mask = tl.full((BLOCK_M, BLOCK_N), True, tl.int1)   # folded away
         else:
             mask = kv_idx < nk
-        if CAUSAL:
+        if CAUSAL and not DIAGONAL_FIRST:
             mask = mask & (q_idx >= kv_idx)
         if MASK_MOD is not None:
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
@@ -156,6 +170,28 @@ def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
     the key length is, and are left as they were."""
     return EVEN_KEYS and not causal and mask_mod is None and \
         (D, block_m, block_n) not in RAGGED_ONLY
+
+
+# Whether causal calls run their diagonal block first where they may (diagonal_first): off
+# until the GPU says it is as fast (bench/results/2026-12-05-s29/run2.sh); set it before the
+# first call.
+DIAGONAL_BLOCK_FIRST = False
+
+
+def diagonal_first_allowed(causal, mask_mod, D, block_m, block_n, chip):
+    """Whether a causal call may run attention_rows' DIAGONAL_FIRST loop where its lengths
+    allow (diagonal_first): one diagonal block a query block (BLOCK_M == BLOCK_N), no mask_mod,
+    and on the GPU the kernel whose overlapped consumers peel the loop's first iteration (sm_90a
+    d128 128x128): elsewhere the loop would test for its first block at every block. The
+    interpreter (chip None) takes any such blocks."""
+    return DIAGONAL_BLOCK_FIRST and causal and mask_mod is None and block_m == block_n and \
+        (chip is None or (chip, D, block_m) == ("sm_90a", 128, 128))
+
+
+def diagonal_first(nq, nk, allowed):
+    """attention_rows' DIAGONAL_FIRST: the query rows' diagonal block exists for every query
+    block (nq <= nk), where `allowed` (diagonal_first_allowed)."""
+    return allowed and nq <= nk
 
 
 def even_keys(nk, block_n, allowed):
@@ -426,7 +462,9 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN)))
+                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN)),
+                      DIAGONAL_FIRST=diagonal_first(Nq, Nk, diagonal_first_allowed(
+                          causal, mask_mod, D, BM, BN, None)))
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
@@ -769,6 +807,8 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     constexprs["EVEN_N"] = even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN))
+    constexprs["DIAGONAL_FIRST"] = diagonal_first(Nq, Nk, diagonal_first_allowed(
+        causal, mask_mod, D, BM, BN, chip))
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
     if programs:
         tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
@@ -920,12 +960,14 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             # The one-program-a-tile kernel (its stages: GPU_STAGES), or the persistent one's
             # programs (chosen at each call: persistent_kernel).
             even = even_keys_allowed(causal, mask_mod, D, consts[1], consts[2])
+            diagonal = diagonal_first_allowed(causal, mask_mod, D, consts[1], consts[2],
+                                              _chip_for_blocks(q))
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
-                                  even)
+                                  even, diagonal)
         if grid[0] and grid[1]:
-            kernel._runner(grid, *args, *consts, cx["EVEN_N"])
+            kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"])
         return (o, lse) if return_lse else o
-    consts, default_scale, sms, plain, even = c
+    consts, default_scale, sms, plain, even, diagonal = c
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
@@ -933,14 +975,16 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     if Nq and B * H:
         nb, rows = -(-Nq // consts[1]), B * H
         even = even_keys(Nk, consts[2], even)
+        diagonal = diagonal_first(Nq, Nk, diagonal)
         if sms:
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
                                            programs)
             kernel = persistent_kernel(Nq, Nk, consts[0], consts[1], consts[2], consts[3])
             kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
-                           starts, *consts, even)
+                           starts, *consts, even, diagonal)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
-            plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts, even)
+            plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts, even,
+                          diagonal)
     return (o, lse) if return_lse else o

@@ -122,6 +122,44 @@ def test_even_keys(general_keys, dtype, B, H, Hkv, N, D, mod):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 16, 16, 2048, 2048), (1, 8, 2, 4000, 4000),
+                                           (1, 4, 4, 2100, 4096), (2, 4, 4, 4096, 2048)])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
+    # attention.DIAGONAL_BLOCK_FIRST (off by default): d128 causal rows at 128x128 run their
+    # diagonal block first, as the overlapped consumers' peel (Nq > Nk: the general kernel).
+    # Against float32 attention, and the default kernel within the same tolerance (the blocks'
+    # order differs, so the bits may).
+    hopper()
+    gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + H)
+    q = torch.randn(B, H, Nq, 128, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, Nk, 128, device="cuda", generator=gen).to(dtype)
+            for _ in range(2))
+    score_mod = None
+    if mod == "softcap":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return 20.0 * tessel.language.tanh(score / 20.0)
+    gqa = Hkv != H
+    default = tessel.attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
+    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCK_FIRST", True)
+    attention_module._cuda_configs.clear()
+    kernel = tessel.compile_attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
+    o = tessel.attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
+    attention_module._cuda_configs.clear()
+    assert ("DIAGONAL_FIRST", "constexpr", "bool", Nq <= Nk) in kernel.specialization
+    qf = q.float()
+    kf, vf = (x.float().repeat_interleave(H // Hkv, 1) for x in (k, v))
+    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / 128 ** 0.5
+    if mod == "softcap":
+        s = 20.0 * torch.tanh(s / 20.0)
+    allowed = torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril()
+    want = torch.softmax(s.masked_fill(~allowed, float("-inf")), -1).nan_to_num(0.0) @ vf
+    tol = TOL[dtype] * max(1.0, want.abs().max().item())
+    assert (o.float() - want).abs().max().item() < tol
+    assert (o.float() - default.float()).abs().max().item() < tol
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("case", ["document", "window"])
 @pytest.mark.parametrize("N", [2048, 3000])
 def test_block_mask(persistent, dtype, case, N):

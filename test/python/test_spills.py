@@ -97,6 +97,28 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
         assert given_up[-1] <= given_up[0], (BM, BN, given_up)
 
 
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_diagonal_block_first_spills_nothing(tmp_path, mod):
+    # attention.DIAGONAL_BLOCK_FIRST's kernel (sm_90a d128 128x128 causal: the diagonal block as
+    # the overlapped consumers' peel, 32 wgmma instead of 48): 0 bytes and nothing given up,
+    # persistent (with and without Q from the producer) and one program a tile.
+    x = np.zeros((1, 2, N, 128), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=True,
+              SCORE_MOD=tessel.jit(softcap) if mod else None, MASK_MOD=None,
+              DIAGONAL_FIRST=True)
+    kernels = [(persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids,
+                                                   **cx), options)
+               for options in ({}, {"producer_once": True})]
+    kernels.append((attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, **cx), {}))
+    for k, options in kernels:
+        assert _spills(tmp_path, k, "sm_90a", **options) == 0
+        b = cache.get_binary(k, cache.GpuOptions(chip="sm_90a", **options),
+                             directory=str(tmp_path))
+        assert not b.manifest.get("given_up") and b.ptx.count("wgmma.mma_async") == 32
+
+
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):
