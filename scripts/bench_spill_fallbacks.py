@@ -6,10 +6,10 @@
 The cases are test_spills.py's kernels that ptxas spills at first and compileModule compiles
 again (lib/Target/SpillFallbacks.cpp): the persistent block-mask kernels of a document mask,
 a window with a softcap, ALiBi and a relative bias (Q from the producer or not), and sm_80's
-d128 128×64 kernel (three stages, as shipped; ragged keys). Each run compiles each case in this process with an empty cache directory
-(cache.get_binary, the JIT's path) and prints its wall time, how many compiles it took, what was
-given up and the sha256 of the cubin, so that two builds can be compared for speed and for
-identical code (`--json FILE` writes the results).
+d128 128×64 kernel (three stages, as shipped; ragged keys). Each run compiles each case in
+this process with an empty cache directory (cache.get_binary, the JIT's path) and prints its
+wall time, how many compiles it took, what was given up and the sha256 of the cubin, so that
+two builds can be compared for speed and for identical code (`--json FILE` writes them).
 """
 import argparse
 import hashlib
