@@ -399,7 +399,8 @@ def _side_stream(device):
 
 def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
                        mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None,
-                       block_mask=None, deterministic=False):
+                       block_mask=None, deterministic=False, window_size=None, softcap=None,
+                       alibi_slopes=None):
     """The gradients of :func:`attention` with respect to q, k and v.
 
     Same arguments and semantics as :func:`attention` for q, k, v and the options. numpy
@@ -427,6 +428,9 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
             (python/tessel/blocksparse_backward.py), on CUDA too where the fast paths take
             the programs (``backward.SPARSE_BACKWARD_ON_GPU``; docs/dev/backward.md).
         deterministic: as in :func:`attention`: dq by its own program, never by atomics.
+        window_size: as in :func:`attention` (FlashAttention's sliding window).
+        softcap: as in :func:`attention`.
+        alibi_slopes: as in :func:`attention`.
 
     Returns:
         ``(dq, dk, dv)``: dq like q, dk and dv like k (GQA: summed over each group's heads).
@@ -435,7 +439,10 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         TypeError: inputs of mixed kinds or dtypes.
         ValueError: shapes that do not fit together, or a block_mask that does not fit.
     """
-    from .attention import _past_i32, _span
+    from .attention import _flash_arguments, _past_i32, _span
+    if window_size is not None or softcap is not None or alibi_slopes is not None:
+        score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
+                                               score_mod, mask_mod, block_mask)
     if _past_i32(q, k, v) or _past_i32(o, do, do):
         raise ValueError(
             f"tessel.attention_backward: the tensors span {max(_span(x) for x in (q, k, v, o))} "

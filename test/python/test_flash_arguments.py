@@ -144,3 +144,29 @@ def test_causal_alibi_is_an_affine_bias(causal, separated):
                                       alibi_slopes=np.ones(H, np.float32), block_m=128,
                                       block_n=128)
     assert (" : tensor<128x128xi32> to" not in kernel.asm["tile-opt"]) == separated
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gradients_with_flash_arguments(causal):
+    # attention_backward takes the same arguments: softcap, ALiBi and a window against the
+    # float64 reference backward (score and its derivative written out by hand).
+    from tessel.reference import reference_attention_backward
+    q, k, v = inputs(4)
+    do = np.random.default_rng(5).standard_normal(q.shape).astype(np.float32)
+    slopes = np.array([0.05, 0.1, 0.2], np.float32)
+    kw = dict(causal=causal, softcap=3.0, alibi_slopes=slopes, window_size=(20, 10))
+    o, lse = tessel.attention(q, k, v, return_lse=True, **kw)
+    dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, **kw)
+
+    def score(s, b, h, qi, ki):
+        return 3.0 * np.tanh(s / 3.0) - slopes[h] * np.abs(qi - ki)
+
+    def score_grad(s, b, h, qi, ki):
+        return 1.0 - np.tanh(s / 3.0) ** 2
+
+    def allowed(b, h, qi, ki):
+        return (ki >= qi - 20) & (ki <= qi + 10)
+    want = reference_attention_backward(q, k, v, do, causal=causal, score=score,
+                                        score_grad=score_grad, allowed=allowed)
+    for got, ref in zip((dq, dk, dv), want):
+        assert max_rel_error(got, ref) < 2e-5
