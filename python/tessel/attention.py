@@ -974,8 +974,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         gpu.scratch_f32(_lse_buffers, q, B * H * Nq)
     if Nq and B * H:
         nb, rows = -(-Nq // consts[1]), B * H
-        even = even_keys(Nk, consts[2], even)
-        diagonal = diagonal_first(Nq, Nk, diagonal)
+        even = even and Nk % consts[2] == 0          # even_keys, inline on the lean path
+        diagonal = diagonal and Nq <= Nk             # diagonal_first
         if sms:
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],

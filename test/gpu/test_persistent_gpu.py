@@ -83,7 +83,7 @@ def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
 def general_keys(monkeypatch):
     """Runs the test's calls with the kernels of ragged key lengths (EVEN_N off) when called."""
     def switch():
-        monkeypatch.setattr(attention_module, "even_keys", lambda *a: False)
+        monkeypatch.setattr(attention_module, "EVEN_KEYS", False)
         attention_module._cuda_configs.clear()
     yield switch
     attention_module._cuda_configs.clear()

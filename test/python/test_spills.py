@@ -296,11 +296,9 @@ def test_spilling_modules_keep_the_generic_scale(tmp_path):
     assert "compile again (spills: no scale fold)" in [n for n, _ in built[0.088].timings]
 
 
-def test_spill_fallbacks_give_back_what_the_last_made_unneeded(tmp_path, monkeypatch):
-    # compileModule gives up, in order, TMA, the scale fold, the vector stores and the overlap
-    # where a module spills; once nothing spills, what was given up before the last comes back
-    # where it still does not spill. The d128 document mask's persistent kernel spills until
-    # the overlap goes, and then keeps its vector stores (lib/Target/SpillFallbacks.cpp).
+def _document_kernel():
+    """The d128 document mask's persistent block-sparse kernel, which spills until its overlap
+    goes (skips without ptxas)."""
     x = np.zeros((1, 2, N, 128), np.float16)
     bm = tessel.block_mask(document, 1, None, N, N, BLOCK_M=128, BLOCK_N=128)
     args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, None, document, False, bm, 128, 128,
@@ -310,6 +308,15 @@ def test_spill_fallbacks_give_back_what_the_last_made_unneeded(tmp_path, monkeyp
         cache.ptxas_version()
     except tessel.CompilationError as e:
         pytest.skip(str(e))
+    return k
+
+
+def test_spill_fallbacks_give_back_what_the_last_made_unneeded(tmp_path, monkeypatch):
+    # compileModule gives up, in order, TMA, the scale fold, the vector stores and the overlap
+    # where a module spills; once nothing spills, what was given up before the last comes back
+    # where it still does not spill. The d128 document mask's persistent kernel spills until
+    # the overlap goes, and then keeps its vector stores (lib/Target/SpillFallbacks.cpp).
+    k = _document_kernel()
     monkeypatch.setattr(cache, "_memory", {})   # a compile here, not the one of a test before
     b = cache.get_binary(k, cache.GpuOptions(chip="sm_90a"), directory=str(tmp_path))
     laps = [n for n, _ in b.timings if n.startswith("compile again")]
@@ -328,15 +335,7 @@ def test_spill_fallbacks_run_ahead_with_the_same_result(tmp_path, monkeypatch):
     # decisions may ask for started early (lib/Target/CompilesAhead.h); the search takes
     # every compile it asks for from there, and chooses, and makes, what it does one after the
     # other: the same PTX, cubin, steps and switches given up.
-    x = np.zeros((1, 2, N, 128), np.float16)
-    bm = tessel.block_mask(document, 1, None, N, N, BLOCK_M=128, BLOCK_N=128)
-    args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, None, document, False, bm, 128, 128,
-                                            False)
-    k = blocksparse.block_sparse_attention_kernel.warmup(*args, **dict(cx, PERSISTENT=True))
-    try:
-        cache.ptxas_version()
-    except tessel.CompilationError as e:
-        pytest.skip(str(e))
+    k = _document_kernel()
     built = {}
     for threads in ("1", "3"):
         monkeypatch.setenv("TESSEL_COMPILE_THREADS", threads)
