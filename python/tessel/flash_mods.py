@@ -104,40 +104,22 @@ def flash_mods(q, causal, window_size, softcap, alibi_slopes, score_mod, mask_mo
 
 def _score(cap, slopes, per_batch, before, user):
     """The scores capped, then biased, then the user's score_mod (each step where given)."""
-    if slopes is None:
-        def capped(score, b, h, q_idx, kv_idx):
-            s = cap * tl.tanh(score / cap)
-            if user is not None:
-                s = user(s, b, h, q_idx, kv_idx)
-            return s
-        return capped
-    # -slope · |i - j|: j - i where keys never follow the query, else the smaller of the two.
-    if per_batch:
-        def alibi(score, b, h, q_idx, kv_idx):
-            s = score
-            if cap is not None:
-                s = cap * tl.tanh(s / cap)
-            if before:
-                s = s + slopes[b, h] * (kv_idx - q_idx)
-            else:
-                s = s + slopes[b, h] * tl.minimum(kv_idx - q_idx, q_idx - kv_idx)
-            if user is not None:
-                s = user(s, b, h, q_idx, kv_idx)
-            return s
-        return alibi
-
-    def alibi_heads(score, b, h, q_idx, kv_idx):
+    def flash_score(score, b, h, q_idx, kv_idx):
         s = score
         if cap is not None:
             s = cap * tl.tanh(s / cap)
-        if before:
-            s = s + slopes[h] * (kv_idx - q_idx)
-        else:
-            s = s + slopes[h] * tl.minimum(kv_idx - q_idx, q_idx - kv_idx)
+        if slopes is not None:
+            slope = slopes[b, h] if per_batch else slopes[h]
+            # -slope · |i - j|: j - i where keys never follow the query, else the smaller of
+            # the two.
+            if before:
+                s = s + slope * (kv_idx - q_idx)
+            else:
+                s = s + slope * tl.minimum(kv_idx - q_idx, q_idx - kv_idx)
         if user is not None:
             s = user(s, b, h, q_idx, kv_idx)
         return s
-    return alibi_heads
+    return flash_score
 
 
 def _mask(window, user):
