@@ -24,7 +24,8 @@ from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check
 from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                     causal=False, scale=None, return_lse=False, block_m=None, block_n=None):
+                     causal=False, scale=None, return_lse=False, block_m=None, block_n=None,
+                     window_size=None, softcap=None, alibi_slopes=None):
     """Attention over a batch of sequences of different lengths, packed without padding.
 
     FlashAttention-2's ``flash_attn_varlen_func`` convention.
@@ -46,6 +47,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         block_m, block_n: the query and key block sizes (powers of two >= 16); by default
             64x64 on CUDA at fp16/bf16 and head dim 64 or 128 (the tensor-core paths), else
             ones the reference lowering takes (docs/dev/serving.md).
+        window_size: FlashAttention's sliding window ``(left, right)`` (-1: no bound): query i
+            sees keys ``i + nk - nq - left`` to ``i + nk - nq + right`` (bottom-right aligned,
+            as ``causal``).
+        softcap: FlashAttention's soft cap (0 or None: none).
+        alibi_slopes: not yet in the serving APIs (NotImplementedError).
 
     numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
     tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
@@ -57,7 +63,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Raises:
         ValueError: shapes, lengths or cumulative lengths that do not fit together.
         TypeError: mixed kinds or dtypes of q, k and v, or index arrays that are not int32.
-        NotImplementedError: inputs that require grad.
+        NotImplementedError: inputs that require grad, or alibi_slopes.
     """
     fn = "attention_varlen"
     named = (("q", q), ("k", k), ("v", v))
@@ -108,7 +114,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     lse = _out(kind, q, (H, total_q), np.float32)
     args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale)
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
-              BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal))
+              BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
+              **_position_mods(fn, causal, window_size, softcap, alibi_slopes))
     grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o
@@ -116,7 +123,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
                            scale=None, return_lse=False, block_m=None, block_n=None,
-                           num_splits=None):
+                           num_splits=None, window_size=None, softcap=None, alibi_slopes=None):
     """Attention of new queries against a KV cache, contiguous or paged.
 
     FlashAttention-2's ``flash_attn_with_kvcache`` convention (without appending new keys: write
@@ -150,6 +157,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             program per query block and head. Paged caches are split as contiguous ones
             (each key block's page, or each row's, looked up in the key loop). 1: no split,
             one program per (query block, batch, query head). n > 1: n splits.
+        window_size: FlashAttention's sliding window ``(left, right)`` (-1: no bound): query i
+            sees keys ``i + cache_seqlens[b] - Sq - left`` to ``... + right`` (bottom-right
+            aligned, as ``causal``; Mistral's decode: ``(4096, 0)``).
+        softcap: FlashAttention's soft cap (0 or None: none).
+        alibi_slopes: not yet in the serving APIs (NotImplementedError).
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
@@ -166,11 +178,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         ValueError: shapes, lengths or page numbers that do not fit together; num_splits not
             None or an int >= 1.
         TypeError: mixed kinds or dtypes of q and the cache, or index arrays that are not int32.
-        NotImplementedError: inputs that require grad.
+        NotImplementedError: inputs that require grad, or alibi_slopes.
     """
     fn = "attention_with_kvcache"
     given = (q, k_cache, v_cache, cache_seqlens, block_table)
-    key = _call_signature(given, (causal, scale, return_lse, block_m, block_n, num_splits))
+    mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes)
+    key = _call_signature(given, (causal, scale, return_lse, block_m, block_n, num_splits,
+                                  mods.get("SCORE_MOD"), mods.get("MASK_MOD")))
     if key is not None:
         replay = _PLANS.get(key)
         if replay is not None:
@@ -261,12 +275,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             q, q_rs, q_hs, k_cache, v_cache, (k_rs, k_hs, v_rs, v_hs), o, lse, seqlens, table,
             B=B, Sq=Sq, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
             cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n,
-            block_m=BM, block_n=BN)
+            block_m=BM, block_n=BN, score_mod=mods.get("SCORE_MOD"),
+            mask_mod=mods.get("MASK_MOD"))
     else:
         grid = fold_grid(-(-Sq // BM), B * H)
         scalars = (B, Sq, cache_rows, H, Hkv, max_pages, scale)
         cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
-                  BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal))
+                  BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods)
 
         def run(q, k_cache, v_cache, o, lse, seqlens, table):
             _launch(kvcache_kernel, grid, (q, k_cache, v_cache, o, lse, seqlens, table) + scalars,
@@ -276,6 +291,27 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         kept = (q, k_cache, v_cache, seqlens, None if block_table is None else table)
         _remember(key, run, [x is not y for x, y in zip(given, kept)], (B, H, Sq), return_lse)
     return (o, lse) if return_lse else o
+
+
+def _position_mods(fn, causal, window_size, softcap, alibi_slopes):
+    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size and softcap
+    (flash_mods.py; empty without them). Their positions are the kernels' q_idx and kv_idx,
+    bottom-right aligned. ALiBi is refused: its slope is per query head, and the split-KV
+    program's rows are several heads."""
+    if alibi_slopes is not None:
+        raise NotImplementedError(f"tessel.{fn}: alibi_slopes is not taken by the serving APIs "
+                                  "yet (tessel.attention takes it)")
+    if window_size is None and softcap is None:
+        return {}
+    from .attention import _as_jit
+    from .flash_mods import flash_mods
+    score_mod, mask_mod = flash_mods(None, causal, window_size, softcap, None, None, None)
+    mods = {}
+    if score_mod is not None:
+        mods["SCORE_MOD"] = _as_jit(score_mod, "score_mod")
+    if mask_mod is not None:
+        mods["MASK_MOD"] = _as_jit(mask_mod, "mask_mod")
+    return mods
 
 
 #: attention_with_kvcache's plans for CUDA calls, by call signature (every tensor's shape,
@@ -292,7 +328,8 @@ _MAX_PLANS = 256
 
 def _call_signature(tensors, options):
     """The plan key of a CUDA call, or None (numpy arrays, inputs that require grad, options
-    that are not plain values: the checks run every time)."""
+    other than plain values and the mods of FlashAttention's arguments: the checks run every
+    time)."""
     sig = []
     for x in tensors:
         if x is None:
@@ -304,8 +341,9 @@ def _call_signature(tensors, options):
             sig.append((tuple(x.shape), x.stride(), x.dtype, x.device))
         except (AttributeError, TypeError):       # a tensor-like the checks will refuse
             return None
-    if not all(o is None or isinstance(o, (bool, int, float, np.integer, np.floating))
-               for o in options):
+    from .frontend import ModFunction
+    if not all(o is None or isinstance(o, (bool, int, float, np.integer, np.floating,
+                                           ModFunction)) for o in options):
         return None
     return tuple(sig), options
 

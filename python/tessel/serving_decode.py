@@ -130,7 +130,8 @@ def fits_i32(B, Sq, H, D, q_rs, n_splits):
 
 
 def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, *, B, Sq, H,
-           Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n):
+           Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n,
+           score_mod=None, mask_mod=None):
     """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to
     MAX_TILE_COMBINE splits, else splitkv_combine) unless one split can write o and lse itself,
     on attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
@@ -138,7 +139,10 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
 
     Returns the same launches as run(q, k_cache, v_cache, o, lse, seqlens, table), for other
     tensors of the same shapes, strides and dtypes: everything but the workspace and the
-    launches is decided here once (attention_with_kvcache keeps it per call signature)."""
+    launches is decided here once (attention_with_kvcache keeps it per call signature).
+    score_mod / mask_mod (ModFunctions, or None): FlashAttention's soft cap and window, which
+    read positions only — a program's rows are several query heads, so its mods see the KV
+    head as h."""
     G = H // Hkv
     R = G * Sq
     pack = Sq > 1 and G > 1
@@ -161,7 +165,8 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
     scalars = (B, Sq, G, cache_rows, Hkv, max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g,
                l_s, l_b, l_g)
     cx = dict(QR=QR, OR=OR, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m,
-              BLOCK_N=block_n, PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct)
+              BLOCK_N=block_n, PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct,
+              SCORE_MOD=score_mod, MASK_MOD=mask_mod)
     split = splitkv_kernel[grid]
     combine_args = (B, Sq, H, Hkv, n_splits)
     if n_splits <= MAX_TILE_COMBINE:

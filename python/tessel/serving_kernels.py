@@ -33,7 +33,8 @@ from .jit import jit
 def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, max_nq, scale,
                   q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  CAUSAL: tl.constexpr):
+                  CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
+                  MASK_MOD: tl.constexpr = None):
     pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     b = bh // H
     h = bh % H
@@ -65,9 +66,13 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j - k0 + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        if SCORE_MOD is not None:
+            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
         mask = kv_idx < nk
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
@@ -120,7 +125,8 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
                    max_pages, scale, q_rs: tl.constexpr, q_hs: tl.constexpr,
                    k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
                    v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr,
-                   BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr):
+                   BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr,
+                   SCORE_MOD: tl.constexpr = None, MASK_MOD: tl.constexpr = None):
     """q [B, nq, H, D]; the cache [B, S, Hkv, D] (PAGE = 0, cache_rows = S) or
     [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE)."""
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
@@ -164,9 +170,13 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
                                    v_rs, v_hs, D, BLOCK_N, PAGE)
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        if SCORE_MOD is not None:
+            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
         mask = kv_idx < nk
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)
         acc += tl.dot(p.to(vt.dtype), vt)
@@ -180,7 +190,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
                    QR: tl.constexpr, OR: tl.constexpr, k_rs: tl.constexpr,
                    k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
-                   CAUSAL: tl.constexpr, DIRECT: tl.constexpr):
+                   CAUSAL: tl.constexpr, DIRECT: tl.constexpr, SCORE_MOD: tl.constexpr = None,
+                   MASK_MOD: tl.constexpr = None):
     """One key split of one KV head's query group against the cache (flash-decoding).
 
     The program's query rows are the G query heads of KV head g times the SQ query positions,
@@ -195,6 +206,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     lse_out + s·l_s + b·l_b + g·l_g + r: float32 partials (a workspace that splitkv_combine
     merges), or with DIRECT (one split, and rows that are affine in o: SQ = 1 or G = 1) the final
     output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf.
+    SCORE_MOD / MASK_MOD see the KV head g as h (the rows are several query heads): the serving
+    APIs pass only mods of positions (FlashAttention's window and soft cap).
 
     The cache as kvcache_kernel's: contiguous [B, S, HKV, D] (PAGE = 0, cache_rows = S) or paged
     [num_pages, PAGE, HKV, D] with table [B, max_pages]: each block's page (or, for pages that
@@ -252,9 +265,13 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
                                    v_rs, v_hs, D, BLOCK_N, PAGE)
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        if SCORE_MOD is not None:
+            s = SCORE_MOD(s, b, g, q_idx, kv_idx)
         mask = kv_idx < nk
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, g, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)
         acc += tl.dot(p.to(vt.dtype), vt)

@@ -233,3 +233,56 @@ def test_the_paged_decode_example_runs():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "decode_paged: max error vs float64 numpy" in r.stdout
     assert r.stdout.count("->") == 3
+
+
+@pytest.mark.parametrize("window,softcap,causal", [((20, 0), None, True), ((10, 5), None, False),
+                                                   ((-1, 3), 2.0, False), (None, 2.0, True)])
+def test_varlen_with_flash_arguments(window, softcap, causal):
+    # FlashAttention's window_size and softcap, positions bottom-right aligned as causal.
+    rng = np.random.default_rng(11)
+    lq, lk = [1, 37, 70, 16], [5, 60, 71, 9]
+    q = packed(rng, sum(lq), 4, 16)
+    k, v = packed(rng, sum(lk), 2, 16), packed(rng, sum(lk), 2, 16)
+    o, lse = tessel.attention_varlen(q, k, v, cu(lq), cu(lk), max(lq), max(lk), causal=causal,
+                                     return_lse=True, window_size=window, softcap=softcap)
+    ro, rl = reference_varlen(q, k, v, cu(lq), cu(lk), causal=causal, window=window,
+                              softcap=softcap)
+    assert max_rel_error(o, ro) < TOL
+    finite = np.isfinite(rl)
+    assert (np.isfinite(lse) == finite).all()
+    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("page", [None, 16, 7], ids=["contiguous", "p16", "p7"])
+@pytest.mark.parametrize("Sq,num_splits", [(1, None), (1, 3), (5, None), (5, 1)])
+@pytest.mark.parametrize("window,softcap", [((30, 0), None), ((12, 4), 3.0), (None, 3.0)])
+def test_kvcache_with_flash_arguments(page, Sq, num_splits, window, softcap):
+    # Decode with a sliding window (Mistral's (W, 0)) and a soft cap (Gemma 2's), on the one
+    # program a head and on the split-KV path, contiguous and paged.
+    rng = np.random.default_rng(Sq + (page or 0))
+    lengths = [1, 40, 97]
+    q, kc, vc, table = cache_case(rng, 3, Sq, 4, 2, 16, lengths, page)
+    seqlens = np.array(lengths, dtype=np.int32)
+    o, lse = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=True,
+                                           return_lse=True, num_splits=num_splits,
+                                           window_size=window, softcap=softcap)
+    ro, rl = reference_kvcache(q, kc, vc, seqlens, table, causal=True, window=window,
+                               softcap=softcap)
+    assert max_rel_error(o, ro) < TOL
+    finite = np.isfinite(rl)
+    assert (np.isfinite(lse) == finite).all()
+    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_serving_refuses_alibi_and_bad_windows():
+    rng = np.random.default_rng(0)
+    q, kc, vc, _ = cache_case(rng, 1, 1, 2, 1, 16, [10])
+    seqlens = np.array([10], np.int32)
+    with pytest.raises(NotImplementedError, match="alibi_slopes is not taken by the serving"):
+        tessel.attention_with_kvcache(q, kc, vc, seqlens, alibi_slopes=np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="window_size must be a pair"):
+        tessel.attention_with_kvcache(q, kc, vc, seqlens, window_size=4)
+    lq = [3]
+    x = packed(rng, 3, 2, 16)
+    with pytest.raises(ValueError, match="softcap must be a positive number"):
+        tessel.attention_varlen(x, x, x, cu(lq), cu(lq), 3, 3, softcap=-1.0)
