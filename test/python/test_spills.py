@@ -255,21 +255,24 @@ def test_fp8_forward_spills(tmp_path, D, causal, mod):
 @pytest.mark.parametrize("D", [64, 128])
 def test_serving_forward_spills(tmp_path, chip, D):
     # The serving kernels at their fast-path blocks (serving_checks._fast_blocks: 64x64):
-    # varlen and the paged cache kernel, causal (the masked loop pair beside the full one).
+    # varlen and the paged cache kernel, causal (the masked loop pair beside the full one);
+    # also with FlashAttention's window and soft cap (serving._position_mods).
+    from tessel.serving import _position_mods
     from tessel.serving_kernels import kvcache_kernel, varlen_kernel
     T, H, HKV = 4096, 8, 2
     q, kv = np.zeros((T, H, D), np.float16), np.zeros((T, HKV, D), np.float16)
     strides = dict(q_rs=H * D, q_hs=D, k_rs=HKV * D, k_hs=D, v_rs=HKV * D, v_hs=D)
-    cx = dict(strides, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True)
-    cu = np.zeros(3, np.int32)
-    varlen = varlen_kernel.warmup(q, kv, kv, q, np.zeros((H, T), np.float32), cu, cu, 2, T, T,
-                                  H, HKV, 2048, 0.1, **cx)
-    qd, rows = np.zeros((2, 64, H, D), np.float16), np.zeros((2, 2048, HKV, D), np.float16)
-    paged = kvcache_kernel.warmup(qd, rows, rows, qd, np.zeros((2, H, 64), np.float32),
-                                  np.zeros(2, np.int32), np.zeros((2, 128), np.int32), 2, 64,
-                                  4096, H, HKV, 128, 0.1, PAGE=16, **cx)
-    assert _spills(tmp_path, varlen, chip) == 0
-    assert _spills(tmp_path, paged, chip) == 0
+    for mods in ({}, _position_mods("test", True, (1024, 0), 30.0, None)):
+        cx = dict(strides, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, **mods)
+        cu = np.zeros(3, np.int32)
+        varlen = varlen_kernel.warmup(q, kv, kv, q, np.zeros((H, T), np.float32), cu, cu, 2, T,
+                                      T, H, HKV, 2048, 0.1, **cx)
+        qd, rows = np.zeros((2, 64, H, D), np.float16), np.zeros((2, 2048, HKV, D), np.float16)
+        paged = kvcache_kernel.warmup(qd, rows, rows, qd, np.zeros((2, H, 64), np.float32),
+                                      np.zeros(2, np.int32), np.zeros((2, 128), np.int32), 2,
+                                      64, 4096, H, HKV, 128, 0.1, PAGE=16, **cx)
+        assert _spills(tmp_path, varlen, chip) == 0
+        assert _spills(tmp_path, paged, chip) == 0
 
 
 def test_spilling_modules_keep_the_generic_scale(tmp_path):
