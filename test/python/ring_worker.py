@@ -268,18 +268,23 @@ def err_np(out, ref):
 
 
 def mod_case(H, Hkv, N, causal, layout, score=None, mask=None, dtype=torch.float32, tol=2e-6,
-             Nk=None, seed=11):
-    """The forward with mods against the whole sequence's float64 reference."""
+             Nk=None, seed=11, flash=None):
+    """The forward with mods against the whole sequence's float64 reference. `flash`:
+    FlashAttention's window_size and softcap instead, {"window_size": ..., "softcap": ...}."""
     rank, world = RANK, WORLD
     Nk = N if Nk is None else Nk
     q = inputs(seed, H, Hkv, N)[0]
     k, v = inputs(seed + 1, H, Hkv, Nk)[1:]
     sm, mm, np_s, _, np_m = mods_of(score, mask, max(N, Nk))
+    if flash:
+        (left, right), cap = flash["window_size"], flash["softcap"]
+        np_s = lambda s, b, h, qi, ki: cap * np.tanh(s / cap)            # noqa: E731
+        np_m = lambda b, h, qi, ki: (ki >= qi - left) & (ki <= qi + right)  # noqa: E731
     ref_o, ref_lse = reference_attention(to_np(q), to_np(k), to_np(v), causal=causal,
                                          score=np_s, allowed=np_m, enable_gqa=H != Hkv)
     local = [shard(x, layout, rank, world).to(dtype) for x in (q, k, v)]
     o, lse = ring_attention(*local, causal=causal, layout=layout, score_mod=sm, mask_mod=mm,
-                            enable_gqa=H != Hkv, return_lse=True)
+                            enable_gqa=H != Hkv, return_lse=True, **(flash or {}))
     e_o = err_np(to_np(o), shard(ref_o, layout, rank, world))
     e_lse = err_np(lse.numpy(), shard(ref_lse, layout, rank, world))
     unseen = int(np.isneginf(shard(ref_lse, layout, rank, world)).sum())
@@ -448,6 +453,8 @@ def mod_cases():
         "mod-alibi-causal-zigzag-gqa": lambda: mod_case(2, 1, UNEVEN, True, "zigzag",
                                                         score="alibi"),
         "mod-softcap-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", score="softcap"),
+        "mod-flash-arguments-zigzag": lambda: mod_case(
+            2, 2, UNEVEN, True, "zigzag", flash={"window_size": (WINDOW, 0), "softcap": CAP}),
         "mod-window-contiguous": lambda: mod_case(2, 2, UNEVEN, False, "contiguous",
                                                   mask="window"),
         "mod-window-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", mask="window"),
