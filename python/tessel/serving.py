@@ -303,6 +303,13 @@ def _position_mods(fn, causal, window_size, softcap, alibi_slopes):
                                   "yet (tessel.attention takes it)")
     if window_size is None and softcap is None:
         return {}
+    try:                                  # a decode loop asks again at every call: made once
+        key = (bool(causal), tuple(window_size) if window_size is not None else None, softcap)
+        made = _MODS.get(key)
+    except TypeError:                     # not hashable: checked and refused below
+        key, made = None, None
+    if made is not None:
+        return made
     from .attention import _as_jit
     from .flash_mods import flash_mods
     score_mod, mask_mod = flash_mods(None, causal, window_size, softcap, None, None, None)
@@ -311,7 +318,14 @@ def _position_mods(fn, causal, window_size, softcap, alibi_slopes):
         mods["SCORE_MOD"] = _as_jit(score_mod, "score_mod")
     if mask_mod is not None:
         mods["MASK_MOD"] = _as_jit(mask_mod, "mask_mod")
+    if key is not None:
+        if len(_MODS) >= 64:
+            _MODS.clear()
+        _MODS[key] = mods
     return mods
+
+
+_MODS = {}      # _position_mods' results by (causal, window_size, softcap)
 
 
 #: attention_with_kvcache's plans for CUDA calls, by call signature (every tensor's shape,
