@@ -172,20 +172,24 @@ def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
         (D, block_m, block_n) not in RAGGED_ONLY
 
 
-# Whether causal calls run their diagonal block first where they may (diagonal_first): off
-# until the GPU says it is as fast (bench/results/2026-12-05-s29/run2.sh); set it before the
-# first call.
-DIAGONAL_BLOCK_FIRST = False
+# Whether causal calls run their diagonal block first where they may (diagonal_first; False:
+# the split's masked loop after the unmasked one, a switch for comparisons; set it before the
+# first call). H200 (docs/bench/2026-12-05-h200-even-keys-diagonal.md): d128 4k causal +4 %,
+# 16k causal even; bits checked against float32.
+DIAGONAL_BLOCK_FIRST = True
+
+# (head dim, block) of the kernels whose overlapped consumers peel the loop's first iteration,
+# so that the diagonal block is the peel (sm_90a d128 128x128); elsewhere the loop would test
+# for its first block at every block.
+DIAGONAL_BLOCKS = {(128, 128)}
 
 
 def diagonal_first_allowed(causal, mask_mod, D, block_m, block_n, chip):
     """Whether a causal call may run attention_rows' DIAGONAL_FIRST loop where its lengths
-    allow (diagonal_first): one diagonal block a query block (BLOCK_M == BLOCK_N), no mask_mod,
-    and on the GPU the kernel whose overlapped consumers peel the loop's first iteration (sm_90a
-    d128 128x128): elsewhere the loop would test for its first block at every block. The
-    interpreter (chip None) takes any such blocks."""
+    allow (diagonal_first): one diagonal block a query block (BLOCK_M == BLOCK_N), no
+    mask_mod, DIAGONAL_BLOCKS, on sm_90a or the interpreter (chip None)."""
     return DIAGONAL_BLOCK_FIRST and causal and mask_mod is None and block_m == block_n and \
-        (chip is None or (chip, D, block_m) == ("sm_90a", 128, 128))
+        (D, block_m) in DIAGONAL_BLOCKS and chip in (None, "sm_90a")
 
 
 def diagonal_first(nq, nk, allowed):

@@ -109,7 +109,11 @@ def test_even_keys(general_keys, dtype, B, H, Hkv, N, D, mod):
     o, lse = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod, return_lse=True)
     general_keys()
     o1, lse1 = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod, return_lse=True)
-    assert ("EVEN_N", "constexpr", "bool", True) in kernel.specialization
+    blocks = {entry[0]: entry[3] for entry in kernel.specialization
+              if entry[1] == "constexpr" and entry[0] in ("D", "BLOCK_M", "BLOCK_N")}
+    expected = attention_module.even_keys_allowed(False, None, blocks["D"], blocks["BLOCK_M"],
+                                                  blocks["BLOCK_N"])      # d256 128x64: no
+    assert ("EVEN_N", "constexpr", "bool", expected) in kernel.specialization
     torch.testing.assert_close(o, o1, atol=0, rtol=0)
     torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
     qf = q.float()
@@ -126,10 +130,10 @@ def test_even_keys(general_keys, dtype, B, H, Hkv, N, D, mod):
                                            (1, 4, 4, 2100, 4096), (2, 4, 4, 4096, 2048)])
 @pytest.mark.parametrize("mod", [None, "softcap"])
 def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
-    # attention.DIAGONAL_BLOCK_FIRST (off by default): d128 causal rows at 128x128 run their
-    # diagonal block first, as the overlapped consumers' peel (Nq > Nk: the general kernel).
-    # Against float32 attention, and the default kernel within the same tolerance (the blocks'
-    # order differs, so the bits may).
+    # attention.DIAGONAL_BLOCK_FIRST: d128 causal rows at 128x128 run their diagonal block
+    # first, as the overlapped consumers' peel (Nq > Nk: the general kernel). Against float32
+    # attention, and the kernel without it within the same tolerance (the blocks' order
+    # differs, so the bits may).
     hopper()
     gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + H)
     q = torch.randn(B, H, Nq, 128, device="cuda", generator=gen).to(dtype)
@@ -140,6 +144,8 @@ def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
         def score_mod(score, b, h, q_idx, kv_idx):
             return 20.0 * tessel.language.tanh(score / 20.0)
     gqa = Hkv != H
+    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCK_FIRST", False)
+    attention_module._cuda_configs.clear()
     default = tessel.attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
     monkeypatch.setattr(attention_module, "DIAGONAL_BLOCK_FIRST", True)
     attention_module._cuda_configs.clear()

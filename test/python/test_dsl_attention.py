@@ -70,12 +70,12 @@ def test_whole_key_blocks_take_one_key_loop(monkeypatch, Nk, causal, mod, even):
                                                 (300, 100, 64, False)])
 @pytest.mark.parametrize("mod", [None, "softcap"])
 def test_diagonal_block_first(monkeypatch, Nq, Nk, block, taken, mod):
-    # attention.DIAGONAL_BLOCK_FIRST (off by default): causal rows run their diagonal block
-    # first, masked, then the blocks before it, in one loop (FlashAttention-3's order, the
-    # masked block as the overlapped consumers' peel). Where Nq > Nk a query block may have no
-    # diagonal block: the general kernel.
+    # attention.DIAGONAL_BLOCK_FIRST: causal rows run their diagonal block first, masked, then
+    # the blocks before it, in one loop (FlashAttention-3's order, the masked block as the
+    # overlapped consumers' peel), here at small blocks too (DIAGONAL_BLOCKS: d128 128x128 by
+    # default). Where Nq > Nk a query block may have no diagonal block: the general kernel.
     attention_module = importlib.import_module("tessel.attention")
-    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCK_FIRST", True)
+    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCKS", {(32, block)})
     q, k, v = inputs(Nq=Nq, Nk=Nk, D=32, seed=Nq + Nk)
     score_mod = None
     if mod == "softcap":
