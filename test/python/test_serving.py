@@ -20,6 +20,14 @@ def packed(rng, total, heads, D, dtype=np.float32):
     return rng.standard_normal((total, heads, D)).astype(dtype)
 
 
+def assert_matches(o, lse, ro, rl):
+    """o within TOL of the float64 reference ro; lse finite exactly where rl is, and close."""
+    assert max_rel_error(o, ro) < TOL
+    finite = np.isfinite(rl)
+    assert (np.isfinite(lse) == finite).all()
+    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+
+
 def run_varlen(lq, lk, H, Hkv, D, causal, seed=0, scale=None, blocks=(None, None)):
     rng = np.random.default_rng(seed)
     q = packed(rng, sum(lq), H, D)
@@ -30,10 +38,7 @@ def run_varlen(lq, lk, H, Hkv, D, causal, seed=0, scale=None, blocks=(None, None
                                      block_n=blocks[1])
     ro, rl = reference_varlen(q, k, v, cq, ck, scale=scale, causal=causal)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (H, sum(lq))
-    assert max_rel_error(o, ro) < TOL
-    finite = np.isfinite(rl)
-    assert (np.isfinite(lse) == finite).all()
-    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+    assert_matches(o, lse, ro, rl)
     return o
 
 
@@ -106,10 +111,7 @@ def test_kvcache_matches_float64_per_sequence(page, causal, Sq, H, Hkv):
                                            return_lse=True)
     ro, rl = reference_kvcache(q, kc, vc, seqlens, table, causal=causal)
     assert o.shape == q.shape and lse.shape == (3, H, Sq)
-    assert max_rel_error(o, ro) < TOL
-    finite = np.isfinite(rl)
-    assert (np.isfinite(lse) == finite).all()
-    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+    assert_matches(o, lse, ro, rl)
 
 
 def test_kvcache_never_reads_past_a_sequence():
@@ -247,10 +249,7 @@ def test_varlen_with_flash_arguments(window, softcap, causal):
                                      return_lse=True, window_size=window, softcap=softcap)
     ro, rl = reference_varlen(q, k, v, cu(lq), cu(lk), causal=causal, window=window,
                               softcap=softcap)
-    assert max_rel_error(o, ro) < TOL
-    finite = np.isfinite(rl)
-    assert (np.isfinite(lse) == finite).all()
-    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+    assert_matches(o, lse, ro, rl)
 
 
 @pytest.mark.parametrize("page", [None, 16, 7], ids=["contiguous", "p16", "p7"])
@@ -268,10 +267,7 @@ def test_kvcache_with_flash_arguments(page, Sq, num_splits, window, softcap):
                                            window_size=window, softcap=softcap)
     ro, rl = reference_kvcache(q, kc, vc, seqlens, table, causal=True, window=window,
                                softcap=softcap)
-    assert max_rel_error(o, ro) < TOL
-    finite = np.isfinite(rl)
-    assert (np.isfinite(lse) == finite).all()
-    np.testing.assert_allclose(lse[finite], rl[finite], rtol=1e-5, atol=1e-5)
+    assert_matches(o, lse, ro, rl)
 
 
 def test_serving_refuses_alibi_and_bad_windows():
