@@ -198,6 +198,14 @@ def diagonal_first(nq, nk, allowed):
     return allowed and nq <= nk
 
 
+def key_loop_constexprs(nq, nk, D, block_m, block_n, causal, mask_mod, chip):
+    """attention_rows' EVEN_N and DIAGONAL_FIRST for a call (chip None: the interpreter)."""
+    return dict(
+        EVEN_N=even_keys(nk, block_n, even_keys_allowed(causal, mask_mod, D, block_m, block_n)),
+        DIAGONAL_FIRST=diagonal_first(nq, nk, diagonal_first_allowed(causal, mask_mod, D,
+                                                                     block_m, block_n, chip)))
+
+
 def even_keys(nk, block_n, allowed):
     """The kernels' EVEN_N: every key block of `nk` keys is whole, so that the kernel has one
     key loop instead of an unmasked and a masked copy (attention_rows) — a third less code and
@@ -466,9 +474,7 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN)),
-                      DIAGONAL_FIRST=diagonal_first(Nq, Nk, diagonal_first_allowed(
-                          causal, mask_mod, D, BM, BN, None)))
+                      **key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, None))
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
@@ -810,9 +816,7 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         # registers at their own blocks).
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
-    constexprs["EVEN_N"] = even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN))
-    constexprs["DIAGONAL_FIRST"] = diagonal_first(Nq, Nk, diagonal_first_allowed(
-        causal, mask_mod, D, BM, BN, chip))
+    constexprs.update(key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, chip))
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
     if programs:
         tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
