@@ -40,7 +40,8 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
-                     EVEN_N: tl.constexpr = False, DIAGONAL_FIRST: tl.constexpr = False):
+                     EVEN_N: tl.constexpr = False, DIAGONAL_FIRST: tl.constexpr = False,
+                     TAIL_FIRST: tl.constexpr = False):
     # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
@@ -52,7 +53,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
                    CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS,
-                   EVEN_N, DIAGONAL_FIRST)
+                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
 
 
 @jit
@@ -65,7 +66,8 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                 O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
                                 EVEN_N: tl.constexpr = False,
-                                DIAGONAL_FIRST: tl.constexpr = False):
+                                DIAGONAL_FIRST: tl.constexpr = False,
+                                TAIL_FIRST: tl.constexpr = False):
     """attention_kernel launched on grid.persistent_programs: program p computes the tiles
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
@@ -77,7 +79,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
-                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST)
+                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
 
 
 @jit
@@ -87,7 +89,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
                    Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
                    O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False,
-                   DIAGONAL_FIRST: tl.constexpr = False):
+                   DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
     b = bh // H
     h = bh % H
@@ -103,7 +105,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
-                              SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST)
+                              SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
     tl.store(od, (m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
 
@@ -112,7 +114,7 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
 def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
                    MASK_MOD: tl.constexpr, EVEN_N: tl.constexpr = False,
-                   DIAGONAL_FIRST: tl.constexpr = False):
+                   DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False):
     """The key loop of the query block `qt` (rows m0…): its output (normalised) and LSE, the
     scores `scale · qt·kᵀ` with the mods and masks, P in V's dtype for P·V (FP8 too:
     attention_fp8.py). EVEN_N: nk is a multiple of BLOCK_N, so every key block is whole and
@@ -120,13 +122,15 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
     one key loop, not an unmasked and a masked copy (even_keys). DIAGONAL_FIRST (causal,
     BLOCK_M == BLOCK_N, nq <= nk: diagonal_first): FlashAttention-3's order, the block on the
     diagonal first and masked, then the blocks before it unmasked, in one loop whose first
-    iteration the overlapped consumers peel (so the masked block is the peel)."""
+    iteration the overlapped consumers peel (so the masked block is the peel). TAIL_FIRST
+    (not causal: tail_first): the same with the last key block, masked at the key tail."""
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, D), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    first = m0 if DIAGONAL_FIRST else (nk - 1) // BLOCK_N * BLOCK_N
     for jj in tl.stream(0, m0 + BLOCK_N if DIAGONAL_FIRST else nk, BLOCK_N):
-        if DIAGONAL_FIRST:
-            j = tl.where(jj == 0, m0, jj - BLOCK_N)
+        if DIAGONAL_FIRST or TAIL_FIRST:
+            j = tl.where(jj == 0, first, jj - BLOCK_N)
         else:
             j = jj
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
@@ -138,6 +142,8 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
             # Only the first block is cut: keys past the diagonal are past every row that
             # counts (nq <= nk), and the blocks after it are before every row.
             mask = (jj != 0) | (q_idx >= kv_idx)
+        elif TAIL_FIRST:
+            mask = (jj != 0) | (kv_idx < nk)    # only the last block, run first, has a tail
         elif EVEN_N:
             mask = tl.full((BLOCK_M, BLOCK_N), True, tl.int1)   # folded away
         else:
@@ -178,18 +184,28 @@ def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
 # 16k causal even; bits checked against float32.
 DIAGONAL_BLOCK_FIRST = True
 
-# (head dim, block) of the kernels whose overlapped consumers peel the loop's first iteration,
-# so that the diagonal block is the peel (sm_90a d128 128x128); elsewhere the loop would test
-# for its first block at every block.
-DIAGONAL_BLOCKS = {(128, 128)}
+# Whether non-causal calls without a mask_mod run their last key block first where they may
+# (tail_first; False: EVEN_N or the split, a switch for comparisons; set it before the first
+# call): one kernel for every key length, the key tail masked in the peel only.
+TAIL_BLOCK_FIRST = True
+
+# (head dim, BLOCK_M, BLOCK_N) of the kernels whose overlapped consumers peel the key loop's
+# first iteration, so that a masked block run first is the peel (sm_90a d128 128x128);
+# elsewhere the loop would test for its first block at every block (d64's 64x128 and 192x128,
+# where ptxas then spills 32 bytes) or give the overlap up (d256 128x64).
+PEELED_BLOCKS = {(128, 128, 128)}
+
+
+def _peeled(D, block_m, block_n, chip):
+    return (D, block_m, block_n) in PEELED_BLOCKS and chip in (None, "sm_90a")
 
 
 def diagonal_first_allowed(causal, mask_mod, D, block_m, block_n, chip):
     """Whether a causal call may run attention_rows' DIAGONAL_FIRST loop where its lengths
     allow (diagonal_first): one diagonal block a query block (BLOCK_M == BLOCK_N), no
-    mask_mod, DIAGONAL_BLOCKS, on sm_90a or the interpreter (chip None)."""
+    mask_mod, PEELED_BLOCKS, on sm_90a or the interpreter (chip None)."""
     return DIAGONAL_BLOCK_FIRST and causal and mask_mod is None and block_m == block_n and \
-        (D, block_m) in DIAGONAL_BLOCKS and chip in (None, "sm_90a")
+        _peeled(D, block_m, block_n, chip)
 
 
 def diagonal_first(nq, nk, allowed):
@@ -198,12 +214,25 @@ def diagonal_first(nq, nk, allowed):
     return allowed and nq <= nk
 
 
+def tail_first(causal, mask_mod, D, block_m, block_n, chip):
+    """attention_rows' TAIL_FIRST: a non-causal call without a mask_mod at PEELED_BLOCKS runs
+    its last key block first, masked at the key tail, as the peel, then the others unmasked —
+    at every key length, so that one kernel serves them all (whole blocks mask nothing in the
+    peel) with one loop's code where the split had two."""
+    return TAIL_BLOCK_FIRST and not causal and mask_mod is None and \
+        _peeled(D, block_m, block_n, chip)
+
+
 def key_loop_constexprs(nq, nk, D, block_m, block_n, causal, mask_mod, chip):
-    """attention_rows' EVEN_N and DIAGONAL_FIRST for a call (chip None: the interpreter)."""
+    """attention_rows' EVEN_N, DIAGONAL_FIRST and TAIL_FIRST for a call (chip None: the
+    interpreter)."""
+    tail = tail_first(causal, mask_mod, D, block_m, block_n, chip)
     return dict(
-        EVEN_N=even_keys(nk, block_n, even_keys_allowed(causal, mask_mod, D, block_m, block_n)),
+        EVEN_N=not tail and even_keys(nk, block_n, even_keys_allowed(causal, mask_mod, D,
+                                                                     block_m, block_n)),
         DIAGONAL_FIRST=diagonal_first(nq, nk, diagonal_first_allowed(causal, mask_mod, D,
-                                                                     block_m, block_n, chip)))
+                                                                     block_m, block_n, chip)),
+        TAIL_FIRST=tail)
 
 
 def even_keys(nk, block_n, allowed):
@@ -967,15 +996,17 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             sms = num_sms(q) if len(args) == _PERSISTENT_ARGS else 0
             # The one-program-a-tile kernel (its stages: GPU_STAGES), or the persistent one's
             # programs (chosen at each call: persistent_kernel).
-            even = even_keys_allowed(causal, mask_mod, D, consts[1], consts[2])
-            diagonal = diagonal_first_allowed(causal, mask_mod, D, consts[1], consts[2],
-                                              _chip_for_blocks(q))
+            chip = _chip_for_blocks(q)
+            tail = tail_first(causal, mask_mod, D, consts[1], consts[2], chip)
+            even = not tail and even_keys_allowed(causal, mask_mod, D, consts[1], consts[2])
+            diagonal = diagonal_first_allowed(causal, mask_mod, D, consts[1], consts[2], chip)
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
-                                  even, diagonal)
+                                  even, diagonal, tail)
         if grid[0] and grid[1]:
-            kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"])
+            kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"],
+                           cx["TAIL_FIRST"])
         return (o, lse) if return_lse else o
-    consts, default_scale, sms, plain, even, diagonal = c
+    consts, default_scale, sms, plain, even, diagonal, tail = c
     scale = default_scale if scale is None else float(scale)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
@@ -990,9 +1021,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                                            programs)
             kernel = persistent_kernel(Nq, Nk, consts[0], consts[1], consts[2], consts[3])
             kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
-                           starts, *consts, even, diagonal)
+                           starts, *consts, even, diagonal, tail)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
             plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts, even,
-                          diagonal)
+                          diagonal, tail)
     return (o, lse) if return_lse else o

@@ -1,6 +1,6 @@
 """A/B of GpuOptions fields on the H200, interleaved by process: tessel alone (do_bench median)
 on dense d128 fp16 (b·n = 16k tokens, h·d = 2048; 1k, 4k, 16k keys, causal and not; the case
-`d64`, asked for, the same at d64) and on bench_block_mask's document, window and ALiBi masks
+`d64`, asked for, the same at d64; `ragged`, d128 non-causal at 1000, 4000, 16000 keys) and on bench_block_mask's document, window and ALiBi masks
 (B4 H16 N8k), once with the fields given (`A`) and once with tessel's defaults or `--base`'s
 fields (`B`), in alternating processes — a GpuOptions override must hold before the first
 launcher is made, and the H200's clocks drift between processes, so one process a
@@ -10,7 +10,7 @@ The sessions' one-off A/B scripts (bench/results/*/ab*.py) as one tool:
 
     cd test/gpu && PYTHONPATH=<bundle>/python python3 ab_gpu_options.py OUT_DIR \\
         --set tma_producer=False [--set producer_once=True] [--grid NAME=VALUE] \\
-        [--base FIELD=VALUE] [--rounds 2] [--cases dense masks d64]
+        [--base FIELD=VALUE] [--rounds 2] [--cases dense masks d64 ragged]
 
 Writes OUT_DIR/ab-{A,B}-{round}.json and OUT_DIR/summary.json; prints one line a case.
 """
@@ -25,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from set_fields import parse_set  # noqa: E402
 
-CASES = ("dense", "masks", "d64")
+CASES = ("dense", "masks", "d64", "ragged")
 
 
 def run_child(mode, options, policy, cases, out):
@@ -50,13 +50,17 @@ def run_child(mode, options, policy, cases, out):
     dt = torch.float16
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = {}
-    dims = [D for D, case in ((128, "dense"), (64, "d64")) if case in cases]
-    for D in dims:
-        for n in (1024, 4096, 16384):
+    # (head dim, lengths, causal cases); `ragged`: d128 at lengths no key block divides.
+    sweeps = [(D, (1024, 4096, 16384), (False, True))
+              for D, case in ((128, "dense"), (64, "d64")) if case in cases]
+    if "ragged" in cases:
+        sweeps.append((128, (1000, 4000, 16000), (False,)))
+    for D, lengths, causals in sweeps:
+        for n in lengths:
             B, H = 16384 // n, 2048 // D
             q, k, v = (torch.randn(B, H, n, D, device="cuda", dtype=dt, generator=gen)
                        for _ in range(3))
-            for causal in (False, True):
+            for causal in causals:
                 flops = 4 * B * H * n * n * D / (2 if causal else 1)
 
                 def call(q=q, k=k, v=v, causal=causal):

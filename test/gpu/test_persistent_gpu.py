@@ -93,10 +93,13 @@ def general_keys(monkeypatch):
 @pytest.mark.parametrize("B,H,Hkv,N", [(2, 16, 16, 1024), (1, 8, 2, 4096), (3, 4, 4, 128)])
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("mod", [None, "softcap"])
-def test_even_keys(general_keys, dtype, B, H, Hkv, N, D, mod):
+def test_even_keys(monkeypatch, general_keys, dtype, B, H, Hkv, N, D, mod):
     # Key lengths that are a multiple of the key block take kernels without the key-tail mask
     # (attention.even_keys: one key loop): bit for bit the general kernel's outputs, which
-    # visit the same blocks in the same order, and float32 attention within tolerance.
+    # visit the same blocks in the same order, and float32 attention within tolerance. (d128's
+    # 128x128 takes the last key block first by default: test_tail_block_first.)
+    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", False)
+    attention_module._cuda_configs.clear()
     gen = torch.Generator(device="cuda").manual_seed(N + H + D)
     q = torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype)
     k, v = (torch.randn(B, Hkv, N, D, device="cuda", generator=gen).to(dtype) for _ in range(2))
@@ -160,6 +163,48 @@ def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
         s = 20.0 * torch.tanh(s / 20.0)
     allowed = torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril()
     want = torch.softmax(s.masked_fill(~allowed, float("-inf")), -1).nan_to_num(0.0) @ vf
+    tol = TOL[dtype] * max(1.0, want.abs().max().item())
+    assert (o.float() - want).abs().max().item() < tol
+    assert (o.float() - default.float()).abs().max().item() < tol
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 16, 16, 1000, 1000), (1, 8, 2, 4000, 4000),
+                                           (2, 4, 4, 4096, 4096), (1, 4, 4, 300, 2100),
+                                           (3, 4, 4, 2048, 77)])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_tail_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
+    # attention.TAIL_BLOCK_FIRST: d128 non-causal rows at 128x128 run their last key block
+    # first, masked at the key tail, as the overlapped consumers' peel, at every key length.
+    # Against float32 attention, and the kernel without it (EVEN_N or the split) within the
+    # same tolerance (the blocks' order differs, so the bits may).
+    hopper()
+    gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + H)
+    q = torch.randn(B, H, Nq, 128, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, Nk, 128, device="cuda", generator=gen).to(dtype)
+            for _ in range(2))
+    score_mod = None
+    if mod == "softcap":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return 20.0 * tessel.language.tanh(score / 20.0)
+    gqa = Hkv != H
+    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", False)
+    attention_module._cuda_configs.clear()
+    default = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
+    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", True)
+    attention_module._cuda_configs.clear()
+    kernel = tessel.compile_attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
+    o = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
+    o2 = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)   # the lean path
+    attention_module._cuda_configs.clear()
+    assert ("TAIL_FIRST", "constexpr", "bool", True) in kernel.specialization
+    torch.testing.assert_close(o, o2, atol=0, rtol=0)
+    qf = q.float()
+    kf, vf = (x.float().repeat_interleave(H // Hkv, 1) for x in (k, v))
+    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / 128 ** 0.5
+    if mod == "softcap":
+        s = 20.0 * torch.tanh(s / 20.0)
+    want = torch.softmax(s, -1) @ vf
     tol = TOL[dtype] * max(1.0, want.abs().max().item())
     assert (o.float() - want).abs().max().item() < tol
     assert (o.float() - default.float()).abs().max().item() < tol

@@ -72,10 +72,10 @@ def test_whole_key_blocks_take_one_key_loop(monkeypatch, Nk, causal, mod, even):
 def test_diagonal_block_first(monkeypatch, Nq, Nk, block, taken, mod):
     # attention.DIAGONAL_BLOCK_FIRST: causal rows run their diagonal block first, masked, then
     # the blocks before it, in one loop (FlashAttention-3's order, the masked block as the
-    # overlapped consumers' peel), here at small blocks too (DIAGONAL_BLOCKS: d128 128x128 by
+    # overlapped consumers' peel), here at small blocks too (PEELED_BLOCKS: d128 128x128 by
     # default). Where Nq > Nk a query block may have no diagonal block: the general kernel.
     attention_module = importlib.import_module("tessel.attention")
-    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCKS", {(32, block)})
+    monkeypatch.setattr(attention_module, "PEELED_BLOCKS", {(32, block, block)})
     q, k, v = inputs(Nq=Nq, Nk=Nk, D=32, seed=Nq + Nk)
     score_mod = None
     if mod == "softcap":
@@ -92,6 +92,39 @@ def test_diagonal_block_first(monkeypatch, Nq, Nk, block, taken, mod):
     ref_o, ref_lse = reference_attention(q, k, v, causal=True, score=score)
     assert max_rel_error(o, ref_o) < 1e-5
     assert np.abs(lse - ref_lse).max() < 1e-5 * max(1.0, np.abs(ref_lse).max())
+
+
+@pytest.mark.parametrize("Nq,Nk,bm,bn", [(40, 200, 32, 64), (64, 256, 64, 64), (70, 17, 32, 16),
+                                         (33, 5, 16, 16), (100, 129, 64, 64)])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_tail_block_first(monkeypatch, Nq, Nk, bm, bn, mod):
+    # attention.TAIL_BLOCK_FIRST: non-causal rows run their last key block first, masked at
+    # the key tail (the overlapped consumers' peel), then the others unmasked, in one loop; at
+    # every key length, whole blocks included (PEELED_BLOCKS: d128 128x128 by default). With
+    # the switch off the same blocks take EVEN_N or the split: another order, so float64 is
+    # the judge.
+    attention_module = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attention_module, "PEELED_BLOCKS", {(32, bm, bn)})
+    q, k, v = inputs(Nq=Nq, Nk=Nk, D=32, seed=Nq + Nk)
+    score_mod = None
+    if mod == "softcap":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return 5.0 * tl.tanh(score / 5.0)
+    kernel = tessel.compile_attention(q, k, v, score_mod=score_mod, block_m=bm, block_n=bn)
+    assert ("TAIL_FIRST", "constexpr", "bool", True) in kernel.specialization
+    assert ("EVEN_N", "constexpr", "bool", False) in kernel.specialization
+    ir = kernel.asm["tile-opt"]
+    assert ir.count("scf.for") == 1 and "tile.block_mask" not in ir, ir
+    o, lse = tessel.attention(q, k, v, score_mod=score_mod, block_m=bm, block_n=bn,
+                              return_lse=True)
+    score = (lambda s, b, h, qi, ki: 5.0 * np.tanh(s / 5.0)) if mod else None
+    ref_o, ref_lse = reference_attention(q, k, v, score=score)
+    assert max_rel_error(o, ref_o) < 1e-5
+    assert np.abs(lse - ref_lse).max() < 1e-5 * max(1.0, np.abs(ref_lse).max())
+    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", False)
+    off = tessel.compile_attention(q, k, v, score_mod=score_mod, block_m=bm, block_n=bn)
+    assert ("TAIL_FIRST", "constexpr", "bool", False) in off.specialization
+    assert ("EVEN_N", "constexpr", "bool", Nk % bn == 0) in off.specialization
 
 
 def test_different_query_and_key_lengths_and_scale():

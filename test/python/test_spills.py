@@ -13,7 +13,7 @@ from dsl_helpers import BUILD  # noqa: F401 (puts the build's package on the pat
 import tessel
 import tessel.language as tl
 from tessel import blocksparse, cache, grid
-from tessel.attention import GPU_STAGES, attention_kernel, even_keys_allowed, gpu_blocks, \
+from tessel.attention import GPU_STAGES, attention_kernel, gpu_blocks, key_loop_constexprs, \
     persistent_attention_kernel
 
 N = 1024
@@ -56,6 +56,15 @@ def _spills(tmp_path, kernel, chip, **options):
     return b.manifest["spill_bytes"]
 
 
+def _key_loops(D, BM, BN, causal, mask_mod, chip, n=N):
+    """The key loops (attention.key_loop_constexprs) calls take at n keys, a multiple of the
+    key block, and at n - 8; the general kernel (all off) first."""
+    general = dict(EVEN_N=False, DIAGONAL_FIRST=False, TAIL_FIRST=False)
+    taken = {tuple(sorted(key_loop_constexprs(m, m, D, BM, BN, causal, mask_mod, chip).items()))
+             for m in (n, n - 8)}
+    return [general] + [dict(c) for c in sorted(taken) if dict(c) != general]
+
+
 def _check(chip, case, spilled):
     assert spilled <= KNOWN.get((chip, case), 0), (chip, case, spilled)
 
@@ -68,17 +77,17 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
     lse = np.zeros((1, 2, N), np.float32)
     case = f"d{D} {'causal' if causal else 'full'}"
     # The blocks of short and of long calls (CAUSAL_LONG: d128 causal and d64 take others from
-    # 2048 queries and keys), each compiled once; and where a call takes it, the non-causal
-    # kernel of key lengths that are a multiple of BLOCK_N (EVEN_N, no key-tail mask:
-    # attention.even_keys), which gives up nothing the kernel of ragged lengths keeps.
+    # 2048 queries and keys), each compiled once, with the general key loop (a key-tail mask)
+    # and each other one calls take (_key_loops: EVEN_N at whole key blocks, the diagonal or
+    # the last key block first), which give up nothing the general kernel keeps.
     blocks = {gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False): n
               for n in (1024, 4096)}
     for (BM, BN), nk in blocks.items():
         stages = GPU_STAGES.get((chip, D, BM, BN), 2)
         given_up = []
-        for even in (False, True)[:1 + even_keys_allowed(causal, None, D, BM, BN)]:
+        for loop in _key_loops(D, BM, BN, causal, None, chip, nk):
             cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None,
-                      MASK_MOD=None, EVEN_N=even)
+                      MASK_MOD=None, **loop)
             if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
                 # Shipped persistent, with and without Q from the producer (grid.short_tiles).
                 ids = np.zeros(8, np.int32)
@@ -94,20 +103,21 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
             b = cache.get_binary(k, cache.GpuOptions(chip=chip, **options),
                                  directory=str(tmp_path))
             given_up.append(set(b.manifest.get("given_up", [])))
-        assert given_up[-1] <= given_up[0], (BM, BN, given_up)
+        assert all(g <= given_up[0] for g in given_up), (BM, BN, given_up)
 
 
 @pytest.mark.parametrize("mod", [None, "softcap"])
-def test_diagonal_block_first_spills_nothing(tmp_path, mod):
+@pytest.mark.parametrize("loop", ["DIAGONAL_FIRST", "TAIL_FIRST"])
+def test_masked_block_first_spills_nothing(tmp_path, loop, mod):
     # attention.DIAGONAL_BLOCK_FIRST's kernel (sm_90a d128 128x128 causal: the diagonal block as
-    # the overlapped consumers' peel, 32 wgmma instead of 48): 0 bytes and nothing given up,
-    # persistent (with and without Q from the producer) and one program a tile.
+    # the overlapped consumers' peel, 32 wgmma instead of 48) and TAIL_BLOCK_FIRST's (not
+    # causal: the last key block as the peel, at ragged key lengths): 0 bytes and nothing given
+    # up, persistent (with and without Q from the producer) and one program a tile.
     x = np.zeros((1, 2, N, 128), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     ids = np.zeros(8, np.int32)
-    cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=True,
-              SCORE_MOD=tessel.jit(softcap) if mod else None, MASK_MOD=None,
-              DIAGONAL_FIRST=True)
+    cx = dict(D=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=loop == "DIAGONAL_FIRST",
+              SCORE_MOD=tessel.jit(softcap) if mod else None, MASK_MOD=None, **{loop: True})
     kernels = [(persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids,
                                                    **cx), options)
                for options in ({}, {"producer_once": True})]
@@ -134,7 +144,7 @@ def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):
         BM, BN = gpu_blocks(D, "bf16", n, n, chip, unmasked=not causal, causal=causal,
                             mods=False)
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
-                  EVEN_N=even_keys_allowed(causal, None, D, BM, BN), **rows)
+                  **key_loop_constexprs(n, n, D, BM, BN, causal, None, chip), **rows)
         if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
             ids = np.zeros(8, np.int32)
             k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, H, H, 0.1, 1, ids,
@@ -205,17 +215,18 @@ def test_block_mask_score_mods_spill_nothing(tmp_path, name):
 @pytest.mark.parametrize("name", ["softcap causal", "window", "softcap even"])
 def test_dense_forward_with_mods_spills(tmp_path, chip, D, name):
     # The dense kernel (no block mask) with a score_mod, or a mask_mod the compile-time split
-    # takes, at the blocks tessel.attention picks for a call with mods; "softcap even": not
-    # causal, whole key blocks (EVEN_N: one key loop).
+    # takes, at the blocks tessel.attention picks for a call with mods, with the key loop a call
+    # at N keys takes; "softcap even": not causal, whole key blocks (EVEN_N, or the last key
+    # block first at PEELED_BLOCKS: one key loop).
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     causal = name == "softcap causal"
     BM, BN = gpu_blocks(D, "f16", N, N, chip, unmasked=not causal and name != "window",
                         causal=causal, mods=True)
+    mask_mod = tessel.jit(window) if name == "window" else None
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
-              SCORE_MOD=None if name == "window" else tessel.jit(softcap),
-              MASK_MOD=tessel.jit(window) if name == "window" else None,
-              EVEN_N=name == "softcap even")
+              SCORE_MOD=None if name == "window" else tessel.jit(softcap), MASK_MOD=mask_mod,
+              **key_loop_constexprs(N, N, D, BM, BN, causal, mask_mod, chip))
     k = attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, **cx)
     _check(chip, f"d{D} {name}", _spills(tmp_path, k, chip))
 
@@ -235,8 +246,8 @@ def test_fp8_forward_spills(tmp_path, D, causal, mod):
     ids = np.zeros(8, np.int32)
     BM, BN = f8.FP8_BLOCKS_MODS.get(D, f8.FP8_BLOCKS[D]) if mod else f8.FP8_BLOCKS[D]
     # With whole key blocks too (EVEN_N), where a call takes that kernel.
-    allowed = even_keys_allowed(causal, tessel.jit(window) if mod == "window" else None, D, BM,
-                                BN)
+    allowed = f8.even_keys_allowed(causal, tessel.jit(window) if mod == "window" else None, D,
+                                   BM, BN)
     for even in (False, True)[:1 + allowed]:
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
                   SCORE_MOD=tessel.jit(softcap) if mod == "softcap" else None,
