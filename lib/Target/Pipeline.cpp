@@ -219,10 +219,10 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
 void tessel::buildLLVMToBinaryPipeline(OpPassManager &pm, const TargetOptions &options) {
   if (options.format == "llvm")
     return;
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = options.format;
-  binary.toolkitPath = options.toolkit;
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  ModuleToBinaryOptions binary;
+  binary.format = options.format;
+  binary.toolkit = options.toolkit;
+  pm.addPass(createModuleToBinary(binary));
 }
 
 void tessel::buildTileToNVVMPipeline(OpPassManager &pm, const TargetOptions &options) {
@@ -257,6 +257,7 @@ void tessel::registerTargetPasses() {
     registerSplitKernelModules();
     registerGpuNVVMAttachTarget();
     registerGpuModuleToBinaryPass();
+    registerModuleToBinary();
     registerSCFToControlFlowPass();
     registerConvertGpuOpsToNVVMOps();
     registerConvertNVVMToLLVMPass();

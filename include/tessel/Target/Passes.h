@@ -1,7 +1,7 @@
 //===- Passes.h - passes of the target pipeline -----------------*- C++ -*-===//
 //
 // Declarations of the passes declared in Passes.td (tessel-extern-dynamic-shared-memory,
-// tessel-split-kernel-modules) and their registration.
+// tessel-split-kernel-modules, tessel-module-to-binary) and their registration.
 //
 //===----------------------------------------------------------------------===//
 

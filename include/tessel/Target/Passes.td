@@ -62,4 +62,33 @@ def SplitKernelModules : Pass<"tessel-split-kernel-modules", "::mlir::ModuleOp">
   }];
 }
 
+def ModuleToBinary : Pass<"tessel-module-to-binary", "::mlir::ModuleOp"> {
+  let summary = "gpu-module-to-binary without LLVM's SLP vectorizer and the NVPTX back end's "
+                "straight-line strength reduction.";
+  let description = [{
+    Turns every `gpu.module` directly inside the anchor into a `gpu.binary`, as upstream's
+    `gpu-module-to-binary` does (`gpu::transformGpuModulesToBinaries`: LLVM IR translation,
+    LLVM's optimisation pipeline at the target's `O`, the NVPTX back end, ptxas for `bin`),
+    but for two passes an `llvm::OptPassGate` on the module's LLVMContext skips:
+
+    - the SLP vectorizer (O3): it vectorizes nothing the back end keeps in tessel's kernels —
+      the PTX of all 410 cases of scripts/ptx_corpus.py is byte-identical without it — and
+      took a quarter of the optimisation pipeline (d256 attention: 36 of 138 ms);
+    - straight-line strength reduction (SLSR, the back end's IR passes): on one long body of
+      unrolled tile code its candidate search is quadratic — half of the back end's time at
+      d256 (137 of 284 ms), where it rewrites nothing. Elsewhere it reassociates a few address
+      computations: 103 of the 410 corpus PTX differ, on the fast paths by 2–4 instructions
+      outside the key loop (the LSE store's address), up to 50 on the reference lowering;
+      ptxas sees the same arithmetic either way.
+
+    docs/dev/cold-compile.md has the measurements.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "What to make: isa (PTX) or bin (a cubin made by ptxas)">,
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit holding bin/ptxas">,
+  ];
+}
+
 #endif // TESSEL_TARGET_PASSES_TD
