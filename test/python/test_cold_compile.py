@@ -118,10 +118,10 @@ def test_timing_breakdown_names_every_step(tmp_path):
     assert re.search(r"import tessel +[0-9.]+ ms +\(once per process", err)
     lines = [l.split()[:-2] for l in err.splitlines() if l.startswith("  ") and l.endswith(" ms")]
     assert [" ".join(l) for l in lines] == FRONT_END + COMPILED + ["total"]
-    # MLIR's pass timing: the lowering, then gpu-module-to-binary, in one report.
+    # MLIR's pass timing: the lowering, then tessel-module-to-binary, in one report.
     assert "Execution time report" in err
     for name in ("ConvertTileToMMA", "ConvertTileToGPU", "Canonicalizer", "ConvertGpuOpsToNVVMOps",
-                 "GpuModuleToBinaryPass"):
+                 "ModuleToBinary"):
         assert name in err, name
 
     # A fresh process on the filled cache: a disk hit, no compile, no pass report.
