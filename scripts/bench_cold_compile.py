@@ -9,8 +9,8 @@ Each run is a new interpreter that imports tessel, traces the kernel with numpy 
 sm_90a: "causal" short causal rows, the 64-row kernels; "full" non-causal, at d128 the
 128×128 warp-specialized kernel; "long" non-causal from 4096 keys, at d64 the 192×128 kernel
 of three consumer warpgroups — both with whole key blocks (no key-tail mask: EVEN_N);
-"ragged" as "full" but with 4000 keys, whose kernel keeps the key tail's masked loop, the
-largest tessel.attention ships; "causal-long" causal from 4096 keys, at d128 the 128×128
+"ragged" as "full" but with 4000 keys, at d128 the same kernel (the last key block first,
+TAIL_FIRST), elsewhere the general kernel with the key tail's masked loop; "causal-long" causal from 4096 keys, at d128 the 128×128
 kernel) and compiles it for
 sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with TESSEL_TIMING=1 and a fresh
 TESSEL_CACHE_DIR. Prints, per head dim and kind, the minimum and the median of every step of
