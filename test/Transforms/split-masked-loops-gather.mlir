@@ -93,3 +93,38 @@ func.func @bound_read_from_a_tensor(%ends: !tile.desc<1, i32>, %n: i32, %s: tens
   }
   return %r : tensor<16x64xf32>
 }
+
+// -----
+
+// The last key block run first (attention_rows' TAIL_FIRST): block j = (it == 0 ? last :
+// it - 64), masked by (it != 0) | (kv < n). Not split: only the first iteration is masked, so
+// the remark says so (the overlapped consumers peel that iteration; LLVM folds the rest).
+// CHECK-LABEL: func.func @last_block_first
+// CHECK:       scf.for
+// CHECK:         arith.ori
+// CHECK-NOT:   tile.block_mask
+func.func @last_block_first(%n: i32, %last: i32, %s: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %ninf = arith.constant dense<0xFF800000> : tensor<16x64xf32>
+  %nt = tile.splat %n : i32 -> tensor<16x64xi32>
+  // expected-remark-re @+1 {{kept element-wise: arith.ori at {{.*}} (true after the first iteration); only the first iteration is masked}}
+  %r = scf.for %it = %c0 to %n step %c64 iter_args(%acc = %s) -> (tensor<16x64xf32>) : i32 {
+    %first = arith.cmpi eq, %it, %c0 : i32
+    %prev = arith.subi %it, %c64 : i32
+    %j = arith.select %first, %last, %prev : i32
+    %ks = tile.splat %j : i32 -> tensor<64xi32>
+    %ki = tile.iota : tensor<64xi32>
+    %k1 = arith.addi %ks, %ki : tensor<64xi32>
+    %k2 = tile.expand_dims %k1 axis 0 : tensor<64xi32> -> tensor<1x64xi32>
+    %k = tile.broadcast %k2 : tensor<1x64xi32> -> tensor<16x64xi32>
+    %in = arith.cmpi slt, %k, %nt : tensor<16x64xi32>
+    %later = arith.cmpi ne, %it, %c0 : i32
+    %laters = tile.splat %later : i1 -> tensor<16x64xi1>
+    %m = arith.ori %laters, %in : tensor<16x64xi1>
+    %x = arith.select %m, %s, %ninf : tensor<16x64xi1>, tensor<16x64xf32>
+    %y = arith.addf %acc, %x : tensor<16x64xf32>
+    scf.yield %y : tensor<16x64xf32>
+  }
+  return %r : tensor<16x64xf32>
+}

@@ -197,6 +197,29 @@ bool dependsPerBlock(const AffineMask &mask, scf::ForOp loop) {
   return perBlock;
 }
 
+// Whether `conjunct` is `splat(iv != lb) | x` (either order): true after the loop's first
+// iteration, as the DSL writes a block run first (attention_rows' DIAGONAL_FIRST, TAIL_FIRST).
+// Not a split: the overlapped consumers peel the first iteration and LLVM folds the rest.
+bool firstIterationOnly(Value conjunct, scf::ForOp loop) {
+  auto orOp = conjunct.getDefiningOp<arith::OrIOp>();
+  if (!orOp)
+    return false;
+  auto notFirst = [&](Value v) {
+    auto splat = v.getDefiningOp<SplatOp>();
+    auto cmp = splat ? splat.getValue().getDefiningOp<arith::CmpIOp>() : arith::CmpIOp();
+    if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::ne)
+      return false;
+    Value iv = loop.getInductionVar(), lb = loop.getLowerBound();
+    auto same = [&](Value a, Value b) {
+      std::optional<int64_t> x = getConstantIntValue(a), y = getConstantIntValue(b);
+      return a == b || (x && y && *x == *y);
+    };
+    return (cmp.getLhs() == iv && same(cmp.getRhs(), lb)) ||
+           (cmp.getRhs() == iv && same(cmp.getLhs(), lb));
+  };
+  return notFirst(orOp.getLhs()) || notFirst(orOp.getRhs());
+}
+
 // "arith.cmpi at file:line:col" for a remark.
 std::string describe(Value conjunct) {
   std::string text;
@@ -272,11 +295,19 @@ struct TileSplitMaskedLoopsPass
                     << conjuncts.size() << " mask conjuncts classified";
       for (Value c : classified)
         remark << "; classified: " << describe(c);
-      for (Value c : residual)
+      bool firstOnly = !residual.empty();
+      for (Value c : residual) {
         remark << "; kept element-wise: " << describe(c);
-      remark << (affine ? "; blocks where the classified ones are false are skipped, where "
-                          "they are true only the rest is masked"
-                        : "; every block runs the whole mask");
+        if (firstIterationOnly(c, loop))
+          remark << " (true after the first iteration)";
+        else
+          firstOnly = false;
+      }
+      remark << (affine      ? "; blocks where the classified ones are false are skipped, where "
+                               "they are true only the rest is masked"
+                 : firstOnly ? "; only the first iteration is masked (a peel of it leaves the "
+                               "rest unmasked)"
+                             : "; every block runs the whole mask");
       if (!affine)
         return;
     }
