@@ -12,7 +12,8 @@ of three consumer warpgroups — both with whole key blocks (no key-tail mask: E
 "ragged" as "full" but with 4000 keys, at d128 the same kernel (the last key block first,
 TAIL_FIRST), elsewhere the general kernel with the key tail's masked loop; "causal-long" causal from 4096 keys, at d128 the 128×128
 kernel) and compiles it for
-sm_90a (`kernel.binary(GpuOptions(chip="sm_90a"))`), with TESSEL_TIMING=1 and a fresh
+sm_90a with the GpuOptions a launch takes (`kernel.options.gpu_options("sm_90a")`, e.g.
+tessel.attention's tma_only, and --set's fields), with TESSEL_TIMING=1 and a fresh
 TESSEL_CACHE_DIR. Prints, per head dim and kind, the minimum and the median of every step of
 the breakdown (tessel/timing.py) and of the first call (trace + binary, what the GPU benchmark
 calls the cold compile). A build without the breakdown gives the totals only.
@@ -34,7 +35,6 @@ import sys, time
 t0 = time.perf_counter()
 import numpy as np
 import tessel
-from tessel.cache import GpuOptions
 t1 = time.perf_counter()
 import json, importlib
 for name, value in json.loads(sys.argv[4]).items():      # --switch: tessel.attention's
@@ -49,7 +49,8 @@ bm, bn = gpu_blocks(D, "f16", nk, nk, "sm_90a", unmasked=not causal,   # the H20
 k = tessel.compile_attention(q, kv, kv, causal=causal, block_m=bm, block_n=bn)
 t2 = time.perf_counter()
 import json
-b = k.binary(GpuOptions(chip="sm_90a", **json.loads(sys.argv[3])))
+import dataclasses    # what a launch compiles: the kernel's options, then --set's fields
+b = k.binary(dataclasses.replace(k.options.gpu_options("sm_90a"), **json.loads(sys.argv[3])))
 t3 = time.perf_counter()
 assert b.source == "compiled", b.source
 print(f"RESULT import={t1 - t0:.6f} compile_attention={t2 - t1:.6f} binary={t3 - t2:.6f} first_call={t3 - t1:.6f}")

@@ -93,7 +93,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.fp8Overlap ? ";fp8-overlap" : "") +
          (options.fuseMaskedLoops ? ";fuse-masked-loops" : "") +
          (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +
-         (options.tmaProducer ? "" : ";no-tma-producer") +
+         (options.tmaProducer ? "" : ";no-tma-producer") + (options.tmaOnly ? ";tma-only" : "") +
          (options.vectorStores ? "" : ";no-vector-stores") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }

@@ -123,6 +123,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
                            llvm::cl::init(true)};
+  Option<bool> tmaOnly{*this, "tma-only",
+                       llvm::cl::desc("TMA copies without the run-time check and cp.async copy "
+                                      "beside them (the launcher guarantees what TMA needs)."),
+                       llvm::cl::init(false)};
   Option<bool> vectorStores{*this, "vector-stores",
                             llvm::cl::desc("16-bit accumulator tiles stored 16 bytes a thread "
                                            "after a quad transpose."),
@@ -172,6 +176,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.fuseMaskedLoops = options.fuseMaskedLoops;
     mmaOptions.syncMaskedLoops = options.syncMaskedLoops;
     mmaOptions.tmaProducer = options.tmaProducer;
+    mmaOptions.tmaOnly = options.tmaOnly;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
@@ -287,6 +292,7 @@ void tessel::registerTargetPasses() {
           options.fuseMaskedLoops = o.fuseMaskedLoops;
           options.syncMaskedLoops = o.syncMaskedLoops;
           options.tmaProducer = o.tmaProducer;
+          options.tmaOnly = o.tmaOnly;
           options.vectorStores = o.vectorStores;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);

@@ -32,15 +32,15 @@ void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
 } // namespace tessel::python
 
 namespace {
-tessel::TargetOptions targetOptions(const std::string &chip, const std::string &features,
-                                    unsigned numThreads, const std::string &toolkit,
-                                    const std::string &codegen, bool wgmmaOverlap,
-                                    unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints,
-                                    bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-                                    bool pingpong, bool producerOnce, bool tmaProducer,
-                                    bool vectorStores, bool pipelineTiles, bool lateP,
-                                    bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops) {
+tessel::TargetOptions
+targetOptions(const std::string &chip, const std::string &features, unsigned numThreads,
+              const std::string &toolkit, const std::string &codegen, bool wgmmaOverlap,
+              unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints, bool sinkWaits,
+              bool warpSpecialize, bool overlapConsumers, bool pingpong, bool producerOnce,
+              bool tmaProducer, bool vectorStores, bool pipelineTiles, bool lateP, bool fp8Overlap,
+              bool fuseMaskedLoops, bool syncMaskedLoops, bool tmaOnly) {
   tessel::TargetOptions options;
+  options.tmaOnly = tmaOnly;
   options.fuseMaskedLoops = fuseMaskedLoops;
   options.syncMaskedLoops = syncMaskedLoops;
   options.pipelineTiles = pipelineTiles;
@@ -156,12 +156,12 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
          bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops) {
-        return tessel::codeOptionsKey(
-            targetOptions(chip, features, numThreads, "", codegen, wgmmaOverlap, numStages,
-                          wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
-                          overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores,
-                          pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops, syncMaskedLoops));
+         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops, bool tmaOnly) {
+        return tessel::codeOptionsKey(targetOptions(
+            chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
+            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce,
+            tmaProducer, vectorStores, pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops,
+            syncMaskedLoops, tmaOnly));
       },
       py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
       py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
@@ -171,7 +171,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
       py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
-      py::arg("sync_masked_loops") = true);
+      py::arg("sync_masked_loops") = true, py::arg("tma_only") = false);
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
@@ -181,16 +181,17 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
          bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
          bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
          bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops) {
+         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops, bool tmaOnly) {
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(
-              targetOptions(chip, features, numThreads, toolkit, codegen, wgmmaOverlap, numStages,
-                            wgmmaAsyncDots, occupancyHints, sinkWaits, warpSpecialize,
-                            overlapConsumers, pingpong, producerOnce, tmaProducer, vectorStores,
-                            pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops, syncMaskedLoops),
-              passTiming);
+          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
+                                             wgmmaOverlap, numStages, wgmmaAsyncDots,
+                                             occupancyHints, sinkWaits, warpSpecialize,
+                                             overlapConsumers, pingpong, producerOnce, tmaProducer,
+                                             vectorStores, pipelineTiles, lateP, fp8Overlap,
+                                             fuseMaskedLoops, syncMaskedLoops, tmaOnly),
+                               passTiming);
         }
         py::dict out;
         py::list diags;
@@ -238,7 +239,7 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("producer_once") = false, py::arg("tma_producer") = true,
       py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
       py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
-      py::arg("sync_masked_loops") = true,
+      py::arg("sync_masked_loops") = true, py::arg("tma_only") = false,
       "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");

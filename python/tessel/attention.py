@@ -28,11 +28,11 @@ from .grid import MAX_GRID_Y, block_and_row, dense_tiles, fold_grid, greedy_sche
     persistent_programs, schedule_switches, short_tiles, tile_block, with_switches
 from .frontend import ModFunction
 from .jit import JITFunction, jit
-from .layouts import ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, output_like, \
-    rows_desc
+from .layouts import ALIGNED_INPUTS, ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, \
+    output_like, rows_desc
 
 
-@jit
+@jit(options=ALIGNED_INPUTS)
 def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
@@ -56,7 +56,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                    EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
 
 
-@jit
+@jit(options=ALIGNED_INPUTS)
 def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh, tiles, starts,
                                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                 CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,

@@ -45,7 +45,7 @@ from .backward import log2_scores, masked
 from .grid import block_and_row, fold_grid, greedy_schedule, persistent_programs, \
     program_tiles, schedule_switches, short_tiles, with_switches
 from .jit import jit
-from .layouts import contiguous_aligned
+from .layouts import ALIGNED_INPUTS, contiguous_aligned
 
 
 @jit
@@ -187,7 +187,7 @@ def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx
     tl.store(ld, (m0,), (m + tl.log2(l)) * 0.6931471805599453)
 
 
-@jit
+@jit(options=ALIGNED_INPUTS)
 def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                                   tiles, starts, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
                                   n_bh,

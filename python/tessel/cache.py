@@ -62,8 +62,8 @@ class GpuOptions:
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
-            vector_stores, pipeline_tiles, late_p, fp8_overlap, fuse_masked_loops or
-            sync_masked_loops that is not a bool.
+            tma_only, vector_stores, pipeline_tiles, late_p, fp8_overlap, fuse_masked_loops
+            or sync_masked_loops that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -129,6 +129,12 @@ class GpuOptions:
     #: 2026-12-04-h200-epilogue-tma.md); a module that spills with it is compiled again
     #: without. On by default; off to compare.
     tma_producer: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: The launcher guarantees what TMA needs of the copies tma_producer makes (16-byte
+    #: aligned origins and row strides, at most 256 SMs): they take TMA without the run-time
+    #: check and the cp.async copy beside it — an eighth less PTX at d128, ptxas 8 % faster.
+    #: tessel.attention's dense kernels ask for it on devices of at most 256 SMs (their inputs
+    #: are 16-byte aligned or copied); off by default: a kernel's own descriptors may not be.
+    tma_only: bool = dataclasses.field(default=False, metadata={"code": True})
     #: On the fast paths, 16-bit accumulator tiles (attention's O) are stored 16 bytes a thread:
     #: the four threads of a quad exchange their column pairs by shuffles so that each holds
     #: eight consecutive columns — a quarter of the store instructions (the epilogue's 4-byte
@@ -183,7 +189,7 @@ class GpuOptions:
                              f"{', '.join(CODEGENS)})")
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
-                     "tma_producer", "vector_stores", "pipeline_tiles", "late_p",
+                     "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
                      "fp8_overlap", "fuse_masked_loops", "sync_masked_loops"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -316,7 +322,7 @@ def ingredients(kernel, gpu):
                                                     gpu.tma_producer, gpu.vector_stores,
                                                     gpu.pipeline_tiles, gpu.late_p,
                                                     gpu.fp8_overlap, gpu.fuse_masked_loops,
-                                                    gpu.sync_masked_loops)
+                                                    gpu.sync_masked_loops, gpu.tma_only)
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -565,7 +571,7 @@ def _compile(kernel, gpu, key, ingr, cache, clock):
                                     gpu.pingpong, gpu.producer_once, gpu.tma_producer,
                                     gpu.vector_stores, gpu.pipeline_tiles, gpu.late_p,
                                     gpu.fp8_overlap, gpu.fuse_masked_loops,
-                                    gpu.sync_masked_loops)
+                                    gpu.sync_masked_loops, gpu.tma_only)
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -45,8 +45,8 @@ WARPS = (1, 2, 4, 8, 16, 32)
 
 
 # CompileOptions' switches that set the GpuOptions field of the same name where not None.
-_GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "pipeline_tiles", "late_p",
-                 "fp8_overlap")
+_GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "tma_only", "pipeline_tiles",
+                 "late_p", "fp8_overlap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +61,8 @@ class CompileOptions:
     Raises:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
             num_stages other than 2, 3 or 4.
-        TypeError: an occupancy_hints, producer_once, tma_producer, pipeline_tiles, late_p or
-            fp8_overlap that is neither None nor a bool.
+        TypeError: an occupancy_hints, producer_once, tma_producer, tma_only, pipeline_tiles,
+            late_p or fp8_overlap that is neither None nor a bool.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -89,6 +89,11 @@ class CompileOptions:
     #: Whether such a producer copies through TMA (``GpuOptions.tma_producer``); None keeps
     #: GpuOptions' default (on). Keyed as the GpuOptions field it sets.
     tma_producer: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether its TMA copies skip the run-time check of what TMA needs and the cp.async copy
+    #: beside it: for kernels whose callers pass 16-byte aligned tensors with 16-byte aligned
+    #: row strides (``GpuOptions.tma_only``; tessel.attention's kernels); None keeps
+    #: GpuOptions' default (off). Keyed as the GpuOptions field it sets.
+    tma_only: bool | None = dataclasses.field(default=None, metadata={"code": False})
     #: Whether a persistent kernel whose producer copies Q issues each tile's first Q·Kᵀ before
     #: the previous tile's epilogue (``GpuOptions.pipeline_tiles``); None keeps GpuOptions'
     #: default (off). Keyed as the GpuOptions field it sets.
@@ -119,7 +124,8 @@ class CompileOptions:
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
         (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
         ``num_stages``, and the switches (``occupancy_hints``, ``producer_once``,
-        ``tma_producer``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``) where they are set.
+        ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``) where
+        they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".

@@ -4,6 +4,7 @@ picks (gpu_blocks, SPARSE_GPU_BLOCKS, the persistent and producer_once variants)
 its spill bytes: 0, or a known count that may only fall (KNOWN).
 Needs ptxas (CUDA's toolkit), not a GPU. The table and what the known spills call for:
 docs/dev/codegen.md, "Spills of the shipped forward kernels"."""
+import dataclasses
 import re
 
 import numpy as np
@@ -46,13 +47,18 @@ def softcap(score, b, h, q_idx, kv_idx):
     return 30.0 * tl.tanh(score / 30.0)
 
 
+def _gpu(kernel, chip, **options):
+    """The GpuOptions a launch of `kernel` on `chip` compiles with (its CompileOptions: e.g.
+    tessel.attention's kernels' tma_only), with `options` on top."""
+    return dataclasses.replace(kernel.options.gpu_options(chip), **options)
+
+
 def _spills(tmp_path, kernel, chip, **options):
     try:
         cache.ptxas_version()
     except tessel.CompilationError as e:
         pytest.skip(str(e))
-    b = cache.get_binary(kernel, cache.GpuOptions(chip=chip, **options),
-                         directory=str(tmp_path))
+    b = cache.get_binary(kernel, _gpu(kernel, chip, **options), directory=str(tmp_path))
     return b.manifest["spill_bytes"]
 
 
@@ -100,7 +106,7 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
                 k = attention_kernel.warmup(x, x, x, x, lse, nk, nk, 2, 2, 0.1, **cx)
                 options = dict(num_stages=stages)
                 _check(chip, case, _spills(tmp_path, k, chip, **options))
-            b = cache.get_binary(k, cache.GpuOptions(chip=chip, **options),
+            b = cache.get_binary(k, _gpu(k, chip, **options),
                                  directory=str(tmp_path))
             given_up.append(set(b.manifest.get("given_up", [])))
         assert all(g <= given_up[0] for g in given_up), (BM, BN, given_up)
@@ -124,7 +130,7 @@ def test_masked_block_first_spills_nothing(tmp_path, loop, mod):
     kernels.append((attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, **cx), {}))
     for k, options in kernels:
         assert _spills(tmp_path, k, "sm_90a", **options) == 0
-        b = cache.get_binary(k, cache.GpuOptions(chip="sm_90a", **options),
+        b = cache.get_binary(k, _gpu(k, "sm_90a", **options),
                              directory=str(tmp_path))
         assert not b.manifest.get("given_up") and b.ptx.count("wgmma.mma_async") == 32
 
@@ -152,7 +158,7 @@ def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):
         else:
             k = attention_kernel.warmup(x, x, x, x, lse, n, n, H, H, 0.1, **cx)
         _check(chip, f"d{D} bf16 bshd", _spills(tmp_path, k, chip))
-        b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
+        b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
         assert not b.manifest.get("given_up"), b.manifest["given_up"]
 
 

@@ -137,6 +137,12 @@ static cl::opt<bool>
                            "from every thread, not through TMA (no tilegpu-tma-producer; to "
                            "compare)"),
                   cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool>
+    tmaOnly("tma-only",
+            cl::desc("TMA copies without the run-time check of what TMA needs and the cp.async "
+                     "copy beside them: the caller guarantees 16-byte aligned origins and row "
+                     "strides and at most 256 SMs"),
+            cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
     noVectorStores("no-vector-stores",
@@ -264,6 +270,7 @@ int main(int argc, char **argv) {
   options.fuseMaskedLoops = fuseMaskedLoops;
   options.syncMaskedLoops = !noSyncMaskedLoops;
   options.tmaProducer = !noTmaProducer;
+  options.tmaOnly = tmaOnly;
   options.vectorStores = !noVectorStores;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;

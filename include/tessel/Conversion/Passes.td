@@ -132,6 +132,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
     Option<"tmaProducer", "tma-producer", "bool", /*default=*/"true",
            "With warp-specialize: the producer's block copies go through TMA, with tensor maps "
            "built in the kernel (tilegpu-tma-producer; PTX ISA 8.3). Off to compare.">,
+    Option<"tmaOnly", "tma-only", "bool", /*default=*/"false",
+           "With tma-producer: the copies it marks take TMA without the run-time check of what "
+           "TMA needs (16-byte aligned origin and row stride, the SM's map slot) and without the "
+           "cp.async copy beside them, for launchers that guarantee it.">,
     Option<"vectorStores", "vector-stores", "bool", /*default=*/"true",
            "16-bit accumulator tiles stored 16 bytes a thread: the four threads of a quad "
            "exchange their pairs by shuffles (a 4x4 transpose of 32-bit words) so that each "

@@ -87,6 +87,11 @@ struct TargetOptions {
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).
   /// Off to compare.
   bool tmaProducer = true;
+  /// The launcher guarantees what TMA needs of every copy tilegpu-tma-producer marks (16-byte
+  /// aligned origins and row strides, at most 256 SMs): the copies take TMA without the
+  /// run-time check and the cp.async copy beside it (convert-tile-to-mma tma-only): an eighth
+  /// less PTX at d128. tessel.attention's dense kernels ask for it; off by default.
+  bool tmaOnly = false;
   /// 16-bit accumulator tiles stored 16 bytes a thread after a quad transpose (convert-tile-to-mma
   /// vector-stores): a quarter of the store instructions; +2 to +9 % on the d128 forward
   /// (docs/bench/2026-12-04-h200-epilogue-tma.md). Off to compare.

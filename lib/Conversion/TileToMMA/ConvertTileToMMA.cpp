@@ -350,6 +350,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     tessel::tilegpu::mmaDots(work);
     MmaKernelBuilder builder(kernel, smem);
     builder.vectorStores = vectorStores;
+    builder.tmaOnly = tmaOnly;
     if (failed(builder.plan(work)))
       return failure();
     if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")

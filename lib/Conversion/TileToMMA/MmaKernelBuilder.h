@@ -131,6 +131,9 @@ public:
   /// Whether 16-bit accumulator tiles are stored 16 bytes a thread after a quad transpose
   /// (convert-tile-to-mma vector-stores; Loops.cpp storeQuadVectors).
   bool vectorStores = true;
+  /// TMA copies without the run-time check and the cp.async copy beside them (tma-only; the
+  /// launcher guarantees what TMA needs: TmaCopies.cpp).
+  bool tmaOnly = false;
 
   /// The threads the layouts count: the consumers when the kernel is warp-specialized.
   int64_t numThreads() const { return numWarps * 32; }

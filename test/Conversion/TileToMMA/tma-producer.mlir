@@ -14,6 +14,10 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=ptx -o - | FileCheck %s
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --no-tma-producer --emit=ptx -o - | FileCheck %s --check-prefix=OFF
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=ptx -o %t.ptx
+// RUN: FileCheck %s --check-prefix=ONLY < %t.ptx
+// RUN: grep -c cp.async.cg.shared.global %t.ptx | FileCheck %s --check-prefix=ONLY-COPIES
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK: .version 8.3
 // CHECK: .global .align 128 .b8 __tessel_tma_maps_attention[196608];
@@ -35,6 +39,12 @@
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK: cp.async.mbarrier.arrive.noinc.shared.b64
 // CHECK-DAG: cp.async.cg.shared.global
+
+// tma-only (the caller guarantees aligned origins and row strides): no check, no cp.async
+// copy beside the TMA copies (80 cp.async without it); the consumers' 16 cp.async of Q (8 a
+// row block, whole or at the query tail) stay.
+// ONLY: cp.async.bulk.tensor.3d
+// ONLY-COPIES: {{^}}16{{$}}
 
 // OFF: .version 8.0
 // OFF-NOT: cp.async.bulk.tensor
