@@ -1,8 +1,9 @@
 //===- ModuleToBinary.cpp - gpu.module to PTX or cubin, two passes skipped -===//
 //
 // tessel-module-to-binary: upstream's gpu-module-to-binary (gpu::transformGpuModulesToBinaries)
-// with two LLVM passes skipped by an OptPassGate: the SLP vectorizer and the NVPTX back end's
-// straight-line strength reduction, a fifth of the first call at d256 (Passes.td says more).
+// without two LLVM passes: the SLP vectorizer (kept out by `noimplicitfloat` during the
+// optimisation pipeline) and the NVPTX back end's straight-line strength reduction (an
+// OptPassGate), a fifth of the first call at d256 (Passes.td says more).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/OptBisect.h"
@@ -27,17 +29,31 @@ using namespace mlir;
 
 namespace {
 
-/// Lets every pass run but two that cost much and do little for tessel's kernels (Passes.td):
-/// LLVM's SLP vectorizer (the new pass manager asks by class name) and the NVPTX back end's
-/// straight-line strength reduction (the legacy one asks by argument name). Stateless, so one
-/// instance serves every context and thread.
-class SkipIdlePasses final : public llvm::OptPassGate {
+/// Lets every pass of the NVPTX back end's legacy pass manager run but straight-line strength
+/// reduction (asked by its argument name). Stateless, so one instance serves every context and
+/// thread. (LLVM's optimisation pipeline, which MLIR builds without instrumentation, never asks
+/// the gate.)
+class SkipStrengthReduction final : public llvm::OptPassGate {
 public:
   bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {
-    return pass != "slsr" && pass != "SLPVectorizerPass";
+    return pass != "slsr";
   }
   bool isEnabled() const override { return true; }
 };
+
+/// Every function definition of `module` with or without `noimplicitfloat`. The SLP and loop
+/// vectorizers return at once on a function that has it; so does the back end's load-store
+/// vectorizer, which tessel's kernels need (16-byte loads and stores), hence its removal after
+/// the optimisation pipeline.
+void setNoImplicitFloat(llvm::Module &module, bool on) {
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration()) {
+      if (on)
+        f.addFnAttr(llvm::Attribute::NoImplicitFloat);
+      else
+        f.removeFnAttr(llvm::Attribute::NoImplicitFloat);
+    }
+}
 
 struct ModuleToBinary : tessel::impl::ModuleToBinaryBase<ModuleToBinary> {
   using ModuleToBinaryBase::ModuleToBinaryBase;
@@ -53,10 +69,11 @@ struct ModuleToBinary : tessel::impl::ModuleToBinaryBase<ModuleToBinary> {
                                  << format << "'";
       return signalPassFailure();
     }
-    static const SkipIdlePasses gate;
-    // Before LLVM's optimisation pipeline, which asks the context's gate when it is built.
-    auto beforeOptimization = [](llvm::Module &module) {
-      module.getContext().setOptPassGate(const_cast<SkipIdlePasses &>(gate));
+    auto beforeOptimization = [](llvm::Module &module) { setNoImplicitFloat(module, true); };
+    static const SkipStrengthReduction gate;
+    auto beforeCodegen = [](llvm::Module &module) {
+      setNoImplicitFloat(module, false);
+      module.getContext().setOptPassGate(const_cast<SkipStrengthReduction &>(gate));
     };
     std::optional<SymbolTable> table;
     auto symbols = [&]() -> SymbolTable * {
@@ -64,7 +81,8 @@ struct ModuleToBinary : tessel::impl::ModuleToBinaryBase<ModuleToBinary> {
         table.emplace(getOperation());
       return &*table;
     };
-    gpu::TargetOptions options(toolkit, {}, {}, {}, *target, symbols, beforeOptimization);
+    gpu::TargetOptions options(toolkit, {}, {}, {}, *target, symbols, beforeOptimization, {},
+                               beforeCodegen);
     if (failed(gpu::transformGpuModulesToBinaries(getOperation(), nullptr, options)))
       signalPassFailure();
   }

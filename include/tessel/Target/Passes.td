@@ -69,12 +69,17 @@ def ModuleToBinary : Pass<"tessel-module-to-binary", "::mlir::ModuleOp"> {
     Turns every `gpu.module` directly inside the anchor into a `gpu.binary`, as upstream's
     `gpu-module-to-binary` does (`gpu::transformGpuModulesToBinaries`: LLVM IR translation,
     LLVM's optimisation pipeline at the target's `O`, the NVPTX back end, ptxas for `bin`),
-    but for two passes an `llvm::OptPassGate` on the module's LLVMContext skips:
+    but for two passes it leaves out:
 
     - the SLP vectorizer (O3): it vectorizes nothing the back end keeps in tessel's kernels —
       the PTX of all 410 cases of scripts/ptx_corpus.py is byte-identical without it — and
-      took a quarter of the optimisation pipeline (d256 attention: 36 of 138 ms);
-    - straight-line strength reduction (SLSR, the back end's IR passes): on one long body of
+      took a quarter of the optimisation pipeline (d256 attention: 36 of 138 ms). MLIR builds
+      that pipeline without pass instrumentation, so no gate reaches it; the functions carry
+      `noimplicitfloat` through it instead (the SLP and loop vectorizers return at once on
+      such a function) and lose it before the back end, whose load-store vectorizer the
+      attribute would stop too;
+    - straight-line strength reduction (SLSR, the back end's IR passes, skipped by an
+      `llvm::OptPassGate` on the LLVMContext, which the legacy pass manager asks): on one long body of
       unrolled tile code its candidate search is quadratic — half of the back end's time at
       d256 (137 of 284 ms), where it rewrites nothing. Elsewhere it reassociates a few address
       computations: 103 of the 410 corpus PTX differ, on the fast paths by 2–4 instructions
