@@ -15,13 +15,13 @@ suite() {  # suite NAME SECONDS FILE [ARGS...]: one pytest process with a cache 
   TESSEL_CACHE_DIR=$w/cache-$name timeout $s python3 -m pytest -q -p no:cacheprovider "$@" \
     > $r/$name.log 2>&1; echo "$name rc=$?" >> $r/rc.log
 }
-suite persistent 280 test_persistent_gpu.py &
-suite python 280 test_python_gpu.py -k "matches_float32 or strided or bshd or aligned or flash_arguments or fast_path or head_dim_256" &
-suite block_mask 280 test_block_mask_gpu.py &
+suite persistent 250 test_persistent_gpu.py &
+suite python 250 test_python_gpu.py -k "matches_float32 or strided or bshd or aligned or flash_arguments or fast_path or head_dim_256" &
+suite block_mask 250 test_block_mask_gpu.py &
 wait
 cat $r/gpu.txt $r/rc.log; for f in $r/*.log; do echo "== $f"; grep -E "passed|failed|FAILED|Error" $f | tail -8; done
 export TESSEL_CACHE_DIR=$w/cache
-timeout 110 python3 ab_gpu_options.py $r/tail --grid attention.TAIL_BLOCK_FIRST=False \
-  --cases dense ragged --rounds 1 --timeout 55 2>&1 | tail -10 | tee $r/tail.log
-(cd ../.. && timeout 60 python3 scripts/bench_cold_compile.py --runs 2 --dims 128,256 \
+timeout 100 python3 ab_gpu_options.py $r/tail --grid attention.TAIL_BLOCK_FIRST=False \
+  --cases dense ragged --rounds 1 --timeout 50 2>&1 | tail -10 | tee $r/tail.log
+(cd ../.. && timeout 50 python3 scripts/bench_cold_compile.py --runs 2 --dims 128,256 \
   --kinds full,ragged,causal-long --build $w 2>&1 | grep -E "^d|ptxas  |first_call" | tee $r/cold.log)
