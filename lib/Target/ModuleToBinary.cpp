@@ -70,10 +70,10 @@ struct ModuleToBinary : tessel::impl::ModuleToBinaryBase<ModuleToBinary> {
       return signalPassFailure();
     }
     auto beforeOptimization = [](llvm::Module &module) { setNoImplicitFloat(module, true); };
-    static const SkipStrengthReduction gate;
+    static SkipStrengthReduction gate;
     auto beforeCodegen = [](llvm::Module &module) {
       setNoImplicitFloat(module, false);
-      module.getContext().setOptPassGate(const_cast<SkipStrengthReduction &>(gate));
+      module.getContext().setOptPassGate(gate);
     };
     std::optional<SymbolTable> table;
     auto symbols = [&]() -> SymbolTable * {
