@@ -90,7 +90,8 @@ struct TargetOptions {
   /// The launcher guarantees what TMA needs of every copy tilegpu-tma-producer marks (16-byte
   /// aligned origins and row strides, at most 256 SMs): the copies take TMA without the
   /// run-time check and the cp.async copy beside it (convert-tile-to-mma tma-only): an eighth
-  /// less PTX at d128. tessel.attention's dense kernels ask for it; off by default.
+  /// less PTX at d128. tessel.attention's dense and block-sparse kernels ask for it; off by
+  /// default.
   bool tmaOnly = false;
   /// 16-bit accumulator tiles stored 16 bytes a thread after a quad transpose (convert-tile-to-mma
   /// vector-stores): a quarter of the store instructions; +2 to +9 % on the d128 forward

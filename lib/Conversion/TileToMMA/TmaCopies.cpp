@@ -11,7 +11,8 @@
 // a row stride not a multiple of 16 bytes) takes the cp.async path under the same branch;
 // every producer thread still arrives on `full` (its async_copy_arrive), so the barriers do
 // not change. With tma-only the launcher guarantees what the check asks (tessel.attention's
-// dense kernels: 16-byte aligned inputs, at most kTmaSms SMs), and neither is emitted.
+// dense and block-sparse kernels: 16-byte aligned inputs; sm_90a devices have under kTmaSms
+// SMs), and neither is emitted.
 //
 //===------------------------------------------------------------------------------------------===//
 
