@@ -208,17 +208,21 @@ def distance_128(score, b, h, q_idx, kv_idx):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("mod", ["alibi", "distance"])
-def test_affine_biases_are_separated_in_128_row_blocks(causal, mod):
+@pytest.mark.parametrize("D", [16, 128])
+def test_affine_biases_are_separated_in_128_row_blocks(causal, mod, D):
     """At the GPU's 128-row blocks tile-separate-bias computes an affine bias per row and per
     column (no per-score conversion left in the IR); the interpreter runs that IR and it matches
     float64, output and LSE (whose row part is added back after the loop), with lengths that
-    are not a multiple of the block."""
+    are not a multiple of the block. At D 128 (attention.PEELED_BLOCKS) the key loop runs the
+    diagonal or the last key block first, whose block index is a select: still separated."""
     score = {"alibi": alibi_128, "distance": distance_128}[mod]
     ref_score = {"alibi": lambda s, b, h, qi, ki: s + float(ALIBI_SLOPES[h]) * (ki - qi),
                  "distance": lambda s, b, h, qi, ki: s - 0.25 * (qi - ki) - (qi + 2 * ki) / 512.0}
-    q, k, v = inputs(H=2, Nq=200, Nk=300, D=16)
+    q, k, v = inputs(H=2, Nq=200, Nk=300, D=D)
     kernel = tessel.compile_attention(q, k, v, causal=causal, score_mod=score, block_m=128,
                                       block_n=128)
+    first = "DIAGONAL_FIRST" if causal else "TAIL_FIRST"
+    assert (first, "constexpr", "bool", D == 128) in kernel.specialization
     opt = kernel.asm["tile-opt"]
     assert "sitofp" in opt and " : tensor<128x128xi32> to" not in opt
     o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score, block_m=128, block_n=128,
