@@ -128,15 +128,11 @@ def test_even_keys(monkeypatch, general_keys, dtype, B, H, Hkv, N, D, mod):
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-@pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 16, 16, 2048, 2048), (1, 8, 2, 4000, 4000),
-                                           (1, 4, 4, 2100, 4096), (2, 4, 4, 4096, 2048)])
-@pytest.mark.parametrize("mod", [None, "softcap"])
-def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
-    # attention.DIAGONAL_BLOCK_FIRST: d128 causal rows at 128x128 run their diagonal block
-    # first, as the overlapped consumers' peel (Nq > Nk: the general kernel). Against float32
-    # attention, and the kernel without it within the same tolerance (the blocks' order
-    # differs, so the bits may).
+def _block_first(monkeypatch, switch, causal, dtype, B, H, Hkv, Nq, Nk, mod):
+    """tessel.attention at d128 with attention's `switch` (DIAGONAL_BLOCK_FIRST or
+    TAIL_BLOCK_FIRST) off, then on: against float32 attention, and the kernel without it within
+    the same tolerance (the blocks' order differs, so the bits may); a second call with it on
+    (the lean path) bit for bit the first. Returns the kernel compiled with it on."""
     hopper()
     gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + H)
     q = torch.randn(B, H, Nq, 128, device="cuda", generator=gen).to(dtype)
@@ -146,26 +142,41 @@ def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
     if mod == "softcap":
         def score_mod(score, b, h, q_idx, kv_idx):
             return 20.0 * tessel.language.tanh(score / 20.0)
-    gqa = Hkv != H
-    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCK_FIRST", False)
+    args = dict(causal=causal, enable_gqa=Hkv != H, score_mod=score_mod)
+    monkeypatch.setattr(attention_module, switch, False)
     attention_module._cuda_configs.clear()
-    default = tessel.attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
-    monkeypatch.setattr(attention_module, "DIAGONAL_BLOCK_FIRST", True)
+    default = tessel.attention(q, k, v, **args)
+    monkeypatch.setattr(attention_module, switch, True)
     attention_module._cuda_configs.clear()
-    kernel = tessel.compile_attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
-    o = tessel.attention(q, k, v, causal=True, enable_gqa=gqa, score_mod=score_mod)
+    kernel = tessel.compile_attention(q, k, v, **args)
+    o = tessel.attention(q, k, v, **args)
+    torch.testing.assert_close(o, tessel.attention(q, k, v, **args), atol=0, rtol=0)
     attention_module._cuda_configs.clear()
-    assert ("DIAGONAL_FIRST", "constexpr", "bool", Nq <= Nk) in kernel.specialization
     qf = q.float()
     kf, vf = (x.float().repeat_interleave(H // Hkv, 1) for x in (k, v))
     s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / 128 ** 0.5
     if mod == "softcap":
         s = 20.0 * torch.tanh(s / 20.0)
-    allowed = torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril()
-    want = torch.softmax(s.masked_fill(~allowed, float("-inf")), -1).nan_to_num(0.0) @ vf
+    if causal:
+        allowed = torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril()
+        s = s.masked_fill(~allowed, float("-inf"))
+    want = torch.softmax(s, -1).nan_to_num(0.0) @ vf
     tol = TOL[dtype] * max(1.0, want.abs().max().item())
     assert (o.float() - want).abs().max().item() < tol
     assert (o.float() - default.float()).abs().max().item() < tol
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 16, 16, 2048, 2048), (1, 8, 2, 4000, 4000),
+                                           (1, 4, 4, 2100, 4096), (2, 4, 4, 4096, 2048)])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
+    # attention.DIAGONAL_BLOCK_FIRST: d128 causal rows at 128x128 run their diagonal block
+    # first, as the overlapped consumers' peel (Nq > Nk: the general kernel).
+    kernel = _block_first(monkeypatch, "DIAGONAL_BLOCK_FIRST", True, dtype, B, H, Hkv, Nq, Nk,
+                          mod)
+    assert ("DIAGONAL_FIRST", "constexpr", "bool", Nq <= Nk) in kernel.specialization
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
@@ -175,39 +186,10 @@ def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
 @pytest.mark.parametrize("mod", [None, "softcap"])
 def test_tail_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
     # attention.TAIL_BLOCK_FIRST: d128 non-causal rows at 128x128 run their last key block
-    # first, masked at the key tail, as the overlapped consumers' peel, at every key length.
-    # Against float32 attention, and the kernel without it (EVEN_N or the split) within the
-    # same tolerance (the blocks' order differs, so the bits may).
-    hopper()
-    gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + H)
-    q = torch.randn(B, H, Nq, 128, device="cuda", generator=gen).to(dtype)
-    k, v = (torch.randn(B, Hkv, Nk, 128, device="cuda", generator=gen).to(dtype)
-            for _ in range(2))
-    score_mod = None
-    if mod == "softcap":
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return 20.0 * tessel.language.tanh(score / 20.0)
-    gqa = Hkv != H
-    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", False)
-    attention_module._cuda_configs.clear()
-    default = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
-    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", True)
-    attention_module._cuda_configs.clear()
-    kernel = tessel.compile_attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
-    o = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)
-    o2 = tessel.attention(q, k, v, enable_gqa=gqa, score_mod=score_mod)   # the lean path
-    attention_module._cuda_configs.clear()
+    # first, masked at the key tail, as the overlapped consumers' peel, at every key length
+    # (the kernel without it: EVEN_N or the split).
+    kernel = _block_first(monkeypatch, "TAIL_BLOCK_FIRST", False, dtype, B, H, Hkv, Nq, Nk, mod)
     assert ("TAIL_FIRST", "constexpr", "bool", True) in kernel.specialization
-    torch.testing.assert_close(o, o2, atol=0, rtol=0)
-    qf = q.float()
-    kf, vf = (x.float().repeat_interleave(H // Hkv, 1) for x in (k, v))
-    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / 128 ** 0.5
-    if mod == "softcap":
-        s = 20.0 * torch.tanh(s / 20.0)
-    want = torch.softmax(s, -1) @ vf
-    tol = TOL[dtype] * max(1.0, want.abs().max().item())
-    assert (o.float() - want).abs().max().item() < tol
-    assert (o.float() - default.float()).abs().max().item() < tol
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])

@@ -49,8 +49,7 @@ def test_whole_key_blocks_take_one_key_loop(monkeypatch, Nk, causal, mod, even):
             return 5.0 * tl.tanh(score / 5.0)
     kernel = tessel.compile_attention(q, k, v, causal=causal, score_mod=score_mod)
     assert ("EVEN_N", "constexpr", "bool", even) in kernel.specialization
-    ir = kernel.asm["tile-opt"]
-    assert (ir.count("scf.for") == 1 and "tile.block_mask" not in ir) == even, ir
+    assert _one_loop(kernel) == even, kernel.asm["tile-opt"]
     o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score_mod, return_lse=True)
     monkeypatch.setattr(attention_module, "EVEN_KEYS", False)
     o1, lse1 = tessel.attention(q, k, v, causal=causal, score_mod=score_mod, return_lse=True)
@@ -65,6 +64,33 @@ def test_whole_key_blocks_take_one_key_loop(monkeypatch, Nk, causal, mod, even):
     assert max_rel_error(o, want) < 1e-5
 
 
+def _block_first(monkeypatch, causal, Nq, Nk, bm, bn, mod):
+    """tessel.attention at D 32 with (32, bm, bn) in attention.PEELED_BLOCKS (the diagonal or
+    the last key block first where a call may), against float64, output and LSE. Returns the
+    kernel and its inputs and score_mod."""
+    monkeypatch.setattr(importlib.import_module("tessel.attention"), "PEELED_BLOCKS",
+                        {(32, bm, bn)})
+    q, k, v = inputs(Nq=Nq, Nk=Nk, D=32, seed=Nq + Nk)
+    score_mod = None
+    if mod == "softcap":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return 5.0 * tl.tanh(score / 5.0)
+    args = dict(causal=causal, score_mod=score_mod, block_m=bm, block_n=bn)
+    kernel = tessel.compile_attention(q, k, v, **args)
+    o, lse = tessel.attention(q, k, v, return_lse=True, **args)
+    score = (lambda s, b, h, qi, ki: 5.0 * np.tanh(s / 5.0)) if mod else None
+    ref_o, ref_lse = reference_attention(q, k, v, causal=causal, score=score)
+    assert max_rel_error(o, ref_o) < 1e-5
+    assert np.abs(lse - ref_lse).max() < 1e-5 * max(1.0, np.abs(ref_lse).max())
+    return kernel, (q, k, v), args
+
+
+def _one_loop(kernel):
+    """Whether the kernel's key loop is one loop, no masked copy beside it."""
+    ir = kernel.asm["tile-opt"]
+    return ir.count("scf.for") == 1 and "tile.block_mask" not in ir
+
+
 @pytest.mark.parametrize("Nq,Nk,block,taken", [(200, 200, 64, True), (256, 256, 128, True),
                                                 (100, 300, 32, True), (17, 17, 16, True),
                                                 (300, 100, 64, False)])
@@ -74,24 +100,9 @@ def test_diagonal_block_first(monkeypatch, Nq, Nk, block, taken, mod):
     # the blocks before it, in one loop (FlashAttention-3's order, the masked block as the
     # overlapped consumers' peel), here at small blocks too (PEELED_BLOCKS: d128 128x128 by
     # default). Where Nq > Nk a query block may have no diagonal block: the general kernel.
-    attention_module = importlib.import_module("tessel.attention")
-    monkeypatch.setattr(attention_module, "PEELED_BLOCKS", {(32, block, block)})
-    q, k, v = inputs(Nq=Nq, Nk=Nk, D=32, seed=Nq + Nk)
-    score_mod = None
-    if mod == "softcap":
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return 5.0 * tl.tanh(score / 5.0)
-    kernel = tessel.compile_attention(q, k, v, causal=True, score_mod=score_mod,
-                                      block_m=block, block_n=block)
+    kernel, _, _ = _block_first(monkeypatch, True, Nq, Nk, block, block, mod)
     assert ("DIAGONAL_FIRST", "constexpr", "bool", taken) in kernel.specialization
-    ir = kernel.asm["tile-opt"]
-    assert (ir.count("scf.for") == 1 and "tile.block_mask" not in ir) == taken, ir
-    o, lse = tessel.attention(q, k, v, causal=True, score_mod=score_mod, block_m=block,
-                              block_n=block, return_lse=True)
-    score = (lambda s, b, h, qi, ki: 5.0 * np.tanh(s / 5.0)) if mod else None
-    ref_o, ref_lse = reference_attention(q, k, v, causal=True, score=score)
-    assert max_rel_error(o, ref_o) < 1e-5
-    assert np.abs(lse - ref_lse).max() < 1e-5 * max(1.0, np.abs(ref_lse).max())
+    assert _one_loop(kernel) == taken, kernel.asm["tile-opt"]
 
 
 @pytest.mark.parametrize("Nq,Nk,bm,bn", [(40, 200, 32, 64), (64, 256, 64, 64), (70, 17, 32, 16),
@@ -103,26 +114,12 @@ def test_tail_block_first(monkeypatch, Nq, Nk, bm, bn, mod):
     # every key length, whole blocks included (PEELED_BLOCKS: d128 128x128 by default). With
     # the switch off the same blocks take EVEN_N or the split: another order, so float64 is
     # the judge.
-    attention_module = importlib.import_module("tessel.attention")
-    monkeypatch.setattr(attention_module, "PEELED_BLOCKS", {(32, bm, bn)})
-    q, k, v = inputs(Nq=Nq, Nk=Nk, D=32, seed=Nq + Nk)
-    score_mod = None
-    if mod == "softcap":
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return 5.0 * tl.tanh(score / 5.0)
-    kernel = tessel.compile_attention(q, k, v, score_mod=score_mod, block_m=bm, block_n=bn)
+    kernel, qkv, args = _block_first(monkeypatch, False, Nq, Nk, bm, bn, mod)
     assert ("TAIL_FIRST", "constexpr", "bool", True) in kernel.specialization
     assert ("EVEN_N", "constexpr", "bool", False) in kernel.specialization
-    ir = kernel.asm["tile-opt"]
-    assert ir.count("scf.for") == 1 and "tile.block_mask" not in ir, ir
-    o, lse = tessel.attention(q, k, v, score_mod=score_mod, block_m=bm, block_n=bn,
-                              return_lse=True)
-    score = (lambda s, b, h, qi, ki: 5.0 * np.tanh(s / 5.0)) if mod else None
-    ref_o, ref_lse = reference_attention(q, k, v, score=score)
-    assert max_rel_error(o, ref_o) < 1e-5
-    assert np.abs(lse - ref_lse).max() < 1e-5 * max(1.0, np.abs(ref_lse).max())
-    monkeypatch.setattr(attention_module, "TAIL_BLOCK_FIRST", False)
-    off = tessel.compile_attention(q, k, v, score_mod=score_mod, block_m=bm, block_n=bn)
+    assert _one_loop(kernel), kernel.asm["tile-opt"]
+    monkeypatch.setattr(importlib.import_module("tessel.attention"), "TAIL_BLOCK_FIRST", False)
+    off = tessel.compile_attention(*qkv, **args)
     assert ("TAIL_FIRST", "constexpr", "bool", False) in off.specialization
     assert ("EVEN_N", "constexpr", "bool", Nk % bn == 0) in off.specialization
 
