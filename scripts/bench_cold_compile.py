@@ -10,10 +10,10 @@ sm_90a: "causal" short causal rows, the 64-row kernels; "full" non-causal, at d1
 128×128 warp-specialized kernel; "long" non-causal from 4096 keys, at d64 the 192×128 kernel
 of three consumer warpgroups — both with whole key blocks (no key-tail mask: EVEN_N);
 "ragged" as "full" but with 4000 keys, at d128 the same kernel (the last key block first,
-TAIL_FIRST), elsewhere the general kernel with the key tail's masked loop; "causal-long" causal from 4096 keys, at d128 the 128×128
-kernel) and compiles it for
-sm_90a with the GpuOptions a launch takes (`kernel.options.gpu_options("sm_90a")`, e.g.
-tessel.attention's tma_only, and --set's fields), with TESSEL_TIMING=1 and a fresh
+TAIL_FIRST), elsewhere the general kernel with the key tail's masked loop; "causal-long"
+causal from 4096 keys, at d128 the 128×128 kernel) and compiles it for sm_90a with the
+GpuOptions a launch takes (`kernel.options.gpu_options("sm_90a")`, e.g. tessel.attention's
+tma_only, and --set's fields), with TESSEL_TIMING=1 and a fresh
 TESSEL_CACHE_DIR. Prints, per head dim and kind, the minimum and the median of every step of
 the breakdown (tessel/timing.py) and of the first call (trace + binary, what the GPU benchmark
 calls the cold compile). A build without the breakdown gives the totals only.

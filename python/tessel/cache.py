@@ -132,8 +132,9 @@ class GpuOptions:
     #: The launcher guarantees what TMA needs of the copies tma_producer makes (16-byte
     #: aligned origins and row strides, at most 256 SMs): they take TMA without the run-time
     #: check and the cp.async copy beside it — an eighth less PTX at d128, ptxas 8 % faster.
-    #: tessel.attention's dense kernels ask for it on devices of at most 256 SMs (their inputs
-    #: are 16-byte aligned or copied); off by default: a kernel's own descriptors may not be.
+    #: tessel.attention's dense and block-sparse kernels ask for it (layouts.ALIGNED_INPUTS:
+    #: their inputs are 16-byte aligned or copied, and sm_90a devices have under 256 SMs); off
+    #: by default: a kernel's own descriptors may not be aligned.
     tma_only: bool = dataclasses.field(default=False, metadata={"code": True})
     #: On the fast paths, 16-bit accumulator tiles (attention's O) are stored 16 bytes a thread:
     #: the four threads of a quad exchange their column pairs by shuffles so that each holds

@@ -1,8 +1,8 @@
 """A/B of GpuOptions fields on the H200, interleaved by process: tessel alone (do_bench median)
 on dense d128 fp16 (b·n = 16k tokens, h·d = 2048; 1k, 4k, 16k keys, causal and not; the case
-`d64`, asked for, the same at d64; `ragged`, d128 non-causal at 1000, 4000, 16000 keys) and on bench_block_mask's document, window and ALiBi masks
-(B4 H16 N8k), once with the fields given (`A`) and once with tessel's defaults or `--base`'s
-fields (`B`), in alternating processes — a GpuOptions override must hold before the first
+`d64`, asked for, the same at d64; `ragged`, d128 non-causal at 1000, 4000, 16000 keys) and
+on bench_block_mask's document, window and ALiBi masks (B4 H16 N8k), once with the fields
+given (`A`) and once with tessel's defaults or `--base`'s fields (`B`), in alternating processes — a GpuOptions override must hold before the first
 launcher is made, and the H200's clocks drift between processes, so one process a
 configuration, A B A B …, then the medians and A / B per case.
 

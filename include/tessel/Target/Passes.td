@@ -79,8 +79,8 @@ def ModuleToBinary : Pass<"tessel-module-to-binary", "::mlir::ModuleOp"> {
       such a function) and lose it before the back end, whose load-store vectorizer the
       attribute would stop too;
     - straight-line strength reduction (SLSR, the back end's IR passes, skipped by an
-      `llvm::OptPassGate` on the LLVMContext, which the legacy pass manager asks): on one long body of
-      unrolled tile code its candidate search is quadratic — half of the back end's time at
+      `llvm::OptPassGate` on the LLVMContext, which the legacy pass manager asks): on one long
+      body of unrolled tile code its candidate search is quadratic — half of the back end's time at
       d256 (137 of 284 ms), where it rewrites nothing. Elsewhere it reassociates a few address
       computations: 103 of the 410 corpus PTX differ, on the fast paths by 2–4 instructions
       outside the key loop (the LSE store's address), up to 50 on the reference lowering;
