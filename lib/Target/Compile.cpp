@@ -75,10 +75,10 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, two unsigneds and nine bools (in three words). A new field of TargetOptions
-  // lands here first: put it in the key if it can change the PTX or the cubin, then update
-  // the size.
-  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 3 * alignof(std::string),
+  // Five strings, two unsigneds and seventeen bools (in four words). A new field of
+  // TargetOptions lands here first: put it in the key if it can change the PTX or the cubin,
+  // then update the size.
+  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 4 * alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
          ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
@@ -95,6 +95,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +
          (options.tmaProducer ? "" : ";no-tma-producer") + (options.tmaOnly ? ";tma-only" : "") +
          (options.vectorStores ? "" : ";no-vector-stores") +
+         (options.spillFallbacks ? "" : ";no-spill-fallbacks") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }
 

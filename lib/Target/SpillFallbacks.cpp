@@ -181,13 +181,15 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
   CompiledModule result = std::move(*first);
   llvm::SmallVector<StageTime> timings = std::move(result.timings);
   StageClock clock(timings);
-  OwningOpRef<ModuleOp> generic = spillBytes(result) > 0 ? withoutModerateArgs(module) : nullptr;
+  // Without spill fallbacks (a kernel that spills whatever is given up) the first compile is
+  // the result: no search, no compiles ahead.
+  bool search = options.spillFallbacks && spillBytes(result) > 0;
+  OwningOpRef<ModuleOp> generic = search ? withoutModerateArgs(module) : nullptr;
   Variant chosen{options, false};
   // The compiles the next decisions may ask for run beside the search (CompilesAhead.h); not
   // where the passes are timed, whose report is made in the caller's context.
   std::optional<CompilesAhead> ahead;
-  if (unsigned threads = compileThreads();
-      spillBytes(result) > 0 && threads > 1 && !flags.passTiming)
+  if (unsigned threads = compileThreads(); search && threads > 1 && !flags.passTiming)
     ahead.emplace(module, generic ? *generic : ModuleOp(), stage, flags, threads);
   // Starts the compiles of `chain` as threads allow (its first, which the search asks for
   // next, whatever they allow) and stops those started for other decisions.
@@ -220,7 +222,7 @@ FailureOr<CompiledModule> compileModule(ModuleOp module, const TargetOptions &op
   };
   llvm::SmallVector<const SpillFallback *> dropped;
   for (auto [i, fallback] : llvm::enumerate(kSpillFallbacks)) {
-    if (spillBytes(result) == 0 || !fallback.on(chosen, result.ptx))
+    if (!search || spillBytes(result) == 0 || !fallback.on(chosen, result.ptx))
       continue;
     llvm::SmallVector<const SpillFallback *> steps;
     for (const SpillFallback &next : llvm::ArrayRef(kSpillFallbacks).drop_front(i))

@@ -32,36 +32,49 @@ void bindCache(py::module &m, py::class_<KernelBuilder> &builder);
 } // namespace tessel::python
 
 namespace {
-tessel::TargetOptions
-targetOptions(const std::string &chip, const std::string &features, unsigned numThreads,
-              const std::string &toolkit, const std::string &codegen, bool wgmmaOverlap,
-              unsigned numStages, bool wgmmaAsyncDots, bool occupancyHints, bool sinkWaits,
-              bool warpSpecialize, bool overlapConsumers, bool pingpong, bool producerOnce,
-              bool tmaProducer, bool vectorStores, bool pipelineTiles, bool lateP, bool fp8Overlap,
-              bool fuseMaskedLoops, bool syncMaskedLoops, bool tmaOnly) {
-  tessel::TargetOptions options;
-  options.tmaOnly = tmaOnly;
-  options.fuseMaskedLoops = fuseMaskedLoops;
-  options.syncMaskedLoops = syncMaskedLoops;
-  options.pipelineTiles = pipelineTiles;
-  options.lateP = lateP;
-  options.fp8Overlap = fp8Overlap;
-  options.tmaProducer = tmaProducer;
-  options.vectorStores = vectorStores;
-  options.overlapConsumers = overlapConsumers;
-  options.pingpong = pingpong;
-  options.producerOnce = producerOnce;
-  options.occupancyHints = occupancyHints;
-  options.sinkWaits = sinkWaits;
-  options.warpSpecialize = warpSpecialize;
-  options.codegen = codegen;
-  options.wgmmaOverlap = wgmmaOverlap;
-  options.wgmmaAsyncDots = wgmmaAsyncDots;
-  options.numStages = numStages;
-  options.chip = chip;
-  options.features = features;
-  options.numThreads = numThreads;
-  options.toolkit = toolkit;
+/// TargetOptions from keyword arguments named as GpuOptions' fields (python/tessel/cache.py),
+/// the others at their defaults. A name TargetOptions does not have is a TypeError: a field
+/// added in Python but not here would otherwise compile without it.
+tessel::TargetOptions targetOptions(const py::kwargs &fields) {
+  using T = tessel::TargetOptions;
+  static const std::pair<const char *, std::string T::*> kStrings[] = {{"chip", &T::chip},
+                                                                       {"features", &T::features},
+                                                                       {"codegen", &T::codegen},
+                                                                       {"toolkit", &T::toolkit}};
+  static const std::pair<const char *, unsigned T::*> kNumbers[] = {{"num_threads", &T::numThreads},
+                                                                    {"num_stages", &T::numStages}};
+  static const std::pair<const char *, bool T::*> kSwitches[] = {
+      {"wgmma_overlap", &T::wgmmaOverlap},
+      {"wgmma_async_dots", &T::wgmmaAsyncDots},
+      {"occupancy_hints", &T::occupancyHints},
+      {"sink_waits", &T::sinkWaits},
+      {"warp_specialize", &T::warpSpecialize},
+      {"overlap_consumers", &T::overlapConsumers},
+      {"pingpong", &T::pingpong},
+      {"producer_once", &T::producerOnce},
+      {"tma_producer", &T::tmaProducer},
+      {"tma_only", &T::tmaOnly},
+      {"vector_stores", &T::vectorStores},
+      {"pipeline_tiles", &T::pipelineTiles},
+      {"late_p", &T::lateP},
+      {"fp8_overlap", &T::fp8Overlap},
+      {"fuse_masked_loops", &T::fuseMaskedLoops},
+      {"sync_masked_loops", &T::syncMaskedLoops},
+      {"spill_fallbacks", &T::spillFallbacks}};
+  T options;
+  auto set = [&](const auto &table, const std::string &name, py::handle value) {
+    for (const auto &[field, member] : table)
+      if (name == field) {
+        options.*member = value.cast<std::remove_reference_t<decltype(options.*member)>>();
+        return true;
+      }
+    return false;
+  };
+  for (auto [key, value] : fields) {
+    std::string name = py::str(key);
+    if (!set(kStrings, name, value) && !set(kNumbers, name, value) && !set(kSwitches, name, value))
+      throw py::type_error("unknown GPU compile option '" + name + "'");
+  }
   return options;
 }
 
@@ -152,46 +165,19 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
       py::arg("toolkit") = "", "The ptxas tessel would run (empty if none).");
   m.def(
       "target_options_key",
-      [](const std::string &chip, const std::string &features, unsigned numThreads,
-         const std::string &codegen, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops, bool tmaOnly) {
-        return tessel::codeOptionsKey(targetOptions(
-            chip, features, numThreads, "", codegen, wgmmaOverlap, numStages, wgmmaAsyncDots,
-            occupancyHints, sinkWaits, warpSpecialize, overlapConsumers, pingpong, producerOnce,
-            tmaProducer, vectorStores, pipelineTiles, lateP, fp8Overlap, fuseMaskedLoops,
-            syncMaskedLoops, tmaOnly));
-      },
-      py::arg("chip"), py::arg("features"), py::arg("num_threads"), py::arg("codegen"),
-      py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
-      py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
-      py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
-      py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
-      py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
-      py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
-      py::arg("sync_masked_loops") = true, py::arg("tma_only") = false);
+      [](const py::kwargs &fields) { return tessel::codeOptionsKey(targetOptions(fields)); },
+      "The canonical string of the code-changing target options, from GpuOptions' fields as "
+      "keyword arguments (the toolkit is not in it).");
   m.def("sha256", [](py::bytes data) { return tessel::runtime::sha256Hex(std::string(data)); });
 
   builder.def(
       "compile_gpu",
-      [](KernelBuilder &kb, const std::string &chip, const std::string &features,
-         unsigned numThreads, const std::string &toolkit, const std::string &codegen,
-         bool passTiming, bool wgmmaOverlap, unsigned numStages, bool wgmmaAsyncDots,
-         bool occupancyHints, bool sinkWaits, bool warpSpecialize, bool overlapConsumers,
-         bool pingpong, bool producerOnce, bool tmaProducer, bool vectorStores, bool pipelineTiles,
-         bool lateP, bool fp8Overlap, bool fuseMaskedLoops, bool syncMaskedLoops, bool tmaOnly) {
+      [](KernelBuilder &kb, bool passTiming, const py::kwargs &fields) {
+        tessel::TargetOptions options = targetOptions(fields);
         GpuCompileResult r;
         {
           py::gil_scoped_release release;
-          r = kb.compileForGpu(targetOptions(chip, features, numThreads, toolkit, codegen,
-                                             wgmmaOverlap, numStages, wgmmaAsyncDots,
-                                             occupancyHints, sinkWaits, warpSpecialize,
-                                             overlapConsumers, pingpong, producerOnce, tmaProducer,
-                                             vectorStores, pipelineTiles, lateP, fp8Overlap,
-                                             fuseMaskedLoops, syncMaskedLoops, tmaOnly),
-                               passTiming);
+          r = kb.compileForGpu(options, passTiming);
         }
         py::dict out;
         py::list diags;
@@ -230,17 +216,10 @@ void tessel::python::bindCache(py::module &m, py::class_<KernelBuilder> &builder
         out["kernels"] = kernels;
         return out;
       },
-      py::arg("chip"), py::arg("features") = "+ptx80", py::arg("num_threads") = 128,
-      py::arg("toolkit") = "", py::arg("codegen") = "reference", py::arg("pass_timing") = false,
-      py::arg("wgmma_overlap") = false, py::arg("num_stages") = 2,
-      py::arg("wgmma_async_dots") = false, py::arg("occupancy_hints") = true,
-      py::arg("sink_waits") = true, py::arg("warp_specialize") = true,
-      py::arg("overlap_consumers") = true, py::arg("pingpong") = true,
-      py::arg("producer_once") = false, py::arg("tma_producer") = true,
-      py::arg("vector_stores") = true, py::arg("pipeline_tiles") = false, py::arg("late_p") = false,
-      py::arg("fp8_overlap") = false, py::arg("fuse_masked_loops") = false,
-      py::arg("sync_masked_loops") = true, py::arg("tma_only") = false,
-      "Compiles the module to PTX and a cubin: a dict with ok, diagnostics, ptx, cubin, "
+      py::arg("pass_timing") = false,
+      "Compiles the module to PTX and a cubin with the target options given as GpuOptions' fields "
+      "(keyword arguments; the others at TargetOptions' defaults): a dict with ok, diagnostics, "
+      "ptx, cubin, "
       "ptxas_log, kernels, timings ([(step, seconds)] of the C++ compile) and pass_timing "
       "(MLIR's pass timing report when pass_timing=True).");
 

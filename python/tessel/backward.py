@@ -370,9 +370,12 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         with torch.cuda.stream(side):
             dq_program()
     if keyrows and B * H and Nk:
+        from .attention import _chip_for_blocks
+        chip = _chip_for_blocks(q) if gpu.is_torch_tensor(q) else None   # None: interpreter
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
-            attention_bwd_dkdv_keyrows[fold_grid(-(-Nk // BN), B * H)](
+            program = _keyrows_program(chip, D, part, cx, dq32 is not None)
+            program[fold_grid(-(-Nk // BN), B * H)](
                 q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
                 dk.shape[1], scale, **cx, **({"PART": part} if part else {}),
                 **({} if dq32 is None else {"FUSED_DQ": 1}))
@@ -383,6 +386,30 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         dq_program()
     else:
         main.wait_stream(side)
+
+
+# (chip, head dim, PART, CAUSAL) whose key-rows program spills with the scale fold and without
+# it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no mods: sm_90a d128 340–392
+# bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the CompileOptions switches the
+# search ends with besides the generic scale. Compiled so at once — generic (do_not_specialize)
+# and unsearched (spill_fallbacks off) — they are the search's PTX and cubin, the first call
+# one to two compiles shorter (docs/dev/cold-compile.md). test_spills.py checks each entry.
+NO_SPILL_SEARCH = {("sm_90a", 128, 0, False): {"vector_stores": False},
+                   ("sm_90a", 128, 0, True): {},
+                   ("sm_90a", 256, 2, False): {}, ("sm_90a", 256, 2, True): {},
+                   ("sm_80", 128, 0, False): {}, ("sm_80", 128, 0, True): {}}
+
+
+def _keyrows_program(chip, D, part, cx, fused_dq):
+    """attention_bwd_dkdv_keyrows for `chip`, or its generic unsearched variant where
+    NO_SPILL_SEARCH says where the search would end (as measured: no score_mod, mask_mod or
+    FUSED_DQ)."""
+    if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
+        given_up = NO_SPILL_SEARCH.get((chip, D, part, bool(cx["CAUSAL"])))
+        if given_up is not None:
+            return attention_bwd_dkdv_keyrows.with_options(
+                do_not_specialize=("scale",), spill_fallbacks=False, **given_up)
+    return attention_bwd_dkdv_keyrows
 
 
 # device -> the torch stream the dQ program runs on beside the dK/dV program (CONCURRENT_DQ).

@@ -62,8 +62,8 @@ class GpuOptions:
             other than 2, 3 or 4.
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
-            tma_only, vector_stores, pipeline_tiles, late_p, fp8_overlap, fuse_masked_loops
-            or sync_masked_loops that is not a bool.
+            tma_only, vector_stores, pipeline_tiles, late_p, fp8_overlap, fuse_masked_loops,
+            sync_masked_loops or spill_fallbacks that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -177,6 +177,12 @@ class GpuOptions:
     #: quarter less code at d128 128×128, first call 1.07–1.18 → 0.84–0.88 s here, as fast on
     #: an H100 (docs/bench/2026-12-05-h100-sync-masked-loops.md). On; off to compare.
     sync_masked_loops: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: Where ptxas spills, compile again with the register-hungry switches given up in turn
+    #: (the TMA producer, the scale fold, the vector stores, the overlap) and given back where
+    #: they were not needed; ``manifest["given_up"]`` says what went. On by default; off for a
+    #: kernel that spills whatever is given up, whose searches would be compiles spent (the
+    #: d128 backward's key-rows program: backward.NO_SPILL_SEARCH).
+    spill_fallbacks: bool = dataclasses.field(default=True, metadata={"code": True})
     #: The CUDA toolkit whose ptxas makes cubins; empty for $CUDA_HOME or /usr/local/cuda.
     #: Not in the key as a path: ptxas' version is, so moving the toolkit does not invalidate
     #: the cache and swapping it for another release does.
@@ -191,7 +197,7 @@ class GpuOptions:
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
-                     "fp8_overlap", "fuse_masked_loops", "sync_masked_loops"):
+                     "fp8_overlap", "fuse_masked_loops", "sync_masked_loops", "spill_fallbacks"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
@@ -208,7 +214,8 @@ def code_fields(record):
             raise TypeError(f"{type(record).__name__}.{f.name} does not say whether it changes "
                             "code: give it metadata={'code': True|False}")
         if f.metadata["code"]:
-            out[f.name] = getattr(record, f.name)
+            value = getattr(record, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value   # as JSON has it
     return out
 
 
@@ -308,22 +315,19 @@ def sha256_text(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def target_fields(gpu):
+    """GpuOptions `gpu` as the C++ compile's keyword arguments (every field, num_threads an
+    int)."""
+    return dict(dataclasses.asdict(gpu), num_threads=int(gpu.num_threads))
+
+
 def ingredients(kernel, gpu):
     """The key's ingredients for CompiledKernel `kernel` compiled with GpuOptions `gpu`."""
     from . import _tessel
     options = {f"compile.{k}": v for k, v in code_fields(kernel.options).items()}
     # The chip is an ingredient of its own.
     options.update({f"gpu.{k}": v for k, v in code_fields(gpu).items() if k != "chip"})
-    options["target"] = _tessel.target_options_key(gpu.chip, gpu.features, int(gpu.num_threads),
-                                                    gpu.codegen, gpu.wgmma_overlap,
-                                                    gpu.num_stages, gpu.wgmma_async_dots,
-                                                    gpu.occupancy_hints, gpu.sink_waits,
-                                                    gpu.warp_specialize, gpu.overlap_consumers,
-                                                    gpu.pingpong, gpu.producer_once,
-                                                    gpu.tma_producer, gpu.vector_stores,
-                                                    gpu.pipeline_tiles, gpu.late_p,
-                                                    gpu.fp8_overlap, gpu.fuse_masked_loops,
-                                                    gpu.sync_masked_loops, gpu.tma_only)
+    options["target"] = _tessel.target_options_key(**target_fields(gpu))
     return {
         "kernel": kernel.name,
         "tile_ir": sha256_text(kernel.asm["tile"]),
@@ -564,15 +568,7 @@ def get_binary(kernel, gpu=None, directory=None):
 
 def _compile(kernel, gpu, key, ingr, cache, clock):
     """(GpuBinary, MLIR's pass timing report or ""): compiles and stores in `cache`."""
-    r = kernel._builder.compile_gpu(gpu.chip, gpu.features, int(gpu.num_threads), gpu.toolkit,
-                                    gpu.codegen, timing.enabled(), gpu.wgmma_overlap,
-                                    gpu.num_stages, gpu.wgmma_async_dots,
-                                    gpu.occupancy_hints, gpu.sink_waits,
-                                    gpu.warp_specialize, gpu.overlap_consumers,
-                                    gpu.pingpong, gpu.producer_once, gpu.tma_producer,
-                                    gpu.vector_stores, gpu.pipeline_tiles, gpu.late_p,
-                                    gpu.fp8_overlap, gpu.fuse_masked_loops,
-                                    gpu.sync_masked_loops, gpu.tma_only)
+    r = kernel._builder.compile_gpu(timing.enabled(), **target_fields(gpu))
     clock.add(r.get("timings", []))
     if not r["ok"]:
         errors = [d for d in r["diagnostics"] if d[0] == "error"] or r["diagnostics"]

@@ -46,7 +46,7 @@ WARPS = (1, 2, 4, 8, 16, 32)
 
 # CompileOptions' switches that set the GpuOptions field of the same name where not None.
 _GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "tma_only", "pipeline_tiles",
-                 "late_p", "fp8_overlap")
+                 "late_p", "fp8_overlap", "vector_stores", "spill_fallbacks")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,9 @@ class CompileOptions:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
             num_stages other than 2, 3 or 4.
         TypeError: an occupancy_hints, producer_once, tma_producer, tma_only, pipeline_tiles,
-            late_p or fp8_overlap that is neither None nor a bool.
+            late_p, fp8_overlap, vector_stores or spill_fallbacks that is neither None nor a
+            bool; a do_not_specialize that is
+            not a name or a sequence of names.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -105,6 +107,18 @@ class CompileOptions:
     #: Whether an FP8 kernel's consumers are overlapped too (``GpuOptions.fp8_overlap``); None
     #: keeps GpuOptions' default (off). Keyed as the GpuOptions field it sets.
     fp8_overlap: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether the fast paths store 16-bit accumulator tiles 16 bytes a thread
+    #: (``GpuOptions.vector_stores``); None keeps GpuOptions' default (on). Keyed as the
+    #: GpuOptions field it sets.
+    vector_stores: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether a compile that spills is compiled again with the register-hungry switches given
+    #: up (``GpuOptions.spill_fallbacks``); None keeps GpuOptions' default (on). Keyed as the
+    #: GpuOptions field it sets.
+    spill_fallbacks: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Names of float parameters keyed by their type alone, not by their range (Triton's
+    #: ``do_not_specialize``): no ``tile.moderate`` fold, one kernel for every value. For
+    #: kernels where the fold costs more than it gives (it spills). Changes the traced code.
+    do_not_specialize: tuple = dataclasses.field(default=(), metadata={"code": True})
 
     def __post_init__(self):
         if self.backend not in ("auto", "interpreter", "gpu"):
@@ -119,13 +133,19 @@ class CompileOptions:
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be a bool, got {value!r}")
+        names = self.do_not_specialize
+        if isinstance(names, str):
+            names = (names,)
+        if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"do_not_specialize must be parameter names, got {names!r}")
+        object.__setattr__(self, "do_not_specialize", tuple(names))
 
     def gpu_options(self, chip="sm_90a"):
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
         (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
         ``num_stages``, and the switches (``occupancy_hints``, ``producer_once``,
-        ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``) where
-        they are set.
+        ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``,
+        ``vector_stores``, ``spill_fallbacks``) where they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".
@@ -282,6 +302,12 @@ class JITFunction(_tessel.Dispatcher):
         self.signature = inspect.signature(fn)
         self.constexprs = {n for n, p in self.signature.parameters.items()
                            if p.annotation is tl.constexpr or p.annotation == "tl.constexpr"}
+        params = self.signature.parameters
+        for name in self.options.do_not_specialize:
+            if name not in params or name in self.constexprs:
+                raise ValueError(f"{self.__name__}: do_not_specialize names "
+                                 f"{'a constexpr' if name in params else 'no parameter'} "
+                                 f"'{name}' (it takes run-time parameter names)")
         self._source = None
         # with_options variants share the kernel they were made from (its parsed source) and
         # one table of every variant by its CompileOptions.
@@ -434,7 +460,8 @@ class JITFunction(_tessel.Dispatcher):
                 kind, dtype = runtime.classify(name, value)
                 # A float scalar is specialised on its range too: a moderate one (positive,
                 # 2^-64..2^64) lets the kernel fold it without run-time checks.
-                key.append((name, kind, dtype, runtime.float_range(value))
+                key.append((name, kind, dtype, "any" if name in self.options.do_not_specialize
+                            else runtime.float_range(value))
                            if kind == "scalar" and dtype == "f32" else (name, kind, dtype))
                 params.append((name, kind, dtype))
                 runtime_args.append(value)
@@ -573,7 +600,7 @@ def _raise_diagnostics(diags, pos):
     raise CompilationError(message, filename, line, col)
 
 
-def jit(fn=None, *, options=None, num_warps=None, num_stages=None):
+def jit(fn=None, *, options=None, num_warps=None, num_stages=None, do_not_specialize=None):
     """Decorator: makes a function a tessel kernel, or a function kernels call (inlined).
 
     ``@tessel.jit``, ``@tessel.jit(num_warps=4, num_stages=3)`` or
@@ -587,16 +614,19 @@ def jit(fn=None, *, options=None, num_warps=None, num_stages=None):
         num_warps: sets ``CompileOptions.num_warps``: the reference lowering's warps per
             program (the fast paths choose their own from the tile layouts).
         num_stages: sets ``CompileOptions.num_stages``: the fast paths' load ring, 2 to 4.
+        do_not_specialize: sets ``CompileOptions.do_not_specialize``: float parameters keyed
+            by their type alone, not by their range (no scale fold).
 
     Returns:
         JITFunction: the kernel (or a decorator taking the function, when ``fn`` is None).
 
     Raises:
-        ValueError: a bad num_warps or num_stages (as :class:`CompileOptions` raises).
+        ValueError: a bad num_warps or num_stages (as :class:`CompileOptions` raises); a
+            do_not_specialize name that is not a run-time parameter.
     """
     options = options or CompileOptions()
-    launch = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages))
-              if v is not None}
+    launch = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages),
+                                ("do_not_specialize", do_not_specialize)) if v is not None}
     if launch:
         options = dataclasses.replace(options, **launch)
     if fn is None:

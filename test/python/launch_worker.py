@@ -117,6 +117,23 @@ def float_ranges():
 
 
 @scenario
+def unspecialised_floats():
+    """do_not_specialize=("a",): `a` keys by its type alone: one kernel, `b` alone marked
+    tile.moderate."""
+    x, y = T((64,), torch.float32), T((64,), torch.float32)
+    generic = scale_shift.with_options(do_not_specialize=("a",))
+    slow = SlowCounter(generic)
+    out = {}
+    for name, a in (("pos", 2.5), ("neg", -2.5), ("pos_again", 0.5)):
+        r = launch_record(lambda: generic[(1,)](x, y, 64, a, 1.0, BLOCK=64), 5)
+        out[name] = [r["function"], r["launched"], fakecuda.slot_f32(r["slots"][3])]
+    keys = list(generic.cache)
+    return {"calls": out, "slow_calls": slow.n, "keys": [k[3] for k in keys],
+            "moderate_args": [generic.cache[k][0].asm["tile"].count("tile.moderate")
+                              for k in keys]}
+
+
+@scenario
 def binding():
     x, y = T((64,), torch.float32), T((64,), torch.float32)
     slow = SlowCounter(with_defaults)

@@ -168,7 +168,7 @@ def test_split_compile_makes_the_ptx_of_the_named_pipeline(tmp_path):
     # pass). The PTX must be the same, byte for byte.
     q = np.zeros((1, 1, 64, 64), np.float16)
     k = tessel.compile_attention(q, q, q, causal=True, block_m=64, block_n=64)
-    r = k._builder.compile_gpu("sm_90a", "+ptx80", 128, "", "auto")
+    r = k._builder.compile_gpu(chip="sm_90a", codegen="auto")
     assert r["ok"], r["diagnostics"]
     src = tmp_path / "k.mlir"
     src.write_text(k.asm["tile-opt"])

@@ -818,6 +818,68 @@ def test_bad_num_warps_and_num_stages_are_refused(tmp_path):
         module.scale.with_options(warps=4)
 
 
+def test_do_not_specialize_keys_a_float_by_its_type(tmp_path):
+    # Triton's option: `alpha` keys by its type alone, one generic kernel (no tile.moderate)
+    # for every value, and the interpreter runs it with each value.
+    module, _ = load(tmp_path, KERNEL)
+    generic = module.scale.with_options(do_not_specialize=["alpha"])
+    assert generic.options.do_not_specialize == ("alpha",)
+    assert generic is module.scale.with_options(do_not_specialize=("alpha",))
+    x = np.arange(40, dtype=np.float32)
+    y = np.zeros_like(x)
+    for alpha in (2.0, -3.0, 0.0):
+        generic[(2,)](x, y, 40, alpha, BLOCK=32)
+        np.testing.assert_array_equal(y, alpha * x)
+    (key,), (kernel,) = list(generic.cache), list(generic.cache.values())[0]
+    assert key[3] == ("alpha", "scalar", "f32", "any") and len(generic.cache[key]) == 1
+    assert "tile.moderate" not in kernel.asm["tile"]
+    specialised = module.scale.warmup(x, y, 40, 2.0, BLOCK=32)
+    assert "tile.moderate" in specialised.asm["tile"]
+    assert generic.options.digest() != module.scale.options.digest()
+    with pytest.raises(ValueError, match="do_not_specialize names no parameter 'beta'"):
+        module.scale.with_options(do_not_specialize=("beta",))
+    with pytest.raises(ValueError, match="do_not_specialize names a constexpr 'BLOCK'"):
+        tessel.jit(module.scale.fn, do_not_specialize=("BLOCK",))
+    with pytest.raises(TypeError, match="do_not_specialize must be parameter names"):
+        tessel.CompileOptions(do_not_specialize=(3,))
+
+
+def test_every_gpu_option_reaches_the_compile_by_name():
+    # GpuOptions' fields are the C++ compile's keyword arguments (cache.target_fields): a field
+    # the binding does not know is a TypeError, not a switch silently left at its default.
+    from tessel import _tessel
+    fields = cache.target_fields(cache.GpuOptions(chip="sm_80", spill_fallbacks=False))
+    assert _tessel.target_options_key(**fields).startswith("chip=sm_80;")
+    with pytest.raises(TypeError, match="unknown GPU compile option 'bogus'"):
+        _tessel.target_options_key(**fields, bogus=True)
+
+
+def test_spill_fallbacks_switch_keeps_the_first_compile(cache_dir):
+    # The d128 64x64 backward key-rows program spills with the scale fold; the search compiles
+    # it again generic. With spill_fallbacks off, the first compile (the fold, its spill) is
+    # the result: nothing given up, no second compile, a key of its own.
+    from tessel.backward import attention_bwd_dkdv_keyrows
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    x = np.zeros((1, 2, 256, 128), np.float16)
+    row = np.zeros((1, 2, 256), np.float32)
+    cx = dict(D=128, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None)
+    once = attention_bwd_dkdv_keyrows.with_options(spill_fallbacks=False)
+    assert once.options.gpu_options("sm_90a").spill_fallbacks is False
+    k = once.warmup(x, x, x, x, row, row, x, x, x, 256, 256, 2, 2, 2, 0.088, **cx)
+    b = k.binary(once.options.gpu_options("sm_90a"))
+    assert b.manifest["spill_bytes"] > 0 and b.manifest["given_up"] == []
+    assert not [n for n, _ in b.timings if n.startswith("compile again")]
+    assert k.key_ingredients(once.options.gpu_options("sm_90a"))["options"]["target"].endswith(
+        ";no-spill-fallbacks")
+    searched = k.binary(cache.GpuOptions(chip="sm_90a"))
+    assert searched.manifest["given_up"] == ["scale fold"] and searched.ptx != b.ptx
+    with pytest.raises(TypeError, match="spill_fallbacks must be a bool"):
+        cache.GpuOptions(spill_fallbacks=0)
+
+
 def test_num_stages_of_a_kernel_reaches_the_fast_paths(cache_dir):
     from tessel.attention import _prepare, attention_kernel
     q = np.zeros((1, 1, 64, 128), np.float16)

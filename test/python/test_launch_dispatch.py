@@ -78,6 +78,20 @@ def test_float_scalars_key_by_range(runs):
     assert r["slow_calls"] == 4 and r["fast_entries"] == 4
 
 
+def test_floats_left_unspecialised_share_one_kernel(runs):
+    """CompileOptions.do_not_specialize: the float keys by its type alone (Triton's option),
+    so positive and negative values run the one generic kernel with their own values."""
+    r = runs["unspecialised_floats"]
+    calls = r["calls"]
+    assert len({c[0] for c in calls.values()}) == 1 and all(c[1] == 1 for c in calls.values())
+    assert [calls[n][2] for n in ("pos", "neg", "pos_again")] == [2.5, -2.5, 0.5]
+    assert r["keys"] == [["a", "scalar", "f32", "any"]]
+    assert r["moderate_args"] == [1]                # b (1.0) keeps its range, a does not
+    # The C dispatcher still keys the range: the negative value is one more slow call (no
+    # compile), the second positive one is fast.
+    assert r["slow_calls"] == 2
+
+
 def test_positional_keyword_and_default_bindings_are_one_key(runs):
     r = runs["binding"]
     for call in r["calls"]:

@@ -316,6 +316,39 @@ def test_spilling_modules_keep_the_generic_scale(tmp_path):
     assert "compile again (spills: no scale fold)" in [n for n, _ in built[0.088].timings]
 
 
+@pytest.mark.parametrize("entry", sorted(__import__("tessel.backward").backward.NO_SPILL_SEARCH))
+def test_keyrows_programs_that_spill_anyway_compile_once(tmp_path, entry):
+    # backward.NO_SPILL_SEARCH: where the key-rows program spills whatever the spill fallbacks
+    # give up, it is compiled at once as the search would end (generic scale, its switches):
+    # the same PTX and cubin as the searched compile, in one compile. A ptxas that stops
+    # spilling there, or a search that ends elsewhere, fails here: the entry must go.
+    from tessel.backward import _keyrows_program, attention_bwd_dkdv_keyrows
+    chip, D, part, causal = entry
+    x = np.zeros((1, 2, 256, D), np.float16)
+    row = np.zeros((1, 2, 256), np.float32)
+    cx = dict(D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+              **({"PART": part} if part else {}))
+    once = _keyrows_program(chip, D, part, cx, False)
+    assert once is not attention_bwd_dkdv_keyrows
+    assert _keyrows_program(chip, D, part, dict(cx, SCORE_MOD=softcap), False) is \
+        attention_bwd_dkdv_keyrows
+    assert _keyrows_program(chip, D, part, cx, True) is attention_bwd_dkdv_keyrows
+    built = {}
+    for program in (attention_bwd_dkdv_keyrows, once):
+        k = program.warmup(x, x, x, x, row, row, x, x, x, 256, 256, 2, 2, 2, 0.088, **cx)
+        assert ("tile.moderate" in k.asm["tile"]) == (program is attention_bwd_dkdv_keyrows)
+        try:
+            cache.ptxas_version()
+        except tessel.CompilationError as e:
+            pytest.skip(str(e))
+        built[program] = cache.get_binary(k, _gpu(program, chip), directory=str(tmp_path))
+    searched, direct = built[attention_bwd_dkdv_keyrows], built[once]
+    assert "scale fold" in searched.manifest["given_up"]
+    assert direct.manifest["spill_bytes"] == searched.manifest["spill_bytes"] > 0
+    assert (direct.ptx, direct.cubin) == (searched.ptx, searched.cubin)
+    assert not [n for n, _ in direct.timings if n.startswith("compile again")]
+
+
 def _document_kernel():
     """The d128 document mask's persistent block-sparse kernel, which spills until its overlap
     goes (skips without ptxas)."""

@@ -145,6 +145,12 @@ static cl::opt<bool>
             cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
+    noSpillFallbacks("no-spill-fallbacks",
+                     cl::desc("Keep the first compile where ptxas spills, without compiling "
+                              "again with the register-hungry switches given up"),
+                     cl::init(false), cl::cat(tesselcCategory));
+
+static cl::opt<bool>
     noVectorStores("no-vector-stores",
                    cl::desc("16-bit accumulator tiles stored 4 bytes a thread, without the quad "
                             "transpose (no convert-tile-to-mma vector-stores; to compare)"),
@@ -272,6 +278,7 @@ int main(int argc, char **argv) {
   options.tmaProducer = !noTmaProducer;
   options.tmaOnly = tmaOnly;
   options.vectorStores = !noVectorStores;
+  options.spillFallbacks = !noSpillFallbacks;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;
   if (emit == Emit::LLVM && !ptxasReport)

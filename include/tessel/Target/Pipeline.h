@@ -100,6 +100,10 @@ struct TargetOptions {
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;
+  /// Where ptxas spills, compile again with the register-hungry switches given up in turn
+  /// (compileModule; lib/Target/SpillFallbacks.cpp). Off for a kernel known to spill whatever
+  /// is given up (the d128 backward's key-rows program): its first compile is its result.
+  bool spillFallbacks = true;
 };
 
 /// The fields of `options` that change the generated code, as one canonical string
