@@ -388,16 +388,17 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         main.wait_stream(side)
 
 
-# (chip, head dim, PART, CAUSAL) whose key-rows program spills with the scale fold and without
-# it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no mods: sm_90a d128 340–392
-# bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the CompileOptions switches the
-# search ends with besides the generic scale. Compiled so at once — generic (do_not_specialize)
-# and unsearched (spill_fallbacks off) — they are the search's PTX and cubin, the first call
-# one to two compiles shorter (docs/dev/cold-compile.md). test_spills.py checks each entry.
-NO_SPILL_SEARCH = {("sm_90a", 128, 0, False): {"vector_stores": False},
-                   ("sm_90a", 128, 0, True): {},
-                   ("sm_90a", 256, 2, False): {}, ("sm_90a", 256, 2, True): {},
-                   ("sm_80", 128, 0, False): {}, ("sm_80", 128, 0, True): {}}
+# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program spills with the scale
+# fold and without it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no mods: sm_90a
+# d128 340–392 bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the CompileOptions
+# switches the search ends with besides the generic scale. Compiled so at once — generic
+# (do_not_specialize) and unsearched (spill_fallbacks off) — they are the search's PTX and
+# cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md). test_spills.py
+# checks each entry.
+NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {"vector_stores": False},
+                   ("sm_90a", 128, 64, 64, 0, True): {},
+                   ("sm_90a", 256, 64, 64, 2, False): {}, ("sm_90a", 256, 64, 64, 2, True): {},
+                   ("sm_80", 128, 64, 64, 0, False): {}, ("sm_80", 128, 64, 64, 0, True): {}}
 
 
 def _keyrows_program(chip, D, part, cx, fused_dq):
@@ -405,7 +406,8 @@ def _keyrows_program(chip, D, part, cx, fused_dq):
     NO_SPILL_SEARCH says where the search would end (as measured: no score_mod, mask_mod or
     FUSED_DQ)."""
     if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
-        given_up = NO_SPILL_SEARCH.get((chip, D, part, bool(cx["CAUSAL"])))
+        given_up = NO_SPILL_SEARCH.get((chip, D, cx["BLOCK_M"], cx["BLOCK_N"], part,
+                                        bool(cx["CAUSAL"])))
         if given_up is not None:
             return attention_bwd_dkdv_keyrows.with_options(
                 do_not_specialize=("scale",), spill_fallbacks=False, **given_up)

@@ -323,16 +323,18 @@ def test_keyrows_programs_that_spill_anyway_compile_once(tmp_path, entry):
     # the same PTX and cubin as the searched compile, in one compile. A ptxas that stops
     # spilling there, or a search that ends elsewhere, fails here: the entry must go.
     from tessel.backward import _keyrows_program, attention_bwd_dkdv_keyrows
-    chip, D, part, causal = entry
+    chip, D, bm, bn, part, causal = entry
     x = np.zeros((1, 2, 256, D), np.float16)
     row = np.zeros((1, 2, 256), np.float32)
-    cx = dict(D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+    cx = dict(D=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
               **({"PART": part} if part else {}))
     once = _keyrows_program(chip, D, part, cx, False)
     assert once is not attention_bwd_dkdv_keyrows
     assert _keyrows_program(chip, D, part, dict(cx, SCORE_MOD=softcap), False) is \
         attention_bwd_dkdv_keyrows
     assert _keyrows_program(chip, D, part, cx, True) is attention_bwd_dkdv_keyrows
+    assert _keyrows_program(chip, D, part, dict(cx, BLOCK_M=32), False) is \
+        attention_bwd_dkdv_keyrows                 # other blocks: not measured, searched
     built = {}
     for program in (attention_bwd_dkdv_keyrows, once):
         k = program.warmup(x, x, x, x, row, row, x, x, x, 256, 256, 2, 2, 2, 0.088, **cx)
