@@ -325,7 +325,12 @@ def zeros_scratch(like, n):
     return gpu.scratch_f32(_zero_buffers, like, n, zeros=True)
 
 
-def delta_cuda(o, do, dlse):
+def _launch(program, grid, *args, **constexprs):
+    """How _run and delta_cuda launch a program (_compile_programs passes one that traces)."""
+    program[grid](*args, **constexprs)
+
+
+def delta_cuda(o, do, dlse, launch=_launch):
     """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (in layouts.row_layout's
     layouts) and float32 dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
     `(o.float() * do.float()).sum(-1) - dlse` wrote and read two float32 copies (0.37 ms at
@@ -335,31 +340,33 @@ def delta_cuda(o, do, dlse):
     delta = torch.empty((B, H, Nq), dtype=torch.float32, device=o.device)
     if B * H and Nq:
         bm = delta_block(D)
-        attention_bwd_delta[fold_grid(-(-Nq // bm), B * H)](
-            o, do, dlse, delta, Nq, H, D=D, BLOCK_M=bm, **layout_constexprs(O=o, DO=do))
+        launch(attention_bwd_delta, fold_grid(-(-Nq // bm), B * H),
+               o, do, dlse, delta, Nq, H, D=D, BLOCK_M=bm, **layout_constexprs(O=o, DO=do))
     return delta
 
 
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
-         delta_ready=False, dq_cx=None, side=None, dq32=None):
+         delta_ready=False, dq_cx=None, side=None, dq32=None, launch=_launch, chip=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
     fast paths' form); under GQA its dk and dv then have one head per query head (H), which the
     caller sums over each group. With `delta_ready`, `delta` holds Δ already. `dq_cx`: the dQ
     program's constexprs where its blocks differ from the others' (default `cx`). `side`: a
     torch CUDA stream on which the dQ program runs beside the dK/dV program (CONCURRENT_DQ).
     `dq32`: a zeroed float32 buffer of q's shape into which the key-rows program adds dQ
-    (FUSED_DQ_DIMS; keyrows only): no dQ program, `dq` unused."""
+    (FUSED_DQ_DIMS; keyrows only): no dQ program, `dq` unused. `launch(program, grid, *args,
+    **constexprs)` launches each program (_compile_programs traces them instead). `chip`: the
+    GPU's (NO_SPILL_SEARCH's key-rows variants), None on the interpreter."""
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
     dq_cx = dq_cx or cx
     if B * H and Nq and not delta_ready:
-        attention_bwd_delta[fold_grid(-(-Nq // BM), B * H)](o, do, dlse, delta, Nq, H, D=D,
-                                                             BLOCK_M=BM)
+        launch(attention_bwd_delta, fold_grid(-(-Nq // BM), B * H), o, do, dlse, delta, Nq, H,
+               D=D, BLOCK_M=BM)
 
     def dq_program():
         if B * H and Nq and dq32 is None:
-            attention_bwd_dq[fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H)](
-                q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
+            launch(attention_bwd_dq, fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H),
+                   q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
     if side is not None:
         # The side stream starts after Δ and the inputs; the caller's stream goes on after
         # both programs. Every tensor is the caller stream's, which waits for the side stream
@@ -370,18 +377,16 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         with torch.cuda.stream(side):
             dq_program()
     if keyrows and B * H and Nk:
-        from .attention import _chip_for_blocks
-        chip = _chip_for_blocks(q) if gpu.is_torch_tensor(q) else None   # None: interpreter
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
-            program = _keyrows_program(chip, D, part, cx, dq32 is not None)
-            program[fold_grid(-(-Nk // BN), B * H)](
-                q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
-                dk.shape[1], scale, **cx, **({"PART": part} if part else {}),
-                **({} if dq32 is None else {"FUSED_DQ": 1}))
+            launch(_keyrows_program(chip, D, part, cx, dq32 is not None),
+                   fold_grid(-(-Nk // BN), B * H),
+                   q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
+                   dk.shape[1], scale, **cx, **({"PART": part} if part else {}),
+                   **({} if dq32 is None else {"FUSED_DQ": 1}))
     elif B * Hkv and Nk:
-        attention_bwd_dkdv[fold_grid(-(-Nk // BN), B * Hkv)](q, k, v, do, lse, delta, dk, dv, Nq,
-                                                              Nk, H, Hkv, scale, **cx)
+        launch(attention_bwd_dkdv, fold_grid(-(-Nk // BN), B * Hkv), q, k, v, do, lse, delta, dk,
+               dv, Nq, Nk, H, Hkv, scale, **cx)
     if side is None:
         dq_program()
     else:
@@ -664,7 +669,6 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         delta = torch.empty_like(lse)
         _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
         return dq, dk, dv
-    delta = delta_cuda(o, do, dlse)
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
     dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
     side = _side_stream(q.device) if CONCURRENT_DQ else None
@@ -673,14 +677,55 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     if kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and _fused_dq(q, D, deterministic):
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         side = None
-    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
-         keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32)
+
+    from .attention import _chip_for_blocks
+    chip = _chip_for_blocks(q)
+
+    def programs(launch, side=side):
+        delta = delta_cuda(o, do, dlse, launch=launch)
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
+             keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32, launch=launch,
+             chip=chip)
+    _compile_programs(chip, programs, (q.dtype, kr_cx, dq_cx, dq32 is None,
+                                       layout_constexprs(O=o, DO=do)))
+    programs(_launch)
     if dq32 is not None:
         dq.copy_(dq32)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
         torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
     return dq, dk, dv
+
+
+# Keys of the backward calls whose programs are compiled (_compile_programs): (chip, dtype and
+# the programs' constexprs), never the shapes.
+_compiled = set()
+
+
+def _compile_programs(chip, programs, signature):
+    """Before the first call of a backward `signature` on `chip`: traces the programs that
+    `programs(launch)` launches (without launching them) and compiles their binaries side by
+    side (cache.get_binaries; each compile lets the GIL go), so that a first backward call
+    costs its slowest program's compile instead of the sum of the three (Δ, dQ, key-rows).
+    Later calls of the signature do nothing here."""
+    key = (chip, _hashable(signature))
+    if key in _compiled:
+        return
+    traced = []
+    programs(lambda program, grid, *args, **cx: traced.append(
+        (program.warmup(*args, **cx), program.options.gpu_options(chip))), side=None)
+    from . import cache
+    cache.get_binaries(traced)
+    _compiled.add(key)
+
+
+def _hashable(x):
+    """x with its dicts as sorted item tuples (a key of constexprs)."""
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    if isinstance(x, (tuple, list)):
+        return tuple(_hashable(v) for v in x)
+    return x
 
 
 # Head dims whose sm_90a backward adds dQ up in the key-rows dK/dV program (FUSED_DQ: dQᵀ =

@@ -25,6 +25,7 @@ verified on load, written atomically), then a compile whose result is stored in 
 ``TESSEL_CACHE_EXPLAIN=1`` prints on every miss which ingredient differs from the nearest entry
 of the same kernel.
 """
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -564,6 +565,28 @@ def get_binary(kernel, gpu=None, directory=None):
     with _memory_lock:
         _memory[key] = binary
     return binary
+
+
+def compile_threads():
+    """How many compiles tessel runs at once: TESSEL_COMPILE_THREADS, else the hardware
+    threads, at most 8 (what the C++ compiles ahead take: lib/Target/CompilesAhead.cpp)."""
+    try:
+        return max(1, int(os.environ["TESSEL_COMPILE_THREADS"]))
+    except (KeyError, ValueError):
+        return max(1, min(os.cpu_count() or 1, 8))
+
+
+def get_binaries(pairs):
+    """The GpuBinaries of [(CompiledKernel, GpuOptions)], in order, compiled side by side on up
+    to compile_threads() threads: the compile lets the GIL go, so a group of kernels needed at
+    once (the backward's programs) waits for its slowest compile, not for their sum. The first
+    error is raised, as get_binary raises it."""
+    pairs = list(pairs)
+    threads = min(len(pairs), compile_threads())
+    if threads <= 1:
+        return [get_binary(k, g) for k, g in pairs]
+    with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="tessel-compile") as pool:
+        return list(pool.map(lambda pair: get_binary(*pair), pairs))
 
 
 def _compile(kernel, gpu, key, ingr, cache, clock):

@@ -404,3 +404,46 @@ def test_fast_backward_route_is_chosen_by_dtype_head_dim_and_blocks():
         assert route(dtype, 64, block_m=32) is None
         assert route(dtype, 96) is None
     assert route(torch.float32, 64) is None
+
+
+def test_backward_programs_compile_side_by_side(tmp_path, monkeypatch):
+    """Before a backward signature's first call, _compile_programs traces the programs the
+    call launches (Δ, dQ, key-rows; nothing runs) and compiles their binaries side by side
+    (cache.get_binaries): the binaries a sequential compile makes, in memory for the launches,
+    and a second call of the signature compiles nothing. Needs ptxas, not a GPU."""
+    from tessel import backward, cache
+    from tessel.backward import FAST_DQ_BLOCKS_SM90, _config, _run, _with_blocks
+    try:
+        cache.ptxas_version()
+    except tessel.CompilationError as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "parallel"))
+    monkeypatch.setenv("TESSEL_COMPILE_THREADS", "3")
+    monkeypatch.setattr(backward, "_compiled", set())
+    x = np.zeros((1, 2, 256, 128), np.float16)
+    row = np.zeros((1, 2, 256), np.float32)
+    shapes, scale, cx = _config(x, x, x, True, None, None, None, False, 64, 64)
+    dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90[128])
+    calls, compiled = [], []
+    real = cache.get_binaries
+    monkeypatch.setattr(cache, "get_binaries",
+                        lambda pairs: compiled.extend(pairs) or real(pairs))
+
+    def programs(launch, side=None):
+        calls.append(side)
+        _run(x, x, x, x, row, x, row, row, x, x, x, shapes, scale, cx, keyrows=True,
+             dq_cx=dq_cx, launch=launch, chip="sm_90a")
+    for _ in range(2):
+        backward._compile_programs("sm_90a", programs, ("f16", cx, dq_cx))
+    assert calls == [None] and len(compiled) == 3
+    names = [k.name for k, _ in compiled]
+    assert names == ["attention_bwd_delta", "attention_bwd_dkdv_keyrows", "attention_bwd_dq"]
+    keyrows, options = compiled[1]
+    assert not options.spill_fallbacks and "tile.moderate" not in keyrows.asm["tile"]
+    parallel = [k.binary(g) for k, g in compiled]
+    assert [b.source for b in parallel] == ["memory"] * 3
+    cache.forget_memory()
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "sequential"))
+    for (k, g), b in zip(compiled, parallel):
+        again = cache.get_binary(k, g)
+        assert again.source == "compiled" and (again.ptx, again.cubin) == (b.ptx, b.cubin)

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Cold compile of the backward's programs (Δ, key-rows dK/dV, dQ) for sm_90a, as a first CUDA
+backward call compiles them (backward._compile_programs), in fresh processes with an empty
+cache directory.
+
+    python3 scripts/bench_backward_compile.py [--runs 3] [--dims 128] [--threads 1,0]
+        [--build build]
+
+Each run is a new interpreter that traces the programs with numpy fp16 stand-ins (the fast
+paths' blocks, the dQ program's own on sm_90a) and compiles them with
+TESSEL_COMPILE_THREADS=N (0: the default, the hardware threads up to 8). Prints the minimum
+and median seconds per head dim, causal or not, and thread count. Needs ptxas, not a GPU.
+"""
+import argparse
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+CHILD = r'''
+import sys, time
+import numpy as np
+from tessel import backward
+from tessel.backward import (FAST_BACKWARD_BLOCKS, FAST_DQ_BLOCKS_SM90, _config, _run,
+                             _with_blocks)
+D, causal = int(sys.argv[1]), sys.argv[2] == "causal"
+x = np.zeros((1, 2, 256, D), np.float16)
+row = np.zeros((1, 2, 256), np.float32)
+shapes, scale, cx = _config(x, x, x, causal, None, None, None, False, *FAST_BACKWARD_BLOCKS[D])
+dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(D))
+
+
+def programs(launch, side=None):
+    _run(x, x, x, x, row, x, row, row, x, x, x, shapes, scale, cx, keyrows=True, dq_cx=dq_cx,
+         launch=launch, chip="sm_90a")
+t = time.perf_counter()
+backward._compile_programs("sm_90a", programs, ("f16", cx, dq_cx))
+print(f"RESULT {time.perf_counter() - t:.6f}")
+'''
+
+
+def one_run(build, dim, kind, threads):
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = dict(os.environ, PYTHONPATH=str(build / "python"), TESSEL_CACHE_DIR=cache_dir)
+        env.pop("TESSEL_COMPILE_THREADS", None)
+        if threads:
+            env["TESSEL_COMPILE_THREADS"] = str(threads)
+        r = subprocess.run([sys.executable, "-c", CHILD, str(dim), kind], capture_output=True,
+                           text=True, env=env, timeout=600)
+    if r.returncode:
+        sys.exit(f"run failed:\n{r.stderr}")
+    return float(r.stdout.split("RESULT ")[1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dims", default="128")
+    ap.add_argument("--threads", default="1,0")
+    ap.add_argument("--build", type=pathlib.Path, default=ROOT / "build")
+    args = ap.parse_args()
+    for dim in (int(d) for d in args.dims.split(",")):
+        for kind in ("full", "causal"):
+            for threads in (int(t) for t in args.threads.split(",")):
+                times = [one_run(args.build, dim, kind, threads) for _ in range(args.runs)]
+                print(f"d{dim} {kind:6s} threads={threads or 'default'}: "
+                      f"min {min(times):.2f} s, median {statistics.median(times):.2f} s")
+
+
+if __name__ == "__main__":
+    main()
