@@ -720,7 +720,10 @@ def _compile_programs(chip, programs, signature):
 
 
 def _hashable(x):
-    """x with its dicts as sorted item tuples (a key of constexprs)."""
+    """x with its dicts as sorted item tuples (a key of constexprs), and mods without the
+    function they were bound to (which may hold tensors: the key must not keep them alive)."""
+    if getattr(x, "user_fn", None) is not None:
+        return x.bound_to(None)
     if isinstance(x, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
     if isinstance(x, (tuple, list)):

@@ -19,8 +19,8 @@ import numpy as np
 
 from . import gpu
 from . import language as tl
-from .backward import (delta_cuda, dq_query_block, keyrows_key_block, log2_scores, masked,
-                       zeros_scratch)
+from .backward import (_compile_programs, _launch, delta_cuda, dq_query_block,
+                       keyrows_key_block, log2_scores, masked, zeros_scratch)
 from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
@@ -202,9 +202,11 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
     tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
 
 
-def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, block_m, block_n):
+def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, block_m, block_n,
+        launch=_launch):
     """Both programs over block mask `bm` (Δ given). dk and dv have H heads under GQA (one per
-    query head, for the caller to sum) or Hkv; arrays or CUDA tensors alike."""
+    query head, for the caller to sum) or Hkv; arrays or CUDA tensors alike. `launch`: as
+    backward._run's."""
     from .attention import _as_jit
     B, H, Nq, D = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
@@ -215,12 +217,12 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
     cx = dict(D=D, BLOCK_M=block_m, BLOCK_N=block_n, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
               SCORE_MOD=_as_jit(score_mod, "score_mod"), MASK_MOD=_as_jit(mask_mod, "mask_mod"))
     if B * H and Nq and Nk:
-        attention_bwd_dq_sparse[fold_grid(-(-Nq // block_m), B * H)](
+        launch(attention_bwd_dq_sparse, fold_grid(-(-Nq // block_m), B * H),
             q, k, v, do, lse, delta, dq, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
             bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh,
             int(np.prod(bm.kv_num_blocks.shape)), **cx)
         tq = transposed_lists(bm)
-        attention_bwd_dkdv_sparse[fold_grid(-(-Nk // block_n), B * H)](
+        launch(attention_bwd_dkdv_sparse, fold_grid(-(-Nk // block_n), B * H),
             q, k, v, do, lse, delta, dk, dv, tq[0], tq[1], tq[2], tq[3], Nq, Nk, H, Hkv,
             dk.shape[1], scale, nbh * nkb if bm.shape[0] is not None else 0,
             nkb if bm.shape[1] is not None else 0, int(np.prod(tq[0].shape)), **cx)
@@ -228,8 +230,9 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
 
 def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block_n, dlse=None):
     """(dq, dk, dv) over block mask `bm`: numpy arrays (the interpreter; float32 or float16) or
-    CUDA tensors. Δ = rowsum(dO∘O) − dlse first; under GQA the per-query-head dK/dV are summed
-    over each group (deterministic)."""
+    CUDA tensors (the programs compiled side by side before a signature's first call:
+    backward._compile_programs). Δ = rowsum(dO∘O) − dlse first; under GQA the per-query-head
+    dK/dV are summed over each group (deterministic)."""
     B, H, Nq, D = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
     if gpu.is_torch_tensor(q):
@@ -238,25 +241,40 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
         lse = lse.contiguous().float()
         dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
             dlse.float().expand(B, H, Nq).contiguous()
-        delta = delta_cuda(o, do, dlse)
         dq = torch.zeros_like(q)
         dk_h = torch.zeros(B, H, Nk, D, dtype=k.dtype, device=k.device)
         dv_h = torch.zeros_like(dk_h)
-    else:
-        q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
-        lse = np.ascontiguousarray(lse, dtype=np.float32)
-        delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1)
-        if dlse is not None:
-            delta = (delta - dlse).astype(np.float32)
-        dq = np.zeros_like(q)
-        dk_h = np.zeros((B, H, Nk, D), k.dtype)
-        dv_h = np.zeros_like(dk_h)
+
+        def programs(launch, side=None):
+            delta = delta_cuda(o, do, dlse, launch=launch)
+            run(q, k, v, lse, do, delta, dq, dk_h, dv_h, bm, scale, score_mod, mask_mod,
+                block_m, block_n, launch=launch)
+        from .attention import _as_jit, _chip_for_blocks
+        _compile_programs(_chip_for_blocks(q), programs, (
+            "block mask", q.dtype, D, block_m, block_n, bm.BLOCK_M, bm.BLOCK_N,
+            _as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod")))
+        programs(_launch)
+        return _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v)
+    q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
+    lse = np.ascontiguousarray(lse, dtype=np.float32)
+    delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1)
+    if dlse is not None:
+        delta = (delta - dlse).astype(np.float32)
+    dq = np.zeros_like(q)
+    dk_h = np.zeros((B, H, Nk, D), k.dtype)
+    dv_h = np.zeros_like(dk_h)
     run(q, k, v, lse, do, delta, dq, dk_h, dv_h, bm, scale, score_mod, mask_mod, block_m,
         block_n)
+    return _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v)
+
+
+def _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v):
+    """(dq, dk, dv) with the per-query-head dK/dV summed over each GQA group (float32)."""
     if H == Hkv:
         return dq, dk_h, dv_h
+    B, _, Nk, D = dk_h.shape
     group = (B, Hkv, H // Hkv, Nk, D)
-    if gpu.is_torch_tensor(q):
+    if gpu.is_torch_tensor(dq):
         return dq, dk_h.view(group).float().sum(2).to(k.dtype), \
             dv_h.view(group).float().sum(2).to(v.dtype)
     return dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype), \

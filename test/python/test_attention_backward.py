@@ -447,3 +447,25 @@ def test_backward_programs_compile_side_by_side(tmp_path, monkeypatch):
     for (k, g), b in zip(compiled, parallel):
         again = cache.get_binary(k, g)
         assert again.source == "compiled" and (again.ptx, again.cubin) == (b.ptx, b.cubin)
+
+
+def test_backward_compile_keys_hold_no_tensors():
+    """_compile_programs remembers each signature it compiled; a mask_mod's closure over a
+    tensor must not be kept alive by that key (the mod is keyed without its function)."""
+    import gc
+    import weakref
+    from tessel import backward
+    from tessel.attention import _as_jit
+
+    def key_of_a_mask():
+        ids = np.arange(64, dtype=np.int32)
+
+        def same(b, h, q_idx, kv_idx):
+            return ids[q_idx] == ids[kv_idx]
+        mod = _as_jit(same, "mask_mod")
+        assert mod.user_fn is same                   # bound: the kernel reads ids from it
+        return backward._hashable(({"D": 64, "MASK_MOD": mod}, "f16")), weakref.ref(ids)
+    first, ids = key_of_a_mask()
+    gc.collect()
+    assert ids() is None
+    assert hash(first) == hash(key_of_a_mask()[0]) and first == key_of_a_mask()[0]
