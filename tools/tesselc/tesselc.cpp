@@ -21,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -198,6 +199,9 @@ static void printReport(raw_ostream &os, const tessel::CompiledModule &compiled)
   for (const tessel::KernelLaunchInfo &k : compiled.kernels)
     os << "kernel " << k.name << ": block " << k.blockSize[0] << "x" << k.blockSize[1] << "x"
        << k.blockSize[2] << ", " << k.dynamicSharedBytes << " bytes dynamic smem\n";
+  // What the spill fallbacks gave up (the manifest's `given_up` in the JIT).
+  if (!compiled.givenUp.empty())
+    os << "spill fallbacks gave up: " << llvm::join(compiled.givenUp, ", ") << "\n";
 }
 
 int main(int argc, char **argv) {
