@@ -185,9 +185,11 @@ def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
 DIAGONAL_BLOCK_FIRST = True
 
 # Whether non-causal calls without a mask_mod run their last key block first where they may
-# (tail_first; False: EVEN_N or the split, a switch for comparisons; set it before the first
-# call): one kernel for every key length, the key tail masked in the peel only.
-TAIL_BLOCK_FIRST = True
+# (tail_first; False: EVEN_N or the split; set it before the first call): one kernel for every
+# key length, the key tail masked in the peel only — a third less code at ragged lengths, but
+# off: on the H200 (2026-12-05, ab_gpu_options.py --cases dense ragged) the kernels without it
+# ran 1.6–10.5 % faster, whole and ragged lengths alike (docs/dev/cold-compile.md).
+TAIL_BLOCK_FIRST = False
 
 # (head dim, BLOCK_M, BLOCK_N) of the kernels whose overlapped consumers peel the key loop's
 # first iteration, so that a masked block run first is the peel (sm_90a d128 128x128);
