@@ -848,7 +848,7 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         BM, BN = gather_blocks(D)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
     constexprs.update(key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, chip))
-    programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H)
+    programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H, causal)
     if programs:
         tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
         args += (B * H, tiles, starts)

@@ -102,6 +102,10 @@ def tile_block(td, t, n_blocks, CAUSAL: tl.constexpr):
 #: The (chip, BLOCK_M, BLOCK_N) of the kernels that run persistent: the warp-specialized
 #: 128- and 192-row wgmma blocks (one CTA an SM).
 PERSISTENT_BLOCKS = {("sm_90a", 128, 128), ("sm_90a", 192, 128)}
+#: Those that run persistent when causal only: d256's 128x64 (H200, 2026-12-05, two rounds
+#: beside cuDNN: causal +3 to +6 % at 4k keys, +0.5 to +1 % at 16k; non-causal 4 to 8 % slower;
+#: docs/bench/2026-12-05-h200-s31.md).
+PERSISTENT_CAUSAL_BLOCKS = {("sm_90a", 128, 64)}
 #: False runs every kernel one program a tile (to compare).
 PERSISTENT_GPU = True
 
@@ -203,11 +207,12 @@ def greedy_schedule(costs, programs):
     return tiles, starts
 
 
-def persistent_programs(q, chip, BM, BN, tiles):
+def persistent_programs(q, chip, BM, BN, tiles, causal=False):
     """The programs of a persistent launch over `tiles` tiles on q's device (at most one an
-    SM), or 0 where kernels with blocks BM x BN do not run persistent on `chip` (or there is
-    no tile: nothing to launch)."""
-    if not PERSISTENT_GPU or tiles <= 0 or (chip, BM, BN) not in PERSISTENT_BLOCKS:
+    SM), or 0 where kernels with blocks BM x BN do not run persistent on `chip`
+    (PERSISTENT_BLOCKS; PERSISTENT_CAUSAL_BLOCKS where `causal`), or there is no tile."""
+    if not PERSISTENT_GPU or tiles <= 0 or ((chip, BM, BN) not in PERSISTENT_BLOCKS and not (
+            causal and (chip, BM, BN) in PERSISTENT_CAUSAL_BLOCKS)):
         return 0
     from .serving_decode import num_sms
     return min(tiles, num_sms(q))

@@ -56,10 +56,11 @@ def hopper():
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("B,H,Hkv,N", [(4, 16, 16, 2048), (2, 8, 2, 1000), (1, 3, 3, 4000),
                                        (3, 32, 8, 777)])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
     # d128: 128x128 (causal from 2048 keys); d64: 192x128 from 2048 queries and keys (three
-    # consumer warpgroups; 4000 rows end in a tile of 160), else 64x128 one program a tile.
+    # consumer warpgroups; 4000 rows end in a tile of 160), else 64x128 one program a tile;
+    # d256: 128x64, persistent when causal (grid.PERSISTENT_CAUSAL_BLOCKS).
     hopper()
     gen = torch.Generator(device="cuda").manual_seed(N + H + D)
     q = torch.randn(B, H, N, D, device="cuda", generator=gen).to(dtype)
@@ -74,7 +75,7 @@ def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
     torch.testing.assert_close(o, o1, atol=0, rtol=0)
     torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
-    persistent_expected = N >= 2048 or (D == 128 and not causal)
+    persistent_expected = causal if D == 256 else N >= 2048 or (D == 128 and not causal)
     assert kernel.name == ("persistent_attention_kernel" if persistent_expected
                            else "attention_kernel"), kernel.name
 
