@@ -188,7 +188,7 @@ DIAGONAL_BLOCK_FIRST = True
 # (tail_first; False: EVEN_N or the split; set it before the first call): one kernel for every
 # key length, the key tail masked in the peel only — a third less code at ragged lengths, but
 # off: on the H200 (2026-12-05, ab_gpu_options.py --cases dense ragged) the kernels without it
-# ran 1.6–10.5 % faster, whole and ragged lengths alike (docs/dev/cold-compile.md).
+# ran 1.6–10.5 % faster, whole and ragged lengths alike (docs/bench/2026-12-05-h200-s31.md).
 TAIL_BLOCK_FIRST = False
 
 # (head dim, BLOCK_M, BLOCK_N) of the kernels whose overlapped consumers peel the key loop's

@@ -254,6 +254,10 @@ def test_producer_once_policy(monkeypatch):
     assert att.persistent_kernel(2048, 2048, 128, 128, 128, True) is once      # 8.5 blocks a tile
     assert att.persistent_kernel(4096, 4096, 128, 128, 128, True) is plain     # 16.5
     assert att.persistent_kernel(1024, 1024, 256, 128, 64, False) is plain   # d256: spills
+    # d64 blocks of 128 keys are half a d128 block's work: twice as many (32) a tile.
+    assert att.persistent_kernel(4096, 4096, 64, 192, 128, True) is once      # 16.5
+    assert att.persistent_kernel(4096, 4096, 64, 192, 128, False) is once     # 32
+    assert att.persistent_kernel(8192, 8192, 64, 192, 128, True) is plain     # 32.5
     monkeypatch.setattr(grid, "PRODUCER_ONCE_GPU", False)
     assert att.persistent_kernel(1024, 1024, 128, 128, 128, False) is plain
 
@@ -264,7 +268,7 @@ def test_schedule_switches_policy(monkeypatch):
     # for the 192-row kernel; one kernel object per variant, made once.
     att = importlib.import_module("tessel.attention")
     plain, once = persistent_attention_kernel, att._persistent_once
-    assert att.persistent_kernel(4096, 4096, 64, 192, 128, False) is plain
+    assert att.persistent_kernel(8192, 8192, 64, 192, 128, False) is plain
     monkeypatch.setattr(grid, "PIPELINE_TILES_GPU", True)
     piped = att.persistent_kernel(1024, 1024, 128, 128, 128, False)
     assert piped is not once and piped is att.persistent_kernel(2048, 2048, 128, 128, 128, False)
@@ -272,7 +276,7 @@ def test_schedule_switches_policy(monkeypatch):
     assert gpu.producer_once and gpu.pipeline_tiles and not gpu.late_p
     assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain   # long tiles
     monkeypatch.setattr(grid, "LATE_P_GPU", True)
-    late = att.persistent_kernel(4096, 4096, 64, 192, 128, False).options.gpu_options("sm_90a")
+    late = att.persistent_kernel(8192, 8192, 64, 192, 128, False).options.gpu_options("sm_90a")
     assert late.late_p and not late.tma_producer and not late.producer_once
     assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain   # 128 rows
 
