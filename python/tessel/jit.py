@@ -63,8 +63,7 @@ class CompileOptions:
             num_stages other than 2, 3 or 4.
         TypeError: an occupancy_hints, producer_once, tma_producer, tma_only, pipeline_tiles,
             late_p, fp8_overlap, vector_stores or spill_fallbacks that is neither None nor a
-            bool; a do_not_specialize that is
-            not a name or a sequence of names.
+            bool; a do_not_specialize that is not a name or a sequence of names.
     """
 
     #: The pass pipeline run on the tile IR after the front end.

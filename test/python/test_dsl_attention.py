@@ -111,9 +111,10 @@ def test_diagonal_block_first(monkeypatch, Nq, Nk, block, taken, mod):
 def test_tail_block_first(monkeypatch, Nq, Nk, bm, bn, mod):
     # attention.TAIL_BLOCK_FIRST: non-causal rows run their last key block first, masked at
     # the key tail (the overlapped consumers' peel), then the others unmasked, in one loop; at
-    # every key length, whole blocks included (PEELED_BLOCKS: d128 128x128 by default). With
-    # the switch off the same blocks take EVEN_N or the split: another order, so float64 is
-    # the judge.
+    # every key length, whole blocks included (PEELED_BLOCKS: d128 128x128 by default; the
+    # switch is off by default, slower on the H200). With the switch off the same blocks take
+    # EVEN_N or the split: another order, so float64 is the judge.
+    monkeypatch.setattr(importlib.import_module("tessel.attention"), "TAIL_BLOCK_FIRST", True)
     kernel, qkv, args = _block_first(monkeypatch, False, Nq, Nk, bm, bn, mod)
     assert ("TAIL_FIRST", "constexpr", "bool", True) in kernel.specialization
     assert ("EVEN_N", "constexpr", "bool", False) in kernel.specialization
@@ -206,12 +207,14 @@ def distance_128(score, b, h, q_idx, kv_idx):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("mod", ["alibi", "distance"])
 @pytest.mark.parametrize("D", [16, 128])
-def test_affine_biases_are_separated_in_128_row_blocks(causal, mod, D):
+def test_affine_biases_are_separated_in_128_row_blocks(monkeypatch, causal, mod, D):
     """At the GPU's 128-row blocks tile-separate-bias computes an affine bias per row and per
     column (no per-score conversion left in the IR); the interpreter runs that IR and it matches
     float64, output and LSE (whose row part is added back after the loop), with lengths that
     are not a multiple of the block. At D 128 (attention.PEELED_BLOCKS) the key loop runs the
-    diagonal or the last key block first, whose block index is a select: still separated."""
+    diagonal or (TAIL_BLOCK_FIRST on) the last key block first, whose block index is a select:
+    still separated."""
+    monkeypatch.setattr(importlib.import_module("tessel.attention"), "TAIL_BLOCK_FIRST", True)
     score = {"alibi": alibi_128, "distance": distance_128}[mod]
     ref_score = {"alibi": lambda s, b, h, qi, ki: s + float(ALIBI_SLOPES[h]) * (ki - qi),
                  "distance": lambda s, b, h, qi, ki: s - 0.25 * (qi - ki) - (qi + 2 * ki) / 512.0}
