@@ -11,7 +11,7 @@ their derivatives by hand.
 import numpy as np
 import pytest
 
-import dsl_helpers  # noqa: F401  (puts the built package on sys.path)
+import dsl_helpers  # (puts the built package on sys.path; needs_ptxas)
 import tessel
 from tessel.backward import _attention_backward_host
 from tessel import _tessel
@@ -406,6 +406,7 @@ def test_fast_backward_route_is_chosen_by_dtype_head_dim_and_blocks():
     assert route(torch.float32, 64) is None
 
 
+@dsl_helpers.needs_ptxas()
 def test_backward_programs_compile_side_by_side(tmp_path, monkeypatch):
     """Before a backward signature's first call, _compile_programs traces the programs the
     call launches (Δ, dQ, key-rows; nothing runs) and compiles their binaries side by side
@@ -413,10 +414,6 @@ def test_backward_programs_compile_side_by_side(tmp_path, monkeypatch):
     and a second call of the signature compiles nothing. Needs ptxas, not a GPU."""
     from tessel import backward, cache
     from tessel.backward import FAST_DQ_BLOCKS_SM90, _config, _run, _with_blocks
-    try:
-        cache.ptxas_version()
-    except tessel.CompilationError as e:
-        pytest.skip(str(e))
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "parallel"))
     monkeypatch.setenv("TESSEL_COMPILE_THREADS", "3")
     monkeypatch.setattr(backward, "_compiled", set())
