@@ -9,6 +9,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -98,13 +99,21 @@ unsigned CompilesAhead::running() const {
                        [](const std::unique_ptr<Task> &t) { return !t->done; });
 }
 
+/// Whether `task` may still give its compile: not stopped, or stopped only after it ended
+/// with a result (`done` is set after `result`, so reading it then is safe).
+static bool usable(const CompilesAhead::Task &task) {
+  return !task.cancelled || (task.done && task.result);
+}
+
 void CompilesAhead::start(const TargetOptions &options, bool generic, bool force) {
   std::string k = key(options, generic);
   llvm::StringRef bytes = generic ? genericBytecode : bytecode;
   if (bytes.empty() || (!force && running() >= threads))
     return;
+  // A variant stopped for one decision and wanted again by a later one starts anew (the
+  // stopped task is joined at the end).
   for (const std::unique_ptr<Task> &task : tasks)
-    if (task->key == k)
+    if (task->key == k && usable(*task))
       return;
   auto task = std::make_unique<Task>();
   task->key = std::move(k);
@@ -122,8 +131,8 @@ void CompilesAhead::start(const TargetOptions &options, bool generic, bool force
 
 std::optional<CompiledModule> CompilesAhead::take(const TargetOptions &options, bool generic) {
   std::string k = key(options, generic);
-  for (std::unique_ptr<Task> &task : tasks) {
-    if (task->key != k)
+  for (std::unique_ptr<Task> &task : llvm::reverse(tasks)) {
+    if (task->key != k || !usable(*task))
       continue;
     if (task->thread.joinable())
       task->thread.join();

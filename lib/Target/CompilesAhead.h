@@ -34,10 +34,11 @@ public:
   /// Stops what still runs and waits for it.
   ~CompilesAhead();
 
-  /// Starts compiling the variant unless it was started, or all threads are busy and not
-  /// `force`.
+  /// Starts compiling the variant unless it was started (and not stopped since without a
+  /// result), or all threads are busy and not `force`.
   void start(const TargetOptions &options, bool generic, bool force);
-  /// The compile of the variant if it was started and ended cleanly (waits for it to end).
+  /// The compile of the variant if it was started, not stopped, and ended cleanly (waits for
+  /// it to end).
   std::optional<CompiledModule> take(const TargetOptions &options, bool generic);
   /// Stops, at their next step, the started compiles of variants other than `wanted`.
   void keepOnly(llvm::ArrayRef<std::pair<TargetOptions, bool>> wanted);
