@@ -38,7 +38,7 @@ def programs(launch, side=None):
     _run(x, x, x, x, row, x, row, row, x, x, x, shapes, scale, cx, keyrows=True, dq_cx=dq_cx,
          launch=launch, chip="sm_90a")
 t = time.perf_counter()
-backward._compile_programs("sm_90a", programs, ("f16", cx, dq_cx))
+backward._compile_programs("sm_90a", programs, ("f16", tuple(cx.items()), tuple(dq_cx.items())))
 print(f"RESULT {time.perf_counter() - t:.6f}")
 '''
 

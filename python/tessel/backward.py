@@ -656,12 +656,11 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     B, H, Nq, D, Hkv, Nk = shapes
     # Each program's blocks where sm_90a's tables set them apart (asked-for blocks set both).
     dq_cx = kr_cx = cx
-    if fast is not None and block_m is None and block_n is None and \
-            (D in FAST_DQ_BLOCKS_SM90 or D in FAST_KEYROWS_BLOCKS_SM90):
-        from .attention import _chip_for_blocks
-        if _chip_for_blocks(q) == "sm_90a":
-            dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(D))
-            kr_cx = _with_blocks(cx, FAST_KEYROWS_BLOCKS_SM90.get(D))
+    from .attention import _chip_for_blocks
+    chip = _chip_for_blocks(q) if fast is not None else None
+    if chip == "sm_90a" and block_m is None and block_n is None:
+        dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(D))
+        kr_cx = _with_blocks(cx, FAST_KEYROWS_BLOCKS_SM90.get(D))
     dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
     dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (k, v))
@@ -678,16 +677,13 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         side = None
 
-    from .attention import _chip_for_blocks
-    chip = _chip_for_blocks(q)
-
     def programs(launch, side=side):
         delta = delta_cuda(o, do, dlse, launch=launch)
         _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
              keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32, launch=launch,
              chip=chip)
-    _compile_programs(chip, programs, (q.dtype, kr_cx, dq_cx, dq32 is None,
-                                       layout_constexprs(O=o, DO=do)))
+    _compile_programs(chip, programs, (q.dtype, tuple(kr_cx.items()), tuple(dq_cx.items()),
+                                       dq32 is None, tuple(layout_constexprs(O=o, DO=do).items())))
     programs(_launch)
     if dq32 is not None:
         dq.copy_(dq32)
@@ -707,16 +703,17 @@ def _compile_programs(chip, programs, signature):
     `programs(launch)` launches (without launching them) and compiles their binaries side by
     side (cache.get_binaries; each compile lets the GIL go), so that a first backward call
     costs its slowest program's compile instead of the sum of the three (Δ, dQ, key-rows).
-    Later calls of the signature do nothing here."""
-    key = (chip, _hashable(signature))
-    if key in _compiled:
+    Later calls of the signature do nothing here. `signature` is hashable: tuples, mods as
+    they come (a mod compares and hashes without its function); what is kept is _hashable's
+    copy, which holds no function."""
+    if (chip, signature) in _compiled:
         return
     traced = []
     programs(lambda program, grid, *args, **cx: traced.append(
         (program.warmup(*args, **cx), program.options.gpu_options(chip))), side=None)
     from . import cache
     cache.get_binaries(traced)
-    _compiled.add(key)
+    _compiled.add((chip, _hashable(signature)))
 
 
 def _hashable(x):

@@ -431,7 +431,8 @@ def test_backward_programs_compile_side_by_side(tmp_path, monkeypatch):
         _run(x, x, x, x, row, x, row, row, x, x, x, shapes, scale, cx, keyrows=True,
              dq_cx=dq_cx, launch=launch, chip="sm_90a")
     for _ in range(2):
-        backward._compile_programs("sm_90a", programs, ("f16", cx, dq_cx))
+        backward._compile_programs("sm_90a", programs,
+                                   ("f16", tuple(cx.items()), tuple(dq_cx.items())))
     assert calls == [None] and len(compiled) == 3
     names = [k.name for k, _ in compiled]
     assert names == ["attention_bwd_delta", "attention_bwd_dkdv_keyrows", "attention_bwd_dq"]
