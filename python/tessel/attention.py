@@ -159,23 +159,16 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
     return acc, lse
 
 
-# Kernels that keep the key-tail mask whatever the key length, (D, BLOCK_M, BLOCK_N): ptxas
-# (CUDA 13.0) spills sm_90a d256 128x64's lone overlapped key loop, and the spill fallback
-# then gives the overlap up, which the kernel of ragged lengths keeps (0 spill).
-RAGGED_ONLY = {(256, 128, 64)}
-
-
 # Whether calls take the EVEN_N kernels where they may (False: the general kernel whatever
 # the key length, a switch for comparisons; set it before the first call).
 EVEN_KEYS = True
 
 
-def even_keys_allowed(causal, mask_mod, D, block_m, block_n):
+def even_keys_allowed(causal, mask_mod):
     """Whether a call may take the EVEN_N kernel where its key length allows (even_keys): the
     key tail must be its only mask. Kernels with another mask keep their masked copy whatever
     the key length is, and are left as they were."""
-    return EVEN_KEYS and not causal and mask_mod is None and \
-        (D, block_m, block_n) not in RAGGED_ONLY
+    return EVEN_KEYS and not causal and mask_mod is None
 
 
 # Whether causal calls run their diagonal block first where they may (diagonal_first; False:
@@ -230,8 +223,7 @@ def key_loop_constexprs(nq, nk, D, block_m, block_n, causal, mask_mod, chip):
     interpreter)."""
     tail = tail_first(causal, mask_mod, D, block_m, block_n, chip)
     return dict(
-        EVEN_N=not tail and even_keys(nk, block_n, even_keys_allowed(causal, mask_mod, D,
-                                                                     block_m, block_n)),
+        EVEN_N=not tail and even_keys(nk, block_n, even_keys_allowed(causal, mask_mod)),
         DIAGONAL_FIRST=diagonal_first(nq, nk, diagonal_first_allowed(causal, mask_mod, D,
                                                                      block_m, block_n, chip)),
         TAIL_FIRST=tail)
@@ -1000,7 +992,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             # programs (chosen at each call: persistent_kernel).
             chip = _chip_for_blocks(q)
             tail = tail_first(causal, mask_mod, D, consts[1], consts[2], chip)
-            even = not tail and even_keys_allowed(causal, mask_mod, D, consts[1], consts[2])
+            even = not tail and even_keys_allowed(causal, mask_mod)
             diagonal = diagonal_first_allowed(causal, mask_mod, D, consts[1], consts[2], chip)
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
                                   even, diagonal, tail)

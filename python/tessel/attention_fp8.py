@@ -266,7 +266,7 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
                       OUT=tl.bfloat16 if out == "bf16" else tl.float16,
                       QK_DESCALED=not (_is_number(descale_q) and _is_number(descale_k)),
-                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod, D, BM, BN)))
+                      EVEN_N=even_keys(Nk, BN, even_keys_allowed(causal, mask_mod)))
     if Nq and B * H:
         programs = None if host else persistent_programs(q, "sm_90a", BM, BN,
                                                          -(-Nq // BM) * B * H)

@@ -255,8 +255,7 @@ def test_fp8_forward_spills(tmp_path, D, causal, mod):
     ids = np.zeros(8, np.int32)
     BM, BN = f8.FP8_BLOCKS_MODS.get(D, f8.FP8_BLOCKS[D]) if mod else f8.FP8_BLOCKS[D]
     # With whole key blocks too (EVEN_N), where a call takes that kernel.
-    allowed = f8.even_keys_allowed(causal, tessel.jit(window) if mod == "window" else None, D,
-                                   BM, BN)
+    allowed = f8.even_keys_allowed(causal, tessel.jit(window) if mod == "window" else None)
     for even in (False, True)[:1 + allowed]:
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
                   SCORE_MOD=tessel.jit(softcap) if mod == "softcap" else None,
