@@ -189,9 +189,11 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   // Registers: the CTAs an SM holds by their shared memory (228 KiB on sm_90, one reserved per
   // CTA) share its 64K; the producer keeps few (it only copies), the consumers get the rest.
   // A producer that transposes blocks through its registers (FP8 V) keeps 56: a unit's 16
-  // words and their addresses. One that copies rows wider than 256 bytes (d256 fp16) keeps 48:
-  // its chunks' swizzled addresses spilled 12 bytes at 40 in a kernel of one key loop (ptxas,
-  // CUDA 13.0, d256 128×64 with whole key blocks; none at 48 and more).
+  // words and their addresses. One that copies rows wider than 256 bytes (d256 fp16) in a
+  // single loop keeps 48 (ptxas, CUDA 13.0, d256 128×64 with whole key blocks: its chunks'
+  // swizzled addresses spilled 12 bytes at 40, none at 48); beside two loops (the split's
+  // unmasked and masked ones) it keeps 40, where the consumers' 232 are needed (the causal
+  // persistent kernel's consumers spilled 12 bytes at 224).
   bool transposes = false, wideRows = false;
   for (StreamedLoop &l : loops)
     for (UnpipelinedLoad &u : l.loads) {
@@ -201,7 +203,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     }
   bool chooseProducer = producerRegisters == 0;
   if (chooseProducer)
-    producerRegisters = transposes ? 56 : wideRows ? 48 : 40;
+    producerRegisters = transposes ? 56 : wideRows && loops.size() == 1 ? 48 : 40;
   if (consumerRegisters == 0) {
     // Fewer CTAs where more would leave a consumer under 168 registers (what the attention
     // loop of one warpgroup takes without a producer beside it).
