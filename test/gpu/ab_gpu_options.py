@@ -1,6 +1,7 @@
 """A/B of GpuOptions fields on the H200, interleaved by process: tessel alone (do_bench median)
 on dense d128 fp16 (b·n = 16k tokens, h·d = 2048; 1k, 4k, 16k keys, causal and not; the case
-`d64`, asked for, the same at d64; `ragged`, d128 non-causal at 1000, 4000, 16000 keys) and
+`d64` and `d256`, asked for, the same at d64 and d256; `ragged` and `ragged256`, d128 and d256
+non-causal at 1000, 4000, 16000 keys) and
 on bench_block_mask's document, window and ALiBi masks (B4 H16 N8k), once with the fields
 given (`A`) and once with tessel's defaults or `--base`'s fields (`B`), in alternating processes — a GpuOptions override must hold before the first
 launcher is made, and the H200's clocks drift between processes, so one process a
@@ -25,7 +26,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from set_fields import parse_set  # noqa: E402
 
-CASES = ("dense", "masks", "d64", "ragged")
+CASES = ("dense", "masks", "d64", "ragged", "d256", "ragged256")
 
 
 def run_child(mode, options, policy, cases, out):
@@ -52,9 +53,10 @@ def run_child(mode, options, policy, cases, out):
     rows = {}
     # (head dim, lengths, causal cases); `ragged`: d128 at lengths no key block divides.
     sweeps = [(D, (1024, 4096, 16384), (False, True))
-              for D, case in ((128, "dense"), (64, "d64")) if case in cases]
-    if "ragged" in cases:
-        sweeps.append((128, (1000, 4000, 16000), (False,)))
+              for D, case in ((128, "dense"), (64, "d64"), (256, "d256")) if case in cases]
+    for D, case in ((128, "ragged"), (256, "ragged256")):
+        if case in cases:
+            sweeps.append((D, (1000, 4000, 16000), (False,)))
     for D, lengths, causals in sweeps:
         for n in lengths:
             B, H = 16384 // n, 2048 // D

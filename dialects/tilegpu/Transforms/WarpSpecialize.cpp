@@ -189,11 +189,10 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
   // Registers: the CTAs an SM holds by their shared memory (228 KiB on sm_90, one reserved per
   // CTA) share its 64K; the producer keeps few (it only copies), the consumers get the rest.
   // A producer that transposes blocks through its registers (FP8 V) keeps 56: a unit's 16
-  // words and their addresses. One that copies rows wider than 256 bytes (d256 fp16) in a
-  // single loop keeps 48 (ptxas, CUDA 13.0, d256 128×64 with whole key blocks: its chunks'
-  // swizzled addresses spilled 12 bytes at 40, none at 48); beside two loops (the split's
-  // unmasked and masked ones) it keeps 40, where the consumers' 232 are needed (the causal
-  // persistent kernel's consumers spilled 12 bytes at 224).
+  // words and their addresses. One that copies rows wider than 256 bytes (d256 fp16) keeps 48
+  // where there is no tile loop (ptxas, CUDA 13.0, d256 128×64 in one key loop: its chunks'
+  // swizzled addresses spilled 12 bytes at 40, none at 48); a persistent kernel's consumers,
+  // which carry the tile loop, keep their 232 (the causal one spilled 12–24 bytes at 224).
   bool transposes = false, wideRows = false;
   for (StreamedLoop &l : loops)
     for (UnpipelinedLoad &u : l.loads) {
@@ -203,7 +202,7 @@ FailureOr<bool> tessel::tilegpu::warpSpecialize(func::FuncOp program, int64_t pr
     }
   bool chooseProducer = producerRegisters == 0;
   if (chooseProducer)
-    producerRegisters = transposes ? 56 : wideRows && loops.size() == 1 ? 48 : 40;
+    producerRegisters = transposes ? 56 : wideRows && !tileLoop ? 48 : 40;
   if (consumerRegisters == 0) {
     // Fewer CTAs where more would leave a consumer under 168 registers (what the attention
     // loop of one warpgroup takes without a producer beside it).

@@ -103,8 +103,8 @@ func.func @attention_loop(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
 // -----
 
 // d256: rows of 512 bytes. Their chunks' addresses take the producer past 40 registers (ptxas
-// spilled 12 bytes in the one-loop kernel): it keeps 48, then what the consumers leave of the
-// launch's 168 a thread (224 a consumer): 56.
+// spilled 12 bytes in the one-loop kernel): without a tile loop it keeps 48, then what the
+// consumers leave of the launch's 168 a thread (224 a consumer): 56.
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
@@ -150,18 +150,18 @@ func.func @wide_rows(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
 
 // -----
 
-// d256 with two key loops (the split's unmasked and masked ones): the consumers keep 232 (at
-// 224 ptxas spilled in the causal kernel's), the producer 40.
+// d256 in a persistent kernel: its consumers carry the tile loop and keep 232 (at 224 ptxas
+// spilled in the causal kernel's), the producer 40.
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
 !ring = !tilegpu.smem<64x256xf16, stages = 2, swizzle = 128>
 !once = !tilegpu.smem<128x256xf16, stages = 1, swizzle = 128>
 
-// CHECK-LABEL: func.func @wide_rows_two_loops
+// CHECK-LABEL: func.func @wide_rows_persistent
 // CHECK: tilegpu.warp_specialize producer_warps 4 registers 40, 232 consumers {
-func.func @wide_rows_two_loops(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
-                     %vd: !tile.desc<2, f16>, %ub: i32, %ub2: i32) {
+func.func @wide_rows_persistent(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
+                                %vd: !tile.desc<2, f16>, %tiles: i32) {
   %c0 = arith.constant 0 : i32
   %c2 = arith.constant 2 : i32
   %c64 = arith.constant 64 : i32
@@ -169,47 +169,36 @@ func.func @wide_rows_two_loops(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
   %v = tilegpu.alloc {offset = 32768 : i64, stride = 65536 : i64} : !ring
   %q = tilegpu.alloc {offset = 131072 : i64} : !once
   %zero = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
-  %qt = tilegpu.async_copy %qd[%c0, %c0] into %q[%c0] : !tile.desc<2, f16> -> !once
-  %qg = tilegpu.async_commit %qt
-  tilegpu.async_wait %qg {pending = 0 : i32}
-  gpu.barrier
-  %qa = tilegpu.local_load %q[%c0] : !once -> tensor<128x256xf16, #a>
-  scf.for %j = %c0 to %ub step %c64 : i32 {
-    %n = arith.subi %j, %c0 : i32
-    %i = arith.divui %n, %c64 : i32
-    %s = arith.remui %i, %c2 : i32
-    %kt = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
-    %kg = tilegpu.async_commit %kt
-    tilegpu.async_wait %kg {pending = 0 : i32}
-    tilegpu.fence_async_shared
+  %pid = tile.program_id 0 : i32
+  %np = tile.num_programs 0 : i32
+  scf.for %t = %pid to %tiles step %np : i32 {
+    %row = arith.muli %t, %c64 : i32
+    %ub = arith.muli %t, %c64 : i32
     gpu.barrier
-    %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<256x64xf16, #b>
-    %st = tile.dot %qa, %kb, %zero : tensor<128x256xf16, #a>, tensor<256x64xf16, #b> -> tensor<128x64xf32, #mma>
-    %vt = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
-    %vg = tilegpu.async_commit %vt
-    tilegpu.async_wait %vg {pending = 0 : i32}
-    tilegpu.fence_async_shared
+    %qt = tilegpu.async_copy %qd[%row, %c0] into %q[%c0] : !tile.desc<2, f16> -> !once
+    %qg = tilegpu.async_commit %qt
+    tilegpu.async_wait %qg {pending = 0 : i32}
     gpu.barrier
-    %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x256xf16, #b>
-  }
-  scf.for %j = %ub to %ub2 step %c64 : i32 {
-    %n = arith.subi %j, %c0 : i32
-    %i = arith.divui %n, %c64 : i32
-    %s = arith.remui %i, %c2 : i32
-    %kt = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
-    %kg = tilegpu.async_commit %kt
-    tilegpu.async_wait %kg {pending = 0 : i32}
-    tilegpu.fence_async_shared
-    gpu.barrier
-    %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<256x64xf16, #b>
-    %st = tile.dot %qa, %kb, %zero : tensor<128x256xf16, #a>, tensor<256x64xf16, #b> -> tensor<128x64xf32, #mma>
-    %vt = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
-    %vg = tilegpu.async_commit %vt
-    tilegpu.async_wait %vg {pending = 0 : i32}
-    tilegpu.fence_async_shared
-    gpu.barrier
-    %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x256xf16, #b>
-  }
+    %qa = tilegpu.local_load %q[%c0] : !once -> tensor<128x256xf16, #a>
+    scf.for %j = %c0 to %ub step %c64 : i32 {
+      %n = arith.subi %j, %c0 : i32
+      %i = arith.divui %n, %c64 : i32
+      %s = arith.remui %i, %c2 : i32
+      %kt = tilegpu.async_copy %kd[%j, %c0] into %k[%s] : !tile.desc<2, f16> -> !ring
+      %kg = tilegpu.async_commit %kt
+      tilegpu.async_wait %kg {pending = 0 : i32}
+      tilegpu.fence_async_shared
+      gpu.barrier
+      %kb = tilegpu.local_load %k[%s] {transpose} : !ring -> tensor<256x64xf16, #b>
+      %st = tile.dot %qa, %kb, %zero : tensor<128x256xf16, #a>, tensor<256x64xf16, #b> -> tensor<128x64xf32, #mma>
+      %vt = tilegpu.async_copy %vd[%j, %c0] into %v[%s] : !tile.desc<2, f16> -> !ring
+      %vg = tilegpu.async_commit %vt
+      tilegpu.async_wait %vg {pending = 0 : i32}
+      tilegpu.fence_async_shared
+      gpu.barrier
+      %vb = tilegpu.local_load %v[%s] : !ring -> tensor<64x256xf16, #b>
+    }
+  } {tilegpu.tile_loop}
   return
 }
 
