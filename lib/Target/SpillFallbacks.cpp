@@ -113,7 +113,7 @@ struct SpillFallback {
 // A module that spills is compiled again with each switch below given up in turn, in order, and
 // a compile is kept where it spills less; once nothing spills, the switches given up before the
 // last come back one by one, latest first, where the module still compiles without spilling
-// (a document mask needs the overlap given up, not the vector stores dropped before it). The
+// (a gathered relative bias needs the overlap given up, not the scale fold dropped before it). The
 // order is what each is worth against what it costs in registers, the least worth first (H200;
 // docs/bench/2026-12-04-h200-epilogue-tma.md):
 // 0. the next tile's first S issued early (pipeline-tiles, off by default, not yet measured):

@@ -82,10 +82,11 @@ func.func @window(%qstart: i32, %w: i32, %n: i32, %s: tensor<16x32xf32>) -> tens
 
 // -----
 
-// A mask read from memory is not index arithmetic: the loop stays as it is.
+// A mask read from memory is not index arithmetic: the loop stays as it is, marked a masked
+// loop (every block evaluates a mask read from a tensor).
 // CHECK-LABEL: func.func @data_dependent_mask
 // CHECK:       scf.for
-// CHECK-NOT:   tile.block_mask
+// CHECK:       } {tile.block_mask = "mixed"}
 // CHECK-NOT:   scf.for
 func.func @data_dependent_mask(%md: !tile.desc<2, i32>, %n: i32, %s: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %c0 = arith.constant 0 : i32

@@ -24,7 +24,8 @@ namespace tessel::tile {
 
 /// The attribute tile-split-masked-loops sets on the copies of a key loop it makes: "mixed"
 /// (boundary blocks, the mask kept), "all_true" (no mask left) or "residual" (the conjuncts
-/// it could not classify kept); tilegpu-fuse-masked-loops marks the loop it fuses them into
+/// it could not classify kept); and "mixed" on a loop it cannot split whose every block
+/// evaluates its mask; tilegpu-fuse-masked-loops marks the loop it fuses them into
 /// "guarded". Later passes (tilegpu-overlap-consumers) read it.
 inline constexpr llvm::StringLiteral kBlockMaskAttr = "tile.block_mask";
 

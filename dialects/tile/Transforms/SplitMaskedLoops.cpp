@@ -220,6 +220,23 @@ bool firstIterationOnly(Value conjunct, scf::ForOp loop) {
   return notFirst(orOp.getLhs()) || notFirst(orOp.getRhs());
 }
 
+/// Whether `conjunct` reads a tensor element by element in `loop`'s body (a tile.gather or a
+/// block's tile.load among the ops it is computed from there): a mask read from tensors, like
+/// a document mask's ids (a scalar read, such as a prefix length, is not).
+bool readsTensor(Value conjunct, scf::ForOp loop) {
+  SmallVector<Value> work{conjunct};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !loop->isProperAncestor(def) || !seen.insert(def).second)
+      continue;
+    if (isa<GatherOp, LoadOp>(def))
+      return true;
+    llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
 // "arith.cmpi at file:line:col" for a remark.
 std::string describe(Value conjunct) {
   std::string text;
@@ -308,8 +325,15 @@ struct TileSplitMaskedLoopsPass
                  : firstOnly ? "; only the first iteration is masked (a peel of it leaves the "
                                "rest unmasked)"
                              : "; every block runs the whole mask");
-      if (!affine)
+      if (!affine) {
+        // Every block evaluates a mask read from tensors (a document mask in a block-sparse
+        // kernel's partial blocks): a masked loop, which tilegpu-overlap-consumers leaves
+        // synchronous beside an overlapped one — the values it loads, live beside the
+        // overlap's S, O and P, made ptxas spill.
+        if (!firstOnly && llvm::any_of(residual, [&](Value c) { return readsTensor(c, loop); }))
+          loop->setAttr(kBlockMaskAttr, StringAttr::get(loop.getContext(), "mixed"));
         return;
+      }
     }
 
     OpBuilder b(loop);

@@ -95,7 +95,8 @@ int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
          registersOf(m.pvDot.getA(), consumerThreads) + 40;
 }
 
-/// Whether `masked-synchronous` leaves a split's masked loop synchronous: where O takes more
+/// Whether `masked-synchronous` leaves a masked loop (tile.block_mask "mixed": a split's
+/// boundary blocks, or a loop whose every block runs its mask) synchronous: where O takes more
 /// than half the consumers' registers (d256: 128 of 240), ptxas, CUDA 13.0, spills beside the
 /// synchronous copy (4–8 bytes at 128×64), so the loop keeps the overlap.
 bool leaveSynchronous(scf::ForOp loop, ConsumerLoop m, WarpSpecializeOp ws, int64_t threads) {
@@ -316,14 +317,20 @@ FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lat
   int64_t threads = programLayout(program).getWarps() * 32, need = 0, needLate = 0;
   program.walk([&](WarpSpecializeOp op) {
     ws = op;
-    for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>()) {
-      std::optional<ConsumerLoop> m = match(loop, transposedV);
-      // The split's boundary blocks: a pipeline of one or two steps is all peel and drain.
-      if (!m || (maskedSynchronous && leaveSynchronous(loop, *m, ws, threads)))
+    SmallVector<std::pair<ConsumerLoop, bool>> matched;
+    for (auto loop : tileBlock(ws.getConsumers().front()).getOps<scf::ForOp>())
+      if (std::optional<ConsumerLoop> m = match(loop, transposedV))
+        matched.push_back({*m, maskedSynchronous && leaveSynchronous(loop, *m, ws, threads)});
+    // The masked loops (the split's boundary blocks: a pipeline of one or two steps is all
+    // peel and drain; a block-sparse kernel's partial blocks) are left synchronous beside a
+    // loop that keeps the overlap; a kernel of masked loops alone keeps it on them.
+    bool besideOverlapped = llvm::any_of(matched, [](auto &lm) { return !lm.second; });
+    for (auto &[m, synchronous] : matched) {
+      if (synchronous && besideOverlapped)
         continue;
-      need = std::max(need, overlapRegisters(*m, threads));
-      needLate = std::max(needLate, lateOverlapRegisters(*m, threads));
-      loops.push_back(*m);
+      need = std::max(need, overlapRegisters(m, threads));
+      needLate = std::max(needLate, lateOverlapRegisters(m, threads));
+      loops.push_back(m);
     }
   });
   if (loops.empty())
