@@ -26,6 +26,14 @@ DOC = np.repeat(np.arange(4, dtype=np.int32), N // 4)[None, :]
 # 128x64 takes three stages (attention.GPU_STAGES: with two it spilled 12 bytes).
 KNOWN = {}
 
+# (chip, case) -> what the spill fallbacks give up in a dense kernel without mods today (the
+# general key loop's; the others may give up no more). Anything else given up is a kernel that
+# spilled and lost a schedule on the way to 0 bytes, which the spill count alone does not show
+# (the thirty-second session's first d256 register change gave the causal persistent kernel's
+# overlap up so: 7 % slower, 0 bytes). sm_80 d128 128x64's general kernel spills with the
+# scale fold (its EVEN_N kernel keeps it: docs/dev/cold-compile.md).
+GIVEN_UP = {("sm_80", "d128 full"): {"scale fold"}}
+
 
 def document(b, h, q_idx, kv_idx):
     return (DOC[b, q_idx] == DOC[b, kv_idx]) & (q_idx >= kv_idx)
@@ -113,6 +121,7 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
                                  directory=str(tmp_path))
             given_up.append(set(b.manifest.get("given_up", [])))
         assert all(g <= given_up[0] for g in given_up), (BM, BN, given_up)
+        assert given_up[0] <= GIVEN_UP.get((chip, case), set()), (BM, BN, given_up[0])
 
 
 @pytest.mark.parametrize("mod", [None, "softcap"])
