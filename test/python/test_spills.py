@@ -26,13 +26,16 @@ DOC = np.repeat(np.arange(4, dtype=np.int32), N // 4)[None, :]
 # 128x64 takes three stages (attention.GPU_STAGES: with two it spilled 12 bytes).
 KNOWN = {}
 
-# (chip, case) -> what the spill fallbacks give up in a dense kernel without mods today (the
-# general key loop's; the others may give up no more). Anything else given up is a kernel that
+# (chip, case) -> what the spill fallbacks give up in a shipped kernel today (a dense kernel's
+# general key loop; its other key loops may give up no more). Anything else given up is a kernel that
 # spilled and lost a schedule on the way to 0 bytes, which the spill count alone does not show
 # (the thirty-second session's first d256 register change gave the causal persistent kernel's
 # overlap up so: 7 % slower, 0 bytes). sm_80 d128 128x64's general kernel spills with the
 # scale fold (its EVEN_N kernel keeps it: docs/dev/cold-compile.md).
-GIVEN_UP = {("sm_80", "d128 full"): {"scale fold"}}
+GIVEN_UP = {("sm_80", "d128 full"): {"scale fold"},
+            # Block masks (test_block_mask_forward_spills): a window mask with a softcap spills
+            # overlapped in its full blocks' loop too (the tanh's values beside S, O and P).
+            ("sm_90a", "d128 window softcap"): {"overlap-consumers"}}
 
 
 def document(b, h, q_idx, kv_idx):
@@ -194,12 +197,15 @@ def test_block_mask_forward_spills(tmp_path, chip, D, name):
         _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
         if name == "document":
             # Its partial blocks' loop (a mask read from tensors) left synchronous beside the
-            # full blocks' overlapped one: nothing given up, in one compile.
+            # full blocks' overlapped one: the overlap kept, in one compile.
             b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
-            assert not b.manifest.get("given_up"), b.manifest["given_up"]
             assert "wgmma.wait_group.sync.aligned 1" in b.ptx
     else:
-        _check(chip, case, _spills(tmp_path, kernel.warmup(*args, **cx), chip))
+        k = kernel.warmup(*args, **cx)
+        _check(chip, case, _spills(tmp_path, k, chip))
+    b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
+    given_up = set(b.manifest.get("given_up", []))
+    assert given_up <= GIVEN_UP.get((chip, case), set()), given_up
 
 
 SLOPES = np.array([2.0 ** (-8.0 * (i + 1) / 2) for i in range(2)], np.float32)
