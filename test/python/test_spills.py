@@ -27,10 +27,10 @@ DOC = np.repeat(np.arange(4, dtype=np.int32), N // 4)[None, :]
 KNOWN = {}
 
 # (chip, case) -> what the spill fallbacks give up in a shipped kernel today (a dense kernel's
-# general key loop; its other key loops may give up no more). Anything else given up is a kernel that
-# spilled and lost a schedule on the way to 0 bytes, which the spill count alone does not show
-# (the thirty-second session's first d256 register change gave the causal persistent kernel's
-# overlap up so: 7 % slower, 0 bytes). sm_80 d128 128x64's general kernel spills with the
+# general key loop; its other key loops may give up no more). Anything else given up is a
+# kernel that spilled and lost a schedule on the way to 0 bytes, which the spill count alone
+# does not show (the thirty-second session's first d256 register change gave the causal
+# persistent kernel's overlap up so: 7 % slower, 0 bytes). sm_80 d128 128x64's general kernel spills with the
 # scale fold (its EVEN_N kernel keeps it: docs/dev/cold-compile.md).
 GIVEN_UP = {("sm_80", "d128 full"): {"scale fold"},
             # Block masks (test_block_mask_forward_spills): a window mask with a softcap spills
