@@ -195,17 +195,16 @@ def test_block_mask_forward_spills(tmp_path, chip, D, name):
         k = kernel.warmup(*args, **dict(cx, PERSISTENT=True))
         _check(chip, case, _spills(tmp_path, k, chip))
         _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
-        if name == "document":
-            # Its partial blocks' loop (a mask read from tensors) left synchronous beside the
-            # full blocks' overlapped one: the overlap kept, in one compile.
-            b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
-            assert "wgmma.wait_group.sync.aligned 1" in b.ptx
     else:
         k = kernel.warmup(*args, **cx)
         _check(chip, case, _spills(tmp_path, k, chip))
     b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
     given_up = set(b.manifest.get("given_up", []))
     assert given_up <= GIVEN_UP.get((chip, case), set()), given_up
+    if name == "document" and chip == "sm_90a" and (BM, BN) == (128, 128):
+        # Its partial blocks' loop (a mask read from tensors) left synchronous beside the full
+        # blocks' overlapped one: the overlap kept.
+        assert "wgmma.wait_group.sync.aligned 1" in b.ptx
 
 
 SLOPES = np.array([2.0 ** (-8.0 * (i + 1) / 2) for i in range(2)], np.float32)
