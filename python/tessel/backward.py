@@ -164,7 +164,8 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
                                K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                                V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
-                               PART: tl.constexpr = 0, FUSED_DQ: tl.constexpr = 0):
+                               PART: tl.constexpr = 0, FUSED_DQ: tl.constexpr = 0,
+                               EVEN: tl.constexpr = False):
     """dK and dV of one key block for one query head, with the keys as the rows of every tile
     (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
     are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
@@ -175,7 +176,9 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     where the two 64×D float32 accumulators do not fit in registers beside each other
     (SPLIT_KEYROWS). FUSED_DQ: dQ too, added into the float32 dq [B, H, Nq, D] (zeroed by the
     caller) by atomics as dQᵀ = Kᵀ·dSᵀ·scale — dSᵀ as it is, K read transposed — instead of
-    the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise."""
+    the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise. EVEN:
+    nq and nk are multiples of BLOCK_M and BLOCK_N, so no block crosses them and the bounds
+    mask goes (even_blocks)."""
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
@@ -216,7 +219,9 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         # each a thread, which should not be live across the dots.
         lse = tl.load(ld, (i,), shape=(BLOCK_M,))
         lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
-        s = masked(s2, b, h, q_idx, kv_idx, (kv_idx < nk) & (q_idx < nq), CAUSAL, MASK_MOD)
+        inside = tl.full((BLOCK_N, BLOCK_M), True, tl.int1) if EVEN else \
+            (kv_idx < nk) & (q_idx < nq)
+        s = masked(s2, b, h, q_idx, kv_idx, inside, CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[None, :])
         if PART != 2:
             dv_acc += tl.dot(p.to(dot_.dtype), dot_)
@@ -260,9 +265,10 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
-                     DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0):
+                     DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
+                     EVEN: tl.constexpr = False):
     """dQ of one query block: a key-block loop like the forward's; q, k, v and dO in the
-    layouts of layouts.py."""
+    layouts of layouts.py. EVEN: nk is a multiple of BLOCK_N, no key-tail mask (even_blocks)."""
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m      # the longest rows first, as the forward
@@ -286,7 +292,8 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
-        s = masked(s2, b, h, q_idx, kv_idx, kv_idx < nk, CAUSAL, MASK_MOD)
+        inside = tl.full((BLOCK_M, BLOCK_N), True, tl.int1) if EVEN else kv_idx < nk
+        s = masked(s2, b, h, q_idx, kv_idx, inside, CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[:, None])
         dp = tl.dot(dot_, vt.T)
         ds = p * (dp - dlt[:, None])
@@ -345,6 +352,24 @@ def delta_cuda(o, do, dlse, launch=_launch):
     return delta
 
 
+# Whether the key-rows and dQ programs take their EVEN form where the lengths allow (False:
+# always the bounds-masked form, a switch for comparisons; set it before the first call).
+EVEN_BLOCKS = True
+
+
+def even_blocks(shapes, cx, dq_cx):
+    """The EVEN constexpr of the key-rows program ({} or {"EVEN": True}: Nq and Nk multiples
+    of its blocks) and of the dQ program (Nk a multiple of its BLOCK_N): whole blocks only, so
+    the bounds mask is all true and goes, as the forward's EVEN_N — one loop where
+    tile-split-masked-loops made an unmasked and a masked copy. The results are the masked
+    form's, bit for bit."""
+    _, _, Nq, _, _, Nk = shapes
+    if not EVEN_BLOCKS:
+        return {}, {}
+    kr = Nq % cx["BLOCK_M"] == 0 and Nk % cx["BLOCK_N"] == 0
+    return ({"EVEN": True} if kr else {}), ({"EVEN": True} if Nk % dq_cx["BLOCK_N"] == 0 else {})
+
+
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
          delta_ready=False, dq_cx=None, side=None, dq32=None, launch=_launch, chip=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
@@ -359,6 +384,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
     dq_cx = dq_cx or cx
+    kr_even, dq_even = even_blocks(shapes, cx, dq_cx)
     if B * H and Nq and not delta_ready:
         launch(attention_bwd_delta, fold_grid(-(-Nq // BM), B * H), o, do, dlse, delta, Nq, H,
                D=D, BLOCK_M=BM)
@@ -366,7 +392,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     def dq_program():
         if B * H and Nq and dq32 is None:
             launch(attention_bwd_dq, fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H),
-                   q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx)
+                   q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx, **dq_even)
     if side is not None:
         # The side stream starts after Δ and the inputs; the caller's stream goes on after
         # both programs. Every tensor is the caller stream's, which waits for the side stream
@@ -379,11 +405,11 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     if keyrows and B * H and Nk:
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
-            launch(_keyrows_program(chip, D, part, cx, dq32 is not None),
+            launch(_keyrows_program(chip, D, part, dict(cx, **kr_even), dq32 is not None),
                    fold_grid(-(-Nk // BN), B * H),
                    q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
                    dk.shape[1], scale, **cx, **({"PART": part} if part else {}),
-                   **({} if dq32 is None else {"FUSED_DQ": 1}))
+                   **({} if dq32 is None else {"FUSED_DQ": 1}), **kr_even)
     elif B * Hkv and Nk:
         launch(attention_bwd_dkdv, fold_grid(-(-Nk // BN), B * Hkv), q, k, v, do, lse, delta, dk,
                dv, Nq, Nk, H, Hkv, scale, **cx)
@@ -393,26 +419,34 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         main.wait_stream(side)
 
 
-# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program spills with the scale
-# fold and without it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no mods: sm_90a
-# d128 340–392 bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the CompileOptions
-# switches the search ends with besides the generic scale. Compiled so at once — generic
-# (do_not_specialize) and unsearched (spill_fallbacks off) — they are the search's PTX and
-# cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md). test_spills.py
-# checks each entry.
-NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {"vector_stores": False},
-                   ("sm_90a", 128, 64, 64, 0, True): {},
-                   ("sm_90a", 256, 64, 64, 2, False): {}, ("sm_90a", 256, 64, 64, 2, True): {},
-                   ("sm_80", 128, 64, 64, 0, False): {}, ("sm_80", 128, 64, 64, 0, True): {}}
+# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL, EVEN) whose key-rows program spills with
+# the scale fold and without it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no
+# mods: sm_90a d128 340–392 bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the
+# CompileOptions switches the search ends with besides the generic scale. Compiled so at
+# once — generic (do_not_specialize) and unsearched (spill_fallbacks off) — they are the
+# search's PTX and cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md).
+# test_spills.py checks each entry. (d256's dK part with EVEN, non-causal, ends elsewhere: 208
+# bytes searched, 212 so; it is searched.)
+NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False, False): {"vector_stores": False},
+                   ("sm_90a", 128, 64, 64, 0, False, True): {"vector_stores": False},
+                   ("sm_90a", 128, 64, 64, 0, True, False): {},
+                   ("sm_90a", 128, 64, 64, 0, True, True): {},
+                   ("sm_90a", 256, 64, 64, 2, False, False): {},
+                   ("sm_90a", 256, 64, 64, 2, True, False): {},
+                   ("sm_90a", 256, 64, 64, 2, True, True): {},
+                   ("sm_80", 128, 64, 64, 0, False, False): {},
+                   ("sm_80", 128, 64, 64, 0, False, True): {},
+                   ("sm_80", 128, 64, 64, 0, True, False): {},
+                   ("sm_80", 128, 64, 64, 0, True, True): {}}
 
 
 def _keyrows_program(chip, D, part, cx, fused_dq):
     """attention_bwd_dkdv_keyrows for `chip`, or its generic unsearched variant where
     NO_SPILL_SEARCH says where the search would end (as measured: no score_mod, mask_mod or
-    FUSED_DQ)."""
+    FUSED_DQ; with EVEN or without)."""
     if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
         given_up = NO_SPILL_SEARCH.get((chip, D, cx["BLOCK_M"], cx["BLOCK_N"], part,
-                                        bool(cx["CAUSAL"])))
+                                        bool(cx["CAUSAL"]), bool(cx.get("EVEN"))))
         if given_up is not None:
             return attention_bwd_dkdv_keyrows.with_options(
                 do_not_specialize=("scale",), spill_fallbacks=False, **given_up)
@@ -683,7 +717,8 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
              keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32, launch=launch,
              chip=chip)
     _compile_programs(chip, programs, (q.dtype, tuple(kr_cx.items()), tuple(dq_cx.items()),
-                                       dq32 is None, tuple(layout_constexprs(O=o, DO=do).items())))
+                                       dq32 is None, tuple(layout_constexprs(O=o, DO=do).items()),
+                                       tuple(map(bool, even_blocks(shapes, kr_cx, dq_cx)))))
     programs(_launch)
     if dq32 is not None:
         dq.copy_(dq32)

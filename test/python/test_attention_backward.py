@@ -145,6 +145,32 @@ def test_key_rows_program_matches_float64_reference(name, n):
     run_case(name, B=1, H=2, Hkv=2, Nq=n, Nk=n, D=16, seed=n, block=16, keyrows=True)
 
 
+@pytest.mark.parametrize("keyrows", [False, True], ids=["dkdv", "keyrows"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
+    """Lengths that are multiples of the blocks run the key-rows and dQ programs without
+    their bounds mask (backward.even_blocks: EVEN): within the float64 reference, and the
+    masked form's bits, bit for bit (the bounds mask is all true there)."""
+    from tessel import backward
+    assert backward.even_blocks((2, 4, 48, 16, 2, 32), dict(BLOCK_M=16, BLOCK_N=16),
+                                dict(BLOCK_M=16, BLOCK_N=32)) == ({"EVEN": True},
+                                                                  {"EVEN": True})
+    assert backward.even_blocks((2, 4, 40, 16, 2, 32), dict(BLOCK_M=16, BLOCK_N=16),
+                                dict(BLOCK_M=16, BLOCK_N=64)) == ({}, {})
+    run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=5, block=16, keyrows=keyrows)
+    score_mod, mask_mod, causal, *_ = CASES[name]
+    q, k, v, do = inputs(2, 4, 2, 48, 32, 16, 5)
+    o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score_mod, mask_mod=mask_mod,
+                              enable_gqa=True, return_lse=True, block_m=16, block_n=16)
+    got = {}
+    for even in (True, False):
+        monkeypatch.setattr(backward, "EVEN_BLOCKS", even)
+        got[even] = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
+                                             mask_mod, True, None, 16, 16, keyrows=keyrows)
+    for a, b in zip(got[True], got[False]):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("name", ["causal", "alibi_causal", "window"])
 def test_key_rows_program_gqa_and_ragged_lengths(name):
     """GQA (one dK/dV block per query head, summed over the group after) and Nq ≠ Nk both
