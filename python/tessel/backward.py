@@ -603,7 +603,8 @@ def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None
     return {"delta": attention_bwd_delta.warmup(q, q, row, row, Nq, H, D=D,
                                                 BLOCK_M=cx["BLOCK_M"]),
             "dkdv": attention_bwd_dkdv.warmup(*dkdv_args, **cx),
-            "dq": attention_bwd_dq.warmup(q, k, v, q, row, row, q, Nq, Nk, H, Hkv, scale, **cx)}
+            "dq": attention_bwd_dq.warmup(q, k, v, q, row, row, q, Nq, Nk, H, Hkv, scale, **cx,
+                                          **even_blocks(shapes, cx, cx)[1])}
 
 
 def gpu_backward_blocks(D, dtype):
