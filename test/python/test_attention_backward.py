@@ -149,14 +149,18 @@ def test_key_rows_program_matches_float64_reference(name, n):
 @pytest.mark.parametrize("name", list(CASES))
 def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
     """Lengths that are multiples of the blocks run the key-rows and dQ programs without
-    their bounds mask (backward.even_blocks: EVEN): within the float64 reference, and the
-    masked form's bits, bit for bit (the bounds mask is all true there)."""
+    their bounds mask (backward.even_blocks: EVEN, where the bounds are the only mask): within
+    the float64 reference, and the masked form's bits, bit for bit (the bounds mask is all
+    true there)."""
     from tessel import backward
-    assert backward.even_blocks((2, 4, 48, 16, 2, 32), dict(BLOCK_M=16, BLOCK_N=16),
-                                dict(BLOCK_M=16, BLOCK_N=32)) == ({"EVEN": True},
-                                                                  {"EVEN": True})
-    assert backward.even_blocks((2, 4, 40, 16, 2, 32), dict(BLOCK_M=16, BLOCK_N=16),
-                                dict(BLOCK_M=16, BLOCK_N=64)) == ({}, {})
+    plain = dict(BLOCK_M=16, BLOCK_N=16, CAUSAL=False, MASK_MOD=None)
+    shapes = (2, 4, 48, 16, 2, 32)
+    assert backward.even_blocks(shapes, plain, dict(plain, BLOCK_N=32)) == ({"EVEN": True},
+                                                                           {"EVEN": True})
+    assert backward.even_blocks((2, 4, 40, 16, 2, 32), plain, dict(plain, BLOCK_N=64)) == \
+        ({}, {})
+    assert backward.even_blocks(shapes, dict(plain, CAUSAL=True), plain) == ({}, {})
+    assert backward.even_blocks(shapes, dict(plain, MASK_MOD=sliding_window), plain) == ({}, {})
     run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=5, block=16, keyrows=keyrows)
     score_mod, mask_mod, causal, *_ = CASES[name]
     q, k, v, do = inputs(2, 4, 2, 48, 32, 16, 5)
