@@ -405,13 +405,14 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         with torch.cuda.stream(side):
             dq_program()
     if keyrows and B * H and Nk:
+        kr_cx = dict(cx, **kr_even)
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
-            launch(_keyrows_program(chip, D, part, dict(cx, **kr_even), dq32 is not None),
+            launch(_keyrows_program(chip, D, part, kr_cx, dq32 is not None),
                    fold_grid(-(-Nk // BN), B * H),
                    q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
-                   dk.shape[1], scale, **cx, **({"PART": part} if part else {}),
-                   **({} if dq32 is None else {"FUSED_DQ": 1}), **kr_even)
+                   dk.shape[1], scale, **kr_cx, **({"PART": part} if part else {}),
+                   **({} if dq32 is None else {"FUSED_DQ": 1}))
     elif B * Hkv and Nk:
         launch(attention_bwd_dkdv, fold_grid(-(-Nk // BN), B * Hkv), q, k, v, do, lse, delta, dk,
                dv, Nq, Nk, H, Hkv, scale, **cx)
