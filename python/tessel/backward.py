@@ -176,9 +176,14 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     where the two 64×D float32 accumulators do not fit in registers beside each other
     (SPLIT_KEYROWS). FUSED_DQ: dQ too, added into the float32 dq [B, H, Nq, D] (zeroed by the
     caller) by atomics as dQᵀ = Kᵀ·dSᵀ·scale — dSᵀ as it is, K read transposed — instead of
-    the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise. EVEN:
-    nq and nk are multiples of BLOCK_M and BLOCK_N, so no block crosses them and the bounds
-    mask goes (even_blocks)."""
+    the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise.
+
+    Bounds: without mods and FUSED_DQ no bounds mask is needed. A query past nq reads zeros
+    (Q, dO, its LSE and Δ: out of range reads 0), so its column of Pᵀ·dO and dSᵀ·Q adds exact
+    zeros; a key past nk fills only its own row of dK and dV, which the store drops. A mod
+    keeps the mask (its value at those zeros may overflow, and inf·0 is NaN), as does FUSED_DQ
+    (dQ sums over the keys). EVEN: nq and nk are multiples of BLOCK_M and BLOCK_N, no block
+    crosses them, and the mask goes there too (even_blocks)."""
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
@@ -200,6 +205,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     DH = D // 2 if D > BLOCK_N else D
     dqtd = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D)
     dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
+    BOUNDS_FREE = SCORE_MOD is None and MASK_MOD is None and not FUSED_DQ
     n0 = pid_n * BLOCK_N
     kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
     k1 = kt
@@ -219,7 +225,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         # each a thread, which should not be live across the dots.
         lse = tl.load(ld, (i,), shape=(BLOCK_M,))
         lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
-        inside = tl.full((BLOCK_N, BLOCK_M), True, tl.int1) if EVEN else \
+        inside = tl.full((BLOCK_N, BLOCK_M), True, tl.int1) if EVEN or BOUNDS_FREE else \
             (kv_idx < nk) & (q_idx < nq)
         s = masked(s2, b, h, q_idx, kv_idx, inside, CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[None, :])
@@ -364,11 +370,13 @@ def even_blocks(shapes, cx, dq_cx):
     tile-split-masked-loops made an unmasked and a masked copy. The results are the masked
     form's, bit for bit. As the forward's, only where the bounds are the only mask (not
     causal, no mask_mod): elsewhere the masked loops stay, and a second specialisation would
-    cost a compile for little (a ring's steps of whole and ragged lengths would trace twice)."""
+    cost a compile for little (a ring's steps of whole and ragged lengths would trace twice).
+    The key-rows program without mods needs no bounds mask at any length (its docstring says
+    why), so EVEN is its own only with a score_mod."""
     _, _, Nq, _, _, Nk = shapes
     if not EVEN_BLOCKS or cx["CAUSAL"] or cx["MASK_MOD"] is not None:
         return {}, {}
-    kr = Nq % cx["BLOCK_M"] == 0 and Nk % cx["BLOCK_N"] == 0
+    kr = Nq % cx["BLOCK_M"] == 0 and Nk % cx["BLOCK_N"] == 0 and cx["SCORE_MOD"] is not None
     return ({"EVEN": True} if kr else {}), ({"EVEN": True} if Nk % dq_cx["BLOCK_N"] == 0 else {})
 
 
@@ -422,31 +430,27 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         main.wait_stream(side)
 
 
-# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL, EVEN) whose key-rows program spills with
-# the scale fold and without it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no
-# mods: sm_90a d128 340–392 bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the
-# CompileOptions switches the search ends with besides the generic scale. Compiled so at
-# once — generic (do_not_specialize) and unsearched (spill_fallbacks off) — they are the
-# search's PTX and cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md).
-# test_spills.py checks each entry. (d256's dK part with EVEN ends elsewhere: 208
-# bytes searched, 212 so; it is searched.)
-NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False, False): {"vector_stores": False},
-                   ("sm_90a", 128, 64, 64, 0, False, True): {"vector_stores": False},
-                   ("sm_90a", 128, 64, 64, 0, True, False): {},
-                   ("sm_90a", 256, 64, 64, 2, False, False): {},
-                   ("sm_90a", 256, 64, 64, 2, True, False): {},
-                   ("sm_80", 128, 64, 64, 0, False, False): {},
-                   ("sm_80", 128, 64, 64, 0, False, True): {},
-                   ("sm_80", 128, 64, 64, 0, True, False): {}}
+# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program without mods (no
+# bounds mask) spills with the scale fold and without it, whatever the spill fallbacks give up
+# (ptxas, CUDA 13.0) -> the CompileOptions switches the search ends with besides the generic
+# scale. Compiled so at once — generic (do_not_specialize) and unsearched (spill_fallbacks
+# off) — they are the search's PTX and cubin, the first call one to two compiles shorter
+# (docs/dev/cold-compile.md). test_spills.py checks each entry. (d256's non-causal dK part
+# ends elsewhere: 208 bytes searched, 212 so; it is searched.)
+NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {"vector_stores": False},
+                   ("sm_90a", 128, 64, 64, 0, True): {},
+                   ("sm_90a", 256, 64, 64, 2, True): {},
+                   ("sm_80", 128, 64, 64, 0, False): {},
+                   ("sm_80", 128, 64, 64, 0, True): {}}
 
 
 def _keyrows_program(chip, D, part, cx, fused_dq):
     """attention_bwd_dkdv_keyrows for `chip`, or its generic unsearched variant where
     NO_SPILL_SEARCH says where the search would end (as measured: no score_mod, mask_mod or
-    FUSED_DQ; with EVEN or without)."""
+    FUSED_DQ)."""
     if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
         given_up = NO_SPILL_SEARCH.get((chip, D, cx["BLOCK_M"], cx["BLOCK_N"], part,
-                                        bool(cx["CAUSAL"]), bool(cx.get("EVEN"))))
+                                        bool(cx["CAUSAL"])))
         if given_up is not None:
             return attention_bwd_dkdv_keyrows.with_options(
                 do_not_specialize=("scale",), spill_fallbacks=False, **given_up)

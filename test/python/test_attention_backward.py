@@ -153,7 +153,7 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
     the float64 reference, and the masked form's bits, bit for bit (the bounds mask is all
     true there)."""
     from tessel import backward
-    plain = dict(BLOCK_M=16, BLOCK_N=16, CAUSAL=False, MASK_MOD=None)
+    plain = dict(BLOCK_M=16, BLOCK_N=16, CAUSAL=False, SCORE_MOD=softcap, MASK_MOD=None)
     shapes = (2, 4, 48, 16, 2, 32)
     assert backward.even_blocks(shapes, plain, dict(plain, BLOCK_N=32)) == ({"EVEN": True},
                                                                            {"EVEN": True})
@@ -161,6 +161,9 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
         ({}, {})
     assert backward.even_blocks(shapes, dict(plain, CAUSAL=True), plain) == ({}, {})
     assert backward.even_blocks(shapes, dict(plain, MASK_MOD=sliding_window), plain) == ({}, {})
+    # Without mods the key-rows program has no bounds mask at any length: no EVEN form.
+    assert backward.even_blocks(shapes, dict(plain, SCORE_MOD=None), plain) == ({},
+                                                                               {"EVEN": True})
     run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=5, block=16, keyrows=keyrows)
     score_mod, mask_mod, causal, *_ = CASES[name]
     q, k, v, do = inputs(2, 4, 2, 48, 32, 16, 5)
@@ -173,6 +176,28 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
                                              mask_mod, True, None, 16, 16, keyrows=keyrows)
     for a, b in zip(got[True], got[False]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_key_rows_program_without_bounds_mask_past_the_lengths(causal):
+    """Without mods the key-rows program runs no bounds mask (its docstring): keys past Nk
+    see zeros for K, so with every score far below 0 their P = 2^(0 - LSE) overflows to inf
+    and their dK/dV rows are inf and NaN — rows the store drops, which must not reach the
+    gradients; queries past Nq read zero Q, dO, LSE and Δ and add exact zeros."""
+    from tessel.reference import reference_attention_backward as ref_bwd
+    rng = np.random.default_rng(21)
+    B, H, Nq, Nk, D = 1, 2, 23, 19, 16
+    k = (1.0 + 0.05 * rng.standard_normal((B, H, Nk, D))).astype(np.float32)
+    q = (-40.0 + rng.standard_normal((B, H, Nq, D))).astype(np.float32)  # scores near -160
+    v, do = (rng.standard_normal((B, H, n, D)).astype(np.float32) for n in (Nk, Nq))
+    o, lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
+    assert lse.max() < -100                      # 2^(-LSE·log2 e) is past float32's range
+    got = _attention_backward_host(q, k, v, o, lse, do, causal, None, None, None, False, None,
+                                   16, 16, keyrows=True)
+    want = ref_bwd(q, k, v, do, causal=causal)
+    for g, w, what in zip(got, want, ("dq", "dk", "dv")):
+        assert np.all(np.isfinite(g)), what
+        assert max_rel_error(g, w) < 2e-4, what
 
 
 @pytest.mark.parametrize("name", ["causal", "alibi_causal", "window"])

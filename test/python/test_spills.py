@@ -343,15 +343,14 @@ def test_spilling_modules_keep_the_generic_scale(tmp_path):
 def test_keyrows_programs_that_spill_anyway_compile_once(tmp_path, entry):
     # backward.NO_SPILL_SEARCH: where the key-rows program spills whatever the spill fallbacks
     # give up, it is compiled at once as the search would end (generic scale, its switches):
-    # the same PTX and cubin as the searched compile, in one compile — with the bounds mask
-    # and without (EVEN: whole blocks). A ptxas that stops spilling there, or a search that
-    # ends elsewhere, fails here: the entry must go.
+    # the same PTX and cubin as the searched compile, in one compile. A ptxas that stops
+    # spilling there, or a search that ends elsewhere, fails here: the entry must go.
     from tessel.backward import _keyrows_program, attention_bwd_dkdv_keyrows
-    chip, D, bm, bn, part, causal, even = entry
+    chip, D, bm, bn, part, causal = entry
     x = np.zeros((1, 2, 256, D), np.float16)
     row = np.zeros((1, 2, 256), np.float32)
     cx = dict(D=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
-              **({"PART": part} if part else {}), **({"EVEN": True} if even else {}))
+              **({"PART": part} if part else {}))
     once = _keyrows_program(chip, D, part, cx, False)
     assert once is not attention_bwd_dkdv_keyrows
     assert _keyrows_program(chip, D, part, dict(cx, SCORE_MOD=softcap), False) is \
