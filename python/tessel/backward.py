@@ -178,11 +178,13 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     caller) by atomics as dQᵀ = Kᵀ·dSᵀ·scale — dSᵀ as it is, K read transposed — instead of
     the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise.
 
-    Bounds: without mods and FUSED_DQ no bounds mask is needed. A query past nq reads zeros
-    (Q, dO, its LSE and Δ: out of range reads 0), so its column of Pᵀ·dO and dSᵀ·Q adds exact
-    zeros; a key past nk fills only its own row of dK and dV, which the store drops. A mod
-    keeps the mask (its value at those zeros may overflow, and inf·0 is NaN), as does FUSED_DQ
-    (dQ sums over the keys). EVEN: nq and nk are multiples of BLOCK_M and BLOCK_N, no block
+    Bounds: not causal, without mods and FUSED_DQ, no bounds mask is needed. A query past nq
+    reads zeros (Q, dO, its LSE and Δ: out of range reads 0), so its column of Pᵀ·dO and dSᵀ·Q
+    adds exact zeros; a key past nk fills only its own row of dK and dV, which the store
+    drops. A mod keeps the mask (its value at those zeros may overflow, and inf·0 is NaN), as
+    does FUSED_DQ (dQ sums over the keys); causal programs keep it too (their diagonal's
+    masked loop stays either way, and without the bounds ptxas spilled more at d128: 6–8 %
+    slower on the H100). EVEN: nq and nk are multiples of BLOCK_M and BLOCK_N, no block
     crosses them, and the mask goes there too (even_blocks)."""
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
@@ -205,7 +207,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     DH = D // 2 if D > BLOCK_N else D
     dqtd = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D)
     dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
-    BOUNDS_FREE = SCORE_MOD is None and MASK_MOD is None and not FUSED_DQ
+    BOUNDS_FREE = not CAUSAL and SCORE_MOD is None and MASK_MOD is None and not FUSED_DQ
     n0 = pid_n * BLOCK_N
     kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
     k1 = kt
@@ -371,8 +373,8 @@ def even_blocks(shapes, cx, dq_cx):
     form's, bit for bit. As the forward's, only where the bounds are the only mask (not
     causal, no mask_mod): elsewhere the masked loops stay, and a second specialisation would
     cost a compile for little (a ring's steps of whole and ragged lengths would trace twice).
-    The key-rows program without mods needs no bounds mask at any length (its docstring says
-    why), so EVEN is its own only with a score_mod."""
+    The non-causal key-rows program without mods needs no bounds mask at any length (its
+    docstring says why), so EVEN is its own only with a score_mod."""
     _, _, Nq, _, _, Nk = shapes
     if not EVEN_BLOCKS or cx["CAUSAL"] or cx["MASK_MOD"] is not None:
         return {}, {}
@@ -430,11 +432,11 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         main.wait_stream(side)
 
 
-# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program without mods (no
-# bounds mask) spills with the scale fold and without it, whatever the spill fallbacks give up
-# (ptxas, CUDA 13.0) -> the CompileOptions switches the search ends with besides the generic
-# scale. Compiled so at once — generic (do_not_specialize) and unsearched (spill_fallbacks
-# off) — they are the search's PTX and cubin, the first call one to two compiles shorter
+# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program without mods spills
+# with the scale fold and without it, whatever the spill fallbacks give up (ptxas, CUDA 13.0)
+# -> the CompileOptions switches the search ends with besides the generic scale. Compiled so
+# at once — generic (do_not_specialize) and unsearched (spill_fallbacks off) — they are the
+# search's PTX and cubin, the first call one to two compiles shorter
 # (docs/dev/cold-compile.md). test_spills.py checks each entry. (d256's non-causal dK part
 # ends elsewhere: 208 bytes searched, 212 so; it is searched.)
 NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {"vector_stores": False},
