@@ -1,0 +1,906 @@
+"""The attention backward: three DSL programs derived from the naive forward, and autograd.
+
+How it is derived (docs/dev/backward.md has the reasoning): the forward is
+`S = score_mod(Q·Kᵀ·scale)`, masked, `P = softmax(S)` over the whole key row, `O = P·V`, with
+`lse = log Σ exp S` saved per row. The backward recomputes S and P from Q, K and the saved LSE
+(`P = exp(S − lse)`, no N×N buffer), and with Δ = rowsum(dO∘O):
+
+    dV = Pᵀ·dO        dP = dO·Vᵀ        dS = P∘(dP − Δ)
+    dS_raw = dS∘∂score_mod/∂s     (tl.elementwise_grad: the compiler differentiates the
+                                   score_mod's own element-wise tile ops, forward mode)
+    dQ = dS_raw·K·scale           dK = dS_rawᵀ·Q·scale
+
+Blocked as FlashAttention-2 does it, in three programs written in the DSL like the forward, so
+that score_mod and mask_mod are traced into them the same way:
+
+- `attention_bwd_delta`: Δ per query row, grid (⌈Nq/BLOCK_M⌉, B·H);
+- `attention_bwd_dkdv`: one key block per program, grid (⌈Nk/BLOCK_N⌉, B·Hkv); its loop streams
+  the query blocks of every query head of the key/value head's group (so GQA sums dK and dV over
+  the group in registers, deterministically);
+- `attention_bwd_dq`: one query block per program, grid (⌈Nq/BLOCK_M⌉, B·H), a key-block loop like
+  the forward's (deterministic: no atomics).
+
+Both main loops mask with `select(mask, s, −inf)` from index arithmetic, so `tile-optimize`'s
+mask analysis (tile-split-masked-loops) skips the blocks a mask hides entirely — P is 0 there, so
+skipping is the identity on dQ, dK and dV — and drops the mask where it shows everything.
+
+A gradient flowing into the returned lse (return_lse=True with lse used in the loss) joins dS:
+∂lse/∂S = P, so dS = P∘(dP − (Δ − dlse)); it is folded into Δ.
+"""
+import math
+
+import numpy as np
+
+from . import gpu
+from . import language as tl
+from .grid import block_and_row, fold_grid
+from .jit import jit
+from .layouts import contiguous_aligned, in_place, layout_constexprs, rows_desc
+
+
+@jit
+def attention_bwd_delta(o, do, dlse, delta, nq, H, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                        O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
+                        DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0):
+    """Δ = rowsum(dO∘O) − dlse, per query row (dlse: the gradient of the returned lse, or 0).
+    O and dO in the layouts of layouts.py (H heads)."""
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
+    rows = bh * nq
+    od = rows_desc(o, nq, D, rows, bh // H, bh % H, O_RS, O_HS)
+    dod = rows_desc(do, nq, D, rows, bh // H, bh % H, DO_RS, DO_HS)
+    gd = tl.make_desc(dlse, shape=(nq,), strides=(1,), offset=rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=rows)
+    m0 = pid_m * BLOCK_M
+    ot = tl.load(od, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
+    g = tl.load(gd, (m0,), shape=(BLOCK_M,))
+    tl.store(dd, (m0,), tl.sum(ot * dot_, axis=1) - g)
+
+
+@jit
+def attention_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, nq, nk, H, HKV, scale,
+                       D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+    """dK and dV of one key block (FA2): the loop streams every query block of every query head
+    of this key/value head's group."""
+    pid_n, bkv = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·hkv)
+    b = bkv // HKV
+    kv_h = bkv % HKV
+    group = H // HKV
+    kv_rows = bkv * nk
+    kd = tl.make_desc(k, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    vd = tl.make_desc(v, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=kv_rows * D)
+    n0 = pid_n * BLOCK_N
+    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+    vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+    dk_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    dv_acc = tl.zeros((BLOCK_N, D), tl.float32)
+    for g in range(0, group, 1):
+        h = kv_h * group + g
+        q_rows = (b * H + h) * nq
+        qd = tl.make_desc(q, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+        dod = tl.make_desc(do, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+        ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+        dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+        for i in range(0, nq, BLOCK_M):
+            qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+            dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+            lse = tl.load(ld, (i,), shape=(BLOCK_M,))
+            lse = tl.where(lse == float("-inf"), 0.0, lse)   # rows that see no key: P = 0
+            dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
+            q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+            s_raw = tl.dot(qt, kt.T) * scale
+            s_mod = s_raw
+            if SCORE_MOD is not None:
+                s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+            mask = (kv_idx < nk) & (q_idx < nq)
+            if CAUSAL:
+                mask = mask & (q_idx >= kv_idx)
+            if MASK_MOD is not None:
+                mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+            s = tl.where(mask, s_mod, float("-inf"))
+            p = tl.exp(s - lse[:, None])
+            dv_acc += tl.dot(p.to(dot_.dtype).T, dot_)
+            dp = tl.dot(dot_, vt.T)
+            ds = p * (dp - dlt[:, None])
+            if SCORE_MOD is not None:
+                ds = ds * tl.elementwise_grad(s_mod, s_raw)
+            dk_acc += tl.dot(ds.to(qt.dtype).T, qt)
+    tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
+
+
+@jit
+def log2_scores(dot, scale, b, h, q_idx, kv_idx, SCORE_MOD: tl.constexpr):
+    """The fast programs' scores in log2 units, S·log2(e), so that P = exp2(S·log2(e) −
+    lse·log2(e)) is one FFMA and one ex2 an element where there is no score_mod (the scale folded
+    into the dot's factor); and the score_mod's input and output, for its derivative."""
+    s_raw = dot
+    s_mod = dot
+    if SCORE_MOD is None:
+        s2 = dot * (scale * 1.4426950408889634)
+    else:
+        s_raw = dot * scale
+        s_mod = SCORE_MOD(s_raw, b, h, q_idx, kv_idx)
+        s2 = s_mod * 1.4426950408889634
+    return s2, s_mod, s_raw
+
+
+@jit
+def masked(s, b, h, q_idx, kv_idx, visible, CAUSAL: tl.constexpr, MASK_MOD: tl.constexpr):
+    """s where the mask shows the key (`visible`, the bounds, and causal and mask_mod), −inf
+    elsewhere."""
+    mask = visible
+    if CAUSAL:
+        mask = mask & (q_idx >= kv_idx)
+    if MASK_MOD is not None:
+        mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+    return tl.where(mask, s, float("-inf"))
+
+
+@jit
+def keyrows_key_block(kd, vd, n0, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, PART: tl.constexpr = 0):
+    """What a key-rows dK/dV program holds for its key block: K, V, the key index tile (keys as
+    rows) and the zero dK and dV accumulators. PART 1 (dV alone) does not read V (K stands in
+    for it, unread); the accumulator a part does not use is dead code, removed."""
+    kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
+    vt = kt
+    if PART != 1:
+        vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+    kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
+    return kt, vt, kv_idx, tl.zeros((BLOCK_N, D), tl.float32), tl.zeros((BLOCK_N, D), tl.float32)
+
+
+@jit
+def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H, HKV,
+                               OUT_HEADS, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                               BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                               SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                               Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
+                               K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
+                               V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
+                               DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
+                               PART: tl.constexpr = 0, FUSED_DQ: tl.constexpr = 0,
+                               EVEN: tl.constexpr = False):
+    """dK and dV of one key block for one query head, with the keys as the rows of every tile
+    (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
+    are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
+    Δ of the streamed query block are column vectors. Grid (⌈Nk/BLOCK_N⌉, B·H): one loop level,
+    the fast paths' class. dk and dv have OUT_HEADS heads: HKV (each program writes its key/value
+    head's block: no GQA) or H (GQA: one block per query head, summed over each group after).
+    PART: 0 both; 1 dV alone (V not read, no dP); 2 dK alone (no dV accumulator) — two programs
+    where the two 64×D float32 accumulators do not fit in registers beside each other
+    (SPLIT_KEYROWS). FUSED_DQ: dQ too, added into the float32 dq [B, H, Nq, D] (zeroed by the
+    caller) by atomics as dQᵀ = Kᵀ·dSᵀ·scale — dSᵀ as it is, K read transposed — instead of
+    the dQ program's second pass over S and dP (FUSED_DQ_DIMS); dq is unread otherwise. EVEN:
+    nq and nk are multiples of BLOCK_M and BLOCK_N, so no block crosses them and the bounds
+    mask goes (even_blocks)."""
+    pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    kv_rows = (b * HKV + kv_h) * nk
+    out_rows = (b * OUT_HEADS + h * OUT_HEADS // H) * nk
+    q_rows = bh * nq
+    kd = rows_desc(k, nk, D, kv_rows, b, kv_h, K_RS, K_HS)
+    vd = rows_desc(v, nk, D, kv_rows, b, kv_h, V_RS, V_HS)
+    dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    qd = rows_desc(q, nq, D, q_rows, b, h, Q_RS, Q_HS)
+    dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    # dQᵀ's view of dq: [D, Nq], a query's D values one apart. The fast paths' accumulators
+    # have BLOCK_N rows: past that, dQᵀ in two halves of D/2 rows, each from K's half columns —
+    # on sm_90a slabs of K's own block in shared memory, not copies (MmaClass.h, viewOf).
+    DH = D // 2 if D > BLOCK_N else D
+    dqtd = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D)
+    dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
+    n0 = pid_n * BLOCK_N
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
+    k1 = kt
+    k2 = kt
+    if FUSED_DQ and D > BLOCK_N:
+        k1 = tl.load(kd, (n0, 0), shape=(BLOCK_N, DH))
+        k2 = tl.load(kd, (n0, DH), shape=(BLOCK_N, DH))
+    for i in range(0, nq, BLOCK_M):
+        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
+        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
+        st = tl.dot(kt, qt.T)
+        if D == 128 and PART != 1 and not FUSED_DQ:
+            dp = tl.dot(vt, dot_.T)             # beside Sᵀ (docs/dev/backward.md, "Dot order")
+        s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
+        # The LSE and Δ are read where they are used: as column vectors they take 16 registers
+        # each a thread, which should not be live across the dots.
+        lse = tl.load(ld, (i,), shape=(BLOCK_M,))
+        lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
+        inside = tl.full((BLOCK_N, BLOCK_M), True, tl.int1) if EVEN else \
+            (kv_idx < nk) & (q_idx < nq)
+        s = masked(s2, b, h, q_idx, kv_idx, inside, CAUSAL, MASK_MOD)
+        p = tl.exp2(s - lse2[None, :])
+        if PART != 2:
+            dv_acc += tl.dot(p.to(dot_.dtype), dot_)
+        if PART != 1:
+            if D != 128 or FUSED_DQ:
+                dp = tl.dot(vt, dot_.T)
+            dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
+            ds = p * (dp - dlt[None, :])
+            if SCORE_MOD is not None:
+                ds = ds * tl.elementwise_grad(s_mod, s_raw)
+            ds16 = ds.to(qt.dtype)
+            dk_acc += tl.dot(ds16, qt)
+            if FUSED_DQ:
+                tl.atomic_add(dqtd, (0, i), tl.dot(k1.T, ds16) * scale)
+                if D > BLOCK_N:
+                    tl.atomic_add(dqtd2, (0, i), tl.dot(k2.T, ds16) * scale)
+    if PART != 1:
+        tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    if PART != 2:
+        tl.store(dvd, (n0, 0), dv_acc.to(kt.dtype))
+
+
+@jit
+def dq_query_block(qd, dod, ld, dd, m0, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
+    """What a dQ program holds for its query block: Q, dO, the LSE in log2 units (0 where the
+    row sees no key, so that P = 0 there), Δ, and the query index tile."""
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
+    lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
+    lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634
+    dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
+    q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    return qt, dot_, lse2, dlt, q_idx
+
+
+@jit
+def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
+                     D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                     Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
+                     K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
+                     V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
+                     DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
+                     EVEN: tl.constexpr = False):
+    """dQ of one query block: a key-block loop like the forward's; q, k, v and dO in the
+    layouts of layouts.py. EVEN: nk is a multiple of BLOCK_N, no key-tail mask (even_blocks)."""
+    pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
+    if CAUSAL:
+        pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m      # the longest rows first, as the forward
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    q_rows = bh * nq
+    kv_rows = (b * HKV + kv_h) * nk
+    qd = rows_desc(q, nq, D, q_rows, b, h, Q_RS, Q_HS)
+    kd = rows_desc(k, nk, D, kv_rows, b, kv_h, K_RS, K_HS)
+    vd = rows_desc(v, nk, D, kv_rows, b, kv_h, V_RS, V_HS)
+    dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
+    dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
+    m0 = pid_m * BLOCK_M
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, D, BLOCK_M, BLOCK_N)
+    dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
+    for j in range(0, nk, BLOCK_N):
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
+        inside = tl.full((BLOCK_M, BLOCK_N), True, tl.int1) if EVEN else kv_idx < nk
+        s = masked(s2, b, h, q_idx, kv_idx, inside, CAUSAL, MASK_MOD)
+        p = tl.exp2(s - lse2[:, None])
+        dp = tl.dot(dot_, vt.T)
+        ds = p * (dp - dlt[:, None])
+        if SCORE_MOD is not None:
+            ds = ds * tl.elementwise_grad(s_mod, s_raw)
+        dq_acc += tl.dot(ds.to(kt.dtype), kt)
+    tl.store(dqd, (m0, 0), (dq_acc * scale).to(qt.dtype))
+
+
+def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
+    from .attention import _as_jit, _block, _check_shapes
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    BM = block_m or _block(Nq)
+    BN = block_n or _block(Nk)
+    constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
+                      SCORE_MOD=_as_jit(score_mod, "score_mod"),
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    return (B, H, Nq, D, Hkv, Nk), scale, constexprs
+
+
+def delta_block(D):
+    """Query rows of one Δ program: 4096 elements of O a program (64 rows at d64, 32 at d128, 16
+    at d256) — a memory-bound program of 32–56 registers on the blocked lowering, many
+    programs to spread the reads over the SMs."""
+    return max(16, min(64, 4096 // max(D, 1)))
+
+
+# gpu.scratch_f32's pool of zeros: the dlse the Δ program reads when the LSE has no gradient,
+# instead of a zeros allocation and fill per call. Never written.
+_zero_buffers = {}
+
+
+def zeros_scratch(like, n):
+    """At least n float32 zeros on like's device (a shared buffer: read it, never write it)."""
+    return gpu.scratch_f32(_zero_buffers, like, n, zeros=True)
+
+
+def _launch(program, grid, *args, **constexprs):
+    """How _run and delta_cuda launch a program (_compile_programs passes one that traces)."""
+    program[grid](*args, **constexprs)
+
+
+def delta_cuda(o, do, dlse, launch=_launch):
+    """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (in layouts.row_layout's
+    layouts) and float32 dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
+    `(o.float() * do.float()).sum(-1) - dlse` wrote and read two float32 copies (0.37 ms at
+    b1 h16 n16k d128 on the H200, docs/bench/2026-12-03-h200-occupancy.md)."""
+    torch = gpu.torch_module()
+    B, H, Nq, D = o.shape
+    delta = torch.empty((B, H, Nq), dtype=torch.float32, device=o.device)
+    if B * H and Nq:
+        bm = delta_block(D)
+        launch(attention_bwd_delta, fold_grid(-(-Nq // bm), B * H),
+               o, do, dlse, delta, Nq, H, D=D, BLOCK_M=bm, **layout_constexprs(O=o, DO=do))
+    return delta
+
+
+# Whether the key-rows and dQ programs take their EVEN form where the lengths allow (False:
+# always the bounds-masked form, a switch for comparisons; set it before the first call).
+EVEN_BLOCKS = True
+
+
+def even_blocks(shapes, cx, dq_cx):
+    """The EVEN constexpr of the key-rows program ({} or {"EVEN": True}: Nq and Nk multiples
+    of its blocks) and of the dQ program (Nk a multiple of its BLOCK_N): whole blocks only, so
+    the bounds mask is all true and goes, as the forward's EVEN_N — one loop where
+    tile-split-masked-loops made an unmasked and a masked copy. The results are the masked
+    form's, bit for bit. As the forward's, only where the bounds are the only mask (not
+    causal, no mask_mod): elsewhere the masked loops stay, and a second specialisation would
+    cost a compile for little (a ring's steps of whole and ragged lengths would trace twice)."""
+    _, _, Nq, _, _, Nk = shapes
+    if not EVEN_BLOCKS or cx["CAUSAL"] or cx["MASK_MOD"] is not None:
+        return {}, {}
+    kr = Nq % cx["BLOCK_M"] == 0 and Nk % cx["BLOCK_N"] == 0
+    return ({"EVEN": True} if kr else {}), ({"EVEN": True} if Nk % dq_cx["BLOCK_N"] == 0 else {})
+
+
+def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
+         delta_ready=False, dq_cx=None, side=None, dq32=None, launch=_launch, chip=None):
+    """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
+    fast paths' form); under GQA its dk and dv then have one head per query head (H), which the
+    caller sums over each group. With `delta_ready`, `delta` holds Δ already. `dq_cx`: the dQ
+    program's constexprs where its blocks differ from the others' (default `cx`). `side`: a
+    torch CUDA stream on which the dQ program runs beside the dK/dV program (CONCURRENT_DQ).
+    `dq32`: a zeroed float32 buffer of q's shape into which the key-rows program adds dQ
+    (FUSED_DQ_DIMS; keyrows only): no dQ program, `dq` unused. `launch(program, grid, *args,
+    **constexprs)` launches each program (_compile_programs traces them instead). `chip`: the
+    GPU's (NO_SPILL_SEARCH's key-rows variants), None on the interpreter."""
+    B, H, Nq, D, Hkv, Nk = shapes
+    BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+    dq_cx = dq_cx or cx
+    kr_even, dq_even = even_blocks(shapes, cx, dq_cx)
+    if B * H and Nq and not delta_ready:
+        launch(attention_bwd_delta, fold_grid(-(-Nq // BM), B * H), o, do, dlse, delta, Nq, H,
+               D=D, BLOCK_M=BM)
+
+    def dq_program():
+        if B * H and Nq and dq32 is None:
+            launch(attention_bwd_dq, fold_grid(-(-Nq // dq_cx["BLOCK_M"]), B * H),
+                   q, k, v, do, lse, delta, dq, Nq, Nk, H, Hkv, scale, **dq_cx, **dq_even)
+    if side is not None:
+        # The side stream starts after Δ and the inputs; the caller's stream goes on after
+        # both programs. Every tensor is the caller stream's, which waits for the side stream
+        # before anything later can reuse their memory.
+        torch = gpu.torch_module()
+        main = torch.cuda.current_stream(dq.device)
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            dq_program()
+    if keyrows and B * H and Nk:
+        kr_cx = dict(cx, **kr_even)
+        # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
+        for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
+            launch(_keyrows_program(chip, D, part, kr_cx, dq32 is not None),
+                   fold_grid(-(-Nk // BN), B * H),
+                   q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
+                   dk.shape[1], scale, **kr_cx, **({"PART": part} if part else {}),
+                   **({} if dq32 is None else {"FUSED_DQ": 1}))
+    elif B * Hkv and Nk:
+        launch(attention_bwd_dkdv, fold_grid(-(-Nk // BN), B * Hkv), q, k, v, do, lse, delta, dk,
+               dv, Nq, Nk, H, Hkv, scale, **cx)
+    if side is None:
+        dq_program()
+    else:
+        main.wait_stream(side)
+
+
+# (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL, EVEN) whose key-rows program spills with
+# the scale fold and without it, whatever the spill fallbacks give up (ptxas, CUDA 13.0, no
+# mods: sm_90a d128 340–392 bytes, d256's dK part 936–1908, sm_80 d128 1000–1484) -> the
+# CompileOptions switches the search ends with besides the generic scale. Compiled so at
+# once — generic (do_not_specialize) and unsearched (spill_fallbacks off) — they are the
+# search's PTX and cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md).
+# test_spills.py checks each entry. (d256's dK part with EVEN ends elsewhere: 208
+# bytes searched, 212 so; it is searched.)
+NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False, False): {"vector_stores": False},
+                   ("sm_90a", 128, 64, 64, 0, False, True): {"vector_stores": False},
+                   ("sm_90a", 128, 64, 64, 0, True, False): {},
+                   ("sm_90a", 256, 64, 64, 2, False, False): {},
+                   ("sm_90a", 256, 64, 64, 2, True, False): {},
+                   ("sm_80", 128, 64, 64, 0, False, False): {},
+                   ("sm_80", 128, 64, 64, 0, False, True): {},
+                   ("sm_80", 128, 64, 64, 0, True, False): {}}
+
+
+def _keyrows_program(chip, D, part, cx, fused_dq):
+    """attention_bwd_dkdv_keyrows for `chip`, or its generic unsearched variant where
+    NO_SPILL_SEARCH says where the search would end (as measured: no score_mod, mask_mod or
+    FUSED_DQ; with EVEN or without)."""
+    if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
+        given_up = NO_SPILL_SEARCH.get((chip, D, cx["BLOCK_M"], cx["BLOCK_N"], part,
+                                        bool(cx["CAUSAL"]), bool(cx.get("EVEN"))))
+        if given_up is not None:
+            return attention_bwd_dkdv_keyrows.with_options(
+                do_not_specialize=("scale",), spill_fallbacks=False, **given_up)
+    return attention_bwd_dkdv_keyrows
+
+
+# device -> the torch stream the dQ program runs on beside the dK/dV program (CONCURRENT_DQ).
+_side_streams = {}
+
+
+def _side_stream(device):
+    torch = gpu.torch_module()
+    s = _side_streams.get(device)
+    if s is None:
+        s = _side_streams[device] = torch.cuda.Stream(device)
+    return s
+
+
+def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=None,
+                       mask_mod=None, enable_gqa=False, dlse=None, block_m=None, block_n=None,
+                       block_mask=None, deterministic=False, window_size=None, softcap=None,
+                       alibi_slopes=None):
+    """The gradients of :func:`attention` with respect to q, k and v.
+
+    Same arguments and semantics as :func:`attention` for q, k, v and the options. numpy
+    arrays run on the CPU interpreter (float32, float16, or bf16 as uint16 bits; the gradients
+    have the inputs' dtype, lse and dlse are float32); CUDA torch tensors on the GPU.
+
+    Args:
+        q: queries, ``[B, H, Nq, D]``.
+        k: keys, ``[B, Hkv, Nk, D]``.
+        v: values, like k.
+        o: the output of the forward.
+        lse: its log-sum-exp, float32 ``[B, H, Nq]`` (``return_lse=True``).
+        do: the gradient of the loss with respect to o.
+        causal: as in :func:`attention`.
+        scale: as in :func:`attention`.
+        score_mod: as in :func:`attention`; it must be differentiable
+            (:func:`tessel.language.elementwise_grad`).
+        mask_mod: as in :func:`attention`.
+        enable_gqa: as in :func:`attention`.
+        dlse: the gradient with respect to lse, if the loss used it (broadcast to lse's shape).
+        block_m: the query block size of the backward programs.
+        block_n: the key block size.
+        block_mask: the :class:`tessel.BlockMask` of the forward (with its mask_mod; causal
+            False): on the interpreter the programs visit only its blocks
+            (python/tessel/blocksparse_backward.py), on CUDA too where the fast paths take
+            the programs (``backward.SPARSE_BACKWARD_ON_GPU``; docs/dev/backward.md).
+        deterministic: as in :func:`attention`: dq by its own program, never by atomics.
+        window_size: as in :func:`attention` (FlashAttention's sliding window).
+        softcap: as in :func:`attention`.
+        alibi_slopes: as in :func:`attention`.
+
+    Returns:
+        ``(dq, dk, dv)``: dq like q, dk and dv like k (GQA: summed over each group's heads).
+
+    Raises:
+        TypeError: inputs of mixed kinds or dtypes.
+        ValueError: shapes that do not fit together, or a block_mask that does not fit.
+    """
+    from .attention import _flash_arguments, _past_i32, _span
+    if window_size is not None or softcap is not None or alibi_slopes is not None:
+        score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
+                                               score_mod, mask_mod, block_mask)
+    if _past_i32(q, k, v) or _past_i32(o, do, do):
+        raise ValueError(
+            f"tessel.attention_backward: the tensors span {max(_span(x) for x in (q, k, v, o))} "
+            "elements, past the 2^31 the kernels' 32-bit offsets reach: call it per chunk of "
+            "batches (tessel.attention's autograd does so by itself)")
+    if block_mask is not None:
+        from . import blocksparse, blocksparse_backward
+        B, H, Nq, D = q.shape
+        on_gpu = gpu.is_torch_tensor(q)
+        blocksparse.check_block_mask(block_mask, mask_mod, B, H, Nq, k.shape[2], on_gpu,
+                                     causal, block_m, block_n)
+        if not on_gpu or (SPARSE_BACKWARD_ON_GPU and _fast_backward_config(
+                q, k, v, False, scale, score_mod, mask_mod, enable_gqa) is not None):
+            fast = FAST_BACKWARD_BLOCKS.get(D, (64, 64)) if on_gpu else \
+                (block_mask.BLOCK_M, block_mask.BLOCK_N)
+            return blocksparse_backward.backward(
+                q, k, v, o, lse, do, block_mask,
+                1.0 / math.sqrt(D) if scale is None else float(scale), score_mod, mask_mod,
+                block_m or min(fast[0], block_mask.BLOCK_M),
+                block_n or min(fast[1], block_mask.BLOCK_N), dlse)
+    if gpu.is_torch_tensor(q):
+        return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                                        enable_gqa, dlse, block_m, block_n, deterministic)
+    return _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                                    enable_gqa, dlse, block_m, block_n)
+
+
+def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                             enable_gqa, dlse, block_m, block_n, keyrows=False, fused_dq=False):
+    """attention_backward on numpy arrays (the interpreter); `keyrows` runs the fast paths'
+    key-rows dK/dV program instead of the group-looping one, `fused_dq` with dQ added up in it
+    (FUSED_DQ) instead of by the dQ program (their tests)."""
+    arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do}
+    for name, x in arrays.items():
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array (interpreter) or a CUDA torch tensor "
+                            f"(GPU), got {type(x).__name__}")
+    if not (q.dtype == k.dtype == v.dtype == o.dtype == do.dtype):
+        raise TypeError(f"q, k, v, o and do differ in dtype: "
+                        f"{', '.join(str(x.dtype) for x in (q, k, v, o, do))}")
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                block_m, block_n)
+    B, H, Nq, D, Hkv, Nk = shapes
+    if o.shape != q.shape or do.shape != q.shape or lse.shape != (B, H, Nq):
+        raise ValueError(f"o and do must have q's shape {tuple(q.shape)} and lse {(B, H, Nq)}; "
+                         f"got {tuple(o.shape)}, {tuple(do.shape)}, {tuple(lse.shape)}")
+    q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
+    lse = np.ascontiguousarray(lse, dtype=np.float32)
+    dlse = np.zeros((B, H, Nq), np.float32) if dlse is None else \
+        np.ascontiguousarray(np.broadcast_to(dlse, (B, H, Nq)), dtype=np.float32)
+    delta = np.zeros((B, H, Nq), np.float32)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    dq32 = None
+    if fused_dq:
+        if q.dtype == np.uint16:
+            raise NotImplementedError("the fused dQ's cast on host arrays takes float16 or "
+                                      "float32, not bf16 bits")
+        dq32 = np.zeros(q.shape, np.float32)
+    if not keyrows or H == Hkv:
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows,
+             dq32=dq32)
+        return (dq if dq32 is None else dq32.astype(q.dtype)), dk, dv
+    if k.dtype == np.uint16:
+        raise NotImplementedError("the key-rows program's GQA sum on host arrays takes float16 "
+                                  "or float32, not bf16 bits")
+    dk_h = np.zeros((B, H, Nk, D), k.dtype)
+    dv_h = np.zeros((B, H, Nk, D), v.dtype)
+    _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows,
+         dq32=dq32)
+    group = (B, Hkv, H // Hkv, Nk, D)
+    dq = dq if dq32 is None else dq32.astype(q.dtype)
+    return (dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype),
+            dv_h.reshape(group).astype(np.float32).sum(2).astype(v.dtype))
+
+
+def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None,
+                               mask_mod=None, enable_gqa=False, block_m=None, block_n=None):
+    """The backward's kernels for these inputs (numpy arrays), compiled but not run.
+
+    Takes :func:`attention`'s arguments.
+
+    Returns:
+        dict: ``{"delta": ..., "dkdv": ..., "dq": ...}``, each a :class:`tessel.CompiledKernel`.
+    """
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                block_m, block_n)
+    B, H, Nq, D, Hkv, Nk = shapes
+    row = np.zeros((B, H, Nq), np.float32)
+    dkdv_args = (q, k, v, q, row, row, k, v, Nq, Nk, H, Hkv, scale)
+    return {"delta": attention_bwd_delta.warmup(q, q, row, row, Nq, H, D=D,
+                                                BLOCK_M=cx["BLOCK_M"]),
+            "dkdv": attention_bwd_dkdv.warmup(*dkdv_args, **cx),
+            "dq": attention_bwd_dq.warmup(q, k, v, q, row, row, q, Nq, Nk, H, Hkv, scale, **cx,
+                                          **even_blocks(shapes, cx, cx)[1])}
+
+
+def gpu_backward_blocks(D, dtype):
+    """(BLOCK_M, BLOCK_N) of the backward programs on the reference lowering, for head dim D
+    and dtype name.
+
+    The reference lowering (convert-tile-to-gpu) keeps every live tile in shared memory: at
+    64×64 blocks the dK/dV program needs 300-460 KB of it, over any CTA's budget. Measured with
+    ptxas (sm_80, causal, softcap): 32×32 needs 101 KB (dK/dV) at d64 f16; 32×16, 85 KB at d128
+    f16 and 109 KB at d128 f32 — under sm_80's 163 KB. test_attention_backward.py compiles
+    them."""
+    if D <= 64 and dtype in ("f16", "bf16"):
+        return 32, 32
+    return 32, 16
+
+
+# Head dim -> (BLOCK_M, BLOCK_N) of the fast paths' backward (f16/bf16): the query and key
+# blocks of both the dQ program and the key-rows dK/dV program. docs/dev/backward.md says why.
+FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64), 256: (64, 64)}
+# Head dim -> (BLOCK_M, BLOCK_N) of the dQ program alone on sm_90a, where it differs from the
+# above: at d128 two warpgroups of 64 query rows against 128 keys, 4–6 % faster than 64×64 on
+# the H200 (docs/bench/2026-12-02-h200-backward-dot-order.md, "Blocks per program").
+FAST_DQ_BLOCKS_SM90 = {128: (128, 128)}
+# Head dim -> (BLOCK_M, BLOCK_N) of the key-rows dK/dV program alone on sm_90a, where it differs
+# from FAST_BACKWARD_BLOCKS (BLOCK_N keys are the rows: 128 takes two warpgroups).
+FAST_KEYROWS_BLOCKS_SM90 = {}
+# Head dims whose fast backward programs fit some chips only: at d256 they need 192 KiB of
+# shared memory (three 64x256 A/B blocks beside K and V), more than sm_80's 163; sm_80 keeps the
+# reference lowering there.
+_FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
+
+
+def _with_blocks(cx, blocks):
+    """cx with (BLOCK_M, BLOCK_N) = blocks, or cx itself for None."""
+    return cx if blocks is None else dict(cx, BLOCK_M=blocks[0], BLOCK_N=blocks[1])
+
+
+def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                          block_m=None, block_n=None):
+    """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
+    where the backward takes the reference lowering: fp32, head dims other than 64, 128 and 256
+    (256 on sm_90a only), or blocks asked for that the fast paths do not take (other than 64 or
+    128)."""
+    dtype = gpu.torch_dtype_name(q)
+    blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
+    if dtype not in ("f16", "bf16") or blocks is None:
+        return None
+    chips = _FAST_BACKWARD_CHIPS.get(q.shape[-1])
+    if chips is not None:
+        from .attention import _chip_for_blocks
+        if _chip_for_blocks(q) not in chips:
+            return None
+    blocks = (block_m or blocks[0], block_n or blocks[1])
+    if not set(blocks) <= {64, 128}:
+        return None
+    # Mods that read captured tensors gather into registers on the fast paths, as in the
+    # forward (since 2026-12-02; before, they took the reference lowering).
+    return _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, *blocks)
+
+
+def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
+                             enable_gqa, dlse, block_m, block_n, deterministic=False):
+    """The backward on CUDA tensors. fp16/bf16 at head dims 64 and 128 take the fast paths
+    (codegen auto: wgmma on sm_90a, mma.sync on sm_80): the dQ program and the key-rows dK/dV
+    program, Δ by attention_bwd_delta (delta_cuda). The rest runs the three programs of
+    the interpreter on the reference lowering, with the small blocks it needs."""
+    torch = gpu.torch_module()
+    fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                 block_m, block_n)
+    # The fast programs read q, k, v, o and dO in place where layouts.row_layout allows
+    # (FlashAttention's [B, N, H, D] seen as [B, H, N, D]); the reference route copies.
+    keep = in_place if fast is not None and STRIDED_BACKWARD else contiguous_aligned
+    q, k, v, o, do = (keep(x) for x in (q, k, v, o, do))
+    lse = lse.contiguous().float()
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if fast is None:
+        dm, dn = gpu_backward_blocks(q.shape[-1], gpu.torch_dtype_name(q))
+        block_m, block_n = block_m or dm, block_n or dn
+        shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                    block_m, block_n)
+    else:
+        shapes, scale, cx = fast
+        cx = dict(cx, **layout_constexprs(Q=q, K=k, V=v, DO=do))
+    B, H, Nq, D, Hkv, Nk = shapes
+    # Each program's blocks where sm_90a's tables set them apart (asked-for blocks set both).
+    dq_cx = kr_cx = cx
+    from .attention import _chip_for_blocks
+    chip = _chip_for_blocks(q) if fast is not None else None
+    if chip == "sm_90a" and block_m is None and block_n is None:
+        dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(D))
+        kr_cx = _with_blocks(cx, FAST_KEYROWS_BLOCKS_SM90.get(D))
+    dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
+        dlse.float().expand(B, H, Nq).contiguous()
+    dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (k, v))
+    if fast is None:
+        delta = torch.empty_like(lse)
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
+        return dq, dk, dv
+    # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
+    dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
+    side = _side_stream(q.device) if CONCURRENT_DQ else None
+    dq32 = None
+    # dQᵀ's rows are the head dim: one accumulator of BLOCK_N rows, or two halves.
+    if kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and _fused_dq(q, D, deterministic):
+        dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        side = None
+
+    def programs(launch, side=side):
+        delta = delta_cuda(o, do, dlse, launch=launch)
+        _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
+             keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32, launch=launch,
+             chip=chip)
+    _compile_programs(chip, programs, (q.dtype, tuple(kr_cx.items()), tuple(dq_cx.items()),
+                                       dq32 is None, tuple(layout_constexprs(O=o, DO=do).items()),
+                                       tuple(map(bool, even_blocks(shapes, kr_cx, dq_cx)))))
+    programs(_launch)
+    if dq32 is not None:
+        dq.copy_(dq32)
+    if H != Hkv:
+        torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
+        torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
+    return dq, dk, dv
+
+
+# Keys of the backward calls whose programs are compiled (_compile_programs): (chip, dtype and
+# the programs' constexprs), never the shapes.
+_compiled = set()
+
+
+def _compile_programs(chip, programs, signature):
+    """Before the first call of a backward `signature` on `chip`: traces the programs that
+    `programs(launch)` launches (without launching them) and compiles their binaries side by
+    side (cache.get_binaries; each compile lets the GIL go), so that a first backward call
+    costs its slowest program's compile instead of the sum of the three (Δ, dQ, key-rows).
+    Later calls of the signature do nothing here. `signature` is hashable: tuples, mods as
+    they come (a mod compares and hashes without its function); what is kept is _hashable's
+    copy, which holds no function."""
+    if (chip, signature) in _compiled:
+        return
+    traced = []
+    programs(lambda program, grid, *args, **cx: traced.append(
+        (program.warmup(*args, **cx), program.options.gpu_options(chip))), side=None)
+    from . import cache
+    cache.get_binaries(traced)
+    _compiled.add((chip, _hashable(signature)))
+
+
+def _hashable(x):
+    """x with its dicts as sorted item tuples (a key of constexprs), and mods without the
+    function they were bound to (which may hold tensors: the key must not keep them alive)."""
+    if getattr(x, "user_fn", None) is not None:
+        return x.bound_to(None)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    if isinstance(x, (tuple, list)):
+        return tuple(_hashable(v) for v in x)
+    return x
+
+
+# Head dims whose sm_90a backward adds dQ up in the key-rows dK/dV program (FUSED_DQ: dQᵀ =
+# Kᵀ·dSᵀ, float32 atomic adds) instead of running the dQ program, which recomputes S and dP:
+# five matmuls per block pair instead of seven. Not with `deterministic`, nor where the
+# key-rows program is split (SPLIT_KEYROWS). Empty until the H200 says it is faster: with
+# element atomics it measured 0.40–0.72× the separate program (2026-12-03,
+# docs/dev/backward.md, "dQ from the key-rows program"); `bench_backward.py --fused-dq`.
+FUSED_DQ_DIMS = ()
+
+
+def _fused_dq(q, D, deterministic):
+    """Whether this CUDA backward takes dQ from the key-rows program (FUSED_DQ_DIMS)."""
+    if deterministic or D not in FUSED_DQ_DIMS or D in SPLIT_KEYROWS:
+        return False
+    torch = gpu.torch_module()
+    if torch.are_deterministic_algorithms_enabled():
+        return False
+    from .attention import _chip_for_blocks
+    return _chip_for_blocks(q) == "sm_90a"
+
+
+_function = None
+
+# Head dims whose key-rows dK/dV program runs as two programs, dV then dK (PART 1 and 2): at
+# d256 the two 64×256 float32 accumulators spill 3.4–4.7 KB a thread on sm_90a (ptxas); apart,
+# the dV program spills nothing and the dK program 960 bytes, for 1.25× the dots (Sᵀ twice).
+# H200 (2026-12-03, `bench_backward.py --dims 256 [--no-split-keyrows]`): 1.45–1.66× faster than
+# the one program (d256 n16k 45.2 → 28.7 ms non-causal, 20.4 → 14.1 causal).
+SPLIT_KEYROWS = (256,)
+
+# Whether the fast backward runs its dQ program on a second stream, beside the dK/dV program
+# (each fills the other's last wave). Off: within noise on the H200 (−0.8 … +1.6 %, d128
+# 4k–16k, `bench_backward.py --concurrent-dq`, docs/bench/2026-12-03-h200-backward-split.md).
+CONCURRENT_DQ = False
+
+# Whether the fast backward reads [B, N, H, D] views in place (layouts.row_layout) instead of
+# copying q, k, v, o and dO first. On since test/gpu/test_python_gpu.py's
+# test_strided_inputs_get_gradients[in-place] passed on the H200 (2026-12-03); False copies.
+STRIDED_BACKWARD = True
+
+# With a block mask, whether the CUDA backward runs blocksparse_backward's programs (empty
+# blocks skipped, full ones without mask arithmetic) instead of the dense ones with the
+# mask_mod. On since test/gpu/test_block_mask_gpu.py::test_gradients_with_a_block_mask[*-sparse]
+# passed on the H200 (2026-12-02); False keeps the dense programs (a switch for comparisons).
+SPARSE_BACKWARD_ON_GPU = True
+
+
+def _autograd_function():
+    """tessel.attention as a torch.autograd.Function (made on first use: tessel never imports
+    torch). It saves q, k, v, O and the LSE — not P — and runs the three backward programs."""
+    global _function
+    if _function is not None:
+        return _function
+    torch = gpu.torch_module()
+    from .attention import _attention_cuda
+
+    class TesselAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, config):
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, _ = config
+            if sparse is not None:
+                # A block mask: the forward visits its blocks (the mask_mod it was made from,
+                # causality folded in); the backward below runs the dense programs with the
+                # mask_mod, which give the same gradients from the same O and LSE.
+                from . import blocksparse
+                o, lse = blocksparse.attention(q, k, v, scale, score_mod, sparse[1], enable_gqa,
+                                               True, sparse[0], None, None, False, grad=False)
+            else:
+                o, lse = _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod,
+                                         enable_gqa, True, block_m, block_n)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.config = config
+            # An output nobody differentiates (the LSE, mostly) reaches backward as None, not
+            # as a tensor of zeros made and filled per call.
+            ctx.set_materialize_grads(False)
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, \
+                deterministic = ctx.config
+            if do is None:                  # only the LSE has a gradient
+                do = torch.zeros_like(o)
+            if sparse is not None:
+                # The block mask's mask_mod has any causality folded in.
+                dq, dk, dv = attention_backward(q, k, v, o, lse, do, False, scale, score_mod,
+                                                sparse[1], enable_gqa, dlse,
+                                                block_mask=sparse[0])
+                return dq, dk, dv, None
+            # The forward's block sizes are not the backward's (gpu_backward_blocks).
+            dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
+                                                  mask_mod, enable_gqa, dlse, None, None,
+                                                  deterministic)
+            return dq, dk, dv, None
+
+    _function = TesselAttention
+    return _function
+
+
+_differentiable = set()   # (score_mod, dtype name, D) whose backward was traced
+
+
+def check_differentiable(score_mod, dtype, D, like=None):
+    """Traces the dQ program (the chain rule through score_mod) once per score_mod, dtype name
+    and head dim: a score_mod the compiler cannot differentiate is a CompilationError at its
+    line when the forward is called, not at loss.backward(). The placeholders are placed like
+    `like` (a CUDA tensor: a score_mod may capture CUDA tensors, which a kernel on host arrays
+    refuses), else host arrays; nothing runs."""
+    key = (score_mod, dtype, D)
+    if score_mod is None or key in _differentiable:
+        return
+    if like is not None and gpu.is_torch_tensor(like):
+        torch = gpu.torch_module()
+        q = like.new_zeros((1, 1, 16, D))
+        row = like.new_zeros((1, 1, 16), dtype=torch.float32)
+    else:
+        host = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}[dtype]
+        q = np.zeros((1, 1, 16, D), host)
+        row = np.zeros((1, 1, 16), np.float32)
+    shapes, scale, cx = _config(q, q, q, False, None, score_mod, None, False, 16, 16)
+    attention_bwd_dq.warmup(q, q, q, q, row, row, q, 16, 16, 1, 1, scale, **cx)
+    _differentiable.add(key)
+
+
+def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
+                        block_m, block_n, block_mask=None, deterministic=False):
+    """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn. With a
+    block_mask (given, or built for a mask that reads tensors: blocksparse.auto_block_mask) the
+    forward is block-sparse and the backward the dense programs with the mask_mod."""
+    check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1], like=q)
+    sparse = None
+    if block_mask is not None:
+        sparse = (block_mask, mask_mod)
+    elif mask_mod is not None and block_m is None and block_n is None:
+        from . import blocksparse
+        sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
+    config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse,
+              deterministic)
+    o, lse = _autograd_function().apply(q, k, v, config)
+    return (o, lse) if return_lse else o
