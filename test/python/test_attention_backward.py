@@ -161,7 +161,7 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
         ({}, {})
     assert backward.even_blocks(shapes, dict(plain, CAUSAL=True), plain) == ({}, {})
     assert backward.even_blocks(shapes, dict(plain, MASK_MOD=sliding_window), plain) == ({}, {})
-    # Without mods the key-rows program has no bounds mask at any length: no EVEN form.
+    # Not causal and without mods the key-rows program has no bounds mask: no EVEN form.
     assert backward.even_blocks(shapes, dict(plain, SCORE_MOD=None), plain) == ({},
                                                                                {"EVEN": True})
     run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=5, block=16, keyrows=keyrows)
@@ -180,10 +180,10 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
 
 def test_key_rows_program_without_bounds_mask_past_the_lengths():
     """Not causal and without mods the key-rows program runs no bounds mask (its docstring):
-    keys past Nk
-    see zeros for K, so with every score far below 0 their P = 2^(0 - LSE) overflows to inf
-    and their dK/dV rows are inf and NaN — rows the store drops, which must not reach the
-    gradients; queries past Nq read zero Q, dO, LSE and Δ and add exact zeros."""
+    keys past Nk see zeros for K, so with every score far below 0 their P = 2^(0 - LSE)
+    overflows to inf and their dK/dV rows are inf and NaN — rows the store drops, which must
+    not reach the gradients (the same rule in the dQ program, which sums over the keys, fails
+    here); queries past Nq read zero Q, dO, LSE and Δ and add exact zeros."""
     from tessel.reference import reference_attention_backward as ref_bwd
     rng = np.random.default_rng(21)
     B, H, Nq, Nk, D = 1, 2, 23, 19, 16
