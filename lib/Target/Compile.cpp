@@ -75,7 +75,7 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, two unsigneds and seventeen bools (in four words). A new field of
+  // Five strings, three unsigneds and seventeen bools (in four words). A new field of
   // TargetOptions lands here first: put it in the key if it can change the PTX or the cubin,
   // then update the size.
   static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 4 * alignof(std::string),
@@ -85,6 +85,9 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.wgmmaOverlap ? ";wgmma-overlap" : "") +
          (options.wgmmaAsyncDots ? ";wgmma-async-dots" : "") +
          (options.occupancyHints ? "" : ";no-occupancy-hints") +
+         (options.occupancySpillBytes
+              ? ";occupancy-spill-bytes=" + std::to_string(options.occupancySpillBytes)
+              : "") +
          (options.sinkWaits ? "" : ";no-sink-waits") +
          (options.warpSpecialize ? "" : ";no-warp-specialize") +
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +

@@ -67,7 +67,7 @@ unsigned tessel::registerBudget(const ChipLimits &limits, unsigned threads, unsi
 }
 
 unsigned tessel::occupancyHint(const ChipLimits &limits, const KernelLaunchInfo &kernel,
-                               const KernelResources &used) {
+                               const KernelResources &used, bool oneMore) {
   unsigned threads = kernel.blockSize[0] * kernel.blockSize[1] * kernel.blockSize[2];
   if (used.registers <= 0)
     return 0;
@@ -79,7 +79,7 @@ unsigned tessel::occupancyHint(const ChipLimits &limits, const KernelLaunchInfo 
     if (static_cast<unsigned>(used.registers) <= budget + budget / kRegisterSlackDivisor)
       return ctas;
   }
-  return 0;
+  return oneMore && byRegisters >= 1 && byRegisters < byShared ? byRegisters + 1 : 0;
 }
 
 std::string tessel::withMinCtasPerSM(llvm::StringRef ptx, llvm::StringRef kernel, unsigned ctas) {

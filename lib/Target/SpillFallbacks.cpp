@@ -42,8 +42,9 @@ static OwningOpRef<ModuleOp> withoutModerateArgs(ModuleOp module) {
 
 /// Compiles result.ptx again with `.minnctapersm` on the kernels whose registers cap their
 /// occupancy below what their shared memory allows (occupancyHint), and keeps the new PTX and
-/// cubin when every hinted kernel compiled without spilling more than before; otherwise keeps
-/// the first. One more ptxas run for such modules (returns whether it ran), none for the others.
+/// cubin when no hinted kernel spills more than before (its spill stores by more than
+/// options.occupancySpillBytes); otherwise keeps the first. One more ptxas run for such modules
+/// (returns whether it ran), none for the others.
 static bool askForOccupancy(tessel::CompiledModule &result, const tessel::TargetOptions &options) {
   tessel::ChipLimits limits = tessel::chipLimits(options.chip);
   auto resourcesOf = [](const tessel::CompiledModule &m,
@@ -59,7 +60,8 @@ static bool askForOccupancy(tessel::CompiledModule &result, const tessel::Target
     const tessel::KernelResources *used = resourcesOf(result, kernel.name);
     if (!used)
       continue;
-    if (unsigned ctas = tessel::occupancyHint(limits, kernel, *used)) {
+    if (unsigned ctas = tessel::occupancyHint(limits, kernel, *used,
+                                              options.occupancySpillBytes > 0)) {
       hinted = tessel::withMinCtasPerSM(hinted, kernel.name, ctas);
       asked.push_back({kernel.name, ctas});
     }
@@ -73,8 +75,10 @@ static bool askForOccupancy(tessel::CompiledModule &result, const tessel::Target
   for (auto [name, ctas] : asked) {
     const tessel::KernelResources *before = resourcesOf(result, name);
     const tessel::KernelResources *after = resourcesOf(again, name);
-    if (!after || after->spillStoreBytes > before->spillStoreBytes ||
-        after->spillLoadBytes > before->spillLoadBytes)
+    if (!after ||
+        after->spillStoreBytes >
+            before->spillStoreBytes + static_cast<int64_t>(options.occupancySpillBytes) ||
+        (options.occupancySpillBytes == 0 && after->spillLoadBytes > before->spillLoadBytes))
       return true;
   }
   result.ptx = std::move(hinted);

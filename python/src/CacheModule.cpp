@@ -41,8 +41,10 @@ tessel::TargetOptions targetOptions(const py::kwargs &fields) {
                                                                        {"features", &T::features},
                                                                        {"codegen", &T::codegen},
                                                                        {"toolkit", &T::toolkit}};
-  static const std::pair<const char *, unsigned T::*> kNumbers[] = {{"num_threads", &T::numThreads},
-                                                                    {"num_stages", &T::numStages}};
+  static const std::pair<const char *, unsigned T::*> kNumbers[] = {
+      {"num_threads", &T::numThreads},
+      {"num_stages", &T::numStages},
+      {"occupancy_spill_bytes", &T::occupancySpillBytes}};
   static const std::pair<const char *, bool T::*> kSwitches[] = {
       {"wgmma_overlap", &T::wgmmaOverlap},
       {"wgmma_async_dots", &T::wgmmaAsyncDots},

@@ -446,10 +446,20 @@ NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {"vector_stores": False},
                    ("sm_80", 128, 64, 64, 0, True): {}}
 
 
+# (chip, head dim) -> bytes of spill the key-rows program's occupancy hint may add
+# (GpuOptions.occupancy_spill_bytes). The d64 program's causal form takes 255 registers, two
+# CTAs an SM; asked for three (168), ptxas spills 56 bytes, and that runs 25 % faster (H100,
+# docs/bench/2026-12-05-h100-s33.md). Its non-causal form fits 168 without spilling.
+KEYROWS_OCCUPANCY_SPILL = {("sm_90a", 64): 64}
+
+
 def _keyrows_program(chip, D, part, cx, fused_dq):
-    """attention_bwd_dkdv_keyrows for `chip`, or its generic unsearched variant where
-    NO_SPILL_SEARCH says where the search would end (as measured: no score_mod, mask_mod or
-    FUSED_DQ)."""
+    """attention_bwd_dkdv_keyrows for `chip`: with KEYROWS_OCCUPANCY_SPILL's allowance, or
+    as its generic unsearched variant where NO_SPILL_SEARCH says where the search would end
+    (as measured: no score_mod, mask_mod or FUSED_DQ)."""
+    spill = KEYROWS_OCCUPANCY_SPILL.get((chip, D))
+    if spill:
+        return attention_bwd_dkdv_keyrows.with_options(occupancy_spill_bytes=spill)
     if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
         given_up = NO_SPILL_SEARCH.get((chip, D, cx["BLOCK_M"], cx["BLOCK_N"], part,
                                         bool(cx["CAUSAL"])))

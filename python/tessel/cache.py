@@ -52,6 +52,13 @@ class CacheWarning(UserWarning):
     """The disk cache could not be written: kernels are kept in memory (said once per process)."""
 
 
+def check_spill_bytes(value):
+    """Raises ValueError unless `value` is an int (not a bool) in [0, 1024]: the bytes of
+    spill an occupancy hint may add (GpuOptions and CompileOptions.occupancy_spill_bytes)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1024:
+        raise ValueError(f"occupancy_spill_bytes must be an int in [0, 1024], got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class GpuOptions:
     """How a kernel is compiled for the GPU: ``kernel.binary(tessel.GpuOptions(...))``.
@@ -59,8 +66,8 @@ class GpuOptions:
     Frozen; its code-changing fields feed the cache key. Also ``tessel.cache.GpuOptions``.
 
     Raises:
-        ValueError: an unknown chip or codegen, num_threads outside [1, 1024], or num_stages
-            other than 2, 3 or 4.
+        ValueError: an unknown chip or codegen, num_threads outside [1, 1024], num_stages
+            other than 2, 3 or 4, or an occupancy_spill_bytes outside [0, 1024].
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
             tma_only, vector_stores, pipeline_tiles, late_p, fp8_overlap, fuse_masked_loops,
@@ -94,6 +101,13 @@ class GpuOptions:
     #: keep the cubin if nothing spills (docs/bench/2026-12-03-h200-occupancy.md). On by
     #: default; off to compare.
     occupancy_hints: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: How many bytes of spill stores (registers ptxas sends to local memory) the occupancy
+    #: hint may add and still keep its cubin; a kernel that allows any is also asked for one
+    #: CTA more than its registers allow, however far that is. 0, the default, keeps a hinted
+    #: cubin only where nothing more spills. A kernel whose extra CTA pays for a small spill
+    #: asks for it (the d64 causal backward's key-rows program: 56 bytes, 25 % faster;
+    #: docs/bench/2026-12-05-h100-s33.md).
+    occupancy_spill_bytes: int = dataclasses.field(default=0, metadata={"code": True})
     #: On the fast paths, wait for a block loaded before a loop (Q) below the loop's first
     #: copies, so that both are in flight at once (tilegpu-sink-waits). On by default; off to
     #: compare.
@@ -205,6 +219,7 @@ class GpuOptions:
             raise ValueError("num_threads must be between 1 and 1024")
         if isinstance(self.num_stages, bool) or self.num_stages not in (2, 3, 4):
             raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
+        check_spill_bytes(self.occupancy_spill_bytes)
 
 
 def code_fields(record):

@@ -59,8 +59,8 @@ class CompileOptions:
     ``gpu.num_stages``. The interpreter ignores them.
 
     Raises:
-        ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32, or
-            num_stages other than 2, 3 or 4.
+        ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32,
+            num_stages other than 2, 3 or 4, or an occupancy_spill_bytes outside [0, 1024].
         TypeError: an occupancy_hints, producer_once, tma_producer, tma_only, pipeline_tiles,
             late_p, fp8_overlap, vector_stores or spill_fallbacks that is neither None nor a
             bool; a do_not_specialize that is not a name or a sequence of names.
@@ -83,6 +83,10 @@ class CompileOptions:
     #: limit the CTAs per SM (``GpuOptions.occupancy_hints``); None keeps GpuOptions' default
     #: (on). Keyed as the GpuOptions field it sets.
     occupancy_hints: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Bytes of spill the occupancy hint may add and still be kept
+    #: (``GpuOptions.occupancy_spill_bytes``); None keeps GpuOptions' 0. Keyed as the GpuOptions
+    #: field it sets.
+    occupancy_spill_bytes: int | None = dataclasses.field(default=None, metadata={"code": False})
     #: Whether the producer warpgroup of a warp-specialized persistent kernel copies the
     #: blocks loaded once a tile (Q) too, into two buffers (``GpuOptions.producer_once``);
     #: None keeps GpuOptions' default (off). Keyed as the GpuOptions field it sets.
@@ -128,6 +132,9 @@ class CompileOptions:
         if self.num_stages is not None and (isinstance(self.num_stages, bool)
                                             or self.num_stages not in (2, 3, 4)):
             raise ValueError(f"num_stages must be 2, 3 or 4, got {self.num_stages!r}")
+        if self.occupancy_spill_bytes is not None:
+            from .cache import check_spill_bytes
+            check_spill_bytes(self.occupancy_spill_bytes)
         for name in _GPU_SWITCHES:
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
@@ -142,7 +149,7 @@ class CompileOptions:
     def gpu_options(self, chip="sm_90a"):
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
         (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
-        ``num_stages``, and the switches (``occupancy_hints``, ``producer_once``,
+        ``num_stages``, ``occupancy_spill_bytes``, and the switches (``occupancy_hints``, ``producer_once``,
         ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``,
         ``vector_stores``, ``spill_fallbacks``) where they are set.
 
@@ -158,6 +165,8 @@ class CompileOptions:
             fields["num_threads"] = 32 * self.num_warps
         if self.num_stages is not None:
             fields["num_stages"] = self.num_stages
+        if self.occupancy_spill_bytes is not None:
+            fields["occupancy_spill_bytes"] = self.occupancy_spill_bytes
         for name in _GPU_SWITCHES:
             if getattr(self, name) is not None:
                 fields[name] = getattr(self, name)

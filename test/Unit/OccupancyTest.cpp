@@ -62,6 +62,13 @@ TEST(Occupancy, Hint) {
   r.sharedBytes = 16 * 1024;
   EXPECT_EQ(tessel::occupancyHint(h200, launch(128, 64 * 1024), r), 0u);
   EXPECT_EQ(tessel::occupancyHint(h200, launch(128, 64 * 1024), used(0)), 0u);
+  // A caller that accepts a spill (the d64 causal backward's key-rows program: 255 registers,
+  // 48 KiB) gets one CTA more than its registers allow, however far the budget; never more
+  // than the shared memory allows.
+  EXPECT_EQ(tessel::occupancyHint(h200, launch(128, 48 * 1024), used(255)), 0u);
+  EXPECT_EQ(tessel::occupancyHint(h200, launch(128, 48 * 1024), used(255), true), 3u);
+  EXPECT_EQ(tessel::occupancyHint(h200, launch(128, 100 * 1024), used(255), true), 0u);
+  EXPECT_EQ(tessel::occupancyHint(h200, launch(128, 48 * 1024), used(180), true), 3u);
 }
 
 TEST(Occupancy, Directive) {

@@ -74,9 +74,11 @@ unsigned ctasByRegisters(const ChipLimits &limits, unsigned threads, unsigned re
 unsigned registerBudget(const ChipLimits &limits, unsigned threads, unsigned ctas);
 /// The CTAs per SM to ask ptxas for (`.minnctapersm`) where a kernel's registers, not its shared
 /// memory, cap its occupancy and a few registers less would let one more CTA in; 0 for none
-/// (lib/Target/Occupancy.cpp says why).
+/// (lib/Target/Occupancy.cpp says why). `oneMore`: the caller accepts a spill for it
+/// (TargetOptions::occupancySpillBytes), so one CTA more than the registers allow is asked for
+/// however far its budget is, where the shared memory allows it.
 unsigned occupancyHint(const ChipLimits &limits, const KernelLaunchInfo &kernel,
-                       const KernelResources &used);
+                       const KernelResources &used, bool oneMore = false);
 /// `ptx` with `.minnctapersm ctas` among the directives of entry `kernel` (unchanged when the
 /// entry is not there).
 std::string withMinCtasPerSM(llvm::StringRef ptx, llvm::StringRef kernel, unsigned ctas);

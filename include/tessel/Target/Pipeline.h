@@ -100,6 +100,13 @@ struct TargetOptions {
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;
+  /// Bytes of spill stores (ptxas' "bytes spill stores": registers sent to local memory) the
+  /// occupancy hint may add to a kernel and still be kept; a kernel that allows any is also
+  /// asked for one CTA more than its registers allow however far its budget (occupancyHint).
+  /// 0: only where nothing more spills. The d64 causal backward's key-rows program runs 25 %
+  /// faster at three CTAs an SM with 56 bytes of spill than at two without
+  /// (docs/bench/2026-12-05-h100-s33.md).
+  unsigned occupancySpillBytes = 0;
   /// Where ptxas spills, compile again with the register-hungry switches given up in turn
   /// (compileModule; lib/Target/SpillFallbacks.cpp). Off for a kernel known to spill whatever
   /// is given up (the d128 backward's key-rows program): its first compile is its result.
