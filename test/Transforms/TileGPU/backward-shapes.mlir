@@ -26,11 +26,15 @@
 // SMEM: tile.load %{{.*}} -> tensor<64xf32, #col>
 // SMEM-NOT: tile.trans
 
-// The vectors: a bounds check, a select of a safe address, a global load, a select of the
-// padding, per register; nothing of them in shared memory.
+// The vectors: per register a bounds check and a branch, the global load under it and the
+// padding in its else (ptxas predicates the load; no address selected between the element's
+// and a safe one, which took a 64-bit register pair each); nothing of them in shared memory.
 // LOWER-LABEL: gpu.func @key_rows
+// LOWER: scf.if %{{.*}} -> (f32) {
 // LOWER: %[[LOADED:.*]] = llvm.load %{{.*}} : !llvm.ptr<1> -> f32
-// LOWER-NEXT: arith.select %{{.*}}, %[[LOADED]], %{{.*}} : f32
+// LOWER-NEXT: scf.yield %[[LOADED]] : f32
+// LOWER-NEXT: } else {
+// LOWER-NEXT: scf.yield %{{.*}} : f32
 // LOWER: nvvm.mma.sync
 func.func @key_rows(%kp: !tile.ptr<f16>, %qp: !tile.ptr<f16>, %lp: !tile.ptr<f32>,
                     %op: !tile.ptr<f32>, %nq: i32) {
