@@ -6,7 +6,7 @@
 # bench_backward.py a and b at 4000 and 16384 tokens.
 set -u
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-a=$(mktemp -d); tar -C $a -xJf .bundle-a/tessel-gpu.tar.xz; cp python/tessel/*.py $a/python/tessel/
+a=$(mktemp -d); cp -r $b/. $a/; rm -rf $a/python; tar -C $a -xJf .bundle-a/python.tar.xz; cp python/tessel/*.py $a/python/tessel/
 export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 r=$OUT/run4; mkdir -p $r
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
