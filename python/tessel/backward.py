@@ -448,9 +448,10 @@ NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {},
 
 
 # (chip, head dim) -> bytes of spill the key-rows program's occupancy hint may add
-# (GpuOptions.occupancy_spill_bytes). The d64 program's causal form takes 255 registers, two
-# CTAs an SM; asked for three (168), ptxas spills 56 bytes, and that runs 25 % faster (H100,
-# docs/bench/2026-12-05-h100-s33.md). Its non-causal form fits 168 without spilling.
+# (GpuOptions.occupancy_spill_bytes). Measured on the d64 causal form when it took 255
+# registers: at three CTAs an SM (168) with 56 bytes of spill it ran 25 % faster than at two
+# (H100, docs/bench/2026-12-05-h100-s33.md). Since the LSE and Δ loads branch per register
+# it fits 166 unasked; the non-causal form takes 176 and keeps 168 with 64 bytes so.
 KEYROWS_OCCUPANCY_SPILL = {("sm_90a", 64): 64}
 
 

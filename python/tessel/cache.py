@@ -105,7 +105,7 @@ class GpuOptions:
     #: hint may add and still keep its cubin; a kernel that allows any is also asked for one
     #: CTA more than its registers allow, however far that is. 0, the default, keeps a hinted
     #: cubin only where nothing more spills. A kernel whose extra CTA pays for a small spill
-    #: asks for it (the d64 causal backward's key-rows program: 56 bytes, 25 % faster;
+    #: asks for it (the backward's d64 key-rows program; measured 25 % faster at 56 bytes:
     #: docs/bench/2026-12-05-h100-s33.md).
     occupancy_spill_bytes: int = dataclasses.field(default=0, metadata={"code": True})
     #: On the fast paths, wait for a block loaded before a loop (Q) below the loop's first

@@ -103,7 +103,7 @@ struct TargetOptions {
   /// Bytes of spill stores (ptxas' "bytes spill stores": registers sent to local memory) the
   /// occupancy hint may add to a kernel and still be kept; a kernel that allows any is also
   /// asked for one CTA more than its registers allow however far its budget (occupancyHint).
-  /// 0: only where nothing more spills. The d64 causal backward's key-rows program runs 25 %
+  /// 0: only where nothing more spills. The d64 causal backward's key-rows program ran 25 %
   /// faster at three CTAs an SM with 56 bytes of spill than at two without
   /// (docs/bench/2026-12-05-h100-s33.md).
   unsigned occupancySpillBytes = 0;
