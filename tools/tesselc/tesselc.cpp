@@ -175,6 +175,13 @@ static cl::opt<bool> noOccupancyHints(
              "cap the CTAs per SM (no second ptxas run with .minnctapersm)"),
     cl::init(false), cl::cat(tesselcCategory));
 
+static cl::opt<unsigned> occupancySpillBytes(
+    "occupancy-spill-bytes",
+    cl::desc("Bytes of spill stores an occupancy hint may add: ask for one CTA more than the "
+             "registers allow, however far, and keep it within this spill (0: only where "
+             "nothing more spills)"),
+    cl::init(0), cl::cat(tesselcCategory));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "tesselc") << message << "\n";
   return 1;
@@ -220,6 +227,8 @@ int main(int argc, char **argv) {
     return fail("--num-stages must be 2, 3 or 4");
   if (numThreads == 0 || numThreads > 1024)
     return fail("--num-threads must be between 1 and 1024");
+  if (occupancySpillBytes > 1024)
+    return fail("--occupancy-spill-bytes must be between 0 and 1024");
   if (emit == Emit::Cubin && outputFile == "-")
     return fail("--emit=cubin writes a binary: give an output file with -o");
 
@@ -269,6 +278,7 @@ int main(int argc, char **argv) {
   options.wgmmaOverlap = wgmmaOverlap;
   options.wgmmaAsyncDots = wgmmaAsyncDots;
   options.occupancyHints = !noOccupancyHints;
+  options.occupancySpillBytes = occupancySpillBytes;
   options.sinkWaits = !noSinkWaits;
   options.warpSpecialize = !noWarpSpecialize;
   options.overlapConsumers = !noOverlapConsumers;
