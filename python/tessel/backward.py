@@ -456,19 +456,20 @@ KEYROWS_OCCUPANCY_SPILL = {("sm_90a", 64): 64}
 
 
 def _keyrows_program(chip, D, part, cx, fused_dq):
-    """attention_bwd_dkdv_keyrows for `chip`: with KEYROWS_OCCUPANCY_SPILL's allowance, or
-    as its generic unsearched variant where NO_SPILL_SEARCH says where the search would end
-    (as measured: no score_mod, mask_mod or FUSED_DQ)."""
+    """attention_bwd_dkdv_keyrows for `chip`, with KEYROWS_OCCUPANCY_SPILL's allowance and as
+    its generic unsearched variant where NO_SPILL_SEARCH says where the search would end (as
+    measured: no score_mod, mask_mod or FUSED_DQ), each where its table has the program."""
+    options = {}
     spill = KEYROWS_OCCUPANCY_SPILL.get((chip, D))
     if spill:
-        return attention_bwd_dkdv_keyrows.with_options(occupancy_spill_bytes=spill)
+        options["occupancy_spill_bytes"] = spill
     if cx["SCORE_MOD"] is None and cx["MASK_MOD"] is None and not fused_dq:
         given_up = NO_SPILL_SEARCH.get((chip, D, cx["BLOCK_M"], cx["BLOCK_N"], part,
                                         bool(cx["CAUSAL"])))
         if given_up is not None:
-            return attention_bwd_dkdv_keyrows.with_options(
-                do_not_specialize=("scale",), spill_fallbacks=False, **given_up)
-    return attention_bwd_dkdv_keyrows
+            options.update(do_not_specialize=("scale",), spill_fallbacks=False, **given_up)
+    return attention_bwd_dkdv_keyrows.with_options(**options) if options else \
+        attention_bwd_dkdv_keyrows
 
 
 # device -> the torch stream the dQ program runs on beside the dK/dV program (CONCURRENT_DQ).

@@ -149,9 +149,9 @@ class CompileOptions:
     def gpu_options(self, chip="sm_90a"):
         """The :class:`tessel.GpuOptions` a launch on ``chip`` compiles with: its defaults
         (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
-        ``num_stages``, ``occupancy_spill_bytes``, and the switches (``occupancy_hints``, ``producer_once``,
-        ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``, ``fp8_overlap``,
-        ``vector_stores``, ``spill_fallbacks``) where they are set.
+        ``num_stages``, ``occupancy_spill_bytes``, and the switches (``occupancy_hints``,
+        ``producer_once``, ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``,
+        ``fp8_overlap``, ``vector_stores``, ``spill_fallbacks``) where they are set.
 
         Args:
             chip: "sm_80" or "sm_90a".
