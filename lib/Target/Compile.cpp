@@ -75,10 +75,10 @@ llvm::SmallVector<tessel::KernelResources> tessel::parsePtxasReport(llvm::String
 }
 
 std::string tessel::codeOptionsKey(const TargetOptions &options) {
-  // Five strings, three unsigneds and seventeen bools (in four words). A new field of
+  // Five strings, three unsigneds and eighteen bools (in five words). A new field of
   // TargetOptions lands here first: put it in the key if it can change the PTX or the cubin,
   // then update the size.
-  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 4 * alignof(std::string),
+  static_assert(sizeof(TargetOptions) == 5 * sizeof(std::string) + 5 * alignof(std::string),
                 "TargetOptions changed: decide whether the new field belongs in the cache key");
   return "chip=" + options.chip + ";features=" + options.features +
          ";num-threads=" + std::to_string(options.numThreads) + ";codegen=" + options.codegen +
@@ -93,6 +93,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.overlapConsumers ? "" : ";no-overlap-consumers") +
          (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
          (options.pipelineTiles ? ";pipeline-tiles" : "") + (options.lateP ? ";late-p" : "") +
+         (options.rescaleUnderS ? ";rescale-under-s" : "") +
          (options.fp8Overlap ? ";fp8-overlap" : "") +
          (options.fuseMaskedLoops ? ";fuse-masked-loops" : "") +
          (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +

@@ -103,6 +103,11 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                      llvm::cl::desc("Overlapped consumers short of registers make P_j after the "
                                     "previous P·V's wait (tilegpu-overlap-consumers late-p)."),
                      llvm::cl::init(false)};
+  Option<bool> rescaleUnderS{*this, "rescale-under-s",
+                             llvm::cl::desc("Overlapped consumers rescale O beside the next S's "
+                                            "wgmma (tilegpu-overlap-consumers "
+                                            "rescale-under-s)."),
+                             llvm::cl::init(false)};
   Option<bool> fp8Overlap{*this, "fp8-overlap",
                           llvm::cl::desc("FP8 kernels' consumers overlapped too "
                                          "(tilegpu-overlap-consumers transposed-v)."),
@@ -172,6 +177,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.producerOnce = options.producerOnce;
     mmaOptions.pipelineTiles = options.pipelineTiles;
     mmaOptions.lateP = options.lateP;
+    mmaOptions.rescaleUnderS = options.rescaleUnderS;
     mmaOptions.fp8Overlap = options.fp8Overlap;
     mmaOptions.fuseMaskedLoops = options.fuseMaskedLoops;
     mmaOptions.syncMaskedLoops = options.syncMaskedLoops;
@@ -288,6 +294,7 @@ void tessel::registerTargetPasses() {
           options.producerOnce = o.producerOnce;
           options.pipelineTiles = o.pipelineTiles;
           options.lateP = o.lateP;
+          options.rescaleUnderS = o.rescaleUnderS;
           options.fp8Overlap = o.fp8Overlap;
           options.fuseMaskedLoops = o.fuseMaskedLoops;
           options.syncMaskedLoops = o.syncMaskedLoops;

@@ -59,6 +59,7 @@ tessel::TargetOptions targetOptions(const py::kwargs &fields) {
       {"vector_stores", &T::vectorStores},
       {"pipeline_tiles", &T::pipelineTiles},
       {"late_p", &T::lateP},
+      {"rescale_under_s", &T::rescaleUnderS},
       {"fp8_overlap", &T::fp8Overlap},
       {"fuse_masked_loops", &T::fuseMaskedLoops},
       {"sync_masked_loops", &T::syncMaskedLoops},

@@ -46,7 +46,7 @@ WARPS = (1, 2, 4, 8, 16, 32)
 
 # CompileOptions' switches that set the GpuOptions field of the same name where not None.
 _GPU_SWITCHES = ("occupancy_hints", "producer_once", "tma_producer", "tma_only", "pipeline_tiles",
-                 "late_p", "fp8_overlap", "vector_stores", "spill_fallbacks")
+                 "late_p", "rescale_under_s", "fp8_overlap", "vector_stores", "spill_fallbacks")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +62,9 @@ class CompileOptions:
         ValueError: an unknown backend, num_warps other than 1, 2, 4, 8, 16 or 32,
             num_stages other than 2, 3 or 4, or an occupancy_spill_bytes outside [0, 1024].
         TypeError: an occupancy_hints, producer_once, tma_producer, tma_only, pipeline_tiles,
-            late_p, fp8_overlap, vector_stores or spill_fallbacks that is neither None nor a
-            bool; a do_not_specialize that is not a name or a sequence of names.
+            late_p, rescale_under_s, fp8_overlap, vector_stores or spill_fallbacks that is
+            neither None nor a bool; a do_not_specialize that is not a name or a sequence of
+            names.
     """
 
     #: The pass pipeline run on the tile IR after the front end.
@@ -107,6 +108,10 @@ class CompileOptions:
     #: (``GpuOptions.late_p``); None keeps GpuOptions' default (off). Keyed as the GpuOptions
     #: field it sets.
     late_p: bool | None = dataclasses.field(default=None, metadata={"code": False})
+    #: Whether overlapped consumers rescale O beside the next S's wgmma
+    #: (``GpuOptions.rescale_under_s``); None keeps GpuOptions' default (off). Keyed as the
+    #: GpuOptions field it sets.
+    rescale_under_s: bool | None = dataclasses.field(default=None, metadata={"code": False})
     #: Whether an FP8 kernel's consumers are overlapped too (``GpuOptions.fp8_overlap``); None
     #: keeps GpuOptions' default (off). Keyed as the GpuOptions field it sets.
     fp8_overlap: bool | None = dataclasses.field(default=None, metadata={"code": False})
@@ -151,7 +156,8 @@ class CompileOptions:
         (``codegen="auto"``), with ``num_threads`` and ``num_stages`` from ``num_warps`` and
         ``num_stages``, ``occupancy_spill_bytes``, and the switches (``occupancy_hints``,
         ``producer_once``, ``tma_producer``, ``tma_only``, ``pipeline_tiles``, ``late_p``,
-        ``fp8_overlap``, ``vector_stores``, ``spill_fallbacks``) where they are set.
+        ``rescale_under_s``, ``fp8_overlap``, ``vector_stores``, ``spill_fallbacks``) where they
+        are set.
 
         Args:
             chip: "sm_80" or "sm_90a".

@@ -272,12 +272,16 @@ def _launch_with(kernel, grid_, args, constexprs, **options):
 # Q copied by the producer (producer_once, tilegpu-producer-once), the producer's copies by
 # cp.async instead of TMA with tensor maps built in the kernel (tma_producer=False; TMA is the
 # default since 2026-12-04), and both; with Q from the producer, each tile's first S issued
-# at the end of the tile before (pipeline_tiles, tilegpu-pipeline-tiles; off by default).
+# at the end of the tile before (pipeline_tiles, tilegpu-pipeline-tiles; off by default); O's
+# rescale made beside the next S's wgmma (rescale_under_s, tilegpu-overlap-consumers; off by
+# default).
 SCHEDULES = {"once": dict(producer_once=True), "cp.async": dict(tma_producer=False),
              "once+cp.async": dict(producer_once=True, tma_producer=False),
              "once+pipeline": dict(producer_once=True, pipeline_tiles=True),
              "fused": dict(fuse_masked_loops=True),
-             "overlapped-masked": dict(sync_masked_loops=False)}
+             "overlapped-masked": dict(sync_masked_loops=False),
+             "rescale-under-s": dict(rescale_under_s=True),
+             "once+rescale-under-s": dict(producer_once=True, rescale_under_s=True)}
 
 
 def assert_schedule_output(o, lse, want, want_lse, options):
@@ -312,6 +316,26 @@ def test_producer_schedules_dense(persistent, schedule, causal, N):
     assert len(args) == 13, "the persistent kernel"
     _launch_with(persistent_attention_kernel, grid_, args, cx, **SCHEDULES[schedule])
     assert_schedule_output(o, lse, want, want_lse, SCHEDULES[schedule])
+    torch.testing.assert_close(o.float(), reference(q, k, v, causal=causal), atol=TOL[q.dtype],
+                               rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D,N", [(128, 1000), (256, 1000), (256, 4096), (256, 2500)])
+def test_rescale_under_s(causal, D, N):
+    # GpuOptions.rescale_under_s at the kernels test_producer_schedules_dense does not reach:
+    # d256 (128x64; persistent where causal) and short or ragged d128. The same products of
+    # the same values as the default, made elsewhere: the default's bits.
+    hopper()
+    from tessel.attention import _prepare_cuda, attention_kernel, persistent_attention_kernel
+    B, H = 2, 2048 // D
+    gen = torch.Generator(device="cuda").manual_seed(D + N)
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", generator=gen).half() for _ in range(3))
+    want, want_lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
+    args, cx, grid_, o, lse, _ = _prepare_cuda(q, k, v, causal, None, None, None, False, None, None)
+    kernel = persistent_attention_kernel if len(args) == 13 else attention_kernel
+    _launch_with(kernel, grid_, args, cx, rescale_under_s=True)
+    assert_schedule_output(o, lse, want, want_lse, dict(rescale_under_s=True))
     torch.testing.assert_close(o.float(), reference(q, k, v, causal=causal), atol=TOL[q.dtype],
                                rtol=0)
 

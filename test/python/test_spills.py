@@ -150,6 +150,34 @@ def test_masked_block_first_spills_nothing(tmp_path, loop, mod):
         assert not b.manifest.get("given_up") and b.ptx.count("wgmma.mma_async") == 32
 
 
+@pytest.mark.parametrize("D", [128, 256])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [4096, 4000])
+def test_rescale_under_s_spills_nothing(tmp_path, D, causal, n):
+    # GpuOptions.rescale_under_s (off until measured on the H200): the overlapped consumers'
+    # kernels tessel.attention takes at 4k keys, whole or ragged, compile with O's rescale
+    # beside the next S (other PTX) with 0 bytes and nothing given up — the first form, which
+    # scaled O before the drain, made ptxas serialize the wgmmas (C7511) and spill 448 bytes
+    # (d128; 1,568 at d256).
+    chip = "sm_90a"
+    x = np.zeros((1, 2, n, D), np.float16)
+    lse = np.zeros((1, 2, n), np.float32)
+    BM, BN = gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False)
+    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+              **key_loop_constexprs(n, n, D, BM, BN, causal, None, chip))
+    if (chip, BM, BN) in grid.PERSISTENT_BLOCKS or (
+            causal and (chip, BM, BN) in grid.PERSISTENT_CAUSAL_BLOCKS):
+        ids = np.zeros(8, np.int32)
+        k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, 2, ids, ids, **cx)
+    else:
+        k = attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, **cx)
+    assert _spills(tmp_path, k, chip, rescale_under_s=True, spill_fallbacks=False) == 0
+    b = cache.get_binary(k, _gpu(k, chip, rescale_under_s=True), directory=str(tmp_path))
+    assert not b.manifest.get("given_up"), b.manifest["given_up"]
+    default = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
+    assert b.ptx != default.ptx
+
+
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):

@@ -121,6 +121,12 @@ static cl::opt<bool> pipelineTiles(
     cl::desc("With --producer-once in a persistent kernel: the next tile's first S issued "
              "before this tile's epilogue (tilegpu-pipeline-tiles); off until measured"),
     cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool> rescaleUnderS(
+    "rescale-under-s",
+    cl::desc("Overlapped consumers rescale O by the previous alpha between the next S's wgmma and "
+             "its P·V, beside S, not after O's wait (tilegpu-overlap-consumers rescale-under-s); "
+             "off until measured"),
+    cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool>
     lateP("late-p",
           cl::desc("Overlapped consumers short of registers (d64's three warpgroups) make P_j "
@@ -286,6 +292,7 @@ int main(int argc, char **argv) {
   options.producerOnce = producerOnce;
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
+  options.rescaleUnderS = rescaleUnderS;
   options.fp8Overlap = fp8Overlap;
   options.fuseMaskedLoops = fuseMaskedLoops;
   options.syncMaskedLoops = !noSyncMaskedLoops;

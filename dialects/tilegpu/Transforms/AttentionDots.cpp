@@ -53,9 +53,10 @@ tessel::tilegpu::matchAttentionDots(scf::ForOp loop, bool transposedV) {
   return m;
 }
 
-void tessel::tilegpu::yieldWaitedO(AttentionDots &m, OpBuilder &b, Value waited, Block *body) {
+void tessel::tilegpu::yieldWaitedO(AttentionDots &m, OpBuilder &b, Value waited, Block *body,
+                                   bool applyRescale) {
   Value fo = waited;
-  if (m.rescale)
+  if (m.rescale && applyRescale)
     fo = arith::MulFOp::create(b, m.rescale.getLoc(), fo, m.rescale.getRhs());
   body->getTerminator()->setOperand(m.accIndex, fo);
   m.pvDot.erase();

@@ -37,9 +37,11 @@ struct AttentionDots {
 std::optional<AttentionDots> matchAttentionDots(mlir::scf::ForOp loop, bool transposedV = false);
 
 /// Once the overlapped schedule has waited for O (`waited`, at `b`'s insertion point): yields
-/// f(O) — `waited`, times α where the accumulator was a product — in O's place in `body`'s
-/// terminator and erases the two dots, their shared-memory reads and the rescale.
-void yieldWaitedO(AttentionDots &m, mlir::OpBuilder &b, mlir::Value waited, mlir::Block *body);
+/// f(O) — `waited`, times α where the accumulator was a product and `applyRescale` — in O's
+/// place in `body`'s terminator and erases the two dots, their shared-memory reads and the
+/// rescale.
+void yieldWaitedO(AttentionDots &m, mlir::OpBuilder &b, mlir::Value waited, mlir::Block *body,
+                  bool applyRescale = true);
 
 /// The unpredicated wait on `read`'s stage and the fence right before `read` (a consumer's
 /// read of a block the producer copied), or null.

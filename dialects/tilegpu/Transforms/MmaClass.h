@@ -148,9 +148,11 @@ mlir::FailureOr<bool> tmaProducer(mlir::func::FuncOp program, int64_t sharedLimi
 AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
 /// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
-/// the attention shape or its registers would not fit.
+/// the attention shape or its registers would not fit. `rescaleUnderS`: O's rescale made
+/// beside the next S's wgmma (Passes.td, `rescale-under-s`).
 mlir::FailureOr<bool> overlapConsumers(mlir::func::FuncOp program, bool lateP = false,
-                                       bool transposedV = false, bool maskedSynchronous = false);
+                                       bool transposedV = false, bool maskedSynchronous = false,
+                                       bool rescaleUnderS = false);
 /// The registers a consumer thread of a warp-specialized `program` would have left beside
 /// overlapConsumers' schedule (its estimate), the least over the loops it takes; none where
 /// no loop would be overlapped in that form (none has the attention shape, or one needs

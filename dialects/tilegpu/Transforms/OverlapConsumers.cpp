@@ -182,11 +182,44 @@ FailureOr<scf::ForOp> peelFirst(IRRewriter &rw, ConsumerLoop &m) {
   return peeled;
 }
 
+/// α's row vector where O's rescale is O·broadcast(expand_dims(α)) (tile-online-softmax's
+/// form), with the two ops that make the tile of it; null otherwise.
+struct RowRescale {
+  Value alpha;
+  tessel::tile::ExpandDimsOp expand;
+  tessel::tile::BroadcastOp broadcast;
+};
+std::optional<RowRescale> rowRescale(ConsumerLoop &m) {
+  if (!m.rescale)
+    return std::nullopt;
+  auto broadcast = m.rescale.getRhs().getDefiningOp<tessel::tile::BroadcastOp>();
+  auto expand = broadcast ? broadcast.getInput().getDefiningOp<tessel::tile::ExpandDimsOp>()
+                          : tessel::tile::ExpandDimsOp();
+  if (!expand)
+    return std::nullopt;
+  return RowRescale{expand.getInput(), expand, broadcast};
+}
+
+/// O·α as a tile, α's tile made again from the row vector `alpha` at `b`.
+Value rescaled(OpBuilder &b, Location loc, Value o, RowRescale r, Value alpha) {
+  IRMapping map;
+  map.map(r.alpha, alpha);
+  Operation *expand = b.clone(*r.expand, map);
+  map.map(r.expand.getResult(), expand->getResult(0));
+  Operation *broadcast = b.clone(*r.broadcast, map);
+  return arith::MulFOp::create(b, loc, o, broadcast->getResult(0));
+}
+
 /// Rewrites `m` into the overlapped schedule, its first iteration peeled, and drains its last
 /// P·V after it. `lateP`: P_j is converted to 16 bits after P_{j−1}·V_{j−1} is waited for, so
 /// that one P is live at a time instead of two (FA3's order; the float exponentials are tied
-/// through the wait, so that the conversion cannot move above it).
-LogicalResult overlap(ConsumerLoop &m, bool lateP) {
+/// through the wait, so that the conversion cannot move above it). `rescaleUnderS`: O's rescale
+/// by α_j is made in iteration j+1, between S_{j+1}'s group and P_j·V_j's, where S's wgmma
+/// runs beside it, not after O's wait, where the warpgroup's tensor work has ended; the loop
+/// carries α_j's row vector (1 into its first iteration, the peel's O being scaled) and the
+/// drain makes O·α_last before its P·V. The same products of the same values: the results are
+/// bit for bit the same.
+LogicalResult overlap(ConsumerLoop &m, bool lateP, bool rescaleUnderS) {
   scf::ForOp loop = m.loop;
   Location loc = loop.getLoc();
   IRRewriter rw(loop.getContext());
@@ -201,6 +234,12 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
   unsigned n0 = loop.getNumRegionIterArgs();
   rw.setInsertionPoint(loop);
   SmallVector<Value> carried{peeled->getResult(n0), vBuffer, peeled->getResult(n0 + 1)};
+  std::optional<RowRescale> rowScale = rescaleUnderS ? rowRescale(m) : std::nullopt;
+  if (rowScale) {
+    auto rowType = cast<RankedTensorType>(rowScale->alpha.getType());
+    carried.push_back(arith::ConstantOp::create(
+        rw, loc, DenseElementsAttr::get(rowType, rw.getFloatAttr(rowType.getElementType(), 1.0))));
+  }
   unsigned countIndex = n0 - 1;
   FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
       rw, carried, /*replaceInitOperandUsesInLoop=*/false,
@@ -219,6 +258,8 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
         Value s = WgmmaOp::create(b, m.sDot.getLoc(), m.sDot.getResult().getType(), m.sDot.getA(),
                                   m.kRead.getBuffer(), stage, m.sDot.getAcc(),
                                   /*transpose_b=*/true);
+        if (rowScale)
+          o = rescaled(b, loc, o, *rowScale, args[3]);
         Value pv = WgmmaOp::create(b, m.pvDot.getLoc(), m.pvDot.getResult().getType(), p, pvBuffer,
                                    pvStage, o, /*transpose_b=*/vTransposed);
         // S_j is in: K_j is free.
@@ -242,7 +283,7 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
               arith::TruncFOp::create(b, loc, trunc.getType(), oWait.getResult(1)));
         }
         MbarrierArriveOp::create(b, loc, emptyV, vStage, Value());
-        yieldWaitedO(m, b, oWait.getResult(0), loop.getBody());
+        yieldWaitedO(m, b, oWait.getResult(0), loop.getBody(), /*applyRescale=*/!rowScale);
         if (late) {
           cvt.erase();
           trunc.erase();
@@ -251,7 +292,9 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
         m.vWait.erase();
         m.kRelease.erase();
         m.vRelease.erase();
-        return {next, vBuffer, stage};
+        if (!rowScale)
+          return {next, vBuffer, stage};
+        return {next, vBuffer, stage, rowScale->alpha};
       });
   if (failed(replaced))
     return failure();
@@ -276,6 +319,11 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
     Value lastStage = waitForPendingV(b, loc, end, fullV, m.stages, Value());
     FenceAsyncSharedOp::create(b, loc);
     Value in = drain.getRegionIterArgs()[0];
+    // The last α, in the drain: where it runs no iteration nothing is pending and α is 1 (the
+    // loop ran none) or already applied (the peel's). O' in place, not a copy beside it: ptxas
+    // (CUDA 13.0) serialized the wgmmas for registers with the product made before the drain.
+    if (rowScale)
+      in = rescaled(b, loc, in, *rowScale, grown.getResult(n + 3));
     auto pv = WgmmaOp::create(b, loc, o.getType(), p, pvBuffer, pvStage, in,
                               /*transpose_b=*/vTransposed);
     auto wait = WgmmaWaitOp::create(b, loc, TypeRange{o.getType()}, ValueRange{pv}, 0);
@@ -283,6 +331,11 @@ LogicalResult overlap(ConsumerLoop &m, bool lateP) {
     scf::YieldOp::create(b, loc, wait.getResult(0));
   }
   o.replaceAllUsesExcept(drain.getResult(0), drain);
+  // The body's own α tile fed only the rescale it no longer makes.
+  if (rowScale && rowScale->broadcast->use_empty())
+    rowScale->broadcast.erase();
+  if (rowScale && rowScale->expand->use_empty())
+    rowScale->expand.erase();
   return success();
 }
 
@@ -290,7 +343,8 @@ struct OverlapConsumers : tessel::tilegpu::impl::TileGPUOverlapConsumersBase<Ove
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(overlapConsumers(getOperation(), lateP, transposedV, maskedSynchronous)))
+    if (failed(
+            overlapConsumers(getOperation(), lateP, transposedV, maskedSynchronous, rescaleUnderS)))
       signalPassFailure();
   }
 };
@@ -311,7 +365,8 @@ std::optional<int64_t> tessel::tilegpu::overlapHeadroom(func::FuncOp program, bo
 }
 
 FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lateP,
-                                                  bool transposedV, bool maskedSynchronous) {
+                                                  bool transposedV, bool maskedSynchronous,
+                                                  bool rescaleUnderS) {
   SmallVector<ConsumerLoop> loops;
   WarpSpecializeOp ws;
   int64_t threads = programLayout(program).getWarps() * 32, need = 0, needLate = 0;
@@ -350,7 +405,7 @@ FailureOr<bool> tessel::tilegpu::overlapConsumers(func::FuncOp program, bool lat
     ws.setConsumerRegisters(consumer);
   }
   for (ConsumerLoop &m : loops)
-    if (failed(overlap(m, lateP)))
+    if (failed(overlap(m, lateP, rescaleUnderS)))
       return m.loop.emitOpError("could not be overlapped");
   return true;
 }

@@ -222,6 +222,12 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     overlapped, they peel and drain a pipeline of one or two steps, the same work in twice
     the code (a quarter of a d128 kernel, so of its compile); not where O takes more than half
     the consumers' registers (d256), where ptxas spills beside the synchronous copy.
+    With `rescale-under-s`, f(O) = O·α_j (tile-online-softmax's rescale) is not made after
+    O's wait but in the next iteration, between the S group and the P·V group it feeds: its
+    multiplies issue while S's wgmma runs instead of between the warpgroup's tensor work
+    (d256: 128 a thread a key block). The loop carries α's row vector (1 into the first
+    iteration); O·α_last is made after the loop, before the drain. The same products: the
+    same bits.
   }];
   let options = [
     Option<"lateP", "late-p", "bool", /*default=*/"false",
@@ -231,6 +237,9 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
            "Loops whose V is read transposed too (FP8's, stored K-major by the producer).">,
     Option<"maskedSynchronous", "masked-synchronous", "bool", /*default=*/"false",
            "The split's masked loops (the boundary blocks) left synchronous.">,
+    Option<"rescaleUnderS", "rescale-under-s", "bool", /*default=*/"false",
+           "O's rescale by α_j made in iteration j+1 between S's group and P·V's (beside S's "
+           "wgmma), α's row vector carried; false: after O's wait, as f(O).">,
   ];
   let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
 }

@@ -27,16 +27,20 @@ using namespace tessel::tilegpu;
 
 namespace {
 
-/// The first wgmma of the loop body's pair: two wgmmas in a row, then a wait with one group in
+/// The loop body's pair: two wgmmas, with nothing between them but ops free of memory effects
+/// (tilegpu-overlap-consumers' rescale of O for the second), then a wait with one group in
 /// flight.
-WgmmaOp issuedPair(scf::ForOp loop) {
+std::optional<std::pair<WgmmaOp, WgmmaOp>> issuedPair(scf::ForOp loop) {
   for (auto first : loop.getBody()->getOps<WgmmaOp>()) {
-    auto second = dyn_cast_or_null<WgmmaOp>(first->getNextNode());
+    Operation *next = first->getNextNode();
+    while (next && !isa<WgmmaOp>(next) && isMemoryEffectFree(next) && next->getNumRegions() == 0)
+      next = next->getNextNode();
+    auto second = dyn_cast_or_null<WgmmaOp>(next);
     auto wait = second ? dyn_cast_or_null<WgmmaWaitOp>(second->getNextNode()) : WgmmaWaitOp();
     if (wait && wait.getPending() == 1)
-      return first;
+      return std::make_pair(first, second);
   }
-  return {};
+  return std::nullopt;
 }
 
 struct PingPong : tessel::tilegpu::impl::TileGPUPingPongBase<PingPong> {
@@ -57,8 +61,8 @@ bool tessel::tilegpu::pingPong(func::FuncOp program) {
     // Each turn as the op it starts before and the op it ends after.
     SmallVector<std::pair<Operation *, Operation *>> turns;
     for (auto loop : tileBlock(consumers).getOps<scf::ForOp>()) {
-      if (WgmmaOp first = issuedPair(loop))
-        turns.push_back({first, first->getNextNode()});
+      if (auto pair = issuedPair(loop))
+        turns.push_back({pair->first, pair->second});
       else if (std::optional<AttentionDots> dots = matchAttentionDots(loop))
         turns.push_back({dots->sDot->getNextNode(), dots->pvDot->getPrevNode()});
     }

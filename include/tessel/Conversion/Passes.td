@@ -114,6 +114,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With overlap-consumers, where the consumers' registers are short (d64's three "
            "warpgroups): P_j made after the previous P·V's wait, a cp.async producer's registers "
            "given to the consumers (tilegpu-overlap-consumers late-p). Off until measured.">,
+    Option<"rescaleUnderS", "rescale-under-s", "bool", /*default=*/"false",
+           "With overlap-consumers: O's rescale by α_j made in iteration j+1 between S's group "
+           "and P·V's, beside S's wgmma (tilegpu-overlap-consumers rescale-under-s). Off until "
+           "measured.">,
     Option<"fp8Overlap", "fp8-overlap", "bool", /*default=*/"false",
            "With overlap-consumers, loops whose V is read transposed (FP8's) are overlapped "
            "too (tilegpu-overlap-consumers transposed-v). Off until measured.">,

@@ -69,6 +69,10 @@ struct TargetOptions {
   /// previous P·V's wait, with a cp.async producer's registers (convert-tile-to-mma late-p;
   /// tilegpu-overlap-consumers). Off until measured.
   bool lateP = false;
+  /// Overlapped consumers rescale O by the previous α beside the next S's wgmma instead of
+  /// after O's wait (convert-tile-to-mma rescale-under-s; tilegpu-overlap-consumers). Bit for
+  /// bit the same results. Off until measured.
+  bool rescaleUnderS = false;
   /// FP8 kernels' consumers overlapped too: their V, stored transposed, read so by the P·V
   /// (convert-tile-to-mma fp8-overlap; tilegpu-overlap-consumers transposed-v). Off until
   /// measured.

@@ -320,8 +320,8 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
           failed(tessel::tilegpu::tmaProducer(work, static_cast<int64_t>(sharedLimit))))
         return failure();
       if (placed && overlapConsumers) {
-        FailureOr<bool> overlapped = tessel::tilegpu::overlapConsumers(work, lateP, fp8Overlap,
-                                                                       syncMaskedLoops);
+        FailureOr<bool> overlapped = tessel::tilegpu::overlapConsumers(
+            work, lateP, fp8Overlap, syncMaskedLoops, rescaleUnderS);
         if (failed(overlapped))
           return failure();
         if (*overlapped && pingpong)
