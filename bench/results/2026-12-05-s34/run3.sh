@@ -5,8 +5,10 @@
 # short d128 kernels), then its speed against the default, one configuration a process
 # (ab_gpu_options.py: dense d128 and d256, causal and not, 1k/4k/16k, ragged d256). run2's
 # bound: without the multiplies at all, d256 +5 to +8 %, d128 16k +3 % on the H200.
-# If it wins, set GpuOptions.rescale_under_s's default to True (cache.py, Pipeline.h,
-# Passes.td's convert-tile-to-mma option) and run the sweep (s32 run1.sh).
+# If it wins: the sweep beside cuDNN with it, `TESSEL_TEST_GPU_OPTIONS=rescale_under_s=True
+# bash bench/results/2026-12-05-s32/run1.sh` (every benchmark applies the variable), then
+# its default to True (cache.py, Pipeline.h, Passes.td's convert-tile-to-mma option) and the
+# GPU suites on it.
 set -u
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
 export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
