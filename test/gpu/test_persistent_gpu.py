@@ -348,11 +348,14 @@ def test_rescale_under_s(causal, D, N):
 # producer (late_p; a TMA producer keeps its registers, so tma_producer=False), and both. The
 # overlap rescales O after adding the previous P·V where the synchronous loop rescales before
 # adding this one: the same sums, rounded otherwise, so O within a few fp16 ulps of the
-# default's (the LSE's arithmetic is unchanged: its bits).
+# default's (the LSE's arithmetic is unchanged: its bits); late-p with that rescale made beside
+# the next S (rescale_under_s: late-p's own bits).
 D64_SCHEDULES = {"once+pipeline": dict(producer_once=True, pipeline_tiles=True),
                  "late-p": dict(late_p=True, tma_producer=False),
                  "late-p+once+pipeline": dict(late_p=True, tma_producer=False,
                                               producer_once=True, pipeline_tiles=True),
+                 "late-p+rescale-under-s": dict(late_p=True, tma_producer=False,
+                                                rescale_under_s=True),
                  "fused": dict(fuse_masked_loops=True)}
 
 
