@@ -364,6 +364,14 @@ def delta_cuda(o, do, dlse, launch=_launch):
 # always the bounds-masked form, a switch for comparisons; set it before the first call).
 EVEN_BLOCKS = True
 
+# Whether causal calls without a mask_mod take the key-rows program's EVEN form too where the
+# lengths are whole blocks: the diagonal's masked loop stays, the bounds' masked loop after the
+# unmasked one goes (ptxas, sm_90a 64×64: d128 340 → 104 bytes of spill at 255 registers,
+# 5,413 → 3,995 PTX lines; d64 4,098 → 2,920 lines at 166). Off until measured on a GPU
+# (bench/results/2026-12-05-s34/run4.sh); on, a ring's causal steps of whole and ragged
+# lengths trace the program twice.
+EVEN_CAUSAL = False
+
 
 def even_blocks(shapes, cx, dq_cx):
     """The EVEN constexpr of the key-rows program ({} or {"EVEN": True}: Nq and Nk multiples
@@ -374,11 +382,15 @@ def even_blocks(shapes, cx, dq_cx):
     causal, no mask_mod): elsewhere the masked loops stay, and a second specialisation would
     cost a compile for little (a ring's steps of whole and ragged lengths would trace twice).
     The non-causal key-rows program without mods needs no bounds mask at any length (its
-    docstring says why), so EVEN is its own only with a score_mod."""
+    docstring says why), so EVEN is its own only with a score_mod. Causal, with EVEN_CAUSAL,
+    the key-rows program's (the dQ program's barely changes there)."""
     _, _, Nq, _, _, Nk = shapes
-    if not EVEN_BLOCKS or cx["CAUSAL"] or cx["MASK_MOD"] is not None:
+    if not EVEN_BLOCKS or cx["MASK_MOD"] is not None:
         return {}, {}
-    kr = Nq % cx["BLOCK_M"] == 0 and Nk % cx["BLOCK_N"] == 0 and cx["SCORE_MOD"] is not None
+    whole = Nq % cx["BLOCK_M"] == 0 and Nk % cx["BLOCK_N"] == 0
+    if cx["CAUSAL"]:
+        return ({"EVEN": True} if EVEN_CAUSAL and whole else {}), {}
+    kr = whole and cx["SCORE_MOD"] is not None
     return ({"EVEN": True} if kr else {}), ({"EVEN": True} if Nk % dq_cx["BLOCK_N"] == 0 else {})
 
 

@@ -64,6 +64,9 @@ def main():
     ap.add_argument("--no-sink-waits", action="store_true",
                     help="compile with GpuOptions(sink_waits=False): the blocks loaded before "
                          "a loop waited for before its first copies (to compare)")
+    ap.add_argument("--even-causal", action="store_true",
+                    help="backward.EVEN_CAUSAL: causal calls at whole blocks run the key-rows "
+                         "program without its bounds mask (off by default until measured)")
     args = ap.parse_args()
     torch = cuda_torch("bench_backward")
     if torch is None:
@@ -89,6 +92,9 @@ def main():
     if args.concurrent_dq:
         import tessel.backward
         tessel.backward.CONCURRENT_DQ = True
+    if args.even_causal:
+        import tessel.backward
+        tessel.backward.EVEN_CAUSAL = True
     if args.keyrows_blocks:
         import tessel.backward
         tessel.backward.FAST_KEYROWS_BLOCKS_SM90 = {d: args.keyrows_blocks for d in args.dims}
@@ -102,6 +108,7 @@ def main():
                   dtype=args.dtype, async_dots=args.async_dots,
                   concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks,
                   keyrows_blocks=args.keyrows_blocks, split_keyrows=args.split_keyrows,
+                  even_causal=args.even_causal,
                   rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)

@@ -178,6 +178,33 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("name", ["causal", "alibi_causal"])
+def test_causal_whole_blocks_drop_the_bounds_mask(name, monkeypatch):
+    """backward.EVEN_CAUSAL (off until measured): causal calls at whole blocks run the key-rows
+    program without its bounds mask (the diagonal's causal mask stays): the float64
+    reference, and the masked form's bits."""
+    from tessel import backward
+    plain = dict(BLOCK_M=16, BLOCK_N=16, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None)
+    shapes = (2, 4, 48, 16, 2, 32)
+    assert backward.even_blocks(shapes, plain, plain) == ({}, {})
+    monkeypatch.setattr(backward, "EVEN_CAUSAL", True)
+    assert backward.even_blocks(shapes, plain, plain) == ({"EVEN": True}, {})
+    assert backward.even_blocks((2, 4, 40, 16, 2, 32), plain, plain) == ({}, {})
+    assert backward.even_blocks(shapes, dict(plain, MASK_MOD=sliding_window), plain) == ({}, {})
+    run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=6, block=16, keyrows=True)
+    score_mod, mask_mod, causal, *_ = CASES[name]
+    q, k, v, do = inputs(2, 4, 2, 48, 32, 16, 6)
+    o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score_mod, enable_gqa=True,
+                              return_lse=True, block_m=16, block_n=16)
+    got = {}
+    for even in (True, False):
+        monkeypatch.setattr(backward, "EVEN_CAUSAL", even)
+        got[even] = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
+                                             None, True, None, 16, 16, keyrows=True)
+    for a, b in zip(got[True], got[False]):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_key_rows_program_without_bounds_mask_past_the_lengths():
     """Not causal and without mods the key-rows program runs no bounds mask (its docstring):
     keys past Nk see zeros for K, so with every score far below 0 their P = 2^(0 - LSE)
