@@ -218,7 +218,8 @@ class GpuOptions:
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
-                     "rescale_under_s", "fp8_overlap", "fuse_masked_loops", "sync_masked_loops", "spill_fallbacks"):
+                     "rescale_under_s", "fp8_overlap", "fuse_masked_loops", "sync_masked_loops",
+                     "spill_fallbacks"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:
