@@ -157,6 +157,32 @@ def _runs_at(pieces, span):
     return base, split, second - split - base
 
 
+def _global_runs(pieces, span):
+    """The global rows of local rows span[0] .. span[1] of a shard made of `pieces`, as
+    [(global start, length)]."""
+    a, b = span
+    runs = []
+    for start, pos, n in pieces:
+        lo, hi = max(a, start), min(b, start + n)
+        if lo < hi:
+            runs.append((pos + lo - start, hi - lo))
+    return runs
+
+
+def window_sees(q_runs, k_runs, window):
+    """Whether a query of `q_runs` sees a key of `k_runs` — [(global start, length)] each —
+    through window = (left, right), FlashAttention's window_size (-1: unbounded): a key at
+    kv_idx is seen from q_idx where q_idx - left <= kv_idx <= q_idx + right. The keys a run of
+    queries [a, a + n) sees are [a - left, a + n - 1 + right], one interval."""
+    left, right = window
+    for a, n in q_runs:
+        lo = a - left if left >= 0 else -math.inf
+        hi = a + n - 1 + right if right >= 0 else math.inf
+        if any(c <= hi and c + m - 1 >= lo for c, m in k_runs):
+            return True
+    return False
+
+
 class _GlobalMods:
     """The user's score_mod and mask_mod (ModFunctions, or None) as one shard pair's kernel
     calls them: wrapped to see global positions, the offsets in a captured int32 tensor."""
@@ -334,7 +360,8 @@ class _Ring:
     """The process group's ring as one rank sees it, and every rank's shard lengths (gathered
     once per call, so that every rank validates the same facts and raises the same error)."""
 
-    def __init__(self, torch, dist, group, q, k, v, causal, layout, enable_gqa, mods=(0, 0)):
+    def __init__(self, torch, dist, group, q, k, v, causal, layout, enable_gqa, mods=(0, 0),
+                 window=None):
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("ring_attention needs torch.distributed initialised "
                                "(torch.distributed.init_process_group)")
@@ -371,6 +398,9 @@ class _Ring:
         elif any(mods):
             self.q_pieces = self._contiguous(self.q_lens)
             self.kv_pieces = self._contiguous(self.kv_lens)
+        # FlashAttention's window_size as (left, right), or None: shard pairs it hides whole
+        # are skipped (task). It comes with its mask_mod, so the pieces are known.
+        self.window = window if self.q_pieces is not None else None
 
     @staticmethod
     def _contiguous(lens):
@@ -428,7 +458,16 @@ class _Ring:
 
     def task(self, src, causal):
         """(query rows, key rows, causal) of this rank's queries against src's keys, or None
-        where no key is visible. Rows as (start, stop) in the local shards."""
+        where no key is visible (causality, or a window that hides the whole pair: its kernel
+        would compute nothing). Rows as (start, stop) in the local shards."""
+        found = self._causal_task(src, causal)
+        if found is None or self.window is None:
+            return found
+        qs, ks, _ = found
+        return found if window_sees(_global_runs(self.q_pieces[self.rank], qs),
+                                    _global_runs(self.kv_pieces[src], ks), self.window) else None
+
+    def _causal_task(self, src, causal):
         r = self.rank
         all_q, all_k = (0, self.q_lens[r]), (0, self.kv_lens[src])
         if not causal:
@@ -504,15 +543,26 @@ def _forward(ring, q, k, v, causal, scale, enable_gqa, mods=None):
                                    _host(_rows(kv[1], ks)), causal=c, scale=scale,
                                    score_mod=sm, mask_mod=mm, enable_gqa=enable_gqa,
                                    return_lse=True)
-            if o_acc is None:                         # step 0: every row, nothing to merge
+            if o_acc is None and qs == (0, Lq):       # the first pair, every row: no merge
                 o_acc = _as_torch(o_i, q.dtype).float()
                 lse_acc = _as_torch(lse_i, torch.float32)
             else:
+                if o_acc is None:                     # a window skipped this rank's own pair
+                    o_acc, lse_acc = _unseen(torch, q)
                 _merge(_host(o_acc), _host(lse_acc), o_i, lse_i, qs[0])
         _wait(pending)
         if nxt is not None:
             kv = nxt
+    if o_acc is None:                                 # a window hid every key from these rows
+        o_acc, lse_acc = _unseen(torch, q)
     return o_acc.to(q.dtype), lse_acc
+
+
+def _unseen(torch, q):
+    """The merge's start for rows that have seen no key yet: O = 0, LSE = −inf (float32)."""
+    B, H, Lq, D = q.shape
+    return (torch.zeros((B, H, Lq, D), dtype=torch.float32, device=q.device),
+            torch.full((B, H, Lq), -math.inf, dtype=torch.float32, device=q.device))
 
 
 def _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa, mods=None):
@@ -667,8 +717,14 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
         mods = _GlobalMods(_as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod"))
         _check_mods(q.detach(), k.detach(), v.detach(), bool(causal), scale, bool(enable_gqa),
                     mods, grad)
+    window = None
+    if window_size is not None:
+        from .flash_mods import _window
+        window = _window(window_size)
+        if window is not None and causal:
+            window = (window[0], 0)                 # causal: no key after the query
     ring = _Ring(torch, dist, group, q, k, v, causal, layout, enable_gqa,
-                 (score_mod is not None, mask_mod is not None))
+                 (score_mod is not None, mask_mod is not None), window)
     if grad:
         o, lse = _autograd_function(torch).apply(q, k, v, ring, bool(causal), scale,
                                                  bool(enable_gqa), mods)

@@ -446,6 +446,54 @@ def mod_mismatch_case():
     return False, f"rank {RANK}: no error"
 
 
+def window_skip_case(layout, causal):
+    """FlashAttention's window_size through the ring: shard pairs the window hides whole run
+    no kernel (tessel.attention and attention_backward are called once per pair it does not
+    hide: counted here), and o, lse, dq, dk and dv are the whole sequence's (float64
+    reference) — rows near a shard's start see the shard before it."""
+    import importlib
+    rank, world = RANK, WORLD
+    N, H, left, right = UNEVEN, 2, 3, (0 if causal else 2)
+    q, k, v = inputs(41, H, H, N)
+    g = torch.randn(1, H, N, D, generator=torch.Generator().manual_seed(42), dtype=torch.float64)
+    pos = [shard(np.arange(N)[None, None, :], layout, r, world)[0, 0] for r in range(world)]
+    expected = sum(any(qi - left <= ki <= qi + right and (ki <= qi or not causal)
+                       for qi in pos[rank] for ki in pos[s]) for s in range(world))
+
+    def allowed(b, h, qi, ki):
+        return (ki >= qi - left) & (ki <= qi + right)
+    args = dict(causal=causal, allowed=allowed)
+    ref_o, ref_lse = reference_attention(to_np(q), to_np(k), to_np(v), **args)
+    ref = reference_attention_backward(to_np(q), to_np(k), to_np(v), g.numpy(), **args)
+    local = [shard(x, layout, rank, world).float().requires_grad_() for x in (q, k, v)]
+    calls = {"attention": 0, "attention_backward": 0}
+    patched = []
+    for module, name in (("tessel.attention", "attention"), ("tessel.backward",
+                                                             "attention_backward")):
+        m = importlib.import_module(module)
+        original = getattr(m, name)
+
+        def counting(*a, _original=original, _name=name, **kw):
+            calls[_name] += 1
+            return _original(*a, **kw)
+        setattr(m, name, counting)
+        patched.append((m, name, original))
+    try:
+        o, lse = ring_attention(*local, causal=causal, layout=layout,
+                                window_size=(left, right), return_lse=True)
+        (o * shard(g, layout, rank, world).float()).sum().backward()
+    finally:
+        for m, name, original in patched:
+            setattr(m, name, original)
+    errs = [err_np(to_np(o), shard(ref_o, layout, rank, world)),
+            err_np(lse.detach().numpy(), shard(ref_lse, layout, rank, world))]
+    errs += [err_np(to_np(x.grad), shard(r, layout, rank, world)) for x, r in zip(local, ref)]
+    ok = (max(errs) < 2e-5 and calls["attention"] == expected
+          and calls["attention_backward"] == expected)
+    return ok, (f"rank {rank}/{world}: {calls} kernel calls, {expected} pairs the window shows "
+                f"(of {world}); errors o, lse, dq, dk, dv {', '.join(f'{e:.1e}' for e in errs)}")
+
+
 def mod_cases():
     return {
         "mod-alibi-causal-contiguous": lambda: mod_case(2, 2, UNEVEN, True, "contiguous",
@@ -485,6 +533,8 @@ def mod_cases():
             2, 2, UNEVEN, False, "zigzag", score="softcap", mask="prefix-lm", strided=True),
         "mod-backward-rows-without-keys": lambda: mod_backward_case(
             2, 2, UNEVEN, True, "contiguous", mask="holes", use_lse=True),
+        "mod-window-skips-pairs-causal": lambda: window_skip_case("contiguous", True),
+        "mod-window-skips-pairs-zigzag": lambda: window_skip_case("zigzag", False),
         "mod-world-one": mod_world_one_case,
         "mod-no-recompile": no_recompile_case,
         "mod-bad-mask-mod": lambda: bad_mod_case(mask_mod=bad_float_mask),

@@ -43,7 +43,8 @@ MOD_CASES = ["mod-alibi-causal-contiguous", "mod-alibi-causal-zigzag-gqa", "mod-
              "mod-document-alibi-causal-zigzag", "mod-rows-without-keys", "mod-cross-zigzag",
              "mod-cross-contiguous", "mod-f16-causal-zigzag", "mod-backward-causal-zigzag",
              "mod-backward-causal-contiguous", "mod-backward-prefix-lm-zigzag",
-             "mod-backward-rows-without-keys", "mod-world-one", "mod-no-recompile",
+             "mod-backward-rows-without-keys", "mod-window-skips-pairs-causal",
+             "mod-window-skips-pairs-zigzag", "mod-world-one", "mod-no-recompile",
              "mod-bad-mask-mod", "mod-bad-arity", "mod-mismatch"]
 LAUNCH_TIMEOUT_S = 240
 
@@ -213,6 +214,24 @@ def test_merge_program_ir():
 
 
 # score_mod / mask_mod at global positions, on the interpreter -----------------------------------
+
+def test_window_sees_only_pairs_within_the_window():
+    # ring_attention(window_size=...) skips the shard pairs for which window_sees is False:
+    # checked against every (query, key) position pair of two runs each.
+    from tessel.distributed import _global_runs, window_sees
+    assert _global_runs([(0, 10, 4), (4, 30, 3)], (2, 6)) == [(12, 2), (30, 2)]
+    assert _global_runs([(0, 10, 4)], (4, 4)) == []
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        qr = [(int(rng.integers(0, 40)), int(rng.integers(1, 6))) for _ in range(2)]
+        kr = [(int(rng.integers(0, 40)), int(rng.integers(1, 6))) for _ in range(2)]
+        window = (int(rng.integers(-1, 6)), int(rng.integers(-1, 6)))
+        left, right = window
+        want = any((left < 0 or ki >= qi - left) and (right < 0 or ki <= qi + right)
+                   for a, n in qr for qi in range(a, a + n)
+                   for c, m in kr for ki in range(c, c + m))
+        assert window_sees(qr, kr, window) == want, (qr, kr, window)
+
 
 def test_runs_at_maps_local_rows_to_global_positions():
     """_runs_at's (base, split, jump) gives every local row of a span its global position."""
