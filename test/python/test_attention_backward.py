@@ -165,15 +165,22 @@ def test_whole_blocks_drop_the_bounds_mask(name, keyrows, monkeypatch):
     assert backward.even_blocks(shapes, dict(plain, SCORE_MOD=None), plain) == ({},
                                                                                {"EVEN": True})
     run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=5, block=16, keyrows=keyrows)
+    _assert_switch_keeps_the_bits(monkeypatch, "EVEN_BLOCKS", name, 5, keyrows)
+
+
+def _assert_switch_keeps_the_bits(monkeypatch, switch, name, seed, keyrows):
+    """The backward of CASES[name] (B 2, H 4 on 2, Nq 48, Nk 32, D 16, blocks of 16) with
+    backward.<switch> on and off: the same bits."""
+    from tessel import backward
     score_mod, mask_mod, causal, *_ = CASES[name]
-    q, k, v, do = inputs(2, 4, 2, 48, 32, 16, 5)
+    q, k, v, do = inputs(2, 4, 2, 48, 32, 16, seed)
     o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score_mod, mask_mod=mask_mod,
                               enable_gqa=True, return_lse=True, block_m=16, block_n=16)
     got = {}
-    for even in (True, False):
-        monkeypatch.setattr(backward, "EVEN_BLOCKS", even)
-        got[even] = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
-                                             mask_mod, True, None, 16, 16, keyrows=keyrows)
+    for on in (True, False):
+        monkeypatch.setattr(backward, switch, on)
+        got[on] = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
+                                           mask_mod, True, None, 16, 16, keyrows=keyrows)
     for a, b in zip(got[True], got[False]):
         np.testing.assert_array_equal(a, b)
 
@@ -192,17 +199,7 @@ def test_causal_whole_blocks_drop_the_bounds_mask(name, monkeypatch):
     assert backward.even_blocks((2, 4, 40, 16, 2, 32), plain, plain) == ({}, {})
     assert backward.even_blocks(shapes, dict(plain, MASK_MOD=sliding_window), plain) == ({}, {})
     run_case(name, B=2, H=4, Hkv=2, Nq=48, Nk=32, D=16, seed=6, block=16, keyrows=True)
-    score_mod, mask_mod, causal, *_ = CASES[name]
-    q, k, v, do = inputs(2, 4, 2, 48, 32, 16, 6)
-    o, lse = tessel.attention(q, k, v, causal=causal, score_mod=score_mod, enable_gqa=True,
-                              return_lse=True, block_m=16, block_n=16)
-    got = {}
-    for even in (True, False):
-        monkeypatch.setattr(backward, "EVEN_CAUSAL", even)
-        got[even] = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
-                                             None, True, None, 16, 16, keyrows=True)
-    for a, b in zip(got[True], got[False]):
-        np.testing.assert_array_equal(a, b)
+    _assert_switch_keeps_the_bits(monkeypatch, "EVEN_CAUSAL", name, 6, True)
 
 
 def test_key_rows_program_without_bounds_mask_past_the_lengths():
