@@ -2,8 +2,9 @@
 # For a session with a GPU (not run in the thirty-fourth): backward.EVEN_CAUSAL — causal
 # backward calls at whole blocks run the key-rows program without its bounds mask (ptxas: d128
 # 340 → 104 bytes of spill, a quarter less PTX at d64 and d128; the spill of either form sits
-# outside the loop below the diagonal, where the time goes: sass_loops.py). First the bits against the
-# default (test_even_causal_keeps_the_gradients), then the speed, the two forms alternated in
+# outside the loop below the diagonal, where the time goes: sass_loops.py). First the bits
+# against the default (test_even_causal_keeps_the_gradients), then the speed, the two forms
+# alternated in
 # processes, two rounds (bench_backward.py prints causal and not; only causal differs). If
 # causal wins at d64 and d128, EVEN_CAUSAL = True (and the ring's one-trace test needs its
 # ragged and whole steps told apart: docs/ring.md).
