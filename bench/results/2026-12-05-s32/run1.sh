@@ -15,4 +15,4 @@ done
 timeout 200 python3 bench_block_mask.py --json $r/masks.json 2>&1 | tail -14 | tee $r/masks.log
 cd ../..
 timeout 90 python3 scripts/bench_cold_compile.py --runs 2 --dims 64,128,256 --build $w 2>&1 \
-  | tail -30 | tee $r/cold.log
+  | tee $r/cold.log | tail -30     # the whole table kept (s34's run kept only its last 30 lines)
