@@ -138,16 +138,24 @@ def _global_score_mod(user, off):
     return global_score_mod
 
 
-def _runs_at(pieces, span):
-    """(base, split, jump) of local rows span[0] .. span[1] of a shard made of `pieces`
-    [(local start, global start, length)] (at most two runs of the sequence), the rows counted
-    from span[0]."""
+def _pieces_in(pieces, span):
+    """The parts of local rows span[0] .. span[1] of a shard made of `pieces` [(local start,
+    global start, length)], as [(row counted from span[0], global start, length)]."""
     a, b = span
     parts = []
     for start, pos, n in pieces:
         lo, hi = max(a, start), min(b, start + n)
         if lo < hi:
-            parts.append((lo - a, pos + lo - start))
+            parts.append((lo - a, pos + lo - start, hi - lo))
+    return parts
+
+
+def _runs_at(pieces, span):
+    """(base, split, jump) of local rows span[0] .. span[1] of a shard made of `pieces`
+    [(local start, global start, length)] (at most two runs of the sequence), the rows counted
+    from span[0]."""
+    a, b = span
+    parts = [(row, pos) for row, pos, _ in _pieces_in(pieces, span)]
     if not parts:                                    # no rows: nothing reads the offsets
         return 0, 0, 0
     base = parts[0][1]
@@ -160,13 +168,7 @@ def _runs_at(pieces, span):
 def _global_runs(pieces, span):
     """The global rows of local rows span[0] .. span[1] of a shard made of `pieces`, as
     [(global start, length)]."""
-    a, b = span
-    runs = []
-    for start, pos, n in pieces:
-        lo, hi = max(a, start), min(b, start + n)
-        if lo < hi:
-            runs.append((pos + lo - start, hi - lo))
-    return runs
+    return [(pos, n) for _, pos, n in _pieces_in(pieces, span)]
 
 
 def window_sees(q_runs, k_runs, window):
