@@ -535,6 +535,7 @@ def mod_cases():
             2, 2, UNEVEN, True, "contiguous", mask="holes", use_lse=True),
         "mod-window-skips-pairs-causal": lambda: window_skip_case("contiguous", True),
         "mod-window-skips-pairs-zigzag": lambda: window_skip_case("zigzag", False),
+        "mod-window-skips-pairs-causal-zigzag": lambda: window_skip_case("zigzag", True),
         "mod-world-one": mod_world_one_case,
         "mod-no-recompile": no_recompile_case,
         "mod-bad-mask-mod": lambda: bad_mod_case(mask_mod=bad_float_mask),

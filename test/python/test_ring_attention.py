@@ -44,7 +44,8 @@ MOD_CASES = ["mod-alibi-causal-contiguous", "mod-alibi-causal-zigzag-gqa", "mod-
              "mod-cross-contiguous", "mod-f16-causal-zigzag", "mod-backward-causal-zigzag",
              "mod-backward-causal-contiguous", "mod-backward-prefix-lm-zigzag",
              "mod-backward-rows-without-keys", "mod-window-skips-pairs-causal",
-             "mod-window-skips-pairs-zigzag", "mod-world-one", "mod-no-recompile",
+             "mod-window-skips-pairs-zigzag", "mod-window-skips-pairs-causal-zigzag",
+             "mod-world-one", "mod-no-recompile",
              "mod-bad-mask-mod", "mod-bad-arity", "mod-mismatch"]
 LAUNCH_TIMEOUT_S = 240
 
