@@ -8,7 +8,9 @@
 # If it wins: the sweep beside cuDNN with it, `TESSEL_TEST_GPU_OPTIONS=rescale_under_s=True
 # bash bench/results/2026-12-05-s32/run1.sh` (every benchmark applies the variable), then
 # its default to True (cache.py, Pipeline.h, Passes.td's convert-tile-to-mma option) and the
-# GPU suites on it.
+# GPU suites on it. d64's consumers are synchronous by default (nothing changes there); FA3's
+# d64 schedule (late_p, measured −3 to −4 % in s26) may change with it: `ab_gpu_options.py OUT
+# --set late_p=True --set tma_producer=False --set rescale_under_s=True --cases d64`.
 set -u
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
 export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
