@@ -220,8 +220,7 @@ def TileGPUOverlapConsumers : Pass<"tilegpu-overlap-consumers", "::mlir::func::F
     reading it so. With `masked-synchronous`, the loops tile-split-masked-loops left masked
     (`tile.block_mask = "mixed"`: the boundary blocks, one or two a tile) stay synchronous:
     overlapped, they peel and drain a pipeline of one or two steps, the same work in twice
-    the code (a quarter of a d128 kernel, so of its compile); not where O takes more than half
-    the consumers' registers (d256), where ptxas spills beside the synchronous copy.
+    the code (a quarter of a d128 kernel, a sixth of d256's, so of their compile).
     With `rescale-under-s`, f(O) = O·α_j (tile-online-softmax's rescale) is not made after
     O's wait but in the next iteration, between the S group and the P·V group it feeds: its
     multiplies issue while S's wgmma runs instead of between the warpgroup's tensor work

@@ -12,9 +12,10 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o - | FileCheck %s --check-prefix=PTX
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --emit=cubin -o %t.cubin --ptxas-report > %t.report 2>&1
 // RUN: FileCheck %s --check-prefix=SM90 --implicit-check-not="(C75" < %t.report
-// --fp8-overlap (off until measured): both programs' loops overlapped (their K and V blocks
-// differ in shape, which tilegpu-overlap-consumers, peeling rather than running a spare P·V,
-// does not mind), a wait with one group in flight in each, still no spill or advisory.
+// --fp8-overlap (off until measured): both programs' unmasked loops overlapped (their K and V
+// blocks differ in shape, which tilegpu-overlap-consumers, peeling rather than running a spare
+// P·V, does not mind), a wait with one group in flight in each; their masked loops (the key
+// tail) stay synchronous (masked-synchronous); still no spill or advisory.
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --emit=ptx -o - | FileCheck %s --check-prefix=OVER
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --fp8-overlap --emit=cubin -o %t.over.cubin --ptxas-report > %t.over 2>&1
 // RUN: FileCheck %s --check-prefix=SM90 --implicit-check-not="(C75" < %t.over
@@ -39,7 +40,8 @@
 // PTX: -4611685949707845632
 // PTX-NOT: -4611685949707845630
 // PTX: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3
-// OVER-COUNT-4: wgmma.wait_group.sync.aligned 1;
+// OVER-COUNT-2: wgmma.wait_group.sync.aligned 1;
+// OVER-NOT: wgmma.wait_group.sync.aligned 1;
 // SM90-DAG: ptxas sm_90a fp8_d256_64: {{[0-9]+}} registers, {{.*}} 0 bytes spill stores, 0 bytes spill loads
 // SM90-DAG: ptxas sm_90a fp8_d256_32: {{[0-9]+}} registers, {{.*}} 0 bytes spill stores, 0 bytes spill loads
 
