@@ -22,6 +22,7 @@ import types
 import numpy as np
 
 from . import capture
+from . import cpu_tensors
 from . import gpu
 from . import language as tl
 from .grid import MAX_GRID_Y, block_and_row, dense_tiles, fold_grid, greedy_schedule, \
@@ -546,6 +547,8 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
         tessel.CompiledKernel: its ``asm["tile"]`` / ``asm["tile-opt"]`` hold the IR;
         ``binary(tessel.GpuOptions(...))`` gives the cubin and PTX.
     """
+    if cpu_tensors.is_cpu_tensor(q):           # traced as the interpreter's numpy arrays
+        q, k, v, alibi_slopes = (cpu_tensors.to_numpy(x) for x in (q, k, v, alibi_slopes))
     if window_size is not None or softcap is not None or alibi_slopes is not None:
         score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
                                                score_mod, mask_mod, block_mask)
@@ -570,10 +573,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
               out_dtype=None, window_size=None, softcap=None, alibi_slopes=None):
     """Scaled dot-product attention with PyTorch SDPA semantics and FlexAttention-style mods.
 
-    numpy arrays run on the CPU interpreter; CUDA torch tensors on the GPU, on torch's current
-    stream. CUDA tensors that require grad (grad mode on) go through torch.autograd: ``o`` and
-    ``lse`` get a grad_fn whose backward runs the derived backward programs; numpy users call
-    :func:`attention_backward`.
+    numpy arrays and torch CPU tensors run on the CPU interpreter (a CPU tensor as a numpy
+    view of its memory, the results as CPU tensors); CUDA torch tensors on the GPU, on torch's
+    current stream. Torch tensors that require grad (grad mode on) go through torch.autograd:
+    ``o`` and ``lse`` get a grad_fn whose backward runs the derived backward programs; numpy
+    users call :func:`attention_backward`.
 
     Args:
         q: queries, ``[B, H, Nq, D]``: float32, float16 or bf16 (numpy: uint16 bit patterns,
@@ -638,9 +642,17 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         tessel.CompilationError: a score_mod or mask_mod that does not compile (located in the
             user's function), or returns the wrong type.
         ValueError: shapes that do not match, or a block_mask that does not fit the call.
-        TypeError: inputs that are neither numpy arrays nor CUDA tensors, or differ in dtype.
+        TypeError: inputs that are neither numpy arrays nor CPU or CUDA torch tensors, mixed
+            kinds, or inputs that differ in dtype.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if cpu_tensors.is_cpu_tensor(q):
+        return cpu_tensors.attention(
+            q, k, v, return_lse, causal=causal, scale=scale, score_mod=score_mod,
+            mask_mod=mask_mod, enable_gqa=enable_gqa, block_m=block_m, block_n=block_n,
+            block_mask=block_mask, deterministic=deterministic, descale_q=descale_q,
+            descale_k=descale_k, descale_v=descale_v, out_dtype=out_dtype,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     if window_size is not None or softcap is not None or alibi_slopes is not None:
         score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
                                                score_mod, mask_mod, block_mask)

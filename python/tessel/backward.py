@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from . import cpu_tensors
 from . import gpu
 from . import language as tl
 from .grid import block_and_row, fold_grid
@@ -503,8 +504,9 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
     """The gradients of :func:`attention` with respect to q, k and v.
 
     Same arguments and semantics as :func:`attention` for q, k, v and the options. numpy
-    arrays run on the CPU interpreter (float32, float16, or bf16 as uint16 bits; the gradients
-    have the inputs' dtype, lse and dlse are float32); CUDA torch tensors on the GPU.
+    arrays and torch CPU tensors run on the CPU interpreter (float32, float16, or bf16 — as
+    uint16 bits in numpy; the gradients have the inputs' dtype, lse and dlse are float32);
+    CUDA torch tensors on the GPU.
 
     Args:
         q: queries, ``[B, H, Nq, D]``.
@@ -539,6 +541,12 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         ValueError: shapes that do not fit together, or a block_mask that does not fit.
     """
     from .attention import _flash_arguments, _past_i32, _span
+    if cpu_tensors.is_cpu_tensor(q):
+        return cpu_tensors.call(
+            attention_backward, q, k, v, o, lse, do, causal=causal, scale=scale,
+            score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa, dlse=dlse,
+            block_m=block_m, block_n=block_n, block_mask=block_mask, deterministic=deterministic,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     if window_size is not None or softcap is not None or alibi_slopes is not None:
         score_mod, mask_mod = _flash_arguments(q, causal, window_size, softcap, alibi_slopes,
                                                score_mod, mask_mod, block_mask)

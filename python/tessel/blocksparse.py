@@ -39,6 +39,7 @@ import math
 import numpy as np
 
 from . import capture
+from . import cpu_tensors
 from . import gpu
 from . import language as tl
 from .backward import log2_scores, masked
@@ -314,11 +315,13 @@ def _placement(device, like):
         if isinstance(like, np.ndarray):
             return None
         if gpu.is_torch_tensor(like):
+            if cpu_tensors.is_cpu_tensor(like):     # runs on the interpreter
+                return None
             if not like.is_cuda:
                 raise TypeError(f"tessel.block_mask: like is on {like.device}; pass a numpy "
-                                "array (interpreter) or a CUDA tensor (GPU)")
+                                "array or a CPU tensor (interpreter) or a CUDA tensor (GPU)")
             return like.device
-        raise TypeError(f"tessel.block_mask: like must be a numpy array or a CUDA torch tensor, "
+        raise TypeError(f"tessel.block_mask: like must be a numpy array or a torch tensor, "
                         f"got {type(like).__name__}")
     if device is None or str(device) in ("cpu", "interpreter", "numpy"):
         return None

@@ -16,6 +16,7 @@ narrowed to int32 after a check that every value fits. Conversions copy the tens
 """
 import numpy as np
 
+from . import cpu_tensors
 from . import gpu
 from .errors import CompilationError
 
@@ -54,8 +55,10 @@ def signature(value):
         name = _NUMPY_ALIASES.get(value.dtype.name, value.dtype.name)
         place = "host"
     else:
+        # A CPU tensor runs on the interpreter as a numpy array of its memory (cpu_tensors).
         name = str(value.dtype).replace("torch.", "")
-        place = "cuda" if value.is_cuda else str(value.device)
+        place = "cuda" if value.is_cuda else "host" if cpu_tensors.is_cpu_tensor(value) else \
+            str(value.device)
     if name not in _DTYPES:
         raise ValueError(f"has dtype {name}; captured tensors may be {SUPPORTED}")
     if value.ndim == 0:
@@ -159,9 +162,12 @@ class Capture:
         if self.place != "host":
             return self._torch_args(value, device)
         if device is not None:
-            raise self.error("is a numpy array, but the kernel runs on the GPU (its other "
-                             "arguments are CUDA tensors): capture a CUDA tensor")
-        a = value
+            what = "a CPU tensor" if gpu.is_torch_tensor(value) else "a numpy array"
+            raise self.error(f"is {what}, but the kernel runs on the GPU (its other arguments "
+                             "are CUDA tensors): capture a CUDA tensor")
+        if gpu.is_torch_tensor(value):
+            self._refuse_grad(value)
+        a = cpu_tensors.to_numpy(value)
         if self.dtype == "int64":
             self._check_fits(int(a.min()) if a.size else 0, int(a.max()) if a.size else 0)
         if self.dtype not in ("float32", "float16", "bfloat16", "int32"):
@@ -177,16 +183,19 @@ class Capture:
                              "array")
         if t.get_device() != device:
             raise self.error(f"is on {t.device}, but the kernel runs on cuda:{device}")
+        self._refuse_grad(t)
         torch = gpu.torch_module()
-        if getattr(t, "requires_grad", False) and torch.is_grad_enabled():
-            raise self.error("requires grad, but tessel computes no gradient for captured "
-                             "tensors: pass tensor.detach()")
         if self.dtype == "int64" and t.numel():
             lo, hi = torch.aminmax(t)
             self._check_fits(int(lo), int(hi))
         if self.dtype not in ("float32", "float16", "bfloat16", "int32"):
             t = t.to(torch.float32 if self.dtype == "float64" else torch.int32)
         return [t, *self._fit(t.shape), *self._fit(t.stride())]
+
+    def _refuse_grad(self, t):
+        if getattr(t, "requires_grad", False) and gpu.torch_module().is_grad_enabled():
+            raise self.error("requires grad, but tessel computes no gradient for captured "
+                             "tensors: pass tensor.detach()")
 
     def _check_fits(self, lo, hi):
         if lo < -_I32 or hi >= _I32:

@@ -14,8 +14,8 @@ in 2W chunks, rank r holds chunk r and chunk 2W - 1 - r, which balances the caus
 split rule of numpy.array_split); nothing is padded.
 
 Where the work runs: CUDA tensors run tessel's GPU kernels; CPU tensors run on the CPU
-interpreter, through numpy views of the same memory (tessel's kernels take numpy arrays on the
-CPU, not torch CPU tensors: `_host` and `_as_torch` make the views, zero-copy both ways).
+interpreter, through numpy views of the same memory (cpu_tensors.to_numpy and to_torch,
+zero-copy both ways; the ring merges into its float32 accumulator through them).
 
 The backward is torch.autograd: the forward saves q, k, v, the output and the LSE; the backward
 runs tessel.attention_backward for each pair of shards with the *global* output and LSE (so
@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from . import language as tl
+from .cpu_tensors import to_numpy, to_torch
 from .grid import block_and_row, fold_grid
 from .jit import jit
 
@@ -217,7 +218,7 @@ def _check_mods(q, k, v, causal, scale, enable_gqa, mods, grad):
     compiler cannot differentiate raises at the forward, as in tessel.attention."""
     from .attention import compile_attention
     sm, mm = mods.at(_GlobalMods.tensor([[0] * 6], q)[0])
-    hq, hk, hv = _host(q), _host(k), _host(v)
+    hq, hk, hv = to_numpy(q), to_numpy(k), to_numpy(v)
     compile_attention(hq, hk, hv, causal=causal, scale=scale, score_mod=sm, mask_mod=mm,
                       enable_gqa=enable_gqa)
     if grad and sm is not None:
@@ -326,32 +327,6 @@ def contiguous_shard(x, rank, world, dim=2):
     sizes = split_sizes(x.shape[dim], world)
     start = _starts(sizes)[rank]
     return _take(x, dim, start, start + sizes[rank])
-
-
-# --------------------------------------------------------------------------------------------
-# Tensors as the kernels take them
-# --------------------------------------------------------------------------------------------
-
-def _host(t):
-    """What tessel's kernels take for torch tensor t: t itself on CUDA; on the CPU a numpy view
-    of the same memory (bf16 as uint16 bit patterns, tessel's convention for numpy)."""
-    if t.is_cuda:
-        return t
-    import torch
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(np.uint16)
-    return t.numpy()
-
-
-def _as_torch(x, dtype):
-    """A kernel result as a torch tensor of `dtype` (a view of a numpy result's memory)."""
-    if not isinstance(x, np.ndarray):
-        return x
-    import torch
-    if dtype == torch.bfloat16:
-        return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(x)
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,17 +516,17 @@ def _forward(ring, q, k, v, causal, scale, enable_gqa, mods=None):
         if task is not None:
             qs, ks, c = task
             sm, mm = mods.at(offsets[step]) if mods is not None else (None, None)
-            o_i, lse_i = attention(_host(_rows(q, qs)), _host(_rows(kv[0], ks)),
-                                   _host(_rows(kv[1], ks)), causal=c, scale=scale,
+            o_i, lse_i = attention(to_numpy(_rows(q, qs)), to_numpy(_rows(kv[0], ks)),
+                                   to_numpy(_rows(kv[1], ks)), causal=c, scale=scale,
                                    score_mod=sm, mask_mod=mm, enable_gqa=enable_gqa,
                                    return_lse=True)
             if o_acc is None and qs == (0, Lq):       # the first pair, every row: no merge
-                o_acc = _as_torch(o_i, q.dtype).float()
-                lse_acc = _as_torch(lse_i, torch.float32)
+                o_acc = to_torch(o_i).float()
+                lse_acc = to_torch(lse_i)
             else:
                 if o_acc is None:                     # a window skipped this rank's own pair
                     o_acc, lse_acc = _unseen(torch, q)
-                _merge(_host(o_acc), _host(lse_acc), o_i, lse_i, qs[0])
+                _merge(to_numpy(o_acc), to_numpy(lse_acc), o_i, lse_i, qs[0])
         _wait(pending)
         if nxt is not None:
             kv = nxt
@@ -589,12 +564,12 @@ def _backward(ring, q, k, v, o, lse, do, dlse, causal, scale, enable_gqa, mods=N
         if task is not None:
             qs, ks, c = task
             sm, mm = mods.at(offsets[step]) if mods is not None else (None, None)
-            hq = [_host(_rows(x, qs)) for x in (q, o, do)]
-            g = attention_backward(hq[0], _host(_rows(kv[0], ks)), _host(_rows(kv[1], ks)),
-                                   hq[1], _host(_rows(lse, qs)), hq[2], causal=c, scale=scale,
+            hq = [to_numpy(_rows(x, qs)) for x in (q, o, do)]
+            g = attention_backward(hq[0], to_numpy(_rows(kv[0], ks)), to_numpy(_rows(kv[1], ks)),
+                                   hq[1], to_numpy(_rows(lse, qs)), hq[2], causal=c, scale=scale,
                                    score_mod=sm, mask_mod=mm, enable_gqa=enable_gqa,
-                                   dlse=None if dlse is None else _host(_rows(dlse, qs)))
-            dq_i, dk_i, dv_i = (_as_torch(x, q.dtype) for x in g)
+                                   dlse=None if dlse is None else to_numpy(_rows(dlse, qs)))
+            dq_i, dk_i, dv_i = (to_torch(x) for x in g)
             _rows(dq, qs).add_(dq_i)
             _rows(part[0], ks).add_(dk_i)
             _rows(part[1], ks).add_(dv_i)

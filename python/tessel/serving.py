@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from . import cpu_tensors
 from . import gpu
 from . import serving_decode
 from .grid import fold_grid
@@ -53,8 +54,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         softcap: FlashAttention's soft cap (0 or None: none).
         alibi_slopes: not yet in the serving APIs (NotImplementedError).
 
-    numpy arrays (float32, float16, bf16 as uint16) run on the CPU interpreter, CUDA torch
-    tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
+    numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
+    interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
     (a row is H·D elements); nothing is padded or copied. No backward yet.
 
     Returns:
@@ -67,6 +68,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """
     fn = "attention_varlen"
     named = (("q", q), ("k", k), ("v", v))
+    if cpu_tensors.is_cpu_tensor(q):
+        cpu_tensors.refuse_grad(fn, named)
+        return cpu_tensors.call(
+            attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+            causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
+            block_n=block_n, window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     kind = _kind(fn, named)
     _refuse_grad(fn, named)
     _check_same_dtype(fn, named)
@@ -169,7 +176,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     (docs/dev/serving.md). With one split and Sq = 1 (or H = Hkv) the first program writes o
     directly.
 
-    numpy arrays run on the CPU interpreter, CUDA torch tensors on the GPU. No backward.
+    numpy arrays and torch CPU tensors run on the CPU interpreter, CUDA torch tensors on the
+    GPU. No backward.
 
     Returns:
         o ``[B, Sq, H, D]`` like q, or ``(o, lse)`` with return_lse.
@@ -181,6 +189,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         NotImplementedError: inputs that require grad, or alibi_slopes.
     """
     fn = "attention_with_kvcache"
+    if cpu_tensors.is_cpu_tensor(q):
+        cpu_tensors.refuse_grad(fn, (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)))
+        return cpu_tensors.call(
+            attention_with_kvcache, q, k_cache, v_cache, cache_seqlens, block_table,
+            causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
+            block_n=block_n, num_splits=num_splits, window_size=window_size, softcap=softcap,
+            alibi_slopes=alibi_slopes)
     given = (q, k_cache, v_cache, cache_seqlens, block_table)
     mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes)
     key = _call_signature(given, (causal, scale, return_lse, block_m, block_n, num_splits,

@@ -262,10 +262,11 @@ def test_torch_attention_dispatches_to_the_gpu(fake_torch):
         tessel.attention(q, k, k)
     with pytest.raises(TypeError, match="differ in dtype"):
         tessel.attention(q, T((1, 4, 77, 128), fake_torch.bfloat16), k)
+    # A CPU tensor beside CUDA ones (CPU tensors alone run on the interpreter: cpu_tensors).
     with pytest.raises(TypeError, match="on cpu"):
-        tessel.attention(T((1, 1, 4, 64), fake_torch.float16, cuda=False),
+        tessel.attention(T((1, 1, 4, 64), fake_torch.float16),
                          T((1, 1, 4, 64), fake_torch.float16, cuda=False),
-                         T((1, 1, 4, 64), fake_torch.float16, cuda=False))
+                         T((1, 1, 4, 64), fake_torch.float16))
     # What it would compile: the mma.sync block sizes, with three stages at d128 (attention.
     # GPU_STAGES: two spill a register); with a score_mod 64x64 and the default two.
     kernel = tessel.compile_attention(q, k, k, causal=True, enable_gqa=True)

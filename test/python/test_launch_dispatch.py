@@ -225,7 +225,8 @@ def test_captured_tensors_are_launch_arguments(runs):
     # 64-row blocks (given: the fast path's, which gathers into registers).
     assert r["grid"] == [2, 2, 1]
     cpu, host = r["refused"]
-    assert cpu[0] == "CapturedTensorError" and "is on cpu, but the kernel runs on cuda:0" in cpu[1]
+    assert cpu[0] == "CapturedTensorError" and "is a CPU tensor, but the kernel runs on the GPU" \
+        in cpu[1]
     assert "is a numpy array, but the kernel runs on the GPU" in host[1]
 
 

@@ -99,9 +99,7 @@ int64_t overlapRegisters(ConsumerLoop m, int64_t consumerThreads) {
 /// boundary blocks, or a loop whose every block runs its mask) synchronous. d256 was kept
 /// overlapped while its synchronous copy spilled 4-8 bytes (CUDA 13.0, 128x64, before the
 /// thirty-second session's register split); it spills nothing now (test_spills.py).
-bool leaveSynchronous(scf::ForOp loop) {
-  return tessel::tile::hasBlockMaskKind(loop, "mixed");
-}
+bool leaveSynchronous(scf::ForOp loop) { return tessel::tile::hasBlockMaskKind(loop, "mixed"); }
 
 /// The same with P_j made after the previous P·V is waited for (overlap's `lateP`): S_j, O and
 /// one P, and about 32 more (ptxas, CUDA 13.0: d64's 192×128 consumers spill nothing at 160
