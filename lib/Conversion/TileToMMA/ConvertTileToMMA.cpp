@@ -187,7 +187,9 @@ bool specializes(func::FuncOp program) {
 
 /// The registers the TMA producer's per-tile record costs the consumers (ptxas, CUDA 13.0):
 /// d256 128×64 overlapped, with 24 to spare, spilled with TMA and not without; d128 128×128,
-/// with 40, spills nothing.
+/// with 40, spills nothing. Since the thirty-second session's register split d256 compiles
+/// with TMA and no spill, but ran 6-9 % slower than with cp.async on an H100
+/// (docs/bench/2026-12-05-h100-s32.md, run7), so the threshold stays.
 constexpr int64_t kTmaConsumerRegisters = 32;
 
 /// Whether the TMA producer leaves the overlapped consumers the registers they need. Where it
