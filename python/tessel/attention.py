@@ -468,8 +468,11 @@ def _check_shapes(qs, ks, vs, enable_gqa):
     Bk, Hkv, Nk, Dk = ks
     if tuple(vs) != tuple(ks):
         raise ValueError(f"k and v differ in shape: {tuple(ks)} and {tuple(vs)}")
-    if Bk != B or Dk != D:
-        raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} disagree on batch or head dimension")
+    if Bk != B:
+        raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in batch size ({B} and {Bk})")
+    if Dk != D:
+        raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in head dim ({D} and {Dk}): "
+                         "q, k and v need one head dim")
     if H != Hkv:
         if not enable_gqa:
             raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "

@@ -46,6 +46,18 @@ def to_torch(x):
     return torch.from_numpy(x)
 
 
+def check_dtypes(fn_name, named):
+    """A TypeError naming the torch dtype, for inputs the interpreter does not take (float64:
+    computing it in float32 would lose precision silently), instead of numpy's wording."""
+    torch = gpu.torch_module()
+    allowed = (torch.float32, torch.float16, torch.bfloat16,
+               getattr(torch, "float8_e4m3fn", torch.float32))
+    for name, x in named:
+        if is_cpu_tensor(x) and x.dtype not in allowed:
+            raise TypeError(f"tessel.{fn_name}: {name} is {x.dtype}; CPU tensors run as float32, "
+                            "float16, bfloat16 or float8_e4m3fn (cast it, e.g. x.float())")
+
+
 def _needs_grad(*tensors):
     torch = gpu.torch_module()
     return torch.is_grad_enabled() and any(
@@ -114,6 +126,7 @@ def _autograd_function():
 def attention(q, k, v, return_lse, **options):
     """tessel.attention on torch CPU tensors (options: its keyword arguments but return_lse)."""
     from .attention import attention as dense
+    check_dtypes("attention", (("q", q), ("k", k), ("v", v)))
     if not _needs_grad(q, k, v):
         return call(dense, q, k, v, return_lse=return_lse, **options)
     if getattr(to_numpy(q), "itemsize", 0) == 1:

@@ -673,8 +673,8 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     B, H, _, D = q.shape
     Hkv = k.shape[1]
     if k.shape[0] != B or k.shape[3] != D:
-        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} disagree on batch or head "
-                         "dimension")
+        what = "batch size" if k.shape[0] != B else "head dim"
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} differ in {what}")
     if H != Hkv and not enable_gqa:
         raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "
                          "grouped-query attention")

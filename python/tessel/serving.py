@@ -70,6 +70,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     named = (("q", q), ("k", k), ("v", v))
     if cpu_tensors.is_cpu_tensor(q):
         cpu_tensors.refuse_grad(fn, named)
+        cpu_tensors.check_dtypes(fn, named)
         return cpu_tensors.call(
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
@@ -190,7 +191,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     """
     fn = "attention_with_kvcache"
     if cpu_tensors.is_cpu_tensor(q):
-        cpu_tensors.refuse_grad(fn, (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)))
+        named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
+        cpu_tensors.refuse_grad(fn, named)
+        cpu_tensors.check_dtypes(fn, named)
         return cpu_tensors.call(
             attention_with_kvcache, q, k_cache, v_cache, cache_seqlens, block_table,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,

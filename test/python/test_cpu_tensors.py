@@ -160,3 +160,15 @@ def test_mask_reading_a_captured_cpu_tensor():
 
     with pytest.raises(tessel.CompilationError, match="requires grad"):
         tessel.attention(q, k, v, score_mod=weighted)
+
+
+def test_unsupported_cpu_tensors_are_named():
+    x = _rand(1, 1, 8, 16, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"q is torch.float64; CPU tensors run as float32"):
+        tessel.attention(x, x, x)
+    with pytest.raises(ValueError, match=r"differ in head dim \(16 and 32\)"):
+        tessel.attention(x.float(), _rand(1, 1, 8, 32), _rand(1, 1, 8, 32))
+    cu = torch.tensor([0, 8], dtype=torch.int32)
+    with pytest.raises(TypeError, match="attention_varlen: k is torch.float64"):
+        tessel.attention_varlen(x[0, 0, :, None].float(), x[0, 0, :, None], x[0, 0, :, None],
+                                cu, cu, 8, 8)
