@@ -50,31 +50,33 @@ def _softcap(softcap):
     return float(softcap)
 
 
-def _slopes(alibi_slopes, q):
-    """alibi_slopes checked against q: float32, [H] or [B, H], where q's kernels read it.
-    Returns whether it is per batch."""
-    B, H = q.shape[0], q.shape[1]
+def _slopes(alibi_slopes, q, batch_heads=None, fn="attention"):
+    """alibi_slopes checked against q: float32, [H] or [B, H] (batch_heads: (B, H), by default
+    q's first two sizes), where q's kernels read it. Returns whether it is per batch."""
+    B, H = batch_heads or (q.shape[0], q.shape[1])
     if not capture.is_tensor(alibi_slopes):
-        raise TypeError("tessel.attention: alibi_slopes must be a float32 array (numpy inputs) "
+        raise TypeError(f"tessel.{fn}: alibi_slopes must be a float32 array (numpy inputs) "
                         "or tensor (CUDA inputs) of shape [H] or [B, H], got "
                         f"{type(alibi_slopes).__name__}")
     shape = tuple(alibi_slopes.shape)
     if shape not in ((H,), (B, H)):
-        raise ValueError(f"tessel.attention: alibi_slopes has shape {shape}; it must be [H] = "
+        raise ValueError(f"tessel.{fn}: alibi_slopes has shape {shape}; it must be [H] = "
                          f"[{H}] or [B, H] = [{B}, {H}]")
     if "float32" not in str(alibi_slopes.dtype):
-        raise TypeError(f"tessel.attention: alibi_slopes must be float32, got "
+        raise TypeError(f"tessel.{fn}: alibi_slopes must be float32, got "
                         f"{alibi_slopes.dtype}")
     if getattr(alibi_slopes, "is_cuda", False) != getattr(q, "is_cuda", False):
-        raise ValueError("tessel.attention: alibi_slopes must be where q is (a CUDA tensor for "
+        raise ValueError(f"tessel.{fn}: alibi_slopes must be where q is (a CUDA tensor for "
                          "CUDA inputs, a numpy array for numpy inputs)")
     return len(shape) == 2
 
 
-def flash_mods(q, causal, window_size, softcap, alibi_slopes, score_mod, mask_mod):
+def flash_mods(q, causal, window_size, softcap, alibi_slopes, score_mod, mask_mod,
+               batch_heads=None, fn="attention"):
     """(score_mod, mask_mod) for a call with FlashAttention's window_size, softcap and
     alibi_slopes (any of them None) and the user's own mods. ValueError / TypeError for values
-    FlashAttention would refuse."""
+    FlashAttention would refuse. batch_heads: (B, H) where q is not [B, H, N, D] (the serving
+    APIs), for alibi_slopes' shape; fn: the API named in errors."""
     from .attention import _as_jit
     window, cap = _window(window_size), _softcap(softcap)
     if window is None and cap is None and alibi_slopes is None:
@@ -90,7 +92,7 @@ def flash_mods(q, causal, window_size, softcap, alibi_slopes, score_mod, mask_mo
     # against the very mask_mod it was made from).
     new_score, new_mask = score_mod, mask_mod
     if cap is not None or alibi_slopes is not None:
-        per_batch = alibi_slopes is not None and _slopes(alibi_slopes, q)
+        per_batch = alibi_slopes is not None and _slopes(alibi_slopes, q, batch_heads, fn)
         new_score = _score(cap, alibi_slopes, per_batch, before,
                            _as_jit(score_mod, "score_mod"))
     if window is not None:

@@ -89,10 +89,11 @@ def reference_attention_backward(q, k, v, do, scale=None, causal=False, score=No
     return dq, dk, dv
 
 
-def _sequence(q, k, v, scale, causal, window=None, softcap=None):
+def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
     """One sequence in BSHD-like layout: q [nq, H, D], k and v [nk, Hkv, D], causal and the
     window (FlashAttention's (left, right), -1: unbounded) bottom-right aligned, the scores
-    capped by softcap; returns o [nq, H, D] and lse [H, nq]."""
+    capped by softcap, then biased by -alibi[h]·|i' - j| (alibi: [H] slopes, i' the query's
+    position bottom-right aligned); returns o [nq, H, D] and lse [H, nq]."""
     nq, nk = q.shape[0], k.shape[0]
     if nk == 0:                               # no keys: every row sees none
         return np.zeros(q.shape), np.full((q.shape[1], nq), -np.inf)
@@ -107,29 +108,45 @@ def _sequence(q, k, v, scale, causal, window=None, softcap=None):
         if right >= 0:
             ok = ok & (ki <= pos + right)
         return ok
-    score = (lambda s, b, h, qi, ki: softcap * np.tanh(s / softcap)) if softcap else None
-    o, lse = reference_attention(t(q), t(k), t(v), scale=scale, score=score,
+
+    def score(s, b, h, qi, ki):
+        if softcap:
+            s = softcap * np.tanh(s / softcap)
+        if alibi is not None:
+            s = s - float(alibi[h]) * np.abs(qi + (nk - nq) - ki)
+        return s
+    o, lse = reference_attention(t(q), t(k), t(v), scale=scale,
+                                 score=score if softcap or alibi is not None else None,
                                  allowed=allowed if causal or window else None,
                                  enable_gqa=True)
     return o[0].transpose(1, 0, 2), lse[0]
 
 
 def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, scale=None, causal=False,
-                     window=None, softcap=None):
+                     window=None, softcap=None, alibi=None):
     """float64 tessel.attention_varlen, one sequence at a time: o [total_q, H, D] and lse
-    [H, total_q]."""
+    [H, total_q]; alibi: slopes [H] or [B, H]."""
     H = q.shape[1]
     o = np.zeros(q.shape)
     lse = np.full((H, q.shape[0]), -np.inf)
     for b in range(len(cu_seqlens_q) - 1):
         qs = slice(int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1]))
         ks = slice(int(cu_seqlens_k[b]), int(cu_seqlens_k[b + 1]))
-        o[qs], lse[:, qs] = _sequence(q[qs], k[ks], v[ks], scale, causal, window, softcap)
+        o[qs], lse[:, qs] = _sequence(q[qs], k[ks], v[ks], scale, causal, window, softcap,
+                                      _slopes_of(alibi, b))
     return o, lse
 
 
+def _slopes_of(alibi, b):
+    """Sequence b's ALiBi slopes [H] from [H] or [B, H] (None: no ALiBi)."""
+    if alibi is None:
+        return None
+    alibi = np.asarray(alibi, dtype=np.float64)
+    return alibi[b] if alibi.ndim == 2 else alibi
+
+
 def reference_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None,
-                      causal=False, window=None, softcap=None):
+                      causal=False, window=None, softcap=None, alibi=None):
     """float64 tessel.attention_with_kvcache: each sequence's keys gathered from the
     contiguous or paged cache; o [B, Sq, H, D] and lse [B, H, Sq]."""
     B, Sq, H, _ = q.shape
@@ -144,5 +161,6 @@ def reference_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, scal
             rows = [(int(block_table[b, j // page]), j % page) for j in range(n)]
             k = np.stack([k_cache[p, r] for p, r in rows]) if rows else k_cache[0, :0]
             v = np.stack([v_cache[p, r] for p, r in rows]) if rows else v_cache[0, :0]
-        o[b], lse[b] = _sequence(q[b], k, v, scale, causal, window, softcap)
+        o[b], lse[b] = _sequence(q[b], k, v, scale, causal, window, softcap,
+                                 _slopes_of(alibi, b))
     return o, lse

@@ -52,7 +52,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             sees keys ``i + nk - nq - left`` to ``i + nk - nq + right`` (bottom-right aligned,
             as ``causal``).
         softcap: FlashAttention's soft cap (0 or None: none).
-        alibi_slopes: not yet in the serving APIs (NotImplementedError).
+        alibi_slopes: FlashAttention's ALiBi: float32 ``[H]`` or ``[B, H]`` (where q is), the
+            bias ``-slope · |i' - j|`` added to the (capped) scores, i' the query's position
+            bottom-right aligned as ``causal``'s.
 
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
@@ -64,7 +66,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Raises:
         ValueError: shapes, lengths or cumulative lengths that do not fit together.
         TypeError: mixed kinds or dtypes of q, k and v, or index arrays that are not int32.
-        NotImplementedError: inputs that require grad, or alibi_slopes.
+        NotImplementedError: inputs that require grad.
     """
     fn = "attention_varlen"
     named = (("q", q), ("k", k), ("v", v))
@@ -123,7 +125,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale)
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
               BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
-              **_position_mods(fn, causal, window_size, softcap, alibi_slopes))
+              **_position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H)))
     grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o
@@ -169,7 +171,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             sees keys ``i + cache_seqlens[b] - Sq - left`` to ``... + right`` (bottom-right
             aligned, as ``causal``; Mistral's decode: ``(4096, 0)``).
         softcap: FlashAttention's soft cap (0 or None: none).
-        alibi_slopes: not yet in the serving APIs (NotImplementedError).
+        alibi_slopes: FlashAttention's ALiBi: float32 ``[H]`` or ``[B, H]`` (where q is), the
+            bias ``-slope · |i' - j|`` added to the (capped) scores, i' the query's position
+            bottom-right aligned as ``causal``'s.
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
@@ -187,7 +191,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         ValueError: shapes, lengths or page numbers that do not fit together; num_splits not
             None or an int >= 1.
         TypeError: mixed kinds or dtypes of q and the cache, or index arrays that are not int32.
-        NotImplementedError: inputs that require grad, or alibi_slopes.
+        NotImplementedError: inputs that require grad.
     """
     fn = "attention_with_kvcache"
     if cpu_tensors.is_cpu_tensor(q):
@@ -200,9 +204,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             block_n=block_n, num_splits=num_splits, window_size=window_size, softcap=softcap,
             alibi_slopes=alibi_slopes)
     given = (q, k_cache, v_cache, cache_seqlens, block_table)
-    mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes)
-    key = _call_signature(given, (causal, scale, return_lse, block_m, block_n, num_splits,
-                                  mods.get("SCORE_MOD"), mods.get("MASK_MOD")))
+    # ALiBi's mods hold the call's slopes (made below, once q's shape is checked): no plan.
+    mods = _position_mods(fn, causal, window_size, softcap) if alibi_slopes is None else {}
+    key = None if alibi_slopes is not None else _call_signature(
+        given, (causal, scale, return_lse, block_m, block_n, num_splits, mods.get("SCORE_MOD"),
+                mods.get("MASK_MOD")))
     if key is not None:
         replay = _PLANS.get(key)
         if replay is not None:
@@ -215,6 +221,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         if len(x.shape) != 4:
             raise ValueError(f"tessel.{fn}: {n} must have 4 dimensions, got {tuple(x.shape)}")
     B, Sq, H, D = q.shape
+    if alibi_slopes is not None:
+        mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     if tuple(v_cache.shape) != tuple(k_cache.shape):
         raise ValueError(f"tessel.{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
                          f"{tuple(v_cache.shape)} differ in shape")
@@ -311,14 +319,22 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     return (o, lse) if return_lse else o
 
 
-def _position_mods(fn, causal, window_size, softcap, alibi_slopes):
-    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size and softcap
-    (flash_mods.py; empty without them). Their positions are the kernels' q_idx and kv_idx,
-    bottom-right aligned. ALiBi is refused: its slope is per query head, and the split-KV
-    program's rows are several heads."""
+def _position_mods(fn, causal, window_size, softcap, alibi_slopes=None, q=None,
+                   batch_heads=None):
+    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size, softcap
+    and alibi_slopes (flash_mods.py; empty without them). Their positions are the kernels' q_idx
+    and kv_idx, bottom-right aligned, and h each row's query head (the split-KV program's rows
+    are several heads: it passes them as a tile). alibi_slopes is checked against batch_heads
+    (B, H) and q's placement; its mods hold the call's slopes, so they are made per call (the
+    kernel is the same: the slopes are a captured argument)."""
     if alibi_slopes is not None:
-        raise NotImplementedError(f"tessel.{fn}: alibi_slopes is not taken by the serving APIs "
-                                  "yet (tessel.attention takes it)")
+        from .attention import _as_jit
+        from .flash_mods import flash_mods
+        score_mod, mask_mod = flash_mods(q, causal, window_size, softcap, alibi_slopes, None,
+                                         None, batch_heads, fn)
+        return {name: _as_jit(m, role) for name, m, role in (
+            ("SCORE_MOD", score_mod, "score_mod"), ("MASK_MOD", mask_mod, "mask_mod"))
+            if m is not None}
     if window_size is None and softcap is None:
         return {}
     try:                                  # a decode loop asks again at every call: made once

@@ -206,8 +206,9 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     lse_out + s·l_s + b·l_b + g·l_g + r: float32 partials (a workspace that splitkv_combine
     merges), or with DIRECT (one split, and rows that are affine in o: SQ = 1 or G = 1) the final
     output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf.
-    SCORE_MOD / MASK_MOD see the KV head g as h (the rows are several query heads): the serving
-    APIs pass only mods of positions (FlashAttention's window and soft cap).
+    SCORE_MOD / MASK_MOD see each row's query head as h, a tile (the rows are several query
+    heads; rows past G·SQ take the group's last): the serving APIs pass FlashAttention's window,
+    soft cap and ALiBi (whose slope is the row's head's).
 
     The cache as kvcache_kernel's: contiguous [B, S, HKV, D] (PAGE = 0, cache_rows = S) or paged
     [num_pages, PAGE, HKV, D] with table [B, max_pages]: each block's page (or, for pages that
@@ -253,6 +254,9 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     # Bottom-right causal, by query position (r % SQ); with SQ = 1 the host turns it off.
     q_idx = tl.broadcast_to(((m0 + tl.arange(0, BLOCK_M)) % SQ + (nk - SQ))[:, None],
                             (BLOCK_M, BLOCK_N))
+    # Each row's query head, for the mods (row r is head r // SQ of the group).
+    head = g * G + tl.minimum((m0 + tl.arange(0, BLOCK_M)) // SQ, G - 1)
+    h_idx = tl.broadcast_to(head[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, D), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0 + lo, k0 + hi, BLOCK_N):
@@ -266,12 +270,12 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         if SCORE_MOD is not None:
-            s = SCORE_MOD(s, b, g, q_idx, kv_idx)
+            s = SCORE_MOD(s, b, h_idx, q_idx, kv_idx)
         mask = kv_idx < nk
         if CAUSAL:
             mask = mask & (q_idx >= kv_idx)
         if MASK_MOD is not None:
-            mask = mask & MASK_MOD(b, g, q_idx, kv_idx)
+            mask = mask & MASK_MOD(b, h_idx, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)
         acc += tl.dot(p.to(vt.dtype), vt)

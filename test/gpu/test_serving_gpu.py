@@ -289,39 +289,46 @@ def test_paged_decode_example_on_the_gpu():
     assert "decode_paged: max error vs float64 numpy" in r.stdout
 
 
+@pytest.mark.parametrize("mods", ["window+cap", "alibi"])
 @pytest.mark.parametrize("path", ["varlen", "kvcache", "split", "split-s4"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_flash_arguments(dtype, path):
+def test_flash_arguments(dtype, path, mods):
     # FlashAttention's window_size (Mistral's (W, 0)) and softcap on the serving kernels,
     # bottom-right aligned, against tessel.reference's float64 attention with the same window
-    # and cap (twenty-ninth session; the fast paths at 64x64 blocks).
+    # and cap (twenty-ninth session; the fast paths at 64x64 blocks); ALiBi's slopes per query
+    # head (thirty-fifth session: the split-KV program's rows are several heads, each row its
+    # own head's slope).
     gen = torch.Generator(device="cuda").manual_seed(len(path))
     dt = DTYPES[dtype]
-    window, cap = (700, 0), 30.0
+    H = 8 if path == "varlen" else 32
+    if mods == "alibi":
+        slopes = torch.rand(H, device="cuda", generator=gen) * 0.05
+        given, ref_mods = dict(alibi_slopes=slopes), dict(alibi=slopes.cpu().numpy())
+    else:
+        given = dict(window_size=(700, 0), softcap=30.0)
+        ref_mods = dict(window=(700, 0), softcap=30.0)
     tol = {"f16": 5e-3, "bf16": 2e-2}[dtype]
     if path == "varlen":
         lq, lk = [1, 300, 2000], [5, 2500, 2000]
-        q = torch.randn(sum(lq), 8, 128, device="cuda", generator=gen).to(dt)
+        q = torch.randn(sum(lq), H, 128, device="cuda", generator=gen).to(dt)
         k, v = (torch.randn(sum(lk), 2, 128, device="cuda", generator=gen).to(dt)
                 for _ in range(2))
         o = tessel.attention_varlen(q, k, v, cu(lq, "cuda"), cu(lk, "cuda"), max(lq), max(lk),
-                                    causal=True, window_size=window, softcap=cap, block_m=64,
-                                    block_n=64)
+                                    causal=True, block_m=64, block_n=64, **given)
         ref, _ = reference_varlen(*(x.double().cpu().numpy() for x in (q, k, v)),
                                   np.concatenate([[0], np.cumsum(lq)]),
-                                  np.concatenate([[0], np.cumsum(lk)]), causal=True,
-                                  window=window, softcap=cap)
+                                  np.concatenate([[0], np.cumsum(lk)]), causal=True, **ref_mods)
     else:
         lengths = [5, 3000, 9000]
         B, S = len(lengths), max(lengths)
-        q = torch.randn(B, 1, 32, 128, device="cuda", generator=gen).to(dt)
+        q = torch.randn(B, 1, H, 128, device="cuda", generator=gen).to(dt)
         kc, vc = (torch.randn(B, S, 8, 128, device="cuda", generator=gen).to(dt)
                   for _ in range(2))
         seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
         splits = {"kvcache": 1, "split": None, "split-s4": 4}[path]
         o = tessel.attention_with_kvcache(q, kc, vc, seqlens, causal=True, num_splits=splits,
-                                          window_size=window, softcap=cap)
+                                          **given)
         ref, _ = reference_kvcache(*(x.double().cpu().numpy() for x in (q, kc, vc)),
-                                   np.array(lengths), causal=True, window=window, softcap=cap)
+                                   np.array(lengths), causal=True, **ref_mods)
     err = float(np.abs(o.double().cpu().numpy() - ref).max())
     assert err <= tol * max(1.0, float(np.abs(ref).max())), err

@@ -270,12 +270,50 @@ def test_kvcache_with_flash_arguments(page, Sq, num_splits, window, softcap):
     assert_matches(o, lse, ro, rl)
 
 
-def test_serving_refuses_alibi_and_bad_windows():
+@pytest.mark.parametrize("per_batch", [False, True], ids=["slopes[H]", "slopes[B,H]"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_with_alibi(causal, per_batch):
+    # FlashAttention's alibi_slopes: -slope·|i' - j|, i' bottom-right aligned, with a window
+    # and a cap on one case; GQA.
+    rng = np.random.default_rng(12)
+    lq, lk = [1, 37, 70, 16], [5, 60, 71, 9]
+    q = packed(rng, sum(lq), 4, 16)
+    k, v = packed(rng, sum(lk), 2, 16), packed(rng, sum(lk), 2, 16)
+    slopes = rng.uniform(0.05, 0.5, (4, 4) if per_batch else (4,)).astype(np.float32)
+    extra = dict(window_size=(20, 3), softcap=4.0) if per_batch else {}
+    o, lse = tessel.attention_varlen(q, k, v, cu(lq), cu(lk), max(lq), max(lk), causal=causal,
+                                     return_lse=True, alibi_slopes=slopes, **extra)
+    ro, rl = reference_varlen(q, k, v, cu(lq), cu(lk), causal=causal, alibi=slopes,
+                              window=extra.get("window_size"), softcap=extra.get("softcap"))
+    assert_matches(o, lse, ro, rl)
+
+
+@pytest.mark.parametrize("page", [None, 7], ids=["contiguous", "p7"])
+@pytest.mark.parametrize("Sq,num_splits", [(1, None), (1, 3), (5, None), (5, 1), (5, 2)])
+@pytest.mark.parametrize("per_batch", [False, True], ids=["slopes[H]", "slopes[B,H]"])
+def test_kvcache_with_alibi(page, Sq, num_splits, per_batch):
+    # On the one program a head and on the split-KV path, whose rows are the group's heads (each
+    # row its own head's slope; Sq = 5 with two heads a group packs heads × positions).
+    rng = np.random.default_rng(Sq + (page or 0) + 10 * per_batch)
+    lengths = [1, 40, 97]
+    q, kc, vc, table = cache_case(rng, 3, Sq, 4, 2, 16, lengths, page)
+    seqlens = np.array(lengths, dtype=np.int32)
+    slopes = rng.uniform(0.05, 0.5, (3, 4) if per_batch else (4,)).astype(np.float32)
+    o, lse = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=True,
+                                           return_lse=True, num_splits=num_splits,
+                                           alibi_slopes=slopes)
+    ro, rl = reference_kvcache(q, kc, vc, seqlens, table, causal=True, alibi=slopes)
+    assert_matches(o, lse, ro, rl)
+
+
+def test_serving_refuses_bad_alibi_and_windows():
     rng = np.random.default_rng(0)
     q, kc, vc, _ = cache_case(rng, 1, 1, 2, 1, 16, [10])
     seqlens = np.array([10], np.int32)
-    with pytest.raises(NotImplementedError, match="alibi_slopes is not taken by the serving"):
-        tessel.attention_with_kvcache(q, kc, vc, seqlens, alibi_slopes=np.ones(2, np.float32))
+    with pytest.raises(ValueError, match=r"attention_with_kvcache: alibi_slopes has shape \(3,\)"):
+        tessel.attention_with_kvcache(q, kc, vc, seqlens, alibi_slopes=np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="alibi_slopes must be float32"):
+        tessel.attention_with_kvcache(q, kc, vc, seqlens, alibi_slopes=np.ones(2, np.float16))
     with pytest.raises(ValueError, match="window_size must be a pair"):
         tessel.attention_with_kvcache(q, kc, vc, seqlens, window_size=4)
     lq = [3]

@@ -70,3 +70,31 @@ def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monk
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     kernel = splitkv(page)
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("per_batch", [False, True], ids=["slopes[H]", "slopes[B,H]"])
+@pytest.mark.parametrize("kernel", ["varlen", "kvcache", "split"])
+def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monkeypatch):
+    # alibi_slopes' mods (a gather of the row's head's slope, per query head; the split-KV
+    # program's rows being several heads, a row vector of them) on the fast paths, no spill.
+    from tessel.serving import _position_mods
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    slopes = np.ones((3, 4) if per_batch else (4,), np.float32)
+    mods = _position_mods("attention_with_kvcache", True, None, None, slopes,
+                          np.zeros((3, 1, 4, D), np.float16), (3, 4))
+    x, i32, f32 = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    if kernel == "split":
+        k = splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4, 4 * D,
+                                  4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, QR=D, OR=D, k_rs=2 * D,
+                                  k_hs=D, v_rs=2 * D, v_hs=D, D=D, BLOCK_M=64, BLOCK_N=64,
+                                  PAGE=0, CAUSAL=True, DIRECT=False, **mods)
+    elif kernel == "kvcache":
+        k = kvcache_kernel.warmup(x, x, x, x, f32, i32, i32, 3, 64, 100, 4, 2, 3, 0.1, **STRIDES,
+                                  D=D, BLOCK_M=64, BLOCK_N=64, PAGE=0, CAUSAL=True, **mods)
+    else:
+        k = varlen_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], 2, 10, 10, 4, 2, 8, 0.1,
+                                 **STRIDES, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, **mods)
+    b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.cubin and b.manifest["spill_bytes"] == 0
