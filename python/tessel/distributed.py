@@ -626,7 +626,7 @@ def _autograd_function(torch):
 
 def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="contiguous",
                    score_mod=None, mask_mod=None, enable_gqa=False, return_lse=False,
-                   window_size=None, softcap=None):
+                   window_size=None, softcap=None, alibi_slopes=None):
     """Attention of this rank's query shard against the whole sequence, its key/value shards
     spread over the ranks of `group` (torch.distributed; default the world).
 
@@ -647,8 +647,9 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     enable_gqa and mods (checked on every rank: one small all_gather per call; that a
     score_mod / mask_mod is passed is checked, not that it is the same function).
     Differentiable: inputs that require grad (grad mode on) get dq, dk and dv through autograd,
-    computed around the ring (docs/ring.md). window_size and softcap: tessel.attention's
-    (FlashAttention's), at global positions.
+    computed around the ring (docs/ring.md). window_size, softcap and alibi_slopes:
+    tessel.attention's (FlashAttention's), at global positions (alibi_slopes float32 [H] or
+    [B, H], where q is; no gradient flows into it, as in FlashAttention).
     """
     import torch
     import torch.distributed as dist
@@ -684,10 +685,10 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     q, k, v = (x.contiguous() for x in (q, k, v))
-    if window_size is not None or softcap is not None:
+    if window_size is not None or softcap is not None or alibi_slopes is not None:
         from .flash_mods import flash_mods
-        score_mod, mask_mod = flash_mods(None, causal, window_size, softcap, None, score_mod,
-                                         mask_mod)
+        score_mod, mask_mod = flash_mods(q, causal, window_size, softcap, alibi_slopes,
+                                         score_mod, mask_mod, fn="ring_attention")
     mods = None
     if score_mod is not None or mask_mod is not None:
         from .attention import _as_jit

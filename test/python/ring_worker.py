@@ -270,16 +270,21 @@ def err_np(out, ref):
 def mod_case(H, Hkv, N, causal, layout, score=None, mask=None, dtype=torch.float32, tol=2e-6,
              Nk=None, seed=11, flash=None):
     """The forward with mods against the whole sequence's float64 reference. `flash`:
-    FlashAttention's window_size and softcap instead, {"window_size": ..., "softcap": ...}."""
+    FlashAttention's window_size, softcap and alibi_slopes instead (any of them)."""
     rank, world = RANK, WORLD
     Nk = N if Nk is None else Nk
     q = inputs(seed, H, Hkv, N)[0]
     k, v = inputs(seed + 1, H, Hkv, Nk)[1:]
     sm, mm, np_s, _, np_m = mods_of(score, mask, max(N, Nk))
     if flash:
-        (left, right), cap = flash["window_size"], flash["softcap"]
-        np_s = lambda s, b, h, qi, ki: cap * np.tanh(s / cap)            # noqa: E731
-        np_m = lambda b, h, qi, ki: (ki >= qi - left) & (ki <= qi + right)  # noqa: E731
+        (left, right), cap = flash.get("window_size", (-1, -1)), flash.get("softcap")
+        slopes = flash.get("alibi_slopes")
+
+        def np_s(s, b, h, qi, ki):
+            s = cap * np.tanh(s / cap) if cap else s
+            return s if slopes is None else s - float(slopes[h]) * np.abs(qi - ki)
+        np_m = lambda b, h, qi, ki: ((ki >= qi - left) | (left < 0)) & (  # noqa: E731
+            (ki <= qi + right) | (right < 0))
     ref_o, ref_lse = reference_attention(to_np(q), to_np(k), to_np(v), causal=causal,
                                          score=np_s, allowed=np_m, enable_gqa=H != Hkv)
     local = [shard(x, layout, rank, world).to(dtype) for x in (q, k, v)]
@@ -503,6 +508,9 @@ def mod_cases():
         "mod-softcap-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", score="softcap"),
         "mod-flash-arguments-zigzag": lambda: mod_case(
             2, 2, UNEVEN, True, "zigzag", flash={"window_size": (WINDOW, 0), "softcap": CAP}),
+        "mod-flash-alibi-zigzag-gqa": lambda: mod_case(
+            2, 1, UNEVEN, False, "zigzag",
+            flash={"alibi_slopes": torch.tensor([0.3, 0.1]), "softcap": CAP}),
         "mod-window-contiguous": lambda: mod_case(2, 2, UNEVEN, False, "contiguous",
                                                   mask="window"),
         "mod-window-zigzag": lambda: mod_case(2, 2, UNEVEN, False, "zigzag", mask="window"),

@@ -37,7 +37,7 @@ CASES = ["full-contiguous", "full-zigzag", "causal-contiguous", "causal-zigzag",
          "backward-causal-contiguous-lse", "backward-full-gqa", "world-one", "world-one-bf16",
          "bad-zigzag-shards", "zigzag-round-trip"]
 MOD_CASES = ["mod-alibi-causal-contiguous", "mod-alibi-causal-zigzag-gqa", "mod-softcap-zigzag",
-             "mod-flash-arguments-zigzag",
+             "mod-flash-arguments-zigzag", "mod-flash-alibi-zigzag-gqa",
              "mod-window-contiguous", "mod-window-zigzag", "mod-causal-window-contiguous",
              "mod-causal-window-zigzag", "mod-prefix-lm-contiguous", "mod-prefix-lm-zigzag",
              "mod-document-alibi-causal-zigzag", "mod-rows-without-keys", "mod-cross-zigzag",
