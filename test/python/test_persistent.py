@@ -189,6 +189,157 @@ def test_tma_producer_compiles(tmp_path):
     assert tma.manifest["spill_bytes"] == 0 and tma.key != once.key
 
 
+@pytest.mark.parametrize("D,BM,causal", [(128, 128, False), (128, 128, True), (64, 192, True)])
+def test_pipeline_tiles_compiles(tmp_path, D, BM, causal):
+    # GpuOptions(pipeline_tiles) (off by default; tilegpu-pipeline-tiles): with Q from the
+    # producer, each tile's first S = Q·K₀ᵀ is issued before the tile loop or at the end of the
+    # tile before. d128's overlapped consumers: two issue sites of 8 wgmma k steps, the peel's
+    # S gone (+8); d64's synchronous 192-row consumers get their first loop peeled: two issue
+    # sites of 4, the peel's P·V of 8 (+16). No spill, nothing given up, a key of its own;
+    # without Q from the producer the option changes nothing but the key.
+    k = _dense_kernel(causal, N=2048, D=D, BM=BM)
+    once = _ptx(tmp_path, k, producer_once=True)
+    piped = _ptx(tmp_path, k, producer_once=True, pipeline_tiles=True)
+    steps = [b.ptx.count("wgmma.mma_async") for b in (once, piped)]
+    assert steps[1] - steps[0] == (8 if D == 128 else 16), steps
+    assert piped.manifest["spill_bytes"] == 0 and piped.manifest["given_up"] == []
+    assert piped.key != once.key
+    plain = _ptx(tmp_path, k)
+    alone = _ptx(tmp_path, k, pipeline_tiles=True)
+    assert alone.ptx == plain.ptx and alone.key != plain.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", pipeline_tiles=True))[
+        "options"]["target"].endswith(";pipeline-tiles")
+    with pytest.raises(TypeError, match="pipeline_tiles must be a bool"):
+        cache.GpuOptions(pipeline_tiles=1)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_late_p_compiles(tmp_path, causal):
+    # GpuOptions(late_p) (off by default): d64's 192x128 consumers, whose registers (152 beside
+    # a 56-register producer) cannot hold S_j, O and two P tiles, are overlapped with P_j made
+    # after the previous P·V's wait at 160 registers, the cp.async producer keeping 32 — one
+    # group in flight at each S wait, no spill. A TMA producer (the default) keeps its
+    # registers: then nothing changes but the key.
+    N, D = 2048, 64
+    x = np.zeros((1, 2, N, D), np.float16)
+    lse = np.zeros((1, 2, N), np.float32)
+    ids = np.zeros(8, np.int32)
+    k = persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids, D=D,
+                                           BLOCK_M=192, BLOCK_N=128, CAUSAL=causal,
+                                           SCORE_MOD=None, MASK_MOD=None)
+    sync = _ptx(tmp_path, k, tma_producer=False)
+    late = _ptx(tmp_path, k, tma_producer=False, late_p=True)
+    assert "wgmma.wait_group.sync.aligned 1;" not in sync.ptx
+    assert "wgmma.wait_group.sync.aligned 1;" in late.ptx
+    words = " ".join(late.ptx.split())
+    assert "setmaxnreg.inc.sync.aligned.u32 160;" in words
+    assert "setmaxnreg.dec.sync.aligned.u32 32;" in words
+    assert late.manifest["spill_bytes"] == 0 and late.manifest["given_up"] == []
+    plain, tma = _ptx(tmp_path, k), _ptx(tmp_path, k, late_p=True)
+    assert tma.ptx == plain.ptx and tma.key != plain.key
+    with pytest.raises(TypeError, match="late_p must be a bool"):
+        cache.GpuOptions(late_p="yes")
+
+
+def test_producer_once_policy(monkeypatch):
+    # grid.short_tiles: the dense persistent kernel copies Q from the producer where its tiles
+    # visit at most PRODUCER_ONCE_MAX_BLOCKS key blocks on average (causal rows: half).
+    att = importlib.import_module("tessel.attention")   # the module (tessel.attention: a function)
+    once, plain = att._persistent_once, persistent_attention_kernel
+    assert once.options.producer_once and once.options.gpu_options("sm_90a").producer_once
+    assert plain.options.gpu_options("sm_90a").producer_once is False
+    assert att.persistent_kernel(1024, 1024, 128, 128, 128, False) is once
+    assert att.persistent_kernel(2048, 2048, 128, 128, 128, False) is once
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain
+    assert att.persistent_kernel(2048, 2048, 128, 128, 128, True) is once      # 8.5 blocks a tile
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, True) is plain     # 16.5
+    assert att.persistent_kernel(1024, 1024, 256, 128, 64, False) is plain   # d256: spills
+    # d64 blocks of 128 keys are half a d128 block's work: twice as many (32) a tile.
+    assert att.persistent_kernel(4096, 4096, 64, 192, 128, True) is once      # 16.5
+    assert att.persistent_kernel(4096, 4096, 64, 192, 128, False) is once     # 32
+    assert att.persistent_kernel(8192, 8192, 64, 192, 128, True) is plain     # 32.5
+    monkeypatch.setattr(grid, "PRODUCER_ONCE_GPU", False)
+    assert att.persistent_kernel(1024, 1024, 128, 128, 128, False) is plain
+
+
+def test_schedule_switches_policy(monkeypatch):
+    # grid.PIPELINE_TILES_GPU and grid.LATE_P_GPU (off until measured) choose the persistent
+    # kernel's variants: pipelined tiles where Q comes from the producer, FA3's d64 schedule
+    # for the 192-row kernel; one kernel object per variant, made once.
+    att = importlib.import_module("tessel.attention")
+    plain, once = persistent_attention_kernel, att._persistent_once
+    assert att.persistent_kernel(8192, 8192, 64, 192, 128, False) is plain
+    monkeypatch.setattr(grid, "PIPELINE_TILES_GPU", True)
+    piped = att.persistent_kernel(1024, 1024, 128, 128, 128, False)
+    assert piped is not once and piped is att.persistent_kernel(2048, 2048, 128, 128, 128, False)
+    gpu = piped.options.gpu_options("sm_90a")
+    assert gpu.producer_once and gpu.pipeline_tiles and not gpu.late_p
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain   # long tiles
+    monkeypatch.setattr(grid, "LATE_P_GPU", True)
+    late = att.persistent_kernel(8192, 8192, 64, 192, 128, False).options.gpu_options("sm_90a")
+    assert late.late_p and not late.tma_producer and not late.producer_once
+    assert att.persistent_kernel(4096, 4096, 128, 128, 128, False) is plain   # 128 rows
+
+
+def test_producer_once_policy_block_mask():
+    # A block mask's tiles: its mean visited blocks (window 1024 at 8k: ~9; causal: ~32).
+    N = 8192
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    short = tessel.block_mask(window_1024, None, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    long = tessel.block_mask(causal, None, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    assert 8 <= short.mean_blocks(2, 4, 128, 132) <= 10
+    assert 32 <= long.mean_blocks(2, 4, 128, 132) <= 33
+    q = np.zeros((2, 4, N, 128), np.float16)
+    cx = dict(PERSISTENT=True, D=128, BLOCK_M=128, BLOCK_N=128)
+    assert blocksparse.kernel_of(short, (q,), cx, (132, 1, 1)) is blocksparse._block_sparse_once
+    assert blocksparse.kernel_of(long, (q,), cx, (132, 1, 1)) is \
+        blocksparse.block_sparse_attention_kernel
+    assert blocksparse.kernel_of(short, (q,), dict(cx, PERSISTENT=False), (64, 8)) is \
+        blocksparse.block_sparse_attention_kernel
+
+
+def window_1024(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < 1024)
+
+
+@pytest.mark.parametrize("name", ["producer_once", "tma_producer", "pipeline_tiles", "late_p",
+                                  "fp8_overlap"])
+def test_compile_options_switches(name):
+    # A kernel's own schedule switches (kernel.with_options(...)) set the GpuOptions field of
+    # the same name; None keeps GpuOptions' default.
+    default = getattr(cache.GpuOptions(), name)
+    gpu = tessel.CompileOptions(**{name: not default}).gpu_options("sm_90a")
+    assert getattr(gpu, name) is (not default)
+    assert getattr(tessel.CompileOptions().gpu_options("sm_90a"), name) is default
+    with pytest.raises(TypeError, match=f"{name} must be a bool"):
+        tessel.CompileOptions(**{name: 1})
+
+
+@pytest.mark.parametrize("D,BM,causal", [(128, 128, False), (128, 128, True), (64, 192, False)])
+def test_fuse_masked_loops_compiles(tmp_path, D, BM, causal):
+    # GpuOptions(fuse_masked_loops) (off by default; tilegpu-fuse-masked-loops): the unmasked
+    # loop and the masked one after it (the key tail, the diagonal) as one loop, so the
+    # consumers' loop pipeline is there once: half the wgmma instructions, still no spill,
+    # nothing given up, a key of its own. Even with Q from the producer and pipelined tiles.
+    # Against the split with both its loops overlapped (sync_masked_loops off).
+    k = _dense_kernel(causal, N=2000, D=D, BM=BM)
+    plain = _ptx(tmp_path, k, sync_masked_loops=False)
+    fused = _ptx(tmp_path, k, fuse_masked_loops=True)
+    steps = [b.ptx.count("wgmma.mma_async") for b in (plain, fused)]
+    assert steps[0] == 2 * steps[1], steps
+    assert fused.manifest["spill_bytes"] == 0 and fused.manifest["given_up"] == []
+    assert fused.key != plain.key
+    piped = _ptx(tmp_path, k, fuse_masked_loops=True, producer_once=True, pipeline_tiles=True)
+    assert piped.manifest["spill_bytes"] == 0 and piped.manifest["given_up"] == []
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", fuse_masked_loops=True))[
+        "options"]["target"].endswith(";fuse-masked-loops")
+    with pytest.raises(TypeError, match="fuse_masked_loops must be a bool"):
+        cache.GpuOptions(fuse_masked_loops=1)
+
+
 @pytest.mark.parametrize("D,BM,BN,causal", [(128, 128, 128, False), (128, 128, 128, True),
                                             (64, 192, 128, True), (256, 128, 64, True)])
 def test_sync_masked_loops_compiles(tmp_path, D, BM, BN, causal):
