@@ -57,8 +57,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             bottom-right aligned as ``causal``'s.
 
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
-    interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place through their strides
-    (a row is H·D elements); nothing is padded or copied. No backward yet.
+    interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
+    through their strides (a row is H·D elements); nothing is padded or copied. No backward
+    yet.
 
     Returns:
         o ``[total_q, H, D]`` like q, or ``(o, lse)`` with return_lse.
