@@ -66,8 +66,8 @@ def _needs_grad(*tensors):
 
 def call(fn, *args, **kwargs):
     """fn (a numpy entry point) on args and kwargs with their CPU tensors seen as numpy
-    arrays; its arrays back as tensors. Gradients are refused by fn's own checks: the arrays
-    it sees carry no requires_grad, so the check runs here, on the tensors."""
+    arrays; its arrays back as tensors. The arrays fn sees carry no requires_grad, so callers
+    check gradients on the tensors first (refuse_grad, attention)."""
     return to_torch(fn(*(to_numpy(a) for a in args),
                        **{name: to_numpy(a) for name, a in kwargs.items()}))
 
