@@ -172,3 +172,17 @@ def test_unsupported_cpu_tensors_are_named():
     with pytest.raises(TypeError, match="attention_varlen: k is torch.float64"):
         tessel.attention_varlen(x[0, 0, :, None].float(), x[0, 0, :, None], x[0, 0, :, None],
                                 cu, cu, 8, 8)
+
+
+def test_fp8_cpu_tensors():
+    # float8_e4m3fn CPU tensors as the interpreter's uint8 bit patterns; out_dtype and descales
+    # given as torch values; the output a CPU tensor of out_dtype (bfloat16 by default).
+    q = _rand(1, 2, 40, 128, seed=27).to(torch.float8_e4m3fn)
+    o = tessel.attention(q, q, q, causal=True, descale_q=torch.tensor(0.5),
+                         out_dtype=torch.float16)
+    assert o.dtype == torch.float16 and o.shape == q.shape
+    x = q.double()
+    want = _reference(x * 0.5, x, x, True)[0]
+    # P rounded to e4m3 before P·V (FlashAttention-3's recipe): test_dsl_fp8.py's bound.
+    assert (o.double() - want).abs().max() <= 0.04 * want.abs().max()
+    assert tessel.attention(q, q, q).dtype == torch.bfloat16
