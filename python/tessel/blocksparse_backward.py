@@ -25,6 +25,7 @@ from .blocksparse import list_descs
 from .grid import block_and_row, fold_grid
 from .jit import jit
 from .layouts import contiguous_aligned
+from .runtime import from_bf16, to_bf16
 
 
 def transposed_lists(bm):
@@ -229,10 +230,10 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
 
 
 def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block_n, dlse=None):
-    """(dq, dk, dv) over block mask `bm`: numpy arrays (the interpreter; float32 or float16) or
-    CUDA tensors (the programs compiled side by side before a signature's first call:
-    backward._compile_programs). Δ = rowsum(dO∘O) − dlse first; under GQA the per-query-head
-    dK/dV are summed over each group (deterministic)."""
+    """(dq, dk, dv) over block mask `bm`: numpy arrays (the interpreter; float32, float16 or
+    bf16 bit patterns) or CUDA tensors (the programs compiled side by side before a signature's
+    first call: backward._compile_programs). Δ = rowsum(dO∘O) − dlse first; under GQA the
+    per-query-head dK/dV are summed over each group (deterministic)."""
     B, H, Nq, D = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
     if gpu.is_torch_tensor(q):
@@ -257,7 +258,7 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
         return _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v)
     q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
     lse = np.ascontiguousarray(lse, dtype=np.float32)
-    delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1)
+    delta = (_host_f32(o) * _host_f32(do)).sum(-1)
     if dlse is not None:
         delta = (delta - dlse).astype(np.float32)
     dq = np.zeros_like(q)
@@ -277,5 +278,15 @@ def _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v):
     if gpu.is_torch_tensor(dq):
         return dq, dk_h.view(group).float().sum(2).to(k.dtype), \
             dv_h.view(group).float().sum(2).to(v.dtype)
-    return dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype), \
-        dv_h.reshape(group).astype(np.float32).sum(2).astype(v.dtype)
+    return dq, _host_as(_host_f32(dk_h.reshape(group)).sum(2), k.dtype), \
+        _host_as(_host_f32(dv_h.reshape(group)).sum(2), v.dtype)
+
+
+def _host_f32(x):
+    """float32 values of a host array (bf16 arrays are uint16 bit patterns, not numbers)."""
+    return from_bf16(x) if x.dtype == np.uint16 else x.astype(np.float32)
+
+
+def _host_as(x32, dtype):
+    """float32 values as a host array of `dtype` (uint16: bf16 bit patterns, rounded)."""
+    return to_bf16(x32) if dtype == np.uint16 else x32.astype(dtype)

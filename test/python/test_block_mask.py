@@ -392,6 +392,27 @@ def test_attention_backward_takes_the_block_mask():
                                   block_mask=bm)
 
 
+@pytest.mark.parametrize("Hkv", [2, 1], ids=["mha", "gqa"])
+def test_block_sparse_backward_of_bf16(Hkv):
+    # bf16 host arrays are uint16 bit patterns: Δ = rowsum(dO∘O) and the GQA group sums read
+    # their values (they read the bit patterns as numbers before, silently: dq and dk were
+    # ~1e10). The block-sparse backward gives the dense backward's bits.
+    rng = np.random.default_rng(5)
+    N = 96
+    mask = document_mask(random_docs(1, N, rng))
+    q = tessel.to_bf16(rng.standard_normal((1, 2, N, 32)))
+    k, v = (tessel.to_bf16(rng.standard_normal((1, Hkv, N, 32))) for _ in range(2))
+    do = tessel.to_bf16(rng.standard_normal(q.shape))
+    gqa = dict(enable_gqa=Hkv != 2)
+    o, lse = tessel.attention(q, k, v, mask_mod=mask, return_lse=True, **gqa)
+    bm = tessel.block_mask(mask, 1, None, N, N, BLOCK_M=32, BLOCK_N=32)
+    got = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=mask, block_mask=bm, **gqa)
+    want = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=mask, **gqa)
+    for g, w in zip(got, want):
+        assert g.dtype == np.uint16
+        assert max_rel_error(tessel.from_bf16(g), tessel.from_bf16(w)) < 2e-2
+
+
 def test_uses_param_is_conservative():
     from tessel.blocksparse import _uses_param
     assert not _uses_param(lambda b, h, q, k: q >= k, 0)
