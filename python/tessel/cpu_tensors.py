@@ -58,7 +58,8 @@ def check_dtypes(fn_name, named):
                             "float16, bfloat16 or float8_e4m3fn (cast it, e.g. x.float())")
 
 
-def _needs_grad(*tensors):
+def needs_grad(*tensors):
+    """Whether autograd wants gradients of any of these (grad mode on, one requires grad)."""
     torch = gpu.torch_module()
     return torch.is_grad_enabled() and any(
         getattr(t, "requires_grad", False) is True for t in tensors)
@@ -75,7 +76,7 @@ def call(fn, *args, **kwargs):
 def refuse_grad(fn_name, named):
     """An error for inputs that require grad where the entry point has no backward (serving)."""
     needs = [n for n, x in named if getattr(x, "requires_grad", False) is True]
-    if needs and _needs_grad(*(x for _, x in named)):
+    if needs and needs_grad(*(x for _, x in named)):
         raise NotImplementedError(
             f"tessel.{fn_name}: {', '.join(needs)} require{'s' if len(needs) == 1 else ''} "
             f"grad, but {fn_name} has no backward: detach the inputs or call it under "
@@ -127,7 +128,7 @@ def attention(q, k, v, return_lse, **options):
     """tessel.attention on torch CPU tensors (options: its keyword arguments but return_lse)."""
     from .attention import attention as dense
     check_dtypes("attention", (("q", q), ("k", k), ("v", v)))
-    if not _needs_grad(q, k, v):
+    if not needs_grad(q, k, v):
         return call(dense, q, k, v, return_lse=return_lse, **options)
     if getattr(to_numpy(q), "itemsize", 0) == 1:
         raise NotImplementedError("FP8 attention has no backward: call it under "

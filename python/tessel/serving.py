@@ -58,8 +58,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
-    through their strides (a row is H·D elements); nothing is padded or copied. No backward
-    yet.
+    through their strides (a row is H·D elements); nothing is padded or copied. Torch tensors
+    that require grad (grad mode on) get o and lse with a grad_fn: the backward runs the dense
+    backward programs over the packed rows under a per-sequence mask and its block mask
+    (python/tessel/varlen_backward.py); numpy arrays that require grad are refused.
 
     Returns:
         o ``[total_q, H, D]`` like q, or ``(o, lse)`` with return_lse.
@@ -67,12 +69,17 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Raises:
         ValueError: shapes, lengths or cumulative lengths that do not fit together.
         TypeError: mixed kinds or dtypes of q, k and v, or index arrays that are not int32.
-        NotImplementedError: inputs that require grad.
+        NotImplementedError: numpy inputs that require grad.
     """
     fn = "attention_varlen"
     named = (("q", q), ("k", k), ("v", v))
+    if gpu.is_torch_tensor(q) and cpu_tensors.needs_grad(q, k, v):
+        from .varlen_backward import attention_varlen_with_grad
+        return attention_varlen_with_grad(
+            q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, return_lse,
+            dict(causal=causal, scale=scale, block_m=block_m, block_n=block_n,
+                 window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes))
     if cpu_tensors.is_cpu_tensor(q):
-        cpu_tensors.refuse_grad(fn, named)
         cpu_tensors.check_dtypes(fn, named)
         return cpu_tensors.call(
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

@@ -332,3 +332,44 @@ def test_flash_arguments(dtype, path, mods):
                                    np.array(lengths), causal=True, **ref_mods)
     err = float(np.abs(o.double().cpu().numpy() - ref).max())
     assert err <= tol * max(1.0, float(np.abs(ref).max())), err
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_backward(dtype, causal):
+    # attention_varlen's gradients (thirty-fifth session: the dense backward over the packed
+    # rows under a per-sequence mask and its block mask, python/tessel/varlen_backward.py)
+    # against float64 torch autograd one sequence at a time; GQA, an empty sequence, rows past
+    # the last sequence.
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    dt = DTYPES[dtype]
+    lq, lk = [1, 300, 0, 1500], [5, 300, 7, 1700]
+    H, Hkv, D = 8, 2, 128
+    q = torch.randn(sum(lq) + 5, H, D, device="cuda", generator=gen).to(dt).requires_grad_()
+    k, v = (torch.randn(sum(lk) + 3, Hkv, D, device="cuda", generator=gen).to(dt)
+            .requires_grad_() for _ in range(2))
+    o = tessel.attention_varlen(q, k, v, cu(lq, "cuda"), cu(lk, "cuda"), max(lq), max(lk),
+                                causal=causal)
+    g = torch.randn(o.shape, device="cuda", generator=gen, dtype=torch.float32)
+    g[sum(lq):] = 0
+    (o.float() * g).sum().backward()
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    loss, cq, ck = 0.0, np.cumsum([0] + lq), np.cumsum([0] + lk)
+    for b in range(len(lq)):
+        if lq[b] == 0:
+            continue
+        Q = refs[0][cq[b]:cq[b + 1]].transpose(0, 1)
+        K, V = (r[ck[b]:ck[b + 1]].transpose(0, 1).repeat_interleave(H // Hkv, 0)
+                for r in refs[1:])
+        s = Q @ K.transpose(-1, -2) / math.sqrt(D)
+        if causal:
+            i = torch.arange(lq[b], device="cuda")[:, None] + lk[b] - lq[b]
+            s = s.masked_fill(i < torch.arange(lk[b], device="cuda")[None, :], float("-inf"))
+        loss = loss + ((torch.softmax(s, -1) @ V).transpose(0, 1) *
+                       g[cq[b]:cq[b + 1]].double()).sum()
+    loss.backward()
+    tol = {"f16": 1e-2, "bf16": 5e-2}[dtype]
+    for got, ref in zip((q, k, v), refs):
+        err = float((got.grad.double() - ref.grad).abs().max())
+        assert err <= tol * max(1.0, float(ref.grad.abs().max())), err
+    assert not q.grad[sum(lq):].any() and not k.grad[sum(lk):].any()

@@ -134,7 +134,7 @@ def test_serving_on_cpu_tensors():
         torch.testing.assert_close(od[b:b + 1].transpose(1, 2).double(), want, atol=2e-5,
                                    rtol=0)
     with pytest.raises(NotImplementedError, match="q requires grad"):
-        tessel.attention_varlen(q.requires_grad_(), k, v, cu, cu, max(lens), max(lens))
+        tessel.attention_with_kvcache(qd.requires_grad_(), cache_k, cache_v, seqlens)
 
 
 def test_mask_reading_a_captured_cpu_tensor():

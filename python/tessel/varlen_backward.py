@@ -1,0 +1,137 @@
+"""attention_varlen's gradients: packed sequences trained as FlashAttention's varlen API is.
+
+The forward is attention_varlen's own kernel. Its backward is the dense backward of one long
+sequence — q as [1, H, total_q, D], k and v as [1, Hkv, total_k, D], views of the packed tensors —
+under a mask that keeps each query to the keys of its own sequence: the rows' sequence ids and
+positions (bottom-right aligned, as causal, the window and ALiBi are in attention_varlen) are
+captured int32 tensors that the mask reads, and a block mask built from it lets the programs
+visit only the blocks inside the sequences (attention_backward's block_mask). The same scores,
+mask and LSE as the forward's, so the same gradients as a backward per sequence. Rows past the
+last sequence (cu_seqlens[-1] < total) get zero gradients and are never read. docs/dev/serving.md.
+"""
+from . import cpu_tensors
+from . import gpu
+from . import language as tl
+
+_function = None
+
+
+def attention_varlen_with_grad(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                               return_lse, options):
+    """attention_varlen on torch tensors (CPU or CUDA) that require grad: o (and lse) with a
+    grad_fn. options: attention_varlen's keyword arguments but return_lse."""
+    o, lse = _autograd_function().apply(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                        (max_seqlen_q, max_seqlen_k, options))
+    return (o, lse) if return_lse else o
+
+
+def _autograd_function():
+    global _function
+    if _function is not None:
+        return _function
+    torch = gpu.torch_module()
+
+    class TesselVarlen(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, cu_q, cu_k, config):
+            from .serving import attention_varlen
+            max_q, max_k, options = config
+            o, lse = attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, return_lse=True,
+                                      **options)
+            ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k)
+            ctx.options = options
+            ctx.set_materialize_grads(False)
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
+            dq, dk, dv = packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, **ctx.options)
+            return dq, dk, dv, None, None, None
+
+    _function = TesselVarlen
+    return _function
+
+
+def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, causal=False, scale=None,
+                    window_size=None, softcap=None, alibi_slopes=None, block_m=None,
+                    block_n=None):
+    """(dq, dk, dv) of attention_varlen's o and lse (torch tensors, CPU or CUDA), packed like
+    q, k and v."""
+    torch = gpu.torch_module()
+    from .backward import attention_backward
+    from .blocksparse import block_mask
+    dq, dk, dv = (torch.zeros_like(x) for x in (q, k, v))
+    nq, nk = int(cu_q[-1]), int(cu_k[-1])          # the rows inside sequences
+    if nq == 0 or nk == 0:
+        return dq, dk, dv
+    if do is None:                                 # only the LSE has a gradient
+        do = torch.zeros_like(o)
+
+    def rows(x, n):                                # [n, heads, D] -> [1, heads, n, D], a view
+        return x[:n].transpose(0, 1).unsqueeze(0)
+    score_mod, mask_mod = packed_mods(cu_q, cu_k, nq, nk, causal, window_size, softcap,
+                                      alibi_slopes)
+    qd = rows(q.detach(), nq)
+    bm = block_mask(mask_mod, None, None, nq, nk, like=qd)
+    grads = attention_backward(
+        qd, rows(k.detach(), nk), rows(v.detach(), nk), rows(o, nq), lse[:, :nq].unsqueeze(0),
+        rows(do, nq), scale=scale, score_mod=score_mod, mask_mod=mask_mod,
+        enable_gqa=q.shape[1] != k.shape[1],
+        dlse=None if dlse is None else dlse[:, :nq].unsqueeze(0), block_mask=bm)
+    for full, g, n in zip((dq, dk, dv), grads, (nq, nk, nk)):
+        full[:n] = g[0].transpose(0, 1)
+    return dq, dk, dv
+
+
+def packed_mods(cu_q, cu_k, nq, nk, causal, window_size, softcap, alibi_slopes):
+    """(score_mod, mask_mod) of the packed sequences: a query sees the keys of its own sequence,
+    with causal, the window (FlashAttention's (left, right)), the soft cap and ALiBi at the
+    sequence's bottom-right aligned positions, as attention_varlen's kernel has them."""
+    from .flash_mods import _softcap, _window
+    window, cap = _window(window_size), _softcap(softcap)
+    seq_q, pos_q, seq_k, pos_k = _row_tables(cu_q, cu_k, nq, nk)
+    left, right = window if window is not None else (-1, -1)
+    slopes = alibi_slopes
+    per_batch = slopes is not None and len(slopes.shape) == 2
+
+    def packed_mask(b, h, q_idx, kv_idx):
+        m = seq_q[q_idx] == seq_k[kv_idx]
+        i, j = pos_q[q_idx], pos_k[kv_idx]
+        if causal:
+            m = m & (i >= j)
+        if left >= 0:
+            m = m & (j >= i - left)
+        if right >= 0:
+            m = m & (j <= i + right)
+        return m
+
+    def packed_score(score, b, h, q_idx, kv_idx):
+        s = score
+        if cap is not None:
+            s = cap * tl.tanh(s / cap)
+        if slopes is not None:
+            slope = slopes[seq_q[q_idx], h] if per_batch else slopes[h]
+            i, j = pos_q[q_idx], pos_k[kv_idx]
+            s = s + slope * tl.minimum(j - i, i - j)
+        return s
+    return (packed_score if cap is not None or slopes is not None else None), packed_mask
+
+
+def _row_tables(cu_q, cu_k, nq, nk):
+    """int32 sequence ids and positions of the packed rows: query rows bottom-right aligned
+    (position + the sequence's keys − its queries), key rows from 0 (torch tensors where the
+    cumulative lengths are, numpy arrays on the CPU: the interpreter's captured arrays)."""
+    torch = gpu.torch_module()
+    out = []
+    for cu, n in ((cu_q, nq), (cu_k, nk)):
+        cu = cu.to(torch.int64)
+        r = torch.arange(n, device=cu.device)
+        seq = torch.searchsorted(cu[1:].contiguous(), r, right=True)
+        out.append((seq, r - cu[seq]))
+    (seq_q, pos_q), (seq_k, pos_k) = out
+    lengths = torch.diff(cu_k.to(torch.int64)) - torch.diff(cu_q.to(torch.int64))
+    pos_q = pos_q + lengths[seq_q]
+    tables = [x.to(torch.int32) for x in (seq_q, pos_q, seq_k, pos_k)]
+    return [cpu_tensors.to_numpy(x) if cpu_tensors.is_cpu_tensor(x) else x for x in tables]
+

@@ -1,0 +1,112 @@
+"""attention_varlen's gradients (python/tessel/varlen_backward.py) on torch CPU tensors, on the
+interpreter, against float64 torch autograd run one sequence at a time: causal and not, GQA,
+empty sequences, rows past the last sequence, sequences with more queries than keys, window,
+soft cap and ALiBi, a loss on the LSE alone, bf16."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dsl_helpers  # noqa: F401,E402 (puts the build's package on the path)
+import tessel  # noqa: E402
+
+H, HKV, D = 4, 2, 32
+
+
+def _packed(lq, lk, dtype=torch.float32, extra=(3, 2), seed=0):
+    g = torch.Generator().manual_seed(seed)
+    make = lambda n, h: torch.randn(n, h, D, generator=g, dtype=torch.float64).to(dtype)  # noqa
+    q = make(sum(lq) + extra[0], H).requires_grad_()
+    k, v = (make(sum(lk) + extra[1], HKV).requires_grad_() for _ in range(2))
+    cu = lambda ls: torch.tensor(np.cumsum([0] + ls), dtype=torch.int32)  # noqa: E731
+    return q, k, v, cu(lq), cu(lk)
+
+
+def _reference(q, k, v, cq, ck, causal, window=None, softcap=None, slopes=None):
+    """float64 o and lse per sequence (bottom-right aligned), rows outside sequences 0 / 0."""
+    o = torch.zeros(q.shape, dtype=torch.float64)
+    lse = torch.zeros(q.shape[1], q.shape[0], dtype=torch.float64)
+    for b in range(len(cq) - 1):
+        qs, ks = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
+        Q = q[qs].transpose(0, 1)
+        K, V = (x[ks].transpose(0, 1).repeat_interleave(H // HKV, 0) for x in (k, v))
+        nq, nk = Q.shape[1], K.shape[1]
+        if nq == 0:
+            continue
+        s = Q @ K.transpose(-1, -2) / D ** 0.5
+        i, j = torch.arange(nq)[:, None] + nk - nq, torch.arange(nk)[None, :]
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
+        if slopes is not None:
+            sl = slopes[b] if slopes.dim() == 2 else slopes
+            s = s - sl.double()[:, None, None] * (i - j).abs()
+        keep = torch.ones(nq, nk, dtype=torch.bool)
+        if causal:
+            keep &= i >= j
+        if window is not None:
+            keep &= (j >= i - window[0]) & (j <= i + window[1])
+        s = s.masked_fill(~keep, float("-inf"))
+        seen = keep.any(-1)
+        lse_b = torch.logsumexp(s, -1)
+        p = torch.where(seen[:, None], torch.softmax(torch.where(seen[:, None], s, 0.0), -1),
+                        0.0)
+        o[qs] = (p @ V).transpose(0, 1)
+        lse[:, qs] = torch.where(seen, lse_b, 0.0)
+    return o, lse
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gradients_of_packed_sequences(causal):
+    # An empty sequence, one with more queries than keys (rows that see no key when causal),
+    # GQA, and rows past the last sequence in q, k and v.
+    _run([5, 17, 0, 30, 6], [9, 17, 4, 25, 3], causal)
+
+
+@pytest.mark.parametrize("flash", [dict(window_size=(6, 0), softcap=5.0),
+                                   dict(alibi_slopes="per-head"),
+                                   dict(alibi_slopes="per-sequence", window_size=(3, 2))],
+                         ids=["window+cap", "alibi[H]", "alibi[B,H]+window"])
+def test_gradients_with_flash_arguments(flash):
+    _run([5, 17, 30], [9, 17, 25], True, **flash)
+
+
+def test_gradient_of_the_lse_alone():
+    _run([12, 20], [12, 33], False, lse_only=True)
+
+
+def test_bf16_gradients():
+    _run([16, 40], [16, 40], True, dtype=torch.bfloat16, tol=0.05)
+
+
+def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, **flash):
+    if flash.get("alibi_slopes") == "per-head":
+        flash["alibi_slopes"] = torch.tensor([0.3, 0.2, 0.1, 0.05])
+    elif flash.get("alibi_slopes") == "per-sequence":
+        flash["alibi_slopes"] = torch.rand(len(lq), H, generator=torch.Generator().manual_seed(3))
+    q, k, v, cq, ck = _packed(lq, lk, dtype)
+    o, lse = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
+                                     return_lse=True, **flash)
+    assert o.grad_fn is not None and lse.grad_fn is not None
+    g = torch.Generator().manual_seed(9)
+    go = torch.randn(o.shape, generator=g, dtype=torch.float64)
+    gl = torch.randn(lse.shape, generator=g, dtype=torch.float64)
+    n = sum(lq)
+    go[n:], gl[:, n:] = 0, 0
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    ro, rl = _reference(*refs, cq, ck, causal, flash.get("window_size"), flash.get("softcap"),
+                        flash.get("alibi_slopes"))
+    seen = torch.isfinite(lse.detach()).double()
+    loss = (torch.nan_to_num(lse.double(), neginf=0.0) * seen * gl).sum()
+    want = (rl * seen * gl).sum()
+    if not lse_only:
+        loss, want = loss + (o.double() * go).sum(), want + (ro * go).sum()
+    loss.backward()
+    want.backward()
+    for got, ref in zip((q, k, v), refs):
+        assert got.grad.dtype == dtype and got.grad.shape == got.shape
+        want_grad = torch.zeros_like(ref) if ref.grad is None else ref.grad  # lse: no v
+        scale = max(1.0, float(want_grad.abs().max()))
+        err = float((got.grad.double() - want_grad).abs().max())
+        assert err <= tol * scale, err
+    # Rows past the last sequence get no gradient.
+    assert not q.grad[n:].any() and not k.grad[sum(lk):].any()
