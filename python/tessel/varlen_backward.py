@@ -60,7 +60,6 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, causal=False, scale=N
     q, k and v."""
     torch = gpu.torch_module()
     from .backward import attention_backward
-    from .blocksparse import block_mask
     dq, dk, dv = (torch.zeros_like(x) for x in (q, k, v))
     nq, nk = int(cu_q[-1]), int(cu_k[-1])          # the rows inside sequences
     if nq == 0 or nk == 0:
@@ -70,10 +69,11 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, causal=False, scale=N
 
     def rows(x, n):                                # [n, heads, D] -> [1, heads, n, D], a view
         return x[:n].transpose(0, 1).unsqueeze(0)
-    score_mod, mask_mod = packed_mods(cu_q, cu_k, nq, nk, causal, window_size, softcap,
-                                      alibi_slopes)
+    tables = _row_tables(cu_q, cu_k, nq, nk)
+    score_mod, mask_mod = packed_mods(tables, causal, window_size, softcap, alibi_slopes)
     qd = rows(q.detach(), nq)
-    bm = block_mask(mask_mod, None, None, nq, nk, like=qd)
+    bm = packed_block_mask(mask_mod, tables, nq, nk, causal, window_size,
+                           64 if cpu_tensors.is_cpu_tensor(q) else 128)
     grads = attention_backward(
         qd, rows(k.detach(), nk), rows(v.detach(), nk), rows(o, nq), lse[:, :nq].unsqueeze(0),
         rows(do, nq), scale=scale, score_mod=score_mod, mask_mod=mask_mod,
@@ -84,13 +84,14 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, causal=False, scale=N
     return dq, dk, dv
 
 
-def packed_mods(cu_q, cu_k, nq, nk, causal, window_size, softcap, alibi_slopes):
-    """(score_mod, mask_mod) of the packed sequences: a query sees the keys of its own sequence,
-    with causal, the window (FlashAttention's (left, right)), the soft cap and ALiBi at the
-    sequence's bottom-right aligned positions, as attention_varlen's kernel has them."""
+def packed_mods(tables, causal, window_size, softcap, alibi_slopes):
+    """(score_mod, mask_mod) of the packed sequences whose rows' sequence ids and positions
+    are `tables` (_row_tables): a query sees the keys of its own sequence, with causal, the
+    window (FlashAttention's (left, right)), the soft cap and ALiBi at the sequence's
+    bottom-right aligned positions, as attention_varlen's kernel has them."""
     from .flash_mods import _softcap, _window
     window, cap = _window(window_size), _softcap(softcap)
-    seq_q, pos_q, seq_k, pos_k = _row_tables(cu_q, cu_k, nq, nk)
+    seq_q, pos_q, seq_k, pos_k = (_for_kernels(x) for x in tables)
     left, right = window if window is not None else (-1, -1)
     slopes = alibi_slopes
     per_batch = slopes is not None and len(slopes.shape) == 2
@@ -118,10 +119,68 @@ def packed_mods(cu_q, cu_k, nq, nk, causal, window_size, softcap, alibi_slopes):
     return (packed_score if cap is not None or slopes is not None else None), packed_mask
 
 
+def packed_block_mask(mask_mod, tables, nq, nk, causal, window_size, block):
+    """The BlockMask of packed_mods' mask_mod, made from the rows' sequence ids and positions
+    by interval arithmetic over each block's rows and keys (O(blocks), where tessel.block_mask
+    evaluates the mask at every pair). A block is empty where its rows and keys share no
+    sequence (or, one sequence each side, causal or the window hides every pair), full where
+    rows and keys lie in one sequence, every pair is allowed and no key is padding (the rule of
+    block_mask_kernel), partial otherwise: never full or empty where the mask says otherwise (a
+    block the window hides only in combination with causal may be called partial: the mask's
+    arithmetic for nothing)."""
+    torch = gpu.torch_module()
+    from .blocksparse import BlockMask
+    from .flash_mods import _window
+    left, right = _window(window_size) or (-1, -1)
+    seq_q, pos_q, seq_k, pos_k = (x.to(torch.int64) for x in tables)
+
+    def spans(seq, pos, n):                        # min and max a block, padding left out
+        nb = -(-n // block)
+        pad = nb * block - n
+        seq, pos = (torch.cat([x, x[-1:].expand(pad)]).view(nb, block) for x in (seq, pos))
+        return seq.amin(1), seq.amax(1), pos.amin(1), pos.amax(1)
+    qs0, qs1, qp0, qp1 = (x[:, None] for x in spans(seq_q, pos_q, nq))
+    ks0, ks1, kp0, kp1 = (x[None, :] for x in spans(seq_k, pos_k, nk))
+    one = (qs0 == qs1) & (ks0 == ks1) & (qs0 == ks0)
+    empty = (qs1 < ks0) | (ks1 < qs0)
+    whole = (torch.arange(ks0.shape[1], device=ks0.device) + 1) * block <= nk
+    full = one & whole[None, :]
+    if causal:
+        empty |= one & (qp1 < kp0)
+        full &= qp0 >= kp1
+    if left >= 0:
+        empty |= one & (kp1 < qp0 - left)
+        full &= kp0 >= qp1 - left
+    if right >= 0:
+        empty |= one & (kp0 > qp1 + right)
+        full &= kp1 <= qp0 + right
+    part = ~empty & ~full
+    lists = [_block_list(m) for m in (part, full)]
+    if cpu_tensors.is_cpu_tensor(seq_q):
+        lists = [tuple(x.numpy() for x in lst) for lst in lists]
+    return BlockMask(*lists[0], *lists[1], (None, None, nq, nk), block, block, mask_mod)
+
+
+def _block_list(m):
+    """(counts [1, 1, NQB], ascending indices [1, 1, NQB, NKB], 0 past the count), int32, of
+    each query block's key blocks in the bool matrix m [NQB, NKB]."""
+    torch = gpu.torch_module()
+    nkb = m.shape[1]
+    cols = torch.arange(nkb, device=m.device).expand_as(m)
+    order = torch.where(m, cols, cols + nkb).sort(dim=1).values
+    idx = torch.where(order < nkb, order, 0)
+    return (m.sum(1).to(torch.int32)[None, None], idx.to(torch.int32)[None, None])
+
+
+def _for_kernels(x):
+    """A torch tensor as a mod captures it: CPU tensors as the interpreter's numpy arrays."""
+    return cpu_tensors.to_numpy(x) if cpu_tensors.is_cpu_tensor(x) else x
+
+
 def _row_tables(cu_q, cu_k, nq, nk):
-    """int32 sequence ids and positions of the packed rows: query rows bottom-right aligned
-    (position + the sequence's keys − its queries), key rows from 0 (torch tensors where the
-    cumulative lengths are, numpy arrays on the CPU: the interpreter's captured arrays)."""
+    """int32 sequence ids and positions of the packed rows, torch tensors where the cumulative
+    lengths are: query rows bottom-right aligned (position + the sequence's keys − its queries),
+    key rows from 0."""
     torch = gpu.torch_module()
     out = []
     for cu, n in ((cu_q, nq), (cu_k, nk)):
@@ -132,6 +191,5 @@ def _row_tables(cu_q, cu_k, nq, nk):
     (seq_q, pos_q), (seq_k, pos_k) = out
     lengths = torch.diff(cu_k.to(torch.int64)) - torch.diff(cu_q.to(torch.int64))
     pos_q = pos_q + lengths[seq_q]
-    tables = [x.to(torch.int32) for x in (seq_q, pos_q, seq_k, pos_k)]
-    return [cpu_tensors.to_numpy(x) if cpu_tensors.is_cpu_tensor(x) else x for x in tables]
+    return [x.to(torch.int32) for x in (seq_q, pos_q, seq_k, pos_k)]
 

@@ -110,3 +110,35 @@ def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, **flash)
         assert err <= tol * scale, err
     # Rows past the last sequence get no gradient.
     assert not q.grad[n:].any() and not k.grad[sum(lk):].any()
+
+
+@pytest.mark.parametrize("causal,window", [(False, None), (True, None), (True, (20, 0)),
+                                           (False, (9, 30))])
+def test_packed_block_mask_agrees_with_the_mask(causal, window):
+    # The block mask made by interval arithmetic against tessel.block_mask's evaluation of the
+    # same mask_mod at every pair: never full where a pair is hidden or a key is padding, never
+    # empty where a pair is allowed (a block it calls partial only costs the mask's
+    # arithmetic, as at a block that straddles two sequences); the same classes where the
+    # sequences fill whole blocks.
+    from tessel import varlen_backward as vb
+    rng = np.random.default_rng(len(str(window)) + causal)
+    for aligned in (False, False, False, True):
+        lq = list(rng.integers(0, 90, 6) // (32 if aligned else 1) * (32 if aligned else 1))
+        lk = lq if aligned else [n + int(rng.integers(0, 30)) for n in lq]
+        cq, ck = (torch.tensor(np.cumsum([0] + ls), dtype=torch.int32) for ls in (lq, lk))
+        nq, nk = sum(lq), sum(lk)
+        tables = vb._row_tables(cq, ck, nq, nk)
+        _, mask = vb.packed_mods(tables, causal, window, None, None)
+        mine = vb.packed_block_mask(mask, tables, nq, nk, causal, window, 32)
+        exact = tessel.block_mask(mask, None, None, nq, nk, BLOCK_M=32, BLOCK_N=32)
+
+        def kinds(bm):
+            out = np.zeros((-(-nq // 32), -(-nk // 32)), int)       # 0 empty, 1 part, 2 full
+            for kind, num, idx in ((1, bm.kv_num_blocks, bm.kv_indices),
+                                   (2, bm.full_kv_num_blocks, bm.full_kv_indices)):
+                for qb in range(out.shape[0]):
+                    out[qb, idx[0, 0, qb, :num[0, 0, qb]]] = kind
+            return out
+        got, want = kinds(mine), kinds(exact)
+        assert not ((got == 2) & (want != 2)).any() and not ((got == 0) & (want != 0)).any()
+        assert not aligned or window is not None or (got == want).all()
