@@ -4,8 +4,8 @@ The forward is attention_varlen's own kernel. Its backward is the dense backward
 sequence — q as [1, H, total_q, D], k and v as [1, Hkv, total_k, D], views of the packed tensors —
 under a mask that keeps each query to the keys of its own sequence: the rows' sequence ids and
 positions (bottom-right aligned, as causal, the window and ALiBi are in attention_varlen) are
-captured int32 tensors that the mask reads, and a block mask built from it lets the programs
-visit only the blocks inside the sequences (attention_backward's block_mask). The same scores,
+captured int32 tensors that the mask reads, and a block mask made from the same tables lets the
+programs visit only the blocks inside the sequences (attention_backward's block_mask). The same scores,
 mask and LSE as the forward's, so the same gradients as a backward per sequence. Rows past the
 last sequence (cu_seqlens[-1] < total) get zero gradients and are never read. docs/dev/serving.md.
 """
@@ -57,7 +57,8 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, causal=False, scale=N
                     window_size=None, softcap=None, alibi_slopes=None, block_m=None,
                     block_n=None):
     """(dq, dk, dv) of attention_varlen's o and lse (torch tensors, CPU or CUDA), packed like
-    q, k and v."""
+    q, k and v. block_m and block_n are the forward's blocks, not the backward programs'
+    (theirs are their own defaults)."""
     torch = gpu.torch_module()
     from .backward import attention_backward
     dq, dk, dv = (torch.zeros_like(x) for x in (q, k, v))
@@ -91,7 +92,7 @@ def packed_mods(tables, causal, window_size, softcap, alibi_slopes):
     bottom-right aligned positions, as attention_varlen's kernel has them."""
     from .flash_mods import _softcap, _window
     window, cap = _window(window_size), _softcap(softcap)
-    seq_q, pos_q, seq_k, pos_k = (_for_kernels(x) for x in tables)
+    seq_q, pos_q, seq_k, pos_k = tables
     left, right = window if window is not None else (-1, -1)
     slopes = alibi_slopes
     per_batch = slopes is not None and len(slopes.shape) == 2
@@ -170,11 +171,6 @@ def _block_list(m):
     order = torch.where(m, cols, cols + nkb).sort(dim=1).values
     idx = torch.where(order < nkb, order, 0)
     return (m.sum(1).to(torch.int32)[None, None], idx.to(torch.int32)[None, None])
-
-
-def _for_kernels(x):
-    """A torch tensor as a mod captures it: CPU tensors as the interpreter's numpy arrays."""
-    return cpu_tensors.to_numpy(x) if cpu_tensors.is_cpu_tensor(x) else x
 
 
 def _row_tables(cu_q, cu_k, nq, nk):
