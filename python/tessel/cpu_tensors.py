@@ -59,10 +59,11 @@ def check_dtypes(fn_name, named):
 
 
 def needs_grad(*tensors):
-    """Whether autograd wants gradients of any of these (grad mode on, one requires grad)."""
-    torch = gpu.torch_module()
-    return torch.is_grad_enabled() and any(
-        getattr(t, "requires_grad", False) is True for t in tensors)
+    """Whether autograd wants gradients of any of these (one requires grad, grad mode on)."""
+    if not any(getattr(t, "requires_grad", False) is True for t in tensors):
+        return False
+    enabled = getattr(gpu.torch_module(), "is_grad_enabled", None)
+    return True if enabled is None else bool(enabled())
 
 
 def call(fn, *args, **kwargs):

@@ -377,11 +377,12 @@ def test_serving_checks_torch_inputs(fake_torch):
         tessel.attention_varlen(q, np.zeros((12, 2, 64), np.float16), k, cu, cu, 6, 7)
     with pytest.raises(TypeError, match="k is on cpu"):
         tessel.attention_varlen(q, T((12, 2, 64), fake_torch.float16, cuda=False), k, cu, cu, 6, 7)
-    needs = T((10, 4, 64), fake_torch.float16)
+    cache = T((2, 32, 2, 64), fake_torch.float16)
+    # (attention_varlen is differentiable since the thirty-fifth session: test_varlen_backward.)
+    needs = T((2, 1, 4, 64), fake_torch.float16)
     needs.requires_grad = True
     with pytest.raises(NotImplementedError, match="q requires grad"):
-        tessel.attention_varlen(needs, k, k, cu, cu, 6, 7)
-    cache = T((2, 32, 2, 64), fake_torch.float16)
+        tessel.attention_with_kvcache(needs, cache, cache, T((2,), fake_torch.int32))
     with pytest.raises(ValueError, match="block_table has 3 rows for a batch of 2"):
         tessel.attention_with_kvcache(T((2, 1, 4, 64), fake_torch.float16), cache, cache,
                                       T((2,), fake_torch.int32),
