@@ -14,8 +14,8 @@ export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/py
 r=$OUT/run1; mkdir -p $r
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
 cd test/gpu
-timeout 150 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py \
-  -k "rescale or overlapped-masked or d256" > $r/bits.log 2>&1
+timeout 190 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py \
+  -k "rescale or overlapped-masked or (test_dense and 256)" > $r/bits.log 2>&1
 echo "bits rc=$?"; tail -3 $r/bits.log
-timeout 400 python3 ab_gpu_options.py $r/ab --set sync_masked_loops=False \
+timeout 370 python3 ab_gpu_options.py $r/ab --set sync_masked_loops=False \
   --cases d256 ragged256 --rounds 2 2>&1 | tee $r/ab.log | tail -30
