@@ -368,9 +368,9 @@ EVEN_BLOCKS = True
 # Whether causal calls without a mask_mod take the key-rows program's EVEN form too where the
 # lengths are whole blocks: the diagonal's masked loop stays, the bounds' masked loop after the
 # unmasked one goes (ptxas, sm_90a 64×64: d128 340 → 104 bytes of spill at 255 registers,
-# 5,413 → 3,995 PTX lines; d64 4,098 → 2,920 lines at 166). Off until measured on a GPU
-# (bench/results/2026-12-05-s34/run4.sh); on, a ring's causal steps of whole and ragged
-# lengths trace the program twice.
+# 5,413 → 3,995 PTX lines; d64 4,098 → 2,920 lines at 166). Off: measured on an H100, d64
+# ±2 %, d128 4k causal −5 % (docs/bench/2026-12-05-h100-s35.md); on, a ring's causal steps of
+# whole and ragged lengths trace the program twice.
 EVEN_CAUSAL = False
 
 

@@ -176,7 +176,8 @@ class GpuOptions:
     #: the S group and the P·V group that reads O, where S's wgmma runs beside the multiplies,
     #: instead of after O's wait, where the warpgroup's tensor work has ended (d256: 128 a
     #: thread a key block; without them at all the H200 ran d256 5-8 % faster). Bit for bit the
-    #: same results. Off by default until measured on the H200.
+    #: same results. Off: on an H100 (docs/bench/2026-12-05-h100-s35.md) two calls disagreed,
+    #: d256 −6 to +9 %, d128 ±1 %; worth a round on an H200.
     rescale_under_s: bool = dataclasses.field(default=False, metadata={"code": True})
     #: FP8 kernels' consumers overlapped as fp16's are (S_j issued beside the previous P·V,
     #: tilegpu-overlap-consumers): their V, which the producer stores transposed, read so by
