@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the next session with a GPU (the thirty-fifth had none): d256's masked loops left
+# Ran in the thirty-fifth session (calls 8 and 10, an H100: README.md). d256's masked loops left
 # synchronous (sync_masked_loops now reaches d256: 80 -> 60 wgmma, first call here 0.94 ->
 # 0.73 s). First the bits (test_persistent_gpu: the d256 schedules against the default, which
 # now includes the synchronous masked loop, and the overlapped-masked schedule within its

