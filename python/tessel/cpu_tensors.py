@@ -131,15 +131,13 @@ def attention(q, k, v, return_lse, **options):
     check_dtypes("attention", (("q", q), ("k", k), ("v", v)))
     if not needs_grad(q, k, v):
         return call(dense, q, k, v, return_lse=return_lse, **options)
-    if getattr(to_numpy(q), "itemsize", 0) == 1:
+    if q.element_size() == 1:
         raise NotImplementedError("FP8 attention has no backward: call it under "
                                   "torch.no_grad() or on tensors that do not require grad")
     score_mod = options.get("score_mod")
     if score_mod is not None:
         # As on CUDA: a score_mod the compiler cannot differentiate fails here, at its line.
         from .backward import check_differentiable
-        name = {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}.get(
-            to_numpy(q).dtype, "f32")
-        check_differentiable(score_mod, name, q.shape[-1])
+        check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1])
     o, lse = _autograd_function().apply(q, k, v, options)
     return (o, lse) if return_lse else o
