@@ -359,3 +359,25 @@ FailureOr<MmaClassPlan> tessel::tilegpu::planMmaClass(func::FuncOp program, bool
     return failure();
   return result;
 }
+
+std::optional<SmallVector<tessel::tilegpu::SharedBytes>>
+tessel::tilegpu::sharedBytesOf(Value buffer, Value stage) {
+  auto alloc = buffer.getDefiningOp<AllocOp>();
+  if (!alloc || !alloc.getOffset())
+    return std::nullopt;
+  SharedBufferType type = alloc.getResult().getType();
+  std::optional<int64_t> only = stage ? getConstantIntValue(stage) : std::nullopt;
+  SmallVector<SharedBytes> out;
+  for (int64_t s = 0; s < type.getStages(); ++s)
+    if (!only || *only == s) {
+      int64_t begin = *alloc.getOffset() + s * alloc.getStageStride();
+      out.push_back({begin, begin + type.getStageBytes()});
+    }
+  return out;
+}
+
+bool tessel::tilegpu::anyOverlap(ArrayRef<SharedBytes> a, ArrayRef<SharedBytes> b) {
+  return llvm::any_of(a, [&](const SharedBytes &x) {
+    return llvm::any_of(b, [&](const SharedBytes &y) { return x.overlaps(y); });
+  });
+}

@@ -146,6 +146,10 @@ mlir::FailureOr<bool> tmaProducer(mlir::func::FuncOp program, int64_t sharedLimi
 /// The arrival on an mbarrier that completes a producer's `copy`: the next async_copy_arrive
 /// in its block, or null.
 AsyncCopyArriveOp arrivalOf(AsyncCopyOp copy);
+/// The consumers' proxy fences after waits on rings that only TMA fills dropped (wgmma reads
+/// what TMA wrote through the same async proxy); for programs whose TMA-marked copies never
+/// fall back to cp.async (tilegpu-drop-tma-fences). The number of fences dropped.
+int64_t dropTmaFences(mlir::func::FuncOp program);
 /// FA3's intra-warpgroup overlap in the consumers of a warp-specialized `program`
 /// (tilegpu-overlap-consumers). False, with the program unchanged, when no consumer loop has
 /// the attention shape or its registers would not fit. `rescaleUnderS`: O's rescale made
@@ -191,6 +195,16 @@ mlir::LogicalResult asyncDots(mlir::func::FuncOp program, bool eager = false);
 /// Every tile.dot of an mma.sync `program` whose operands have their dot_operand layouts
 /// becomes a tilegpu.mma (tilegpu-mma-dots); a no-op on wgmma programs.
 void mmaDots(mlir::func::FuncOp program);
+/// Bytes [begin, end) of shared memory.
+struct SharedBytes {
+  int64_t begin, end;
+  bool overlaps(const SharedBytes &o) const { return begin < o.end && o.begin < end; }
+};
+/// The bytes `buffer` occupies at `stage` (every stage when the stage is null or not a
+/// constant), or nothing when its place is unknown (not a placed tilegpu.alloc).
+std::optional<llvm::SmallVector<SharedBytes>> sharedBytesOf(mlir::Value buffer, mlir::Value stage);
+bool anyOverlap(llvm::ArrayRef<SharedBytes> a, llvm::ArrayRef<SharedBytes> b);
+
 /// The mma layout the tiles of `program` were given, or null when they have none.
 MmaEncodingAttr programLayout(mlir::func::FuncOp program);
 

@@ -29,35 +29,6 @@ using namespace tessel::tilegpu;
 
 namespace {
 
-/// Bytes [begin, end) of shared memory.
-struct Bytes {
-  int64_t begin, end;
-  bool overlaps(const Bytes &o) const { return begin < o.end && o.begin < end; }
-};
-
-/// The bytes `buffer` occupies at `stage` (every stage when the stage is not a constant), or
-/// nothing when its place is unknown (not a placed tilegpu.alloc).
-std::optional<SmallVector<Bytes>> bytesOf(Value buffer, Value stage) {
-  auto alloc = buffer.getDefiningOp<AllocOp>();
-  if (!alloc || !alloc.getOffset())
-    return std::nullopt;
-  SharedBufferType type = alloc.getResult().getType();
-  std::optional<int64_t> only = stage ? getConstantIntValue(stage) : std::nullopt;
-  SmallVector<Bytes> out;
-  for (int64_t s = 0; s < type.getStages(); ++s)
-    if (!only || *only == s) {
-      int64_t begin = *alloc.getOffset() + s * alloc.getStageStride();
-      out.push_back({begin, begin + type.getStageBytes()});
-    }
-  return out;
-}
-
-bool anyOverlap(ArrayRef<Bytes> a, ArrayRef<Bytes> b) {
-  return llvm::any_of(a, [&](const Bytes &x) {
-    return llvm::any_of(b, [&](const Bytes &y) { return x.overlaps(y); });
-  });
-}
-
 /// Moves `wait` (with its fence and barrier, the local loads of the bytes it completes and
 /// their pure users) below the copies that follow it in its block, up to the first op that
 /// needs it. Returns whether it moved.
@@ -69,15 +40,15 @@ bool sink(AsyncWaitOp wait) {
   if (!isa_and_nonnull<gpu::BarrierOp>(last))
     return false;
   // What the wait completes: the bytes its groups' copies write.
-  SmallVector<Bytes> landed;
+  SmallVector<SharedBytes> landed;
   for (Value group : wait.getGroups()) {
     auto commit = group.getDefiningOp<AsyncCommitOp>();
     if (!commit || commit->getBlock() != wait->getBlock())
       return false;
     for (Value token : commit.getTokens()) {
       auto copy = token.getDefiningOp<AsyncCopyOp>();
-      std::optional<SmallVector<Bytes>> bytes = copy ? bytesOf(copy.getBuffer(), copy.getStage())
-                                                     : std::nullopt;
+      std::optional<SmallVector<SharedBytes>> bytes =
+          copy ? sharedBytesOf(copy.getBuffer(), copy.getStage()) : std::nullopt;
       if (!bytes)
         return false;
       llvm::append_range(landed, *bytes);
@@ -96,7 +67,8 @@ bool sink(AsyncWaitOp wait) {
       return v.getDefiningOp() && moving.contains(v.getDefiningOp());
     });
     if (auto read = dyn_cast<LocalLoadOp>(op)) {
-      std::optional<SmallVector<Bytes>> bytes = bytesOf(read.getBuffer(), read.getStage());
+      std::optional<SmallVector<SharedBytes>> bytes = sharedBytesOf(read.getBuffer(),
+                                                                    read.getStage());
       if (!bytes) {
         stop = op;
         break;
@@ -106,7 +78,8 @@ bool sink(AsyncWaitOp wait) {
       continue;
     }
     if (auto copy = dyn_cast<AsyncCopyOp>(op)) {
-      std::optional<SmallVector<Bytes>> bytes = bytesOf(copy.getBuffer(), copy.getStage());
+      std::optional<SmallVector<SharedBytes>> bytes = sharedBytesOf(copy.getBuffer(),
+                                                                    copy.getStage());
       if (!bytes || anyOverlap(*bytes, landed) || usesMoving) {
         stop = op;
         break;

@@ -335,6 +335,10 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
       }
       if (placed && pipelineTiles)
         tessel::tilegpu::pipelineTiles(work);
+      // Every TMA-marked copy goes through TMA (no cp.async path beside it): wgmma reads what
+      // landed without a proxy fence.
+      if (placed && tmaOnly)
+        tessel::tilegpu::dropTmaFences(work);
     }
     if (!placed &&
         ((!allocated && failed(tessel::tilegpu::allocateShared(work, overlap ? 2 : stages))) ||

@@ -17,6 +17,7 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=ptx -o %t.ptx
 // RUN: FileCheck %s --check-prefix=ONLY < %t.ptx
 // RUN: grep -c cp.async.cg.shared.global %t.ptx | FileCheck %s --check-prefix=ONLY-COPIES
+// RUN: grep -c fence.proxy.async %t.ptx | FileCheck %s --check-prefix=ONLY-FENCES
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK: .version 8.3
@@ -45,6 +46,10 @@
 // row block, whole or at the query tail) stay.
 // ONLY: cp.async.bulk.tensor.3d
 // ONLY-COPIES: {{^}}16{{$}}
+// With no cp.async beside them, the consumers read what TMA landed without a proxy fence
+// (tilegpu-drop-tma-fences: 6 fences without tma-only); the one left is Q's, which the
+// consumers copy themselves.
+// ONLY-FENCES: {{^}}1{{$}}
 
 // OFF: .version 8.0
 // OFF-NOT: cp.async.bulk.tensor
