@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# Thirty-sixth session, second call: issue 16's sweep beside cuDNN and FA2 with this build
-# (d256 synchronous masked loops of s35 included), fp16 and bf16, one process per dtype:
-# d64/d128/d256 at 1k, 4k and 16k tokens, causal and not.
+# Thirty-sixth session, second call: d256 with the TMA producer (side T: TESSEL_XTMA=1, an
+# uncommitted switch of this bundle that lets tmaFitsBesideOverlap pass; s32 run7 measured it
+# -6 to -9 % in one round on an H100, before the synchronous masked loops and with the proxy
+# fences) against the default (cp.async producer), tessel alone (ab_gpu_options' child:
+# d256 1k/4k/16k causal and not, ragged 1000/4000/16000), one process each, D T D T; then the
+# host's cold compile of d256 with and without.
 set -u
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
-r=$OUT/run2; mkdir -p $r
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.limit --format=csv | tee $r/gpu.txt
+export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python
+r=$OUT/run2; mkdir -p $r/ab
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | tee $r/gpu.txt
 cd test/gpu
-for dt in fp16 bf16; do
-  timeout 260 python3 bench_head_dims.py --dims 64 128 256 --lengths 1024 4096 16384 --dtype $dt \
-    --json $r/dims_$dt.json 2>&1 | tail -22 | tee $r/dims_$dt.log
+for round in 1 2; do
+  for side in B A; do     # A: TMA forced, B: the default
+    if [ $side = A ]; then export TESSEL_XTMA=1; else unset TESSEL_XTMA; fi
+    TESSEL_CACHE_DIR=$b/cache$side timeout 80 python3 ab_gpu_options.py $r/ab \
+      --child $side --json $r/ab/ab-$side-$round.json --cases d256 ragged256 2>&1 | tail -2
+  done
 done
+python3 -c "
+import sys; sys.argv=['x']; import ab_gpu_options as m
+for c, (ma, mb, x, ra, rb) in m.summarize('$r/ab').items():
+    print(f'{c:>22}  tma {ma:7.1f}  cp.async {mb:7.1f}  tma/cp.async {x:5.3f}  ({min(ra):.0f}-{max(ra):.0f} / {min(rb):.0f}-{max(rb):.0f})')
+" | tee $r/ab.log
+cd ../..
+unset TESSEL_XTMA
+timeout 45 python3 scripts/bench_cold_compile.py --runs 2 --dims 256 --kinds causal,full \
+  --build $b 2>&1 | grep -E "^d256|ptxas  |first_call" | tee $r/cold.log
+TESSEL_XTMA=1 timeout 45 python3 scripts/bench_cold_compile.py --runs 2 --dims 256 \
+  --kinds causal,full --build $b 2>&1 | grep -E "^d256|ptxas  |first_call" | tee $r/cold_tma.log

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Thirty-sixth session, third call: the seven masks beside FlexAttention, the host's cold
-# compile, then rescale_under_s against the default on an H200 (the round s35 owed: its bound
-# was measured here, its H100 A/B was inconsistent).
+# Thirty-sixth session, for a later call: issue 16's sweep beside cuDNN and FA2 with this
+# build, fp16 and bf16, one process per dtype: d64/d128/d256 at 1k, 4k and 16k tokens, causal
+# and not.
 set -u
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
 export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
 r=$OUT/run3; mkdir -p $r
-nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
-(cd test/gpu && timeout 200 python3 bench_block_mask.py --json $r/masks.json 2>&1 | tail -14 | tee $r/masks.log)
-timeout 90 python3 scripts/bench_cold_compile.py --runs 2 --dims 64,128,256 --build $b 2>&1 \
-  | tee $r/cold.log | tail -30
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.limit --format=csv | tee $r/gpu.txt
 cd test/gpu
-timeout 280 python3 ab_gpu_options.py $r/ab --set rescale_under_s=True \
-  --cases d256 dense --rounds 2 2>&1 | tee $r/ab.log | tail -30
+for dt in fp16 bf16; do
+  timeout 260 python3 bench_head_dims.py --dims 64 128 256 --lengths 1024 4096 16384 --dtype $dt \
+    --json $r/dims_$dt.json 2>&1 | tail -22 | tee $r/dims_$dt.log
+done
