@@ -17,6 +17,11 @@ padding: q [total, H, D], k/v [total, Hkv, D], FlashAttention-2's varlen layout.
   after every real one); non-causal would need a key mask, which those backends do not take.
   It computes the padding too: that is what padding costs.
 
+With `--backward` each call is the forward and the backward (`out.backward(dout)`, the
+gradients of q, k and v: packed-sequence training), tessel's through its autograd Function
+(python/tessel/varlen_backward.py), and TFLOP/s count 3.5× the forward's (the backward's five
+matmuls against the forward's two).
+
 TFLOP/s count the real pairs only (Σ len² · 4·d·H, half for causal). Also per row: the largest
 |tessel − nested| relative to nested's largest value (a sanity check; the float64 checks are
 test/gpu/test_serving_gpu.py). Timing: bench_decode.make_timer. Without torch or CUDA it prints
@@ -37,6 +42,8 @@ def main():
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backward", action="store_true",
+                    help="time the forward and the backward together")
     args = ap.parse_args()
     torch = cuda_torch("bench_varlen")
     if torch is None:
@@ -54,20 +61,25 @@ def main():
     cu[1:] = torch.cumsum(lengths, 0)
     total, longest = int(cu[-1]), int(lengths.max())
     cu_d = cu.cuda()
-    q = torch.randn(total, H, D, device="cuda", dtype=dt)
-    k, v = (torch.randn(total, Hkv, D, device="cuda", dtype=dt) for _ in range(2))
+    grad = dict(requires_grad=True) if args.backward else {}
+    q = torch.randn(total, H, D, device="cuda", dtype=dt, **grad)
+    k, v = (torch.randn(total, Hkv, D, device="cuda", dtype=dt, **grad) for _ in range(2))
+    dout = torch.randn(total, H, D, device="cuda", dtype=dt)
     pairs = float((lengths.double() ** 2).sum())
     F = torch.nn.functional.scaled_dot_product_attention
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, seqs=args.seqs, max_len=args.max_len, h=H, hkv=Hkv, d=D,
-                  total=total, lengths=lengths.tolist(), rows=[])
-    print(f"{args.seqs} sequences of 1..{args.max_len} tokens ({total} in all), H{H} Hkv{Hkv} "
-          f"D{D} {args.dtype}; TFLOP/s on real pairs; {timer}")
+                  total=total, lengths=lengths.tolist(), backward=args.backward, rows=[])
+    print(f"{'forward + backward: ' if args.backward else ''}{args.seqs} sequences of "
+          f"1..{args.max_len} tokens ({total} in all), H{H} Hkv{Hkv} D{D} {args.dtype}; "
+          f"TFLOP/s on real pairs; {timer}")
     print(f"{'causal':>6} {'tessel':>8} {'nested':>8} {'pad cuDNN':>9} {'pad FA2':>8} "
           f"{'/best':>6} {'diff':>8}")
 
+    offsets = cu_d.long()     # one tensor: views of it share their ragged dimension
+
     def nested(x):
-        t = torch.nested.nested_tensor_from_jagged(x, cu_d.long())
+        t = torch.nested.nested_tensor_from_jagged(x, offsets)
         return t.transpose(1, 2)                    # [B, heads, j, D]
 
     def padded(x):
@@ -75,20 +87,38 @@ def main():
         for b in range(args.seqs):
             out[b, :lengths[b]] = x[cu[b]:cu[b + 1]]
         return out.transpose(1, 2).contiguous()     # [B, heads, max_len, D]
-    qn, kn, vn = nested(q), nested(k), nested(v)
-    qp, kp, vp = padded(q), padded(k), padded(v)
+
+    def with_backward(forward, dy):
+        """forward() alone, or forward() then its backward against dy (--backward); the
+        output."""
+        def call():
+            y = forward()
+            if args.backward:
+                y.backward(dy(y))
+            return y
+        return call
+    with torch.no_grad():
+        qp, kp, vp = padded(q), padded(k), padded(v)
+    if args.backward:
+        qp, kp, vp = (x.requires_grad_() for x in (qp, kp, vp))
+    doutp = padded(dout)
     gqa = dict(enable_gqa=True) if Hkv != H else {}
     for causal in (False, True):
-        flops = 4.0 * D * H * pairs / (2 if causal else 1)
+        flops = 4.0 * D * H * pairs / (2 if causal else 1) * (3.5 if args.backward else 1)
         row = dict(causal=causal)
 
-        def ours():
-            return tessel.attention_varlen(q, k, v, cu_d, cu_d, longest, longest, causal=causal)
-        mine = ours()
+        ours = with_backward(lambda: tessel.attention_varlen(q, k, v, cu_d, cu_d, longest,
+                                                             longest, causal=causal),
+                             lambda y: dout)
+        mine = ours().detach()
         row["tessel_ms"] = timed(ours)
         try:
-            want = F(qn, kn, vn, is_causal=causal, **gqa)
-            row["nested_ms"] = timed(lambda: F(qn, kn, vn, is_causal=causal, **gqa))
+            # The nested views are made in the call: their backward reaches q, k and v.
+            theirs = with_backward(lambda: F(nested(q), nested(k), nested(v), is_causal=causal,
+                                             **gqa),
+                                   lambda y: nested(dout))
+            want = theirs().detach()
+            row["nested_ms"] = timed(theirs)
             ref = want.transpose(1, 2).values()     # packed [total, H, D]
             row["max_rel_diff_vs_nested"] = ((mine.float() - ref.float()).abs().max()
                                              / ref.float().abs().max()).item()
@@ -100,8 +130,10 @@ def main():
                 continue
             try:
                 with sdpa_kernel([be]):
-                    F(qp, kp, vp, is_causal=True, **gqa)
-                    row[f"{name}_ms"] = timed(lambda: F(qp, kp, vp, is_causal=True, **gqa))
+                    pad = with_backward(lambda: F(qp, kp, vp, is_causal=True, **gqa),
+                                        lambda y: doutp)
+                    pad()
+                    row[f"{name}_ms"] = timed(pad)
             except Exception as e:                   # noqa: BLE001 (the backend refuses)
                 row[f"{name}_why"] = f"{type(e).__name__}: {str(e)[:160]}"
         for key in ("tessel", "nested", "pad_cudnn", "pad_fa2"):
