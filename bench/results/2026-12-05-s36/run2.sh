@@ -14,7 +14,7 @@ cd test/gpu
 for round in 1 2; do
   for side in B A; do     # A: TMA forced, B: the default
     if [ $side = A ]; then export TESSEL_XTMA=1; else unset TESSEL_XTMA; fi
-    TESSEL_CACHE_DIR=$b/cache$side timeout 80 python3 ab_gpu_options.py $r/ab \
+    TESSEL_CACHE_DIR=$b/cache$side timeout 60 python3 ab_gpu_options.py $r/ab \
       --child $side --json $r/ab/ab-$side-$round.json --cases d256 ragged256 2>&1 | tail -2
   done
 done
@@ -25,7 +25,7 @@ for c, (ma, mb, x, ra, rb) in m.summarize('$r/ab').items():
 " | tee $r/ab.log
 cd ../..
 unset TESSEL_XTMA
-timeout 45 python3 scripts/bench_cold_compile.py --runs 2 --dims 256 --kinds causal,full \
+timeout 40 python3 scripts/bench_cold_compile.py --runs 2 --dims 256 --kinds causal,full \
   --build $b 2>&1 | grep -E "^d256|ptxas  |first_call" | tee $r/cold.log
-TESSEL_XTMA=1 timeout 45 python3 scripts/bench_cold_compile.py --runs 2 --dims 256 \
+TESSEL_XTMA=1 timeout 40 python3 scripts/bench_cold_compile.py --runs 2 --dims 256 \
   --kinds causal,full --build $b 2>&1 | grep -E "^d256|ptxas  |first_call" | tee $r/cold_tma.log
