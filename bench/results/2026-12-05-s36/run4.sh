@@ -13,3 +13,7 @@ timeout 90 python3 scripts/bench_cold_compile.py --runs 2 --dims 64,128,256 --bu
 cd test/gpu
 timeout 280 python3 ab_gpu_options.py $r/ab --set rescale_under_s=True \
   --cases d256 dense --rounds 2 2>&1 | tee $r/ab.log | tail -30
+# The varlen backward (packed-sequence training) beside nested SDPA (FA2's varlen) and padded
+# cuDNN/FA2, d128 fp16, 64 sequences of 1..8192 tokens.
+timeout 120 python3 bench_varlen.py --backward --json $r/varlen_backward.json 2>&1 | tail -8 \
+  | tee $r/varlen_backward.log
