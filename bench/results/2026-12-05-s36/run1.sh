@@ -10,7 +10,7 @@ set -u
 a=$(mktemp -d); tar -C $a -xJf .bundle-base/tessel-gpu.tar.xz
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
 export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
-r=$OUT/run1; mkdir -p $r
+r=$OUT/run1; mkdir -p $r/ab
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | tee $r/gpu.txt
 cd test/gpu
 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache timeout 140 python3 -m pytest -q -p no:cacheprovider \
