@@ -108,6 +108,11 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                             "wgmma (tilegpu-overlap-consumers "
                                             "rescale-under-s)."),
                              llvm::cl::init(false)};
+  Option<bool> dropTmaFences{*this, "drop-tma-fences",
+                             llvm::cl::desc("With tma-only, no proxy fence after the consumers' "
+                                            "waits on rings only TMA fills "
+                                            "(tilegpu-drop-tma-fences)."),
+                             llvm::cl::init(false)};
   Option<bool> fp8Overlap{*this, "fp8-overlap",
                           llvm::cl::desc("FP8 kernels' consumers overlapped too "
                                          "(tilegpu-overlap-consumers transposed-v)."),
@@ -178,6 +183,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.pipelineTiles = options.pipelineTiles;
     mmaOptions.lateP = options.lateP;
     mmaOptions.rescaleUnderS = options.rescaleUnderS;
+    mmaOptions.dropTmaFences = options.dropTmaFences;
     mmaOptions.fp8Overlap = options.fp8Overlap;
     mmaOptions.fuseMaskedLoops = options.fuseMaskedLoops;
     mmaOptions.syncMaskedLoops = options.syncMaskedLoops;
@@ -295,6 +301,7 @@ void tessel::registerTargetPasses() {
           options.pipelineTiles = o.pipelineTiles;
           options.lateP = o.lateP;
           options.rescaleUnderS = o.rescaleUnderS;
+          options.dropTmaFences = o.dropTmaFences;
           options.fp8Overlap = o.fp8Overlap;
           options.fuseMaskedLoops = o.fuseMaskedLoops;
           options.syncMaskedLoops = o.syncMaskedLoops;

@@ -60,6 +60,7 @@ tessel::TargetOptions targetOptions(const py::kwargs &fields) {
       {"pipeline_tiles", &T::pipelineTiles},
       {"late_p", &T::lateP},
       {"rescale_under_s", &T::rescaleUnderS},
+      {"drop_tma_fences", &T::dropTmaFences},
       {"fp8_overlap", &T::fp8Overlap},
       {"fuse_masked_loops", &T::fuseMaskedLoops},
       {"sync_masked_loops", &T::syncMaskedLoops},

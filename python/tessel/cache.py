@@ -70,8 +70,9 @@ class GpuOptions:
             other than 2, 3 or 4, or an occupancy_spill_bytes outside [0, 1024].
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
-            tma_only, vector_stores, pipeline_tiles, late_p, rescale_under_s, fp8_overlap,
-            fuse_masked_loops, sync_masked_loops or spill_fallbacks that is not a bool.
+            tma_only, vector_stores, pipeline_tiles, late_p, rescale_under_s, drop_tma_fences,
+            fp8_overlap, fuse_masked_loops, sync_masked_loops or spill_fallbacks that is not a
+            bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -179,6 +180,12 @@ class GpuOptions:
     #: same results. Off: on an H100 (docs/bench/2026-12-05-h100-s35.md) two calls disagreed,
     #: d256 −6 to +9 %, d128 ±1 %; worth a round on an H200.
     rescale_under_s: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: With tma_only, the consumers read what TMA landed without the ``fence.proxy.async``
+    #: after their ``full`` waits (tilegpu-drop-tma-fences): TMA writes through the async proxy
+    #: that wgmma reads, as CUTLASS's and FlashAttention-3's consumers assume; a fence stays
+    #: where a cp.async copy or a store also writes the ring's bytes. d128 128×128: 6 → 1
+    #: fences. Off until checked and measured on a GPU (bench/results/2026-12-05-s36/run1.sh).
+    drop_tma_fences: bool = dataclasses.field(default=False, metadata={"code": True})
     #: FP8 kernels' consumers overlapped as fp16's are (S_j issued beside the previous P·V,
     #: tilegpu-overlap-consumers): their V, which the producer stores transposed, read so by
     #: the P·V. d128 compiles with 0 spill at 224 registers; FP8's softmax weighs more against
@@ -219,8 +226,8 @@ class GpuOptions:
         for name in ("wgmma_overlap", "wgmma_async_dots", "occupancy_hints", "sink_waits",
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
-                     "rescale_under_s", "fp8_overlap", "fuse_masked_loops", "sync_masked_loops",
-                     "spill_fallbacks"):
+                     "rescale_under_s", "drop_tma_fences", "fp8_overlap", "fuse_masked_loops",
+                     "sync_masked_loops", "spill_fallbacks"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:

@@ -121,6 +121,11 @@ static cl::opt<bool> pipelineTiles(
     cl::desc("With --producer-once in a persistent kernel: the next tile's first S issued "
              "before this tile's epilogue (tilegpu-pipeline-tiles); off until measured"),
     cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool> dropTmaFences(
+    "drop-tma-fences",
+    cl::desc("With --tma-only: no proxy fence after the consumers' waits on rings only TMA fills "
+             "(tilegpu-drop-tma-fences); off until checked and measured on a GPU"),
+    cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool> rescaleUnderS(
     "rescale-under-s",
     cl::desc("Overlapped consumers rescale O by the previous alpha between the next S's wgmma and "
@@ -293,6 +298,7 @@ int main(int argc, char **argv) {
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
   options.rescaleUnderS = rescaleUnderS;
+  options.dropTmaFences = dropTmaFences;
   options.fp8Overlap = fp8Overlap;
   options.fuseMaskedLoops = fuseMaskedLoops;
   options.syncMaskedLoops = !noSyncMaskedLoops;

@@ -337,7 +337,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         tessel::tilegpu::pipelineTiles(work);
       // Every TMA-marked copy goes through TMA (no cp.async path beside it): wgmma reads what
       // landed without a proxy fence.
-      if (placed && tmaOnly)
+      if (placed && tmaOnly && dropTmaFences)
         tessel::tilegpu::dropTmaFences(work);
     }
     if (!placed &&

@@ -18,6 +18,9 @@
 // RUN: FileCheck %s --check-prefix=ONLY < %t.ptx
 // RUN: grep -c cp.async.cg.shared.global %t.ptx | FileCheck %s --check-prefix=ONLY-COPIES
 // RUN: grep -c fence.proxy.async %t.ptx | FileCheck %s --check-prefix=ONLY-FENCES
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --drop-tma-fences --emit=ptx -o %t.drop.ptx
+// RUN: grep -c fence.proxy.async %t.drop.ptx | FileCheck %s --check-prefix=DROP-FENCES
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --drop-tma-fences --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK: .version 8.3
@@ -46,10 +49,11 @@
 // row block, whole or at the query tail) stay.
 // ONLY: cp.async.bulk.tensor.3d
 // ONLY-COPIES: {{^}}16{{$}}
-// With no cp.async beside them, the consumers read what TMA landed without a proxy fence
-// (tilegpu-drop-tma-fences: 6 fences without tma-only); the one left is Q's, which the
-// consumers copy themselves.
-// ONLY-FENCES: {{^}}1{{$}}
+// The consumers' proxy fences: after Q's cp.async and after each wait for K and V (6). With
+// --drop-tma-fences (tilegpu-drop-tma-fences, off by default until checked on a GPU) the
+// consumers read what TMA landed without one; the one left is Q's.
+// ONLY-FENCES: {{^}}6{{$}}
+// DROP-FENCES: {{^}}1{{$}}
 
 // OFF: .version 8.0
 // OFF-NOT: cp.async.bulk.tensor
