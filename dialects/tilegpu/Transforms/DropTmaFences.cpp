@@ -5,7 +5,7 @@
 // proxy). A stage that only TMA fills was written through the async proxy and completed on the
 // mbarrier the consumer waited for: CUTLASS's and FlashAttention-3's consumers read it without
 // a fence. Where every TMA-marked copy goes through TMA (convert-tile-to-mma's tma-only), the
-// fences after waits on such rings go.
+// fences after waits on such rings go (convert-tile-to-mma's drop-tma-fences).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +31,8 @@ int64_t tessel::tilegpu::dropTmaFences(func::FuncOp program) {
   llvm::DenseSet<Value> mixedRings;
   SmallVector<SharedBytes> generic;
   bool unknown = false;
-  auto addWrite = [&](Value buffer, Value stage, SmallVector<SharedBytes> &into) {
-    std::optional<SmallVector<SharedBytes>> bytes = sharedBytesOf(buffer, stage);
+  auto addWrite = [&](Value buffer, SmallVector<SharedBytes> &into) {
+    std::optional<SmallVector<SharedBytes>> bytes = sharedBytesOf(buffer, Value());
     if (!bytes)
       unknown = true;
     else
@@ -42,16 +42,16 @@ int64_t tessel::tilegpu::dropTmaFences(func::FuncOp program) {
     if (auto copy = dyn_cast<AsyncCopyOp>(op)) {
       AsyncCopyArriveOp arrive = arrivalOf(copy);
       if (copy->hasAttr("tma_map") && arrive) {
-        addWrite(copy.getBuffer(), Value(), tmaRings[arrive.getBarriers()]);
+        addWrite(copy.getBuffer(), tmaRings[arrive.getBarriers()]);
         return;
       }
       if (arrive)
         mixedRings.insert(arrive.getBarriers());
-      addWrite(copy.getBuffer(), Value(), generic);
+      addWrite(copy.getBuffer(), generic);
     } else if (auto store = dyn_cast<LocalStoreOp>(op)) {
-      addWrite(store.getBuffer(), Value(), generic);
+      addWrite(store.getBuffer(), generic);
     } else if (auto add = dyn_cast<BulkAddOp>(op)) {
-      addWrite(add.getBuffer(), Value(), generic);
+      addWrite(add.getBuffer(), generic);
     }
   });
   if (unknown)

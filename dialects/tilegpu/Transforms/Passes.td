@@ -202,9 +202,9 @@ def TileGPUDropTmaFences : Pass<"tilegpu-drop-tma-fences", "::mlir::func::FuncOp
     For programs whose `tma_map` copies always go through TMA (convert-tile-to-mma's
     `tma-only`: the caller guarantees aligned origins and row strides, so the lowering keeps
     no cp.async path beside them), run after the schedule passes (overlap-consumers,
-    pingpong, pipeline-tiles); convert-tile-to-mma runs it with `drop-tma-fences`. A `tilegpu.fence_async_shared` whose ops right above it are
-    `tilegpu.mbarrier_wait`s (and pure ops) on `full` rings that only TMA copies complete is
-    erased: TMA writes through the async proxy that wgmma reads, and the mbarrier's
+    pingpong, pipeline-tiles); convert-tile-to-mma runs it with `drop-tma-fences`. A
+    `tilegpu.fence_async_shared` whose ops right above it are `tilegpu.mbarrier_wait`s (and
+    pure ops) on `full` rings that only TMA copies complete is erased: TMA writes through the async proxy that wgmma reads, and the mbarrier's
     completion makes them visible to the thread that waited. A ring is TMA-only when every
     copy that arrives on it is TMA-marked and no generic-proxy write (another copy, a
     `local_store`, a `bulk_add`'s staging) reaches the bytes of its buffers; a program with a
