@@ -11,7 +11,6 @@ last sequence (cu_seqlens[-1] < total) get zero gradients and are never read. do
 """
 from . import cpu_tensors
 from . import gpu
-from . import language as tl
 
 _function = None
 
@@ -90,34 +89,29 @@ def packed_mods(tables, causal, window_size, softcap, alibi_slopes):
     are `tables` (_row_tables): a query sees the keys of its own sequence, with causal, the
     window (FlashAttention's (left, right)), the soft cap and ALiBi at the sequence's
     bottom-right aligned positions, as attention_varlen's kernel has them."""
-    from .flash_mods import _softcap, _window
+    from .attention import _as_jit
+    from .flash_mods import _mask, _score, _softcap, _window
     window, cap = _window(window_size), _softcap(softcap)
     seq_q, pos_q, seq_k, pos_k = tables
-    left, right = window if window is not None else (-1, -1)
-    slopes = alibi_slopes
-    per_batch = slopes is not None and len(slopes.shape) == 2
+    # flash_mods' cap, ALiBi and window at the rows' positions in their sequences; ALiBi
+    # per batch reads the query row's sequence as its batch.
+    flash_score = None if cap is None and alibi_slopes is None else _as_jit(
+        _score(cap, alibi_slopes, alibi_slopes is not None and len(alibi_slopes.shape) == 2,
+               False, None), "score_mod")
+    window_mask = None if window is None else _as_jit(_mask(window, None), "mask_mod")
 
     def packed_mask(b, h, q_idx, kv_idx):
         m = seq_q[q_idx] == seq_k[kv_idx]
         i, j = pos_q[q_idx], pos_k[kv_idx]
         if causal:
             m = m & (i >= j)
-        if left >= 0:
-            m = m & (j >= i - left)
-        if right >= 0:
-            m = m & (j <= i + right)
+        if window_mask is not None:
+            m = m & window_mask(b, h, i, j)
         return m
 
     def packed_score(score, b, h, q_idx, kv_idx):
-        s = score
-        if cap is not None:
-            s = cap * tl.tanh(s / cap)
-        if slopes is not None:
-            slope = slopes[seq_q[q_idx], h] if per_batch else slopes[h]
-            i, j = pos_q[q_idx], pos_k[kv_idx]
-            s = s + slope * tl.minimum(j - i, i - j)
-        return s
-    return (packed_score if cap is not None or slopes is not None else None), packed_mask
+        return flash_score(score, seq_q[q_idx], h, pos_q[q_idx], pos_k[kv_idx])
+    return (None if flash_score is None else packed_score), packed_mask
 
 
 def packed_block_mask(mask_mod, tables, nq, nk, causal, window_size, block):
