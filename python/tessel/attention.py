@@ -473,6 +473,8 @@ def _check_shapes(qs, ks, vs, enable_gqa):
     if Dk != D:
         raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in head dim ({D} and {Dk}): "
                          "q, k and v need one head dim")
+    if D == 0:
+        raise ValueError(f"q {tuple(qs)} has head dim 0: attention needs a head dim of at least 1")
     if H != Hkv:
         if not enable_gqa:
             raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "

@@ -676,6 +676,9 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     if k.shape[0] != B or k.shape[3] != D:
         what = "batch size" if k.shape[0] != B else "head dim"
         raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} differ in {what}")
+    if D == 0:
+        raise ValueError(f"q {tuple(q.shape)} has head dim 0: attention needs a head dim of at "
+                         "least 1")
     if H != Hkv and not enable_gqa:
         raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "
                          "grouped-query attention")

@@ -314,6 +314,13 @@ def test_no_query_rows_give_an_empty_result(shape):
     assert o.shape == shape and lse.shape == shape[:3]
 
 
+def test_head_dim_zero_is_a_clear_error():
+    # The default scale is 1/sqrt(D): D = 0 raised ZeroDivisionError from inside _prepare.
+    q = np.zeros((1, 2, 8, 0), np.float32)
+    with pytest.raises(ValueError, match="head dim 0"):
+        tessel.attention(q, q, q)
+
+
 def test_runaway_loop_is_refused_with_a_clear_error(monkeypatch):
     # Issue 15, finding 5: a loop of 2^31 iterations used to abort the whole Python process with
     # "LLVM ERROR: out of memory"; now the default step budget refuses it at once, and

@@ -161,6 +161,14 @@ def test_shard_checks_rank_and_dim():
         contiguous_shard(np.zeros((2, 8)), 0, 2, dim=3)
 
 
+def test_ring_refuses_head_dim_zero_before_touching_the_group():
+    torch = pytest.importorskip("torch")
+    from tessel.distributed import ring_attention
+    x = torch.zeros(1, 2, 8, 0)
+    with pytest.raises(ValueError, match="head dim 0"):
+        ring_attention(x, x, x)
+
+
 # The merge program, on the interpreter ---------------------------------------------------------
 
 def _attention64(q, k, v):

@@ -153,6 +153,7 @@ def varlen_inputs():
                 "v": packed(np.random.default_rng(0), 12, 3, 8)}, ValueError,
      "query heads (4) must be a multiple of the number of key/value heads (3)"),
     (lambda a: {**a, "v": a["v"][:, :, :4]}, ValueError, "differ in shape"),
+    (lambda a: {**a, **{n: a[n][:, :, :0] for n in "qkv"}}, ValueError, "head dim 0"),
     (lambda a: {**a, "q": a["q"].astype(np.float16)}, TypeError, "must have one dtype"),
     (lambda a: {**a, **{n: a[n].astype(np.float64) for n in "qkv"}}, TypeError,
      "q is float64; use float32, float16 or bf16 as uint16 bit patterns"),
@@ -200,6 +201,8 @@ def cache_inputs():
      ValueError, "page_size (k_cache.shape[1]) must be positive"),
     (lambda a: {**a, "block_table": None}, ValueError, "needs block_table"),
     (lambda a: {**a, "v_cache": a["v_cache"][:, :, :1]}, ValueError, "differ in shape"),
+    (lambda a: {**a, **{n: a[n][..., :0] for n in ("q", "k_cache", "v_cache")}}, ValueError,
+     "head dim 0"),
     (lambda a: {**a, "block_m": 24}, ValueError, "block_m must be a power of two >= 16, got 24"),
 ])
 def test_kvcache_errors(change, error, message):
