@@ -144,15 +144,29 @@ def test_persistent_block_sparse_128_blocks_stay_warp_specialized(tmp_path):
     assert b.manifest.get("spill_bytes", 0) == 0, b.manifest
 
 
-def _dense_kernel(causal, N=1024, D=128, BM=128, BN=128):
+def _dense_kernel(causal, N=1024, D=128, BM=128, BN=128, **key_loops):
     """The persistent kernel at head dim D and BM x BN blocks, warmed up for N rows, 2 heads
-    (by default d128's 128x128 kernel for 1024 rows)."""
+    (by default d128's 128x128 kernel for 1024 rows); key_loops: EVEN_N=True etc."""
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     ids = np.zeros(8, np.int32)
     return persistent_attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, 2, ids, ids,
                                               D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
-                                              SCORE_MOD=None, MASK_MOD=None)
+                                              SCORE_MOD=None, MASK_MOD=None, **key_loops)
+
+
+@pytest.mark.parametrize("even", [True, False], ids=["one key loop", "split"])
+@pytest.mark.parametrize("once", [False, True], ids=["", "Q from the producer"])
+def test_synchronous_consumers_read_q_by_descriptor(tmp_path, even, once):
+    # Warp-specialized consumers read the Q block by descriptor, overlapped or not. Kept in
+    # registers by synchronous consumers (FP8's default, overlap_consumers=False), ptxas 13.0
+    # gave Q's registers to P inside the one key loop of d128 128x128 (EVEN_N): every S after
+    # the first was P·Kᵀ, wrong results on the H100 (s37). No ldmatrix is left in the kernel.
+    k = _dense_kernel(causal=False, EVEN_N=even)
+    for overlap in (True, False):
+        b = _ptx(tmp_path, k, overlap_consumers=overlap, producer_once=once)
+        assert "ldmatrix" not in b.ptx, overlap
+        assert b.manifest["spill_bytes"] == 0 and b.manifest["given_up"] == [], b.manifest
 
 
 def test_producer_once_compiles(tmp_path):

@@ -535,10 +535,11 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p, Value sta
   // tilegpu's plan (MmaClass.cpp) keeps their slots out of the loops' ring. In overlapped
   // consumers (tilegpu-overlap-consumers: S, O and P in flight at once) the block has bytes
   // of its own (the producer's ring never reuses them): read by descriptor, its registers go
-  // to the schedule.
+  // to the schedule. Synchronous warp-specialized consumers read it so too: ptxas 13.0 gave
+  // a Q kept in registers to P inside a key loop after which Q was dead (d128 128x128 with
+  // one key loop), so every S after the first read P (docs/dev/codegen-wgmma.md).
   int64_t regs = mTiles * (p.cols / 16) * 4;
-  if (residentARegs + regs > 32 ||
-      (wgmma && (aBlocks > 1 || (consumerBarriers && overlappedConsumers)))) {
+  if (residentARegs + regs > 32 || (wgmma && (aBlocks > 1 || consumerBarriers))) {
     aShared[result] = SharedView{p, stage};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes
