@@ -94,7 +94,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.pingpong ? "" : ";no-pingpong") + (options.producerOnce ? ";producer-once" : "") +
          (options.pipelineTiles ? ";pipeline-tiles" : "") + (options.lateP ? ";late-p" : "") +
          (options.rescaleUnderS ? ";rescale-under-s" : "") +
-         (options.dropTmaFences ? ";drop-tma-fences" : "") +
+         (options.dropTmaFences ? "" : ";no-drop-tma-fences") +
          (options.fp8Overlap ? ";fp8-overlap" : "") +
          (options.fuseMaskedLoops ? ";fuse-masked-loops" : "") +
          (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +

@@ -112,7 +112,7 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                              llvm::cl::desc("With tma-only, no proxy fence after the consumers' "
                                             "waits on rings only TMA fills "
                                             "(tilegpu-drop-tma-fences)."),
-                             llvm::cl::init(false)};
+                             llvm::cl::init(true)};
   Option<bool> fp8Overlap{*this, "fp8-overlap",
                           llvm::cl::desc("FP8 kernels' consumers overlapped too "
                                          "(tilegpu-overlap-consumers transposed-v)."),

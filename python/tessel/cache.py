@@ -184,8 +184,9 @@ class GpuOptions:
     #: after their ``full`` waits (tilegpu-drop-tma-fences): TMA writes through the async proxy
     #: that wgmma reads, as CUTLASS's and FlashAttention-3's consumers assume; a fence stays
     #: where a cp.async copy or a store also writes the ring's bytes. d128 128×128: 6 → 1
-    #: fences. Off until checked and measured on a GPU (bench/results/2026-12-05-s36/run1.sh).
-    drop_tma_fences: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: fences. On since an H100 run (2026-12-06): the GPU suites' bits unchanged, +1 to +4 %
+    #: on dense d128 16k and the block masks (docs/bench/2026-12-06-h100-s37.md).
+    drop_tma_fences: bool = dataclasses.field(default=True, metadata={"code": True})
     #: FP8 kernels' consumers overlapped as fp16's are (S_j issued beside the previous P·V,
     #: tilegpu-overlap-consumers): their V, which the producer stores transposed, read so by
     #: the P·V. d128 compiles with 0 spill at 224 registers; FP8's softmax weighs more against

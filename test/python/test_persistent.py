@@ -378,27 +378,27 @@ def test_sync_masked_loops_compiles(tmp_path, D, BM, BN, causal):
 
 @pytest.mark.parametrize("causal,once", [(False, False), (True, False), (False, True)])
 def test_drop_tma_fences_compiles(tmp_path, causal, once):
-    # GpuOptions(drop_tma_fences) (off until checked on a GPU; tilegpu-drop-tma-fences): with
-    # tma_only, the consumers' fence.proxy.async after each wait for K and V goes. Q's one
-    # stays: after the consumers' own cp.async copy, or, with Q from the producer, the
-    # lowering's fence and barrier where it reads an A block from shared memory. Same wgmma
-    # and TMA copies, no spill, nothing given up, a key of its own; without tma_only nothing
-    # changes.
+    # GpuOptions(drop_tma_fences) (on by default; tilegpu-drop-tma-fences): with tma_only,
+    # the consumers' fence.proxy.async after each wait for K and V goes. Q's one stays: after
+    # the consumers' own cp.async copy, or, with Q from the producer, the lowering's fence and
+    # barrier where it reads an A block from shared memory. Same wgmma and TMA copies, no
+    # spill, nothing given up, a key of its own; without tma_only nothing changes.
     k = _dense_kernel(causal, N=2000)
     switches = dict(tma_only=True, producer_once=once)
-    kept, dropped = _ptx(tmp_path, k, **switches), _ptx(tmp_path, k, drop_tma_fences=True,
-                                                        **switches)
+    kept, dropped = _ptx(tmp_path, k, drop_tma_fences=False, **switches), _ptx(tmp_path, k,
+                                                                               **switches)
     fences = [b.ptx.count("fence.proxy.async.shared::cta") for b in (kept, dropped)]
     assert fences[0] > fences[1] == 1, fences
     for what in ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"):
         assert kept.ptx.count(what) == dropped.ptx.count(what), what
     assert dropped.manifest["spill_bytes"] == 0 and dropped.manifest["given_up"] == []
     assert dropped.key != kept.key
-    checked = _ptx(tmp_path, k, drop_tma_fences=True, producer_once=once)
+    checked = _ptx(tmp_path, k, producer_once=once)
     assert checked.ptx.count("fence.proxy.async.shared::cta") == \
-        _ptx(tmp_path, k, producer_once=once).ptx.count("fence.proxy.async.shared::cta")
-    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", drop_tma_fences=True))[
-        "options"]["target"].endswith(";drop-tma-fences")
+        _ptx(tmp_path, k, drop_tma_fences=False, producer_once=once).ptx.count(
+            "fence.proxy.async.shared::cta")
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", drop_tma_fences=False))[
+        "options"]["target"].endswith(";no-drop-tma-fences")
     with pytest.raises(TypeError, match="drop_tma_fences must be a bool"):
         cache.GpuOptions(drop_tma_fences=1)
 

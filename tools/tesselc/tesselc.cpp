@@ -121,10 +121,10 @@ static cl::opt<bool> pipelineTiles(
     cl::desc("With --producer-once in a persistent kernel: the next tile's first S issued "
              "before this tile's epilogue (tilegpu-pipeline-tiles); off until measured"),
     cl::init(false), cl::cat(tesselcCategory));
-static cl::opt<bool> dropTmaFences(
-    "drop-tma-fences",
-    cl::desc("With --tma-only: no proxy fence after the consumers' waits on rings only TMA fills "
-             "(tilegpu-drop-tma-fences); off until checked and measured on a GPU"),
+static cl::opt<bool> noDropTmaFences(
+    "no-drop-tma-fences",
+    cl::desc("With --tma-only: keep the consumers' proxy fence after each wait on a ring only "
+             "TMA fills (no tilegpu-drop-tma-fences; to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool> rescaleUnderS(
     "rescale-under-s",
@@ -298,7 +298,7 @@ int main(int argc, char **argv) {
   options.pipelineTiles = pipelineTiles;
   options.lateP = lateP;
   options.rescaleUnderS = rescaleUnderS;
-  options.dropTmaFences = dropTmaFences;
+  options.dropTmaFences = !noDropTmaFences;
   options.fp8Overlap = fp8Overlap;
   options.fuseMaskedLoops = fuseMaskedLoops;
   options.syncMaskedLoops = !noSyncMaskedLoops;

@@ -118,9 +118,9 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With overlap-consumers: O's rescale by α_j made in iteration j+1 between S's group "
            "and P·V's, beside S's wgmma (tilegpu-overlap-consumers rescale-under-s). Off until "
            "measured.">,
-    Option<"dropTmaFences", "drop-tma-fences", "bool", /*default=*/"false",
+    Option<"dropTmaFences", "drop-tma-fences", "bool", /*default=*/"true",
            "With tma-only: no proxy fence after the consumers' waits on rings only TMA fills "
-           "(tilegpu-drop-tma-fences). Off until checked and measured on a GPU.">,
+           "(tilegpu-drop-tma-fences). Off to compare.">,
     Option<"fp8Overlap", "fp8-overlap", "bool", /*default=*/"false",
            "With overlap-consumers, loops whose V is read transposed (FP8's) are overlapped "
            "too (tilegpu-overlap-consumers transposed-v). Off until measured.">,

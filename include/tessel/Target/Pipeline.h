@@ -74,9 +74,8 @@ struct TargetOptions {
   /// bit the same results. Off until measured.
   bool rescaleUnderS = false;
   /// With tmaOnly, no proxy fence after the consumers' waits on rings only TMA fills
-  /// (convert-tile-to-mma drop-tma-fences; tilegpu-drop-tma-fences). Off until checked and
-  /// measured on a GPU.
-  bool dropTmaFences = false;
+  /// (convert-tile-to-mma drop-tma-fences; tilegpu-drop-tma-fences).
+  bool dropTmaFences = true;
   /// FP8 kernels' consumers overlapped too: their V, stored transposed, read so by the P·V
   /// (convert-tile-to-mma fp8-overlap; tilegpu-overlap-consumers transposed-v). Off until
   /// measured.

@@ -14,14 +14,14 @@
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=ptx -o - | FileCheck %s
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --no-tma-producer --emit=ptx -o - | FileCheck %s --check-prefix=OFF
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=ptx -o %t.ptx
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --no-drop-tma-fences --emit=ptx -o %t.ptx
 // RUN: FileCheck %s --check-prefix=ONLY < %t.ptx
 // RUN: grep -c cp.async.cg.shared.global %t.ptx | FileCheck %s --check-prefix=ONLY-COPIES
 // RUN: grep -c fence.proxy.async %t.ptx | FileCheck %s --check-prefix=ONLY-FENCES
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --drop-tma-fences --emit=ptx -o %t.drop.ptx
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=ptx -o %t.drop.ptx
 // RUN: grep -c fence.proxy.async %t.drop.ptx | FileCheck %s --check-prefix=DROP-FENCES
-// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --drop-tma-fences --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: tesselc %t.mlir --chip=sm_90a --codegen=wgmma --num-stages=3 --tma-only --no-drop-tma-fences --emit=cubin -o %t.cubin --ptxas-report 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK: .version 8.3
 // CHECK: .global .align 128 .b8 __tessel_tma_maps_attention[196608];
@@ -49,9 +49,9 @@
 // row block, whole or at the query tail) stay.
 // ONLY: cp.async.bulk.tensor.3d
 // ONLY-COPIES: {{^}}16{{$}}
-// The consumers' proxy fences: after Q's cp.async and after each wait for K and V (6). With
-// --drop-tma-fences (tilegpu-drop-tma-fences, off by default until checked on a GPU) the
-// consumers read what TMA landed without one; the one left is Q's.
+// The consumers' proxy fences: after Q's cp.async and after each wait for K and V (6, with
+// --no-drop-tma-fences). By default (tilegpu-drop-tma-fences) the consumers read what TMA
+// landed without one; the one left is Q's.
 // ONLY-FENCES: {{^}}6{{$}}
 // DROP-FENCES: {{^}}1{{$}}
 
