@@ -392,6 +392,8 @@ private:
   Value copyTid;
   int64_t copyThreads = 0;
   bool consumerBarriers = false;
+  /// Whether the consumers' dots are overlapped with their softmax (tilegpu-overlap-consumers).
+  bool overlappedConsumers = false;
   /// tilegpu-tma-producer's plan (`tilegpu.tma`): maps, slots a map, the byte offsets of the
   /// records and images in shared memory; and the global array of the maps' slots (by SM).
   int64_t tmaMaps = 0, tmaSlots = 0, tmaRecords = 0, tmaImages = 0;

@@ -61,6 +61,10 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
     int64_t registers = producerThreads * ws.getProducerRegisters() +
                         numThreads() * ws.getConsumerRegisters();
     launchRegs = registers / blockThreads() / 8 * 8;
+    // Overlapped consumers (a wgmma waited for with another in flight) read a once-loaded A
+    // block by descriptor (takeAFragments).
+    ws.getConsumers().walk(
+        [&](tilegpu::WgmmaWaitOp wait) { overlappedConsumers |= wait.getPending() > 0; });
   });
   program.walk([&](tilegpu::LocalLoadOp read) {
     auto operand = dyn_cast<tilegpu::DotOperandEncodingAttr>(

@@ -524,6 +524,18 @@ LogicalResult MmaKernelBuilder::checkChunked(Operation *op, Value desc) {
   return success();
 }
 
+/// Whether every read of `value` sits in one scf.for (the innermost around each user).
+static bool readInOneLoop(Value value) {
+  scf::ForOp only;
+  for (Operation *user : value.getUsers()) {
+    auto loop = user->getParentOfType<scf::ForOp>();
+    if (!loop || (only && loop != only))
+      return false;
+    only = loop;
+  }
+  return static_cast<bool>(only);
+}
+
 void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p, Value stage) {
   // A fragments for every m tile and 16-column step are kept in registers while all the A
   // blocks so kept take at most 32 a thread (Q at d64, or at d128 with one m tile per warp);
@@ -535,11 +547,15 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p, Value sta
   // tilegpu's plan (MmaClass.cpp) keeps their slots out of the loops' ring. In overlapped
   // consumers (tilegpu-overlap-consumers: S, O and P in flight at once) the block has bytes
   // of its own (the producer's ring never reuses them): read by descriptor, its registers go
-  // to the schedule. Synchronous warp-specialized consumers read it so too: ptxas 13.0 gave
-  // a Q kept in registers to P inside a key loop after which Q was dead (d128 128x128 with
-  // one key loop), so every S after the first read P (docs/dev/codegen-wgmma.md).
+  // to the schedule. Synchronous warp-specialized consumers read it so too where one key
+  // loop reads it all: ptxas 13.0 gave such a Q's registers to P inside the loop (d128
+  // 128x128 with whole key blocks), so every S after the first read P
+  // (docs/dev/codegen-wgmma.md). Read in two loops, Q stays in registers: its descriptors'
+  // uniform registers made block-mask kernels spill.
   int64_t regs = mTiles * (p.cols / 16) * 4;
-  if (residentARegs + regs > 32 || (wgmma && (aBlocks > 1 || consumerBarriers))) {
+  if (residentARegs + regs > 32 ||
+      (wgmma && (aBlocks > 1 ||
+                 (consumerBarriers && (overlappedConsumers || readInOneLoop(result)))))) {
     aShared[result] = SharedView{p, stage};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes
