@@ -554,8 +554,8 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p, Value sta
   // uniform registers made block-mask kernels spill.
   int64_t regs = mTiles * (p.cols / 16) * 4;
   if (residentARegs + regs > 32 ||
-      (wgmma && (aBlocks > 1 ||
-                 (consumerBarriers && (overlappedConsumers || readInOneLoop(result)))))) {
+      (wgmma &&
+       (aBlocks > 1 || (consumerBarriers && (overlappedConsumers || readInOneLoop(result)))))) {
     aShared[result] = SharedView{p, stage};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes
