@@ -9,8 +9,8 @@ export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/py
 r=$OUT/run2; mkdir -p $r
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
 cd test/gpu
-timeout 150 python3 -m pytest -q -p no:cacheprovider test_fp8_gpu.py > $r/fp8.log 2>&1
+timeout 100 python3 -m pytest -q -p no:cacheprovider test_fp8_gpu.py > $r/fp8.log 2>&1
 echo "fp8 rc=$?"; grep -E "^FAILED|passed|failed" $r/fp8.log | tail -8
-timeout 150 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -k "synchronous" \
+timeout 100 python3 -m pytest -q -p no:cacheprovider test_persistent_gpu.py -k "synchronous" \
   > $r/sync.log 2>&1
 echo "sync rc=$?"; grep -E "^FAILED|passed|failed" $r/sync.log | tail -8
