@@ -58,6 +58,18 @@ step block_mask_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p n
   "$root/test/gpu/test_block_mask_gpu.py"
 step persistent_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
   "$root/test/gpu/test_persistent_gpu.py"
+# FP8 ships its own kernels (attention_fp8.py): left out of this list until 2026-12-06, when a
+# wrong FP8 d128 kernel had gone a day unnoticed (docs/bench/2026-12-06-h100-s37.md).
+step fp8_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_fp8_gpu.py"
+step atomic_add_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_atomic_add_gpu.py"
+# One GPU: the ring's world of one rank and its merge program (the two-GPU runs skip).
+step ring_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_ring_gpu.py"
+# sm_80 cubins load on compute capability 8.x only: skipped on the H100/H200.
+step sm80_code_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+  "$root/test/gpu/test_sm80_code_gpu.py"
 step bench_block_mask env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_block_mask.py" \
   --json "$out/bench_block_mask.json"
 step bench_backward env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_backward.py" \
