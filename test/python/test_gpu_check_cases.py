@@ -49,3 +49,14 @@ def test_case_line_names_the_case_and_its_errors(tmp_path):
     assert f"({r['wall_s']} s)" in line
     r["ok"], r["stderr"] = False, "boom"
     assert ": FAIL" in attention_case.case_line(r) and attention_case.case_line(r).endswith("  boom")
+
+
+def test_gpu_check_runs_every_gpu_test_file():
+    # scripts/gpu-check.sh is the full GPU check: each test/gpu/test_*.py is one of its steps.
+    # test_fp8_gpu.py was not, and a wrong FP8 d128 kernel went a day unseen (2026-12-06).
+    root = pathlib.Path(__file__).resolve().parents[2]
+    script = (root / "scripts" / "gpu-check.sh").read_text()
+    files = sorted(p.name for p in (root / "test" / "gpu").glob("test_*.py"))
+    assert files, "no GPU test files found"
+    missing = [f for f in files if f"test/gpu/{f}" not in script]
+    assert not missing, f"scripts/gpu-check.sh does not run {missing}"
