@@ -28,10 +28,13 @@ step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a fail
   "$@" 2>&1 | tee "$logs/$name.log" | tee -a "$out/gpu-check.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
 }
+suite() {  # suite NAME FILE: one test/gpu pytest file as a step, on the shared kernel cache
+  step "$1" env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
+    "$root/test/gpu/$2"
+}
 step examples python3 "$root/test/gpu/run_examples.py" "$work/cubin"
 step aot "$work/bin/attention_aot"
-step aot_vs_jit env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_aot_vs_jit.py"
+suite aot_vs_jit test_aot_vs_jit.py
 step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tessel-run" \
   --json "$out/sweep.json"
 step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
@@ -48,36 +51,26 @@ fi
 step python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
   python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
   --junitxml "$logs/python_gpu.xml"
-step builtins_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_builtins_gpu.py"
-step backward_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_attention_backward_gpu.py"
-step captured_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_captured_gpu.py"
-step block_mask_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_block_mask_gpu.py"
-step persistent_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_persistent_gpu.py"
+suite builtins_gpu test_builtins_gpu.py
+suite backward_gpu test_attention_backward_gpu.py
+suite captured_gpu test_captured_gpu.py
+suite block_mask_gpu test_block_mask_gpu.py
+suite persistent_gpu test_persistent_gpu.py
 # FP8 ships its own kernels (attention_fp8.py): left out of this list until 2026-12-06, when a
 # wrong FP8 d128 kernel had gone a day unnoticed (docs/bench/2026-12-06-h100-s37.md).
-step fp8_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_fp8_gpu.py"
-step atomic_add_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_atomic_add_gpu.py"
+suite fp8_gpu test_fp8_gpu.py
+suite atomic_add_gpu test_atomic_add_gpu.py
 # One GPU: the ring's world of one rank and its merge program (the two-GPU runs skip).
-step ring_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_ring_gpu.py"
+suite ring_gpu test_ring_gpu.py
 # sm_80 cubins load on compute capability 8.x only: skipped on the H100/H200.
-step sm80_code_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_sm80_code_gpu.py"
+suite sm80_code_gpu test_sm80_code_gpu.py
 step bench_block_mask env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_block_mask.py" \
   --json "$out/bench_block_mask.json"
 step bench_backward env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_backward.py" \
   --json "$out/bench_backward.json" ${TESSEL_BENCH_BACKWARD_ARGS:-}
 step train_gpt env TESSEL_CACHE_DIR="$work/cache" python3 "$root/examples/python/train_gpt.py" \
   --json "$out/train_gpt.json"
-step serving_gpu env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_serving_gpu.py"
+suite serving_gpu test_serving_gpu.py
 step bench_decode env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_decode.py" \
   --json "$out/bench_decode.json"
 step bench_varlen env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_varlen.py" \
@@ -93,8 +86,7 @@ if [ "${TESSEL_GPU_CHECK_OCCUPANCY:-0}" = 1 ]; then
   step bench_backward_no_hints env TESSEL_CACHE_DIR="$work/cache" python3 \
     "$root/test/gpu/bench_backward.py" --no-occupancy-hints --json "$out/bench_backward_no_hints.json"
 fi
-step tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-  "$root/test/gpu/test_tile_programs_gpu.py"
+suite tile_programs test_tile_programs_gpu.py
 step bench_tile_programs env TESSEL_CACHE_DIR="$work/cache" python3 \
   "$root/test/gpu/bench_tile_programs.py" --json "$out/bench_tile_programs.json"
 step launch env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_launch.py" \
