@@ -669,20 +669,9 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
                          f"{v.device}")
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if tuple(k.shape) != tuple(v.shape):
-        raise ValueError(f"k and v differ in shape: {tuple(k.shape)} and {tuple(v.shape)}")
-    B, H, _, D = q.shape
-    Hkv = k.shape[1]
-    if k.shape[0] != B or k.shape[3] != D:
-        what = "batch size" if k.shape[0] != B else "head dim"
-        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} differ in {what}")
-    if D == 0:
-        raise ValueError(f"q {tuple(q.shape)} has head dim 0: attention needs a head dim of at "
-                         "least 1")
-    if H != Hkv and not enable_gqa:
-        raise ValueError(f"q has {H} heads and k/v {Hkv}: pass enable_gqa=True for "
-                         "grouped-query attention")
-    if Hkv == 0 or H % Hkv:
+    from .attention import _check_shapes
+    B, H, _, D, Hkv, _ = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    if Hkv == 0:
         raise ValueError(f"the number of query heads ({H}) must be a multiple of the number of "
                          f"key/value heads ({Hkv})")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
