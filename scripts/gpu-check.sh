@@ -20,10 +20,14 @@ failed=()
 logs="$work/logs"
 mkdir -p "$logs"
 # One log comes back (the device tool returns at most 8 files): every part appends to it.
-# TESSEL_GPU_CHECK_SKIP="name ..." leaves parts out (to spend less device time on a re-check).
+# TESSEL_GPU_CHECK_SKIP="name ..." leaves parts out (to spend less device time on a re-check);
+# TESSEL_GPU_CHECK_ONLY="name ..." runs those parts alone (one device call's share of the check).
 step() {  # step NAME COMMAND...: runs one part, keeps its log, remembers a failure, goes on
   local name=$1; shift
   case " ${TESSEL_GPU_CHECK_SKIP:-} " in *" $name "*) echo "== $name: skipped"; return;; esac
+  if [ -n "${TESSEL_GPU_CHECK_ONLY:-}" ]; then
+    case " $TESSEL_GPU_CHECK_ONLY " in *" $name "*) ;; *) return;; esac
+  fi
   echo "== $name" | tee -a "$out/gpu-check.log"
   "$@" 2>&1 | tee "$logs/$name.log" | tee -a "$out/gpu-check.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
