@@ -250,14 +250,31 @@ def test_huge_batch_heads_runs():
         assert (o[b, h].double() - ref).abs().max().item() < 5e-3
 
 
-def test_requires_grad_is_refused():
-    q = torch.randn(4, 2, 64, device="cuda", dtype=torch.float16, requires_grad=True)
-    lengths = cu([4], "cuda")
-    with pytest.raises(NotImplementedError, match="no backward"):
-        tessel.attention_varlen(q, q.detach(), q.detach(), lengths, lengths, 4, 4)
+def test_grad_of_q_alone():
+    # attention_varlen is differentiable since the thirty-fifth session (this test asserted
+    # it refused grad until then). q alone requires grad: o has a graph, q.grad is the float64
+    # reference's (k, v detached get none); under no_grad o has no graph.
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.randn(40, 2, 64, device="cuda", generator=gen).half().requires_grad_()
+    kv = torch.randn(40, 2, 64, device="cuda", generator=gen).half()
+    lengths = cu([4, 36], "cuda")
+    o = tessel.attention_varlen(q, kv, kv, lengths, lengths, 36, 36, causal=True)
+    assert o.requires_grad
+    g = torch.randn(o.shape, device="cuda", generator=gen)
+    (o.float() * g).sum().backward()
+    ref_q = q.detach().double().requires_grad_()
+    loss = 0.0
+    for a, b in ((0, 4), (4, 40)):
+        Q, K = ref_q[a:b].transpose(0, 1), kv[a:b].double().transpose(0, 1)
+        s = (Q @ K.transpose(-1, -2) / 8.0).masked_fill(
+            torch.ones(b - a, b - a, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+        loss = loss + ((torch.softmax(s, -1) @ K).transpose(0, 1) * g[a:b].double()).sum()
+    loss.backward()
+    err = float((q.grad.double() - ref_q.grad).abs().max())
+    assert err <= 1e-2 * max(1.0, float(ref_q.grad.abs().max())), err
     with torch.no_grad():
-        o = tessel.attention_varlen(q, q, q, lengths, lengths, 4, 4)
-    assert o.shape == q.shape and math.isfinite(o.float().sum().item())
+        o = tessel.attention_varlen(q, kv, kv, lengths, lengths, 36, 36)
+    assert not o.requires_grad and math.isfinite(o.float().sum().item())
 
 
 @tessel.jit
