@@ -337,12 +337,16 @@ GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256
 # kernels lost up to 17 % with them at short lengths (the diagonal blocks, fewer CTAs)
 # (docs/bench/2026-12-02-h200-forward-blocks.md).
 GPU_BLOCKS_UNMASKED = {("sm_90a", 128): (128, 128)}
-# Causal kernels (no mask_mod) of at least CAUSAL_LONG keys that differ from GPU_BLOCKS: on
-# sm_90a at d128, 128x128 with a producer warpgroup (GpuOptions(warp_specialize)) measured +1 %
-# at 2k keys, +4 % at 4k and +10-15 % at 8k-32k over 64x64 on the H200, and -7 % at 1k
-# (docs/bench/2026-12-03-h200-warp-specialize.md).
+# Causal kernels (no mask_mod) of at least CAUSAL_LONG_KEYS keys that differ from GPU_BLOCKS:
+# on sm_90a at d128, 128x128 with a producer warpgroup (GpuOptions(warp_specialize)) measured
+# +1 % at 2k keys, +4 % at 4k and +10-15 % at 8k-32k over 64x64 on the H200, and -7 % at 1k
+# (docs/bench/2026-12-03-h200-warp-specialize.md). Since then the persistent kernel, Q from the
+# producer on short tiles and the diagonal block first turned 1k around: +11 % over 64x64
+# (399 against 359 TFLOP/s, 0.96 against 0.87x cuDNN; H100, one process,
+# docs/bench/2026-12-06-h100-s38.md), hence 128x128 from 1024 keys.
 GPU_BLOCKS_CAUSAL_LONG = {("sm_90a", 128): (128, 128)}
 CAUSAL_LONG = 2048
+CAUSAL_LONG_KEYS = 1024
 # Kernels without score_mod or mask_mod (causal or not) of at least CAUSAL_LONG queries and
 # keys that differ from the above: on sm_90a at d64, 192x128 (three consumer warpgroups and a
 # producer, persistent: FlashAttention-3's d64 block) measured +13 % at 4k and +18 % at 16k
@@ -413,7 +417,7 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
 def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, mods=None):
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
     `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
-    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG keys); `mods`: whether
+    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG_KEYS keys); `mods`: whether
     the kernel has a score_mod or a mask_mod — False: GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG
     queries and keys, True: GPU_BLOCKS_MODS, None (not said): neither."""
     if mods is False and min(nq, nk) >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
@@ -423,7 +427,7 @@ def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, mod
         return GPU_BLOCKS_MODS[(chip, D)]
     if unmasked and dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS_UNMASKED:
         return GPU_BLOCKS_UNMASKED[(chip, D)]
-    if causal and nk >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
+    if causal and nk >= CAUSAL_LONG_KEYS and dtype in _FAST_DTYPES and \
             (chip, D) in GPU_BLOCKS_CAUSAL_LONG:
         return GPU_BLOCKS_CAUSAL_LONG[(chip, D)]
     hit = GPU_BLOCKS.get((chip, D)) if dtype in _FAST_DTYPES else None
@@ -988,7 +992,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         ok = False
     # Blocks depend on the lengths (gpu_blocks): long and short ones are different entries.
     key = (dt, D, causal, score_mod, mask_mod, block_m, block_n, lay,
-           Nk >= CAUSAL_LONG, Nq >= CAUSAL_LONG) if ok else None
+           Nk >= CAUSAL_LONG, Nq >= CAUSAL_LONG, Nk >= CAUSAL_LONG_KEYS) if ok else None
     c = _cuda_configs.get(key) if ok else None
     if c is None:
         args, cx, grid, o, lse, kernel = _prepare_cuda(q, k, v, causal, scale, score_mod,

@@ -300,10 +300,11 @@ def test_gpu_block_sizes():
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a", unmasked=True) == (64, 128)
     assert gpu_blocks(128, "bf16", 7, 7, "sm_90a") == (64, 64)
     assert gpu_blocks(64, "f16", 1000, 1000, "sm_90a") == (64, 128)
-    # Causal without a mask_mod, from 2048 keys: 128x128 at d128 on sm_90a (warp-specialized).
+    # Causal without a mask_mod, from 1024 keys: 128x128 at d128 on sm_90a (warp-specialized).
     assert gpu_blocks(128, "f16", 2048, 2048, "sm_90a", causal=True) == (128, 128)
     assert gpu_blocks(128, "bf16", 16, 4096, "sm_90a", causal=True) == (128, 128)
-    assert gpu_blocks(128, "f16", 2047, 2047, "sm_90a", causal=True) == (64, 64)
+    assert gpu_blocks(128, "f16", 1024, 1024, "sm_90a", causal=True) == (128, 128)
+    assert gpu_blocks(128, "f16", 1023, 1023, "sm_90a", causal=True) == (64, 64)
     assert gpu_blocks(128, "f16", 4096, 4096, "sm_80", causal=True) == (128, 64)
     # No score_mod and no mask_mod, from 2048 queries and keys: 192x128 at d64 on sm_90a (three
     # consumer warpgroups), causal or not; a score_mod, fewer queries or keys, or sm_80 keep

@@ -93,12 +93,13 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
     x = np.zeros((1, 2, N, D), np.float16)
     lse = np.zeros((1, 2, N), np.float32)
     case = f"d{D} {'causal' if causal else 'full'}"
-    # The blocks of short and of long calls (CAUSAL_LONG: d128 causal and d64 take others from
-    # 2048 queries and keys), each compiled once, with the general key loop (a key-tail mask)
-    # and each other one calls take (_key_loops: EVEN_N at whole key blocks, the diagonal or
-    # the last key block first), which give up nothing the general kernel keeps.
+    # The blocks of short and of long calls (d128 causal takes others from CAUSAL_LONG_KEYS,
+    # 1024 keys, d64 from CAUSAL_LONG, 2048 queries and keys), each compiled once, with the
+    # general key loop (a key-tail mask) and each other one calls take (_key_loops: EVEN_N at
+    # whole key blocks, the diagonal or the last key block first), which give up nothing the
+    # general kernel keeps.
     blocks = {gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False): n
-              for n in (1024, 4096)}
+              for n in (512, 1024, 4096)}
     for (BM, BN), nk in blocks.items():
         stages = GPU_STAGES.get((chip, D, BM, BN), 2)
         given_up = []
