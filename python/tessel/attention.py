@@ -17,6 +17,7 @@ back to the reference lowering. The only memory beyond the inputs and the output
 to a per-device scratch buffer reused across calls (gpu.scratch_f32: one allocation fewer per call).
 """
 import math
+import numbers
 import types
 
 import numpy as np
@@ -463,6 +464,24 @@ def _chip_for_blocks(q):
         return "sm_80"
 
 
+def check_block_sizes(block_m, block_n, fn):
+    """block_m / block_n as a caller gives them, as Python ints: None (the default) or a
+    positive integer (numpy's too). A bool, a float or a number below 1 is refused here: -16
+    made a grid that computed wrong rows, 16.0 and True failed inside the library's source."""
+    sizes = []
+    for name, value in (("block_m", block_m), ("block_n", block_n)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{fn}: {name} must be an int (or None: the default), got "
+                                f"{value!r}")
+            if value < 1:
+                raise ValueError(f"{fn}: {name} must be at least 1 (or None: the default), "
+                                 f"got {value}")
+            value = int(value)
+        sizes.append(value)
+    return tuple(sizes)
+
+
 def _check_shapes(qs, ks, vs, enable_gqa):
     if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         bad = next(n for n, s in (("q", qs), ("k", ks), ("v", vs)) if len(s) != 4)
@@ -489,6 +508,9 @@ def _check_shapes(qs, ks, vs, enable_gqa):
     return B, H, Nq, D, Hkv, Nk
 
 
+_ARRAY_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float16, np.uint16, np.uint8))
+
+
 def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, np.ndarray):
@@ -496,6 +518,9 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
                             f"(GPU), got {type(x).__name__}")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v differ in dtype: {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.dtype not in _ARRAY_DTYPES:    # int32 arrays, fine for tessel.jit, failed in tl.dot
+        raise TypeError(f"tessel.attention takes float32, float16, bf16 (uint16 bit patterns) or "
+                        f"FP8 e4m3 (uint8 bit patterns) arrays, got {q.dtype}")
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     BM = block_m or _block(Nq)
@@ -556,6 +581,7 @@ def compile_attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mo
         tessel.CompiledKernel: its ``asm["tile"]`` / ``asm["tile-opt"]`` hold the IR;
         ``binary(tessel.GpuOptions(...))`` gives the cubin and PTX.
     """
+    block_m, block_n = check_block_sizes(block_m, block_n, "tessel.compile_attention")
     if cpu_tensors.is_cpu_tensor(q):           # traced as the interpreter's numpy arrays
         q, k, v, alibi_slopes = (cpu_tensors.to_numpy(x) for x in (q, k, v, alibi_slopes))
     if window_size is not None or softcap is not None or alibi_slopes is not None:
@@ -650,11 +676,15 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     Raises:
         tessel.CompilationError: a score_mod or mask_mod that does not compile (located in the
             user's function), or returns the wrong type.
-        ValueError: shapes that do not match, or a block_mask that does not fit the call.
+        ValueError: shapes that do not match, a block_mask that does not fit the call, or a
+            block_m / block_n below 1.
         TypeError: inputs that are neither numpy arrays nor CPU or CUDA torch tensors, mixed
-            kinds, or inputs that differ in dtype.
+            kinds, inputs that differ in dtype or have none attention takes, or a block_m /
+            block_n that is not an int.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if block_m is not None or block_n is not None:
+        block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
     if cpu_tensors.is_cpu_tensor(q):
         return cpu_tensors.attention(
             q, k, v, return_lse, causal=causal, scale=scale, score_mod=score_mod,

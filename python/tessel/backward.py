@@ -540,7 +540,8 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         TypeError: inputs of mixed kinds or dtypes.
         ValueError: shapes that do not fit together, or a block_mask that does not fit.
     """
-    from .attention import _flash_arguments, _past_i32, _span
+    from .attention import _flash_arguments, _past_i32, _span, check_block_sizes
+    block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention_backward")
     if cpu_tensors.is_cpu_tensor(q):
         return cpu_tensors.call(
             attention_backward, q, k, v, o, lse, do, causal=causal, scale=scale,

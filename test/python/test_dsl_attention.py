@@ -358,3 +358,40 @@ def test_constant_operands_of_minimum_and_where():
     y = np.zeros(4, np.float32)
     consts[(1,)](x, y, 4, BLOCK=4)
     assert np.array_equal(y, np.where(x > 0, 1.5, -2.0) + 5.0)
+
+
+@pytest.mark.parametrize("blocks,error,match", [
+    ((-16, None), ValueError, "block_m must be at least 1"),
+    ((None, 0), ValueError, "block_n must be at least 1"),
+    ((True, 16), TypeError, "block_m must be an int"),
+    ((16.0, 16), TypeError, "block_m must be an int"),
+    ((16, "16"), TypeError, "block_n must be an int")])
+def test_bad_block_sizes_are_clear_errors(blocks, error, match):
+    # block_m=-16 made a grid that computed wrong rows (max error 3.8) without a word; 16.0 and
+    # True failed inside the library's source; block_n=0 meant the default.
+    q = np.random.default_rng(0).standard_normal((1, 2, 40, 32)).astype(np.float32)
+    bm, bn = blocks
+    with pytest.raises(error, match=match):
+        tessel.attention(q, q, q, causal=True, block_m=bm, block_n=bn)
+    with pytest.raises(error, match=match):
+        tessel.compile_attention(q, q, q, block_m=bm, block_n=bn)
+    with pytest.raises(error, match=match):
+        tessel.attention_backward(q, q, q, q, np.zeros((1, 2, 40), np.float32), q,
+                                  block_m=bm, block_n=bn)
+
+
+def test_odd_block_sizes_still_run_on_the_interpreter():
+    # Positive sizes that are not powers of two stay allowed (the fast paths take multiples of
+    # 16 such as 80; the interpreter any): exact against float64.
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((1, 2, 40, 32)).astype(np.float32) for _ in range(3))
+    want, _ = reference_attention(q, k, v, causal=True)
+    for bm, bn in ((24, 24), (np.int64(16), 48), (3, 16)):
+        o = tessel.attention(q, k, v, causal=True, block_m=bm, block_n=bn)
+        assert np.abs(np.asarray(o, np.float64) - want).max() < 1e-5
+
+
+def test_integer_arrays_are_a_clear_error():
+    q = np.ones((1, 1, 8, 16), np.int32)
+    with pytest.raises(TypeError, match="tessel.attention takes float32, float16, bf16"):
+        tessel.attention(q, q, q)
