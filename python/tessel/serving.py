@@ -21,7 +21,7 @@ from . import serving_decode
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
-                             _refuse_grad, _strided)
+                             _refuse_grad, _strided, seqlens_of_int)
 from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -154,7 +154,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         k_cache, v_cache: contiguous [B, S, Hkv, D], or paged [num_pages, page_size, Hkv, D]
             with block_table. Hkv must divide H (GQA / MQA).
         cache_seqlens: int32 [B], the number of valid keys of each sequence (at most S, or
-            max_pages·page_size); the keys past it are never read.
+            max_pages·page_size); the keys past it are never read. An int: that many for
+            every sequence (as FlashAttention's ``flash_attn_with_kvcache``).
         block_table: int32 [B, max_pages] for a paged cache: key j of sequence b lives in page
             block_table[b, j // page_size], row j % page_size. Pages may be in any order; a page
             number outside [0, num_pages) reads as zeros (never out of bounds). Any page_size
@@ -204,6 +205,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         NotImplementedError: inputs that require grad.
     """
     fn = "attention_with_kvcache"
+    cache_seqlens = seqlens_of_int(fn, cache_seqlens, q)
     if cpu_tensors.is_cpu_tensor(q):
         named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
         cpu_tensors.refuse_grad(fn, named)

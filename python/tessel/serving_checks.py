@@ -1,6 +1,8 @@
 """Input checks and layout helpers of the serving entry points (serving.py): which kind of
 tensors (numpy or CUDA torch), dtypes, index tensors, strides, block sizes, outputs. Errors name
 the entry point and the argument."""
+import numbers
+
 import numpy as np
 
 from . import gpu
@@ -62,6 +64,20 @@ def _check_same_dtype(fn, named):
         raise TypeError(f"tessel.{fn}: {named[0][0]} is {names[0]}; use "
                         + (", ".join(ok[:2]) + " or bf16 as uint16 bit patterns"
                            if ok is _NUMPY_DTYPES else "float16, bfloat16 or float32"))
+
+
+def seqlens_of_int(fn, n, q):
+    """FlashAttention's cache_seqlens given as one int: that many keys for every sequence, as
+    an int32 array (numpy q) or tensor on q's device (torch q) of q's batch. Anything else is
+    returned as it is, for _check_index."""
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+        return n
+    if len(getattr(q, "shape", ())) != 4:
+        return n                  # q's own check says what is wrong
+    if gpu.is_torch_tensor(q):
+        import torch
+        return torch.full((q.shape[0],), int(n), dtype=torch.int32, device=q.device)
+    return np.full((q.shape[0],), int(n), np.int32)
 
 
 def _check_index(fn, name, x, ndim, kind, q):

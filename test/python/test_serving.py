@@ -130,6 +130,24 @@ def test_kvcache_never_reads_past_a_sequence():
     assert np.isfinite(o).all() and max_rel_error(o, ro) < TOL
 
 
+def test_kvcache_takes_one_int_of_seqlens():
+    # FlashAttention's flash_attn_with_kvcache takes cache_seqlens as an int too: the same
+    # count for every sequence. numpy and CPU torch inputs; True is not a count.
+    import torch
+    rng = np.random.default_rng(5)
+    q, kc, vc, _ = cache_case(rng, 3, 2, 2, 1, 8, [40, 40, 40])
+    want = tessel.attention_with_kvcache(q, kc, vc, np.full(3, 40, np.int32), causal=True)
+    got = tessel.attention_with_kvcache(q, kc, vc, 40, causal=True)
+    assert np.array_equal(got, want)
+    got = tessel.attention_with_kvcache(*(torch.from_numpy(x) for x in (q, kc, vc)), 40,
+                                        causal=True)
+    assert np.array_equal(got.numpy(), want)
+    with pytest.raises(TypeError, match="cache_seqlens must be a numpy int32 array"):
+        tessel.attention_with_kvcache(q, kc, vc, True)
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] = 1000 is outside"):
+        tessel.attention_with_kvcache(q, kc, vc, 1000)
+
+
 def test_kvcache_empty_cache_gives_zero_rows():
     rng = np.random.default_rng(4)
     q, kc, vc, _ = cache_case(rng, 2, 3, 2, 1, 8, [0, 5])
