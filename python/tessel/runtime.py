@@ -8,6 +8,7 @@ bf16: numpy has no bfloat16. An array of dtype uint16 is taken as bf16 bit patte
 `to_bf16` / `from_bf16`); arrays of ml_dtypes.bfloat16 are accepted too where that package is
 installed.
 """
+import operator
 import os
 
 import numpy as np
@@ -197,10 +198,19 @@ def from_fp8(x):
 
 
 def _grid3(grid):
+    """The three sizes of a grid, checked as the CUDA launcher checks them (Launcher.h
+    parseGrid): ints (operator.index: a float is refused, not truncated), 1 to 3 of them,
+    each from 0 to 2^31 - 1."""
     g = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-    if not 1 <= len(g) <= 3 or any(int(x) < 0 for x in g):
-        raise ValueError(f"a grid has 1 to 3 non-negative sizes, got {grid!r}")
-    return [int(x) for x in g] + [1] * (3 - len(g))
+    if not 1 <= len(g) <= 3:
+        raise ValueError(f"a grid has 1 to 3 sizes, got {grid!r}")
+    try:
+        sizes = [operator.index(x) for x in g]
+    except TypeError:
+        raise TypeError(f"a grid is an int or a tuple of 1 to 3 ints, got {grid!r}") from None
+    if any(not 0 <= x <= 2**31 - 1 for x in sizes):
+        raise ValueError(f"a grid size must be between 0 and 2^31-1, got {grid!r}")
+    return sizes + [1] * (3 - len(g))
 
 
 def _max_steps():
@@ -239,7 +249,10 @@ def launch(kernel, grid, args, backend=None):
             call_args.append(arr)
         else:
             call_args.append(float(value) if dtype == "f32" else int(value))
-    diags = kernel._builder.run_kernel(kernel.name, _grid3(grid), call_args, *_max_steps())
+    grid = _grid3(grid)
+    if 0 in grid:        # as on the GPU (and in Triton): an empty grid launches nothing
+        return
+    diags = kernel._builder.run_kernel(kernel.name, grid, call_args, *_max_steps())
     errors = [d for d in diags if d[0] == "error"]
     if errors:
         _, message, filename, line, col = errors[0]

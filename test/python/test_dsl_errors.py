@@ -300,6 +300,36 @@ def test_error_is_an_exception_not_a_crash_for_bad_grid():
         ok[(1,)]("not an array")
 
 
+@tessel.jit
+def k_fill(out, v):
+    d = tl.make_desc(out, shape=(4,), strides=(1,))
+    tl.store(d, (tl.program_id(0) * 2,), tl.full((2,), v, tl.float32))
+
+
+@pytest.mark.parametrize("grid,error,match", [
+    ((1.5,), TypeError, "a grid is an int or a tuple of 1 to 3 ints"),
+    (2.0, TypeError, "a grid is an int or a tuple of 1 to 3 ints"),
+    ((1, 1, 1, 1), ValueError, "a grid has 1 to 3 sizes"),
+    ((-1,), ValueError, "between 0 and 2"),
+    ((2**31,), ValueError, "between 0 and 2")])
+def test_interpreter_grids_are_checked_as_the_gpu_launcher_checks_them(grid, error, match):
+    # A float grid size was truncated (1.5 ran one program and left the rest unwritten).
+    out = np.zeros(4, np.float32)
+    with pytest.raises(error, match=match):
+        k_fill[grid](out, 1.0)
+    assert not out.any()
+
+
+def test_an_empty_grid_launches_nothing():
+    # As the CUDA launcher and Triton do: a zero size is an empty launch, not an error.
+    out = np.zeros(4, np.float32)
+    k_fill[(0,)](out, 1.0)
+    k_fill[(2, 0)](out, 1.0)
+    assert not out.any()
+    k_fill[(np.int64(2),)](out, 3.0)
+    assert (out == 3.0).all()
+
+
 def test_kernel_called_directly():
     with pytest.raises(RuntimeError, match="launch it with"):
         k_while(F32)
