@@ -326,8 +326,14 @@ def _placement(device, like):
     if device is None or str(device) in ("cpu", "interpreter", "numpy"):
         return None
     torch = gpu.torch_module()
-    dev = torch.device(device)
-    if dev.type != "cuda":
+    if torch is None:         # tessel never imports torch itself: a CUDA mask's tensors need it
+        raise TypeError(f"tessel.block_mask: device {device!r} makes torch tensors: import "
+                        "torch first (or device=None: numpy arrays, the interpreter)")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        dev = None
+    if dev is None or dev.type != "cuda":
         raise TypeError(f"tessel.block_mask: device {device!r}: numpy (device=None) runs on the "
                         "interpreter, 'cuda' on the GPU")
     return dev

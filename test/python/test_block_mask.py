@@ -250,6 +250,19 @@ def test_bad_arguments_of_block_mask():
         tessel.block_mask(lambda b, h, q_idx, kv_idx: q_idx - kv_idx, None, None, 10, 10)
 
 
+def test_a_device_that_is_not_cuda_is_a_type_error(monkeypatch):
+    # device="tpu" raised AttributeError from inside (torch not imported, or torch.device's
+    # RuntimeError): a TypeError that says which devices there are.
+    import sys
+    pytest.importorskip("torch")
+    for device in ("tpu", "meta"):
+        with pytest.raises(TypeError, match="'cuda' on the GPU"):
+            tessel.block_mask(sliding_window, None, None, 10, 10, device=device)
+    monkeypatch.setitem(sys.modules, "torch", None)     # as if the program never imported it
+    with pytest.raises(TypeError, match="import torch first"):
+        tessel.block_mask(sliding_window, None, None, 10, 10, device="cuda")
+
+
 # --- the GPU programs compile ----------------------------------------------------------------
 
 @needs_ptxas()
