@@ -418,9 +418,9 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
 def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, mods=None):
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
     `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
-    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG_KEYS keys); `mods`: whether
-    the kernel has a score_mod or a mask_mod — False: GPU_BLOCKS_PLAIN_LONG from CAUSAL_LONG
-    queries and keys, True: GPU_BLOCKS_MODS, None (not said): neither."""
+    causal without a mask_mod (GPU_BLOCKS_CAUSAL_LONG from CAUSAL_LONG_KEYS keys); `mods`:
+    whether the kernel has a score_mod or a mask_mod — False: GPU_BLOCKS_PLAIN_LONG from
+    CAUSAL_LONG queries and keys, True: GPU_BLOCKS_MODS, None (not said): neither."""
     if mods is False and min(nq, nk) >= CAUSAL_LONG and dtype in _FAST_DTYPES and \
             (chip, D) in GPU_BLOCKS_PLAIN_LONG:
         return GPU_BLOCKS_PLAIN_LONG[(chip, D)]

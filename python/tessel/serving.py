@@ -205,7 +205,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         NotImplementedError: inputs that require grad.
     """
     fn = "attention_with_kvcache"
-    cache_seqlens = seqlens_of_int(fn, cache_seqlens, q)
+    cache_seqlens = seqlens_of_int(cache_seqlens, q)
     if cpu_tensors.is_cpu_tensor(q):
         named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
         cpu_tensors.refuse_grad(fn, named)

@@ -66,7 +66,7 @@ def _check_same_dtype(fn, named):
                            if ok is _NUMPY_DTYPES else "float16, bfloat16 or float32"))
 
 
-def seqlens_of_int(fn, n, q):
+def seqlens_of_int(n, q):
     """FlashAttention's cache_seqlens given as one int: that many keys for every sequence, as
     an int32 array (numpy q) or tensor on q's device (torch q) of q's batch. Anything else is
     returned as it is, for _check_index."""
