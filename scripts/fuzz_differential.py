@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of the attention entry points on the CPU interpreter: random shapes and
+options (GQA, causal, scale, block sizes, FlashAttention's window / softcap / ALiBi, fp16,
+ragged varlen batches, paged caches, split-KV), each result against tessel.reference's float64
+attention (and its hand-written backward). A mismatch or an exception is printed with the case.
+
+    python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
+        [--kinds forward backward serving] [--device numpy|cpu|cuda]
+
+--device cpu passes torch CPU tensors (the interpreter again, through tessel's torch entry);
+--device cuda passes CUDA tensors, fp16 and bf16 (the shipped fast paths), at head dims 64, 128
+and 256 and lengths up to 2k, with tolerances for the inputs' precision. Exit 1 if any case
+failed. test/python/test_fuzz_differential.py runs a few fixed-seed cases of
+each kind in CI; docs/dev/fuzzing.md has the campaigns.
+"""
+import argparse
+import math
+import sys
+import time
+
+import numpy as np
+
+import tessel
+from tessel.reference import (reference_attention, reference_attention_backward,
+                              reference_kvcache, reference_varlen)
+
+
+class Backend:
+    """Where the cases run: numpy arrays (the interpreter), or torch tensors on a device. Inputs
+    are drawn in float64 and rounded to the case's dtype; the reference sees the rounded values."""
+
+    def __init__(self, device="numpy"):
+        self.device = device
+        self.torch = None
+        if device != "numpy":
+            import torch
+            self.torch = torch
+        gpu = device == "cuda"
+        self.dtypes = ["f16", "bf16"] if gpu else ["f32", "f32", "f32", "f16"]
+        self.head_dims = [64, 128, 256] if gpu else [16, 32, 64]
+        self.serving_head_dims = [64, 128] if gpu else [16, 32, 64]
+        self.block_sizes = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 24]
+        self.key_blocks = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 80]
+        self.lengths_q = [1, 17, 64, 127, 128, 700, 1024] if gpu else [1, 2, 7, 16, 17, 33, 64, 65, 100]
+        self.lengths_k = [1, 33, 128, 999, 1024, 2048] if gpu else [1, 3, 16, 31, 64, 65, 99, 130]
+        # Tolerances (relative to max(1, |reference|)): the inputs' precision on the GPU.
+        self.tol = {"f32": 2e-4, "f16": 2e-2, "bf16": 6e-2}
+        self.grad_tol = {"f32": 1e-3, "f16": 5e-2, "bf16": 1.5e-1}
+
+    def tensor(self, x, dtype):
+        """(the array or tensor tessel gets, its values as float64 numpy)."""
+        if self.torch is None:
+            a = x.astype(np.float32 if dtype == "f32" else np.float16)
+            return a, a.astype(np.float64)
+        t = {"f32": self.torch.float32, "f16": self.torch.float16,
+             "bf16": self.torch.bfloat16}[dtype]
+        a = self.torch.from_numpy(x.astype(np.float32)).to(device=self.device, dtype=t)
+        return a, a.double().cpu().numpy()
+
+    def index(self, x):
+        x = np.ascontiguousarray(x, np.int32)
+        return x if self.torch is None else self.torch.from_numpy(x).to(self.device)
+
+    def alibi(self, x):
+        return x if x is None or self.torch is None else self.torch.from_numpy(x).to(self.device)
+
+    def numpy(self, x):
+        return np.asarray(x, np.float64) if self.torch is None else \
+            x.detach().double().cpu().numpy()
+
+
+BACKEND = Backend()
+
+
+def _flash_options(rng, H):
+    window = None if rng.random() < 0.7 else (int(rng.choice([-1, 0, 3, 20])),
+                                               int(rng.choice([-1, 0, 5])))
+    softcap = None if rng.random() < 0.75 else float(rng.choice([5.0, 30.0]))
+    alibi = None if rng.random() < 0.8 else rng.uniform(0.01, 0.5, size=(H,)).astype(np.float32)
+    return window, softcap, alibi
+
+
+def _mods(window, softcap, alibi):
+    """tessel.reference's score / score_grad / allowed for FlashAttention's three arguments,
+    top-left aligned as tessel.attention's are."""
+    def score(s, b, h, i, j):
+        if softcap is not None:
+            s = softcap * np.tanh(s / softcap)
+        if alibi is not None:
+            s = s - alibi[h] * np.abs(i - j)
+        return s
+
+    def score_grad(s, b, h, i, j):
+        return 1 - np.tanh(s / softcap) ** 2 if softcap is not None else np.ones_like(s)
+
+    def allowed(b, h, i, j):
+        ok = np.ones(np.broadcast(i, j).shape, bool)
+        if window is not None:
+            left, right = window
+            if left >= 0:
+                ok &= j >= i - left
+            if right >= 0:
+                ok &= j <= i + right
+        return ok
+    return score, score_grad, allowed
+
+
+def _rel(got, want):
+    if want.size == 0:
+        return 0.0
+    return float(np.abs(BACKEND.numpy(got) - want).max() / max(1.0, np.abs(want).max()))
+
+
+def _pick(rng, values):
+    return values[int(rng.integers(0, len(values)))]
+
+
+def _dense_case(rng, shorter=False):
+    b = BACKEND
+    Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2]))
+    lq, lk = (ls[:len(ls) - 1] if shorter else ls for ls in (b.lengths_q, b.lengths_k))
+    case = dict(B=int(rng.integers(1, 3)), H=Hkv * G, Hkv=Hkv, Nq=_pick(rng, lq),
+                Nk=_pick(rng, lk), D=_pick(rng, b.head_dims), causal=bool(rng.integers(0, 2)),
+                scale=None if rng.random() < 0.6 else float(rng.choice([0.05, 0.3, -0.2])),
+                block_m=_pick(rng, b.block_sizes), block_n=_pick(rng, b.key_blocks),
+                dtype=_pick(rng, b.dtypes))
+    case["window_size"], case["softcap"], case["alibi_slopes"] = _flash_options(rng, case["H"])
+    return case
+
+
+def _inputs(rng, c):
+    """(q, k, v as tessel gets them, their float64 values)."""
+    shapes = ((c["B"], c["H"], c["Nq"], c["D"]),) + ((c["B"], c["Hkv"], c["Nk"], c["D"]),) * 2
+    pairs = [BACKEND.tensor(rng.standard_normal(s), c["dtype"]) for s in shapes]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _call_options(c):
+    return dict(causal=c["causal"], scale=c["scale"], enable_gqa=c["H"] != c["Hkv"],
+                block_m=c["block_m"], block_n=c["block_n"], window_size=c["window_size"],
+                softcap=c["softcap"], alibi_slopes=BACKEND.alibi(c["alibi_slopes"]))
+
+
+def forward_case(rng):
+    """tessel.attention's o and lse; None, or what went wrong."""
+    c = _dense_case(rng)
+    (q, k, v), ref = _inputs(rng, c)
+    o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
+    score, _, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
+    scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
+    ro, rl = reference_attention(*ref, scale=scale, causal=c["causal"], score=score,
+                                 allowed=allowed, enable_gqa=c["H"] != c["Hkv"])
+    lse = BACKEND.numpy(lse)
+    seen = np.isfinite(rl)
+    err = _rel(o, ro)
+    lse_err = float(np.abs(lse[seen] - rl[seen]).max()) if seen.any() else 0.0
+    if err > BACKEND.tol[c["dtype"]] or lse_err > 1e-2 or \
+            not np.array_equal(np.isneginf(lse), np.isneginf(rl)):
+        return f"forward {c}: o {err:.2e}, lse {lse_err:.2e}"
+    return None
+
+
+def backward_case(rng):
+    """tessel.attention_backward's dq, dk, dv (with a dlse term at times)."""
+    c = _dense_case(rng, shorter=True)
+    (q, k, v), ref = _inputs(rng, c)
+    do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
+    dlse = dlse64 = None
+    if rng.random() < 0.3:
+        dlse, dlse64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3]), "f32")
+    o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
+    grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **_call_options(c))
+    score, score_grad, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
+    scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
+    want = reference_attention_backward(*ref, do64, scale=scale, causal=c["causal"],
+                                        score=score, score_grad=score_grad, allowed=allowed,
+                                        enable_gqa=c["H"] != c["Hkv"], dlse=dlse64)
+    errs = [_rel(g, w) for g, w in zip(grads, want)]
+    if max(errs) > BACKEND.grad_tol[c["dtype"]]:
+        return f"backward {c} dlse={dlse is not None}: dq, dk, dv {errs}"
+    return None
+
+
+def serving_case(rng):
+    """tessel.attention_varlen or attention_with_kvcache (contiguous or paged, split-KV)."""
+    Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2, 4]))
+    H, D, dtype = Hkv * G, _pick(rng, BACKEND.serving_head_dims), _pick(rng, BACKEND.dtypes)
+    causal = bool(rng.integers(0, 2))
+    window, softcap, alibi = _flash_options(rng, H)
+    scale = None if rng.random() < 0.7 else 0.2
+    flash = dict(causal=causal, scale=scale, window_size=window, softcap=softcap,
+                 alibi_slopes=BACKEND.alibi(alibi))
+    refs = dict(scale=scale, causal=causal, window=window, softcap=softcap, alibi=alibi)
+    B = int(rng.integers(1, 4))
+    if rng.random() < 0.5:
+        lq = [int(x) for x in rng.choice([0, 1, 5, 17, 64, 70], size=B)]
+        lk = [int(x) for x in rng.choice([0, 1, 9, 33, 64, 100], size=B)]
+        cq, ck = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
+        (q, q64), (k, k64), (v, v64) = (
+            BACKEND.tensor(rng.standard_normal(shape), dtype)
+            for shape in ((int(cq[-1]) + 2, H, D),) + ((int(ck[-1]) + 1, Hkv, D),) * 2)
+        o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
+                                    max(lq + [1]), max(lk + [1]), **flash)
+        ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
+        err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
+        return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D}: {err:.2e}" \
+            if err > BACKEND.tol[dtype] else None
+    Sq, page = int(rng.choice([1, 2, 5])), rng.choice([None, 1, 7, 16, 64])
+    lens = rng.integers(0, 120, size=B).astype(np.int32)
+    q, q64 = BACKEND.tensor(rng.standard_normal((B, Sq, H, D)), dtype)
+    if page is None:
+        shape, table = (B, int(lens.max()) + 3, Hkv, D), None
+    else:
+        pages = max(1, -(-int(lens.max()) // page)) + 1
+        shape = (B * pages + 2, int(page), Hkv, D)
+        table = rng.permutation(shape[0])[:B * pages].reshape(B, pages).astype(np.int32)
+    (kc, kc64), (vc, vc64) = (BACKEND.tensor(rng.standard_normal(shape), dtype)
+                              for _ in range(2))
+    splits = None if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 7]))
+    o = tessel.attention_with_kvcache(
+        q, kc, vc, BACKEND.index(lens), block_table=None if table is None else
+        BACKEND.index(table), num_splits=splits, **flash)
+    ro, _ = reference_kvcache(q64, kc64, vc64, lens, table, **refs)
+    err = _rel(o, ro)
+    if err > BACKEND.tol[dtype] or not np.isfinite(BACKEND.numpy(o)).all():
+        return f"kvcache {dtype} {refs} lens={list(lens)} page={page} splits={splits} " \
+               f"Sq={Sq} H={H} Hkv={Hkv} D={D}: {err:.2e}"
+    return None
+
+
+KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case}
+
+
+def run(kinds, seed, seconds=None, cases=None, device="numpy"):
+    """Runs cases of `kinds` in turn on `device` until `seconds` pass or `cases` ran;
+    (count, failures)."""
+    global BACKEND
+    BACKEND = Backend(device)
+    rng = np.random.default_rng(seed)
+    deadline = None if seconds is None else time.time() + seconds
+    count, failures = 0, []
+    while (cases is None or count < cases) and (deadline is None or time.time() < deadline):
+        kind = kinds[count % len(kinds)]
+        count += 1
+        try:
+            problem = KINDS[kind](rng)
+        except Exception as e:        # noqa: BLE001 (every exception is a finding)
+            problem = f"{kind}: {type(e).__name__}: {str(e)[:300]}"
+        if problem:
+            failures.append(problem)
+            print(problem, flush=True)
+    return count, failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
+    ap.add_argument("--device", choices=["numpy", "cpu", "cuda"], default="numpy")
+    args = ap.parse_args()
+    count, failures = run(args.kinds, args.seed, seconds=args.seconds, device=args.device)
+    print(f"{count} cases, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""scripts/fuzz_differential.py in CI: fixed-seed random cases of tessel.attention, its backward
+and the serving entry points on the interpreter against tessel.reference (docs/dev/fuzzing.md);
+and that the comparison can fail."""
+import pathlib
+import sys
+
+import pytest
+
+from dsl_helpers import BUILD  # noqa: F401  (puts the build's package on the path)
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import fuzz_differential  # noqa: E402
+
+
+@pytest.mark.parametrize("kind,seed", [("forward", 11), ("backward", 12), ("serving", 13)])
+def test_random_cases_match_the_float64_reference(kind, seed):
+    count, failures = fuzz_differential.run([kind], seed, cases=40)
+    assert count == 40 and failures == []
+
+
+def test_torch_cpu_tensors_match_too():
+    # --device cpu: the same cases through tessel's torch entry (the interpreter again); the
+    # CUDA mode is this path with device="cuda" on a GPU host.
+    pytest.importorskip("torch")
+    count, failures = fuzz_differential.run(list(fuzz_differential.KINDS), 14, cases=30,
+                                            device="cpu")
+    assert count == 30 and failures == []
+
+
+def test_a_wrong_reference_is_found(monkeypatch):
+    real = fuzz_differential.reference_attention
+    monkeypatch.setattr(fuzz_differential, "reference_attention",
+                        lambda *a, causal, **kw: real(*a, causal=not causal, **kw))
+    _, failures = fuzz_differential.run(["forward"], 11, cases=20)
+    assert len(failures) >= 5 and all(f.startswith("forward ") for f in failures)
