@@ -5,7 +5,7 @@ ragged varlen batches, paged caches, split-KV), each result against tessel.refer
 attention (and its hand-written backward). A mismatch or an exception is printed with the case.
 
     python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
-        [--kinds forward backward serving] [--device numpy|cpu|cuda]
+        [--kinds forward backward serving block_mask] [--device numpy|cpu|cuda]
 
 --device cpu passes torch CPU tensors (the interpreter again, through tessel's torch entry);
 --device cuda passes CUDA tensors, fp16 and bf16 (the shipped fast paths), at head dims 64, 128
@@ -228,7 +228,37 @@ def serving_case(rng):
     return None
 
 
-KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case}
+def block_mask_case(rng):
+    """A document mask read from a captured id tensor, through tessel.block_mask (the
+    block-sparse kernels), causal or not, with GQA; o against float64."""
+    c = _dense_case(rng)
+    c.update(Nk=c["Nq"], block_m=None, block_n=None, window_size=None, softcap=None,
+             alibi_slopes=None)
+    (q, k, v), ref = _inputs(rng, c)
+    docs = np.sort(rng.integers(0, int(rng.integers(1, 6)), size=c["Nq"])).astype(np.int32)
+    ids = BACKEND.index(docs)
+
+    def same_document(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+
+    def causal_document(b, h, q_idx, kv_idx):     # a block mask takes causal in its mask_mod
+        return (ids[q_idx] == ids[kv_idx]) & (q_idx >= kv_idx)
+    mod = causal_document if c["causal"] else same_document
+    mask = tessel.block_mask(mod, None, None, c["Nq"], c["Nq"], like=q)
+    o = tessel.attention(q, k, v, scale=c["scale"], enable_gqa=c["H"] != c["Hkv"],
+                         mask_mod=mod, block_mask=mask)
+    scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
+    ro, _ = reference_attention(*ref, scale=scale, causal=c["causal"],
+                                allowed=lambda b, h, i, j: docs[i] == docs[j],
+                                enable_gqa=c["H"] != c["Hkv"])
+    err = _rel(o, ro)
+    if err > BACKEND.tol[c["dtype"]]:
+        return f"block mask {c} documents {np.bincount(docs).tolist()}: o {err:.2e}"
+    return None
+
+
+KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case,
+         "block_mask": block_mask_case}
 
 
 def run(kinds, seed, seconds=None, cases=None, device="numpy"):

@@ -12,7 +12,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import fuzz_differential  # noqa: E402
 
 
-@pytest.mark.parametrize("kind,seed", [("forward", 11), ("backward", 12), ("serving", 13)])
+@pytest.mark.parametrize("kind,seed", [("forward", 11), ("backward", 12), ("serving", 13),
+                                       ("block_mask", 15)])
 def test_random_cases_match_the_float64_reference(kind, seed):
     count, failures = fuzz_differential.run([kind], seed, cases=40)
     assert count == 40 and failures == []
