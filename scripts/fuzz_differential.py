@@ -5,7 +5,7 @@ ragged varlen batches, paged caches, split-KV), each result against tessel.refer
 attention (and its hand-written backward). A mismatch or an exception is printed with the case.
 
     python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
-        [--kinds forward backward serving block_mask] [--device numpy|cpu|cuda]
+        [--kinds forward backward serving block_mask fp8] [--device numpy|cpu|cuda]
 
 --device cpu passes torch CPU tensors (the interpreter again, through tessel's torch entry);
 --device cuda passes CUDA tensors, fp16 and bf16 (the shipped fast paths), at head dims 64, 128
@@ -257,8 +257,54 @@ def block_mask_case(rng):
     return None
 
 
+def fp8_case(rng):
+    """FP8 (e4m3) q, k, v at head dims 128 and 256 with per-tensor or per-(batch, kv head)
+    descales, bf16 or fp16 out, causal or not, GQA; o against float64 attention of the
+    dequantized inputs, to 0.1 of max(1, |reference|) (P is rounded to e4m3: about 2 % here;
+    a wrong kernel is off by the reference's size)."""
+    c = _dense_case(rng)
+    B, H, Hkv, Nq, Nk = (c[n] for n in ("B", "H", "Hkv", "Nq", "Nk"))
+    D = int(rng.choice([128, 256]))
+    torch = BACKEND.torch
+    eight, dequantized, descales = [], [], []
+    for shape in ((B, H, Nq, D), (B, Hkv, Nk, D), (B, Hkv, Nk, D)):
+        x = rng.standard_normal(shape) * float(rng.choice([0.5, 1.0, 4.0]))
+        per_head = rng.random() < 0.3
+        d = (np.abs(x).reshape(B, shape[1], -1).max(-1) / 448.0).reshape(B, shape[1])
+        d = d.reshape(B, Hkv, -1).max(-1) if per_head else np.float64(np.abs(x).max() / 448.0)
+        dd = np.repeat(d, shape[1] // Hkv, 1)[..., None, None] if per_head else d
+        x8 = (x / dd).astype(np.float32)
+        if torch is None:
+            bits = tessel.to_fp8(x8)
+            eight.append(bits)
+            dequantized.append(tessel.from_fp8(bits).astype(np.float64) * dd)
+        else:
+            t = torch.from_numpy(x8).to(BACKEND.device).to(torch.float8_e4m3fn)
+            eight.append(t)
+            dequantized.append(t.double().cpu().numpy() * dd)
+        d32 = np.asarray(d, np.float32)
+        descales.append(float(d) if not per_head else
+                        d32 if torch is None else torch.from_numpy(d32).to(BACKEND.device))
+    out = "f16" if rng.random() < 0.3 else "bf16"
+    out_dtype = (np.float16 if out == "f16" else None) if torch is None else \
+        (torch.float16 if out == "f16" else torch.bfloat16)
+    o = tessel.attention(*eight, causal=c["causal"], scale=c["scale"], enable_gqa=H != Hkv,
+                         descale_q=descales[0], descale_k=descales[1], descale_v=descales[2],
+                         **({"out_dtype": out_dtype} if out_dtype is not None else {}))
+    if torch is None and o.dtype == np.uint16:
+        o = tessel.from_bf16(o)
+    scale = 1 / math.sqrt(D) if c["scale"] is None else c["scale"]
+    ro, _ = reference_attention(*dequantized, scale=scale, causal=c["causal"],
+                                enable_gqa=H != Hkv)
+    err = _rel(o, ro)
+    if err > 0.1:
+        return f"fp8 {c} D={D} out={out} per-head descales " \
+               f"{[not isinstance(d, float) for d in descales]}: o {err:.2e}"
+    return None
+
+
 KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case,
-         "block_mask": block_mask_case}
+         "block_mask": block_mask_case, "fp8": fp8_case}
 
 
 def run(kinds, seed, seconds=None, cases=None, device="numpy"):

@@ -13,7 +13,7 @@ import fuzz_differential  # noqa: E402
 
 
 @pytest.mark.parametrize("kind,seed", [("forward", 11), ("backward", 12), ("serving", 13),
-                                       ("block_mask", 15)])
+                                       ("block_mask", 15), ("fp8", 16)])
 def test_random_cases_match_the_float64_reference(kind, seed):
     count, failures = fuzz_differential.run([kind], seed, cases=40)
     assert count == 40 and failures == []
@@ -34,3 +34,13 @@ def test_a_wrong_reference_is_found(monkeypatch):
                         lambda *a, causal, **kw: real(*a, causal=not causal, **kw))
     _, failures = fuzz_differential.run(["forward"], 11, cases=20)
     assert len(failures) >= 5 and all(f.startswith("forward ") for f in failures)
+
+
+def test_an_fp8_output_half_again_too_large_is_found(monkeypatch):
+    # FP8's tolerance is loose (P rounded to e4m3), not blind: a reference 1.5 times the true
+    # output fails every case whose output is not tiny.
+    real = fuzz_differential.reference_attention
+    monkeypatch.setattr(fuzz_differential, "reference_attention",
+                        lambda *a, **kw: (lambda o, lse: (1.5 * o, lse))(*real(*a, **kw)))
+    _, failures = fuzz_differential.run(["fp8"], 16, cases=10)
+    assert len(failures) >= 5 and all(f.startswith("fp8 ") for f in failures)
