@@ -58,7 +58,7 @@ def hopper():
                                        (3, 32, 8, 777)])
 @pytest.mark.parametrize("D", [64, 128, 256])
 def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
-    # d128: 128x128 (causal from 2048 keys); d64: 192x128 from 2048 queries and keys (three
+    # d128: 128x128 (causal from 1024 keys); d64: 192x128 from 2048 queries and keys (three
     # consumer warpgroups; 4000 rows end in a tile of 160), else 64x128 one program a tile;
     # d256: 128x64, persistent when causal (grid.PERSISTENT_CAUSAL_BLOCKS).
     hopper()
@@ -75,9 +75,28 @@ def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
     torch.testing.assert_close(o, o1, atol=0, rtol=0)
     torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
-    persistent_expected = causal if D == 256 else N >= 2048 or (D == 128 and not causal)
+    persistent_expected = causal if D == 256 else N >= 2048 or (D == 128 and not causal) or (
+        D == 128 and N >= attention_module.CAUSAL_LONG_KEYS)
     assert kernel.name == ("persistent_attention_kernel" if persistent_expected
                            else "attention_kernel"), kernel.name
+
+
+@pytest.mark.parametrize("N", [1024, 1500])
+def test_short_causal_rows_take_the_persistent_128x128_kernel(N):
+    # Since the thirty-eighth session d128 causal rows take 128x128 from 1024 keys
+    # (attention.CAUSAL_LONG_KEYS; 64x64 below): against float32, GQA, both dtypes.
+    hopper()
+    for dtype in (torch.float16, torch.bfloat16):
+        gen = torch.Generator(device="cuda").manual_seed(N)
+        q = torch.randn(2, 8, N, 128, device="cuda", generator=gen).to(dtype)
+        k, v = (torch.randn(2, 4, N, 128, device="cuda", generator=gen).to(dtype)
+                for _ in range(2))
+        o = tessel.attention(q, k, v, causal=True, enable_gqa=True)
+        kernel = tessel.compile_attention(q, k, v, causal=True, enable_gqa=True)
+        assert kernel.name == "persistent_attention_kernel", kernel.name
+        want = reference(q, k, v, causal=True)
+        assert (o.float() - want).abs().max().item() < \
+            TOL[dtype] * max(1.0, want.abs().max().item())
 
 
 @pytest.fixture
