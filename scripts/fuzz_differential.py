@@ -166,15 +166,28 @@ def forward_case(rng):
 
 
 def backward_case(rng):
-    """tessel.attention_backward's dq, dk, dv (with a dlse term at times)."""
+    """dq, dk, dv (with a dlse term at times): tessel.attention_backward, or on torch tensors
+    at times tessel.attention's autograd (loss.backward())."""
     c = _dense_case(rng, shorter=True)
     (q, k, v), ref = _inputs(rng, c)
     do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
     dlse = dlse64 = None
     if rng.random() < 0.3:
         dlse, dlse64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3]), "f32")
-    o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
-    grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **_call_options(c))
+    autograd = BACKEND.torch is not None and rng.random() < 0.5
+    c["autograd"] = autograd
+    if autograd:
+        for x in (q, k, v):
+            x.requires_grad_()
+        o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
+        loss = (o.float() * do.float()).sum()
+        if dlse is not None:
+            loss = loss + (lse * dlse).sum()
+        loss.backward()
+        grads = (q.grad, k.grad, v.grad)
+    else:
+        o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
+        grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **_call_options(c))
     score, score_grad, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     want = reference_attention_backward(*ref, do64, scale=scale, causal=c["causal"],
