@@ -42,7 +42,7 @@ class Backend:
         self.serving_head_dims = [64, 128] if gpu else [16, 32, 64]
         self.block_sizes = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 24]
         self.key_blocks = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 80]
-        self.lengths_q = [1, 17, 64, 127, 128, 700, 1024] if gpu else \
+        self.lengths_q = [1, 17, 64, 127, 128, 700, 1024, 1500] if gpu else \
             [1, 2, 7, 16, 17, 33, 64, 65, 100]
         self.lengths_k = [1, 33, 128, 999, 1024, 2048] if gpu else \
             [1, 3, 16, 31, 64, 65, 99, 130]
