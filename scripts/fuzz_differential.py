@@ -6,7 +6,8 @@ tessel.reference's float64 attention (and its hand-written backward). A mismatch
 exception is printed with the case. By default on numpy arrays (the CPU interpreter).
 
     python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
-        [--kinds forward backward serving block_mask fp8] [--device numpy|cpu|cuda]
+        [--kinds forward backward serving block_mask fp8 varlen_backward]
+        [--device numpy|cpu|cuda]        (varlen_backward: torch tensors only)
 
 --device cpu passes torch CPU tensors (the interpreter again, through tessel's torch entry);
 --device cuda passes CUDA tensors, fp16 and bf16 (the shipped fast paths), at head dims 64, 128
@@ -246,6 +247,66 @@ def serving_case(rng):
     return None
 
 
+def varlen_backward_case(rng):
+    """attention_varlen's gradients through torch's autograd (torch tensors only), against
+    tessel.reference's float64 backward one sequence at a time with the varlen conventions
+    (causal, window and ALiBi bottom-right aligned)."""
+    torch = BACKEND.torch
+    Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2]))
+    H, D, dtype = Hkv * G, _pick(rng, BACKEND.serving_head_dims), _pick(rng, BACKEND.dtypes)
+    causal = bool(rng.integers(0, 2))
+    window, softcap, alibi = _flash_options(rng, H)
+    B = int(rng.integers(1, 4))
+    lq = [int(x) for x in rng.choice([0, 1, 5, 17, 64, 70], size=B)]
+    lk = [int(x) for x in rng.choice([0, 1, 9, 33, 64, 100], size=B)]
+    cq, ck = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
+    (q, q64), (k, k64), (v, v64) = (
+        BACKEND.tensor(rng.standard_normal(shape), dtype)
+        for shape in ((int(cq[-1]) + 2, H, D),) + ((int(ck[-1]) + 1, Hkv, D),) * 2)
+    for x in (q, k, v):
+        x.requires_grad_()
+    o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
+                                max(lq + [1]), max(lk + [1]), causal=causal,
+                                window_size=window, softcap=softcap,
+                                alibi_slopes=BACKEND.alibi(alibi))
+    g = rng.standard_normal(tuple(o.shape))
+    g[int(cq[-1]):] = 0
+    (o.float() * torch.from_numpy(g).float().to(o.device)).sum().backward()
+    want = [np.zeros(x.shape) for x in (q64, k64, v64)]
+    left, right = window or (-1, -1)
+    for b in range(B):
+        nq, nk = lq[b], lk[b]
+        if nq == 0 or nk == 0:
+            continue
+        rows, keys = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
+        t = lambda x: np.ascontiguousarray(x.transpose(1, 0, 2))[None]   # noqa: E731
+
+        def allowed(bb, h, i, j, nq=nq, nk=nk):
+            pos = i + nk - nq
+            ok = (pos >= j) if causal else np.ones(np.broadcast(i, j).shape, bool)
+            if left >= 0:
+                ok = ok & (j >= pos - left)
+            if right >= 0:
+                ok = ok & (j <= pos + right)
+            return ok
+
+        def score(s, bb, h, i, j, nq=nq, nk=nk):
+            if softcap is not None:
+                s = softcap * np.tanh(s / softcap)
+            return s if alibi is None else s - alibi[h] * np.abs(i + nk - nq - j)
+        _, score_grad, _ = _mods(None, softcap, None)
+        grads = reference_attention_backward(
+            t(q64[rows]), t(k64[keys]), t(v64[keys]), t(g[rows]), scale=1 / math.sqrt(D),
+            score=score, score_grad=score_grad, allowed=allowed, enable_gqa=G > 1)
+        for w, part, where in zip(want, grads, (rows, keys, keys)):
+            w[where] = part[0].transpose(1, 0, 2)
+    errs = [_rel(x.grad, w) for x, w in zip((q, k, v), want)]
+    if max(errs) > BACKEND.grad_tol[dtype]:
+        return f"varlen backward {dtype} causal={causal} window={window} softcap={softcap} " \
+               f"alibi={alibi is not None} {lq} {lk} H={H} Hkv={Hkv} D={D}: {errs}"
+    return None
+
+
 def block_mask_case(rng):
     """A document mask read from a captured id tensor, through tessel.block_mask (the
     block-sparse kernels), causal or not, with GQA; o against float64."""
@@ -322,7 +383,10 @@ def fp8_case(rng):
 
 
 KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case,
-         "block_mask": block_mask_case, "fp8": fp8_case}
+         "block_mask": block_mask_case, "fp8": fp8_case, "varlen_backward": varlen_backward_case}
+# Kinds that need torch tensors (attention_varlen's gradients come through torch's autograd):
+# left out on numpy.
+TORCH_ONLY = {"varlen_backward"}
 
 
 def run(kinds, seed, seconds=None, cases=None, device="numpy"):
@@ -330,6 +394,9 @@ def run(kinds, seed, seconds=None, cases=None, device="numpy"):
     (count, failures)."""
     global BACKEND
     BACKEND = Backend(device)
+    kinds = [k for k in kinds if device != "numpy" or k not in TORCH_ONLY]
+    if not kinds:
+        raise ValueError(f"no kind left to run on {device}: {sorted(TORCH_ONLY)} need torch")
     rng = np.random.default_rng(seed)
     deadline = None if seconds is None else time.time() + seconds
     count, failures = 0, []

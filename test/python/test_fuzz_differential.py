@@ -44,3 +44,10 @@ def test_an_fp8_output_half_again_too_large_is_found(monkeypatch):
                         lambda *a, **kw: (lambda o, lse: (1.5 * o, lse))(*real(*a, **kw)))
     _, failures = fuzz_differential.run(["fp8"], 16, cases=10)
     assert len(failures) >= 5 and all(f.startswith("fp8 ") for f in failures)
+
+
+def test_kinds_that_need_torch_are_left_out_on_numpy():
+    count, failures = fuzz_differential.run(["forward", "varlen_backward"], 17, cases=4)
+    assert count == 4 and failures == []
+    with pytest.raises(ValueError, match="need torch"):
+        fuzz_differential.run(["varlen_backward"], 17, cases=1)
