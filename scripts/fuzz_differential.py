@@ -200,6 +200,17 @@ def backward_case(rng):
     return None
 
 
+def _varlen_batch(rng, B, H, Hkv, D, dtype):
+    """B packed sequences (empty ones too) with rows past the last: (query lengths, key
+    lengths, cu_seqlens_q, cu_seqlens_k, (q, k, v) as tessel gets them, their float64 values)."""
+    lq = [int(x) for x in rng.choice([0, 1, 5, 17, 64, 70], size=B)]
+    lk = [int(x) for x in rng.choice([0, 1, 9, 33, 64, 100], size=B)]
+    cq, ck = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
+    pairs = [BACKEND.tensor(rng.standard_normal(shape), dtype)
+             for shape in ((int(cq[-1]) + 2, H, D),) + ((int(ck[-1]) + 1, Hkv, D),) * 2]
+    return lq, lk, cq, ck, [p[0] for p in pairs], [p[1] for p in pairs]
+
+
 def serving_case(rng):
     """tessel.attention_varlen or attention_with_kvcache (contiguous or paged, split-KV)."""
     Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2, 4]))
@@ -212,12 +223,7 @@ def serving_case(rng):
     refs = dict(scale=scale, causal=causal, window=window, softcap=softcap, alibi=alibi)
     B = int(rng.integers(1, 4))
     if rng.random() < 0.5:
-        lq = [int(x) for x in rng.choice([0, 1, 5, 17, 64, 70], size=B)]
-        lk = [int(x) for x in rng.choice([0, 1, 9, 33, 64, 100], size=B)]
-        cq, ck = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
-        (q, q64), (k, k64), (v, v64) = (
-            BACKEND.tensor(rng.standard_normal(shape), dtype)
-            for shape in ((int(cq[-1]) + 2, H, D),) + ((int(ck[-1]) + 1, Hkv, D),) * 2)
+        lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype)
         o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
                                     max(lq + [1]), max(lk + [1]), **flash)
         ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
@@ -257,12 +263,7 @@ def varlen_backward_case(rng):
     causal = bool(rng.integers(0, 2))
     window, softcap, alibi = _flash_options(rng, H)
     B = int(rng.integers(1, 4))
-    lq = [int(x) for x in rng.choice([0, 1, 5, 17, 64, 70], size=B)]
-    lk = [int(x) for x in rng.choice([0, 1, 9, 33, 64, 100], size=B)]
-    cq, ck = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
-    (q, q64), (k, k64), (v, v64) = (
-        BACKEND.tensor(rng.standard_normal(shape), dtype)
-        for shape in ((int(cq[-1]) + 2, H, D),) + ((int(ck[-1]) + 1, Hkv, D),) * 2)
+    lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype)
     for x in (q, k, v):
         x.requires_grad_()
     o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
