@@ -147,12 +147,52 @@ def _call_options(c):
                 softcap=c["softcap"], alibi_slopes=BACKEND.alibi(c["alibi_slopes"]))
 
 
+# The user mods forward_case draws: a relative bias read from a captured tensor (index
+# q - kv + _REL_MID, so one kernel serves every length) and a prefix-LM mask whose prefix
+# length is a captured one-element tensor.
+_REL_MID = 4096
+
+
+def _user_mods(rng, H):
+    """(score_mod, mask_mod) for tessel (None or functions over captured tensors) and their
+    float64 numpy forms for tessel.reference (applied after FlashAttention's three), and a
+    description."""
+    score_mod = mask_mod = ref_score = ref_mask = None
+    what = []
+    if rng.random() < 0.2:
+        rel64 = BACKEND.tensor(rng.standard_normal((H, 2 * _REL_MID)), "f32")[1]
+        rel = BACKEND.tensor(rel64, "f32")[0]
+
+        def relative_bias(score, b, h, q_idx, kv_idx):
+            return score + rel[h, q_idx - kv_idx + _REL_MID]
+        score_mod = relative_bias
+        ref_score = lambda s, b, h, i, j: s + rel64[h, i - j + _REL_MID]   # noqa: E731
+        what.append("relative bias")
+    if rng.random() < 0.15:
+        n = int(rng.integers(0, 40))
+        prefix = BACKEND.index(np.array([n]))
+
+        def prefix_lm(b, h, q_idx, kv_idx):
+            return (kv_idx < prefix[0]) | (q_idx >= kv_idx)
+        mask_mod = prefix_lm
+        ref_mask = lambda b, h, i, j: (j < n) | (i >= j)   # noqa: E731
+        what.append(f"prefix-LM {n}")
+    return score_mod, mask_mod, ref_score, ref_mask, what
+
+
 def forward_case(rng):
-    """tessel.attention's o and lse; None, or what went wrong."""
+    """tessel.attention's o and lse, at times with a score_mod / mask_mod over captured
+    tensors; None, or what went wrong."""
     c = _dense_case(rng)
     (q, k, v), ref = _inputs(rng, c)
-    o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
+    score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
+    o, lse = tessel.attention(q, k, v, return_lse=True, score_mod=score_mod, mask_mod=mask_mod,
+                              **_call_options(c))
     score, _, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
+    if ref_score is not None:
+        score = (lambda inner: lambda s, *ix: ref_score(inner(s, *ix), *ix))(score)
+    if ref_mask is not None:
+        allowed = (lambda inner: lambda *ix: inner(*ix) & ref_mask(*ix))(allowed)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     ro, rl = reference_attention(*ref, scale=scale, causal=c["causal"], score=score,
                                  allowed=allowed, enable_gqa=c["H"] != c["Hkv"])
