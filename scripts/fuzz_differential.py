@@ -180,6 +180,18 @@ def _user_mods(rng, H):
     return score_mod, mask_mod, ref_score, ref_mask, what
 
 
+def _with_user_mods(c, ref_score, ref_mask):
+    """tessel.reference's (score, score_grad, allowed) for the case's FlashAttention arguments,
+    then the user's score_mod and mask_mod (score_grad is FlashAttention's alone: the user
+    mods add a bias, whose derivative is 1)."""
+    score, score_grad, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
+    if ref_score is not None:
+        score = (lambda inner: lambda s, *ix: ref_score(inner(s, *ix), *ix))(score)
+    if ref_mask is not None:
+        allowed = (lambda inner: lambda *ix: inner(*ix) & ref_mask(*ix))(allowed)
+    return score, score_grad, allowed
+
+
 def forward_case(rng):
     """tessel.attention's o and lse, at times with a score_mod / mask_mod over captured
     tensors; None, or what went wrong."""
@@ -188,11 +200,7 @@ def forward_case(rng):
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
     o, lse = tessel.attention(q, k, v, return_lse=True, score_mod=score_mod, mask_mod=mask_mod,
                               **_call_options(c))
-    score, _, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
-    if ref_score is not None:
-        score = (lambda inner: lambda s, *ix: ref_score(inner(s, *ix), *ix))(score)
-    if ref_mask is not None:
-        allowed = (lambda inner: lambda *ix: inner(*ix) & ref_mask(*ix))(allowed)
+    score, _, allowed = _with_user_mods(c, ref_score, ref_mask)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     ro, rl = reference_attention(*ref, scale=scale, causal=c["causal"], score=score,
                                  allowed=allowed, enable_gqa=c["H"] != c["Hkv"])
@@ -217,19 +225,21 @@ def backward_case(rng):
         dlse, dlse64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3]), "f32")
     autograd = BACKEND.torch is not None and rng.random() < 0.5
     c["autograd"] = autograd
+    score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
+    options = dict(_call_options(c), score_mod=score_mod, mask_mod=mask_mod)
     if autograd:
         for x in (q, k, v):
             x.requires_grad_()
-        o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
+        o, lse = tessel.attention(q, k, v, return_lse=True, **options)
         loss = (o.float() * do.float()).sum()
         if dlse is not None:
             loss = loss + (lse * dlse).sum()
         loss.backward()
         grads = (q.grad, k.grad, v.grad)
     else:
-        o, lse = tessel.attention(q, k, v, return_lse=True, **_call_options(c))
-        grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **_call_options(c))
-    score, score_grad, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
+        o, lse = tessel.attention(q, k, v, return_lse=True, **options)
+        grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **options)
+    score, score_grad, allowed = _with_user_mods(c, ref_score, ref_mask)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     want = reference_attention_backward(*ref, do64, scale=scale, causal=c["causal"],
                                         score=score, score_grad=score_grad, allowed=allowed,
