@@ -23,8 +23,8 @@ import time
 import numpy as np
 
 import tessel
-from tessel.reference import (reference_attention, reference_attention_backward,
-                              reference_kvcache, reference_varlen)
+from tessel.reference import (position_mods, reference_attention,
+                              reference_attention_backward, reference_kvcache, reference_varlen)
 
 
 class Backend:
@@ -82,31 +82,6 @@ def _flash_options(rng, H):
     softcap = None if rng.random() < 0.75 else float(rng.choice([5.0, 30.0]))
     alibi = None if rng.random() < 0.8 else rng.uniform(0.01, 0.5, size=(H,)).astype(np.float32)
     return window, softcap, alibi
-
-
-def _mods(window, softcap, alibi):
-    """tessel.reference's score / score_grad / allowed for FlashAttention's three arguments,
-    top-left aligned as tessel.attention's are."""
-    def score(s, b, h, i, j):
-        if softcap is not None:
-            s = softcap * np.tanh(s / softcap)
-        if alibi is not None:
-            s = s - alibi[h] * np.abs(i - j)
-        return s
-
-    def score_grad(s, b, h, i, j):
-        return 1 - np.tanh(s / softcap) ** 2 if softcap is not None else np.ones_like(s)
-
-    def allowed(b, h, i, j):
-        ok = np.ones(np.broadcast(i, j).shape, bool)
-        if window is not None:
-            left, right = window
-            if left >= 0:
-                ok &= j >= i - left
-            if right >= 0:
-                ok &= j <= i + right
-        return ok
-    return score, score_grad, allowed
 
 
 def _rel(got, want):
@@ -181,10 +156,12 @@ def _user_mods(rng, H):
 
 
 def _with_user_mods(c, ref_score, ref_mask):
-    """tessel.reference's (score, score_grad, allowed) for the case's FlashAttention arguments,
-    then the user's score_mod and mask_mod (score_grad is FlashAttention's alone: the user
-    mods add a bias, whose derivative is 1)."""
-    score, score_grad, allowed = _mods(c["window_size"], c["softcap"], c["alibi_slopes"])
+    """tessel.reference's (score, score_grad, allowed) for the case's FlashAttention arguments
+    top-left aligned, as tessel.attention's are (causal is reference_attention's own), then the
+    user's score_mod and mask_mod (score_grad is the cap's alone: the user mods add a bias,
+    whose derivative is 1)."""
+    score, score_grad, allowed = position_mods(0, False, c["window_size"], c["softcap"],
+                                               c["alibi_slopes"])
     if ref_score is not None:
         score = (lambda inner: lambda s, *ix: ref_score(inner(s, *ix), *ix))(score)
     if ref_mask is not None:
@@ -227,17 +204,16 @@ def backward_case(rng):
     c["autograd"] = autograd
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
     options = dict(_call_options(c), score_mod=score_mod, mask_mod=mask_mod)
+    for x in (q, k, v) if autograd else ():
+        x.requires_grad_()
+    o, lse = tessel.attention(q, k, v, return_lse=True, **options)
     if autograd:
-        for x in (q, k, v):
-            x.requires_grad_()
-        o, lse = tessel.attention(q, k, v, return_lse=True, **options)
         loss = (o.float() * do.float()).sum()
         if dlse is not None:
             loss = loss + (lse * dlse).sum()
         loss.backward()
         grads = (q.grad, k.grad, v.grad)
     else:
-        o, lse = tessel.attention(q, k, v, return_lse=True, **options)
         grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **options)
     score, score_grad, allowed = _with_user_mods(c, ref_score, ref_mask)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
@@ -324,28 +300,13 @@ def varlen_backward_case(rng):
     g[int(cq[-1]):] = 0
     (o.float() * torch.from_numpy(g).float().to(o.device)).sum().backward()
     want = [np.zeros(x.shape) for x in (q64, k64, v64)]
-    left, right = window or (-1, -1)
+    t = lambda x: np.ascontiguousarray(x.transpose(1, 0, 2))[None]   # noqa: E731
     for b in range(B):
         nq, nk = lq[b], lk[b]
         if nq == 0 or nk == 0:
             continue
         rows, keys = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
-        t = lambda x: np.ascontiguousarray(x.transpose(1, 0, 2))[None]   # noqa: E731
-
-        def allowed(bb, h, i, j, nq=nq, nk=nk):
-            pos = i + nk - nq
-            ok = (pos >= j) if causal else np.ones(np.broadcast(i, j).shape, bool)
-            if left >= 0:
-                ok = ok & (j >= pos - left)
-            if right >= 0:
-                ok = ok & (j <= pos + right)
-            return ok
-
-        def score(s, bb, h, i, j, nq=nq, nk=nk):
-            if softcap is not None:
-                s = softcap * np.tanh(s / softcap)
-            return s if alibi is None else s - alibi[h] * np.abs(i + nk - nq - j)
-        _, score_grad, _ = _mods(None, softcap, None)
+        score, score_grad, allowed = position_mods(nk - nq, causal, window, softcap, alibi)
         grads = reference_attention_backward(
             t(q64[rows]), t(k64[keys]), t(v64[keys]), t(g[rows]), scale=1 / math.sqrt(D),
             score=score, score_grad=score_grad, allowed=allowed, enable_gqa=G > 1)

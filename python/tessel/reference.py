@@ -89,19 +89,17 @@ def reference_attention_backward(q, k, v, do, scale=None, causal=False, score=No
     return dq, dk, dv
 
 
-def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
-    """One sequence in BSHD-like layout: q [nq, H, D], k and v [nk, Hkv, D], causal and the
-    window (FlashAttention's (left, right), -1: unbounded) bottom-right aligned, the scores
-    capped by softcap, then biased by -alibi[h]·|i' - j| (alibi: [H] slopes, i' the query's
-    position bottom-right aligned); returns o [nq, H, D] and lse [H, nq]."""
-    nq, nk = q.shape[0], k.shape[0]
-    if nk == 0:                               # no keys: every row sees none
-        return np.zeros(q.shape), np.full((q.shape[1], nq), -np.inf)
-    t = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.float64).transpose(1, 0, 2))[None]
+def position_mods(offset, causal=False, window=None, softcap=None, alibi=None):
+    """(score, score_grad, allowed) for reference_attention / reference_attention_backward
+    from FlashAttention's arguments, the query at row i taken at position i + offset (0: top-left,
+    as tessel.attention; nk - nq: bottom-right, as the serving entry points): causal and the
+    window ((left, right), -1: unbounded) on those positions, the scores capped by softcap
+    (None or 0: none), then biased by -alibi[h]·|i + offset - j| (alibi: [H] slopes or None);
+    score_grad is the cap's derivative (the bias adds)."""
     left, right = window or (-1, -1)
 
     def allowed(b, h, qi, ki):
-        pos = qi + (nk - nq)
+        pos = qi + offset
         ok = (pos >= ki) if causal else np.ones(np.broadcast(qi, ki).shape, bool)
         if left >= 0:
             ok = ok & (ki >= pos - left)
@@ -113,8 +111,22 @@ def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
         if softcap:
             s = softcap * np.tanh(s / softcap)
         if alibi is not None:
-            s = s - float(alibi[h]) * np.abs(qi + (nk - nq) - ki)
+            s = s - float(alibi[h]) * np.abs(qi + offset - ki)
         return s
+
+    def score_grad(s, b, h, qi, ki):
+        return 1 - np.tanh(s / softcap) ** 2 if softcap else np.ones_like(s)
+    return score, score_grad, allowed
+
+
+def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
+    """One sequence in BSHD-like layout: q [nq, H, D], k and v [nk, Hkv, D], FlashAttention's
+    arguments bottom-right aligned (position_mods); returns o [nq, H, D] and lse [H, nq]."""
+    nq, nk = q.shape[0], k.shape[0]
+    if nk == 0:                               # no keys: every row sees none
+        return np.zeros(q.shape), np.full((q.shape[1], nq), -np.inf)
+    t = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.float64).transpose(1, 0, 2))[None]
+    score, _, allowed = position_mods(nk - nq, causal, window, softcap, alibi)
     o, lse = reference_attention(t(q), t(k), t(v), scale=scale,
                                  score=score if softcap or alibi is not None else None,
                                  allowed=allowed if causal or window else None,
