@@ -61,13 +61,13 @@ tests() {  # tests NAME COMMAND...: a correctness part, beside others with TESSE
   ( "$@" > "$logs/$name.log" 2>&1; echo $? > "$logs/$name.rc" ) &
   running+=("$name")
 }
-pytest_file() {  # pytest_file FILE: one test/gpu file on the shared kernel cache; a file that
-  # skips itself whole (test_sm80_code_gpu.py off compute capability 8.x) passes, where pytest
-  # says 5 ("no tests ran") after the module-level skip
+pytest_file() {  # pytest_file FILE [ARG...]: one test/gpu file on the shared kernel cache; a
+  # file that skips itself whole (test_sm80_code_gpu.py off compute capability 8.x) passes,
+  # where pytest says 5 ("no tests ran") after the module-level skip
   local log rc
   log=$(mktemp)
   env TESSEL_CACHE_DIR="$work/cache" python3 -m pytest -q -p no:cacheprovider \
-    "$root/test/gpu/$1" 2>&1 | tee "$log"
+    "$root/test/gpu/$1" "${@:2}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" -eq 5 ] && grep -q " skipped" "$log"; then rc=0; fi
   rm -f "$log"
@@ -79,8 +79,8 @@ suite() {  # suite NAME FILE: one test/gpu pytest file as a part
 step examples python3 "$root/test/gpu/run_examples.py" "$work/cubin"
 step aot "$work/bin/attention_aot"
 suite aot_vs_jit test_aot_vs_jit.py
-tests python_gpu env TESSEL_CACHE_DIR="$work/cache" TESSEL_GPU_RESULTS="$out/python_gpu.json" \
-  python3 -m pytest -q -p no:cacheprovider "$root/test/gpu/test_python_gpu.py" \
+# (an assignment before a function call holds for the call and the commands it runs)
+TESSEL_GPU_RESULTS="$out/python_gpu.json" tests python_gpu pytest_file test_python_gpu.py \
   --junitxml "$logs/python_gpu.xml"
 suite builtins_gpu test_builtins_gpu.py
 suite backward_gpu test_attention_backward_gpu.py

@@ -75,7 +75,7 @@ def seqlens_of_int(n, q):
     if len(getattr(q, "shape", ())) != 4:
         return n                  # q's own check says what is wrong
     if gpu.is_torch_tensor(q):
-        import torch
+        torch = gpu.torch_module()
         return torch.full((q.shape[0],), int(n), dtype=torch.int32, device=q.device)
     return np.full((q.shape[0],), int(n), np.int32)
 
