@@ -98,9 +98,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         raise ValueError(f"tessel.{fn}: k {tuple(k.shape)} and v {tuple(v.shape)} differ in shape")
     if Dk != D:
         raise ValueError(f"tessel.{fn}: q has head dim {D}, k and v {Dk}")
-    if D == 0:
-        raise ValueError(f"tessel.{fn}: head dim 0: attention needs a head dim of at least 1")
-    _check_heads(fn, H, Hkv)
+    _check_heads(fn, H, Hkv, D)
     cu_q = _check_index(fn, "cu_seqlens_q", cu_seqlens_q, 1, kind, q)
     cu_k = _check_index(fn, "cu_seqlens_k", cu_seqlens_k, 1, kind, q)
     if cu_q.shape[0] != cu_k.shape[0] or cu_q.shape[0] < 1:
@@ -241,9 +239,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     n0, S, Hkv, Dk = k_cache.shape
     if Dk != D:
         raise ValueError(f"tessel.{fn}: q has head dim {D}, the cache {Dk}")
-    if D == 0:
-        raise ValueError(f"tessel.{fn}: head dim 0: attention needs a head dim of at least 1")
-    _check_heads(fn, H, Hkv)
+    _check_heads(fn, H, Hkv, D)
     seqlens = _check_index(fn, "cache_seqlens", cache_seqlens, 1, kind, q)
     if seqlens.shape[0] != B:
         raise ValueError(f"tessel.{fn}: cache_seqlens has {seqlens.shape[0]} entries for a batch "

@@ -102,7 +102,10 @@ def _check_index(fn, name, x, ndim, kind, q):
     return x if kind == "cuda" else np.ascontiguousarray(x)
 
 
-def _check_heads(fn, H, Hkv):
+def _check_heads(fn, H, Hkv, D):
+    """The head counts (Hkv divides H: GQA / MQA) and the head dim (at least 1)."""
+    if D == 0:
+        raise ValueError(f"tessel.{fn}: head dim 0: attention needs a head dim of at least 1")
     if Hkv == 0 or H % Hkv:
         raise ValueError(f"tessel.{fn}: the number of query heads ({H}) must be a multiple of "
                          f"the number of key/value heads ({Hkv})")
