@@ -75,8 +75,8 @@ def test_dense(persistent, dtype, causal, B, H, Hkv, N, D):
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
     torch.testing.assert_close(o, o1, atol=0, rtol=0)
     torch.testing.assert_close(lse, lse1, atol=0, rtol=0)
-    persistent_expected = causal if D == 256 else N >= 2048 or (D == 128 and not causal) or (
-        D == 128 and N >= attention_module.CAUSAL_LONG_KEYS)
+    persistent_expected = causal if D == 256 else N >= 2048 or (
+        D == 128 and (not causal or N >= attention_module.CAUSAL_LONG_KEYS))
     assert kernel.name == ("persistent_attention_kernel" if persistent_expected
                            else "attention_kernel"), kernel.name
 
