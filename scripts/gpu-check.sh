@@ -26,7 +26,7 @@ mkdir -p "$logs"
 # the host's cores bound them, not the GPU), each suite's log appended whole when it ends;
 # every other part waits for them and runs alone, so the timings have the GPU to themselves.
 jobs_max=${TESSEL_GPU_CHECK_JOBS:-1}
-running=()
+running=() pids=()
 wanted() {  # wanted NAME: whether SKIP and ONLY leave part NAME in
   case " ${TESSEL_GPU_CHECK_SKIP:-} " in *" $1 "*) echo "== $1: skipped"; return 1;; esac
   if [ -n "${TESSEL_GPU_CHECK_ONLY:-}" ]; then
@@ -42,7 +42,23 @@ drain() {  # waits for the suites in the background, appends their logs, remembe
     tee -a "$out/gpu-check.log" < "$logs/$name.log"
     [ "$(cat "$logs/$name.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
   done
-  running=()
+  running=() pids=()
+}
+cut_off() {  # on TERM/INT (the device call's timeout): the suites' logs so far, then stop
+  trap - TERM INT
+  local name
+  for name in "${running[@]}"; do
+    echo "== $name (cut off)" | tee -a "$out/gpu-check.log"
+    tee -a "$out/gpu-check.log" < "$logs/$name.log"
+  done
+  kill "${pids[@]}" 2>/dev/null
+  exit 124
+}
+trap cut_off TERM INT
+running_count() {  # how many background suites are still running
+  local pid n=0
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && n=$((n + 1)); done
+  echo $n
 }
 step() {  # step NAME COMMAND...: runs one part alone, keeps its log, remembers a failure
   local name=$1; shift
@@ -56,10 +72,11 @@ tests() {  # tests NAME COMMAND...: a correctness part, beside others with TESSE
   local name=$1; shift
   if [ "$jobs_max" -le 1 ]; then step "$name" "$@"; return; fi
   wanted "$name" || return 0
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+  # (not `jobs -rp` in a command substitution: the subshell's job table is not kept current)
+  while [ "$(running_count)" -ge "$jobs_max" ]; do wait -n; done
   echo "== $name: started"
   ( "$@" > "$logs/$name.log" 2>&1; echo $? > "$logs/$name.rc" ) &
-  running+=("$name")
+  running+=("$name") pids+=($!)
 }
 pytest_file() {  # pytest_file FILE [ARG...]: one test/gpu file on the shared kernel cache; a
   # file that skips itself whole (test_sm80_code_gpu.py off compute capability 8.x) passes,
