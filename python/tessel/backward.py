@@ -409,7 +409,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
     dq_cx = dq_cx or cx
-    kr_even, dq_even = even_blocks(shapes, cx, dq_cx)
+    dq_even = even_blocks(shapes, cx, dq_cx)[1]
     if B * H and Nq and not delta_ready:
         launch(attention_bwd_delta, fold_grid(-(-Nq // BM), B * H), o, do, dlse, delta, Nq, H,
                D=D, BLOCK_M=BM)
@@ -428,9 +428,13 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         with torch.cuda.stream(side):
             dq_program()
     if keyrows and B * H and Nk:
-        kr_cx = dict(cx, **kr_even)
-        # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2).
+        # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2); the dK
+        # program with query blocks of its own where KEYROWS_DK_BLOCK_M says.
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
+            part_cx = cx
+            if part == 2 and D in KEYROWS_DK_BLOCK_M:
+                part_cx = _with_blocks(cx, (KEYROWS_DK_BLOCK_M[D], BN))
+            kr_cx = dict(part_cx, **even_blocks(shapes, part_cx, dq_cx)[0])
             launch(_keyrows_program(chip, D, part, kr_cx, dq32 is not None),
                    fold_grid(-(-Nk // BN), B * H),
                    q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
@@ -832,6 +836,13 @@ _function = None
 # H200 (2026-12-03, `bench_backward.py --dims 256 [--no-split-keyrows]`): 1.45–1.66× faster than
 # the one program (d256 n16k 45.2 → 28.7 ms non-causal, 20.4 → 14.1 causal).
 SPLIT_KEYROWS = (256,)
+
+# Head dim -> the query rows (BLOCK_M) of the split's dK program (PART 2) where they differ from
+# the dV program's. ptxas, sm_90a d256 at 32 rows against 64 (CUDA 13.0, 2026-12-06): 228
+# registers and no spill non-causal (was 255 and 104 bytes), 60–120 bytes causal (was
+# 636–1,164), for wgmma of N = 32 and twice the loop's trips. Empty until the H200 times it
+# (`bench_backward.py --dims 256 --dk-block-m 32`; docs/dev/backward.md).
+KEYROWS_DK_BLOCK_M = {}
 
 # Whether the fast backward runs its dQ program on a second stream, beside the dK/dV program
 # (each fills the other's last wave). Off: within noise on the H200 (−0.8 … +1.6 %, d128

@@ -4,6 +4,7 @@
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows]
         [--concurrent-dq] [--dq-blocks 64x64] [--keyrows-blocks 64x128] [--with-deterministic] [--fused-dq 64 128]
+        [--dk-block-m 32]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -64,6 +65,9 @@ def main():
     ap.add_argument("--no-sink-waits", action="store_true",
                     help="compile with GpuOptions(sink_waits=False): the blocks loaded before "
                          "a loop waited for before its first copies (to compare)")
+    ap.add_argument("--dk-block-m", type=int,
+                    help="query rows of the split's dK program at the --dims in SPLIT_KEYROWS "
+                         "(backward.KEYROWS_DK_BLOCK_M; default: the dV program's)")
     ap.add_argument("--even-causal", action="store_true",
                     help="backward.EVEN_CAUSAL: causal calls at whole blocks run the key-rows "
                          "program without its bounds mask (off by default until measured)")
@@ -95,6 +99,9 @@ def main():
     if args.even_causal:
         import tessel.backward
         tessel.backward.EVEN_CAUSAL = True
+    if args.dk_block_m:
+        import tessel.backward
+        tessel.backward.KEYROWS_DK_BLOCK_M = {d: args.dk_block_m for d in args.dims}
     if args.keyrows_blocks:
         import tessel.backward
         tessel.backward.FAST_KEYROWS_BLOCKS_SM90 = {d: args.keyrows_blocks for d in args.dims}

@@ -3,8 +3,9 @@ fuse_masked_loops=True) makes every kernel these tests compile use those fields
 (bench_decode.options_from_environment, applied when it is imported); unset, the suites run
 the defaults. TESSEL_GPU_SHARD="I/N" runs one shard of a suite (shard.py)."""
 
-from shard import pytest_collection_modifyitems  # noqa: F401  (a hook: pytest finds it here)
-from shard import pytest_report_header as shard_header
+import shard
+
+pytest_collection_modifyitems = shard.pytest_collection_modifyitems   # a hook: found here
 
 
 def pytest_configure(config):
@@ -15,4 +16,5 @@ def pytest_configure(config):
 def pytest_report_header(config):
     fields = getattr(config, "_tessel_gpu_options", None)
     lines = [f"GpuOptions switched for every kernel: {fields}"] if fields else []
-    return lines + ([shard_header(config)] if shard_header(config) else []) or None
+    shard_line = shard.pytest_report_header(config)
+    return lines + ([shard_line] if shard_line else []) or None

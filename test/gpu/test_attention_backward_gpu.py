@@ -81,6 +81,19 @@ def test_backward_at_other_head_dims(dtype, D, causal):
     check_backward(dtype, D, causal, (1, 4, 2, 300, 257), "softcap" if causal else None)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_d256_dk_program_at_32_query_rows(monkeypatch, causal, mod):
+    """backward.KEYROWS_DK_BLOCK_M's d256 candidate (the split's dK program on 32-row query
+    blocks: no spill non-causal), before it can become the default: ragged lengths, GQA."""
+    import tessel.backward as bw
+    if 256 not in bw.SPLIT_KEYROWS:
+        pytest.skip("d256's key-rows program is not split")
+    monkeypatch.setattr(bw, "KEYROWS_DK_BLOCK_M", {256: 32})
+    check_backward(torch.float16, 256, causal, (1, 4, 2, 300, 257), mod)
+    check_backward(torch.bfloat16, 256, causal, (2, 2, 2, 512, 512), mod)
+
+
 def check_backward(dtype, D, causal, shape, mod):
     """tessel.attention's gradients against float64 autograd (within twice PyTorch's error)."""
     B, H, Hkv, Nq, Nk = shape

@@ -246,6 +246,24 @@ def test_key_rows_program_in_two_parts(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "softcap", "window"])
+def test_split_dk_program_with_query_blocks_of_its_own(name, monkeypatch):
+    """backward.KEYROWS_DK_BLOCK_M: the split's dK program (PART 2) streams query blocks of
+    its own size (half the dV program's, the d256 candidate), against float64 — the causal
+    diagonal then crosses two of its query blocks; GQA and ragged lengths included."""
+    from tessel import backward as bw
+    monkeypatch.setattr(bw, "SPLIT_KEYROWS", (8, 16))
+    monkeypatch.setattr(bw, "KEYROWS_DK_BLOCK_M", {8: 8, 16: 8})
+    launched = []
+    real = bw._keyrows_program
+    monkeypatch.setattr(bw, "_keyrows_program",
+                        lambda chip, D, part, cx, fused: launched.append((part, cx["BLOCK_M"]))
+                        or real(chip, D, part, cx, fused))
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16, keyrows=True)
+    run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=40, D=16, seed=40, block=16, keyrows=True)
+    assert set(launched) == {(1, 16), (2, 8)}
+
+
+@pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "softcap", "window"])
 def test_key_rows_program_with_fused_dq(name):
     """FUSED_DQ: dQ added up in the key-rows program by atomics (dQᵀ = Kᵀ·dSᵀ, K read
     transposed) instead of by the dQ program — square, GQA and ragged lengths both ways, with a
