@@ -395,6 +395,14 @@ def even_blocks(shapes, cx, dq_cx):
     return ({"EVEN": True} if kr else {}), ({"EVEN": True} if Nk % dq_cx["BLOCK_N"] == 0 else {})
 
 
+def keyrows_part_blocks(cx, D, part):
+    """The key-rows program's constexprs for PART `part` at head dim D: `cx`, with the dK
+    program's own query blocks where KEYROWS_DK_BLOCK_M has D."""
+    if part == 2 and D in KEYROWS_DK_BLOCK_M:
+        return _with_blocks(cx, (KEYROWS_DK_BLOCK_M[D], cx["BLOCK_N"]))
+    return cx
+
+
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
          delta_ready=False, dq_cx=None, side=None, dq32=None, launch=_launch, chip=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
@@ -431,9 +439,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2); the dK
         # program with query blocks of its own where KEYROWS_DK_BLOCK_M says.
         for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
-            part_cx = cx
-            if part == 2 and D in KEYROWS_DK_BLOCK_M:
-                part_cx = _with_blocks(cx, (KEYROWS_DK_BLOCK_M[D], BN))
+            part_cx = keyrows_part_blocks(cx, D, part)
             kr_cx = dict(part_cx, **even_blocks(shapes, part_cx, dq_cx)[0])
             launch(_keyrows_program(chip, D, part, kr_cx, dq32 is not None),
                    fold_grid(-(-Nk // BN), B * H),
@@ -763,7 +769,10 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
              chip=chip)
     _compile_programs(chip, programs, (q.dtype, tuple(kr_cx.items()), tuple(dq_cx.items()),
                                        dq32 is None, tuple(layout_constexprs(O=o, DO=do).items()),
-                                       tuple(map(bool, even_blocks(shapes, kr_cx, dq_cx)))))
+                                       tuple(map(bool, even_blocks(shapes, kr_cx, dq_cx))),
+                                       tuple(keyrows_part_blocks(kr_cx, D, 2).items()),
+                                       bool(even_blocks(shapes, keyrows_part_blocks(kr_cx, D, 2),
+                                                        dq_cx)[0])))
     programs(_launch)
     if dq32 is not None:
         dq.copy_(dq32)

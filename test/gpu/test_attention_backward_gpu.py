@@ -83,13 +83,17 @@ def test_backward_at_other_head_dims(dtype, D, causal):
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("mod", [None, "softcap"])
-def test_d256_dk_program_at_32_query_rows(monkeypatch, causal, mod):
-    """backward.KEYROWS_DK_BLOCK_M's d256 candidate (the split's dK program on 32-row query
-    blocks: no spill non-causal), before it can become the default: ragged lengths, GQA."""
+@pytest.mark.parametrize("table,blocks", [("KEYROWS_DK_BLOCK_M", 32),
+                                          ("FAST_DQ_BLOCKS_SM90", (64, 32))], ids=["dk32", "dq64x32"])
+def test_d256_candidate_blocks(monkeypatch, causal, mod, table, blocks):
+    """d256's candidate blocks, which spill less on ptxas' word (docs/dev/backward.md), before
+    either can become a default: the split's dK program on 32-row query blocks
+    (KEYROWS_DK_BLOCK_M), the dQ program on 32-key blocks (FAST_DQ_BLOCKS_SM90); ragged
+    lengths, GQA."""
     import tessel.backward as bw
     if 256 not in bw.SPLIT_KEYROWS:
         pytest.skip("d256's key-rows program is not split")
-    monkeypatch.setattr(bw, "KEYROWS_DK_BLOCK_M", {256: 32})
+    monkeypatch.setattr(bw, table, {256: blocks})
     check_backward(torch.float16, 256, causal, (1, 4, 2, 300, 257), mod)
     check_backward(torch.bfloat16, 256, causal, (2, 2, 2, 512, 512), mod)
 
