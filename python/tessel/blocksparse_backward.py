@@ -17,7 +17,7 @@ bias there could overflow exp2.
 """
 import numpy as np
 
-from . import gpu
+from . import backward as dense, gpu
 from . import language as tl
 from .backward import (_compile_programs, _launch, delta_cuda, dq_query_block,
                        keyrows_key_block, log2_scores, masked, zeros_scratch)
@@ -140,17 +140,18 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
 @jit
 def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, scale, b, h, nq,
                nk, D: tl.constexpr, BLOCK_M: tl.constexpr, MASK_M: tl.constexpr,
-               PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+               PARTIAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+               PART: tl.constexpr = 0):
     """dK += dSᵀ·Q and dV += Pᵀ·dO of the t-th kernel query block of list row `col`, keys as
     rows (backward.py's key-rows form); the mask_mod only in partial blocks, the query length
-    in both."""
+    in both. PART as the key-rows program's: 0 both, 1 dV alone, 2 dK alone."""
     R_M = MASK_M // BLOCK_M
     i = tl.load_scalar(lists, (col, t // R_M)) * MASK_M + (t % R_M) * BLOCK_M
     qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
     dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
     q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], kv_idx.shape)
     st = tl.dot(kt, qt.T)
-    if D == 128:
+    if D == 128 and PART != 1:
         dp = tl.dot(vt, dot_.T)                 # beside Sᵀ, as backward.py's key-rows program
     s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
     lse = tl.load(ld, (i,), shape=(BLOCK_M,))
@@ -160,13 +161,15 @@ def dkdv_block(dk_acc, dv_acc, lists, col, t, qd, dod, ld, dd, kt, vt, kv_idx, s
     else:
         s2 = tl.where(q_idx < nq, s2, float("-inf"))
     p = tl.exp2(s2 - lse2[None, :])
-    dv_acc += tl.dot(p.to(dot_.dtype), dot_)
-    if D != 128:
-        dp = tl.dot(vt, dot_.T)
-    ds = p * (dp - tl.load(dd, (i,), shape=(BLOCK_M,))[None, :])
-    if SCORE_MOD is not None:
-        ds = ds * tl.elementwise_grad(s_mod, s_raw)
-    dk_acc += tl.dot(ds.to(qt.dtype), qt)
+    if PART != 2:
+        dv_acc += tl.dot(p.to(dot_.dtype), dot_)
+    if PART != 1:
+        if D != 128:
+            dp = tl.dot(vt, dot_.T)
+        ds = p * (dp - tl.load(dd, (i,), shape=(BLOCK_M,))[None, :])
+        if SCORE_MOD is not None:
+            ds = ds * tl.elementwise_grad(s_mod, s_raw)
+        dk_acc += tl.dot(ds.to(qt.dtype), qt)
     return dk_acc, dv_acc
 
 
@@ -175,9 +178,10 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
                               full_idx_in, nq, nk, H, HKV, OUT_HEADS, scale, bm_sb, bm_sh,
                               n_cols, D: tl.constexpr, BLOCK_M: tl.constexpr,
                               BLOCK_N: tl.constexpr, MASK_M: tl.constexpr, MASK_N: tl.constexpr,
-                              SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
+                              SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                              PART: tl.constexpr = 0):
     """dK and dV of one key block for one query head over the transposed lists (the query
-    blocks that see it); OUT_HEADS as in backward.attention_bwd_dkdv_keyrows."""
+    blocks that see it); OUT_HEADS and PART as in backward.attention_bwd_dkdv_keyrows."""
     R_M = MASK_M // BLOCK_M
     R_N = MASK_N // BLOCK_N
     n_qb = tl.cdiv(nq, MASK_M)
@@ -190,17 +194,19 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
     col = b * bm_sb + h * bm_sh + pid_n // R_N
     cnd, idd, fcnd, fidd = list_descs(q_num, q_idx_in, full_num, full_idx_in, n_cols, n_qb)
     n0 = pid_n * BLOCK_N
-    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
     for t in range(0, tl.load_scalar(fcnd, (col,)) * R_M):
         dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, fidd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
                                     scale, b, h, nq, nk, D, BLOCK_M, MASK_M, False, SCORE_MOD,
-                                    MASK_MOD)
+                                    MASK_MOD, PART)
     for t in range(0, tl.load_scalar(cnd, (col,)) * R_M):
         dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, idd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
                                     scale, b, h, nq, nk, D, BLOCK_M, MASK_M, True, SCORE_MOD,
-                                    MASK_MOD)
-    tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
-    tl.store(dvd, (n0, 0), dv_acc.to(vt.dtype))
+                                    MASK_MOD, PART)
+    if PART != 1:
+        tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
+    if PART != 2:
+        tl.store(dvd, (n0, 0), dv_acc.to(kt.dtype))
 
 
 def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, block_m, block_n,
@@ -223,10 +229,17 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
             bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh,
             int(np.prod(bm.kv_num_blocks.shape)), **cx)
         tq = transposed_lists(bm)
-        launch(attention_bwd_dkdv_sparse, fold_grid(-(-Nk // block_n), B * H),
-            q, k, v, do, lse, delta, dk, dv, tq[0], tq[1], tq[2], tq[3], Nq, Nk, H, Hkv,
-            dk.shape[1], scale, nbh * nkb if bm.shape[0] is not None else 0,
-            nkb if bm.shape[1] is not None else 0, int(np.prod(tq[0].shape)), **cx)
+        # Where the dense backward splits dV and dK (backward.SPLIT_KEYROWS: their two float32
+        # accumulators spill beside each other), so does this one: PART 1, then 2 — the dK
+        # program on query blocks of its own where the dense one's are (KEYROWS_DK_BLOCK_M).
+        for part in ((1, 2) if D in dense.SPLIT_KEYROWS else (0,)):
+            part_cx = dense.keyrows_part_blocks(cx, D, part)
+            part_cx = dict(part_cx, BLOCK_M=min(part_cx["BLOCK_M"], block_m))
+            launch(attention_bwd_dkdv_sparse, fold_grid(-(-Nk // block_n), B * H),
+                q, k, v, do, lse, delta, dk, dv, tq[0], tq[1], tq[2], tq[3], Nq, Nk, H, Hkv,
+                dk.shape[1], scale, nbh * nkb if bm.shape[0] is not None else 0,
+                nkb if bm.shape[1] is not None else 0, int(np.prod(tq[0].shape)), **part_cx,
+                **({"PART": part} if part else {}))
 
 
 def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block_n, dlse=None):

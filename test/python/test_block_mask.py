@@ -347,12 +347,25 @@ def test_the_dense_backward_from_the_block_sparse_forward():
     assert np.all(np.isinf(lse[:, :, 140:]))
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one", "split"])
 @pytest.mark.parametrize("block_m,block_n", [(32, 32), (16, 32), (32, 16)])
-def test_block_sparse_backward(block_m, block_n):
+def test_block_sparse_backward(block_m, block_n, split, monkeypatch):
     """The backward programs over a block mask (blocksparse_backward: dQ over the key lists,
     dK/dV over the transposed query lists) against the dense backward with the same mask_mod,
-    GQA, a score_mod, rows with no key, lengths not a multiple of the blocks."""
+    GQA, a score_mod, rows with no key, lengths not a multiple of the blocks; `split`: dV and
+    dK by two programs, as at the head dims in backward.SPLIT_KEYROWS (d256)."""
+    from tessel import backward
     from tessel import blocksparse_backward as sb
+    monkeypatch.setattr(backward, "SPLIT_KEYROWS", (16,) if split else ())
+    monkeypatch.setattr(backward, "KEYROWS_DK_BLOCK_M", {16: 8})   # the dK program's own rows
+    parts = []
+
+    def launch(program, grid, *args, **cx):
+        if program is sb.attention_bwd_dkdv_sparse:
+            parts.append((cx.get("PART", 0), cx["BLOCK_M"]))
+        backward._launch(program, grid, *args, **cx)
+    real_run = sb.run
+    monkeypatch.setattr(sb, "run", lambda *args: real_run(*args, launch=launch))
     rng = np.random.default_rng()
     Nq, Nk = 150, 130
     doc = random_docs(2, max(Nq, Nk), rng)
@@ -368,6 +381,7 @@ def test_block_sparse_backward(block_m, block_n):
                                      enable_gqa=True)
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
         assert max_rel_error(g, w) < 1e-4, name
+    assert parts == ([(1, block_m), (2, 8)] if split else [(0, block_m)])
 
 
 def test_transposed_lists():
