@@ -403,6 +403,17 @@ def keyrows_part_blocks(cx, D, part):
     return cx
 
 
+def keyrows_launches(shapes, cx, dq_cx):
+    """[(PART, constexprs)] of the key-rows programs a backward of `shapes` launches: one
+    (PART 0), or dV then dK at head dims in SPLIT_KEYROWS, each with its blocks and EVEN."""
+    D = shapes[3]
+    launches = []
+    for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
+        part_cx = keyrows_part_blocks(cx, D, part)
+        launches.append((part, dict(part_cx, **even_blocks(shapes, part_cx, dq_cx)[0])))
+    return launches
+
+
 def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrows=False,
          delta_ready=False, dq_cx=None, side=None, dq32=None, launch=_launch, chip=None):
     """The three programs. With `keyrows`, dK and dV come from attention_bwd_dkdv_keyrows (the
@@ -436,11 +447,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
         with torch.cuda.stream(side):
             dq_program()
     if keyrows and B * H and Nk:
-        # At head dims in SPLIT_KEYROWS, dV and dK by two programs (PART 1, then 2); the dK
-        # program with query blocks of its own where KEYROWS_DK_BLOCK_M says.
-        for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
-            part_cx = keyrows_part_blocks(cx, D, part)
-            kr_cx = dict(part_cx, **even_blocks(shapes, part_cx, dq_cx)[0])
+        for part, kr_cx in keyrows_launches(shapes, cx, dq_cx):
             launch(_keyrows_program(chip, D, part, kr_cx, dq32 is not None),
                    fold_grid(-(-Nk // BN), B * H),
                    q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
@@ -769,10 +776,9 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
              chip=chip)
     _compile_programs(chip, programs, (q.dtype, tuple(kr_cx.items()), tuple(dq_cx.items()),
                                        dq32 is None, tuple(layout_constexprs(O=o, DO=do).items()),
-                                       tuple(map(bool, even_blocks(shapes, kr_cx, dq_cx))),
-                                       tuple(keyrows_part_blocks(kr_cx, D, 2).items()),
-                                       bool(even_blocks(shapes, keyrows_part_blocks(kr_cx, D, 2),
-                                                        dq_cx)[0])))
+                                       tuple((part, tuple(c.items())) for part, c in
+                                             keyrows_launches(shapes, kr_cx, dq_cx)),
+                                       bool(even_blocks(shapes, kr_cx, dq_cx)[1])))
     programs(_launch)
     if dq32 is not None:
         dq.copy_(dq32)

@@ -1,10 +1,11 @@
-"""The block-sparse backward at head dim 256, its dK/dV program split (SPLIT_KEYROWS, the
-default since the thirty-ninth session) against one program (SPLIT_KEYROWS = ()), and the dK
-program on 32-row query blocks (KEYROWS_DK_BLOCK_M) — one process, configurations alternated
-over rounds, triton.testing.do_bench medians of tessel.attention_backward with a block mask
-(a causal document mask of 4 documents). Prints ms per configuration and the ratio to `one`.
+"""The block-sparse backward at head dim D (256 by default), its dK/dV program split
+(SPLIT_KEYROWS: d256's default since the thirty-ninth session, a candidate at d128) against one
+program (SPLIT_KEYROWS = ()), and the dK program on 32-row query blocks (KEYROWS_DK_BLOCK_M) —
+one process, configurations alternated over rounds, triton.testing.do_bench medians of
+tessel.attention_backward with a block mask (a causal document mask of 4 documents). Prints ms
+per configuration and the ratio to `one`.
 
-    PYTHONPATH=... python3 sparse_bwd.py [--n 4096 8192] [--rounds 2]
+    PYTHONPATH=... python3 sparse_bwd.py [--d 256] [--n 4096 8192] [--rounds 2]
 """
 import argparse
 import statistics
@@ -18,19 +19,23 @@ import torch  # noqa: E402
 import tessel  # noqa: E402
 import tessel.backward as bw  # noqa: E402
 
-CONFIGS = {"one": dict(SPLIT_KEYROWS=(), KEYROWS_DK_BLOCK_M={}),
-           "split": dict(SPLIT_KEYROWS=(256,), KEYROWS_DK_BLOCK_M={}),
-           "split-dk32": dict(SPLIT_KEYROWS=(256,), KEYROWS_DK_BLOCK_M={256: 32})}
+
+def configs(D):
+    return {"one": dict(SPLIT_KEYROWS=(), KEYROWS_DK_BLOCK_M={}),
+            "split": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={}),
+            "split-dk32": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={D: 32})}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, nargs="+", default=[4096, 8192])
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--d", type=int, default=256)
     args = ap.parse_args()
+    CONFIGS = configs(args.d)
     timed, how = make_timer(torch)
     print(f"{torch.cuda.get_device_name()}; {how}")
-    D, H = 256, 8
+    D, H = args.d, 2048 // args.d
     for n in args.n:
         B = max(1, 16384 // n)
         doc = (torch.arange(n, device="cuda") * 4 // n).to(torch.int32).expand(B, n).contiguous()
@@ -58,7 +63,7 @@ def main():
         for name in CONFIGS:
             diff = max((g - w).abs().max().item() for g, w in zip(grads[name], grads["one"]))
             ms = statistics.median(times[name])
-            print(f"n={n} B={B} {name:>11}: {ms:8.3f} ms  one/this {base / ms:5.3f}  "
+            print(f"d{D} n={n} B={B} {name:>11}: {ms:8.3f} ms  one/this {base / ms:5.3f}  "
                   f"max |grad - one's| {diff:.3g}")
 
 
