@@ -321,10 +321,12 @@ def varlen_backward_case(rng):
 
 def block_mask_case(rng):
     """A document mask read from a captured id tensor, through tessel.block_mask (the
-    block-sparse kernels), causal or not, with GQA; o against float64."""
-    c = _dense_case(rng)
+    block-sparse kernels), causal or not, with GQA; o against float64, and half the time dq,
+    dk, dv by tessel.attention_backward over the block mask (blocksparse_backward)."""
+    grad = rng.random() < 0.5
+    c = _dense_case(rng, shorter=grad)
     c.update(Nk=c["Nq"], block_m=None, block_n=None, window_size=None, softcap=None,
-             alibi_slopes=None)
+             alibi_slopes=None, grad=grad)
     (q, k, v), ref = _inputs(rng, c)
     docs = np.sort(rng.integers(0, int(rng.integers(1, 6)), size=c["Nq"])).astype(np.int32)
     ids = BACKEND.index(docs)
@@ -336,15 +338,25 @@ def block_mask_case(rng):
         return (ids[q_idx] == ids[kv_idx]) & (q_idx >= kv_idx)
     mod = causal_document if c["causal"] else same_document
     mask = tessel.block_mask(mod, None, None, c["Nq"], c["Nq"], like=q)
-    o = tessel.attention(q, k, v, scale=c["scale"], enable_gqa=c["H"] != c["Hkv"],
-                         mask_mod=mod, block_mask=mask)
+    options = dict(scale=c["scale"], enable_gqa=c["H"] != c["Hkv"], mask_mod=mod,
+                   block_mask=mask)
+    o, lse = tessel.attention(q, k, v, return_lse=True, **options)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
-    ro, _ = reference_attention(*ref, scale=scale, causal=c["causal"],
-                                allowed=lambda b, h, i, j: docs[i] == docs[j],
+    same = (lambda b, h, i, j: docs[i] == docs[j])
+    ro, _ = reference_attention(*ref, scale=scale, causal=c["causal"], allowed=same,
                                 enable_gqa=c["H"] != c["Hkv"])
     err = _rel(o, ro)
     if err > BACKEND.tol[c["dtype"]]:
         return f"block mask {c} documents {np.bincount(docs).tolist()}: o {err:.2e}"
+    if grad:
+        do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
+        grads = tessel.attention_backward(q, k, v, o, lse, do, **options)
+        want = reference_attention_backward(*ref, do64, scale=scale, causal=c["causal"],
+                                            allowed=same, enable_gqa=c["H"] != c["Hkv"])
+        errs = [_rel(g, w) for g, w in zip(grads, want)]
+        if max(errs) > BACKEND.grad_tol[c["dtype"]]:
+            return f"block mask backward {c} documents {np.bincount(docs).tolist()}: " \
+                f"dq, dk, dv {errs}"
     return None
 
 
