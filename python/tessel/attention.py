@@ -482,6 +482,22 @@ def check_block_sizes(block_m, block_n, fn):
     return tuple(sizes)
 
 
+def softmax_scale(scale, D):
+    """The softmax scale a call uses: 1/sqrt(D) for None, else `scale` as a float — a real,
+    finite number (numpy's and 0-d tensors' too; 0 and negative scales are allowed). A string
+    or a bool is a TypeError and inf or NaN a ValueError here, not an error from float() or
+    NaN rows."""
+    if scale is None:
+        return 1.0 / math.sqrt(D)
+    if isinstance(scale, (bool, str, bytes)) or not hasattr(scale, "__float__"):
+        raise TypeError(f"scale must be a real number (or None: 1/sqrt(head dim)), got "
+                        f"{scale!r}")
+    value = float(scale)
+    if not math.isfinite(value):
+        raise ValueError(f"scale must be finite, got {value}")
+    return value
+
+
 def _check_shapes(qs, ks, vs, enable_gqa):
     if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         bad = next(n for n, s in (("q", qs), ("k", ks), ("v", vs)) if len(s) != 4)
@@ -522,7 +538,7 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
         raise TypeError(f"tessel.attention takes float32, float16, bf16 (uint16 bit patterns) or "
                         f"FP8 e4m3 (uint8 bit patterns) arrays, got {q.dtype}")
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = softmax_scale(scale, D)
     BM = block_m or _block(Nq)
     BN = block_n or _block(Nk)
     q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
@@ -863,7 +879,7 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
                         "numpy arrays on the CPU interpreter")
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     dtype = gpu.torch_dtype_name(q)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = softmax_scale(scale, D)
     # The chip of q's device picks the blocks. The choice is remembered per (dtype, D, ...), not
     # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
     # both, which is correct everywhere and fastest on the first.
@@ -1052,7 +1068,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                            cx["TAIL_FIRST"])
         return (o, lse) if return_lse else o
     consts, default_scale, sms, plain, even, diagonal, tail = c
-    scale = default_scale if scale is None else float(scale)
+    # (a finite Python float as it is: the launch path's common case; the rest checked)
+    scale = default_scale if scale is None else scale if type(scale) is float and \
+        scale - scale == 0.0 else softmax_scale(scale, D)
     o = torch.empty_like(q) if not lay or lay[0] == 0 else output_like(q, torch)
     lse = q.new_empty((B, H, Nq), dtype=torch.float32) if return_lse else \
         gpu.scratch_f32(_lse_buffers, q, B * H * Nq)

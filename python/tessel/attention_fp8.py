@@ -13,7 +13,6 @@ on sm_90a. wgmma reads FP8 operands K-major only, and V in P·V has the keys alo
 the compiler keeps V's blocks transposed in shared memory, the producer warpgroup transposing
 them as it copies (docs/dev/fp8.md), as FlashAttention-3 does.
 """
-import math
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from . import gpu
 from . import grid as _grid
 from . import language as tl
 from .attention import _as_jit, _check_shapes, _chip_for_blocks, _past_i32, attention_rows, \
-    dense_schedule, even_keys, even_keys_allowed, in_chunks
+    dense_schedule, even_keys, even_keys_allowed, in_chunks, softmax_scale
 from .grid import block_and_row, dense_tiles, fold_grid, persistent_programs, short_tiles, \
     tile_block, with_switches
 from .jit import jit
@@ -221,7 +220,7 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                         "numpy arrays (uint8 bit patterns) on the CPU interpreter")
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     out = _out_name(out_dtype)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = softmax_scale(scale, D)
     if _past_i32(q, k, v):
         # The kernels address elements with 32-bit offsets: chunks of batches or of GQA head
         # groups, as fp16 calls run (attention.in_chunks), each with its descales' slice.

@@ -27,7 +27,6 @@ skipping is the identity on dQ, dK and dV — and drops the mask where it shows 
 A gradient flowing into the returned lse (return_lse=True with lse used in the loss) joins dS:
 ∂lse/∂S = P, so dS = P∘(dP − (Δ − dlse)); it is folded into Δ.
 """
-import math
 
 import numpy as np
 
@@ -313,9 +312,9 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
 
 
 def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
-    from .attention import _as_jit, _block, _check_shapes
+    from .attention import _as_jit, _block, _check_shapes, softmax_scale
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = softmax_scale(scale, D)
     BM = block_m or _block(Nq)
     BN = block_n or _block(Nk)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
@@ -557,7 +556,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         TypeError: inputs of mixed kinds or dtypes.
         ValueError: shapes that do not fit together, or a block_mask that does not fit.
     """
-    from .attention import _flash_arguments, _past_i32, _span, check_block_sizes
+    from .attention import _flash_arguments, _past_i32, _span, check_block_sizes, softmax_scale
     block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention_backward")
     if cpu_tensors.is_cpu_tensor(q):
         return cpu_tensors.call(
@@ -585,7 +584,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
                 (block_mask.BLOCK_M, block_mask.BLOCK_N)
             return blocksparse_backward.backward(
                 q, k, v, o, lse, do, block_mask,
-                1.0 / math.sqrt(D) if scale is None else float(scale), score_mod, mask_mod,
+                softmax_scale(scale, D), score_mod, mask_mod,
                 block_m or min(fast[0], block_mask.BLOCK_M),
                 block_n or min(fast[1], block_mask.BLOCK_N), dlse)
     if gpu.is_torch_tensor(q):

@@ -34,7 +34,6 @@ program an SM walking the tiles BlockMask.schedule hands it; grid.persistent_pro
 block_mask_kernel looks at a block in 32x32 pieces (EVAL_BLOCK): it runs on the reference
 lowering, whose tiles live in shared memory, and a 128x128 piece would not fit there.
 """
-import math
 
 import numpy as np
 
@@ -499,7 +498,7 @@ def kernel_blocks(bm, q, D, block_m, block_n):
 
 def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_n, causal):
     """(args, constexprs, grid, o, lse) of block_sparse_attention_kernel for this call."""
-    from .attention import _as_jit, _check_shapes, _chip_for_blocks
+    from .attention import _as_jit, _check_shapes, _chip_for_blocks, softmax_scale
     on_gpu = gpu.is_torch_tensor(q)
     if on_gpu:
         torch = gpu.torch_module()
@@ -518,7 +517,7 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
         raise TypeError(f"q, k and v differ in dtype: {q.dtype}, {k.dtype}, {v.dtype}")
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = softmax_scale(scale, D)
     BM, BN = kernel_blocks(bm, q, D, block_m, block_n)
     nqb = bm.kv_num_blocks.shape[2]
     nbh = bm.kv_num_blocks.shape[1]

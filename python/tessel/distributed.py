@@ -674,7 +674,8 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     if Hkv == 0:
         raise ValueError(f"the number of query heads ({H}) must be a multiple of the number of "
                          f"key/value heads ({Hkv})")
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    from .attention import softmax_scale
+    scale = softmax_scale(scale, D)
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     q, k, v = (x.contiguous() for x in (q, k, v))
     if window_size is not None or softcap is not None or alibi_slopes is not None:

@@ -11,7 +11,6 @@ varlen and the contiguous cache. Decoding against a cache (few query rows per KV
 the split-KV path of serving_decode.py: GQA packing and flash-decoding's split of the keys,
 merged by a DSL program (docs/dev/serving.md).
 """
-import math
 
 import numpy as np
 
@@ -123,7 +122,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if H * max(total_q, 1) > _I32_MAX or max(total_q, total_k) * H * D > 2**40:
         raise ValueError(f"tessel.{fn}: {total_q} query rows x {H} heads are too many for "
                          "32-bit row indices")
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    from .attention import softmax_scale
+    scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
     BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)) or \
         _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
@@ -275,7 +275,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                                  f"a page of the cache (0 to {n0 - 1})")
     if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
         raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    from .attention import softmax_scale
+    scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
     G = H // Hkv

@@ -380,6 +380,38 @@ def test_bad_block_sizes_are_clear_errors(blocks, error, match):
                                   block_m=bm, block_n=bn)
 
 
+@pytest.mark.parametrize("scale,error,match", [
+    ("0.1", TypeError, "scale must be a real number"),
+    (True, TypeError, "scale must be a real number"),
+    ([0.1], TypeError, "scale must be a real number"),
+    (float("nan"), ValueError, "scale must be finite"),
+    (float("inf"), ValueError, "scale must be finite")])
+def test_bad_scales_are_clear_errors(scale, error, match):
+    # A string failed inside float() with "could not convert string to float"; NaN and inf
+    # gave NaN rows without a word.
+    q = np.random.default_rng(0).standard_normal((1, 2, 24, 16)).astype(np.float32)
+    lse = np.zeros((1, 2, 24), np.float32)
+    calls = [lambda: tessel.attention(q, q, q, scale=scale),
+             lambda: tessel.compile_attention(q, q, q, scale=scale),
+             lambda: tessel.attention_backward(q, q, q, q, lse, q, scale=scale),
+             lambda: tessel.attention_varlen(q[0].transpose(1, 0, 2), q[0].transpose(1, 0, 2),
+                                             q[0].transpose(1, 0, 2),
+                                             np.array([0, 24], np.int32),
+                                             np.array([0, 24], np.int32), 24, 24, scale=scale)]
+    for call in calls:
+        with pytest.raises(error, match=match):
+            call()
+
+
+def test_scales_of_numpy_and_zero_stay_allowed():
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 2, 24, 16)).astype(np.float32) for _ in range(3))
+    for scale in (np.float32(0.3), np.float64(-0.2), 0, 0.0):
+        want, _ = reference_attention(q, k, v, scale=float(scale))
+        o = tessel.attention(q, k, v, scale=scale)
+        assert np.abs(np.asarray(o, np.float64) - want).max() < 1e-5
+
+
 def test_odd_block_sizes_still_run_on_the_interpreter():
     # Positive sizes that are not powers of two stay allowed (the fast paths take multiples of
     # 16 such as 80; the interpreter any): exact against float64.
