@@ -210,10 +210,11 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
 
 
 def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, block_m, block_n,
-        launch=_launch):
+        launch=_launch, dq_block_n=None):
     """Both programs over block mask `bm` (Δ given). dk and dv have H heads under GQA (one per
     query head, for the caller to sum) or Hkv; arrays or CUDA tensors alike. `launch`: as
-    backward._run's."""
+    backward._run's. `dq_block_n`: the dQ program's key block where it is smaller than
+    `block_n` (it divides it)."""
     from .attention import _as_jit
     B, H, Nq, D = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
@@ -227,7 +228,8 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
         launch(attention_bwd_dq_sparse, fold_grid(-(-Nq // block_m), B * H),
             q, k, v, do, lse, delta, dq, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
             bm.full_kv_indices, Nq, Nk, H, Hkv, scale, sb, sh,
-            int(np.prod(bm.kv_num_blocks.shape)), **cx)
+            int(np.prod(bm.kv_num_blocks.shape)),
+            **dict(cx, BLOCK_N=min(block_n, dq_block_n or block_n)))
         tq = transposed_lists(bm)
         # Where the dense backward splits dV and dK (backward.SPLIT_KEYROWS: their two float32
         # accumulators spill beside each other), so does this one: PART 1, then 2 — the dK
@@ -259,14 +261,20 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
         dk_h = torch.zeros(B, H, Nk, D, dtype=k.dtype, device=k.device)
         dv_h = torch.zeros_like(dk_h)
 
+        from .attention import _as_jit, _chip_for_blocks
+        chip = _chip_for_blocks(q)
+        # The dQ program's key block no larger than the dense one's on sm_90a (at d256 its
+        # S and dP beside the 64×256 accumulator spill less on fewer keys).
+        dq_bn = dense.FAST_DQ_BLOCKS_SM90.get(D, (0, None))[1] if chip == "sm_90a" else None
+
         def programs(launch, side=None):
             delta = delta_cuda(o, do, dlse, launch=launch)
             run(q, k, v, lse, do, delta, dq, dk_h, dv_h, bm, scale, score_mod, mask_mod,
-                block_m, block_n, launch=launch)
-        from .attention import _as_jit, _chip_for_blocks
-        _compile_programs(_chip_for_blocks(q), programs, (
-            "block mask", q.dtype, D, block_m, block_n, bm.BLOCK_M, bm.BLOCK_N,
-            _as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod")))
+                block_m, block_n, launch=launch, dq_block_n=dq_bn)
+        _compile_programs(chip, programs, (
+            "block mask", q.dtype, D, block_m, block_n, dq_bn, bm.BLOCK_M, bm.BLOCK_N,
+            _as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod"),
+            D in dense.SPLIT_KEYROWS, dense.KEYROWS_DK_BLOCK_M.get(D)))
         programs(_launch)
         return _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v)
     q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))

@@ -165,20 +165,21 @@ def test_automatic_block_mask(dtype):
         doc[:, 500:] = 2                                                 # in place: rebuilt
 
 
-@pytest.mark.parametrize("D,dk_rows", [(64, None), (256, None), (256, 32)],
-                         ids=["d64", "d256", "d256-dk32"])
+@pytest.mark.parametrize("D,candidates", [(64, False), (256, False), (256, True)],
+                         ids=["d64", "d256", "d256-candidates"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("explicit", [True, False], ids=["block_mask", "automatic"])
-def test_gradients_with_a_block_mask(explicit, sparse, D, dk_rows, monkeypatch):
+def test_gradients_with_a_block_mask(explicit, sparse, D, candidates, monkeypatch):
     """Inputs that require grad: the block-sparse forward and the backward — the dense programs
     with the mask_mod, or blocksparse_backward's (backward.SPARSE_BACKWARD_ON_GPU) — give the
     gradients of float64 autograd with the same mask (within twice the error of the same
-    computation in bf16). d256 splits dV and dK (SPLIT_KEYROWS); `dk_rows`: the dK program's
-    candidate query blocks (KEYROWS_DK_BLOCK_M)."""
+    computation in bf16). d256 splits dV and dK (SPLIT_KEYROWS); `candidates`: d256's
+    candidate blocks (the dK program on 32 query rows, the dQ program on 32 keys)."""
     from tessel import backward as bw
     monkeypatch.setattr(bw, "SPARSE_BACKWARD_ON_GPU", sparse)
-    if dk_rows:
-        monkeypatch.setattr(bw, "KEYROWS_DK_BLOCK_M", {D: dk_rows})
+    if candidates:
+        monkeypatch.setattr(bw, "KEYROWS_DK_BLOCK_M", {D: 32})
+        monkeypatch.setattr(bw, "FAST_DQ_BLOCKS_SM90", {D: (64, 32)})
     B, H, N = 2, 2, 300
     gen = torch.Generator(device="cuda").manual_seed(5)
     doc = torch.zeros(B, N, dtype=torch.int32, device="cuda")

@@ -353,7 +353,8 @@ def test_block_sparse_backward(block_m, block_n, split, monkeypatch):
     """The backward programs over a block mask (blocksparse_backward: dQ over the key lists,
     dK/dV over the transposed query lists) against the dense backward with the same mask_mod,
     GQA, a score_mod, rows with no key, lengths not a multiple of the blocks; `split`: dV and
-    dK by two programs, as at the head dims in backward.SPLIT_KEYROWS (d256)."""
+    dK by two programs, as at the head dims in backward.SPLIT_KEYROWS (d256), the dK program on
+    query blocks of its own and the dQ program on key blocks of its own (d256's candidates)."""
     from tessel import backward
     from tessel import blocksparse_backward as sb
     monkeypatch.setattr(backward, "SPLIT_KEYROWS", (16,) if split else ())
@@ -363,9 +364,12 @@ def test_block_sparse_backward(block_m, block_n, split, monkeypatch):
     def launch(program, grid, *args, **cx):
         if program is sb.attention_bwd_dkdv_sparse:
             parts.append((cx.get("PART", 0), cx["BLOCK_M"]))
+        if program is sb.attention_bwd_dq_sparse:
+            parts.append(("dq", cx["BLOCK_N"]))
         backward._launch(program, grid, *args, **cx)
     real_run = sb.run
-    monkeypatch.setattr(sb, "run", lambda *args: real_run(*args, launch=launch))
+    monkeypatch.setattr(sb, "run", lambda *args: real_run(
+        *args, launch=launch, dq_block_n=8 if split else None))
     rng = np.random.default_rng()
     Nq, Nk = 150, 130
     doc = random_docs(2, max(Nq, Nk), rng)
@@ -381,7 +385,8 @@ def test_block_sparse_backward(block_m, block_n, split, monkeypatch):
                                      enable_gqa=True)
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
         assert max_rel_error(g, w) < 1e-4, name
-    assert parts == ([(1, block_m), (2, 8)] if split else [(0, block_m)])
+    assert parts == ([("dq", 8), (1, block_m), (2, 8)] if split else
+                     [("dq", block_n), (0, block_m)])
 
 
 def test_transposed_lists():

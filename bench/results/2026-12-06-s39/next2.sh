@@ -8,7 +8,7 @@ export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/py
 r=$OUT/next2; mkdir -p $r
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
 for d in 256 128; do
-  timeout 150 python3 bench/results/2026-12-06-s39/sparse_bwd.py --d $d 2>&1 | tail -7 | tee -a $r/sparse.log
+  timeout 150 python3 bench/results/2026-12-06-s39/sparse_bwd.py --d $d 2>&1 | tail -9 | tee -a $r/sparse.log
 done
 cd test/gpu
 for v in "" "--dk-block-m 32" "--dq-blocks 64x32" "--dk-block-m 32 --dq-blocks 64x32"; do

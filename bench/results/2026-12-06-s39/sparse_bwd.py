@@ -1,6 +1,7 @@
 """The block-sparse backward at head dim D (256 by default), its dK/dV program split
 (SPLIT_KEYROWS: d256's default since the thirty-ninth session, a candidate at d128) against one
-program (SPLIT_KEYROWS = ()), and the dK program on 32-row query blocks (KEYROWS_DK_BLOCK_M) —
+program (SPLIT_KEYROWS = ()), the dK program on 32-row query blocks (KEYROWS_DK_BLOCK_M)
+and the dQ program on 32-key blocks (FAST_DQ_BLOCKS_SM90) —
 one process, configurations alternated over rounds, triton.testing.do_bench medians of
 tessel.attention_backward with a block mask (a causal document mask of 4 documents). Prints ms
 per configuration and the ratio to `one`.
@@ -21,9 +22,13 @@ import tessel.backward as bw  # noqa: E402
 
 
 def configs(D):
-    return {"one": dict(SPLIT_KEYROWS=(), KEYROWS_DK_BLOCK_M={}),
-            "split": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={}),
-            "split-dk32": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={D: 32})}
+    dq = dict(bw.FAST_DQ_BLOCKS_SM90)
+    return {"one": dict(SPLIT_KEYROWS=(), KEYROWS_DK_BLOCK_M={}, FAST_DQ_BLOCKS_SM90=dq),
+            "split": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={}, FAST_DQ_BLOCKS_SM90=dq),
+            "split-dk32": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={D: 32},
+                               FAST_DQ_BLOCKS_SM90=dq),
+            "split-dk32-dq32": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={D: 32},
+                                    FAST_DQ_BLOCKS_SM90=dict(dq, **{D: (64, 32)}))}
 
 
 def main():
