@@ -22,6 +22,7 @@ mkdir -p "$logs"
 # One log comes back (the device tool returns at most 8 files): every part appends to it.
 # TESSEL_GPU_CHECK_SKIP="name ..." leaves parts out (to spend less device time on a re-check);
 # TESSEL_GPU_CHECK_ONLY="name ..." runs those parts alone (one device call's share of the check).
+# Each part says how long it took (plan device calls by it).
 # TESSEL_GPU_CHECK_JOBS=N runs the pytest suites N at a time (they compile more than they run:
 # the host's cores bound them, not the GPU), each suite's log appended whole when it ends;
 # every other part waits for them and runs alone, so the timings have the GPU to themselves.
@@ -38,7 +39,7 @@ drain() {  # waits for the suites in the background, appends their logs, remembe
   wait
   local name
   for name in "${running[@]}"; do
-    echo "== $name" | tee -a "$out/gpu-check.log"
+    echo "== $name ($(cat "$logs/$name.secs" 2>/dev/null) s)" | tee -a "$out/gpu-check.log"
     tee -a "$out/gpu-check.log" < "$logs/$name.log"
     [ "$(cat "$logs/$name.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
   done
@@ -65,8 +66,10 @@ step() {  # step NAME COMMAND...: runs one part alone, keeps its log, remembers 
   wanted "$name" || return 0
   drain
   echo "== $name" | tee -a "$out/gpu-check.log"
+  local start=$SECONDS
   "$@" 2>&1 | tee "$logs/$name.log" | tee -a "$out/gpu-check.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
+  echo "== $name: $((SECONDS - start)) s" | tee -a "$out/gpu-check.log"
 }
 tests() {  # tests NAME COMMAND...: a correctness part, beside others with TESSEL_GPU_CHECK_JOBS
   local name=$1; shift
@@ -75,7 +78,8 @@ tests() {  # tests NAME COMMAND...: a correctness part, beside others with TESSE
   # (not `jobs -rp` in a command substitution: the subshell's job table is not kept current)
   while [ "$(running_count)" -ge "$jobs_max" ]; do wait -n; done
   echo "== $name: started"
-  ( "$@" > "$logs/$name.log" 2>&1; echo $? > "$logs/$name.rc" ) &
+  ( start=$SECONDS; "$@" > "$logs/$name.log" 2>&1; echo $? > "$logs/$name.rc"
+    echo $((SECONDS - start)) > "$logs/$name.secs" ) &
   running+=("$name") pids+=($!)
 }
 pytest_file() {  # pytest_file FILE [ARG...]: one test/gpu file on the shared kernel cache; a
