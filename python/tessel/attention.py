@@ -740,9 +740,13 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                                  block_m=block_m, block_n=block_n, block_mask=block_mask,
                                  deterministic=deterministic)
     if block_mask is not None:
+        from . import blocksparse as bmod
+        if bmod.runs_as_causal(block_mask, q, k, mask_mod, causal, block_m, block_n):
+            return attention(q, k, v, causal=True, scale=scale, score_mod=score_mod,
+                             enable_gqa=enable_gqa, return_lse=return_lse,
+                             deterministic=deterministic)
         if not gpu.is_torch_tensor(q):
             _refuse_grad(q, k, v)
-        from . import blocksparse as bmod
         return bmod.attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse,
                               block_mask, block_m, block_n, causal,
                               deterministic=deterministic)

@@ -59,10 +59,13 @@ def list_descs(num, idx, full_num, full_idx, n_rows, width):
 
 
 @jit
-def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_rows,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVAL_M: tl.constexpr,
-                      EVAL_N: tl.constexpr, NKB_P: tl.constexpr, MASK_MOD: tl.constexpr):
+def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, off_causal, nq, nk, HB,
+                      n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      EVAL_M: tl.constexpr, EVAL_N: tl.constexpr, NKB_P: tl.constexpr,
+                      MASK_MOD: tl.constexpr):
     # Grid as attention_kernel's: query blocks on x, (b, h) of the block mask on y, folded.
+    # off_causal[row]: the pairs of the row whose verdict differs from q_idx >= kv_idx
+    # (BlockMask.is_causal: all zero, and the call runs the dense causal kernel).
     n_qb = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, BLOCK_N)
     pid_m, bh = block_and_row(n_qb)
@@ -75,6 +78,7 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
     slots = tl.arange(0, NKB_P)
     n_part = tl.zeros((1,), tl.int32)
     n_full = tl.zeros((1,), tl.int32)
+    n_off = tl.zeros((1,), tl.int32)
     part = tl.zeros((NKB_P,), tl.int32)
     full = tl.zeros((NKB_P,), tl.int32)
     for kb in range(0, n_kb):
@@ -93,6 +97,8 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
                 allowed = valid & MASK_MOD(b, h, q_idx, kv_idx)
                 n_ok = n_ok + tl.sum(tl.sum(allowed, axis=1)[None, :], axis=1)       # (1,)
                 n_valid = n_valid + tl.sum(tl.sum(valid, axis=1)[None, :], axis=1)
+                off = allowed != (valid & (q_idx >= kv_idx))
+                n_off = n_off + tl.sum(tl.sum(off, axis=1)[None, :], axis=1)
         # Full: every pair allowed and no padded key (the full loop masks nothing, not even
         # kv_idx < nk). Padded query rows are never stored, so they do not count.
         is_full = (n_ok == n_valid) & (j + BLOCK_N <= nk)
@@ -103,6 +109,7 @@ def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, nq, nk, HB, n_
         n_full = n_full + is_full.to(tl.int32)
     tl.store(cnd, (row,), n_part)
     tl.store(fcnd, (row,), n_full)
+    tl.store(tl.make_desc(off_causal, shape=(n_rows,), strides=(1,)), (row,), n_off)
     tl.store(idd, (row, 0), part[None, :])
     tl.store(fidd, (row, 0), full[None, :])
 
@@ -231,13 +238,16 @@ class BlockMask:
         BLOCK_M: the query block size.
         BLOCK_N: the key block size.
         mask_mod: the function it was made from.
+        off_causal: int32 ``[B', H', NQB]``, the pairs of each query block whose verdict
+            differs from causal's ``q_idx >= kv_idx`` (None where unknown): see ``is_causal``.
 
     ``B' = B or 1``, ``H' = H or 1``, ``NQB = ceil(Nq / BLOCK_M)``, ``NKB = ceil(Nk /
     BLOCK_N)``. numpy arrays (interpreter) or CUDA torch tensors (GPU), as made.
     """
 
     def __init__(self, kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices, shape,
-                 BLOCK_M, BLOCK_N, mask_mod):
+                 BLOCK_M, BLOCK_N, mask_mod, off_causal=None):
+        self.off_causal = off_causal
         self.kv_num_blocks = kv_num_blocks
         self.kv_indices = kv_indices
         self.full_kv_num_blocks = full_kv_num_blocks
@@ -246,6 +256,18 @@ class BlockMask:
         self.BLOCK_M = BLOCK_M
         self.BLOCK_N = BLOCK_N
         self.mask_mod = mask_mod
+
+    @property
+    def is_causal(self):
+        """Whether the mask is causal attention's: as many queries as keys, and the mask_mod
+        allowed exactly the pairs ``q_idx >= kv_idx`` wherever it was evaluated. tessel.attention
+        then runs its dense causal kernel (no block lists, no mask_mod: FlexAttention's causal
+        mask_mod at the dense kernel's speed). Read once (one copy to the host) and kept."""
+        if "_is_causal" not in self.__dict__:
+            off = self.off_causal
+            self._is_causal = off is not None and self.shape[2] == self.shape[3] and \
+                not int((off.sum() if self.on_gpu else np.sum(off)))
+        return self._is_causal
 
     @property
     def on_gpu(self):
@@ -396,21 +418,21 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
     nqb, nkb = -(-Nq // BM), -(-Nk // BN)
     rows = nb * nh * nqb
     if place is None:
-        counts = [np.zeros((nb, nh, nqb), np.int32) for _ in range(2)]
+        counts = [np.zeros((nb, nh, nqb), np.int32) for _ in range(3)]
         lists = [np.zeros((nb, nh, nqb, nkb), np.int32) for _ in range(2)]
     else:
         torch = gpu.torch_module()
-        counts = [torch.zeros((nb, nh, nqb), dtype=torch.int32, device=place) for _ in range(2)]
+        counts = [torch.zeros((nb, nh, nqb), dtype=torch.int32, device=place) for _ in range(3)]
         lists = [torch.zeros((nb, nh, nqb, nkb), dtype=torch.int32, device=place)
                  for _ in range(2)]
     if rows and nkb:
         grid = fold_grid(nqb, nb * nh)
-        block_mask_kernel[grid](counts[0], lists[0], counts[1], lists[1], Nq, Nk, nh, rows,
-                                BLOCK_M=BM, BLOCK_N=BN, EVAL_M=min(BM, EVAL_BLOCK),
+        block_mask_kernel[grid](counts[0], lists[0], counts[1], lists[1], counts[2], Nq, Nk, nh,
+                                rows, BLOCK_M=BM, BLOCK_N=BN, EVAL_M=min(BM, EVAL_BLOCK),
                                 EVAL_N=min(BN, EVAL_BLOCK), NKB_P=_pow2(nkb),
                                 MASK_MOD=_as_jit(mask_mod, "mask_mod"))
     return BlockMask(counts[0], lists[0], counts[1], lists[1], (B_, H_, Nq, Nk), BM, BN,
-                     mask_mod)
+                     mask_mod, off_causal=counts[2])
 
 
 def _same_mod(a, b):
@@ -434,6 +456,16 @@ def _same_mod(a, b):
         return True
     except (AttributeError, ValueError, TypeError):
         return False
+
+
+def runs_as_causal(bm, q, k, mask_mod, causal, block_m, block_n):
+    """Whether a call with block mask `bm` runs tessel.attention's dense causal kernel instead
+    of the block-sparse one (after the checks that `bm` fits the call): the mask is causal's
+    (BlockMask.is_causal) and no kernel blocks were asked for. The dense kernel skips the same
+    blocks without reading lists, and a score_mod rides along unchanged."""
+    check_block_mask(bm, mask_mod, q.shape[0], q.shape[1], q.shape[2], k.shape[2],
+                     gpu.is_torch_tensor(q), causal, block_m, block_n)
+    return block_m is None and block_n is None and bm.is_causal
 
 
 def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n):

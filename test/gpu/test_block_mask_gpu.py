@@ -165,6 +165,33 @@ def test_automatic_block_mask(dtype):
         doc[:, 500:] = 2                                                 # in place: rebuilt
 
 
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_a_causal_block_mask_runs_the_dense_causal_kernel(D):
+    """A block mask of causal's mask_mod (BlockMask.is_causal, worked out on the GPU) runs
+    tessel.attention's dense causal kernel: the dense call's output bit for bit, and its
+    backward's gradients."""
+    B, H, N = 2, 4, 1000
+    gen = torch.Generator(device="cuda").manual_seed(D)
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+    bm = tessel.block_mask(causal, None, None, N, N, device="cuda")
+    assert bm.is_causal
+    q, k, v, do = (torch.randn(B, H, N, D, device="cuda", generator=gen).to(torch.float16)
+                   for _ in range(4))
+    assert torch.equal(tessel.attention(q, k, v, mask_mod=causal, block_mask=bm),
+                       tessel.attention(q, k, v, causal=True))
+    leaves = [[x.clone().requires_grad_() for x in (q, k, v)] for _ in range(2)]
+    tessel.attention(*leaves[0], mask_mod=causal, block_mask=bm).backward(do)
+    tessel.attention(*leaves[1], causal=True).backward(do)
+    # dK and dV as written by the same program; dQ may be added up by float32 atomics
+    # (backward.FUSED_DQ_DIMS), in an order that varies from run to run.
+    dq, dq_dense = leaves[0][0].grad.float(), leaves[1][0].grad.float()
+    assert (dq - dq_dense).abs().max() <= 1e-2 * max(1.0, dq_dense.abs().max().item())
+    for a, b in zip(leaves[0][1:], leaves[1][1:]):
+        assert torch.equal(a.grad, b.grad)
+
+
 @pytest.mark.parametrize("D,candidates", [(64, False), (256, False), (256, True)],
                          ids=["d64", "d256", "d256-candidates"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])

@@ -286,8 +286,8 @@ def test_the_programs_compile_for_sm_80(D, tmp_path, monkeypatch):
     assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
     # 131,072 keys: lists of 1,024 blocks, carried as tiles.
     classify = block_mask_kernel.warmup(
-        bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices, N, N,
-        1, 64, BLOCK_M=128, BLOCK_N=128, EVAL_M=EVAL_BLOCK, EVAL_N=EVAL_BLOCK, NKB_P=1024,
+        bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices,
+        bm.off_causal, N, N, 1, 64, BLOCK_M=128, BLOCK_N=128, EVAL_M=EVAL_BLOCK, EVAL_N=EVAL_BLOCK, NKB_P=1024,
         MASK_MOD=_as_jit(mask, "mask_mod"))
     binary = classify.binary(tessel.GpuOptions(chip="sm_80"))
     assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
@@ -387,6 +387,43 @@ def test_block_sparse_backward(block_m, block_n, split, monkeypatch):
         assert max_rel_error(g, w) < 1e-4, name
     assert parts == ([("dq", 8), (1, block_m), (2, 8)] if split else
                      [("dq", block_n), (0, block_m)])
+
+
+def test_a_causal_block_mask_runs_the_dense_causal_kernel(monkeypatch):
+    """BlockMask.is_causal: a mask_mod that allows exactly q_idx >= kv_idx (written so, or a
+    document mask of one document) at Nq == Nk runs tessel.attention's dense causal kernel and
+    its backward — the same results bit for bit — and never the block-sparse programs; other
+    masks and other lengths keep them."""
+    from tessel import blocksparse as bmod
+    rng = np.random.default_rng(4)
+    one_doc = np.zeros(100, np.int32)
+    causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx
+    document = lambda b, h, q_idx, kv_idx: (one_doc[q_idx] == one_doc[kv_idx]) & \
+        (q_idx >= kv_idx)
+    window = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < 10)
+    below = lambda b, h, q_idx, kv_idx: q_idx > kv_idx
+    assert tessel.block_mask(causal, None, None, 100, 100, BLOCK_M=32, BLOCK_N=32).is_causal
+    assert tessel.block_mask(document, 1, 2, 100, 100, BLOCK_M=16, BLOCK_N=32).is_causal
+    assert not tessel.block_mask(window, None, None, 100, 100).is_causal
+    assert not tessel.block_mask(below, None, None, 100, 100).is_causal   # one pair a row off
+    assert not tessel.block_mask(causal, None, None, 80, 100).is_causal   # causal, not square
+    q, k, v, do = qkv(1, 2, 100, 100, seed=4) + (rng.standard_normal((1, 2, 100, 16))
+                                                 .astype(np.float32),)
+    want = tessel.attention(q, k, v, causal=True, score_mod=softcap, return_lse=True)
+    want_grads = tessel.attention_backward(q, k, v, *want, do, causal=True, score_mod=softcap)
+    monkeypatch.setattr(bmod, "attention", None)                  # not called
+    import tessel.blocksparse_backward as sb
+    monkeypatch.setattr(sb, "backward", None)
+    for mod in (causal, document):
+        bm = tessel.block_mask(mod, None, None, 100, 100, BLOCK_M=32, BLOCK_N=32)
+        got = tessel.attention(q, k, v, mask_mod=mod, block_mask=bm, score_mod=softcap,
+                               return_lse=True)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+        grads = tessel.attention_backward(q, k, v, *got, do, mask_mod=mod, block_mask=bm,
+                                          score_mod=softcap)
+        assert all(np.array_equal(g, w) for g, w in zip(grads, want_grads))
+    with pytest.raises(ValueError, match="other mask_mod"):     # the checks still hold
+        tessel.attention(q, k, v, mask_mod=window, block_mask=bm)
 
 
 def test_transposed_lists():
