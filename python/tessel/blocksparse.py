@@ -247,7 +247,6 @@ class BlockMask:
 
     def __init__(self, kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices, shape,
                  BLOCK_M, BLOCK_N, mask_mod, off_causal=None):
-        self.off_causal = off_causal
         self.kv_num_blocks = kv_num_blocks
         self.kv_indices = kv_indices
         self.full_kv_num_blocks = full_kv_num_blocks
@@ -256,6 +255,7 @@ class BlockMask:
         self.BLOCK_M = BLOCK_M
         self.BLOCK_N = BLOCK_N
         self.mask_mod = mask_mod
+        self.off_causal = off_causal
 
     @property
     def is_causal(self):
@@ -463,6 +463,8 @@ def runs_as_causal(bm, q, k, mask_mod, causal, block_m, block_n):
     of the block-sparse one (after the checks that `bm` fits the call): the mask is causal's
     (BlockMask.is_causal) and no kernel blocks were asked for. The dense kernel skips the same
     blocks without reading lists, and a score_mod rides along unchanged."""
+    if len(q.shape) != 4 or len(k.shape) != 4:
+        return False                   # the block-sparse path's shape checks explain it
     check_block_mask(bm, mask_mod, q.shape[0], q.shape[1], q.shape[2], k.shape[2],
                      gpu.is_torch_tensor(q), causal, block_m, block_n)
     return block_m is None and block_n is None and bm.is_causal
