@@ -259,10 +259,12 @@ class BlockMask:
 
     @property
     def is_causal(self):
-        """Whether the mask is causal attention's: as many queries as keys, and the mask_mod
-        allowed exactly the pairs ``q_idx >= kv_idx`` wherever it was evaluated. tessel.attention
-        then runs its dense causal kernel (no block lists, no mask_mod: FlexAttention's causal
-        mask_mod at the dense kernel's speed). Read once (one copy to the host) and kept."""
+        """Whether the mask is causal attention's, with as many queries as keys and the
+        mask_mod allowing exactly the pairs ``q_idx >= kv_idx`` wherever it was evaluated.
+
+        tessel.attention then runs its dense causal kernel (no block lists, no mask_mod), so
+        FlexAttention's causal mask_mod runs at the dense kernel's speed. Read once (one copy
+        to the host) and kept."""
         if "_is_causal" not in self.__dict__:
             off = self.off_causal
             self._is_causal = off is not None and self.shape[2] == self.shape[3] and \
