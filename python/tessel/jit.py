@@ -23,7 +23,6 @@ cache hit. A miss (or a call the C side cannot bind simply) goes the slow way (`
 classify, trace, compile through the kernel cache, make the launcher), which remembers the entry
 (``_remember``) for the next call.
 """
-import ast
 import dataclasses
 import hashlib
 import inspect
