@@ -741,7 +741,10 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                                  deterministic=deterministic)
     if block_mask is not None:
         from . import blocksparse as bmod
-        if bmod.runs_as_causal(block_mask, q, k, mask_mod, causal, block_m, block_n):
+        if bmod.runs_as_causal(block_mask, block_m, block_n):
+            B, H, Nq, _, _, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+            bmod.check_block_mask(block_mask, mask_mod, B, H, Nq, Nk, gpu.is_torch_tensor(q),
+                                  causal, None, None)
             return attention(q, k, v, causal=True, scale=scale, score_mod=score_mod,
                              enable_gqa=enable_gqa, return_lse=return_lse,
                              deterministic=deterministic)

@@ -576,7 +576,9 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         from . import blocksparse, blocksparse_backward
         B, H, Nq, D = q.shape
         on_gpu = gpu.is_torch_tensor(q)
-        if blocksparse.runs_as_causal(block_mask, q, k, mask_mod, causal, block_m, block_n):
+        blocksparse.check_block_mask(block_mask, mask_mod, B, H, Nq, k.shape[2], on_gpu,
+                                     causal, block_m, block_n)
+        if blocksparse.runs_as_causal(block_mask, block_m, block_n):
             # The forward ran the dense causal kernel (tessel.attention): so does the backward.
             causal, mask_mod = True, None
         elif not on_gpu or (SPARSE_BACKWARD_ON_GPU and _fast_backward_config(

@@ -460,16 +460,13 @@ def _same_mod(a, b):
         return False
 
 
-def runs_as_causal(bm, q, k, mask_mod, causal, block_m, block_n):
+def runs_as_causal(bm, block_m, block_n):
     """Whether a call with block mask `bm` runs tessel.attention's dense causal kernel instead
-    of the block-sparse one (after the checks that `bm` fits the call): the mask is causal's
-    (BlockMask.is_causal) and no kernel blocks were asked for. The dense kernel skips the same
-    blocks without reading lists, and a score_mod rides along unchanged."""
-    if len(q.shape) != 4 or len(k.shape) != 4:
-        return False                   # the block-sparse path's shape checks explain it
-    check_block_mask(bm, mask_mod, q.shape[0], q.shape[1], q.shape[2], k.shape[2],
-                     gpu.is_torch_tensor(q), causal, block_m, block_n)
-    return block_m is None and block_n is None and bm.is_causal
+    of the block-sparse one: the mask is causal's (BlockMask.is_causal) and no kernel blocks
+    were asked for. The dense kernel skips the same blocks without reading lists, and a
+    score_mod rides along unchanged. The caller still checks that `bm` fits the call
+    (check_block_mask), as the block-sparse path does."""
+    return isinstance(bm, BlockMask) and block_m is None and block_n is None and bm.is_causal
 
 
 def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n):
