@@ -121,17 +121,22 @@ suite serving_gpu test_serving_gpu.py
 suite tile_programs test_tile_programs_gpu.py
 step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tessel-run" \
   --json "$out/sweep.json"
-step attention_mma python3 "$root/test/gpu/check_attention_mma.py" \
-  --tessel-run "$work/bin/tessel-run" --json "$out/attention_mma.json"
-step attention_wgmma python3 "$root/test/gpu/check_attention_wgmma.py" \
-  --tessel-run "$work/bin/tessel-run" --json "$out/attention_wgmma.json" --budget-s 200
-# TESSEL_GPU_CHECK_OVERLAP=1: the wgmma table again with FA3's overlap (tilegpu-overlap-wgmma):
-# every correctness case with --wgmma-overlap, each speed row with and without it.
-if [ "${TESSEL_GPU_CHECK_OVERLAP:-0}" = 1 ]; then
-  step attention_wgmma_overlap python3 "$root/test/gpu/check_attention_wgmma.py" \
-    --tessel-run "$work/bin/tessel-run" --json "$out/attention_wgmma_overlap.json" \
-    --budget-s 200 --overlap
-fi
+speed_tables() {  # speed_tables SUFFIX TESSEL_RUN: the mma.sync and wgmma tables of one
+  # tessel-run, parts and JSON named with SUFFIX. TESSEL_GPU_CHECK_OVERLAP=1: the wgmma table
+  # again with FA3's overlap (tilegpu-overlap-wgmma): every correctness case with
+  # --wgmma-overlap, each speed row with and without it.
+  local suffix=$1 run=$2
+  step "attention_mma$suffix" python3 "$root/test/gpu/check_attention_mma.py" \
+    --tessel-run "$run" --json "$out/attention_mma$suffix.json"
+  step "attention_wgmma$suffix" python3 "$root/test/gpu/check_attention_wgmma.py" \
+    --tessel-run "$run" --json "$out/attention_wgmma$suffix.json" --budget-s 200
+  if [ "${TESSEL_GPU_CHECK_OVERLAP:-0}" = 1 ]; then
+    step "attention_wgmma_overlap$suffix" python3 "$root/test/gpu/check_attention_wgmma.py" \
+      --tessel-run "$run" --json "$out/attention_wgmma_overlap$suffix.json" --budget-s 200 \
+      --overlap
+  fi
+}
+speed_tables "" "$work/bin/tessel-run"
 step bench_block_mask env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_block_mask.py" \
   --json "$out/bench_block_mask.json"
 step bench_backward env TESSEL_CACHE_DIR="$work/cache" python3 "$root/test/gpu/bench_backward.py" \
@@ -170,15 +175,7 @@ if [ -n "${TESSEL_GPU_CHECK_BEFORE:-}" ]; then
     *) cp "$TESSEL_GPU_CHECK_BEFORE" "$before" ;;
   esac
   chmod +x "$before"
-  step attention_mma_before python3 "$root/test/gpu/check_attention_mma.py" \
-    --tessel-run "$before" --json "$out/attention_mma_before.json"
-  step attention_wgmma_before python3 "$root/test/gpu/check_attention_wgmma.py" \
-    --tessel-run "$before" --json "$out/attention_wgmma_before.json" --budget-s 200
-  if [ "${TESSEL_GPU_CHECK_OVERLAP:-0}" = 1 ]; then
-    step attention_wgmma_overlap_before python3 "$root/test/gpu/check_attention_wgmma.py" \
-      --tessel-run "$before" --json "$out/attention_wgmma_overlap_before.json" --budget-s 200 \
-      --overlap
-  fi
+  speed_tables _before "$before"
 fi
 if [ "${TESSEL_GPU_CHECK_REFERENCE:-0}" = 1 ]; then
   step attention_reference python3 "$root/test/gpu/check_attention.py" \
