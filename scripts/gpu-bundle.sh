@@ -25,6 +25,7 @@ mkdir -p "$bundle/python/tessel"
 cp "$root"/python/tessel/*.py "$bundle/python/tessel/"
 strip -o "$bundle/python/tessel/$(basename "$root"/build-py312/python/tessel/_tessel.cpython-312-*.so)" \
   "$root"/build-py312/python/tessel/_tessel.cpython-312-*.so
+bash "$root/scripts/native-sources-hash.sh" > "$bundle/python/native-sources.hash"
 tar -C "$bundle" -cf - bin cubin python | xz -T2 -6 > "$bundle/tessel-gpu.tar.xz"
 rm -rf "$bundle/bin" "$bundle/cubin" "$bundle/aot" "$bundle/python"
 echo "bundle: $(du -h "$bundle/tessel-gpu.tar.xz" | cut -f1) in .bundle/tessel-gpu.tar.xz"

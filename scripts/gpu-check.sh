@@ -12,6 +12,13 @@ out=${OUT:-$root/build/gpu-check}
 work=$(mktemp -d)
 mkdir -p "$out"
 tar -C "$work" -xJf "$root/.bundle/tessel-gpu.tar.xz" || { echo "no bundle: run scripts/gpu-bundle.sh"; exit 1; }
+# The Python sources are the checkout's (a bundle packed before a Python edit ran the old code:
+# s40 lost a call to it); the binaries are the bundle's, so say so when their sources differ.
+cp "$root"/python/tessel/*.py "$work/python/tessel/"
+if [ "$(cat "$work/python/native-sources.hash" 2>/dev/null)" != "$(bash "$root/scripts/native-sources-hash.sh")" ]; then
+  echo "WARNING: the bundle's binaries were built from other C++ sources than this checkout's:" \
+    "run scripts/gpu-bundle.sh again"
+fi
 export PATH="$work/bin:/usr/local/cuda/bin:$PATH" CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export PYTHONUNBUFFERED=1
 export PYTHONPATH="$work/python${PYTHONPATH:+:$PYTHONPATH}"

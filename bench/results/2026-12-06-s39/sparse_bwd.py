@@ -28,7 +28,7 @@ def configs(D):
             "split-dk32": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={D: 32},
                                FAST_DQ_BLOCKS_SM90=dq),
             "split-dk32-dq32": dict(SPLIT_KEYROWS=(D,), KEYROWS_DK_BLOCK_M={D: 32},
-                                    FAST_DQ_BLOCKS_SM90=dict(dq, **{D: (64, 32)}))}
+                                    FAST_DQ_BLOCKS_SM90={**dq, D: (64, 32)})}
 
 
 def main():
