@@ -330,8 +330,10 @@ def _as_jit(fn, what):
 #   sm_90a: 128x64, two warpgroups (192 KiB): 487-515 TFLOP/s on the H200 against 355-373 at
 #   64x64 and 400-434 at 64x32/128x32 (docs/bench/2026-12-02-h200-head-dims.md). sm_80: 64x64
 #   (160 KiB of its 163). test/Conversion/TileToMMA/head-dim-256.mlir.
+# - d192 natively (NATIVE_HEAD_DIMS): sm_90a 128x64 as d256 (144 KiB; 128x128 needs 240).
 GPU_BLOCKS = {("sm_80", 64): (128, 64), ("sm_80", 128): (128, 64), ("sm_80", 256): (64, 64),
-              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 256): (128, 64)}
+              ("sm_90a", 64): (64, 128), ("sm_90a", 128): (64, 64), ("sm_90a", 192): (128, 64),
+              ("sm_90a", 256): (128, 64)}
 # Where no mask hides keys (not causal, no mask_mod), blocks that differ from the above: on
 # sm_90a at d128 two warpgroups of 64 rows over 128 keys a step (K/V blocks shared by twice the
 # rows) measured +6 % to +17 % over 64x64 at 1k-32k in fp16 and bf16 on the H200, while causal
@@ -377,6 +379,13 @@ _FAST_DTYPES = ("f16", "bf16")
 # The head dims the fast paths take; fp16/bf16 CUDA calls with another head dim up to 256 run
 # at the next of them, q, k and v padded with zero columns (padded_head_dim).
 FAST_HEAD_DIMS = (64, 128, 256)
+# chip -> head dims its fast path also takes as they are, instead of padded: sm_90a's wgmma
+# takes 192 (three 64-column slabs; 0 spill, nothing given up: test_spills.py), three quarters
+# of the padded call's work. Forward calls only, without a mask_mod or block_mask (the backward's
+# and the block-sparse kernels' programs take 64/128/256: such calls pad as before). Empty until
+# its GPU check against float32 (test_python_gpu.py `test_native_head_dim_192`) and its speed
+# beside the padded call (bench_head_dims.py --native) have run: docs/dev/codegen-wgmma.md.
+NATIVE_HEAD_DIMS = {"sm_90a": ()}
 
 
 def padded_head_dim(D, dtype):
@@ -399,6 +408,14 @@ def _cuda_padding(q, k, v):
     if not q.shape[-1] == k.shape[-1] == v.shape[-1] or not q.dtype == k.dtype == v.dtype:
         return None
     return padded_head_dim(q.shape[-1], gpu.torch_dtype_name(q))
+
+
+def native_head_dim(D, dtype, chip, grad, masked):
+    """Whether a forward call of head dim D, dtype name and chip runs D as it is where
+    padded_head_dim would pad it (NATIVE_HEAD_DIMS): not when gradients are wanted (`grad`: the
+    backward pads) or a mask_mod or block_mask is given (`masked`: their block-sparse kernels)."""
+    return dtype in _FAST_DTYPES and not grad and not masked and \
+        D in NATIVE_HEAD_DIMS.get(chip, ())
 
 
 def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
@@ -734,6 +751,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         return _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                     return_lse, block_m, block_n, block_mask, deterministic)
     Dp = _cuda_padding(q, k, v)
+    if Dp is not None and native_head_dim(
+            q.shape[-1], gpu.torch_dtype_name(q), _chip_for_blocks(q),
+            _grad_enabled() and any(x.requires_grad for x in (q, k, v)),
+            mask_mod is not None or block_mask is not None):
+        Dp = None
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -1055,8 +1077,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
-        if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and D in
-                                  FAST_HEAD_DIMS) or (block_m and block_n)):
+        if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and (
+                D in FAST_HEAD_DIMS or D in NATIVE_HEAD_DIMS.get(_chip_for_blocks(q), ())))
+                or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
             # A persistent kernel's programs: at most the SM count (grid.persistent_programs).

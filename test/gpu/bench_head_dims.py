@@ -64,6 +64,10 @@ def main():
                     help="persistent kernels on or off (default: tessel's, grid.PERSISTENT_GPU)")
     ap.add_argument("--ab-persistent", action="store_true",
                     help="also time tessel with persistent kernels the other way (a cell)")
+    ap.add_argument("--ab-native", action="store_true",
+                    help="also time head dims tessel pads (96, 192, ...) as they are, where the "
+                         "chip's fast path takes them (attention.NATIVE_HEAD_DIMS: sm_90a 192; "
+                         "a cell)")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -132,6 +136,21 @@ def main():
                     other = "persistent" if not persistent else "one a tile"
                     row["tessel_other_persistent_tflops"] = flops / ms / 1e9
                     cells.append(f"{other} {flops / ms / 1e9:.1f}")
+                if args.ab_native and D == 192:
+                    import importlib
+                    attn = importlib.import_module("tessel.attention")
+                    listed = attn.NATIVE_HEAD_DIMS
+                    attn.NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
+                    try:
+                        native = ours()
+                        ms = timed(ours)
+                    finally:
+                        attn.NATIVE_HEAD_DIMS = listed
+                    row["tessel_native_tflops"] = flops / ms / 1e9
+                    cells.append(f"native {flops / ms / 1e9:.1f}")
+                    if "cudnn" in theirs:
+                        row["native_max_rel_diff_vs_cudnn"] = max_rel_diff(native, theirs["cudnn"])
+                        cells.append(f"diff {row['native_max_rel_diff_vs_cudnn']:.1e}")
                 for bm, bn in args.sweep:
                     try:
                         ms = timed(lambda: tessel.attention(q, k, v, causal=causal, block_m=bm,

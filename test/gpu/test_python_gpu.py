@@ -7,6 +7,7 @@ compared with a float32 torch reference on fresh random inputs; outputs are pois
 before the launches that write them. TESSEL_GPU_RESULTS=FILE.json collects the measured errors
 and the memory numbers.
 """
+import importlib
 import json
 import math
 import os
@@ -274,6 +275,45 @@ def test_padded_head_dims_match_float32(dtype, D, causal):
     ref_o, ref_lse = reference(q, k, v, causal, 1.0 / math.sqrt(D))
     o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
     assert o.shape == q.shape and o.dtype == dtype and o.is_contiguous()
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - ref_lse).abs().max().item() < 1e-2
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(2, 4, 2, 257, 300), (1, 2, 2, 1024, 1024), (1, 2, 1, 64, 4000)],
+                         ids=["ragged-gqa", "whole", "few-queries"])
+@pytest.mark.parametrize("mod", [None, "softcap"])
+def test_native_head_dim_192(monkeypatch, dtype, causal, shape, mod):
+    """Head dim 192 on sm_90a as it is (attention.NATIVE_HEAD_DIMS: three 64-column wgmma
+    slabs, Q copied a slab at a time), not padded to 256: against float32, ragged and whole
+    key blocks, GQA, causal (the persistent kernel), a softcap; the padded path is not taken."""
+    attn = importlib.import_module("tessel.attention")
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("head dim 192 runs natively on sm_90a only")
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "_attention_padded",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    B, H, Hkv, Nq, Nk = shape
+    D, cap = 192, 20.0 if mod else None
+    gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + causal + (mod is not None))
+    q = rand((B, H, Nq, D), dtype, gen)
+    k = rand((B, Hkv, Nk, D), dtype, gen)
+    v = rand((B, Hkv, Nk, D), dtype, gen)
+    rep = H // Hkv
+    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(rep, dim=1))
+    s = s / math.sqrt(D)
+    if cap:
+        s = cap * torch.tanh(s / cap)
+    if causal:
+        s = s.masked_fill(~torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril(),
+                          float("-inf"))
+    ref_lse = torch.logsumexp(s, dim=-1)
+    ref_o = torch.softmax(s, dim=-1) @ v.float().repeat_interleave(rep, dim=1)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=rep > 1, return_lse=True,
+                              softcap=cap)
+    assert o.shape == q.shape and o.dtype == dtype
     rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
     assert rel < TOL[dtype], rel
     assert (lse - ref_lse).abs().max().item() < 1e-2

@@ -2,6 +2,7 @@
 interpreter and the GPU, the cheap launch key, and clear errors when device memory is passed
 but no driver can run it. (test/gpu/test_python_gpu.py runs the real thing on a GPU.)
 """
+import importlib
 import os
 import subprocess
 import sys
@@ -343,6 +344,24 @@ def test_head_dims_the_fast_paths_do_not_take_are_padded():
     assert [padded_head_dim(d, "f16") for d in (160, 192, 255)] == [256] * 3
     assert [padded_head_dim(d, "f16") for d in (64, 128, 256, 257, 512, 0)] == [None] * 6
     assert padded_head_dim(96, "f32") is None
+
+
+def test_native_head_dims_run_unpadded_where_listed(monkeypatch):
+    """attention.NATIVE_HEAD_DIMS (empty until its GPU check): a listed head dim runs as it is on
+    its chip, for forward calls in fp16/bf16 without a mask_mod or block_mask; gradients,
+    masks, fp32 and other chips keep padded_head_dim's answer."""
+    attn = importlib.import_module("tessel.attention")
+    assert attn.NATIVE_HEAD_DIMS == {"sm_90a": ()}          # off by default
+    assert not attn.native_head_dim(192, "f16", "sm_90a", False, False)
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    assert attn.native_head_dim(192, "f16", "sm_90a", False, False)
+    assert attn.native_head_dim(192, "bf16", "sm_90a", False, False)
+    assert not attn.native_head_dim(192, "f16", "sm_80", False, False)
+    assert not attn.native_head_dim(192, "f16", "sm_90a", True, False)      # gradients wanted
+    assert not attn.native_head_dim(192, "f16", "sm_90a", False, True)      # a mask
+    assert not attn.native_head_dim(192, "f32", "sm_90a", False, False)
+    assert not attn.native_head_dim(160, "f16", "sm_90a", False, False)
+    assert attn.gpu_blocks(192, "f16", 4096, 4096, "sm_90a", unmasked=True) == (128, 64)
 
 
 def test_plain_score_mod_functions_are_traced_once():

@@ -86,7 +86,8 @@ def _check(chip, case, spilled):
     assert spilled <= KNOWN.get((chip, case), 0), (chip, case, spilled)
 
 
-@pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
+@pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 192),
+                                    ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128), ("sm_80", 256)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_dense_forward_spills(tmp_path, chip, D, causal):
@@ -206,7 +207,8 @@ def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):
         assert not b.manifest.get("given_up"), b.manifest["given_up"]
 
 
-@pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
+@pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 192),
+                                    ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128)])
 @pytest.mark.parametrize("name", ["document", "window softcap", "block table"])
 def test_block_mask_forward_spills(tmp_path, chip, D, name):
@@ -268,7 +270,8 @@ def test_block_mask_score_mods_spill_nothing(tmp_path, name):
     _check("sm_90a", f"d128 {name}", _spills(tmp_path, k, "sm_90a", producer_once=True))
 
 
-@pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 256),
+@pytest.mark.parametrize("chip,D", [("sm_90a", 64), ("sm_90a", 128), ("sm_90a", 192),
+                                    ("sm_90a", 256),
                                     ("sm_80", 64), ("sm_80", 128), ("sm_80", 256)])
 @pytest.mark.parametrize("name", ["softcap causal", "window", "softcap even"])
 def test_dense_forward_with_mods_spills(tmp_path, chip, D, name):

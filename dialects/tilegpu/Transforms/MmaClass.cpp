@@ -138,9 +138,10 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
     int64_t elementCols = type.getShape()[1];
     p.cols = elementCols * operandType.getIntOrFloatBitWidth() / 16;
     // Head dims 64, 128 and 256 (FP8: 128 and 256): whole 64-column wgmma slabs and 16-byte
-    // chunks that tile a row an even number of times per 128 threads (192's 24 chunks do not;
-    // tessel.attention pads other head dims to the next of these).
-    if (p.cols != 64 && p.cols != 128 && p.cols != 256)
+    // chunks that tile a row an even number of times per 128 threads; on wgmma also 192 (three
+    // slabs, each copied as a block of its own: its row's 24 chunks do not divide the threads).
+    // tessel.attention pads other head dims to the next of these.
+    if (p.cols != 64 && p.cols != 128 && p.cols != 256 && !(wgmma && !fp8 && p.cols == 192))
       return ld.emitOpError("loads a block of ")
                  << elementCols << " columns: convert-tile-to-mma handles head dims 64, 128 and "
                  << "256 (" << (fp8 ? "128 and 256 of FP8: 128-byte rows" : "16-bit operands")

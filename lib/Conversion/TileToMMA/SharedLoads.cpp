@@ -140,6 +140,22 @@ void MmaKernelBuilder::issueBlock(Location loc, Value desc, const LoadPlan &p, V
 void MmaKernelBuilder::issueBlockChunks(Location loc, Value desc, const LoadPlan &p, Value row0,
                                         Value col0, Value stage) {
   const Desc &d = descs[desc];
+  // wgmma's slabs lie one after the other, each a [rows, 64] block of its own: a block whose
+  // row of chunks does not divide the copying threads (192 columns: 24) is copied a slab at a
+  // time, 8 chunks a row.
+  if (int64_t slab = slabBytes(p); slab && copyThreadCount() % (p.cols / 8) != 0) {
+    LoadPlan part = p;
+    part.cols = 64;
+    for (int64_t s = 0; s < p.cols / 64; ++s) {
+      part.smemOffset = p.smemOffset + s * slab;
+      Value col = arith::AddIOp::create(
+          b, loc, col0,
+          arith::ConstantOp::create(b, loc, col0.getType(),
+                                    b.getIntegerAttr(col0.getType(), s * 64)));
+      issueBlockChunks(loc, desc, part, row0, col, stage);
+    }
+    return;
+  }
   // Thread t copies chunk t % cpr of rows t / cpr + i·rps (rps = threads / cpr rows per step):
   // the chunk and the row's swizzle bits are the same for every step when rps is a multiple of
   // 8, so one shared and one global address per thread serve every step with constant offsets.

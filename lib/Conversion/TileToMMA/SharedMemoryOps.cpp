@@ -57,7 +57,10 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
   // 8-row swizzle groups per copy step, 64-column slabs for wgmma, 128-byte swizzle — or, on
   // wgmma, a transposed FP8 block of 64- or 32-byte rows (swizzled over their width, read by
   // descriptor only, in whole 8-row swizzle atoms).
-  int64_t rowsPerStep = p.cols % 8 == 0 ? copyThreadCount() / (p.cols / 8) : 0;
+  // (A wgmma block whose row of chunks does not divide the threads is copied a slab at a time:
+  // issueBlockChunks.)
+  int64_t copyCols = wgmma && p.cols % 64 == 0 && copyThreadCount() % (p.cols / 8) ? 64 : p.cols;
+  int64_t rowsPerStep = p.cols % 8 == 0 ? copyThreadCount() / (copyCols / 8) : 0;
   int64_t atom = 8 * rowBytes(p.cols);
   bool narrow = wgmma && (p.cols == 16 || p.cols == 32) &&
                 alloc->hasAttr(tilegpu::kTransposedAttr) && p.smemOffset % atom == 0 &&
