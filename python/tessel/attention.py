@@ -432,6 +432,45 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     return (o, lse) if return_lse else o
 
 
+def _value_head_dim_differs(q, k, v):
+    """Whether v is k's shape but for its last axis (SDPA's Ev != E: DeepSeek's MLA prefill
+    has q/k at 192 and v at 128). One attribute test on the common path."""
+    qs, ks, vs = (getattr(x, "shape", None) for x in (q, k, v))
+    return qs is not None and ks is not None and vs is not None and \
+        len(qs) == len(ks) == len(vs) == 4 and ks[-1] != vs[-1] and qs[-1] == ks[-1] and \
+        tuple(ks[:3]) == tuple(vs[:3]) and ks[-1] > 0 and vs[-1] > 0
+
+
+def _attention_value_head_dim(q, k, v, return_lse, scale, **kwargs):
+    """tessel.attention where v's head dim Ev differs from q's and k's E: the smaller side padded
+    with zero columns to the larger — v's (P·V's first Ev columns are unchanged) or q's and k's
+    (zero columns leave q·kᵀ as it is) — and the output cut back to Ev columns. The scale stays
+    1/sqrt(E). Exact and, on torch tensors, differentiable (torch pads and cuts); it costs the
+    larger head dim's work in the padded product."""
+    E, Ev = q.shape[-1], v.shape[-1]
+    if getattr(getattr(q, "dtype", None), "itemsize", 0) == 1 or \
+            getattr(getattr(v, "dtype", None), "itemsize", 0) == 1:
+        raise NotImplementedError(f"FP8 attention needs one head dim for q, k and v; v has {Ev} "
+                                  f"and k {k.shape[-1]}")
+    torch = gpu.torch_module() if gpu.is_torch_tensor(q) else None
+
+    def pad(x, n):
+        if torch is not None:
+            return torch.nn.functional.pad(x, (0, n - x.shape[-1]))
+        return np.pad(np.asarray(x), [(0, 0)] * 3 + [(0, n - x.shape[-1])])
+
+    def cut(o):
+        return o[..., :Ev].contiguous() if torch is not None else np.ascontiguousarray(o[..., :Ev])
+
+    if Ev < E:
+        v = pad(v, E)
+    else:
+        q, k = pad(q, Ev), pad(k, Ev)
+    scale = softmax_scale(scale, E)
+    res = attention(q, k, v, scale=scale, return_lse=return_lse, **kwargs)
+    return (cut(res[0]), res[1]) if return_lse else cut(res)
+
+
 def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, mods=None):
     """(BLOCK_M, BLOCK_N) tessel.attention uses on the GPU for head dim D, dtype name and chip;
     `unmasked`: the kernel is not causal and has no mask_mod (GPU_BLOCKS_UNMASKED); `causal`:
@@ -522,13 +561,17 @@ def _check_shapes(qs, ks, vs, enable_gqa):
         raise ValueError(f"{bad} must have shape [B, H, N, D], got {tuple(shape)}")
     B, H, Nq, D = qs
     Bk, Hkv, Nk, Dk = ks
-    if tuple(vs) != tuple(ks):
+    if tuple(vs[:3]) != tuple(ks[:3]):
         raise ValueError(f"k and v differ in shape: {tuple(ks)} and {tuple(vs)}")
     if Bk != B:
         raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in batch size ({B} and {Bk})")
     if Dk != D:
         raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in head dim ({D} and {Dk}): "
-                         "q, k and v need one head dim")
+                         "q and k need one head dim")
+    if vs[3] != Dk:
+        # tessel.attention takes it (_attention_value_head_dim); the kernels' callers do not.
+        raise ValueError(f"k {tuple(ks)} and v {tuple(vs)} differ in head dim: here q, k and v "
+                         "need one (tessel.attention takes a v of another head dim)")
     if D == 0:
         raise ValueError(f"q {tuple(qs)} has head dim 0: attention needs a head dim of at least 1")
     if H != Hkv:
@@ -659,7 +702,10 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             256 (numpy: uint8 bit patterns, :func:`tessel.to_fp8`), with ``descale_*`` and
             ``out_dtype`` below; no mask blocks and no gradients there.
         k: keys, ``[B, Hkv, Nk, D]``, ``Hkv = H`` unless ``enable_gqa``.
-        v: values, like ``k``.
+        v: values, like ``k``; its head dim ``Ev`` may differ from ``D`` (PyTorch SDPA's
+            ``Ev``; DeepSeek's MLA prefill is 192/128): ``o`` then has ``Ev`` columns and the
+            smaller side runs padded with zero columns to the larger (exact, differentiable;
+            not FP8).
         causal: mask keys after the query, top-left aligned (``q_idx >= kv_idx``).
         scale: the factor of the scores; ``1/sqrt(D)`` by default.
         score_mod: a ``@tessel.jit`` function (or lambda) ``(score, b, h, q_idx, kv_idx)``
@@ -718,6 +764,12 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     """
     if block_m is not None or block_n is not None:
         block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
+    if _value_head_dim_differs(q, k, v):
+        return _attention_value_head_dim(
+            q, k, v, return_lse, causal=causal, scale=scale, score_mod=score_mod,
+            mask_mod=mask_mod, enable_gqa=enable_gqa, block_m=block_m, block_n=block_n,
+            block_mask=block_mask, deterministic=deterministic, window_size=window_size,
+            softcap=softcap, alibi_slopes=alibi_slopes)
     if cpu_tensors.is_cpu_tensor(q):
         return cpu_tensors.attention(
             q, k, v, return_lse, causal=causal, scale=scale, score_mod=score_mod,

@@ -319,6 +319,44 @@ def test_native_head_dim_192(monkeypatch, dtype, causal, shape, mod):
     assert (lse - ref_lse).abs().max().item() < 1e-2
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("E,Ev", [(192, 128), (64, 128), (128, 64)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_value_head_dim_of_its_own(dtype, E, Ev, causal):
+    """v with its own head dim (SDPA's Ev; DeepSeek's MLA prefill: 192/128) on CUDA: the
+    output against float32, the gradients against float64 within twice torch's own error."""
+    from grad_check import assert_within_twice_torch
+    B, H, Hkv, Nq, Nk = 2, 4, 2, 300, 333
+    gen = torch.Generator(device="cuda").manual_seed(E + Ev + causal)
+    base = [rand((B, H, Nq, E), dtype, gen), rand((B, Hkv, Nk, E), dtype, gen),
+            rand((B, Hkv, Nk, Ev), dtype, gen)]
+    leaves = [x.clone().requires_grad_() for x in base]
+    o, lse = tessel.attention(*leaves, causal=causal, enable_gqa=True, return_lse=True)
+    assert o.shape == (B, H, Nq, Ev) and o.dtype == dtype
+
+    def torch_attention(as_dtype):
+        q, k, v = (x.to(as_dtype).requires_grad_() for x in base)
+        s = q @ k.repeat_interleave(H // Hkv, dim=1).transpose(-1, -2) / math.sqrt(E)
+        if causal:
+            s = s.masked_fill(~torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril(),
+                              float("-inf"))
+        return (q, k, v), torch.softmax(s, dim=-1) @ v.repeat_interleave(H // Hkv, dim=1), \
+            torch.logsumexp(s, dim=-1)
+
+    _, ref_o, ref_lse = torch_attention(torch.float32)
+    rel = (o.float() - ref_o.detach()).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - ref_lse.detach()).abs().max().item() < 1e-2
+    do = rand((B, H, Nq, Ev), dtype, gen)
+    o.backward(do)
+    want_leaves, want_o, _ = torch_attention(torch.float64)
+    want_o.backward(do.double())
+    low_leaves, low_o, _ = torch_attention(dtype)
+    low_o.backward(do)
+    assert_within_twice_torch([x.grad for x in leaves], [x.grad for x in want_leaves],
+                              [x.grad for x in low_leaves])
+
+
 @pytest.mark.parametrize("blocks", [(64, 32), (64, 64), (128, 32), (128, 64)],
                          ids=lambda b: f"{b[0]}x{b[1]}")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])

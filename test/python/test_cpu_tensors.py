@@ -186,3 +186,41 @@ def test_fp8_cpu_tensors():
     # P rounded to e4m3 before P·V (FlashAttention-3's recipe): test_dsl_fp8.py's bound.
     assert (o.double() - want).abs().max() <= 0.04 * want.abs().max()
     assert tessel.attention(q, q, q).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("E,Ev", [(48, 32), (32, 48), (192, 128)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_value_head_dim_of_its_own(E, Ev, causal):
+    """v's head dim Ev may differ from q's and k's E (PyTorch SDPA's Ev; DeepSeek's MLA prefill
+    is 192/128): o has Ev columns, the scale is 1/sqrt(E), and the gradients flow to q, k and v
+    (the smaller side is padded with zero columns, which torch's autograd cuts back)."""
+    q = _rand(2, 4, 37, E, seed=1, grad=True)
+    k = _rand(2, 2, 50, E, seed=2, grad=True)
+    v = _rand(2, 2, 50, Ev, seed=3, grad=True)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
+    assert o.shape == (2, 4, 37, Ev) and o.is_contiguous() and lse.shape == (2, 4, 37)
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    s = q64 @ k64.repeat_interleave(2, dim=1).transpose(-1, -2) / E ** 0.5
+    if causal:
+        s = s.masked_fill(~torch.ones(37, 50, dtype=torch.bool).tril(), float("-inf"))
+    ref = torch.softmax(s, dim=-1) @ v64.repeat_interleave(2, dim=1)
+    assert (o.double() - ref).abs().max().item() < 1e-5
+    assert (lse.double() - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-5
+    do = _rand(2, 4, 37, Ev, seed=4)
+    o.backward(do)
+    ref.backward(do.double())
+    for got, want in zip((q.grad, k.grad, v.grad), (q64.grad, k64.grad, v64.grad)):
+        assert got.shape == want.shape
+        assert (got.double() - want).abs().max().item() < 1e-4
+
+
+def test_value_head_dim_refusals():
+    q, k = _rand(1, 2, 9, 40), _rand(1, 2, 9, 40)
+    with pytest.raises(ValueError, match=r"q .* and k .* differ in head dim \(40 and 32\)"):
+        tessel.attention(q, _rand(1, 2, 9, 32), _rand(1, 2, 9, 40))
+    with pytest.raises(ValueError, match="k and v differ in shape"):
+        tessel.attention(q, k, _rand(1, 2, 8, 24))
+    # The kernels' own callers keep one head dim, with a clear error.
+    from tessel.attention import _check_shapes
+    with pytest.raises(ValueError, match="differ in head dim: here q, k and v need one"):
+        _check_shapes(q.shape, k.shape, (1, 2, 9, 24), False)

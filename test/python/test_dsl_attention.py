@@ -427,3 +427,19 @@ def test_integer_arrays_are_a_clear_error():
     q = np.ones((1, 1, 8, 16), np.int32)
     with pytest.raises(TypeError, match="tessel.attention takes float32, float16, bf16"):
         tessel.attention(q, q, q)
+
+
+def test_numpy_value_head_dim_of_its_own():
+    """numpy inputs whose v has its own head dim (SDPA's Ev): o has v's columns, against
+    float64."""
+    rng = np.random.default_rng(40)
+    q = rng.standard_normal((1, 2, 9, 40)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 11, 40)).astype(np.float32)
+    v = rng.standard_normal((1, 2, 11, 24)).astype(np.float32)
+    o = tessel.attention(q, k, v, causal=True)
+    s = q.astype(np.float64) @ k.astype(np.float64).swapaxes(-1, -2) / np.sqrt(40)
+    s = np.where(np.tril(np.ones((9, 11), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ v
+    assert o.shape == (1, 2, 9, 24) and o.flags["C_CONTIGUOUS"]
+    assert np.abs(o - ref).max() < 1e-5
