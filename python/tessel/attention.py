@@ -432,17 +432,19 @@ def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     return (o, lse) if return_lse else o
 
 
-def _value_head_dim_differs(q, k, v):
-    """Whether v is k's shape but for its last axis (SDPA's Ev != E: DeepSeek's MLA prefill
-    has q/k at 192 and v at 128). One attribute test on the common path."""
+def value_head_dim_differs(q, k, v, rank=4):
+    """Whether v is k's shape but for its last axis, q's last axis being k's (SDPA's Ev != E:
+    DeepSeek's MLA prefill has q/k at 192 and v at 128). A few attribute tests on the common
+    path. `rank`: 4 for [B, H, N, D], 3 for attention_varlen's [total, H, D]."""
     qs, ks, vs = (getattr(x, "shape", None) for x in (q, k, v))
     return qs is not None and ks is not None and vs is not None and \
-        len(qs) == len(ks) == len(vs) == 4 and ks[-1] != vs[-1] and qs[-1] == ks[-1] and \
-        tuple(ks[:3]) == tuple(vs[:3]) and ks[-1] > 0 and vs[-1] > 0
+        len(qs) == len(ks) == len(vs) == rank and ks[-1] != vs[-1] and qs[-1] == ks[-1] and \
+        tuple(ks[:-1]) == tuple(vs[:-1]) and ks[-1] > 0 and vs[-1] > 0
 
 
-def _attention_value_head_dim(q, k, v, return_lse, scale, **kwargs):
-    """tessel.attention where v's head dim Ev differs from q's and k's E: the smaller side padded
+def call_with_value_head_dim(fn, q, k, v, *args, scale=None, return_lse=False, **kwargs):
+    """`fn(q, k, v, *args, scale=..., return_lse=..., **kwargs)` (tessel.attention,
+    attention_varlen) where v's head dim Ev differs from q's and k's E: the smaller side padded
     with zero columns to the larger — v's (P·V's first Ev columns are unchanged) or q's and k's
     (zero columns leave q·kᵀ as it is) — and the output cut back to Ev columns. The scale stays
     1/sqrt(E). Exact and, on torch tensors, differentiable (torch pads and cuts); it costs the
@@ -457,7 +459,8 @@ def _attention_value_head_dim(q, k, v, return_lse, scale, **kwargs):
     def pad(x, n):
         if torch is not None:
             return torch.nn.functional.pad(x, (0, n - x.shape[-1]))
-        return np.pad(np.asarray(x), [(0, 0)] * 3 + [(0, n - x.shape[-1])])
+        x = np.asarray(x)
+        return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])])
 
     def cut(o):
         return o[..., :Ev].contiguous() if torch is not None else np.ascontiguousarray(o[..., :Ev])
@@ -466,8 +469,7 @@ def _attention_value_head_dim(q, k, v, return_lse, scale, **kwargs):
         v = pad(v, E)
     else:
         q, k = pad(q, Ev), pad(k, Ev)
-    scale = softmax_scale(scale, E)
-    res = attention(q, k, v, scale=scale, return_lse=return_lse, **kwargs)
+    res = fn(q, k, v, *args, scale=softmax_scale(scale, E), return_lse=return_lse, **kwargs)
     return (cut(res[0]), res[1]) if return_lse else cut(res)
 
 
@@ -569,7 +571,7 @@ def _check_shapes(qs, ks, vs, enable_gqa):
         raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in head dim ({D} and {Dk}): "
                          "q and k need one head dim")
     if vs[3] != Dk:
-        # tessel.attention takes it (_attention_value_head_dim); the kernels' callers do not.
+        # tessel.attention takes it (call_with_value_head_dim); the kernels' callers do not.
         raise ValueError(f"k {tuple(ks)} and v {tuple(vs)} differ in head dim: here q, k and v "
                          "need one (tessel.attention takes a v of another head dim)")
     if D == 0:
@@ -764,9 +766,10 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     """
     if block_m is not None or block_n is not None:
         block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
-    if _value_head_dim_differs(q, k, v):
-        return _attention_value_head_dim(
-            q, k, v, return_lse, causal=causal, scale=scale, score_mod=score_mod,
+    if value_head_dim_differs(q, k, v):
+        return call_with_value_head_dim(
+            attention, q, k, v, return_lse=return_lse, causal=causal, scale=scale,
+            score_mod=score_mod,
             mask_mod=mask_mod, enable_gqa=enable_gqa, block_m=block_m, block_n=block_n,
             block_mask=block_mask, deterministic=deterministic, window_size=window_size,
             softcap=softcap, alibi_slopes=alibi_slopes)

@@ -17,6 +17,7 @@ import numpy as np
 from . import cpu_tensors
 from . import gpu
 from . import serving_decode
+from .attention import call_with_value_head_dim, value_head_dim_differs
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
@@ -33,7 +34,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Arguments:
         q: [total_q, H, D], the queries of every sequence one after the other.
         k, v: [total_k, Hkv, D]; Hkv must divide H (grouped-query / multi-query attention:
-            query head h reads key/value head h // (H / Hkv)).
+            query head h reads key/value head h // (H / Hkv)). v's head dim may differ from
+            D (as tessel.attention's: the smaller side padded with zero columns; o then has
+            v's).
         cu_seqlens_q, cu_seqlens_k: int32 [B + 1], the cumulative lengths: sequence b holds
             rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
         max_seqlen_q: the longest query sequence (sets the grid: rows of longer sequences
@@ -71,6 +74,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         NotImplementedError: numpy inputs that require grad.
     """
     fn = "attention_varlen"
+    if value_head_dim_differs(q, k, v, rank=3):
+        return call_with_value_head_dim(
+            attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+            causal=causal, scale=scale, return_lse=return_lse, block_m=block_m, block_n=block_n,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     named = (("q", q), ("k", k), ("v", v))
     if gpu.is_torch_tensor(q) and cpu_tensors.needs_grad(q, k, v):
         from .varlen_backward import attention_varlen_with_grad

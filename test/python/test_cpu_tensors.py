@@ -224,3 +224,33 @@ def test_value_head_dim_refusals():
     from tessel.attention import _check_shapes
     with pytest.raises(ValueError, match="differ in head dim: here q, k and v need one"):
         _check_shapes(q.shape, k.shape, (1, 2, 9, 24), False)
+
+
+@pytest.mark.parametrize("E,Ev", [(48, 32), (32, 48)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_value_head_dim_of_its_own(E, Ev, causal):
+    """attention_varlen with v of its own head dim (flash_attn_varlen_func's hdim_v): each
+    packed sequence against float64, gradients included."""
+    cu = torch.tensor([0, 7, 20, 33], dtype=torch.int32)
+    q = _rand(33, 4, E, seed=5, grad=True)
+    k = _rand(33, 2, E, seed=6, grad=True)
+    v = _rand(33, 2, Ev, seed=7, grad=True)
+    o = tessel.attention_varlen(q, k, v, cu, cu, 13, 13, causal=causal)
+    assert o.shape == (33, 4, Ev)
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    outs = []
+    for s0, s1 in zip(cu[:-1].tolist(), cu[1:].tolist()):
+        qq = q64[s0:s1].transpose(0, 1)
+        kk, vv = (x[s0:s1].transpose(0, 1).repeat_interleave(2, dim=0) for x in (k64, v64))
+        s = qq @ kk.transpose(-1, -2) / E ** 0.5
+        if causal:
+            s = s.masked_fill(~torch.ones(s1 - s0, s1 - s0, dtype=torch.bool).tril(),
+                              float("-inf"))
+        outs.append((torch.softmax(s, dim=-1) @ vv).transpose(0, 1))
+    ref = torch.cat(outs)
+    assert (o.double() - ref).abs().max().item() < 1e-5
+    do = _rand(33, 4, Ev, seed=8)
+    o.backward(do)
+    ref.backward(do.double())
+    for got, want in zip((q.grad, k.grad, v.grad), (q64.grad, k64.grad, v64.grad)):
+        assert (got.double() - want).abs().max().item() < 1e-4
