@@ -111,7 +111,8 @@ def _dense_case(rng, shorter=False):
 
 def _inputs(rng, c):
     """(q, k, v as tessel gets them, their float64 values)."""
-    shapes = ((c["B"], c["H"], c["Nq"], c["D"]),) + ((c["B"], c["Hkv"], c["Nk"], c["D"]),) * 2
+    shapes = ((c["B"], c["H"], c["Nq"], c["D"]), (c["B"], c["Hkv"], c["Nk"], c["D"]),
+              (c["B"], c["Hkv"], c["Nk"], c.get("Dv", c["D"])))
     pairs = [BACKEND.tensor(rng.standard_normal(s), c["dtype"]) for s in shapes]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
@@ -169,10 +170,18 @@ def _with_user_mods(c, ref_score, ref_mask):
     return score, score_grad, allowed
 
 
+def _value_head_dim(rng, c):
+    """At times v gets a head dim of its own (SDPA's Ev: tessel.attention pads the smaller
+    side), another of the backend's head dims."""
+    if rng.random() < 0.15:
+        c["Dv"] = _pick(rng, [d for d in BACKEND.head_dims if d != c["D"]])
+
+
 def forward_case(rng):
     """tessel.attention's o and lse, at times with a score_mod / mask_mod over captured
     tensors; None, or what went wrong."""
     c = _dense_case(rng)
+    _value_head_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
     o, lse = tessel.attention(q, k, v, return_lse=True, score_mod=score_mod, mask_mod=mask_mod,
@@ -195,13 +204,16 @@ def backward_case(rng):
     """dq, dk, dv (with a dlse term at times): tessel.attention_backward, or on torch tensors
     at times tessel.attention's autograd (loss.backward())."""
     c = _dense_case(rng, shorter=True)
+    autograd = BACKEND.torch is not None and rng.random() < 0.5
+    c["autograd"] = autograd
+    if autograd:                       # attention_backward's programs keep one head dim
+        _value_head_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
-    do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
+    do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3] + ref[2].shape[3:]),
+                              c["dtype"])
     dlse = dlse64 = None
     if rng.random() < 0.3:
         dlse, dlse64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3]), "f32")
-    autograd = BACKEND.torch is not None and rng.random() < 0.5
-    c["autograd"] = autograd
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
     options = dict(_call_options(c), score_mod=score_mod, mask_mod=mask_mod)
     for x in (q, k, v) if autograd else ():

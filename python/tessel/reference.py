@@ -34,7 +34,7 @@ def reference_attention(q, k, v, scale=None, causal=False, score=None, allowed=N
     scale = 1.0 / np.sqrt(D) if scale is None else scale
     qi = np.arange(Nq)[:, None]
     ki = np.arange(Nk)[None, :]
-    o = np.zeros((B, H, Nq, D))
+    o = np.zeros((B, H, Nq, v.shape[3]))       # v's head dim may be its own (SDPA's Ev)
     lse = np.zeros((B, H, Nq))
     for b in range(B):
         for h in range(H):
