@@ -33,6 +33,7 @@ mkdir -p "$logs"
 # TESSEL_GPU_CHECK_JOBS=N runs the pytest suites N at a time (they compile more than they run:
 # the host's cores bound them, not the GPU), each suite's log appended whole when it ends;
 # every other part waits for them and runs alone, so the timings have the GPU to themselves.
+# TESSEL_GPU_CHECK_SHARDS=M with it runs each suite as M shards side by side (suite below).
 jobs_max=${TESSEL_GPU_CHECK_JOBS:-1}
 running=() pids=()
 wanted() {  # wanted NAME: whether SKIP and ONLY leave part NAME in
@@ -102,8 +103,18 @@ pytest_file() {  # pytest_file FILE [ARG...]: one test/gpu file on the shared ke
   rm -f "$log"
   return "$rc"
 }
-suite() {  # suite NAME FILE: one test/gpu pytest file as a part
-  tests "$1" pytest_file "$2"
+shard_file() {  # shard_file I/N FILE: pytest_file on shard I of N (TESSEL_GPU_SHARD)
+  TESSEL_GPU_SHARD=$1 pytest_file "$2"
+}
+suite() {  # suite NAME FILE: one test/gpu pytest file as a part. With TESSEL_GPU_CHECK_SHARDS=N
+  # (and JOBS > 1): N parts NAME.0 … NAME.N-1, every N-th test each, side by side — a suite's
+  # first compiles take the host's cores (the backward suite needs ~30 min in one process)
+  local n=${TESSEL_GPU_CHECK_SHARDS:-1} i
+  if [ "$n" -le 1 ] || [ "$jobs_max" -le 1 ]; then tests "$1" pytest_file "$2"; return; fi
+  wanted "$1" || return 0
+  for ((i = 0; i < n; i++)); do
+    TESSEL_GPU_CHECK_ONLY="" TESSEL_GPU_CHECK_SKIP="" tests "$1.$i" shard_file "$i/$n" "$2"
+  done
 }
 step examples python3 "$root/test/gpu/run_examples.py" "$work/cubin"
 step aot "$work/bin/attention_aot"
