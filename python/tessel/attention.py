@@ -384,7 +384,7 @@ FAST_HEAD_DIMS = (64, 128, 256)
 # of the padded call's work. Forward calls only, without a mask_mod or block_mask (the backward's
 # and the block-sparse kernels' programs take 64/128/256: such calls pad as before). Empty until
 # its GPU check against float32 (test_python_gpu.py `test_native_head_dim_192`) and its speed
-# beside the padded call (bench_head_dims.py --native) have run: docs/dev/codegen-wgmma.md.
+# beside the padded call (bench_head_dims.py --ab-native) have run: docs/dev/codegen-wgmma.md.
 NATIVE_HEAD_DIMS = {"sm_90a": ()}
 
 
@@ -436,9 +436,14 @@ def value_head_dim_differs(q, k, v, rank=4):
     """Whether v is k's shape but for its last axis, q's last axis being k's (SDPA's Ev != E:
     DeepSeek's MLA prefill has q/k at 192 and v at 128). A few attribute tests on the common
     path. `rank`: 4 for [B, H, N, D], 3 for attention_varlen's [total, H, D]."""
-    qs, ks, vs = (getattr(x, "shape", None) for x in (q, k, v))
-    return qs is not None and ks is not None and vs is not None and \
-        len(qs) == len(ks) == len(vs) == rank and ks[-1] != vs[-1] and qs[-1] == ks[-1] and \
+    try:
+        ks, vs = k.shape, v.shape
+        if ks[-1] == vs[-1]:            # every ordinary call stops here
+            return False
+        qs = q.shape
+    except (AttributeError, IndexError, TypeError):
+        return False                    # left to the entry point's own checks
+    return len(qs) == len(ks) == len(vs) == rank and qs[-1] == ks[-1] and \
         tuple(ks[:-1]) == tuple(vs[:-1]) and ks[-1] > 0 and vs[-1] > 0
 
 
@@ -769,10 +774,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     if value_head_dim_differs(q, k, v):
         return call_with_value_head_dim(
             attention, q, k, v, return_lse=return_lse, causal=causal, scale=scale,
-            score_mod=score_mod,
-            mask_mod=mask_mod, enable_gqa=enable_gqa, block_m=block_m, block_n=block_n,
-            block_mask=block_mask, deterministic=deterministic, window_size=window_size,
-            softcap=softcap, alibi_slopes=alibi_slopes)
+            score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa, block_m=block_m,
+            block_n=block_n, block_mask=block_mask, deterministic=deterministic,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     if cpu_tensors.is_cpu_tensor(q):
         return cpu_tensors.attention(
             q, k, v, return_lse, causal=causal, scale=scale, score_mod=score_mod,
