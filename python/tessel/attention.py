@@ -812,7 +812,7 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     Dp = _cuda_padding(q, k, v)
     if Dp is not None and native_head_dim(
             q.shape[-1], gpu.torch_dtype_name(q), _chip_for_blocks(q),
-            _grad_enabled() and any(x.requires_grad for x in (q, k, v)),
+            _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)),
             mask_mod is not None or block_mask is not None):
         Dp = None
     if Dp is not None:

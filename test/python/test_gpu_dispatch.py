@@ -281,6 +281,26 @@ def test_torch_attention_dispatches_to_the_gpu(fake_torch):
     assert (spec["BLOCK_M"], spec["BLOCK_N"], kernel.options.num_stages) == (64, 64, None)
 
 
+@needs_no_gpu
+def test_native_head_dim_reaches_the_launch_unpadded(fake_torch, monkeypatch):
+    """With 192 listed for sm_90a, a d192 fp16 CUDA call goes through _prepare_cuda, then the
+    lean path, to the launch with D = 192 (no driver here: GpuUnavailableError), never the
+    padded path; the kernel it compiles is the 128x64 one. (Causal d192 runs persistent: the
+    GPU test covers it.)"""
+    attn = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
+    monkeypatch.setattr(attn, "_attention_padded",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    q = fake_torch.Tensor((1, 2, 300, 192), fake_torch.float16)
+    for _ in range(2):   # the first call through _prepare_cuda, the second the lean path
+        with pytest.raises(tessel.GpuUnavailableError, match="no CUDA driver"):
+            tessel.attention(q, q, q)
+    kernel = tessel.compile_attention(q, q, q)
+    spec = {item[0]: item[-1] for item in kernel.specialization}
+    assert (spec["BLOCK_M"], spec["BLOCK_N"], spec["D"]) == (128, 64, 192)
+
+
 def test_gpu_block_sizes():
     from tessel.attention import gpu_blocks
     assert gpu_blocks(128, "f16", 1000, 1000) == (128, 64)
