@@ -43,7 +43,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
                      EVEN_N: tl.constexpr = False, DIAGONAL_FIRST: tl.constexpr = False,
-                     TAIL_FIRST: tl.constexpr = False):
+                     TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0):
     # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
@@ -55,7 +55,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
                    CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS,
-                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
+                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
 
 
 @jit(options=ALIGNED_INPUTS)
@@ -69,7 +69,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
                                 EVEN_N: tl.constexpr = False,
                                 DIAGONAL_FIRST: tl.constexpr = False,
-                                TAIL_FIRST: tl.constexpr = False):
+                                TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0):
     """attention_kernel launched on grid.persistent_programs: program p computes the tiles
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
@@ -81,7 +81,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
-                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
+                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
 
 
 @jit
@@ -91,8 +91,11 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
                    Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
                    O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False,
-                   DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False):
-    """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
+                   DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False,
+                   DV: tl.constexpr = 0):
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE. DV: v's and o's head dim
+    where it is not D (0: D)."""
+    DO = D if DV == 0 else DV
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head
@@ -100,14 +103,14 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
     kv_rows = (b * HKV + kv_h) * nk
     qd = rows_desc(q, nq, D, q_rows, b, h, Q_RS, Q_HS)
     kd = rows_desc(k, nk, D, kv_rows, b, kv_h, K_RS, K_HS)
-    vd = rows_desc(v, nk, D, kv_rows, b, kv_h, V_RS, V_HS)
-    od = rows_desc(o, nq, D, q_rows, b, h, O_RS, O_HS)
+    vd = rows_desc(v, nk, DO, kv_rows, b, kv_h, V_RS, V_HS)
+    od = rows_desc(o, nq, DO, q_rows, b, h, O_RS, O_HS)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
     acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
-                              SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST)
+                              SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
     tl.store(od, (m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
 
@@ -116,7 +119,8 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
 def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
                    MASK_MOD: tl.constexpr, EVEN_N: tl.constexpr = False,
-                   DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False):
+                   DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False,
+                   DV: tl.constexpr = 0):
     """The key loop of the query block `qt` (rows m0…): its output (normalised) and LSE, the
     scores `scale · qt·kᵀ` with the mods and masks, P in V's dtype for P·V (FP8 too:
     attention_fp8.py). EVEN_N: nk is a multiple of BLOCK_N, so every key block is whole and
@@ -125,9 +129,11 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
     BLOCK_M == BLOCK_N, nq <= nk: diagonal_first): FlashAttention-3's order, the block on the
     diagonal first and masked, then the blocks before it unmasked, in one loop whose first
     iteration the overlapped consumers peel (so the masked block is the peel). TAIL_FIRST
-    (not causal: tail_first): the same with the last key block, masked at the key tail."""
+    (not causal: tail_first): the same with the last key block, masked at the key tail. DV: v's
+    head dim where it is not D (0: D)."""
+    DO = D if DV == 0 else DV
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    acc = tl.zeros((BLOCK_M, DO), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     first = m0 if DIAGONAL_FIRST else (nk - 1) // BLOCK_N * BLOCK_N
     for jj in tl.stream(0, m0 + BLOCK_N if DIAGONAL_FIRST else nk, BLOCK_N):
@@ -156,7 +162,7 @@ def attention_rows(qt, kd, vd, m0, nk, b, h, scale, D: tl.constexpr, BLOCK_M: tl
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)   # streamed over j
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, DO))
         acc += tl.dot(p.to(vt.dtype), vt)
     return acc, lse
 
@@ -447,6 +453,38 @@ def value_head_dim_differs(q, k, v, rank=4):
         tuple(ks[:-1]) == tuple(vs[:-1]) and ks[-1] > 0 and vs[-1] > 0
 
 
+# Whether tessel.attention runs a v of its own head dim with the kernel's DV (P·V and the
+# output at v's width: 192/128 at a fifth fewer FLOPs than padding v) where value_head_dim_kernel
+# allows, instead of padding (call_with_value_head_dim). Off until its GPU check
+# (test_python_gpu.py `test_value_head_dim_kernel`): the interpreter checks it in CI.
+VALUE_HEAD_DIM_KERNEL = False
+
+
+def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
+    """Whether a call whose v has a head dim of its own runs the kernels' DV
+    (VALUE_HEAD_DIM_KERNEL): forward calls of the dense kernels — no gradients wanted, no
+    mask_mod, block_mask or window (their block-sparse kernels keep one head dim), not FP8; on
+    CUDA fp16/bf16 on sm_90a with both head dims ones its fast path takes."""
+    if not VALUE_HEAD_DIM_KERNEL or mask_mod is not None or block_mask is not None or \
+            window_size is not None or getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
+        return False
+    if gpu.is_torch_tensor(q):
+        if _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)):
+            return False
+        if getattr(q, "is_cuda", False):
+            chip = _chip_for_blocks(q)
+            dims = FAST_HEAD_DIMS + NATIVE_HEAD_DIMS.get(chip, ())
+            return chip == "sm_90a" and gpu.torch_dtype_name(q) in _FAST_DTYPES and \
+                q.shape[-1] in dims and v.shape[-1] in dims
+    return True
+
+
+def _value_dim(D, v):
+    """The DV constexpr of a v whose head dim is not D ({} otherwise: ordinary calls keep their
+    kernels' keys)."""
+    return {} if v.shape[3] == D else {"DV": int(v.shape[3])}
+
+
 def call_with_value_head_dim(fn, q, k, v, *args, scale=None, return_lse=False, **kwargs):
     """`fn(q, k, v, *args, scale=..., return_lse=..., **kwargs)` (tessel.attention,
     attention_varlen) where v's head dim Ev differs from q's and k's E: the smaller side padded
@@ -561,7 +599,9 @@ def softmax_scale(scale, D):
     return value
 
 
-def _check_shapes(qs, ks, vs, enable_gqa):
+def _check_shapes(qs, ks, vs, enable_gqa, value_dim=False):
+    """(B, H, Nq, D, Hkv, Nk) of q, k, v shapes, or a ValueError that says what does not fit.
+    `value_dim`: v may have a head dim of its own (the kernels' DV)."""
     if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         bad = next(n for n, s in (("q", qs), ("k", ks), ("v", vs)) if len(s) != 4)
         shape = {"q": qs, "k": ks, "v": vs}[bad]
@@ -575,7 +615,7 @@ def _check_shapes(qs, ks, vs, enable_gqa):
     if Dk != D:
         raise ValueError(f"q {tuple(qs)} and k {tuple(ks)} differ in head dim ({D} and {Dk}): "
                          "q and k need one head dim")
-    if vs[3] != Dk:
+    if vs[3] != Dk and not (value_dim and vs[3] > 0):
         # tessel.attention takes it (call_with_value_head_dim); the kernels' callers do not.
         raise ValueError(f"k {tuple(ks)} and v {tuple(vs)} differ in head dim: here q, k and v "
                          "need one (tessel.attention takes a v of another head dim)")
@@ -604,18 +644,19 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     if q.dtype not in _ARRAY_DTYPES:    # int32 arrays, fine for tessel.jit, failed in tl.dot
         raise TypeError(f"tessel.attention takes float32, float16, bf16 (uint16 bit patterns) or "
                         f"FP8 e4m3 (uint8 bit patterns) arrays, got {q.dtype}")
-    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa, True)
     scale = softmax_scale(scale, D)
     BM = block_m or _block(Nq)
     BN = block_n or _block(Nk)
     q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))
-    o = np.zeros_like(q)
+    o = np.zeros((B, H, Nq, v.shape[3]), dtype=q.dtype)
     lse = np.zeros((B, H, Nq), dtype=np.float32)
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      **key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, None))
+                      **key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, None),
+                      **_value_dim(D, v))
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
@@ -771,7 +812,8 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     """
     if block_m is not None or block_n is not None:
         block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
-    if value_head_dim_differs(q, k, v):
+    if value_head_dim_differs(q, k, v) and not value_head_dim_kernel(q, k, v, mask_mod,
+                                                                     block_mask, window_size):
         return call_with_value_head_dim(
             attention, q, k, v, return_lse=return_lse, causal=causal, scale=scale,
             score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa, block_m=block_m,
@@ -965,27 +1007,30 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     if not q.is_cuda:
         raise TypeError(f"q is on {q.device}: tessel.attention runs CUDA tensors on the GPU and "
                         "numpy arrays on the CPU interpreter")
-    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa, True)
     dtype = gpu.torch_dtype_name(q)
     scale = softmax_scale(scale, D)
     # The chip of q's device picks the blocks. The choice is remembered per (dtype, D, ...), not
     # per device: a process with an sm_80 and an sm_90 device runs the first chip's blocks on
     # both, which is correct everywhere and fastest on the first.
     chip = _chip_for_blocks(q)
-    dm, dn = gpu_blocks(D, dtype, Nq, Nk, chip, unmasked=not causal and mask_mod is None,
+    # A v of its own head dim (DV) takes the blocks of the wider of the two: O's columns weigh
+    # on the registers as much as Q's (d64's 192-row blocks spilled 1.5 KB with a v of 128).
+    dm, dn = gpu_blocks(max(D, v.shape[3]), dtype, Nq, Nk, chip,
+                        unmasked=not causal and mask_mod is None,
                         causal=causal and mask_mod is None,
                         mods=score_mod is not None or mask_mod is not None)
     BM, BN = block_m or dm, block_n or dn
     # Each input is read in place where layouts.row_layout finds its rows (a [B, N, heads, D]
     # tensor seen as [B, heads, N, D], as FlashAttention's layout is); others are copied.
     q, k, v = (in_place(x) for x in (q, k, v))
-    o = output_like(q, torch)
+    o = output_like(q, torch, v.shape[3])
     lse = torch.empty((B, H, Nq), dtype=torch.float32, device=q.device)
     args = (q, k, v, o, lse, Nq, Nk, H, Hkv, scale)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      **layout_constexprs(Q=q, K=k, V=v, O=o))
+                      **layout_constexprs(Q=q, K=k, V=v, O=o), **_value_dim(D, v))
     fast = dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS
     if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
             not fast and (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):

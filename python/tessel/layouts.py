@@ -63,13 +63,15 @@ def in_place(x):
     return x if row_layout(x) is not None else contiguous_aligned(x)
 
 
-def output_like(q, torch):
+def output_like(q, torch, Dv=None):
     """The output: contiguous [B, H, N, D] for a contiguous q; for q read in place, a
-    [B, N, H, D] buffer seen as [B, H, N, D] (what SDPA's flash backend returns for such q)."""
-    if q.is_contiguous():
-        return torch.empty_like(q)
+    [B, N, H, D] buffer seen as [B, H, N, D] (what SDPA's flash backend returns for such q).
+    `Dv`: v's head dim, the output's, where it is not q's."""
     B, H, N, D = q.shape
-    return q.new_empty((B, N, H, D)).transpose(1, 2)
+    Dv = D if Dv is None else Dv
+    if q.is_contiguous():
+        return torch.empty_like(q) if Dv == D else q.new_empty((B, H, N, Dv))
+    return q.new_empty((B, N, H, Dv)).transpose(1, 2)
 
 
 def layout_constexprs(**tensors):

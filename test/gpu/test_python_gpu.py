@@ -357,6 +357,39 @@ def test_value_head_dim_of_its_own(dtype, E, Ev, causal):
                               [x.grad for x in low_leaves])
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128), (256, 128), (128, 256)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [300, 2048], ids=["ragged", "whole"])
+def test_value_head_dim_kernel(monkeypatch, dtype, E, Ev, causal, n):
+    """attention.VALUE_HEAD_DIM_KERNEL (off until this passes): v of its own head dim through
+    the kernels' DV on sm_90a (P·V and o at v's width, the blocks of the wider head dim,
+    persistent where those are), not padded; against float32, GQA, ragged and whole blocks."""
+    attn = importlib.import_module("tessel.attention")
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("the DV kernels run on sm_90a")
+    monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", True)
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("padded instead of the DV kernel"))
+    B, H, Hkv = 2, 4, 2
+    gen = torch.Generator(device="cuda").manual_seed(E * 3 + Ev + causal + n)
+    q = rand((B, H, n, E), dtype, gen)
+    k = rand((B, Hkv, n, E), dtype, gen)
+    v = rand((B, Hkv, n, Ev), dtype, gen)
+    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(2, dim=1))
+    s = s / math.sqrt(E)
+    if causal:
+        s = s.masked_fill(~torch.ones(n, n, dtype=torch.bool, device="cuda").tril(),
+                          float("-inf"))
+    ref_o = torch.softmax(s, dim=-1) @ v.float().repeat_interleave(2, dim=1)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
+    assert o.shape == (B, H, n, Ev) and o.dtype == dtype
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-2
+
+
 @pytest.mark.parametrize("blocks", [(64, 32), (64, 64), (128, 32), (128, 64)],
                          ids=lambda b: f"{b[0]}x{b[1]}")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])

@@ -443,3 +443,33 @@ def test_numpy_value_head_dim_of_its_own():
     ref = (p / p.sum(-1, keepdims=True)) @ v
     assert o.shape == (1, 2, 9, 24) and o.flags["C_CONTIGUOUS"]
     assert np.abs(o - ref).max() < 1e-5
+
+
+@pytest.mark.parametrize("E,Ev", [(48, 32), (32, 48), (64, 16)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_value_head_dim_kernel(monkeypatch, E, Ev, causal):
+    """attention.VALUE_HEAD_DIM_KERNEL (off by default until its GPU check): a v of its own head
+    dim runs the kernels' DV (P·V and o at v's width) instead of padding — the same answer as
+    the padded call, against float64, and the kernel is specialized on DV."""
+    import importlib
+    attn = importlib.import_module("tessel.attention")
+    rng = np.random.default_rng(E + Ev + causal)
+    q = rng.standard_normal((2, 2, 37, E)).astype(np.float32)
+    k = rng.standard_normal((2, 1, 50, E)).astype(np.float32)
+    v = rng.standard_normal((2, 1, 50, Ev)).astype(np.float32)
+    padded = tessel.attention(q, k, v, causal=causal, enable_gqa=True)
+    monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", True)
+    monkeypatch.setattr(attn, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("padded instead of the DV kernel"))
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
+    kernel = tessel.compile_attention(q, k, v, causal=causal, enable_gqa=True)
+    assert {i[0]: i[-1] for i in kernel.specialization}["DV"] == Ev
+    s = q.astype(np.float64) @ np.repeat(k, 2, axis=1).swapaxes(-1, -2) / np.sqrt(E)
+    if causal:
+        s = np.where(np.tril(np.ones((37, 50), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ np.repeat(v, 2, axis=1)
+    assert o.shape == (2, 2, 37, Ev) and np.abs(o - ref).max() < 1e-5
+    assert np.abs(o - padded).max() < 1e-6
+    assert np.abs(lse - np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1))
+                  - s.max(-1)).max() < 1e-5

@@ -129,6 +129,34 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
         assert given_up[0] <= GIVEN_UP.get((chip, case), set()), (BM, BN, given_up[0])
 
 
+@pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128), (256, 128), (128, 256)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_value_head_dim_kernels_spill_nothing(tmp_path, E, Ev, causal):
+    # attention.VALUE_HEAD_DIM_KERNEL's kernels (v of its own head dim: the DV constexpr; off
+    # until its GPU check) on sm_90a, at the blocks _prepare_cuda takes (those of the wider head
+    # dim: d64's 192-row blocks spilled 1.5 KB with a v of 128), one program a tile or
+    # persistent as tessel.attention launches them: 0 bytes, nothing given up.
+    chip, n = "sm_90a", 4096
+    q = np.zeros((1, 2, n, E), np.float16)
+    v = np.zeros((1, 2, n, Ev), np.float16)
+    o = np.zeros((1, 2, n, Ev), np.float16)
+    lse = np.zeros((1, 2, n), np.float32)
+    BM, BN = gpu_blocks(max(E, Ev), "f16", n, n, chip, unmasked=not causal, causal=causal,
+                        mods=False)
+    cx = dict(D=E, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DV=Ev,
+              **key_loop_constexprs(n, n, E, BM, BN, causal, None, chip))
+    if (chip, BM, BN) in grid.PERSISTENT_BLOCKS or (
+            causal and (chip, BM, BN) in grid.PERSISTENT_CAUSAL_BLOCKS):
+        ids = np.zeros(8, np.int32)
+        k = persistent_attention_kernel.warmup(q, q, v, o, lse, n, n, 2, 2, 0.1, 2, ids, ids,
+                                               **cx)
+    else:
+        k = attention_kernel.warmup(q, q, v, o, lse, n, n, 2, 2, 0.1, **cx)
+    b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
+    assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
+    assert f"m64n{Ev}k16" in b.ptx      # P·V at v's width
+
+
 @pytest.mark.parametrize("mod", [None, "softcap"])
 @pytest.mark.parametrize("loop", ["DIAGONAL_FIRST", "TAIL_FIRST"])
 def test_masked_block_first_spills_nothing(tmp_path, loop, mod):

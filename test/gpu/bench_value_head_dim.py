@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""v with a head dim of its own (SDPA's Ev; DeepSeek's MLA prefill: q/k 192, v 128), forward,
+side by side in one process: tessel padded (the default: v to E, then d192 to 256), with head
+dim 192 as it is (attention.NATIVE_HEAD_DIMS) and v padded, and with the DV kernel
+(attention.VALUE_HEAD_DIM_KERNEL), beside SDPA's cuDNN and FA2 backends where they take it.
+
+    python3 test/gpu/bench_value_head_dim.py [--dims 192x128 128x64] [--lengths 4096 16384]
+
+b·n = 16k tokens, h·E = 2048 (h = 10 at 192). TFLOP/s count 2·b·h·n²·(E + Ev) (half causal),
+the work of the unpadded call; do_bench median, each call with its output allocation."""
+import argparse
+import importlib
+import math
+
+from bench_decode import cuda_torch, make_timer, max_rel_diff, time_sdpa
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dims", nargs="+", default=["192x128", "128x64"])
+    ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
+    ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    args = ap.parse_args()
+    torch = cuda_torch("bench_value_head_dim")
+    if torch is None:
+        return 0
+    import tessel
+    from torch.nn.attention import SDPBackend
+    attn = importlib.import_module("tessel.attention")
+    timed, timer = make_timer(torch)
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    variants = [("padded", {}), ("native192", {"NATIVE_HEAD_DIMS": {"sm_90a": (192,)}}),
+                ("DV", {"NATIVE_HEAD_DIMS": {"sm_90a": (192,)}, "VALUE_HEAD_DIM_KERNEL": True})]
+    print(f"{args.dtype}; TFLOP/s of the unpadded work; {timer}")
+    print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} " +
+          " ".join(f"{name:>10}" for name, _ in variants) + f" {'cuDNN':>8} {'FA2':>8}  diff")
+    with torch.no_grad():
+        for dims in args.dims:
+            E, Ev = (int(x) for x in dims.split("x"))
+            H = max(1, 2048 // E)
+            for n in args.lengths:
+                B = max(1, 16384 // n)
+                for causal in (False, True):
+                    q, k = (torch.randn(B, H, n, E, device="cuda", dtype=dt, generator=gen)
+                            for _ in range(2))
+                    v = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen)
+                    flops = 2 * B * H * n * n * (E + Ev) / (2 if causal else 1)
+                    cells, outs = [], []
+                    for _, switches in variants:
+                        saved = {name: getattr(attn, name) for name in switches}
+                        for name, value in switches.items():
+                            setattr(attn, name, value)
+                        try:
+                            outs.append(tessel.attention(q, k, v, causal=causal))
+                            ms = timed(lambda: tessel.attention(q, k, v, causal=causal))
+                            cells.append(f"{flops / ms / 1e9:>10.1f}")
+                        finally:
+                            for name, value in saved.items():
+                                setattr(attn, name, value)
+                    row = {}
+                    theirs = time_sdpa(torch, row, timed, q, k, v, causal,
+                                       (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                                        ("fa2", SDPBackend.FLASH_ATTENTION)))
+                    for name in ("cudnn", "fa2"):
+                        ms = row.get(f"{name}_ms")
+                        cells.append(f"{flops / ms / 1e9:>8.1f}" if ms else f"{'-':>8}")
+                    base = theirs.get("cudnn", outs[0])
+                    diff = max(max_rel_diff(o, base) for o in outs)
+                    print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} {' '.join(cells)}  "
+                          f"{diff:.1e}", flush=True)
+    print(f"scale 1/sqrt(E) = {1 / math.sqrt(E):.4f} everywhere")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
