@@ -16,6 +16,8 @@ failed. test/python/test_fuzz_differential.py runs a few fixed-seed cases of eac
 docs/dev/fuzzing.md has the campaigns.
 """
 import argparse
+import contextlib
+import importlib
 import math
 import sys
 import time
@@ -172,9 +174,23 @@ def _with_user_mods(c, ref_score, ref_mask):
 
 def _value_head_dim(rng, c):
     """At times v gets a head dim of its own (SDPA's Ev: tessel.attention pads the smaller
-    side), another of the backend's head dims."""
+    side), another of the backend's head dims; half of those forward cases run the kernels' DV
+    instead (attention.VALUE_HEAD_DIM_KERNEL, off by default until its GPU check)."""
     if rng.random() < 0.15:
         c["Dv"] = _pick(rng, [d for d in BACKEND.head_dims if d != c["D"]])
+        c["dv_kernel"] = bool(rng.integers(0, 2))
+
+
+@contextlib.contextmanager
+def _switched(c):
+    """attention.VALUE_HEAD_DIM_KERNEL as the case says, for the call."""
+    attn = importlib.import_module("tessel.attention")
+    saved = attn.VALUE_HEAD_DIM_KERNEL
+    attn.VALUE_HEAD_DIM_KERNEL = c.get("dv_kernel", False)
+    try:
+        yield
+    finally:
+        attn.VALUE_HEAD_DIM_KERNEL = saved
 
 
 def forward_case(rng):
@@ -184,8 +200,9 @@ def forward_case(rng):
     _value_head_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
-    o, lse = tessel.attention(q, k, v, return_lse=True, score_mod=score_mod, mask_mod=mask_mod,
-                              **_call_options(c))
+    with _switched(c):
+        o, lse = tessel.attention(q, k, v, return_lse=True, score_mod=score_mod,
+                                  mask_mod=mask_mod, **_call_options(c))
     score, _, allowed = _with_user_mods(c, ref_score, ref_mask)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     ro, rl = reference_attention(*ref, scale=scale, causal=c["causal"], score=score,
