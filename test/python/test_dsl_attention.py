@@ -473,3 +473,15 @@ def test_value_head_dim_kernel(monkeypatch, E, Ev, causal):
     assert np.abs(o - padded).max() < 1e-6
     assert np.abs(lse - np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1))
                   - s.max(-1)).max() < 1e-5
+
+
+def test_value_head_dim_example_runs():
+    """examples/python/value_head_dim.py (q/k 192, v 128) prints its error against float64."""
+    import pathlib
+    import subprocess
+    import sys
+    examples = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+    r = subprocess.run([sys.executable, "value_head_dim.py"], capture_output=True, text=True,
+                       timeout=300, cwd=examples)
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout.rsplit("=", 1)[1]) < 1e-5, r.stdout
