@@ -424,18 +424,31 @@ def native_head_dim(D, dtype, chip, grad, masked):
         D in NATIVE_HEAD_DIMS.get(chip, ())
 
 
+def _pad_columns(x, n):
+    """x with zero columns appended up to n: torch's pad for torch tensors (differentiable: the
+    gradient is cut back to x's columns), np.pad otherwise."""
+    if gpu.is_torch_tensor(x):
+        return gpu.torch_module().nn.functional.pad(x, (0, n - x.shape[-1]))
+    x = np.asarray(x)
+    return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])])
+
+
+def _first_columns(res, n, return_lse):
+    """An attention result (o, or (o, lse)) with o cut to its first n columns, contiguous like
+    any tessel output."""
+    o = res[0] if return_lse else res
+    o = o[..., :n].contiguous() if gpu.is_torch_tensor(o) else np.ascontiguousarray(o[..., :n])
+    return (o, res[1]) if return_lse else o
+
+
 def _attention_padded(q, k, v, Dp, scale, return_lse, **kwargs):
     """tessel.attention at head dim Dp > D (padded_head_dim): zero columns appended to q, k and
-    v by torch (differentiable: gradients flow back through the padding), the output cut back to
-    its first D columns (contiguous, like any tessel output)."""
-    import torch
+    v (torch tensors: gradients flow back through the padding), the output cut back to its first
+    D columns."""
     D = q.shape[-1]
-    q, k, v = (torch.nn.functional.pad(x, (0, Dp - D)) for x in (q, k, v))
-    scale = 1.0 / math.sqrt(D) if scale is None else scale
-    res = attention(q, k, v, scale=scale, return_lse=return_lse, **kwargs)
-    o, lse = res if return_lse else (res, None)
-    o = o[..., :D].contiguous()
-    return (o, lse) if return_lse else o
+    q, k, v = (_pad_columns(x, Dp) for x in (q, k, v))
+    res = attention(q, k, v, scale=softmax_scale(scale, D), return_lse=return_lse, **kwargs)
+    return _first_columns(res, D, return_lse)
 
 
 def value_head_dim_differs(q, k, v, rank=4):
@@ -497,23 +510,12 @@ def call_with_value_head_dim(fn, q, k, v, *args, scale=None, return_lse=False, *
             getattr(getattr(v, "dtype", None), "itemsize", 0) == 1:
         raise NotImplementedError(f"FP8 attention needs one head dim for q, k and v; v has {Ev} "
                                   f"and k {k.shape[-1]}")
-    torch = gpu.torch_module() if gpu.is_torch_tensor(q) else None
-
-    def pad(x, n):
-        if torch is not None:
-            return torch.nn.functional.pad(x, (0, n - x.shape[-1]))
-        x = np.asarray(x)
-        return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])])
-
-    def cut(o):
-        return o[..., :Ev].contiguous() if torch is not None else np.ascontiguousarray(o[..., :Ev])
-
     if Ev < E:
-        v = pad(v, E)
+        v = _pad_columns(v, E)
     else:
-        q, k = pad(q, Ev), pad(k, Ev)
+        q, k = _pad_columns(q, Ev), _pad_columns(k, Ev)
     res = fn(q, k, v, *args, scale=softmax_scale(scale, E), return_lse=return_lse, **kwargs)
-    return (cut(res[0]), res[1]) if return_lse else cut(res)
+    return _first_columns(res, Ev, return_lse)
 
 
 def gpu_blocks(D, dtype, nq, nk, chip="sm_80", unmasked=False, causal=False, mods=None):
