@@ -242,8 +242,12 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if alibi_slopes is not None:
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     if tuple(v_cache.shape) != tuple(k_cache.shape):
+        # A v of its own head dim would be padded here a whole cache a call: refused, said so.
+        own = tuple(v_cache.shape[:-1]) == tuple(k_cache.shape[:-1])
         raise ValueError(f"tessel.{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
-                         f"{tuple(v_cache.shape)} differ in shape")
+                         f"{tuple(v_cache.shape)} differ in shape" +
+                         (": the KV cache needs one head dim (tessel.attention and "
+                          "attention_varlen take a v of its own)" if own else ""))
     n0, S, Hkv, Dk = k_cache.shape
     if Dk != D:
         raise ValueError(f"tessel.{fn}: q has head dim {D}, the cache {Dk}")

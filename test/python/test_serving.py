@@ -219,6 +219,8 @@ def cache_inputs():
      ValueError, "page_size (k_cache.shape[1]) must be positive"),
     (lambda a: {**a, "block_table": None}, ValueError, "needs block_table"),
     (lambda a: {**a, "v_cache": a["v_cache"][:, :, :1]}, ValueError, "differ in shape"),
+    (lambda a: {**a, "v_cache": a["v_cache"][..., :4]}, ValueError,
+     "the KV cache needs one head dim"),
     (lambda a: {**a, **{n: a[n][..., :0] for n in ("q", "k_cache", "v_cache")}}, ValueError,
      "head dim 0"),
     (lambda a: {**a, "block_m": 24}, ValueError, "block_m must be a power of two >= 16, got 24"),
