@@ -17,12 +17,27 @@ import numpy as np
 from . import cpu_tensors
 from . import gpu
 from . import serving_decode
-from .attention import call_with_value_head_dim, value_head_dim_differs
+from .attention import _first_columns, _pad_columns, call_with_value_head_dim, \
+    padded_head_dim, softmax_scale, value_head_dim_differs
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
                              _refuse_grad, _strided, seqlens_of_int)
 from .serving_kernels import kvcache_kernel, varlen_kernel
+
+def _varlen_padded_dim(q, k, v):
+    """The head dim a CUDA attention_varlen call runs at where the serving kernels' fast paths
+    (head dims 64 and 128) do not take its own: the next of them for fp16/bf16 head dims below
+    128 (32, 80, 96, …; zero columns, exact, differentiable), which the reference lowering ran
+    at a few per cent of the fast path's speed. None otherwise (above 128 padding would not
+    reach a fast path)."""
+    if not all(gpu.is_torch_tensor(x) and x.is_cuda and len(x.shape) == 3 for x in (q, k, v)):
+        return None
+    if not q.shape[-1] == k.shape[-1] == v.shape[-1] or not q.dtype == k.dtype == v.dtype:
+        return None
+    Dp = padded_head_dim(q.shape[-1], gpu.torch_dtype_name(q))
+    return Dp if Dp in (64, 128) else None
+
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, scale=None, return_lse=False, block_m=None, block_n=None,
@@ -60,7 +75,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
-    through their strides (a row is H·D elements); nothing is padded or copied. Torch tensors
+    through their strides (a row is H·D elements); nothing is copied, but for fp16/bf16 CUDA
+    head dims below 128 other than 64, which run padded with zero columns to 64 or 128 (the
+    fast paths' head dims; exact, differentiable). Torch tensors
     that require grad (grad mode on) get o and lse with a grad_fn: the backward runs the dense
     backward programs over the packed rows under a per-sequence mask and its block mask
     (python/tessel/varlen_backward.py); numpy arrays that require grad are refused.
@@ -79,6 +96,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m, block_n=block_n,
             window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
+    Dp = _varlen_padded_dim(q, k, v)
+    if Dp is not None:
+        res = attention_varlen(
+            *(_pad_columns(x, Dp) for x in (q, k, v)), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+            max_seqlen_k, causal=causal, scale=softmax_scale(scale, q.shape[-1]),
+            return_lse=return_lse, block_m=block_m, block_n=block_n, window_size=window_size,
+            softcap=softcap, alibi_slopes=alibi_slopes)
+        return _first_columns(res, q.shape[-1], return_lse)
     named = (("q", q), ("k", k), ("v", v))
     if gpu.is_torch_tensor(q) and cpu_tensors.needs_grad(q, k, v):
         from .varlen_backward import attention_varlen_with_grad
@@ -130,7 +155,6 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if H * max(total_q, 1) > _I32_MAX or max(total_q, total_k) * H * D > 2**40:
         raise ValueError(f"tessel.{fn}: {total_q} query rows x {H} heads are too many for "
                          "32-bit row indices")
-    from .attention import softmax_scale
     scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
     BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)) or \
@@ -287,7 +311,6 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                                  f"a page of the cache (0 to {n0 - 1})")
     if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
         raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
-    from .attention import softmax_scale
     scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))

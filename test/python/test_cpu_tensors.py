@@ -254,3 +254,34 @@ def test_varlen_value_head_dim_of_its_own(E, Ev, causal):
     ref.backward(do.double())
     for got, want in zip((q.grad, k.grad, v.grad), (q64.grad, k64.grad, v64.grad)):
         assert (got.double() - want).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_padded_head_dim_route(monkeypatch, causal):
+    """attention_varlen's padded route (CUDA fp16/bf16 head dims below 128 but 64 run at 64 or
+    128: serving._varlen_padded_dim), forced here on CPU tensors at head dim 40 → 64: the same
+    output, LSE and gradients as the unpadded call, o of the caller's 40 columns."""
+    from tessel import serving
+    cu = torch.tensor([0, 7, 20, 33], dtype=torch.int32)
+    base = [_rand(33, 4, 40, seed=9 + i) for i in range(3)]
+    do = _rand(33, 4, 40, seed=12)
+
+    def run():
+        q, k, v = (x.clone().requires_grad_() for x in base)
+        o, lse = tessel.attention_varlen(q, k, v, cu, cu, 13, 13, causal=causal,
+                                         return_lse=True)
+        o.backward(do)
+        return o, lse, [x.grad for x in (q, k, v)]
+    want = run()
+    calls = []
+    real = serving._varlen_padded_dim
+    monkeypatch.setattr(serving, "_varlen_padded_dim",
+                        lambda q, k, v: calls.append(q.shape[-1]) or
+                        (64 if q.shape[-1] == 40 else real(q, k, v)))
+    got = run()
+    assert calls[0] == 40 and 64 in calls          # padded, then the padded call itself
+    assert got[0].shape == (33, 4, 40) and got[0].is_contiguous()
+    assert (got[0] - want[0]).abs().max().item() < 1e-6
+    assert (got[1] - want[1]).abs().max().item() < 1e-6
+    for g, w in zip(got[2], want[2]):
+        assert g.shape == w.shape and (g - w).abs().max().item() < 1e-5
