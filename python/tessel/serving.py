@@ -25,6 +25,7 @@ from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check
                              _refuse_grad, _strided, seqlens_of_int)
 from .serving_kernels import kvcache_kernel, varlen_kernel
 
+
 def _varlen_padded_dim(q, k, v):
     """The head dim a CUDA attention_varlen call runs at where the serving kernels' fast paths
     (head dims 64 and 128) do not take its own: the next of them for fp16/bf16 head dims below
