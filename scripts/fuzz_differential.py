@@ -43,6 +43,8 @@ class Backend:
         self.dtypes = ["f16", "bf16"] if gpu else ["f32", "f32", "f32", "f16"]
         self.head_dims = [64, 128, 256] if gpu else [16, 32, 64]
         self.serving_head_dims = [64, 128] if gpu else [16, 32, 64]
+        # attention_varlen's too: on the GPU also head dims it runs padded to 64 / 128
+        self.varlen_head_dims = [40, 64, 96, 128] if gpu else self.serving_head_dims
         self.block_sizes = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 24]
         self.key_blocks = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 80]
         self.lengths_q = [1, 17, 64, 127, 128, 700, 1024, 1500] if gpu else \
@@ -278,6 +280,7 @@ def serving_case(rng):
     refs = dict(scale=scale, causal=causal, window=window, softcap=softcap, alibi=alibi)
     B = int(rng.integers(1, 4))
     if rng.random() < 0.5:
+        D = _pick(rng, BACKEND.varlen_head_dims)
         lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype)
         o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
                                     max(lq + [1]), max(lk + [1]), **flash)
@@ -314,7 +317,7 @@ def varlen_backward_case(rng):
     (causal, window and ALiBi bottom-right aligned)."""
     torch = BACKEND.torch
     Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2]))
-    H, D, dtype = Hkv * G, _pick(rng, BACKEND.serving_head_dims), _pick(rng, BACKEND.dtypes)
+    H, D, dtype = Hkv * G, _pick(rng, BACKEND.varlen_head_dims), _pick(rng, BACKEND.dtypes)
     causal = bool(rng.integers(0, 2))
     window, softcap, alibi = _flash_options(rng, H)
     B = int(rng.integers(1, 4))
