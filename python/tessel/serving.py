@@ -16,6 +16,7 @@ import numpy as np
 
 from . import cpu_tensors
 from . import gpu
+from . import serving_checks
 from . import serving_decode
 from .attention import _first_columns, _pad_columns, call_with_value_head_dim, \
     padded_head_dim, softmax_scale, value_head_dim_differs
@@ -28,16 +29,16 @@ from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def _varlen_padded_dim(q, k, v):
     """The head dim a CUDA attention_varlen call runs at where the serving kernels' fast paths
-    (head dims 64 and 128) do not take its own: the next of them for fp16/bf16 head dims below
-    128 (32, 80, 96, …; zero columns, exact, differentiable), which the reference lowering ran
-    at a few per cent of the fast path's speed. None otherwise (above 128 padding would not
-    reach a fast path)."""
+    (serving_checks.VARLEN_FAST_HEAD_DIMS: 64 and 128) do not take its own: the next of them for
+    fp16/bf16 head dims below the largest (32, 80, 96, …; zero columns, exact, differentiable),
+    which the reference lowering ran at a few per cent of the fast path's speed. None otherwise
+    (padding to a head dim no fast path takes would gain nothing)."""
     if not all(gpu.is_torch_tensor(x) and x.is_cuda and len(x.shape) == 3 for x in (q, k, v)):
         return None
     if not q.shape[-1] == k.shape[-1] == v.shape[-1] or not q.dtype == k.dtype == v.dtype:
         return None
     Dp = padded_head_dim(q.shape[-1], gpu.torch_dtype_name(q))
-    return Dp if Dp in (64, 128) else None
+    return Dp if Dp in serving_checks.VARLEN_FAST_HEAD_DIMS else None
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -158,7 +159,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                          "32-bit row indices")
     scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
-    BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs)) or \
+    BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
+                          serving_checks.VARLEN_FAST_HEAD_DIMS) or \
         _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, tuple(q.shape))

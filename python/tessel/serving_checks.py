@@ -134,15 +134,24 @@ def _blocks(kind, D, dtype, n_q, n_k):
     return _block(n_q, cap), _block(n_k, cap)
 
 
-def _fast_blocks(kind, dtype, D, strides):
+# Head dims whose attention_varlen calls take the fast paths' 64x64 blocks (_fast_blocks; the
+# cache kernels keep 64 and 128). 256 compiles there with 0 spill on both chips (sm_90a wgmma:
+# 243-253 registers, sm_80 mma.sync: 255; test_serving_fast_paths.py) where the reference
+# lowering runs it today: off until its GPU check (test_serving_gpu.py
+# `test_varlen_at_head_dim_256`), which makes this (64, 128, 256) and sends head dims 129-255
+# there padded (serving._varlen_padded_dim).
+VARLEN_FAST_HEAD_DIMS = (64, 128)
+
+
+def _fast_blocks(kind, dtype, D, strides, dims=(64, 128)):
     """(64, 64) where the serving kernels (varlen, the cache kernel, the split-KV program) take
     the GPU's fast paths, else None (the reference lowering's blocks stay): CUDA f16/bf16 at
-    head dim 64 or 128, row and head strides of whole 16-byte chunks (cp.async). Any page size:
+    head dims `dims` (64 or 128; varlen's: VARLEN_FAST_HEAD_DIMS), row and head strides of whole 16-byte chunks (cp.async). Any page size:
     a page that the key block divides is looked up once per block (the next ahead of its copy),
     others row by row (a paged descriptor). test_serving_gpu.py's cases at 64x64 passed on the
     H200 on 2026-12-02; against the reference lowering's blocks decode measured 1.02x cuDNN
     instead of 0.04-0.12x (docs/bench/2026-12-02-h200-decode.md)."""
-    if kind != "cuda" or dtype not in ("f16", "bf16") or D not in (64, 128):
+    if kind != "cuda" or dtype not in ("f16", "bf16") or D not in dims:
         return None
     if any(s % 8 for s in strides):
         return None

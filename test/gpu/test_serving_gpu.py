@@ -99,6 +99,33 @@ def test_varlen(dtype, case, causal, blocks):
     check(o, ref, lowp_err)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [256, 192])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_at_head_dim_256(monkeypatch, dtype, D, causal):
+    """serving_checks.VARLEN_FAST_HEAD_DIMS with 256 (off until this passes): varlen at head dim
+    256 on the fast paths' 64x64 blocks, and 192 padded to it, against float64 within twice
+    torch's own error."""
+    from tessel import serving_checks
+    monkeypatch.setattr(serving_checks, "VARLEN_FAST_HEAD_DIMS", (64, 128, 256))
+    lq, lk, H, Hkv = [1, 70, 300, 513], [1, 90, 300, 700], 4, 2
+    torch.manual_seed(D + causal)
+    dt = DTYPES[dtype]
+    q = torch.randn(sum(lq), H, D, device="cuda", dtype=dt)
+    k = torch.randn(sum(lk), Hkv, D, device="cuda", dtype=dt)
+    v = torch.randn(sum(lk), Hkv, D, device="cuda", dtype=dt)
+    cq, ck = cu(lq, "cuda"), cu(lk, "cuda")
+    o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+    torch.cuda.synchronize()
+    assert o.shape == q.shape and o.dtype == dt
+    qn, kn, vn = (x.double().cpu().numpy() for x in (q, k, v))
+    ref, _ = reference_varlen(qn, kn, vn, cq.cpu().numpy(), ck.cpu().numpy(), causal=causal)
+    lowp = torch.cat([lowp_sequence(q[a:b], k[c:d], v[c:d], causal)
+                      for a, b, c, d in zip(cq[:-1].tolist(), cq[1:].tolist(),
+                                            ck[:-1].tolist(), ck[1:].tolist())])
+    check(o, ref, float((lowp.double().cpu().numpy() - ref).__abs__().max()))
+
+
 KVCACHE = {
     # (B, Sq, H, Hkv, D, lengths, page)
     "decode-gqa-contig": (4, 1, 8, 2, 128, [1, 100, 2000, 4096], None),

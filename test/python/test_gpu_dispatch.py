@@ -301,6 +301,23 @@ def test_native_head_dim_reaches_the_launch_unpadded(fake_torch, monkeypatch):
     assert (spec["BLOCK_M"], spec["BLOCK_N"], spec["D"]) == (128, 64, 192)
 
 
+def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
+    """attention_varlen's padded route on CUDA fp16/bf16 (serving._varlen_padded_dim): head dims
+    below 128 but 64 go to 64 or 128; above 128 only where VARLEN_FAST_HEAD_DIMS lists 256
+    (off until its GPU check); fp32, 3-D shapes only, one head dim."""
+    from tessel import serving, serving_checks
+    T = fake_torch.Tensor
+
+    def dim(D, dtype=fake_torch.float16, v_dim=None):
+        return serving._varlen_padded_dim(T((9, 2, D), dtype), T((9, 2, D), dtype),
+                                          T((9, 2, v_dim or D), dtype))
+    assert [dim(d) for d in (32, 40, 63, 80, 96, 127)] == [64, 64, 64, 128, 128, 128]
+    assert [dim(d) for d in (64, 128, 160, 192, 256)] == [None] * 5
+    assert dim(96, fake_torch.float32) is None and dim(96, v_dim=64) is None
+    monkeypatch.setattr(serving_checks, "VARLEN_FAST_HEAD_DIMS", (64, 128, 256))
+    assert [dim(d) for d in (96, 160, 192, 255, 256)] == [128, 256, 256, 256, None]
+
+
 def test_gpu_block_sizes():
     from tessel.attention import gpu_blocks
     assert gpu_blocks(128, "f16", 1000, 1000) == (128, 64)

@@ -98,3 +98,20 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
                                  **STRIDES, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, **mods)
     b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     assert b.cubin and b.manifest["spill_bytes"] == 0
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_at_head_dim_256_compiles_clean(chip, codegen, causal, tmp_path, monkeypatch):
+    # serving_checks.VARLEN_FAST_HEAD_DIMS' candidate (off until its GPU check): the varlen
+    # kernel at head dim 256 with the fast paths' 64x64 blocks, where the reference lowering
+    # runs it today: it compiles on both chips with nothing spilled or given up.
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    d = 256
+    strides = dict(q_rs=4 * d, q_hs=d, k_rs=2 * d, k_hs=d, v_rs=2 * d, v_hs=d)
+    x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros(3, np.int32), \
+        np.zeros(1, np.float32)
+    kernel = varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, **strides,
+                                  D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal)
+    b = kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
