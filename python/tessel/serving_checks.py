@@ -146,7 +146,8 @@ VARLEN_FAST_HEAD_DIMS = (64, 128)
 def _fast_blocks(kind, dtype, D, strides, dims=(64, 128)):
     """(64, 64) where the serving kernels (varlen, the cache kernel, the split-KV program) take
     the GPU's fast paths, else None (the reference lowering's blocks stay): CUDA f16/bf16 at
-    head dims `dims` (64 or 128; varlen's: VARLEN_FAST_HEAD_DIMS), row and head strides of whole 16-byte chunks (cp.async). Any page size:
+    head dims `dims` (64 or 128; varlen's: VARLEN_FAST_HEAD_DIMS), row and head strides of
+    whole 16-byte chunks (cp.async). Any page size:
     a page that the key block divides is looked up once per block (the next ahead of its copy),
     others row by row (a paged descriptor). test_serving_gpu.py's cases at 64x64 passed on the
     H200 on 2026-12-02; against the reference lowering's blocks decode measured 1.02x cuDNN
