@@ -7,7 +7,9 @@
 // 20 % slower than the same kernel at 158 (docs/bench/2026-12-03-h200-occupancy.md). Where the
 // registers and not the shared memory cap the CTAs, and the registers ptxas chose exceed what
 // one more CTA leaves by at most 1/kRegisterSlackDivisor of it, compileModule asks again with
-// `.minnctapersm` and keeps the answer only where nothing spills.
+// `.minnctapersm` and keeps the answer only where nothing spills. Never for a warp-specialised
+// kernel: its consumers grow to their setmaxnreg count after launch, and a second CTA admitted
+// on the producer-sized allocation hangs there (the backward's d64 64x128 key-rows program did).
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -95,4 +97,13 @@ std::string tessel::withMinCtasPerSM(llvm::StringRef ptx, llvm::StringRef kernel
   std::string out = ptx.str();
   out.insert(body + 1, ".minnctapersm " + std::to_string(ctas) + "\n");
   return out;
+}
+
+bool tessel::reallocatesRegisters(llvm::StringRef ptx, llvm::StringRef kernel) {
+  std::string header = (llvm::Twine(".entry ") + kernel + "(").str();
+  size_t at = ptx.find(header);
+  if (at == llvm::StringRef::npos)
+    return false;
+  size_t end = ptx.find(".entry ", at + header.size());
+  return ptx.slice(at, end).contains("setmaxnreg");
 }

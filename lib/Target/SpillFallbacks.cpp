@@ -41,7 +41,8 @@ static OwningOpRef<ModuleOp> withoutModerateArgs(ModuleOp module) {
 }
 
 /// Compiles result.ptx again with `.minnctapersm` on the kernels whose registers cap their
-/// occupancy below what their shared memory allows (occupancyHint), and keeps the new PTX and
+/// occupancy below what their shared memory allows (occupancyHint; not the warp-specialised
+/// ones, reallocatesRegisters), and keeps the new PTX and
 /// cubin when no hinted kernel spills more than before (its spill stores by more than
 /// options.occupancySpillBytes); otherwise keeps the first. One more ptxas run for such modules
 /// (returns whether it ran), none for the others.
@@ -58,7 +59,7 @@ static bool askForOccupancy(tessel::CompiledModule &result, const tessel::Target
   llvm::SmallVector<std::pair<std::string, unsigned>> asked;
   for (const tessel::KernelLaunchInfo &kernel : result.kernels) {
     const tessel::KernelResources *used = resourcesOf(result, kernel.name);
-    if (!used)
+    if (!used || tessel::reallocatesRegisters(result.ptx, kernel.name))
       continue;
     if (unsigned ctas = tessel::occupancyHint(limits, kernel, *used,
                                               options.occupancySpillBytes > 0)) {

@@ -83,4 +83,15 @@ TEST(Occupancy, Directive) {
   EXPECT_EQ(tessel::withMinCtasPerSM(ptx, "c", 3), ptx);
 }
 
+TEST(Occupancy, RegisterHandOver) {
+  // Only the entry that runs setmaxnreg counts (a warp-specialised kernel beside a plain one).
+  std::string ptx = ".visible .entry a(\n)\n{\n\tret;\n}\n"
+                    ".visible .entry b(\n)\n{\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n}\n"
+                    ".visible .entry c(\n)\n{\n\tret;\n}\n";
+  EXPECT_FALSE(tessel::reallocatesRegisters(ptx, "a"));
+  EXPECT_TRUE(tessel::reallocatesRegisters(ptx, "b"));
+  EXPECT_FALSE(tessel::reallocatesRegisters(ptx, "c"));
+  EXPECT_FALSE(tessel::reallocatesRegisters(ptx, "d"));
+}
+
 } // namespace

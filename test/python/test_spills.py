@@ -436,6 +436,28 @@ def test_keyrows_programs_that_spill_anyway_compile_once(tmp_path, entry):
     assert not [n for n, _ in direct.timings if n.startswith("compile again")]
 
 
+
+@needs_ptxas()
+@pytest.mark.parametrize("part", [0, 1])
+def test_warp_specialized_programs_take_no_occupancy_hint(tmp_path, part):
+    # attention_backward(..., block_n=128) at d64 on sm_90a: the key-rows program's 128 key
+    # rows are two consumer warpgroups beside a producer that hands them its registers
+    # (setmaxnreg), under the d64 occupancy allowance (KEYROWS_OCCUPANCY_SPILL). Asked for a
+    # second CTA an SM, ptxas sized the launch for 80 registers and the consumers' growth to
+    # 232 waited forever on an H100 (2026-12-06): such kernels get no .minnctapersm.
+    from tessel.backward import KEYROWS_OCCUPANCY_SPILL, _keyrows_program
+    assert KEYROWS_OCCUPANCY_SPILL.get(("sm_90a", 64))
+    x = np.zeros((2, 4, 300, 64), np.float16)
+    row = np.zeros((2, 4, 300), np.float32)
+    cx = dict(D=64, BLOCK_M=64, BLOCK_N=128, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None,
+              **({"PART": part} if part else {}))
+    program = _keyrows_program("sm_90a", 64, part, cx, False)
+    k = program.warmup(x, x, x, x, row, row, x, x, x, 300, 333, 4, 2, 2, 0.125, **cx)
+    b = cache.get_binary(k, _gpu(program, "sm_90a"), directory=str(tmp_path))
+    assert "setmaxnreg.inc" in b.ptx and b.manifest["block"][0] == 384
+    assert ".minnctapersm" not in b.ptx
+
+
 def _gathered_bias_kernel():
     """The d128 persistent block-sparse kernel of a causal mask with a gathered relative bias
     (rel_bias), which spills until its overlap goes (skips without ptxas)."""

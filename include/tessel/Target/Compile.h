@@ -82,6 +82,11 @@ unsigned occupancyHint(const ChipLimits &limits, const KernelLaunchInfo &kernel,
 /// `ptx` with `.minnctapersm ctas` among the directives of entry `kernel` (unchanged when the
 /// entry is not there).
 std::string withMinCtasPerSM(llvm::StringRef ptx, llvm::StringRef kernel, unsigned ctas);
+/// Whether entry `kernel` of `ptx` hands registers between its warps (`setmaxnreg`, warp
+/// specialisation). Such a kernel takes no `.minnctapersm`: the registers its warps grow to
+/// after the hand-over, not what ptxas allocated at launch, must fit the SM, and a CTA more
+/// than those allow waits in `setmaxnreg.inc` for registers no CTA gives back (a hang).
+bool reallocatesRegisters(llvm::StringRef ptx, llvm::StringRef kernel);
 
 /// How far `compileModule` goes.
 enum class Stage { LLVM, PTX, Cubin };
