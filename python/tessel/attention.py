@@ -1200,8 +1200,9 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
                                   even, diagonal, tail)
         if grid[0] and grid[1]:
+            # (DV, v's own head dim, only where it has one: such calls never take the lean path)
             kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"],
-                           cx["TAIL_FIRST"])
+                           cx["TAIL_FIRST"], *((cx["DV"],) if "DV" in cx else ()))
         return (o, lse) if return_lse else o
     consts, default_scale, sms, plain, even, diagonal, tail = c
     # (a finite Python float as it is: the launch path's common case; the rest checked)

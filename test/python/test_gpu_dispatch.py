@@ -3,6 +3,7 @@ interpreter and the GPU, the cheap launch key, and clear errors when device memo
 but no driver can run it. (test/gpu/test_python_gpu.py runs the real thing on a GPU.)
 """
 import importlib
+import inspect
 import os
 import subprocess
 import sys
@@ -228,8 +229,8 @@ def fake_torch(monkeypatch):
         def is_contiguous(self):
             return True
 
-        def new_empty(self, shape, dtype):
-            return Tensor(shape, dtype, self.is_cuda)
+        def new_empty(self, shape, dtype=None):
+            return Tensor(shape, dtype or self.dtype, self.is_cuda)
 
     torch.Tensor = Tensor
     torch.empty_like = lambda t: Tensor(t.shape, t.dtype, t.is_cuda)
@@ -299,6 +300,40 @@ def test_native_head_dim_reaches_the_launch_unpadded(fake_torch, monkeypatch):
     kernel = tessel.compile_attention(q, q, q)
     spec = {item[0]: item[-1] for item in kernel.specialization}
     assert (spec["BLOCK_M"], spec["BLOCK_N"], spec["D"]) == (128, 64, 192)
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("E,Ev", [(128, 64), (192, 128), (64, 128)])
+def test_value_head_dim_reaches_the_launch(fake_torch, monkeypatch, E, Ev):
+    """attention.VALUE_HEAD_DIM_KERNEL: a v of its own head dim reaches the kernel's launch with
+    DV = Ev beside D = E (the first launch once dropped DV, so the GPU ran the D-wide kernel
+    over a narrower v: all 40 GPU cases wrong on an H100, 2026-12-06), persistent or not, and
+    never the padded route."""
+    attn = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", True)
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
+    monkeypatch.setattr(attn, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    prepare, launched = attn._prepare_cuda, []
+
+    def spy(*a, **kw):
+        out = prepare(*a, **kw)
+        params = [p.name for p in inspect.signature(out[-1].fn).parameters.values()]
+        monkeypatch.setattr(out[-1], "_runner", lambda grid, *args: launched.append(
+            dict(zip(params, args))))
+        return out
+    monkeypatch.setattr(attn, "_prepare_cuda", spy)
+    from tessel import serving_decode
+    monkeypatch.setitem(serving_decode._num_sms_cache, 0, 132)     # an H100's SMs
+    T = fake_torch.Tensor
+    monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
+        to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
+    for causal in (False, True):
+        q, k = T((1, 4, 300, E), fake_torch.float16), T((1, 2, 300, E), fake_torch.float16)
+        tessel.attention(q, k, T((1, 2, 300, Ev), fake_torch.float16), causal=causal,
+                         enable_gqa=True)
+    assert [(c["D"], c["DV"]) for c in launched] == [(E, Ev)] * 2
 
 
 def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
