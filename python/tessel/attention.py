@@ -388,10 +388,11 @@ FAST_HEAD_DIMS = (64, 128, 256)
 # chip -> head dims its fast path also takes as they are, instead of padded: sm_90a's wgmma
 # takes 192 (three 64-column slabs; 0 spill, nothing given up: test_spills.py), three quarters
 # of the padded call's work. Forward calls only, without a mask_mod or block_mask (the backward's
-# and the block-sparse kernels' programs take 64/128/256: such calls pad as before). Empty until
-# its GPU check against float32 (test_python_gpu.py `test_native_head_dim_192`) and its speed
-# beside the padded call (bench_head_dims.py --ab-native) have run: docs/dev/codegen-wgmma.md.
-NATIVE_HEAD_DIMS = {"sm_90a": ()}
+# and the block-sparse kernels' programs take 64/128/256: such calls pad as before). On since
+# its GPU check (H100, 2026-12-06: test_native_head_dim_192 24/24 against float32; fp16 TFLOP/s
+# padded -> native 374 -> 542 at 4k, 267 -> 506 4k causal, 468 -> 533 16k, 411 -> 569 16k
+# causal: docs/bench/2026-12-06-h100-s41.md).
+NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 
 
 def padded_head_dim(D, dtype):

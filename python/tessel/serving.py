@@ -29,9 +29,10 @@ from .serving_kernels import kvcache_kernel, varlen_kernel
 
 def _varlen_padded_dim(q, k, v):
     """The head dim a CUDA attention_varlen call runs at where the serving kernels' fast paths
-    (serving_checks.VARLEN_FAST_HEAD_DIMS: 64 and 128) do not take its own: the next of them for
-    fp16/bf16 head dims below the largest (32, 80, 96, …; zero columns, exact, differentiable),
-    which the reference lowering ran at a few per cent of the fast path's speed. None otherwise
+    (serving_checks.VARLEN_FAST_HEAD_DIMS: 64, 128 and 256) do not take its own: the next of
+    them for fp16/bf16 head dims below the largest (32, 80, 96, 192, …; zero columns, exact,
+    differentiable), which the reference lowering ran at a few per cent of the fast path's
+    speed. None otherwise
     (padding to a head dim no fast path takes would gain nothing)."""
     if not all(gpu.is_torch_tensor(x) and x.is_cuda and len(x.shape) == 3 for x in (q, k, v)):
         return None

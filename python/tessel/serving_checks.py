@@ -136,11 +136,11 @@ def _blocks(kind, D, dtype, n_q, n_k):
 
 # Head dims whose attention_varlen calls take the fast paths' 64x64 blocks (_fast_blocks; the
 # cache kernels keep 64 and 128). 256 compiles there with 0 spill on both chips (sm_90a wgmma:
-# 243-253 registers, sm_80 mma.sync: 255; test_serving_fast_paths.py) where the reference
-# lowering runs it today: off until its GPU check (test_serving_gpu.py
-# `test_varlen_at_head_dim_256`), which makes this (64, 128, 256) and sends head dims 129-255
-# there padded (serving._varlen_padded_dim).
-VARLEN_FAST_HEAD_DIMS = (64, 128)
+# 243-253 registers, sm_80 mma.sync: 255; test_serving_fast_paths.py), and head dims 129-255
+# go there padded (serving._varlen_padded_dim): on since its GPU check against float32 (H100,
+# 2026-12-06: test_serving_gpu.py `test_varlen_at_head_dim_256`, d256 and d192), where the
+# reference lowering ran them before.
+VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 
 
 def _fast_blocks(kind, dtype, D, strides, dims=(64, 128)):

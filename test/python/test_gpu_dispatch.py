@@ -338,8 +338,8 @@ def test_value_head_dim_reaches_the_launch(fake_torch, monkeypatch, E, Ev):
 
 def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
     """attention_varlen's padded route on CUDA fp16/bf16 (serving._varlen_padded_dim): head dims
-    below 128 but 64 go to 64 or 128; above 128 only where VARLEN_FAST_HEAD_DIMS lists 256
-    (off until its GPU check); fp32, 3-D shapes only, one head dim."""
+    below 128 but 64 go to 64 or 128; above 128 to 256 where VARLEN_FAST_HEAD_DIMS lists 256
+    (as it does since its GPU check); fp32, 3-D shapes only, one head dim."""
     from tessel import serving, serving_checks
     T = fake_torch.Tensor
 
@@ -347,10 +347,11 @@ def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
         return serving._varlen_padded_dim(T((9, 2, D), dtype), T((9, 2, D), dtype),
                                           T((9, 2, v_dim or D), dtype))
     assert [dim(d) for d in (32, 40, 63, 80, 96, 127)] == [64, 64, 64, 128, 128, 128]
-    assert [dim(d) for d in (64, 128, 160, 192, 256)] == [None] * 5
     assert dim(96, fake_torch.float32) is None and dim(96, v_dim=64) is None
-    monkeypatch.setattr(serving_checks, "VARLEN_FAST_HEAD_DIMS", (64, 128, 256))
+    assert serving_checks.VARLEN_FAST_HEAD_DIMS == (64, 128, 256)
     assert [dim(d) for d in (96, 160, 192, 255, 256)] == [128, 256, 256, 256, None]
+    monkeypatch.setattr(serving_checks, "VARLEN_FAST_HEAD_DIMS", (64, 128))
+    assert [dim(d) for d in (64, 128, 160, 192, 256)] == [None] * 5
 
 
 def test_gpu_block_sizes():
@@ -419,11 +420,12 @@ def test_head_dims_the_fast_paths_do_not_take_are_padded():
 
 
 def test_native_head_dims_run_unpadded_where_listed(monkeypatch):
-    """attention.NATIVE_HEAD_DIMS (empty until its GPU check): a listed head dim runs as it is on
-    its chip, for forward calls in fp16/bf16 without a mask_mod or block_mask; gradients,
+    """attention.NATIVE_HEAD_DIMS (192 on sm_90a since its GPU check): a listed head dim runs
+    as it is on its chip, for forward calls in fp16/bf16 without a mask_mod or block_mask; gradients,
     masks, fp32 and other chips keep padded_head_dim's answer."""
     attn = importlib.import_module("tessel.attention")
-    assert attn.NATIVE_HEAD_DIMS == {"sm_90a": ()}          # off by default
+    assert attn.NATIVE_HEAD_DIMS == {"sm_90a": (192,)}      # on since its GPU check
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": ()})
     assert not attn.native_head_dim(192, "f16", "sm_90a", False, False)
     monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
     assert attn.native_head_dim(192, "f16", "sm_90a", False, False)

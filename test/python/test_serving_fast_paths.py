@@ -103,9 +103,9 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_varlen_at_head_dim_256_compiles_clean(chip, codegen, causal, tmp_path, monkeypatch):
-    # serving_checks.VARLEN_FAST_HEAD_DIMS' candidate (off until its GPU check): the varlen
-    # kernel at head dim 256 with the fast paths' 64x64 blocks, where the reference lowering
-    # runs it today: it compiles on both chips with nothing spilled or given up.
+    # serving_checks.VARLEN_FAST_HEAD_DIMS' 256 (on since its GPU check): the varlen kernel at
+    # head dim 256 with the fast paths' 64x64 blocks compiles on both chips with nothing
+    # spilled or given up.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     d = 256
     strides = dict(q_rs=4 * d, q_hs=d, k_rs=2 * d, k_hs=d, v_rs=2 * d, v_hs=d)
