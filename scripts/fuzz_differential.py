@@ -177,7 +177,8 @@ def _with_user_mods(c, ref_score, ref_mask):
 def _value_head_dim(rng, c):
     """At times v gets a head dim of its own (SDPA's Ev: tessel.attention pads the smaller
     side), another of the backend's head dims; half of those forward cases run the kernels' DV
-    instead (attention.VALUE_HEAD_DIM_KERNEL, off by default until its GPU check)."""
+    instead (attention.VALUE_HEAD_DIM_KERNEL, the default since its GPU check), the others
+    the padded route."""
     if rng.random() < 0.15:
         c["Dv"] = _pick(rng, [d for d in BACKEND.head_dims if d != c["D"]])
         c["dv_kernel"] = bool(rng.integers(0, 2))

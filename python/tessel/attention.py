@@ -417,11 +417,13 @@ def _cuda_padding(q, k, v):
     return padded_head_dim(q.shape[-1], gpu.torch_dtype_name(q))
 
 
-def native_head_dim(D, dtype, chip, grad, masked):
+def native_head_dim(D, dtype, chip, grad, masked, contiguous=True):
     """Whether a forward call of head dim D, dtype name and chip runs D as it is where
     padded_head_dim would pad it (NATIVE_HEAD_DIMS): not when gradients are wanted (`grad`: the
-    backward pads) or a mask_mod or block_mask is given (`masked`: their block-sparse kernels)."""
-    return dtype in _FAST_DTYPES and not grad and not masked and \
+    backward pads) or a mask_mod or block_mask is given (`masked`: their block-sparse kernels),
+    nor for inputs that are not all `contiguous` (read in place, [B, N, H, D] views: not yet
+    checked on a GPU at these head dims; padding copies them anyway)."""
+    return dtype in _FAST_DTYPES and not grad and not masked and contiguous and \
         D in NATIVE_HEAD_DIMS.get(chip, ())
 
 
@@ -469,9 +471,12 @@ def value_head_dim_differs(q, k, v, rank=4):
 
 # Whether tessel.attention runs a v of its own head dim with the kernel's DV (P·V and the
 # output at v's width: 192/128 at a fifth fewer FLOPs than padding v) where value_head_dim_kernel
-# allows, instead of padding (call_with_value_head_dim). Off until its GPU check
-# (test_python_gpu.py `test_value_head_dim_kernel`): the interpreter checks it in CI.
-VALUE_HEAD_DIM_KERNEL = False
+# allows, instead of padding (call_with_value_head_dim). On since its GPU check (H100,
+# 2026-12-06: test_python_gpu.py `test_value_head_dim_kernel` 40/40 against float32; fp16
+# TFLOP/s of the unpadded work, padded -> DV: 192/128 4k 420 -> 530, 4k causal 351 -> 481, 16k
+# 468 -> 571, 16k causal 447 -> 541; 128/64 431 -> 561, 355 -> 460, 472 -> 552, 424 -> 527:
+# docs/bench/2026-12-06-h100-s41.md); the interpreter checks it in CI.
+VALUE_HEAD_DIM_KERNEL = True
 
 
 def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
@@ -486,6 +491,9 @@ def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
         if _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)):
             return False
         if getattr(q, "is_cuda", False):
+            # Strided inputs read in place: not yet checked on a GPU with DV (padded instead).
+            if not all(x.is_contiguous() for x in (q, k, v)):
+                return False
             chip = _chip_for_blocks(q)
             dims = FAST_HEAD_DIMS + NATIVE_HEAD_DIMS.get(chip, ())
             return chip == "sm_90a" and gpu.torch_dtype_name(q) in _FAST_DTYPES and \
@@ -858,7 +866,8 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     if Dp is not None and native_head_dim(
             q.shape[-1], gpu.torch_dtype_name(q), _chip_for_blocks(q),
             _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)),
-            mask_mod is not None or block_mask is not None):
+            mask_mod is not None or block_mask is not None,
+            all(x.is_contiguous() for x in (q, k, v))):
         Dp = None
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,

@@ -448,7 +448,7 @@ def test_numpy_value_head_dim_of_its_own():
 @pytest.mark.parametrize("E,Ev", [(48, 32), (32, 48), (64, 16)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_value_head_dim_kernel(monkeypatch, E, Ev, causal):
-    """attention.VALUE_HEAD_DIM_KERNEL (off by default until its GPU check): a v of its own head
+    """attention.VALUE_HEAD_DIM_KERNEL (on since its GPU check): a v of its own head
     dim runs the kernels' DV (P·V and o at v's width) instead of padding — the same answer as
     the padded call, against float64, and the kernel is specialized on DV."""
     import importlib
@@ -457,6 +457,8 @@ def test_value_head_dim_kernel(monkeypatch, E, Ev, causal):
     q = rng.standard_normal((2, 2, 37, E)).astype(np.float32)
     k = rng.standard_normal((2, 1, 50, E)).astype(np.float32)
     v = rng.standard_normal((2, 1, 50, Ev)).astype(np.float32)
+    assert attn.VALUE_HEAD_DIM_KERNEL
+    monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", False)
     padded = tessel.attention(q, k, v, causal=causal, enable_gqa=True)
     monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", True)
     monkeypatch.setattr(attn, "call_with_value_head_dim",

@@ -132,8 +132,8 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
 @pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128), (256, 128), (128, 256)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_value_head_dim_kernels_spill_nothing(tmp_path, E, Ev, causal):
-    # attention.VALUE_HEAD_DIM_KERNEL's kernels (v of its own head dim: the DV constexpr; off
-    # until its GPU check) on sm_90a, at the blocks _prepare_cuda takes (those of the wider head
+    # attention.VALUE_HEAD_DIM_KERNEL's kernels (v of its own head dim: the DV constexpr; on
+    # since its GPU check) on sm_90a, at the blocks _prepare_cuda takes (those of the wider head
     # dim: d64's 192-row blocks spilled 1.5 KB with a v of 128), one program a tile or
     # persistent as tessel.attention launches them: 0 bytes, nothing given up.
     chip, n = "sm_90a", 4096
