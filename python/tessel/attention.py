@@ -393,6 +393,12 @@ FAST_HEAD_DIMS = (64, 128, 256)
 # padded -> native 374 -> 542 at 4k, 267 -> 506 4k causal, 468 -> 533 16k, 411 -> 569 16k
 # causal: docs/bench/2026-12-06-h100-s41.md).
 NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
+# Whether NATIVE_HEAD_DIMS and the DV kernel (VALUE_HEAD_DIM_KERNEL) take inputs that are not
+# contiguous ([B, N, H, D] views, read in place). Off: their GPU checks ran contiguous inputs
+# (docs/bench/2026-12-06-h100-s41.md); such calls pad, which copies them anyway. The GPU check
+# that would turn it on: test_python_gpu.py `test_native_head_dim_192` and
+# `test_value_head_dim_kernel`, their bshd cases.
+NATIVE_STRIDED = False
 
 
 def padded_head_dim(D, dtype):
@@ -421,10 +427,9 @@ def native_head_dim(D, dtype, chip, grad, masked, contiguous=True):
     """Whether a forward call of head dim D, dtype name and chip runs D as it is where
     padded_head_dim would pad it (NATIVE_HEAD_DIMS): not when gradients are wanted (`grad`: the
     backward pads) or a mask_mod or block_mask is given (`masked`: their block-sparse kernels),
-    nor for inputs that are not all `contiguous` (read in place, [B, N, H, D] views: not yet
-    checked on a GPU at these head dims; padding copies them anyway)."""
-    return dtype in _FAST_DTYPES and not grad and not masked and contiguous and \
-        D in NATIVE_HEAD_DIMS.get(chip, ())
+    nor, unless NATIVE_STRIDED, for inputs that are not all `contiguous`."""
+    return dtype in _FAST_DTYPES and not grad and not masked and \
+        (contiguous or NATIVE_STRIDED) and D in NATIVE_HEAD_DIMS.get(chip, ())
 
 
 def _pad_columns(x, n):
@@ -491,8 +496,7 @@ def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
         if _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)):
             return False
         if getattr(q, "is_cuda", False):
-            # Strided inputs read in place: not yet checked on a GPU with DV (padded instead).
-            if not all(x.is_contiguous() for x in (q, k, v)):
+            if not NATIVE_STRIDED and not all(x.is_contiguous() for x in (q, k, v)):
                 return False
             chip = _chip_for_blocks(q)
             dims = FAST_HEAD_DIMS + NATIVE_HEAD_DIMS.get(chip, ())

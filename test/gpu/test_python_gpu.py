@@ -362,7 +362,7 @@ def test_value_head_dim_of_its_own(dtype, E, Ev, causal):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("n", [300, 2048], ids=["ragged", "whole"])
 def test_value_head_dim_kernel(monkeypatch, dtype, E, Ev, causal, n):
-    """attention.VALUE_HEAD_DIM_KERNEL (off until this passes): v of its own head dim through
+    """attention.VALUE_HEAD_DIM_KERNEL (on since this passed): v of its own head dim through
     the kernels' DV on sm_90a (P·V and o at v's width, the blocks of the wider head dim,
     persistent where those are), not padded; against float32, GQA, ragged and whole blocks."""
     attn = importlib.import_module("tessel.attention")
@@ -388,6 +388,33 @@ def test_value_head_dim_kernel(monkeypatch, dtype, E, Ev, causal, n):
     rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
     assert rel < TOL[dtype], rel
     assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-2
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("E,Ev", [(192, 192), (192, 128), (128, 64)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_native_strided_views(monkeypatch, dtype, E, Ev, causal):
+    """attention.NATIVE_STRIDED (off until this passes): d192 native and the DV kernel on
+    [B, N, H, D] views read in place (FlashAttention's layout), not padded: against float32,
+    GQA, ragged lengths; o in q's layout, as on the other fast paths."""
+    attn = importlib.import_module("tessel.attention")
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("d192 native and the DV kernels run on sm_90a")
+    monkeypatch.setattr(attn, "NATIVE_STRIDED", True)
+    monkeypatch.setattr(attn, "_attention_padded", lambda *a, **kw: pytest.fail("padded"))
+    monkeypatch.setattr(attn, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("padded instead of the DV kernel"))
+    B, H, Hkv, Nq, Nk = 2, 4, 2, 257, 300
+    gen = torch.Generator(device="cuda").manual_seed(E + Ev + causal)
+    q = rand((B, Nq, H, E), dtype, gen).transpose(1, 2)
+    k = rand((B, Nk, Hkv, E), dtype, gen).transpose(1, 2)
+    v = rand((B, Nk, Hkv, Ev), dtype, gen).transpose(1, 2)
+    ref_o, ref_lse = reference(q, k, v, causal, 1.0 / math.sqrt(E))
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
+    assert o.shape == (B, H, Nq, Ev) and o.transpose(1, 2).is_contiguous()
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - ref_lse).abs().max().item() < 1e-2
 
 
 @pytest.mark.parametrize("blocks", [(64, 32), (64, 64), (128, 32), (128, 64)],

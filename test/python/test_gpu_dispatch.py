@@ -435,6 +435,8 @@ def test_native_head_dims_run_unpadded_where_listed(monkeypatch):
     assert not attn.native_head_dim(192, "f16", "sm_90a", False, True)      # a mask
     assert not attn.native_head_dim(192, "f32", "sm_90a", False, False)
     assert not attn.native_head_dim(192, "f16", "sm_90a", False, False, contiguous=False)
+    monkeypatch.setattr(attn, "NATIVE_STRIDED", True)
+    assert attn.native_head_dim(192, "f16", "sm_90a", False, False, contiguous=False)
     assert not attn.native_head_dim(160, "f16", "sm_90a", False, False)
     assert attn.gpu_blocks(192, "f16", 4096, 4096, "sm_90a", unmasked=True) == (128, 64)
 
