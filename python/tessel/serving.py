@@ -337,7 +337,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     # The fast paths' blocks where they take the call: the cache read through its strides, and
     # q too unless the split path packs it (a contiguous copy).
     strides = (k_rs, k_hs, v_rs, v_hs) + (() if split else (q_rs, q_hs))
-    BM, BN = _fast_blocks(kind, _dtype_name(q), D, strides) or (BM, BN)
+    BM, BN = _fast_blocks(kind, _dtype_name(q), D, strides,
+                          serving_checks.KVCACHE_FAST_HEAD_DIMS) or (BM, BN)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)

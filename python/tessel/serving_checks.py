@@ -142,11 +142,19 @@ def _blocks(kind, D, dtype, n_q, n_k):
 # reference lowering ran them before.
 VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 
+# Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default
+# (_fast_blocks), the split-KV program (decode) and the cache kernel alike. 256 (Gemma's head
+# dim) compiles on both chips: the split-KV program with 0 spill, contiguous and paged; the
+# cache kernel too but for pages of 16 rows (212 bytes on sm_90a; test_serving_fast_paths.py).
+# Off until its GPU check (test_serving_gpu.py `test_kvcache_at_head_dim_256`), which makes this
+# (64, 128, 256): today d256 cache calls take the reference lowering's blocks.
+KVCACHE_FAST_HEAD_DIMS = (64, 128)
 
-def _fast_blocks(kind, dtype, D, strides, dims=(64, 128)):
+
+def _fast_blocks(kind, dtype, D, strides, dims):
     """(64, 64) where the serving kernels (varlen, the cache kernel, the split-KV program) take
     the GPU's fast paths, else None (the reference lowering's blocks stay): CUDA f16/bf16 at
-    head dims `dims` (64 or 128; varlen's: VARLEN_FAST_HEAD_DIMS), row and head strides of
+    head dims `dims` (VARLEN_FAST_HEAD_DIMS, KVCACHE_FAST_HEAD_DIMS), row and head strides of
     whole 16-byte chunks (cp.async). Any page size:
     a page that the key block divides is looked up once per block (the next ahead of its copy),
     others row by row (a paged descriptor). test_serving_gpu.py's cases at 64x64 passed on the

@@ -238,6 +238,38 @@ def test_kvcache_split(dtype, case, causal, splits):
     run_kvcache(dtype, SPLIT[case], causal, check_lse=True, num_splits=splits)
 
 
+# Gemma's head dim (16 query heads, 8 KV heads at 256), decode and a few queries per sequence:
+# (B, Sq, H, Hkv, D, lengths, page, num_splits).
+KVCACHE_256 = {
+    "decode-contig": (3, 1, 16, 8, 256, [1, 700, 5000], None, None),
+    "decode-p64": (3, 1, 16, 8, 256, [1, 700, 5000], 64, None),
+    "decode-p16": (2, 1, 16, 8, 256, [33, 3000], 16, None),
+    "decode-p64-s4": (2, 1, 16, 8, 256, [0, 3000], 64, 4),
+    "sq4-p64-onehead": (2, 4, 16, 8, 256, [4, 3000], 64, 1),
+    "sq4-contig-onehead": (2, 4, 8, 8, 256, [4, 1000], None, 1),
+}
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", list(KVCACHE_256))
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_at_head_dim_256(monkeypatch, dtype, case, causal):
+    # serving_checks.KVCACHE_FAST_HEAD_DIMS' candidate 256 (off until this passes): the split-KV
+    # program (decode's default, and 4 splits) and the cache kernel (num_splits=1) at 64x64 by
+    # default, contiguous and paged (pages of 64 rows, and of 16: each row looked up).
+    from tessel import serving, serving_checks
+    monkeypatch.setattr(serving_checks, "KVCACHE_FAST_HEAD_DIMS", (64, 128, 256))
+    chosen = []
+
+    def fast_blocks(*a):
+        chosen.append(serving_checks._fast_blocks(*a))
+        return chosen[-1]
+    monkeypatch.setattr(serving, "_fast_blocks", fast_blocks)
+    *shape, splits = KVCACHE_256[case]
+    run_kvcache(dtype, tuple(shape), causal, check_lse=True, num_splits=splits)
+    assert chosen == [(64, 64)]
+
+
 @pytest.mark.parametrize("splits", [None, 4])
 @pytest.mark.parametrize("case", ["decode-gqa-contig", "decode-gqa-64k", "sq2-gqa-contig",
                                   "decode-gqa-p256", "decode-gqa-p16", "decode-gqa-p7"])

@@ -354,6 +354,21 @@ def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
     assert [dim(d) for d in (64, 128, 160, 192, 256)] == [None] * 5
 
 
+def test_kvcache_fast_head_dims():
+    """attention_with_kvcache's default blocks: the fast paths' 64x64 at the head dims
+    KVCACHE_FAST_HEAD_DIMS lists (256 off until its GPU check), CUDA f16/bf16, 16-byte strides."""
+    from tessel import serving_checks
+    dims = serving_checks.KVCACHE_FAST_HEAD_DIMS
+    assert dims == (64, 128)
+    fast = serving_checks._fast_blocks
+    assert [fast("cuda", "f16", d, (256, 128), dims) for d in (64, 128, 256)] == \
+        [(64, 64), (64, 64), None]
+    assert fast("cuda", "bf16", 256, (512, 256), (64, 128, 256)) == (64, 64)
+    assert fast("cuda", "f32", 256, (512, 256), (64, 128, 256)) is None
+    assert fast("cuda", "f16", 256, (516, 256), (64, 128, 256)) is None    # not 16-byte rows
+    assert fast("numpy", "f16", 256, (512, 256), (64, 128, 256)) is None
+
+
 def test_gpu_block_sizes():
     from tessel.attention import gpu_blocks
     assert gpu_blocks(128, "f16", 1000, 1000) == (128, 64)
