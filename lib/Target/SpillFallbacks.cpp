@@ -42,9 +42,9 @@ static OwningOpRef<ModuleOp> withoutModerateArgs(ModuleOp module) {
 
 /// Compiles result.ptx again with `.minnctapersm` on the kernels whose registers cap their
 /// occupancy below what their shared memory allows (occupancyHint; not the warp-specialised
-/// ones, reallocatesRegisters), and keeps the new PTX and
-/// cubin when no hinted kernel spills more than before (its spill stores by more than
-/// options.occupancySpillBytes); otherwise keeps the first. One more ptxas run for such modules
+/// ones, reallocatesRegisters), and keeps the new PTX and cubin when no hinted kernel spills
+/// more than before (its spill stores by more than options.occupancySpillBytes); otherwise
+/// keeps the first. One more ptxas run for such modules
 /// (returns whether it ran), none for the others.
 static bool askForOccupancy(tessel::CompiledModule &result, const tessel::TargetOptions &options) {
   tessel::ChipLimits limits = tessel::chipLimits(options.chip);

@@ -396,8 +396,7 @@ NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 # Whether NATIVE_HEAD_DIMS and the DV kernel (VALUE_HEAD_DIM_KERNEL) take inputs that are not
 # contiguous ([B, N, H, D] views, read in place). Off: their GPU checks ran contiguous inputs
 # (docs/bench/2026-12-06-h100-s41.md); such calls pad, which copies them anyway. The GPU check
-# that would turn it on: test_python_gpu.py `test_native_head_dim_192` and
-# `test_value_head_dim_kernel`, their bshd cases.
+# that would turn it on: test_python_gpu.py `test_native_strided_views`.
 NATIVE_STRIDED = False
 
 

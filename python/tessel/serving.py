@@ -32,8 +32,7 @@ def _varlen_padded_dim(q, k, v):
     (serving_checks.VARLEN_FAST_HEAD_DIMS: 64, 128 and 256) do not take its own: the next of
     them for fp16/bf16 head dims below the largest (32, 80, 96, 192, …; zero columns, exact,
     differentiable), which the reference lowering ran at a few per cent of the fast path's
-    speed. None otherwise
-    (padding to a head dim no fast path takes would gain nothing)."""
+    speed. None otherwise (padding to a head dim no fast path takes would gain nothing)."""
     if not all(gpu.is_torch_tensor(x) and x.is_cuda and len(x.shape) == 3 for x in (q, k, v)):
         return None
     if not q.shape[-1] == k.shape[-1] == v.shape[-1] or not q.dtype == k.dtype == v.dtype:
