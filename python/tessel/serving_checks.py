@@ -137,9 +137,9 @@ def _blocks(kind, D, dtype, n_q, n_k):
 # Head dims whose attention_varlen calls take the fast paths' 64x64 blocks (_fast_blocks; the
 # cache kernels': KVCACHE_FAST_HEAD_DIMS). 256 compiles there with 0 spill on both chips
 # (sm_90a wgmma: 243-253 registers, sm_80 mma.sync: 255; test_serving_fast_paths.py), and head
-# dims 129-255 go there padded (serving._varlen_padded_dim): on since its GPU check against float32 (H100,
-# 2026-12-06: test_serving_gpu.py `test_varlen_at_head_dim_256`, d256 and d192), where the
-# reference lowering ran them before.
+# dims 129-255 go there padded (serving._varlen_padded_dim): on since its GPU check against
+# float32 (H100, 2026-12-06: test_serving_gpu.py `test_varlen_at_head_dim_256`, d256 and d192),
+# where the reference lowering ran them before.
 VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 
 # Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default

@@ -436,8 +436,9 @@ def test_head_dims_the_fast_paths_do_not_take_are_padded():
 
 def test_native_head_dims_run_unpadded_where_listed(monkeypatch):
     """attention.NATIVE_HEAD_DIMS (192 on sm_90a since its GPU check): a listed head dim runs
-    as it is on its chip, for forward calls in fp16/bf16 without a mask_mod or block_mask; gradients,
-    masks, fp32 and other chips keep padded_head_dim's answer."""
+    as it is on its chip, for forward calls in fp16/bf16 without a mask_mod or block_mask;
+    gradients, masks, fp32, other chips and (NATIVE_STRIDED off) strided inputs keep
+    padded_head_dim's answer."""
     attn = importlib.import_module("tessel.attention")
     assert attn.NATIVE_HEAD_DIMS == {"sm_90a": (192,)}      # on since its GPU check
     monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": ()})
