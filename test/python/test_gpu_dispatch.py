@@ -303,12 +303,13 @@ def test_native_head_dim_reaches_the_launch_unpadded(fake_torch, monkeypatch):
 
 
 @needs_no_gpu
-@pytest.mark.parametrize("E,Ev", [(128, 64), (192, 128), (64, 128)])
-def test_value_head_dim_reaches_the_launch(fake_torch, monkeypatch, E, Ev):
-    """attention.VALUE_HEAD_DIM_KERNEL: a v of its own head dim reaches the kernel's launch with
-    DV = Ev beside D = E (the first launch once dropped DV, so the GPU ran the D-wide kernel
-    over a narrower v: all 40 GPU cases wrong on an H100, 2026-12-06), persistent or not, and
-    never the padded route."""
+@pytest.mark.parametrize("E,Ev,mod", [(128, 64, None), (192, 128, None), (64, 128, None),
+                                      (128, 128, "softcap"), (192, 192, None), (64, 64, None)])
+def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod):
+    """A signature's first CUDA call (through _prepare_cuda) launches with every constexpr it
+    prepared, persistent or not: that launch lists them one by one, and it once dropped DV, so
+    the GPU ran the D-wide kernel over a narrower v (all 40 GPU cases wrong on an H100,
+    2026-12-06). v's own head dim never takes the padded route here (VALUE_HEAD_DIM_KERNEL)."""
     attn = importlib.import_module("tessel.attention")
     monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", True)
     monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
@@ -321,7 +322,7 @@ def test_value_head_dim_reaches_the_launch(fake_torch, monkeypatch, E, Ev):
         out = prepare(*a, **kw)
         params = [p.name for p in inspect.signature(out[-1].fn).parameters.values()]
         monkeypatch.setattr(out[-1], "_runner", lambda grid, *args: launched.append(
-            dict(zip(params, args))))
+            (out[1], dict(zip(params, args)))))
         return out
     monkeypatch.setattr(attn, "_prepare_cuda", spy)
     from tessel import serving_decode
@@ -332,8 +333,11 @@ def test_value_head_dim_reaches_the_launch(fake_torch, monkeypatch, E, Ev):
     for causal in (False, True):
         q, k = T((1, 4, 300, E), fake_torch.float16), T((1, 2, 300, E), fake_torch.float16)
         tessel.attention(q, k, T((1, 2, 300, Ev), fake_torch.float16), causal=causal,
-                         enable_gqa=True)
-    assert [(c["D"], c["DV"]) for c in launched] == [(E, Ev)] * 2
+                         enable_gqa=True, softcap=20.0 if mod else None)
+    assert len(launched) == 2
+    for cx, got in launched:
+        assert {n: got.get(n, "(not passed)") for n in cx} == cx
+        assert (got["D"], got.get("DV", E)) == (E, Ev)
 
 
 def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
