@@ -274,7 +274,10 @@ def test_padded_head_dims_match_float32(dtype, D, causal):
     v = rand((B, Hkv, Nk, D), dtype, gen)
     ref_o, ref_lse = reference(q, k, v, causal, 1.0 / math.sqrt(D))
     o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
-    assert o.shape == q.shape and o.dtype == dtype and o.is_contiguous()
+    # Padded: o cut and contiguous. A head dim run natively on strided views
+    # (attention.NATIVE_STRIDED) returns o in q's [B, N, H, D] layout, as the fast paths do.
+    assert o.shape == q.shape and o.dtype == dtype
+    assert o.is_contiguous() or o.transpose(1, 2).is_contiguous()
     rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
     assert rel < TOL[dtype], rel
     assert (lse - ref_lse).abs().max().item() < 1e-2
