@@ -424,11 +424,16 @@ def _cuda_padding(q, k, v):
 
 def native_head_dim(D, dtype, chip, grad, masked, contiguous=True):
     """Whether a forward call of head dim D, dtype name and chip runs D as it is where
-    padded_head_dim would pad it (NATIVE_HEAD_DIMS): not when gradients are wanted (`grad`: the
-    backward pads) or a mask_mod or block_mask is given (`masked`: their block-sparse kernels),
-    nor, unless NATIVE_STRIDED, for inputs that are not all `contiguous`."""
-    return dtype in _FAST_DTYPES and not grad and not masked and \
-        (contiguous or NATIVE_STRIDED) and D in NATIVE_HEAD_DIMS.get(chip, ())
+    padded_head_dim would pad it (NATIVE_HEAD_DIMS): not when gradients are wanted (`grad`)
+    unless the backward takes D as it is too (backward.NATIVE_BACKWARD_HEAD_DIMS; else it pads),
+    nor where a mask_mod or block_mask is given (`masked`: their block-sparse kernels), nor,
+    unless NATIVE_STRIDED, for inputs that are not all `contiguous`."""
+    if grad:
+        from .backward import native_backward
+        if not native_backward(D, chip):
+            return False
+    return dtype in _FAST_DTYPES and not masked and (contiguous or NATIVE_STRIDED) and \
+        D in NATIVE_HEAD_DIMS.get(chip, ())
 
 
 def _pad_columns(x, n):

@@ -464,12 +464,13 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
 # (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program without mods spills
 # with the scale fold -> the CompileOptions switches the spill fallbacks' search ends with
 # besides the generic scale (ptxas, CUDA 13.0; sm_90a d128 non-causal then spills nothing,
-# causal 340 bytes, d256's dK part 104–1164, sm_80 d128 1000–1484). Compiled so at once —
+# causal 340 bytes, d256's dK part 104–1164, d192's causal 20, sm_80 d128 1000–1484). Compiled so at once —
 # generic (do_not_specialize) and unsearched (spill_fallbacks off) — they are the search's PTX
 # and cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md).
 # test_spills.py checks each entry.
 NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {},
                    ("sm_90a", 128, 64, 64, 0, True): {},
+                   ("sm_90a", 192, 64, 64, 2, True): {},
                    ("sm_90a", 256, 64, 64, 2, False): {"vector_stores": False},
                    ("sm_90a", 256, 64, 64, 2, True): {"vector_stores": False},
                    ("sm_80", 128, 64, 64, 0, False): {},
@@ -682,7 +683,7 @@ def gpu_backward_blocks(D, dtype):
 
 # Head dim -> (BLOCK_M, BLOCK_N) of the fast paths' backward (f16/bf16): the query and key
 # blocks of both the dQ program and the key-rows dK/dV program. docs/dev/backward.md says why.
-FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64), 256: (64, 64)}
+FAST_BACKWARD_BLOCKS = {64: (64, 64), 128: (64, 64), 192: (64, 64), 256: (64, 64)}
 # Head dim -> (BLOCK_M, BLOCK_N) of the dQ program alone on sm_90a, where it differs from the
 # above: at d128 two warpgroups of 64 query rows against 128 keys, 4–6 % faster than 64×64 on
 # the H200 (docs/bench/2026-12-02-h200-backward-dot-order.md, "Blocks per program").
@@ -692,8 +693,23 @@ FAST_DQ_BLOCKS_SM90 = {128: (128, 128)}
 FAST_KEYROWS_BLOCKS_SM90 = {}
 # Head dims whose fast backward programs fit some chips only: at d256 they need 192 KiB of
 # shared memory (three 64x256 A/B blocks beside K and V), more than sm_80's 163; sm_80 keeps the
-# reference lowering there.
+# reference lowering there. 192: NATIVE_BACKWARD_HEAD_DIMS' chips.
 _FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
+# chip -> head dims the fast backward takes as they are where the forward runs them natively
+# (attention.NATIVE_HEAD_DIMS; sm_80's mma.sync keeps 64/128/256). sm_90a 192: three
+# 64-column slabs as the forward's; the key-rows program split (SPLIT_KEYROWS), whose dV part
+# spills nothing and dK part 0 bytes non-causal, 20 causal; the dQ program 0 (ptxas, CUDA
+# 13.0; test_spills.py). With 192 listed, tessel.attention runs d192 natively with gradients
+# too, and attention_backward at 192 takes it instead of the reference lowering (padded
+# calls already ran at 256). Empty until its GPU check: test_attention_backward_gpu.py
+# `test_native_head_dim_192_backward`, `bench_backward.py --dims 192 --native-192`.
+NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": ()}
+
+
+def native_backward(D, chip):
+    """Whether the fast backward takes head dim D as it is on `chip` (NATIVE_BACKWARD_HEAD_DIMS),
+    where the fast paths' tables (FAST_BACKWARD_BLOCKS) list a head dim the forward pads."""
+    return D in NATIVE_BACKWARD_HEAD_DIMS.get(chip, ())
 
 
 def _with_blocks(cx, blocks):
@@ -705,16 +721,18 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
                           block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
     where the backward takes the reference lowering: fp32, head dims other than 64, 128 and 256
-    (256 on sm_90a only), or blocks asked for that the fast paths do not take (other than 64 or
-    128)."""
+    (256 on sm_90a only; 192 where NATIVE_BACKWARD_HEAD_DIMS lists it), or blocks asked for
+    that the fast paths do not take (other than 64 or 128)."""
     dtype = gpu.torch_dtype_name(q)
     blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
     if dtype not in ("f16", "bf16") or blocks is None:
         return None
-    chips = _FAST_BACKWARD_CHIPS.get(q.shape[-1])
-    if chips is not None:
+    D = q.shape[-1]
+    chips = _FAST_BACKWARD_CHIPS.get(D)
+    if chips is not None or D not in (64, 128):
         from .attention import _chip_for_blocks
-        if _chip_for_blocks(q) not in chips:
+        chip = _chip_for_blocks(q)
+        if chip not in (chips or ()) and not native_backward(D, chip):
             return None
     blocks = (block_m or blocks[0], block_n or blocks[1])
     if not set(blocks) <= {64, 128}:
@@ -851,8 +869,9 @@ _function = None
 # d256 the two 64×256 float32 accumulators spill 3.4–4.7 KB a thread on sm_90a (ptxas); apart,
 # the dV program spills nothing and the dK program 960 bytes, for 1.25× the dots (Sᵀ twice).
 # H200 (2026-12-03, `bench_backward.py --dims 256 [--no-split-keyrows]`): 1.45–1.66× faster than
-# the one program (d256 n16k 45.2 → 28.7 ms non-causal, 20.4 → 14.1 causal).
-SPLIT_KEYROWS = (256,)
+# the one program (d256 n16k 45.2 → 28.7 ms non-causal, 20.4 → 14.1 causal). d192 (native,
+# NATIVE_BACKWARD_HEAD_DIMS): whole, 648 bytes non-causal and 2,892 causal; apart 0 and 0 / 20.
+SPLIT_KEYROWS = (192, 256)
 
 # Head dim -> the query rows (BLOCK_M) of the split's dK program (PART 2) where they differ from
 # the dV program's. ptxas, sm_90a d256 at 32 rows against 64 (CUDA 13.0, 2026-12-06): 228

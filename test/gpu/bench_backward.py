@@ -4,7 +4,7 @@
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows]
         [--concurrent-dq] [--dq-blocks 64x64] [--keyrows-blocks 64x128] [--with-deterministic] [--fused-dq 64 128]
-        [--dk-block-m 32]
+        [--dk-block-m 32] [--native-192]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -15,6 +15,11 @@ Each timed call is what a training step pays for the backward of one attention:
   launch path;
 - FA2 / cuDNN: `torch.autograd.grad(o, (q, k, v), do, retain_graph=True)` with the SDPA backend
   forced (autograd's own overhead included).
+
+Head dim 192: without --native-192 the tessel row is the padded route tessel.attention's
+autograd takes (q, k, v, o and dO padded to 256, the gradients cut back: pads and cuts timed);
+with it, backward.NATIVE_BACKWARD_HEAD_DIMS (and attention.NATIVE_HEAD_DIMS) list 192 and the
+row is the native backward.
 
 Also per row: the largest |tessel − FA2| of dq, dk and dv relative to FA2's largest value (a
 sanity check: the float64 checks are test/gpu/test_attention_backward_gpu.py), and at the longest
@@ -43,7 +48,7 @@ def main():
                          "to compare)")
     ap.add_argument("--split-keyrows", type=int, nargs="*",
                     help="head dims whose dV and dK come from two programs "
-                         "(backward.SPLIT_KEYROWS; default 256)")
+                         "(backward.SPLIT_KEYROWS; default 192 256)")
     ap.add_argument("--keyrows-blocks", type=lambda t: tuple(int(x) for x in t.split("x")),
                     help="the key-rows dK/dV program's blocks at every --dims on sm_90a (query "
                          "x key rows; backward.FAST_KEYROWS_BLOCKS_SM90): 64x128 is two "
@@ -68,6 +73,9 @@ def main():
     ap.add_argument("--dk-block-m", type=int,
                     help="query rows of the split's dK program at the --dims in SPLIT_KEYROWS "
                          "(backward.KEYROWS_DK_BLOCK_M; default: the dV program's)")
+    ap.add_argument("--native-192", action="store_true",
+                    help="d192's backward as it is (backward.NATIVE_BACKWARD_HEAD_DIMS), not "
+                         "padded to 256")
     ap.add_argument("--even-causal", action="store_true",
                     help="backward.EVEN_CAUSAL: causal calls at whole blocks run the key-rows "
                          "program without its bounds mask (off by default until measured)")
@@ -99,6 +107,11 @@ def main():
     if args.even_causal:
         import tessel.backward
         tessel.backward.EVEN_CAUSAL = True
+    if args.native_192:
+        import importlib
+        import tessel.backward
+        tessel.backward.NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": (192,)}
+        importlib.import_module("tessel.attention").NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
     if args.dk_block_m:
         import tessel.backward
         tessel.backward.KEYROWS_DK_BLOCK_M = {d: args.dk_block_m for d in args.dims}
@@ -115,7 +128,7 @@ def main():
                   dtype=args.dtype, async_dots=args.async_dots,
                   concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks,
                   keyrows_blocks=args.keyrows_blocks, split_keyrows=args.split_keyrows,
-                  even_causal=args.even_causal,
+                  even_causal=args.even_causal, native_192=args.native_192,
                   rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
@@ -133,6 +146,11 @@ def main():
                 o, lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
 
                 def ours():
+                    if D == 192 and not args.native_192:      # tessel.attention's padded route
+                        pad = [torch.nn.functional.pad(x, (0, 64)) for x in (q, k, v, o, do)]
+                        grads = tessel.attention_backward(*pad[:4], lse, pad[4], causal=causal,
+                                                          scale=D ** -0.5)
+                        return tuple(g[..., :D].contiguous() for g in grads)
                     return tessel.attention_backward(q, k, v, o, lse, do, causal=causal)
                 row = dict(d=D, n=n, b=B, h=H, causal=causal)
                 mine = ours()

@@ -9,6 +9,7 @@ torch's float64 autograd of the same attention written out in torch; the error b
 FlashAttention's rule where PyTorch's own SDPA applies: at most twice the error of SDPA's
 backward on the fp16/bf16 inputs, plus a small absolute slack.
 """
+import importlib
 import math
 import zlib
 
@@ -79,6 +80,26 @@ def test_backward_at_other_head_dims(dtype, D, causal):
     tessel.attention pads to the next of 64/128/256: the gradients flow back through the
     padding to the caller's D columns."""
     check_backward(dtype, D, causal, (1, 4, 2, 300, 257), "softcap" if causal else None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(1, 4, 2, 300, 257), (2, 2, 2, 512, 512), (1, 2, 1, 77, 1000)],
+                         ids=["gqa-300x257", "512", "mqa-77x1000"])
+@pytest.mark.parametrize("mod", [None, "softcap", "alibi"])
+def test_native_head_dim_192_backward(monkeypatch, dtype, causal, shape, mod):
+    """backward.NATIVE_BACKWARD_HEAD_DIMS (empty until this passes): d192 on sm_90a as it is,
+    forward and backward (three 64-column slabs; the key-rows program split into dV and dK),
+    not padded to 256: tessel.attention's gradients against float64 autograd, GQA/MQA, ragged
+    and whole blocks, mods."""
+    import tessel.backward as bw
+    attn = importlib.import_module("tessel.attention")
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("d192 runs natively on sm_90a only")
+    monkeypatch.setattr(bw, "NATIVE_BACKWARD_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "_attention_padded", lambda *a, **kw: pytest.fail("padded"))
+    check_backward(dtype, 192, causal, shape, mod)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])

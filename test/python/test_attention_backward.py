@@ -503,6 +503,33 @@ def test_fast_backward_route_is_chosen_by_dtype_head_dim_and_blocks():
     assert route(torch.float32, 64) is None
 
 
+def test_native_192_backward_is_routed_where_listed(monkeypatch):
+    """backward.NATIVE_BACKWARD_HEAD_DIMS (empty until its GPU check): with 192 listed for
+    sm_90a, the fast backward takes d192 as it is, its key-rows program split (dV, then dK),
+    and tessel.attention runs d192 natively with gradients too; unlisted, or on sm_80, the
+    backward keeps the reference route and the forward with gradients pads to 256."""
+    torch = pytest.importorskip("torch")
+    import importlib
+    from tessel import backward
+    attn = importlib.import_module("tessel.attention")
+    chip = ["sm_90a"]
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
+    q = torch.zeros(1, 2, 64, 192, dtype=torch.float16)
+
+    def route():
+        return backward._fast_backward_config(q, q, q, True, None, None, None, False)
+    assert backward.NATIVE_BACKWARD_HEAD_DIMS == {"sm_90a": ()}
+    assert route() is None and not attn.native_head_dim(192, "f16", "sm_90a", True, False)
+    monkeypatch.setattr(backward, "NATIVE_BACKWARD_HEAD_DIMS", {"sm_90a": (192,)})
+    shapes, scale, cx = route()
+    assert (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"]) == (192, 64, 64)
+    assert scale == pytest.approx(192 ** -0.5)
+    assert [p for p, _ in backward.keyrows_launches(shapes, cx, cx)] == [1, 2]
+    assert attn.native_head_dim(192, "f16", "sm_90a", True, False)
+    chip[0] = "sm_80"
+    assert route() is None and not attn.native_head_dim(192, "f16", "sm_80", True, False)
+
+
 @dsl_helpers.needs_ptxas()
 def test_backward_programs_compile_side_by_side(tmp_path, monkeypatch):
     """Before a backward signature's first call, _compile_programs traces the programs the

@@ -458,6 +458,29 @@ def test_warp_specialized_programs_take_no_occupancy_hint(tmp_path, part):
     assert ".minnctapersm" not in b.ptx
 
 
+
+@needs_ptxas()
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_native_192_backward_programs_spill_little(tmp_path, causal):
+    # backward.NATIVE_BACKWARD_HEAD_DIMS' candidate: the sm_90a backward programs at d192 with
+    # the fast paths' 64x64 blocks as _run launches them (the key-rows program split, as
+    # SPLIT_KEYROWS lists 192): dQ and dV spill nothing, dK 0 bytes non-causal and at most 20
+    # causal (the scale fold given up: NO_SPILL_SEARCH's entry).
+    from tessel.backward import SPLIT_KEYROWS, _keyrows_program, attention_bwd_dq
+    assert 192 in SPLIT_KEYROWS
+    x = np.zeros((1, 2, 256, 192), np.float16)
+    row = np.zeros((1, 2, 256), np.float32)
+    cx = dict(D=192, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None)
+    dq = attention_bwd_dq.warmup(x, x, x, x, row, row, x, 256, 256, 2, 2, 0.088, **cx)
+    spilled = {"dq": _spills(tmp_path, dq, "sm_90a")}
+    for part in (1, 2):
+        program = _keyrows_program("sm_90a", 192, part, dict(cx, PART=part), False)
+        k = program.warmup(x, x, x, x, row, row, x, x, x, 256, 256, 2, 2, 2, 0.088, PART=part,
+                           **cx)
+        spilled[part] = _spills(tmp_path, k, "sm_90a")
+    assert spilled == {"dq": 0, 1: 0, 2: spilled[2]} and spilled[2] <= (20 if causal else 0)
+
+
 def _gathered_bias_kernel():
     """The d128 persistent block-sparse kernel of a causal mask with a gathered relative bias
     (rel_bias), which spills until its overlap goes (skips without ptxas)."""
