@@ -701,7 +701,7 @@ _FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
 # spills nothing and dK part 0 bytes non-causal, 20 causal; the dQ program 0 (ptxas, CUDA
 # 13.0; test_spills.py). With 192 listed, tessel.attention runs d192 natively with gradients
 # too, and attention_backward at 192 takes it instead of the reference lowering (padded
-# calls already ran at 256). Empty until its GPU check: test_attention_backward_gpu.py
+# calls already ran at 256); not with a mask_mod or block mask, as the forward. Empty until its GPU check: test_attention_backward_gpu.py
 # `test_native_head_dim_192_backward`, `bench_backward.py --dims 192 --native-192`.
 NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": ()}
 
@@ -721,8 +721,8 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
                           block_m=None, block_n=None):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
     where the backward takes the reference lowering: fp32, head dims other than 64, 128 and 256
-    (256 on sm_90a only; 192 where NATIVE_BACKWARD_HEAD_DIMS lists it), or blocks asked for
-    that the fast paths do not take (other than 64 or 128)."""
+    (256 on sm_90a only; 192 without a mask_mod where NATIVE_BACKWARD_HEAD_DIMS lists it), or
+    blocks asked for that the fast paths do not take (other than 64 or 128)."""
     dtype = gpu.torch_dtype_name(q)
     blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
     if dtype not in ("f16", "bf16") or blocks is None:
@@ -732,7 +732,8 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
     if chips is not None or D not in (64, 128):
         from .attention import _chip_for_blocks
         chip = _chip_for_blocks(q)
-        if chip not in (chips or ()) and not native_backward(D, chip):
+        # (natively: as the forward, without a mask_mod, block masks' included)
+        if chip not in (chips or ()) and not (native_backward(D, chip) and mask_mod is None):
             return None
     blocks = (block_m or blocks[0], block_n or blocks[1])
     if not set(blocks) <= {64, 128}:

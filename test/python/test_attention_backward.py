@@ -526,6 +526,9 @@ def test_native_192_backward_is_routed_where_listed(monkeypatch):
     assert scale == pytest.approx(192 ** -0.5)
     assert [p for p, _ in backward.keyrows_launches(shapes, cx, cx)] == [1, 2]
     assert attn.native_head_dim(192, "f16", "sm_90a", True, False)
+    # As the forward, not with a mask_mod (a block mask's too): the reference route as before.
+    assert backward._fast_backward_config(q, q, q, True, None, None, lambda b, h, i, j: i >= j,
+                                          False) is None
     chip[0] = "sm_80"
     assert route() is None and not attn.native_head_dim(192, "f16", "sm_80", True, False)
 
