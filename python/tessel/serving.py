@@ -38,7 +38,17 @@ def _varlen_padded_dim(q, k, v):
     if not q.shape[-1] == k.shape[-1] == v.shape[-1] or not q.dtype == k.dtype == v.dtype:
         return None
     Dp = padded_head_dim(q.shape[-1], gpu.torch_dtype_name(q))
-    return Dp if Dp in serving_checks.VARLEN_FAST_HEAD_DIMS else None
+    if Dp not in serving_checks.VARLEN_FAST_HEAD_DIMS:
+        return None
+    return None if _varlen_native(q) and not cpu_tensors.needs_grad(q, k, v) else Dp
+
+
+def _varlen_native(q):
+    """Whether a CUDA attention_varlen call runs q's head dim as it is on the fast paths where
+    it would be padded (serving_checks.VARLEN_NATIVE_HEAD_DIMS, q's chip)."""
+    from .attention import _chip_for_blocks
+    dims = serving_checks.VARLEN_NATIVE_HEAD_DIMS.get(_chip_for_blocks(q), ())
+    return q.shape[-1] in dims
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -65,7 +75,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp of each row's scores, float32 [H, total_q].
         block_m, block_n: the query and key block sizes (powers of two >= 16); by default
-            64x64 on CUDA at fp16/bf16 and head dim 64 or 128 (the tensor-core paths), else
+            64x64 on CUDA at fp16/bf16 and head dim 64, 128 or 256 (the tensor-core paths), else
             ones the reference lowering takes (docs/dev/serving.md).
         window_size: FlashAttention's sliding window ``(left, right)`` (-1: no bound): query i
             sees keys ``i + nk - nq - left`` to ``i + nk - nq + right`` (bottom-right aligned,
@@ -78,8 +88,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
     through their strides (a row is H·D elements); nothing is copied, but for fp16/bf16 CUDA
-    head dims below 128 other than 64, which run padded with zero columns to 64 or 128 (the
-    fast paths' head dims; exact, differentiable). Torch tensors
+    head dims below 256 other than 64 and 128, which run padded with zero columns to 64, 128 or
+    256 (the fast paths' head dims; exact, differentiable). Torch tensors
     that require grad (grad mode on) get o and lse with a grad_fn: the backward runs the dense
     backward programs over the packed rows under a per-sequence mask and its block mask
     (python/tessel/varlen_backward.py); numpy arrays that require grad are refused.
@@ -159,8 +169,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                          "32-bit row indices")
     scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
+    dims = serving_checks.VARLEN_FAST_HEAD_DIMS + \
+        ((D,) if kind == "cuda" and _varlen_native(q) else ())
     BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
-                          serving_checks.VARLEN_FAST_HEAD_DIMS) or \
+                          dims) or \
         _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, tuple(q.shape))

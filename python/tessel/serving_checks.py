@@ -142,6 +142,14 @@ def _blocks(kind, D, dtype, n_q, n_k):
 # where the reference lowering ran them before.
 VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 
+# chip -> head dims attention_varlen runs as they are on the fast paths' 64x64 blocks instead of
+# padded (to 256: VARLEN_FAST_HEAD_DIMS), for calls that need no gradient (the varlen backward's
+# programs pad). sm_90a 192 (wgmma's three slabs, as the dense forward's
+# attention.NATIVE_HEAD_DIMS): 182/202 registers and no spill (test_serving_fast_paths.py),
+# three quarters of the padded work. Empty until its GPU check (test_serving_gpu.py
+# `test_varlen_native_192`).
+VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": ()}
+
 # Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default
 # (_fast_blocks), the split-KV program (decode) and the cache kernel alike. 256 (Gemma's head
 # dim) compiles on both chips: the split-KV program with 0 spill, contiguous and paged; the

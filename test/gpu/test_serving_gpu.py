@@ -238,6 +238,21 @@ def test_kvcache_split(dtype, case, causal, splits):
     run_kvcache(dtype, SPLIT[case], causal, check_lse=True, num_splits=splits)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_native_192(monkeypatch, dtype, causal):
+    # serving_checks.VARLEN_NATIVE_HEAD_DIMS (off until this passes): attention_varlen at head
+    # dim 192 as it is on sm_90a (wgmma's three slabs), not padded to 256.
+    from tessel import serving, serving_checks
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("head dim 192 runs as it is on sm_90a only")
+    monkeypatch.setattr(serving_checks, "VARLEN_NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(serving, "_pad_columns", lambda *a: pytest.fail("padded"))
+    check_varlen(DTYPES[dtype], [1, 17, 300, 1000, 64], [1, 33, 300, 1500, 64], 8, 2, 192,
+                 causal, 192 + causal)
+    check_varlen(DTYPES[dtype], [5, 700], [900, 700], 4, 4, 192, causal, 7 + causal)
+
+
 # Gemma's head dim (16 query heads, 8 KV heads at 256), decode and a few queries per sequence:
 # (B, Sq, H, Hkv, D, lengths, page, num_splits).
 KVCACHE_256 = {

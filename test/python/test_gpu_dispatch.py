@@ -354,6 +354,19 @@ def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
     assert dim(96, fake_torch.float32) is None and dim(96, v_dim=64) is None
     assert serving_checks.VARLEN_FAST_HEAD_DIMS == (64, 128, 256)
     assert [dim(d) for d in (96, 160, 192, 255, 256)] == [128, 256, 256, 256, None]
+    # 192 as it is on sm_90a where VARLEN_NATIVE_HEAD_DIMS lists it (off until its GPU
+    # check), unless gradients are wanted (the varlen backward pads)
+    attn = importlib.import_module("tessel.attention")
+    chip = ["sm_90a"]
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
+    assert serving_checks.VARLEN_NATIVE_HEAD_DIMS == {"sm_90a": ()} and dim(192) == 256
+    monkeypatch.setattr(serving_checks, "VARLEN_NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    assert [dim(d) for d in (160, 192)] == [256, None]
+    grad = T((9, 2, 192), fake_torch.float16)
+    grad.requires_grad = True
+    assert serving._varlen_padded_dim(grad, grad, grad) == 256
+    chip[0] = "sm_80"
+    assert dim(192) == 256
     monkeypatch.setattr(serving_checks, "VARLEN_FAST_HEAD_DIMS", (64, 128))
     assert [dim(d) for d in (64, 128, 160, 192, 256)] == [None] * 5
 

@@ -105,14 +105,15 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
     assert b.cubin and b.manifest["spill_bytes"] == 0
 
 
-@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("chip,codegen,d", [("sm_90a", "wgmma", 256), ("sm_80", "mma", 256),
+                                            ("sm_90a", "wgmma", 192)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_varlen_at_head_dim_256_compiles_clean(chip, codegen, causal, tmp_path, monkeypatch):
-    # serving_checks.VARLEN_FAST_HEAD_DIMS' 256 (on since its GPU check): the varlen kernel at
-    # head dim 256 with the fast paths' 64x64 blocks compiles on both chips with nothing
-    # spilled or given up.
+def test_varlen_at_head_dims_256_and_192_compile_clean(chip, codegen, d, causal, tmp_path,
+                                                       monkeypatch):
+    # serving_checks.VARLEN_FAST_HEAD_DIMS' 256 (on since its GPU check) and
+    # VARLEN_NATIVE_HEAD_DIMS' sm_90a 192 (off until its GPU check): the varlen kernel with the
+    # fast paths' 64x64 blocks compiles with nothing spilled or given up.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    d = 256
     x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros(3, np.int32), \
         np.zeros(1, np.float32)
     kernel = varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1,
