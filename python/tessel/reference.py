@@ -121,10 +121,11 @@ def position_mods(offset, causal=False, window=None, softcap=None, alibi=None):
 
 def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
     """One sequence in BSHD-like layout: q [nq, H, D], k and v [nk, Hkv, D], FlashAttention's
-    arguments bottom-right aligned (position_mods); returns o [nq, H, D] and lse [H, nq]."""
+    arguments bottom-right aligned (position_mods); returns o [nq, H, Dv] (v's head dim) and
+    lse [H, nq]."""
     nq, nk = q.shape[0], k.shape[0]
     if nk == 0:                               # no keys: every row sees none
-        return np.zeros(q.shape), np.full((q.shape[1], nq), -np.inf)
+        return np.zeros(q.shape[:2] + v.shape[2:]), np.full((q.shape[1], nq), -np.inf)
     t = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.float64).transpose(1, 0, 2))[None]
     score, _, allowed = position_mods(nk - nq, causal, window, softcap, alibi)
     o, lse = reference_attention(t(q), t(k), t(v), scale=scale,
@@ -136,10 +137,10 @@ def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
 
 def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, scale=None, causal=False,
                      window=None, softcap=None, alibi=None):
-    """float64 tessel.attention_varlen, one sequence at a time: o [total_q, H, D] and lse
-    [H, total_q]; alibi: slopes [H] or [B, H]."""
+    """float64 tessel.attention_varlen, one sequence at a time: o [total_q, H, Dv] (v's head
+    dim) and lse [H, total_q]; alibi: slopes [H] or [B, H]."""
     H = q.shape[1]
-    o = np.zeros(q.shape)
+    o = np.zeros(q.shape[:2] + v.shape[2:])
     lse = np.full((H, q.shape[0]), -np.inf)
     for b in range(len(cu_seqlens_q) - 1):
         qs = slice(int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1]))

@@ -43,6 +43,26 @@ def _varlen_padded_dim(q, k, v):
     return None if _varlen_native(q) and not cpu_tensors.needs_grad(q, k, v) else Dp
 
 
+def _varlen_dv(q, k, v):
+    """Whether an attention_varlen call whose v has a head dim of its own runs the varlen
+    kernel's DV (serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL) instead of padding."""
+    if not serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL or \
+            getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
+        return False
+    if not gpu.is_torch_tensor(q):
+        return True
+    if cpu_tensors.needs_grad(q, k, v):
+        return False
+    if not q.is_cuda:
+        return True
+    from .attention import _chip_for_blocks
+    chip = _chip_for_blocks(q)
+    dims = serving_checks.VARLEN_FAST_HEAD_DIMS + \
+        serving_checks.VARLEN_NATIVE_HEAD_DIMS.get(chip, ())
+    return chip == "sm_90a" and _dtype_name(q) in ("f16", "bf16") and q.shape[-1] in dims and \
+        v.shape[-1] in dims
+
+
 def _varlen_native(q):
     """Whether a CUDA attention_varlen call runs q's head dim as it is on the fast paths where
     it would be padded (serving_checks.VARLEN_NATIVE_HEAD_DIMS, q's chip)."""
@@ -103,7 +123,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         NotImplementedError: numpy inputs that require grad.
     """
     fn = "attention_varlen"
-    if value_head_dim_differs(q, k, v, rank=3):
+    dv = value_head_dim_differs(q, k, v, rank=3)
+    if dv and not _varlen_dv(q, k, v):
         return call_with_value_head_dim(
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m, block_n=block_n,
@@ -138,7 +159,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                              f"{tuple(x.shape)}")
     total_q, H, D = q.shape
     total_k, Hkv, Dk = k.shape
-    if tuple(v.shape) != tuple(k.shape):
+    Dv = v.shape[-1]
+    if tuple(v.shape) != tuple(k.shape) and not dv:
         raise ValueError(f"tessel.{fn}: k {tuple(k.shape)} and v {tuple(v.shape)} differ in shape")
     if Dk != D:
         raise ValueError(f"tessel.{fn}: q has head dim {D}, k and v {Dk}")
@@ -173,14 +195,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         ((D,) if kind == "cuda" and _varlen_native(q) else ())
     BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
                           dims) or \
-        _blocks(kind, D, _dtype_name(q), max_seqlen_q, max_seqlen_k)
+        _blocks(kind, max(D, Dv), _dtype_name(q), max_seqlen_q, max_seqlen_k)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
-    o = _out(kind, q, tuple(q.shape))
+    o = _out(kind, q, (total_q, H, Dv))
     lse = _out(kind, q, (H, total_q), np.float32)
     args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale)
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
               BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
-              **_position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H)))
+              **_position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H)),
+              **({"DV": Dv} if Dv != D else {}))
     grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o

@@ -150,6 +150,15 @@ VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 # `test_varlen_native_192`).
 VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": ()}
 
+# Whether attention_varlen runs a v of its own head dim through the varlen kernel's DV (P·V and
+# o at v's width, as attention.VALUE_HEAD_DIM_KERNEL does for tessel.attention) instead of
+# padding the smaller side: forward calls (no gradient wanted); on CUDA on sm_90a, fp16/bf16,
+# where both head dims are ones the fast paths take as they are (DeepSeek's MLA prefill, q/k
+# 192 and v 128, needs VARLEN_NATIVE_HEAD_DIMS' 192). On the interpreter it gives the padded
+# call's answer (test_serving.py); off until its GPU check (test_serving_gpu.py
+# `test_varlen_value_head_dim_kernel`).
+VARLEN_VALUE_HEAD_DIM_KERNEL = False
+
 # Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default
 # (_fast_blocks), the split-KV program (decode) and the cache kernel alike. 256 (Gemma's head
 # dim) compiles on both chips: the split-KV program with 0 spill, contiguous and paged; the

@@ -34,7 +34,9 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
                   q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
-                  MASK_MOD: tl.constexpr = None):
+                  MASK_MOD: tl.constexpr = None, DV: tl.constexpr = 0):
+    # DV: v's and o's head dim where it is not D (0: D), as attention_tile's.
+    DO = D if DV == 0 else DV
     pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     b = bh // H
     h = bh % H
@@ -49,15 +51,15 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
     nk = k_end - k0
     qd = tl.make_desc(q, shape=(q_end, D), strides=(q_rs, 1), offset=h * q_hs)
     kd = tl.make_desc(k, shape=(k_end, D), strides=(k_rs, 1), offset=kv_h * k_hs)
-    vd = tl.make_desc(v, shape=(k_end, D), strides=(v_rs, 1), offset=kv_h * v_hs)
-    od = tl.make_desc(o, shape=(q_end, D), strides=(H * D, 1), offset=h * D)
+    vd = tl.make_desc(v, shape=(k_end, DO), strides=(v_rs, 1), offset=kv_h * v_hs)
+    od = tl.make_desc(o, shape=(q_end, DO), strides=(H * DO, 1), offset=h * DO)
     ld = tl.make_desc(lse_out, shape=(q_end,), strides=(1,), offset=h * total_q)   # [H, total_q]
 
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, D))
     # Bottom-right causal: query i sees keys up to i + nk - nq.
     q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    acc = tl.zeros((BLOCK_M, DO), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     # The grid covers the longest sequence: a query block past this one's rows has an empty key
     # loop (it would otherwise stream every key of the sequence for rows it never stores).
@@ -75,7 +77,7 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, DO))
         acc += tl.dot(p.to(vt.dtype), vt)
     tl.store(od, (q0 + m0, 0), acc.to(qt.dtype))
     tl.store(ld, (q0 + m0,), lse)

@@ -253,6 +253,34 @@ def test_varlen_native_192(monkeypatch, dtype, causal):
     check_varlen(DTYPES[dtype], [5, 700], [900, 700], 4, 4, 192, causal, 7 + causal)
 
 
+@pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_value_head_dim_kernel(monkeypatch, dtype, causal, E, Ev):
+    # serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (off until this passes): v of its own head dim
+    # through the varlen kernel's DV on sm_90a (DeepSeek's MLA prefill: 192/128, with 192 as it
+    # is), not padded; against float64 per sequence.
+    from tessel import serving, serving_checks
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("the DV kernels run on sm_90a")
+    monkeypatch.setattr(serving_checks, "VARLEN_VALUE_HEAD_DIM_KERNEL", True)
+    monkeypatch.setattr(serving_checks, "VARLEN_NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(serving, "call_with_value_head_dim", lambda *a, **kw: pytest.fail("padded"))
+    dt = DTYPES[dtype]
+    lq, lk, H, Hkv = [1, 17, 300, 1000, 64], [1, 33, 300, 1500, 64], 8, 2
+    torch.manual_seed(E + Ev + causal)
+    q = torch.randn(sum(lq), H, E, device="cuda", dtype=dt)
+    k = torch.randn(sum(lk), Hkv, E, device="cuda", dtype=dt)
+    v = torch.randn(sum(lk), Hkv, Ev, device="cuda", dtype=dt)
+    cq, ck = cu(lq, "cuda"), cu(lk, "cuda")
+    o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+    assert o.shape == (sum(lq), H, Ev) and o.dtype == dt
+    qn, kn, vn = (x.double().cpu().numpy() for x in (q, k, v))
+    ref, _ = reference_varlen(qn, kn, vn, cq.cpu().numpy(), ck.cpu().numpy(), causal=causal)
+    err = np.abs(o.double().cpu().numpy() - ref).max()
+    assert err < (2e-2 if dt == torch.bfloat16 else 4e-3) * max(1.0, np.abs(ref).max()), err
+
+
 # Gemma's head dim (16 query heads, 8 KV heads at 256), decode and a few queries per sequence:
 # (B, Sq, H, Hkv, D, lengths, page, num_splits).
 KVCACHE_256 = {

@@ -256,6 +256,36 @@ def test_varlen_value_head_dim_of_its_own(E, Ev, causal):
         assert (got.double() - want).abs().max().item() < 1e-4
 
 
+@pytest.mark.parametrize("E,Ev", [(48, 32), (32, 48)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_value_head_dim_kernel(monkeypatch, E, Ev, causal):
+    """serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (off until its GPU check): v of its own head
+    dim through the varlen kernel's DV instead of padding, on the interpreter (numpy and CPU
+    tensors without gradients): the padded call's output and LSE, within float32 rounding;
+    the kernel specialised on DV. Tensors that need gradients keep the padded route."""
+    from tessel import serving, serving_checks
+    cu = torch.tensor([0, 7, 20, 33], dtype=torch.int32)
+    q, k, v = _rand(33, 4, E, seed=5), _rand(33, 2, E, seed=6), _rand(33, 2, Ev, seed=7)
+    want, want_lse = tessel.attention_varlen(q, k, v, cu, cu, 13, 13, causal=causal,
+                                             return_lse=True)
+    monkeypatch.setattr(serving_checks, "VARLEN_VALUE_HEAD_DIM_KERNEL", True)
+    launched = []
+    real = serving._launch
+    monkeypatch.setattr(serving, "_launch", lambda kernel, grid, args, cx: launched.append(
+        cx.get("DV")) or real(kernel, grid, args, cx))
+    for x in (q, q.numpy()):
+        args = (x, k, v) if x is q else (x, k.numpy(), v.numpy())
+        o, lse = tessel.attention_varlen(*args, cu if x is q else cu.numpy(),
+                                         cu if x is q else cu.numpy(), 13, 13, causal=causal,
+                                         return_lse=True)
+        assert tuple(o.shape) == (33, 4, Ev)
+        assert np.abs(np.asarray(o) - want.numpy()).max() < 1e-6
+        assert np.abs(np.asarray(lse) - want_lse.numpy()).max() < 1e-5
+    assert launched == [Ev, Ev]
+    grad = q.clone().requires_grad_()
+    assert not serving._varlen_dv(grad, k, v)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_varlen_padded_head_dim_route(monkeypatch, causal):
     """attention_varlen's padded route (CUDA fp16/bf16 head dims below 128 but 64 run at 64 or

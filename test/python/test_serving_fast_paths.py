@@ -142,3 +142,20 @@ def test_kvcache_at_head_dim_256_compiles(kernel, page, chip, codegen, tmp_path,
     assert b.cubin and b.manifest["spill_bytes"] <= known, b.manifest["spill_bytes"]
     if not known:
         assert not b.manifest.get("given_up"), b.manifest["given_up"]
+
+
+@pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128), (256, 128)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_value_head_dim_kernel_compiles_clean(E, Ev, causal, tmp_path, monkeypatch):
+    # serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL's candidate: the varlen kernel with v of its
+    # own head dim (DV) at the fast paths' 64x64 blocks on sm_90a, nothing spilled or given up.
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    x, i32, lse = np.zeros((10, 4, E), np.float16), np.zeros(3, np.int32), \
+        np.zeros(1, np.float32)
+    kv, vv = np.zeros((10, 2, E), np.float16), np.zeros((10, 2, Ev), np.float16)
+    o = np.zeros((10, 4, Ev), np.float16)
+    kernel = varlen_kernel.warmup(x, kv, vv, o, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1,
+                                  q_rs=4 * E, q_hs=E, k_rs=2 * E, k_hs=E, v_rs=2 * Ev, v_hs=Ev,
+                                  D=E, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, DV=Ev)
+    b = kernel.binary(tessel.cache.GpuOptions(chip="sm_90a", codegen="wgmma"))
+    assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
