@@ -174,26 +174,28 @@ def _with_user_mods(c, ref_score, ref_mask):
     return score, score_grad, allowed
 
 
-def _value_head_dim(rng, c):
+def _value_head_dim(rng, c, dims=None):
     """At times v gets a head dim of its own (SDPA's Ev: tessel.attention pads the smaller
-    side), another of the backend's head dims; half of those forward cases run the kernels' DV
-    instead (attention.VALUE_HEAD_DIM_KERNEL, the default since its GPU check), the others
-    the padded route."""
-    if rng.random() < 0.15:
-        c["Dv"] = _pick(rng, [d for d in BACKEND.head_dims if d != c["D"]])
+    side), another of the backend's head dims (`dims`: of the entry point); half of those
+    forward cases run the kernels' DV instead (attention.VALUE_HEAD_DIM_KERNEL, the default
+    since its GPU check), the others the padded route."""
+    others = [d for d in (dims or BACKEND.head_dims) if d != c["D"]]
+    if others and rng.random() < 0.15:
+        c["Dv"] = _pick(rng, others)
         c["dv_kernel"] = bool(rng.integers(0, 2))
 
 
 @contextlib.contextmanager
-def _switched(c):
-    """attention.VALUE_HEAD_DIM_KERNEL as the case says, for the call."""
-    attn = importlib.import_module("tessel.attention")
-    saved = attn.VALUE_HEAD_DIM_KERNEL
-    attn.VALUE_HEAD_DIM_KERNEL = c.get("dv_kernel", False)
+def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL"):
+    """The DV switch (attention.VALUE_HEAD_DIM_KERNEL, or serving_checks'
+    VARLEN_VALUE_HEAD_DIM_KERNEL for varlen) as the case says, for the call."""
+    mod = importlib.import_module(module)
+    saved = getattr(mod, name)
+    setattr(mod, name, c.get("dv_kernel", False))
     try:
         yield
     finally:
-        attn.VALUE_HEAD_DIM_KERNEL = saved
+        setattr(mod, name, saved)
 
 
 def forward_case(rng):
@@ -258,14 +260,16 @@ def backward_case(rng):
     return None
 
 
-def _varlen_batch(rng, B, H, Hkv, D, dtype):
+def _varlen_batch(rng, B, H, Hkv, D, dtype, Dv=None):
     """B packed sequences (empty ones too) with rows past the last: (query lengths, key
-    lengths, cu_seqlens_q, cu_seqlens_k, (q, k, v) as tessel gets them, their float64 values)."""
+    lengths, cu_seqlens_q, cu_seqlens_k, (q, k, v) as tessel gets them, their float64 values);
+    `Dv`: v's head dim where it is its own."""
     lq = [int(x) for x in rng.choice([0, 1, 5, 17, 64, 70], size=B)]
     lk = [int(x) for x in rng.choice([0, 1, 9, 33, 64, 100], size=B)]
     cq, ck = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
     pairs = [BACKEND.tensor(rng.standard_normal(shape), dtype)
-             for shape in ((int(cq[-1]) + 2, H, D),) + ((int(ck[-1]) + 1, Hkv, D),) * 2]
+             for shape in ((int(cq[-1]) + 2, H, D), (int(ck[-1]) + 1, Hkv, D),
+                           (int(ck[-1]) + 1, Hkv, Dv or D))]
     return lq, lk, cq, ck, [p[0] for p in pairs], [p[1] for p in pairs]
 
 
@@ -281,14 +285,20 @@ def serving_case(rng):
     refs = dict(scale=scale, causal=causal, window=window, softcap=softcap, alibi=alibi)
     B = int(rng.integers(1, 4))
     if rng.random() < 0.5:
-        D = _pick(rng, BACKEND.varlen_head_dims)
-        lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype)
-        o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
-                                    max(lq + [1]), max(lk + [1]), **flash)
+        c = {"D": _pick(rng, BACKEND.varlen_head_dims)}
+        D = c["D"]
+        # v of its own head dim at times, padded or through the varlen kernel's DV
+        # (serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL) as _value_head_dim draws it
+        _value_head_dim(rng, c, BACKEND.varlen_head_dims)
+        lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype,
+                                                                   c.get("Dv"))
+        with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"):
+            o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
+                                        max(lq + [1]), max(lk + [1]), **flash)
         ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
         err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
-        return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D}: {err:.2e}" \
-            if err > BACKEND.tol[dtype] else None
+        return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D} Dv={c.get('Dv')} " \
+            f"dv_kernel={c.get('dv_kernel')}: {err:.2e}" if err > BACKEND.tol[dtype] else None
     Sq, page = int(rng.choice([1, 2, 5])), rng.choice([None, 1, 7, 16, 64])
     lens = rng.integers(0, 120, size=B).astype(np.int32)
     q, q64 = BACKEND.tensor(rng.standard_normal((B, Sq, H, D)), dtype)
