@@ -464,9 +464,10 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
 # (chip, head dim, BLOCK_M, BLOCK_N, PART, CAUSAL) whose key-rows program without mods spills
 # with the scale fold -> the CompileOptions switches the spill fallbacks' search ends with
 # besides the generic scale (ptxas, CUDA 13.0; sm_90a d128 non-causal then spills nothing,
-# causal 340 bytes, d256's dK part 104–1164, d192's causal 20, sm_80 d128 1000–1484). Compiled so at once —
-# generic (do_not_specialize) and unsearched (spill_fallbacks off) — they are the search's PTX
-# and cubin, the first call one to two compiles shorter (docs/dev/cold-compile.md).
+# causal 340 bytes, d256's dK part 104–1164, d192's causal 20, sm_80 d128 1000–1484).
+# Compiled so at once — generic (do_not_specialize) and unsearched (spill_fallbacks off) —
+# they are the search's PTX and cubin, the first call one to two compiles shorter
+# (docs/dev/cold-compile.md).
 # test_spills.py checks each entry.
 NO_SPILL_SEARCH = {("sm_90a", 128, 64, 64, 0, False): {},
                    ("sm_90a", 128, 64, 64, 0, True): {},
@@ -701,8 +702,9 @@ _FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
 # spills nothing and dK part 0 bytes non-causal, 20 causal; the dQ program 0 (ptxas, CUDA
 # 13.0; test_spills.py). With 192 listed, tessel.attention runs d192 natively with gradients
 # too, and attention_backward at 192 takes it instead of the reference lowering (padded
-# calls already ran at 256); not with a mask_mod or block mask, as the forward. Empty until its GPU check: test_attention_backward_gpu.py
-# `test_native_head_dim_192_backward`, `bench_backward.py --dims 192 --native-192`.
+# calls already ran at 256); not with a mask_mod or block mask, as the forward. Empty until
+# its GPU check: test_attention_backward_gpu.py `test_native_head_dim_192_backward`,
+# `bench_backward.py --dims 192 --native-192`.
 NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": ()}
 
 

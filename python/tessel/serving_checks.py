@@ -155,7 +155,7 @@ VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": ()}
 # padding the smaller side: forward calls (no gradient wanted); on CUDA on sm_90a, fp16/bf16,
 # where both head dims are ones the fast paths take as they are (DeepSeek's MLA prefill, q/k
 # 192 and v 128, needs VARLEN_NATIVE_HEAD_DIMS' 192). On the interpreter it gives the padded
-# call's answer (test_serving.py); off until its GPU check (test_serving_gpu.py
+# call's answer (test_cpu_tensors.py); off until its GPU check (test_serving_gpu.py
 # `test_varlen_value_head_dim_kernel`).
 VARLEN_VALUE_HEAD_DIM_KERNEL = False
 
