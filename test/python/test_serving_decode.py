@@ -189,17 +189,20 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
     """varlen and the cache kernels take 64x64 on CUDA at f16/bf16, head dim 64/128 and strides
     of whole 16-byte chunks, whatever the page size (pages shorter than a key block are read
     row by row through a paged descriptor); else None (the reference lowering's blocks)."""
-    from tessel.serving_checks import _fast_blocks
+    from tessel.serving_checks import KVCACHE_FAST_HEAD_DIMS, _fast_blocks
+
+    def fast(*a):
+        return _fast_blocks(*a, KVCACHE_FAST_HEAD_DIMS)
     rows = (8 * 128, 128, 2 * 128, 128, 2 * 128, 128)        # q [.., 8, 128], k/v [.., 2, 128]
-    assert _fast_blocks("cuda", "f16", 128, rows) == (64, 64)
-    assert _fast_blocks("cuda", "bf16", 64, rows) == (64, 64)
-    assert _fast_blocks("cuda", "f16", 128, (3 * 8 * 128 + 4,) + rows[1:]) is None
+    assert fast("cuda", "f16", 128, rows) == (64, 64)
+    assert fast("cuda", "bf16", 64, rows) == (64, 64)
+    assert fast("cuda", "f16", 128, (3 * 8 * 128 + 4,) + rows[1:]) is None
     # The split program: its key loop at the cache's strides (q is packed first).
-    assert _fast_blocks("cuda", "f16", 128, rows[2:]) == (64, 64)
-    assert _fast_blocks("cuda", "f16", 128, ()) == (64, 64)
-    assert _fast_blocks("cuda", "f32", 128, rows) is None
-    assert _fast_blocks("numpy", "f16", 128, rows) is None
-    assert _fast_blocks("cuda", "f16", 96, rows) is None
+    assert fast("cuda", "f16", 128, rows[2:]) == (64, 64)
+    assert fast("cuda", "f16", 128, ()) == (64, 64)
+    assert fast("cuda", "f32", 128, rows) is None
+    assert fast("numpy", "f16", 128, rows) is None
+    assert fast("cuda", "f16", 96, rows) is None
 
 
 @pytest.mark.parametrize("capacity,split", [(serving_decode.MIN_KEYS_TO_SPLIT - 1, False),
