@@ -494,19 +494,31 @@ def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
     mask_mod, block_mask or window (their block-sparse kernels keep one head dim), not FP8; on
     CUDA fp16/bf16 on sm_90a with both head dims ones its fast path takes."""
     if not VALUE_HEAD_DIM_KERNEL or mask_mod is not None or block_mask is not None or \
-            window_size is not None or getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
+            window_size is not None:
         return False
-    if gpu.is_torch_tensor(q):
-        if _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)):
-            return False
-        if getattr(q, "is_cuda", False):
-            if not NATIVE_STRIDED and not all(x.is_contiguous() for x in (q, k, v)):
-                return False
-            chip = _chip_for_blocks(q)
-            dims = FAST_HEAD_DIMS + NATIVE_HEAD_DIMS.get(chip, ())
-            return chip == "sm_90a" and gpu.torch_dtype_name(q) in _FAST_DTYPES and \
-                q.shape[-1] in dims and v.shape[-1] in dims
-    return True
+    if getattr(q, "is_cuda", False) and not NATIVE_STRIDED and \
+            not all(x.is_contiguous() for x in (q, k, v)):
+        return False
+    return dv_kernel_takes(q, k, v, FAST_HEAD_DIMS, NATIVE_HEAD_DIMS)
+
+
+def dv_kernel_takes(q, k, v, fast_dims, native_dims):
+    """Whether a kernel with a DV constexpr takes this call with v of its own head dim (the
+    rules tessel.attention's and attention_varlen's switches share): not FP8; numpy arrays and
+    CPU tensors (the interpreter) unless gradients are wanted; on CUDA fp16/bf16 on sm_90a with
+    both head dims among `fast_dims` and the chip's `native_dims`."""
+    if getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
+        return False
+    if not gpu.is_torch_tensor(q):
+        return True
+    if _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)):
+        return False
+    if not q.is_cuda:
+        return True
+    chip = _chip_for_blocks(q)
+    dims = fast_dims + native_dims.get(chip, ())
+    return chip == "sm_90a" and gpu.torch_dtype_name(q) in _FAST_DTYPES and \
+        q.shape[-1] in dims and v.shape[-1] in dims
 
 
 def _value_dim(D, v):

@@ -18,7 +18,7 @@ from . import cpu_tensors
 from . import gpu
 from . import serving_checks
 from . import serving_decode
-from .attention import _first_columns, _pad_columns, call_with_value_head_dim, \
+from .attention import _first_columns, _pad_columns, call_with_value_head_dim, dv_kernel_takes, \
     padded_head_dim, softmax_scale, value_head_dim_differs
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
@@ -46,21 +46,8 @@ def _varlen_padded_dim(q, k, v):
 def _varlen_dv(q, k, v):
     """Whether an attention_varlen call whose v has a head dim of its own runs the varlen
     kernel's DV (serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL) instead of padding."""
-    if not serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL or \
-            getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
-        return False
-    if not gpu.is_torch_tensor(q):
-        return True
-    if cpu_tensors.needs_grad(q, k, v):
-        return False
-    if not q.is_cuda:
-        return True
-    from .attention import _chip_for_blocks
-    chip = _chip_for_blocks(q)
-    dims = serving_checks.VARLEN_FAST_HEAD_DIMS + \
-        serving_checks.VARLEN_NATIVE_HEAD_DIMS.get(chip, ())
-    return chip == "sm_90a" and _dtype_name(q) in ("f16", "bf16") and q.shape[-1] in dims and \
-        v.shape[-1] in dims
+    return serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL and dv_kernel_takes(
+        q, k, v, serving_checks.VARLEN_FAST_HEAD_DIMS, serving_checks.VARLEN_NATIVE_HEAD_DIMS)
 
 
 def _varlen_native(q):
@@ -191,8 +178,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                          "32-bit row indices")
     scale = softmax_scale(scale, D)
     (q, q_rs, q_hs), (k, k_rs, k_hs), (v, v_rs, v_hs) = (_strided(x) for x in (q, k, v))
-    dims = serving_checks.VARLEN_FAST_HEAD_DIMS + \
-        ((D,) if kind == "cuda" and _varlen_native(q) else ())
+    dims = serving_checks.VARLEN_FAST_HEAD_DIMS
+    if kind == "cuda" and D not in dims and _varlen_native(q):   # (the chip asked only then)
+        dims += (D,)
     BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
                           dims) or \
         _blocks(kind, max(D, Dv), _dtype_name(q), max_seqlen_q, max_seqlen_k)
