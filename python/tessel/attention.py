@@ -394,10 +394,9 @@ FAST_HEAD_DIMS = (64, 128, 256)
 # causal: docs/bench/2026-12-06-h100-s41.md).
 NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 # Whether NATIVE_HEAD_DIMS and the DV kernel (VALUE_HEAD_DIM_KERNEL) take inputs that are not
-# contiguous ([B, N, H, D] views, read in place). Off: their GPU checks ran contiguous inputs
-# (docs/bench/2026-12-06-h100-s41.md); such calls pad, which copies them anyway. The GPU check
-# that would turn it on: test_python_gpu.py `test_native_strided_views`.
-NATIVE_STRIDED = False
+# contiguous ([B, N, H, D] views, read in place). On since its GPU check (H100, 2026-12-06:
+# test_python_gpu.py `test_native_strided_views` 12/12; docs/bench/2026-12-06-h100-s42.md).
+NATIVE_STRIDED = True
 
 
 def padded_head_dim(D, dtype):

@@ -702,10 +702,11 @@ _FAST_BACKWARD_CHIPS = {256: ("sm_90a",)}
 # spills nothing and dK part 0 bytes non-causal, 20 causal; the dQ program 0 (ptxas, CUDA
 # 13.0; test_spills.py). With 192 listed, tessel.attention runs d192 natively with gradients
 # too, and attention_backward at 192 takes it instead of the reference lowering (padded
-# calls already ran at 256); not with a mask_mod or block mask, as the forward. Empty until
-# its GPU check: test_attention_backward_gpu.py `test_native_head_dim_192_backward`,
-# `bench_backward.py --dims 192 --native-192`.
-NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": ()}
+# calls already ran at 256); not with a mask_mod or block mask, as the forward. On since its
+# GPU check (H100, 2026-12-06: `test_native_head_dim_192_backward` 36/36 against float64;
+# forward + backward fp16 TFLOP/s padded -> native 203 -> 274 at 16k, 192 -> 248 16k causal,
+# 148 -> 216 4k causal: docs/bench/2026-12-06-h100-s42.md).
+NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": (192,)}
 
 
 def native_backward(D, chip):

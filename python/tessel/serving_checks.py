@@ -146,26 +146,28 @@ VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 # padded (to 256: VARLEN_FAST_HEAD_DIMS), for calls that need no gradient (the varlen backward's
 # programs pad). sm_90a 192 (wgmma's three slabs, as the dense forward's
 # attention.NATIVE_HEAD_DIMS): 182/202 registers and no spill (test_serving_fast_paths.py),
-# three quarters of the padded work. Empty until its GPU check (test_serving_gpu.py
-# `test_varlen_native_192`).
-VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": ()}
+# three quarters of the padded work. On since its GPU check (H100, 2026-12-06:
+# `test_varlen_native_192` passed; fp16 TFLOP/s padded -> native 249 -> 354, causal 210 -> 331:
+# docs/bench/2026-12-06-h100-s42.md).
+VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 
 # Whether attention_varlen runs a v of its own head dim through the varlen kernel's DV (P·V and
 # o at v's width, as attention.VALUE_HEAD_DIM_KERNEL does for tessel.attention) instead of
 # padding the smaller side: forward calls (no gradient wanted); on CUDA on sm_90a, fp16/bf16,
 # where both head dims are ones the fast paths take as they are (DeepSeek's MLA prefill, q/k
 # 192 and v 128, needs VARLEN_NATIVE_HEAD_DIMS' 192). On the interpreter it gives the padded
-# call's answer (test_cpu_tensors.py); off until its GPU check (test_serving_gpu.py
-# `test_varlen_value_head_dim_kernel`).
-VARLEN_VALUE_HEAD_DIM_KERNEL = False
+# call's answer (test_cpu_tensors.py); on since its GPU check (H100, 2026-12-06:
+# test_serving_gpu.py `test_varlen_value_head_dim_kernel` passed).
+VARLEN_VALUE_HEAD_DIM_KERNEL = True
 
 # Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default
 # (_fast_blocks), the split-KV program (decode) and the cache kernel alike. 256 (Gemma's head
 # dim) compiles on both chips: the split-KV program with 0 spill, contiguous and paged; the
 # cache kernel too but for pages of 16 rows (212 bytes on sm_90a; test_serving_fast_paths.py).
-# Off until its GPU check (test_serving_gpu.py `test_kvcache_at_head_dim_256`), which makes this
-# (64, 128, 256): today d256 cache calls take the reference lowering's blocks.
-KVCACHE_FAST_HEAD_DIMS = (64, 128)
+# 256 on since its GPU check (H100, 2026-12-06: `test_kvcache_at_head_dim_256` 24/24 against
+# float64; decode at d256 1,555-3,088 GB/s, 1.04-1.07x cuDNN, where the reference lowering's
+# blocks read 103-109: docs/bench/2026-12-06-h100-s42.md).
+KVCACHE_FAST_HEAD_DIMS = (64, 128, 256)
 
 
 def _fast_blocks(kind, dtype, D, strides, dims):

@@ -4,7 +4,7 @@
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows]
         [--concurrent-dq] [--dq-blocks 64x64] [--keyrows-blocks 64x128] [--with-deterministic] [--fused-dq 64 128]
-        [--dk-block-m 32] [--native-192]
+        [--dk-block-m 32] [--padded-192]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -16,10 +16,9 @@ Each timed call is what a training step pays for the backward of one attention:
 - FA2 / cuDNN: `torch.autograd.grad(o, (q, k, v), do, retain_graph=True)` with the SDPA backend
   forced (autograd's own overhead included).
 
-Head dim 192: without --native-192 the tessel row is the padded route tessel.attention's
-autograd takes (q, k, v, o and dO padded to 256, the gradients cut back: pads and cuts timed);
-with it, backward.NATIVE_BACKWARD_HEAD_DIMS (and attention.NATIVE_HEAD_DIMS) list 192 and the
-row is the native backward.
+Head dim 192: the tessel row is the native backward on sm_90a (backward.
+NATIVE_BACKWARD_HEAD_DIMS); with --padded-192 it is the padded route tessel.attention's autograd
+took before (q, k, v, o and dO padded to 256, the gradients cut back: pads and cuts timed).
 
 Also per row: the largest |tessel − FA2| of dq, dk and dv relative to FA2's largest value (a
 sanity check: the float64 checks are test/gpu/test_attention_backward_gpu.py), and at the longest
@@ -73,9 +72,9 @@ def main():
     ap.add_argument("--dk-block-m", type=int,
                     help="query rows of the split's dK program at the --dims in SPLIT_KEYROWS "
                          "(backward.KEYROWS_DK_BLOCK_M; default: the dV program's)")
-    ap.add_argument("--native-192", action="store_true",
-                    help="d192's backward as it is (backward.NATIVE_BACKWARD_HEAD_DIMS), not "
-                         "padded to 256")
+    ap.add_argument("--padded-192", action="store_true",
+                    help="d192 padded to 256 (backward.NATIVE_BACKWARD_HEAD_DIMS emptied), not "
+                         "as it is")
     ap.add_argument("--even-causal", action="store_true",
                     help="backward.EVEN_CAUSAL: causal calls at whole blocks run the key-rows "
                          "program without its bounds mask (off by default until measured)")
@@ -107,11 +106,9 @@ def main():
     if args.even_causal:
         import tessel.backward
         tessel.backward.EVEN_CAUSAL = True
-    if args.native_192:
-        import importlib
+    if args.padded_192:
         import tessel.backward
-        tessel.backward.NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": (192,)}
-        importlib.import_module("tessel.attention").NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
+        tessel.backward.NATIVE_BACKWARD_HEAD_DIMS = {"sm_90a": ()}
     if args.dk_block_m:
         import tessel.backward
         tessel.backward.KEYROWS_DK_BLOCK_M = {d: args.dk_block_m for d in args.dims}

@@ -2,7 +2,7 @@
 (issue 12).
 
     PYTHONPATH=build/python python3 test/gpu/bench_varlen.py [--json OUT.json]
-        [--seqs 64] [--max-len 8192] [--h 16] [--hkv 16] [--d 128] [--dtype fp16] [--native]
+        [--seqs 64] [--max-len 8192] [--h 16] [--hkv 16] [--d 128] [--dtype fp16] [--padded]
 
 A batch of `--seqs` sequences with random lengths from 1 to `--max-len` (seeded), packed without
 padding: q [total, H, D], k/v [total, Hkv, D], FlashAttention-2's varlen layout. Timed per call:
@@ -22,8 +22,8 @@ gradients of q, k and v: packed-sequence training), tessel's through its autogra
 (python/tessel/varlen_backward.py), and TFLOP/s count 3.5× the forward's (the backward's five
 matmuls against the forward's two).
 
-`--native`: --d as it is where tessel pads it (serving_checks.VARLEN_NATIVE_HEAD_DIMS on
-sm_90a: d192 instead of padded to 256).
+`--padded`: --d padded where tessel runs it as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS
+emptied: on sm_90a d192 padded to 256, as before the forty-second session).
 
 TFLOP/s count the real pairs only (Σ len² · 4·d·H, half for causal). Also per row: the largest
 |tessel − nested| relative to nested's largest value (a sanity check; the float64 checks are
@@ -47,17 +47,18 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backward", action="store_true",
                     help="time the forward and the backward together")
-    ap.add_argument("--native", action="store_true",
-                    help="--d as it is on sm_90a (serving_checks.VARLEN_NATIVE_HEAD_DIMS)")
+    ap.add_argument("--padded", action="store_true",
+                    help="--d padded, not as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS "
+                         "emptied)")
     args = ap.parse_args()
     torch = cuda_torch("bench_varlen")
     if torch is None:
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    if args.native:
+    if args.padded:
         from tessel import serving_checks
-        serving_checks.VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": (args.d,)}
+        serving_checks.VARLEN_NATIVE_HEAD_DIMS = {}
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     H, Hkv, D = args.h, args.hkv, args.d

@@ -88,7 +88,7 @@ def test_backward_at_other_head_dims(dtype, D, causal):
                          ids=["gqa-300x257", "512", "mqa-77x1000"])
 @pytest.mark.parametrize("mod", [None, "softcap", "alibi"])
 def test_native_head_dim_192_backward(monkeypatch, dtype, causal, shape, mod):
-    """backward.NATIVE_BACKWARD_HEAD_DIMS (empty until this passes): d192 on sm_90a as it is,
+    """backward.NATIVE_BACKWARD_HEAD_DIMS (on since this passed): d192 on sm_90a as it is,
     forward and backward (three 64-column slabs; the key-rows program split into dV and dK),
     not padded to 256: tessel.attention's gradients against float64 autograd, GQA/MQA, ragged
     and whole blocks, mods."""

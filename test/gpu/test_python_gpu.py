@@ -397,7 +397,7 @@ def test_value_head_dim_kernel(monkeypatch, dtype, E, Ev, causal, n):
 @pytest.mark.parametrize("E,Ev", [(192, 192), (192, 128), (128, 64)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_native_strided_views(monkeypatch, dtype, E, Ev, causal):
-    """attention.NATIVE_STRIDED (off until this passes): d192 native and the DV kernel on
+    """attention.NATIVE_STRIDED (on since this passed): d192 native and the DV kernel on
     [B, N, H, D] views read in place (FlashAttention's layout), not padded: against float32,
     GQA, ragged lengths; o in q's layout, as on the other fast paths."""
     attn = importlib.import_module("tessel.attention")

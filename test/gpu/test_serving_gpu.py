@@ -241,7 +241,7 @@ def test_kvcache_split(dtype, case, causal, splits):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_native_192(monkeypatch, dtype, causal):
-    # serving_checks.VARLEN_NATIVE_HEAD_DIMS (off until this passes): attention_varlen at head
+    # serving_checks.VARLEN_NATIVE_HEAD_DIMS (on since this passed): attention_varlen at head
     # dim 192 as it is on sm_90a (wgmma's three slabs), not padded to 256.
     from tessel import serving, serving_checks
     if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
@@ -257,7 +257,7 @@ def test_varlen_native_192(monkeypatch, dtype, causal):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_value_head_dim_kernel(monkeypatch, dtype, causal, E, Ev):
-    # serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (off until this passes): v of its own head dim
+    # serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (on since this passed): v of its own head dim
     # through the varlen kernel's DV on sm_90a (DeepSeek's MLA prefill: 192/128, with 192 as it
     # is), not padded; against float64 per sequence.
     from tessel import serving, serving_checks
@@ -297,7 +297,7 @@ KVCACHE_256 = {
 @pytest.mark.parametrize("case", list(KVCACHE_256))
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_kvcache_at_head_dim_256(monkeypatch, dtype, case, causal):
-    # serving_checks.KVCACHE_FAST_HEAD_DIMS' candidate 256 (off until this passes): the split-KV
+    # serving_checks.KVCACHE_FAST_HEAD_DIMS' 256 (on since this passed): the split-KV
     # program (decode's default, and 4 splits) and the cache kernel (num_splits=1) at 64x64 by
     # default, contiguous and paged (pages of 64 rows, and of 16: each row looked up).
     from tessel import serving, serving_checks

@@ -504,7 +504,7 @@ def test_fast_backward_route_is_chosen_by_dtype_head_dim_and_blocks():
 
 
 def test_native_192_backward_is_routed_where_listed(monkeypatch):
-    """backward.NATIVE_BACKWARD_HEAD_DIMS (empty until its GPU check): with 192 listed for
+    """backward.NATIVE_BACKWARD_HEAD_DIMS (192 on sm_90a since its GPU check): with 192 listed for
     sm_90a, the fast backward takes d192 as it is, its key-rows program split (dV, then dK),
     and tessel.attention runs d192 natively with gradients too; unlisted, or on sm_80, the
     backward keeps the reference route and the forward with gradients pads to 256."""
@@ -518,7 +518,8 @@ def test_native_192_backward_is_routed_where_listed(monkeypatch):
 
     def route():
         return backward._fast_backward_config(q, q, q, True, None, None, None, False)
-    assert backward.NATIVE_BACKWARD_HEAD_DIMS == {"sm_90a": ()}
+    assert backward.NATIVE_BACKWARD_HEAD_DIMS == {"sm_90a": (192,)}
+    monkeypatch.setattr(backward, "NATIVE_BACKWARD_HEAD_DIMS", {"sm_90a": ()})
     assert route() is None and not attn.native_head_dim(192, "f16", "sm_90a", True, False)
     monkeypatch.setattr(backward, "NATIVE_BACKWARD_HEAD_DIMS", {"sm_90a": (192,)})
     shapes, scale, cx = route()

@@ -259,7 +259,7 @@ def test_varlen_value_head_dim_of_its_own(E, Ev, causal):
 @pytest.mark.parametrize("E,Ev", [(48, 32), (32, 48)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_varlen_value_head_dim_kernel(monkeypatch, E, Ev, causal):
-    """serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (off until its GPU check): v of its own head
+    """serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (on since its GPU check): v of its own head
     dim through the varlen kernel's DV instead of padding, on the interpreter (numpy and CPU
     tensors without gradients): the padded call's output and LSE, within float32 rounding;
     the kernel specialised on DV. Tensors that need gradients keep the padded route."""

@@ -354,18 +354,20 @@ def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
     assert dim(96, fake_torch.float32) is None and dim(96, v_dim=64) is None
     assert serving_checks.VARLEN_FAST_HEAD_DIMS == (64, 128, 256)
     assert [dim(d) for d in (96, 160, 192, 255, 256)] == [128, 256, 256, 256, None]
-    # 192 as it is on sm_90a where VARLEN_NATIVE_HEAD_DIMS lists it (off until its GPU
-    # check), unless gradients are wanted (the varlen backward pads)
+    # 192 as it is on sm_90a where VARLEN_NATIVE_HEAD_DIMS lists it (on since its GPU check),
+    # unless gradients are wanted (the varlen backward pads)
     attn = importlib.import_module("tessel.attention")
     chip = ["sm_90a"]
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
-    assert serving_checks.VARLEN_NATIVE_HEAD_DIMS == {"sm_90a": ()} and dim(192) == 256
-    monkeypatch.setattr(serving_checks, "VARLEN_NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    assert serving_checks.VARLEN_NATIVE_HEAD_DIMS == {"sm_90a": (192,)}
     assert [dim(d) for d in (160, 192)] == [256, None]
     grad = T((9, 2, 192), fake_torch.float16)
     grad.requires_grad = True
     assert serving._varlen_padded_dim(grad, grad, grad) == 256
     chip[0] = "sm_80"
+    assert dim(192) == 256
+    chip[0] = "sm_90a"
+    monkeypatch.setattr(serving_checks, "VARLEN_NATIVE_HEAD_DIMS", {"sm_90a": ()})
     assert dim(192) == 256
     monkeypatch.setattr(serving_checks, "VARLEN_FAST_HEAD_DIMS", (64, 128))
     assert [dim(d) for d in (64, 128, 160, 192, 256)] == [None] * 5
@@ -373,13 +375,14 @@ def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
 
 def test_kvcache_fast_head_dims():
     """attention_with_kvcache's default blocks: the fast paths' 64x64 at the head dims
-    KVCACHE_FAST_HEAD_DIMS lists (256 off until its GPU check), CUDA f16/bf16, 16-byte strides."""
+    KVCACHE_FAST_HEAD_DIMS lists (256 on since its GPU check), CUDA f16/bf16, 16-byte strides."""
     from tessel import serving_checks
     dims = serving_checks.KVCACHE_FAST_HEAD_DIMS
-    assert dims == (64, 128)
+    assert dims == (64, 128, 256)
     fast = serving_checks._fast_blocks
-    assert [fast("cuda", "f16", d, (256, 128), dims) for d in (64, 128, 256)] == \
-        [(64, 64), (64, 64), None]
+    assert [fast("cuda", "f16", d, (512, 256), dims) for d in (64, 128, 256, 96)] == \
+        [(64, 64), (64, 64), (64, 64), None]
+    assert fast("cuda", "f16", 256, (512, 256), (64, 128)) is None
     assert fast("cuda", "bf16", 256, (512, 256), (64, 128, 256)) == (64, 64)
     assert fast("cuda", "f32", 256, (512, 256), (64, 128, 256)) is None
     assert fast("cuda", "f16", 256, (516, 256), (64, 128, 256)) is None    # not 16-byte rows
@@ -454,8 +457,9 @@ def test_head_dims_the_fast_paths_do_not_take_are_padded():
 def test_native_head_dims_run_unpadded_where_listed(monkeypatch):
     """attention.NATIVE_HEAD_DIMS (192 on sm_90a since its GPU check): a listed head dim runs
     as it is on its chip, for forward calls in fp16/bf16 without a mask_mod or block_mask;
-    gradients, masks, fp32, other chips and (NATIVE_STRIDED off) strided inputs keep
-    padded_head_dim's answer."""
+    gradients where the backward pads (backward.NATIVE_BACKWARD_HEAD_DIMS), masks, fp32, other
+    chips and (NATIVE_STRIDED off; on since its GPU check) strided inputs keep padded_head_dim's
+    answer."""
     attn = importlib.import_module("tessel.attention")
     assert attn.NATIVE_HEAD_DIMS == {"sm_90a": (192,)}      # on since its GPU check
     monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": ()})
@@ -464,12 +468,16 @@ def test_native_head_dims_run_unpadded_where_listed(monkeypatch):
     assert attn.native_head_dim(192, "f16", "sm_90a", False, False)
     assert attn.native_head_dim(192, "bf16", "sm_90a", False, False)
     assert not attn.native_head_dim(192, "f16", "sm_80", False, False)
-    assert not attn.native_head_dim(192, "f16", "sm_90a", True, False)      # gradients wanted
+    assert attn.native_head_dim(192, "f16", "sm_90a", True, False)     # the backward takes it
+    bw = importlib.import_module("tessel.backward")
+    monkeypatch.setattr(bw, "NATIVE_BACKWARD_HEAD_DIMS", {"sm_90a": ()})
+    assert not attn.native_head_dim(192, "f16", "sm_90a", True, False)  # gradients: it would pad
     assert not attn.native_head_dim(192, "f16", "sm_90a", False, True)      # a mask
     assert not attn.native_head_dim(192, "f32", "sm_90a", False, False)
-    assert not attn.native_head_dim(192, "f16", "sm_90a", False, False, contiguous=False)
-    monkeypatch.setattr(attn, "NATIVE_STRIDED", True)
+    assert attn.NATIVE_STRIDED
     assert attn.native_head_dim(192, "f16", "sm_90a", False, False, contiguous=False)
+    monkeypatch.setattr(attn, "NATIVE_STRIDED", False)
+    assert not attn.native_head_dim(192, "f16", "sm_90a", False, False, contiguous=False)
     assert not attn.native_head_dim(160, "f16", "sm_90a", False, False)
     assert attn.gpu_blocks(192, "f16", 4096, 4096, "sm_90a", unmasked=True) == (128, 64)
 

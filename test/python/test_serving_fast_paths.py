@@ -111,7 +111,7 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
 def test_varlen_at_head_dims_256_and_192_compile_clean(chip, codegen, d, causal, tmp_path,
                                                        monkeypatch):
     # serving_checks.VARLEN_FAST_HEAD_DIMS' 256 (on since its GPU check) and
-    # VARLEN_NATIVE_HEAD_DIMS' sm_90a 192 (off until its GPU check): the varlen kernel with the
+    # VARLEN_NATIVE_HEAD_DIMS' sm_90a 192 (on since its GPU check): the varlen kernel with the
     # fast paths' 64x64 blocks compiles with nothing spilled or given up.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros(3, np.int32), \
@@ -122,8 +122,8 @@ def test_varlen_at_head_dims_256_and_192_compile_clean(chip, codegen, d, causal,
     assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
 
 
-# The KV cache at head dim 256 (serving_checks.KVCACHE_FAST_HEAD_DIMS' candidate, off until its
-# GPU check), (chip, page) -> bytes of spill ptxas gives the one-program-a-head cache kernel
+# The KV cache at head dim 256 (serving_checks.KVCACHE_FAST_HEAD_DIMS' 256, on since its GPU
+# check), (chip, page) -> bytes of spill ptxas gives the one-program-a-head cache kernel
 # today (CUDA 13.0): pages of 16 rows, each row looked up by its copy.
 KVCACHE_256_SPILL = {("sm_90a", 16): 212, ("sm_80", 16): 16}
 
@@ -147,8 +147,9 @@ def test_kvcache_at_head_dim_256_compiles(kernel, page, chip, codegen, tmp_path,
 @pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128), (256, 128)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_varlen_value_head_dim_kernel_compiles_clean(E, Ev, causal, tmp_path, monkeypatch):
-    # serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL's candidate: the varlen kernel with v of its
-    # own head dim (DV) at the fast paths' 64x64 blocks on sm_90a, nothing spilled or given up.
+    # serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL (on since its GPU check): the varlen kernel
+    # with v of its own head dim (DV) at the fast paths' 64x64 blocks on sm_90a, nothing spilled
+    # or given up.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     x, i32, lse = np.zeros((10, 4, E), np.float16), np.zeros(3, np.int32), \
         np.zeros(1, np.float32)

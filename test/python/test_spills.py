@@ -462,7 +462,7 @@ def test_warp_specialized_programs_take_no_occupancy_hint(tmp_path, part):
 @needs_ptxas()
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_native_192_backward_programs_spill_little(tmp_path, causal):
-    # backward.NATIVE_BACKWARD_HEAD_DIMS' candidate: the sm_90a backward programs at d192 with
+    # backward.NATIVE_BACKWARD_HEAD_DIMS' 192 (on): the sm_90a backward programs at d192 with
     # the fast paths' 64x64 blocks as _run launches them (the key-rows program split, as
     # SPLIT_KEYROWS lists 192): dQ and dV spill nothing, dK 0 bytes non-causal and at most 20
     # causal (the scale fold given up: NO_SPILL_SEARCH's entry).
