@@ -359,8 +359,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     # The fast paths' blocks where they take the call: the cache read through its strides, and
     # q too unless the split path packs it (a contiguous copy).
     strides = (k_rs, k_hs, v_rs, v_hs) + (() if split else (q_rs, q_hs))
-    BM, BN = _fast_blocks(kind, _dtype_name(q), D, strides,
-                          serving_checks.KVCACHE_FAST_HEAD_DIMS) or (BM, BN)
+    # A head dim they do not take runs at the next one, inside the kernels (DB): not copied.
+    DB = serving_checks.kvcache_block_head_dim(kind, _dtype_name(q), D,
+                                               serving_checks.KVCACHE_FAST_HEAD_DIMS)
+    fast = _fast_blocks(kind, _dtype_name(q), DB or D, strides,
+                        serving_checks.KVCACHE_FAST_HEAD_DIMS)
+    BM, BN = fast or (BM, BN)
+    DB = DB if fast else 0
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, tuple(q.shape))
     lse = _out(kind, q, (B, H, Sq), np.float32)
@@ -375,12 +380,14 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             B=B, Sq=Sq, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
             cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n,
             block_m=BM, block_n=BN, score_mod=mods.get("SCORE_MOD"),
-            mask_mod=mods.get("MASK_MOD"))
+            mask_mod=mods.get("MASK_MOD"), block_dim=DB)
     else:
         grid = fold_grid(-(-Sq // BM), B * H)
         scalars = (B, Sq, cache_rows, H, Hkv, max_pages, scale)
         cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
                   BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods)
+        if DB:
+            cx["DB"] = DB
 
         def run(q, k_cache, v_cache, o, lse, seqlens, table):
             _launch(kvcache_kernel, grid, (q, k_cache, v_cache, o, lse, seqlens, table) + scalars,

@@ -169,6 +169,23 @@ VARLEN_VALUE_HEAD_DIM_KERNEL = True
 # blocks read 103-109: docs/bench/2026-12-06-h100-s42.md).
 KVCACHE_FAST_HEAD_DIMS = (64, 128, 256)
 
+# Whether attention_with_kvcache runs a cache of a head dim those do not list (96, 80, 192,
+# ...) on the fast paths' kernels at the next head dim they do, the blocks' extra columns read
+# as 0 inside the kernels (their DB constexpr): padding the cache would copy it every call, so
+# such calls took the reference lowering's blocks (decode at 0.03-0.07x the bandwidth). Off
+# until its GPU check (test_serving_gpu.py `test_kvcache_block_head_dim`).
+KVCACHE_BLOCK_HEAD_DIM = False
+
+
+def kvcache_block_head_dim(kind, dtype, D, dims):
+    """The serving kernels' DB for a cache of head dim D: the smallest of `dims` above D where
+    KVCACHE_BLOCK_HEAD_DIM is on, for CUDA f16/bf16 and D a multiple of 8 (the loads bound a
+    block's columns by whole 16-byte chunks); else 0 (the blocks are D wide)."""
+    if not KVCACHE_BLOCK_HEAD_DIM or kind != "cuda" or dtype not in ("f16", "bf16") or \
+            D in dims or D % 8:
+        return 0
+    return min((d for d in dims if d > D), default=0)
+
 
 def _fast_blocks(kind, dtype, D, strides, dims):
     """(64, 64) where the serving kernels (varlen, the cache kernel, the split-KV program) take

@@ -131,7 +131,7 @@ def fits_i32(B, Sq, H, D, q_rs, n_splits):
 
 def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, *, B, Sq, H,
            Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n,
-           score_mod=None, mask_mod=None):
+           score_mod=None, mask_mod=None, block_dim=0):
     """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to
     MAX_TILE_COMBINE splits, else splitkv_combine) unless one split can write o and lse itself,
     on attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
@@ -142,7 +142,7 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
     launches is decided here once (attention_with_kvcache keeps it per call signature).
     score_mod / mask_mod (ModFunctions, or None): FlashAttention's soft cap and window, which
     read positions only — a program's rows are several query heads, so its mods see the KV
-    head as h."""
+    head as h. block_dim: the kernel's DB (blocks wider than D, read as 0 past it), or 0."""
     G = H // Hkv
     R = G * Sq
     pack = Sq > 1 and G > 1
@@ -167,6 +167,8 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
     cx = dict(QR=QR, OR=OR, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D, BLOCK_M=block_m,
               BLOCK_N=block_n, PAGE=page, CAUSAL=bool(causal) and Sq > 1, DIRECT=direct,
               SCORE_MOD=score_mod, MASK_MOD=mask_mod)
+    if block_dim:
+        cx["DB"] = block_dim
     split = splitkv_kernel[grid]
     combine_args = (B, Sq, H, Hkv, n_splits)
     if n_splits <= MAX_TILE_COMBINE:

@@ -86,22 +86,23 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
 @jit
 def load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
-                  BLOCK_N: tl.constexpr, PAGE: tl.constexpr):
-    """The [BLOCK_N, D] K and V blocks of keys j .. j + BLOCK_N - 1 of sequence b, KV head kv_h,
+                  BLOCK_N: tl.constexpr, PAGE: tl.constexpr, W: tl.constexpr):
+    """The [BLOCK_N, W] K and V blocks of keys j .. j + BLOCK_N - 1 of sequence b, KV head kv_h,
     from a paged cache [num_pages, PAGE, HKV, D] (cache_rows = num_pages·PAGE) through the
     page table's descriptor td [B, max_pages]; the block's page is looked up here, so the loads'
     rows are data-dependent. Inlined into kvcache_kernel and splitkv_kernel.
 
     BLOCK_N divides PAGE, so the block lies in one page. Its descriptor ends at the sequence's
     last key nk - 1 (rows past it in the page may hold anything, even NaN) and is empty for a
-    page number outside the cache (-1 where the table is out of range): those rows read as 0."""
+    page number outside the cache (-1 where the table is out of range): those rows read as 0, as
+    do columns D .. W - 1 (W: the kernels' block head dim, DB)."""
     page = tl.load_scalar(td, (b, j // PAGE), padding=-1)
     ok = (page >= 0) & (page < cache_rows // PAGE)
     row = tl.where(ok, page * PAGE + j % PAGE, 0)
     end = tl.where(ok, row + tl.minimum(nk - j, BLOCK_N), 0)
     kp = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=kv_h * k_hs)
     vp = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=kv_h * v_hs)
-    return tl.load(kp, (row, 0), shape=(BLOCK_N, D)), tl.load(vp, (row, 0), shape=(BLOCK_N, D))
+    return tl.load(kp, (row, 0), shape=(BLOCK_N, W)), tl.load(vp, (row, 0), shape=(BLOCK_N, W))
 
 
 @jit
@@ -128,9 +129,15 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
                    k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
                    v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr,
-                   SCORE_MOD: tl.constexpr = None, MASK_MOD: tl.constexpr = None):
+                   SCORE_MOD: tl.constexpr = None, MASK_MOD: tl.constexpr = None,
+                   DB: tl.constexpr = 0):
     """q [B, nq, H, D]; the cache [B, S, Hkv, D] (PAGE = 0, cache_rows = S) or
-    [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE)."""
+    [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE).
+
+    DB: the blocks' head dim where it is not D (0: D), a head dim the fast paths take above D:
+    q, K and V blocks read columns D .. DB - 1 as 0 and o's store leaves them out, so a cache
+    of another head dim (96, 80, 192) runs the fast paths' kernels without being copied."""
+    W = D if DB == 0 else DB
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))
     b = bh // H
     h = bh % H
@@ -158,18 +165,18 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
         vd = tl.make_desc(v_cache, shape=(k0 + nk, D), strides=(v_rs, 1), offset=kv_h * v_hs)
 
     m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, D))
+    qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, W))
     q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    acc = tl.zeros((BLOCK_M, W), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0, k0 + nk, BLOCK_N):
         j = r - k0                              # the key position in the sequence
         if PAGE % BLOCK_N != 0 or PAGE == 0:
-            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
-            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
+            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, W))
+            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, W))
         else:
             kt, vt = load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs, k_hs,
-                                   v_rs, v_hs, D, BLOCK_N, PAGE)
+                                   v_rs, v_hs, D, BLOCK_N, PAGE, W)
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         if SCORE_MOD is not None:
@@ -193,7 +200,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
                    k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                    CAUSAL: tl.constexpr, DIRECT: tl.constexpr, SCORE_MOD: tl.constexpr = None,
-                   MASK_MOD: tl.constexpr = None):
+                   MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0):
     """One key split of one KV head's query group against the cache (flash-decoding).
 
     The program's query rows are the G query heads of KV head g times the SQ query positions,
@@ -216,7 +223,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     [num_pages, PAGE, HKV, D] with table [B, max_pages]: each block's page (or, for pages that
     BLOCK_N does not divide, each row's) is looked up inside the key loop (the fast paths
     pipeline the lookups with the copies they address). Grid (query
-    blocks × n_splits, B·HKV), folded by grid.fold_grid."""
+    blocks × n_splits, B·HKV), folded by grid.fold_grid. DB as kvcache_kernel's."""
+    W = D if DB == 0 else DB
     R = G * SQ
     m_blocks = tl.cdiv(R, BLOCK_M)
     x, bg = block_and_row(m_blocks * n_splits)
@@ -252,23 +260,23 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
         vd = tl.make_desc(v_cache, shape=(k_end, D), strides=(v_rs, 1), offset=g * v_hs)
 
     m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, W))
     # Bottom-right causal, by query position (r % SQ); with SQ = 1 the host turns it off.
     q_idx = tl.broadcast_to(((m0 + tl.arange(0, BLOCK_M)) % SQ + (nk - SQ))[:, None],
                             (BLOCK_M, BLOCK_N))
     # Each row's query head, for the mods (row r is head r // SQ of the group).
     head = g * G + tl.minimum((m0 + tl.arange(0, BLOCK_M)) // SQ, G - 1)
     h_idx = tl.broadcast_to(head[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    acc = tl.zeros((BLOCK_M, W), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0 + lo, k0 + hi, BLOCK_N):
         j = r - k0
         if PAGE % BLOCK_N != 0 or PAGE == 0:
-            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, D))
-            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, D))
+            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, W))
+            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, W))
         else:
             kt, vt = load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, g, k_rs, k_hs,
-                                   v_rs, v_hs, D, BLOCK_N, PAGE)
+                                   v_rs, v_hs, D, BLOCK_N, PAGE, W)
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         if SCORE_MOD is not None:

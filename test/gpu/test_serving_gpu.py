@@ -313,6 +313,40 @@ def test_kvcache_at_head_dim_256(monkeypatch, dtype, case, causal):
     assert chosen == [(64, 64)]
 
 
+# Caches of head dims the fast paths do not take (Phi-3's 96, 80, 192, 40), read in blocks of
+# the next one they take (the kernels' DB): (B, Sq, H, Hkv, D, lengths, page, num_splits).
+KVCACHE_BLOCK_DIM = {
+    "d96-decode-contig": (3, 1, 32, 8, 96, [1, 700, 5000], None, None),
+    "d96-decode-p16": (2, 1, 32, 8, 96, [33, 3000], 16, None),
+    "d96-sq4-p64-onehead": (2, 4, 8, 8, 96, [4, 3000], 64, 1),
+    "d80-decode-p64-s4": (2, 1, 32, 32, 80, [0, 3000], 64, 4),
+    "d192-decode-contig": (2, 1, 16, 8, 192, [700, 5000], None, None),
+    "d192-decode-p16": (2, 1, 16, 8, 192, [33, 3000], 16, None),
+    "d192-sq4-contig-onehead": (2, 4, 8, 8, 192, [4, 1000], None, 1),
+    "d40-decode-p64": (2, 1, 8, 2, 40, [100, 2000], 64, None),
+}
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", list(KVCACHE_BLOCK_DIM))
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_block_head_dim(monkeypatch, dtype, case, causal):
+    # serving_checks.KVCACHE_BLOCK_HEAD_DIM (off until this passes): the split-KV program and
+    # the cache kernel at 64x64 with blocks of the next fast head dim, the cache not copied.
+    from tessel import serving, serving_checks
+    monkeypatch.setattr(serving_checks, "KVCACHE_BLOCK_HEAD_DIM", True)
+    chosen = []
+
+    def fast_blocks(*a):
+        chosen.append(serving_checks._fast_blocks(*a))
+        return chosen[-1]
+    monkeypatch.setattr(serving, "_fast_blocks", fast_blocks)
+    monkeypatch.setattr(serving, "_pad_columns", lambda *a: pytest.fail("padded"))
+    *shape, splits = KVCACHE_BLOCK_DIM[case]
+    run_kvcache(dtype, tuple(shape), causal, check_lse=True, num_splits=splits)
+    assert chosen == [(64, 64)]
+
+
 @pytest.mark.parametrize("splits", [None, 4])
 @pytest.mark.parametrize("case", ["decode-gqa-contig", "decode-gqa-64k", "sq2-gqa-contig",
                                   "decode-gqa-p256", "decode-gqa-p16", "decode-gqa-p7"])

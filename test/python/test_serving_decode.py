@@ -16,7 +16,7 @@ TOL = {"float32": 2e-5, "float16": 2e-3, "bf16": 1.5e-2}
 D = 16
 
 
-def make_case(rng, B, Sq, H, Hkv, lengths, page, dtype="float32"):
+def make_case(rng, B, Sq, H, Hkv, lengths, page, dtype="float32", D=D):
     """q [B, Sq, H, D] and a cache holding `lengths` keys per sequence: contiguous
     [B, S, Hkv, D], or pages [num_pages, page, Hkv, D] handed out in random order, with junk
     table entries past each sequence's pages and NaN in every cache row no sequence owns."""
@@ -203,6 +203,50 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
     assert fast("cuda", "f32", 128, rows) is None
     assert fast("numpy", "f16", 128, rows) is None
     assert fast("cuda", "f16", 96, rows) is None
+
+
+def test_block_head_dim_of_the_cache(monkeypatch):
+    """serving_checks.kvcache_block_head_dim: where KVCACHE_BLOCK_HEAD_DIM is on, a CUDA f16/bf16
+    cache whose head dim the fast paths do not take, a multiple of 8, runs at the next one they
+    take (the kernels' DB); else 0."""
+    from tessel import serving_checks
+    dims = (64, 128, 256)
+    block = serving_checks.kvcache_block_head_dim
+    monkeypatch.setattr(serving_checks, "KVCACHE_BLOCK_HEAD_DIM", True)
+    assert [block("cuda", "f16", d, dims) for d in (8, 40, 72, 80, 96, 160, 192, 248)] == \
+        [64, 64, 128, 128, 128, 256, 256, 256]
+    assert [block("cuda", "bf16", d, dims) for d in (64, 128, 256, 100, 260)] == [0] * 5
+    assert block("cuda", "f32", 96, dims) == block("numpy", "f16", 96, dims) == 0
+    assert block("cuda", "f16", 192, (64, 128)) == 0
+    monkeypatch.setattr(serving_checks, "KVCACHE_BLOCK_HEAD_DIM", False)
+    assert block("cuda", "f16", 96, dims) == 0
+
+
+@pytest.mark.parametrize("splits", [1, 3, None], ids=["s1", "s3", "heuristic"])
+@pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", ["gqa", "gqa3-sq2", "mha-sq3"])
+def test_blocks_wider_than_the_cache(shape, causal, page, splits, monkeypatch):
+    """The kernels' DB on the interpreter: a cache of head dim 24 read in blocks 32 wide (what a
+    CUDA cache of head dim 96 gets at 128: serving_checks.kvcache_block_head_dim, forced here
+    with the fast paths' blocks), columns past 24 read as 0 and o stored at 24 — the float64
+    reference's answer, both kernels (one split and several) and the combine, NaN in the rows
+    no sequence owns."""
+    from tessel import serving, serving_checks
+    seen = []
+    launch = serving_decode.launch
+
+    def spy(*a, **kw):
+        seen.append(kw["block_dim"])
+        return launch(*a, **kw)
+    monkeypatch.setattr(serving_decode, "launch", spy)
+    monkeypatch.setattr(serving_checks, "kvcache_block_head_dim", lambda *a: 32)
+    monkeypatch.setattr(serving, "_fast_blocks", lambda *a: (16, 16))
+    Sq, H, Hkv = SHAPES[shape]
+    rng = np.random.default_rng(hash((shape, causal, page, splits)) % 2**32)
+    q, kc, vc, table = make_case(rng, len(LENGTHS), Sq, H, Hkv, LENGTHS, page, D=24)
+    check(q, kc, vc, table, LENGTHS, causal, num_splits=splits)
+    assert seen in ([], [32]) and (seen or splits == 1)
 
 
 @pytest.mark.parametrize("capacity,split", [(serving_decode.MIN_KEYS_TO_SPLIT - 1, False),
