@@ -172,9 +172,11 @@ KVCACHE_FAST_HEAD_DIMS = (64, 128, 256)
 # Whether attention_with_kvcache runs a cache of a head dim those do not list (96, 80, 192,
 # ...) on the fast paths' kernels at the next head dim they do, the blocks' extra columns read
 # as 0 inside the kernels (their DB constexpr): padding the cache would copy it every call, so
-# such calls took the reference lowering's blocks (decode at 0.03-0.07x the bandwidth). Off
-# until its GPU check (test_serving_gpu.py `test_kvcache_block_head_dim`).
-KVCACHE_BLOCK_HEAD_DIM = False
+# such calls took the reference lowering's blocks. On since its GPU check (H100, 2026-12-06:
+# test_serving_gpu.py `test_kvcache_block_head_dim` 32/32 against float64 at 96, 80, 192, 40;
+# decode at d96 1,015-2,737 GB/s, 0.93-0.96x cuDNN, at d192 1,230-2,939, 1.00-1.21x cuDNN:
+# docs/bench/2026-12-06-h100-s42.md).
+KVCACHE_BLOCK_HEAD_DIM = True
 
 
 def kvcache_block_head_dim(kind, dtype, D, dims):

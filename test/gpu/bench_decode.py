@@ -3,7 +3,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_decode.py [--json OUT.json]
         [--nk 1024 8192 65536] [--batch 8] [--heads 32] [--kv-heads 8] [--dim 128]
         [--page 256] [--splits 1 2 4 8 16 32 64] [--stages 2|3|4] [--no-sink-waits]
-        [--block-head-dim]
+        [--no-block-head-dim]
 
 One query token per sequence (Sq = 1) against a cache of nk keys, fp16, all in one process, in
 GB/s of K and V read (2 · B · nk · Hkv · D · 2 bytes over the time), for a contiguous cache
@@ -35,10 +35,10 @@ else CUDA events around each call after a 256 MB L2 flush, median of 50 after 10
 calls. Errors: max |o - FA2's o| per tessel row (fp16 outputs). Without torch or CUDA it prints
 why and exits 0.
 
-`--block-head-dim`: serving_checks.KVCACHE_BLOCK_HEAD_DIM on, so that a --dim the fast paths do
-not take (96, 80, 192) runs their kernels at the next one (the cache read D wide, not copied);
-without it such a --dim takes the reference lowering's blocks (the `tessel` row; the `64x64`
-rows then fail).
+`--no-block-head-dim`: serving_checks.KVCACHE_BLOCK_HEAD_DIM off, so that a --dim the fast paths
+do not take (96, 80, 192) takes the reference lowering's blocks, as before the forty-second
+session (the `tessel` row; the `64x64` rows then fail), instead of their kernels at the next
+head dim they take (the cache read D wide, not copied).
 """
 import argparse
 import json
@@ -254,17 +254,17 @@ def main():
     ap.add_argument("--no-sink-waits", action="store_true",
                     help="compile with GpuOptions(sink_waits=False): Q waited for before the "
                          "key loop's first copies (to compare)")
-    ap.add_argument("--block-head-dim", action="store_true",
-                    help="serving_checks.KVCACHE_BLOCK_HEAD_DIM on (--dim read in blocks of "
-                         "the next fast head dim)")
+    ap.add_argument("--no-block-head-dim", action="store_true",
+                    help="serving_checks.KVCACHE_BLOCK_HEAD_DIM off (--dim not read in blocks "
+                         "of the next fast head dim)")
     args = ap.parse_args()
     torch = cuda_torch("bench_decode")
     if torch is None:
         return 0
     import tessel
     from tessel import serving_checks, serving_decode
-    if args.block_head_dim:
-        serving_checks.KVCACHE_BLOCK_HEAD_DIM = True
+    if args.no_block_head_dim:
+        serving_checks.KVCACHE_BLOCK_HEAD_DIM = False
     if args.stages or args.no_sink_waits:
         compile_with(**({"num_stages": args.stages} if args.stages else {}),
                      **({"sink_waits": False} if args.no_sink_waits else {}))

@@ -331,7 +331,7 @@ KVCACHE_BLOCK_DIM = {
 @pytest.mark.parametrize("case", list(KVCACHE_BLOCK_DIM))
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_kvcache_block_head_dim(monkeypatch, dtype, case, causal):
-    # serving_checks.KVCACHE_BLOCK_HEAD_DIM (off until this passes): the split-KV program and
+    # serving_checks.KVCACHE_BLOCK_HEAD_DIM (on since this passed): the split-KV program and
     # the cache kernel at 64x64 with blocks of the next fast head dim, the cache not copied.
     from tessel import serving, serving_checks
     monkeypatch.setattr(serving_checks, "KVCACHE_BLOCK_HEAD_DIM", True)

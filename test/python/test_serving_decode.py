@@ -208,11 +208,11 @@ def test_fast_blocks_of_varlen_and_the_cache_kernel():
 def test_block_head_dim_of_the_cache(monkeypatch):
     """serving_checks.kvcache_block_head_dim: where KVCACHE_BLOCK_HEAD_DIM is on, a CUDA f16/bf16
     cache whose head dim the fast paths do not take, a multiple of 8, runs at the next one they
-    take (the kernels' DB); else 0."""
+    take (the kernels' DB); else 0. On since its GPU check."""
     from tessel import serving_checks
     dims = (64, 128, 256)
     block = serving_checks.kvcache_block_head_dim
-    monkeypatch.setattr(serving_checks, "KVCACHE_BLOCK_HEAD_DIM", True)
+    assert serving_checks.KVCACHE_BLOCK_HEAD_DIM
     assert [block("cuda", "f16", d, dims) for d in (8, 40, 72, 80, 96, 160, 192, 248)] == \
         [64, 64, 128, 128, 128, 256, 256, 256]
     assert [block("cuda", "bf16", d, dims) for d in (64, 128, 256, 100, 260)] == [0] * 5
