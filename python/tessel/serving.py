@@ -43,6 +43,15 @@ def _varlen_padded_dim(q, k, v):
     return None if _varlen_native(q) and not cpu_tensors.needs_grad(q, k, v) else Dp
 
 
+def _varlen_block_dim(q, k, v, Dp):
+    """Whether an attention_varlen call that would be padded to Dp runs the varlen kernel with
+    blocks Dp wide instead (serving_checks.VARLEN_BLOCK_HEAD_DIM): CUDA, no gradient wanted, v
+    of q's head dim, a multiple of 8."""
+    return serving_checks.VARLEN_BLOCK_HEAD_DIM and gpu.is_torch_tensor(q) and \
+        getattr(q, "is_cuda", False) and not cpu_tensors.needs_grad(q, k, v) and \
+        q.shape[-1] % 8 == 0 and v.shape[-1] == q.shape[-1] and Dp is not None
+
+
 def _varlen_dv(q, k, v):
     """Whether an attention_varlen call whose v has a head dim of its own runs the varlen
     kernel's DV (serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL) instead of padding."""
@@ -117,6 +126,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m, block_n=block_n,
             window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     Dp = _varlen_padded_dim(q, k, v)
+    DB = 0
+    if _varlen_block_dim(q, k, v, Dp):
+        DB, Dp = Dp, None                     # padded inside the kernel, not copied
     if Dp is not None:
         res = attention_varlen(
             *(_pad_columns(x, Dp) for x in (q, k, v)), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -181,9 +193,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     dims = serving_checks.VARLEN_FAST_HEAD_DIMS
     if kind == "cuda" and D not in dims and _varlen_native(q):   # (the chip asked only then)
         dims += (D,)
-    BM, BN = _fast_blocks(kind, _dtype_name(q), D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
+    BM, BN = _fast_blocks(kind, _dtype_name(q), DB or D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
                           dims) or \
-        _blocks(kind, max(D, Dv), _dtype_name(q), max_seqlen_q, max_seqlen_k)
+        _blocks(kind, max(D, Dv, DB), _dtype_name(q), max_seqlen_q, max_seqlen_k)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, (total_q, H, Dv))
     lse = _out(kind, q, (H, total_q), np.float32)
@@ -191,7 +203,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
               BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
               **_position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H)),
-              **({"DV": Dv} if Dv != D else {}))
+              **({"DV": Dv} if Dv != D else {}), **({"DB": DB} if DB else {}))
     grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o

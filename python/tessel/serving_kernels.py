@@ -34,9 +34,13 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
                   q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
-                  MASK_MOD: tl.constexpr = None, DV: tl.constexpr = 0):
-    # DV: v's and o's head dim where it is not D (0: D), as attention_tile's.
+                  MASK_MOD: tl.constexpr = None, DV: tl.constexpr = 0, DB: tl.constexpr = 0):
+    # DV: v's and o's head dim where it is not D (0: D), as attention_tile's. DB: the blocks'
+    # head dim where it is not D (0: D), as kvcache_kernel's: columns past D read as 0, o
+    # stored D wide (padding without copying q, k and v; with DV 0).
     DO = D if DV == 0 else DV
+    W = D if DB == 0 else DB
+    WO = DO if DB == 0 else DB
     pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     b = bh // H
     h = bh % H
@@ -56,16 +60,16 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
     ld = tl.make_desc(lse_out, shape=(q_end,), strides=(1,), offset=h * total_q)   # [H, total_q]
 
     m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, D))
+    qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, W))
     # Bottom-right causal: query i sees keys up to i + nk - nq.
     q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, DO), tl.float32)
+    acc = tl.zeros((BLOCK_M, WO), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     # The grid covers the longest sequence: a query block past this one's rows has an empty key
     # loop (it would otherwise stream every key of the sequence for rows it never stores).
     k_stop = k0 + tl.minimum(tl.maximum(nq - m0, 0), 1) * nk
     for j in tl.stream(k0, k_stop, BLOCK_N):     # the induction variable is the row: a plain load
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, W))
         s = tl.dot(qt, kt.T) * scale
         kv_idx = tl.broadcast_to((j - k0 + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         if SCORE_MOD is not None:
@@ -77,7 +81,7 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
             mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
         s = tl.where(mask, s, float("-inf"))
         p, lse = tl.softmax(s, axis=1, return_lse=True)
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, DO))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, WO))
         acc += tl.dot(p.to(vt.dtype), vt)
     tl.store(od, (q0 + m0, 0), acc.to(qt.dtype))
     tl.store(ld, (q0 + m0,), lse)

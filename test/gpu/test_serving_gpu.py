@@ -238,6 +238,19 @@ def test_kvcache_split(dtype, case, causal, splits):
     run_kvcache(dtype, SPLIT[case], causal, check_lse=True, num_splits=splits)
 
 
+@pytest.mark.parametrize("D", [96, 80, 40, 160])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_block_head_dim(monkeypatch, dtype, causal, D):
+    # serving_checks.VARLEN_BLOCK_HEAD_DIM (off until this passes): head dims attention_varlen
+    # pads (to 128, 64, 256) run the varlen kernel with blocks that wide, q, k and v not copied.
+    from tessel import serving, serving_checks
+    monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM", True)
+    monkeypatch.setattr(serving, "_pad_columns", lambda *a: pytest.fail("padded"))
+    check_varlen(DTYPES[dtype], [1, 17, 300, 1000, 64], [1, 33, 300, 1500, 64], 8, 2, D,
+                 causal, D + causal)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_native_192(monkeypatch, dtype, causal):

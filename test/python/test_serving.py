@@ -55,6 +55,26 @@ def test_varlen_other_blocks(blocks):
     run_varlen([3, 50, 33], [40, 17, 65], 2, 1, 16, True, seed=9, blocks=blocks)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_blocks_wider_than_the_head_dim(causal, monkeypatch):
+    # The varlen kernel's DB on the interpreter: head dim 24 read in blocks 32 wide (what a CUDA
+    # call at 96 gets at 128 under serving_checks.VARLEN_BLOCK_HEAD_DIM, forced here): columns
+    # past 24 read as 0, o stored at 24, nothing padded on the host.
+    from tessel import serving
+    launched = []
+    launch = serving._launch
+
+    def spy(kernel, grid, args, cx):
+        launched.append(cx.get("DB"))
+        return launch(kernel, grid, args, cx)
+    monkeypatch.setattr(serving, "_launch", spy)
+    monkeypatch.setattr(serving, "_varlen_padded_dim", lambda q, k, v: 32)
+    monkeypatch.setattr(serving, "_varlen_block_dim", lambda q, k, v, Dp: True)
+    monkeypatch.setattr(serving, "_pad_columns", lambda *a: pytest.fail("padded"))
+    run_varlen([1, 37, 100, 16], [5, 37, 71, 9], 4, 2, 24, causal, seed=3)
+    assert launched == [32]
+
+
 def test_varlen_empty_sequences_and_scale():
     o = run_varlen([0, 20, 3], [4, 0, 30], 2, 1, 8, causal=True, seed=5, scale=0.3)
     assert (o[0:20] == 0).all()        # sequence 1 has no keys: its rows are 0

@@ -20,10 +20,10 @@ D = 128
 STRIDES = dict(q_rs=4 * D, q_hs=D, k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D)
 
 
-def varlen(causal):
-    x, i32, lse = np.zeros((10, 4, D), np.float16), np.zeros(3, np.int32), np.zeros(1, np.float32)
-    return varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, **STRIDES,
-                                D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal)
+def varlen(causal, d=D, **db):
+    x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros(3, np.int32), np.zeros(1, np.float32)
+    return varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, **strides(d),
+                                D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, **db)
 
 
 def strides(d):
@@ -153,14 +153,17 @@ BLOCK_DIM_SPILL = {(192, 256, "sm_90a", 16): 84}
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
 @pytest.mark.parametrize("d,db,page,kernel", [(96, 128, 0, "split"), (96, 128, 16, "split"),
-                                              (192, 256, 16, "split"), (80, 128, 0, "kvcache")],
-                         ids=["d96-contiguous", "d96-paged16", "d192-paged16", "d80-kvcache"])
+                                              (192, 256, 16, "split"), (80, 128, 0, "kvcache"),
+                                              (96, 128, 0, "varlen"), (40, 64, 0, "varlen")],
+                         ids=["d96-contiguous", "d96-paged16", "d192-paged16", "d80-kvcache",
+                              "d96-varlen", "d40-varlen"])
 def test_blocks_wider_than_the_cache_compile(d, db, page, kernel, chip, codegen, tmp_path,
                                              monkeypatch):
-    # The decode kernels with blocks DB wide over a cache of head dim d take the fast paths
+    # The decode and varlen kernels with blocks DB wide over head dim d take the fast paths
     # (wgmma, mma.sync: not the reference lowering) with at most BLOCK_DIM_SPILL.
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
-    k = kvcache(True, page, d=d, DB=db) if kernel == "kvcache" else splitkv(page, d=d, DB=db)
+    k = {"kvcache": lambda: kvcache(True, page, d=d, DB=db), "varlen": lambda: varlen(
+        True, d=d, DB=db), "split": lambda: splitkv(page, d=d, DB=db)}[kernel]()
     b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     known = BLOCK_DIM_SPILL.get((d, db, chip, page), 0)
     assert b.cubin and b.manifest["spill_bytes"] <= known, b.manifest["spill_bytes"]
