@@ -234,8 +234,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp, float32 [B, H, Sq].
         block_m, block_n: the query and key block sizes (powers of two >= 16); by default
-            64x64 where the tensor-core paths take the call (CUDA fp16/bf16, head dim 64 or
-            128), else ones the reference lowering takes. A page that block_n divides is
+            64x64 where the tensor-core paths take the call (CUDA fp16/bf16, head dim 64,
+            128 or 256; other multiples of 8 in blocks of the next of these, the extra columns
+            read as 0 inside the kernel, the cache not copied), else ones the reference
+            lowering takes. A page that block_n divides is
             looked up once per key block, others row by row. On the split-KV path
             block_m counts packed rows (query heads of a group × query positions).
         num_splits: how many chunks each sequence's keys are split into (flash-decoding), as
