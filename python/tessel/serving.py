@@ -105,7 +105,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
     through their strides (a row is H·D elements); nothing is copied, but for fp16/bf16 CUDA
     head dims below 256 other than 64 and 128, which run padded with zero columns to 64, 128 or
-    256 (the fast paths' head dims; exact, differentiable). Torch tensors
+    256 (the fast paths' head dims; exact, differentiable; without gradients and at multiples
+    of 8 the padding is inside the kernel, nothing copied). Torch tensors
     that require grad (grad mode on) get o and lse with a grad_fn: the backward runs the dense
     backward programs over the packed rows under a per-sequence mask and its block mask
     (python/tessel/varlen_backward.py); numpy arrays that require grad are refused.

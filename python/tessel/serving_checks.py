@@ -145,9 +145,11 @@ VARLEN_FAST_HEAD_DIMS = (64, 128, 256)
 # Whether attention_varlen runs a head dim it would pad (96, 80, 40, ...: VARLEN_FAST_HEAD_DIMS)
 # on the fast paths' kernels at the padded head dim without copying q, k and v: the varlen
 # kernel's blocks DB wide, columns past D read as 0 (as KVCACHE_BLOCK_HEAD_DIM's kernels); for
-# calls without gradients (the varlen backward pads), v of q's head dim, D a multiple of 8. Off
-# until its GPU check (test_serving_gpu.py `test_varlen_block_head_dim`).
-VARLEN_BLOCK_HEAD_DIM = False
+# calls without gradients (the varlen backward pads), v of q's head dim, D a multiple of 8. On
+# since its GPU check (H100, 2026-12-06: `test_varlen_block_head_dim` 16/16 at 96, 80, 40, 160;
+# fp16 TFLOP/s copied padded -> padded in the kernel: d96 321 -> 345, causal 263 -> 329; d80
+# 279 -> 300, causal 230 -> 284: docs/bench/2026-12-06-h100-s42.md).
+VARLEN_BLOCK_HEAD_DIM = True
 
 # chip -> head dims attention_varlen runs as they are on the fast paths' 64x64 blocks instead of
 # padded (to 256: VARLEN_FAST_HEAD_DIMS), for calls that need no gradient (the varlen backward's

@@ -3,7 +3,7 @@
 
     PYTHONPATH=build/python python3 test/gpu/bench_varlen.py [--json OUT.json]
         [--seqs 64] [--max-len 8192] [--h 16] [--hkv 16] [--d 128] [--dtype fp16] [--padded]
-        [--block-head-dim]
+        [--no-block-head-dim]
 
 A batch of `--seqs` sequences with random lengths from 1 to `--max-len` (seeded), packed without
 padding: q [total, H, D], k/v [total, Hkv, D], FlashAttention-2's varlen layout. Timed per call:
@@ -23,8 +23,9 @@ gradients of q, k and v: packed-sequence training), tessel's through its autogra
 (python/tessel/varlen_backward.py), and TFLOP/s count 3.5× the forward's (the backward's five
 matmuls against the forward's two).
 
-`--block-head-dim`: serving_checks.VARLEN_BLOCK_HEAD_DIM on (a --d tessel pads, 96 or 80, read
-in blocks of the padded width inside the kernel instead of copied padded).
+`--no-block-head-dim`: serving_checks.VARLEN_BLOCK_HEAD_DIM off (a --d tessel pads, 96 or 80,
+copied padded, as before the forty-second session, instead of read in blocks of the padded
+width inside the kernel).
 
 `--padded`: --d padded where tessel runs it as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS
 emptied: on sm_90a d192 padded to 256, as before the forty-second session).
@@ -51,8 +52,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backward", action="store_true",
                     help="time the forward and the backward together")
-    ap.add_argument("--block-head-dim", action="store_true",
-                    help="serving_checks.VARLEN_BLOCK_HEAD_DIM on (--d padded inside the kernel)")
+    ap.add_argument("--no-block-head-dim", action="store_true",
+                    help="serving_checks.VARLEN_BLOCK_HEAD_DIM off (--d copied padded)")
     ap.add_argument("--padded", action="store_true",
                     help="--d padded, not as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS "
                          "emptied)")
@@ -62,9 +63,9 @@ def main():
         return 0
     import tessel
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    if args.block_head_dim:
+    if args.no_block_head_dim:
         from tessel import serving_checks
-        serving_checks.VARLEN_BLOCK_HEAD_DIM = True
+        serving_checks.VARLEN_BLOCK_HEAD_DIM = False
     if args.padded:
         from tessel import serving_checks
         serving_checks.VARLEN_NATIVE_HEAD_DIMS = {}

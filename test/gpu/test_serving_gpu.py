@@ -242,7 +242,7 @@ def test_kvcache_split(dtype, case, causal, splits):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_block_head_dim(monkeypatch, dtype, causal, D):
-    # serving_checks.VARLEN_BLOCK_HEAD_DIM (off until this passes): head dims attention_varlen
+    # serving_checks.VARLEN_BLOCK_HEAD_DIM (on since this passed): head dims attention_varlen
     # pads (to 128, 64, 256) run the varlen kernel with blocks that wide, q, k and v not copied.
     from tessel import serving, serving_checks
     monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM", True)

@@ -340,6 +340,26 @@ def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod
         assert (got["D"], got.get("DV", E)) == (E, Ev)
 
 
+def test_varlen_pads_inside_the_kernel_without_gradients(fake_torch, monkeypatch):
+    """serving._varlen_block_dim (VARLEN_BLOCK_HEAD_DIM, on since its GPU check): a CUDA call that
+    would be padded runs the varlen kernel with blocks that wide instead, unless gradients are
+    wanted (the backward pads), v has a head dim of its own, or D is not a multiple of 8."""
+    from tessel import serving, serving_checks
+    T = fake_torch.Tensor
+    assert serving_checks.VARLEN_BLOCK_HEAD_DIM
+    x = T((9, 2, 96), fake_torch.float16)
+    assert serving._varlen_block_dim(x, x, x, 128)
+    assert not serving._varlen_block_dim(x, x, x, None)
+    assert not serving._varlen_block_dim(x, x, T((9, 2, 64), fake_torch.float16), 128)
+    odd = T((9, 2, 100), fake_torch.float16)
+    assert not serving._varlen_block_dim(odd, odd, odd, 128)
+    grad = T((9, 2, 96), fake_torch.float16)
+    grad.requires_grad = True
+    assert not serving._varlen_block_dim(grad, x, x, 128)
+    monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM", False)
+    assert not serving._varlen_block_dim(x, x, x, 128)
+
+
 def test_varlen_pads_head_dims_to_its_fast_paths(fake_torch, monkeypatch):
     """attention_varlen's padded route on CUDA fp16/bf16 (serving._varlen_padded_dim): head dims
     below 128 but 64 go to 64 or 128; above 128 to 256 where VARLEN_FAST_HEAD_DIMS lists 256
