@@ -43,7 +43,8 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
                      EVEN_N: tl.constexpr = False, DIAGONAL_FIRST: tl.constexpr = False,
-                     TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0):
+                     TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0,
+                     DB: tl.constexpr = 0):
     # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
@@ -55,7 +56,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
                    CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS,
-                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
+                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV, DB)
 
 
 @jit(options=ALIGNED_INPUTS)
@@ -69,7 +70,8 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
                                 EVEN_N: tl.constexpr = False,
                                 DIAGONAL_FIRST: tl.constexpr = False,
-                                TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0):
+                                TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0,
+                                DB: tl.constexpr = 0):
     """attention_kernel launched on grid.persistent_programs: program p computes the tiles
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
@@ -81,7 +83,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
-                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
+                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV, DB)
 
 
 @jit
@@ -92,10 +94,13 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
                    O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False,
                    DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False,
-                   DV: tl.constexpr = 0):
+                   DV: tl.constexpr = 0, DB: tl.constexpr = 0):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE. DV: v's and o's head dim
-    where it is not D (0: D)."""
+    where it is not D (0: D). DB: the blocks' head dim where it is not D (0: D; with DV 0): q,
+    k and v read DB columns wide, those past D as 0, o stored D wide — a head dim the fast
+    paths do not take, padded inside the kernel instead of copied (BLOCK_HEAD_DIM_CHIPS)."""
     DO = D if DV == 0 else DV
+    W = D if DB == 0 else DB
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)                      # grouped-query: heads share a key/value head
@@ -108,8 +113,8 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
 
     m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
-    acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, D, BLOCK_M, BLOCK_N, CAUSAL,
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, W))
+    acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, W, BLOCK_M, BLOCK_N, CAUSAL,
                               SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
     tl.store(od, (m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
@@ -397,6 +402,24 @@ NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 # contiguous ([B, N, H, D] views, read in place). On since its GPU check (H100, 2026-12-06:
 # test_python_gpu.py `test_native_strided_views` 12/12; docs/bench/2026-12-06-h100-s42.md).
 NATIVE_STRIDED = True
+# The chips on which forward calls that padded_head_dim pads (96, 80, 40, 160, ...) run the
+# dense kernels with blocks of the padded head dim over q, k and v as they are (the kernels' DB:
+# columns past D read as 0 — TMA zero-fills a box past the tensor's columns, cp.async copies
+# none — and o stored D wide) instead of copying them padded and cutting o: no gradients wanted
+# (the backward pads), no mask_mod or block_mask (their block-sparse kernels have no DB), v of
+# q's head dim, D a multiple of 8 (the loads bound columns by 16-byte chunks). As
+# attention_varlen's serving_checks.VARLEN_BLOCK_HEAD_DIM (on since its GPU check: 1.08-1.25x
+# the copied padding). sm_90a's and sm_80's kernels compile with 0 spill at 96/80/40 -> 128/64
+# and 160 -> 256 (test_spills.py); empty until its GPU check (test_python_gpu.py
+# `test_block_head_dim`; sm_80's code has not run).
+BLOCK_HEAD_DIM_CHIPS = ()
+
+
+def block_head_dim_takes(q, v, Dp, chip, grad, masked):
+    """Whether a CUDA forward call that would be padded to Dp runs the dense kernels with DB = Dp
+    instead (BLOCK_HEAD_DIM_CHIPS lists `chip`)."""
+    return chip in BLOCK_HEAD_DIM_CHIPS and Dp is not None and not grad and not masked and \
+        q.shape[-1] % 8 == 0 and v.shape[-1] == q.shape[-1]
 
 
 def padded_head_dim(D, dtype):
@@ -888,6 +911,12 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             mask_mod is not None or block_mask is not None,
             all(x.is_contiguous() for x in (q, k, v))):
         Dp = None
+    if Dp is not None and block_head_dim_takes(
+            q, v, Dp, _chip_for_blocks(q), _grad_enabled() and any(
+                getattr(x, "requires_grad", False) for x in (q, k, v)),
+            mask_mod is not None or block_mask is not None):
+        return _attention_cuda(q, k, v, causal, scale, score_mod, None, enable_gqa, return_lse,
+                               block_m, block_n, block_dim=Dp)
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -1028,7 +1057,8 @@ def in_chunks(q, k, v, mods, enable_gqa, return_lse, run):
     return (o, lse) if return_lse else o
 
 
-def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
+def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n,
+                  block_dim=0):
     torch = gpu.torch_module()
     for name, x in (("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor):
@@ -1047,7 +1077,9 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     chip = _chip_for_blocks(q)
     # A v of its own head dim (DV) takes the blocks of the wider of the two: O's columns weigh
     # on the registers as much as Q's (d64's 192-row blocks spilled 1.5 KB with a v of 128).
-    dm, dn = gpu_blocks(max(D, v.shape[3]), dtype, Nq, Nk, chip,
+    # Blocks wider than D (block_dim: DB) take the blocks, stages and schedules of their width.
+    Dk = block_dim or D
+    dm, dn = gpu_blocks(max(Dk, v.shape[3]), dtype, Nq, Nk, chip,
                         unmasked=not causal and mask_mod is None,
                         causal=causal and mask_mod is None,
                         mods=score_mod is not None or mask_mod is not None)
@@ -1061,16 +1093,17 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      **layout_constexprs(Q=q, K=k, V=v, O=o), **_value_dim(D, v))
-    fast = dtype in _FAST_DTYPES and (chip, D) in GPU_BLOCKS
+                      **layout_constexprs(Q=q, K=k, V=v, O=o), **_value_dim(D, v),
+                      **({"DB": block_dim} if block_dim else {}))
+    fast = dtype in _FAST_DTYPES and (chip, Dk) in GPU_BLOCKS
     if (score_mod is not None or mask_mod is not None) and not (block_m or block_n) and \
-            not fast and (BM, BN) != gather_blocks(D) and _gathers(args, constexprs):
+            not fast and (BM, BN) != gather_blocks(Dk) and _gathers(args, constexprs):
         # A mask or bias that reads a captured tensor gathers: where the reference lowering
         # takes the kernel, blocks its shared memory holds (the fast paths gather into
         # registers at their own blocks).
-        BM, BN = gather_blocks(D)
+        BM, BN = gather_blocks(Dk)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
-    constexprs.update(key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, chip))
+    constexprs.update(key_loop_constexprs(Nq, Nk, Dk, BM, BN, causal, mask_mod, chip))
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H, causal)
     if programs:
         tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
@@ -1107,10 +1140,11 @@ def cuda_kernel(args, constexprs, chip):
     persistent_attention_kernel (persistent_kernel) takes n_bh and its schedule after
     attention_kernel's arguments; attention_kernel has GPU_STAGES' ring where it differs."""
     c = constexprs
+    D = c.get("DB") or c["D"]                     # the blocks' head dim
     if len(args) != _PERSISTENT_ARGS:
-        stages = GPU_STAGES.get((chip, c["D"], c["BLOCK_M"], c["BLOCK_N"]))
+        stages = GPU_STAGES.get((chip, D, c["BLOCK_M"], c["BLOCK_N"]))
         return attention_kernel.with_options(num_stages=stages) if stages else attention_kernel
-    return persistent_kernel(args[5], args[6], c["D"], c["BLOCK_M"], c["BLOCK_N"], c["CAUSAL"])
+    return persistent_kernel(args[5], args[6], D, c["BLOCK_M"], c["BLOCK_N"], c["CAUSAL"])
 
 
 # (device ordinal, Nq, Nk, B·H, BM, BN, causal, programs) -> the schedule tensors
@@ -1175,7 +1209,7 @@ _lse_buffers = {}
 
 
 def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
-                    block_m, block_n):
+                    block_m, block_n, block_dim=0):
     """The GPU path, kept lean: a call on known shapes of arguments costs the two output
     allocations, a dict lookup and the kernel's launch path. Anything unusual (bad shapes,
     dtypes, devices, layouts that need a copy) goes through _prepare_cuda, which explains it.
@@ -1197,7 +1231,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         lay = () if q.is_contiguous() and k.is_contiguous() and v.is_contiguous() and not \
             (q.data_ptr() | k.data_ptr() | v.data_ptr()) % 16 else \
             lean_layout(q, k, v) if ok else None
-        ok = ok and lay is not None
+        # (blocks wider than D, block_dim: not remembered, as a v of its own head dim is not)
+        ok = ok and lay is not None and not block_dim
     except (ValueError, AttributeError):
         ok = False
     # Blocks depend on the lengths (gpu_blocks): long and short ones are different entries.
@@ -1206,7 +1241,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
     c = _cuda_configs.get(key) if ok else None
     if c is None:
         args, cx, grid, o, lse, kernel = _prepare_cuda(q, k, v, causal, scale, score_mod,
-                                                       mask_mod, enable_gqa, block_m, block_n)
+                                                       mask_mod, enable_gqa, block_m, block_n,
+                                                       block_dim)
         consts = (cx["D"], cx["BLOCK_M"], cx["BLOCK_N"], cx["CAUSAL"], cx["SCORE_MOD"],
                   cx["MASK_MOD"]) + tuple(cx[n] for n in ATTENTION_LAYOUT)
         # A closure over tensors is not remembered: the entry would keep its tensors alive,
@@ -1229,9 +1265,11 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
                                   even, diagonal, tail)
         if grid[0] and grid[1]:
-            # (DV, v's own head dim, only where it has one: such calls never take the lean path)
+            # (DV, v's own head dim, and DB, the blocks' head dim, only where they are given:
+            # such calls never take the lean path)
             kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"],
-                           cx["TAIL_FIRST"], *((cx["DV"],) if "DV" in cx else ()))
+                           cx["TAIL_FIRST"], *((cx.get("DV", 0), cx["DB"]) if "DB" in cx else
+                                               (cx["DV"],) if "DV" in cx else ()))
         return (o, lse) if return_lse else o
     consts, default_scale, sms, plain, even, diagonal, tail = c
     # (a finite Python float as it is: the launch path's common case; the rest checked)

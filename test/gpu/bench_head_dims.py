@@ -4,7 +4,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_head_dims.py [--json OUT.json]
         [--dims 64 96 128 192 256] [--lengths 4096 16384] [--dtype fp16] [--no-occupancy-hints]
         [--no-sink-waits] [--no-warp-specialize] [--no-overlap-consumers] [--no-tma-producer]
-        [--no-vector-stores]
+        [--no-vector-stores] [--ab-block-head-dim]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048 (h rounded
 down). Timed per call: `tessel.attention(q, k, v, causal=...)` (its output allocation and the
@@ -13,6 +13,10 @@ Python launch path; for padded head dims the padding copies too) and SDPA with o
 Also per row: the largest |tessel − cuDNN| relative to cuDNN's largest value (a sanity check; the
 float32 checks are test/gpu/test_python_gpu.py). Timing: bench_decode.make_timer. Without torch
 or CUDA it prints why and exits 0.
+
+`--ab-block-head-dim`: a cell for the head dims tessel pads (96, 80, ...) with
+attention.BLOCK_HEAD_DIM_CHIPS listing the chip — the kernels at the padded head dim over q, k
+and v as they are (DB), not copied padded — and its difference to cuDNN.
 """
 import argparse
 
@@ -68,6 +72,9 @@ def main():
                     help="also time head dims tessel pads (96, 192, ...) as they are, where the "
                          "chip's fast path takes them (attention.NATIVE_HEAD_DIMS: sm_90a 192; "
                          "a cell)")
+    ap.add_argument("--ab-block-head-dim", action="store_true",
+                    help="also time head dims tessel pads with blocks of the padded head dim "
+                         "over the unpadded inputs (attention.BLOCK_HEAD_DIM_CHIPS; a cell)")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -151,6 +158,22 @@ def main():
                     if "cudnn" in theirs:
                         row["native_max_rel_diff_vs_cudnn"] = max_rel_diff(native, theirs["cudnn"])
                         cells.append(f"diff {row['native_max_rel_diff_vs_cudnn']:.1e}")
+                if args.ab_block_head_dim and D not in (64, 128, 192, 256):
+                    import importlib
+                    attn = importlib.import_module("tessel.attention")
+                    listed = attn.BLOCK_HEAD_DIM_CHIPS
+                    attn.BLOCK_HEAD_DIM_CHIPS = (tessel.gpu.chip_of(q.device.index),)
+                    try:
+                        wide = ours()
+                        ms = timed(ours)
+                    finally:
+                        attn.BLOCK_HEAD_DIM_CHIPS = listed
+                    row["tessel_block_head_dim_tflops"] = flops / ms / 1e9
+                    cells.append(f"DB {flops / ms / 1e9:.1f}")
+                    if "cudnn" in theirs:
+                        row["block_head_dim_max_rel_diff_vs_cudnn"] = max_rel_diff(
+                            wide, theirs["cudnn"])
+                        cells.append(f"diff {row['block_head_dim_max_rel_diff_vs_cudnn']:.1e}")
                 for bm, bn in args.sweep:
                     try:
                         ms = timed(lambda: tessel.attention(q, k, v, causal=causal, block_m=bm,

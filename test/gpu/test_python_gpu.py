@@ -323,6 +323,48 @@ def test_native_head_dim_192(monkeypatch, dtype, causal, shape, mod):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", ["ragged-gqa-view", "whole-softcap", "few-queries"])
+@pytest.mark.parametrize("D", [96, 80, 40, 160])
+def test_block_head_dim(monkeypatch, dtype, causal, case, D):
+    """attention.BLOCK_HEAD_DIM_CHIPS (empty until this passes): head dims the fast paths pad
+    run their kernels with blocks of the padded head dim over q, k and v as they are (DB:
+    columns past D read as 0 by TMA's zero fill or the copies' bounds, o stored D wide), not
+    copied padded: against float32, ragged and whole key blocks (persistent, TMA), GQA, a BSHD
+    view of q, a softcap; the padded path is not taken."""
+    attn = importlib.import_module("tessel.attention")
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(attn, "_attention_padded",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    B, H, Hkv, Nq, Nk = {"ragged-gqa-view": (2, 4, 2, 257, 300),
+                         "whole-softcap": (1, 2, 2, 1024, 1024),
+                         "few-queries": (1, 2, 1, 64, 4000)}[case]
+    cap = 20.0 if case == "whole-softcap" else None
+    gen = torch.Generator(device="cuda").manual_seed(D + Nq + causal)
+    q = rand((B, Nq, H, D), dtype, gen).transpose(1, 2) if case.endswith("view") else \
+        rand((B, H, Nq, D), dtype, gen)
+    k = rand((B, Hkv, Nk, D), dtype, gen)
+    v = rand((B, Hkv, Nk, D), dtype, gen)
+    rep = H // Hkv
+    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(rep, dim=1))
+    s = s / math.sqrt(D)
+    if cap:
+        s = cap * torch.tanh(s / cap)
+    if causal:
+        s = s.masked_fill(~torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril(),
+                          float("-inf"))
+    ref_lse = torch.logsumexp(s, dim=-1)
+    ref_o = torch.softmax(s, dim=-1) @ v.float().repeat_interleave(rep, dim=1)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=rep > 1, return_lse=True,
+                              softcap=cap)
+    assert o.shape == q.shape and o.dtype == dtype
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - ref_lse).abs().max().item() < 1e-2
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("E,Ev", [(192, 128), (64, 128), (128, 64)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_value_head_dim_of_its_own(dtype, E, Ev, causal):

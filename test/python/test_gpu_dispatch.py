@@ -304,7 +304,8 @@ def test_native_head_dim_reaches_the_launch_unpadded(fake_torch, monkeypatch):
 
 @needs_no_gpu
 @pytest.mark.parametrize("E,Ev,mod", [(128, 64, None), (192, 128, None), (64, 128, None),
-                                      (128, 128, "softcap"), (192, 192, None), (64, 64, None)])
+                                      (128, 128, "softcap"), (192, 192, None), (64, 64, None),
+                                      (96, 96, None), (40, 40, "softcap")])
 def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod):
     """A signature's first CUDA call (through _prepare_cuda) launches with every constexpr it
     prepared, persistent or not: that launch lists them one by one, and it once dropped DV, so
@@ -313,8 +314,11 @@ def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod
     attn = importlib.import_module("tessel.attention")
     monkeypatch.setattr(attn, "VALUE_HEAD_DIM_KERNEL", True)
     monkeypatch.setattr(attn, "NATIVE_HEAD_DIMS", {"sm_90a": (192,)})
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))      # 96 and 40: DB
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
     monkeypatch.setattr(attn, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    monkeypatch.setattr(attn, "_attention_padded",
                         lambda *a, **kw: pytest.fail("took the padded path"))
     prepare, launched = attn._prepare_cuda, []
 
@@ -337,7 +341,42 @@ def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod
     assert len(launched) == 2
     for cx, got in launched:
         assert {n: got.get(n, "(not passed)") for n in cx} == cx
-        assert (got["D"], got.get("DV", E)) == (E, Ev)
+        assert (got["D"], got.get("DV") or E) == (E, Ev)
+        assert got.get("DB", 0) == {96: 128, 40: 64}.get(E, 0)       # (DV 0 passed before it)
+
+
+def test_block_head_dim_route(fake_torch, monkeypatch):
+    """attention.BLOCK_HEAD_DIM_CHIPS (empty until its GPU check): a forward call that would be
+    padded runs the dense kernels with DB, the padded head dim, on q, k and v as they are —
+    not with gradients, a mask_mod, a v of its own head dim, a head dim that is not a multiple
+    of 8, or on a chip it does not list; those pad as before."""
+    attn = importlib.import_module("tessel.attention")
+    assert attn.BLOCK_HEAD_DIM_CHIPS == ()
+    chip = ["sm_90a"]
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
+    routes = []
+    monkeypatch.setattr(attn, "_attention_padded", lambda *a, **kw: routes.append("padded"))
+    monkeypatch.setattr(attn, "_attention_cuda",
+                        lambda *a, **kw: routes.append(kw.get("block_dim", 0)))
+    T = fake_torch.Tensor
+
+    def route(D, **kw):
+        routes.clear()
+        x = T((1, 2, 300, D), fake_torch.float16)
+        tessel.attention(x, x, x, **kw)
+        return routes[0]
+    assert route(96) == "padded"
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
+    assert [route(d) for d in (96, 80, 40, 160, 128)] == [128, 128, 64, 256, 0]
+    assert route(100) == "padded"                                    # not whole 16-byte chunks
+    assert route(96, mask_mod=lambda b, h, i, j: i >= j) == "padded"
+    grad = T((1, 2, 300, 96), fake_torch.float16)
+    grad.requires_grad = True
+    routes.clear()
+    tessel.attention(grad, grad, grad)
+    assert routes == ["padded"]
+    chip[0] = "sm_80"
+    assert route(96) == "padded"
 
 
 def test_varlen_pads_inside_the_kernel_without_gradients(fake_torch, monkeypatch):

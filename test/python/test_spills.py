@@ -157,6 +157,36 @@ def test_value_head_dim_kernels_spill_nothing(tmp_path, E, Ev, causal):
     assert f"m64n{Ev}k16" in b.ptx      # P·V at v's width
 
 
+@pytest.mark.parametrize("chip,D,DB,causal,n", [
+    ("sm_90a", 96, 128, False, 4096), ("sm_90a", 80, 128, True, 4096),
+    ("sm_90a", 96, 128, True, 1000), ("sm_90a", 40, 64, False, 4096),
+    ("sm_90a", 160, 256, True, 4096), ("sm_80", 96, 128, False, 4096)],
+    ids=["96-full", "80-causal", "96-short-causal", "40-full", "160-causal", "sm80-96-full"])
+def test_block_head_dim_kernels_compile(tmp_path, chip, D, DB, causal, n):
+    # attention.BLOCK_HEAD_DIM_CHIPS' kernels (head dim D read in blocks DB wide: the DB
+    # constexpr) at the blocks _prepare_cuda takes for DB, one program a tile or persistent as
+    # tessel.attention launches them: the fast paths (wgmma, TMA where DB's kernel has it;
+    # mma.sync), 0 bytes of spill; nothing given up on sm_90a.
+    x = np.zeros((1, 2, n, D), np.float16)
+    lse = np.zeros((1, 2, n), np.float32)
+    BM, BN = gpu_blocks(DB, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False)
+    cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DB=DB,
+              **key_loop_constexprs(n, n, DB, BM, BN, causal, None, chip))
+    if (chip, BM, BN) in grid.PERSISTENT_BLOCKS or (
+            causal and (chip, BM, BN) in grid.PERSISTENT_CAUSAL_BLOCKS):
+        ids = np.zeros(8, np.int32)
+        k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, 2, ids, ids,
+                                               **cx)
+    else:
+        k = attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, **cx)
+    b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
+    assert b.manifest["spill_bytes"] == 0, b.manifest
+    assert chip == "sm_80" or not b.manifest.get("given_up"), b.manifest
+    assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync") in b.ptx
+    if chip == "sm_90a" and DB <= 128 and not (causal and n < 2048):
+        assert "cp.async.bulk.tensor" in b.ptx          # K and V through TMA
+
+
 @pytest.mark.parametrize("mod", [None, "softcap"])
 @pytest.mark.parametrize("loop", ["DIAGONAL_FIRST", "TAIL_FIRST"])
 def test_masked_block_first_spills_nothing(tmp_path, loop, mod):

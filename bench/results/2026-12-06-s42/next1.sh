@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# For the next session (one H100/H200): tessel.attention's padded head dims (96, 80, 40, 160)
+# through the dense kernels' DB (attention.BLOCK_HEAD_DIM_CHIPS, empty until this passes):
+# test_block_head_dim (48 cases against float32), then the speed beside the padded default
+# (bench_head_dims.py's `DB` cell) at 96 and 80. Where right and faster:
+# BLOCK_HEAD_DIM_CHIPS = ("sm_90a",) (sm_80's code has not run: test it on an sm_80 or leave it).
+set -u
+cd "$(dirname "$0")/../../.."
+b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
+export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
+r=$OUT/next1; mkdir -p $r
+timeout 200 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_python_gpu.py \
+  -k "block_head_dim" > $r/check.log 2>&1; tail -30 $r/check.log
+cd test/gpu
+for dt in fp16 bf16; do
+  timeout 150 python3 bench_head_dims.py --dims 96 80 --lengths 1024 4096 16384 --dtype $dt \
+    --ab-block-head-dim --json $r/dims_$dt.json 2>&1 | tail -14 | tee $r/dims_$dt.log
+done
