@@ -42,7 +42,8 @@ class Backend:
         gpu = device == "cuda"
         self.dtypes = ["f16", "bf16"] if gpu else ["f32", "f32", "f32", "f16"]
         self.head_dims = [64, 128, 256] if gpu else [16, 32, 64]
-        self.serving_head_dims = [64, 128] if gpu else [16, 32, 64]
+        # the KV cache's: on the GPU also head dims read in blocks of the next fast one (DB)
+        self.serving_head_dims = [64, 128, 96, 80] if gpu else [16, 32, 64]
         # attention_varlen's too: on the GPU also head dims it runs padded to 64 / 128
         self.varlen_head_dims = [40, 64, 96, 128] if gpu else self.serving_head_dims
         self.block_sizes = [None, None, None, 64, 128] if gpu else [None, None, 16, 32, 64, 24]
@@ -186,6 +187,38 @@ def _value_head_dim(rng, c, dims=None):
 
 
 @contextlib.contextmanager
+def _block_dim_forced(c):
+    """On the interpreter, where the serving kernels' DB (blocks wider than the head dim,
+    columns past it read as 0: what CUDA calls at 96, 80 or 40 get) is never chosen, the case's
+    c["DB"] forced for attention_with_kvcache and attention_varlen, with the fast paths' rule
+    answering (16, 16) blocks; nothing without it."""
+    if not c.get("DB"):
+        yield
+        return
+    from tessel import serving, serving_checks
+    patches = [(serving_checks, "kvcache_block_head_dim", lambda *a: c["DB"]),
+               (serving, "_fast_blocks", lambda *a: (16, 16)),
+               (serving, "_varlen_padded_dim", lambda *a: c["DB"]),
+               (serving, "_varlen_block_dim", lambda *a: True)]
+    saved = [(m, n, getattr(m, n)) for m, n, _ in patches]
+    for m, n, f in patches:
+        setattr(m, n, f)
+    try:
+        yield
+    finally:
+        for m, n, f in saved:
+            setattr(m, n, f)
+
+
+def _draw_block_dim(rng, c):
+    """On the interpreter, at times a head dim that is a multiple of 8 but not 16 (24, 40) read
+    in blocks 8 wider (c["DB"], _block_dim_forced)."""
+    if BACKEND.device != "cuda" and rng.random() < 0.15:
+        c["D"] = int(rng.choice([24, 40]))
+        c["DB"] = c["D"] + 8
+
+
+@contextlib.contextmanager
 def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL"):
     """The DV switch (attention.VALUE_HEAD_DIM_KERNEL, or serving_checks'
     VARLEN_VALUE_HEAD_DIM_KERNEL for varlen) as the case says, for the call."""
@@ -284,21 +317,29 @@ def serving_case(rng):
                  alibi_slopes=BACKEND.alibi(alibi))
     refs = dict(scale=scale, causal=causal, window=window, softcap=softcap, alibi=alibi)
     B = int(rng.integers(1, 4))
+    c = {"D": D}
     if rng.random() < 0.5:
-        c = {"D": _pick(rng, BACKEND.varlen_head_dims)}
-        D = c["D"]
+        c["D"] = _pick(rng, BACKEND.varlen_head_dims)
         # v of its own head dim at times, padded or through the varlen kernel's DV
-        # (serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL) as _value_head_dim draws it
+        # (serving_checks.VARLEN_VALUE_HEAD_DIM_KERNEL) as _value_head_dim draws it; or blocks
+        # wider than D (DB)
         _value_head_dim(rng, c, BACKEND.varlen_head_dims)
+        if "Dv" not in c:
+            _draw_block_dim(rng, c)
+        D = c["D"]
         lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype,
                                                                    c.get("Dv"))
-        with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"):
+        with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"), \
+                _block_dim_forced(c):
             o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
                                         max(lq + [1]), max(lk + [1]), **flash)
         ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
         err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
         return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D} Dv={c.get('Dv')} " \
-            f"dv_kernel={c.get('dv_kernel')}: {err:.2e}" if err > BACKEND.tol[dtype] else None
+            f"dv_kernel={c.get('dv_kernel')} DB={c.get('DB')}: {err:.2e}" \
+            if err > BACKEND.tol[dtype] else None
+    _draw_block_dim(rng, c)
+    D = c["D"]
     Sq, page = int(rng.choice([1, 2, 5])), rng.choice([None, 1, 7, 16, 64])
     lens = rng.integers(0, 120, size=B).astype(np.int32)
     q, q64 = BACKEND.tensor(rng.standard_normal((B, Sq, H, D)), dtype)
@@ -311,14 +352,15 @@ def serving_case(rng):
     (kc, kc64), (vc, vc64) = (BACKEND.tensor(rng.standard_normal(shape), dtype)
                               for _ in range(2))
     splits = None if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 7]))
-    o = tessel.attention_with_kvcache(
-        q, kc, vc, BACKEND.index(lens), block_table=None if table is None else
-        BACKEND.index(table), num_splits=splits, **flash)
+    with _block_dim_forced(c):
+        o = tessel.attention_with_kvcache(
+            q, kc, vc, BACKEND.index(lens), block_table=None if table is None else
+            BACKEND.index(table), num_splits=splits, **flash)
     ro, _ = reference_kvcache(q64, kc64, vc64, lens, table, **refs)
     err = _rel(o, ro)
     if err > BACKEND.tol[dtype] or not np.isfinite(BACKEND.numpy(o)).all():
         return f"kvcache {dtype} {refs} lens={list(lens)} page={page} splits={splits} " \
-               f"Sq={Sq} H={H} Hkv={Hkv} D={D}: {err:.2e}"
+               f"Sq={Sq} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: {err:.2e}"
     return None
 
 
