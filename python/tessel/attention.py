@@ -1231,13 +1231,12 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         lay = () if q.is_contiguous() and k.is_contiguous() and v.is_contiguous() and not \
             (q.data_ptr() | k.data_ptr() | v.data_ptr()) % 16 else \
             lean_layout(q, k, v) if ok else None
-        # (blocks wider than D, block_dim: not remembered, as a v of its own head dim is not)
-        ok = ok and lay is not None and not block_dim
+        ok = ok and lay is not None
     except (ValueError, AttributeError):
         ok = False
     # Blocks depend on the lengths (gpu_blocks): long and short ones are different entries.
     key = (dt, D, causal, score_mod, mask_mod, block_m, block_n, lay,
-           Nk >= CAUSAL_LONG, Nq >= CAUSAL_LONG, Nk >= CAUSAL_LONG_KEYS) if ok else None
+           Nk >= CAUSAL_LONG, Nq >= CAUSAL_LONG, Nk >= CAUSAL_LONG_KEYS, block_dim) if ok else None
     c = _cuda_configs.get(key) if ok else None
     if c is None:
         args, cx, grid, o, lse, kernel = _prepare_cuda(q, k, v, causal, scale, score_mod,
@@ -1249,8 +1248,8 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         # and they are read from the function of each call anyway.
         bound = any(getattr(m, "user_fn", None) is not None for m in consts[4:6])
         if ok and not bound and ((gpu.torch_dtype_name(q) in _FAST_DTYPES and (
-                D in FAST_HEAD_DIMS or D in NATIVE_HEAD_DIMS.get(_chip_for_blocks(q), ())))
-                or (block_m and block_n)):
+                D in FAST_HEAD_DIMS or D in NATIVE_HEAD_DIMS.get(_chip_for_blocks(q), ())
+                or block_dim)) or (block_m and block_n)):
             if len(_cuda_configs) >= _CUDA_CONFIGS_MAX:
                 _cuda_configs.clear()
             # A persistent kernel's programs: at most the SM count (grid.persistent_programs).
@@ -1259,11 +1258,14 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             # The one-program-a-tile kernel (its stages: GPU_STAGES), or the persistent one's
             # programs (chosen at each call: persistent_kernel).
             chip = _chip_for_blocks(q)
-            tail = tail_first(causal, mask_mod, D, consts[1], consts[2], chip)
+            Db = block_dim or D                      # the blocks' head dim
+            tail = tail_first(causal, mask_mod, Db, consts[1], consts[2], chip)
             even = not tail and even_keys_allowed(causal, mask_mod)
-            diagonal = diagonal_first_allowed(causal, mask_mod, D, consts[1], consts[2], chip)
+            diagonal = diagonal_first_allowed(causal, mask_mod, Db, consts[1], consts[2], chip)
+            # (DV 0 and DB after TAIL_FIRST where the blocks are wider than D)
+            extra = (0, block_dim) if block_dim else ()
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
-                                  even, diagonal, tail)
+                                  even, diagonal, tail, extra)
         if grid[0] and grid[1]:
             # (DV, v's own head dim, and DB, the blocks' head dim, only where they are given:
             # such calls never take the lean path)
@@ -1271,7 +1273,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                            cx["TAIL_FIRST"], *((cx.get("DV", 0), cx["DB"]) if "DB" in cx else
                                                (cx["DV"],) if "DV" in cx else ()))
         return (o, lse) if return_lse else o
-    consts, default_scale, sms, plain, even, diagonal, tail = c
+    consts, default_scale, sms, plain, even, diagonal, tail, extra = c
     # (a finite Python float as it is: the launch path's common case; the rest checked)
     scale = default_scale if scale is None else scale if type(scale) is float and \
         scale - scale == 0.0 else softmax_scale(scale, D)
@@ -1286,11 +1288,12 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
                                            programs)
-            kernel = persistent_kernel(Nq, Nk, consts[0], consts[1], consts[2], consts[3])
+            kernel = persistent_kernel(Nq, Nk, extra[1] if extra else consts[0], consts[1],
+                                       consts[2], consts[3])
             kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
-                           starts, *consts, even, diagonal, tail)
+                           starts, *consts, even, diagonal, tail, *extra)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
             plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts, even,
-                          diagonal, tail)
+                          diagonal, tail, *extra)
     return (o, lse) if return_lse else o

@@ -345,6 +345,43 @@ def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod
         assert got.get("DB", 0) == {96: 128, 40: 64}.get(E, 0)       # (DV 0 passed before it)
 
 
+@needs_no_gpu
+def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch):
+    """A DB call's signature is remembered as others are: its second call takes the lean path
+    and launches with DB too (and D, the tensors' head dim), persistent or one a tile."""
+    attn = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
+    monkeypatch.setattr(attn, "_attention_padded",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    monkeypatch.setattr(attn, "_cuda_configs", {})
+    launched, prepared = [], []
+
+    class Recorder:
+        def __init__(self, kernel):
+            self.fn = kernel.fn
+            self.params = [p.name for p in inspect.signature(kernel.fn).parameters.values()]
+
+        def _runner(self, grid, *args):
+            launched.append(dict(zip(self.params, args)))
+    real_cuda, real_persistent, prepare = attn.cuda_kernel, attn.persistent_kernel, \
+        attn._prepare_cuda
+    monkeypatch.setattr(attn, "cuda_kernel", lambda *a: Recorder(real_cuda(*a)))
+    monkeypatch.setattr(attn, "persistent_kernel", lambda *a: Recorder(real_persistent(*a)))
+    monkeypatch.setattr(attn, "_prepare_cuda", lambda *a: prepared.append(1) or prepare(*a))
+    from tessel import serving_decode
+    monkeypatch.setitem(serving_decode._num_sms_cache, 0, 132)     # an H100's SMs
+    T = fake_torch.Tensor
+    monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
+        to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
+    q = T((1, 2, 300, 96), fake_torch.float16)
+    for causal in (False, True):
+        for _ in range(2):
+            tessel.attention(q, q, q, causal=causal)
+    assert len(prepared) == 2 and len(launched) == 4
+    assert [(got["D"], got["DB"], got["DV"]) for got in launched] == [(96, 128, 0)] * 4
+
+
 def test_block_head_dim_route(fake_torch, monkeypatch):
     """attention.BLOCK_HEAD_DIM_CHIPS (empty until its GPU check): a forward call that would be
     padded runs the dense kernels with DB, the padded head dim, on q, k and v as they are —
