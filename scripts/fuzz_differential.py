@@ -41,7 +41,8 @@ class Backend:
             self.torch = torch
         gpu = device == "cuda"
         self.dtypes = ["f16", "bf16"] if gpu else ["f32", "f32", "f32", "f16"]
-        self.head_dims = [64, 128, 256] if gpu else [16, 32, 64]
+        # on the GPU also 96 (padded, or DB: forward_case) and 192 (native on sm_90a)
+        self.head_dims = [64, 128, 256, 96, 192] if gpu else [16, 32, 64]
         # the KV cache's: on the GPU also head dims read in blocks of the next fast one (DB)
         self.serving_head_dims = [64, 128, 96, 80] if gpu else [16, 32, 64]
         # attention_varlen's too: on the GPU also head dims it runs padded to 64 / 128
@@ -108,7 +109,7 @@ def _dense_case(rng, shorter=False):
                 scale=None if rng.random() < 0.6 else float(rng.choice([0.05, 0.3, -0.2])),
                 block_m=_pick(rng, b.block_sizes), block_n=_pick(rng, b.key_blocks),
                 dtype=_pick(rng, b.dtypes))
-    if b.device == "cuda" and case["D"] == 256:     # d256's blocks are the defaults' to fit
+    if b.device == "cuda" and case["D"] in (256, 96, 192):   # the defaults' blocks fit
         case.update(block_m=None, block_n=None)
     case["window_size"], case["softcap"], case["alibi_slopes"] = _flash_options(rng, case["H"])
     return case
@@ -231,14 +232,31 @@ def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL"):
         setattr(mod, name, saved)
 
 
+@contextlib.contextmanager
+def _dense_block_dim(c):
+    """On CUDA, half the cases at a head dim tessel pads (96) with attention.
+    BLOCK_HEAD_DIM_CHIPS listing the device's chip (the dense kernels' DB) for the call."""
+    if not c.get("db"):
+        yield
+        return
+    attn = importlib.import_module("tessel.attention")
+    saved = attn.BLOCK_HEAD_DIM_CHIPS
+    attn.BLOCK_HEAD_DIM_CHIPS = (tessel.gpu.chip_of(0),)
+    try:
+        yield
+    finally:
+        attn.BLOCK_HEAD_DIM_CHIPS = saved
+
+
 def forward_case(rng):
     """tessel.attention's o and lse, at times with a score_mod / mask_mod over captured
     tensors; None, or what went wrong."""
     c = _dense_case(rng)
     _value_head_dim(rng, c)
+    c["db"] = BACKEND.device == "cuda" and c["D"] == 96 and bool(rng.integers(0, 2))
     (q, k, v), ref = _inputs(rng, c)
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
-    with _switched(c):
+    with _switched(c), _dense_block_dim(c):
         o, lse = tessel.attention(q, k, v, return_lse=True, score_mod=score_mod,
                                   mask_mod=mask_mod, **_call_options(c))
     score, _, allowed = _with_user_mods(c, ref_score, ref_mask)

@@ -16,3 +16,8 @@ for dt in fp16 bf16; do
   timeout 150 python3 bench_head_dims.py --dims 96 80 --lengths 1024 4096 16384 --dtype $dt \
     --ab-block-head-dim --json $r/dims_$dt.json 2>&1 | tail -14 | tee $r/dims_$dt.log
 done
+# The CUDA fuzzer, which now draws head dims 96 (padded, or DB for half of them) and 192, and
+# the KV cache at 96/80 (DB, on).
+cd ../..
+timeout 150 python3 scripts/fuzz_differential.py --device cuda --seconds 120 --seed 42 \
+  --kinds forward serving 2>&1 | tail -6 | tee $r/fuzz.log
