@@ -9,11 +9,11 @@ cd "$(dirname "$0")/../../.."
 b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
 export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
 r=$OUT/next1; mkdir -p $r
-timeout 200 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_python_gpu.py \
+timeout 180 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_python_gpu.py \
   -k "block_head_dim" > $r/check.log 2>&1; tail -30 $r/check.log
 cd test/gpu
 for dt in fp16 bf16; do
-  timeout 150 python3 bench_head_dims.py --dims 96 80 --lengths 1024 4096 16384 --dtype $dt \
+  timeout 100 python3 bench_head_dims.py --dims 96 80 --lengths 1024 4096 16384 --dtype $dt \
     --ab-block-head-dim --json $r/dims_$dt.json 2>&1 | tail -14 | tee $r/dims_$dt.log
 done
 # The CUDA fuzzer, which now draws head dims 96 (padded, or DB for half of them) and 192, and
