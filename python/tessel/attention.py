@@ -1268,7 +1268,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
                                   even, diagonal, tail, extra)
         if grid[0] and grid[1]:
             # (DV, v's own head dim, and DB, the blocks' head dim, only where they are given:
-            # such calls never take the lean path)
+            # calls with DV never take the lean path, those with DB pass `extra` there)
             kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"],
                            cx["TAIL_FIRST"], *((cx.get("DV", 0), cx["DB"]) if "DB" in cx else
                                                (cx["DV"],) if "DV" in cx else ()))
