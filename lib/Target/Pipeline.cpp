@@ -141,6 +141,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                             llvm::cl::desc("16-bit accumulator tiles stored 16 bytes a thread "
                                            "after a quad transpose."),
                             llvm::cl::init(true)};
+  Option<bool> trimZeroColumns{*this, "trim-zero-columns",
+                               llvm::cl::desc("Dots summed along a B block's columns run k "
+                                              "steps only over the columns its copies fill."),
+                               llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -190,6 +194,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.tmaOnly = options.tmaOnly;
     mmaOptions.vectorStores = options.vectorStores;
+    mmaOptions.trimZeroColumns = options.trimZeroColumns;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -308,6 +313,7 @@ void tessel::registerTargetPasses() {
           options.tmaProducer = o.tmaProducer;
           options.tmaOnly = o.tmaOnly;
           options.vectorStores = o.vectorStores;
+          options.trimZeroColumns = o.trimZeroColumns;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

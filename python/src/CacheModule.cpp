@@ -57,6 +57,7 @@ tessel::TargetOptions targetOptions(const py::kwargs &fields) {
       {"tma_producer", &T::tmaProducer},
       {"tma_only", &T::tmaOnly},
       {"vector_stores", &T::vectorStores},
+      {"trim_zero_columns", &T::trimZeroColumns},
       {"pipeline_tiles", &T::pipelineTiles},
       {"late_p", &T::lateP},
       {"rescale_under_s", &T::rescaleUnderS},

@@ -71,8 +71,8 @@ class GpuOptions:
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
             tma_only, vector_stores, pipeline_tiles, late_p, rescale_under_s, drop_tma_fences,
-            fp8_overlap, fuse_masked_loops, sync_masked_loops or spill_fallbacks that is not a
-            bool.
+            fp8_overlap, fuse_masked_loops, sync_masked_loops, spill_fallbacks or
+            trim_zero_columns that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -193,6 +193,12 @@ class GpuOptions:
     #: its halved tensor work, so the overlap should weigh more too. Off by default until
     #: measured on the H200.
     fp8_overlap: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: Dots summed along a B block's columns (S = Q·Kᵀ) run their k steps only over the
+    #: columns the block's copies fill: past a descriptor's constant column count the copies
+    #: write zeros, as a head dim padded inside the kernel (DB) has them — at 96 in blocks of
+    #: 128, S takes 6 of 8 k steps (convert-tile-to-mma trim-zero-columns). Off until measured
+    #: on a GPU (bench/results/2026-12-06-s42/next1.sh).
+    trim_zero_columns: bool = dataclasses.field(default=False, metadata={"code": True})
     #: On the fast paths, the copies tile-split-masked-loops makes of a masked key loop (an
     #: unmasked loop over the blocks the mask shows whole, masked loops for the boundary
     #: blocks) run as one loop whose mask is skipped under a uniform branch where it is all
@@ -228,7 +234,7 @@ class GpuOptions:
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
                      "rescale_under_s", "drop_tma_fences", "fp8_overlap", "fuse_masked_loops",
-                     "sync_masked_loops", "spill_fallbacks"):
+                     "sync_masked_loops", "spill_fallbacks", "trim_zero_columns"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:

@@ -185,6 +185,35 @@ def test_block_head_dim_kernels_compile(tmp_path, chip, D, DB, causal, n):
     assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync") in b.ptx
     if chip == "sm_90a" and DB <= 128 and not (causal and n < 2048):
         assert "cp.async.bulk.tensor" in b.ptx          # K and V through TMA
+    # GpuOptions(trim_zero_columns): S's k steps only over D's columns (ceil(D / 16) of
+    # DB / 16), P·V's kept; 0 spill still.
+    t = cache.get_binary(k, dataclasses.replace(_gpu(k, chip), trim_zero_columns=True),
+                         directory=str(tmp_path))
+    assert t.manifest["spill_bytes"] == 0, t.manifest
+    op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
+    full, trimmed = b.ptx.count(op), t.ptx.count(op)
+    assert trimmed < full, (full, trimmed)
+
+
+def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):
+    # Where every copy fills its block's columns (D = the blocks' head dim), trim_zero_columns
+    # changes nothing: the same PTX (d128 128x128 persistent, TMA; d64 one program a tile).
+    for D, BM, BN, n in ((128, 128, 128, 4096), (64, 64, 128, 1000)):
+        x = np.zeros((1, 2, n, D), np.float16)
+        lse = np.zeros((1, 2, n), np.float32)
+        cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None,
+                  **key_loop_constexprs(n, n, D, BM, BN, False, None, "sm_90a"))
+        if ("sm_90a", BM, BN) in grid.PERSISTENT_BLOCKS:
+            ids = np.zeros(8, np.int32)
+            k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, 2, ids, ids,
+                                                   **cx)
+        else:
+            k = attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, **cx)
+        g = _gpu(k, "sm_90a")
+        plain = cache.get_binary(k, g, directory=str(tmp_path))
+        trimmed = cache.get_binary(k, dataclasses.replace(g, trim_zero_columns=True),
+                                   directory=str(tmp_path))
+        assert plain.ptx == trimmed.ptx, (D, BM, BN)
 
 
 @pytest.mark.parametrize("mod", [None, "softcap"])

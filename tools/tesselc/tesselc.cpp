@@ -169,6 +169,12 @@ static cl::opt<bool>
                    cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
+    trimZeroColumns("trim-zero-columns",
+                    cl::desc("Dots summed along a B block's columns run k steps only over the "
+                             "columns its copies fill (convert-tile-to-mma trim-zero-columns)"),
+                    cl::init(false), cl::cat(tesselcCategory));
+
+static cl::opt<bool>
     noPingpong("no-pingpong",
                cl::desc("Overlapped consumers of two warpgroups issue their dots when ready, "
                         "without taking turns (no tilegpu-pingpong; to compare)"),
@@ -305,6 +311,7 @@ int main(int argc, char **argv) {
   options.tmaProducer = !noTmaProducer;
   options.tmaOnly = tmaOnly;
   options.vectorStores = !noVectorStores;
+  options.trimZeroColumns = trimZeroColumns;
   options.spillFallbacks = !noSpillFallbacks;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;

@@ -104,6 +104,10 @@ struct TargetOptions {
   /// vector-stores): a quarter of the store instructions; +2 to +9 % on the d128 forward
   /// (docs/bench/2026-12-04-h200-epilogue-tma.md). Off to compare.
   bool vectorStores = true;
+  /// Dots summed along a B block's columns (S = Q·Kᵀ) run k steps only over the columns its
+  /// copies fill, the rest being zeros (convert-tile-to-mma trim-zero-columns: a head dim
+  /// padded inside the kernel, DB, at 96 takes 6 of 8). Off until measured on a GPU.
+  bool trimZeroColumns = false;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

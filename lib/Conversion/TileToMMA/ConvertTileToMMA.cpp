@@ -357,6 +357,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     MmaKernelBuilder builder(kernel, smem);
     builder.vectorStores = vectorStores;
     builder.tmaOnly = tmaOnly;
+    builder.trimZeroColumns = trimZeroColumns;
     if (failed(builder.plan(work)))
       return failure();
     if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")

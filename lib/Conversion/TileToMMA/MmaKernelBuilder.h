@@ -134,6 +134,9 @@ public:
   /// TMA copies without the run-time check and the cp.async copy beside them (tma-only; the
   /// launcher guarantees what TMA needs: TmaCopies.cpp).
   bool tmaOnly = false;
+  /// Dots whose B block is read along its columns take k steps only over the columns the
+  /// block's copies fill (convert-tile-to-mma trim-zero-columns; columnReach).
+  bool trimZeroColumns = false;
 
   /// The threads the layouts count: the consumers when the kernel is warp-specialized.
   int64_t numThreads() const { return numWarps * 32; }
@@ -155,6 +158,16 @@ private:
   /// The buffer `buffer` (a tilegpu.alloc, or a loop-carried buffer that starts as one) as a
   /// plan: the place of that alloc, rows and columns.
   FailureOr<LoadPlan> bufferPlan(Value buffer, Operation *user);
+  /// With trimZeroColumns: for each buffer whose every writer is an async copy from a
+  /// descriptor of constant columns at a constant column offset, the columns (elements) those
+  /// copies can fill; the rest of its rows are zeros (the copies zero-fill outside the
+  /// descriptor). Buffers written otherwise are left out.
+  void planColumnReach(func::FuncOp program);
+  /// The k steps of `perStep` of a dot summing over K on B block `buffer`: ceil(K / perStep),
+  /// fewer where the sum runs along the block's columns (`alongColumns`: S = Q·Kᵀ's K block)
+  /// and columnReach says its last columns are zero.
+  int64_t dotKSteps(Value buffer, bool alongColumns, int64_t K, int64_t perStep);
+  llvm::DenseMap<Operation *, int64_t> columnReach;
   /// Bytes of stage `stage` (an i32 of the program) of `buffer`: null for a constant 0.
   Value stageBytes(Value buffer, Value stage);
   /// The byte offset (i32) of stage `stage` of `buffer` in the kernel's shared memory.

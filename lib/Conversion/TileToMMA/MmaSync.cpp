@@ -178,7 +178,11 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  for (int64_t kt = 0; kt < kSteps; ++kt) {
+  // (K steps past the columns B's copies fill read zeros: not run, trimZeroColumns. Read
+  // transposed, K's block is summed along its columns.)
+  int64_t kRun = dotKSteps(op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer(),
+                           transposed, K, 16);
+  for (int64_t kt = 0; kt < kRun; ++kt) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {
         SmallVector<Value> frags = loadAFragments(shared->second.plan, mt, kt,

@@ -42,6 +42,59 @@ static tilegpu::AllocOp allocOf(Value buffer) {
   }
 }
 
+void MmaKernelBuilder::planColumnReach(func::FuncOp program) {
+  // A copy's columns past its descriptor's are zero-filled (cp.async's source size, TMA's box
+  // past the tensor): a buffer filled only by copies of constant column reach holds zeros
+  // after it, which a dot summing over those columns need not multiply.
+  llvm::DenseSet<Operation *> unknown;
+  bool untraced = false;
+  program.walk([&](Operation *op) {
+    Value buffer;
+    if (auto copy = dyn_cast<tilegpu::AsyncCopyOp>(op))
+      buffer = copy.getBuffer();
+    else if (auto store = dyn_cast<tilegpu::LocalStoreOp>(op))
+      buffer = store.getBuffer();
+    else if (auto add = dyn_cast<tilegpu::BulkAddOp>(op))
+      buffer = add.getBuffer();
+    else
+      return;
+    tilegpu::AllocOp alloc = allocOf(buffer);
+    if (!alloc) {
+      untraced = true;
+      return;
+    }
+    auto copy = dyn_cast<tilegpu::AsyncCopyOp>(op);
+    auto md = copy ? copy.getDesc().getDefiningOp<tile::MakeDescOp>() : tile::MakeDescOp();
+    std::optional<int64_t> cols, col0;
+    if (md && md.getShape().size() == 2 && copy.getOffsets().size() == 2) {
+      cols = getConstantIntValue(md.getShape()[1]);
+      col0 = getConstantIntValue(copy.getOffsets()[1]);
+    }
+    // (A block kept transposed has the descriptor's rows as its columns.)
+    if (!cols || !col0 || *col0 < 0 || alloc->hasAttr(tilegpu::kTransposedAttr)) {
+      unknown.insert(alloc);
+      return;
+    }
+    int64_t &reach = columnReach[alloc];
+    reach = std::max(reach, *cols - *col0);
+  });
+  if (untraced)
+    columnReach.clear();
+  for (Operation *alloc : unknown)
+    columnReach.erase(alloc);
+}
+
+int64_t MmaKernelBuilder::dotKSteps(Value buffer, bool alongColumns, int64_t K,
+                                    int64_t perStep) {
+  int64_t extent = K;
+  if (tilegpu::AllocOp alloc = allocOf(buffer); alloc && alongColumns) {
+    auto reach = columnReach.find(alloc);
+    if (reach != columnReach.end())
+      extent = std::clamp<int64_t>(reach->second, 1, K);
+  }
+  return (extent + perStep - 1) / perStep;
+}
+
 FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) {
   tilegpu::AllocOp alloc = allocOf(buffer);
   if (!alloc || !alloc.getOffset())
