@@ -180,8 +180,8 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   // (K steps past the columns B's copies fill read zeros: not run, trimZeroColumns. Read
   // transposed, K's block is summed along its columns.)
-  int64_t kRun = dotKSteps(op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer(),
-                           transposed, K, 16);
+  int64_t kRun = dotKSteps(op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer(), transposed,
+                           K, 16);
   for (int64_t kt = 0; kt < kRun; ++kt) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {

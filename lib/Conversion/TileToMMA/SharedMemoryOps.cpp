@@ -84,8 +84,7 @@ void MmaKernelBuilder::planColumnReach(func::FuncOp program) {
     columnReach.erase(alloc);
 }
 
-int64_t MmaKernelBuilder::dotKSteps(Value buffer, bool alongColumns, int64_t K,
-                                    int64_t perStep) {
+int64_t MmaKernelBuilder::dotKSteps(Value buffer, bool alongColumns, int64_t K, int64_t perStep) {
   int64_t extent = K;
   if (tilegpu::AllocOp alloc = allocOf(buffer); alloc && alongColumns) {
     auto reach = columnReach.find(alloc);

@@ -256,8 +256,7 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
     return op.emitOpError("reads an A block from shared memory with ")
            << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
   acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N,
-                   dotKSteps(op.getB(), /*alongColumns=*/op.getTransposeB(), K, kPerStep()),
-                   aView);
+                   dotKSteps(op.getB(), /*alongColumns=*/op.getTransposeB(), K, kPerStep()), aView);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();
