@@ -143,37 +143,27 @@ def main():
                     other = "persistent" if not persistent else "one a tile"
                     row["tessel_other_persistent_tflops"] = flops / ms / 1e9
                     cells.append(f"{other} {flops / ms / 1e9:.1f}")
+                def switched_cell(name, value, label, key):
+                    # tessel with tessel.attention's `name` set to `value` for the cell
+                    import importlib
+                    attn = importlib.import_module("tessel.attention")
+                    listed = getattr(attn, name)
+                    setattr(attn, name, value)
+                    try:
+                        mine = ours()
+                        ms = timed(ours)
+                    finally:
+                        setattr(attn, name, listed)
+                    row[f"tessel_{key}_tflops"] = flops / ms / 1e9
+                    cells.append(f"{label} {flops / ms / 1e9:.1f}")
+                    if "cudnn" in theirs:
+                        row[f"{key}_max_rel_diff_vs_cudnn"] = max_rel_diff(mine, theirs["cudnn"])
+                        cells.append(f"diff {row[f'{key}_max_rel_diff_vs_cudnn']:.1e}")
                 if args.ab_native and D == 192:
-                    import importlib
-                    attn = importlib.import_module("tessel.attention")
-                    listed = attn.NATIVE_HEAD_DIMS
-                    attn.NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
-                    try:
-                        native = ours()
-                        ms = timed(ours)
-                    finally:
-                        attn.NATIVE_HEAD_DIMS = listed
-                    row["tessel_native_tflops"] = flops / ms / 1e9
-                    cells.append(f"native {flops / ms / 1e9:.1f}")
-                    if "cudnn" in theirs:
-                        row["native_max_rel_diff_vs_cudnn"] = max_rel_diff(native, theirs["cudnn"])
-                        cells.append(f"diff {row['native_max_rel_diff_vs_cudnn']:.1e}")
+                    switched_cell("NATIVE_HEAD_DIMS", {"sm_90a": (192,)}, "native", "native")
                 if args.ab_block_head_dim and D not in (64, 128, 192, 256):
-                    import importlib
-                    attn = importlib.import_module("tessel.attention")
-                    listed = attn.BLOCK_HEAD_DIM_CHIPS
-                    attn.BLOCK_HEAD_DIM_CHIPS = (tessel.gpu.chip_of(q.device.index),)
-                    try:
-                        wide = ours()
-                        ms = timed(ours)
-                    finally:
-                        attn.BLOCK_HEAD_DIM_CHIPS = listed
-                    row["tessel_block_head_dim_tflops"] = flops / ms / 1e9
-                    cells.append(f"DB {flops / ms / 1e9:.1f}")
-                    if "cudnn" in theirs:
-                        row["block_head_dim_max_rel_diff_vs_cudnn"] = max_rel_diff(
-                            wide, theirs["cudnn"])
-                        cells.append(f"diff {row['block_head_dim_max_rel_diff_vs_cudnn']:.1e}")
+                    switched_cell("BLOCK_HEAD_DIM_CHIPS", (tessel.gpu.chip_of(q.device.index),),
+                                  "DB", "block_head_dim")
                 for bm, bn in args.sweep:
                     try:
                         ms = timed(lambda: tessel.attention(q, k, v, causal=causal, block_m=bm,

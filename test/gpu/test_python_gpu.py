@@ -283,6 +283,29 @@ def test_padded_head_dims_match_float32(dtype, D, causal):
     assert (lse - ref_lse).abs().max().item() < 1e-2
 
 
+def check_softcapped(q, k, v, causal, cap, dtype):
+    """tessel.attention(q, k, v) with a softcap `cap` (or None), GQA where k has fewer heads,
+    top-left causal: o and the LSE against float32 torch."""
+    H, Nq, D = q.shape[1:]
+    Hkv, Nk = k.shape[1:3]
+    rep = H // Hkv
+    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(rep, dim=1))
+    s = s / math.sqrt(D)
+    if cap:
+        s = cap * torch.tanh(s / cap)
+    if causal:
+        s = s.masked_fill(~torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril(),
+                          float("-inf"))
+    ref_lse = torch.logsumexp(s, dim=-1)
+    ref_o = torch.softmax(s, dim=-1) @ v.float().repeat_interleave(rep, dim=1)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=rep > 1, return_lse=True,
+                              softcap=cap)
+    assert o.shape == q.shape and o.dtype == dtype
+    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
+    assert rel < TOL[dtype], rel
+    assert (lse - ref_lse).abs().max().item() < 1e-2
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("shape", [(2, 4, 2, 257, 300), (1, 2, 2, 1024, 1024), (1, 2, 1, 64, 4000)],
@@ -304,22 +327,7 @@ def test_native_head_dim_192(monkeypatch, dtype, causal, shape, mod):
     q = rand((B, H, Nq, D), dtype, gen)
     k = rand((B, Hkv, Nk, D), dtype, gen)
     v = rand((B, Hkv, Nk, D), dtype, gen)
-    rep = H // Hkv
-    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(rep, dim=1))
-    s = s / math.sqrt(D)
-    if cap:
-        s = cap * torch.tanh(s / cap)
-    if causal:
-        s = s.masked_fill(~torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril(),
-                          float("-inf"))
-    ref_lse = torch.logsumexp(s, dim=-1)
-    ref_o = torch.softmax(s, dim=-1) @ v.float().repeat_interleave(rep, dim=1)
-    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=rep > 1, return_lse=True,
-                              softcap=cap)
-    assert o.shape == q.shape and o.dtype == dtype
-    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
-    assert rel < TOL[dtype], rel
-    assert (lse - ref_lse).abs().max().item() < 1e-2
+    check_softcapped(q, k, v, causal, cap, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
@@ -346,22 +354,7 @@ def test_block_head_dim(monkeypatch, dtype, causal, case, D):
         rand((B, H, Nq, D), dtype, gen)
     k = rand((B, Hkv, Nk, D), dtype, gen)
     v = rand((B, Hkv, Nk, D), dtype, gen)
-    rep = H // Hkv
-    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(rep, dim=1))
-    s = s / math.sqrt(D)
-    if cap:
-        s = cap * torch.tanh(s / cap)
-    if causal:
-        s = s.masked_fill(~torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril(),
-                          float("-inf"))
-    ref_lse = torch.logsumexp(s, dim=-1)
-    ref_o = torch.softmax(s, dim=-1) @ v.float().repeat_interleave(rep, dim=1)
-    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=rep > 1, return_lse=True,
-                              softcap=cap)
-    assert o.shape == q.shape and o.dtype == dtype
-    rel = (o.float() - ref_o).abs().max().item() / ref_o.abs().max().item()
-    assert rel < TOL[dtype], rel
-    assert (lse - ref_lse).abs().max().item() < 1e-2
+    check_softcapped(q, k, v, causal, cap, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])

@@ -129,6 +129,18 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
         assert given_up[0] <= GIVEN_UP.get((chip, case), set()), (BM, BN, given_up[0])
 
 
+def launched_kernel(chip, q, v, o, lse, n, cx):
+    """The kernel tessel.attention launches for constexprs `cx` on `chip` (q as k), warmed up
+    on n queries and keys: persistent where grid's tables say, else one program a tile."""
+    blocks = (chip, cx["BLOCK_M"], cx["BLOCK_N"])
+    if blocks in grid.PERSISTENT_BLOCKS or (cx["CAUSAL"] and
+                                            blocks in grid.PERSISTENT_CAUSAL_BLOCKS):
+        ids = np.zeros(8, np.int32)
+        return persistent_attention_kernel.warmup(q, q, v, o, lse, n, n, 2, 2, 0.1, 2, ids, ids,
+                                                  **cx)
+    return attention_kernel.warmup(q, q, v, o, lse, n, n, 2, 2, 0.1, **cx)
+
+
 @pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64), (64, 128), (256, 128), (128, 256)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_value_head_dim_kernels_spill_nothing(tmp_path, E, Ev, causal):
@@ -145,13 +157,7 @@ def test_value_head_dim_kernels_spill_nothing(tmp_path, E, Ev, causal):
                         mods=False)
     cx = dict(D=E, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DV=Ev,
               **key_loop_constexprs(n, n, E, BM, BN, causal, None, chip))
-    if (chip, BM, BN) in grid.PERSISTENT_BLOCKS or (
-            causal and (chip, BM, BN) in grid.PERSISTENT_CAUSAL_BLOCKS):
-        ids = np.zeros(8, np.int32)
-        k = persistent_attention_kernel.warmup(q, q, v, o, lse, n, n, 2, 2, 0.1, 2, ids, ids,
-                                               **cx)
-    else:
-        k = attention_kernel.warmup(q, q, v, o, lse, n, n, 2, 2, 0.1, **cx)
+    k = launched_kernel(chip, q, v, o, lse, n, cx)
     b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
     assert f"m64n{Ev}k16" in b.ptx      # P·V at v's width
@@ -172,13 +178,7 @@ def test_block_head_dim_kernels_compile(tmp_path, chip, D, DB, causal, n):
     BM, BN = gpu_blocks(DB, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False)
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DB=DB,
               **key_loop_constexprs(n, n, DB, BM, BN, causal, None, chip))
-    if (chip, BM, BN) in grid.PERSISTENT_BLOCKS or (
-            causal and (chip, BM, BN) in grid.PERSISTENT_CAUSAL_BLOCKS):
-        ids = np.zeros(8, np.int32)
-        k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, 2, ids, ids,
-                                               **cx)
-    else:
-        k = attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, **cx)
+    k = launched_kernel(chip, x, x, x, lse, n, cx)
     b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0, b.manifest
     assert chip == "sm_80" or not b.manifest.get("given_up"), b.manifest
@@ -203,12 +203,7 @@ def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):
         lse = np.zeros((1, 2, n), np.float32)
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None,
                   **key_loop_constexprs(n, n, D, BM, BN, False, None, "sm_90a"))
-        if ("sm_90a", BM, BN) in grid.PERSISTENT_BLOCKS:
-            ids = np.zeros(8, np.int32)
-            k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, 2, ids, ids,
-                                                   **cx)
-        else:
-            k = attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, **cx)
+        k = launched_kernel("sm_90a", x, x, x, lse, n, cx)
         g = _gpu(k, "sm_90a")
         plain = cache.get_binary(k, g, directory=str(tmp_path))
         trimmed = cache.get_binary(k, dataclasses.replace(g, trim_zero_columns=True),
