@@ -415,11 +415,18 @@ NATIVE_STRIDED = True
 BLOCK_HEAD_DIM_CHIPS = ()
 
 
+def pads_in_kernel(q, v, Dp):
+    """Whether the kernels' DB can pad q's head dim D to Dp inside the kernel: Dp given, D a
+    multiple of 8 (the loads bound a block's columns by 16-byte chunks), v of q's head dim.
+    tessel.attention's rule below and attention_varlen's (serving._varlen_block_dim) add their
+    switch and the gradient's."""
+    return Dp is not None and q.shape[-1] % 8 == 0 and v.shape[-1] == q.shape[-1]
+
+
 def block_head_dim_takes(q, v, Dp, chip, grad, masked):
     """Whether a CUDA forward call that would be padded to Dp runs the dense kernels with DB = Dp
     instead (BLOCK_HEAD_DIM_CHIPS lists `chip`)."""
-    return chip in BLOCK_HEAD_DIM_CHIPS and Dp is not None and not grad and not masked and \
-        q.shape[-1] % 8 == 0 and v.shape[-1] == q.shape[-1]
+    return chip in BLOCK_HEAD_DIM_CHIPS and not grad and not masked and pads_in_kernel(q, v, Dp)
 
 
 def padded_head_dim(D, dtype):

@@ -19,7 +19,7 @@ from . import gpu
 from . import serving_checks
 from . import serving_decode
 from .attention import _first_columns, _pad_columns, call_with_value_head_dim, dv_kernel_takes, \
-    padded_head_dim, softmax_scale, value_head_dim_differs
+    pads_in_kernel, padded_head_dim, softmax_scale, value_head_dim_differs
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
@@ -49,7 +49,7 @@ def _varlen_block_dim(q, k, v, Dp):
     of q's head dim, a multiple of 8."""
     return serving_checks.VARLEN_BLOCK_HEAD_DIM and gpu.is_torch_tensor(q) and \
         getattr(q, "is_cuda", False) and not cpu_tensors.needs_grad(q, k, v) and \
-        q.shape[-1] % 8 == 0 and v.shape[-1] == q.shape[-1] and Dp is not None
+        pads_in_kernel(q, v, Dp)
 
 
 def _varlen_dv(q, k, v):
