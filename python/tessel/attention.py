@@ -425,8 +425,13 @@ def pads_in_kernel(q, v, Dp):
 
 def block_head_dim_takes(q, v, Dp, chip, grad, masked):
     """Whether a CUDA forward call that would be padded to Dp runs the dense kernels with DB = Dp
-    instead (BLOCK_HEAD_DIM_CHIPS lists `chip`)."""
-    return chip in BLOCK_HEAD_DIM_CHIPS and not grad and not masked and pads_in_kernel(q, v, Dp)
+    instead (BLOCK_HEAD_DIM_CHIPS lists `chip`); with gradients wanted (`grad`) only where the
+    backward's programs take DB too (backward.BLOCK_HEAD_DIM_CHIPS)."""
+    if grad:
+        from .backward import BLOCK_HEAD_DIM_CHIPS as backward_chips
+        if chip not in backward_chips:
+            return False
+    return chip in BLOCK_HEAD_DIM_CHIPS and not masked and pads_in_kernel(q, v, Dp)
 
 
 def padded_head_dim(D, dtype):
@@ -918,10 +923,15 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             mask_mod is not None or block_mask is not None,
             all(x.is_contiguous() for x in (q, k, v))):
         Dp = None
-    if Dp is not None and block_head_dim_takes(
-            q, v, Dp, _chip_for_blocks(q), _grad_enabled() and any(
-                getattr(x, "requires_grad", False) for x in (q, k, v)),
-            mask_mod is not None or block_mask is not None):
+    grad = Dp is not None and _grad_enabled() and any(
+        getattr(x, "requires_grad", False) for x in (q, k, v))
+    if Dp is not None and block_head_dim_takes(q, v, Dp, _chip_for_blocks(q), grad,
+                                               mask_mod is not None or block_mask is not None):
+        if grad:
+            from .backward import attention_with_grad
+            return attention_with_grad(q, k, v, causal, scale, score_mod, None, enable_gqa,
+                                       return_lse, block_m, block_n,
+                                       deterministic=deterministic, block_dim=Dp)
         return _attention_cuda(q, k, v, causal, scale, score_mod, None, enable_gqa, return_lse,
                                block_m, block_n, block_dim=Dp)
     if Dp is not None:

@@ -41,9 +41,12 @@ from .layouts import contiguous_aligned, in_place, layout_constexprs, rows_desc
 @jit
 def attention_bwd_delta(o, do, dlse, delta, nq, H, D: tl.constexpr, BLOCK_M: tl.constexpr,
                         O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
-                        DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0):
+                        DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
+                        DB: tl.constexpr = 0):
     """Δ = rowsum(dO∘O) − dlse, per query row (dlse: the gradient of the returned lse, or 0).
-    O and dO in the layouts of layouts.py (H heads)."""
+    O and dO in the layouts of layouts.py (H heads). DB: the blocks' head dim where it is not D
+    (columns past D read as 0, which add nothing)."""
+    W = D if DB == 0 else DB
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
     rows = bh * nq
     od = rows_desc(o, nq, D, rows, bh // H, bh % H, O_RS, O_HS)
@@ -51,8 +54,8 @@ def attention_bwd_delta(o, do, dlse, delta, nq, H, D: tl.constexpr, BLOCK_M: tl.
     gd = tl.make_desc(dlse, shape=(nq,), strides=(1,), offset=rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=rows)
     m0 = pid_m * BLOCK_M
-    ot = tl.load(od, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
-    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D)).to(tl.float32)
+    ot = tl.load(od, (m0, 0), shape=(BLOCK_M, W)).to(tl.float32)
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, W)).to(tl.float32)
     g = tl.load(gd, (m0,), shape=(BLOCK_M,))
     tl.store(dd, (m0,), tl.sum(ot * dot_, axis=1) - g)
 
@@ -165,7 +168,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
                                V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
                                PART: tl.constexpr = 0, FUSED_DQ: tl.constexpr = 0,
-                               EVEN: tl.constexpr = False):
+                               EVEN: tl.constexpr = False, DB: tl.constexpr = 0):
     """dK and dV of one key block for one query head, with the keys as the rows of every tile
     (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
     are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
@@ -185,7 +188,13 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     does FUSED_DQ (dQ sums over the keys); causal programs keep it too (their diagonal's
     masked loop stays either way, and without the bounds ptxas spilled more at d128: 6–8 %
     slower on the H100). EVEN: nq and nk are multiples of BLOCK_M and BLOCK_N, no block
-    crosses them, and the mask goes there too (even_blocks)."""
+    crosses them, and the mask goes there too (even_blocks).
+
+    DB: the blocks' head dim where it is not D (0: D; not with FUSED_DQ): q, k, v and dO read
+    DB columns wide, those past D as 0, so dK and dV get zero columns there, which the stores
+    of D columns drop — a head dim the fast paths do not take, padded inside the program
+    (BLOCK_HEAD_DIM_CHIPS). The scale is the caller's (1/sqrt(D))."""
+    W = D if DB == 0 else DB
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
@@ -209,18 +218,18 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
     BOUNDS_FREE = not CAUSAL and SCORE_MOD is None and MASK_MOD is None and not FUSED_DQ
     n0 = pid_n * BLOCK_N
-    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART)
     k1 = kt
     k2 = kt
     if FUSED_DQ and D > BLOCK_N:
         k1 = tl.load(kd, (n0, 0), shape=(BLOCK_N, DH))
         k2 = tl.load(kd, (n0, DH), shape=(BLOCK_N, DH))
     for i in range(0, nq, BLOCK_M):
-        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, D))
-        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, D))
+        qt = tl.load(qd, (i, 0), shape=(BLOCK_M, W))
+        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, W))
         q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
         st = tl.dot(kt, qt.T)
-        if D == 128 and PART != 1 and not FUSED_DQ:
+        if W == 128 and PART != 1 and not FUSED_DQ:
             dp = tl.dot(vt, dot_.T)             # beside Sᵀ (docs/dev/backward.md, "Dot order")
         s2, s_mod, s_raw = log2_scores(st, scale, b, h, q_idx, kv_idx, SCORE_MOD)
         # The LSE and Δ are read where they are used: as column vectors they take 16 registers
@@ -234,7 +243,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         if PART != 2:
             dv_acc += tl.dot(p.to(dot_.dtype), dot_)
         if PART != 1:
-            if D != 128 or FUSED_DQ:
+            if W != 128 or FUSED_DQ:
                 dp = tl.dot(vt, dot_.T)
             dlt = tl.load(dd, (i,), shape=(BLOCK_M,))
             ds = p * (dp - dlt[None, :])
@@ -274,9 +283,11 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
-                     EVEN: tl.constexpr = False):
+                     EVEN: tl.constexpr = False, DB: tl.constexpr = 0):
     """dQ of one query block: a key-block loop like the forward's; q, k, v and dO in the
-    layouts of layouts.py. EVEN: nk is a multiple of BLOCK_N, no key-tail mask (even_blocks)."""
+    layouts of layouts.py. EVEN: nk is a multiple of BLOCK_N, no key-tail mask (even_blocks).
+    DB: the blocks' head dim where it is not D, as the key-rows program's."""
+    W = D if DB == 0 else DB
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m      # the longest rows first, as the forward
@@ -293,11 +304,11 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     m0 = pid_m * BLOCK_M
-    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, D, BLOCK_M, BLOCK_N)
-    dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N)
+    dq_acc = tl.zeros((BLOCK_M, W), tl.float32)
     for j in range(0, nk, BLOCK_N):
-        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, D))
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, D))
+        kt = tl.load(kd, (j, 0), shape=(BLOCK_N, W))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, W))
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
         inside = tl.full((BLOCK_M, BLOCK_N), True, tl.int1) if EVEN else kv_idx < nk
@@ -345,18 +356,20 @@ def _launch(program, grid, *args, **constexprs):
     program[grid](*args, **constexprs)
 
 
-def delta_cuda(o, do, dlse, launch=_launch):
+def delta_cuda(o, do, dlse, launch=_launch, block_dim=0):
     """Δ = rowsum(dO∘O) − dlse of CUDA tensors o, do [B, H, Nq, D] (in layouts.row_layout's
     layouts) and float32 dlse [B, H, Nq], by attention_bwd_delta: O and dO read once, where torch's
     `(o.float() * do.float()).sum(-1) - dlse` wrote and read two float32 copies (0.37 ms at
-    b1 h16 n16k d128 on the H200, docs/bench/2026-12-03-h200-occupancy.md)."""
+    b1 h16 n16k d128 on the H200, docs/bench/2026-12-03-h200-occupancy.md). `block_dim`: the
+    blocks' head dim where it is not D (the program's DB)."""
     torch = gpu.torch_module()
     B, H, Nq, D = o.shape
     delta = torch.empty((B, H, Nq), dtype=torch.float32, device=o.device)
     if B * H and Nq:
-        bm = delta_block(D)
+        bm = delta_block(block_dim or D)
         launch(attention_bwd_delta, fold_grid(-(-Nq // bm), B * H),
-               o, do, dlse, delta, Nq, H, D=D, BLOCK_M=bm, **layout_constexprs(O=o, DO=do))
+               o, do, dlse, delta, Nq, H, D=D, BLOCK_M=bm, **layout_constexprs(O=o, DO=do),
+               **({"DB": block_dim} if block_dim else {}))
     return delta
 
 
@@ -404,8 +417,9 @@ def keyrows_part_blocks(cx, D, part):
 
 def keyrows_launches(shapes, cx, dq_cx):
     """[(PART, constexprs)] of the key-rows programs a backward of `shapes` launches: one
-    (PART 0), or dV then dK at head dims in SPLIT_KEYROWS, each with its blocks and EVEN."""
-    D = shapes[3]
+    (PART 0), or dV then dK at head dims in SPLIT_KEYROWS (the blocks' head dim: DB where
+    given), each with its blocks and EVEN."""
+    D = cx.get("DB") or shapes[3]
     launches = []
     for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
         part_cx = keyrows_part_blocks(cx, D, part)
@@ -426,11 +440,12 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     GPU's (NO_SPILL_SEARCH's key-rows variants), None on the interpreter."""
     B, H, Nq, D, Hkv, Nk = shapes
     BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+    W = cx.get("DB") or D                     # the blocks' head dim (the programs' tables')
     dq_cx = dq_cx or cx
     dq_even = even_blocks(shapes, cx, dq_cx)[1]
     if B * H and Nq and not delta_ready:
         launch(attention_bwd_delta, fold_grid(-(-Nq // BM), B * H), o, do, dlse, delta, Nq, H,
-               D=D, BLOCK_M=BM)
+               D=D, BLOCK_M=BM, **({"DB": cx["DB"]} if "DB" in cx else {}))
 
     def dq_program():
         if B * H and Nq and dq32 is None:
@@ -447,7 +462,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
             dq_program()
     if keyrows and B * H and Nk:
         for part, kr_cx in keyrows_launches(shapes, cx, dq_cx):
-            launch(_keyrows_program(chip, D, part, kr_cx, dq32 is not None),
+            launch(_keyrows_program(chip, W, part, kr_cx, dq32 is not None),
                    fold_grid(-(-Nk // BN), B * H),
                    q, k, v, do, lse, delta, dk, dv, dq if dq32 is None else dq32, Nq, Nk, H, Hkv,
                    dk.shape[1], scale, **kr_cx, **({"PART": part} if part else {}),
@@ -600,10 +615,12 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
 
 
 def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
-                             enable_gqa, dlse, block_m, block_n, keyrows=False, fused_dq=False):
+                             enable_gqa, dlse, block_m, block_n, keyrows=False, fused_dq=False,
+                             block_dim=0):
     """attention_backward on numpy arrays (the interpreter); `keyrows` runs the fast paths'
     key-rows dK/dV program instead of the group-looping one, `fused_dq` with dQ added up in it
-    (FUSED_DQ) instead of by the dQ program (their tests)."""
+    (FUSED_DQ) instead of by the dQ program, `block_dim` (with keyrows) the programs with
+    blocks that wide (DB: BLOCK_HEAD_DIM_CHIPS) — their tests."""
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do}
     for name, x in arrays.items():
         if not isinstance(x, np.ndarray):
@@ -614,6 +631,8 @@ def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask
                         f"{', '.join(str(x.dtype) for x in (q, k, v, o, do))}")
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                 block_m, block_n)
+    if block_dim:
+        cx = dict(cx, DB=block_dim)
     B, H, Nq, D, Hkv, Nk = shapes
     if o.shape != q.shape or do.shape != q.shape or lse.shape != (B, H, Nq):
         raise ValueError(f"o and do must have q's shape {tuple(q.shape)} and lse {(B, H, Nq)}; "
@@ -721,16 +740,18 @@ def _with_blocks(cx, blocks):
 
 
 def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                          block_m=None, block_n=None):
+                          block_m=None, block_n=None, block_dim=0):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
     where the backward takes the reference lowering: fp32, head dims other than 64, 128 and 256
     (256 on sm_90a only; 192 without a mask_mod where NATIVE_BACKWARD_HEAD_DIMS lists it), or
-    blocks asked for that the fast paths do not take (other than 64 or 128)."""
+    blocks asked for that the fast paths do not take (other than 64 or 128). `block_dim`: the
+    blocks' head dim where it is not q's (the programs' DB, BLOCK_HEAD_DIM_CHIPS), whose
+    tables the programs then take."""
     dtype = gpu.torch_dtype_name(q)
-    blocks = FAST_BACKWARD_BLOCKS.get(q.shape[-1])
+    D = block_dim or q.shape[-1]
+    blocks = FAST_BACKWARD_BLOCKS.get(D)
     if dtype not in ("f16", "bf16") or blocks is None:
         return None
-    D = q.shape[-1]
     chips = _FAST_BACKWARD_CHIPS.get(D)
     if chips is not None or D not in (64, 128):
         from .attention import _chip_for_blocks
@@ -743,7 +764,52 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
         return None
     # Mods that read captured tensors gather into registers on the fast paths, as in the
     # forward (since 2026-12-02; before, they took the reference lowering).
-    return _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, *blocks)
+    shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                *blocks)
+    return shapes, scale, (dict(cx, DB=block_dim) if block_dim else cx)
+
+
+# The chips on which the fast backward takes the head dims that attention.padded_head_dim pads
+# (96, 80, 40, 160, ...: Phi-3's 96) with blocks of the padded head dim over q, k, v, o and dO
+# as they are (the dQ, key-rows and Δ programs' DB: columns past D read as 0, dq, dk and dv
+# stored D wide), where D is a multiple of 8 and v has q's head dim (attention.pads_in_kernel).
+# Elsewhere such a call runs the fast programs on copies padded to that head dim
+# (_backward_padded), not the reference lowering. With the forward's
+# attention.BLOCK_HEAD_DIM_CHIPS too, tessel.attention with gradients runs both that way
+# (nothing padded is copied or saved for the backward). sm_90a's and sm_80's programs
+# compile with 0 spill at 96 and 80 (test_spills.py); empty until their GPU check
+# (test_attention_backward_gpu.py `test_block_head_dim_backward`).
+BLOCK_HEAD_DIM_CHIPS = ()
+
+
+def backward_block_dim(q, k, v, o, do, mask_mod):
+    """How the CUDA backward takes q's head dim D: 0 as it is (64, 128, 256; 192 where
+    NATIVE_BACKWARD_HEAD_DIMS lists it without a mask_mod; fp32 and the other dtypes),
+    else (Dp, inside): the head dim attention.padded_head_dim pads D to, and whether the
+    programs pad it themselves (BLOCK_HEAD_DIM_CHIPS) rather than run on padded copies."""
+    from .attention import _chip_for_blocks, padded_head_dim, pads_in_kernel
+    D = q.shape[-1]
+    if not all(x.shape[-1] == D for x in (k, v, o, do)):
+        return 0
+    Dp = padded_head_dim(D, gpu.torch_dtype_name(q))
+    if Dp is None:
+        return 0
+    chip = _chip_for_blocks(q)
+    if native_backward(D, chip) and mask_mod is None:
+        return 0
+    return Dp, chip in BLOCK_HEAD_DIM_CHIPS and pads_in_kernel(q, v, Dp)
+
+
+def _backward_padded(q, k, v, o, lse, do, Dp, scale, *args):
+    """_attention_backward_cuda on copies of q, k, v, o and dO with zero columns up to head dim
+    Dp (the forward's padding, attention.padded_head_dim), the gradients cut back to D columns:
+    zero columns change neither the scores nor Δ, and their gradients are zero."""
+    from .attention import _pad_columns, softmax_scale
+    D = q.shape[-1]
+    grads = _attention_backward_cuda(*(_pad_columns(x, Dp) for x in (q, k, v, o)), lse,
+                                     _pad_columns(do, Dp), args[0], softmax_scale(scale, D),
+                                     *args[1:])
+    return tuple(g[..., :D].contiguous() for g in grads)
 
 
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
@@ -753,8 +819,17 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     program, Δ by attention_bwd_delta (delta_cuda). The rest runs the three programs of
     the interpreter on the reference lowering, with the small blocks it needs."""
     torch = gpu.torch_module()
-    fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                 block_m, block_n)
+    padded = backward_block_dim(q, k, v, o, do, mask_mod)
+    fast = padded and _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod,
+                                            enable_gqa, block_m, block_n, padded[0])
+    if fast and not padded[1]:
+        # The fast programs on padded copies rather than the reference lowering at D.
+        return _backward_padded(q, k, v, o, lse, do, padded[0], scale, causal, score_mod,
+                                mask_mod, enable_gqa, dlse, block_m, block_n, deterministic)
+    block_dim = padded[0] if fast else 0
+    if not fast:
+        fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                     block_m, block_n)
     # The fast programs read q, k, v, o and dO in place where layouts.row_layout allows
     # (FlashAttention's [B, N, H, D] seen as [B, H, N, D]); the reference route copies.
     keep = in_place if fast is not None and STRIDED_BACKWARD else contiguous_aligned
@@ -770,13 +845,14 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         shapes, scale, cx = fast
         cx = dict(cx, **layout_constexprs(Q=q, K=k, V=v, DO=do))
     B, H, Nq, D, Hkv, Nk = shapes
+    W = block_dim or D                          # the blocks' head dim: the tables'
     # Each program's blocks where sm_90a's tables set them apart (asked-for blocks set both).
     dq_cx = kr_cx = cx
     from .attention import _chip_for_blocks
     chip = _chip_for_blocks(q) if fast is not None else None
     if chip == "sm_90a" and block_m is None and block_n is None:
-        dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(D))
-        kr_cx = _with_blocks(cx, FAST_KEYROWS_BLOCKS_SM90.get(D))
+        dq_cx = _with_blocks(cx, FAST_DQ_BLOCKS_SM90.get(W))
+        kr_cx = _with_blocks(cx, FAST_KEYROWS_BLOCKS_SM90.get(W))
     dlse = zeros_scratch(lse, B * H * Nq) if dlse is None else \
         dlse.float().expand(B, H, Nq).contiguous()
     dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (k, v))
@@ -789,12 +865,13 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     side = _side_stream(q.device) if CONCURRENT_DQ else None
     dq32 = None
     # dQᵀ's rows are the head dim: one accumulator of BLOCK_N rows, or two halves.
-    if kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and _fused_dq(q, D, deterministic):
+    if not block_dim and kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and \
+            _fused_dq(q, D, deterministic):
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         side = None
 
     def programs(launch, side=side):
-        delta = delta_cuda(o, do, dlse, launch=launch)
+        delta = delta_cuda(o, do, dlse, launch=launch, block_dim=block_dim)
         _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, kr_cx,
              keyrows=True, delta_ready=True, dq_cx=dq_cx, side=side, dq32=dq32, launch=launch,
              chip=chip)
@@ -913,7 +990,8 @@ def _autograd_function():
     class TesselAttention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, config):
-            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, _ = config
+            causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, _, \
+                block_dim = config
             if sparse is not None:
                 # A block mask: the forward visits its blocks (the mask_mod it was made from,
                 # causality folded in); the backward below runs the dense programs with the
@@ -923,7 +1001,7 @@ def _autograd_function():
                                                True, sparse[0], None, None, False, grad=False)
             else:
                 o, lse = _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod,
-                                         enable_gqa, True, block_m, block_n)
+                                         enable_gqa, True, block_m, block_n, block_dim)
             ctx.save_for_backward(q, k, v, o, lse)
             ctx.config = config
             # An output nobody differentiates (the LSE, mostly) reaches backward as None, not
@@ -935,7 +1013,7 @@ def _autograd_function():
         def backward(ctx, do, dlse):
             q, k, v, o, lse = ctx.saved_tensors
             causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse, \
-                deterministic = ctx.config
+                deterministic, _ = ctx.config
             if do is None:                  # only the LSE has a gradient
                 do = torch.zeros_like(o)
             if sparse is not None:
@@ -944,7 +1022,9 @@ def _autograd_function():
                                                 sparse[1], enable_gqa, dlse,
                                                 block_mask=sparse[0])
                 return dq, dk, dv, None
-            # The forward's block sizes are not the backward's (gpu_backward_blocks).
+            # The forward's block sizes are not the backward's (gpu_backward_blocks); a forward
+            # with blocks wider than D (block_dim) meets a backward that takes them too
+            # (backward_block_dim).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
                                                   mask_mod, enable_gqa, dlse, None, None,
                                                   deterministic)
@@ -980,10 +1060,11 @@ def check_differentiable(score_mod, dtype, D, like=None):
 
 
 def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_lse,
-                        block_m, block_n, block_mask=None, deterministic=False):
+                        block_m, block_n, block_mask=None, deterministic=False, block_dim=0):
     """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn. With a
     block_mask (given, or built for a mask that reads tensors: blocksparse.auto_block_mask) the
-    forward is block-sparse and the backward the dense programs with the mask_mod."""
+    forward is block-sparse and the backward the dense programs with the mask_mod. block_dim:
+    the forward's blocks' head dim where it is not D (attention.block_head_dim_takes)."""
     check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1], like=q)
     sparse = None
     if block_mask is not None:
@@ -992,6 +1073,6 @@ def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
         from . import blocksparse
         sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
     config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse,
-              deterministic)
+              deterministic, block_dim)
     o, lse = _autograd_function().apply(q, k, v, config)
     return (o, lse) if return_lse else o

@@ -4,7 +4,7 @@
         [--dims 64 128] [--lengths 4096 16384] [--dtype fp16] [--sweep 64x64 128x64 ...]
         [--async-dots] [--no-occupancy-hints] [--no-sink-waits] [--no-split-keyrows]
         [--concurrent-dq] [--dq-blocks 64x64] [--keyrows-blocks 64x128] [--with-deterministic] [--fused-dq 64 128]
-        [--dk-block-m 32] [--padded-192]
+        [--dk-block-m 32] [--padded-192] [--ab-block-head-dim]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048. TFLOP/s count
 the backward as 2.5 × the forward's 4·b·h·n²·d (half for causal), FlashAttention's convention.
@@ -17,8 +17,11 @@ Each timed call is what a training step pays for the backward of one attention:
   forced (autograd's own overhead included).
 
 Head dim 192: the tessel row is the native backward on sm_90a (backward.
-NATIVE_BACKWARD_HEAD_DIMS); with --padded-192 it is the padded route tessel.attention's autograd
-took before (q, k, v, o and dO padded to 256, the gradients cut back: pads and cuts timed).
+NATIVE_BACKWARD_HEAD_DIMS); with --padded-192 it is the padded route (q, k, v, o and dO padded to
+256, the gradients cut back: pads and cuts timed). Head dims the forward pads (96, 80, ...):
+attention_backward's default (padded copies, or the programs' DB where
+backward.BLOCK_HEAD_DIM_CHIPS lists the chip); --ab-block-head-dim times the DB route beside it
+in the same row (`DB` and its ratio to the default).
 
 Also per row: the largest |tessel − FA2| of dq, dk and dv relative to FA2's largest value (a
 sanity check: the float64 checks are test/gpu/test_attention_backward_gpu.py), and at the longest
@@ -75,6 +78,10 @@ def main():
     ap.add_argument("--padded-192", action="store_true",
                     help="d192 padded to 256 (backward.NATIVE_BACKWARD_HEAD_DIMS emptied), not "
                          "as it is")
+    ap.add_argument("--ab-block-head-dim", action="store_true",
+                    help="at head dims the forward pads, also time the backward with blocks of "
+                         "the padded head dim over the tensors as they are "
+                         "(backward.BLOCK_HEAD_DIM_CHIPS) in the same row")
     ap.add_argument("--even-causal", action="store_true",
                     help="backward.EVEN_CAUSAL: causal calls at whole blocks run the key-rows "
                          "program without its bounds mask (off by default until measured)")
@@ -125,7 +132,7 @@ def main():
                   dtype=args.dtype, async_dots=args.async_dots,
                   concurrent_dq=args.concurrent_dq, dq_blocks=args.dq_blocks,
                   keyrows_blocks=args.keyrows_blocks, split_keyrows=args.split_keyrows,
-                  even_causal=args.even_causal, native_192=args.native_192,
+                  even_causal=args.even_causal, native_192=not args.padded_192,
                   rows=[])
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
@@ -143,15 +150,23 @@ def main():
                 o, lse = tessel.attention(q, k, v, causal=causal, return_lse=True)
 
                 def ours():
-                    if D == 192 and not args.native_192:      # tessel.attention's padded route
-                        pad = [torch.nn.functional.pad(x, (0, 64)) for x in (q, k, v, o, do)]
-                        grads = tessel.attention_backward(*pad[:4], lse, pad[4], causal=causal,
-                                                          scale=D ** -0.5)
-                        return tuple(g[..., :D].contiguous() for g in grads)
                     return tessel.attention_backward(q, k, v, o, lse, do, causal=causal)
                 row = dict(d=D, n=n, b=B, h=H, causal=causal)
                 mine = ours()
                 row["tessel_ms"] = timed(ours)
+                if args.ab_block_head_dim and D not in (64, 128, 256):
+                    import tessel.backward as bw
+
+                    def inside():
+                        bw.BLOCK_HEAD_DIM_CHIPS = ("sm_80", "sm_90a")
+                        try:
+                            return ours()
+                        finally:
+                            bw.BLOCK_HEAD_DIM_CHIPS = default_chips
+                    default_chips = bw.BLOCK_HEAD_DIM_CHIPS
+                    row["max_rel_diff_db"] = max(max_rel_diff(a, b)
+                                                 for a, b in zip(mine, inside()))
+                    row["tessel_db_ms"] = timed(inside)
                 if args.with_deterministic:
                     def det():
                         return tessel.attention_backward(q, k, v, o, lse, do, causal=causal,
@@ -182,6 +197,10 @@ def main():
                                                      for a, b in zip(mine, grads["fa2"]))
                 line = sdpa_cells(row, flops, "max_rel_diff_vs_fa2")
                 report["rows"].append(row)
+                if "tessel_db_ms" in row:
+                    line += (f"  DB {flops / row['tessel_db_ms'] / 1e9:.1f} "
+                             f"({row['tessel_ms'] / row['tessel_db_ms']:.2f}×, "
+                             f"diff {row['max_rel_diff_db']:.1e})")
                 if args.with_deterministic:
                     line += (f"  det {flops / row['tessel_det_ms'] / 1e9:.1f} "
                              f"({row['tessel_det_ms'] / row['tessel_ms']:.2f}×, "

@@ -102,6 +102,70 @@ def test_native_head_dim_192_backward(monkeypatch, dtype, causal, shape, mod):
     check_backward(dtype, 192, causal, shape, mod)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(1, 4, 2, 300, 257), (2, 2, 2, 512, 512)],
+                         ids=["gqa-300x257", "512"])
+@pytest.mark.parametrize("D,mod", [(96, None), (80, "softcap"), (40, None), (160, "alibi")])
+def test_block_head_dim_backward(monkeypatch, dtype, causal, shape, D, mod):
+    """backward.BLOCK_HEAD_DIM_CHIPS with the forward's attention.BLOCK_HEAD_DIM_CHIPS: head
+    dims padded_head_dim pads (Phi-3's 96, 80, 40, 160) run forward and backward with blocks
+    of the padded head dim over the tensors as they are (the programs' DB), nothing copied
+    padded: tessel.attention's gradients against float64 autograd, GQA, ragged and whole
+    blocks, mods."""
+    import tessel.backward as bw
+    attn = importlib.import_module("tessel.attention")
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    if D == 160 and chip != "sm_90a":
+        pytest.skip("head dim 256's fast backward is sm_90a's")
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(attn, "_attention_padded", lambda *a, **kw: pytest.fail("padded"))
+    monkeypatch.setattr(bw, "_backward_padded", lambda *a, **kw: pytest.fail("padded"))
+    monkeypatch.setattr(bw, "gpu_backward_blocks", lambda *a: pytest.fail("reference"))
+    check_backward(dtype, D, causal, shape, mod)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["copies", "in-kernel"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [96, 80])
+def test_attention_backward_at_padded_head_dims(monkeypatch, inside, causal, D):
+    """tessel.attention_backward called itself (as attention_varlen's backward and the ring's
+    do) at a head dim the forward pads: the fast programs on padded copies (_backward_padded),
+    or with BLOCK_HEAD_DIM_CHIPS on the tensors as they are — never the reference lowering —
+    against float64 autograd, GQA and ragged lengths, with a gradient on the LSE."""
+    import tessel.backward as bw
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", (chip,) if inside else ())
+    monkeypatch.setattr(bw, "gpu_backward_blocks", lambda *a: pytest.fail("reference"))
+    padded = []
+    real = bw._backward_padded
+    monkeypatch.setattr(bw, "_backward_padded", lambda *a: padded.append(1) or real(*a))
+    gen = torch.Generator(device="cuda").manual_seed(D + causal)
+    B, H, Hkv, Nq, Nk = 2, 4, 2, 300, 257
+    q, k, v = (torch.randn(B, h, n, D, device="cuda", generator=gen).half()
+               for h, n in ((H, Nq), (Hkv, Nk), (Hkv, Nk)))
+    do = torch.randn(B, H, Nq, D, device="cuda", generator=gen).half()
+    dlse = torch.randn(B, H, Nq, device="cuda", generator=gen)
+    o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, return_lse=True)
+    got = tessel.attention_backward(q, k, v, o, lse, do, causal=causal, enable_gqa=True,
+                                    dlse=dlse)
+    assert bool(padded) != inside
+
+    def grads(dtype):
+        leaves = [x.to(dtype).requires_grad_() for x in (q, k, v)]
+        kk, vv = (x.repeat_interleave(H // Hkv, dim=1) for x in leaves[1:])
+        s = leaves[0] @ kk.transpose(-1, -2) / math.sqrt(D)
+        if causal:
+            s = s.masked_fill(torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").triu(1),
+                              float("-inf"))
+        out = torch.softmax(s, dim=-1) @ vv
+        (out * do.to(dtype)).sum().add_((torch.logsumexp(s, dim=-1) * dlse.to(dtype)).sum()) \
+            .backward()
+        return [x.grad for x in leaves]
+    assert_within_twice_torch(got, grads(torch.float64), grads(torch.float16))
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("mod", [None, "softcap"])
 @pytest.mark.parametrize("table,blocks", [("KEYROWS_DK_BLOCK_M", 32),

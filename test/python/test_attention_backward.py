@@ -108,7 +108,7 @@ def inputs(B, H, Hkv, Nq, Nk, D, seed):
 
 
 def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=False,
-             fused_dq=False):
+             fused_dq=False, block_dim=0):
     score_mod, mask_mod, causal, score, score_grad, allowed = CASES[name]
     q, k, v, do = inputs(B, H, Hkv, Nq, Nk, D, seed)
     gqa = H != Hkv
@@ -118,7 +118,7 @@ def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=Fa
     if keyrows:   # the fast paths' dK/dV program (keys as rows), on the interpreter
         dq, dk, dv = _attention_backward_host(q, k, v, o, lse, do, causal, None, score_mod,
                                               mask_mod, gqa, dlse, block, block, keyrows=True,
-                                              fused_dq=fused_dq)
+                                              fused_dq=fused_dq, block_dim=block_dim)
     else:
         dq, dk, dv = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **kw, **blocks)
     ref = reference_attention_backward(q, k, v, do, causal=causal, score=score,
@@ -278,6 +278,32 @@ def test_key_rows_program_with_fused_dq(name):
     # Past head dim 64: dQᵀ in two halves of the head dim (K's half columns).
     run_case(name, B=1, H=2, Hkv=1, Nq=20, Nk=33, D=128, seed=9, block=16, keyrows=True,
              fused_dq=True)
+
+
+@pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "softcap", "window"])
+def test_backward_blocks_wider_than_the_head_dim(name, monkeypatch):
+    """The programs' DB (backward.BLOCK_HEAD_DIM_CHIPS: what a CUDA backward at head dim 96,
+    80 or 40 runs): head dim 24 read in blocks 32 wide (q, k, v, dO; o by the Δ program),
+    columns past 24 as 0, dq, dk and dv stored 24 wide — against float64, GQA and ragged
+    lengths, a gradient on the LSE, the key-rows program whole and in two parts. A DB
+    narrower than D (16) fails it."""
+    from tessel import backward as bw
+    rng = np.random.default_rng(3)
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=24, seed=7, block=16, keyrows=True,
+             block_dim=32, dlse=rng.standard_normal((2, 4, 23)).astype(np.float32))
+    run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=40, D=24, seed=40, block=16, keyrows=True,
+             block_dim=32)
+    monkeypatch.setattr(bw, "SPLIT_KEYROWS", (32,))     # (the blocks' head dim decides)
+    launched = []
+    real = bw._keyrows_program
+    monkeypatch.setattr(bw, "_keyrows_program", lambda chip, D, part, cx, fused:
+                        launched.append((D, part, cx["DB"])) or real(chip, D, part, cx, fused))
+    run_case(name, B=1, H=2, Hkv=1, Nq=20, Nk=33, D=24, seed=9, block=16, keyrows=True,
+             block_dim=32)
+    assert launched == [(32, 1, 32), (32, 2, 32)]
+    with pytest.raises(AssertionError):
+        run_case(name, B=1, H=1, Hkv=1, Nq=17, Nk=17, D=24, seed=5, block=16, keyrows=True,
+                 block_dim=16)
 
 
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "window"])
@@ -532,6 +558,44 @@ def test_native_192_backward_is_routed_where_listed(monkeypatch):
                                           False) is None
     chip[0] = "sm_80"
     assert route() is None and not attn.native_head_dim(192, "f16", "sm_80", True, False)
+
+
+def test_padded_head_dims_take_the_fast_backward(monkeypatch):
+    """backward.backward_block_dim: a CUDA backward at a head dim the forward pads (96, 80, 40,
+    160; 192 where it is not native) runs the fast programs at the padded head dim — inside
+    the programs (DB) where BLOCK_HEAD_DIM_CHIPS lists the chip and D is a multiple of 8, else
+    on padded copies — and keeps D's scale; 64/128/256 and fp32 are taken as they are. With
+    both switches, tessel.attention with gradients pads inside the kernels too."""
+    torch = pytest.importorskip("torch")
+    import importlib
+    from tessel import backward as bw
+    attn = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
+
+    def route(D, dtype=torch.float16, v_dim=None, mask_mod=None):
+        q = torch.zeros(1, 2, 64, D, dtype=dtype)
+        v = torch.zeros(1, 2, 64, v_dim or D, dtype=dtype)
+        return bw.backward_block_dim(q, q, v, v, v, mask_mod)
+    assert bw.BLOCK_HEAD_DIM_CHIPS == ()
+    assert route(96) == (128, False) and route(160) == (256, False)
+    assert route(64) == route(128) == route(256) == route(192) == 0
+    assert route(96, torch.float32) == 0 and route(96, v_dim=64) == 0
+    assert route(192, mask_mod=lambda b, h, i, j: i >= j) == (256, False)
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
+    assert route(96) == (128, True) and route(40) == (64, True)
+    assert route(100) == (128, False)              # (not a multiple of 8: copies)
+    q = torch.zeros(1, 2, 64, 96, dtype=torch.float16)
+    shapes, scale, cx = bw._fast_backward_config(q, q, q, True, None, None, None, False,
+                                                 block_dim=128)
+    assert (shapes[3], cx["D"], cx["DB"], cx["BLOCK_M"]) == (96, 96, 128, 64)
+    assert scale == pytest.approx(96 ** -0.5)
+    assert [p for p, _ in bw.keyrows_launches(shapes, dict(cx, DB=256), cx)] == [1, 2]
+    assert not attn.block_head_dim_takes(q, q, 128, "sm_90a", True, False)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
+    assert attn.block_head_dim_takes(q, q, 128, "sm_90a", True, False)
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", ())
+    assert not attn.block_head_dim_takes(q, q, 128, "sm_90a", True, False)
+    assert attn.block_head_dim_takes(q, q, 128, "sm_90a", False, False)
 
 
 @dsl_helpers.needs_ptxas()

@@ -535,6 +535,46 @@ def test_native_192_backward_programs_spill_little(tmp_path, causal):
     assert spilled == {"dq": 0, 1: 0, 2: spilled[2]} and spilled[2] <= (20 if causal else 0)
 
 
+@needs_ptxas()
+@pytest.mark.parametrize("chip,D,causal", [("sm_90a", 96, False), ("sm_90a", 80, True),
+                                           ("sm_80", 96, False)],
+                         ids=["96-full", "80-causal", "sm80-96-full"])
+def test_block_head_dim_backward_programs(tmp_path, chip, D, causal):
+    # backward.BLOCK_HEAD_DIM_CHIPS' programs (head dim D in blocks 128 wide: DB) as _run
+    # launches them (the dQ program's sm_90a blocks, the key-rows program with d128's
+    # NO_SPILL_SEARCH entry): the fast paths; dQ spills nothing, the key-rows program no
+    # more than the d128 program it stands beside (0 non-causal; the causal form's masked
+    # loops spill at d128 too). With trim_zero_columns: fewer MMA instructions (Sᵀ's and dP's
+    # k steps over D's columns), no more spill.
+    from tessel.backward import FAST_DQ_BLOCKS_SM90, _keyrows_program, attention_bwd_dq
+    op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
+    row = np.zeros((1, 2, 1024), np.float32)
+    dq_blocks = FAST_DQ_BLOCKS_SM90.get(128, (64, 64)) if chip == "sm_90a" else (64, 64)
+    built = {}
+    for width, db in ((D, {"DB": 128}), (128, {})):
+        x = np.zeros((1, 2, 1024, width), np.float16)
+        cx = dict(D=width, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None,
+                  MASK_MOD=None, **db)
+        dq = attention_bwd_dq.warmup(x, x, x, x, row, row, x, 1024, 1024, 2, 2, 0.1,
+                                     **dict(cx, BLOCK_M=dq_blocks[0], BLOCK_N=dq_blocks[1]))
+        program = _keyrows_program(chip, 128, 0, cx, False)
+        kr = program.warmup(x, x, x, x, row, row, x, x, x, 1024, 1024, 2, 2, 2, 0.1, **cx)
+        for trim in (False, True) if db else (False,):
+            built[width, trim] = [
+                cache.get_binary(k, _gpu(p, chip, trim_zero_columns=trim),
+                                 directory=str(tmp_path)) for k, p in
+                ((dq, attention_bwd_dq), (kr, program))]
+    for trim in (False, True):
+        dq, kr = built[D, trim]
+        assert dq.manifest["spill_bytes"] == 0 and op in dq.ptx and op in kr.ptx
+        assert kr.manifest["spill_bytes"] <= built[128, False][1].manifest["spill_bytes"] or \
+            kr.manifest["spill_bytes"] == 0, (trim, kr.manifest)
+    for i in (0, 1):
+        plain, trimmed = built[D, False][i], built[D, True][i]
+        assert trimmed.ptx.count(op) < plain.ptx.count(op)
+        assert trimmed.manifest["spill_bytes"] <= plain.manifest["spill_bytes"]
+
+
 def _gathered_bias_kernel():
     """The d128 persistent block-sparse kernel of a causal mask with a gathered relative bias
     (rel_bias), which spills until its overlap goes (skips without ptxas)."""
