@@ -3,7 +3,6 @@ D 64, B2 H4 Hkv2, Nq 1500, Nk 1024, block_n 64, scale -0.2, fp16 — o 0.95 off 
 runs that case and its neighbours (scale sign, block_n, lengths, persistent or not, GpuOptions
 switches from argv as FIELD=VALUE) and prints each one's error and constexprs."""
 import importlib
-import math
 import sys
 
 import torch
