@@ -234,18 +234,27 @@ def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL"):
 
 @contextlib.contextmanager
 def _dense_block_dim(c):
-    """On CUDA, half the cases at a head dim tessel pads (96) with attention.
-    BLOCK_HEAD_DIM_CHIPS listing the device's chip (the dense kernels' DB) for the call."""
-    if not c.get("db"):
+    """On CUDA, at a head dim tessel pads (96): the kernels' DB (attention's and backward's
+    BLOCK_HEAD_DIM_CHIPS listing the device's chip) where c["db"], padded copies (both empty)
+    where not, for the call."""
+    if c.get("db") is None:
         yield
         return
-    attn = importlib.import_module("tessel.attention")
-    saved = attn.BLOCK_HEAD_DIM_CHIPS
-    attn.BLOCK_HEAD_DIM_CHIPS = (tessel.gpu.chip_of(0),)
+    from tessel import backward
+    modules = (importlib.import_module("tessel.attention"), backward)
+    saved = [m.BLOCK_HEAD_DIM_CHIPS for m in modules]
+    for m in modules:
+        m.BLOCK_HEAD_DIM_CHIPS = (tessel.gpu.chip_of(0),) if c["db"] else ()
     try:
         yield
     finally:
-        attn.BLOCK_HEAD_DIM_CHIPS = saved
+        for m, chips in zip(modules, saved):
+            m.BLOCK_HEAD_DIM_CHIPS = chips
+
+
+def _draw_dense_block_dim(rng, c):
+    """c["db"] for _dense_block_dim: on CUDA at head dim 96, True or False at even odds."""
+    c["db"] = bool(rng.integers(0, 2)) if BACKEND.device == "cuda" and c["D"] == 96 else None
 
 
 def forward_case(rng):
@@ -253,7 +262,7 @@ def forward_case(rng):
     tensors; None, or what went wrong."""
     c = _dense_case(rng)
     _value_head_dim(rng, c)
-    c["db"] = BACKEND.device == "cuda" and c["D"] == 96 and bool(rng.integers(0, 2))
+    _draw_dense_block_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
     score_mod, mask_mod, ref_score, ref_mask, c["mods"] = _user_mods(rng, c["H"])
     with _switched(c), _dense_block_dim(c):
@@ -281,6 +290,7 @@ def backward_case(rng):
     c["autograd"] = autograd
     if autograd:                       # attention_backward's programs keep one head dim
         _value_head_dim(rng, c)
+    _draw_dense_block_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
     do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3] + ref[2].shape[3:]),
                               c["dtype"])
@@ -291,15 +301,16 @@ def backward_case(rng):
     options = dict(_call_options(c), score_mod=score_mod, mask_mod=mask_mod)
     for x in (q, k, v) if autograd else ():
         x.requires_grad_()
-    o, lse = tessel.attention(q, k, v, return_lse=True, **options)
-    if autograd:
-        loss = (o.float() * do.float()).sum()
-        if dlse is not None:
-            loss = loss + (lse * dlse).sum()
-        loss.backward()
-        grads = (q.grad, k.grad, v.grad)
-    else:
-        grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **options)
+    with _dense_block_dim(c):
+        o, lse = tessel.attention(q, k, v, return_lse=True, **options)
+        if autograd:
+            loss = (o.float() * do.float()).sum()
+            if dlse is not None:
+                loss = loss + (lse * dlse).sum()
+            loss.backward()
+            grads = (q.grad, k.grad, v.grad)
+        else:
+            grads = tessel.attention_backward(q, k, v, o, lse, do, dlse=dlse, **options)
     score, score_grad, allowed = _with_user_mods(c, ref_score, ref_mask)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     want = reference_attention_backward(*ref, do64, scale=scale, causal=c["causal"],

@@ -100,7 +100,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +
          (options.tmaProducer ? "" : ";no-tma-producer") + (options.tmaOnly ? ";tma-only" : "") +
          (options.vectorStores ? "" : ";no-vector-stores") +
-         (options.trimZeroColumns ? ";trim-zero-columns" : "") +
+         (options.trimZeroColumns ? "" : ";no-trim-zero-columns") +
          (options.spillFallbacks ? "" : ";no-spill-fallbacks") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }

@@ -144,7 +144,7 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
   Option<bool> trimZeroColumns{*this, "trim-zero-columns",
                                llvm::cl::desc("Dots summed along a B block's columns run k "
                                               "steps only over the columns its copies fill."),
-                               llvm::cl::init(false)};
+                               llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};

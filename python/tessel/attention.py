@@ -410,9 +410,11 @@ NATIVE_STRIDED = True
 # q's head dim, D a multiple of 8 (the loads bound columns by 16-byte chunks). As
 # attention_varlen's serving_checks.VARLEN_BLOCK_HEAD_DIM (on since its GPU check: 1.08-1.25x
 # the copied padding). sm_90a's and sm_80's kernels compile with 0 spill at 96/80/40 -> 128/64
-# and 160 -> 256 (test_spills.py); empty until its GPU check (test_python_gpu.py
-# `test_block_head_dim`; sm_80's code has not run).
-BLOCK_HEAD_DIM_CHIPS = ()
+# and 160 -> 256 (test_spills.py). sm_90a since its GPU check (H100, 2026-12-06:
+# test_python_gpu.py `test_block_head_dim` 48/48 against float32, 96/96 with trim_zero_columns;
+# d96 fp16 TFLOP/s padded -> DB 185 -> 433 at 1k, 355 -> 484 at 4k, 445 -> 476 at 16k, causal
+# 263 -> 434 at 4k: docs/bench/2026-12-06-h100-s43.md). sm_80's code has not run.
+BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 
 
 def pads_in_kernel(q, v, Dp):

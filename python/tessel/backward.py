@@ -776,10 +776,14 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
 # Elsewhere such a call runs the fast programs on copies padded to that head dim
 # (_backward_padded), not the reference lowering. With the forward's
 # attention.BLOCK_HEAD_DIM_CHIPS too, tessel.attention with gradients runs both that way
-# (nothing padded is copied or saved for the backward). sm_90a's and sm_80's programs
-# compile with 0 spill at 96 and 80 (test_spills.py); empty until their GPU check
-# (test_attention_backward_gpu.py `test_block_head_dim_backward`).
-BLOCK_HEAD_DIM_CHIPS = ()
+# (nothing padded is copied or saved for the backward). sm_90a's and sm_80's dQ programs
+# compile with 0 spill at 96 and 80, the key-rows programs with no more than d128's
+# (test_spills.py). sm_90a since its GPU check (H100, 2026-12-06:
+# test_attention_backward_gpu.py `test_block_head_dim_backward` and
+# `test_attention_backward_at_padded_head_dims` 40/40 against float64, 32/32 with
+# trim_zero_columns; d96 attention_backward 1.16-1.34x the padded copies, bit for bit the same
+# gradients: docs/bench/2026-12-06-h100-s43.md). sm_80's code has not run.
+BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 
 
 def backward_block_dim(q, k, v, o, do, mask_mod):

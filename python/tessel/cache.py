@@ -196,9 +196,10 @@ class GpuOptions:
     #: Dots summed along a B block's columns (S = Q·Kᵀ) run their k steps only over the
     #: columns the block's copies fill: past a descriptor's constant column count the copies
     #: write zeros, as a head dim padded inside the kernel (DB) has them — at 96 in blocks of
-    #: 128, S takes 6 of 8 k steps (convert-tile-to-mma trim-zero-columns). Off until measured
-    #: on a GPU (bench/results/2026-12-06-s42/next1.sh).
-    trim_zero_columns: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: 128, S takes 6 of 8 k steps (convert-tile-to-mma trim-zero-columns). On since its H100
+    #: check (the forward at d96/d80 +0 to +10 %, the backward +4 to +10 %:
+    #: docs/bench/2026-12-06-h100-s43.md); False to compare.
+    trim_zero_columns: bool = dataclasses.field(default=True, metadata={"code": True})
     #: On the fast paths, the copies tile-split-masked-loops makes of a masked key loop (an
     #: unmasked loop over the blocks the mask shows whole, masked loops for the boundary
     #: blocks) run as one loop whose mask is skipped under a uniform branch where it is all

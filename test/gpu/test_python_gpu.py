@@ -179,6 +179,27 @@ def test_attention_matches_float32(dtype, D, causal, case):
     RESULTS["attention"].append(row)
 
 
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("blocks", [(64, 64), (128, 64), (64, 128), (64, 32), (128, 128)],
+                         ids=lambda b: f"{b[0]}x{b[1]}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_asked_for_blocks_match_float32(D, blocks, causal):
+    """tessel.attention with block_m / block_n asked for, over whole key blocks (one key loop:
+    EVEN_N) and ragged ones, fresh inputs against float32. d64 at 64x64 and 128x64 over whole
+    key blocks read P in place of Q after the first block (ptxas 13.0; the forty-third session's
+    CUDA fuzzer found it: tilegpu's plan now reads such a Q by descriptor)."""
+    gen = torch.Generator(device="cuda").manual_seed(D + blocks[0] + 3 * blocks[1] + causal)
+    for Nq, Nk in ((300, 512), (256, 250)):
+        q = rand((1, 4, Nq, D), torch.float16, gen)
+        k, v = (rand((1, 2, Nk, D), torch.float16, gen) for _ in range(2))
+        o, lse = tessel.attention(q, k, v, causal=causal, enable_gqa=True, block_m=blocks[0],
+                                  block_n=blocks[1], return_lse=True)
+        ref_o, ref_lse = reference(q, k, v, causal, D ** -0.5)
+        rel = ((o.float() - ref_o).abs().max() / ref_o.abs().max()).item()
+        assert rel < TOL[torch.float16], (Nq, Nk, rel)
+        assert (lse - ref_lse).abs().max().item() < 1e-2, (Nq, Nk)
+
+
 AFFINE_SLOPES = torch.tensor([2.0 ** -8, 2.0 ** -3, 0.5, 1.0])   # per head, shallow to steep
 
 

@@ -576,7 +576,8 @@ def test_padded_head_dims_take_the_fast_backward(monkeypatch):
         q = torch.zeros(1, 2, 64, D, dtype=dtype)
         v = torch.zeros(1, 2, 64, v_dim or D, dtype=dtype)
         return bw.backward_block_dim(q, q, v, v, v, mask_mod)
-    assert bw.BLOCK_HEAD_DIM_CHIPS == ()
+    assert bw.BLOCK_HEAD_DIM_CHIPS == ("sm_90a",)
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", ())
     assert route(96) == (128, False) and route(160) == (256, False)
     assert route(64) == route(128) == route(256) == route(192) == 0
     assert route(96, torch.float32) == 0 and route(96, v_dim=64) == 0
@@ -590,6 +591,7 @@ def test_padded_head_dims_take_the_fast_backward(monkeypatch):
     assert (shapes[3], cx["D"], cx["DB"], cx["BLOCK_M"]) == (96, 96, 128, 64)
     assert scale == pytest.approx(96 ** -0.5)
     assert [p for p, _ in bw.keyrows_launches(shapes, dict(cx, DB=256), cx)] == [1, 2]
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ())
     assert not attn.block_head_dim_takes(q, q, 128, "sm_90a", True, False)
     monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
     assert attn.block_head_dim_takes(q, q, 128, "sm_90a", True, False)

@@ -383,12 +383,15 @@ def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch
 
 
 def test_block_head_dim_route(fake_torch, monkeypatch):
-    """attention.BLOCK_HEAD_DIM_CHIPS (empty until its GPU check): a forward call that would be
+    """attention.BLOCK_HEAD_DIM_CHIPS (sm_90a since its GPU check): a forward call that would be
     padded runs the dense kernels with DB, the padded head dim, on q, k and v as they are —
-    not with gradients, a mask_mod, a v of its own head dim, a head dim that is not a multiple
-    of 8, or on a chip it does not list; those pad as before."""
+    with gradients only where the backward takes DB too (backward.BLOCK_HEAD_DIM_CHIPS), not
+    with a mask_mod, a v of its own head dim, a head dim that is not a multiple of 8, or on a
+    chip it does not list; those pad as before."""
+    from tessel import backward
     attn = importlib.import_module("tessel.attention")
-    assert attn.BLOCK_HEAD_DIM_CHIPS == ()
+    assert attn.BLOCK_HEAD_DIM_CHIPS == backward.BLOCK_HEAD_DIM_CHIPS == ("sm_90a",)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ())
     chip = ["sm_90a"]
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
     routes = []
@@ -409,6 +412,12 @@ def test_block_head_dim_route(fake_torch, monkeypatch):
     assert route(96, mask_mod=lambda b, h, i, j: i >= j) == "padded"
     grad = T((1, 2, 300, 96), fake_torch.float16)
     grad.requires_grad = True
+    monkeypatch.setattr(backward, "attention_with_grad",
+                        lambda *a, **kw: routes.append(("grad", kw.get("block_dim", 0))))
+    routes.clear()
+    tessel.attention(grad, grad, grad)
+    assert routes == [("grad", 128)]
+    monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", ())
     routes.clear()
     tessel.attention(grad, grad, grad)
     assert routes == ["padded"]

@@ -172,6 +172,27 @@ def test_synchronous_consumers_read_q_by_descriptor(tmp_path, once):
             assert b.manifest["spill_bytes"] == 0 and b.manifest["given_up"] == [], b.manifest
 
 
+@pytest.mark.parametrize("D,BN,even,by_descriptor", [
+    (64, 64, True, True), (64, 64, False, False), (128, 64, True, False), (64, 32, True, False)],
+    ids=["d64-64-one-loop", "d64-64-two-loops", "d128-64-one-loop", "d64-32-one-loop"])
+def test_one_warpgroup_reads_q_of_p_width_by_descriptor(tmp_path, D, BN, even, by_descriptor):
+    # The same ptxas 13.0 fault without warp specialization (forty-third session, H100): the
+    # one-warpgroup kernel at d64 with 64-key blocks and whole key blocks (EVEN_N: one key
+    # loop) kept Q's wgmma A fragments in registers beside a P of the same width, and every S
+    # after the first read P (0.8 relative error; d128 64x64, d64 64x32 and the two-loop form
+    # were right). tilegpu's plan reads such a Q by descriptor (LoadSlot::byDescriptor): no
+    # ldmatrix left, Q's bytes its own; the others keep Q in registers. No spill either way.
+    x = np.zeros((1, 2, 256, D), np.float16)
+    lse = np.zeros((1, 2, 256), np.float32)
+    k = attention_kernel.warmup(x, x, x, x, lse, 256, 256, 2, 2, 0.1, D=D, BLOCK_M=64,
+                                BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None,
+                                EVEN_N=even)
+    b = _ptx(tmp_path, k)
+    assert b.manifest["block"][0] == 128 and "wgmma.mma_async" in b.ptx, b.manifest
+    assert ("ldmatrix" in b.ptx) != by_descriptor
+    assert b.manifest["spill_bytes"] == 0, b.manifest
+
+
 def test_producer_once_compiles(tmp_path):
     # GpuOptions(producer_once=True) (off by default): the producer copies Q too — one more
     # cp.async.mbarrier.arrive in the PTX (its once_full), still no spill; a key of its own.

@@ -185,13 +185,13 @@ def test_block_head_dim_kernels_compile(tmp_path, chip, D, DB, causal, n):
     assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync") in b.ptx
     if chip == "sm_90a" and DB <= 128 and not (causal and n < 2048):
         assert "cp.async.bulk.tensor" in b.ptx          # K and V through TMA
-    # GpuOptions(trim_zero_columns): S's k steps only over D's columns (ceil(D / 16) of
-    # DB / 16), P·V's kept; 0 spill still.
-    t = cache.get_binary(k, dataclasses.replace(_gpu(k, chip), trim_zero_columns=True),
+    # GpuOptions(trim_zero_columns), on by default: S's k steps only over D's columns
+    # (ceil(D / 16) of DB / 16), P·V's kept; 0 spill either way.
+    t = cache.get_binary(k, dataclasses.replace(_gpu(k, chip), trim_zero_columns=False),
                          directory=str(tmp_path))
     assert t.manifest["spill_bytes"] == 0, t.manifest
     op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
-    full, trimmed = b.ptx.count(op), t.ptx.count(op)
+    full, trimmed = t.ptx.count(op), b.ptx.count(op)
     assert trimmed < full, (full, trimmed)
 
 
@@ -205,9 +205,10 @@ def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):
                   **key_loop_constexprs(n, n, D, BM, BN, False, None, "sm_90a"))
         k = launched_kernel("sm_90a", x, x, x, lse, n, cx)
         g = _gpu(k, "sm_90a")
-        plain = cache.get_binary(k, g, directory=str(tmp_path))
-        trimmed = cache.get_binary(k, dataclasses.replace(g, trim_zero_columns=True),
-                                   directory=str(tmp_path))
+        assert g.trim_zero_columns                    # (on by default)
+        trimmed = cache.get_binary(k, g, directory=str(tmp_path))
+        plain = cache.get_binary(k, dataclasses.replace(g, trim_zero_columns=False),
+                                 directory=str(tmp_path))
         assert plain.ptx == trimmed.ptx, (D, BM, BN)
 
 

@@ -169,10 +169,11 @@ static cl::opt<bool>
                    cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
-    trimZeroColumns("trim-zero-columns",
-                    cl::desc("Dots summed along a B block's columns run k steps only over the "
-                             "columns its copies fill (convert-tile-to-mma trim-zero-columns)"),
-                    cl::init(false), cl::cat(tesselcCategory));
+    noTrimZeroColumns("no-trim-zero-columns",
+                      cl::desc("Dots summed along a B block's columns run every k step, the "
+                               "zero columns past its copies' too (no convert-tile-to-mma "
+                               "trim-zero-columns; to compare)"),
+                      cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
     noPingpong("no-pingpong",
@@ -311,7 +312,7 @@ int main(int argc, char **argv) {
   options.tmaProducer = !noTmaProducer;
   options.tmaOnly = tmaOnly;
   options.vectorStores = !noVectorStores;
-  options.trimZeroColumns = trimZeroColumns;
+  options.trimZeroColumns = !noTrimZeroColumns;
   options.spillFallbacks = !noSpillFallbacks;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;

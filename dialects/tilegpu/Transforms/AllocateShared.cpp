@@ -123,6 +123,8 @@ LogicalResult tessel::tilegpu::allocateShared(func::FuncOp program, int64_t stag
                                  streamed ? b.getI64IntegerAttr(plan->stageBytes) : nullptr);
     if (slot.transposed)
       alloc->setAttr(kTransposedAttr, b.getUnitAttr());
+    if (slot.byDescriptor)
+      alloc->setAttr(kADescriptorAttr, b.getUnitAttr());
     Value buffer = alloc.getResult();
     b.setInsertionPoint(load);
     Location loc = load.getLoc();

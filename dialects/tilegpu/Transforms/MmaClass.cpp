@@ -46,6 +46,29 @@ coveringLoad(tile::LoadOp ld, const llvm::MapVector<Operation *, LoadSlot> &earl
   return {};
 }
 
+/// Whether wgmma must read the A block `ld` (loaded outside loops) by descriptor: one loop
+/// reads it, and a dot there has a computed A operand (P) of as many columns. ptxas 13.0 gave
+/// such a Q's registers to P inside the loop, so every S after the first read P: seen on the
+/// H100 at d128 128x128 (warp-specialized, 2026-12-06, thirty-seventh session) and at d64 64x64
+/// and 128x64 (one warpgroup, forty-third session) with whole key blocks; Q and P of different
+/// widths (d128 64x64, d64 64x32) and Q read in two loops were right.
+bool readBesideEqualP(tile::LoadOp ld) {
+  scf::ForOp loop;
+  for (Operation *user : ld.getResult().getUsers()) {
+    auto parent = user->getParentOfType<scf::ForOp>();
+    if (!parent || isTileLoop(parent) || (loop && parent != loop))
+      return false;
+    loop = parent;
+  }
+  int64_t cols = ld.getResult().getType().getShape()[1];
+  bool equal = false;
+  loop.walk([&](tile::DotOp dot) {
+    equal |= !dot.getA().getDefiningOp<tile::LoadOp>() &&
+             cast<ShapedType>(dot.getA().getType()).getShape()[1] == cols;
+  });
+  return equal;
+}
+
 LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, MmaClassPlan &plan) {
   // The query block: the A operand of the first dot that comes from a load.
   tile::LoadOp queryLoad;
@@ -208,6 +231,7 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
         return ld.emitOpError("is an A operand of ")
                    << p.rows << " rows where the first dot's A block has " << blockM,
                WalkResult::interrupt();
+      p.byDescriptor = wgmma && !transposed && !streamingLoop(ld) && readBesideEqualP(ld);
     } else if (!result.use_empty() && llvm::all_of(result.getUses(), isBRead)) {
       p.role = LoadRole::B;
       // wgmma reads FP8 operands K-major only. K in Q·Kᵀ is read transposed: K-major as
@@ -287,11 +311,13 @@ LogicalResult plan(func::FuncOp program, bool wgmma, int64_t warpRowsOption, Mma
   // (convert-tile-to-mma's takeAFragments): their slots stay theirs.
   // (Resident: up to head dim 128, 32 registers of 16 rows a warp; Q at d256 would take 64
   // and is read from its slot by every dot, so the slot stays its own.)
+  // A block read by descriptor (LoadSlot::byDescriptor) keeps its slot too.
   int64_t outsideLoads = llvm::count_if(plan.loads,
                                         [](auto &entry) { return entry.second.streamIndex < 0; });
   bool onlyResidentA = outsideLoads == 1 && llvm::all_of(plan.loads, [](auto &entry) {
                          return entry.second.streamIndex >= 0 ||
-                                (entry.second.role == LoadRole::A && entry.second.cols <= 128);
+                                (entry.second.role == LoadRole::A && entry.second.cols <= 128 &&
+                                 !entry.second.byDescriptor);
                        });
   int64_t streamStart = wgmma && onlyResidentA ? 0 : offset;
   int64_t end = streamStart;

@@ -43,6 +43,10 @@ struct LoadSlot {
   /// rows and no write between): no copy of its own, its place is that slab's (the backward's
   /// halves of K at d128, read transposed). Null otherwise.
   mlir::Operation *viewOf = nullptr;
+  /// wgmma: an A block loaded once that every dot reads by descriptor, not from registers, and
+  /// whose slot the ring never reuses: Q where one loop reads it beside a P of as many columns
+  /// (kADescriptorAttr; docs/dev/codegen.md, "Known problems").
+  bool byDescriptor = false;
 };
 
 /// The plan of an attention-class program.
@@ -62,6 +66,10 @@ struct MmaClassPlan {
 /// The name of the unit attribute of a tilegpu.alloc whose block is stored transposed: its
 /// copies write element (r, c) of the block at (c, r) of the buffer (LoadSlot::transposed).
 inline constexpr llvm::StringLiteral kTransposedAttr = "tilegpu.transposed";
+
+/// The name of the unit attribute of a tilegpu.alloc whose A block wgmma reads by descriptor in
+/// every dot (LoadSlot::byDescriptor).
+inline constexpr llvm::StringLiteral kADescriptorAttr = "tilegpu.a_by_descriptor";
 
 /// The name of the unit attribute that marks a program's tile loop: a persistent kernel's loop
 /// over the output tiles a CTA computes (`for tile in range(pid, tiles, num_programs)`), an

@@ -118,10 +118,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "With overlap-consumers: O's rescale by α_j made in iteration j+1 between S's group "
            "and P·V's, beside S's wgmma (tilegpu-overlap-consumers rescale-under-s). Off until "
            "measured.">,
-    Option<"trimZeroColumns", "trim-zero-columns", "bool", /*default=*/"false",
+    Option<"trimZeroColumns", "trim-zero-columns", "bool", /*default=*/"true",
            "A dot whose B block is read along its columns (S = Q·Kᵀ) runs its k steps only over "
            "the columns the block's copies fill: past a descriptor's constant column count the "
-           "copies write zeros (a head dim padded inside the kernel, DB). Off until measured.">,
+           "copies write zeros (a head dim padded inside the kernel, DB).">,
     Option<"dropTmaFences", "drop-tma-fences", "bool", /*default=*/"true",
            "With tma-only: no proxy fence after the consumers' waits on rings only TMA fills "
            "(tilegpu-drop-tma-fences). Off to compare.">,

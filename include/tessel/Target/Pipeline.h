@@ -106,8 +106,9 @@ struct TargetOptions {
   bool vectorStores = true;
   /// Dots summed along a B block's columns (S = Q·Kᵀ) run k steps only over the columns its
   /// copies fill, the rest being zeros (convert-tile-to-mma trim-zero-columns: a head dim
-  /// padded inside the kernel, DB, at 96 takes 6 of 8). Off until measured on a GPU.
-  bool trimZeroColumns = false;
+  /// padded inside the kernel, DB, at 96 takes 6 of 8). On since its H100 check (+2 to +10 %
+  /// at d96/d80, docs/bench/2026-12-06-h100-s43.md).
+  bool trimZeroColumns = true;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

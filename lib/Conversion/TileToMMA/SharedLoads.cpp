@@ -567,11 +567,13 @@ void MmaKernelBuilder::takeAFragments(Value result, const LoadPlan &p, Value sta
   // loop reads it all: ptxas 13.0 gave such a Q's registers to P inside the loop (d128
   // 128x128 with whole key blocks), so every S after the first read P
   // (docs/dev/codegen-wgmma.md). Read in two loops, Q stays in registers: its descriptors'
-  // uniform registers made block-mask kernels spill.
+  // uniform registers made block-mask kernels spill. One warpgroup's Q goes there too where
+  // tilegpu's plan says so (byDescriptor: one loop beside a P of Q's width, where ptxas did
+  // the same).
   int64_t regs = mTiles * (p.cols / 16) * 4;
   if (residentARegs + regs > 32 ||
-      (wgmma &&
-       (aBlocks > 1 || (consumerBarriers && (overlappedConsumers || readInOneLoop(result)))))) {
+      (wgmma && (aBlocks > 1 || p.byDescriptor ||
+                 (consumerBarriers && (overlappedConsumers || readInOneLoop(result)))))) {
     aShared[result] = SharedView{p, stage};
     if (wgmma) {
       // wgmma reads it through the async proxy: every thread's landed cp.async writes

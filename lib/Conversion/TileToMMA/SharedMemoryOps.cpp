@@ -101,6 +101,7 @@ FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) 
   tilegpu::SharedBufferType type = alloc.getResult().getType();
   LoadPlan p;
   p.smemOffset = *alloc.getOffset();
+  p.byDescriptor = alloc->hasAttr(tilegpu::kADescriptorAttr);
   p.rows = type.getShape()[0];
   // In 16-bit columns: an FP8 row of 2n elements is laid out as a 16-bit row of n (the copies,
   // swizzle and ldmatrix move bytes; wgmma's k32 FP8 step covers a k16 step's 32 bytes).

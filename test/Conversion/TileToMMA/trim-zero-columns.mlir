@@ -1,4 +1,4 @@
-// convert-tile-to-mma trim-zero-columns (tesselc --trim-zero-columns): a dot summed along its B
+// convert-tile-to-mma trim-zero-columns (on by default; tesselc --no-trim-zero-columns for the full steps): a dot summed along its B
 // block's columns (S = Q·Kᵀ) runs k steps only over the columns the block's copies fill. Here
 // the naive causal kernel of test/python/attention_kernels.py with blocks 128 wide over
 // descriptors of 96 columns (a head dim padded inside the kernel, the kernels' DB): the copies
@@ -10,10 +10,10 @@
 // RUN: python3 -c "import sys; sys.path.insert(0, '%S/../../python'); from attention_kernels import naive_attention_kernel as k; print(k('f16', 'causal', 128, 64, 128).replace('shape [%%nq, %%d]', 'shape [%%nq, %%d96]').replace('shape [%%nk, %%d]', 'shape [%%nk, %%d96]').replace('%%d = arith.constant 128 : i32', '%%d = arith.constant 128 : i32\n  %%d96 = arith.constant 96 : i32'))" > %t/k.mlir
 // RUN: FileCheck %s --check-prefix=IR --input-file=%t/k.mlir
 // RUN: tessel-opt %t/k.mlir --tile-optimize -o %t/opt.mlir
-// RUN: tesselc %t/opt.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o %t/full.ptx
-// RUN: tesselc %t/opt.mlir --chip=sm_90a --codegen=wgmma --trim-zero-columns --emit=ptx -o %t/trim.ptx --ptxas-report 2>&1 | FileCheck %s --check-prefix=WS
-// RUN: tesselc %t/opt.mlir --chip=sm_80 --codegen=mma --emit=ptx -o %t/mfull.ptx
-// RUN: tesselc %t/opt.mlir --chip=sm_80 --codegen=mma --trim-zero-columns --emit=ptx -o %t/mtrim.ptx --ptxas-report 2>&1 | FileCheck %s --check-prefix=MMA
+// RUN: tesselc %t/opt.mlir --chip=sm_90a --codegen=wgmma --no-trim-zero-columns --emit=ptx -o %t/full.ptx
+// RUN: tesselc %t/opt.mlir --chip=sm_90a --codegen=wgmma --emit=ptx -o %t/trim.ptx --ptxas-report 2>&1 | FileCheck %s --check-prefix=WS
+// RUN: tesselc %t/opt.mlir --chip=sm_80 --codegen=mma --no-trim-zero-columns --emit=ptx -o %t/mfull.ptx
+// RUN: tesselc %t/opt.mlir --chip=sm_80 --codegen=mma --emit=ptx -o %t/mtrim.ptx --ptxas-report 2>&1 | FileCheck %s --check-prefix=MMA
 // RUN: python3 -c "c = lambda f, s: open('%t/' + f).read().count(s); assert (c('full.ptx', 'm64n64k16'), c('trim.ptx', 'm64n64k16')) == (24, 18); assert c('full.ptx', 'm64n128k16') == c('trim.ptx', 'm64n128k16') == 12; assert (c('mfull.ptx', 'm16n8k16'), c('mtrim.ptx', 'm16n8k16')) == (512, 448)"
 
 // IR: %kd = tile.make_desc %k[%kv_off], shape [%nk, %d96], strides [%d, %c1]

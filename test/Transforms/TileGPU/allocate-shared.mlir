@@ -105,6 +105,40 @@ func.func @qkv_wgmma_d128(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>, %vd:
 
 // -----
 
+#wg = #tilegpu.mma<wgmma, warps = 4, warp_rows = 16>
+#wa = #tilegpu.dot_operand<operand = 0, parent = #wg>
+#wb = #tilegpu.dot_operand<operand = 1, parent = #wg>
+
+// wgmma at d64 with 64-key blocks: one loop reads Q beside a P of Q's width, where ptxas 13.0
+// gave Q's registers to P (every S after the first read P; H100, forty-third session). Q is
+// read by descriptor (the alloc's tilegpu.a_by_descriptor) and keeps its bytes: 8 + 2 · 16 KiB,
+// not the ring's 2 · 16 (at d128 above, Q and P differ in width and the ring reuses Q's bytes).
+// CHECK-LABEL: func.func @qkv_wgmma_d64_p_of_q_width
+// CHECK-SAME: tilegpu.shared_bytes = 40960
+// CHECK-DAG: tilegpu.alloc {offset = 16384 : i64, stride = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: tilegpu.alloc {offset = 8192 : i64, stride = 16384 : i64} : !tilegpu.smem<64x64xf16, stages = 2, swizzle = 128>
+// CHECK-DAG: tilegpu.alloc {offset = 0 : i64, tilegpu.a_by_descriptor} : !tilegpu.smem<64x64xf16, stages = 1, swizzle = 128>
+func.func @qkv_wgmma_d64_p_of_q_width(%qd: !tile.desc<2, f16>, %kd: !tile.desc<2, f16>,
+                                      %vd: !tile.desc<2, f16>, %lb: i32, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zs = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #wg>
+  %q = tile.load %qd[%lb, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16, #wa>
+  %o = scf.for %j = %lb to %ub step %c64 iter_args(%acc = %zs) -> (tensor<64x64xf32, #wg>) : i32 {
+    %k = tile.load %kd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16, #wb>
+    %kt = tile.trans %k : tensor<64x64xf16, #wb> -> tensor<64x64xf16, #wb>
+    %s = tile.dot %q, %kt, %zs : tensor<64x64xf16, #wa>, tensor<64x64xf16, #wb> -> tensor<64x64xf32, #wg>
+    %p = arith.truncf %s : tensor<64x64xf32, #wg> to tensor<64x64xf16, #wg>
+    %pa = tilegpu.convert_layout %p : tensor<64x64xf16, #wg> -> tensor<64x64xf16, #wa>
+    %v = tile.load %vd[%j, %c0] : !tile.desc<2, f16> -> tensor<64x64xf16, #wb>
+    %acc2 = tile.dot %pa, %v, %acc : tensor<64x64xf16, #wa>, tensor<64x64xf16, #wb> -> tensor<64x64xf32, #wg>
+    scf.yield %acc2 : tensor<64x64xf32, #wg>
+  }
+  return
+}
+
+// -----
+
 #mma = #tilegpu.mma<wgmma, warps = 8, warp_rows = 16>
 #a = #tilegpu.dot_operand<operand = 0, parent = #mma>
 #b = #tilegpu.dot_operand<operand = 1, parent = #mma>
