@@ -416,6 +416,25 @@ NATIVE_STRIDED = True
 # 263 -> 434 at 4k: docs/bench/2026-12-06-h100-s43.md). sm_80's code has not run.
 BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 
+# Whether calls with a mask_mod that reads no tensor (window_size's, a prefix-LM's: the dense
+# kernel's MASK_MOD, not the block-sparse kernel) take BLOCK_HEAD_DIM_CHIPS' DB too, forward
+# and backward (backward.backward_block_dim). The kernels take it as they take a score_mod;
+# off until its GPU check (test_python_gpu.py `test_block_head_dim_with_masks`): such calls
+# pad, on copies, as before.
+BLOCK_HEAD_DIM_MASKS = False
+
+
+def block_head_dim_masked(mask_mod, block_mask):
+    """The `masked` of block_head_dim_takes: a block_mask, or a mask_mod that
+    BLOCK_HEAD_DIM_MASKS does not let through (one that reads tensors never: its calls are
+    block-sparse)."""
+    if block_mask is not None:
+        return True
+    if mask_mod is None:
+        return False
+    from .blocksparse import mask_reads_tensors
+    return not BLOCK_HEAD_DIM_MASKS or mask_reads_tensors(mask_mod)
+
 
 def pads_in_kernel(q, v, Dp):
     """Whether the kernels' DB can pad q's head dim D to Dp inside the kernel: Dp given, D a
@@ -928,14 +947,14 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     grad = Dp is not None and _grad_enabled() and any(
         getattr(x, "requires_grad", False) for x in (q, k, v))
     if Dp is not None and block_head_dim_takes(q, v, Dp, _chip_for_blocks(q), grad,
-                                               mask_mod is not None or block_mask is not None):
+                                               block_head_dim_masked(mask_mod, block_mask)):
         if grad:
             from .backward import attention_with_grad
-            return attention_with_grad(q, k, v, causal, scale, score_mod, None, enable_gqa,
+            return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                        return_lse, block_m, block_n,
                                        deterministic=deterministic, block_dim=Dp)
-        return _attention_cuda(q, k, v, causal, scale, score_mod, None, enable_gqa, return_lse,
-                               block_m, block_n, block_dim=Dp)
+        return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                               return_lse, block_m, block_n, block_dim=Dp)
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,

@@ -790,8 +790,10 @@ def backward_block_dim(q, k, v, o, do, mask_mod):
     """How the CUDA backward takes q's head dim D: 0 as it is (64, 128, 256; 192 where
     NATIVE_BACKWARD_HEAD_DIMS lists it without a mask_mod; fp32 and the other dtypes),
     else (Dp, inside): the head dim attention.padded_head_dim pads D to, and whether the
-    programs pad it themselves (BLOCK_HEAD_DIM_CHIPS) rather than run on padded copies."""
-    from .attention import _chip_for_blocks, padded_head_dim, pads_in_kernel
+    programs pad it themselves (BLOCK_HEAD_DIM_CHIPS; with a mask_mod only where
+    attention.BLOCK_HEAD_DIM_MASKS lets it through) rather than run on padded copies."""
+    from .attention import _chip_for_blocks, block_head_dim_masked, padded_head_dim, \
+        pads_in_kernel
     D = q.shape[-1]
     if not all(x.shape[-1] == D for x in (k, v, o, do)):
         return 0
@@ -801,7 +803,8 @@ def backward_block_dim(q, k, v, o, do, mask_mod):
     chip = _chip_for_blocks(q)
     if native_backward(D, chip) and mask_mod is None:
         return 0
-    return Dp, chip in BLOCK_HEAD_DIM_CHIPS and pads_in_kernel(q, v, Dp)
+    return Dp, chip in BLOCK_HEAD_DIM_CHIPS and pads_in_kernel(q, v, Dp) and \
+        not block_head_dim_masked(mask_mod, None)
 
 
 def _backward_padded(q, k, v, o, lse, do, Dp, scale, *args):

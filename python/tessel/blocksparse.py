@@ -675,6 +675,16 @@ def _reads_tensors(key):
     return False
 
 
+def mask_reads_tensors(mask_mod):
+    """Whether a mask_mod (a function or a ModFunction) reads a captured tensor, which would
+    make tessel.attention's CUDA call block-sparse (auto_block_mask); when in doubt (no code to
+    look at), yes."""
+    fn = getattr(mask_mod, "user_fn", None) or mask_mod
+    if getattr(fn, "__code__", None) is None:
+        return True
+    return _reads_tensors(_captures_key(fn))
+
+
 def _uses_param(fn, index):
     """Whether fn's body may read its positional parameter `index` (b or h of a mask_mod); when
     in doubt, yes (a block mask per batch or head is only slower, never wrong)."""

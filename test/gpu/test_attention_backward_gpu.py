@@ -126,6 +126,49 @@ def test_block_head_dim_backward(monkeypatch, dtype, causal, shape, D, mod):
     check_backward(dtype, D, causal, shape, mod)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("D", [96, 80])
+@pytest.mark.parametrize("window", [(100, 0), (64, 64)], ids=["left", "both"])
+def test_block_head_dim_with_masks(monkeypatch, dtype, D, window):
+    """attention.BLOCK_HEAD_DIM_MASKS (off until this passes): window_size (a mask_mod that
+    reads no tensor) at head dims the fast paths pad, forward and backward inside the kernels
+    (DB with the dense kernels' MASK_MOD), nothing copied: o and the gradients against float64
+    autograd under the window's mask, GQA, ragged lengths."""
+    import tessel.backward as bw
+    attn = importlib.import_module("tessel.attention")
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", True)
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(attn, "_attention_padded", lambda *a, **kw: pytest.fail("padded"))
+    monkeypatch.setattr(bw, "_backward_padded", lambda *a, **kw: pytest.fail("padded"))
+    monkeypatch.setattr(bw, "gpu_backward_blocks", lambda *a: pytest.fail("reference"))
+    B, H, Hkv, Nq, Nk = 1, 4, 2, 300, 257
+    gen = torch.Generator(device="cuda").manual_seed(D + window[1])
+    q, k, v = (torch.randn(B, h, n, D, device="cuda", generator=gen).to(dtype)
+               for h, n in ((H, Nq), (Hkv, Nk), (Hkv, Nk)))
+    do = torch.randn(B, H, Nq, D, device="cuda", generator=gen).to(dtype)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = tessel.attention(*leaves, enable_gqa=True, window_size=window)
+    o.backward(do)
+    i = torch.arange(Nq, device="cuda")[:, None]
+    j = torch.arange(Nk, device="cuda")[None, :]
+    hidden = (j < i - window[0]) | (j > i + window[1])
+
+    def run(t):
+        ls = [x.to(t).requires_grad_() for x in (q, k, v)]
+        kk, vv = (x.repeat_interleave(H // Hkv, dim=1) for x in ls[1:])
+        s = (ls[0] @ kk.transpose(-1, -2) / math.sqrt(D)).masked_fill(hidden, float("-inf"))
+        out = torch.softmax(s, dim=-1) @ vv
+        out.backward(do.to(t))
+        return out, [x.grad for x in ls]
+    ref_o, want = run(torch.float64)
+    _, low = run(dtype)
+    err = ((o.double() - ref_o).abs().max() / ref_o.abs().max()).item()
+    assert err < (5e-3 if dtype == torch.float16 else 2e-2), err
+    assert_within_twice_torch([x.grad for x in leaves], want, low)
+
+
 @pytest.mark.parametrize("inside", [False, True], ids=["copies", "in-kernel"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("D", [96, 80])

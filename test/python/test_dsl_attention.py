@@ -489,26 +489,33 @@ def test_value_head_dim_example_runs():
     assert float(r.stdout.rsplit("=", 1)[1]) < 1e-5, r.stdout
 
 
-@pytest.mark.parametrize("causal,even", [(False, False), (True, False), (False, True)],
-                         ids=["ragged", "causal", "even"])
-def test_blocks_wider_than_the_head_dim(causal, even):
+def _window_of_5(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < 5)
+
+
+@pytest.mark.parametrize("causal,even,window", [(False, False, False), (True, False, False),
+                                                (False, True, False), (False, False, True)],
+                         ids=["ragged", "causal", "even", "window"])
+def test_blocks_wider_than_the_head_dim(causal, even, window):
     # attention_kernel's DB on the interpreter (what attention.BLOCK_HEAD_DIM_CHIPS gives a CUDA
-    # call at head dim 96, 80 or 40): head dim 24 read in blocks 32 wide, columns past 24 as 0,
-    # o stored 24 wide, GQA — float64's answer, and the padded call's within float32 rounding.
-    # A DB narrower than D fails it.
+    # call at head dim 96, 80 or 40; with a mask_mod, BLOCK_HEAD_DIM_MASKS): head dim 24 read
+    # in blocks 32 wide, columns past 24 as 0, o stored 24 wide, GQA — float64's answer, and
+    # the padded call's within float32 rounding. A DB narrower than D fails it.
     attention_module = importlib.import_module("tessel.attention")
     rng = np.random.default_rng(7 + causal + 2 * even)
     Nk = 64 if even else 50
     q = rng.standard_normal((1, 4, 40, 24)).astype(np.float32)
     k, v = (rng.standard_normal((1, 2, Nk, 24)).astype(np.float32) for _ in range(2))
-    args, cx, grid, o, lse = attention_module._prepare(q, k, v, causal, None, None, None, True,
-                                                       16, 16)
+    mask_mod = tessel.jit(_window_of_5) if window else None
+    args, cx, grid, o, lse = attention_module._prepare(q, k, v, causal, None, None, mask_mod,
+                                                       True, 16, 16)
     assert cx["EVEN_N"] == even
     attention_module.attention_kernel[grid](*args, **cx, DB=32)
-    ro, rl = reference_attention(q, k, v, causal=causal, enable_gqa=True)
+    ro, rl = reference_attention(q, k, v, causal=causal, enable_gqa=True, allowed=(
+        (lambda b, h, i, j: (i >= j) & (i - j < 5)) if window else None))
     assert o.shape == q.shape and max_rel_error(o, ro) < 2e-5
     np.testing.assert_allclose(lse, rl, rtol=1e-5, atol=1e-5)
     padded = tessel.attention(*(np.pad(x, [(0, 0)] * 3 + [(0, 8)]) for x in (q, k, v)),
                               causal=causal, scale=24 ** -0.5, enable_gqa=True, block_m=16,
-                              block_n=16)
+                              block_n=16, mask_mod=mask_mod)
     np.testing.assert_allclose(o, padded[..., :24], rtol=1e-5, atol=1e-6)

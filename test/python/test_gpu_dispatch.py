@@ -410,6 +410,13 @@ def test_block_head_dim_route(fake_torch, monkeypatch):
     assert [route(d) for d in (96, 80, 40, 160, 128)] == [128, 128, 64, 256, 0]
     assert route(100) == "padded"                                    # not whole 16-byte chunks
     assert route(96, mask_mod=lambda b, h, i, j: i >= j) == "padded"
+    # attention.BLOCK_HEAD_DIM_MASKS: a mask_mod reading no tensor takes DB (the dense
+    # kernel's MASK_MOD); one that reads a tensor stays padded (its calls are block-sparse).
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", True)
+    assert route(96, mask_mod=lambda b, h, i, j: i >= j) == 128
+    table = np.zeros(4, bool)
+    assert route(96, mask_mod=lambda b, h, i, j: table[i % 4]) == "padded"
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", False)
     grad = T((1, 2, 300, 96), fake_torch.float16)
     grad.requires_grad = True
     monkeypatch.setattr(backward, "attention_with_grad",

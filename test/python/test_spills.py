@@ -195,6 +195,27 @@ def test_block_head_dim_kernels_compile(tmp_path, chip, D, DB, causal, n):
     assert trimmed < full, (full, trimmed)
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_block_head_dim_with_a_window_compiles(tmp_path, chip):
+    # attention.BLOCK_HEAD_DIM_MASKS' kernels: head dim 96 in blocks 128 wide with
+    # window_size's mask_mod (the dense kernel's MASK_MOD) at the blocks _prepare_cuda takes
+    # for a masked call: the fast paths, 0 spill, nothing given up.
+    from tessel.attention import _as_jit
+    from tessel.flash_mods import flash_mods
+    for n, window in ((4096, (256, 0)), (1000, (64, 64))):
+        x = np.zeros((1, 2, n, 96), np.float16)
+        lse = np.zeros((1, 2, n), np.float32)
+        _, mask = flash_mods(x, False, window, None, None, None, None)
+        BM, BN = gpu_blocks(128, "f16", n, n, chip, unmasked=False, causal=False, mods=True)
+        cx = dict(D=96, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None,
+                  MASK_MOD=_as_jit(mask, "mask_mod"), DB=128,
+                  **key_loop_constexprs(n, n, 128, BM, BN, False, mask, chip))
+        k = launched_kernel(chip, x, x, x, lse, n, cx)
+        b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
+        assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
+        assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync") in b.ptx
+
+
 def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):
     # Where every copy fills its block's columns (D = the blocks' head dim), trim_zero_columns
     # changes nothing: the same PTX (d128 128x128 persistent, TMA; d64 one program a tile).
