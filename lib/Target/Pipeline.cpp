@@ -145,6 +145,10 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                llvm::cl::desc("Dots summed along a B block's columns run k "
                                               "steps only over the columns its copies fill."),
                                llvm::cl::init(true)};
+  Option<bool> trimOutputColumns{*this, "trim-output-columns",
+                                 llvm::cl::desc("Dots of a B block read as stored compute only "
+                                                "the output columns its copies fill."),
+                                 llvm::cl::init(false)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};
@@ -195,6 +199,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.tmaOnly = options.tmaOnly;
     mmaOptions.vectorStores = options.vectorStores;
     mmaOptions.trimZeroColumns = options.trimZeroColumns;
+    mmaOptions.trimOutputColumns = options.trimOutputColumns;
     mmaOptions.stages = options.numStages;
     mmaOptions.chip = options.chip;
     pm.addPass(createConvertTileToMMA(mmaOptions));
@@ -314,6 +319,7 @@ void tessel::registerTargetPasses() {
           options.tmaOnly = o.tmaOnly;
           options.vectorStores = o.vectorStores;
           options.trimZeroColumns = o.trimZeroColumns;
+          options.trimOutputColumns = o.trimOutputColumns;
           options.numStages = o.numStages;
           buildTileToNVVMPipeline(pm, options);
         });

@@ -58,6 +58,7 @@ tessel::TargetOptions targetOptions(const py::kwargs &fields) {
       {"tma_only", &T::tmaOnly},
       {"vector_stores", &T::vectorStores},
       {"trim_zero_columns", &T::trimZeroColumns},
+      {"trim_output_columns", &T::trimOutputColumns},
       {"pipeline_tiles", &T::pipelineTiles},
       {"late_p", &T::lateP},
       {"rescale_under_s", &T::rescaleUnderS},

@@ -200,6 +200,11 @@ class GpuOptions:
     #: check (the forward at d96/d80 +0 to +10 %, the backward +4 to +10 %:
     #: docs/bench/2026-12-06-h100-s43.md); False to compare.
     trim_zero_columns: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: Dots whose B block is read as stored (P·V's V; the backward's dO, Q and K) compute only
+    #: the output columns the block's copies fill — wgmma's N of 96 at d96 in blocks of 128,
+    #: mma.sync's n tiles — the accumulator's other columns keep their value (B's zero columns
+    #: add nothing to them). Off until its GPU check (bench/results/2026-12-06-s43/next5.sh).
+    trim_output_columns: bool = dataclasses.field(default=False, metadata={"code": True})
     #: On the fast paths, the copies tile-split-masked-loops makes of a masked key loop (an
     #: unmasked loop over the blocks the mask shows whole, masked loops for the boundary
     #: blocks) run as one loop whose mask is skipped under a uniform branch where it is all
@@ -235,7 +240,8 @@ class GpuOptions:
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
                      "rescale_under_s", "drop_tma_fences", "fp8_overlap", "fuse_masked_loops",
-                     "sync_masked_loops", "spill_fallbacks", "trim_zero_columns"):
+                     "sync_masked_loops", "spill_fallbacks", "trim_zero_columns",
+                     "trim_output_columns"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:

@@ -216,6 +216,45 @@ def test_block_head_dim_with_a_window_compiles(tmp_path, chip):
         assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync") in b.ptx
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_trim_output_columns_narrows_the_dots_of_v(tmp_path, chip):
+    # GpuOptions(trim_output_columns) (off until its GPU check): at d96 in blocks 128 wide (DB)
+    # a dot whose B block is read as stored computes only the 96 output columns the copies
+    # fill — the forward's P·V (wgmma N 96: m64n96k16 in place of m64n128k16; mma.sync 12 of 16
+    # n tiles), the backward's dQ = dS·K and the key-rows program's dV and dK — with no more
+    # spill than without it; nothing changes where the copies fill their blocks (d128).
+    from tessel.backward import FAST_DQ_BLOCKS_SM90, _keyrows_program, attention_bwd_dq
+    op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
+    n = 4096
+    x = np.zeros((1, 2, n, 96), np.float16)
+    lse = np.zeros((1, 2, n), np.float32)
+    BM, BN = gpu_blocks(128, "f16", n, n, chip, unmasked=True, causal=False, mods=False)
+    cx = dict(D=96, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None, DB=128,
+              **key_loop_constexprs(n, n, 128, BM, BN, False, None, chip))
+    forward = launched_kernel(chip, x, x, x, lse, n, cx)
+    bcx = dict(D=96, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None, DB=128)
+    dq_blocks = FAST_DQ_BLOCKS_SM90.get(128, (64, 64)) if chip == "sm_90a" else (64, 64)
+    dq = attention_bwd_dq.warmup(x, x, x, x, lse, lse, x, n, n, 2, 2, 0.1, **dict(
+        bcx, BLOCK_M=dq_blocks[0], BLOCK_N=dq_blocks[1]))
+    program = _keyrows_program(chip, 128, 0, bcx, False)
+    keyrows = program.warmup(x, x, x, x, lse, lse, x, x, x, n, n, 2, 2, 2, 0.1, **bcx)
+    for k in (forward, dq, keyrows):
+        g = _gpu(k, chip)
+        plain = cache.get_binary(k, g, directory=str(tmp_path))
+        out = cache.get_binary(k, dataclasses.replace(g, trim_output_columns=True),
+                               directory=str(tmp_path))
+        assert out.manifest["spill_bytes"] <= plain.manifest["spill_bytes"], out.manifest
+        if chip == "sm_90a":
+            assert "m64n96k16" in out.ptx and "m64n96k16" not in plain.ptx
+        else:
+            assert out.ptx.count(op) < plain.ptx.count(op)
+    whole = np.zeros((1, 2, n, 128), np.float16)
+    k = launched_kernel(chip, whole, whole, whole, lse, n, dict(cx, D=128, DB=0))
+    g = _gpu(k, chip)
+    assert cache.get_binary(k, g, directory=str(tmp_path)).ptx == cache.get_binary(
+        k, dataclasses.replace(g, trim_output_columns=True), directory=str(tmp_path)).ptx
+
+
 def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):
     # Where every copy fills its block's columns (D = the blocks' head dim), trim_zero_columns
     # changes nothing: the same PTX (d128 128x128 persistent, TMA; d64 one program a tile).

@@ -109,6 +109,10 @@ struct TargetOptions {
   /// padded inside the kernel, DB, at 96 takes 6 of 8). On since its H100 check (+2 to +10 %
   /// at d96/d80, docs/bench/2026-12-06-h100-s43.md).
   bool trimZeroColumns = true;
+  /// Dots whose B block is read as stored (P·V's V; the backward's dO, Q and K) compute only
+  /// the output columns its copies fill (convert-tile-to-mma trim-output-columns: wgmma's N,
+  /// mma.sync's n tiles). Off until its GPU check.
+  bool trimOutputColumns = false;
   /// Where registers, not shared memory, cap a kernel's CTAs per SM: ask ptxas again for the
   /// occupancy the shared memory allows (`.minnctapersm`; lib/Target/Occupancy.cpp).
   bool occupancyHints = true;

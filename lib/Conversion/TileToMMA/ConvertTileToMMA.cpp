@@ -358,6 +358,7 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
     builder.vectorStores = vectorStores;
     builder.tmaOnly = tmaOnly;
     builder.trimZeroColumns = trimZeroColumns;
+    builder.trimOutputColumns = trimOutputColumns;
     if (failed(builder.plan(work)))
       return failure();
     if (builder.usesWgmma() && !chip.empty() && chip != "sm_90a")

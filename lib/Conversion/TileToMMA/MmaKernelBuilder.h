@@ -137,6 +137,9 @@ public:
   /// Dots whose B block is read along its columns take k steps only over the columns the
   /// block's copies fill (convert-tile-to-mma trim-zero-columns; columnReach).
   bool trimZeroColumns = false;
+  /// Dots whose B block is read as stored compute only the output columns its copies fill
+  /// (convert-tile-to-mma trim-output-columns; dotNColumns).
+  bool trimOutputColumns = false;
 
   /// The threads the layouts count: the consumers when the kernel is warp-specialized.
   int64_t numThreads() const { return numWarps * 32; }
@@ -167,6 +170,10 @@ private:
   /// fewer where the sum runs along the block's columns (`alongColumns`: S = Q·Kᵀ's K block)
   /// and columnReach says its last columns are zero.
   int64_t dotKSteps(Value buffer, bool alongColumns, int64_t K, int64_t perStep);
+  /// The output columns, in whole units of `unit`, a dot of N columns computes on B block
+  /// `buffer` read as stored: N, fewer with trimOutputColumns where columnReach says the
+  /// block's last columns are zero (they add nothing to the accumulator's columns there).
+  int64_t dotNColumns(Value buffer, int64_t N, int64_t unit);
   llvm::DenseMap<Operation *, int64_t> columnReach;
   /// Bytes of stage `stage` (an i32 of the program) of `buffer`: null for a constant 0.
   Value stageBytes(Value buffer, Value stage);

@@ -180,8 +180,11 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   // (K steps past the columns B's copies fill read zeros: not run, trimZeroColumns. Read
   // transposed, K's block is summed along its columns.)
-  int64_t kRun = dotKSteps(op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer(), transposed,
-                           K, 16);
+  Value bBuffer = op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer();
+  int64_t kRun = dotKSteps(bBuffer, transposed, K, 16);
+  // (Read as stored, B's columns are the output's: the n tiles past those its copies fill add
+  // nothing to their accumulators, trimOutputColumns.)
+  int64_t nPairs = transposed ? N / 16 : dotNColumns(bBuffer, N, 16) / 16;
   for (int64_t kt = 0; kt < kRun; ++kt) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {
@@ -189,7 +192,7 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
                                                   shared->second.stage);
         std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
       }
-    for (int64_t np = 0; np < N / 16; ++np) {
+    for (int64_t np = 0; np < nPairs; ++np) {
       int64_t rowBytes = p.cols * 2;
       Value x4 =
           transposed

@@ -24,7 +24,7 @@ LogicalResult MmaKernelBuilder::plan(func::FuncOp program) {
   // The loads are placed (tilegpu-allocate-shared): the schedule is in the IR, and the
   // kernel's shared memory is what the buffers span.
   SmallVector<tilegpu::AllocOp> allocs(program.getOps<tilegpu::AllocOp>());
-  if (trimZeroColumns)
+  if (trimZeroColumns || trimOutputColumns)
     planColumnReach(program);
   if (allocs.empty())
     return program.emitOpError("has no shared buffers: run tilegpu-allocate-shared first");

@@ -86,12 +86,21 @@ void MmaKernelBuilder::planColumnReach(func::FuncOp program) {
 
 int64_t MmaKernelBuilder::dotKSteps(Value buffer, bool alongColumns, int64_t K, int64_t perStep) {
   int64_t extent = K;
-  if (tilegpu::AllocOp alloc = allocOf(buffer); alloc && alongColumns) {
+  if (tilegpu::AllocOp alloc = allocOf(buffer); alloc && alongColumns && trimZeroColumns) {
     auto reach = columnReach.find(alloc);
     if (reach != columnReach.end())
       extent = std::clamp<int64_t>(reach->second, 1, K);
   }
   return (extent + perStep - 1) / perStep;
+}
+
+int64_t MmaKernelBuilder::dotNColumns(Value buffer, int64_t N, int64_t unit) {
+  if (!trimOutputColumns)
+    return N;
+  auto reach = columnReach.find(allocOf(buffer));
+  if (reach == columnReach.end())
+    return N;
+  return std::clamp<int64_t>((reach->second + unit - 1) / unit * unit, unit, N);
 }
 
 FailureOr<LoadPlan> MmaKernelBuilder::bufferPlan(Value buffer, Operation *user) {

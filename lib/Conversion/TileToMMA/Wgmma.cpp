@@ -255,8 +255,20 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
   if (aView && mTiles != 1)
     return op.emitOpError("reads an A block from shared memory with ")
            << mTiles << " m tiles a warp: codegen=wgmma reads 16 rows a warp";
-  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), N,
+  // Read as stored (P·V's V), B's columns are the output's: where its copies fill fewer than N
+  // (trimOutputColumns), the wgmma's N is theirs (a multiple of 8) and the accumulator's other
+  // registers (the last of each row's) keep their values — B's zero columns add nothing.
+  int64_t nRun = op.getTransposeB() ? N : dotNColumns(op.getB(), N, 8);
+  SmallVector<Value> tail;
+  if (nRun < N) {
+    tail = acc.empty() ? SmallVector<Value>((N - nRun) / 2, arith::ConstantOp::create(
+                                                                b, loc, b.getF32FloatAttr(0.0f)))
+                       : SmallVector<Value>(acc.begin() + nRun / 2, acc.end());
+    acc.resize(std::min<size_t>(acc.size(), nRun / 2));
+  }
+  acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), nRun,
                    dotKSteps(op.getB(), /*alongColumns=*/op.getTransposeB(), K, kPerStep()), aView);
+  llvm::append_range(acc, tail);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   eager[op.getResult()] = {Layout::Acc, acc};
   return success();
