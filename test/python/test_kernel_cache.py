@@ -958,3 +958,19 @@ def test_a_slow_compile_says_so_once_and_a_hit_says_nothing(kern, cache_dir, mon
     monkeypatch.setenv("TESSEL_QUIET", "1")
     assert kern.binary(cache.GpuOptions(chip="sm_90a")).source == "compiled"
     assert "tessel: compil" not in capfd.readouterr().err
+
+
+def test_trim_options_key_the_cache():
+    # trim_zero_columns (on by default) names itself in the target key only when off;
+    # trim_output_columns (off by default) only when on; both are bools.
+    q = np.zeros((1, 1, 128, 64), np.float16)
+    k = tessel.compile_attention(q, q, q, block_m=64, block_n=64)
+
+    def target(**options):
+        return k.key_ingredients(cache.GpuOptions(chip="sm_90a", **options))["options"]["target"]
+    assert "trim" not in target()
+    assert target(trim_zero_columns=False).endswith(";no-trim-zero-columns")
+    assert target(trim_output_columns=True).endswith(";trim-output-columns")
+    for name in ("trim_zero_columns", "trim_output_columns"):
+        with pytest.raises(TypeError, match=f"{name} must be a bool"):
+            cache.GpuOptions(**{name: 1})
