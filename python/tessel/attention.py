@@ -419,7 +419,8 @@ BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 # Whether calls with a mask_mod that reads no tensor (window_size's, a prefix-LM's: the dense
 # kernel's MASK_MOD, not the block-sparse kernel) take BLOCK_HEAD_DIM_CHIPS' DB too, forward
 # and backward (backward.backward_block_dim). The kernels take it as they take a score_mod;
-# off until its GPU check (test_python_gpu.py `test_block_head_dim_with_masks`): such calls
+# off until its GPU check (test_attention_backward_gpu.py `test_block_head_dim_with_masks`,
+# bench/results/2026-12-06-s43/next4.sh): such calls
 # pad, on copies, as before.
 BLOCK_HEAD_DIM_MASKS = False
 

@@ -60,6 +60,8 @@ bool readBesideEqualP(tile::LoadOp ld) {
       return false;
     loop = parent;
   }
+  if (!loop)
+    return false;
   int64_t cols = ld.getResult().getType().getShape()[1];
   bool equal = false;
   loop.walk([&](tile::DotOp dot) {
