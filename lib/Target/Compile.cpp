@@ -101,7 +101,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.tmaProducer ? "" : ";no-tma-producer") + (options.tmaOnly ? ";tma-only" : "") +
          (options.vectorStores ? "" : ";no-vector-stores") +
          (options.trimZeroColumns ? "" : ";no-trim-zero-columns") +
-         (options.trimOutputColumns ? ";trim-output-columns" : "") +
+         (options.trimOutputColumns ? "" : ";no-trim-output-columns") +
          (options.spillFallbacks ? "" : ";no-spill-fallbacks") +
          (options.numStages != 2 ? ";num-stages=" + std::to_string(options.numStages) : "");
 }

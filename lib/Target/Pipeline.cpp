@@ -148,7 +148,7 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
   Option<bool> trimOutputColumns{*this, "trim-output-columns",
                                  llvm::cl::desc("Dots of a B block read as stored compute only "
                                                 "the output columns its copies fill."),
-                                 llvm::cl::init(false)};
+                                 llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit whose ptxas makes cubins."),
                               llvm::cl::init("")};

@@ -201,10 +201,12 @@ class GpuOptions:
     #: docs/bench/2026-12-06-h100-s43.md); False to compare.
     trim_zero_columns: bool = dataclasses.field(default=True, metadata={"code": True})
     #: Dots whose B block is read as stored (P·V's V; the backward's dO, Q and K) compute only
-    #: the output columns the block's copies fill — wgmma's N of 96 at d96 in blocks of 128,
-    #: mma.sync's n tiles — the accumulator's other columns keep their value (B's zero columns
-    #: add nothing to them). Off until its GPU check (bench/results/2026-12-06-s43/next5.sh).
-    trim_output_columns: bool = dataclasses.field(default=False, metadata={"code": True})
+    #: the output columns the block's copies fill — wgmma's N of 96 at d96 in blocks of 128
+    #: (mma.sync keeps its n tiles) — the accumulator's other columns keep their value (B's
+    #: zero columns add nothing to them). On since its H100 check (forward 32/32, backward 8/8 against
+    #: float32/float64; d96 forward +2 to +6 %: docs/bench/2026-12-06-h100-s43.md); False to
+    #: compare.
+    trim_output_columns: bool = dataclasses.field(default=True, metadata={"code": True})
     #: On the fast paths, the copies tile-split-masked-loops makes of a masked key loop (an
     #: unmasked loop over the blocks the mask shows whole, masked loops for the boundary
     #: blocks) run as one loop whose mask is skipped under a uniform branch where it is all

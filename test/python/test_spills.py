@@ -218,11 +218,11 @@ def test_block_head_dim_with_a_window_compiles(tmp_path, chip):
 
 @pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
 def test_trim_output_columns_narrows_the_dots_of_v(tmp_path, chip):
-    # GpuOptions(trim_output_columns) (off until its GPU check): at d96 in blocks 128 wide (DB)
+    # GpuOptions(trim_output_columns) (on since its GPU check): at d96 in blocks 128 wide (DB)
     # a dot whose B block is read as stored computes only the 96 output columns the copies
-    # fill — the forward's P·V (wgmma N 96: m64n96k16 in place of m64n128k16; mma.sync 12 of 16
-    # n tiles), the backward's dQ = dS·K and the key-rows program's dV and dK — with no more
-    # spill than without it; nothing changes where the copies fill their blocks (d128).
+    # fill — the forward's P·V (wgmma N 96: m64n96k16 in place of m64n128k16), the backward's
+    # dQ = dS·K and the key-rows program's dV and dK — with no more spill than without it;
+    # mma.sync keeps its n tiles; nothing changes where the copies fill their blocks (d128).
     from tessel.backward import FAST_DQ_BLOCKS_SM90, _keyrows_program, attention_bwd_dq
     op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
     n = 4096
@@ -240,19 +240,20 @@ def test_trim_output_columns_narrows_the_dots_of_v(tmp_path, chip):
     keyrows = program.warmup(x, x, x, x, lse, lse, x, x, x, n, n, 2, 2, 2, 0.1, **bcx)
     for k in (forward, dq, keyrows):
         g = _gpu(k, chip)
-        plain = cache.get_binary(k, g, directory=str(tmp_path))
-        out = cache.get_binary(k, dataclasses.replace(g, trim_output_columns=True),
-                               directory=str(tmp_path))
+        assert g.trim_output_columns                  # (on by default)
+        out = cache.get_binary(k, g, directory=str(tmp_path))
+        plain = cache.get_binary(k, dataclasses.replace(g, trim_output_columns=False),
+                                 directory=str(tmp_path))
         assert out.manifest["spill_bytes"] <= plain.manifest["spill_bytes"], out.manifest
         if chip == "sm_90a":
             assert "m64n96k16" in out.ptx and "m64n96k16" not in plain.ptx
-        else:
-            assert out.ptx.count(op) < plain.ptx.count(op)
+        else:                                   # (mma.sync keeps its n tiles: MmaSync.cpp)
+            assert out.ptx.count(op) == plain.ptx.count(op)
     whole = np.zeros((1, 2, n, 128), np.float16)
     k = launched_kernel(chip, whole, whole, whole, lse, n, dict(cx, D=128, DB=0))
     g = _gpu(k, chip)
     assert cache.get_binary(k, g, directory=str(tmp_path)).ptx == cache.get_binary(
-        k, dataclasses.replace(g, trim_output_columns=True), directory=str(tmp_path)).ptx
+        k, dataclasses.replace(g, trim_output_columns=False), directory=str(tmp_path)).ptx
 
 
 def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):

@@ -169,11 +169,11 @@ static cl::opt<bool>
                    cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
-    trimOutputColumns("trim-output-columns",
-                      cl::desc("Dots of a B block read as stored compute only the output "
-                               "columns its copies fill (convert-tile-to-mma "
-                               "trim-output-columns)"),
-                      cl::init(false), cl::cat(tesselcCategory));
+    noTrimOutputColumns("no-trim-output-columns",
+                        cl::desc("Dots of a B block read as stored compute every output column, "
+                                 "the zero columns past its copies' too (no convert-tile-to-mma "
+                                 "trim-output-columns; to compare)"),
+                        cl::init(false), cl::cat(tesselcCategory));
 
 static cl::opt<bool>
     noTrimZeroColumns("no-trim-zero-columns",
@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
   options.tmaOnly = tmaOnly;
   options.vectorStores = !noVectorStores;
   options.trimZeroColumns = !noTrimZeroColumns;
-  options.trimOutputColumns = trimOutputColumns;
+  options.trimOutputColumns = !noTrimOutputColumns;
   options.spillFallbacks = !noSpillFallbacks;
   options.numStages = numStages;
   tessel::Stage stage = tessel::Stage::PTX;

@@ -122,10 +122,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "A dot whose B block is read along its columns (S = Q·Kᵀ) runs its k steps only over "
            "the columns the block's copies fill: past a descriptor's constant column count the "
            "copies write zeros (a head dim padded inside the kernel, DB).">,
-    Option<"trimOutputColumns", "trim-output-columns", "bool", /*default=*/"false",
+    Option<"trimOutputColumns", "trim-output-columns", "bool", /*default=*/"true",
            "A dot whose B block is read as stored (P·V's V) computes only the output columns "
            "the block's copies fill (the accumulator's others keep their value: B's zero "
-           "columns add nothing). Off until its GPU check.">,
+           "columns add nothing).">,
     Option<"dropTmaFences", "drop-tma-fences", "bool", /*default=*/"true",
            "With tma-only: no proxy fence after the consumers' waits on rings only TMA fills "
            "(tilegpu-drop-tma-fences). Off to compare.">,

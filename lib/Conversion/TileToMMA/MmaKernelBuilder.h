@@ -138,7 +138,8 @@ public:
   /// block's copies fill (convert-tile-to-mma trim-zero-columns; columnReach).
   bool trimZeroColumns = false;
   /// Dots whose B block is read as stored compute only the output columns its copies fill
-  /// (convert-tile-to-mma trim-output-columns; dotNColumns).
+  /// (convert-tile-to-mma trim-output-columns; dotNColumns): wgmma's N (mma.sync keeps its n
+  /// tiles, MmaSync.cpp says why).
   bool trimOutputColumns = false;
 
   /// The threads the layouts count: the consumers when the kernel is warp-specialized.

@@ -261,9 +261,10 @@ LogicalResult MmaKernelBuilder::emitWgmma(tilegpu::WgmmaOp op) {
   int64_t nRun = op.getTransposeB() ? N : dotNColumns(op.getB(), N, 8);
   SmallVector<Value> tail;
   if (nRun < N) {
-    tail = acc.empty() ? SmallVector<Value>((N - nRun) / 2, arith::ConstantOp::create(
-                                                                b, loc, b.getF32FloatAttr(0.0f)))
-                       : SmallVector<Value>(acc.begin() + nRun / 2, acc.end());
+    tail = acc.empty()
+               ? SmallVector<Value>((N - nRun) / 2,
+                                    arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)))
+               : SmallVector<Value>(acc.begin() + nRun / 2, acc.end());
     acc.resize(std::min<size_t>(acc.size(), nRun / 2));
   }
   acc = wgmmaChain(a, acc, bufferBytes(op.getB(), op.getStage()), *p, op.getTransposeB(), nRun,
