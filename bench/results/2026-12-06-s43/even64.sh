@@ -2,12 +2,11 @@
 # even64.py under each GpuOptions switch that could matter (one process each).
 set -u
 cd "$(dirname "$0")/../../.."
-b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python
+source scripts/bundle-env.sh
 for o in "" overlap_consumers=False warp_specialize=False sink_waits=False vector_stores=False \
     tma_producer=False drop_tma_fences=False sync_masked_loops=False occupancy_hints=False \
     num_stages=3 spill_fallbacks=False; do
-  TESSEL_CACHE_DIR=$b/cache timeout 60 python3 bench/results/2026-12-06-s43/even64.py "$o" 2>&1 \
+  timeout 60 python3 bench/results/2026-12-06-s43/even64.py "$o" 2>&1 \
     | grep -v "^tessel: comp"
 done | tee $OUT/even64.log
 mkdir -p $OUT/cache; find $b/cache -name "*.ptx" -newer $b/bin -size -2M | head -40 | xargs -I{} cp {} $OUT/cache/ 2>/dev/null; ls $OUT/cache | head

@@ -6,8 +6,7 @@
 # beside the copies, FA2 and cuDNN. Needs a bundle with s42's C++ (trim_zero_columns).
 set -u
 cd "$(dirname "$0")/../../.."
-b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
+source scripts/bundle-env.sh
 r=$OUT/next2; mkdir -p $r
 timeout 200 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_attention_backward_gpu.py \
   -k "block_head_dim_backward or padded_head_dims" > $r/check.log 2>&1; tail -15 $r/check.log

@@ -6,8 +6,7 @@
 # on the new defaults, the CUDA fuzzer on the seed that failed, d96's speed.
 set -u
 cd "$(dirname "$0")/../../.."
-b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
+source scripts/bundle-env.sh
 r=$OUT/next3; mkdir -p $r
 timeout 60 python3 bench/results/2026-12-06-s43/even64.py 2>&1 | grep -v "^tessel: comp" | tee $r/even64.log
 timeout 200 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_python_gpu.py \

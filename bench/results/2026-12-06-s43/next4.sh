@@ -9,8 +9,7 @@
 # "persistent_gpu" with scripts/gpu-check.sh (TESSEL_GPU_CHECK_SHARDS=3 TESSEL_GPU_CHECK_JOBS=6).
 set -u
 cd "$(dirname "$0")/../../.."
-b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
+source scripts/bundle-env.sh
 r=$OUT/next4; mkdir -p $r
 timeout 150 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_attention_backward_gpu.py \
   -k "block_head_dim_with_masks" > $r/masks.log 2>&1; tail -8 $r/masks.log

@@ -6,8 +6,7 @@
 # case fails, turn it off (cache.py, Pipeline.h, Pipeline.cpp, Passes.td) and say why.
 set -u
 cd "$(dirname "$0")/../../.."
-b=$(mktemp -d); tar -C $b -xJf .bundle/tessel-gpu.tar.xz; cp python/tessel/*.py $b/python/tessel/
-export PATH=$b/bin:/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=$b/python TESSEL_CACHE_DIR=$b/cache
+source scripts/bundle-env.sh
 r=$OUT/next5; mkdir -p $r
 timeout 300 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_python_gpu.py \
   test/gpu/test_attention_backward_gpu.py test/gpu/test_serving_gpu.py \
