@@ -939,23 +939,22 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         return _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                     return_lse, block_m, block_n, block_mask, deterministic)
     Dp = _cuda_padding(q, k, v)
-    if Dp is not None and native_head_dim(
-            q.shape[-1], gpu.torch_dtype_name(q), _chip_for_blocks(q),
-            _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)),
-            mask_mod is not None or block_mask is not None,
-            all(x.is_contiguous() for x in (q, k, v))):
-        Dp = None
-    grad = Dp is not None and _grad_enabled() and any(
-        getattr(x, "requires_grad", False) for x in (q, k, v))
-    if Dp is not None and block_head_dim_takes(q, v, Dp, _chip_for_blocks(q), grad,
-                                               block_head_dim_masked(mask_mod, block_mask)):
-        if grad:
-            from .backward import attention_with_grad
-            return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                       return_lse, block_m, block_n,
-                                       deterministic=deterministic, block_dim=Dp)
-        return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                               return_lse, block_m, block_n, block_dim=Dp)
+    if Dp is not None:
+        grad = _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v))
+        chip = _chip_for_blocks(q)
+        if native_head_dim(q.shape[-1], gpu.torch_dtype_name(q), chip, grad,
+                           mask_mod is not None or block_mask is not None,
+                           all(x.is_contiguous() for x in (q, k, v))):
+            Dp = None
+        elif block_head_dim_takes(q, v, Dp, chip, grad,
+                                  block_head_dim_masked(mask_mod, block_mask)):
+            if grad:
+                from .backward import attention_with_grad
+                return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod,
+                                           enable_gqa, return_lse, block_m, block_n,
+                                           deterministic=deterministic, block_dim=Dp)
+            return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                   return_lse, block_m, block_n, block_dim=Dp)
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,

@@ -827,16 +827,16 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     the interpreter on the reference lowering, with the small blocks it needs."""
     torch = gpu.torch_module()
     padded = backward_block_dim(q, k, v, o, do, mask_mod)
-    fast = padded and _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod,
-                                            enable_gqa, block_m, block_n, padded[0])
-    if fast and not padded[1]:
-        # The fast programs on padded copies rather than the reference lowering at D.
+    # At a head dim the forward pads, the fast programs at the padded one (inside them, or on
+    # padded copies); where they do not take it either, the reference lowering at D.
+    block_dim = padded[0] if padded else 0
+    fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                 block_m, block_n, block_dim)
+    if fast is not None and padded and not padded[1]:
         return _backward_padded(q, k, v, o, lse, do, padded[0], scale, causal, score_mod,
                                 mask_mod, enable_gqa, dlse, block_m, block_n, deterministic)
-    block_dim = padded[0] if fast else 0
-    if not fast:
-        fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                     block_m, block_n)
+    if fast is None:
+        block_dim = 0
     # The fast programs read q, k, v, o and dO in place where layouts.row_layout allows
     # (FlashAttention's [B, N, H, D] seen as [B, H, N, D]); the reference route copies.
     keep = in_place if fast is not None and STRIDED_BACKWARD else contiguous_aligned

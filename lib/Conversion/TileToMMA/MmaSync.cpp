@@ -180,12 +180,10 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
   NVVM::MMATypes ptxType = operandType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   // (K steps past the columns B's copies fill read zeros: not run, trimZeroColumns. Read
   // transposed, K's block is summed along its columns.)
-  Value bBuffer = op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer();
-  int64_t kRun = dotKSteps(bBuffer, transposed, K, 16);
-  // (Read as stored, B's columns are the output's, and the n tiles past those its copies fill
-  // add nothing to their accumulators; trimOutputColumns leaves them be here all the same: the
-  // d96 backward's key-rows program spilled 72 bytes with them gone, 16 with them.)
-  int64_t nPairs = N / 16;
+  int64_t kRun = dotKSteps(op.getB().getDefiningOp<tilegpu::LocalLoadOp>().getBuffer(), transposed,
+                           K, 16);
+  // (trimOutputColumns leaves the n tiles past the columns B's copies fill be here: without
+  // them the d96 backward's key-rows program spilled 72 bytes, with them 16.)
   for (int64_t kt = 0; kt < kRun; ++kt) {
     if (shared != aShared.end())
       for (int64_t mt = 0; mt < mTiles; ++mt) {
@@ -193,7 +191,7 @@ LogicalResult MmaKernelBuilder::emitMma(tilegpu::MmaOp op) {
                                                   shared->second.stage);
         std::copy(frags.begin(), frags.end(), a.begin() + (mt * kSteps + kt) * 4);
       }
-    for (int64_t np = 0; np < nPairs; ++np) {
+    for (int64_t np = 0; np < N / 16; ++np) {
       int64_t rowBytes = p.cols * 2;
       Value x4 =
           transposed
