@@ -14,11 +14,13 @@ Also per row: the largest |tessel − cuDNN| relative to cuDNN's largest value (
 float32 checks are test/gpu/test_python_gpu.py). Timing: bench_decode.make_timer. Without torch
 or CUDA it prints why and exits 0.
 
-`--ab-block-head-dim`: a cell for the head dims tessel pads (96, 80, ...) with
-attention.BLOCK_HEAD_DIM_CHIPS listing the chip — the kernels at the padded head dim over q, k
-and v as they are (DB), not copied padded — and its difference to cuDNN.
+`--ab-block-head-dim`: a cell for the head dims tessel pads (96, 80, ...) on the route the
+default does not take — copied padded (`copies`) where attention.BLOCK_HEAD_DIM_CHIPS lists the
+chip, else the kernels at the padded head dim over q, k and v as they are (`DB`) — and its
+difference to cuDNN; `--ab-native` likewise for head dim 192 (`padded` or `native`).
 """
 import argparse
+import importlib
 
 from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, save_report, \
     sdpa_cells, set_persistent, time_sdpa
@@ -69,12 +71,13 @@ def main():
     ap.add_argument("--ab-persistent", action="store_true",
                     help="also time tessel with persistent kernels the other way (a cell)")
     ap.add_argument("--ab-native", action="store_true",
-                    help="also time head dims tessel pads (96, 192, ...) as they are, where the "
-                         "chip's fast path takes them (attention.NATIVE_HEAD_DIMS: sm_90a 192; "
-                         "a cell)")
+                    help="also time head dim 192 on the route the default does not take: "
+                         "padded where attention.NATIVE_HEAD_DIMS lists it for the chip (sm_90a), "
+                         "else as it is (a cell)")
     ap.add_argument("--ab-block-head-dim", action="store_true",
-                    help="also time head dims tessel pads with blocks of the padded head dim "
-                         "over the unpadded inputs (attention.BLOCK_HEAD_DIM_CHIPS; a cell)")
+                    help="also time head dims tessel pads on the route the default does not "
+                         "take: copied padded, or blocks of the padded head dim over the "
+                         "unpadded inputs (attention.BLOCK_HEAD_DIM_CHIPS; a cell)")
     args = ap.parse_args()
     torch = cuda_torch("bench_head_dims")
     if torch is None:
@@ -145,8 +148,6 @@ def main():
                     cells.append(f"{other} {flops / ms / 1e9:.1f}")
                 def switched_cell(name, value, label, key):
                     # tessel with tessel.attention's `name` set to `value` for the cell
-                    import importlib
-                    attn = importlib.import_module("tessel.attention")
                     listed = getattr(attn, name)
                     setattr(attn, name, value)
                     try:
@@ -159,11 +160,19 @@ def main():
                     if "cudnn" in theirs:
                         row[f"{key}_max_rel_diff_vs_cudnn"] = max_rel_diff(mine, theirs["cudnn"])
                         cells.append(f"diff {row[f'{key}_max_rel_diff_vs_cudnn']:.1e}")
+                # The cells time the route the defaults do not take.
+                attn = importlib.import_module("tessel.attention")
+                chip = tessel.gpu.chip_of(q.device.index)
                 if args.ab_native and D == 192:
-                    switched_cell("NATIVE_HEAD_DIMS", {"sm_90a": (192,)}, "native", "native")
+                    if 192 in attn.NATIVE_HEAD_DIMS.get(chip, ()):
+                        switched_cell("NATIVE_HEAD_DIMS", {chip: ()}, "padded", "padded")
+                    else:
+                        switched_cell("NATIVE_HEAD_DIMS", {chip: (192,)}, "native", "native")
                 if args.ab_block_head_dim and D not in (64, 128, 192, 256):
-                    switched_cell("BLOCK_HEAD_DIM_CHIPS", (tessel.gpu.chip_of(q.device.index),),
-                                  "DB", "block_head_dim")
+                    if chip in attn.BLOCK_HEAD_DIM_CHIPS:
+                        switched_cell("BLOCK_HEAD_DIM_CHIPS", (), "copies", "copies")
+                    else:
+                        switched_cell("BLOCK_HEAD_DIM_CHIPS", (chip,), "DB", "block_head_dim")
                 for bm, bn in args.sweep:
                     try:
                         ms = timed(lambda: tessel.attention(q, k, v, causal=causal, block_m=bm,
