@@ -223,7 +223,6 @@ def test_trim_output_columns_narrows_the_dots_of_v(tmp_path, chip):
     # fill — the forward's P·V (wgmma N 96: m64n96k16 in place of m64n128k16), the backward's
     # dQ = dS·K and the key-rows program's dV and dK — with no more spill than without it;
     # mma.sync keeps its n tiles; nothing changes where the copies fill their blocks (d128).
-    from tessel.backward import FAST_DQ_BLOCKS_SM90, _keyrows_program, attention_bwd_dq
     op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
     n = 4096
     x = np.zeros((1, 2, n, 96), np.float16)
@@ -232,13 +231,7 @@ def test_trim_output_columns_narrows_the_dots_of_v(tmp_path, chip):
     cx = dict(D=96, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None, DB=128,
               **key_loop_constexprs(n, n, 128, BM, BN, False, None, chip))
     forward = launched_kernel(chip, x, x, x, lse, n, cx)
-    bcx = dict(D=96, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None, DB=128)
-    dq_blocks = FAST_DQ_BLOCKS_SM90.get(128, (64, 64)) if chip == "sm_90a" else (64, 64)
-    dq = attention_bwd_dq.warmup(x, x, x, x, lse, lse, x, n, n, 2, 2, 0.1, **dict(
-        bcx, BLOCK_M=dq_blocks[0], BLOCK_N=dq_blocks[1]))
-    program = _keyrows_program(chip, 128, 0, bcx, False)
-    keyrows = program.warmup(x, x, x, x, lse, lse, x, x, x, n, n, 2, 2, 2, 0.1, **bcx)
-    for k in (forward, dq, keyrows):
+    for k, _ in [(forward, None)] + _backward_programs(chip, 96, n, True):
         g = _gpu(k, chip)
         assert g.trim_output_columns                  # (on by default)
         out = cache.get_binary(k, g, directory=str(tmp_path))
@@ -597,6 +590,23 @@ def test_native_192_backward_programs_spill_little(tmp_path, causal):
     assert spilled == {"dq": 0, 1: 0, 2: spilled[2]} and spilled[2] <= (20 if causal else 0)
 
 
+def _backward_programs(chip, D, n, causal):
+    """[(kernel, program)] of the dQ and key-rows programs at head dim D in blocks 128 wide
+    (DB where D is not 128: backward.BLOCK_HEAD_DIM_CHIPS), warmed up on n rows as _run
+    launches them on `chip` (the dQ program's sm_90a blocks, d128's NO_SPILL_SEARCH entry)."""
+    from tessel.backward import FAST_DQ_BLOCKS_SM90, _keyrows_program, attention_bwd_dq
+    x = np.zeros((1, 2, n, D), np.float16)
+    row = np.zeros((1, 2, n), np.float32)
+    cx = dict(D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
+              **({"DB": 128} if D != 128 else {}))
+    bm, bn = FAST_DQ_BLOCKS_SM90.get(128, (64, 64)) if chip == "sm_90a" else (64, 64)
+    dq = attention_bwd_dq.warmup(x, x, x, x, row, row, x, n, n, 2, 2, 0.1,
+                                 **dict(cx, BLOCK_M=bm, BLOCK_N=bn))
+    program = _keyrows_program(chip, 128, 0, cx, False)
+    keyrows = program.warmup(x, x, x, x, row, row, x, x, x, n, n, 2, 2, 2, 0.1, **cx)
+    return [(dq, attention_bwd_dq), (keyrows, program)]
+
+
 @needs_ptxas()
 @pytest.mark.parametrize("chip,D,causal", [("sm_90a", 96, False), ("sm_90a", 80, True),
                                            ("sm_80", 96, False)],
@@ -608,24 +618,14 @@ def test_block_head_dim_backward_programs(tmp_path, chip, D, causal):
     # more than the d128 program it stands beside (0 non-causal; the causal form's masked
     # loops spill at d128 too). With trim_zero_columns: fewer MMA instructions (Sᵀ's and dP's
     # k steps over D's columns), no more spill.
-    from tessel.backward import FAST_DQ_BLOCKS_SM90, _keyrows_program, attention_bwd_dq
     op = "wgmma.mma_async" if chip == "sm_90a" else "mma.sync"
-    row = np.zeros((1, 2, 1024), np.float32)
-    dq_blocks = FAST_DQ_BLOCKS_SM90.get(128, (64, 64)) if chip == "sm_90a" else (64, 64)
     built = {}
-    for width, db in ((D, {"DB": 128}), (128, {})):
-        x = np.zeros((1, 2, 1024, width), np.float16)
-        cx = dict(D=width, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None,
-                  MASK_MOD=None, **db)
-        dq = attention_bwd_dq.warmup(x, x, x, x, row, row, x, 1024, 1024, 2, 2, 0.1,
-                                     **dict(cx, BLOCK_M=dq_blocks[0], BLOCK_N=dq_blocks[1]))
-        program = _keyrows_program(chip, 128, 0, cx, False)
-        kr = program.warmup(x, x, x, x, row, row, x, x, x, 1024, 1024, 2, 2, 2, 0.1, **cx)
-        for trim in (False, True) if db else (False,):
+    for width in (D, 128):
+        programs = _backward_programs(chip, width, 1024, causal)
+        for trim in (False, True) if width != 128 else (False,):
             built[width, trim] = [
                 cache.get_binary(k, _gpu(p, chip, trim_zero_columns=trim),
-                                 directory=str(tmp_path)) for k, p in
-                ((dq, attention_bwd_dq), (kr, program))]
+                                 directory=str(tmp_path)) for k, p in programs]
     for trim in (False, True):
         dq, kr = built[D, trim]
         assert dq.manifest["spill_bytes"] == 0 and op in dq.ptx and op in kr.ptx
