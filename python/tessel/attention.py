@@ -425,6 +425,30 @@ BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 BLOCK_HEAD_DIM_MASKS = False
 
 
+# Whether forward calls with a block_mask, or a mask_mod that reads tensors (block-sparse at run
+# time: blocksparse.auto_block_mask), take BLOCK_HEAD_DIM_CHIPS' DB in the block-sparse kernel
+# (columns past D read as 0, o stored D wide, as the dense kernels') instead of running it on
+# padded copies. No gradients wanted: the block-sparse backward's programs have no DB, and a
+# differentiable call pads (the padded forward is what that backward reads). Off until its GPU
+# check (test_python_gpu.py `test_block_head_dim_block_sparse`); the interpreter checks the
+# kernel in CI (test_block_mask.py `test_block_sparse_blocks_wider_than_the_head_dim`).
+BLOCK_HEAD_DIM_SPARSE = False
+
+
+def block_head_dim_sparse(q, v, Dp, chip, grad, mask_mod, block_mask, block_m, block_n):
+    """Whether a CUDA forward call that would be padded to Dp runs the block-sparse kernel with
+    DB = Dp instead (BLOCK_HEAD_DIM_SPARSE): no gradient wanted, a block_mask, or a mask_mod that
+    reads tensors without asked-for blocks (the call auto_block_mask makes block-sparse)."""
+    if not BLOCK_HEAD_DIM_SPARSE or grad or chip not in BLOCK_HEAD_DIM_CHIPS or \
+            not pads_in_kernel(q, v, Dp):
+        return False
+    if block_mask is not None:
+        return True
+    from .blocksparse import mask_reads_tensors
+    return mask_mod is not None and block_m is None and block_n is None and \
+        mask_reads_tensors(mask_mod)
+
+
 def block_head_dim_masked(mask_mod, block_mask):
     """The `masked` of block_head_dim_takes: a block_mask, or a mask_mod that
     BLOCK_HEAD_DIM_MASKS does not let through (one that reads tensors never: its calls are
@@ -939,6 +963,7 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         return _attention_in_chunks(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                     return_lse, block_m, block_n, block_mask, deterministic)
     Dp = _cuda_padding(q, k, v)
+    sparse_dim = None           # the block-sparse kernel's DB (block_head_dim_sparse)
     if Dp is not None:
         grad = _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v))
         chip = _chip_for_blocks(q)
@@ -955,6 +980,8 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
                                            deterministic=deterministic, block_dim=Dp)
             return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                    return_lse, block_m, block_n, block_dim=Dp)
+        elif block_head_dim_sparse(q, v, Dp, chip, grad, mask_mod, block_mask, block_m, block_n):
+            sparse_dim, Dp = Dp, None
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -973,7 +1000,7 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             _refuse_grad(q, k, v)
         return bmod.attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse,
                               block_mask, block_m, block_n, causal,
-                              deterministic=deterministic)
+                              deterministic=deterministic, block_dim=sparse_dim)
     if gpu.is_torch_tensor(q):
         if (getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False)
                 or getattr(v, "requires_grad", False)) and _grad_enabled():
@@ -984,10 +1011,15 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         if mask_mod is not None and block_m is None and block_n is None:
             # A mask read from tensors: block sparsity at run time (blocksparse.auto_block_mask).
             from . import blocksparse as bmod
-            auto = bmod.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
+            auto = bmod.auto_block_mask(q, k, causal, mask_mod, enable_gqa, sparse_dim)
             if auto is not None:
                 return bmod.attention(q, k, v, scale, score_mod, auto[1], enable_gqa,
-                                      return_lse, auto[0], None, None, False)
+                                      return_lse, auto[0], None, None, False,
+                                      block_dim=sparse_dim)
+        if sparse_dim is not None:          # no block mask after all: on copies, as before
+            return _attention_padded(q, k, v, sparse_dim, scale, return_lse, causal=causal,
+                                     score_mod=score_mod, mask_mod=mask_mod,
+                                     enable_gqa=enable_gqa)
         return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                return_lse, block_m, block_n)
     _refuse_grad(q, k, v)

@@ -151,12 +151,14 @@ def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx
                       nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
                       D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                       MASK_M: tl.constexpr, MASK_N: tl.constexpr,
-                      SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
-    """Query block `pid_m` of batch·head row `bh`: its output and LSE."""
+                      SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr, DB: tl.constexpr = 0):
+    """Query block `pid_m` of batch·head row `bh`: its output and LSE. DB: the blocks' head dim
+    where it is not D (0: D), as attention_tile's: columns past D read as 0, o stored D wide."""
     # The kernel's blocks divide the block mask's (MASK_M x MASK_N): a mask block is R_M query
     # blocks and R_N key blocks of the kernel.
     R_M = MASK_M // BLOCK_M
     R_N = MASK_N // BLOCK_N
+    W = D if DB == 0 else DB
     n_kb = tl.cdiv(nk, MASK_N)
     b = bh // H
     h = bh % H
@@ -173,9 +175,9 @@ def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx
     cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_in, full_num, full_idx_in, n_rows, n_kb)
 
     m0 = pid_m * BLOCK_M
-    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
+    qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, W))
     q_idx = tl.broadcast_to((m0 + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    acc = tl.zeros((BLOCK_M, W), tl.float32)
     m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     l = tl.zeros((BLOCK_M,), tl.float32)
 
@@ -183,10 +185,10 @@ def block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx
     # length (the last block may be padded).
     for t in range(0, tl.load_scalar(fcnd, (row,)) * R_N):
         acc, m, l = attention_block(acc, m, l, fidd, row, t, kd, vd, qt, q_idx, scale, b, h, nk,
-                                    D, BLOCK_N, MASK_N, False, SCORE_MOD, MASK_MOD)
+                                    W, BLOCK_N, MASK_N, False, SCORE_MOD, MASK_MOD)
     for t in range(0, tl.load_scalar(cnd, (row,)) * R_N):
         acc, m, l = attention_block(acc, m, l, idd, row, t, kd, vd, qt, q_idx, scale, b, h, nk,
-                                    D, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
+                                    W, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
 
     # Rows that saw no key: 0 and LSE −inf.
     den = tl.where(l == 0.0, 1.0, l)
@@ -201,7 +203,7 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
                                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                   MASK_M: tl.constexpr, MASK_N: tl.constexpr,
                                   SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                                  PERSISTENT: tl.constexpr):
+                                  PERSISTENT: tl.constexpr, DB: tl.constexpr = 0):
     # The last query blocks first: under the usual masks (causal, documents, prefix-LM) they
     # visit the most key blocks, as causal rows do in attention_kernel.
     n_blocks = tl.cdiv(nq, BLOCK_M)
@@ -215,12 +217,12 @@ def block_sparse_attention_kernel(q, k, v, o, lse_out, kv_num, kv_idx_in, full_n
             block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                               n_blocks - 1 - tile % n_blocks, tile // n_blocks, nq, nk, H, HKV,
                               scale, bm_sb, bm_sh, n_rows, D, BLOCK_M, BLOCK_N, MASK_M, MASK_N,
-                              SCORE_MOD, MASK_MOD)
+                              SCORE_MOD, MASK_MOD, DB)
     else:
         pid_m, bh = block_and_row(n_blocks)
         block_sparse_tile(q, k, v, o, lse_out, kv_num, kv_idx_in, full_num, full_idx_in,
                           n_blocks - 1 - pid_m, bh, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
-                          D, BLOCK_M, BLOCK_N, MASK_M, MASK_N, SCORE_MOD, MASK_MOD)
+                          D, BLOCK_M, BLOCK_N, MASK_M, MASK_N, SCORE_MOD, MASK_MOD, DB)
 
 
 class BlockMask:
@@ -529,8 +531,10 @@ def kernel_blocks(bm, q, D, block_m, block_n):
     return (block_m or min(dm, bm.BLOCK_M)), (block_n or min(dn, bm.BLOCK_N))
 
 
-def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_n, causal):
-    """(args, constexprs, grid, o, lse) of block_sparse_attention_kernel for this call."""
+def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_n, causal,
+            block_dim=None):
+    """(args, constexprs, grid, o, lse) of block_sparse_attention_kernel for this call;
+    `block_dim`: the blocks' head dim where it is not q's (the kernel's DB)."""
     from .attention import _as_jit, _check_shapes, _chip_for_blocks, softmax_scale
     on_gpu = gpu.is_torch_tensor(q)
     if on_gpu:
@@ -551,7 +555,7 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
     B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
     check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_n)
     scale = softmax_scale(scale, D)
-    BM, BN = kernel_blocks(bm, q, D, block_m, block_n)
+    BM, BN = kernel_blocks(bm, q, block_dim or D, block_m, block_n)
     nqb = bm.kv_num_blocks.shape[2]
     nbh = bm.kv_num_blocks.shape[1]
     sb = nbh * nqb if bm.shape[0] is not None else 0
@@ -574,7 +578,8 @@ def prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa, bm, block_m, block_
             bm.full_kv_indices, tiles, starts, Nq, Nk, H, Hkv, scale, sb, sh, rows, B * H)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), PERSISTENT=programs > 0)
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"), PERSISTENT=programs > 0,
+                      **({"DB": block_dim} if block_dim else {}))
     grid = (programs, 1, 1) if programs else fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
 
@@ -592,17 +597,19 @@ def kernel_of(bm, args, constexprs, grid):
         B, H = args[0].shape[0], args[0].shape[1]
         blocks = bm.mean_blocks(B, H, constexprs["BLOCK_M"], grid[0]) * \
             (bm.BLOCK_N // constexprs["BLOCK_N"])      # in the kernel's key blocks
-        switches = schedule_switches(short_tiles(blocks, constexprs["D"]),
+        D = constexprs.get("DB") or constexprs["D"]             # the blocks' head dim
+        switches = schedule_switches(short_tiles(blocks, D),
                                      constexprs["BLOCK_M"])
         return with_switches(block_sparse_attention_kernel, switches, _block_sparse_variants)
     return block_sparse_attention_kernel
 
 
 def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, block_m,
-              block_n, causal, grad=True, deterministic=False):
+              block_n, causal, grad=True, deterministic=False, block_dim=None):
     """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU). CUDA inputs
-    that require grad go through backward.attention_with_grad (`grad=False`: its forward)."""
-    if grad and gpu.is_torch_tensor(q):
+    that require grad go through backward.attention_with_grad (`grad=False`: its forward).
+    `block_dim`: the kernel's DB (forward only: the caller wants no gradient)."""
+    if grad and gpu.is_torch_tensor(q) and block_dim is None:
         if any(getattr(x, "requires_grad", False) for x in (q, k, v)) and \
                 gpu.torch_module().is_grad_enabled():
             # Differentiable: the block-sparse forward inside the autograd Function.
@@ -613,7 +620,7 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
                                        return_lse, None, None, block_mask=bm,
                                        deterministic=deterministic)
     args, constexprs, grid, o, lse = prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa,
-                                             bm, block_m, block_n, causal)
+                                             bm, block_m, block_n, causal, block_dim)
     if grid[0] and grid[1] and q.shape[2] and k.shape[2]:
         kernel_of(bm, args, constexprs, grid)[grid](*args, **constexprs)
     elif grid[0] and grid[1]:
@@ -712,11 +719,11 @@ def _and_causal(mask_mod):
     return causal_and
 
 
-def auto_block_mask(q, k, causal, mask_mod, enable_gqa):
+def auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim=None):
     """(BlockMask, mask_mod to pass with it) for tessel.attention's CUDA call, or None where the
     call keeps the dense kernel: no mask_mod, a mask that reads no captured tensor (the
-    compile-time analysis classifies those it can), dtypes or head dims the fast paths do not
-    take, empty inputs."""
+    compile-time analysis classifies those it can), dtypes or head dims (`block_dim` where the
+    kernel's blocks are that wide) the fast paths do not take, empty inputs."""
     from .attention import _FAST_DTYPES, GPU_BLOCKS, _chip_for_blocks
     fn = getattr(mask_mod, "user_fn", None) or mask_mod
     if getattr(fn, "__code__", None) is None or len(q.shape) != 4 or len(k.shape) != 4:
@@ -724,7 +731,7 @@ def auto_block_mask(q, k, causal, mask_mod, enable_gqa):
     B, H, Nq, D = q.shape
     Nk = k.shape[2]
     if not (B and H and Nq and Nk) or gpu.torch_dtype_name(q) not in _FAST_DTYPES or \
-            (_chip_for_blocks(q), D) not in GPU_BLOCKS:
+            (_chip_for_blocks(q), block_dim or D) not in GPU_BLOCKS:
         return None
     captured = _captures_key(fn)
     if not _reads_tensors(captured):

@@ -263,6 +263,29 @@ def test_a_device_that_is_not_cuda_is_a_type_error(monkeypatch):
         tessel.block_mask(sliding_window, None, None, 10, 10, device="cuda")
 
 
+@pytest.mark.parametrize("Hkv", [None, 1])
+def test_block_sparse_blocks_wider_than_the_head_dim(Hkv):
+    """The block-sparse kernel's DB (attention.BLOCK_HEAD_DIM_SPARSE gives a CUDA call at head
+    dim 96 blocks of 128): head dim 24 read in blocks 32 wide, columns past 24 as 0, o stored
+    24 wide — float64's answer, and the padded copies' within float32 rounding."""
+    from tessel import blocksparse
+    rng = np.random.default_rng()
+    N = 150
+    doc = random_docs(2, N, rng)
+    allowed = lambda b, h, qi, ki: (doc[b][qi] == doc[b][ki]) & (qi >= ki)
+    bm = tessel.block_mask(document_mask(doc), 2, None, N, N, BLOCK_M=32, BLOCK_N=32)
+    q, k, v = qkv(2, 2, N, N, D=24, Hkv=Hkv)
+    o, lse = blocksparse.attention(q, k, v, None, None, document_mask(doc), Hkv is not None,
+                                   True, bm, 16, 32, False, block_dim=32)
+    ro, rl = reference_attention(q, k, v, allowed=allowed, enable_gqa=Hkv is not None)
+    assert o.shape == q.shape and max_rel_error(o, ro) < TOL
+    np.testing.assert_allclose(lse, rl, rtol=1e-5, atol=1e-5)
+    padded = tessel.attention(*(np.pad(x, [(0, 0)] * 3 + [(0, 8)]) for x in (q, k, v)),
+                              scale=24 ** -0.5, mask_mod=document_mask(doc), block_mask=bm,
+                              enable_gqa=Hkv is not None, block_m=16, block_n=32)
+    np.testing.assert_allclose(o, padded[..., :24], rtol=1e-5, atol=1e-6)
+
+
 # --- the GPU programs compile ----------------------------------------------------------------
 
 @needs_ptxas()

@@ -432,6 +432,49 @@ def test_block_head_dim_route(fake_torch, monkeypatch):
     assert route(96) == "padded"
 
 
+def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
+    """attention.BLOCK_HEAD_DIM_SPARSE (off until its GPU check): a forward call at a head dim
+    the fast paths pad, with a block_mask or a mask_mod that reads tensors (block-sparse at run
+    time), runs the block-sparse kernel with DB on q, k and v as they are; with gradients
+    wanted, asked-for blocks with a tensor mask (the dense kernel), a chip
+    BLOCK_HEAD_DIM_CHIPS does not list, or the switch off, it pads as before."""
+    from tessel import blocksparse
+    attn = importlib.import_module("tessel.attention")
+    assert not attn.BLOCK_HEAD_DIM_SPARSE
+    chip = ["sm_90a"]
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
+    routes = []
+    monkeypatch.setattr(attn, "_attention_padded", lambda *a, **kw: routes.append("padded"))
+    monkeypatch.setattr(attn, "_attention_cuda", lambda *a, **kw: routes.append("dense"))
+    monkeypatch.setattr(blocksparse, "attention",
+                        lambda *a, **kw: routes.append(("sparse", kw.get("block_dim"))))
+    monkeypatch.setattr(blocksparse, "runs_as_causal", lambda *a: False)
+    monkeypatch.setattr(blocksparse, "auto_block_mask",
+                        lambda q, k, c, m, g, block_dim=None: ("bm", m))
+    T = fake_torch.Tensor
+    table = np.zeros(4, bool)
+    reads = lambda b, h, i, j: table[i % 4]                              # noqa: E731
+
+    def route(D, grad=False, **kw):
+        routes.clear()
+        x = T((1, 2, 300, D), fake_torch.float16)
+        x.requires_grad = grad
+        tessel.attention(x, x, x, **kw)
+        return routes[0]
+    assert route(96, block_mask="bm") == route(96, mask_mod=reads) == "padded"
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", True)
+    assert route(96, block_mask="bm") == route(96, mask_mod=reads) == ("sparse", 128)
+    assert route(40, mask_mod=reads) == ("sparse", 64)
+    assert route(128, mask_mod=reads) == ("sparse", None)               # nothing to pad
+    assert route(96, mask_mod=reads, block_m=64) == "padded"            # the dense kernel
+    assert route(100, block_mask="bm") == "padded"                      # not 16-byte chunks
+    assert route(96, grad=True, block_mask="bm") == "padded"            # its backward pads
+    monkeypatch.setattr(blocksparse, "auto_block_mask", lambda *a, **kw: None)
+    assert route(96, mask_mod=reads) == "padded"                        # no block mask made
+    chip[0] = "sm_80"
+    assert route(96, block_mask="bm") == "padded"
+
+
 def test_varlen_pads_inside_the_kernel_without_gradients(fake_torch, monkeypatch):
     """serving._varlen_block_dim (VARLEN_BLOCK_HEAD_DIM, on since its GPU check): a CUDA call that
     would be padded runs the varlen kernel with blocks that wide instead, unless gradients are

@@ -375,6 +375,35 @@ def test_block_mask_forward_spills(tmp_path, chip, D, name):
         assert "wgmma.wait_group.sync.aligned 1" in b.ptx
 
 
+@pytest.mark.parametrize("chip,D", [("sm_90a", 96), ("sm_90a", 40), ("sm_80", 96)])
+@pytest.mark.parametrize("name", ["document", "window softcap"])
+def test_block_mask_forward_in_blocks_wider_than_the_head_dim(tmp_path, chip, D, name):
+    # attention.BLOCK_HEAD_DIM_SPARSE's kernels: the block-sparse kernel at head dim D in blocks
+    # of the padded head dim (DB), as blocksparse.prepare launches them (on sm_90a the
+    # persistent kernel where its blocks are 128 x 128, with and without Q from the producer):
+    # 0 spill, nothing given up.
+    DB = 128 if D == 96 else 64
+    x = np.zeros((1, 2, N, D), np.float16)
+    mask, score = {"document": (document, None), "window softcap": (window, softcap)}[name]
+    bm = tessel.block_mask(mask, 1 if mask is document else None, None, N, N, BLOCK_M=128,
+                           BLOCK_N=128)
+    BM, BN = blocksparse.SPARSE_GPU_BLOCKS.get((chip, DB)) or gpu_blocks(DB, "f16", N, N, chip,
+                                                                         mods=True)
+    args, cx, _, _, _ = blocksparse.prepare(x, x, x, None, score, mask, False, bm, BM, BN, False,
+                                            block_dim=DB)
+    assert cx["DB"] == DB
+    kernel = blocksparse.block_sparse_attention_kernel
+    case = f"d{D} in {DB} {name}"
+    persistent = chip == "sm_90a" and (BM, BN) == (128, 128)
+    k = kernel.warmup(*args, **dict(cx, PERSISTENT=persistent))
+    _check(chip, case, _spills(tmp_path, k, chip))
+    if persistent:
+        _check(chip, case, _spills(tmp_path, k, chip, producer_once=True))
+    b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
+    assert not b.manifest.get("given_up"), b.manifest["given_up"]
+    assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync.aligned") in b.ptx
+
+
 SLOPES = np.array([2.0 ** (-8.0 * (i + 1) / 2) for i in range(2)], np.float32)
 REL = (np.random.default_rng(1).standard_normal((2, 2 * N - 1)) * 0.5).astype(np.float32)
 
