@@ -425,23 +425,28 @@ BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 BLOCK_HEAD_DIM_MASKS = False
 
 
-# Whether forward calls with a block_mask, or a mask_mod that reads tensors (block-sparse at run
-# time: blocksparse.auto_block_mask), take BLOCK_HEAD_DIM_CHIPS' DB in the block-sparse kernel
+# Whether calls with a block_mask, or a mask_mod that reads tensors (block-sparse at run time:
+# blocksparse.auto_block_mask), take BLOCK_HEAD_DIM_CHIPS' DB in the block-sparse kernel
 # (columns past D read as 0, o stored D wide, as the dense kernels') instead of running it on
-# padded copies. No gradients wanted: the block-sparse backward's programs have no DB, and a
-# differentiable call pads (the padded forward is what that backward reads). Off until its GPU
-# check (test_python_gpu.py `test_block_head_dim_block_sparse`); the interpreter checks the
-# kernel in CI (test_block_mask.py `test_block_sparse_blocks_wider_than_the_head_dim`).
+# padded copies; with gradients the block-sparse backward's programs take it too
+# (backward.sparse_block_dim, where backward.BLOCK_HEAD_DIM_CHIPS has the chip). Off until its
+# GPU check (test_block_mask_gpu.py `test_block_head_dim_block_sparse`); the interpreter checks
+# the programs in CI (test_block_mask.py).
 BLOCK_HEAD_DIM_SPARSE = False
 
 
 def block_head_dim_sparse(q, v, Dp, chip, grad, mask_mod, block_mask, block_m, block_n):
-    """Whether a CUDA forward call that would be padded to Dp runs the block-sparse kernel with
-    DB = Dp instead (BLOCK_HEAD_DIM_SPARSE): no gradient wanted, a block_mask, or a mask_mod that
-    reads tensors without asked-for blocks (the call auto_block_mask makes block-sparse)."""
-    if not BLOCK_HEAD_DIM_SPARSE or grad or chip not in BLOCK_HEAD_DIM_CHIPS or \
+    """Whether a CUDA call that would be padded to Dp runs the block-sparse kernel with DB = Dp
+    instead (BLOCK_HEAD_DIM_SPARSE): a block_mask, or a mask_mod that reads tensors without
+    asked-for blocks (the call auto_block_mask makes block-sparse); with gradients wanted
+    (`grad`) only where the backward's programs take DB too."""
+    if not BLOCK_HEAD_DIM_SPARSE or chip not in BLOCK_HEAD_DIM_CHIPS or \
             not pads_in_kernel(q, v, Dp):
         return False
+    if grad:
+        from .backward import BLOCK_HEAD_DIM_CHIPS as backward_chips
+        if chip not in backward_chips:
+            return False
     if block_mask is not None:
         return True
     from .blocksparse import mask_reads_tensors
@@ -1007,7 +1012,7 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                        return_lse, block_m, block_n,
-                                       deterministic=deterministic)
+                                       deterministic=deterministic, block_dim=sparse_dim or 0)
         if mask_mod is not None and block_m is None and block_n is None:
             # A mask read from tensors: block sparsity at run time (blocksparse.auto_block_mask).
             from . import blocksparse as bmod

@@ -595,18 +595,21 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         on_gpu = gpu.is_torch_tensor(q)
         blocksparse.check_block_mask(block_mask, mask_mod, B, H, Nq, k.shape[2], on_gpu,
                                      causal, block_m, block_n)
+        # At a head dim the fast paths pad, the programs' DB where they take it.
+        block_dim = sparse_block_dim(q, k, v, o, do) if on_gpu else 0
         if blocksparse.runs_as_causal(block_mask, block_m, block_n):
             # The forward ran the dense causal kernel (tessel.attention): so does the backward.
             causal, mask_mod = True, None
         elif not on_gpu or (SPARSE_BACKWARD_ON_GPU and _fast_backward_config(
-                q, k, v, False, scale, score_mod, mask_mod, enable_gqa) is not None):
-            fast = FAST_BACKWARD_BLOCKS.get(D, (64, 64)) if on_gpu else \
+                q, k, v, False, scale, score_mod, mask_mod, enable_gqa,
+                block_dim=block_dim) is not None):
+            fast = FAST_BACKWARD_BLOCKS.get(block_dim or D, (64, 64)) if on_gpu else \
                 (block_mask.BLOCK_M, block_mask.BLOCK_N)
             return blocksparse_backward.backward(
                 q, k, v, o, lse, do, block_mask,
                 softmax_scale(scale, D), score_mod, mask_mod,
                 block_m or min(fast[0], block_mask.BLOCK_M),
-                block_n or min(fast[1], block_mask.BLOCK_N), dlse)
+                block_n or min(fast[1], block_mask.BLOCK_N), dlse, block_dim)
     if gpu.is_torch_tensor(q):
         return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                                         enable_gqa, dlse, block_m, block_n, deterministic)
@@ -807,6 +810,22 @@ def backward_block_dim(q, k, v, o, do, mask_mod):
         not block_head_dim_masked(mask_mod, None)
 
 
+def sparse_block_dim(q, k, v, o, do):
+    """The blocks' head dim of the block-sparse backward's programs for these CUDA tensors
+    where it is not q's (their DB: attention.BLOCK_HEAD_DIM_SPARSE, and BLOCK_HEAD_DIM_CHIPS
+    has the chip), else 0."""
+    from .attention import BLOCK_HEAD_DIM_SPARSE
+    if not BLOCK_HEAD_DIM_SPARSE:
+        return 0
+    from .attention import _chip_for_blocks, padded_head_dim, pads_in_kernel
+    D = q.shape[-1]
+    if not all(x.shape[-1] == D for x in (k, v, o, do)):
+        return 0
+    Dp = padded_head_dim(D, gpu.torch_dtype_name(q))
+    ok = _chip_for_blocks(q) in BLOCK_HEAD_DIM_CHIPS and pads_in_kernel(q, v, Dp)
+    return Dp if ok else 0
+
+
 def _backward_padded(q, k, v, o, lse, do, Dp, scale, *args):
     """_attention_backward_cuda on copies of q, k, v, o and dO with zero columns up to head dim
     Dp (the forward's padding, attention.padded_head_dim), the gradients cut back to D columns:
@@ -1005,7 +1024,8 @@ def _autograd_function():
                 # mask_mod, which give the same gradients from the same O and LSE.
                 from . import blocksparse
                 o, lse = blocksparse.attention(q, k, v, scale, score_mod, sparse[1], enable_gqa,
-                                               True, sparse[0], None, None, False, grad=False)
+                                               True, sparse[0], None, None, False, grad=False,
+                                               block_dim=block_dim or None)
             else:
                 o, lse = _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod,
                                          enable_gqa, True, block_m, block_n, block_dim)
@@ -1071,14 +1091,22 @@ def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
     """tessel.attention on CUDA tensors that require grad: outputs with a grad_fn. With a
     block_mask (given, or built for a mask that reads tensors: blocksparse.auto_block_mask) the
     forward is block-sparse and the backward the dense programs with the mask_mod. block_dim:
-    the forward's blocks' head dim where it is not D (attention.block_head_dim_takes)."""
+    the forward's blocks' head dim where it is not D (attention.block_head_dim_takes, or
+    block_head_dim_sparse with a block mask)."""
     check_differentiable(score_mod, gpu.torch_dtype_name(q), q.shape[-1], like=q)
     sparse = None
     if block_mask is not None:
         sparse = (block_mask, mask_mod)
     elif mask_mod is not None and block_m is None and block_n is None:
         from . import blocksparse
-        sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
+        sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim)
+        if sparse is None and block_dim and blocksparse.mask_reads_tensors(mask_mod):
+            # Sent here for the block-sparse kernel's DB, but no block mask was made: the
+            # padded copies, as before (the dense kernel's DB takes no mask that reads tensors).
+            from .attention import _attention_padded
+            return _attention_padded(q, k, v, block_dim, scale, return_lse, causal=causal,
+                                     score_mod=score_mod, mask_mod=mask_mod,
+                                     enable_gqa=enable_gqa, deterministic=deterministic)
     config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse,
               deterministic, block_dim)
     o, lse = _autograd_function().apply(q, k, v, config)

@@ -608,8 +608,8 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
               block_n, causal, grad=True, deterministic=False, block_dim=None):
     """tessel.attention with a block_mask (numpy: interpreter; CUDA tensors: GPU). CUDA inputs
     that require grad go through backward.attention_with_grad (`grad=False`: its forward).
-    `block_dim`: the kernel's DB (forward only: the caller wants no gradient)."""
-    if grad and gpu.is_torch_tensor(q) and block_dim is None:
+    `block_dim`: the blocks' head dim where it is not q's (the kernel's DB)."""
+    if grad and gpu.is_torch_tensor(q):
         if any(getattr(x, "requires_grad", False) for x in (q, k, v)) and \
                 gpu.torch_module().is_grad_enabled():
             # Differentiable: the block-sparse forward inside the autograd Function.
@@ -618,7 +618,7 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, False, scale, score_mod, mask_mod, enable_gqa,
                                        return_lse, None, None, block_mask=bm,
-                                       deterministic=deterministic)
+                                       deterministic=deterministic, block_dim=block_dim or 0)
     args, constexprs, grid, o, lse = prepare(q, k, v, scale, score_mod, mask_mod, enable_gqa,
                                              bm, block_m, block_n, causal, block_dim)
     if grid[0] and grid[1] and q.shape[2] and k.shape[2]:

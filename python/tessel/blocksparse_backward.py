@@ -114,8 +114,11 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
                             full_idx_in, nq, nk, H, HKV, scale, bm_sb, bm_sh, n_rows,
                             D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                             MASK_M: tl.constexpr, MASK_N: tl.constexpr,
-                            SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr):
-    """dQ of one query block over the block mask's key-block lists."""
+                            SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                            DB: tl.constexpr = 0):
+    """dQ of one query block over the block mask's key-block lists. DB: the blocks' head dim
+    where it is not D (0: D), as backward.attention_bwd_dq's."""
+    W = D if DB == 0 else DB
     R_M = MASK_M // BLOCK_M
     R_N = MASK_N // BLOCK_N
     n_kb = tl.cdiv(nk, MASK_N)
@@ -125,15 +128,15 @@ def attention_bwd_dq_sparse(q, k, v, do, lse_in, delta, dq, kv_num, kv_idx_in, f
     dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=bh * nq * D)
     row = b * bm_sb + h * bm_sh + pid_m // R_M
     cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_in, full_num, full_idx_in, n_rows, n_kb)
-    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, pid_m * BLOCK_M, D, BLOCK_M,
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, pid_m * BLOCK_M, W, BLOCK_M,
                                                 BLOCK_N)
-    dq_acc = tl.zeros((BLOCK_M, D), tl.float32)
+    dq_acc = tl.zeros((BLOCK_M, W), tl.float32)
     for t in range(0, tl.load_scalar(fcnd, (row,)) * R_N):
         dq_acc = dq_block(dq_acc, fidd, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h,
-                          nk, D, BLOCK_N, MASK_N, False, SCORE_MOD, MASK_MOD)
+                          nk, W, BLOCK_N, MASK_N, False, SCORE_MOD, MASK_MOD)
     for t in range(0, tl.load_scalar(cnd, (row,)) * R_N):
         dq_acc = dq_block(dq_acc, idd, row, t, kd, vd, qt, dot_, lse2, dlt, q_idx, scale, b, h,
-                          nk, D, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
+                          nk, W, BLOCK_N, MASK_N, True, SCORE_MOD, MASK_MOD)
     tl.store(dqd, (pid_m * BLOCK_M, 0), (dq_acc * scale).to(qt.dtype))
 
 
@@ -179,9 +182,10 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
                               n_cols, D: tl.constexpr, BLOCK_M: tl.constexpr,
                               BLOCK_N: tl.constexpr, MASK_M: tl.constexpr, MASK_N: tl.constexpr,
                               SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                              PART: tl.constexpr = 0):
+                              PART: tl.constexpr = 0, DB: tl.constexpr = 0):
     """dK and dV of one key block for one query head over the transposed lists (the query
-    blocks that see it); OUT_HEADS and PART as in backward.attention_bwd_dkdv_keyrows."""
+    blocks that see it); OUT_HEADS, PART and DB as in backward.attention_bwd_dkdv_keyrows."""
+    W = D if DB == 0 else DB
     R_M = MASK_M // BLOCK_M
     R_N = MASK_N // BLOCK_N
     n_qb = tl.cdiv(nq, MASK_M)
@@ -194,14 +198,14 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
     col = b * bm_sb + h * bm_sh + pid_n // R_N
     cnd, idd, fcnd, fidd = list_descs(q_num, q_idx_in, full_num, full_idx_in, n_cols, n_qb)
     n0 = pid_n * BLOCK_N
-    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, D, BLOCK_M, BLOCK_N, PART)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART)
     for t in range(0, tl.load_scalar(fcnd, (col,)) * R_M):
         dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, fidd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
-                                    scale, b, h, nq, nk, D, BLOCK_M, MASK_M, False, SCORE_MOD,
+                                    scale, b, h, nq, nk, W, BLOCK_M, MASK_M, False, SCORE_MOD,
                                     MASK_MOD, PART)
     for t in range(0, tl.load_scalar(cnd, (col,)) * R_M):
         dk_acc, dv_acc = dkdv_block(dk_acc, dv_acc, idd, col, t, qd, dod, ld, dd, kt, vt, kv_idx,
-                                    scale, b, h, nq, nk, D, BLOCK_M, MASK_M, True, SCORE_MOD,
+                                    scale, b, h, nq, nk, W, BLOCK_M, MASK_M, True, SCORE_MOD,
                                     MASK_MOD, PART)
     if PART != 1:
         tl.store(dkd, (n0, 0), (dk_acc * scale).to(kt.dtype))
@@ -210,11 +214,11 @@ def attention_bwd_dkdv_sparse(q, k, v, do, lse_in, delta, dk, dv, q_num, q_idx_i
 
 
 def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, block_m, block_n,
-        launch=_launch, dq_block_n=None):
+        launch=_launch, dq_block_n=None, block_dim=0):
     """Both programs over block mask `bm` (Δ given). dk and dv have H heads under GQA (one per
     query head, for the caller to sum) or Hkv; arrays or CUDA tensors alike. `launch`: as
     backward._run's. `dq_block_n`: the dQ program's key block where it is smaller than
-    `block_n` (it divides it)."""
+    `block_n` (it divides it). `block_dim`: the blocks' head dim where it is not D (DB)."""
     from .attention import _as_jit
     B, H, Nq, D = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
@@ -223,7 +227,9 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
     sb = nbh * nqb if bm.shape[0] is not None else 0
     sh = nqb if bm.shape[1] is not None else 0
     cx = dict(D=D, BLOCK_M=block_m, BLOCK_N=block_n, MASK_M=bm.BLOCK_M, MASK_N=bm.BLOCK_N,
-              SCORE_MOD=_as_jit(score_mod, "score_mod"), MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+              SCORE_MOD=_as_jit(score_mod, "score_mod"), MASK_MOD=_as_jit(mask_mod, "mask_mod"),
+              **({"DB": block_dim} if block_dim else {}))
+    W = block_dim or D                          # the blocks' head dim: the tables'
     if B * H and Nq and Nk:
         launch(attention_bwd_dq_sparse, fold_grid(-(-Nq // block_m), B * H),
             q, k, v, do, lse, delta, dq, bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
@@ -234,8 +240,8 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
         # Where the dense backward splits dV and dK (backward.SPLIT_KEYROWS: their two float32
         # accumulators spill beside each other), so does this one: PART 1, then 2 — the dK
         # program on query blocks of its own where the dense one's are (KEYROWS_DK_BLOCK_M).
-        for part in ((1, 2) if D in dense.SPLIT_KEYROWS else (0,)):
-            part_cx = dense.keyrows_part_blocks(cx, D, part)
+        for part in ((1, 2) if W in dense.SPLIT_KEYROWS else (0,)):
+            part_cx = dense.keyrows_part_blocks(cx, W, part)
             part_cx = dict(part_cx, BLOCK_M=min(part_cx["BLOCK_M"], block_m))
             launch(attention_bwd_dkdv_sparse, fold_grid(-(-Nk // block_n), B * H),
                 q, k, v, do, lse, delta, dk, dv, tq[0], tq[1], tq[2], tq[3], Nq, Nk, H, Hkv,
@@ -244,11 +250,13 @@ def run(q, k, v, lse, do, delta, dq, dk, dv, bm, scale, score_mod, mask_mod, blo
                 **({"PART": part} if part else {}))
 
 
-def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block_n, dlse=None):
+def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block_n, dlse=None,
+             block_dim=0):
     """(dq, dk, dv) over block mask `bm`: numpy arrays (the interpreter; float32, float16 or
     bf16 bit patterns) or CUDA tensors (the programs compiled side by side before a signature's
     first call: backward._compile_programs). Δ = rowsum(dO∘O) − dlse first; under GQA the
-    per-query-head dK/dV are summed over each group (deterministic)."""
+    per-query-head dK/dV are summed over each group (deterministic). `block_dim`: the blocks'
+    head dim where it is not D (the programs' DB: columns past D read as 0)."""
     B, H, Nq, D = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
     if gpu.is_torch_tensor(q):
@@ -265,16 +273,17 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
         chip = _chip_for_blocks(q)
         # The dQ program's key block no larger than the dense one's on sm_90a (at d256 its
         # S and dP beside the 64×256 accumulator spill less on fewer keys).
-        dq_bn = dense.FAST_DQ_BLOCKS_SM90.get(D, (0, None))[1] if chip == "sm_90a" else None
+        W = block_dim or D                      # the blocks' head dim: the tables'
+        dq_bn = dense.FAST_DQ_BLOCKS_SM90.get(W, (0, None))[1] if chip == "sm_90a" else None
 
         def programs(launch, side=None):
-            delta = delta_cuda(o, do, dlse, launch=launch)
+            delta = delta_cuda(o, do, dlse, launch=launch, block_dim=block_dim)
             run(q, k, v, lse, do, delta, dq, dk_h, dv_h, bm, scale, score_mod, mask_mod,
-                block_m, block_n, launch=launch, dq_block_n=dq_bn)
+                block_m, block_n, launch=launch, dq_block_n=dq_bn, block_dim=block_dim)
         _compile_programs(chip, programs, (
-            "block mask", q.dtype, D, block_m, block_n, dq_bn, bm.BLOCK_M, bm.BLOCK_N,
-            _as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod"),
-            D in dense.SPLIT_KEYROWS, dense.KEYROWS_DK_BLOCK_M.get(D)))
+            "block mask", q.dtype, D, block_dim, block_m, block_n, dq_bn, bm.BLOCK_M,
+            bm.BLOCK_N, _as_jit(score_mod, "score_mod"), _as_jit(mask_mod, "mask_mod"),
+            W in dense.SPLIT_KEYROWS, dense.KEYROWS_DK_BLOCK_M.get(W)))
         programs(_launch)
         return _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v)
     q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
@@ -286,7 +295,7 @@ def backward(q, k, v, o, lse, do, bm, scale, score_mod, mask_mod, block_m, block
     dk_h = np.zeros((B, H, Nk, D), k.dtype)
     dv_h = np.zeros_like(dk_h)
     run(q, k, v, lse, do, delta, dq, dk_h, dv_h, bm, scale, score_mod, mask_mod, block_m,
-        block_n)
+        block_n, block_dim=block_dim)
     return _sum_groups(dq, dk_h, dv_h, H, Hkv, k, v)
 
 

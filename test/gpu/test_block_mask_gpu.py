@@ -111,6 +111,52 @@ def test_block_head_dim_block_sparse(monkeypatch, dtype, D, how):
     assert (lse - want_lse).abs().max().item() < 1e-2
 
 
+@pytest.mark.parametrize("D", [96, 80])
+@pytest.mark.parametrize("explicit", [True, False], ids=["block_mask", "automatic"])
+def test_block_head_dim_block_sparse_gradients(monkeypatch, explicit, D):
+    """attention.BLOCK_HEAD_DIM_SPARSE with gradients: the block-sparse forward and backward
+    (blocksparse_backward's programs) with blocks of the padded head dim over the tensors as
+    they are give float64 autograd's gradients (within twice bf16's own error); nothing is
+    padded."""
+    from tessel import backward as bw
+    attn = importlib.import_module("tessel.attention")
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", True)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(bw, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(attn, "_attention_padded",
+                        lambda *a, **kw: pytest.fail("took the padded path"))
+    monkeypatch.setattr(bw, "_backward_padded",
+                        lambda *a, **kw: pytest.fail("took the padded backward"))
+    B, H, N = 2, 2, 300
+    gen = torch.Generator(device="cuda").manual_seed(D + explicit)
+    doc = torch.zeros(B, N, dtype=torch.int32, device="cuda")
+    doc[0, 100:] = 1
+    doc[1, 200:] = 1
+
+    def mask(b, h, q_idx, kv_idx):
+        return (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)
+    q, k, v, do = (torch.randn(B, H, N, D, device="cuda", generator=gen).to(torch.bfloat16)
+                   for _ in range(4))
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    extra = dict(block_mask=tessel.block_mask(mask, B, None, N, N, device="cuda")) \
+        if explicit else {}
+    o = tessel.attention(*leaves, mask_mod=mask, **extra)
+    assert o.grad_fn is not None and o.shape == q.shape
+    o.backward(do)
+    qi = torch.arange(N, device="cuda")[:, None]
+    ki = torch.arange(N, device="cuda")[None, :]
+    allowed = ((doc[:, :, None] == doc[:, None, :]) & (qi >= ki))[:, None]
+
+    def grads(xs, dout):
+        s = xs[0] @ xs[1].transpose(-1, -2) / D ** 0.5
+        (torch.softmax(s.masked_fill(~allowed, float("-inf")), -1) @ xs[2]).backward(dout)
+        return [x.grad for x in xs]
+    want = grads([x.double().requires_grad_() for x in (q, k, v)], do.double())
+    low = grads([x.clone().requires_grad_() for x in (q, k, v)], do)
+    assert_within_twice_torch([x.grad for x in leaves], want, low)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 def test_random_block_sparse_and_rows_without_keys(dtype):
     B, H, N, D, G = 1, 2, 320, 64, 32

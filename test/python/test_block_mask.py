@@ -286,6 +286,32 @@ def test_block_sparse_blocks_wider_than_the_head_dim(Hkv):
     np.testing.assert_allclose(o, padded[..., :24], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one", "split"])
+def test_block_sparse_backward_in_blocks_wider_than_the_head_dim(split, monkeypatch):
+    """The block-sparse backward's programs with DB (BLOCK_HEAD_DIM_SPARSE with gradients):
+    head dim 24 in blocks 32 wide — dQ, dK and dV 24 wide, equal to the dense backward's with
+    the same mask_mod, GQA, a score_mod; `split`: dV and dK by two programs, as where
+    backward.SPLIT_KEYROWS has the blocks' head dim."""
+    from tessel import backward
+    from tessel import blocksparse_backward as sb
+    monkeypatch.setattr(backward, "SPLIT_KEYROWS", (32,) if split else ())
+    rng = np.random.default_rng()
+    Nq, Nk = 150, 130
+    doc = random_docs(2, max(Nq, Nk), rng)
+    mask = lambda b, h, q_idx, kv_idx: (doc[b, q_idx] == doc[b, kv_idx]) & (q_idx >= kv_idx)
+    q, k, v = qkv(2, 4, Nq, Nk, D=24, Hkv=2)
+    do = rng.standard_normal(q.shape).astype(np.float32)
+    bm = tessel.block_mask(mask, 2, None, Nq, Nk, BLOCK_M=32, BLOCK_N=32)
+    o, lse = tessel.attention(q, k, v, mask_mod=mask, block_mask=bm, return_lse=True,
+                              score_mod=softcap, enable_gqa=True)
+    got = sb.backward(q, k, v, o, lse, do, bm, 24 ** -0.5, softcap, mask, 16, 32,
+                      block_dim=32)
+    want = tessel.attention_backward(q, k, v, o, lse, do, mask_mod=mask, score_mod=softcap,
+                                     enable_gqa=True)
+    for name, g, w in zip(("dq", "dk", "dv"), got, want):
+        assert g.shape == w.shape and max_rel_error(g, w) < 1e-4, name
+
+
 # --- the GPU programs compile ----------------------------------------------------------------
 
 @needs_ptxas()
@@ -391,8 +417,8 @@ def test_block_sparse_backward(block_m, block_n, split, monkeypatch):
             parts.append(("dq", cx["BLOCK_N"]))
         backward._launch(program, grid, *args, **cx)
     real_run = sb.run
-    monkeypatch.setattr(sb, "run", lambda *args: real_run(
-        *args, launch=launch, dq_block_n=8 if split else None))
+    monkeypatch.setattr(sb, "run", lambda *args, **kw: real_run(
+        *args, launch=launch, dq_block_n=8 if split else None, **kw))
     rng = np.random.default_rng()
     Nq, Nk = 150, 130
     doc = random_docs(2, max(Nq, Nk), rng)

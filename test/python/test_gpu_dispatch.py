@@ -433,12 +433,13 @@ def test_block_head_dim_route(fake_torch, monkeypatch):
 
 
 def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
-    """attention.BLOCK_HEAD_DIM_SPARSE (off until its GPU check): a forward call at a head dim
-    the fast paths pad, with a block_mask or a mask_mod that reads tensors (block-sparse at run
-    time), runs the block-sparse kernel with DB on q, k and v as they are; with gradients
-    wanted, asked-for blocks with a tensor mask (the dense kernel), a chip
-    BLOCK_HEAD_DIM_CHIPS does not list, or the switch off, it pads as before."""
-    from tessel import blocksparse
+    """attention.BLOCK_HEAD_DIM_SPARSE (off until its GPU check): a call at a head dim the fast
+    paths pad, with a block_mask or a mask_mod that reads tensors (block-sparse at run time),
+    runs the block-sparse kernel with DB on q, k and v as they are, with gradients where the
+    backward takes DB too (backward.BLOCK_HEAD_DIM_CHIPS); asked-for blocks with a tensor mask
+    (the dense kernel), a chip BLOCK_HEAD_DIM_CHIPS does not list, or the switch off pad as
+    before."""
+    from tessel import backward, blocksparse
     attn = importlib.import_module("tessel.attention")
     assert not attn.BLOCK_HEAD_DIM_SPARSE
     chip = ["sm_90a"]
@@ -468,7 +469,13 @@ def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
     assert route(128, mask_mod=reads) == ("sparse", None)               # nothing to pad
     assert route(96, mask_mod=reads, block_m=64) == "padded"            # the dense kernel
     assert route(100, block_mask="bm") == "padded"                      # not 16-byte chunks
-    assert route(96, grad=True, block_mask="bm") == "padded"            # its backward pads
+    assert route(96, grad=True, block_mask="bm") == ("sparse", 128)     # attention_with_grad
+    monkeypatch.setattr(backward, "attention_with_grad",
+                        lambda *a, **kw: routes.append(("grad", kw.get("block_dim"))))
+    assert route(96, grad=True, mask_mod=reads) == ("grad", 128)
+    monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", ())
+    assert route(96, grad=True, block_mask="bm") == "padded"
+    assert route(96, block_mask="bm") == ("sparse", 128)
     monkeypatch.setattr(blocksparse, "auto_block_mask", lambda *a, **kw: None)
     assert route(96, mask_mod=reads) == "padded"                        # no block mask made
     chip[0] = "sm_80"

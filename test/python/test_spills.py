@@ -619,6 +619,39 @@ def test_native_192_backward_programs_spill_little(tmp_path, causal):
     assert spilled == {"dq": 0, 1: 0, 2: spilled[2]} and spilled[2] <= (20 if causal else 0)
 
 
+def _sparse_backward_launches(D, DB):
+    """[(program, args, constexprs)] blocksparse_backward.run launches for a document mask at
+    head dim D (blocks DB wide where DB is given) with sm_90a's blocks, not run."""
+    from tessel import backward, blocksparse_backward
+    x = np.zeros((1, 2, N, D), np.float16)
+    row = np.zeros((1, 2, N), np.float32)
+    bm = tessel.block_mask(document, 1, None, N, N, BLOCK_M=128, BLOCK_N=128)
+    launched = []
+    W = DB or D
+    blocksparse_backward.run(
+        x, x, x, row, x, row, x, x, x, bm, 0.1, None, document, 64, 64,
+        launch=lambda program, grid, *args, **cx: launched.append((program, args, cx)),
+        dq_block_n=backward.FAST_DQ_BLOCKS_SM90.get(W, (0, None))[1], block_dim=DB)
+    return launched
+
+
+@needs_ptxas()
+def test_block_head_dim_sparse_backward_programs(tmp_path):
+    # attention.BLOCK_HEAD_DIM_SPARSE's backward: blocksparse_backward's dQ and dK/dV programs
+    # at d96 in blocks 128 wide (DB), as run launches them for a document mask on sm_90a: the
+    # fast paths, and no more spill than the d128 programs they stand beside.
+    spills = {}
+    for D, DB in ((96, 128), (128, 0)):
+        launched = _sparse_backward_launches(D, DB)
+        assert [cx.get("DB", 0) for _, _, cx in launched] == [DB] * len(launched)
+        for program, args, cx in launched:
+            b = cache.get_binary(program.warmup(*args, **cx), _gpu(program, "sm_90a"),
+                                 directory=str(tmp_path))
+            assert "wgmma.mma_async" in b.ptx
+            spills.setdefault(D, []).append(b.manifest["spill_bytes"])
+    assert all(a <= b for a, b in zip(spills[96], spills[128])), spills
+
+
 def _backward_programs(chip, D, n, causal):
     """[(kernel, program)] of the dQ and key-rows programs at head dim D in blocks 128 wide
     (DB where D is not 128: backward.BLOCK_HEAD_DIM_CHIPS), warmed up on n rows as _run
