@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Forty-fourth session, first call: s43's next5.sh (trim_output_columns' serving DB cases and
 # the backward's speed), then attention.BLOCK_HEAD_DIM_SPARSE's check (the block-sparse
-# kernel's DB: test_block_mask_gpu.py `test_block_head_dim_block_sparse`).
+# kernel's and backward's DB: test_block_mask_gpu.py `test_block_head_dim_block_sparse*`).
 set -u
 cd "$(dirname "$0")/../../.."
 bash bench/results/2026-12-06-s43/next5.sh
