@@ -418,21 +418,25 @@ BLOCK_HEAD_DIM_CHIPS = ("sm_90a",)
 
 # Whether calls with a mask_mod that reads no tensor (window_size's, a prefix-LM's: the dense
 # kernel's MASK_MOD, not the block-sparse kernel) take BLOCK_HEAD_DIM_CHIPS' DB too, forward
-# and backward (backward.backward_block_dim). The kernels take it as they take a score_mod;
-# off until its GPU check (test_attention_backward_gpu.py `test_block_head_dim_with_masks`,
-# bench/results/2026-12-06-s43/next4.sh): such calls
-# pad, on copies, as before.
-BLOCK_HEAD_DIM_MASKS = False
+# and backward (backward.backward_block_dim). The kernels take it as they take a score_mod.
+# On since its GPU check (H100, 2026-12-06: test_attention_backward_gpu.py
+# `test_block_head_dim_with_masks` 8/8; d96 B4 H16 N8192 fp16 window 165 -> 376 TFLOP/s with
+# the sparse switch below, 0.68 -> 1.54x FlexAttention: docs/bench/2026-12-06-h100-s44.md);
+# False pads on copies.
+BLOCK_HEAD_DIM_MASKS = True
 
 
 # Whether calls with a block_mask, or a mask_mod that reads tensors (block-sparse at run time:
 # blocksparse.auto_block_mask), take BLOCK_HEAD_DIM_CHIPS' DB in the block-sparse kernel
 # (columns past D read as 0, o stored D wide, as the dense kernels') instead of running it on
 # padded copies; with gradients the block-sparse backward's programs take it too
-# (backward.sparse_block_dim, where backward.BLOCK_HEAD_DIM_CHIPS has the chip). Off until its
-# GPU check (test_block_mask_gpu.py `test_block_head_dim_block_sparse`); the interpreter checks
-# the programs in CI (test_block_mask.py).
-BLOCK_HEAD_DIM_SPARSE = False
+# (backward.sparse_block_dim, where backward.BLOCK_HEAD_DIM_CHIPS has the chip). On since its
+# GPU check (H100, 2026-12-06: test_block_mask_gpu.py `test_block_head_dim_block_sparse*` 22/22
+# against float32 and float64 autograd; d96 B4 H16 N8192 fp16 × FlexAttention, copies -> DB:
+# document 0.81 -> 1.28, prefix-LM 1.13 -> 1.56, block-sparse 1.64 -> 2.66:
+# docs/bench/2026-12-06-h100-s44.md); the interpreter checks the programs in CI
+# (test_block_mask.py); False pads on copies.
+BLOCK_HEAD_DIM_SPARSE = True
 
 
 def block_head_dim_sparse(q, v, Dp, chip, grad, mask_mod, block_mask, block_m, block_n):

@@ -590,9 +590,10 @@ def test_padded_head_dims_take_the_fast_backward(monkeypatch):
     window = lambda b, h, i, j: i - j < 8                            # noqa: E731
     table = np.zeros(4, bool)
     reads = lambda b, h, i, j: table[i % 4]                          # noqa: E731
-    assert not attn.BLOCK_HEAD_DIM_MASKS and route(96, mask_mod=window) == (128, False)
+    assert attn.BLOCK_HEAD_DIM_MASKS and route(96, mask_mod=window) == (128, True)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", False)
+    assert route(96, mask_mod=window) == (128, False)
     monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", True)
-    assert route(96, mask_mod=window) == (128, True)
     assert route(96, mask_mod=reads) == (128, False)
     q = torch.zeros(1, 2, 64, 96, dtype=torch.float16)
     shapes, scale, cx = bw._fast_backward_config(q, q, q, True, None, None, None, False,

@@ -385,9 +385,10 @@ def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch
 def test_block_head_dim_route(fake_torch, monkeypatch):
     """attention.BLOCK_HEAD_DIM_CHIPS (sm_90a since its GPU check): a forward call that would be
     padded runs the dense kernels with DB, the padded head dim, on q, k and v as they are —
-    with gradients only where the backward takes DB too (backward.BLOCK_HEAD_DIM_CHIPS), not
-    with a mask_mod, a v of its own head dim, a head dim that is not a multiple of 8, or on a
-    chip it does not list; those pad as before."""
+    with gradients only where the backward takes DB too (backward.BLOCK_HEAD_DIM_CHIPS), with
+    a mask_mod that reads no tensor where BLOCK_HEAD_DIM_MASKS lets it through; not with a v of
+    its own head dim, a head dim that is not a multiple of 8, or on a chip it does not list;
+    those pad as before."""
     from tessel import backward
     attn = importlib.import_module("tessel.attention")
     assert attn.BLOCK_HEAD_DIM_CHIPS == backward.BLOCK_HEAD_DIM_CHIPS == ("sm_90a",)
@@ -409,14 +410,16 @@ def test_block_head_dim_route(fake_torch, monkeypatch):
     monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
     assert [route(d) for d in (96, 80, 40, 160, 128)] == [128, 128, 64, 256, 0]
     assert route(100) == "padded"                                    # not whole 16-byte chunks
-    assert route(96, mask_mod=lambda b, h, i, j: i >= j) == "padded"
-    # attention.BLOCK_HEAD_DIM_MASKS: a mask_mod reading no tensor takes DB (the dense
-    # kernel's MASK_MOD); one that reads a tensor stays padded (its calls are block-sparse).
-    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", True)
+    # attention.BLOCK_HEAD_DIM_MASKS (on since its GPU check): a mask_mod reading no tensor
+    # takes DB (the dense kernel's MASK_MOD); one that reads a tensor does not (its calls are
+    # block-sparse: test_block_head_dim_sparse_route).
+    assert attn.BLOCK_HEAD_DIM_MASKS
     assert route(96, mask_mod=lambda b, h, i, j: i >= j) == 128
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", False)
     table = np.zeros(4, bool)
     assert route(96, mask_mod=lambda b, h, i, j: table[i % 4]) == "padded"
     monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_MASKS", False)
+    assert route(96, mask_mod=lambda b, h, i, j: i >= j) == "padded"
     grad = T((1, 2, 300, 96), fake_torch.float16)
     grad.requires_grad = True
     monkeypatch.setattr(backward, "attention_with_grad",
@@ -433,7 +436,7 @@ def test_block_head_dim_route(fake_torch, monkeypatch):
 
 
 def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
-    """attention.BLOCK_HEAD_DIM_SPARSE (off until its GPU check): a call at a head dim the fast
+    """attention.BLOCK_HEAD_DIM_SPARSE (on since its GPU check): a call at a head dim the fast
     paths pad, with a block_mask or a mask_mod that reads tensors (block-sparse at run time),
     runs the block-sparse kernel with DB on q, k and v as they are, with gradients where the
     backward takes DB too (backward.BLOCK_HEAD_DIM_CHIPS); asked-for blocks with a tensor mask
@@ -441,7 +444,8 @@ def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
     before."""
     from tessel import backward, blocksparse
     attn = importlib.import_module("tessel.attention")
-    assert not attn.BLOCK_HEAD_DIM_SPARSE
+    assert attn.BLOCK_HEAD_DIM_SPARSE
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", False)
     chip = ["sm_90a"]
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
     routes = []
