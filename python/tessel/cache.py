@@ -203,9 +203,10 @@ class GpuOptions:
     #: Dots whose B block is read as stored (P·V's V; the backward's dO, Q and K) compute only
     #: the output columns the block's copies fill — wgmma's N of 96 at d96 in blocks of 128
     #: (mma.sync keeps its n tiles) — the accumulator's other columns keep their value (B's
-    #: zero columns add nothing to them). On since its H100 check (forward 32/32, backward 8/8 against
-    #: float32/float64; d96 forward +2 to +6 %: docs/bench/2026-12-06-h100-s43.md); False to
-    #: compare.
+    #: zero columns add nothing to them). On since its H100 checks (forward 32/32, backward
+    #: 8/8, then every DB case with the serving kernels' 168/168 against float32/float64; d96
+    #: forward +2 to +6 %, backward +2 to +10 %: docs/bench/2026-12-06-h100-s43.md, -s44.md);
+    #: False to compare.
     trim_output_columns: bool = dataclasses.field(default=True, metadata={"code": True})
     #: On the fast paths, the copies tile-split-masked-loops makes of a masked key loop (an
     #: unmasked loop over the blocks the mask shows whole, masked loops for the boundary
