@@ -253,7 +253,8 @@ def _dense_block_dim(c):
 
 
 def _draw_dense_block_dim(rng, c):
-    """c["db"] for _dense_block_dim: on CUDA at head dim 96, True or False at even odds."""
+    """c["db"] for _dense_block_dim: on CUDA at head dim 96, True or False at even odds (the
+    dense kernels' DB, or with a block mask the block-sparse kernels')."""
     c["db"] = bool(rng.integers(0, 2)) if BACKEND.device == "cuda" and c["D"] == 96 else None
 
 
@@ -441,6 +442,7 @@ def block_mask_case(rng):
     c = _dense_case(rng, shorter=grad)
     c.update(Nk=c["Nq"], block_m=None, block_n=None, window_size=None, softcap=None,
              alibi_slopes=None, grad=grad)
+    _draw_dense_block_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
     docs = np.sort(rng.integers(0, int(rng.integers(1, 6)), size=c["Nq"])).astype(np.int32)
     ids = BACKEND.index(docs)
@@ -454,7 +456,8 @@ def block_mask_case(rng):
     mask = tessel.block_mask(mod, None, None, c["Nq"], c["Nq"], like=q)
     options = dict(scale=c["scale"], enable_gqa=c["H"] != c["Hkv"], mask_mod=mod,
                    block_mask=mask)
-    o, lse = tessel.attention(q, k, v, return_lse=True, **options)
+    with _dense_block_dim(c):
+        o, lse = tessel.attention(q, k, v, return_lse=True, **options)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     same = (lambda b, h, i, j: docs[i] == docs[j])
     ro, _ = reference_attention(*ref, scale=scale, causal=c["causal"], allowed=same,
@@ -464,7 +467,8 @@ def block_mask_case(rng):
         return f"block mask {c} documents {np.bincount(docs).tolist()}: o {err:.2e}"
     if grad:
         do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
-        grads = tessel.attention_backward(q, k, v, o, lse, do, **options)
+        with _dense_block_dim(c):
+            grads = tessel.attention_backward(q, k, v, o, lse, do, **options)
         want = reference_attention_backward(*ref, do64, scale=scale, causal=c["causal"],
                                             allowed=same, enable_gqa=c["H"] != c["Hkv"])
         errs = [_rel(g, w) for g, w in zip(grads, want)]
