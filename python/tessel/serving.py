@@ -45,11 +45,17 @@ def _varlen_padded_dim(q, k, v):
 
 def _varlen_block_dim(q, k, v, Dp):
     """Whether an attention_varlen call that would be padded to Dp runs the varlen kernel with
-    blocks Dp wide instead (serving_checks.VARLEN_BLOCK_HEAD_DIM): CUDA, no gradient wanted, v
-    of q's head dim, a multiple of 8."""
-    return serving_checks.VARLEN_BLOCK_HEAD_DIM and gpu.is_torch_tensor(q) and \
-        getattr(q, "is_cuda", False) and not cpu_tensors.needs_grad(q, k, v) and \
-        pads_in_kernel(q, v, Dp)
+    blocks Dp wide instead (serving_checks.VARLEN_BLOCK_HEAD_DIM): CUDA, v of q's head dim, a
+    multiple of 8; with gradients wanted only where the block-sparse backward that
+    varlen_backward runs takes the same DB (VARLEN_BLOCK_HEAD_DIM_GRAD,
+    backward.sparse_block_dim), else the padded copies are what that backward reads."""
+    if not (serving_checks.VARLEN_BLOCK_HEAD_DIM and gpu.is_torch_tensor(q) and
+            getattr(q, "is_cuda", False) and pads_in_kernel(q, v, Dp)):
+        return False
+    if cpu_tensors.needs_grad(q, k, v):
+        from .backward import sparse_block_dim
+        return serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD and sparse_block_dim(q, k, v, q, q) == Dp
+    return True
 
 
 def _varlen_dv(q, k, v):

@@ -10,6 +10,7 @@ fp16 and bf16 are held to FlashAttention's bound: at most twice the error of the
 attention computed by torch in the input dtype (per sequence, SDPA on the padded sequence), plus
 a small absolute slack.
 """
+import importlib
 import math
 
 import numpy as np
@@ -499,10 +500,33 @@ def test_varlen_backward(dtype, causal):
     # rows under a per-sequence mask and its block mask, python/tessel/varlen_backward.py)
     # against float64 torch autograd one sequence at a time; GQA, an empty sequence, rows past
     # the last sequence.
-    gen = torch.Generator(device="cuda").manual_seed(7)
+    check_varlen_backward(dtype, causal, 128)
+
+
+@pytest.mark.parametrize("D", [96, 80])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_block_head_dim_gradients(monkeypatch, dtype, causal, D):
+    # serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD (off until this passes): with gradients, head
+    # dims attention_varlen pads run the varlen kernel and the block-sparse backward's programs
+    # in blocks of the padded head dim over the packed tensors as they are (DB), not copied.
+    from tessel import backward, serving, serving_checks
+    attn = importlib.import_module("tessel.attention")
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM_GRAD", True)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", True)
+    monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", (chip,))
+    monkeypatch.setattr(serving, "_pad_columns", lambda *a: pytest.fail("padded"))
+    monkeypatch.setattr(backward, "_backward_padded",
+                        lambda *a, **kw: pytest.fail("took the padded backward"))
+    check_varlen_backward(dtype, causal, D)
+
+
+def check_varlen_backward(dtype, causal, D):
+    gen = torch.Generator(device="cuda").manual_seed(7 + D)
     dt = DTYPES[dtype]
     lq, lk = [1, 300, 0, 1500], [5, 300, 7, 1700]
-    H, Hkv, D = 8, 2, 128
+    H, Hkv = 8, 2
     q = torch.randn(sum(lq) + 5, H, D, device="cuda", generator=gen).to(dt).requires_grad_()
     k, v = (torch.randn(sum(lk) + 3, Hkv, D, device="cuda", generator=gen).to(dt)
             .requires_grad_() for _ in range(2))

@@ -486,11 +486,13 @@ def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
     assert route(96, block_mask="bm") == "padded"
 
 
-def test_varlen_pads_inside_the_kernel_without_gradients(fake_torch, monkeypatch):
+def test_varlen_pads_inside_the_kernel(fake_torch, monkeypatch):
     """serving._varlen_block_dim (VARLEN_BLOCK_HEAD_DIM, on since its GPU check): a CUDA call that
-    would be padded runs the varlen kernel with blocks that wide instead, unless gradients are
-    wanted (the backward pads), v has a head dim of its own, or D is not a multiple of 8."""
-    from tessel import serving, serving_checks
+    would be padded runs the varlen kernel with blocks that wide instead, unless v has a head
+    dim of its own or D is not a multiple of 8; with gradients wanted only where
+    VARLEN_BLOCK_HEAD_DIM_GRAD is on and the block-sparse backward takes that DB too
+    (backward.sparse_block_dim: BLOCK_HEAD_DIM_SPARSE, the chip in BLOCK_HEAD_DIM_CHIPS)."""
+    from tessel import backward, serving, serving_checks
     T = fake_torch.Tensor
     assert serving_checks.VARLEN_BLOCK_HEAD_DIM
     x = T((9, 2, 96), fake_torch.float16)
@@ -501,7 +503,22 @@ def test_varlen_pads_inside_the_kernel_without_gradients(fake_torch, monkeypatch
     assert not serving._varlen_block_dim(odd, odd, odd, 128)
     grad = T((9, 2, 96), fake_torch.float16)
     grad.requires_grad = True
+    assert not serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD
     assert not serving._varlen_block_dim(grad, x, x, 128)
+    monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM_GRAD", True)
+    attn = importlib.import_module("tessel.attention")
+    chip = ["sm_90a"]
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: chip[0])
+    assert serving._varlen_block_dim(grad, x, x, 128)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", False)
+    assert not serving._varlen_block_dim(grad, x, x, 128)
+    monkeypatch.setattr(attn, "BLOCK_HEAD_DIM_SPARSE", True)
+    monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", ())
+    assert not serving._varlen_block_dim(grad, x, x, 128)
+    monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
+    chip[0] = "sm_80"
+    assert not serving._varlen_block_dim(grad, x, x, 128)
+    assert serving._varlen_block_dim(x, x, x, 128)           # without gradients: either chip
     monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM", False)
     assert not serving._varlen_block_dim(x, x, x, 128)
 
