@@ -35,6 +35,8 @@ block_mask_kernel looks at a block in 32x32 pieces (EVAL_BLOCK): it runs on the 
 lowering, whose tiles live in shared memory, and a 128x128 piece would not fit there.
 """
 
+import weakref
+
 import numpy as np
 
 from . import capture
@@ -636,16 +638,23 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
 # compile-time mask analysis never classifies) and no block_mask builds one itself and keeps it
 # per (mask_mod's code and captured values, causal, shapes, device): a captured tensor counts by
 # identity and version (torch bumps `_version` on every in-place write), so new document ids,
-# or the same tensor written in place, make a new block mask.
+# or the same tensor written in place, make a new block mask. Identity is not enough alone: a
+# training loop's new id tensor of each step may get the Python id and the device address of a
+# freed one, at version 0 as it had (CUDA's caching allocator hands back the same block), so an
+# entry keeps weak references to the tensors of its key and a hit whose tensors are not those
+# of the call is a miss (_same_tensors).
 
 _AUTO_MAX = 16
 _auto_masks = {}     # key -> (BlockMask, the mask_mod it was made from); oldest first
 
 
-def _value_key(v, depth=0):
+def _value_key(v, depth=0, tensors=None):
     """What identifies a captured value for the cache: tensors by identity, version, address and
-    shape; functions by their code and their own captures; other values by value or identity."""
+    shape (each appended to `tensors` where given); functions by their code and their own
+    captures; other values by value or identity."""
     if capture.is_tensor(v):
+        if tensors is not None:
+            tensors.append(v)
         if gpu.is_torch_tensor(v):
             ptr = v.data_ptr() if hasattr(v, "data_ptr") else None
             return ("tensor", id(v), getattr(v, "_version", None), ptr, tuple(v.shape),
@@ -654,7 +663,8 @@ def _value_key(v, depth=0):
     fn = getattr(v, "user_fn", None) or v
     code = getattr(fn, "__code__", None)
     if code is not None:
-        return ("fn", code, _captures_key(fn, depth + 1)) if depth < 4 else ("fn", id(fn))
+        return ("fn", code, _captures_key(fn, depth + 1, tensors)) if depth < 4 else \
+            ("fn", id(fn))
     try:
         hash(v)
         return ("value", v)
@@ -662,15 +672,30 @@ def _value_key(v, depth=0):
         return ("id", id(v))
 
 
-def _captures_key(fn, depth=0):
+def _captures_key(fn, depth=0, tensors=None):
     """The values `fn` reads from its closure and its module's globals, as _value_key sees them
-    (globals only where they are tensors or functions: a module's other names do not matter)."""
-    cells = tuple(_value_key(c.cell_contents, depth) for c in (fn.__closure__ or ()))
+    (globals only where they are tensors or functions: a module's other names do not matter);
+    the tensors among them appended to `tensors` where given."""
+    cells = tuple(_value_key(c.cell_contents, depth, tensors) for c in (fn.__closure__ or ()))
     glob = getattr(fn, "__globals__", {})
-    named = tuple((n, _value_key(glob[n], depth)) for n in fn.__code__.co_names
+    named = tuple((n, _value_key(glob[n], depth, tensors)) for n in fn.__code__.co_names
                   if n in glob and (capture.is_tensor(glob[n]) or callable(glob[n]))
                   and not isinstance(glob[n], type) and not hasattr(glob[n], "__path__"))
     return cells, named
+
+
+def _reference(x):
+    """A callable returning x: a weak reference where x takes one (the cache must not keep a
+    large captured tensor alive), else a strong one (x's identity then cannot be reused)."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return lambda: x
+
+
+def _same_tensors(refs, tensors):
+    """Whether the references an entry kept (_reference) are to exactly these tensors, alive."""
+    return len(refs) == len(tensors) and all(r() is t for r, t in zip(refs, tensors))
 
 
 def _reads_tensors(key):
@@ -733,17 +758,21 @@ def auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim=None):
     if not (B and H and Nq and Nk) or gpu.torch_dtype_name(q) not in _FAST_DTYPES or \
             (_chip_for_blocks(q), block_dim or D) not in GPU_BLOCKS:
         return None
-    captured = _captures_key(fn)
+    tensors = []
+    captured = _captures_key(fn, tensors=tensors)
     if not _reads_tensors(captured):
         return None
     key = (fn.__code__, captured, bool(causal), B, H, Nq, Nk, q.get_device())
     hit = _auto_masks.pop(key, None)
+    if hit is not None and not _same_tensors(hit[2], tensors):
+        hit = None                   # another tensor in a freed one's place: not its mask
     if hit is None:
         mod = _and_causal(mask_mod) if causal else mask_mod
         bB = B if _uses_param(fn, 0) else None
         bH = H if _uses_param(fn, 1) else None
-        hit = (block_mask(mod, bB, bH, Nq, Nk, like=q), mod)
+        hit = (block_mask(mod, bB, bH, Nq, Nk, like=q), mod,
+               tuple(_reference(t) for t in tensors))
         while len(_auto_masks) >= _AUTO_MAX:
             _auto_masks.pop(next(iter(_auto_masks)))
     _auto_masks[key] = hit           # the newest last
-    return hit
+    return hit[:2]

@@ -3,6 +3,8 @@ loop over its lists, on the CPU interpreter: the classification against a numpy 
 attention against tessel.reference's float64 attention with the same mask, the checks of a
 block mask against the call, and the programs compiled for sm_80."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -365,6 +367,41 @@ def test_automatic_block_mask_helpers():
     # The key follows the captured values: another array is another key, the same one is not.
     assert bs._captures_key(document_mask(doc)) == bs._captures_key(mask)
     assert bs._captures_key(document_mask(doc.copy())) != bs._captures_key(mask)
+
+
+def test_automatic_block_masks_follow_new_tensors_in_freed_places(monkeypatch):
+    """auto_block_mask's cache (a block mask per mask_mod and captured tensors): a training
+    loop's new id tensor each step may take a freed one's Python id and address at the same
+    version (as torch CPU tensors of 400 KB did here, and CUDA's caching allocator does) — the
+    key alone then matched, and the step ran on another step's block mask. Here every tensor's
+    key part is made to match (the worst case of that reuse): the entry's weak references still
+    tell a new tensor from the old one. The same tensor unchanged reuses its block mask; written
+    in place, it gets a new one. (torch CPU tensors stand in for CUDA ones; the block-mask
+    builder is counted.)"""
+    torch = pytest.importorskip("torch")
+    from tessel import blocksparse as bs
+    attn = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
+    built = []
+    monkeypatch.setattr(bs, "block_mask", lambda mod, *a, **kw: built.append(mod) or len(built))
+    monkeypatch.setattr(bs, "_auto_masks", {})
+    real_key = bs._value_key
+
+    def reused_key(v, depth=0, tensors=None):
+        key = real_key(v, depth, tensors)
+        return ("tensor", key[2], tuple(v.shape)) if key[0] == "tensor" else key
+    monkeypatch.setattr(bs, "_value_key", reused_key)
+    q = torch.zeros(1, 2, 256, 64, dtype=torch.float16)
+    doc = None
+
+    def mask(b, h, q_idx, kv_idx):
+        return doc[q_idx] == doc[kv_idx]
+    for step in range(4):
+        doc = torch.full((256,), step, dtype=torch.int32)            # frees the previous one
+        assert bs.auto_block_mask(q, q, False, mask, False)[0] == step + 1
+    assert bs.auto_block_mask(q, q, False, mask, False)[0] == 4 and len(built) == 4
+    doc[0] = 7                                                       # written in place
+    assert bs.auto_block_mask(q, q, False, mask, False)[0] == 5
 
 
 def test_causal_folded_into_a_mask_mod():
