@@ -260,6 +260,10 @@ class BlockMask:
         self.BLOCK_N = BLOCK_N
         self.mask_mod = mask_mod
         self.off_causal = off_causal
+        # The captured values the mask_mod read when the lists were made (check_block_mask);
+        # weak references to its tensors, not the tensors.
+        state = _capture_state(mask_mod)
+        self._made_from = state and state[:2]
 
     @property
     def is_causal(self):
@@ -490,6 +494,11 @@ def check_block_mask(bm, mask_mod, B, H, Nq, Nk, on_gpu, causal, block_m, block_
                          f"({getattr(bm.mask_mod, '__name__', bm.mask_mod)!r}) than the one "
                          f"passed ({getattr(mask_mod, '__name__', mask_mod)!r}), or from other "
                          "captured tensors: build it with tessel.block_mask(mask_mod, ...)")
+    if not _same_state(bm._made_from, _capture_state(mask_mod)):
+        raise ValueError("tessel.attention: the tensors the mask_mod reads are not those the "
+                         "block_mask was made from (another tensor in their place, or one "
+                         "written in place since): build it again with "
+                         "tessel.block_mask(mask_mod, ...)")
     bB, bH, bNq, bNk = bm.shape
     if (bNq, bNk) != (Nq, Nk):
         raise ValueError(f"tessel.attention: the block_mask is for Nq={bNq}, Nk={bNk}; q and k "
@@ -696,6 +705,25 @@ def _reference(x):
 def _same_tensors(refs, tensors):
     """Whether the references an entry kept (_reference) are to exactly these tensors, alive."""
     return len(refs) == len(tensors) and all(r() is t for r, t in zip(refs, tensors))
+
+
+def _capture_state(mask_mod):
+    """(key, references, tensors) of the values a mask_mod reads: _captures_key, a _reference to
+    each tensor among them, and those tensors; None where it has no code to look at."""
+    fn = getattr(mask_mod, "user_fn", None) or mask_mod
+    if getattr(fn, "__code__", None) is None:
+        return None
+    tensors = []
+    key = _captures_key(fn, tensors=tensors)
+    return key, tuple(_reference(t) for t in tensors), tensors
+
+
+def _same_state(made, now):
+    """Whether a mask_mod reads now (_capture_state) what it read when a block mask was made
+    (BlockMask._made_from): the same values, and the very same tensors at the same versions."""
+    if made is None or now is None:
+        return made is now
+    return made[0] == now[0] and _same_tensors(made[1], now[2])
 
 
 def _reads_tensors(key):

@@ -241,6 +241,35 @@ def test_a_closure_over_other_tensors_is_another_mask_mod():
         tessel.attention(q, k, v, mask_mod=document_mask(other), block_mask=bm)
 
 
+def test_a_block_mask_whose_tensors_changed_is_refused():
+    """The tensors a mask_mod reads are those its block mask was made from: a cell or global
+    rebound to other ids since (the same function then reads them) or, for torch tensors, a
+    write in place (their version) is a ValueError, not attention over stale block lists."""
+    from tessel import blocksparse as bs
+    rng = np.random.default_rng(2)
+    doc = random_docs(1, 64, rng)
+
+    def mask(b, h, q_idx, kv_idx):
+        return doc[b, q_idx] == doc[b, kv_idx]
+    bm = tessel.block_mask(mask, 1, None, 64, 64, BLOCK_M=16, BLOCK_N=16)
+    q, k, v = qkv(1, 1, 64, 64)
+    tessel.attention(q, k, v, mask_mod=mask, block_mask=bm)
+    doc = random_docs(1, 64, rng)                 # the same function, other ids
+    with pytest.raises(ValueError, match="not those the block_mask was made from"):
+        tessel.attention(q, k, v, mask_mod=mask, block_mask=bm)
+    torch = pytest.importorskip("torch")
+    ids = torch.zeros(64, dtype=torch.int32)
+
+    def same(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+    lists = [np.zeros((1, 1, 4), np.int32), np.zeros((1, 1, 4, 4), np.int32)] * 2
+    made = bs.BlockMask(*lists, (None, None, 64, 64), 16, 16, same)
+    bs.check_block_mask(made, same, 1, 1, 64, 64, False, False, None, None)
+    ids[3] = 1                                    # written in place
+    with pytest.raises(ValueError, match="written in place"):
+        bs.check_block_mask(made, same, 1, 1, 64, 64, False, False, None, None)
+
+
 def test_bad_arguments_of_block_mask():
     with pytest.raises(ValueError, match="BLOCK_M"):
         tessel.block_mask(sliding_window, None, None, 10, 10, BLOCK_M=24)
