@@ -654,13 +654,15 @@ def attention(q, k, v, scale, score_mod, mask_mod, enable_gqa, return_lse, bm, b
 # of the call is a miss (_same_tensors).
 
 _AUTO_MAX = 16
-_auto_masks = {}     # key -> (BlockMask, the mask_mod it was made from); oldest first
+# key -> (BlockMask, its mask_mod, a _reference to each tensor of the key); oldest first
+_auto_masks = {}
 
 
 def _value_key(v, depth=0, tensors=None):
     """What identifies a captured value for the cache: tensors by identity, version, address and
     shape (each appended to `tensors` where given); functions by their code and their own
-    captures; other values by value or identity."""
+    captures; lists and tuples by their items (a list written in place is another key); other
+    values by value or identity."""
     if capture.is_tensor(v):
         if tensors is not None:
             tensors.append(v)
@@ -674,6 +676,8 @@ def _value_key(v, depth=0, tensors=None):
     if code is not None:
         return ("fn", code, _captures_key(fn, depth + 1, tensors)) if depth < 4 else \
             ("fn", id(fn))
+    if isinstance(v, (list, tuple)) and depth < 4 and len(v) <= 256:
+        return ("items", type(v), tuple(_value_key(x, depth + 1, tensors) for x in v))
     try:
         hash(v)
         return ("value", v)

@@ -396,6 +396,16 @@ def test_automatic_block_mask_helpers():
     # The key follows the captured values: another array is another key, the same one is not.
     assert bs._captures_key(document_mask(doc)) == bs._captures_key(mask)
     assert bs._captures_key(document_mask(doc.copy())) != bs._captures_key(mask)
+    # A list's items are its key: written in place, it is another key; a tensor in it is seen.
+    bounds = [3, 9]
+
+    def below(b, h, q_idx, kv_idx):
+        return kv_idx < bounds[0]
+    before = bs._captures_key(below)
+    bounds[0] = 4
+    assert bs._captures_key(below) != before
+    in_list = [doc]
+    assert bs._reads_tensors(bs._captures_key(lambda b, h, i, j: in_list[0][b, i] > 0))
 
 
 def test_automatic_block_masks_follow_new_tensors_in_freed_places(monkeypatch):
