@@ -53,7 +53,7 @@ def _varlen_block_dim(q, k, v, Dp):
             getattr(q, "is_cuda", False) and pads_in_kernel(q, v, Dp)):
         return False
     if cpu_tensors.needs_grad(q, k, v):
-        from .backward import sparse_block_dim
+        from .backward import sparse_block_dim       # (o and dO will have q's shape)
         return serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD and sparse_block_dim(q, k, v, q, q) == Dp
     return True
 
