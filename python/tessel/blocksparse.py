@@ -457,13 +457,11 @@ def _same_mod(a, b):
         ca, cb = a.__closure__ or (), b.__closure__ or ()
         if len(ca) != len(cb):
             return False
-        for x, y in zip(ca, cb):
-            x, y = x.cell_contents, y.cell_contents
-            if x is y:
-                continue
-            if capture.is_tensor(x) or capture.is_tensor(y) or not bool(x == y):
-                return False
-        return True
+        # Cell by cell as the cache keys see them (_value_key): tensors by identity, lists by
+        # their items (a list of tensors compared with == would ask a tensor for its truth).
+        return all(x.cell_contents is y.cell_contents or
+                   _value_key(x.cell_contents) == _value_key(y.cell_contents)
+                   for x, y in zip(ca, cb))
     except (AttributeError, ValueError, TypeError):
         return False
 

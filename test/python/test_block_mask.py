@@ -239,6 +239,15 @@ def test_a_closure_over_other_tensors_is_another_mask_mod():
     tessel.attention(q, k, v, mask_mod=document_mask(doc), block_mask=bm)    # a new closure: ok
     with pytest.raises(ValueError, match="other captured tensors"):
         tessel.attention(q, k, v, mask_mod=document_mask(other), block_mask=bm)
+    # Tensors inside a captured list count as tensors (torch's == would not give a bool).
+    torch = pytest.importorskip("torch")
+    from tessel import blocksparse as bs
+
+    def first_of(ids):
+        return lambda b, h, q_idx, kv_idx: ids[0][q_idx] == ids[0][kv_idx]
+    ids = [torch.zeros(64, dtype=torch.int32)]
+    assert bs._same_mod(first_of(ids), first_of(ids))
+    assert not bs._same_mod(first_of(ids), first_of([torch.zeros(64, dtype=torch.int32)]))
 
 
 def test_a_block_mask_whose_tensors_changed_is_refused():
