@@ -659,8 +659,8 @@ _auto_masks = {}
 def _value_key(v, depth=0, tensors=None):
     """What identifies a captured value for the cache: tensors by identity, version, address and
     shape (each appended to `tensors` where given); functions by their code and their own
-    captures; lists and tuples by their items (a list written in place is another key); other
-    values by value or identity."""
+    captures; lists, tuples and dicts by their items (one written in place is another key);
+    other values by value or identity."""
     if capture.is_tensor(v):
         if tensors is not None:
             tensors.append(v)
@@ -676,6 +676,9 @@ def _value_key(v, depth=0, tensors=None):
             ("fn", id(fn))
     if isinstance(v, (list, tuple)) and depth < 4 and len(v) <= 256:
         return ("items", type(v), tuple(_value_key(x, depth + 1, tensors) for x in v))
+    if isinstance(v, dict) and depth < 4 and len(v) <= 256:
+        return ("dict", tuple((_value_key(n, depth + 1), _value_key(x, depth + 1, tensors))
+                              for n, x in v.items()))
     try:
         hash(v)
         return ("value", v)

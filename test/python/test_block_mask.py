@@ -415,6 +415,11 @@ def test_automatic_block_mask_helpers():
     assert bs._captures_key(below) != before
     in_list = [doc]
     assert bs._reads_tensors(bs._captures_key(lambda b, h, i, j: in_list[0][b, i] > 0))
+    # A dict the same way: equal items, the same key (a new dict of one config is one mask).
+    def window(cfg):
+        return lambda b, h, i, j: i - j < cfg["w"]
+    assert bs._same_mod(window({"w": 3}), window({"w": 3}))
+    assert not bs._same_mod(window({"w": 3}), window({"w": 4}))
 
 
 def test_automatic_block_masks_follow_new_tensors_in_freed_places(monkeypatch):
