@@ -990,7 +990,15 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                    return_lse, block_m, block_n, block_dim=Dp)
         elif block_head_dim_sparse(q, v, Dp, chip, grad, mask_mod, block_mask, block_m, block_n):
-            sparse_dim, Dp = Dp, None
+            if block_mask is None:
+                # A mask read from tensors: its block mask made here (auto_block_mask, causal
+                # folded in), so the call takes the block_mask route below; none made, it pads.
+                from . import blocksparse as bmod
+                auto = bmod.auto_block_mask(q, k, causal, mask_mod, enable_gqa, Dp)
+                if auto is not None:
+                    block_mask, mask_mod, causal = auto[0], auto[1], False
+            if block_mask is not None:
+                sparse_dim, Dp = Dp, None
     if Dp is not None:
         return _attention_padded(q, k, v, Dp, scale, return_lse, causal=causal,
                                  score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -1016,19 +1024,14 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             from .backward import attention_with_grad
             return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                        return_lse, block_m, block_n,
-                                       deterministic=deterministic, block_dim=sparse_dim or 0)
+                                       deterministic=deterministic)
         if mask_mod is not None and block_m is None and block_n is None:
             # A mask read from tensors: block sparsity at run time (blocksparse.auto_block_mask).
             from . import blocksparse as bmod
-            auto = bmod.auto_block_mask(q, k, causal, mask_mod, enable_gqa, sparse_dim)
+            auto = bmod.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
             if auto is not None:
                 return bmod.attention(q, k, v, scale, score_mod, auto[1], enable_gqa,
-                                      return_lse, auto[0], None, None, False,
-                                      block_dim=sparse_dim)
-        if sparse_dim is not None:          # no block mask after all: on copies, as before
-            return _attention_padded(q, k, v, sparse_dim, scale, return_lse, causal=causal,
-                                     score_mod=score_mod, mask_mod=mask_mod,
-                                     enable_gqa=enable_gqa)
+                                      return_lse, auto[0], None, None, False)
         return _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                return_lse, block_m, block_n)
     _refuse_grad(q, k, v)

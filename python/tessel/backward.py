@@ -1099,14 +1099,7 @@ def attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
         sparse = (block_mask, mask_mod)
     elif mask_mod is not None and block_m is None and block_n is None:
         from . import blocksparse
-        sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim)
-        if sparse is None and block_dim and blocksparse.mask_reads_tensors(mask_mod):
-            # Sent here for the block-sparse kernel's DB, but no block mask was made: the
-            # padded copies, as before (the dense kernel's DB takes no mask that reads tensors).
-            from .attention import _attention_padded
-            return _attention_padded(q, k, v, block_dim, scale, return_lse, causal=causal,
-                                     score_mod=score_mod, mask_mod=mask_mod,
-                                     enable_gqa=enable_gqa, deterministic=deterministic)
+        sparse = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
     config = (causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n, sparse,
               deterministic, block_dim)
     o, lse = _autograd_function().apply(q, k, v, config)

@@ -473,15 +473,16 @@ def test_block_head_dim_sparse_route(fake_torch, monkeypatch):
     assert route(128, mask_mod=reads) == ("sparse", None)               # nothing to pad
     assert route(96, mask_mod=reads, block_m=64) == "padded"            # the dense kernel
     assert route(100, block_mask="bm") == "padded"                      # not 16-byte chunks
-    assert route(96, grad=True, block_mask="bm") == ("sparse", 128)     # attention_with_grad
-    monkeypatch.setattr(backward, "attention_with_grad",
-                        lambda *a, **kw: routes.append(("grad", kw.get("block_dim"))))
-    assert route(96, grad=True, mask_mod=reads) == ("grad", 128)
+    # (with gradients, blocksparse.attention hands the call to attention_with_grad)
+    assert route(96, grad=True, block_mask="bm") == ("sparse", 128)
+    assert route(96, grad=True, mask_mod=reads) == ("sparse", 128)     # its block mask made
     monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", ())
     assert route(96, grad=True, block_mask="bm") == "padded"
     assert route(96, block_mask="bm") == ("sparse", 128)
     monkeypatch.setattr(blocksparse, "auto_block_mask", lambda *a, **kw: None)
     assert route(96, mask_mod=reads) == "padded"                        # no block mask made
+    monkeypatch.setattr(backward, "BLOCK_HEAD_DIM_CHIPS", ("sm_90a",))
+    assert route(96, grad=True, mask_mod=reads) == "padded"
     chip[0] = "sm_80"
     assert route(96, block_mask="bm") == "padded"
 
