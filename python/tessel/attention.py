@@ -445,12 +445,8 @@ def block_head_dim_sparse(q, v, Dp, chip, grad, mask_mod, block_mask, block_m, b
     asked-for blocks (the call auto_block_mask makes block-sparse); with gradients wanted
     (`grad`) only where the backward's programs take DB too."""
     if not BLOCK_HEAD_DIM_SPARSE or chip not in BLOCK_HEAD_DIM_CHIPS or \
-            not pads_in_kernel(q, v, Dp):
+            not pads_in_kernel(q, v, Dp) or (grad and not _backward_pads_inside(chip)):
         return False
-    if grad:
-        from .backward import BLOCK_HEAD_DIM_CHIPS as backward_chips
-        if chip not in backward_chips:
-            return False
     if block_mask is not None:
         return True
     from .blocksparse import mask_reads_tensors
@@ -482,11 +478,15 @@ def block_head_dim_takes(q, v, Dp, chip, grad, masked):
     """Whether a CUDA forward call that would be padded to Dp runs the dense kernels with DB = Dp
     instead (BLOCK_HEAD_DIM_CHIPS lists `chip`); with gradients wanted (`grad`) only where the
     backward's programs take DB too (backward.BLOCK_HEAD_DIM_CHIPS)."""
-    if grad:
-        from .backward import BLOCK_HEAD_DIM_CHIPS as backward_chips
-        if chip not in backward_chips:
-            return False
+    if grad and not _backward_pads_inside(chip):
+        return False
     return chip in BLOCK_HEAD_DIM_CHIPS and not masked and pads_in_kernel(q, v, Dp)
+
+
+def _backward_pads_inside(chip):
+    """Whether the backward's programs take DB on `chip` (backward.BLOCK_HEAD_DIM_CHIPS)."""
+    from .backward import BLOCK_HEAD_DIM_CHIPS as backward_chips
+    return chip in backward_chips
 
 
 def padded_head_dim(D, dtype):
