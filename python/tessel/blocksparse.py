@@ -1,10 +1,11 @@
 """Run-time block sparsity: tessel.block_mask and the attention kernel whose key loop it drives.
 
-`block_mask(mask_mod, B, H, Nq, Nk)` runs `block_mask_kernel`, a DSL program with one program per
-(query block, b, h): it evaluates the mask_mod on every (query block, key block) tile and
+`block_mask(mask_mod, B, H, Nq, Nk)` runs `block_state_kernel`, a DSL program with one program
+per (query block, b, h): it evaluates the mask_mod on every (query block, key block) tile and
 classifies the block as empty (no pair allowed), full (every pair allowed, and no key past Nk in
-the block) or partial, keeping per row the key-block indices of the partial and of the full
-blocks in two compact lists, FlexAttention's layout (create_block_mask):
+the block) or partial into an int32 array of block states; `block_lists` then keeps per row the
+key-block indices of the partial and of the full blocks in two compact lists (a stable sort),
+FlexAttention's layout (create_block_mask):
 
     kv_num_blocks      int32 [B', H', NQB]        partial blocks of each query block
     kv_indices         int32 [B', H', NQB, NKB]   their key-block indices, ascending; the tail
@@ -14,9 +15,6 @@ blocks in two compact lists, FlexAttention's layout (create_block_mask):
 
 B' = B or 1 and H' = H or 1 (None broadcasts: the mask_mod is evaluated with b = 0 / h = 0 and
 the lists serve every batch / head). Only pairs with q_idx < Nq and kv_idx < Nk are looked at.
-The program holds no scalar it cannot have: the lists are carried through the key-block loop as
-tiles of NKB_P slots (NKB rounded up to a power of two) and the counts as 1-element tiles, then
-stored once.
 
 `block_sparse_attention_kernel` is attention_kernel with an indirect key loop: one loop over the
 full blocks (`j = load_scalar(full_kv_indices, (row, t)) * MASK_N`) without any mask
@@ -31,8 +29,8 @@ and gathers of captured tensors are read into registers.
 On the GPU at 128x128 kernel blocks the kernel runs persistent (its PERSISTENT form: one
 program an SM walking the tiles BlockMask.schedule hands it; grid.persistent_programs).
 
-block_mask_kernel looks at a block in 32x32 pieces (EVAL_BLOCK): it runs on the reference
-lowering, whose tiles live in shared memory, and a 128x128 piece would not fit there.
+block_state_kernel looks at a block EVAL_PAIRS pairs at a time, flattened into one row: on the
+GPU its tiles stay in registers (convert-tile-to-blocked, gathers of captured tensors included).
 """
 
 import weakref
@@ -61,59 +59,61 @@ def list_descs(num, idx, full_num, full_idx, n_rows, width):
 
 
 @jit
-def block_mask_kernel(kv_num, kv_idx_out, full_num, full_idx_out, off_causal, nq, nk, HB,
-                      n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      EVAL_M: tl.constexpr, EVAL_N: tl.constexpr, NKB_P: tl.constexpr,
-                      MASK_MOD: tl.constexpr):
+def block_state_kernel(state, nq, nk, HB, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       EVAL: tl.constexpr, MASK_MOD: tl.constexpr):
     # Grid as attention_kernel's: query blocks on x, (b, h) of the block mask on y, folded.
-    # off_causal[row]: the pairs of the row whose verdict differs from q_idx >= kv_idx
-    # (BlockMask.is_causal: all zero, and the call runs the dense causal kernel).
+    # state[row, kb]: 1 partial, 2 full (0 empty), + 4 where some pair's verdict differs from
+    # q_idx >= kv_idx (BlockMask.is_causal). A block is looked at EVAL pairs at a time, row
+    # after row flattened into one [1, EVAL] tile: the counts are one row reduction each, so
+    # the program stays in convert-tile-to-blocked's class (registers) with any mask_mod of
+    # element-wise ops and gathers.
     n_qb = tl.cdiv(nq, BLOCK_M)
     n_kb = tl.cdiv(nk, BLOCK_N)
     pid_m, bh = block_and_row(n_qb)
     b = bh // HB
     h = bh % HB
     row = bh * n_qb + pid_m
-    cnd, idd, fcnd, fidd = list_descs(kv_num, kv_idx_out, full_num, full_idx_out, n_rows, n_kb)
-
+    out = tl.make_desc(state, shape=(n_rows, n_kb), strides=(n_kb, 1))
     m0 = pid_m * BLOCK_M
-    slots = tl.arange(0, NKB_P)
-    n_part = tl.zeros((1,), tl.int32)
-    n_full = tl.zeros((1,), tl.int32)
-    n_off = tl.zeros((1,), tl.int32)
-    part = tl.zeros((NKB_P,), tl.int32)
-    full = tl.zeros((NKB_P,), tl.int32)
+    e = tl.arange(0, EVAL)[None, :]
+    rows_in = tl.minimum(nq - m0, BLOCK_M)
     for kb in range(0, n_kb):
         j = kb * BLOCK_N
-        # The block is looked at in EVAL_M x EVAL_N pieces (unrolled): the tiles of a 128x128
-        # block would not fit the reference lowering's shared memory.
-        n_ok = tl.zeros((1,), tl.int32)
-        n_valid = tl.zeros((1,), tl.int32)
-        for qs in tl.static_range(0, BLOCK_M // EVAL_M):
-            q_idx = tl.broadcast_to((m0 + qs * EVAL_M + tl.arange(0, EVAL_M))[:, None],
-                                    (EVAL_M, EVAL_N))
-            for ks in tl.static_range(0, BLOCK_N // EVAL_N):
-                kv_idx = tl.broadcast_to((j + ks * EVAL_N + tl.arange(0, EVAL_N))[None, :],
-                                         (EVAL_M, EVAL_N))
-                valid = (q_idx < nq) & (kv_idx < nk)
-                allowed = valid & MASK_MOD(b, h, q_idx, kv_idx)
-                n_ok = n_ok + tl.sum(tl.sum(allowed, axis=1)[None, :], axis=1)       # (1,)
-                n_valid = n_valid + tl.sum(tl.sum(valid, axis=1)[None, :], axis=1)
-                off = allowed != (valid & (q_idx >= kv_idx))
-                n_off = n_off + tl.sum(tl.sum(off, axis=1)[None, :], axis=1)
+        ok = tl.zeros((1, EVAL), tl.float32)
+        off = tl.zeros((1, EVAL), tl.float32)
+        for p in range(0, BLOCK_M * BLOCK_N // EVAL):
+            flat = e + p * EVAL
+            q_idx = m0 + flat // BLOCK_N
+            kv_idx = j + flat % BLOCK_N
+            valid = (q_idx < nq) & (kv_idx < nk)
+            allowed = valid & MASK_MOD(b, h, q_idx, kv_idx)
+            ok = ok + allowed.to(tl.float32)
+            off = off + (allowed != (valid & (q_idx >= kv_idx))).to(tl.float32)
+        n_ok = tl.sum(ok, axis=1)                           # (1,): exact in float32
+        n_off = tl.sum(off, axis=1)
         # Full: every pair allowed and no padded key (the full loop masks nothing, not even
         # kv_idx < nk). Padded query rows are never stored, so they do not count.
+        n_valid = (rows_in * tl.minimum(nk - j, BLOCK_N)).to(tl.float32)
         is_full = (n_ok == n_valid) & (j + BLOCK_N <= nk)
         is_part = (n_ok > 0) & (is_full == 0)
-        part = tl.where((slots == n_part) & is_part, kb, part)
-        full = tl.where((slots == n_full) & is_full, kb, full)
-        n_part = n_part + is_part.to(tl.int32)
-        n_full = n_full + is_full.to(tl.int32)
-    tl.store(cnd, (row,), n_part)
-    tl.store(fcnd, (row,), n_full)
-    tl.store(tl.make_desc(off_causal, shape=(n_rows,), strides=(1,)), (row,), n_off)
-    tl.store(idd, (row, 0), part[None, :])
-    tl.store(fidd, (row, 0), full[None, :])
+        code = is_part.to(tl.int32) + 2 * is_full.to(tl.int32) + 4 * (n_off > 0).to(tl.int32)
+        tl.store(out, (row, kb), code[:, None])
+
+
+def block_lists(m):
+    """(counts [..., NQB], ascending indices [..., NQB, NKB], 0 past the count), int32, of the
+    key blocks set in the bool array m [..., NQB, NKB]: numpy arrays or torch tensors, as m."""
+    if gpu.is_torch_tensor(m):
+        torch = gpu.torch_module()
+        order = (~m).to(torch.uint8).sort(dim=-1, stable=True).indices
+        counts = m.sum(-1)
+        slot = torch.arange(m.shape[-1], device=m.device)
+        idx = torch.where(slot < counts[..., None], order, 0)
+        return counts.to(torch.int32), idx.to(torch.int32)
+    order = np.argsort(~m, axis=-1, kind="stable")
+    counts = m.sum(-1)
+    idx = np.where(np.arange(m.shape[-1]) < counts[..., None], order, 0)
+    return counts.astype(np.int32), idx.astype(np.int32)
 
 
 @jit
@@ -242,8 +242,9 @@ class BlockMask:
         BLOCK_M: the query block size.
         BLOCK_N: the key block size.
         mask_mod: the function it was made from.
-        off_causal: int32 ``[B', H', NQB]``, the pairs of each query block whose verdict
-            differs from causal's ``q_idx >= kv_idx`` (None where unknown): see ``is_causal``.
+        off_causal: int32 ``[B', H', NQB]``, the key blocks of each query block where some
+            pair's verdict differs from causal's ``q_idx >= kv_idx`` (None where unknown): see
+            ``is_causal``.
 
     ``B' = B or 1``, ``H' = H or 1``, ``NQB = ceil(Nq / BLOCK_M)``, ``NKB = ceil(Nk /
     BLOCK_N)``. numpy arrays (interpreter) or CUDA torch tensors (GPU), as made.
@@ -330,12 +331,10 @@ class BlockMask:
                 f"BLOCK_N={self.BLOCK_N}, sparsity={self.sparsity():.2f})")
 
 
-# The side of the pieces block_mask_kernel evaluates a block in.
-EVAL_BLOCK = 32
-
-
-def _pow2(n):
-    return 1 << max(0, (n - 1).bit_length())
+# The pairs block_state_kernel looks at a time on the GPU: 8 a thread in registers, and a
+# [1, EVAL] tile the reference lowering (where a mask_mod leaves the register path) still holds
+# in shared memory. The interpreter looks at a whole block at once.
+EVAL_PAIRS = 1024
 
 
 def _placement(device, like):
@@ -428,21 +427,20 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
     nqb, nkb = -(-Nq // BM), -(-Nk // BN)
     rows = nb * nh * nqb
     if place is None:
-        counts = [np.zeros((nb, nh, nqb), np.int32) for _ in range(3)]
-        lists = [np.zeros((nb, nh, nqb, nkb), np.int32) for _ in range(2)]
+        state = np.zeros((nb, nh, nqb, nkb), np.int32)
     else:
         torch = gpu.torch_module()
-        counts = [torch.zeros((nb, nh, nqb), dtype=torch.int32, device=place) for _ in range(3)]
-        lists = [torch.zeros((nb, nh, nqb, nkb), dtype=torch.int32, device=place)
-                 for _ in range(2)]
+        state = torch.zeros((nb, nh, nqb, nkb), dtype=torch.int32, device=place)
     if rows and nkb:
-        grid = fold_grid(nqb, nb * nh)
-        block_mask_kernel[grid](counts[0], lists[0], counts[1], lists[1], counts[2], Nq, Nk, nh,
-                                rows, BLOCK_M=BM, BLOCK_N=BN, EVAL_M=min(BM, EVAL_BLOCK),
-                                EVAL_N=min(BN, EVAL_BLOCK), NKB_P=_pow2(nkb),
-                                MASK_MOD=_as_jit(mask_mod, "mask_mod"))
-    return BlockMask(counts[0], lists[0], counts[1], lists[1], (B_, H_, Nq, Nk), BM, BN,
-                     mask_mod, off_causal=counts[2])
+        block_state_kernel[fold_grid(nqb, nb * nh)](
+            state, Nq, Nk, nh, rows, BLOCK_M=BM, BLOCK_N=BN,
+            EVAL=BM * BN if place is None else min(BM * BN, EVAL_PAIRS),
+            MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+    (part, part_idx), (full, full_idx) = (block_lists(state & 3 == kind) for kind in (1, 2))
+    off = ((state & 4) != 0).sum(-1)
+    off = off.astype(np.int32) if place is None else off.to(torch.int32)
+    return BlockMask(part, part_idx, full, full_idx, (B_, H_, Nq, Nk), BM, BN, mask_mod,
+                     off_causal=off)
 
 
 def _same_mod(a, b):

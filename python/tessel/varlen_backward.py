@@ -120,11 +120,11 @@ def packed_block_mask(mask_mod, tables, nq, nk, causal, window_size, block):
     evaluates the mask at every pair). A block is empty where its rows and keys share no
     sequence (or, one sequence each side, causal or the window hides every pair), full where
     rows and keys lie in one sequence, every pair is allowed and no key is padding (the rule of
-    block_mask_kernel), partial otherwise: never full or empty where the mask says otherwise (a
+    block_state_kernel), partial otherwise: never full or empty where the mask says otherwise (a
     block the window hides only in combination with causal may be called partial: the mask's
     arithmetic for nothing)."""
     torch = gpu.torch_module()
-    from .blocksparse import BlockMask
+    from .blocksparse import BlockMask, block_lists
     from .flash_mods import _window
     left, right = _window(window_size) or (-1, -1)
     seq_q, pos_q, seq_k, pos_k = (x.to(torch.int64) for x in tables)
@@ -150,21 +150,10 @@ def packed_block_mask(mask_mod, tables, nq, nk, causal, window_size, block):
         empty |= one & (kp0 > qp1 + right)
         full &= kp1 <= qp0 + right
     part = ~empty & ~full
-    lists = [_block_list(m) for m in (part, full)]
+    lists = [tuple(x[None, None] for x in block_lists(m)) for m in (part, full)]
     if cpu_tensors.is_cpu_tensor(seq_q):
         lists = [tuple(x.numpy() for x in lst) for lst in lists]
     return BlockMask(*lists[0], *lists[1], (None, None, nq, nk), block, block, mask_mod)
-
-
-def _block_list(m):
-    """(counts [1, 1, NQB], ascending indices [1, 1, NQB, NKB], 0 past the count), int32, of
-    each query block's key blocks in the bool matrix m [NQB, NKB]."""
-    torch = gpu.torch_module()
-    nkb = m.shape[1]
-    cols = torch.arange(nkb, device=m.device).expand_as(m)
-    order = torch.where(m, cols, cols + nkb).sort(dim=1).values
-    idx = torch.where(order < nkb, order, 0)
-    return (m.sum(1).to(torch.int32)[None, None], idx.to(torch.int32)[None, None])
 
 
 def _row_tables(cu_q, cu_k, nq, nk):

@@ -1,8 +1,8 @@
 //===- AssignBlocked.cpp - the row-blocked layout of programs without dots -----------===//
 //
-// tilegpu-assign-blocked: the layout of a program of element-wise ops, loads, stores and row
-// reductions (planRows), written on its types. Consumers ask for kinds — a store for its value
-// in the kind its shape says, a row reduction for a whole tile, an expand_dims for a row or
+// tilegpu-assign-blocked: the layout of a program of element-wise ops, loads, gathers, stores
+// and row reductions (planRows), written on its types. Consumers ask for kinds — a store for its
+// value in the kind its shape says, a row reduction for a whole tile, an expand_dims for a row or
 // column vector, a broadcast for the kind of its input's shape — and the demands flow back
 // through the element-wise ops. A tile demanded in two kinds (an iota indexing both rows and
 // columns, a load read as a row and as a column) is computed twice, once per kind, as the
@@ -143,7 +143,7 @@ BlockedKind BlockedAssigner::naturalKind(Value v) const {
   Operation *def = v.getDefiningOp();
   if (auto red = dyn_cast_or_null<tile::ReduceOp>(def))
     return red.getAxis() == 1 ? BlockedKind::Row : BlockedKind::Col;
-  if (def && isBlockedElementwise(def))
+  if (def && (isBlockedElementwise(def) || isa<tile::GatherOp>(def)))
     for (Value o : def->getOperands())
       if (isTensor(o.getType()) && naturalKind(o) == BlockedKind::Row)
         return BlockedKind::Row;
@@ -178,7 +178,8 @@ LogicalResult BlockedAssigner::demandOperands(Operation *op, BlockedKind k) {
                                  : "is a column reduction whose result is needed per row: "
                                    "convert-tile-to-blocked does not lower it");
     demand(red->getOpOperand(0), BlockedKind::Tile);
-  } else if (isBlockedElementwise(op)) {
+  } else if (isBlockedElementwise(op) || isa<tile::GatherOp>(op)) {
+    // A gather's index tiles have its shape: each register reads at its own indices.
     for (OpOperand &o : op->getOpOperands())
       demand(o, k);
   }
@@ -296,9 +297,9 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
   int64_t oneD = 0, minBytes = 16;
   // Which block: the [R, C] of the 2-D tiles, or [1, N] for a program of 1-D tiles.
   WalkResult walk = program.walk([&](Operation *op) -> WalkResult {
-    if (isa<tile::DotOp, tile::TransOp, tile::GatherOp, tile::SoftmaxOp>(op))
+    if (isa<tile::DotOp, tile::TransOp, tile::SoftmaxOp>(op))
       return op->emitOpError("is outside convert-tile-to-blocked's class (programs of "
-                             "element-wise ops, loads, stores and reductions)"),
+                             "element-wise ops, loads, gathers, stores and reductions)"),
              WalkResult::interrupt();
     bool tiles = llvm::any_of(op->getResultTypes(), isTensor) ||
                  llvm::any_of(op->getOperandTypes(), isTensor);
@@ -346,12 +347,17 @@ FailureOr<RowsLayout> tessel::tilegpu::planRows(func::FuncOp program, int64_t th
   if (walk.wasInterrupted())
     return failure();
   if (!block) {
-    // [R, 1] / [1, C] tiles without a full block are rare; 1-D programs are one row.
+    // Without an [R, C] tile the block is one row or one column: the widest [1, C] (a program
+    // that works on flattened pairs) or tallest [R, 1] tile, else [1, N] for 1-D programs.
     block = std::pair<int64_t, int64_t>(1, std::max<int64_t>(oneD, 1));
+    int64_t most = 0;
     program.walk([&](Operation *op) {
       for (Type t : op->getResultTypes())
-        if (auto rt = dyn_cast<RankedTensorType>(t); rt && rt.getRank() == 2)
+        if (auto rt = dyn_cast<RankedTensorType>(t);
+            rt && rt.getRank() == 2 && rt.getNumElements() > most) {
+          most = rt.getNumElements();
           block = std::make_pair(rt.getShape()[0], rt.getShape()[1]);
+        }
     });
   }
   L.rows = block->first;

@@ -9,7 +9,7 @@
 // (tilegpu-assign-blocked, dialects/tilegpu/Transforms/AssignBlocked.cpp) and read back from
 // the types here. The parts:
 //   ConvertTileToBlocked.cpp  the pass and the element-wise and shape ops
-//   BlockedMemory.cpp         loads and stores (vectorised where aligned and in bounds)
+//   BlockedMemory.cpp         loads and stores (vectorised where aligned and in bounds), gathers
 //   BlockedReduce.cpp         reductions along rows and columns
 // docs/dev/codegen-blocked.md says why.
 //
@@ -61,6 +61,9 @@ private:
   };
   SmallVector<VectorSlot> vectorSlots(Kind k);
   FailureOr<SmallVector<Value>> loadRegs(tile::LoadOp op, Kind k);
+  /// tile.gather in `k`: each register a predicated scalar load of its element, where every
+  /// index is inside the descriptor's shape; the padding elsewhere.
+  FailureOr<SmallVector<Value>> gatherRegs(tile::GatherOp op, Kind k);
   /// An scf.for: its carried tiles as registers (iter_args of the new loop), its body walked.
   LogicalResult emitFor(scf::ForOp op);
   /// tile.store, or tile.atomic_add (element by element, red.global.add).

@@ -241,20 +241,26 @@ SmallVector<Value> unpackWords(OpBuilder &b, Location loc, ArrayRef<Value> words
   return elements;
 }
 
-/// Element `e` of `at` where `ok` holds, else the padding (nothing read): a predicated load.
-Value readElement(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t e,
-                  Value ok, double padding) {
+/// The element of `d` at element offset `address` where `ok` holds, else the padding (nothing
+/// read): a predicated load.
+Value readAt(OpBuilder &b, Location loc, const LoweredDesc &d, Value address, Value ok,
+             double padding) {
   Type t = d.elementType;
   Word w = wordOf(b, t.getIntOrFloatBitWidth());
   std::string text = ("mov.b" + Twine(w.type.getIntOrFloatBitWidth()) + " $0, " +
                       hex(paddingBits(t, padding)) + ";\n\t@$1 ld.global." + w.ptxType +
                       " $0, [$2];")
                          .str();
-  Value word = tessel::conversion::inlinePtx(
-                   b, loc, w.type, {ok, elementPtr(b, loc, d, elementAddress(b, loc, at, e))}, text,
-                   ("=" + w.constraint + ",b,l").str())
+  Value word = tessel::conversion::inlinePtx(b, loc, w.type, {ok, elementPtr(b, loc, d, address)},
+                                             text, ("=" + w.constraint + ",b,l").str())
                    .front();
   return fromWord(b, loc, word, t);
+}
+
+/// Element `e` of `at` where `ok` holds, else the padding.
+Value readElement(OpBuilder &b, Location loc, const LoweredDesc &d, const VectorAt &at, int64_t e,
+                  Value ok, double padding) {
+  return readAt(b, loc, d, elementAddress(b, loc, at, e), ok, padding);
 }
 
 /// The 32-bit words of the vector `at`, read where `at.vectorOk` holds by predicated loads of
@@ -508,6 +514,45 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::loadRegs(tile::LoadOp op, Ki
     widths.push_back(v.width);
   }
   return readSlots(b, loc, d, ats, widths, padding);
+}
+
+FailureOr<SmallVector<Value>> BlockedKernelBuilder::gatherRegs(tile::GatherOp op, Kind k) {
+  Location loc = op.getLoc();
+  auto it = descs.find(op.getDesc());
+  if (it == descs.end())
+    return op.emitOpError("uses a descriptor convert-tile-to-blocked cannot trace to a "
+                          "tile.make_desc");
+  const LoweredDesc &d = it->second;
+  if (d.pages)
+    return op.emitOpError("gathers from a paged descriptor: convert-tile-to-blocked does not "
+                          "lower it");
+  // Scalar indices once: their bound checks and their part of the address.
+  Value fixedOk = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  Value fixedAddress = d.offset;
+  SmallVector<std::pair<Value, size_t>> perElement; // (index tile, axis)
+  for (auto [axis, index] : llvm::enumerate(op.getIndices())) {
+    if (isa<RankedTensorType>(index.getType())) {
+      perElement.push_back({index, axis});
+      continue;
+    }
+    Value g = tessel::conversion::toI64(b, loc, scalars.lookup(index));
+    fixedOk = arith::AndIOp::create(b, loc, fixedOk, inRange(b, loc, g, d.shape[axis]));
+    fixedAddress = arith::AddIOp::create(b, loc, fixedAddress,
+                                         arith::MulIOp::create(b, loc, g, d.strides[axis]));
+  }
+  double padding = op.getPadding().convertToDouble();
+  SmallVector<Value> out;
+  for (int64_t i = 0, n = L.count(k); i < n; ++i) {
+    Value ok = fixedOk, address = fixedAddress;
+    for (auto [index, axis] : perElement) {
+      Value g = tessel::conversion::toI64(b, loc, regsOf(index, k)[i]);
+      ok = arith::AndIOp::create(b, loc, ok, inRange(b, loc, g, d.shape[axis]));
+      address = arith::AddIOp::create(b, loc, address,
+                                      arith::MulIOp::create(b, loc, g, d.strides[axis]));
+    }
+    out.push_back(readAt(b, loc, d, address, ok, padding));
+  }
+  return out;
 }
 
 template <typename WriteOp>

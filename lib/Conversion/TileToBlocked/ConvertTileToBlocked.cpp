@@ -172,12 +172,20 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::compute(Operation *op, Kind 
   }
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return loadRegs(ld, k);
+  if (auto gather = dyn_cast<tile::GatherOp>(op))
+    return gatherRegs(gather, k);
   if (auto red = dyn_cast<tile::ReduceOp>(op))
     return red.getAxis() == 1 ? reduceRows(red, regsOf(red.getInput(), Kind::Tile))
                               : reduceColumns(red, regsOf(red.getInput(), Kind::Tile));
   if (tessel::tilegpu::isBlockedElementwise(op)) {
     SmallVector<Value> out;
     Type resultType = cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+    for (Value o : op->getOperands())
+      if (isTensor(o.getType()) ? static_cast<int64_t>(regsOf(o, k).size()) != n ||
+                                      llvm::is_contained(regsOf(o, k), Value())
+                                : !scalars.lookupOrNull(o))
+        return op->emitOpError("reads an operand convert-tile-to-blocked has not computed in "
+                               "the layout of its result");
     for (int64_t i = 0; i < n; ++i) {
       SmallVector<Value> operands;
       for (Value o : op->getOperands())
