@@ -16,3 +16,5 @@ grep -E "passed|failed|error" $r/suites.log | tail -8
   > $r/masks128.log 2>&1; tail -10 $r/masks128.log
 timeout 120 python3 -m pytest -q -p no:cacheprovider --tb=short test/gpu/test_serving_gpu.py \
   -k "varlen_block_head_dim_gradients" > $r/varlen_grad.log 2>&1; tail -4 $r/varlen_grad.log
+timeout 150 python3 bench/results/2026-12-06-s45/block_mask_long.py > $r/block_mask_long.log 2>&1
+tail -8 $r/block_mask_long.log
