@@ -767,8 +767,12 @@ def _uses_param(fn, index):
 
 def _and_causal(mask_mod):
     """mask_mod with tessel.attention's causal condition (q_idx >= kv_idx) folded in: a block
-    mask has no separate causal flag."""
-    inner = jit(mask_mod)
+    mask has no separate causal flag. The mask_mod is held as its mod (attention._as_jit): the
+    same wrapper for the same mask, so its traces are reused, and a mask that reads tensors
+    through another mod (flash_mods' window over the user's) is read from this call's."""
+    from .attention import _as_jit
+    from .frontend import ModFunction
+    inner = mask_mod if isinstance(mask_mod, ModFunction) else _as_jit(mask_mod, "mask_mod")
 
     def causal_and(b, h, q_idx, kv_idx):
         return (q_idx >= kv_idx) & inner(b, h, q_idx, kv_idx)

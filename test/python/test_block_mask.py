@@ -487,6 +487,34 @@ def test_causal_folded_into_a_mask_mod():
     check(bs._and_causal(plain), allowed, 1, 2, 150, 150, 1, None)
 
 
+def test_causal_folded_into_masks_that_read_through_another_mod():
+    """auto_block_mask's wrapper over the call's mask_mod: over a window that calls the user's
+    mask reading a captured array (tessel.attention's mod with window_size) the lists are
+    right — the array was looked for in the wrong function ("a captured tensor changed while
+    the kernel was traced", found by the CUDA fuzzer) — and a new array each step (a training
+    loop's document ids) reuses one trace of the classification program, where each wrapper
+    was a new function (a trace and a cache entry a step)."""
+    import importlib
+    from tessel import blocksparse as bs
+    from tessel.flash_mods import _mask
+    attention = importlib.import_module("tessel.attention")
+    rng = np.random.default_rng()
+    traces = lambda: sum(len(v) for v in bs.block_state_kernel.cache.values())  # noqa: E731
+    before, entries = None, None
+    for step in range(3):
+        doc = random_docs(1, 150, rng)
+
+        def plain(b, h, q_idx, kv_idx):
+            return doc[b, q_idx] == doc[b, kv_idx]
+        windowed = _mask((40, -1), attention._as_jit(plain, "mask_mod"))
+        allowed = (lambda d: lambda b, h, qi, ki: (d[b][qi] == d[b][ki]) & (qi >= ki) &
+                   (ki >= qi - 40))(doc)
+        check(bs._and_causal(windowed), allowed, 1, 2, 150, 150, 1, None)
+        if step == 0:
+            before, entries = traces(), len(attention._jitted)
+    assert traces() == before and len(attention._jitted) == entries
+
+
 def test_the_dense_backward_from_the_block_sparse_forward():
     """What the CUDA autograd path does with a block mask, on the interpreter: O and LSE from the
     block-sparse forward fed to the dense backward with the mask_mod give the gradients of the
