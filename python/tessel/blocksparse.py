@@ -60,7 +60,7 @@ def list_descs(num, idx, full_num, full_idx, n_rows, width):
 
 @jit
 def block_state_kernel(state, nq, nk, HB, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                       EVAL: tl.constexpr, MASK_MOD: tl.constexpr):
+                       EVAL: tl.constexpr, MASK_MOD: tl.constexpr, CAUSAL: tl.constexpr = False):
     # Grid as attention_kernel's: query blocks on x, (b, h) of the block mask on y, folded.
     # state[row, kb]: 1 partial, 2 full (0 empty), + 4 where some pair's verdict differs from
     # q_idx >= kv_idx (BlockMask.is_causal). A block is looked at EVAL pairs at a time, row
@@ -77,7 +77,10 @@ def block_state_kernel(state, nq, nk, HB, n_rows, BLOCK_M: tl.constexpr, BLOCK_N
     m0 = pid_m * BLOCK_M
     e = tl.arange(0, EVAL)[None, :]
     rows_in = tl.minimum(nq - m0, BLOCK_M)
-    for kb in range(0, n_kb):
+    kb_end = n_kb
+    if CAUSAL:           # q_idx >= kv_idx is in the mask: past the diagonal, left empty (0)
+        kb_end = tl.minimum(n_kb, tl.cdiv(m0 + BLOCK_M, BLOCK_N))
+    for kb in range(0, kb_end):
         j = kb * BLOCK_N
         ok = tl.zeros((1, EVAL), tl.float32)
         off = tl.zeros((1, EVAL), tl.float32)
@@ -409,7 +412,6 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
         TypeError: a device that is neither.
         tessel.CompilationError: a mask_mod that does not compile or returns no booleans.
     """
-    from .attention import _as_jit
     place = _placement(device, like)
     B_, H_ = _dim("B", B, True), _dim("H", H, True)
     Nq, Nk = _dim("Nq", Nq, False), _dim("Nk", Nk, False)
@@ -421,6 +423,14 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
             raise ValueError(f"tessel.block_mask: {name} must be a power of two >= 16, got {x!r}")
     if mask_mod is None or not callable(mask_mod):
         raise TypeError("tessel.block_mask: mask_mod must be a function (b, h, q_idx, kv_idx)")
+    return _classified(mask_mod, B_, H_, Nq, Nk, BM, BN, place)
+
+
+def _classified(mask_mod, B_, H_, Nq, Nk, BM, BN, place, causal=False):
+    """block_mask's BlockMask from checked arguments. `causal`: the mask has q_idx >= kv_idx
+    folded in (auto_block_mask's _and_causal), so the key blocks past each query block's
+    diagonal are empty without looking: half the pairs of a square mask."""
+    from .attention import _as_jit
     nb, nh = B_ or 1, H_ or 1
     if B_ == 0 or H_ == 0:
         nb, nh = B_ if B_ is not None else 1, H_ if H_ is not None else 1
@@ -435,7 +445,7 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
         block_state_kernel[fold_grid(nqb, nb * nh)](
             state, Nq, Nk, nh, rows, BLOCK_M=BM, BLOCK_N=BN,
             EVAL=BM * BN if place is None else min(BM * BN, EVAL_PAIRS),
-            MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+            MASK_MOD=_as_jit(mask_mod, "mask_mod"), CAUSAL=causal)
     (part, part_idx), (full, full_idx) = (block_lists(state & 3 == kind) for kind in (1, 2))
     off = ((state & 4) != 0).sum(-1)
     off = off.astype(np.int32) if place is None else off.to(torch.int32)
@@ -805,7 +815,7 @@ def auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim=None):
         mod = _and_causal(mask_mod) if causal else mask_mod
         bB = B if _uses_param(fn, 0) else None
         bH = H if _uses_param(fn, 1) else None
-        hit = (block_mask(mod, bB, bH, Nq, Nk, like=q), mod,
+        hit = (_classified(mod, bB, bH, Nq, Nk, 128, 128, _placement(None, q), causal), mod,
                tuple(_reference(t) for t in tensors))
         while len(_auto_masks) >= _AUTO_MAX:
             _auto_masks.pop(next(iter(_auto_masks)))

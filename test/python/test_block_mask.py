@@ -458,7 +458,7 @@ def test_automatic_block_masks_follow_new_tensors_in_freed_places(monkeypatch):
     attn = importlib.import_module("tessel.attention")
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
     built = []
-    monkeypatch.setattr(bs, "block_mask", lambda mod, *a, **kw: built.append(mod) or len(built))
+    monkeypatch.setattr(bs, "_classified", lambda mod, *a, **kw: built.append(mod) or len(built))
     monkeypatch.setattr(bs, "_auto_masks", {})
     real_key = bs._value_key
 
@@ -513,6 +513,21 @@ def test_causal_folded_into_masks_that_read_through_another_mod():
         if step == 0:
             before, entries = traces(), len(attention._jitted)
     assert traces() == before and len(attention._jitted) == entries
+
+
+@pytest.mark.parametrize("Nq,Nk", [(150, 150), (100, 170), (170, 100)])
+@pytest.mark.parametrize("BM,BN", [(32, 32), (16, 64), (64, 16)])
+def test_causal_classification_leaves_blocks_past_the_diagonal(Nq, Nk, BM, BN):
+    """auto_block_mask's causal masks are classified only up to each query block's diagonal:
+    the same lists (and causal verdicts) as looking at every block."""
+    from tessel import blocksparse as bs
+    doc = random_docs(1, max(Nq, Nk), np.random.default_rng())
+    mod = bs._and_causal(lambda b, h, q_idx, kv_idx: doc[b, q_idx] == doc[b, kv_idx])
+    every = tessel.block_mask(mod, 1, None, Nq, Nk, BLOCK_M=BM, BLOCK_N=BN)
+    skipped = bs._classified(mod, 1, None, Nq, Nk, BM, BN, None, causal=True)
+    for name in ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices",
+                 "off_causal"):
+        assert np.array_equal(getattr(skipped, name), getattr(every, name)), name
 
 
 def test_the_dense_backward_from_the_block_sparse_forward():
