@@ -532,6 +532,9 @@ FailureOr<SmallVector<Value>> BlockedKernelBuilder::gatherRegs(tile::GatherOp op
   SmallVector<std::pair<Value, size_t>> perElement; // (index tile, axis)
   for (auto [axis, index] : llvm::enumerate(op.getIndices())) {
     if (isa<RankedTensorType>(index.getType())) {
+      if (static_cast<int64_t>(regsOf(index, k).size()) != L.count(k))
+        return op.emitOpError("reads an index tile convert-tile-to-blocked has not computed in "
+                              "the layout of its result");
       perElement.push_back({index, axis});
       continue;
     }
