@@ -775,6 +775,12 @@ def _uses_param(fn, index):
     return False
 
 
+# Whether auto_block_mask's causal masks are classified only up to each query block's diagonal
+# (block_state_kernel CAUSAL). Interpreter-checked (test_block_mask.py); off until its GPU check
+# (bench/results/2026-12-06-s45/run3.sh: the CUDA fuzzer's forward and block-mask cases).
+CAUSAL_CLASSIFICATION = False
+
+
 def _and_causal(mask_mod):
     """mask_mod with tessel.attention's causal condition (q_idx >= kv_idx) folded in: a block
     mask has no separate causal flag. The mask_mod is held as its mod (attention._as_jit): the
@@ -815,7 +821,8 @@ def auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim=None):
         mod = _and_causal(mask_mod) if causal else mask_mod
         bB = B if _uses_param(fn, 0) else None
         bH = H if _uses_param(fn, 1) else None
-        hit = (_classified(mod, bB, bH, Nq, Nk, 128, 128, _placement(None, q), causal), mod,
+        hit = (_classified(mod, bB, bH, Nq, Nk, 128, 128, _placement(None, q),
+                           causal and CAUSAL_CLASSIFICATION), mod,
                tuple(_reference(t) for t in tensors))
         while len(_auto_masks) >= _AUTO_MAX:
             _auto_masks.pop(next(iter(_auto_masks)))
