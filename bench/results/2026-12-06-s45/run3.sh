@@ -2,7 +2,8 @@
 # Forty-fifth session, third call (what the device time left allows): the CUDA fuzzer's
 # forward and block-mask cases after the _and_causal mend and with the causal classification's
 # stop at the diagonal (blocksparse.CAUSAL_CLASSIFICATION on: if they pass, make it the
-# default); tessel.block_mask at 128k (create_block_mask ran out of memory there in run1); serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD's speed (its check passed in run1: 8/8),
+# default); tessel.block_mask at 128k (create_block_mask ran out of memory there in run1);
+# serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD's speed (its check passed in run1: 8/8),
 # bench_varlen.py --backward at d96, off then on, one process each.
 set -u
 cd "$(dirname "$0")/../../.."
