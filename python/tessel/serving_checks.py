@@ -153,9 +153,10 @@ VARLEN_BLOCK_HEAD_DIM = True
 # Whether attention_varlen calls with gradients take VARLEN_BLOCK_HEAD_DIM's DB too, where the
 # block-sparse backward varlen_backward runs takes it (attention.BLOCK_HEAD_DIM_SPARSE,
 # backward.BLOCK_HEAD_DIM_CHIPS): the forward's kernel and the backward's programs over the
-# packed tensors as they are, nothing padded or saved padded. Off until its GPU check
-# (test_serving_gpu.py `test_varlen_block_head_dim_gradients`); such calls pad, on copies.
-VARLEN_BLOCK_HEAD_DIM_GRAD = False
+# packed tensors as they are, nothing padded or saved padded. On since its GPU check
+# (test_serving_gpu.py `test_varlen_block_head_dim_gradients`, 8/8 on an H100, 2026-12-06,
+# docs/bench/2026-12-06-h100-s45.md); off, such calls pad, on copies.
+VARLEN_BLOCK_HEAD_DIM_GRAD = True
 
 # chip -> head dims attention_varlen runs as they are on the fast paths' 64x64 blocks instead of
 # padded (to 256: VARLEN_FAST_HEAD_DIMS), for calls that need no gradient (the varlen backward's

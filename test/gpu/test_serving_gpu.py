@@ -507,7 +507,7 @@ def test_varlen_backward(dtype, causal):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_block_head_dim_gradients(monkeypatch, dtype, causal, D):
-    # serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD (off until this passes): with gradients, head
+    # serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD (on since this passed): with gradients, head
     # dims attention_varlen pads run the varlen kernel and the block-sparse backward's programs
     # in blocks of the padded head dim over the packed tensors as they are (DB), not copied.
     from tessel import backward, serving, serving_checks

@@ -491,8 +491,9 @@ def test_varlen_pads_inside_the_kernel(fake_torch, monkeypatch):
     """serving._varlen_block_dim (VARLEN_BLOCK_HEAD_DIM, on since its GPU check): a CUDA call that
     would be padded runs the varlen kernel with blocks that wide instead, unless v has a head
     dim of its own or D is not a multiple of 8; with gradients wanted only where
-    VARLEN_BLOCK_HEAD_DIM_GRAD is on and the block-sparse backward takes that DB too
-    (backward.sparse_block_dim: BLOCK_HEAD_DIM_SPARSE, the chip in BLOCK_HEAD_DIM_CHIPS)."""
+    VARLEN_BLOCK_HEAD_DIM_GRAD is on (since its GPU check) and the block-sparse backward takes
+    that DB too (backward.sparse_block_dim: BLOCK_HEAD_DIM_SPARSE, the chip in
+    BLOCK_HEAD_DIM_CHIPS)."""
     from tessel import backward, serving, serving_checks
     T = fake_torch.Tensor
     assert serving_checks.VARLEN_BLOCK_HEAD_DIM
@@ -504,7 +505,8 @@ def test_varlen_pads_inside_the_kernel(fake_torch, monkeypatch):
     assert not serving._varlen_block_dim(odd, odd, odd, 128)
     grad = T((9, 2, 96), fake_torch.float16)
     grad.requires_grad = True
-    assert not serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD
+    assert serving_checks.VARLEN_BLOCK_HEAD_DIM_GRAD
+    monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM_GRAD", False)
     assert not serving._varlen_block_dim(grad, x, x, 128)
     monkeypatch.setattr(serving_checks, "VARLEN_BLOCK_HEAD_DIM_GRAD", True)
     attn = importlib.import_module("tessel.attention")
