@@ -357,11 +357,9 @@ def test_block_sparse_backward_in_blocks_wider_than_the_head_dim(split, monkeypa
 @needs_ptxas()
 @pytest.mark.parametrize("D", [64, 128])
 def test_the_programs_compile_for_sm_80(D, tmp_path, monkeypatch):
-    """At the default CUDA block mask (128 x 128) the classification program compiles for sm_80,
-    and the attention kernel, at tessel.attention's sm_80 blocks under it, takes the fast path
-    (codegen=mma) with a mask that reads a captured tensor and a score_mod."""
-    from tessel.blocksparse import EVAL_PAIRS, block_state_kernel
-    from tessel.attention import _as_jit
+    """At the default CUDA block mask (128 x 128) the attention kernel, at tessel.attention's
+    sm_80 blocks under it, takes the fast path (codegen=mma) with a mask that reads a captured
+    tensor and a score_mod. (The classification program: the test below, on both chips.)"""
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     N = 1000
     doc = np.zeros((2, N), np.int32)
@@ -371,11 +369,6 @@ def test_the_programs_compile_for_sm_80(D, tmp_path, monkeypatch):
     attention = tessel.compile_attention(q, q, q, mask_mod=mask, block_mask=bm,
                                          score_mod=softcap, block_m=128, block_n=64)
     binary = attention.binary(tessel.GpuOptions(chip="sm_80", codegen="mma"))
-    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
-    classify = block_state_kernel.warmup(
-        np.zeros((2, 1, 8, 8), np.int32), N, N, 1, 16, BLOCK_M=128, BLOCK_N=128, EVAL=EVAL_PAIRS,
-        MASK_MOD=_as_jit(mask, "mask_mod"))
-    binary = classify.binary(tessel.GpuOptions(chip="sm_80"))
     assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
 
 
@@ -387,7 +380,7 @@ def test_the_classification_program_keeps_its_tiles_in_registers(chip, name, tmp
     """block_state_kernel at the GPU's 128 x 128 blocks takes the row-blocked lowering with
     masks that gather from captured tensors: shared memory only for its two row sums' exchange
     between warps (the reference lowering keeps every tile there: thousands of shared loads),
-    no spill."""
+    no spill; a cubin within sm_80's shared memory too."""
     from tessel.blocksparse import EVAL_PAIRS, block_state_kernel
     from tessel.attention import _as_jit
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
@@ -400,6 +393,7 @@ def test_the_classification_program_keeps_its_tiles_in_registers(chip, name, tmp
         np.zeros((2, 1, 8, 8), np.int32), N, N, 1, 16, BLOCK_M=128, BLOCK_N=128, EVAL=EVAL_PAIRS,
         MASK_MOD=_as_jit(mask[name], "mask_mod"))
     binary = classify.binary(tessel.GpuOptions(chip=chip))
+    assert binary.cubin and binary.dynamic_shared_bytes <= 163 * 1024
     assert binary.ptx.count("ld.shared") <= 16, binary.ptx.count("ld.shared")
     assert binary.manifest["spill_bytes"] == 0
 
