@@ -809,8 +809,7 @@ def auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim=None):
     if not (B and H and Nq and Nk) or gpu.torch_dtype_name(q) not in _FAST_DTYPES or \
             (_chip_for_blocks(q), block_dim or D) not in GPU_BLOCKS:
         return None
-    tensors = []
-    captured = _captures_key(fn, tensors=tensors)
+    captured, refs, tensors = _capture_state(fn)
     if not _reads_tensors(captured):
         return None
     key = (fn.__code__, captured, bool(causal), B, H, Nq, Nk, q.get_device())
@@ -822,8 +821,7 @@ def auto_block_mask(q, k, causal, mask_mod, enable_gqa, block_dim=None):
         bB = B if _uses_param(fn, 0) else None
         bH = H if _uses_param(fn, 1) else None
         hit = (_classified(mod, bB, bH, Nq, Nk, 128, 128, _placement(None, q),
-                           causal and CAUSAL_CLASSIFICATION), mod,
-               tuple(_reference(t) for t in tensors))
+                           causal and CAUSAL_CLASSIFICATION), mod, refs)
         while len(_auto_masks) >= _AUTO_MAX:
             _auto_masks.pop(next(iter(_auto_masks)))
     _auto_masks[key] = hit           # the newest last
