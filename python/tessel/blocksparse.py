@@ -776,9 +776,9 @@ def _uses_param(fn, index):
 
 
 # Whether auto_block_mask's causal masks are classified only up to each query block's diagonal
-# (block_state_kernel CAUSAL). Interpreter-checked (test_block_mask.py); off until its GPU check
-# (bench/results/2026-12-06-s45/run3.sh: the CUDA fuzzer's forward and block-mask cases).
-CAUSAL_CLASSIFICATION = False
+# (block_state_kernel CAUSAL). Interpreter-checked (test_block_mask.py); on since its GPU check
+# (2026-12-07, an H100: the CUDA fuzzer's forward and block-mask cases, 29/29).
+CAUSAL_CLASSIFICATION = True
 
 
 def _and_causal(mask_mod):
