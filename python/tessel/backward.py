@@ -224,10 +224,27 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     if FUSED_DQ and D > BLOCK_N:
         k1 = tl.load(kd, (n0, 0), shape=(BLOCK_N, DH))
         k2 = tl.load(kd, (n0, DH), shape=(BLOCK_N, DH))
-    for i in range(0, nq, BLOCK_M):
+    keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, dqtd, dqtd2, kt, vt, k1, k2, kv_idx, dk_acc,
+                       dv_acc, n0, nq, nq, nk, 0, b, h, scale, D, W, BLOCK_M, BLOCK_N, CAUSAL,
+                       SCORE_MOD, MASK_MOD, PART, FUSED_DQ, EVEN or BOUNDS_FREE)
+
+
+@jit
+def keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, dqtd, dqtd2, kt, vt, k1, k2, kv_idx, dk_acc,
+                       dv_acc, n0, q_stop, q_end, nk, shift, b, h, scale, D: tl.constexpr,
+                       W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                       PART: tl.constexpr, FUSED_DQ: tl.constexpr, NO_BOUNDS: tl.constexpr):
+    """The key-rows program's loop over the query blocks [0, q_stop) of its key block n0 (K, V
+    and the accumulators from keyrows_key_block), then its stores of dK and dV. A query's
+    index is its row plus `shift` (a packed sequence's bottom-right alignment: 0 for
+    attention_backward), the rows inside the bounds those below q_end and the keys below nk
+    (NO_BOUNDS: no bounds mask, attention_bwd_dkdv_keyrows' docstring says where)."""
+    DH = D // 2 if D > BLOCK_N else D
+    for i in range(0, q_stop, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, W))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, W))
-        q_idx = tl.broadcast_to((i + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
+        q_idx = tl.broadcast_to((i + shift + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
         st = tl.dot(kt, qt.T)
         if W == 128 and PART != 1 and not FUSED_DQ:
             dp = tl.dot(vt, dot_.T)             # beside Sᵀ (docs/dev/backward.md, "Dot order")
@@ -236,8 +253,8 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         # each a thread, which should not be live across the dots.
         lse = tl.load(ld, (i,), shape=(BLOCK_M,))
         lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634   # no key: P = 0
-        inside = tl.full((BLOCK_N, BLOCK_M), True, tl.int1) if EVEN or BOUNDS_FREE else \
-            (kv_idx < nk) & (q_idx < nq)
+        inside = tl.full((BLOCK_N, BLOCK_M), True, tl.int1) if NO_BOUNDS else \
+            (kv_idx < nk) & (q_idx < q_end)
         s = masked(s2, b, h, q_idx, kv_idx, inside, CAUSAL, MASK_MOD)
         p = tl.exp2(s - lse2[None, :])
         if PART != 2:
@@ -305,8 +322,20 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     m0 = pid_m * BLOCK_M
     qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N)
+    dq_key_loop(qt, dot_, lse2, dlt, q_idx, kd, vd, dqd, m0, nk, nk, b, h, scale, W, BLOCK_M,
+                BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, EVEN)
+
+
+@jit
+def dq_key_loop(qt, dot_, lse2, dlt, q_idx, kd, vd, dqd, m0, k_stop, nk, b, h, scale,
+                W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                EVEN: tl.constexpr):
+    """The dQ program's loop over the key blocks [0, k_stop) for its query block m0 (what
+    dq_query_block read; q_idx the queries' indices as the masks see them), keys below nk
+    inside the bounds, then its store of dQ."""
     dq_acc = tl.zeros((BLOCK_M, W), tl.float32)
-    for j in range(0, nk, BLOCK_N):
+    for j in range(0, k_stop, BLOCK_N):
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, W))
         vt = tl.load(vd, (j, 0), shape=(BLOCK_N, W))
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))

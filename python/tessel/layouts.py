@@ -28,6 +28,16 @@ def rows_desc(x, n, D: tl.constexpr, rows, b, h, RS: tl.constexpr, HS: tl.conste
     return tl.make_desc(x, shape=(n, D), strides=(RS, 1), offset=b * n * RS + h * HS)
 
 
+@jit
+def seq_rows_desc(x, n, D: tl.constexpr, row0, total, h, RS: tl.constexpr, HS: tl.constexpr):
+    """The [n, D] rows [row0, row0 + n) of head h of x seen as [1, heads, total, D] (a packed
+    sequence's rows; rows_desc's layouts: contiguous when RS = 0, else rows RS elements apart
+    and head h at h·HS, as a packed [total, heads, D] tensor is)."""
+    if RS == 0:
+        return tl.make_desc(x, shape=(n, D), strides=(D, 1), offset=(h * total + row0) * D)
+    return tl.make_desc(x, shape=(n, D), strides=(RS, 1), offset=row0 * RS + h * HS)
+
+
 def row_layout(x):
     """(row stride, head stride) in elements of a CUDA tensor [B, heads, N, D] read in place:
     (0, 0) when contiguous; else where its last axis is contiguous and batch b's rows follow

@@ -30,6 +30,14 @@ from .jit import jit
 
 
 @jit
+def sequence_span(cu, b, B, total):
+    """The rows [start, end) of packed sequence b of B: cu_seqlens[b] and cu_seqlens[b + 1],
+    clamped to the tensor's `total` rows."""
+    cd = tl.make_desc(cu, shape=(B + 1,), strides=(1,))
+    return tl.maximum(tl.load_scalar(cd, (b,)), 0), tl.minimum(tl.load_scalar(cd, (b + 1,)), total)
+
+
+@jit
 def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, max_nq, scale,
                   q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -45,12 +53,8 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
-    cqd = tl.make_desc(cu_q, shape=(B + 1,), strides=(1,))
-    ckd = tl.make_desc(cu_k, shape=(B + 1,), strides=(1,))
-    q0 = tl.maximum(tl.load_scalar(cqd, (b,)), 0)
-    q_end = tl.minimum(tl.load_scalar(cqd, (b + 1,)), total_q)
-    k0 = tl.maximum(tl.load_scalar(ckd, (b,)), 0)
-    k_end = tl.minimum(tl.load_scalar(ckd, (b + 1,)), total_k)
+    q0, q_end = sequence_span(cu_q, b, B, total_q)
+    k0, k_end = sequence_span(cu_k, b, B, total_k)
     nq = q_end - q0
     nk = k_end - k0
     qd = tl.make_desc(q, shape=(q_end, D), strides=(q_rs, 1), offset=h * q_hs)
