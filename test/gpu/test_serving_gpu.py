@@ -522,7 +522,36 @@ def test_varlen_block_head_dim_gradients(monkeypatch, dtype, causal, D):
     check_varlen_backward(dtype, causal, D)
 
 
-def check_varlen_backward(dtype, causal, D):
+@pytest.mark.parametrize("D", [64, 128, 96, 256])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_programs_backward(monkeypatch, dtype, causal, D):
+    # varlen_backward.NATIVE_CHIPS: attention_varlen's gradients by the varlen programs (each
+    # sequence's own blocks, forty-sixth session), not the dense backward over the packed rows.
+    from tessel import varlen_backward as vb
+    chip = tessel.gpu.chip_of(torch.cuda.current_device())
+    if D == 256 and chip != "sm_90a":
+        pytest.skip("the fast backward takes head dim 256 on sm_90a only")
+    monkeypatch.setattr(vb, "NATIVE_CHIPS", (chip,))
+    monkeypatch.setattr(vb, "packed_block_mask",
+                        lambda *a, **kw: pytest.fail("took the dense backward"))
+    check_varlen_backward(dtype, causal, D)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_programs_backward_with_flash_arguments(monkeypatch, dtype):
+    # The varlen programs with FlashAttention's window, soft cap and ALiBi (per sequence and
+    # head), bottom-right aligned as the forward's.
+    from tessel import varlen_backward as vb
+    monkeypatch.setattr(vb, "NATIVE_CHIPS", (tessel.gpu.chip_of(torch.cuda.current_device()),))
+    monkeypatch.setattr(vb, "packed_block_mask",
+                        lambda *a, **kw: pytest.fail("took the dense backward"))
+    slopes = torch.rand(4, 8, device="cuda", generator=torch.Generator(device="cuda")
+                        .manual_seed(5)) * 0.05
+    check_varlen_backward(dtype, True, 128, window=(200, 0), softcap=20.0, slopes=slopes)
+
+
+def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=None):
     gen = torch.Generator(device="cuda").manual_seed(7 + D)
     dt = DTYPES[dtype]
     lq, lk = [1, 300, 0, 1500], [5, 300, 7, 1700]
@@ -531,7 +560,8 @@ def check_varlen_backward(dtype, causal, D):
     k, v = (torch.randn(sum(lk) + 3, Hkv, D, device="cuda", generator=gen).to(dt)
             .requires_grad_() for _ in range(2))
     o = tessel.attention_varlen(q, k, v, cu(lq, "cuda"), cu(lk, "cuda"), max(lq), max(lk),
-                                causal=causal)
+                                causal=causal, window_size=window, softcap=softcap,
+                                alibi_slopes=slopes)
     g = torch.randn(o.shape, device="cuda", generator=gen, dtype=torch.float32)
     g[sum(lq):] = 0
     (o.float() * g).sum().backward()
@@ -544,9 +574,16 @@ def check_varlen_backward(dtype, causal, D):
         K, V = (r[ck[b]:ck[b + 1]].transpose(0, 1).repeat_interleave(H // Hkv, 0)
                 for r in refs[1:])
         s = Q @ K.transpose(-1, -2) / math.sqrt(D)
+        i = torch.arange(lq[b], device="cuda")[:, None] + lk[b] - lq[b]
+        j = torch.arange(lk[b], device="cuda")[None, :]
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
+        if slopes is not None:
+            s = s - slopes[b].double()[:, None, None] * (i - j).abs()
         if causal:
-            i = torch.arange(lq[b], device="cuda")[:, None] + lk[b] - lq[b]
-            s = s.masked_fill(i < torch.arange(lk[b], device="cuda")[None, :], float("-inf"))
+            s = s.masked_fill(i < j, float("-inf"))
+        if window is not None:
+            s = s.masked_fill((j < i - window[0]) | (j > i + window[1]), float("-inf"))
         loss = loss + ((torch.softmax(s, -1) @ V).transpose(0, 1) *
                        g[cq[b]:cq[b + 1]].double()).sum()
     loss.backward()
