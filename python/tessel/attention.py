@@ -312,8 +312,8 @@ def _as_jit(fn, what):
     """score_mod / mask_mod as the kernel's constexpr: a ModFunction (the @tessel.jit function
     and its role, whose contract the front end checks at the user's code), or None. A closure
     over tensors gets a ModFunction bound to this very function: its tensors are read from it."""
-    if fn is None:
-        return None
+    if fn is None or isinstance(fn, ModFunction):    # (one made already: serving's mods)
+        return fn
     if not callable(fn):
         raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
     try:

@@ -186,8 +186,10 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal=
 # window, soft cap and ALiBi by index arithmetic, as varlen_kernel), where the fast backward
 # takes the head dim; elsewhere the dense backward over the packed rows under the
 # per-sequence mask (packed_mods) and its block mask. Torch CPU tensors always take them (on
-# the interpreter). Off on CUDA until its GPU check (bench/results/2026-12-07-s46/run2.sh).
-NATIVE_CHIPS = ()
+# the interpreter). sm_90a since its GPU check (H100, 2026-12-07: test_serving_gpu.py's
+# varlen gradient cases against float64; forward + backward 1.20-1.55x the dense route at
+# d128 and d96: docs/bench/2026-12-07-h100-s46.md). sm_80's code has not run.
+NATIVE_CHIPS = ("sm_90a",)
 
 # The varlen programs' blocks on the interpreter: small, so that tests of short sequences
 # cross blocks.

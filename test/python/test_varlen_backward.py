@@ -142,3 +142,15 @@ def test_packed_block_mask_agrees_with_the_mask(causal, window):
         got, want = kinds(mine), kinds(exact)
         assert not ((got == 2) & (want != 2)).any() and not ((got == 0) & (want != 0)).any()
         assert not aligned or window is not None or (got == want).all()
+
+
+def test_the_fast_configuration_takes_the_forward_mods():
+    # The CUDA route of the varlen programs hands serving._position_mods' mods (made for the
+    # kernel already) to the fast backward's configuration; an H100 run found them refused
+    # ("score_mod must be a function, got ModFunction").
+    from tessel import backward, serving
+    mods = serving._position_mods("attention_varlen", True, (8, 0), 5.0)
+    x = np.zeros((1, 2, 16, 32), np.float16)
+    _, _, cx = backward._config(x, x, x, True, None, mods["SCORE_MOD"], mods["MASK_MOD"], False,
+                                16, 16)
+    assert cx["SCORE_MOD"] is mods["SCORE_MOD"] and cx["MASK_MOD"] is mods["MASK_MOD"]
