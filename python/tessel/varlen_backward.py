@@ -24,6 +24,30 @@ _function = None
 
 
 @jit
+def sequence_views(q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh,
+                   D: tl.constexpr, Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
+                   K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
+                   DO_RS: tl.constexpr, DO_HS: tl.constexpr):
+    """What the varlen programs read for grid row bh (sequence b, query head h): (b, h, its
+    first query row q0, nq, k0, nk, and the descriptors of the sequence's rows of q, k, v, dO,
+    the LSE and Δ)."""
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    q0, q_end = sequence_span(cu_q, b, B, total_q)
+    k0, k_end = sequence_span(cu_k, b, B, total_k)
+    nq = tl.maximum(q_end - q0, 0)
+    nk = tl.maximum(k_end - k0, 0)
+    qd = seq_rows_desc(q, nq, D, q0, total_q, h, Q_RS, Q_HS)
+    kd = seq_rows_desc(k, nk, D, k0, total_k, kv_h, K_RS, K_HS)
+    vd = seq_rows_desc(v, nk, D, k0, total_k, kv_h, V_RS, V_HS)
+    dod = seq_rows_desc(do, nq, D, q0, total_q, h, DO_RS, DO_HS)
+    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=h * total_q + q0)
+    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=h * total_q + q0)
+    return b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd
+
+
+@jit
 def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, total_k, H,
                     HKV, OUT_HEADS, max_nk, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
                     BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
@@ -41,22 +65,12 @@ def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, 
     program's."""
     W = D if DB == 0 else DB
     pid_n, bh = block_and_row(tl.cdiv(max_nk, BLOCK_N))
-    b = bh // H
-    h = bh % H
-    kv_h = h // (H // HKV)
+    b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
+        q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh, D, Q_RS, Q_HS,
+        K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
     out_h = h * OUT_HEADS // H
-    q0, q_end = sequence_span(cu_q, b, B, total_q)
-    k0, k_end = sequence_span(cu_k, b, B, total_k)
-    nq = tl.maximum(q_end - q0, 0)
-    nk = tl.maximum(k_end - k0, 0)
-    kd = seq_rows_desc(k, nk, D, k0, total_k, kv_h, K_RS, K_HS)
-    vd = seq_rows_desc(v, nk, D, k0, total_k, kv_h, V_RS, V_HS)
     dkd = seq_rows_desc(dk, nk, D, k0, total_k, out_h, DK_RS, DK_HS)
     dvd = seq_rows_desc(dv, nk, D, k0, total_k, out_h, DV_RS, DV_HS)
-    qd = seq_rows_desc(q, nq, D, q0, total_q, h, Q_RS, Q_HS)
-    dod = seq_rows_desc(do, nq, D, q0, total_q, h, DO_RS, DO_HS)
-    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=h * total_q + q0)
-    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=h * total_q + q0)
     n0 = pid_n * BLOCK_N
     kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART)
     q_stop = nq * tl.minimum(tl.maximum(nk - n0, 0), 1)
@@ -83,20 +97,10 @@ def varlen_bwd_dq(q, k, v, do, lse_in, delta, dq, cu_q, cu_k, B, total_q, total_
     pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     if CAUSAL:
         pid_m = tl.cdiv(max_nq, BLOCK_M) - 1 - pid_m
-    b = bh // H
-    h = bh % H
-    kv_h = h // (H // HKV)
-    q0, q_end = sequence_span(cu_q, b, B, total_q)
-    k0, k_end = sequence_span(cu_k, b, B, total_k)
-    nq = tl.maximum(q_end - q0, 0)
-    nk = tl.maximum(k_end - k0, 0)
-    qd = seq_rows_desc(q, nq, D, q0, total_q, h, Q_RS, Q_HS)
-    dod = seq_rows_desc(do, nq, D, q0, total_q, h, DO_RS, DO_HS)
+    b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
+        q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh, D, Q_RS, Q_HS,
+        K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
     dqd = seq_rows_desc(dq, nq, D, q0, total_q, h, DQ_RS, DQ_HS)
-    kd = seq_rows_desc(k, nk, D, k0, total_k, kv_h, K_RS, K_HS)
-    vd = seq_rows_desc(v, nk, D, k0, total_k, kv_h, V_RS, V_HS)
-    ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=h * total_q + q0)
-    dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=h * total_q + q0)
     m0 = pid_m * BLOCK_M
     qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N)
     k_stop = nk * tl.minimum(tl.maximum(nq - m0, 0), 1)
@@ -282,7 +286,6 @@ def _keyrows_program(chip, D):
 def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, cx):
     """_native_backward on torch CPU tensors: the programs on the interpreter over contiguous
     [1, heads, total, D] numpy copies."""
-    torch = gpu.torch_module()
     from .grid import fold_grid
     total_q, H, D = q.shape
     total_k, Hkv = k.shape[:2]
