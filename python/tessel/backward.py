@@ -240,7 +240,6 @@ def keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, dqtd, dqtd2, kt, vt, k1, k2, k
     index is its row plus `shift` (a packed sequence's bottom-right alignment: 0 for
     attention_backward), the rows inside the bounds those below q_end and the keys below nk
     (NO_BOUNDS: no bounds mask, attention_bwd_dkdv_keyrows' docstring says where)."""
-    DH = D // 2 if D > BLOCK_N else D
     for i in range(0, q_stop, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, W))
         dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, W))
