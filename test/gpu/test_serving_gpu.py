@@ -544,6 +544,7 @@ def test_varlen_programs_backward_with_flash_arguments(monkeypatch, dtype):
     # head), bottom-right aligned as the forward's.
     from tessel import varlen_backward as vb
     monkeypatch.setattr(vb, "NATIVE_CHIPS", (tessel.gpu.chip_of(torch.cuda.current_device()),))
+    monkeypatch.setattr(vb, "NATIVE_FLASH_MODS", True)
     monkeypatch.setattr(vb, "packed_block_mask",
                         lambda *a, **kw: pytest.fail("took the dense backward"))
     slopes = torch.rand(4, 8, device="cuda", generator=torch.Generator(device="cuda")
