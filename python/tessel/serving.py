@@ -17,6 +17,7 @@ import numpy as np
 from . import cpu_tensors
 from . import gpu
 from . import serving_checks
+from . import kvcache_append
 from . import serving_decode
 from .attention import _first_columns, _pad_columns, call_with_value_head_dim, dv_kernel_takes, \
     pads_in_kernel, padded_head_dim, softmax_scale, value_head_dim_differs
@@ -218,11 +219,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
                            scale=None, return_lse=False, block_m=None, block_n=None,
-                           num_splits=None, window_size=None, softcap=None, alibi_slopes=None):
+                           num_splits=None, window_size=None, softcap=None, alibi_slopes=None,
+                           k=None, v=None):
     """Attention of new queries against a KV cache, contiguous or paged.
 
-    FlashAttention-2's ``flash_attn_with_kvcache`` convention (without appending new keys: write
-    them into the cache first and count them in cache_seqlens).
+    FlashAttention-2's ``flash_attn_with_kvcache`` convention, new keys and values (``k=``,
+    ``v=``) appended into the cache in place as there.
 
     Arguments:
         q: [B, Sq, H, D], Sq new query tokens per sequence (1 for a decode step).
@@ -262,6 +264,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         alibi_slopes: FlashAttention's ALiBi: float32 ``[H]`` or ``[B, H]`` (where q is), the
             bias ``-slope · |i' - j|`` added to the (capped) scores, i' the query's position
             bottom-right aligned as ``causal``'s.
+        k, v: new keys and values ``[B, Sk, Hkv, D]`` (both or neither), written into the cache
+            in place at positions ``cache_seqlens[b]`` to ``cache_seqlens[b] + Sk - 1`` (of the
+            sequence's pages when paged) before the attention, which then sees
+            ``cache_seqlens + Sk`` keys; cache_seqlens is not changed (FlashAttention's
+            ``flash_attn_with_kvcache(k=, v=)``). The cache must be laid out as the kernels
+            read it (a copy could not be written back). Positions past the cache's capacity
+            are a ValueError on the CPU; on the GPU they are not written.
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
@@ -291,11 +300,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             attention_with_kvcache, q, k_cache, v_cache, cache_seqlens, block_table,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
             block_n=block_n, num_splits=num_splits, window_size=window_size, softcap=softcap,
-            alibi_slopes=alibi_slopes)
+            alibi_slopes=alibi_slopes, k=k, v=v)
     given = (q, k_cache, v_cache, cache_seqlens, block_table)
     # ALiBi's mods hold the call's slopes (made below, once q's shape is checked): no plan.
     mods = _position_mods(fn, causal, window_size, softcap) if alibi_slopes is None else {}
-    key = None if alibi_slopes is not None else _call_signature(
+    key = None if alibi_slopes is not None or k is not None or v is not None else _call_signature(
         given, (causal, scale, return_lse, block_m, block_n, num_splits, mods.get("SCORE_MOD"),
                 mods.get("MASK_MOD")))
     if key is not None:
@@ -359,8 +368,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
         raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
     scale = softmax_scale(scale, D)
+    caches = (k_cache, v_cache)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
+    if k is not None or v is not None:
+        seqlens = kvcache_append.append(fn, kind, k, v, k_cache, v_cache, caches, seqlens, table,
+                                        block_table is not None, B, Hkv, D, page, max_pages,
+                                        limit)
     G = H // Hkv
     if num_splits is not None and (isinstance(num_splits, bool)
                                    or not isinstance(num_splits, (int, np.integer))

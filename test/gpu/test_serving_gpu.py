@@ -593,3 +593,51 @@ def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=No
         err = float((got.grad.double() - ref.grad).abs().max())
         assert err <= tol * max(1.0, float(ref.grad.abs().max())), err
     assert not q.grad[sum(lq):].any() and not k.grad[sum(lk):].any()
+
+
+@pytest.mark.parametrize("Sq", [1, 7])
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_append(dtype, paged, Sq):
+    # attention_with_kvcache's k=, v= (forty-sixth session): the new rows written into the
+    # cache in place (pages in any order, rows crossing pages), the rest of the cache as it was,
+    # the attention against float64 over cache_seqlens + Sk keys; a sequence whose new rows
+    # pass the cache's capacity has the rows past it dropped, not written out of bounds.
+    gen = torch.Generator(device="cuda").manual_seed(11 + Sq + paged)
+    dt = DTYPES[dtype]
+    B, H, Hkv, D, page, pages_each = 3, 8, 2, 128, 16, 40     # 640 keys a sequence
+    lengths = [0, 300, 640 - Sq + 1]                          # the last overflows by one row
+    seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    if paged:
+        n_pages = B * pages_each + 5
+        table = torch.randperm(n_pages, device="cuda", generator=gen)[:B * pages_each]
+        table = table.view(B, pages_each).to(torch.int32)
+        shape = (n_pages, page, Hkv, D)
+    else:
+        table, shape = None, (B, pages_each * page, Hkv, D)
+    kc, vc = (torch.randn(shape, device="cuda", generator=gen).to(dt) for _ in range(2))
+    kn, vn = (torch.randn(B, Sq, Hkv, D, device="cuda", generator=gen).to(dt) for _ in range(2))
+    q = torch.randn(B, Sq, H, D, device="cuda", generator=gen).to(dt)
+    want_k, want_v = kc.clone(), vc.clone()
+    for b in range(B):
+        for i in range(Sq):
+            pos = lengths[b] + i
+            if pos >= pages_each * page:
+                continue
+            at = (int(table[b, pos // page]), pos % page) if paged else (b, pos)
+            want_k[at], want_v[at] = kn[b, i], vn[b, i]
+    o = tessel.attention_with_kvcache(q, kc, vc, seqlens, block_table=table, causal=True,
+                                      k=kn, v=vn)
+    assert torch.equal(kc, want_k) and torch.equal(vc, want_v)
+    assert seqlens.tolist() == lengths
+    total = [min(n + Sq, pages_each * page) for n in lengths]
+    if paged:      # the float64 reference reads a contiguous cache
+        rows = torch.arange(pages_each * page, device="cuda")
+        kcc, vcc = (w[table.long()[:, rows // page], rows % page] for w in (want_k, want_v))
+    else:
+        kcc, vcc = want_k, want_v
+    ref, _ = reference_kvcache(*(x.double().cpu().numpy() for x in (q, kcc, vcc)),
+                               np.array(total), causal=True)
+    tol = {"f16": 5e-3, "bf16": 2e-2}[dtype]
+    err = float(np.abs(o.double().cpu().numpy() - ref).max())
+    assert err <= tol * max(1.0, float(np.abs(ref).max())), err

@@ -1,0 +1,95 @@
+"""attention_with_kvcache's `k=`, `v=`: new keys and values written into the cache in place
+before the attention, as FlashAttention's flash_attn_with_kvcache does.
+
+Sequence b's Sk new rows go to cache positions [cache_seqlens[b], cache_seqlens[b] + Sk): rows
+of batch b of a contiguous cache, or — paged — row `pos % page_size` of page
+`block_table[b, pos // page_size]`. The attention then sees cache_seqlens + Sk keys (causal and
+the window bottom-right aligned to them); cache_seqlens itself is not changed (the caller's, as
+in FlashAttention). One DSL program per (block of new rows, batch, KV head) copies the rows
+through descriptors whose bounds drop what must not be written: rows past the new ones, past
+the cache's capacity, or on a page number outside the cache — so bad lengths or tables never
+write outside the tensors (numpy calls are checked and refused first).
+"""
+import numpy as np
+
+from . import language as tl
+from .grid import block_and_row, fold_grid
+from .jit import jit
+from .serving_checks import _check_same_dtype, _kind, _launch, _strided
+
+
+@jit
+def kvcache_append_kernel(k_new, v_new, k_cache, v_cache, seqlens, table, B, SK, HKV, S,
+                          limit, num_pages, max_pages, n_rs: tl.constexpr,
+                          n_hs: tl.constexpr, nv_rs: tl.constexpr, nv_hs: tl.constexpr,
+                          k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
+                          v_hs: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
+                          PAGE: tl.constexpr):
+    # Grid (⌈SK/BLOCK⌉, B·HKV). PAGE 0: a contiguous cache [B, S, HKV, D]; else pages of PAGE
+    # rows, `limit` = max_pages·PAGE rows a sequence.
+    pid, bh = block_and_row(tl.cdiv(SK, BLOCK))
+    b = bh // HKV
+    h = bh % HKV
+    sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
+    start = tl.minimum(tl.maximum(tl.load_scalar(sd, (b,)), 0), limit)
+    end = tl.minimum(start + SK, limit)          # the rows this call writes: no others
+    kn = tl.make_desc(k_new, shape=(SK, D), strides=(n_rs, 1), offset=b * SK * n_rs + h * n_hs)
+    vn = tl.make_desc(v_new, shape=(SK, D), strides=(nv_rs, 1),
+                      offset=b * SK * nv_rs + h * nv_hs)
+    if PAGE == 0:
+        kd = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1),
+                          offset=b * S * k_rs + h * k_hs)
+        vd = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1),
+                          offset=b * S * v_rs + h * v_hs)
+    else:
+        td = tl.make_desc(table, shape=(max_pages,), strides=(1,), offset=b * max_pages)
+        kd = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=h * k_hs,
+                          pages=td, num_pages=num_pages, page_size=PAGE)
+        vd = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=h * v_hs,
+                          pages=td, num_pages=num_pages, page_size=PAGE)
+    i0 = pid * BLOCK
+    tl.store(kd, (start + i0, 0), tl.load(kn, (i0, 0), shape=(BLOCK, D)))
+    tl.store(vd, (start + i0, 0), tl.load(vn, (i0, 0), shape=(BLOCK, D)))
+
+
+def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged, B, Hkv, D,
+           page, max_pages, limit):
+    """Writes k and v ([B, Sk, Hkv, D]) into the cache (k_cache, v_cache: the caches as the
+    kernels read them, `given_caches` as the caller gave them) at each sequence's seqlens[b];
+    returns the lengths the attention then takes, seqlens + Sk (a new array or tensor)."""
+    if (k is None) != (v is None):
+        raise ValueError(f"tessel.{fn}: k and v (new keys and values) come together")
+    named = (("k_cache", k_cache), ("k", k), ("v", v))
+    _kind(fn, named)
+    _check_same_dtype(fn, named)
+    for name, x in (("k", k), ("v", v)):
+        if len(x.shape) != 4 or tuple(x.shape[:1]) + tuple(x.shape[2:]) != (B, Hkv, D) or \
+                x.shape[1] != k.shape[1]:
+            raise ValueError(f"tessel.{fn}: {name} must have shape [B, Sk, Hkv, D] = "
+                             f"[{B}, Sk, {Hkv}, {D}] (k and v the same), got {tuple(x.shape)}")
+    for name, x, mine in zip(("k_cache", "v_cache"), given_caches, (k_cache, v_cache)):
+        if x is not mine:
+            raise ValueError(f"tessel.{fn}: {name} is written in place with k and v, so it must "
+                             "be laid out as the kernels read it (contiguous rows, heads and "
+                             f"head dim, 16-byte aligned); got strides {_strides(x)}")
+    SK = int(k.shape[1])
+    if kind == "numpy" and B and ((seqlens + SK) > limit).any():
+        bad = int(np.argmax(seqlens + SK > limit))
+        raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} plus {SK} "
+                         f"new keys is more than the {limit} the cache holds per sequence")
+    (k, n_rs, n_hs), (v, nv_rs, nv_hs) = _strided(k), _strided(v)
+    _, k_rs, k_hs = _strided(k_cache)
+    _, v_rs, v_hs = _strided(v_cache)
+    num_pages = k_cache.shape[0] if paged else 0
+    block = 64 if D <= 128 else 32
+    _launch(kvcache_append_kernel, fold_grid(-(-SK // block), B * Hkv),
+            (k, v, k_cache, v_cache, seqlens, table, B, SK, Hkv, k_cache.shape[1], limit,
+             num_pages, max_pages),
+            dict(n_rs=n_rs, n_hs=n_hs, nv_rs=nv_rs, nv_hs=nv_hs, k_rs=k_rs, k_hs=k_hs,
+                 v_rs=v_rs, v_hs=v_hs, D=D, BLOCK=block, PAGE=page))
+    return seqlens + np.int32(SK) if kind == "numpy" else seqlens + SK
+
+
+def _strides(x):
+    return tuple(x.stride()) if hasattr(x, "stride") and callable(x.stride) else \
+        tuple(s // x.itemsize for s in x.strides)
