@@ -337,7 +337,8 @@ def _varlen_batch(rng, B, H, Hkv, D, dtype, Dv=None):
 
 
 def serving_case(rng):
-    """tessel.attention_varlen or attention_with_kvcache (contiguous or paged, split-KV)."""
+    """tessel.attention_varlen or attention_with_kvcache (contiguous or paged, split-KV, new
+    keys and values appended at times)."""
     Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2, 4]))
     H, D, dtype = Hkv * G, _pick(rng, BACKEND.serving_head_dims), _pick(rng, BACKEND.dtypes)
     causal = bool(rng.integers(0, 2))
@@ -372,25 +373,40 @@ def serving_case(rng):
     D = c["D"]
     Sq, page = int(rng.choice([1, 2, 5])), rng.choice([None, 1, 7, 16, 64])
     lens = rng.integers(0, 120, size=B).astype(np.int32)
+    Sk = 0 if rng.random() < 0.7 else int(rng.choice([1, Sq, 3]))     # k=, v= appended
+    cap = int(lens.max()) + Sk
     q, q64 = BACKEND.tensor(rng.standard_normal((B, Sq, H, D)), dtype)
     if page is None:
-        shape, table = (B, int(lens.max()) + 3, Hkv, D), None
+        shape, table = (B, cap + 3, Hkv, D), None
     else:
-        pages = max(1, -(-int(lens.max()) // page)) + 1
+        pages = max(1, -(-cap // page)) + 1
         shape = (B * pages + 2, int(page), Hkv, D)
         table = rng.permutation(shape[0])[:B * pages].reshape(B, pages).astype(np.int32)
     (kc, kc64), (vc, vc64) = (BACKEND.tensor(rng.standard_normal(shape), dtype)
                               for _ in range(2))
+    new = {}
+    if Sk:
+        (kn, kn64), (vn, vn64) = (BACKEND.tensor(rng.standard_normal((B, Sk, Hkv, D)), dtype)
+                                  for _ in range(2))
+        new = dict(k=kn, v=vn)
+        for b in range(B):                      # where the new rows go (the reference's cache)
+            for i in range(Sk):
+                pos = int(lens[b]) + i
+                at = (b, pos) if table is None else (table[b, pos // page], pos % page)
+                kc64[at], vc64[at] = kn64[b, i], vn64[b, i]
     splits = None if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 7]))
     with _block_dim_forced(c):
         o = tessel.attention_with_kvcache(
             q, kc, vc, BACKEND.index(lens), block_table=None if table is None else
-            BACKEND.index(table), num_splits=splits, **flash)
-    ro, _ = reference_kvcache(q64, kc64, vc64, lens, table, **refs)
+            BACKEND.index(table), num_splits=splits, **flash, **new)
+    ro, _ = reference_kvcache(q64, kc64, vc64, lens + Sk, table, **refs)
     err = _rel(o, ro)
-    if err > BACKEND.tol[dtype] or not np.isfinite(BACKEND.numpy(o)).all():
+    written = not Sk or (np.array_equal(BACKEND.numpy(kc), kc64) and
+                         np.array_equal(BACKEND.numpy(vc), vc64))
+    if err > BACKEND.tol[dtype] or not np.isfinite(BACKEND.numpy(o)).all() or not written:
         return f"kvcache {dtype} {refs} lens={list(lens)} page={page} splits={splits} " \
-               f"Sq={Sq} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: {err:.2e}"
+               f"Sq={Sq} Sk={Sk} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: {err:.2e}" \
+               f"{'' if written else ' (the cache not as appended)'}"
     return None
 
 
