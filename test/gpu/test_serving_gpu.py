@@ -522,7 +522,7 @@ def test_varlen_block_head_dim_gradients(monkeypatch, dtype, causal, D):
     check_varlen_backward(dtype, causal, D)
 
 
-@pytest.mark.parametrize("D", [64, 128, 96, 256])
+@pytest.mark.parametrize("D", [64, 128, 96, 192, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_programs_backward(monkeypatch, dtype, causal, D):
@@ -530,8 +530,8 @@ def test_varlen_programs_backward(monkeypatch, dtype, causal, D):
     # sequence's own blocks, forty-sixth session), not the dense backward over the packed rows.
     from tessel import varlen_backward as vb
     chip = tessel.gpu.chip_of(torch.cuda.current_device())
-    if D == 256 and chip != "sm_90a":
-        pytest.skip("the fast backward takes head dim 256 on sm_90a only")
+    if D in (192, 256) and chip != "sm_90a":
+        pytest.skip("the fast backward takes head dims 192 and 256 on sm_90a only")
     monkeypatch.setattr(vb, "NATIVE_CHIPS", (chip,))
     monkeypatch.setattr(vb, "packed_block_mask",
                         lambda *a, **kw: pytest.fail("took the dense backward"))
