@@ -1,13 +1,20 @@
 """attention_varlen's gradients: packed sequences trained as FlashAttention's varlen API is.
 
-The forward is attention_varlen's own kernel. Its backward is the dense backward of one long
-sequence — q as [1, H, total_q, D], k and v as [1, Hkv, total_k, D], views of the packed tensors —
-under a mask that keeps each query to the keys of its own sequence: the rows' sequence ids and
-positions (bottom-right aligned, as causal, the window and ALiBi are in attention_varlen) are
-captured int32 tensors that the mask reads, and a block mask made from the same tables lets the
-programs visit only the blocks inside the sequences (attention_backward's block_mask). The same scores,
-mask and LSE as the forward's, so the same gradients as a backward per sequence. Rows past the
-last sequence (cu_seqlens[-1] < total) get zero gradients and are never read. docs/dev/serving.md.
+The forward is attention_varlen's own kernel. The backward has two routes, with the same
+gradients as a backward per sequence:
+
+- the varlen programs (varlen_bwd_dkdv, varlen_bwd_dq): the dense backward's key-rows and dQ
+  programs over each sequence's own rows, found from cu_seqlens as the forward finds them,
+  the queries' indices bottom-right aligned so that causal, the window and ALiBi are index
+  arithmetic (_native_backward: torch CPU tensors, and CUDA where NATIVE_CHIPS says);
+- elsewhere the dense backward of one long sequence — q as [1, H, total_q, D], k and v as
+  [1, Hkv, total_k, D], views of the packed tensors — under a mask that keeps each query to the
+  keys of its own sequence: the rows' sequence ids and positions are captured int32 tensors
+  that the mask reads, and a block mask made from the same tables lets the programs visit
+  only the blocks inside the sequences (attention_backward's block_mask).
+
+Rows past the last sequence (cu_seqlens[-1] < total) get zero gradients and are never read.
+docs/dev/serving.md.
 """
 import numpy as np
 
