@@ -16,8 +16,8 @@ import numpy as np
 
 from . import cpu_tensors
 from . import gpu
-from . import serving_checks
 from . import kvcache_append
+from . import serving_checks
 from . import serving_decode
 from .attention import _first_columns, _pad_columns, call_with_value_head_dim, dv_kernel_takes, \
     pads_in_kernel, padded_head_dim, softmax_scale, value_head_dim_differs
