@@ -10,6 +10,8 @@ through descriptors whose bounds drop what must not be written: rows past the ne
 the cache's capacity, or on a page number outside the cache — so bad lengths or tables never
 write outside the tensors (numpy calls are checked and refused first).
 """
+import math
+
 import numpy as np
 
 from . import language as tl
@@ -52,11 +54,65 @@ def kvcache_append_kernel(k_new, v_new, k_cache, v_cache, seqlens, table, B, SK,
     tl.store(vd, (start + i0, 0), tl.load(vn, (i0, 0), shape=(BLOCK, D)))
 
 
+@jit
+def rotary_kernel(x, out, cos, sin, seqlens, B, S, HX, SEQ_RO, x_rs: tl.constexpr,
+                  x_hs: tl.constexpr, D: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr,
+                  INTERLEAVED: tl.constexpr, PER_TOKEN: tl.constexpr):
+    # Grid (⌈S/BLOCK⌉, B·HX): rows of x [B, S, HX, D] (strided) rotated into out (contiguous
+    # [B, S, HX, D]) by cos/sin [SEQ_RO, R/2] at positions seqlens[b] + i (PER_TOKEN) or
+    # seqlens[b]; columns past R copied. Pairs (j, j + R/2), or (2j, 2j + 1) INTERLEAVED.
+    pid, bh = block_and_row(tl.cdiv(S, BLOCK))
+    b = bh // HX
+    h = bh % HX
+    sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
+    start = tl.maximum(tl.load_scalar(sd, (b,)), 0)
+    i0 = pid * BLOCK
+    H2 = R // 2
+    base = b * S * x_rs + h * x_hs
+    obase = (b * S * HX + h) * D
+    cd = tl.make_desc(cos, shape=(SEQ_RO, H2), strides=(H2, 1))
+    snd = tl.make_desc(sin, shape=(SEQ_RO, H2), strides=(H2, 1))
+    if PER_TOKEN:
+        c = tl.load(cd, (start + i0, 0), shape=(BLOCK, H2)).to(tl.float32)
+        sn = tl.load(snd, (start + i0, 0), shape=(BLOCK, H2)).to(tl.float32)
+    else:
+        c = tl.broadcast_to(tl.load(cd, (start, 0), shape=(1, H2)).to(tl.float32), (BLOCK, H2))
+        sn = tl.broadcast_to(tl.load(snd, (start, 0), shape=(1, H2)).to(tl.float32),
+                             (BLOCK, H2))
+    # The two halves of each pair as views of x and out: columns j and j + R/2, or 2j, 2j + 1.
+    step = 2 if INTERLEAVED else 1
+    second = 1 if INTERLEAVED else H2
+    x1d = tl.make_desc(x, shape=(S, H2), strides=(x_rs, step), offset=base)
+    x2d = tl.make_desc(x, shape=(S, H2), strides=(x_rs, step), offset=base + second)
+    o1d = tl.make_desc(out, shape=(S, H2), strides=(HX * D, step), offset=obase)
+    o2d = tl.make_desc(out, shape=(S, H2), strides=(HX * D, step), offset=obase + second)
+    x1 = tl.load(x1d, (i0, 0), shape=(BLOCK, H2))
+    x2 = tl.load(x2d, (i0, 0), shape=(BLOCK, H2))
+    a = x1.to(tl.float32)
+    bb = x2.to(tl.float32)
+    tl.store(o1d, (i0, 0), (a * c - bb * sn).to(x1.dtype))
+    tl.store(o2d, (i0, 0), (bb * c + a * sn).to(x1.dtype))
+    copy_columns(x, out, S, base, obase, x_rs, HX * D, i0, R, D - R, BLOCK)
+
+
+@jit
+def copy_columns(x, out, S, base, obase, x_rs, o_rs, i0, C0: tl.constexpr, N: tl.constexpr,
+                 BLOCK: tl.constexpr):
+    """Columns [C0, C0 + N) of rows [i0, i0 + BLOCK) of x to out, in power-of-two chunks."""
+    if N > 0:
+        W = pow(2, int(math.log2(N)))
+        src = tl.make_desc(x, shape=(S, C0 + W), strides=(x_rs, 1), offset=base)
+        dst = tl.make_desc(out, shape=(S, C0 + W), strides=(o_rs, 1), offset=obase)
+        tl.store(dst, (i0, C0), tl.load(src, (i0, C0), shape=(BLOCK, W)))
+        copy_columns(x, out, S, base, obase, x_rs, o_rs, i0, C0 + W, N - W, BLOCK)
+
+
 def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged, B, Hkv, D,
-           page, max_pages, limit):
+           page, max_pages, limit, rotary=None):
     """Writes k and v ([B, Sk, Hkv, D]) into the cache (k_cache, v_cache: the caches as the
-    kernels read them, `given_caches` as the caller gave them) at each sequence's seqlens[b];
-    returns the lengths the attention then takes, seqlens + Sk (a new array or tensor)."""
+    kernels read them, `given_caches` as the caller gave them) at each sequence's seqlens[b],
+    k rotated first where `rotary` = (cos, sin, interleaved) is given; returns the lengths the
+    attention then takes, seqlens + Sk (a new array or tensor)."""
     if (k is None) != (v is None):
         raise ValueError(f"tessel.{fn}: k and v (new keys and values) come together")
     named = (("k_cache", k_cache), ("k", k), ("v", v))
@@ -77,6 +133,8 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged
         bad = int(np.argmax(seqlens + SK > limit))
         raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} plus {SK} "
                          f"new keys is more than the {limit} the cache holds per sequence")
+    if rotary is not None:
+        k = rotate(fn, kind, k, *rotary, seqlens, True)
     (k, n_rs, n_hs), (v, nv_rs, nv_hs) = _strided(k), _strided(v)
     _, k_rs, k_hs = _strided(k_cache)
     _, v_rs, v_hs = _strided(v_cache)
@@ -88,6 +146,38 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged
             dict(n_rs=n_rs, n_hs=n_hs, nv_rs=nv_rs, nv_hs=nv_hs, k_rs=k_rs, k_hs=k_hs,
                  v_rs=v_rs, v_hs=v_hs, D=D, BLOCK=block, PAGE=page))
     return seqlens + np.int32(SK) if kind == "numpy" else seqlens + SK
+
+
+def rotate(fn, kind, x, cos, sin, interleaved, seqlens, per_token):
+    """x [B, S, heads, D] rotated by FlashAttention's rotary tables cos, sin [seqlen_ro, R/2]
+    at positions seqlens[b] + i (per_token) or seqlens[b]: a new contiguous array or tensor
+    (columns past R as in x)."""
+    B, S, HX, D = x.shape
+    if cos is None or sin is None:
+        raise ValueError(f"tessel.{fn}: rotary_cos and rotary_sin come together")
+    named = (("x", x), ("rotary_cos", cos), ("rotary_sin", sin))
+    _kind(fn, named)
+    if len(cos.shape) != 2 or tuple(sin.shape) != tuple(cos.shape):
+        raise ValueError(f"tessel.{fn}: rotary_cos and rotary_sin must both be [seqlen_ro, "
+                         f"rotary_dim / 2], got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    seq_ro, R = int(cos.shape[0]), 2 * int(cos.shape[1])
+    if R % 16 or not 0 < R <= D:
+        raise ValueError(f"tessel.{fn}: rotary_dim (2 × rotary_cos.shape[1] = {R}) must be a "
+                         f"multiple of 16 and at most the head dim {D}")
+    last = S if per_token else 1
+    if kind == "numpy" and B and int(seqlens.max()) + last > seq_ro:
+        raise ValueError(f"tessel.{fn}: rotary_cos has {seq_ro} positions; the new tokens "
+                         f"reach position {int(seqlens.max()) + last - 1}")
+    x, x_rs, x_hs = _strided(x)
+    cos, sin = (np.ascontiguousarray(t) if kind == "numpy" else t.contiguous()
+                for t in (cos, sin))
+    out = np.empty((B, S, HX, D), x.dtype) if kind == "numpy" else \
+        x.new_empty((B, S, HX, D))
+    _launch(rotary_kernel, fold_grid(-(-S // 64), B * HX),
+            (x, out, cos, sin, seqlens, B, S, HX, seq_ro),
+            dict(x_rs=x_rs, x_hs=x_hs, D=D, R=R, BLOCK=64, INTERLEAVED=bool(interleaved),
+                 PER_TOKEN=bool(per_token)))
+    return out
 
 
 def _strides(x):

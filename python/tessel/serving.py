@@ -220,7 +220,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=False,
                            scale=None, return_lse=False, block_m=None, block_n=None,
                            num_splits=None, window_size=None, softcap=None, alibi_slopes=None,
-                           k=None, v=None):
+                           k=None, v=None, rotary_cos=None, rotary_sin=None,
+                           rotary_interleaved=True):
     """Attention of new queries against a KV cache, contiguous or paged.
 
     FlashAttention-2's ``flash_attn_with_kvcache`` convention, new keys and values (``k=``,
@@ -271,6 +272,14 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             ``flash_attn_with_kvcache(k=, v=)``). The cache must be laid out as the kernels
             read it (a copy could not be written back). Positions past the cache's capacity
             are a ValueError on the CPU; on the GPU they are not written.
+        rotary_cos, rotary_sin: FlashAttention's rotary tables ``[seqlen_ro, rotary_dim / 2]``
+            (rotary_dim a multiple of 16, at most D): k (when given) is rotated at positions
+            ``cache_seqlens[b] + i`` before it is written, q at the same positions when causal
+            or with a window, else every query at ``cache_seqlens[b]`` (FlashAttention's rule);
+            the head dims past rotary_dim are left as they are. The caller's q and k are not
+            changed.
+        rotary_interleaved: pairs of dims (0, 1), (2, 3), ... (True, FlashAttention's default,
+            GPT-J) or (i, i + rotary_dim / 2) (False, GPT-NeoX).
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
@@ -300,11 +309,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             attention_with_kvcache, q, k_cache, v_cache, cache_seqlens, block_table,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
             block_n=block_n, num_splits=num_splits, window_size=window_size, softcap=softcap,
-            alibi_slopes=alibi_slopes, k=k, v=v)
+            alibi_slopes=alibi_slopes, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+            rotary_interleaved=rotary_interleaved)
     given = (q, k_cache, v_cache, cache_seqlens, block_table)
     # ALiBi's mods hold the call's slopes (made below, once q's shape is checked): no plan.
     mods = _position_mods(fn, causal, window_size, softcap) if alibi_slopes is None else {}
-    key = None if alibi_slopes is not None or k is not None or v is not None else _call_signature(
+    plain = alibi_slopes is None and all(x is None for x in (k, v, rotary_cos, rotary_sin))
+    key = None if not plain else _call_signature(
         given, (causal, scale, return_lse, block_m, block_n, num_splits, mods.get("SCORE_MOD"),
                 mods.get("MASK_MOD")))
     if key is not None:
@@ -368,13 +379,19 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
         raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
     scale = softmax_scale(scale, D)
+    rotary = None
+    if rotary_cos is not None or rotary_sin is not None:
+        # FlashAttention's rule: q at the new tokens' positions when causal or local.
+        local = window_size is not None and tuple(window_size) != (-1, -1)
+        rotary = (rotary_cos, rotary_sin, rotary_interleaved)
+        q = kvcache_append.rotate(fn, kind, q, *rotary, seqlens, bool(causal) or local)
     caches = (k_cache, v_cache)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
     if k is not None or v is not None:
         seqlens = kvcache_append.append(fn, kind, k, v, k_cache, v_cache, caches, seqlens, table,
                                         block_table is not None, B, Hkv, D, page, max_pages,
-                                        limit)
+                                        limit, rotary)
     G = H // Hkv
     if num_splits is not None and (isinstance(num_splits, bool)
                                    or not isinstance(num_splits, (int, np.integer))

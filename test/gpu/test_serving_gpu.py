@@ -641,3 +641,43 @@ def test_kvcache_append(dtype, paged, Sq):
     tol = {"f16": 5e-3, "bf16": 2e-2}[dtype]
     err = float(np.abs(o.double().cpu().numpy() - ref).max())
     assert err <= tol * max(1.0, float(np.abs(ref).max())), err
+
+
+@pytest.mark.parametrize("R", [128, 64], ids=["whole", "partial"])
+@pytest.mark.parametrize("interleaved", [True, False], ids=["gptj", "neox"])
+def test_kvcache_rotary(interleaved, R):
+    # rotary_cos/rotary_sin with k=, v= (forty-sixth session): the new keys rotated at their
+    # positions before they are written, q at the same positions (causal), against float64.
+    gen = torch.Generator(device="cuda").manual_seed(R + interleaved)
+    B, S, H, Hkv, D, Sq = 2, 512, 8, 2, 128, 4
+    lengths = [10, 300]
+    seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    kc, vc = (torch.randn(B, S, Hkv, D, device="cuda", generator=gen).half() for _ in range(2))
+    kn, vn = (torch.randn(B, Sq, Hkv, D, device="cuda", generator=gen).half() for _ in range(2))
+    q = torch.randn(B, Sq, H, D, device="cuda", generator=gen).half()
+    angle = torch.arange(S, device="cuda")[:, None] / 10000 ** (
+        torch.arange(R // 2, device="cuda")[None, :] * 2 / R)
+    cos, sin = angle.cos().half(), angle.sin().half()
+    kc0 = kc.clone()
+    o = tessel.attention_with_kvcache(q, kc, vc, seqlens, causal=True, k=kn, v=vn,
+                                      rotary_cos=cos, rotary_sin=sin,
+                                      rotary_interleaved=interleaved)
+
+    def rotated(x, pos):                        # x [n, heads, D] float64 at positions pos [n]
+        out = x.clone()
+        c, s = cos.double()[pos][:, None, :], sin.double()[pos][:, None, :]
+        a, b = (slice(0, R, 2), slice(1, R, 2)) if interleaved else \
+            (slice(0, R // 2), slice(R // 2, R))
+        out[..., a], out[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s
+        return out
+    want_k, qr = kc0.double(), q.double()
+    for b in range(B):
+        pos = torch.arange(Sq, device="cuda") + lengths[b]
+        want_k[b, pos] = rotated(kn[b].double(), pos)
+        qr[b] = rotated(q[b].double(), pos)
+    assert float((kc.double() - want_k).abs().max()) <= 1e-2
+    wv = vc.double()
+    ref, _ = reference_kvcache(*(x.cpu().numpy() for x in (qr, want_k, wv)),
+                               np.array([n + Sq for n in lengths]), causal=True)
+    err = float(np.abs(o.double().cpu().numpy() - ref).max())
+    assert err <= 5e-3 * max(1.0, float(np.abs(ref).max())), err
