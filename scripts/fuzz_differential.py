@@ -384,11 +384,25 @@ def serving_case(rng):
         table = rng.permutation(shape[0])[:B * pages].reshape(B, pages).astype(np.int32)
     (kc, kc64), (vc, vc64) = (BACKEND.tensor(rng.standard_normal(shape), dtype)
                               for _ in range(2))
-    new = {}
+    new, R = {}, 0
     if Sk:
         (kn, kn64), (vn, vn64) = (BACKEND.tensor(rng.standard_normal((B, Sk, Hkv, D)), dtype)
                                   for _ in range(2))
         new = dict(k=kn, v=vn)
+        if D % 16 == 0 and rng.random() < 0.5:  # FlashAttention's rotary embeddings too
+            R = int(rng.choice([r for r in (16, 32, 64, D) if r <= D]))
+            inter = bool(rng.integers(0, 2))
+            angle = np.arange(cap + Sq)[:, None] * rng.uniform(0.01, 1.0, (1, R // 2))
+            cos, sin = np.cos(angle), np.sin(angle)
+            new.update(rotary_cos=BACKEND.tensor(cos, "f32")[0],
+                       rotary_sin=BACKEND.tensor(sin, "f32")[0], rotary_interleaved=inter)
+            local = window is not None and tuple(window) != (-1, -1)
+            for b in range(B):
+                at = int(lens[b]) + np.arange(Sk)
+                kn64[b] = _rotary(kn64[b], cos, sin, at, inter)
+                q_at = int(lens[b]) + np.arange(Sq) if causal or local else \
+                    np.full(Sq, int(lens[b]))
+                q64[b] = _rotary(q64[b], cos, sin, q_at, inter)
         for b in range(B):                      # where the new rows go (the reference's cache)
             for i in range(Sk):
                 pos = int(lens[b]) + i
@@ -401,13 +415,25 @@ def serving_case(rng):
             BACKEND.index(table), num_splits=splits, **flash, **new)
     ro, _ = reference_kvcache(q64, kc64, vc64, lens + Sk, table, **refs)
     err = _rel(o, ro)
-    written = not Sk or (np.array_equal(BACKEND.numpy(kc), kc64) and
+    # The cache as appended: exactly, or within the dtype's rounding of rotated keys.
+    written = not Sk or (_rel(kc, kc64) <= (BACKEND.tol[dtype] if R else 0) and
                          np.array_equal(BACKEND.numpy(vc), vc64))
     if err > BACKEND.tol[dtype] or not np.isfinite(BACKEND.numpy(o)).all() or not written:
         return f"kvcache {dtype} {refs} lens={list(lens)} page={page} splits={splits} " \
-               f"Sq={Sq} Sk={Sk} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: {err:.2e}" \
-               f"{'' if written else ' (the cache not as appended)'}"
+               f"Sq={Sq} Sk={Sk} rotary={R} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: " \
+               f"{err:.2e}{'' if written else ' (the cache not as appended)'}"
     return None
+
+
+def _rotary(x, cos, sin, pos, interleaved):
+    """FlashAttention's rotary embedding of x [S, heads, D] (float64) at positions pos."""
+    out = x.copy()
+    R = 2 * cos.shape[1]
+    c, s = cos[pos][:, None, :], sin[pos][:, None, :]
+    a, b = (slice(0, R, 2), slice(1, R, 2)) if interleaved else (slice(0, R // 2),
+                                                                   slice(R // 2, R))
+    out[..., a], out[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s
+    return out
 
 
 def varlen_backward_case(rng):
