@@ -20,6 +20,22 @@ from .jit import jit
 from .serving_checks import _check_same_dtype, _kind, _launch, _strided
 
 
+# Whether CUDA calls take k=, v= and the rotary tables. Off until test_serving_gpu.py's
+# `test_kvcache_append` and `test_kvcache_rotary` have passed (bench/results/2026-12-07-s46/
+# run4.sh: the forty-sixth session's device time ran out before them): the paged stores and
+# the rotary program's strided columns have not run on a GPU. numpy and torch CPU tensors take
+# them (interpreter-checked against float64).
+CUDA_CHECKED = False
+
+
+def _gate(fn, kind, what):
+    if kind == "cuda" and not CUDA_CHECKED:
+        raise NotImplementedError(
+            f"tessel.{fn}: {what} on CUDA tensors waits for its GPU check "
+            "(kvcache_append.CUDA_CHECKED); write the new rows into the cache yourself and "
+            "pass cache_seqlens + Sk, or run on CPU tensors")
+
+
 @jit
 def kvcache_append_kernel(k_new, v_new, k_cache, v_cache, seqlens, table, B, SK, HKV, S,
                           limit, num_pages, max_pages, n_rs: tl.constexpr,
@@ -115,6 +131,7 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged
     attention then takes, seqlens + Sk (a new array or tensor)."""
     if (k is None) != (v is None):
         raise ValueError(f"tessel.{fn}: k and v (new keys and values) come together")
+    _gate(fn, kind, "k=, v=")
     named = (("k_cache", k_cache), ("k", k), ("v", v))
     _kind(fn, named)
     _check_same_dtype(fn, named)
@@ -155,6 +172,7 @@ def rotate(fn, kind, x, cos, sin, interleaved, seqlens, per_token):
     B, S, HX, D = x.shape
     if cos is None or sin is None:
         raise ValueError(f"tessel.{fn}: rotary_cos and rotary_sin come together")
+    _gate(fn, kind, "rotary_cos, rotary_sin")
     named = (("x", x), ("rotary_cos", cos), ("rotary_sin", sin))
     _kind(fn, named)
     if len(cos.shape) != 2 or tuple(sin.shape) != tuple(cos.shape):

@@ -271,7 +271,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             ``cache_seqlens + Sk`` keys; cache_seqlens is not changed (FlashAttention's
             ``flash_attn_with_kvcache(k=, v=)``). The cache must be laid out as the kernels
             read it (a copy could not be written back). Positions past the cache's capacity
-            are a ValueError on the CPU; on the GPU they are not written.
+            are a ValueError on the CPU; on the GPU they are not written. CUDA tensors take
+            k, v and the rotary tables once their GPU check has passed
+            (``kvcache_append.CUDA_CHECKED``; NotImplementedError until then).
         rotary_cos, rotary_sin: FlashAttention's rotary tables ``[seqlen_ro, rotary_dim / 2]``
             (rotary_dim a multiple of 16, at most D): k (when given) is rotated at positions
             ``cache_seqlens[b] + i`` before it is written, q at the same positions when causal

@@ -197,15 +197,17 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal=
 # window, soft cap and ALiBi by index arithmetic, as varlen_kernel), where the fast backward
 # takes the head dim; elsewhere the dense backward over the packed rows under the
 # per-sequence mask (packed_mods) and its block mask. Torch CPU tensors always take them (on
-# the interpreter). sm_90a since its GPU check (H100, 2026-12-07: test_serving_gpu.py's
-# varlen gradient cases against float64; forward + backward 1.20-1.55x the dense route at
-# d128 and d96: docs/bench/2026-12-07-h100-s46.md). sm_80's code has not run.
+# the interpreter). sm_90a since its GPU check (H100, 2026-12-07: test_serving_gpu.py
+# `test_varlen_programs_backward` 30/30 at d64-d256 against float64; forward + backward
+# 1.16-1.53x the dense route at d128 and d96: docs/bench/2026-12-07-h100-s46.md). sm_80's code
+# has not run.
 NATIVE_CHIPS = ("sm_90a",)
 
 # Whether CUDA calls with FlashAttention's window_size, softcap or alibi_slopes take the varlen
 # programs too (their mods are the forward's, GPU-checked there and in the dense backward).
 # Off until test_serving_gpu.py `test_varlen_programs_backward_with_flash_arguments` passes
-# (its first run stopped before the programs: bench/results/2026-12-07-s46/run3.sh).
+# (its first run stopped before the programs, its rerun did not fit the call:
+# bench/results/2026-12-07-s46/run4.sh).
 NATIVE_FLASH_MODS = False
 
 # The varlen programs' blocks on the interpreter: small, so that tests of short sequences

@@ -598,11 +598,13 @@ def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=No
 @pytest.mark.parametrize("Sq", [1, 7])
 @pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_kvcache_append(dtype, paged, Sq):
+def test_kvcache_append(monkeypatch, dtype, paged, Sq):
     # attention_with_kvcache's k=, v= (forty-sixth session): the new rows written into the
     # cache in place (pages in any order, rows crossing pages), the rest of the cache as it was,
     # the attention against float64 over cache_seqlens + Sk keys; a sequence whose new rows
     # pass the cache's capacity has the rows past it dropped, not written out of bounds.
+    from tessel import kvcache_append
+    monkeypatch.setattr(kvcache_append, "CUDA_CHECKED", True)
     gen = torch.Generator(device="cuda").manual_seed(11 + Sq + paged)
     dt = DTYPES[dtype]
     B, H, Hkv, D, page, pages_each = 3, 8, 2, 128, 16, 40     # 640 keys a sequence
@@ -645,9 +647,11 @@ def test_kvcache_append(dtype, paged, Sq):
 
 @pytest.mark.parametrize("R", [128, 64], ids=["whole", "partial"])
 @pytest.mark.parametrize("interleaved", [True, False], ids=["gptj", "neox"])
-def test_kvcache_rotary(interleaved, R):
+def test_kvcache_rotary(monkeypatch, interleaved, R):
     # rotary_cos/rotary_sin with k=, v= (forty-sixth session): the new keys rotated at their
     # positions before they are written, q at the same positions (causal), against float64.
+    from tessel import kvcache_append
+    monkeypatch.setattr(kvcache_append, "CUDA_CHECKED", True)
     gen = torch.Generator(device="cuda").manual_seed(R + interleaved)
     B, S, H, Hkv, D, Sq = 2, 512, 8, 2, 128, 4
     lengths = [10, 300]

@@ -167,3 +167,15 @@ def test_bad_rotary_tables_are_refused():
         tessel.attention_with_kvcache(q, kc, vc, ok, k=kn, v=vn, rotary_cos=table[:31],
                                       rotary_sin=table[:31], causal=True)
     assert np.array_equal(kc, before)
+
+
+def test_cuda_calls_wait_for_their_gpu_check(monkeypatch):
+    # Until test_serving_gpu.py's kvcache append and rotary cases pass on a GPU, CUDA calls with
+    # k=, v= or the rotary tables are refused, saying what to do instead.
+    from tessel import kvcache_append
+    monkeypatch.setattr(kvcache_append, "CUDA_CHECKED", False)
+    with pytest.raises(NotImplementedError, match="waits for its GPU check"):
+        kvcache_append._gate("attention_with_kvcache", "cuda", "k=, v=")
+    kvcache_append._gate("attention_with_kvcache", "numpy", "k=, v=")
+    monkeypatch.setattr(kvcache_append, "CUDA_CHECKED", True)
+    kvcache_append._gate("attention_with_kvcache", "cuda", "k=, v=")
