@@ -67,11 +67,16 @@ def test_torch_cpu_caches_are_written_in_place():
     assert np.array_equal(kc.numpy(), want)
 
 
-def test_bad_appends_are_refused():
-    rng = np.random.default_rng(4)
+def _small_call(seed, Sk, Sq):
+    """A cache of 64 rows a sequence, Sk new rows and Sq queries for each of B sequences."""
+    rng = np.random.default_rng(seed)
     kc, vc = (_rows(rng, B, 64, HKV, D) for _ in range(2))
-    kn, vn = (_rows(rng, B, 4, HKV, D) for _ in range(2))
-    q = _rows(rng, B, 1, H, D)
+    kn, vn = (_rows(rng, B, Sk, HKV, D) for _ in range(2))
+    return kc, vc, kn, vn, _rows(rng, B, Sq, H, D)
+
+
+def test_bad_appends_are_refused():
+    kc, vc, kn, vn, q = _small_call(4, 4, 1)
     ok = np.array([0, 10, 60], np.int32)
     before = kc.copy()
     with pytest.raises(ValueError, match="come together"):
@@ -151,10 +156,7 @@ def test_rotary_embeddings_of_new_keys_and_queries(interleaved, causal, R):
 
 
 def test_bad_rotary_tables_are_refused():
-    rng = np.random.default_rng(5)
-    kc, vc = (_rows(rng, B, 64, HKV, D) for _ in range(2))
-    kn, vn = (_rows(rng, B, 2, HKV, D) for _ in range(2))
-    q = _rows(rng, B, 2, H, D)
+    kc, vc, kn, vn, q = _small_call(5, 2, 2)
     ok = np.array([0, 10, 30], np.int32)
     table = np.zeros((40, 8), np.float32)
     before = kc.copy()
