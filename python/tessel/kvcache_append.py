@@ -9,6 +9,9 @@ in FlashAttention). One DSL program per (block of new rows, batch, KV head) copi
 through descriptors whose bounds drop what must not be written: rows past the new ones, past
 the cache's capacity, or on a page number outside the cache — so bad lengths or tables never
 write outside the tensors (numpy calls are checked and refused first).
+
+FlashAttention's rotary embeddings (rotary_cos, rotary_sin, rotary_interleaved) rotate copies
+of q and the new k first (rotary_kernel), in float32.
 """
 import math
 
@@ -44,30 +47,30 @@ def kvcache_append_kernel(k_new, v_new, k_cache, v_cache, seqlens, table, B, SK,
                           v_hs: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
                           PAGE: tl.constexpr):
     # Grid (⌈SK/BLOCK⌉, B·HKV). PAGE 0: a contiguous cache [B, S, HKV, D]; else pages of PAGE
-    # rows, `limit` = max_pages·PAGE rows a sequence.
+    # rows, `limit` = max_pages·PAGE rows a sequence. Batch b is rows b·S (b·SK) on of one
+    # descriptor a head, not an element offset: i32 row indices, 64-bit addresses.
     pid, bh = block_and_row(tl.cdiv(SK, BLOCK))
     b = bh // HKV
     h = bh % HKV
     sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
     start = tl.minimum(tl.maximum(tl.load_scalar(sd, (b,)), 0), limit)
     end = tl.minimum(start + SK, limit)          # the rows this call writes: no others
-    kn = tl.make_desc(k_new, shape=(SK, D), strides=(n_rs, 1), offset=b * SK * n_rs + h * n_hs)
-    vn = tl.make_desc(v_new, shape=(SK, D), strides=(nv_rs, 1),
-                      offset=b * SK * nv_rs + h * nv_hs)
+    kn = tl.make_desc(k_new, shape=((b + 1) * SK, D), strides=(n_rs, 1), offset=h * n_hs)
+    vn = tl.make_desc(v_new, shape=((b + 1) * SK, D), strides=(nv_rs, 1), offset=h * nv_hs)
+    row0 = b * S
     if PAGE == 0:
-        kd = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1),
-                          offset=b * S * k_rs + h * k_hs)
-        vd = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1),
-                          offset=b * S * v_rs + h * v_hs)
+        kd = tl.make_desc(k_cache, shape=(row0 + end, D), strides=(k_rs, 1), offset=h * k_hs)
+        vd = tl.make_desc(v_cache, shape=(row0 + end, D), strides=(v_rs, 1), offset=h * v_hs)
     else:
+        row0 = 0
         td = tl.make_desc(table, shape=(max_pages,), strides=(1,), offset=b * max_pages)
         kd = tl.make_desc(k_cache, shape=(end, D), strides=(k_rs, 1), offset=h * k_hs,
                           pages=td, num_pages=num_pages, page_size=PAGE)
         vd = tl.make_desc(v_cache, shape=(end, D), strides=(v_rs, 1), offset=h * v_hs,
                           pages=td, num_pages=num_pages, page_size=PAGE)
     i0 = pid * BLOCK
-    tl.store(kd, (start + i0, 0), tl.load(kn, (i0, 0), shape=(BLOCK, D)))
-    tl.store(vd, (start + i0, 0), tl.load(vn, (i0, 0), shape=(BLOCK, D)))
+    tl.store(kd, (row0 + start + i0, 0), tl.load(kn, (b * SK + i0, 0), shape=(BLOCK, D)))
+    tl.store(vd, (row0 + start + i0, 0), tl.load(vn, (b * SK + i0, 0), shape=(BLOCK, D)))
 
 
 @jit
@@ -82,10 +85,10 @@ def rotary_kernel(x, out, cos, sin, seqlens, B, S, HX, SEQ_RO, x_rs: tl.constexp
     h = bh % HX
     sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
     start = tl.maximum(tl.load_scalar(sd, (b,)), 0)
-    i0 = pid * BLOCK
     H2 = R // 2
-    base = b * S * x_rs + h * x_hs
-    obase = (b * S * HX + h) * D
+    i0 = pid * BLOCK
+    r0 = b * S + i0                              # the rows of batch b (as the append kernel's)
+    rows = (b + 1) * S
     cd = tl.make_desc(cos, shape=(SEQ_RO, H2), strides=(H2, 1))
     snd = tl.make_desc(sin, shape=(SEQ_RO, H2), strides=(H2, 1))
     if PER_TOKEN:
@@ -98,29 +101,30 @@ def rotary_kernel(x, out, cos, sin, seqlens, B, S, HX, SEQ_RO, x_rs: tl.constexp
     # The two halves of each pair as views of x and out: columns j and j + R/2, or 2j, 2j + 1.
     step = 2 if INTERLEAVED else 1
     second = 1 if INTERLEAVED else H2
-    x1d = tl.make_desc(x, shape=(S, H2), strides=(x_rs, step), offset=base)
-    x2d = tl.make_desc(x, shape=(S, H2), strides=(x_rs, step), offset=base + second)
-    o1d = tl.make_desc(out, shape=(S, H2), strides=(HX * D, step), offset=obase)
-    o2d = tl.make_desc(out, shape=(S, H2), strides=(HX * D, step), offset=obase + second)
-    x1 = tl.load(x1d, (i0, 0), shape=(BLOCK, H2))
-    x2 = tl.load(x2d, (i0, 0), shape=(BLOCK, H2))
+    x1d = tl.make_desc(x, shape=(rows, H2), strides=(x_rs, step), offset=h * x_hs)
+    x2d = tl.make_desc(x, shape=(rows, H2), strides=(x_rs, step), offset=h * x_hs + second)
+    o1d = tl.make_desc(out, shape=(rows, H2), strides=(HX * D, step), offset=h * D)
+    o2d = tl.make_desc(out, shape=(rows, H2), strides=(HX * D, step), offset=h * D + second)
+    x1 = tl.load(x1d, (r0, 0), shape=(BLOCK, H2))
+    x2 = tl.load(x2d, (r0, 0), shape=(BLOCK, H2))
     a = x1.to(tl.float32)
     bb = x2.to(tl.float32)
-    tl.store(o1d, (i0, 0), (a * c - bb * sn).to(x1.dtype))
-    tl.store(o2d, (i0, 0), (bb * c + a * sn).to(x1.dtype))
-    copy_columns(x, out, S, base, obase, x_rs, HX * D, i0, R, D - R, BLOCK)
+    tl.store(o1d, (r0, 0), (a * c - bb * sn).to(x1.dtype))
+    tl.store(o2d, (r0, 0), (bb * c + a * sn).to(x1.dtype))
+    copy_columns(x, out, rows, h * x_hs, h * D, x_rs, HX * D, r0, R, D - R, BLOCK)
 
 
 @jit
-def copy_columns(x, out, S, base, obase, x_rs, o_rs, i0, C0: tl.constexpr, N: tl.constexpr,
+def copy_columns(x, out, rows, base, obase, x_rs, o_rs, r0, C0: tl.constexpr, N: tl.constexpr,
                  BLOCK: tl.constexpr):
-    """Columns [C0, C0 + N) of rows [i0, i0 + BLOCK) of x to out, in power-of-two chunks."""
+    """Columns [C0, C0 + N) of rows [r0, r0 + BLOCK) (below `rows`) of x to out, in
+    power-of-two chunks."""
     if N > 0:
         W = pow(2, int(math.log2(N)))
-        src = tl.make_desc(x, shape=(S, C0 + W), strides=(x_rs, 1), offset=base)
-        dst = tl.make_desc(out, shape=(S, C0 + W), strides=(o_rs, 1), offset=obase)
-        tl.store(dst, (i0, C0), tl.load(src, (i0, C0), shape=(BLOCK, W)))
-        copy_columns(x, out, S, base, obase, x_rs, o_rs, i0, C0 + W, N - W, BLOCK)
+        src = tl.make_desc(x, shape=(rows, C0 + W), strides=(x_rs, 1), offset=base)
+        dst = tl.make_desc(out, shape=(rows, C0 + W), strides=(o_rs, 1), offset=obase)
+        tl.store(dst, (r0, C0), tl.load(src, (r0, C0), shape=(BLOCK, W)))
+        copy_columns(x, out, rows, base, obase, x_rs, o_rs, r0, C0 + W, N - W, BLOCK)
 
 
 def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged, B, Hkv, D,
