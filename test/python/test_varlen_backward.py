@@ -70,6 +70,17 @@ def test_gradients_with_flash_arguments(flash):
     _run([5, 17, 30], [9, 17, 25], True, **flash)
 
 
+@pytest.mark.parametrize("flash", [dict(), dict(window_size=(6, 0), softcap=5.0),
+                                   dict(alibi_slopes="per-sequence")],
+                         ids=["plain", "window+cap", "alibi[B,H]"])
+def test_the_dense_route_too(monkeypatch, flash):
+    # The route CUDA calls take where the varlen programs do not (sm_80, window/cap/ALiBi until
+    # their GPU check, v of its own head dim): the dense backward over the packed rows.
+    from tessel import varlen_backward as vb
+    monkeypatch.setattr(vb, "_native_backward", lambda *a: None)
+    _run([5, 17, 0, 30], [9, 17, 4, 25], True, **flash)
+
+
 def test_gradient_of_the_lse_alone():
     _run([12, 20], [12, 33], False, lse_only=True)
 
