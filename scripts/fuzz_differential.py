@@ -26,7 +26,8 @@ import numpy as np
 
 import tessel
 from tessel.reference import (position_mods, reference_attention,
-                              reference_attention_backward, reference_kvcache, reference_varlen)
+                              reference_attention_backward, reference_kvcache, reference_rotary,
+                              reference_varlen)
 
 
 class Backend:
@@ -402,10 +403,10 @@ def serving_case(rng):
             local = window is not None and tuple(window) != (-1, -1)
             for b in range(B):
                 at = int(lens[b]) + np.arange(Sk)
-                kn64[b] = _rotary(kn64[b], cos, sin, at, inter)
+                kn64[b] = reference_rotary(kn64[b], cos, sin, at, inter)
                 q_at = int(lens[b]) + np.arange(Sq) if causal or local else \
                     np.full(Sq, int(lens[b]))
-                q64[b] = _rotary(q64[b], cos, sin, q_at, inter)
+                q64[b] = reference_rotary(q64[b], cos, sin, q_at, inter)
         for b in range(B):                      # where the new rows go (the reference's cache)
             for i in range(Sk):
                 pos = int(lens[b]) + i
@@ -426,17 +427,6 @@ def serving_case(rng):
                f"Sq={Sq} Sk={Sk} rotary={R} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: " \
                f"{err:.2e}{'' if written else ' (the cache not as appended)'}"
     return None
-
-
-def _rotary(x, cos, sin, pos, interleaved):
-    """FlashAttention's rotary embedding of x [S, heads, D] (float64) at positions pos."""
-    out = x.copy()
-    R = 2 * cos.shape[1]
-    c, s = cos[pos][:, None, :], sin[pos][:, None, :]
-    a, b = (slice(0, R, 2), slice(1, R, 2)) if interleaved else (slice(0, R // 2),
-                                                                   slice(R // 2, R))
-    out[..., a], out[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s
-    return out
 
 
 def varlen_backward_case(rng):

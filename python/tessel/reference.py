@@ -177,3 +177,18 @@ def reference_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, scal
         o[b], lse[b] = _sequence(q[b], k, v, scale, causal, window, softcap,
                                  _slopes_of(alibi, b))
     return o, lse
+
+
+def reference_rotary(x, cos, sin, positions, interleaved):
+    """float64 FlashAttention rotary embedding of x [S, heads, D] at positions [S] (rows of
+    cos, sin [seqlen_ro, R/2]): pairs (2j, 2j + 1) when interleaved (GPT-J), else (j, j + R/2)
+    (GPT-NeoX); the head dims past R as they are."""
+    x = np.asarray(x, dtype=np.float64)
+    out = x.copy()
+    R = 2 * cos.shape[1]
+    c = np.asarray(cos, dtype=np.float64)[positions][:, None, :]
+    s = np.asarray(sin, dtype=np.float64)[positions][:, None, :]
+    a, b = (slice(0, R, 2), slice(1, R, 2)) if interleaved else (slice(0, R // 2),
+                                                                   slice(R // 2, R))
+    out[..., a], out[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s
+    return out

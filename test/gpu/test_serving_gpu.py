@@ -22,7 +22,7 @@ if not torch.cuda.is_available():
 
 import tessel  # noqa: E402
 from tessel import language as tl  # noqa: E402
-from tessel.reference import reference_kvcache, reference_varlen  # noqa: E402
+from tessel.reference import reference_kvcache, reference_rotary, reference_varlen  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -667,21 +667,14 @@ def test_kvcache_rotary(monkeypatch, interleaved, R):
                                       rotary_cos=cos, rotary_sin=sin,
                                       rotary_interleaved=interleaved)
 
-    def rotated(x, pos):                        # x [n, heads, D] float64 at positions pos [n]
-        out = x.clone()
-        c, s = cos.double()[pos][:, None, :], sin.double()[pos][:, None, :]
-        a, b = (slice(0, R, 2), slice(1, R, 2)) if interleaved else \
-            (slice(0, R // 2), slice(R // 2, R))
-        out[..., a], out[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s
-        return out
-    want_k, qr = kc0.double(), q.double()
+    table = [x.double().cpu().numpy() for x in (cos, sin)]
+    want_k, qr = kc0.double().cpu().numpy(), q.double().cpu().numpy()
     for b in range(B):
-        pos = torch.arange(Sq, device="cuda") + lengths[b]
-        want_k[b, pos] = rotated(kn[b].double(), pos)
-        qr[b] = rotated(q[b].double(), pos)
-    assert float((kc.double() - want_k).abs().max()) <= 1e-2
-    wv = vc.double()
-    ref, _ = reference_kvcache(*(x.cpu().numpy() for x in (qr, want_k, wv)),
+        pos = np.arange(Sq) + lengths[b]
+        want_k[b, pos] = reference_rotary(kn[b].double().cpu().numpy(), *table, pos, interleaved)
+        qr[b] = reference_rotary(qr[b], *table, pos, interleaved)
+    assert float(np.abs(kc.double().cpu().numpy() - want_k).max()) <= 1e-2
+    ref, _ = reference_kvcache(qr, want_k, vc.double().cpu().numpy(),
                                np.array([n + Sq for n in lengths]), causal=True)
     err = float(np.abs(o.double().cpu().numpy() - ref).max())
     assert err <= 5e-3 * max(1.0, float(np.abs(ref).max())), err

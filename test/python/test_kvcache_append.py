@@ -111,18 +111,6 @@ def test_the_append_program_keeps_its_rows_in_registers(tmp_path, chip, page):
     assert b.manifest["spill_bytes"] == 0 and "ld.shared" not in b.ptx
 
 
-def _rotated(x, cos, sin, pos, interleaved):
-    """FlashAttention's rotary embedding of x [S, heads, D] (float64) at positions pos [S]."""
-    out = x.copy()
-    R = 2 * cos.shape[1]
-    c, s = cos[pos][:, None, :], sin[pos][:, None, :]
-    first, second = (slice(0, R, 2), slice(1, R, 2)) if interleaved else \
-        (slice(0, R // 2), slice(R // 2, R))
-    x1, x2 = x[..., first], x[..., second]
-    out[..., first], out[..., second] = x1 * c - x2 * s, x2 * c + x1 * s
-    return out
-
-
 @pytest.mark.parametrize("interleaved", [True, False], ids=["gptj", "neox"])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
 @pytest.mark.parametrize("R", [32, 16], ids=["whole", "partial"])
@@ -130,7 +118,7 @@ def test_rotary_embeddings_of_new_keys_and_queries(interleaved, causal, R):
     # k rotated at positions cache_seqlens[b] + i before it is written; q at the same positions
     # when causal, else every query at cache_seqlens[b] (FlashAttention's flash_attn_with_kvcache);
     # the head dims past rotary_dim as they were.
-    from tessel.reference import reference_kvcache
+    from tessel.reference import reference_kvcache, reference_rotary
     rng = np.random.default_rng(R + causal + 2 * interleaved)
     Sq = Sk = 3
     seqlens = np.array([0, 17, 40], np.int32)
@@ -145,12 +133,12 @@ def test_rotary_embeddings_of_new_keys_and_queries(interleaved, causal, R):
     k64, v64, q64 = (x.astype(np.float64) for x in (kc, vc, q))
     for b in range(B):
         pos = seqlens[b] + np.arange(Sk)
-        want = _rotated(kn[b].astype(np.float64), cos, sin, pos, interleaved)
+        want = reference_rotary(kn[b], cos, sin, pos, interleaved)
         got = k64[b, pos]
         assert np.abs(got - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
         assert np.array_equal(vc[b, pos], vn[b])
-        q64[b] = _rotated(q64[b], cos, sin, pos if causal else np.full(Sq, seqlens[b]),
-                          interleaved)
+        q64[b] = reference_rotary(q64[b], cos, sin, pos if causal else np.full(Sq, seqlens[b]),
+                                  interleaved)
     ref, _ = reference_kvcache(q64, k64, v64, seqlens + Sk, causal=causal)
     assert np.abs(o.astype(np.float64) - ref).max() <= 2e-3 * max(1.0, np.abs(ref).max())
 
