@@ -127,10 +127,11 @@ def copy_columns(x, out, rows, base, obase, x_rs, o_rs, r0, C0: tl.constexpr, N:
         copy_columns(x, out, rows, base, obase, x_rs, o_rs, r0, C0 + W, N - W, BLOCK)
 
 
-def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged, B, Hkv, D,
-           page, max_pages, limit, rotary=None):
+def append(fn, kind, k, v, k_cache, v_cache, given_caches, cache_strides, seqlens, table,
+           paged, B, Hkv, D, page, max_pages, limit, rotary=None):
     """Writes k and v ([B, Sk, Hkv, D]) into the cache (k_cache, v_cache: the caches as the
-    kernels read them, `given_caches` as the caller gave them) at each sequence's seqlens[b],
+    kernels read them, with their (k_rs, k_hs, v_rs, v_hs) `cache_strides`; `given_caches` as
+    the caller gave them) at each sequence's seqlens[b],
     k rotated first where `rotary` = (cos, sin, interleaved) is given; returns the lengths the
     attention then takes, seqlens + Sk (a new array or tensor)."""
     if (k is None) != (v is None):
@@ -155,10 +156,9 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged
         raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} plus {SK} "
                          f"new keys is more than the {limit} the cache holds per sequence")
     if rotary is not None:
-        k = rotate(fn, kind, k, *rotary, seqlens, True)
+        k = rotate(fn, kind, "k", k, *rotary, seqlens, True)
     (k, n_rs, n_hs), (v, nv_rs, nv_hs) = _strided(k), _strided(v)
-    _, k_rs, k_hs = _strided(k_cache)
-    _, v_rs, v_hs = _strided(v_cache)
+    k_rs, k_hs, v_rs, v_hs = cache_strides
     num_pages = k_cache.shape[0] if paged else 0
     block = 64 if D <= 128 else 32
     _launch(kvcache_append_kernel, fold_grid(-(-SK // block), B * Hkv),
@@ -169,15 +169,15 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, seqlens, table, paged
     return seqlens + np.int32(SK) if kind == "numpy" else seqlens + SK
 
 
-def rotate(fn, kind, x, cos, sin, interleaved, seqlens, per_token):
-    """x [B, S, heads, D] rotated by FlashAttention's rotary tables cos, sin [seqlen_ro, R/2]
-    at positions seqlens[b] + i (per_token) or seqlens[b]: a new contiguous array or tensor
-    (columns past R as in x)."""
+def rotate(fn, kind, name, x, cos, sin, interleaved, seqlens, per_token):
+    """x (the caller's `name`) [B, S, heads, D] rotated by FlashAttention's rotary tables cos,
+    sin [seqlen_ro, R/2] at positions seqlens[b] + i (per_token) or seqlens[b]: a new
+    contiguous array or tensor (columns past R as in x)."""
     B, S, HX, D = x.shape
     if cos is None or sin is None:
         raise ValueError(f"tessel.{fn}: rotary_cos and rotary_sin come together")
     _gate(fn, kind, "rotary_cos, rotary_sin")
-    named = (("x", x), ("rotary_cos", cos), ("rotary_sin", sin))
+    named = ((name, x), ("rotary_cos", cos), ("rotary_sin", sin))
     _kind(fn, named)
     if len(cos.shape) != 2 or tuple(sin.shape) != tuple(cos.shape):
         raise ValueError(f"tessel.{fn}: rotary_cos and rotary_sin must both be [seqlen_ro, "

@@ -386,12 +386,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         # FlashAttention's rule: q at the new tokens' positions when causal or local.
         local = window_size is not None and tuple(window_size) != (-1, -1)
         rotary = (rotary_cos, rotary_sin, rotary_interleaved)
-        q = kvcache_append.rotate(fn, kind, q, *rotary, seqlens, bool(causal) or local)
+        q = kvcache_append.rotate(fn, kind, "q", q, *rotary, seqlens, bool(causal) or local)
     caches = (k_cache, v_cache)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
     if k is not None or v is not None:
-        seqlens = kvcache_append.append(fn, kind, k, v, k_cache, v_cache, caches, seqlens, table,
+        seqlens = kvcache_append.append(fn, kind, k, v, k_cache, v_cache, caches,
+                                        (k_rs, k_hs, v_rs, v_hs), seqlens, table,
                                         block_table is not None, B, Hkv, D, page, max_pages,
                                         limit, rotary)
     G = H // Hkv

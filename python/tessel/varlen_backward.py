@@ -258,10 +258,12 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
     parts = [(part, {n: x for n, x in c.items() if n != "EVEN"})
              for part, c in bw.keyrows_launches(shapes, kr_cx, dq_cx)]
     qv, kv_, vv, ov, dov = (bw.in_place(x) for x in views)
-    dq, dk, dv = (torch.zeros_like(x) for x in (q, k, v))
     gqa = H != Hkv
-    # GQA: one dK/dV block per query head, summed over each group after (zeros: the rows past
-    # the last sequence are never written).
+    # Zeros where the programs write: the rows past the last sequence are never written. Under
+    # GQA the group sums fill dk and dv whole.
+    dq = torch.zeros_like(q)
+    dk, dv = ((torch.empty_like if gqa else torch.zeros_like)(x) for x in (k, v))
+    # GQA: one dK/dV block per query head, summed over each group after.
     dk_h, dv_h = ((q.new_zeros(1, H, total_k, D) for _ in range(2)) if gqa else
                   (x.transpose(0, 1).unsqueeze(0) for x in (dk, dv)))
     dqv = dq.transpose(0, 1).unsqueeze(0)
@@ -306,8 +308,8 @@ def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, c
     total_q, H, D = q.shape
     total_k, Hkv = k.shape[:2]
     B = cu_q.shape[0] - 1
-    rows = lambda x: cpu_tensors.to_numpy(x.detach().transpose(0, 1).unsqueeze(0).contiguous())  # noqa: E731
-    qn, kn, vn, don = (rows(x) for x in (q, k, v, do))
+    qn, kn, vn, don = (cpu_tensors.to_numpy(x.detach().transpose(0, 1).unsqueeze(0).contiguous())
+                       for x in (q, k, v, do))
     delta = (o.detach().float() * do.float()).sum(-1).transpose(0, 1)
     if dlse is not None:
         delta = delta - dlse.float()
