@@ -132,8 +132,10 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, cache_strides, seqlen
     """Writes k and v ([B, Sk, Hkv, D]) into the cache (k_cache, v_cache: the caches as the
     kernels read them, with their (k_rs, k_hs, v_rs, v_hs) `cache_strides`; `given_caches` as
     the caller gave them) at each sequence's seqlens[b],
-    k rotated first where `rotary` = (cos, sin, interleaved) is given; returns the lengths the
-    attention then takes, seqlens + Sk (a new array or tensor)."""
+    k rotated first where `rotary` = (cos, sin, interleaved) is given. Returns the lengths the
+    attention then takes, seqlens + Sk (a new array or tensor), and `again(k, v, k_cache,
+    v_cache, seqlens, table, cos, sin)`: the same launches, without the checks, for another call
+    of this one's signature (serving's plans)."""
     if (k is None) != (v is None):
         raise ValueError(f"tessel.{fn}: k and v (new keys and values) come together")
     _gate(fn, kind, "k=, v=")
@@ -155,24 +157,38 @@ def append(fn, kind, k, v, k_cache, v_cache, given_caches, cache_strides, seqlen
         bad = int(np.argmax(seqlens + SK > limit))
         raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} plus {SK} "
                          f"new keys is more than the {limit} the cache holds per sequence")
+    turn = None
     if rotary is not None:
-        k = rotate(fn, kind, "k", k, *rotary, seqlens, True)
+        k, turn = rotate(fn, kind, "k", k, *rotary, seqlens, True)
+    given = (k, v)
     (k, n_rs, n_hs), (v, nv_rs, nv_hs) = _strided(k), _strided(v)
+    copied = (k is not given[0], v is not given[1])
     k_rs, k_hs, v_rs, v_hs = cache_strides
     num_pages = k_cache.shape[0] if paged else 0
     block = 64 if D <= 128 else 32
-    _launch(kvcache_append_kernel, fold_grid(-(-SK // block), B * Hkv),
-            (k, v, k_cache, v_cache, seqlens, table, B, SK, Hkv, k_cache.shape[1], limit,
-             num_pages, max_pages),
-            dict(n_rs=n_rs, n_hs=n_hs, nv_rs=nv_rs, nv_hs=nv_hs, k_rs=k_rs, k_hs=k_hs,
-                 v_rs=v_rs, v_hs=v_hs, D=D, BLOCK=block, PAGE=page))
-    return seqlens + np.int32(SK) if kind == "numpy" else seqlens + SK
+    grid = fold_grid(-(-SK // block), B * Hkv)
+    scalars = (B, SK, Hkv, k_cache.shape[1], limit, num_pages, max_pages)
+    cx = dict(n_rs=n_rs, n_hs=n_hs, nv_rs=nv_rs, nv_hs=nv_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs,
+              v_hs=v_hs, D=D, BLOCK=block, PAGE=page)
+
+    def launch(k, v, k_cache, v_cache, seqlens, table):
+        _launch(kvcache_append_kernel, grid, (k, v, k_cache, v_cache, seqlens, table) + scalars,
+                cx)
+        return seqlens + np.int32(SK) if kind == "numpy" else seqlens + SK
+
+    def again(k, v, k_cache, v_cache, seqlens, table, cos, sin):
+        if turn is not None:
+            k = turn(k, cos, sin, seqlens)
+        k, v = (x.contiguous() if c else x for x, c in zip((k, v), copied))
+        return launch(k, v, k_cache, v_cache, seqlens, table)
+    return launch(k, v, k_cache, v_cache, seqlens, table), again
 
 
 def rotate(fn, kind, name, x, cos, sin, interleaved, seqlens, per_token):
     """x (the caller's `name`) [B, S, heads, D] rotated by FlashAttention's rotary tables cos,
     sin [seqlen_ro, R/2] at positions seqlens[b] + i (per_token) or seqlens[b]: a new
-    contiguous array or tensor (columns past R as in x)."""
+    contiguous array or tensor (columns past R as in x), and `again(x, cos, sin, seqlens)`,
+    the same launch without the checks for another call of this one's signature."""
     B, S, HX, D = x.shape
     if cos is None or sin is None:
         raise ValueError(f"tessel.{fn}: rotary_cos and rotary_sin come together")
@@ -190,16 +206,24 @@ def rotate(fn, kind, name, x, cos, sin, interleaved, seqlens, per_token):
     if kind == "numpy" and B and int(seqlens.max()) + last > seq_ro:
         raise ValueError(f"tessel.{fn}: rotary_cos has {seq_ro} positions; the new tokens "
                          f"reach position {int(seqlens.max()) + last - 1}")
+    given = x
     x, x_rs, x_hs = _strided(x)
-    cos, sin = (np.ascontiguousarray(t) if kind == "numpy" else t.contiguous()
-                for t in (cos, sin))
-    out = np.empty((B, S, HX, D), x.dtype) if kind == "numpy" else \
-        x.new_empty((B, S, HX, D))
-    _launch(rotary_kernel, fold_grid(-(-S // 64), B * HX),
-            (x, out, cos, sin, seqlens, B, S, HX, seq_ro),
-            dict(x_rs=x_rs, x_hs=x_hs, D=D, R=R, BLOCK=64, INTERLEAVED=bool(interleaved),
-                 PER_TOKEN=bool(per_token)))
-    return out
+    copied = x is not given
+    grid = fold_grid(-(-S // 64), B * HX)
+    cx = dict(x_rs=x_rs, x_hs=x_hs, D=D, R=R, BLOCK=64, INTERLEAVED=bool(interleaved),
+              PER_TOKEN=bool(per_token))
+
+    def launch(x, cos, sin, seqlens):
+        cos, sin = (np.ascontiguousarray(t) if kind == "numpy" else t.contiguous()
+                    for t in (cos, sin))
+        out = np.empty((B, S, HX, D), x.dtype) if kind == "numpy" else \
+            x.new_empty((B, S, HX, D))
+        _launch(rotary_kernel, grid, (x, out, cos, sin, seqlens, B, S, HX, seq_ro), cx)
+        return out
+
+    def again(x, cos, sin, seqlens):
+        return launch(x.contiguous() if copied else x, cos, sin, seqlens)
+    return launch(x, cos, sin, seqlens), again
 
 
 def _strides(x):

@@ -159,21 +159,27 @@ def _slopes_of(alibi, b):
 
 
 def reference_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None,
-                      causal=False, window=None, softcap=None, alibi=None):
+                      causal=False, window=None, softcap=None, alibi=None, batch_idx=None,
+                      leftpad=None):
     """float64 tessel.attention_with_kvcache: each sequence's keys gathered from the
-    contiguous or paged cache; o [B, Sq, H, D] and lse [B, H, Sq]."""
+    contiguous or paged cache (sequence batch_idx[b] of a contiguous one where given), those
+    before leftpad[b] dropped; o [B, Sq, H, D] and lse [B, H, Sq]."""
     B, Sq, H, _ = q.shape
     o = np.zeros(q.shape)
     lse = np.zeros((B, H, Sq))
     for b in range(B):
         n = int(cache_seqlens[b])
         if block_table is None:
-            k, v = k_cache[b, :n], v_cache[b, :n]
+            c = b if batch_idx is None else int(batch_idx[b])
+            k, v = k_cache[c, :n], v_cache[c, :n]
         else:
             page = k_cache.shape[1]
             rows = [(int(block_table[b, j // page]), j % page) for j in range(n)]
             k = np.stack([k_cache[p, r] for p, r in rows]) if rows else k_cache[0, :0]
             v = np.stack([v_cache[p, r] for p, r in rows]) if rows else v_cache[0, :0]
+        # Every rule depends on query minus key position, which dropping the first keys keeps.
+        lp = 0 if leftpad is None else min(int(leftpad[b]), n)
+        k, v = k[lp:], v[lp:]
         o[b], lse[b] = _sequence(q[b], k, v, scale, causal, window, softcap,
                                  _slopes_of(alibi, b))
     return o, lse

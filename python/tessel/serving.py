@@ -158,7 +158,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
             block_n=block_n, window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     kind = _kind(fn, named)
-    _refuse_grad(fn, named)
+    _refuse_grad(fn, named + _new_rows(k, v))
     _check_same_dtype(fn, named)
     for n, x in named:
         if len(x.shape) != 3:
@@ -221,7 +221,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                            scale=None, return_lse=False, block_m=None, block_n=None,
                            num_splits=None, window_size=None, softcap=None, alibi_slopes=None,
                            k=None, v=None, rotary_cos=None, rotary_sin=None,
-                           rotary_interleaved=True):
+                           rotary_interleaved=True, cache_batch_idx=None, cache_leftpad=None):
     """Attention of new queries against a KV cache, contiguous or paged.
 
     FlashAttention-2's ``flash_attn_with_kvcache`` convention, new keys and values (``k=``,
@@ -282,6 +282,15 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             changed.
         rotary_interleaved: pairs of dims (0, 1), (2, 3), ... (True, FlashAttention's default,
             GPT-J) or (i, i + rotary_dim / 2) (False, GPT-NeoX).
+        cache_batch_idx: int32 ``[B]``, the contiguous cache's sequence that q's batch entry b
+            reads (and k, v are written to): k_cache is then ``[B_cache, S, Hkv, D]`` with any
+            B_cache (FlashAttention's; not with block_table, which already says where each
+            sequence lives). An index outside [0, B_cache) reads as zeros (a ValueError on the
+            CPU). Two entries naming one sequence and writing k, v into it: either's rows win.
+        cache_leftpad: int32 ``[B]``, FlashAttention's left padding: sequence b's keys start at
+            cache row cache_leftpad[b] (rows before it are never attended to). Positions are the
+            cache's rows, so causal, the window, ALiBi, rotary and the append at cache_seqlens
+            are as without it. The padded rows' blocks are still read (masked).
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
@@ -305,35 +314,50 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     cache_seqlens = seqlens_of_int(cache_seqlens, q)
     if cpu_tensors.is_cpu_tensor(q):
         named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
-        cpu_tensors.refuse_grad(fn, named)
+        cpu_tensors.refuse_grad(fn, named + _new_rows(k, v))
         cpu_tensors.check_dtypes(fn, named)
         return cpu_tensors.call(
             attention_with_kvcache, q, k_cache, v_cache, cache_seqlens, block_table,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
             block_n=block_n, num_splits=num_splits, window_size=window_size, softcap=softcap,
             alibi_slopes=alibi_slopes, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
-            rotary_interleaved=rotary_interleaved)
-    given = (q, k_cache, v_cache, cache_seqlens, block_table)
-    # ALiBi's mods hold the call's slopes (made below, once q's shape is checked): no plan.
-    mods = _position_mods(fn, causal, window_size, softcap) if alibi_slopes is None else {}
-    plain = alibi_slopes is None and all(x is None for x in (k, v, rotary_cos, rotary_sin))
-    key = None if not plain else _call_signature(
+            rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx,
+            cache_leftpad=cache_leftpad)
+    if cache_batch_idx is not None and block_table is not None:
+        raise ValueError(f"tessel.{fn}: cache_batch_idx picks sequences of a contiguous cache; "
+                         "a paged cache's block_table already says where each one lives")
+    # cache_batch_idx makes the contiguous cache pages of S rows, one a sequence (below): the
+    # table a plan's replay reads.
+    given = (q, k_cache, v_cache, cache_seqlens,
+             block_table if cache_batch_idx is None else cache_batch_idx,
+             k, v, rotary_cos, rotary_sin)
+    # ALiBi's and the left padding's mods hold the call's tensors (made below, once q's shape
+    # is checked): no plan.
+    per_call = alibi_slopes is not None or cache_leftpad is not None
+    mods = {} if per_call else _position_mods(fn, causal, window_size, softcap)
+    key = None if per_call else _call_signature(
         given, (causal, scale, return_lse, block_m, block_n, num_splits, mods.get("SCORE_MOD"),
-                mods.get("MASK_MOD")))
+                mods.get("MASK_MOD"), cache_batch_idx is not None, rotary_interleaved))
     if key is not None:
         replay = _PLANS.get(key)
         if replay is not None:
             return replay(*given)
     named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
     kind = _kind(fn, named)
-    _refuse_grad(fn, named)
+    _refuse_grad(fn, named + _new_rows(k, v))
     _check_same_dtype(fn, named)
     for n, x in named:
         if len(x.shape) != 4:
             raise ValueError(f"tessel.{fn}: {n} must have 4 dimensions, got {tuple(x.shape)}")
     B, Sq, H, D = q.shape
-    if alibi_slopes is not None:
-        mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
+    if per_call:
+        leftpad = None if cache_leftpad is None else \
+            _check_index(fn, "cache_leftpad", cache_leftpad, 1, kind, q)
+        if leftpad is not None and leftpad.shape[0] != B:
+            raise ValueError(f"tessel.{fn}: cache_leftpad has {leftpad.shape[0]} entries for a "
+                             f"batch of {B}")
+        mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H),
+                              leftpad)
     if tuple(v_cache.shape) != tuple(k_cache.shape):
         # A v of its own head dim would be padded here a whole cache a call: refused, said so.
         own = tuple(v_cache.shape[:-1]) == tuple(k_cache.shape[:-1])
@@ -349,13 +373,29 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if seqlens.shape[0] != B:
         raise ValueError(f"tessel.{fn}: cache_seqlens has {seqlens.shape[0]} entries for a batch "
                          f"of {B}")
-    if block_table is None:
+    if block_table is None and cache_batch_idx is None:
         if n0 != B:
             raise ValueError(f"tessel.{fn}: a contiguous cache [B, S, Hkv, D] needs B = {B} "
                              f"(q's batch), got k_cache {tuple(k_cache.shape)}; a paged cache "
                              "needs block_table")
         page, max_pages, cache_rows = 0, 1, S
         table = seqlens                      # not read (PAGE = 0): any int32 buffer
+        limit = S
+    elif block_table is None:
+        # The contiguous cache as pages of S rows, one a sequence, and cache_batch_idx the page
+        # table [B, 1]: the paged kernels read and append with no copy.
+        table = _check_index(fn, "cache_batch_idx", cache_batch_idx, 1, kind, q)
+        if table.shape[0] != B:
+            raise ValueError(f"tessel.{fn}: cache_batch_idx has {table.shape[0]} entries for a "
+                             f"batch of {B}")
+        if S == 0:
+            raise ValueError(f"tessel.{fn}: a cache of 0 rows a sequence has nothing for "
+                             "cache_batch_idx to pick")
+        if kind == "numpy" and ((table < 0) | (table >= n0)).any():
+            bad = int(np.argmax((table < 0) | (table >= n0)))
+            raise ValueError(f"tessel.{fn}: cache_batch_idx[{bad}] = {int(table[bad])} is not a "
+                             f"sequence of the cache (0 to {n0 - 1})")
+        page, max_pages, cache_rows = S, 1, n0 * S
         limit = S
     else:
         table = _check_index(fn, "block_table", block_table, 2, kind, q)
@@ -371,6 +411,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             bad = int(np.argmax((seqlens < 0) | (seqlens > limit)))
             raise ValueError(f"tessel.{fn}: cache_seqlens[{bad}] = {int(seqlens[bad])} is outside "
                              f"[0, {limit}] (the keys the cache holds per sequence)")
+        if cache_leftpad is not None and ((leftpad < 0) | (leftpad > seqlens)).any():
+            bad = int(np.argmax((leftpad < 0) | (leftpad > seqlens)))
+            raise ValueError(f"tessel.{fn}: cache_leftpad[{bad}] = {int(leftpad[bad])} is "
+                             f"outside [0, cache_seqlens[{bad}]]")
         if block_table is not None and B and max_pages:
             used = [(b, p) for b in range(B) for p in range(-(-int(seqlens[b]) // page))]
             bad = [(b, p) for b, p in used if not 0 <= table[b, p] < n0]
@@ -381,20 +425,21 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     if B * H * max(Sq, 1) > _I32_MAX or max(B * S, cache_rows) > _I32_MAX:
         raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
     scale = softmax_scale(scale, D)
-    rotary = None
+    rotary = turn_q = add = None
     if rotary_cos is not None or rotary_sin is not None:
         # FlashAttention's rule: q at the new tokens' positions when causal or local.
         local = window_size is not None and tuple(window_size) != (-1, -1)
         rotary = (rotary_cos, rotary_sin, rotary_interleaved)
-        q = kvcache_append.rotate(fn, kind, "q", q, *rotary, seqlens, bool(causal) or local)
+        q, turn_q = kvcache_append.rotate(fn, kind, "q", q, *rotary, seqlens,
+                                          bool(causal) or local)
     caches = (k_cache, v_cache)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
     if k is not None or v is not None:
-        seqlens = kvcache_append.append(fn, kind, k, v, k_cache, v_cache, caches,
-                                        (k_rs, k_hs, v_rs, v_hs), seqlens, table,
-                                        block_table is not None, B, Hkv, D, page, max_pages,
-                                        limit, rotary)
+        seqlens, add = kvcache_append.append(fn, kind, k, v, k_cache, v_cache, caches,
+                                             (k_rs, k_hs, v_rs, v_hs), seqlens, table,
+                                             page != 0, B, Hkv, D, page, max_pages, limit,
+                                             rotary)
     G = H // Hkv
     if num_splits is not None and (isinstance(num_splits, bool)
                                    or not isinstance(num_splits, (int, np.integer))
@@ -449,24 +494,38 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                     cx)
         run(q, k_cache, v_cache, o, lse, seqlens, table)
     if key is not None:
-        kept = (q, k_cache, v_cache, seqlens, None if block_table is None else table)
-        _remember(key, run, [x is not y for x, y in zip(given, kept)], (B, H, Sq), return_lse)
+        kept = (q, k_cache, v_cache, seqlens, table if page else None)
+        # A rotated q is a new tensor made from the caller's as it is: nothing to copy first.
+        copied = [x is not y and (i or turn_q is None) for i, (x, y) in enumerate(zip(given,
+                                                                                      kept))]
+        _remember(key, run, copied, (B, H, Sq), return_lse, turn_q, add)
     return (o, lse) if return_lse else o
 
 
+def _new_rows(k, v):
+    """k= and v= as (name, tensor) pairs where given: refused with q and the cache where they
+    require grad (written into the cache, they would lose it)."""
+    return tuple((n, x) for n, x in (("k", k), ("v", v)) if x is not None)
+
+
 def _position_mods(fn, causal, window_size, softcap, alibi_slopes=None, q=None,
-                   batch_heads=None):
-    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size, softcap
-    and alibi_slopes (flash_mods.py; empty without them). Their positions are the kernels' q_idx
-    and kv_idx, bottom-right aligned, and h each row's query head (the split-KV program's rows
-    are several heads: it passes them as a tile). alibi_slopes is checked against batch_heads
-    (B, H) and q's placement; its mods hold the call's slopes, so they are made per call (the
-    kernel is the same: the slopes are a captured argument)."""
-    if alibi_slopes is not None:
+                   batch_heads=None, leftpad=None):
+    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size, softcap,
+    alibi_slopes and cache_leftpad (`leftpad`, checked; flash_mods.py; empty without them).
+    Their positions are the kernels' q_idx and kv_idx, bottom-right aligned, and h each row's
+    query head (the split-KV program's rows are several heads: it passes them as a tile).
+    alibi_slopes is checked against batch_heads (B, H) and q's placement; its mods, and the left
+    padding's, hold the call's tensors, so they are made per call (the kernel is the same: the
+    tensors are captured arguments)."""
+    if alibi_slopes is not None or leftpad is not None:
         from .attention import _as_jit
         from .flash_mods import flash_mods
+
+        def left_padding(b, h, q_idx, kv_idx):
+            return kv_idx >= leftpad[b]
         score_mod, mask_mod = flash_mods(q, causal, window_size, softcap, alibi_slopes, None,
-                                         None, batch_heads, fn)
+                                         None if leftpad is None else left_padding,
+                                         batch_heads, fn)
         return {name: _as_jit(m, role) for name, m, role in (
             ("SCORE_MOD", score_mod, "score_mod"), ("MASK_MOD", mask_mod, "mask_mod"))
             if m is not None}
@@ -531,16 +590,22 @@ def _call_signature(tensors, options):
     return tuple(sig), options
 
 
-def _remember(key, run, copied, out_shape, return_lse):
+def _remember(key, run, copied, out_shape, return_lse, turn_q=None, add=None):
     """Keeps the replay of a checked CUDA call: q, the cache, cache_seqlens and block_table
     copied where the first call copied them (`copied`: layouts the kernels do not read in
-    place), outputs allocated, `run`'s launches."""
+    place), q rotated (`turn_q`, kvcache_append.rotate's `again`) and k, v appended (`add`,
+    kvcache_append.append's) where the first call did, outputs allocated, `run`'s launches."""
     torch = gpu.torch_module()
 
     def replay(*given):
         q, k_cache, v_cache, seqlens, block_table = (
-            x.contiguous() if c else x for x, c in zip(given, copied))
+            x.contiguous() if c else x for x, c in zip(given[:5], copied))
         table = seqlens if block_table is None else block_table
+        k, v, cos, sin = given[5:]
+        if turn_q is not None:
+            q = turn_q(q, cos, sin, seqlens)
+        if add is not None:
+            seqlens = add(k, v, k_cache, v_cache, seqlens, table, cos, sin)
         o = q.new_empty(q.shape)
         lse = q.new_empty(out_shape, dtype=torch.float32)
         run(q, k_cache, v_cache, o, lse, seqlens, table)
