@@ -404,6 +404,31 @@ def serving():
             "qc": [qc.ptr, pages.ptr]}
 
 
+@scenario
+def kvcache_append_plans():
+    # k=, v= and rotary keep plans (forty-seventh session): the same signature again with new
+    # tensors replays the rotations, the append and the attention, on the new tensors.
+    from tessel import kvcache_append, serving
+    kvcache_append.CUDA_CHECKED = True
+    T.__add__ = lambda self, n: T(self.shape, self.dtype, self.device)   # cache_seqlens + Sk
+
+    def call(rotary):
+        q, kn, vn = T((3, 1, 8, 128), torch.float16), *(T((3, 1, 2, 128), torch.float16)
+                                                          for _ in range(2))
+        kc, vc = (T((3, 640, 2, 128), torch.float16) for _ in range(2))
+        seqlens = T((3,), torch.int32)
+        tables = {"rotary_cos": T((700, 32), torch.float16),
+                  "rotary_sin": T((700, 32), torch.float16)} if rotary else {}
+        DRV.record_params(6)
+        before, plans = DRV.launches(), len(serving._PLANS)
+        o = tessel.attention_with_kvcache(q, kc, vc, seqlens, causal=True, k=kn, v=vn, **tables)
+        return {"launches": DRV.launches() - before, "new_plans": len(serving._PLANS) - plans,
+                "slots": DRV.last_launch()["slots"],
+                "ptrs": [x.ptr for x in (q, kc, vc, o, seqlens)]}
+    return {name: [call(rotary), call(rotary)] for name, rotary in (("plain", False),
+                                                                   ("rotary", True))}
+
+
 def main(names):
     results = {}
     for name in names or SCENARIOS:

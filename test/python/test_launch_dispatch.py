@@ -215,6 +215,18 @@ def test_serving_entry_points_launch(runs):
     assert o2 != a["first_o"] and a["ints"] == d["ints"]
 
 
+def test_kvcache_append_calls_keep_plans(runs):
+    for name, launches in (("plain", 2), ("rotary", 4)):      # (rotate q, rotate k,) append
+        first, again = runs["kvcache_append_plans"][name]
+        assert first["launches"] == again["launches"] == launches, name
+        assert first["new_plans"] == 1 and again["new_plans"] == 0, name
+        # The attention (the last launch) reads the new call's cache, writes its new o, and
+        # takes the appended lengths: a new tensor, not the caller's cache_seqlens.
+        q, kc, vc, o, seqlens = again["ptrs"]
+        assert again["slots"][1:4] == [kc, vc, o] and seqlens not in again["slots"], name
+        assert (again["slots"][0] == q) == (name == "plain"), name   # else the rotated q
+
+
 # --- in this process (no driver needed) -------------------------------------------------------
 
 def test_captured_tensors_are_launch_arguments(runs):
