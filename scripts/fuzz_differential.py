@@ -380,8 +380,14 @@ def serving_case(rng):
         Sk = 0
     cap = int(lens.max()) + Sk
     q, q64 = BACKEND.tensor(rng.standard_normal((B, Sq, H, D)), dtype)
+    # FlashAttention's cache_batch_idx (a contiguous cache of more sequences, distinct ones
+    # picked) and cache_leftpad, at times.
+    idx = None if page is not None or rng.random() < 0.7 else \
+        rng.permutation(B + 2)[:B].astype(np.int32)
+    leftpad = None if rng.random() < 0.7 else \
+        np.array([rng.integers(0, n + 1) for n in lens], np.int32)
     if page is None:
-        shape, table = (B, cap + 3, Hkv, D), None
+        shape, table = (B if idx is None else B + 2, cap + 3, Hkv, D), None
     else:
         pages = max(1, -(-cap // page)) + 1
         shape = (B * pages + 2, int(page), Hkv, D)
@@ -410,20 +416,25 @@ def serving_case(rng):
         for b in range(B):                      # where the new rows go (the reference's cache)
             for i in range(Sk):
                 pos = int(lens[b]) + i
-                at = (b, pos) if table is None else (table[b, pos // page], pos % page)
+                at = (b if idx is None else idx[b], pos) if table is None else \
+                    (table[b, pos // page], pos % page)
                 kc64[at], vc64[at] = kn64[b, i], vn64[b, i]
     splits = None if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 7]))
     with _block_dim_forced(c):
         o = tessel.attention_with_kvcache(
             q, kc, vc, BACKEND.index(lens), block_table=None if table is None else
-            BACKEND.index(table), num_splits=splits, **flash, **new)
-    ro, _ = reference_kvcache(q64, kc64, vc64, lens + Sk, table, **refs)
+            BACKEND.index(table), num_splits=splits, **flash, **new,
+            cache_batch_idx=None if idx is None else BACKEND.index(idx),
+            cache_leftpad=None if leftpad is None else BACKEND.index(leftpad))
+    ro, _ = reference_kvcache(q64, kc64, vc64, lens + Sk, table, **refs, batch_idx=idx,
+                              leftpad=leftpad)
     err = _rel(o, ro)
     # The cache as appended: exactly, or within the dtype's rounding of rotated keys.
     written = not Sk or (_rel(kc, kc64) <= (BACKEND.tol[dtype] if R else 0) and
                          np.array_equal(BACKEND.numpy(vc), vc64))
     if err > BACKEND.tol[dtype] or not np.isfinite(BACKEND.numpy(o)).all() or not written:
         return f"kvcache {dtype} {refs} lens={list(lens)} page={page} splits={splits} " \
+               f"batch_idx={idx} leftpad={leftpad} " \
                f"Sq={Sq} Sk={Sk} rotary={R} H={H} Hkv={Hkv} D={D} DB={c.get('DB')}: " \
                f"{err:.2e}{'' if written else ' (the cache not as appended)'}"
     return None

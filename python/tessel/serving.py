@@ -290,7 +290,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         cache_leftpad: int32 ``[B]``, FlashAttention's left padding: sequence b's keys start at
             cache row cache_leftpad[b] (rows before it are never attended to). Positions are the
             cache's rows, so causal, the window, ALiBi, rotary and the append at cache_seqlens
-            are as without it. The padded rows' blocks are still read (masked).
+            are as without it. The key loop starts at the padding's key block.
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
@@ -329,13 +329,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     # cache_batch_idx makes the contiguous cache pages of S rows, one a sequence (below): the
     # table a plan's replay reads.
     given = (q, k_cache, v_cache, cache_seqlens,
-             block_table if cache_batch_idx is None else cache_batch_idx,
+             block_table if cache_batch_idx is None else cache_batch_idx, cache_leftpad,
              k, v, rotary_cos, rotary_sin)
-    # ALiBi's and the left padding's mods hold the call's tensors (made below, once q's shape
-    # is checked): no plan.
-    per_call = alibi_slopes is not None or cache_leftpad is not None
-    mods = {} if per_call else _position_mods(fn, causal, window_size, softcap)
-    key = None if per_call else _call_signature(
+    # ALiBi's mods hold the call's slopes (made below, once q's shape is checked): no plan.
+    mods = {} if alibi_slopes is not None else _position_mods(fn, causal, window_size, softcap)
+    key = None if alibi_slopes is not None else _call_signature(
         given, (causal, scale, return_lse, block_m, block_n, num_splits, mods.get("SCORE_MOD"),
                 mods.get("MASK_MOD"), cache_batch_idx is not None, rotary_interleaved))
     if key is not None:
@@ -350,14 +348,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         if len(x.shape) != 4:
             raise ValueError(f"tessel.{fn}: {n} must have 4 dimensions, got {tuple(x.shape)}")
     B, Sq, H, D = q.shape
-    if per_call:
-        leftpad = None if cache_leftpad is None else \
-            _check_index(fn, "cache_leftpad", cache_leftpad, 1, kind, q)
-        if leftpad is not None and leftpad.shape[0] != B:
-            raise ValueError(f"tessel.{fn}: cache_leftpad has {leftpad.shape[0]} entries for a "
-                             f"batch of {B}")
-        mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H),
-                              leftpad)
+    if alibi_slopes is not None:
+        mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
+    leftpad = None if cache_leftpad is None else \
+        _check_index(fn, "cache_leftpad", cache_leftpad, 1, kind, q)
+    if leftpad is not None and leftpad.shape[0] != B:
+        raise ValueError(f"tessel.{fn}: cache_leftpad has {leftpad.shape[0]} entries for a "
+                         f"batch of {B}")
     if tuple(v_cache.shape) != tuple(k_cache.shape):
         # A v of its own head dim would be padded here a whole cache a call: refused, said so.
         own = tuple(v_cache.shape[:-1]) == tuple(k_cache.shape[:-1])
@@ -480,7 +477,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             B=B, Sq=Sq, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
             cache_rows=cache_rows, scale=scale, causal=causal, n_splits=n,
             block_m=BM, block_n=BN, score_mod=mods.get("SCORE_MOD"),
-            mask_mod=mods.get("MASK_MOD"), block_dim=DB)
+            mask_mod=mods.get("MASK_MOD"), block_dim=DB, starts=leftpad)
     else:
         grid = fold_grid(-(-Sq // BM), B * H)
         scalars = (B, Sq, cache_rows, H, Hkv, max_pages, scale)
@@ -488,13 +485,16 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                   BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods)
         if DB:
             cx["DB"] = DB
+        if leftpad is not None:
+            cx["LEFTPAD"] = True
 
-        def run(q, k_cache, v_cache, o, lse, seqlens, table):
-            _launch(kvcache_kernel, grid, (q, k_cache, v_cache, o, lse, seqlens, table) + scalars,
-                    cx)
-        run(q, k_cache, v_cache, o, lse, seqlens, table)
+        def run(q, k_cache, v_cache, o, lse, seqlens, table, starts):
+            # Without LEFTPAD the kernel does not read `starts`: any int32 buffer.
+            _launch(kvcache_kernel, grid, (q, k_cache, v_cache, o, lse, seqlens, table) +
+                    scalars + (seqlens if starts is None else starts,), cx)
+        run(q, k_cache, v_cache, o, lse, seqlens, table, leftpad)
     if key is not None:
-        kept = (q, k_cache, v_cache, seqlens, table if page else None)
+        kept = (q, k_cache, v_cache, seqlens, table if page else None, leftpad)
         # A rotated q is a new tensor made from the caller's as it is: nothing to copy first.
         copied = [x is not y and (i or turn_q is None) for i, (x, y) in enumerate(zip(given,
                                                                                       kept))]
@@ -509,23 +509,18 @@ def _new_rows(k, v):
 
 
 def _position_mods(fn, causal, window_size, softcap, alibi_slopes=None, q=None,
-                   batch_heads=None, leftpad=None):
-    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size, softcap,
-    alibi_slopes and cache_leftpad (`leftpad`, checked; flash_mods.py; empty without them).
-    Their positions are the kernels' q_idx and kv_idx, bottom-right aligned, and h each row's
-    query head (the split-KV program's rows are several heads: it passes them as a tile).
-    alibi_slopes is checked against batch_heads (B, H) and q's placement; its mods, and the left
-    padding's, hold the call's tensors, so they are made per call (the kernel is the same: the
-    tensors are captured arguments)."""
-    if alibi_slopes is not None or leftpad is not None:
+                   batch_heads=None):
+    """The kernels' SCORE_MOD / MASK_MOD constexprs for FlashAttention's window_size, softcap
+    and alibi_slopes (flash_mods.py; empty without them). Their positions are the kernels' q_idx
+    and kv_idx, bottom-right aligned, and h each row's query head (the split-KV program's rows
+    are several heads: it passes them as a tile). alibi_slopes is checked against batch_heads
+    (B, H) and q's placement; its mods hold the call's slopes, so they are made per call (the
+    kernel is the same: the slopes are a captured argument)."""
+    if alibi_slopes is not None:
         from .attention import _as_jit
         from .flash_mods import flash_mods
-
-        def left_padding(b, h, q_idx, kv_idx):
-            return kv_idx >= leftpad[b]
         score_mod, mask_mod = flash_mods(q, causal, window_size, softcap, alibi_slopes, None,
-                                         None if leftpad is None else left_padding,
-                                         batch_heads, fn)
+                                         None, batch_heads, fn)
         return {name: _as_jit(m, role) for name, m, role in (
             ("SCORE_MOD", score_mod, "score_mod"), ("MASK_MOD", mask_mod, "mask_mod"))
             if m is not None}
@@ -591,24 +586,24 @@ def _call_signature(tensors, options):
 
 
 def _remember(key, run, copied, out_shape, return_lse, turn_q=None, add=None):
-    """Keeps the replay of a checked CUDA call: q, the cache, cache_seqlens and block_table
-    copied where the first call copied them (`copied`: layouts the kernels do not read in
+    """Keeps the replay of a checked CUDA call: q, the cache, cache_seqlens, block_table and
+    cache_leftpad copied where the first call copied them (`copied`: layouts the kernels do not read in
     place), q rotated (`turn_q`, kvcache_append.rotate's `again`) and k, v appended (`add`,
     kvcache_append.append's) where the first call did, outputs allocated, `run`'s launches."""
     torch = gpu.torch_module()
 
     def replay(*given):
-        q, k_cache, v_cache, seqlens, block_table = (
-            x.contiguous() if c else x for x, c in zip(given[:5], copied))
+        q, k_cache, v_cache, seqlens, block_table, starts = (
+            x.contiguous() if c else x for x, c in zip(given[:6], copied))
         table = seqlens if block_table is None else block_table
-        k, v, cos, sin = given[5:]
+        k, v, cos, sin = given[6:]
         if turn_q is not None:
             q = turn_q(q, cos, sin, seqlens)
         if add is not None:
             seqlens = add(k, v, k_cache, v_cache, seqlens, table, cos, sin)
         o = q.new_empty(q.shape)
         lse = q.new_empty(out_shape, dtype=torch.float32)
-        run(q, k_cache, v_cache, o, lse, seqlens, table)
+        run(q, k_cache, v_cache, o, lse, seqlens, table, starts)
         return (o, lse) if return_lse else o
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()

@@ -131,18 +131,19 @@ def fits_i32(B, Sq, H, D, q_rs, n_splits):
 
 def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, *, B, Sq, H,
            Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n,
-           score_mod=None, mask_mod=None, block_dim=0):
+           score_mod=None, mask_mod=None, block_dim=0, starts=None):
     """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to
     MAX_TILE_COMBINE splits, else splitkv_combine) unless one split can write o and lse itself,
     on attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
     lse [B, H, Sq] float32 are written.
 
-    Returns the same launches as run(q, k_cache, v_cache, o, lse, seqlens, table), for other
-    tensors of the same shapes, strides and dtypes: everything but the workspace and the
+    Returns the same launches as run(q, k_cache, v_cache, o, lse, seqlens, table, starts), for
+    other tensors of the same shapes, strides and dtypes: everything but the workspace and the
     launches is decided here once (attention_with_kvcache keeps it per call signature).
     score_mod / mask_mod (ModFunctions, or None): FlashAttention's soft cap and window, which
     read positions only — a program's rows are several query heads, so its mods see the KV
-    head as h. block_dim: the kernel's DB (blocks wider than D, read as 0 past it), or 0."""
+    head as h. block_dim: the kernel's DB (blocks wider than D, read as 0 past it), or 0.
+    starts: cache_leftpad (int32 [B]; the kernel's LEFTPAD), or None."""
     G = H // Hkv
     R = G * Sq
     pack = Sq > 1 and G > 1
@@ -169,6 +170,8 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
               SCORE_MOD=score_mod, MASK_MOD=mask_mod)
     if block_dim:
         cx["DB"] = block_dim
+    if starts is not None:
+        cx["LEFTPAD"] = True
     split = splitkv_kernel[grid]
     combine_args = (B, Sq, H, Hkv, n_splits)
     if n_splits <= MAX_TILE_COMBINE:
@@ -179,7 +182,7 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         combine_cx = dict(D=D, BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)),
                           OUT=_out_dtype(o))
 
-    def run(q, k_cache, v_cache, o, lse, seqlens, table):
+    def run(q, k_cache, v_cache, o, lse, seqlens, table, starts):
         if not (grid[0] and grid[1]):
             return
         if pack:
@@ -189,9 +192,11 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         else:
             part = _empty(q, (n_splits, B, Hkv, R, D))
             part_lse = _empty(q, (n_splits, B, Hkv, R))
-        split(q, k_cache, v_cache, part, part_lse, seqlens, table, *scalars, **cx)
+        # Without LEFTPAD the kernel does not read `starts`: any int32 buffer.
+        split(q, k_cache, v_cache, part, part_lse, seqlens, table, *scalars,
+              seqlens if starts is None else starts, **cx)
         if not direct:
             combine(part, part_lse, o, lse, *combine_args, **combine_cx)
 
-    run(q, k_cache, v_cache, o, lse, seqlens, table)
+    run(q, k_cache, v_cache, o, lse, seqlens, table, starts)
     return run

@@ -92,6 +92,13 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
 
 
 @jit
+def left_padding(starts, b, B, nk):
+    """starts[b] (cache_leftpad) clamped to [0, nk]: where sequence b's keys begin."""
+    pd = tl.make_desc(starts, shape=(B,), strides=(1,))
+    return tl.minimum(tl.maximum(tl.load_scalar(pd, (b,)), 0), nk)
+
+
+@jit
 def load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                   BLOCK_N: tl.constexpr, PAGE: tl.constexpr, W: tl.constexpr):
@@ -133,14 +140,20 @@ def paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_r
 
 @jit
 def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache_rows, H, HKV,
-                   max_pages, scale, q_rs: tl.constexpr, q_hs: tl.constexpr,
+                   max_pages, scale, starts, q_rs: tl.constexpr, q_hs: tl.constexpr,
                    k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
                    v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr,
                    SCORE_MOD: tl.constexpr = None, MASK_MOD: tl.constexpr = None,
-                   DB: tl.constexpr = 0):
+                   DB: tl.constexpr = 0, LEFTPAD: tl.constexpr = False):
     """q [B, nq, H, D]; the cache [B, S, Hkv, D] (PAGE = 0, cache_rows = S) or
     [num_pages, PAGE, Hkv, D] with table [B, max_pages] (cache_rows = num_pages·PAGE).
+
+    LEFTPAD: sequence b's keys start at starts[b] (FlashAttention's cache_leftpad; positions
+    stay the cache's): the key loop starts there, so the rows before it are never read (a
+    cache's unwritten rows may hold NaN, which a mask would not keep out of P·V). Its blocks
+    then need not align with pages: a paged cache is read a row's page at a time
+    (paged_views). Without LEFTPAD `starts` is not read (any int32 buffer).
 
     DB: the blocks' head dim where it is not D (0: D), a head dim the fast paths take above D:
     q, K and V blocks read columns D .. DB - 1 as 0 and o's store leaves them out, so a cache
@@ -163,7 +176,7 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
     od = tl.make_desc(o, shape=(q0 + nq, D), strides=(H * D, 1), offset=h * D)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=bh * nq)     # [B, H, nq]
     td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
-    if PAGE % BLOCK_N != 0:
+    if PAGE % BLOCK_N != 0 or (LEFTPAD and PAGE != 0):
         kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_rs,
                              k_hs, v_rs, v_hs, D, PAGE)
     else:
@@ -177,9 +190,12 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
     q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
     acc = tl.zeros((BLOCK_M, W), tl.float32)
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
-    for r in tl.stream(k0, k0 + nk, BLOCK_N):
+    first = k0
+    if LEFTPAD:
+        first = k0 + left_padding(starts, b, B, nk)
+    for r in tl.stream(first, k0 + nk, BLOCK_N):
         j = r - k0                              # the key position in the sequence
-        if PAGE % BLOCK_N != 0 or PAGE == 0:
+        if PAGE % BLOCK_N != 0 or PAGE == 0 or LEFTPAD:
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, W))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, W))
         else:
@@ -203,12 +219,13 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
 
 @jit
 def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, cache_rows, HKV,
-                   max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g,
+                   max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g, starts,
                    QR: tl.constexpr, OR: tl.constexpr, k_rs: tl.constexpr,
                    k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                    CAUSAL: tl.constexpr, DIRECT: tl.constexpr, SCORE_MOD: tl.constexpr = None,
-                   MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0):
+                   MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0,
+                   LEFTPAD: tl.constexpr = False):
     """One key split of one KV head's query group against the cache (flash-decoding).
 
     The program's query rows are the G query heads of KV head g times the SQ query positions,
@@ -222,7 +239,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     Writes, for split s, the rows' output at o + s·o_s + b·o_b + g·o_g + r·OR and their LSE at
     lse_out + s·l_s + b·l_b + g·l_g + r: float32 partials (a workspace that splitkv_combine
     merges), or with DIRECT (one split, and rows that are affine in o: SQ = 1 or G = 1) the final
-    output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf.
+    output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf. LEFTPAD
+    as kvcache_kernel's: the splits divide the keys from starts[b] on.
     SCORE_MOD / MASK_MOD see each row's query head as h, a tile (the rows are several query
     heads; rows past G·SQ take the group's last): the serving APIs pass FlashAttention's window,
     soft cap and ALiBi (whose slope is the row's head's).
@@ -252,15 +270,20 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     # ceil(ceil(nk / n_splits) / BLOCK_N) · BLOCK_N from non-negative operands: written as
     # tl.cdiv (-(-a // b)), the H200's compile of the paged-view kernel (2026-12-03) started
     # every split past the first at -lo (docs/bench/2026-12-03-h200-paged-rows.md).
-    chunk = ((nk + n_splits - 1) // n_splits + BLOCK_N - 1) // BLOCK_N * BLOCK_N
-    lo = tl.minimum(split * chunk, nk)
+    if LEFTPAD:
+        first = left_padding(starts, b, B, nk)
+        chunk = ((nk - first + n_splits - 1) // n_splits + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+        lo = tl.minimum(first + split * chunk, nk)
+    else:
+        chunk = ((nk + n_splits - 1) // n_splits + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+        lo = tl.minimum(split * chunk, nk)
     hi = tl.minimum(lo + chunk, nk)
     k_end = k0 + nk                             # rows of the cache past it read as 0
 
     qd = tl.make_desc(q, shape=(R, D), strides=(QR, 1), offset=b * q_b + g * q_g)
     od = tl.make_desc(o, shape=(R, D), strides=(OR, 1), offset=split * o_s + b * o_b + g * o_g)
     ld = tl.make_desc(lse_out, shape=(R,), strides=(1,), offset=split * l_s + b * l_b + g * l_g)
-    if PAGE % BLOCK_N != 0:
+    if PAGE % BLOCK_N != 0 or (LEFTPAD and PAGE != 0):
         kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, g, k_rs,
                              k_hs, v_rs, v_hs, D, PAGE)
     else:
@@ -279,7 +302,7 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     for r in tl.stream(k0 + lo, k0 + hi, BLOCK_N):
         j = r - k0
-        if PAGE % BLOCK_N != 0 or PAGE == 0:
+        if PAGE % BLOCK_N != 0 or PAGE == 0 or LEFTPAD:
             kt = tl.load(kd, (r, 0), shape=(BLOCK_N, W))
             vt = tl.load(vd, (r, 0), shape=(BLOCK_N, W))
         else:

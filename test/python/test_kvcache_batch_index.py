@@ -70,6 +70,35 @@ def test_left_padding_drops_the_rows_before_it(rule, Sq, splits, paged):
     assert np.allclose(lse[seen], rl[seen], atol=2e-3)
 
 
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_rows_before_the_padding_are_never_read(paged, splits):
+    """NaN in the padded rows (a cache's unwritten rows may hold anything) stays out: the key
+    loop starts at the padding, not at its block with the rows masked (P = 0 times NaN)."""
+    rng = np.random.default_rng(17 + splits + paged)
+    seqlens = np.array([90, 50, 64], np.int32)
+    leftpad = np.array([37, 1, 64], np.int32)
+    kc, vc = (_rows(rng, B, S, HKV, D) for _ in range(2))
+    for b in range(B):
+        kc[b, :leftpad[b]] = np.nan
+        vc[b, :leftpad[b]] = np.nan
+    table = None
+    if paged:                          # pages of 16 rows in a shuffled order
+        table = rng.permutation(B * 6).reshape(B, 6).astype(np.int32)
+        kp, vp = (np.empty((B * 6, 16, HKV, D), np.float16) for _ in range(2))
+        for b in range(B):
+            for p in range(6):
+                kp[table[b, p]] = kc[b, 16 * p:16 * p + 16]
+                vp[table[b, p]] = vc[b, 16 * p:16 * p + 16]
+    q = _rows(rng, B, 2, H, D)
+    o = tessel.attention_with_kvcache(q, kp if paged else kc, vp if paged else vc, seqlens,
+                                      block_table=table, causal=True, num_splits=splits,
+                                      cache_leftpad=leftpad)
+    ro, _ = reference_kvcache(q, np.nan_to_num(kc), np.nan_to_num(vc), seqlens, causal=True,
+                              leftpad=leftpad)
+    assert np.isfinite(o).all() and max_rel_error(o, ro) < 2e-2
+
+
 def test_left_padding_with_new_rows_and_rotary_keeps_cache_positions():
     """The append still lands at cache_seqlens and rotary rotates at the cache's positions
     (FlashAttention's kernel offsets both by the padding's start, i.e. absolute rows)."""

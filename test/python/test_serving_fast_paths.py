@@ -33,7 +33,7 @@ def strides(d):
 def kvcache(causal, page, d=D, **db):
     x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
-    return kvcache_kernel.warmup(x, x, x, x, lse, i32, i32, 3, 64, 100, 4, 2, 3, 0.1,
+    return kvcache_kernel.warmup(x, x, x, x, lse, i32, i32, 3, 64, 100, 4, 2, 3, 0.1, i32,
                                  **strides(d), D=d, BLOCK_M=64, BLOCK_N=64, PAGE=page,
                                  CAUSAL=causal, **db)
 
@@ -62,7 +62,7 @@ def splitkv(page, block_n=64, d=D, **db):
     x, i32, f32 = np.zeros((10, 4, d), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
     return splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4,
-                                 4 * d, 4 * d, 0, 4 * 4 * d, 4 * d, 0, 8, 4, QR=d, OR=d,
+                                 4 * d, 4 * d, 0, 4 * 4 * d, 4 * d, 0, 8, 4, i32, QR=d, OR=d,
                                  k_rs=2 * d, k_hs=d, v_rs=2 * d, v_hs=d, D=d, BLOCK_M=64,
                                  BLOCK_N=block_n, PAGE=page, CAUSAL=True, DIRECT=False, **db)
 
@@ -75,6 +75,18 @@ def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monk
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     kernel = splitkv(page)
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("page", [0, 64], ids=["contiguous", "paged64"])
+@pytest.mark.parametrize("kernel", ["kvcache", "split"])
+def test_left_padding_takes_the_fast_paths(kernel, page, chip, codegen, tmp_path, monkeypatch):
+    # cache_leftpad (LEFTPAD): the key loop from starts[b], rows not aligned with the blocks,
+    # so paged caches look each row up (paged_views); no spill.
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    k = splitkv(page, LEFTPAD=True) if kernel == "split" else kvcache(True, page, LEFTPAD=True)
+    b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.cubin and b.manifest["spill_bytes"] == 0
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
@@ -92,12 +104,14 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
         np.zeros(1, np.float32)
     if kernel == "split":
         k = splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4, 4 * D,
-                                  4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, QR=D, OR=D, k_rs=2 * D,
+                                  4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, i32, QR=D, OR=D,
+                                  k_rs=2 * D,
                                   k_hs=D, v_rs=2 * D, v_hs=D, D=D, BLOCK_M=64, BLOCK_N=64,
                                   PAGE=0, CAUSAL=True, DIRECT=False, **mods)
     elif kernel == "kvcache":
-        k = kvcache_kernel.warmup(x, x, x, x, f32, i32, i32, 3, 64, 100, 4, 2, 3, 0.1, **STRIDES,
-                                  D=D, BLOCK_M=64, BLOCK_N=64, PAGE=0, CAUSAL=True, **mods)
+        k = kvcache_kernel.warmup(x, x, x, x, f32, i32, i32, 3, 64, 100, 4, 2, 3, 0.1, i32,
+                                  **STRIDES, D=D, BLOCK_M=64, BLOCK_N=64, PAGE=0, CAUSAL=True,
+                                  **mods)
     else:
         k = varlen_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], 2, 10, 10, 4, 2, 8, 0.1,
                                  **STRIDES, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, **mods)

@@ -512,7 +512,8 @@ def test_serving_forward_spills(tmp_path, chip, D):
         qd, rows = np.zeros((2, 64, H, D), np.float16), np.zeros((2, 2048, HKV, D), np.float16)
         paged = kvcache_kernel.warmup(qd, rows, rows, qd, np.zeros((2, H, 64), np.float32),
                                       np.zeros(2, np.int32), np.zeros((2, 128), np.int32), 2,
-                                      64, 4096, H, HKV, 128, 0.1, PAGE=16, **cx)
+                                      64, 4096, H, HKV, 128, 0.1, np.zeros(2, np.int32),
+                                      PAGE=16, **cx)
         assert _spills(tmp_path, varlen, chip) == 0
         assert _spills(tmp_path, paged, chip) == 0
 
