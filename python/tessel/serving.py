@@ -158,7 +158,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
             block_n=block_n, window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     kind = _kind(fn, named)
-    _refuse_grad(fn, named + _new_rows(k, v))
+    _refuse_grad(fn, named)
     _check_same_dtype(fn, named)
     for n, x in named:
         if len(x.shape) != 3:
@@ -587,8 +587,8 @@ def _call_signature(tensors, options):
 
 def _remember(key, run, copied, out_shape, return_lse, turn_q=None, add=None):
     """Keeps the replay of a checked CUDA call: q, the cache, cache_seqlens, block_table and
-    cache_leftpad copied where the first call copied them (`copied`: layouts the kernels do not read in
-    place), q rotated (`turn_q`, kvcache_append.rotate's `again`) and k, v appended (`add`,
+    cache_leftpad copied where the first call copied them (`copied`: layouts the kernels do not
+    read in place), q rotated (`turn_q`, kvcache_append.rotate's `again`) and k, v appended (`add`,
     kvcache_append.append's) where the first call did, outputs allocated, `run`'s launches."""
     torch = gpu.torch_module()
 
