@@ -159,3 +159,15 @@ def test_bad_indices_are_refused():
         call(q, kc[:3], vc[:3], seqlens, cache_leftpad=[0, 0, 0])
     with pytest.raises(ValueError, match=r"cache_leftpad\[2\] = 8 is outside"):
         call(q, kc[:3], vc[:3], seqlens, cache_leftpad=np.array([0, 6, 8], np.int32))
+
+
+def test_new_rows_that_require_grad_are_refused():
+    # Written into the cache, k and v would lose their gradient: refused as q and the cache are.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    kc, vc = (torch.from_numpy(_rows(rng, B, S, HKV, D)) for _ in range(2))
+    q = torch.from_numpy(_rows(rng, B, 1, H, D))
+    kn = torch.from_numpy(_rows(rng, B, 1, HKV, D)).float().requires_grad_()
+    vn = torch.from_numpy(_rows(rng, B, 1, HKV, D))
+    with pytest.raises(NotImplementedError, match="k requires grad"):
+        tessel.attention_with_kvcache(q, kc, vc, 5, k=kn.half(), v=vn)
