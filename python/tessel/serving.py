@@ -76,7 +76,8 @@ def _varlen_native(q):
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, scale=None, return_lse=False, block_m=None, block_n=None,
-                     window_size=None, softcap=None, alibi_slopes=None):
+                     window_size=None, softcap=None, alibi_slopes=None, block_table=None,
+                     seqused_k=None):
     """Attention over a batch of sequences of different lengths, packed without padding.
 
     FlashAttention-2's ``flash_attn_varlen_func`` convention.
@@ -107,6 +108,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         alibi_slopes: FlashAttention's ALiBi: float32 ``[H]`` or ``[B, H]`` (where q is), the
             bias ``-slope · |i' - j|`` added to the (capped) scores, i' the query's position
             bottom-right aligned as ``causal``'s.
+        block_table: int32 ``[B, max_pages]``: k and v are then a paged KV cache
+            ``[num_pages, page_size, Hkv, D]`` (as attention_with_kvcache's) and sequence b's
+            keys are its positions 0 .. n_b - 1 (key j in page block_table[b, j // page_size]):
+            FlashAttention's flash_attn_varlen_func with block_table, a serving engine's batch
+            of prefill chunks and decode steps in one call. No backward (inputs that require
+            grad are refused).
+        seqused_k: int32 ``[B]``, with block_table: n_b, each sequence's key count
+            (FlashAttention-3's and vLLM's); without it n_b = cu_seqlens_k[b + 1] -
+            cu_seqlens_k[b] (FlashAttention-2's), and cu_seqlens_k may be None when it is given.
 
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
@@ -127,6 +137,16 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         NotImplementedError: numpy inputs that require grad.
     """
     fn = "attention_varlen"
+    if block_table is not None:
+        from .varlen_cache import attention_varlen_paged
+        return attention_varlen_paged(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                      max_seqlen_k, block_table, seqused_k, causal, scale,
+                                      return_lse, block_m, block_n, window_size, softcap,
+                                      alibi_slopes)
+    if seqused_k is not None:
+        raise NotImplementedError(
+            f"tessel.{fn}: seqused_k is taken with block_table (a paged cache); packed k and "
+            "v are read as cu_seqlens_k spans them")
     dv = value_head_dim_differs(q, k, v, rank=3)
     if dv and not _varlen_dv(q, k, v):
         return call_with_value_head_dim(

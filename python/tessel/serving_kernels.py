@@ -139,6 +139,70 @@ def paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_r
 
 
 @jit
+def cache_key_loop(qt, q_idx, k_cache, v_cache, table, b, h, kv_h, nk, k0, first, last,
+                   cache_rows, B, max_pages, scale, k_rs: tl.constexpr, k_hs: tl.constexpr,
+                   v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
+                   CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                   W: tl.constexpr, ROWS: tl.constexpr):
+    """The key loop of kvcache_kernel and varlen_cache_kernel: the query block qt [BLOCK_M, W]
+    (positions q_idx, bottom-right aligned) against keys j = r - k0 of sequence b for cache rows
+    r in [first, last), of nk keys (rows past them read as 0), KV head kv_h; returns the
+    float32 output block [BLOCK_M, W] and its LSE. The cache: contiguous [B, S, HKV, D]
+    (PAGE = 0; sequence b's rows from k0 = b·S) or paged [num_pages, PAGE, HKV, D] with table
+    [B, max_pages] (k0 = 0), read a key block's page at a time (load_paged_kv) unless ROWS: a
+    row's page at a time (paged_views), for pages that BLOCK_N does not divide or blocks that
+    do not start at a multiple of it."""
+    td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
+    if ROWS and PAGE != 0:
+        kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_rs,
+                             k_hs, v_rs, v_hs, D, PAGE)
+    else:
+        # Contiguous: rows [k0, k0 + nk) of the cache, the rest reads as 0 (pages of whole key
+        # blocks are read by load_paged_kv instead).
+        kd = tl.make_desc(k_cache, shape=(k0 + nk, D), strides=(k_rs, 1), offset=kv_h * k_hs)
+        vd = tl.make_desc(v_cache, shape=(k0 + nk, D), strides=(v_rs, 1), offset=kv_h * v_hs)
+    acc = tl.zeros((BLOCK_M, W), tl.float32)
+    lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    for r in tl.stream(first, last, BLOCK_N):
+        j = r - k0                              # the key position in the sequence
+        if ROWS or PAGE == 0:
+            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, W))
+            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, W))
+        else:
+            kt, vt = load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs, k_hs,
+                                   v_rs, v_hs, D, BLOCK_N, PAGE, W)
+        s = tl.dot(qt, kt.T) * scale
+        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
+        if SCORE_MOD is not None:
+            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
+        mask = kv_idx < nk
+        if CAUSAL:
+            mask = mask & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
+        s = tl.where(mask, s, float("-inf"))
+        p, lse = tl.softmax(s, axis=1, return_lse=True)
+        acc += tl.dot(p.to(vt.dtype), vt)
+    return acc, lse
+
+
+@jit
+def cache_keys(seqlens, b, B, cache_rows, max_pages, PAGE: tl.constexpr):
+    """(nk, k0): sequence b's key count seqlens[b], clamped to what the cache holds, and its
+    first row (b·cache_rows of a contiguous cache, PAGE = 0; 0 of a paged one)."""
+    sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
+    nk = tl.maximum(tl.load_scalar(sd, (b,)), 0)
+    k0 = 0
+    if PAGE == 0:
+        nk = tl.minimum(nk, cache_rows)
+        k0 = b * cache_rows                     # this sequence's first row of the cache
+    else:
+        nk = tl.minimum(nk, max_pages * PAGE)
+    return nk, k0
+
+
+@jit
 def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache_rows, H, HKV,
                    max_pages, scale, starts, q_rs: tl.constexpr, q_hs: tl.constexpr,
                    k_rs: tl.constexpr, k_hs: tl.constexpr, v_rs: tl.constexpr,
@@ -163,58 +227,62 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
-    sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
-    nk = tl.maximum(tl.load_scalar(sd, (b,)), 0)
-    k0 = 0
-    if PAGE == 0:
-        nk = tl.minimum(nk, cache_rows)
-        k0 = b * cache_rows                     # this sequence's first row of the cache
-    else:
-        nk = tl.minimum(nk, max_pages * PAGE)
+    nk, k0 = cache_keys(seqlens, b, B, cache_rows, max_pages, PAGE)
     q0 = b * nq
     qd = tl.make_desc(q, shape=(q0 + nq, D), strides=(q_rs, 1), offset=h * q_hs)
     od = tl.make_desc(o, shape=(q0 + nq, D), strides=(H * D, 1), offset=h * D)
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=bh * nq)     # [B, H, nq]
-    td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
-    if PAGE % BLOCK_N != 0 or (LEFTPAD and PAGE != 0):
-        kd, vd = paged_views(k_cache, v_cache, table, b, nk, cache_rows, max_pages, kv_h, k_rs,
-                             k_hs, v_rs, v_hs, D, PAGE)
-    else:
-        # Contiguous: rows [k0, k0 + nk) of the cache, the rest reads as 0 (pages of whole key
-        # blocks are read by load_paged_kv instead).
-        kd = tl.make_desc(k_cache, shape=(k0 + nk, D), strides=(k_rs, 1), offset=kv_h * k_hs)
-        vd = tl.make_desc(v_cache, shape=(k0 + nk, D), strides=(v_rs, 1), offset=kv_h * v_hs)
-
     m0 = pid_m * BLOCK_M
     qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, W))
     q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
-    acc = tl.zeros((BLOCK_M, W), tl.float32)
-    lse = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     first = k0
     if LEFTPAD:
         first = k0 + left_padding(starts, b, B, nk)
-    for r in tl.stream(first, k0 + nk, BLOCK_N):
-        j = r - k0                              # the key position in the sequence
-        if PAGE % BLOCK_N != 0 or PAGE == 0 or LEFTPAD:
-            kt = tl.load(kd, (r, 0), shape=(BLOCK_N, W))
-            vt = tl.load(vd, (r, 0), shape=(BLOCK_N, W))
-        else:
-            kt, vt = load_paged_kv(k_cache, v_cache, td, b, j, nk, cache_rows, kv_h, k_rs, k_hs,
-                                   v_rs, v_hs, D, BLOCK_N, PAGE, W)
-        s = tl.dot(qt, kt.T) * scale
-        kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
-        if SCORE_MOD is not None:
-            s = SCORE_MOD(s, b, h, q_idx, kv_idx)
-        mask = kv_idx < nk
-        if CAUSAL:
-            mask = mask & (q_idx >= kv_idx)
-        if MASK_MOD is not None:
-            mask = mask & MASK_MOD(b, h, q_idx, kv_idx)
-        s = tl.where(mask, s, float("-inf"))
-        p, lse = tl.softmax(s, axis=1, return_lse=True)
-        acc += tl.dot(p.to(vt.dtype), vt)
+    acc, lse = cache_key_loop(qt, q_idx, k_cache, v_cache, table, b, h, kv_h, nk, k0, first,
+                              k0 + nk, cache_rows, B, max_pages, scale, k_rs, k_hs, v_rs, v_hs,
+                              D, BLOCK_M, BLOCK_N, PAGE, CAUSAL, SCORE_MOD, MASK_MOD, W,
+                              PAGE % BLOCK_N != 0 or LEFTPAD)
     tl.store(od, (q0 + m0, 0), acc.to(qt.dtype))
     tl.store(ld, (m0,), lse)
+
+
+@jit
+def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B, total_q,
+                        max_nq, cache_rows, H, HKV, max_pages, scale, q_rs: tl.constexpr,
+                        q_hs: tl.constexpr, k_rs: tl.constexpr, k_hs: tl.constexpr,
+                        v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
+                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
+                        MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0):
+    """Packed queries of sequences of mixed lengths against a KV cache (FlashAttention's
+    flash_attn_varlen_func with block_table: prefill chunks beside decode steps in one launch).
+
+    q and o [total_q, H, D] packed as varlen_kernel's (sequence b's queries at rows cu_q[b] to
+    cu_q[b + 1] - 1, read through q's strides), lse [H, total_q]; the keys as kvcache_kernel's
+    (seqlens[b] of them, contiguous or paged with table), causal bottom-right aligned. Grid
+    (query blocks of the longest sequence, max_nq rows, B·H): a block past its sequence's
+    queries runs no key loop and stores nothing. DB as kvcache_kernel's."""
+    W = D if DB == 0 else DB
+    pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
+    b = bh // H
+    h = bh % H
+    kv_h = h // (H // HKV)
+    nk, k0 = cache_keys(seqlens, b, B, cache_rows, max_pages, PAGE)
+    q0, q_end = sequence_span(cu_q, b, B, total_q)
+    nq = q_end - q0
+    qd = tl.make_desc(q, shape=(q_end, D), strides=(q_rs, 1), offset=h * q_hs)
+    od = tl.make_desc(o, shape=(q_end, D), strides=(H * D, 1), offset=h * D)
+    ld = tl.make_desc(lse_out, shape=(q_end,), strides=(1,), offset=h * total_q)   # [H, total_q]
+    m0 = pid_m * BLOCK_M
+    qt = tl.load(qd, (q0 + m0, 0), shape=(BLOCK_M, W))
+    q_idx = tl.broadcast_to((m0 + (nk - nq) + tl.arange(0, BLOCK_M))[:, None], (BLOCK_M, BLOCK_N))
+    last = k0 + tl.minimum(tl.maximum(nq - m0, 0), 1) * nk
+    acc, lse = cache_key_loop(qt, q_idx, k_cache, v_cache, table, b, h, kv_h, nk, k0, k0, last,
+                              cache_rows, B, max_pages, scale, k_rs, k_hs, v_rs, v_hs, D,
+                              BLOCK_M, BLOCK_N, PAGE, CAUSAL, SCORE_MOD, MASK_MOD, W,
+                              PAGE % BLOCK_N != 0)
+    tl.store(od, (q0 + m0, 0), acc.to(qt.dtype))
+    tl.store(ld, (q0 + m0,), lse)
 
 
 @jit

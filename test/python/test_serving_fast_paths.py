@@ -12,7 +12,8 @@ import pytest
 from dsl_helpers import needs_ptxas  # (it also puts the built package on sys.path)
 import tessel
 import tessel.cache
-from tessel.serving_kernels import kvcache_kernel, splitkv_kernel, varlen_kernel
+from tessel.serving_kernels import kvcache_kernel, splitkv_kernel, varlen_cache_kernel, \
+    varlen_kernel
 
 pytestmark = needs_ptxas()
 
@@ -87,6 +88,25 @@ def test_left_padding_takes_the_fast_paths(kernel, page, chip, codegen, tmp_path
     k = splitkv(page, LEFTPAD=True) if kernel == "split" else kvcache(True, page, LEFTPAD=True)
     b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     assert b.cubin and b.manifest["spill_bytes"] == 0
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("page", [64, 16], ids=["block-per-page", "rows-p16"])
+@pytest.mark.parametrize("d", [128, 64, 256])
+def test_varlen_against_a_paged_cache_takes_the_fast_paths(d, page, chip, codegen, tmp_path,
+                                                          monkeypatch):
+    # attention_varlen with block_table (varlen_cache_kernel): varlen's query side, the cache
+    # kernel's key loop (cache_key_loop); no spill but the cache kernel's own at d256 with
+    # pages shorter than a key block (KVCACHE_256_SPILL).
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    x, i32, f32 = np.zeros((10, 4, d), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    k = varlen_cache_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], i32, 2, 10, 8, 300, 4, 2, 3,
+                                   0.1, **strides(d), D=d, BLOCK_M=64, BLOCK_N=64, PAGE=page,
+                                   CAUSAL=True)
+    b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    known = KVCACHE_256_SPILL.get((chip, page), 0) if d == 256 else 0
+    assert b.cubin and b.manifest["spill_bytes"] <= known, b.manifest["spill_bytes"]
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])

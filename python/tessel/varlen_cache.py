@@ -1,0 +1,140 @@
+"""attention_varlen with `block_table` (FlashAttention's flash_attn_varlen_func over a paged KV
+cache): the packed queries of sequences of mixed lengths — prefill chunks beside decode steps,
+as a serving engine batches them — against each sequence's keys in a paged cache, in one
+launch of serving_kernels.varlen_cache_kernel.
+
+Sequence b's queries are q's rows cu_seqlens_q[b] to cu_seqlens_q[b + 1] - 1; its keys are
+positions 0 .. n_b - 1 of its pages (key j in page block_table[b, j // page_size], row
+j % page_size), n_b = seqused_k[b] where given (FlashAttention-3's and vLLM's), else
+cu_seqlens_k[b + 1] - cu_seqlens_k[b] (FlashAttention-2's). Causal, the window and ALiBi are
+bottom-right aligned as in attention_varlen. The checks and the launch follow
+attention_with_kvcache's one-program-per-query-block path (serving.py).
+"""
+import numpy as np
+
+from . import cpu_tensors
+from . import serving_checks
+from .attention import softmax_scale
+from .grid import fold_grid
+from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
+                             _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
+                             _refuse_grad, _strided)
+from .serving_kernels import varlen_cache_kernel
+
+
+def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, block_table, seqused_k, causal, scale, return_lse,
+                           block_m, block_n, window_size, softcap, alibi_slopes):
+    """tessel.attention_varlen's paged form (its docstring says what the arguments mean)."""
+    fn = "attention_varlen"
+    named = (("q", q), ("k", k_cache), ("v", v_cache))
+    if cpu_tensors.is_cpu_tensor(q):
+        cpu_tensors.refuse_grad(fn, named)
+        cpu_tensors.check_dtypes(fn, named)
+        return cpu_tensors.call(
+            attention_varlen_paged, q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k,
+            max_seqlen_q, max_seqlen_k, block_table, seqused_k, causal, scale, return_lse,
+            block_m, block_n, window_size, softcap, alibi_slopes)
+    kind = _kind(fn, named)
+    _refuse_grad(fn, named)
+    _check_same_dtype(fn, named)
+    if len(q.shape) != 3:
+        raise ValueError(f"tessel.{fn}: q must have shape [total_q, heads, head_dim], got "
+                         f"{tuple(q.shape)}")
+    for n, x in named[1:]:
+        if len(x.shape) != 4:
+            raise ValueError(f"tessel.{fn}: with block_table, {n} is a paged cache [num_pages, "
+                             f"page_size, Hkv, D], got {tuple(x.shape)}")
+    if tuple(v_cache.shape) != tuple(k_cache.shape):
+        raise ValueError(f"tessel.{fn}: the paged k {tuple(k_cache.shape)} and v "
+                         f"{tuple(v_cache.shape)} differ in shape")
+    total_q, H, D = q.shape
+    num_pages, page, Hkv, Dk = k_cache.shape
+    if Dk != D:
+        raise ValueError(f"tessel.{fn}: q has head dim {D}, the cache {Dk}")
+    _check_heads(fn, H, Hkv, D)
+    if page == 0:
+        raise ValueError(f"tessel.{fn}: page_size (k.shape[1]) must be positive")
+    cu_q = _check_index(fn, "cu_seqlens_q", cu_seqlens_q, 1, kind, q)
+    if cu_q.shape[0] < 1:
+        raise ValueError(f"tessel.{fn}: cu_seqlens_q needs B + 1 entries for B sequences")
+    B = cu_q.shape[0] - 1
+    table = _check_index(fn, "block_table", block_table, 2, kind, q)
+    if table.shape[0] != B:
+        raise ValueError(f"tessel.{fn}: block_table has {table.shape[0]} rows for {B} sequences")
+    max_pages = table.shape[1]
+    limit = max_pages * page
+    lengths = _key_lengths(fn, kind, q, cu_seqlens_k, seqused_k, B)
+    for name, m in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+            raise ValueError(f"tessel.{fn}: {name} must be a non-negative int, got {m!r}")
+    if kind == "numpy":
+        _check_lengths(fn, cu_q, lengths, table, total_q, max_seqlen_q, max_seqlen_k, limit,
+                       num_pages, page)
+    if H * max(total_q, 1) > _I32_MAX or num_pages * page > _I32_MAX:
+        raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
+    scale = softmax_scale(scale, D)
+    (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
+        _strided(x) for x in (q, k_cache, v_cache))
+    from .serving import _position_mods
+    mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
+    dtype = _dtype_name(q)
+    dims = serving_checks.KVCACHE_FAST_HEAD_DIMS
+    DB = serving_checks.kvcache_block_head_dim(kind, dtype, D, dims)
+    fast = _fast_blocks(kind, dtype, DB or D, (k_rs, k_hs, v_rs, v_hs, q_rs, q_hs), dims)
+    BM, BN = fast or _blocks(kind, D, dtype, max_seqlen_q, limit)
+    DB = DB if fast else 0
+    BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
+    o = _out(kind, q, (total_q, H, D))
+    lse = _out(kind, q, (H, total_q), np.float32)
+    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+              BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods,
+              **({"DB": DB} if DB else {}))
+    _launch(varlen_cache_kernel, fold_grid(-(-int(max_seqlen_q) // BM), B * H),
+            (q, k_cache, v_cache, o, lse, cu_q, lengths, table, B, total_q, int(max_seqlen_q),
+             num_pages * page, H, Hkv, max_pages, scale), cx)
+    return (o, lse) if return_lse else o
+
+
+def _key_lengths(fn, kind, q, cu_seqlens_k, seqused_k, B):
+    """Each sequence's key count, int32 [B]: seqused_k, or cu_seqlens_k's differences."""
+    if seqused_k is not None:
+        used = _check_index(fn, "seqused_k", seqused_k, 1, kind, q)
+        if used.shape[0] != B:
+            raise ValueError(f"tessel.{fn}: seqused_k has {used.shape[0]} entries for {B} "
+                             "sequences")
+        return used
+    if cu_seqlens_k is None:
+        raise ValueError(f"tessel.{fn}: with block_table, the keys of each sequence are "
+                         "cu_seqlens_k's differences or seqused_k: give one")
+    cu_k = _check_index(fn, "cu_seqlens_k", cu_seqlens_k, 1, kind, q)
+    if cu_k.shape[0] != B + 1:
+        raise ValueError(f"tessel.{fn}: cu_seqlens_q has {B + 1} entries and cu_seqlens_k "
+                         f"{cu_k.shape[0]}: both must be B + 1 for B sequences")
+    if kind == "numpy":
+        return np.ascontiguousarray(np.diff(cu_k).astype(np.int32))
+    return (cu_k[1:] - cu_k[:-1]).contiguous()
+
+
+def _check_lengths(fn, cu_q, lengths, table, total_q, max_q, max_k, limit, num_pages, page):
+    """numpy calls: the query spans, key counts and the pages they use, named in errors."""
+    nq = np.diff(cu_q)
+    if cu_q[0] != 0 or (nq < 0).any() or cu_q[-1] > total_q:
+        raise ValueError(f"tessel.{fn}: cu_seqlens_q must start at 0, never decrease and end at "
+                         f"most at {total_q} (the rows of q), got {cu_q.tolist()}")
+    if nq.size and nq.max() > max_q:
+        raise ValueError(f"tessel.{fn}: sequence {int(nq.argmax())} has {int(nq.max())} "
+                         f"queries, more than max_seqlen_q = {max_q}")
+    bad = (lengths < 0) | (lengths > limit)
+    if bad.any():
+        b = int(np.argmax(bad))
+        raise ValueError(f"tessel.{fn}: sequence {b} has {int(lengths[b])} keys; its pages hold "
+                         f"0 to {limit}")
+    if lengths.size and lengths.max() > max_k:
+        raise ValueError(f"tessel.{fn}: sequence {int(lengths.argmax())} has "
+                         f"{int(lengths.max())} keys, more than max_seqlen_k = {max_k}")
+    for b, n in enumerate(lengths):
+        for p in range(-(-int(n) // page)):
+            if not 0 <= table[b, p] < num_pages:
+                raise ValueError(f"tessel.{fn}: block_table[{b}, {p}] = {int(table[b, p])} is "
+                                 f"not a page of the cache (0 to {num_pages - 1})")

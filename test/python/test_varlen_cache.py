@@ -1,0 +1,92 @@
+"""attention_varlen with block_table (python/tessel/varlen_cache.py): packed queries of
+sequences of mixed lengths — decode steps beside prefill chunks — against a paged KV cache, on
+the interpreter against tessel.reference's float64 varlen attention over each sequence's keys
+gathered from its pages; key counts from seqused_k or cu_seqlens_k; bad calls refused."""
+import numpy as np
+import pytest
+
+from dsl_helpers import BUILD  # noqa: F401  (puts the build's package on the path)
+import tessel
+from tessel.reference import max_rel_error, reference_varlen
+
+H, HKV, D = 4, 2, 32
+
+
+def _rows(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float16)
+
+
+def _batch(rng, nq, nk, page, spare=3):
+    """q packed for query counts nq, a paged cache holding nk keys a sequence in shuffled
+    pages, and the packed keys the reference reads."""
+    cu_q = np.concatenate([[0], np.cumsum(nq)]).astype(np.int32)
+    per = max(1, -(-max(nk) // page))
+    num_pages = len(nk) * per + spare
+    table = rng.permutation(num_pages)[:len(nk) * per].reshape(len(nk), per).astype(np.int32)
+    kc, vc = (_rows(rng, num_pages, page, HKV, D) for _ in range(2))
+    rows = lambda c, b, n: c[table[b, np.arange(n) // page], np.arange(n) % page]  # noqa: E731
+    k = np.concatenate([rows(kc, b, n) for b, n in enumerate(nk)])
+    v = np.concatenate([rows(vc, b, n) for b, n in enumerate(nk)])
+    cu_k = np.concatenate([[0], np.cumsum(nk)]).astype(np.int32)
+    return _rows(rng, int(cu_q[-1]), H, D), kc, vc, cu_q, cu_k, table, k, v
+
+
+@pytest.mark.parametrize("page", [16, 64, 7])
+@pytest.mark.parametrize("rule", ["causal", "none", "window", "alibi"])
+@pytest.mark.parametrize("lengths", ["seqused_k", "cu_seqlens_k"])
+def test_mixed_batch_against_the_paged_cache(lengths, rule, page):
+    rng = np.random.default_rng(page + len(rule) + len(lengths))
+    nq = [1, 37, 1, 0, 5]                     # decode, a prefill chunk, decode, none, a chunk
+    nk = [90, 37, 1, 12, 64]
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, nq, nk, page)
+    causal = rule == "causal"
+    window = (8, 0) if rule == "window" else None
+    alibi = rng.uniform(0.1, 1, H).astype(np.float32) if rule == "alibi" else None
+    given = dict(seqused_k=np.array(nk, np.int32), cu_k=None) if lengths == "seqused_k" else \
+        dict(seqused_k=None, cu_k=cu_k)
+    o, lse = tessel.attention_varlen(q, kc, vc, cu_q, given["cu_k"], max(nq), max(nk),
+                                     causal=causal, window_size=window, alibi_slopes=alibi,
+                                     return_lse=True, block_table=table,
+                                     seqused_k=given["seqused_k"])
+    ro, rl = reference_varlen(q, k, v, cu_q, cu_k, causal=causal, window=window, alibi=alibi)
+    assert o.shape == q.shape and lse.shape == (H, q.shape[0])
+    assert max_rel_error(o, ro) < 2e-2
+    seen = np.isfinite(rl)
+    assert np.array_equal(np.isfinite(lse), seen) and np.allclose(lse[seen], rl[seen], atol=2e-3)
+
+
+def test_torch_cpu_tensors_and_their_grad_refused():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, [3, 1], [20, 50], 16)
+    t = torch.from_numpy
+    o = tessel.attention_varlen(t(q), t(kc), t(vc), t(cu_q), t(cu_k), 3, 50, causal=True,
+                                block_table=t(table))
+    ro, _ = reference_varlen(q, k, v, cu_q, cu_k, causal=True)
+    assert isinstance(o, torch.Tensor) and max_rel_error(o.numpy(), ro) < 2e-2
+    with pytest.raises(NotImplementedError, match="q requires grad"):
+        tessel.attention_varlen(t(q).float().requires_grad_().half(), t(kc), t(vc), t(cu_q),
+                                t(cu_k), 3, 50, block_table=t(table))
+
+
+def test_bad_calls_are_refused():
+    rng = np.random.default_rng(2)
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, [3, 1], [20, 50], 16)
+    call = tessel.attention_varlen
+    with pytest.raises(ValueError, match=r"give one"):
+        call(q, kc, vc, cu_q, None, 3, 50, block_table=table)
+    with pytest.raises(ValueError, match=r"sequence 1 has 70 keys; its pages hold 0 to 64"):
+        call(q, kc, vc, cu_q, None, 3, 70, block_table=table,
+             seqused_k=np.array([20, 70], np.int32))
+    with pytest.raises(ValueError, match="more than max_seqlen_k = 40"):
+        call(q, kc, vc, cu_q, cu_k, 3, 40, block_table=table)
+    bad = table.copy()
+    bad[1, 3] = 99
+    with pytest.raises(ValueError, match=r"block_table\[1, 3\] = 99 is not a page"):
+        call(q, kc, vc, cu_q, cu_k, 3, 50, block_table=bad)
+    with pytest.raises(ValueError, match="paged cache .num_pages, page_size, Hkv, D."):
+        call(q, k, v, cu_q, cu_k, 3, 50, block_table=table)
+    with pytest.raises(ValueError, match="block_table has 2 rows for 1 sequences"):
+        call(q[:3], kc, vc, cu_q[:2], cu_k[:2], 3, 50, block_table=table)
+    with pytest.raises(NotImplementedError, match="seqused_k is taken with block_table"):
+        call(q, k, v, cu_q, cu_k, 3, 50, seqused_k=np.array([20, 50], np.int32))
