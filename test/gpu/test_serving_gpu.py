@@ -681,6 +681,39 @@ def test_kvcache_batch_index_leftpad(D, Sq, splits):
     assert err <= 5e-3 * max(1.0, float(np.abs(ref1).max())), err
 
 
+@pytest.mark.parametrize("page", [16, 64])
+@pytest.mark.parametrize("D", [128, 64, 96, 256])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_paged(dtype, D, page):
+    # attention_varlen with block_table (forty-seventh session, varlen_cache_kernel): decode
+    # steps and prefill chunks of one batch against a paged cache in shuffled pages, causal,
+    # against float64 over each sequence's keys gathered from its pages; seqused_k given.
+    gen = torch.Generator(device="cuda").manual_seed(D + page)
+    dt = DTYPES[dtype]
+    H, Hkv = 8, 2
+    nq, nk = [1, 300, 1, 0, 64, 7], [2000, 300, 1, 50, 1500, 777]
+    per = -(-max(nk) // page)
+    n_pages = len(nk) * per + 3
+    table = torch.randperm(n_pages, device="cuda", generator=gen)[:len(nk) * per]
+    table = table.view(len(nk), per).to(torch.int32)
+    kc, vc = (torch.randn(n_pages, page, Hkv, D, device="cuda", generator=gen).to(dt)
+              for _ in range(2))
+    cu_q = torch.tensor(np.concatenate([[0], np.cumsum(nq)]), dtype=torch.int32, device="cuda")
+    q = torch.randn(sum(nq), H, D, device="cuda", generator=gen).to(dt)
+    used = torch.tensor(nk, dtype=torch.int32, device="cuda")
+    o = tessel.attention_varlen(q, kc, vc, cu_q, None, max(nq), max(nk), causal=True,
+                                block_table=table, seqused_k=used)
+    rows = [torch.arange(n, device="cuda") for n in nk]
+    k = torch.cat([kc[table[b].long()[r // page], r % page] for b, r in enumerate(rows)])
+    v = torch.cat([vc[table[b].long()[r // page], r % page] for b, r in enumerate(rows)])
+    cu_k = np.concatenate([[0], np.cumsum(nk)])
+    ref, _ = reference_varlen(*(x.double().cpu().numpy() for x in (q, k, v)),
+                              cu_q.cpu().numpy(), cu_k, causal=True)
+    tol = {"f16": 5e-3, "bf16": 2e-2}[dtype]
+    err = float(np.abs(o.double().cpu().numpy() - ref).max())
+    assert err <= tol * max(1.0, float(np.abs(ref).max())), err
+
+
 @pytest.mark.parametrize("R", [128, 64], ids=["whole", "partial"])
 @pytest.mark.parametrize("interleaved", [True, False], ids=["gptj", "neox"])
 def test_kvcache_rotary(monkeypatch, interleaved, R):
