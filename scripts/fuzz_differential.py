@@ -337,6 +337,27 @@ def _varlen_batch(rng, B, H, Hkv, D, dtype, Dv=None):
     return lq, lk, cq, ck, [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+def _paged_keys(rng, lk, ck, k64, v64, dtype):
+    """The packed keys and values of sequences of lk keys (rows ck[b] on of k64, v64) in paged
+    caches of shuffled pages: (k_cache, v_cache, {"block_table": ..., and "seqused_k" at
+    times})."""
+    page = int(rng.choice([1, 7, 16, 64]))
+    per = max(1, -(-max(lk + [1]) // page))
+    n_pages = len(lk) * per + 2
+    table = rng.permutation(n_pages)[:len(lk) * per].reshape(len(lk), per).astype(np.int32)
+    caches = []
+    for x64 in (k64, v64):
+        cache = rng.standard_normal((n_pages, page) + x64.shape[1:])
+        for b, n in enumerate(lk):
+            r = np.arange(n)
+            cache[table[b, r // page], r % page] = x64[ck[b] + r]
+        caches.append(BACKEND.tensor(cache, dtype)[0])
+    given = {"block_table": table}
+    if rng.random() < 0.5:
+        given["seqused_k"] = np.array(lk, np.int32)
+    return caches[0], caches[1], given
+
+
 def serving_case(rng):
     """tessel.attention_varlen or attention_with_kvcache (contiguous or paged, split-KV, new
     keys and values appended at times)."""
@@ -361,13 +382,23 @@ def serving_case(rng):
         D = c["D"]
         lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype,
                                                                    c.get("Dv"))
+        from tessel import varlen_cache
+        paged = {}
+        if "Dv" not in c and "DB" not in c and rng.random() < 0.3 and \
+                (BACKEND.device != "cuda" or varlen_cache.CUDA_CHECKED):
+            # The keys in a paged cache (block_table), counted by seqused_k or cu_seqlens_k.
+            k, v, paged = _paged_keys(rng, lk, ck, k64, v64, dtype)
+            c["page"] = int(k.shape[1])
         with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"), \
                 _block_dim_forced(c):
-            o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
-                                        max(lq + [1]), max(lk + [1]), **flash)
+            o = tessel.attention_varlen(q, k, v, BACKEND.index(cq),
+                                        None if "seqused_k" in paged else BACKEND.index(ck),
+                                        max(lq + [1]), max(lk + [1]), **flash,
+                                        **{n: BACKEND.index(x) for n, x in paged.items()})
         ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
         err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
         return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D} Dv={c.get('Dv')} " \
+            f"page={c.get('page')} " \
             f"dv_kernel={c.get('dv_kernel')} DB={c.get('DB')}: {err:.2e}" \
             if err > BACKEND.tol[dtype] else None
     _draw_block_dim(rng, c)
@@ -384,7 +415,9 @@ def serving_case(rng):
     # picked) and cache_leftpad, at times.
     idx = None if page is not None or rng.random() < 0.7 else \
         rng.permutation(B + 2)[:B].astype(np.int32)
-    leftpad = None if rng.random() < 0.7 else \
+    from tessel import serving_checks
+    leftpad = None if rng.random() < 0.7 or (BACKEND.device == "cuda" and
+                                             not serving_checks.LEFTPAD_CHECKED) else \
         np.array([rng.integers(0, n + 1) for n in lens], np.int32)
     if page is None:
         shape, table = (B if idx is None else B + 2, cap + 3, Hkv, D), None

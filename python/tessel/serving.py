@@ -370,6 +370,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
     B, Sq, H, D = q.shape
     if alibi_slopes is not None:
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
+    if cache_leftpad is not None and kind == "cuda" and not serving_checks.LEFTPAD_CHECKED:
+        raise NotImplementedError(
+            f"tessel.{fn}: cache_leftpad on CUDA tensors waits for its GPU check "
+            "(serving_checks.LEFTPAD_CHECKED)")
     leftpad = None if cache_leftpad is None else \
         _check_index(fn, "cache_leftpad", cache_leftpad, 1, kind, q)
     if leftpad is not None and leftpad.shape[0] != B:

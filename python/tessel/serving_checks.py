@@ -185,6 +185,12 @@ VARLEN_VALUE_HEAD_DIM_KERNEL = True
 # blocks read 103-109: docs/bench/2026-12-06-h100-s42.md).
 KVCACHE_FAST_HEAD_DIMS = (64, 128, 256)
 
+# Whether attention_with_kvcache's CUDA calls take cache_leftpad (the cache kernels' LEFTPAD:
+# the key loop and the splits from each sequence's padding). Off until test_serving_gpu.py's
+# `test_kvcache_batch_index_leftpad` has passed (bench/results/2026-12-07-s47/run1.sh);
+# interpreter-checked against float64.
+LEFTPAD_CHECKED = False
+
 # Whether attention_with_kvcache runs a cache of a head dim those do not list (96, 80, 192,
 # ...) on the fast paths' kernels at the next head dim they do, the blocks' extra columns read
 # as 0 inside the kernels (their DB constexpr): padding the cache would copy it every call, so

@@ -21,6 +21,11 @@ from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check
                              _refuse_grad, _strided)
 from .serving_kernels import varlen_cache_kernel
 
+# Whether CUDA tensors take block_table: off until test_serving_gpu.py's `test_varlen_paged`
+# has passed (bench/results/2026-12-07-s47/run1.sh); numpy arrays and torch CPU tensors take
+# it (interpreter-checked against float64).
+CUDA_CHECKED = False
+
 
 def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, block_table, seqused_k, causal, scale, return_lse,
@@ -37,6 +42,10 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
             block_m, block_n, window_size, softcap, alibi_slopes)
     kind = _kind(fn, named)
     _refuse_grad(fn, named)
+    if kind == "cuda" and not CUDA_CHECKED:
+        raise NotImplementedError(
+            f"tessel.{fn}: block_table on CUDA tensors waits for its GPU check "
+            "(varlen_cache.CUDA_CHECKED); attention_with_kvcache takes a paged cache meanwhile")
     _check_same_dtype(fn, named)
     if len(q.shape) != 3:
         raise ValueError(f"tessel.{fn}: q must have shape [total_q, heads, head_dim], got "

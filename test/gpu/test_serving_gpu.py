@@ -648,10 +648,12 @@ def test_kvcache_append(monkeypatch, dtype, paged, Sq):
 @pytest.mark.parametrize("Sq,splits", [(1, None), (1, 1), (64, 1)],
                          ids=["decode", "decode1", "prefill"])
 @pytest.mark.parametrize("D", [64, 128, 96])
-def test_kvcache_batch_index_leftpad(D, Sq, splits):
+def test_kvcache_batch_index_leftpad(monkeypatch, D, Sq, splits):
     # cache_batch_idx (the contiguous cache read as pages of S rows, the index the table) and
     # cache_leftpad (a mask mod reading the paddings) on the fast kernels and the split-KV path,
     # causal, against float64 over the rows they name; a sequence padded whole sees no key.
+    from tessel import serving_checks
+    monkeypatch.setattr(serving_checks, "LEFTPAD_CHECKED", True)
     gen = torch.Generator(device="cuda").manual_seed(D + Sq + (splits or 0))
     B, Bc, S, H, Hkv = 3, 5, 1024, 8, 2
     idx = torch.tensor([4, 0, 2], dtype=torch.int32, device="cuda")
@@ -684,10 +686,12 @@ def test_kvcache_batch_index_leftpad(D, Sq, splits):
 @pytest.mark.parametrize("page", [16, 64])
 @pytest.mark.parametrize("D", [128, 64, 96, 256])
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_varlen_paged(dtype, D, page):
+def test_varlen_paged(monkeypatch, dtype, D, page):
     # attention_varlen with block_table (forty-seventh session, varlen_cache_kernel): decode
     # steps and prefill chunks of one batch against a paged cache in shuffled pages, causal,
     # against float64 over each sequence's keys gathered from its pages; seqused_k given.
+    from tessel import varlen_cache
+    monkeypatch.setattr(varlen_cache, "CUDA_CHECKED", True)
     gen = torch.Generator(device="cuda").manual_seed(D + page)
     dt = DTYPES[dtype]
     H, Hkv = 8, 2

@@ -429,6 +429,40 @@ def kvcache_append_plans():
                                                                    ("rotary", True))}
 
 
+@scenario
+def gated_serving_calls():
+    # cache_leftpad and attention_varlen(block_table=) on CUDA tensors: refused until their
+    # GPU check, then one launch each reading the given tensors.
+    from tessel import serving_checks, varlen_cache
+    q, kc = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
+    seqlens, table, pad = T((3,), torch.int32), T((3, 5), torch.int32), T((3,), torch.int32)
+    qv, cu = T((9, 8, 128), torch.float16), T((4,), torch.int32)
+    calls = {
+        "leftpad": lambda: tessel.attention_with_kvcache(q, kc, kc, seqlens, block_table=table,
+                                                         num_splits=1, cache_leftpad=pad),
+        "varlen_paged": lambda: tessel.attention_varlen(qv, kc, kc, cu, None, 7, 80,
+                                                        block_table=table, seqused_k=seqlens),
+    }
+    out = {}
+    for name, call in calls.items():
+        try:
+            call()
+            out[name] = {"refused": None}
+        except NotImplementedError as e:
+            out[name] = {"refused": str(e)}
+    serving_checks.LEFTPAD_CHECKED = varlen_cache.CUDA_CHECKED = True
+    DRV.record_params(16)
+    for name, call in calls.items():
+        before = DRV.launches()
+        call()
+        last = DRV.last_launch()
+        out[name].update(launches=DRV.launches() - before, grid=last["grid"],
+                         slots=last["slots"])
+    out["ptrs"] = {"q": q.ptr, "kc": kc.ptr, "seqlens": seqlens.ptr, "table": table.ptr,
+                   "pad": pad.ptr, "qv": qv.ptr, "cu": cu.ptr}
+    return out
+
+
 def main(names):
     results = {}
     for name in names or SCENARIOS:

@@ -227,6 +227,23 @@ def test_kvcache_append_calls_keep_plans(runs):
         assert (again["slots"][0] == q) == (name == "plain"), name   # else the rotated q
 
 
+def test_gated_serving_calls_wait_then_launch(runs):
+    r = runs["gated_serving_calls"]
+    p = r["ptrs"]
+    for name in ("leftpad", "varlen_paged"):
+        assert "waits for its GPU check" in r[name]["refused"], name
+        assert r[name]["launches"] == 1, name
+    # kvcache_kernel: q, caches, o, lse, seqlens, table, 7 scalars, then the paddings.
+    lp = r["leftpad"]
+    assert lp["grid"] == [1, 24, 1] and lp["slots"][:3] == [p["q"], p["kc"], p["kc"]]
+    assert lp["slots"][5:7] == [p["seqlens"], p["table"]] and lp["slots"][14] == p["pad"]
+    # varlen_cache_kernel: q, caches, o, lse, cu_seqlens_q, the key counts (seqused_k), table;
+    # ceil(7 / 64) query blocks x (3 sequences x 8 heads).
+    vp = r["varlen_paged"]
+    assert vp["grid"] == [1, 24, 1] and vp["slots"][:3] == [p["qv"], p["kc"], p["kc"]]
+    assert vp["slots"][5:8] == [p["cu"], p["seqlens"], p["table"]]
+
+
 # --- in this process (no driver needed) -------------------------------------------------------
 
 def test_captured_tensors_are_launch_arguments(runs):
