@@ -113,7 +113,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             keys are its positions 0 .. n_b - 1 (key j in page block_table[b, j // page_size]):
             FlashAttention's flash_attn_varlen_func with block_table, a serving engine's batch
             of prefill chunks and decode steps in one call. No backward (inputs that require
-            grad are refused).
+            grad are refused). CUDA tensors: after its GPU check (varlen_cache.CUDA_CHECKED).
         seqused_k: int32 ``[B]``, with block_table: n_b, each sequence's key count
             (FlashAttention-3's and vLLM's); without it n_b = cu_seqlens_k[b + 1] -
             cu_seqlens_k[b] (FlashAttention-2's), and cu_seqlens_k may be None when it is given.
@@ -308,9 +308,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             sequence lives). An index outside [0, B_cache) reads as zeros (a ValueError on the
             CPU). Two entries naming one sequence and writing k, v into it: either's rows win.
         cache_leftpad: int32 ``[B]``, FlashAttention's left padding: sequence b's keys start at
-            cache row cache_leftpad[b] (rows before it are never attended to). Positions are the
+            cache row cache_leftpad[b]; the rows before it are never read. Positions are the
             cache's rows, so causal, the window, ALiBi, rotary and the append at cache_seqlens
-            are as without it. The key loop starts at the padding's key block.
+            are as without it. CUDA tensors: after its GPU check
+            (serving_checks.LEFTPAD_CHECKED).
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a
