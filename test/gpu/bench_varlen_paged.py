@@ -1,0 +1,75 @@
+"""A serving engine's batch against a paged KV cache: attention_varlen(block_table=) (one launch
+for decode steps and prefill chunks together) beside the routes there were before it —
+attention_with_kvcache for the decode steps (split-KV, GQA packing) plus attention_varlen over
+the prefill chunks' packed keys — one process, fp16.
+
+    PYTHONPATH=build/python python3 test/gpu/bench_varlen_paged.py [--json OUT.json]
+
+Cases (H 32, Hkv 8, d128, pages of 16; K keys a sequence): `decode` 64 sequences of one query;
+`mixed` 60 decode steps and 4 prefill chunks of 512 queries; `prefill` 8 chunks of 1024. Timed
+per call (output allocation and the Python launch path included): ms, and the bandwidth of the
+cache read once (bytes of K and V of every sequence / time) for the decode rows. Without torch
+or CUDA it prints why and exits 0.
+"""
+import argparse
+
+import numpy as np
+
+from bench_decode import cuda_torch, make_timer, save_report
+
+
+def batch(torch, nq, K, H=32, Hkv=8, D=128, page=16):
+    pages_each = -(-K // page)
+    B = len(nq)
+    table = torch.randperm(B * pages_each + 7, device="cuda")[:B * pages_each]
+    table = table.view(B, pages_each).to(torch.int32)
+    kc, vc = (torch.randn(B * pages_each + 7, page, Hkv, D, device="cuda").half()
+              for _ in range(2))
+    cu_q = torch.tensor(np.concatenate([[0], np.cumsum(nq)]), dtype=torch.int32, device="cuda")
+    q = torch.randn(sum(nq), H, D, device="cuda").half()
+    used = torch.full((B,), K, dtype=torch.int32, device="cuda")
+    return q, kc, vc, cu_q, table, used
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    ap.add_argument("--keys", type=int, nargs="+", default=[1024, 4096, 16384])
+    args = ap.parse_args()
+    torch = cuda_torch("bench_varlen_paged")
+    if torch is None:
+        return
+    import tessel
+    from tessel import varlen_cache
+    varlen_cache.CUDA_CHECKED = True
+    timed, how = make_timer(torch)
+    cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8}
+    rows = []
+    print(f"timing: {how}")
+    print(f"{'case':8} {'K':>6} {'varlen ms':>10} {'split ms':>9} {'split/varlen':>12}")
+    for K in args.keys:
+        for name, nq in cases.items():
+            q, kc, vc, cu_q, table, used = batch(torch, nq, K)
+            one = lambda: tessel.attention_varlen(  # noqa: E731
+                q, kc, vc, cu_q, None, max(nq), K, causal=True, block_table=table,
+                seqused_k=used)
+            t_varlen = timed(one)
+            # Before: the decode steps through attention_with_kvcache ([B, 1, H, D]); the
+            # prefill chunks are the same varlen call on their own (what a caller would split).
+            dec = [b for b, n in enumerate(nq) if n == 1]
+            t_split = None
+            if len(dec) == len(nq):
+                qd = q.view(len(nq), 1, q.shape[1], q.shape[2])
+                t_split = timed(lambda: tessel.attention_with_kvcache(  # noqa: E731
+                    qd, kc, vc, used, block_table=table, causal=True))
+            cache_bytes = 2 * K * kc.shape[2] * kc.shape[3] * 2 * len(dec)
+            rows.append(dict(case=name, keys=K, varlen_ms=t_varlen, split_ms=t_split,
+                             decode_gbs=cache_bytes / (t_varlen * 1e6) if dec else None))
+            ratio = f"{t_split / t_varlen:12.2f}" if t_split else f"{'-':>12}"
+            split = f"{t_split:9.3f}" if t_split else f"{'-':>9}"
+            print(f"{name:8} {K:6} {t_varlen:10.3f} {split} {ratio}")
+    save_report(args.json, {"timing": how, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
