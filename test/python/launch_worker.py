@@ -460,6 +460,19 @@ def gated_serving_calls():
                          slots=last["slots"])
     out["ptrs"] = {"q": q.ptr, "kc": kc.ptr, "seqlens": seqlens.ptr, "table": table.ptr,
                    "pad": pad.ptr, "qv": qv.ptr, "cu": cu.ptr}
+    # The varlen call again with new tensors and a longer max_seqlen_k (a decode step later):
+    # its plan, one launch on the new tensors.
+    from tessel import varlen_cache as vc
+    plans = len(vc._PLANS)
+    qv2, kc2, cu2 = T((9, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16), \
+        T((4,), torch.int32)
+    used2, table2 = T((3,), torch.int32), T((3, 5), torch.int32)
+    before = DRV.launches()
+    tessel.attention_varlen(qv2, kc2, kc2, cu2, None, 7, 81, block_table=table2,
+                            seqused_k=used2)
+    out["again"] = {"launches": DRV.launches() - before, "new_plans": len(vc._PLANS) - plans,
+                    "slots": DRV.last_launch()["slots"],
+                    "ptrs": [qv2.ptr, kc2.ptr, cu2.ptr, used2.ptr, table2.ptr]}
     return out
 
 

@@ -242,6 +242,10 @@ def test_gated_serving_calls_wait_then_launch(runs):
     vp = r["varlen_paged"]
     assert vp["grid"] == [1, 24, 1] and vp["slots"][:3] == [p["qv"], p["kc"], p["kc"]]
     assert vp["slots"][5:8] == [p["cu"], p["seqlens"], p["table"]]
+    a = r["again"]
+    q2, k2, cu2, used2, table2 = a["ptrs"]
+    assert a["launches"] == 1 and a["new_plans"] == 0
+    assert a["slots"][:3] == [q2, k2, k2] and a["slots"][5:8] == [cu2, used2, table2]
 
 
 # --- in this process (no driver needed) -------------------------------------------------------
