@@ -131,7 +131,7 @@ def fits_i32(B, Sq, H, D, q_rs, n_splits):
 
 def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, *, B, Sq, H,
            Hkv, D, page, max_pages, cache_rows, scale, causal, n_splits, block_m, block_n,
-           score_mod=None, mask_mod=None, block_dim=0, starts=None):
+           score_mod=None, mask_mod=None, block_dim=0, starts=None, cu_q=None, total_q=None):
     """Runs splitkv_kernel with n_splits splits, then the combine (splitkv_combine_tile up to
     MAX_TILE_COMBINE splits, else splitkv_combine) unless one split can write o and lse itself,
     on attention_with_kvcache's checked arguments: o [B, Sq, H, D] (contiguous, q's dtype) and
@@ -143,17 +143,22 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
     score_mod / mask_mod (ModFunctions, or None): FlashAttention's soft cap and window, which
     read positions only — a program's rows are several query heads, so its mods see the KV
     head as h. block_dim: the kernel's DB (blocks wider than D, read as 0 past it), or 0.
-    starts: cache_leftpad (int32 [B]; the kernel's LEFTPAD), or None."""
+    starts: cache_leftpad (int32 [B]; the kernel's LEFTPAD), or None. cu_q, total_q: q and o
+    packed [total_q, H, D] as attention_varlen's, lse [H, total_q], Sq = 1 (at most one query a
+    sequence, at row cu_q[b]: the kernels' VARLEN_Q); run then takes cu_q after starts."""
     G = H // Hkv
     R = G * Sq
+    varlen = total_q is not None
     pack = Sq > 1 and G > 1
-    if Sq == 1:                              # the group's heads: q_hs apart
+    if varlen:                               # sequence b's one query at row cu_q[b]
+        q_b, q_g, QR = q_rs, G * q_hs, q_hs
+    elif Sq == 1:                            # the group's heads: q_hs apart
         q_b, q_g, QR = q_rs, G * q_hs, q_hs
     elif G == 1:                             # one head's positions: q_rs apart
         q_b, q_g, QR = Sq * q_rs, q_hs, q_rs
     else:                                    # heads × positions: not affine in q, so packed
         q_b, q_g, QR = Hkv * R * D, R * D, D
-    direct = n_splits == 1 and (Sq == 1 or G == 1)
+    direct = n_splits == 1 and (Sq == 1 or G == 1) and not varlen
     if direct and Sq == 1:
         o_s, o_b, o_g, OR, l_s, l_b, l_g = 0, H * D, G * D, D, 0, H, G
     elif direct:
@@ -172,17 +177,20 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         cx["DB"] = block_dim
     if starts is not None:
         cx["LEFTPAD"] = True
+    if varlen:
+        cx["VARLEN_Q"] = True
     split = splitkv_kernel[grid]
     combine_args = (B, Sq, H, Hkv, n_splits)
     if n_splits <= MAX_TILE_COMBINE:
         combine = splitkv_combine_tile[fold_grid(Sq, B * H)]
-        combine_cx = dict(D=D, S=tile_combine_rows(n_splits), OUT=_out_dtype(o))
+        combine_cx = dict(D=D, S=tile_combine_rows(n_splits), OUT=_out_dtype(o),
+                          **({"VARLEN_Q": True} if varlen else {}))
     else:
         combine = splitkv_combine[fold_grid(Sq, B * H)]
         combine_cx = dict(D=D, BLOCK_S=combine_block(D, not isinstance(q, np.ndarray)),
-                          OUT=_out_dtype(o))
+                          OUT=_out_dtype(o), **({"VARLEN_Q": True} if varlen else {}))
 
-    def run(q, k_cache, v_cache, o, lse, seqlens, table, starts):
+    def run(q, k_cache, v_cache, o, lse, seqlens, table, starts, cu_q=None):
         if not (grid[0] and grid[1]):
             return
         if pack:
@@ -192,11 +200,13 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
         else:
             part = _empty(q, (n_splits, B, Hkv, R, D))
             part_lse = _empty(q, (n_splits, B, Hkv, R))
-        # Without LEFTPAD the kernel does not read `starts`: any int32 buffer.
+        # Without LEFTPAD (VARLEN_Q) the kernels do not read `starts` (`cu_q`): any int32
+        # buffer.
+        cu = seqlens if cu_q is None else cu_q
         split(q, k_cache, v_cache, part, part_lse, seqlens, table, *scalars,
-              seqlens if starts is None else starts, **cx)
+              seqlens if starts is None else starts, cu, total_q or 0, **cx)
         if not direct:
-            combine(part, part_lse, o, lse, *combine_args, **combine_cx)
+            combine(part, part_lse, o, lse, *combine_args, cu, total_q or 0, **combine_cx)
 
-    run(q, k_cache, v_cache, o, lse, seqlens, table, starts)
+    run(q, k_cache, v_cache, o, lse, seqlens, table, starts, cu_q)
     return run

@@ -288,12 +288,12 @@ def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B
 @jit
 def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, cache_rows, HKV,
                    max_pages, scale, n_splits, q_b, q_g, o_s, o_b, o_g, l_s, l_b, l_g, starts,
-                   QR: tl.constexpr, OR: tl.constexpr, k_rs: tl.constexpr,
+                   cu_q, total_q, QR: tl.constexpr, OR: tl.constexpr, k_rs: tl.constexpr,
                    k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                    CAUSAL: tl.constexpr, DIRECT: tl.constexpr, SCORE_MOD: tl.constexpr = None,
                    MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0,
-                   LEFTPAD: tl.constexpr = False):
+                   LEFTPAD: tl.constexpr = False, VARLEN_Q: tl.constexpr = False):
     """One key split of one KV head's query group against the cache (flash-decoding).
 
     The program's query rows are the G query heads of KV head g times the SQ query positions,
@@ -308,7 +308,10 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     lse_out + s·l_s + b·l_b + g·l_g + r: float32 partials (a workspace that splitkv_combine
     merges), or with DIRECT (one split, and rows that are affine in o: SQ = 1 or G = 1) the final
     output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf. LEFTPAD
-    as kvcache_kernel's: the splits divide the keys from starts[b] on.
+    as kvcache_kernel's: the splits divide the keys from starts[b] on. VARLEN_Q: q packed as
+    attention_varlen's with at most one query a sequence (max_seqlen_q = 1), sequence b's at
+    row cu_q[b] (of total_q; q_b is then q's row stride) or none, whose rows read as 0
+    (splitkv_combine stores nothing for it); never DIRECT. Without it cu_q is not read.
     SCORE_MOD / MASK_MOD see each row's query head as h, a tile (the rows are several query
     heads; rows past G·SQ take the group's last): the serving APIs pass FlashAttention's window,
     soft cap and ALiBi (whose slope is the row's head's).
@@ -348,7 +351,13 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     hi = tl.minimum(lo + chunk, nk)
     k_end = k0 + nk                             # rows of the cache past it read as 0
 
-    qd = tl.make_desc(q, shape=(R, D), strides=(QR, 1), offset=b * q_b + g * q_g)
+    q_base = b * q_b
+    q_rows = R
+    if VARLEN_Q:
+        q0, q_end = sequence_span(cu_q, b, B, total_q)
+        q_base = q0 * q_b
+        q_rows = R * tl.minimum(tl.maximum(q_end - q0, 0), 1)
+    qd = tl.make_desc(q, shape=(q_rows, D), strides=(QR, 1), offset=q_base + g * q_g)
     od = tl.make_desc(o, shape=(R, D), strides=(OR, 1), offset=split * o_s + b * o_b + g * o_g)
     ld = tl.make_desc(lse_out, shape=(R,), strides=(1,), offset=split * l_s + b * l_b + g * l_g)
     if PAGE % BLOCK_N != 0 or (LEFTPAD and PAGE != 0):
@@ -396,8 +405,20 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
 
 
 @jit
-def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl.constexpr,
-                    BLOCK_S: tl.constexpr, OUT: tl.constexpr):
+def combine_output(cu_q, b, h, bh, i, B, SQ, H, total_q, VARLEN_Q: tl.constexpr):
+    """Where splitkv_combine writes query i of sequence b, head h: (o's row, lse's element,
+    rows kept): o [B, SQ, H, D] and lse [B, H, SQ]; with VARLEN_Q o packed [total_q, H, D] and
+    lse [H, total_q] at row cu_q[b] + i, none kept where sequence b has no query i."""
+    if VARLEN_Q:
+        q0, q_end = sequence_span(cu_q, b, B, total_q)
+        return q0 + i, h * total_q + q0 + i, tl.minimum(tl.maximum(q_end - q0 - i, 0), 1)
+    return b * SQ + i, bh * SQ + i, 1
+
+
+@jit
+def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, cu_q, total_q,
+                    D: tl.constexpr, BLOCK_S: tl.constexpr, OUT: tl.constexpr,
+                    VARLEN_Q: tl.constexpr = False):
     """Merges the n_splits partial results of splitkv_kernel, in float32, by their LSEs.
 
     o_part [n_splits, B, HKV, G·SQ, D] float32 and lse_part [n_splits, B, HKV, G·SQ] (G = H /
@@ -410,7 +431,8 @@ def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl
     none visible under causal) gets 0 and -inf, never NaN. One program per output row (grid
     (SQ, B·H), folded by grid.fold_grid); it reads the row's partials BLOCK_S splits at a time,
     as a [BLOCK_S, D] tile whose rows are split_rows·D apart, so that hundreds of splits (a page
-    per split) take a few loads rather than a loop step each."""
+    per split) take a few loads rather than a loop step each. VARLEN_Q: o and lse packed as
+    attention_varlen's (combine_output; cu_q not read without it)."""
     i, bh = block_and_row(SQ)
     b = bh // H
     h = bh % H
@@ -433,15 +455,17 @@ def splitkv_combine(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, D: tl
         weights += w
     total = tl.sum(weights[None, :], axis=1)             # [1]
     inv = tl.where(total > 0.0, 1.0 / total, 0.0)
-    od = tl.make_desc(o, shape=(D,), strides=(1,), offset=((b * SQ + i) * H + h) * D)
+    o_row, lse_at, kept = combine_output(cu_q, b, h, bh, i, B, SQ, H, total_q, VARLEN_Q)
+    od = tl.make_desc(o, shape=(D * kept,), strides=(1,), offset=(o_row * H + h) * D)
     tl.store(od, (0,), (tl.sum(acc, axis=0) * inv).to(OUT))
-    lo = tl.make_desc(lse_out, shape=(1,), strides=(1,), offset=bh * SQ + i)
+    lo = tl.make_desc(lse_out, shape=(kept,), strides=(1,), offset=lse_at)
     tl.store(lo, (0,), m + tl.log(total))               # log 0 = -inf where no split saw it
 
 
 @jit
-def splitkv_combine_tile(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits,
-                         D: tl.constexpr, S: tl.constexpr, OUT: tl.constexpr):
+def splitkv_combine_tile(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits, cu_q, total_q,
+                         D: tl.constexpr, S: tl.constexpr, OUT: tl.constexpr,
+                         VARLEN_Q: tl.constexpr = False):
     """splitkv_combine for n_splits <= S in one pass, without a loop: the row's partials are one
     [S, D] tile (rows past n_splits read as 0, their LSEs as -inf) and every quantity is a tile
     of that shape or a column of it, so that the GPU keeps it in registers
@@ -464,9 +488,10 @@ def splitkv_combine_tile(o_part, lse_part, o, lse_out, B, SQ, H, HKV, n_splits,
     total = tl.sum(w, axis=0)
     acc = tl.sum(tl.load(pd, (0, 0), shape=(S, D)) * w, axis=0)
     inv = tl.where(total > 0.0, 1.0 / total, 0.0)
-    od = tl.make_desc(o, shape=(D,), strides=(1,), offset=((b * SQ + i) * H + h) * D)
+    o_row, lse_at, kept = combine_output(cu_q, b, h, bh, i, B, SQ, H, total_q, VARLEN_Q)
+    od = tl.make_desc(o, shape=(D * kept,), strides=(1,), offset=(o_row * H + h) * D)
     tl.store(od, (0,), (acc * inv).to(OUT))
     # lse_out holds one value: column 0's (the descriptor drops the other columns).
-    lo = tl.make_desc(lse_out, shape=(1,), strides=(1,), offset=bh * SQ + i)
+    lo = tl.make_desc(lse_out, shape=(kept,), strides=(1,), offset=lse_at)
     tl.store(lo, (0,), m + tl.log(total))
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import cpu_tensors
 from . import serving_checks
+from . import serving_decode
 from .attention import softmax_scale
 from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
@@ -101,29 +102,66 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     if alibi_slopes is not None:
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     dtype = _dtype_name(q)
+    G = H // Hkv
+    # Decode steps alone (max_seqlen_q = 1): attention_with_kvcache's split-KV program, the
+    # query heads of a KV group packed as its rows and the keys split across programs.
+    decode = int(max_seqlen_q) == 1 and G <= serving_decode.MAX_PACKED_ROWS and \
+        serving_decode.fits_i32(B, 1, H, D, q_rs, serving_decode.MAX_SPLITS)
     dims = serving_checks.KVCACHE_FAST_HEAD_DIMS
     DB = serving_checks.kvcache_block_head_dim(kind, dtype, D, dims)
     fast = _fast_blocks(kind, dtype, DB or D, (k_rs, k_hs, v_rs, v_hs, q_rs, q_hs), dims)
-    BM, BN = fast or _blocks(kind, D, dtype, max_seqlen_q, limit)
+    BM, BN = fast or _blocks(kind, D, dtype, G if decode else max_seqlen_q, limit)
     DB = DB if fast else 0
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
-    cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
-              BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods,
-              **({"DB": DB} if DB else {}))
-    grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
-    scalars = (B, total_q, int(max_seqlen_q), num_pages * page, H, Hkv, max_pages, scale)
+    outputs = (lambda q: (_out(kind, q, (total_q, H, D)),                      # noqa: E731
+                          _out(kind, q, (H, total_q), np.float32)))
+    if decode:
+        shape = dict(B=B, Sq=1, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
+                     cache_rows=num_pages * page, scale=scale, causal=causal, block_m=BM,
+                     block_n=BN, score_mod=mods.get("SCORE_MOD"),
+                     mask_mod=mods.get("MASK_MOD"), block_dim=DB, total_q=total_q)
+        run = _decode_run(q, q_rs, q_hs, (k_rs, k_hs, v_rs, v_hs), outputs, return_lse, shape)
+    else:
+        cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
+                  BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods,
+                  **({"DB": DB} if DB else {}))
+        grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
+        scalars = (B, total_q, int(max_seqlen_q), num_pages * page, H, Hkv, max_pages, scale)
 
-    def run(q, k_cache, v_cache, cu_q, lengths, table):
-        o = _out(kind, q, (total_q, H, D))
-        lse = _out(kind, q, (H, total_q), np.float32)
-        _launch(varlen_cache_kernel, grid,
-                (q, k_cache, v_cache, o, lse, cu_q, lengths, table) + scalars, cx)
-        return (o, lse) if return_lse else o
+        def run(q, k_cache, v_cache, cu_q, lengths, table):
+            o, lse = outputs(q)
+            _launch(varlen_cache_kernel, grid,
+                    (q, k_cache, v_cache, o, lse, cu_q, lengths, table) + scalars, cx)
+            return (o, lse) if return_lse else o
     if key is not None:
         # What the first call copied (layouts the kernel does not read in place), copied again.
         copied = [x is not y for x, y in zip(given[:4] + given[5:], checked)]
         _remember(key, run, copied)
     return run(q, k_cache, v_cache, cu_q, lengths, table)
+
+
+def _decode_run(q, q_rs, q_hs, kv_strides, outputs, return_lse, shape):
+    """run(q, k_cache, v_cache, cu_q, lengths, table) for a call of one query a sequence at
+    most: serving_decode.launch's split-KV program and combine (VARLEN_Q), the splits by its
+    heuristic as attention_with_kvcache's decode takes them; `shape`: launch's keywords."""
+    B, Hkv, G = shape["B"], shape["Hkv"], shape["H"] // shape["Hkv"]
+    limit = shape["max_pages"] * shape["page"]
+    n = 1 if limit < serving_decode.MIN_KEYS_TO_SPLIT else \
+        serving_decode.num_splits_heuristic(B * Hkv * -(-G // shape["block_m"]),
+                                            -(-limit // shape["block_n"]),
+                                            serving_decode.num_sms(q))
+    launched = []
+
+    def run(q, k_cache, v_cache, cu_q, lengths, table):
+        o, lse = outputs(q)
+        if launched:
+            launched[0](q, k_cache, v_cache, o, lse, lengths, table, None, cu_q)
+        else:                          # the first call decides the launches and runs them
+            launched.append(serving_decode.launch(
+                q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, lengths, table,
+                n_splits=n, cu_q=cu_q, **shape))
+        return (o, lse) if return_lse else o
+    return run
 
 
 #: attention_varlen_paged's plans for CUDA calls, by call signature (serving._call_signature).

@@ -683,10 +683,11 @@ def test_kvcache_batch_index_leftpad(monkeypatch, D, Sq, splits):
     assert err <= 5e-3 * max(1.0, float(np.abs(ref1).max())), err
 
 
+@pytest.mark.parametrize("batch", ["mixed", "decode"])
 @pytest.mark.parametrize("page", [16, 64])
 @pytest.mark.parametrize("D", [128, 64, 96, 256])
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_varlen_paged(monkeypatch, dtype, D, page):
+def test_varlen_paged(monkeypatch, dtype, D, page, batch):
     # attention_varlen with block_table (forty-seventh session, varlen_cache_kernel): decode
     # steps and prefill chunks of one batch against a paged cache in shuffled pages, causal,
     # against float64 over each sequence's keys gathered from its pages; seqused_k given.
@@ -695,7 +696,9 @@ def test_varlen_paged(monkeypatch, dtype, D, page):
     gen = torch.Generator(device="cuda").manual_seed(D + page)
     dt = DTYPES[dtype]
     H, Hkv = 8, 2
-    nq, nk = [1, 300, 1, 0, 64, 7], [2000, 300, 1, 50, 1500, 777]
+    # decode: one query a sequence at most (the split-KV program, VARLEN_Q).
+    nq = [1, 300, 1, 0, 64, 7] if batch == "mixed" else [1, 1, 1, 0, 1, 1]
+    nk = [2000, 300, 1, 50, 1500, 777]
     per = -(-max(nk) // page)
     n_pages = len(nk) * per + 3
     table = torch.randperm(n_pages, device="cuda", generator=gen)[:len(nk) * per]

@@ -285,8 +285,8 @@ def test_the_tile_combine_merges_as_the_loop_does(n_splits):
                        (splitkv_combine, dict(BLOCK_S=16))):
         o = np.full((B, Sq, H, Dm), np.nan, np.float32)
         lo = np.full((B, H, Sq), np.nan, np.float32)
-        kernel[(Sq, B * H)](part, lse, o, lo, B, Sq, H, Hkv, n_splits, D=Dm, OUT=tl.float32,
-                            **cx)
+        kernel[(Sq, B * H)](part, lse, o, lo, B, Sq, H, Hkv, n_splits, np.zeros(1, np.int32),
+                            0, D=Dm, OUT=tl.float32, **cx)
         outs.append((o, lo))
     # float64: row (b, g, r) of the parts is head g·G + r // Sq at position r % Sq.
     m = np.max(lse, axis=0).astype(np.float64)

@@ -63,8 +63,9 @@ def splitkv(page, block_n=64, d=D, **db):
     x, i32, f32 = np.zeros((10, 4, d), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
     return splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4,
-                                 4 * d, 4 * d, 0, 4 * 4 * d, 4 * d, 0, 8, 4, i32, QR=d, OR=d,
-                                 k_rs=2 * d, k_hs=d, v_rs=2 * d, v_hs=d, D=d, BLOCK_M=64,
+                                 4 * d, 4 * d, 0, 4 * 4 * d, 4 * d, 0, 8, 4, i32, i32[0], 7,
+                                 QR=d, OR=d, k_rs=2 * d, k_hs=d, v_rs=2 * d, v_hs=d, D=d,
+                                 BLOCK_M=64,
                                  BLOCK_N=block_n, PAGE=page, CAUSAL=True, DIRECT=False, **db)
 
 
@@ -76,6 +77,16 @@ def test_fast_paths_take_the_split_kv_kernel(page, chip, codegen, tmp_path, monk
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     kernel = splitkv(page)
     assert kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen)).cubin
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("page", [64, 16], ids=["paged64", "paged16"])
+def test_varlen_decode_takes_the_fast_paths(page, chip, codegen, tmp_path, monkeypatch):
+    # attention_varlen(block_table=) with one query a sequence: the split-KV program reading
+    # sequence b's query at row cu_q[b] (VARLEN_Q); no spill.
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    b = splitkv(page, VARLEN_Q=True).binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.cubin and b.manifest["spill_bytes"] == 0
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
@@ -124,7 +135,8 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
         np.zeros(1, np.float32)
     if kernel == "split":
         k = splitkv_kernel.warmup(x, x, x, f32, f32, i32, i32, 3, 1, 4, 100, 2, 3, 0.1, 4, 4 * D,
-                                  4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, i32, QR=D, OR=D,
+                                  4 * D, 0, 4 * 4 * D, 4 * D, 0, 8, 4, i32, i32[0], 7, QR=D,
+                                  OR=D,
                                   k_rs=2 * D,
                                   k_hs=D, v_rs=2 * D, v_hs=D, D=D, BLOCK_M=64, BLOCK_N=64,
                                   PAGE=0, CAUSAL=True, DIRECT=False, **mods)

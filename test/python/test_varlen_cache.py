@@ -55,6 +55,32 @@ def test_mixed_batch_against_the_paged_cache(lengths, rule, page):
     assert np.array_equal(np.isfinite(lse), seen) and np.allclose(lse[seen], rl[seen], atol=2e-3)
 
 
+@pytest.mark.parametrize("heads", [(4, 2), (2, 2)], ids=["gqa", "mha"])
+@pytest.mark.parametrize("nk", [[1500, 700, 3, 1100], [90, 1, 64, 40]], ids=["split", "short"])
+def test_decode_steps_take_the_split_kv_program(nk, heads, monkeypatch):
+    """max_seqlen_q = 1: serving_decode's split-KV program with the group's heads packed as
+    rows (VARLEN_Q): sequence b's query at row cu_q[b], none for the sequence without one (its
+    row of o, past the others, is not written), keys split where the cache is long."""
+    from tessel import serving_decode
+    Hq, Hk = heads
+    rng = np.random.default_rng(len(nk) + Hq + nk[0])
+    nq = [1, 0, 1, 1]
+    seen = []
+    launch = serving_decode.launch
+    monkeypatch.setattr(serving_decode, "launch",
+                        lambda *a, **k: seen.append(k["n_splits"]) or launch(*a, **k))
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, nq, nk, 64)
+    q = np.concatenate([q, _rows(rng, 1, H, D)])[:, :Hq]     # a row past the last sequence
+    kc, vc, k, v = kc[:, :, :Hk], vc[:, :, :Hk], k[:, :Hk], v[:, :Hk]
+    o, lse = tessel.attention_varlen(q, np.ascontiguousarray(kc), np.ascontiguousarray(vc),
+                                     cu_q, cu_k, 1, max(nk), causal=True, return_lse=True,
+                                     block_table=table)
+    ro, rl = reference_varlen(q, k, v, cu_q, cu_k, causal=True)
+    assert seen and (seen[0] > 1) == (max(nk) >= 1024)
+    assert max_rel_error(o[:3], ro[:3]) < 2e-2
+    assert np.allclose(lse[:, :3], rl[:, :3], atol=2e-3)
+
+
 def test_torch_cpu_tensors_and_their_grad_refused():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
