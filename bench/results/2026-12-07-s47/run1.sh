@@ -9,16 +9,16 @@ source scripts/bundle-env.sh
 r=$OUT/run1; mkdir -p $r
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
 cd test/gpu
-timeout 180 python3 -m pytest -q test_serving_gpu.py \
+timeout 170 python3 -m pytest -q test_serving_gpu.py \
   -k "kvcache_append or kvcache_rotary or batch_index_leftpad or varlen_paged" \
   > $r/new.log 2>&1
 tail -3 $r/new.log
-timeout 80 python3 -m pytest -q test_serving_gpu.py -k "flash_arguments and varlen_programs" \
+timeout 50 python3 -m pytest -q test_serving_gpu.py -k "flash_arguments and varlen_programs" \
   > $r/flash.log 2>&1
 tail -3 $r/flash.log
-timeout 150 python3 -m pytest -q test_serving_gpu.py \
+timeout 110 python3 -m pytest -q test_serving_gpu.py \
   -k "test_kvcache[ or kvcache_block_head_dim or test_flash_arguments" > $r/kvcache.log 2>&1
 tail -3 $r/kvcache.log
 # The mixed batch's speed: attention_varlen(block_table=) beside attention_with_kvcache.
-timeout 110 python3 bench_varlen_paged.py --json $r/varlen_paged.json 2>&1 | tail -12 \
+timeout 70 python3 bench_varlen_paged.py --json $r/varlen_paged.json 2>&1 | tail -12 \
   | tee $r/varlen_paged.log
