@@ -20,5 +20,5 @@ timeout 110 python3 -m pytest -q test_serving_gpu.py \
   -k "test_kvcache[ or kvcache_block_head_dim or test_flash_arguments" > $r/kvcache.log 2>&1
 tail -3 $r/kvcache.log
 # The mixed batch's speed: attention_varlen(block_table=) beside attention_with_kvcache.
-timeout 70 python3 bench_varlen_paged.py --json $r/varlen_paged.json 2>&1 | tail -12 \
+timeout 70 python3 bench_varlen_paged.py --keys 4096 16384 --json $r/varlen_paged.json 2>&1 | tail -12 \
   | tee $r/varlen_paged.log
