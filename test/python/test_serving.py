@@ -280,6 +280,23 @@ def test_the_paged_decode_example_runs():
     assert r.stdout.count("->") == 3
 
 
+def test_the_chunked_serving_example_runs():
+    # examples/python/serve_chunked.py: mixed batches of prompt chunks and decode steps through
+    # attention_varlen(block_table=), each checked against float64 by the example itself.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "serve_chunked.py")],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TESSEL_BUILD_DIR=str(BUILD)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "serve_chunked: 6 steps, max error vs float64 numpy" in r.stdout
+    # Prompt chunks beside decode steps in one call, then decode steps alone.
+    assert "step 2: queries per sequence {0: 16, 1: 1, 2: 9}" in r.stdout
+
+
 @pytest.mark.parametrize("window,softcap,causal", [((20, 0), None, True), ((10, 5), None, False),
                                                    ((-1, 3), 2.0, False), (None, 2.0, True)])
 def test_varlen_with_flash_arguments(window, softcap, causal):
