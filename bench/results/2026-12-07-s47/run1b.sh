@@ -7,7 +7,7 @@ source scripts/bundle-env.sh
 r=$OUT/run1b; mkdir -p $r
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $r/gpu.txt
 cd test/gpu
-timeout 200 python3 -m pytest -q -x test_serving_gpu.py \
+timeout 200 python3 -m pytest -q test_serving_gpu.py \
   -k "kvcache_append or kvcache_rotary or batch_index_leftpad or varlen_paged" \
   > $r/new.log 2>&1
 tail -3 $r/new.log
