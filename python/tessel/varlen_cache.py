@@ -96,9 +96,9 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     if H * max(total_q, 1) > _I32_MAX or num_pages * page > _I32_MAX:
         raise ValueError(f"tessel.{fn}: too many rows for 32-bit row indices")
     scale = softmax_scale(scale, D)
-    checked = (q, k_cache, v_cache, cu_q, table, lengths if seqused_k is not None else None)
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
+    checked = (q, k_cache, v_cache, cu_q, table, lengths if seqused_k is not None else None)
     if alibi_slopes is not None:
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     dtype = _dtype_name(q)
