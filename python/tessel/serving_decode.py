@@ -150,10 +150,8 @@ def launch(q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, seqlens, table, 
     R = G * Sq
     varlen = total_q is not None
     pack = Sq > 1 and G > 1
-    if varlen:                               # sequence b's one query at row cu_q[b]
-        q_b, q_g, QR = q_rs, G * q_hs, q_hs
-    elif Sq == 1:                            # the group's heads: q_hs apart
-        q_b, q_g, QR = q_rs, G * q_hs, q_hs
+    if Sq == 1:                              # the group's heads: q_hs apart (varlen: of row
+        q_b, q_g, QR = q_rs, G * q_hs, q_hs  # cu_q[b], not b)
     elif G == 1:                             # one head's positions: q_rs apart
         q_b, q_g, QR = Sq * q_rs, q_hs, q_rs
     else:                                    # heads × positions: not affine in q, so packed
