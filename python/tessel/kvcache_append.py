@@ -23,12 +23,10 @@ from .jit import jit
 from .serving_checks import _check_same_dtype, _kind, _launch, _strided
 
 
-# Whether CUDA calls take k=, v= and the rotary tables. Off until test_serving_gpu.py's
-# `test_kvcache_append` and `test_kvcache_rotary` have passed (bench/results/2026-12-07-s46/
-# run4.sh: the forty-sixth session's device time ran out before them): the paged stores and
-# the rotary program's strided columns have not run on a GPU. numpy and torch CPU tensors take
-# them (interpreter-checked against float64).
-CUDA_CHECKED = False
+# Whether CUDA calls take k=, v= and the rotary tables: on since test_serving_gpu.py's
+# `test_kvcache_append` (8/8) and `test_kvcache_rotary` (4/4) passed on an H100 and the CUDA
+# fuzzer's serving cases with them (forty-seventh session: bench/results/2026-12-07-s47/out).
+CUDA_CHECKED = True
 
 
 def _gate(fn, kind, what):

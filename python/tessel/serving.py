@@ -113,7 +113,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             keys are its positions 0 .. n_b - 1 (key j in page block_table[b, j // page_size]):
             FlashAttention's flash_attn_varlen_func with block_table, a serving engine's batch
             of prefill chunks and decode steps in one call. No backward (inputs that require
-            grad are refused). CUDA tensors: after its GPU check (varlen_cache.CUDA_CHECKED).
+            grad are refused).
         seqused_k: int32 ``[B]``, with block_table: n_b, each sequence's key count
             (FlashAttention-3's and vLLM's); without it n_b = cu_seqlens_k[b + 1] -
             cu_seqlens_k[b] (FlashAttention-2's), and cu_seqlens_k may be None when it is given.
@@ -291,9 +291,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
             ``cache_seqlens + Sk`` keys; cache_seqlens is not changed (FlashAttention's
             ``flash_attn_with_kvcache(k=, v=)``). The cache must be laid out as the kernels
             read it (a copy could not be written back). Positions past the cache's capacity
-            are a ValueError on the CPU; on the GPU they are not written. CUDA tensors take
-            k, v and the rotary tables once their GPU check has passed
-            (``kvcache_append.CUDA_CHECKED``; NotImplementedError until then).
+            are a ValueError on the CPU; on the GPU they are not written.
         rotary_cos, rotary_sin: FlashAttention's rotary tables ``[seqlen_ro, rotary_dim / 2]``
             (rotary_dim a multiple of 16, at most D): k (when given) is rotated at positions
             ``cache_seqlens[b] + i`` before it is written, q at the same positions when causal
@@ -310,8 +308,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         cache_leftpad: int32 ``[B]``, FlashAttention's left padding: sequence b's keys start at
             cache row cache_leftpad[b]; the rows before it are never read. Positions are the
             cache's rows, so causal, the window, ALiBi, rotary and the append at cache_seqlens
-            are as without it. CUDA tensors: after its GPU check
-            (serving_checks.LEFTPAD_CHECKED).
+            are as without it.
 
     Split-KV path: one program per (split, batch, KV head) whose query rows are the group's
     heads × positions (GQA packing: each KV head's cache is read once per split), writing a

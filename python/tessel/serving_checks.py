@@ -186,10 +186,9 @@ VARLEN_VALUE_HEAD_DIM_KERNEL = True
 KVCACHE_FAST_HEAD_DIMS = (64, 128, 256)
 
 # Whether attention_with_kvcache's CUDA calls take cache_leftpad (the cache kernels' LEFTPAD:
-# the key loop and the splits from each sequence's padding). Off until test_serving_gpu.py's
-# `test_kvcache_batch_index_leftpad` has passed (bench/results/2026-12-07-s47/run1.sh);
-# interpreter-checked against float64.
-LEFTPAD_CHECKED = False
+# the key loop and the splits from each sequence's padding): on since test_serving_gpu.py's
+# `test_kvcache_batch_index_leftpad` passed on an H100, 9/9 (bench/results/2026-12-07-s47/out).
+LEFTPAD_CHECKED = True
 
 # Whether attention_with_kvcache runs a cache of a head dim those do not list (96, 80, 192,
 # ...) on the fast paths' kernels at the next head dim they do, the blocks' extra columns read

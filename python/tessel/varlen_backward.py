@@ -204,11 +204,12 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal=
 NATIVE_CHIPS = ("sm_90a",)
 
 # Whether CUDA calls with FlashAttention's window_size, softcap or alibi_slopes take the varlen
-# programs too (their mods are the forward's, GPU-checked there and in the dense backward).
-# Off until test_serving_gpu.py `test_varlen_programs_backward_with_flash_arguments` passes
-# (its first run stopped before the programs, its rerun did not fit the call:
-# bench/results/2026-12-07-s46/run4.sh).
-NATIVE_FLASH_MODS = False
+# programs too (their mods are the forward's, GPU-checked there and in the dense backward): on
+# since test_serving_gpu.py `test_varlen_programs_backward_with_flash_arguments` passed on an
+# H100 (2/2) and the CUDA fuzzer's varlen_backward cases with it (forty-seventh session,
+# bench/results/2026-12-07-s47/out). Some of those programs spill (up to 1,344 bytes with the
+# scale fold given up), as the dense route's block-sparse dK/dV program did (564-1,252).
+NATIVE_FLASH_MODS = True
 
 # The varlen programs' blocks on the interpreter: small, so that tests of short sequences
 # cross blocks.

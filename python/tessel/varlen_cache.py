@@ -22,10 +22,10 @@ from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check
                              _refuse_grad, _strided)
 from .serving_kernels import varlen_cache_kernel
 
-# Whether CUDA tensors take block_table: off until test_serving_gpu.py's `test_varlen_paged`
-# has passed (bench/results/2026-12-07-s47/run1.sh); numpy arrays and torch CPU tensors take
-# it (interpreter-checked against float64).
-CUDA_CHECKED = False
+# Whether CUDA tensors take block_table: on since test_serving_gpu.py's `test_varlen_paged`
+# passed on an H100, 32/32 (mixed and decode-only batches, d64/96/128/256, pages of 16 and 64,
+# fp16 and bf16), and the CUDA fuzzer's serving cases (bench/results/2026-12-07-s47/out).
+CUDA_CHECKED = True
 
 
 def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

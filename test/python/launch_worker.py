@@ -409,7 +409,6 @@ def kvcache_append_plans():
     # k=, v= and rotary keep plans (forty-seventh session): the same signature again with new
     # tensors replays the rotations, the append and the attention, on the new tensors.
     from tessel import kvcache_append, serving
-    kvcache_append.CUDA_CHECKED = True
     T.__add__ = lambda self, n: T(self.shape, self.dtype, self.device)   # cache_seqlens + Sk
 
     def call(rotary):
@@ -431,9 +430,10 @@ def kvcache_append_plans():
 
 @scenario
 def gated_serving_calls():
-    # cache_leftpad and attention_varlen(block_table=) on CUDA tensors: refused until their
-    # GPU check, then one launch each reading the given tensors.
+    # cache_leftpad and attention_varlen(block_table=) on CUDA tensors: refused while their
+    # GPU-check switches are off, then one launch each reading the given tensors.
     from tessel import serving_checks, varlen_cache
+    serving_checks.LEFTPAD_CHECKED = varlen_cache.CUDA_CHECKED = False
     q, kc = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
     seqlens, table, pad = T((3,), torch.int32), T((3, 5), torch.int32), T((3,), torch.int32)
     qv, cu = T((9, 8, 128), torch.float16), T((4,), torch.int32)
