@@ -329,15 +329,8 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     pid_m = x % m_blocks
     b = bg // HKV
     g = bg % HKV
-    sd = tl.make_desc(seqlens, shape=(B,), strides=(1,))
     td = tl.make_desc(table, shape=(B, max_pages), strides=(max_pages, 1))
-    nk = tl.maximum(tl.load_scalar(sd, (b,)), 0)
-    k0 = 0
-    if PAGE == 0:
-        nk = tl.minimum(nk, cache_rows)
-        k0 = b * cache_rows
-    else:
-        nk = tl.minimum(nk, max_pages * PAGE)
+    nk, k0 = cache_keys(seqlens, b, B, cache_rows, max_pages, PAGE)
     # ceil(ceil(nk / n_splits) / BLOCK_N) · BLOCK_N from non-negative operands: written as
     # tl.cdiv (-(-a // b)), the H200's compile of the paged-view kernel (2026-12-03) started
     # every split past the first at -lo (docs/bench/2026-12-03-h200-paged-rows.md).
