@@ -21,6 +21,17 @@ import numpy as np  # noqa: E402
 from tessel.reference import max_rel_error, reference_attention  # noqa: E402
 
 
+def placement(cuda):
+    """(dev, dev16, host) for the serving examples: numpy arrays to where the example runs —
+    as they are for the interpreter, or CUDA torch tensors (dev16: fp16) — and results back
+    to numpy float32."""
+    if not cuda:
+        return (lambda x: x), (lambda x: x), np.asarray
+    import torch
+    dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()       # noqa: E731
+    return dev, (lambda x: dev(x).half()), (lambda x: x.float().cpu().numpy())
+
+
 def inputs(B=1, H=2, N=100, D=32, Hkv=None, seed=0):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((B, H, N, D)).astype(np.float32)

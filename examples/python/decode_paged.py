@@ -11,7 +11,7 @@ checked against the float64 reference of the same sequence.
 """
 import argparse
 
-from _common import np
+from _common import np, placement
 import tessel
 from tessel.reference import max_rel_error, reference_kvcache, reference_varlen
 
@@ -51,14 +51,7 @@ def main():
     wv = rng.standard_normal((DM, HKV * D)).astype(np.float32) / DM**0.5
     wo = rng.standard_normal((H * D, DM)).astype(np.float32) / (H * D)**0.5
 
-    if args.cuda:
-        import torch
-        dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()       # noqa: E731
-        dev16 = lambda x: dev(x).half()                                        # noqa: E731
-        host = lambda x: x.float().cpu().numpy()                               # noqa: E731
-    else:
-        dev = dev16 = lambda x: x                                              # noqa: E731
-        host = np.asarray
+    dev, dev16, host = placement(args.cuda)
 
     prompts = [rng.integers(0, VOCAB, n) for n in (3, 21, 9)]
     B = len(prompts)

@@ -12,7 +12,7 @@ the float64 reference of each sequence over its keys in the cache.
 """
 import argparse
 
-from _common import np
+from _common import np, placement
 from decode_paged import DM, H, HKV, D, VOCAB, PagedCache
 import tessel
 from tessel.reference import max_rel_error, reference_kvcache
@@ -30,14 +30,7 @@ def main():
     wq, wk, wv = (rng.standard_normal((DM, n * D)).astype(np.float32) / DM**0.5
                   for n in (H, HKV, HKV))
     wo = rng.standard_normal((H * D, DM)).astype(np.float32) / (H * D)**0.5
-    if args.cuda:
-        import torch
-        dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()       # noqa: E731
-        dev16 = lambda x: dev(x).half()                                        # noqa: E731
-        host = lambda x: x.float().cpu().numpy()                               # noqa: E731
-    else:
-        dev = dev16 = lambda x: x                                              # noqa: E731
-        host = np.asarray
+    dev, dev16, host = placement(args.cuda)
 
     prompts = [list(rng.integers(0, VOCAB, n)) for n in (40, 7, 25)]
     B = len(prompts)
