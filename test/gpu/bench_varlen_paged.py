@@ -7,9 +7,11 @@ the prefill chunks' packed keys — one process, fp16.
 
 Cases (H 32, Hkv 8, d128, pages of 16; K keys a sequence): `decode` 64 sequences of one query;
 `mixed` 60 decode steps and 4 prefill chunks of 512 queries; `prefill` 8 chunks of 1024. Timed
-per call (output allocation and the Python launch path included): ms, and the bandwidth of the
-cache read once (bytes of K and V of every sequence / time) for the decode rows. Without torch
-or CUDA it prints why and exits 0.
+per call (output allocation and the Python launch path included): ms of the one call, ms of the
+split calls (the decode rows' attention_with_kvcache, then the chunks' own varlen call; the
+index copies that split them are made before timing), and the bandwidth of the cache read once
+(bytes of K and V of every sequence / time) for the decode rows. Without torch or CUDA it prints
+why and exits 0.
 """
 import argparse
 
@@ -40,8 +42,6 @@ def main():
     if torch is None:
         return
     import tessel
-    from tessel import varlen_cache
-    varlen_cache.CUDA_CHECKED = True
     timed, how = make_timer(torch)
     cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8}
     rows = []
@@ -54,20 +54,34 @@ def main():
                 q, kc, vc, cu_q, None, max(nq), K, causal=True, block_table=table,
                 seqused_k=used)
             t_varlen = timed(one)
-            # Before: the decode steps through attention_with_kvcache ([B, 1, H, D]); the
-            # prefill chunks are the same varlen call on their own (what a caller would split).
+            # Before: the decode steps through attention_with_kvcache ([B, 1, H, D]), the
+            # prompt chunks through a varlen call of their own (what a caller would split).
             dec = [b for b, n in enumerate(nq) if n == 1]
-            t_split = None
-            if len(dec) == len(nq):
-                qd = q.view(len(nq), 1, q.shape[1], q.shape[2])
-                t_split = timed(lambda: tessel.attention_with_kvcache(  # noqa: E731
-                    qd, kc, vc, used, block_table=table, causal=True))
+            pre = [b for b, n in enumerate(nq) if n > 1]
+            starts = np.concatenate([[0], np.cumsum(nq)])
+            if dec:
+                first = torch.tensor([int(starts[b]) for b in dec], device="cuda")
+                qd = q[first].view(len(dec), 1, q.shape[1], q.shape[2])
+                used_dec, table_dec = used[dec].contiguous(), table[dec].contiguous()
+            if pre:
+                cu_pre = torch.tensor(np.concatenate([[0], np.cumsum([nq[b] for b in pre])]),
+                                      dtype=torch.int32, device="cuda")
+                q_pre = torch.cat([q[int(starts[b]):int(starts[b + 1])] for b in pre])
+                used_pre, table_pre = used[pre].contiguous(), table[pre].contiguous()
+
+            def split_calls():
+                if dec:
+                    tessel.attention_with_kvcache(qd, kc, vc, used_dec, block_table=table_dec,
+                                                  causal=True)
+                if pre:
+                    tessel.attention_varlen(q_pre, kc, vc, cu_pre, None, max(nq), K,
+                                            causal=True, block_table=table_pre,
+                                            seqused_k=used_pre)
+            t_split = timed(split_calls)
             cache_bytes = 2 * K * kc.shape[2] * kc.shape[3] * 2 * len(dec)
             rows.append(dict(case=name, keys=K, varlen_ms=t_varlen, split_ms=t_split,
                              decode_gbs=cache_bytes / (t_varlen * 1e6) if dec else None))
-            ratio = f"{t_split / t_varlen:12.2f}" if t_split else f"{'-':>12}"
-            split = f"{t_split:9.3f}" if t_split else f"{'-':>9}"
-            print(f"{name:8} {K:6} {t_varlen:10.3f} {split} {ratio}")
+            print(f"{name:8} {K:6} {t_varlen:10.3f} {t_split:9.3f} {t_split / t_varlen:12.2f}")
     save_report(args.json, {"timing": how, "rows": rows})
 
 
