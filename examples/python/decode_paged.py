@@ -39,18 +39,23 @@ class PagedCache:
             self.lengths[b] += 1
 
 
+def layer_weights(rng):
+    """The toy layer's random weights: the embedding [VOCAB, DM], q/k/v projections and the
+    output projection, scaled by their fan-in."""
+    emb = rng.standard_normal((VOCAB, DM)).astype(np.float32)
+    wq, wk, wv = (rng.standard_normal((DM, n * D)).astype(np.float32) / DM**0.5
+                  for n in (H, HKV, HKV))
+    wo = rng.standard_normal((H * D, DM)).astype(np.float32) / (H * D)**0.5
+    return emb, wq, wk, wv, wo
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cuda", action="store_true", help="run on the GPU (needs torch)")
     ap.add_argument("--steps", type=int, default=6)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    emb = rng.standard_normal((VOCAB, DM)).astype(np.float32)
-    wq = rng.standard_normal((DM, H * D)).astype(np.float32) / DM**0.5
-    wk = rng.standard_normal((DM, HKV * D)).astype(np.float32) / DM**0.5
-    wv = rng.standard_normal((DM, HKV * D)).astype(np.float32) / DM**0.5
-    wo = rng.standard_normal((H * D, DM)).astype(np.float32) / (H * D)**0.5
-
+    emb, wq, wk, wv, wo = layer_weights(rng)
     dev, dev16, host = placement(args.cuda)
 
     prompts = [rng.integers(0, VOCAB, n) for n in (3, 21, 9)]

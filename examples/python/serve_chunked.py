@@ -13,7 +13,7 @@ the float64 reference of each sequence over its keys in the cache.
 import argparse
 
 from _common import np, placement
-from decode_paged import DM, H, HKV, D, VOCAB, PagedCache
+from decode_paged import HKV, D, VOCAB, H, PagedCache, layer_weights
 import tessel
 from tessel.reference import max_rel_error, reference_kvcache
 
@@ -26,10 +26,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=4)
     args = ap.parse_args()
     rng = np.random.default_rng(1)
-    emb = rng.standard_normal((VOCAB, DM)).astype(np.float32)
-    wq, wk, wv = (rng.standard_normal((DM, n * D)).astype(np.float32) / DM**0.5
-                  for n in (H, HKV, HKV))
-    wo = rng.standard_normal((H * D, DM)).astype(np.float32) / (H * D)**0.5
+    emb, wq, wk, wv, wo = layer_weights(rng)
     dev, dev16, host = placement(args.cuda)
 
     prompts = [list(rng.integers(0, VOCAB, n)) for n in (40, 7, 25)]
