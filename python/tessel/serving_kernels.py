@@ -253,7 +253,8 @@ def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B
                         v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                         CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
-                        MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0):
+                        MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0,
+                        SKIP_SINGLE: tl.constexpr = False):
     """Packed queries of sequences of mixed lengths against a KV cache (FlashAttention's
     flash_attn_varlen_func with block_table: prefill chunks beside decode steps in one launch).
 
@@ -261,7 +262,9 @@ def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B
     cu_q[b + 1] - 1, read through q's strides), lse [H, total_q]; the keys as kvcache_kernel's
     (seqlens[b] of them, contiguous or paged with table), causal bottom-right aligned. Grid
     (query blocks of the longest sequence, max_nq rows, B·H): a block past its sequence's
-    queries runs no key loop and stores nothing. DB as kvcache_kernel's."""
+    queries runs no key loop and stores nothing. DB as kvcache_kernel's. SKIP_SINGLE: sequences
+    of exactly one query (decode steps) are left alone, as if they had none — splitkv_kernel's
+    VARLEN_Q launch computes them (the mixed batch's two launches, varlen_cache.py)."""
     W = D if DB == 0 else DB
     pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
     b = bh // H
@@ -269,6 +272,8 @@ def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B
     kv_h = h // (H // HKV)
     nk, k0 = cache_keys(seqlens, b, B, cache_rows, max_pages, PAGE)
     q0, q_end = sequence_span(cu_q, b, B, total_q)
+    if SKIP_SINGLE:                 # a sequence of one query is the split program's: no rows
+        q_end = tl.where(q_end - q0 == 1, q0, q_end)
     nq = q_end - q0
     qd = tl.make_desc(q, shape=(q_end, D), strides=(q_rs, 1), offset=h * q_hs)
     od = tl.make_desc(o, shape=(q_end, D), strides=(H * D, 1), offset=h * D)
@@ -309,9 +314,10 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
     merges), or with DIRECT (one split, and rows that are affine in o: SQ = 1 or G = 1) the final
     output in q's dtype and the final LSE. A split that sees no key writes 0 and -inf. LEFTPAD
     as kvcache_kernel's: the splits divide the keys from starts[b] on. VARLEN_Q: q packed as
-    attention_varlen's with at most one query a sequence (max_seqlen_q = 1), sequence b's at
-    row cu_q[b] (of total_q; q_b is then q's row stride) or none, whose rows read as 0
-    (splitkv_combine stores nothing for it); never DIRECT. Without it cu_q is not read.
+    attention_varlen's, SQ = 1: a sequence of exactly one query (a decode step) has it at row
+    cu_q[b] (of total_q; q_b is then q's row stride); any other (none, or a prefill chunk that
+    varlen_cache_kernel's SKIP_SINGLE launch computes) reads no key and splitkv_combine stores
+    nothing for it; never DIRECT. Without it cu_q is not read.
     SCORE_MOD / MASK_MOD see each row's query head as h, a tile (the rows are several query
     heads; rows past G·SQ take the group's last): the serving APIs pass FlashAttention's window,
     soft cap and ALiBi (whose slope is the row's head's).
@@ -346,10 +352,12 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
 
     q_base = b * q_b
     q_rows = R
-    if VARLEN_Q:
+    if VARLEN_Q:                    # a sequence of other than one query: no rows, no keys
         q0, q_end = sequence_span(cu_q, b, B, total_q)
         q_base = q0 * q_b
-        q_rows = R * tl.minimum(tl.maximum(q_end - q0, 0), 1)
+        single = tl.where(q_end - q0 == 1, 1, 0)
+        q_rows = R * single
+        hi = lo + (hi - lo) * single
     qd = tl.make_desc(q, shape=(q_rows, D), strides=(QR, 1), offset=q_base + g * q_g)
     od = tl.make_desc(o, shape=(R, D), strides=(OR, 1), offset=split * o_s + b * o_b + g * o_g)
     ld = tl.make_desc(lse_out, shape=(R,), strides=(1,), offset=split * l_s + b * l_b + g * l_g)
@@ -401,10 +409,11 @@ def splitkv_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, SQ, G, ca
 def combine_output(cu_q, b, h, bh, i, B, SQ, H, total_q, VARLEN_Q: tl.constexpr):
     """Where splitkv_combine writes query i of sequence b, head h: (o's row, lse's element,
     rows kept): o [B, SQ, H, D] and lse [B, H, SQ]; with VARLEN_Q o packed [total_q, H, D] and
-    lse [H, total_q] at row cu_q[b] + i, none kept where sequence b has no query i."""
+    lse [H, total_q] at row cu_q[b] (SQ = 1), kept only where sequence b has exactly one query
+    (splitkv_kernel's VARLEN_Q)."""
     if VARLEN_Q:
         q0, q_end = sequence_span(cu_q, b, B, total_q)
-        return q0 + i, h * total_q + q0 + i, tl.minimum(tl.maximum(q_end - q0 - i, 0), 1)
+        return q0 + i, h * total_q + q0 + i, tl.where(q_end - q0 == 1, 1, 0)
     return b * SQ + i, bh * SQ + i, 1
 
 

@@ -27,6 +27,14 @@ from .serving_kernels import varlen_cache_kernel
 # fp16 and bf16), and the CUDA fuzzer's serving cases (bench/results/2026-12-07-s47/out).
 CUDA_CHECKED = True
 
+# Whether a mixed batch (max_seqlen_q > 1) computes its decode steps by the split-KV program
+# (the query heads of a KV group packed as rows: each KV head read once a group, not once a
+# query head in a 64-row block of one row) in a launch beside varlen_cache_kernel's for the
+# other sequences: on the interpreter; on CUDA after its GPU check and timing
+# (bench/results/2026-12-07-s48/run2.sh).
+PACK_DECODE_ROWS = True
+PACK_DECODE_ROWS_CUDA = False
+
 
 def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, block_table, seqused_k, causal, scale, return_lse,
@@ -48,7 +56,8 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     mods = {} if alibi_slopes is not None else _position_mods(fn, causal, window_size, softcap)
     key = None if alibi_slopes is not None or not _plain_int(max_seqlen_k) else \
         _call_signature(given, (max_seqlen_q, causal, scale, return_lse, block_m, block_n,
-                                mods.get("SCORE_MOD"), mods.get("MASK_MOD")))
+                                mods.get("SCORE_MOD"), mods.get("MASK_MOD"),
+                                PACK_DECODE_ROWS_CUDA))
     if key is not None:
         replay = _PLANS.get(key)
         if replay is not None:
@@ -103,36 +112,48 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     dtype = _dtype_name(q)
     G = H // Hkv
-    # Decode steps alone (max_seqlen_q = 1): attention_with_kvcache's split-KV program, the
-    # query heads of a KV group packed as its rows and the keys split across programs.
-    decode = int(max_seqlen_q) == 1 and G <= serving_decode.MAX_PACKED_ROWS and \
+    # Decode steps (sequences of one query): attention_with_kvcache's split-KV program, the
+    # query heads of a KV group packed as its rows and the keys split across programs — alone
+    # (max_seqlen_q = 1) or, in a mixed batch, beside varlen_cache_kernel's launch for the
+    # other sequences (_packs_decode_rows).
+    splits_ok = G <= serving_decode.MAX_PACKED_ROWS and \
         serving_decode.fits_i32(B, 1, H, D, q_rs, serving_decode.MAX_SPLITS)
+    decode = int(max_seqlen_q) == 1 and splits_ok
+    mixed = not decode and splits_ok and _packs_decode_rows(kind, max_seqlen_q, total_q, B)
     dims = serving_checks.KVCACHE_FAST_HEAD_DIMS
     DB = serving_checks.kvcache_block_head_dim(kind, dtype, D, dims)
     fast = _fast_blocks(kind, dtype, DB or D, (k_rs, k_hs, v_rs, v_hs, q_rs, q_hs), dims)
-    BM, BN = fast or _blocks(kind, D, dtype, G if decode else max_seqlen_q, limit)
+
+    def blocks(rows):
+        bm, bn = fast or _blocks(kind, D, dtype, rows, limit)
+        return _block_arg(fn, "block_m", block_m, bm), _block_arg(fn, "block_n", block_n, bn)
     DB = DB if fast else 0
-    BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     outputs = (lambda q: (_out(kind, q, (total_q, H, D)),                      # noqa: E731
                           _out(kind, q, (H, total_q), np.float32)))
-    if decode:
+    launches = []
+    if decode or mixed:
+        BM, BN = blocks(G)
         shape = dict(B=B, Sq=1, H=H, Hkv=Hkv, D=D, page=page, max_pages=max_pages,
                      cache_rows=num_pages * page, scale=scale, causal=causal, block_m=BM,
                      block_n=BN, score_mod=mods.get("SCORE_MOD"),
                      mask_mod=mods.get("MASK_MOD"), block_dim=DB, total_q=total_q)
-        run = _decode_run(q, q_rs, q_hs, (k_rs, k_hs, v_rs, v_hs), outputs, return_lse, shape)
-    else:
+        launches.append(_decode_launch(q, q_rs, q_hs, (k_rs, k_hs, v_rs, v_hs), shape))
+    if not decode:
+        BM, BN = blocks(max_seqlen_q)
         cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
                   BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods,
-                  **({"DB": DB} if DB else {}))
+                  **({"DB": DB} if DB else {}), **({"SKIP_SINGLE": True} if mixed else {}))
         grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
         scalars = (B, total_q, int(max_seqlen_q), num_pages * page, H, Hkv, max_pages, scale)
+        launches.append(lambda q, k_cache, v_cache, o, lse, cu_q, lengths, table: _launch(
+            varlen_cache_kernel, grid,
+            (q, k_cache, v_cache, o, lse, cu_q, lengths, table) + scalars, cx))
 
-        def run(q, k_cache, v_cache, cu_q, lengths, table):
-            o, lse = outputs(q)
-            _launch(varlen_cache_kernel, grid,
-                    (q, k_cache, v_cache, o, lse, cu_q, lengths, table) + scalars, cx)
-            return (o, lse) if return_lse else o
+    def run(q, k_cache, v_cache, cu_q, lengths, table):
+        o, lse = outputs(q)
+        for launch in launches:
+            launch(q, k_cache, v_cache, o, lse, cu_q, lengths, table)
+        return (o, lse) if return_lse else o
     if key is not None:
         # What the first call copied (layouts the kernel does not read in place), copied again.
         copied = [x is not y for x, y in zip(given[:4] + given[5:], checked)]
@@ -140,9 +161,18 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     return run(q, k_cache, v_cache, cu_q, lengths, table)
 
 
-def _decode_run(q, q_rs, q_hs, kv_strides, outputs, return_lse, shape):
-    """run(q, k_cache, v_cache, cu_q, lengths, table) for a call of one query a sequence at
-    most: serving_decode.launch's split-KV program and combine (VARLEN_Q), the splits by its
+def _packs_decode_rows(kind, max_seqlen_q, total_q, B):
+    """Whether a batch of longer sequences (max_seqlen_q > 1) runs its decode steps (sequences
+    of one query) through the split-KV program beside varlen_cache_kernel's launch for the rest
+    (PACK_DECODE_ROWS): where some sequence may have one query, i.e. not every one of the B
+    has max_seqlen_q (the host does not read cu_seqlens_q, which is on the device)."""
+    on = PACK_DECODE_ROWS_CUDA if kind == "cuda" else PACK_DECODE_ROWS
+    return on and int(max_seqlen_q) > 1 and total_q < B * int(max_seqlen_q)
+
+
+def _decode_launch(q, q_rs, q_hs, kv_strides, shape):
+    """launch(q, k_cache, v_cache, o, lse, cu_q, lengths, table) of serving_decode's split-KV
+    program and combine (VARLEN_Q: the sequences of exactly one query), the splits by its
     heuristic as attention_with_kvcache's decode takes them; `shape`: launch's keywords."""
     B, Hkv, G = shape["B"], shape["Hkv"], shape["H"] // shape["Hkv"]
     limit = shape["max_pages"] * shape["page"]
@@ -152,16 +182,14 @@ def _decode_run(q, q_rs, q_hs, kv_strides, outputs, return_lse, shape):
                                             serving_decode.num_sms(q))
     launched = []
 
-    def run(q, k_cache, v_cache, cu_q, lengths, table):
-        o, lse = outputs(q)
+    def launch(q, k_cache, v_cache, o, lse, cu_q, lengths, table):
         if launched:
             launched[0](q, k_cache, v_cache, o, lse, lengths, table, None, cu_q)
         else:                          # the first call decides the launches and runs them
             launched.append(serving_decode.launch(
                 q, q_rs, q_hs, k_cache, v_cache, kv_strides, o, lse, lengths, table,
                 n_splits=n, cu_q=cu_q, **shape))
-        return (o, lse) if return_lse else o
-    return run
+    return launch
 
 
 #: attention_varlen_paged's plans for CUDA calls, by call signature (serving._call_signature).

@@ -7,7 +7,9 @@ the prefill chunks' packed keys — one process, fp16.
 
 Cases (H 32, Hkv 8, d128, pages of 16; K keys a sequence): `decode` 64 sequences of one query;
 `mixed` 60 decode steps and 4 prefill chunks of 512 queries; `prefill` 8 chunks of 1024. Timed
-per call (output allocation and the Python launch path included): ms of the one call, ms of the
+per call (output allocation and the Python launch path included): ms of the one call with its
+decode steps in varlen_cache_kernel, ms of the one call with them by the split-KV program
+(varlen_cache.PACK_DECODE_ROWS_CUDA; its two launches), ms of the
 split calls (the decode rows' attention_with_kvcache, then the chunks' own varlen call; the
 index copies that split them are made before timing), and the bandwidth of the cache read once
 (bytes of K and V of every sequence / time) for the decode rows. Without torch or CUDA it prints
@@ -42,18 +44,25 @@ def main():
     if torch is None:
         return
     import tessel
+    from tessel import varlen_cache
     timed, how = make_timer(torch)
     cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8}
     rows = []
     print(f"timing: {how}")
-    print(f"{'case':8} {'K':>6} {'varlen ms':>10} {'split ms':>9} {'split/varlen':>12}")
+    print(f"{'case':8} {'K':>6} {'varlen ms':>10} {'packed ms':>10} {'split ms':>9} "
+          f"{'split/varlen':>12} {'varlen/packed':>13}")
     for K in args.keys:
         for name, nq in cases.items():
             q, kc, vc, cu_q, table, used = batch(torch, nq, K)
             one = lambda: tessel.attention_varlen(  # noqa: E731
                 q, kc, vc, cu_q, None, max(nq), K, causal=True, block_table=table,
                 seqused_k=used)
+            pack = varlen_cache.PACK_DECODE_ROWS_CUDA
+            varlen_cache.PACK_DECODE_ROWS_CUDA = False
             t_varlen = timed(one)
+            varlen_cache.PACK_DECODE_ROWS_CUDA = True
+            t_packed = timed(one)
+            varlen_cache.PACK_DECODE_ROWS_CUDA = pack
             # Before: the decode steps through attention_with_kvcache ([B, 1, H, D]), the
             # prompt chunks through a varlen call of their own (what a caller would split).
             dec = [b for b, n in enumerate(nq) if n == 1]
@@ -79,9 +88,11 @@ def main():
                                             seqused_k=used_pre)
             t_split = timed(split_calls)
             cache_bytes = 2 * K * kc.shape[2] * kc.shape[3] * 2 * len(dec)
-            rows.append(dict(case=name, keys=K, varlen_ms=t_varlen, split_ms=t_split,
+            rows.append(dict(case=name, keys=K, varlen_ms=t_varlen, packed_ms=t_packed,
+                             split_ms=t_split,
                              decode_gbs=cache_bytes / (t_varlen * 1e6) if dec else None))
-            print(f"{name:8} {K:6} {t_varlen:10.3f} {t_split:9.3f} {t_split / t_varlen:12.2f}")
+            print(f"{name:8} {K:6} {t_varlen:10.3f} {t_packed:10.3f} {t_split:9.3f} "
+                  f"{t_split / t_varlen:12.2f} {t_varlen / t_packed:13.2f}")
     save_report(args.json, {"timing": how, "rows": rows})
 
 

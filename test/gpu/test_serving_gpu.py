@@ -683,7 +683,7 @@ def test_kvcache_batch_index_leftpad(monkeypatch, D, Sq, splits):
     assert err <= 5e-3 * max(1.0, float(np.abs(ref1).max())), err
 
 
-@pytest.mark.parametrize("batch", ["mixed", "decode"])
+@pytest.mark.parametrize("batch", ["mixed", "decode", "mixed_packed"])
 @pytest.mark.parametrize("page", [16, 64])
 @pytest.mark.parametrize("D", [128, 64, 96, 256])
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -691,8 +691,12 @@ def test_varlen_paged(monkeypatch, dtype, D, page, batch):
     # attention_varlen with block_table (forty-seventh session, varlen_cache_kernel): decode
     # steps and prefill chunks of one batch against a paged cache in shuffled pages, causal,
     # against float64 over each sequence's keys gathered from its pages; seqused_k given.
+    # mixed_packed (forty-eighth session): the mixed batch's decode steps by the split-KV
+    # program beside varlen_cache_kernel's SKIP_SINGLE launch (PACK_DECODE_ROWS_CUDA).
     from tessel import varlen_cache
     monkeypatch.setattr(varlen_cache, "CUDA_CHECKED", True)
+    monkeypatch.setattr(varlen_cache, "PACK_DECODE_ROWS_CUDA", batch == "mixed_packed")
+    batch = batch.replace("_packed", "")
     gen = torch.Generator(device="cuda").manual_seed(D + page)
     dt = DTYPES[dtype]
     H, Hkv = 8, 2

@@ -473,6 +473,17 @@ def gated_serving_calls():
     out["again"] = {"launches": DRV.launches() - before, "new_plans": len(vc._PLANS) - plans,
                     "slots": DRV.last_launch()["slots"],
                     "ptrs": [qv2.ptr, kc2.ptr, cu2.ptr, used2.ptr, table2.ptr]}
+    # The mixed batch with its decode steps by the split-KV program (PACK_DECODE_ROWS_CUDA):
+    # the split program, its combine and varlen_cache_kernel; a plan of its own, then kept.
+    vc.PACK_DECODE_ROWS_CUDA = True
+    DRV.record_params(11)                 # the combine program has 11 parameters
+    for name in ("packed", "packed_again"):
+        plans, before = len(vc._PLANS), DRV.launches()
+        tessel.attention_varlen(qv2, kc2, kc2, cu2, None, 7, 81, block_table=table2,
+                                seqused_k=used2)
+        out[name] = {"launches": DRV.launches() - before, "new_plans": len(vc._PLANS) - plans,
+                     "slots": DRV.last_launch()["slots"]}
+    vc.PACK_DECODE_ROWS_CUDA = False
     return out
 
 

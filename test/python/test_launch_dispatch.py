@@ -246,6 +246,12 @@ def test_gated_serving_calls_wait_then_launch(runs):
     q2, k2, cu2, used2, table2 = a["ptrs"]
     assert a["launches"] == 1 and a["new_plans"] == 0
     assert a["slots"][:3] == [q2, k2, k2] and a["slots"][5:8] == [cu2, used2, table2]
+    # Decode steps packed: the split program and its combine, then varlen_cache_kernel (the
+    # last launch, on the call's tensors); a plan of its own (the switch is in the key).
+    packed, again = r["packed"], r["packed_again"]
+    assert packed["launches"] == again["launches"] == 3
+    assert packed["new_plans"] == 1 and again["new_plans"] == 0
+    assert again["slots"][:3] == [q2, k2, k2] and again["slots"][5:8] == [cu2, used2, table2]
 
 
 # --- in this process (no driver needed) -------------------------------------------------------

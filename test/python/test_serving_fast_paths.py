@@ -121,6 +121,22 @@ def test_varlen_against_a_paged_cache_takes_the_fast_paths(d, page, chip, codege
 
 
 @pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("page", [64, 16], ids=["block-per-page", "rows-p16"])
+def test_mixed_batch_without_its_decode_steps_takes_the_fast_paths(page, chip, codegen,
+                                                                   tmp_path, monkeypatch):
+    # A mixed batch's prefill chunks (varlen_cache_kernel's SKIP_SINGLE: its decode steps are
+    # the split program's, VARLEN_Q above); no spill.
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    x, i32, f32 = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    k = varlen_cache_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], i32, 2, 10, 8, 300, 4, 2, 3,
+                                   0.1, **strides(D), D=D, BLOCK_M=64, BLOCK_N=64, PAGE=page,
+                                   CAUSAL=True, SKIP_SINGLE=True)
+    b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.cubin and b.manifest["spill_bytes"] == 0
+
+
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
 @pytest.mark.parametrize("per_batch", [False, True], ids=["slopes[H]", "slopes[B,H]"])
 @pytest.mark.parametrize("kernel", ["varlen", "kvcache", "split"])
 def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monkeypatch):

@@ -31,10 +31,13 @@ def _batch(rng, nq, nk, page, spare=3):
     return _rows(rng, int(cu_q[-1]), H, D), kc, vc, cu_q, cu_k, table, k, v
 
 
+@pytest.mark.parametrize("pack", [True, False], ids=["packed", "one_launch"])
 @pytest.mark.parametrize("page", [16, 64, 7])
 @pytest.mark.parametrize("rule", ["causal", "none", "window", "alibi"])
 @pytest.mark.parametrize("lengths", ["seqused_k", "cu_seqlens_k"])
-def test_mixed_batch_against_the_paged_cache(lengths, rule, page):
+def test_mixed_batch_against_the_paged_cache(lengths, rule, page, pack, monkeypatch):
+    from tessel import varlen_cache
+    monkeypatch.setattr(varlen_cache, "PACK_DECODE_ROWS", pack)
     rng = np.random.default_rng(page + len(rule) + len(lengths))
     nq = [1, 37, 1, 0, 5]                     # decode, a prefill chunk, decode, none, a chunk
     nk = [90, 37, 1, 12, 64]
@@ -79,6 +82,44 @@ def test_decode_steps_take_the_split_kv_program(nk, heads, monkeypatch):
     assert seen and (seen[0] > 1) == (max(nk) >= 1024)
     assert max_rel_error(o[:3], ro[:3]) < 2e-2
     assert np.allclose(lse[:, :3], rl[:, :3], atol=2e-3)
+
+
+@pytest.mark.parametrize("heads", [(4, 2), (2, 1), (2, 2)], ids=["gqa", "mqa", "mha"])
+def test_mixed_batch_packs_its_decode_steps(heads, monkeypatch):
+    """max_seqlen_q > 1 with sequences of one query: those run the split-KV program (VARLEN_Q,
+    split where the cache is long), the others varlen_cache_kernel with SKIP_SINGLE. Each row
+    of o and lse is written by its own launch only: with outputs filled with NaN and one of
+    the two launches left out, the other's rows stay NaN, as does a row past the last
+    sequence."""
+    from tessel import serving_checks, serving_decode, varlen_cache
+    monkeypatch.setattr(varlen_cache, "PACK_DECODE_ROWS", True)
+    monkeypatch.setattr(varlen_cache, "_out", lambda kind, q, shape, dtype=None: np.full(
+        shape, np.nan, dtype or q.dtype))
+    Hq, Hk = heads
+    rng = np.random.default_rng(Hq * 3 + Hk)
+    nq = [1, 9, 0, 1, 2, 1]
+    nk = [1500, 40, 30, 2, 1100, 700]
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, nq, nk, 64)
+    q = np.concatenate([q, _rows(rng, 1, H, D)])[:, :Hq]     # a row past the last sequence
+    kc, vc = (np.ascontiguousarray(x[:, :, :Hk]) for x in (kc, vc))
+    ro, rl = reference_varlen(q, k[:, :Hk], v[:, :Hk], cu_q, cu_k, causal=True)
+    single = np.repeat(np.array(nq) == 1, nq)                 # the rows of decode steps
+    split, launch = serving_decode.launch, serving_checks._launch
+    for left_out in (None, "split", "varlen"):
+        seen = []
+        monkeypatch.setattr(serving_decode, "launch", lambda *a, **k: seen.append(
+            k["n_splits"]) or (split(*a, **k) if left_out != "split" else lambda *a: None))
+        monkeypatch.setattr(varlen_cache, "_launch", lambda f, grid, args, cx: seen.append(
+            cx.get("SKIP_SINGLE")) or (launch(f, grid, args, cx) if left_out != "varlen"
+                                       else None))
+        o, lse = tessel.attention_varlen(q, kc, vc, cu_q, cu_k, max(nq), max(nk), causal=True,
+                                         return_lse=True, block_table=table)
+        assert seen[0] > 1 and seen[1:] == [True], seen       # split: 1500 keys
+        written = {None: np.ones_like(single), "split": ~single, "varlen": single}[left_out]
+        written = np.concatenate([written, [False]])
+        assert np.isnan(o[~written]).all() and np.isnan(lse[:, ~written]).all()
+        assert max_rel_error(o[written], ro[written]) < 2e-2
+        assert np.allclose(lse[:, written], rl[:, written], atol=2e-3)
 
 
 def test_torch_cpu_tensors_and_their_grad_refused():
