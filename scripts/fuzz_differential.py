@@ -221,12 +221,13 @@ def _draw_block_dim(rng, c):
 
 
 @contextlib.contextmanager
-def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL"):
-    """The DV switch (attention.VALUE_HEAD_DIM_KERNEL, or serving_checks'
-    VARLEN_VALUE_HEAD_DIM_KERNEL for varlen) as the case says, for the call."""
+def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL", key="dv_kernel"):
+    """A module's switch as the case's `key` says, for the call: by default the DV switch
+    (attention.VALUE_HEAD_DIM_KERNEL, or serving_checks' VARLEN_VALUE_HEAD_DIM_KERNEL for
+    varlen)."""
     mod = importlib.import_module(module)
     saved = getattr(mod, name)
-    setattr(mod, name, c.get("dv_kernel", False))
+    setattr(mod, name, c.get(key, False))
     try:
         yield
     finally:
@@ -389,8 +390,11 @@ def serving_case(rng):
             # The keys in a paged cache (block_table), counted by seqused_k or cu_seqlens_k.
             k, v, paged = _paged_keys(rng, lk, ck, k64, v64, dtype)
             c["page"] = int(k.shape[1])
+            # A mixed batch's decode steps by the split-KV program, or not (PACK_DECODE_ROWS).
+            c["pack"] = bool(rng.random() < 0.5)
+        pack = "PACK_DECODE_ROWS" + ("_CUDA" if BACKEND.device == "cuda" else "")
         with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"), \
-                _block_dim_forced(c):
+                _switched(c, "tessel.varlen_cache", pack, key="pack"), _block_dim_forced(c):
             o = tessel.attention_varlen(q, k, v, BACKEND.index(cq),
                                         None if "seqused_k" in paged else BACKEND.index(ck),
                                         max(lq + [1]), max(lk + [1]), **flash,
@@ -398,7 +402,7 @@ def serving_case(rng):
         ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
         err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
         return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D} Dv={c.get('Dv')} " \
-            f"page={c.get('page')} " \
+            f"page={c.get('page')} pack={c.get('pack')} " \
             f"dv_kernel={c.get('dv_kernel')} DB={c.get('DB')}: {err:.2e}" \
             if err > BACKEND.tol[dtype] else None
     _draw_block_dim(rng, c)
