@@ -27,6 +27,10 @@ matmuls against the forward's two).
 copied padded, as before the forty-second session, instead of read in blocks of the padded
 width inside the kernel).
 
+`--blocks 128x128 128x64 ...`: tessel also timed with those query × key blocks (block_m,
+block_n; the default is 64×64 on the fast paths), each printed beside the default as TFLOP/s
+and its ratio to it — the A/B of larger blocks for the varlen kernel in one process.
+
 `--padded`: --d padded where tessel runs it as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS
 emptied: on sm_90a d192 padded to 256, as before the forty-second session).
 
@@ -57,7 +61,10 @@ def main():
     ap.add_argument("--padded", action="store_true",
                     help="--d padded, not as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS "
                          "emptied)")
+    ap.add_argument("--blocks", nargs="*", default=[],
+                    help="also time tessel with these MxN blocks (e.g. 128x128)")
     args = ap.parse_args()
+    blocks = [tuple(int(n) for n in b.split("x")) for b in args.blocks]
     torch = cuda_torch("bench_varlen")
     if torch is None:
         return 0
@@ -174,6 +181,16 @@ def main():
         for key in ("nested", "pad_cudnn", "pad_fa2"):
             if row.get(f"{key}_why"):
                 print(f"{'':>6} {key}: {row[key + '_why']}")
+        for bm, bn in blocks:
+            other = with_backward(lambda: tessel.attention_varlen(
+                q, k, v, cu_d, cu_d, longest, longest, causal=causal, block_m=bm, block_n=bn),
+                lambda y: dout)
+            got = other().detach()
+            ms = timed(other)
+            diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
+            row[f"tessel_{bm}x{bn}_ms"] = ms
+            print(f"{'':>6} tessel {bm}x{bn}: {flops / ms / 1e9:.1f} TFLOP/s, "
+                  f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
     save_report(args.json, report)
     return 0
 

@@ -70,8 +70,11 @@ VARLEN = {
 
 
 # None: the default blocks (64x64 on the fast paths since 2026-12-02, where they passed first
-# as explicit blocks); (32, 32): blocks only the reference lowering takes.
-BLOCKS = {"default": (None, None), "reference": (32, 32)}
+# as explicit blocks); (32, 32): blocks only the reference lowering takes; 128-row blocks
+# (forty-eighth session: two consumer warpgroups and a producer, as the dense kernels' —
+# 128x128 TMA-fed — candidates for the default; d256 takes 128x64 only).
+BLOCKS = {"default": (None, None), "reference": (32, 32), "wide": (128, 128),
+          "tall": (128, 64)}
 
 
 def check_varlen(dt, lq, lk, H, Hkv, D, causal, seed, **blocks):
