@@ -221,9 +221,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     dims = serving_checks.VARLEN_FAST_HEAD_DIMS
     if kind == "cuda" and D not in dims and _varlen_native(q):   # (the chip asked only then)
         dims += (D,)
-    BM, BN = _fast_blocks(kind, _dtype_name(q), DB or D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
-                          dims) or \
-        _blocks(kind, max(D, Dv, DB), _dtype_name(q), max_seqlen_q, max_seqlen_k)
+    fast = _fast_blocks(kind, _dtype_name(q), DB or D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
+                        dims)
+    if fast and Dv == D and serving_checks.VARLEN_BLOCKS:
+        from .attention import _chip_for_blocks
+        fast = serving_checks.varlen_blocks(_chip_for_blocks(q), DB or D, fast)
+    BM, BN = fast or _blocks(kind, max(D, Dv, DB), _dtype_name(q), max_seqlen_q, max_seqlen_k)
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, (total_q, H, Dv))
     lse = _out(kind, q, (H, total_q), np.float32)

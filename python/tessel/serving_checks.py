@@ -176,6 +176,21 @@ VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 # test_serving_gpu.py `test_varlen_value_head_dim_kernel` passed).
 VARLEN_VALUE_HEAD_DIM_KERNEL = True
 
+# chip -> {the blocks' head dim: (BLOCK_M, BLOCK_N)}: attention_varlen's default blocks on the
+# fast paths where they are not 64x64 (v of q's head dim). Candidates (forty-eighth session):
+# on sm_90a 128x128 at head dims 64 and 128 (two consumer warpgroups and a producer, K and V
+# by TMA, as the dense kernels'), 128x64 at 256 (128x128 needs 320 KiB of shared memory); 0
+# spill, d96 and d40 in 128-wide blocks (DB) too. Empty until their GPU check and A/B
+# (bench/results/2026-12-07-s48/run3.sh: test_varlen "wide"/"tall", bench_varlen.py --blocks).
+VARLEN_BLOCKS = {}
+
+
+def varlen_blocks(chip, W, fast):
+    """attention_varlen's fast-path blocks for blocks W wide on `chip`: VARLEN_BLOCKS' entry,
+    else `fast` (64x64)."""
+    return VARLEN_BLOCKS.get(chip, {}).get(W, fast)
+
+
 # Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default
 # (_fast_blocks), the split-KV program (decode) and the cache kernel alike. 256 (Gemma's head
 # dim) compiles on both chips: the split-KV program with 0 spill, contiguous and paged; the
