@@ -1,7 +1,8 @@
 """attention_varlen with `block_table` (FlashAttention's flash_attn_varlen_func over a paged KV
 cache): the packed queries of sequences of mixed lengths — prefill chunks beside decode steps,
 as a serving engine batches them — against each sequence's keys in a paged cache, in one
-launch of serving_kernels.varlen_cache_kernel.
+launch of serving_kernels.varlen_cache_kernel; decode steps (sequences of one query) by the
+split-KV program instead, alone (max_seqlen_q = 1) or beside it (PACK_DECODE_ROWS).
 
 Sequence b's queries are q's rows cu_seqlens_q[b] to cu_seqlens_q[b + 1] - 1; its keys are
 positions 0 .. n_b - 1 of its pages (key j in page block_table[b, j // page_size], row
