@@ -486,6 +486,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
                                                serving_checks.KVCACHE_FAST_HEAD_DIMS)
     fast = _fast_blocks(kind, _dtype_name(q), DB or D, strides,
                         serving_checks.KVCACHE_FAST_HEAD_DIMS)
+    if not split:
+        fast = serving_checks.cache_kernel_blocks(fast, DB or D, page)
     BM, BN = fast or (BM, BN)
     DB = DB if fast else 0
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
@@ -607,7 +609,8 @@ def _call_signature(tensors, options):
     if not all(o is None or isinstance(o, (bool, int, float, np.integer, np.floating,
                                            ModFunction)) for o in options):
         return None
-    return tuple(sig), options
+    # Switches that change a plan's launches (a plan must not outlive a change of them).
+    return tuple(sig), options, serving_checks.SMALL_PAGE_256_BLOCK_N
 
 
 def _remember(key, run, copied, out_shape, return_lse, turn_q=None, add=None):

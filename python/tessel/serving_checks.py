@@ -191,6 +191,24 @@ def varlen_blocks(chip, W, fast):
     return VARLEN_BLOCKS.get(chip, {}).get(W, fast)
 
 
+# The one-program cache kernels' key block (kvcache_kernel, varlen_cache_kernel; not the split
+# program's) at blocks 256 wide over pages that the fast key block does not divide (vLLM's 16,
+# 32, 7...; each row looked up): 64x64 spills there (sm_90a page 16 212 bytes, 32 184, 7 40,
+# the scale fold given up; sm_80 page 16 16), 64x32 compiles with 0 (forty-eighth session,
+# test_serving_fast_paths.py). 0: the fast blocks' own; 32 once its GPU check and A/B have run
+# (test_serving_gpu.py `test_kvcache_at_head_dim_256` with it on, bench_decode.py).
+SMALL_PAGE_256_BLOCK_N = 0
+
+
+def cache_kernel_blocks(fast, W, page):
+    """The one-program cache kernels' fast blocks for blocks W wide over pages of `page` rows
+    (0: a contiguous cache): SMALL_PAGE_256_BLOCK_N's key block where it applies, else
+    `fast`."""
+    if fast and SMALL_PAGE_256_BLOCK_N and W == 256 and page and page % fast[1]:
+        return fast[0], SMALL_PAGE_256_BLOCK_N
+    return fast
+
+
 # Head dims whose attention_with_kvcache calls take the fast paths' 64x64 blocks by default
 # (_fast_blocks), the split-KV program (decode) and the cache kernel alike. 256 (Gemma's head
 # dim) compiles on both chips: the split-KV program with 0 spill, contiguous and paged; the

@@ -125,7 +125,7 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     DB = serving_checks.kvcache_block_head_dim(kind, dtype, D, dims)
     fast = _fast_blocks(kind, dtype, DB or D, (k_rs, k_hs, v_rs, v_hs, q_rs, q_hs), dims)
 
-    def blocks(rows):
+    def blocks(rows, fast=fast):
         bm, bn = fast or _blocks(kind, D, dtype, rows, limit)
         return _block_arg(fn, "block_m", block_m, bm), _block_arg(fn, "block_n", block_n, bn)
     DB = DB if fast else 0
@@ -140,7 +140,7 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
                      mask_mod=mods.get("MASK_MOD"), block_dim=DB, total_q=total_q)
         launches.append(_decode_launch(q, q_rs, q_hs, (k_rs, k_hs, v_rs, v_hs), shape))
     if not decode:
-        BM, BN = blocks(max_seqlen_q)
+        BM, BN = blocks(max_seqlen_q, serving_checks.cache_kernel_blocks(fast, DB or D, page))
         cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
                   BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods,
                   **({"DB": DB} if DB else {}), **({"SKIP_SINGLE": True} if mixed else {}))

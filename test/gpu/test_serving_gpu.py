@@ -330,6 +330,19 @@ def test_kvcache_at_head_dim_256(monkeypatch, dtype, case, causal):
     assert chosen == [(64, 64)]
 
 
+@pytest.mark.parametrize("block_n", [0, 32], ids=["fast", "bn32"])
+@pytest.mark.parametrize("page", [16, 32])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_256_small_pages(monkeypatch, dtype, page, block_n):
+    # The one-program cache kernel at d256 over pages that 64 does not divide, at 64x64 (which
+    # spills) and at 64x32 (serving_checks.SMALL_PAGE_256_BLOCK_N, forty-eighth session: 0
+    # spill), causal, against float64.
+    from tessel import serving_checks
+    monkeypatch.setattr(serving_checks, "SMALL_PAGE_256_BLOCK_N", block_n)
+    run_kvcache(dtype, (2, 5, 16, 8, 256, [5, 3000], page), True, check_lse=True,
+                num_splits=1)
+
+
 # Caches of head dims the fast paths do not take (Phi-3's 96, 80, 192, 40), read in blocks of
 # the next one they take (the kernels' DB): (B, Sq, H, Hkv, D, lengths, page, num_splits).
 KVCACHE_BLOCK_DIM = {

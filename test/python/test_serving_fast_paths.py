@@ -206,6 +206,27 @@ def test_kvcache_at_head_dim_256_compiles(kernel, page, chip, codegen, tmp_path,
         assert not b.manifest.get("given_up"), b.manifest["given_up"]
 
 
+@pytest.mark.parametrize("chip,codegen", [("sm_90a", "wgmma"), ("sm_80", "mma")])
+@pytest.mark.parametrize("page", [16, 32, 7])
+def test_kvcache_256_small_pages_at_64x32_spill_nothing(page, chip, codegen, tmp_path,
+                                                        monkeypatch):
+    # serving_checks.SMALL_PAGE_256_BLOCK_N's blocks: the cache kernel at d256 over pages that
+    # 64 does not divide, 64x32: nothing spilled or given up (64x64 spills, KVCACHE_256_SPILL),
+    # as the blocks cache_kernel_blocks picks with the switch on.
+    from tessel import serving_checks
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(serving_checks, "SMALL_PAGE_256_BLOCK_N", 32)
+    assert serving_checks.cache_kernel_blocks((64, 64), 256, page) == (64, 32)
+    assert serving_checks.cache_kernel_blocks((64, 64), 256, 128) == (64, 64)
+    x, i32, lse = np.zeros((10, 4, 256), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    k = kvcache_kernel.warmup(x, x, x, x, lse, i32, i32, 3, 64, 100, 4, 2, 3, 0.1, i32,
+                              **strides(256), D=256, BLOCK_M=64, BLOCK_N=32, PAGE=page,
+                              CAUSAL=True)
+    b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.cubin and b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up")
+
+
 # Caches of other head dims in blocks of the next fast one (the kernels' DB, serving_checks.
 # KVCACHE_BLOCK_HEAD_DIM): (d, DB, chip, page) -> bytes of spill ptxas gives the split-KV
 # program (CUDA 13.0): at 256 with pages of 16 the columns' bounds cost 84 bytes on sm_90a (the
