@@ -99,7 +99,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         scale: of the scores, 1/sqrt(D) by default.
         return_lse: also return the log-sum-exp of each row's scores, float32 [H, total_q].
         block_m, block_n: the query and key block sizes (powers of two >= 16); by default
-            64x64 on CUDA at fp16/bf16 and head dim 64, 128 or 256 (the tensor-core paths), else
+            64x64 on CUDA at fp16/bf16 and head dim 64, 128 or 256 (the tensor-core paths; on
+            sm_90a 128x128 at 128 and 128x64 at 256: serving_checks.VARLEN_BLOCKS), else
             ones the reference lowering takes (docs/dev/serving.md).
         window_size: FlashAttention's sliding window ``(left, right)`` (-1: no bound): query i
             sees keys ``i + nk - nq - left`` to ``i + nk - nq + right`` (bottom-right aligned,

@@ -177,12 +177,14 @@ VARLEN_NATIVE_HEAD_DIMS = {"sm_90a": (192,)}
 VARLEN_VALUE_HEAD_DIM_KERNEL = True
 
 # chip -> {the blocks' head dim: (BLOCK_M, BLOCK_N)}: attention_varlen's default blocks on the
-# fast paths where they are not 64x64 (v of q's head dim). Candidates (forty-eighth session):
-# on sm_90a 128x128 at head dims 64 and 128 (two consumer warpgroups and a producer, K and V
-# by TMA, as the dense kernels'), 128x64 at 256 (128x128 needs 320 KiB of shared memory); 0
-# spill, d96 and d40 in 128-wide blocks (DB) too. Empty until their GPU check and A/B
-# (bench/results/2026-12-07-s48/run3.sh: test_varlen "wide"/"tall", bench_varlen.py --blocks).
-VARLEN_BLOCKS = {}
+# fast paths where they are not 64x64 (v of q's head dim). sm_90a: 128x128 at 128 (two
+# consumer warpgroups and a producer, K and V by TMA, as the dense kernels'), 128x64 at 256
+# (128x128 needs 320 KiB of shared memory); 0 spill. H100 (forty-eighth session,
+# docs/bench/2026-12-07-h100-s48.md): 64 sequences of 1-8k, fp16, TFLOP/s against 64x64 —
+# d128 +15 % non-causal, +11 % causal (GQA 32/8: +16 %, +9 %), d256 +68 %, +55 %; d64 at
+# 128x128 -0 % / -10 %, so it keeps 64x64. GPU cases passed at these blocks (test_varlen
+# "wide"/"tall" 40/40, d256/d192 and DB cases, the varlen backward 34/34, the CUDA fuzzer).
+VARLEN_BLOCKS = {"sm_90a": {128: (128, 128), 256: (128, 64)}}
 
 
 def varlen_blocks(chip, W, fast):
@@ -194,10 +196,11 @@ def varlen_blocks(chip, W, fast):
 # The one-program cache kernels' key block (kvcache_kernel, varlen_cache_kernel; not the split
 # program's) at blocks 256 wide over pages that the fast key block does not divide (vLLM's 16,
 # 32, 7...; each row looked up): 64x64 spills there (sm_90a page 16 212 bytes, 32 184, 7 40,
-# the scale fold given up; sm_80 page 16 16), 64x32 compiles with 0 (forty-eighth session,
-# test_serving_fast_paths.py). 0: the fast blocks' own; 32 once its GPU check and A/B have run
-# (test_serving_gpu.py `test_kvcache_at_head_dim_256` with it on, bench_decode.py).
-SMALL_PAGE_256_BLOCK_N = 0
+# the scale fold given up; sm_80 page 16 16), 64x32 compiles with 0 (test_serving_fast_paths.py).
+# 32 since its GPU check (forty-eighth session, H100: `test_kvcache_256_small_pages` 8/8
+# against float64; 1.23-1.50x 64x64's speed on prefill chunks against pages of 16 and 32,
+# docs/bench/2026-12-07-h100-s48.md); 0: the fast blocks' own.
+SMALL_PAGE_256_BLOCK_N = 32
 
 
 def cache_kernel_blocks(fast, W, page):

@@ -31,10 +31,12 @@ CUDA_CHECKED = True
 # Whether a mixed batch (max_seqlen_q > 1) computes its decode steps by the split-KV program
 # (the query heads of a KV group packed as rows: each KV head read once a group, not once a
 # query head in a 64-row block of one row) in a launch beside varlen_cache_kernel's for the
-# other sequences: on the interpreter; on CUDA after its GPU check and timing
-# (bench/results/2026-12-07-s48/run2.sh).
+# other sequences: on the interpreter, and on CUDA since its GPU check (H100, forty-eighth
+# session: test_serving_gpu.py `test_varlen_paged` 48/48 with mixed_packed; 60 decode steps
+# and 4 chunks of 512, H32 Hkv8 d128, 1.27x the one launch at 4k keys, 1.40x at 16k:
+# docs/bench/2026-12-07-h100-s48.md).
 PACK_DECODE_ROWS = True
-PACK_DECODE_ROWS_CUDA = False
+PACK_DECODE_ROWS_CUDA = True
 
 
 def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

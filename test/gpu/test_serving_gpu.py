@@ -70,9 +70,10 @@ VARLEN = {
 
 
 # None: the default blocks (64x64 on the fast paths since 2026-12-02, where they passed first
-# as explicit blocks); (32, 32): blocks only the reference lowering takes; 128-row blocks
-# (forty-eighth session: two consumer warpgroups and a producer, as the dense kernels' —
-# 128x128 TMA-fed — candidates for the default; d256 takes 128x64 only).
+# as explicit blocks; on sm_90a 128x128 at d128 since the forty-eighth session,
+# serving_checks.VARLEN_BLOCKS); (32, 32): blocks only the reference lowering takes; 128-row
+# blocks (two consumer warpgroups and a producer, as the dense kernels' — 128x128 TMA-fed;
+# d256 takes 128x64 only).
 BLOCKS = {"default": (None, None), "reference": (32, 32), "wide": (128, 128),
           "tall": (128, 64)}
 

@@ -434,6 +434,7 @@ def gated_serving_calls():
     # GPU-check switches are off, then one launch each reading the given tensors.
     from tessel import serving_checks, varlen_cache
     serving_checks.LEFTPAD_CHECKED = varlen_cache.CUDA_CHECKED = False
+    pack, varlen_cache.PACK_DECODE_ROWS_CUDA = varlen_cache.PACK_DECODE_ROWS_CUDA, False
     q, kc = T((3, 1, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16)
     seqlens, table, pad = T((3,), torch.int32), T((3, 5), torch.int32), T((3,), torch.int32)
     qv, cu = T((9, 8, 128), torch.float16), T((4,), torch.int32)
@@ -461,7 +462,7 @@ def gated_serving_calls():
     out["ptrs"] = {"q": q.ptr, "kc": kc.ptr, "seqlens": seqlens.ptr, "table": table.ptr,
                    "pad": pad.ptr, "qv": qv.ptr, "cu": cu.ptr}
     # The varlen call again with new tensors and a longer max_seqlen_k (a decode step later):
-    # its plan, one launch on the new tensors.
+    # its plan, one launch on the new tensors (its decode steps not packed: the one launch).
     from tessel import varlen_cache as vc
     plans = len(vc._PLANS)
     qv2, kc2, cu2 = T((9, 8, 128), torch.float16), T((40, 16, 2, 128), torch.float16), \
@@ -483,7 +484,7 @@ def gated_serving_calls():
                                 seqused_k=used2)
         out[name] = {"launches": DRV.launches() - before, "new_plans": len(vc._PLANS) - plans,
                      "slots": DRV.last_launch()["slots"]}
-    vc.PACK_DECODE_ROWS_CUDA = False
+    vc.PACK_DECODE_ROWS_CUDA = pack
     return out
 
 

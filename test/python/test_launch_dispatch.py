@@ -192,8 +192,9 @@ def test_serving_entry_points_launch(runs):
     r = runs["serving"]
     assert r["launched"] == 2 and r["shapes"] == [[300, 8, 128], [3, 1, 8, 128]]
     v = r["varlen"]
-    # d128 f16: the fast paths' 64-row blocks; ceil(200 / 64) = 4 blocks x (3 x 8) rows.
-    assert v["grid"] == [4, 24, 1]
+    # d128 f16 on the fake sm_90a: serving_checks.VARLEN_BLOCKS' 128-row blocks; ceil(200 /
+    # 128) = 2 blocks x (3 x 8) rows.
+    assert v["grid"] == [2, 24, 1]
     assert v["slots"] == [r["ptrs"][0], r["ptrs"][1], r["ptrs"][1], v["o"]]    # read in place
     assert v["ints"] == [3, 300, 500, 8, 2, 200]             # B, totals, H, Hkv, max_seqlen_q
     p = r["paged"]                                            # num_splits=1
