@@ -12,8 +12,10 @@ decode steps in varlen_cache_kernel, ms of the one call with them by the split-K
 (varlen_cache.PACK_DECODE_ROWS_CUDA; its two launches), ms of the
 split calls (the decode rows' attention_with_kvcache, then the chunks' own varlen call; the
 index copies that split them are made before timing), and the bandwidth of the cache read once
-(bytes of K and V of every sequence / time) for the decode rows. Without torch or CUDA it prints
-why and exits 0.
+(bytes of K and V of every sequence / time) for the decode rows. `--blocks 128x32 ...`: the one
+call also timed with those blocks (block_m, block_n: varlen_cache_kernel's, for the chunks),
+printed as its ratio to the default and the largest difference of its output. Without torch or
+CUDA it prints why and exits 0.
 """
 import argparse
 
@@ -39,7 +41,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
     ap.add_argument("--keys", type=int, nargs="+", default=[1024, 4096, 16384])
+    ap.add_argument("--cases", nargs="+", default=["decode", "mixed", "prefill"])
+    ap.add_argument("--blocks", nargs="*", default=[],
+                    help="also time the one call with these MxN blocks (e.g. 128x32)")
     args = ap.parse_args()
+    blocks = [tuple(int(n) for n in b.split("x")) for b in args.blocks]
     torch = cuda_torch("bench_varlen_paged")
     if torch is None:
         return
@@ -47,6 +53,7 @@ def main():
     from tessel import varlen_cache
     timed, how = make_timer(torch)
     cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8}
+    cases = {name: cases[name] for name in args.cases}
     rows = []
     print(f"timing: {how}")
     print(f"{'case':8} {'K':>6} {'varlen ms':>10} {'packed ms':>10} {'split ms':>9} "
@@ -92,7 +99,18 @@ def main():
                              split_ms=t_split,
                              decode_gbs=cache_bytes / (t_varlen * 1e6) if dec else None))
             print(f"{name:8} {K:6} {t_varlen:10.3f} {t_packed:10.3f} {t_split:9.3f} "
-                  f"{t_split / t_varlen:12.2f} {t_varlen / t_packed:13.2f}")
+                  f"{t_split / t_varlen:12.2f} {t_varlen / t_packed:13.2f}", flush=True)
+            mine = one()
+            for bm, bn in blocks:
+                other = lambda: tessel.attention_varlen(  # noqa: E731
+                    q, kc, vc, cu_q, None, max(nq), K, causal=True, block_table=table,
+                    seqused_k=used, block_m=bm, block_n=bn)
+                diff = ((other().float() - mine.float()).abs().max()
+                        / mine.float().abs().max()).item()
+                ms = timed(other)
+                rows[-1][f"ms_{bm}x{bn}"] = ms
+                print(f"{'':8} {bm}x{bn}: {ms:.3f} ms, {t_packed / ms:.3f}x the default, "
+                      f"diff {diff:.2e}", flush=True)
     save_report(args.json, {"timing": how, "rows": rows})
 
 
