@@ -224,7 +224,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         dims += (D,)
     fast = _fast_blocks(kind, _dtype_name(q), DB or D, (q_rs, q_hs, k_rs, k_hs, v_rs, v_hs),
                         dims)
-    if fast and Dv == D and serving_checks.VARLEN_BLOCKS:
+    if fast and kind == "cuda" and Dv == D and serving_checks.VARLEN_BLOCKS:
         from .attention import _chip_for_blocks
         fast = serving_checks.varlen_blocks(_chip_for_blocks(q), DB or D, fast)
     BM, BN = fast or _blocks(kind, max(D, Dv, DB), _dtype_name(q), max_seqlen_q, max_seqlen_k)
