@@ -390,11 +390,14 @@ def serving_case(rng):
             # The keys in a paged cache (block_table), counted by seqused_k or cu_seqlens_k.
             k, v, paged = _paged_keys(rng, lk, ck, k64, v64, dtype)
             c["page"] = int(k.shape[1])
-            # A mixed batch's decode steps by the split-KV program, or not (PACK_DECODE_ROWS).
-            c["pack"] = bool(rng.random() < 0.5)
-        pack = "PACK_DECODE_ROWS" + ("_CUDA" if BACKEND.device == "cuda" else "")
+            # A mixed batch's decode steps by the split-KV program, or not (PACK_DECODE_ROWS);
+            # a few queries a sequence gathered for attention_with_kvcache, or not.
+            c["pack"], c["few"] = (bool(x) for x in rng.random(2) < 0.5)
+        cuda = "_CUDA" if BACKEND.device == "cuda" else ""
         with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"), \
-                _switched(c, "tessel.varlen_cache", pack, key="pack"), _block_dim_forced(c):
+                _switched(c, "tessel.varlen_cache", "PACK_DECODE_ROWS" + cuda, key="pack"), \
+                _switched(c, "tessel.varlen_cache", "FEW_QUERIES_PACKED" + cuda, key="few"), \
+                _block_dim_forced(c):
             o = tessel.attention_varlen(q, k, v, BACKEND.index(cq),
                                         None if "seqused_k" in paged else BACKEND.index(ck),
                                         max(lq + [1]), max(lk + [1]), **flash,
@@ -402,7 +405,7 @@ def serving_case(rng):
         ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
         err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
         return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D} Dv={c.get('Dv')} " \
-            f"page={c.get('page')} pack={c.get('pack')} " \
+            f"page={c.get('page')} pack={c.get('pack')} few={c.get('few')} " \
             f"dv_kernel={c.get('dv_kernel')} DB={c.get('DB')}: {err:.2e}" \
             if err > BACKEND.tol[dtype] else None
     _draw_block_dim(rng, c)

@@ -14,6 +14,7 @@ attention_with_kvcache's one-program-per-query-block path (serving.py).
 import numpy as np
 
 from . import cpu_tensors
+from . import gpu
 from . import serving_checks
 from . import serving_decode
 from .attention import softmax_scale
@@ -37,6 +38,17 @@ CUDA_CHECKED = True
 # docs/bench/2026-12-07-h100-s48.md).
 PACK_DECODE_ROWS = True
 PACK_DECODE_ROWS_CUDA = True
+
+# Whether a batch of a few queries a sequence (2 <= max_seqlen_q <= MAX_FEW_QUERIES: speculative
+# decoding's draft tokens, a verification step) runs as attention_with_kvcache's decode does —
+# each sequence's queries gathered right-aligned into [B, max_seqlen_q, H, D] (bottom-right
+# causal holds for them; the slots before a shorter sequence's are computed and dropped), the
+# split-KV program with the heads of a KV group packed as rows, the rows scattered back — instead
+# of one program per query head in a 64-row block. On the interpreter; on CUDA after its GPU
+# check and timing (FEW_QUERIES_PACKED_CUDA; docs/dev/serving.md).
+FEW_QUERIES_PACKED = True
+FEW_QUERIES_PACKED_CUDA = False
+MAX_FEW_QUERIES = 16
 
 
 def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -111,6 +123,13 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
     checked = (q, k_cache, v_cache, cu_q, table, lengths if seqused_k is not None else None)
+    if _packs_few_queries(kind, max_seqlen_q, H // Hkv):
+        run = _few_queries_run(kind, int(max_seqlen_q), total_q, return_lse, dict(
+            causal=causal, scale=scale, block_m=block_m, block_n=block_n,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes))
+        if key is not None:
+            _remember(key, run, [x is not y for x, y in zip(given[:4] + given[5:], checked)])
+        return run(q, k_cache, v_cache, cu_q, lengths, table)
     if alibi_slopes is not None:
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     dtype = _dtype_name(q)
@@ -171,6 +190,48 @@ def _packs_decode_rows(kind, max_seqlen_q, total_q, B):
     has max_seqlen_q (the host does not read cu_seqlens_q, which is on the device)."""
     on = PACK_DECODE_ROWS_CUDA if kind == "cuda" else PACK_DECODE_ROWS
     return on and int(max_seqlen_q) > 1 and total_q < B * int(max_seqlen_q)
+
+
+def _packs_few_queries(kind, max_seqlen_q, G):
+    """Whether a call of at most max_seqlen_q queries a sequence, a few, takes
+    _few_queries_run (FEW_QUERIES_PACKED): the heads of a KV group times the queries fit the
+    split-KV program's packed rows."""
+    on = FEW_QUERIES_PACKED_CUDA if kind == "cuda" else FEW_QUERIES_PACKED
+    S = int(max_seqlen_q)
+    return on and 2 <= S <= MAX_FEW_QUERIES and G * S <= serving_decode.MAX_PACKED_ROWS
+
+
+def _few_queries_run(kind, S, total_q, return_lse, options):
+    """run(q, k_cache, v_cache, cu_q, lengths, table) for sequences of at most S queries:
+    sequence b's nq_b queries gathered into slots S - nq_b .. S - 1 of a [B, S, H, D] q
+    (right-aligned, so that attention_with_kvcache's bottom-right positions, nk - S + slot, are
+    theirs: nk - nq_b + i), attention_with_kvcache over the same cache (its split-KV decode with
+    GQA packing), and the filled slots' rows of o and lse scattered back to the packed layout.
+    The other slots read some row of q and are dropped."""
+    from .serving import attention_with_kvcache
+    xp = np if kind == "numpy" else gpu.torch_module()
+
+    def run(q, k_cache, v_cache, cu_q, lengths, table):
+        H, D = q.shape[1], q.shape[2]
+        o = _out(kind, q, (total_q, H, D))
+        lse = _out(kind, q, (H, total_q), np.float32)
+        B = cu_q.shape[0] - 1
+        if B and total_q:
+            slot = xp.arange(S)
+            if kind != "numpy":
+                slot, cu = slot.to(q.device), cu_q.long()
+            else:
+                cu = cu_q.astype(np.int64)
+            rows = (cu[1:] - S)[:, None] + slot[None, :]          # [B, S], right-aligned
+            filled = rows >= cu[:-1, None]
+            picked = rows.clip(0, total_q - 1)
+            o_s, lse_s = attention_with_kvcache(q[picked], k_cache, v_cache, lengths,
+                                                block_table=table, return_lse=True, **options)
+            o[rows[filled]] = o_s[filled]
+            lse_h = lse_s.transpose(1, 0, 2) if kind == "numpy" else lse_s.transpose(0, 1)
+            lse[:, rows[filled]] = lse_h[:, filled]
+        return (o, lse) if return_lse else o
+    return run
 
 
 def _decode_launch(q, q_rs, q_hs, kv_strides, shape):

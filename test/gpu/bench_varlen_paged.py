@@ -6,10 +6,11 @@ the prefill chunks' packed keys — one process, fp16.
     PYTHONPATH=build/python python3 test/gpu/bench_varlen_paged.py [--json OUT.json]
 
 Cases (H 32, Hkv 8, d128, pages of 16; K keys a sequence): `decode` 64 sequences of one query;
-`mixed` 60 decode steps and 4 prefill chunks of 512 queries; `prefill` 8 chunks of 1024. Timed
-per call (output allocation and the Python launch path included): ms of the one call with its
-decode steps in varlen_cache_kernel, ms of the one call with them by the split-KV program
-(varlen_cache.PACK_DECODE_ROWS_CUDA; its two launches), ms of the
+`mixed` 60 decode steps and 4 prefill chunks of 512 queries; `prefill` 8 chunks of 1024; `spec`
+64 sequences of 5 queries (speculative decoding). Timed per call (output allocation and the
+Python launch path included): ms of the one call in varlen_cache_kernel, ms of the call with
+decode steps or a few queries a sequence by the split-KV program
+(varlen_cache.PACK_DECODE_ROWS_CUDA, FEW_QUERIES_PACKED_CUDA), ms of the
 split calls (the decode rows' attention_with_kvcache, then the chunks' own varlen call; the
 index copies that split them are made before timing), and the bandwidth of the cache read once
 (bytes of K and V of every sequence / time) for the decode rows. `--blocks 128x32 ...`: the one
@@ -41,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
     ap.add_argument("--keys", type=int, nargs="+", default=[1024, 4096, 16384])
-    ap.add_argument("--cases", nargs="+", default=["decode", "mixed", "prefill"])
+    ap.add_argument("--cases", nargs="+", default=["decode", "mixed", "prefill", "spec"])
     ap.add_argument("--blocks", nargs="*", default=[],
                     help="also time the one call with these MxN blocks (e.g. 128x32)")
     args = ap.parse_args()
@@ -52,7 +53,8 @@ def main():
     import tessel
     from tessel import varlen_cache
     timed, how = make_timer(torch)
-    cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8}
+    cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8,
+             "spec": [5] * 64}
     cases = {name: cases[name] for name in args.cases}
     rows = []
     print(f"timing: {how}")
@@ -64,12 +66,16 @@ def main():
             one = lambda: tessel.attention_varlen(  # noqa: E731
                 q, kc, vc, cu_q, None, max(nq), K, causal=True, block_table=table,
                 seqused_k=used)
-            pack = varlen_cache.PACK_DECODE_ROWS_CUDA
-            varlen_cache.PACK_DECODE_ROWS_CUDA = False
+            switches = ("PACK_DECODE_ROWS_CUDA", "FEW_QUERIES_PACKED_CUDA")
+            saved = [getattr(varlen_cache, n) for n in switches]
+            for n in switches:
+                setattr(varlen_cache, n, False)
             t_varlen = timed(one)
-            varlen_cache.PACK_DECODE_ROWS_CUDA = True
+            for n in switches:
+                setattr(varlen_cache, n, True)
             t_packed = timed(one)
-            varlen_cache.PACK_DECODE_ROWS_CUDA = pack
+            for n, x in zip(switches, saved):
+                setattr(varlen_cache, n, x)
             # Before: the decode steps through attention_with_kvcache ([B, 1, H, D]), the
             # prompt chunks through a varlen call of their own (what a caller would split).
             dec = [b for b, n in enumerate(nq) if n == 1]

@@ -700,7 +700,7 @@ def test_kvcache_batch_index_leftpad(monkeypatch, D, Sq, splits):
     assert err <= 5e-3 * max(1.0, float(np.abs(ref1).max())), err
 
 
-@pytest.mark.parametrize("batch", ["mixed", "decode", "mixed_packed"])
+@pytest.mark.parametrize("batch", ["mixed", "decode", "mixed_packed", "spec", "spec_packed"])
 @pytest.mark.parametrize("page", [16, 64])
 @pytest.mark.parametrize("D", [128, 64, 96, 256])
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -713,12 +713,16 @@ def test_varlen_paged(monkeypatch, dtype, D, page, batch):
     from tessel import varlen_cache
     monkeypatch.setattr(varlen_cache, "CUDA_CHECKED", True)
     monkeypatch.setattr(varlen_cache, "PACK_DECODE_ROWS_CUDA", batch == "mixed_packed")
+    # spec: a few queries a sequence (speculative decoding), one launch or gathered for
+    # attention_with_kvcache (FEW_QUERIES_PACKED_CUDA, forty-eighth session).
+    monkeypatch.setattr(varlen_cache, "FEW_QUERIES_PACKED_CUDA", batch == "spec_packed")
     batch = batch.replace("_packed", "")
     gen = torch.Generator(device="cuda").manual_seed(D + page)
     dt = DTYPES[dtype]
     H, Hkv = 8, 2
     # decode: one query a sequence at most (the split-KV program, VARLEN_Q).
-    nq = [1, 300, 1, 0, 64, 7] if batch == "mixed" else [1, 1, 1, 0, 1, 1]
+    nq = {"mixed": [1, 300, 1, 0, 64, 7], "decode": [1, 1, 1, 0, 1, 1],
+          "spec": [4, 3, 4, 0, 1, 2]}[batch]
     nk = [2000, 300, 1, 50, 1500, 777]
     per = -(-max(nk) // page)
     n_pages = len(nk) * per + 3

@@ -122,6 +122,41 @@ def test_mixed_batch_packs_its_decode_steps(heads, monkeypatch):
         assert np.allclose(lse[:, written], rl[:, written], atol=2e-3)
 
 
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "one_launch"])
+@pytest.mark.parametrize("rule", ["causal", "none", "window", "alibi"])
+@pytest.mark.parametrize("page", [16, 7])
+def test_few_queries_a_sequence(page, rule, packed, monkeypatch):
+    """Speculative decoding's shape, a few queries a sequence (max_seqlen_q = 4): with
+    FEW_QUERIES_PACKED the queries gathered right-aligned into [B, 4, H, D] for
+    attention_with_kvcache and scattered back; same answer as the one launch, bottom-right
+    causal, window and ALiBi included; a row past the last sequence is not written."""
+    from tessel import serving, varlen_cache
+    monkeypatch.setattr(varlen_cache, "FEW_QUERIES_PACKED", packed)
+    seen = []
+    inner = serving.attention_with_kvcache
+    monkeypatch.setattr(serving, "attention_with_kvcache",
+                        lambda q, *a, **k: seen.append(q.shape) or inner(q, *a, **k))
+    rng = np.random.default_rng(page + len(rule))
+    nq = [3, 1, 0, 4, 2, 4]
+    nk = [90, 1, 12, 3, 200, 64]              # 3 keys for 4 queries: a row sees none
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, nq, nk, page)
+    q = np.concatenate([q, _rows(rng, 1, H, D)])                  # a row past the last
+    window = (5, 0) if rule == "window" else None
+    alibi = rng.uniform(0.1, 1, H).astype(np.float32) if rule == "alibi" else None
+    o, lse = tessel.attention_varlen(q, kc, vc, cu_q, cu_k, max(nq), max(nk),
+                                     causal=rule != "none", window_size=window,
+                                     alibi_slopes=alibi, return_lse=True, block_table=table)
+    ro, rl = reference_varlen(q, k, v, cu_q, cu_k, causal=rule != "none", window=window,
+                              alibi=alibi)
+    assert seen == ([(len(nq), 4, H, D)] if packed else [])
+    n = int(cu_q[-1])
+    assert max_rel_error(o[:n], ro[:n]) < 2e-2
+    assert np.array_equal(np.isfinite(lse[:, :n]), np.isfinite(rl[:, :n]))
+    seen_rows = np.isfinite(rl[:, :n])
+    assert np.allclose(lse[:, :n][seen_rows], rl[:, :n][seen_rows], atol=2e-3)
+    assert not o[n:].any() and not lse[:, n:].any()
+
+
 def test_torch_cpu_tensors_and_their_grad_refused():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
