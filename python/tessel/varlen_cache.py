@@ -72,7 +72,7 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     key = None if alibi_slopes is not None or not _plain_int(max_seqlen_k) else \
         _call_signature(given, (max_seqlen_q, causal, scale, return_lse, block_m, block_n,
                                 mods.get("SCORE_MOD"), mods.get("MASK_MOD"),
-                                PACK_DECODE_ROWS_CUDA))
+                                PACK_DECODE_ROWS_CUDA, FEW_QUERIES_PACKED_CUDA))
     if key is not None:
         replay = _PLANS.get(key)
         if replay is not None:
@@ -123,8 +123,10 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     (q, q_rs, q_hs), (k_cache, k_rs, k_hs), (v_cache, v_rs, v_hs) = (
         _strided(x) for x in (q, k_cache, v_cache))
     checked = (q, k_cache, v_cache, cu_q, table, lengths if seqused_k is not None else None)
+    outputs = (lambda q: (_out(kind, q, (total_q, H, D)),                      # noqa: E731
+                          _out(kind, q, (H, total_q), np.float32)))
     if _packs_few_queries(kind, max_seqlen_q, H // Hkv):
-        run = _few_queries_run(kind, int(max_seqlen_q), total_q, return_lse, dict(
+        run = _few_queries_run(kind, int(max_seqlen_q), total_q, outputs, return_lse, dict(
             causal=causal, scale=scale, block_m=block_m, block_n=block_n,
             window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes))
         if key is not None:
@@ -150,8 +152,6 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
         bm, bn = fast or _blocks(kind, D, dtype, rows, limit)
         return _block_arg(fn, "block_m", block_m, bm), _block_arg(fn, "block_n", block_n, bn)
     DB = DB if fast else 0
-    outputs = (lambda q: (_out(kind, q, (total_q, H, D)),                      # noqa: E731
-                          _out(kind, q, (H, total_q), np.float32)))
     launches = []
     if decode or mixed:
         BM, BN = blocks(G)
@@ -201,20 +201,18 @@ def _packs_few_queries(kind, max_seqlen_q, G):
     return on and 2 <= S <= MAX_FEW_QUERIES and G * S <= serving_decode.MAX_PACKED_ROWS
 
 
-def _few_queries_run(kind, S, total_q, return_lse, options):
+def _few_queries_run(kind, S, total_q, outputs, return_lse, options):
     """run(q, k_cache, v_cache, cu_q, lengths, table) for sequences of at most S queries:
     sequence b's nq_b queries gathered into slots S - nq_b .. S - 1 of a [B, S, H, D] q
     (right-aligned, so that attention_with_kvcache's bottom-right positions, nk - S + slot, are
     theirs: nk - nq_b + i), attention_with_kvcache over the same cache (its split-KV decode with
-    GQA packing), and the filled slots' rows of o and lse scattered back to the packed layout.
-    The other slots read some row of q and are dropped."""
+    GQA packing), and the filled slots' rows of o and lse (`outputs(q)`) scattered back to the
+    packed layout. The other slots read some row of q and are dropped."""
     from .serving import attention_with_kvcache
     xp = np if kind == "numpy" else gpu.torch_module()
 
     def run(q, k_cache, v_cache, cu_q, lengths, table):
-        H, D = q.shape[1], q.shape[2]
-        o = _out(kind, q, (total_q, H, D))
-        lse = _out(kind, q, (H, total_q), np.float32)
+        o, lse = outputs(q)
         B = cu_q.shape[0] - 1
         if B and total_q:
             slot = xp.arange(S)

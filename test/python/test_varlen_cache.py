@@ -97,7 +97,7 @@ def test_mixed_batch_packs_its_decode_steps(heads, monkeypatch):
         shape, np.nan, dtype or q.dtype))
     Hq, Hk = heads
     rng = np.random.default_rng(Hq * 3 + Hk)
-    nq = [1, 9, 0, 1, 2, 1]
+    nq = [1, 20, 0, 1, 2, 1]                  # 20 > MAX_FEW_QUERIES: not gathered instead
     nk = [1500, 40, 30, 2, 1100, 700]
     q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, nq, nk, 64)
     q = np.concatenate([q, _rows(rng, 1, H, D)])[:, :Hq]     # a row past the last sequence
