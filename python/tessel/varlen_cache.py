@@ -125,13 +125,18 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
     checked = (q, k_cache, v_cache, cu_q, table, lengths if seqused_k is not None else None)
     outputs = (lambda q: (_out(kind, q, (total_q, H, D)),                      # noqa: E731
                           _out(kind, q, (H, total_q), np.float32)))
-    if _packs_few_queries(kind, max_seqlen_q, H // Hkv):
-        run = _few_queries_run(kind, int(max_seqlen_q), total_q, outputs, return_lse, dict(
-            causal=causal, scale=scale, block_m=block_m, block_n=block_n,
-            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes))
+
+    def planned(run):
+        """Keeps `run` as the call signature's plan (what this call copied, layouts the
+        kernels do not read in place, copied again on replay) and runs it."""
         if key is not None:
             _remember(key, run, [x is not y for x, y in zip(given[:4] + given[5:], checked)])
         return run(q, k_cache, v_cache, cu_q, lengths, table)
+    if _packs_few_queries(kind, max_seqlen_q, H // Hkv):
+        return planned(_few_queries_run(
+            kind, int(max_seqlen_q), total_q, outputs, return_lse,
+            dict(causal=causal, scale=scale, block_m=block_m, block_n=block_n,
+                 window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)))
     if alibi_slopes is not None:
         mods = _position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H))
     dtype = _dtype_name(q)
@@ -176,11 +181,7 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
         for launch in launches:
             launch(q, k_cache, v_cache, o, lse, cu_q, lengths, table)
         return (o, lse) if return_lse else o
-    if key is not None:
-        # What the first call copied (layouts the kernel does not read in place), copied again.
-        copied = [x is not y for x, y in zip(given[:4] + given[5:], checked)]
-        _remember(key, run, copied)
-    return run(q, k_cache, v_cache, cu_q, lengths, table)
+    return planned(run)
 
 
 def _packs_decode_rows(kind, max_seqlen_q, total_q, B):
