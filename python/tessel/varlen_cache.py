@@ -207,28 +207,34 @@ def _few_queries_run(kind, S, total_q, outputs, return_lse, options):
     sequence b's nq_b queries gathered into slots S - nq_b .. S - 1 of a [B, S, H, D] q
     (right-aligned, so that attention_with_kvcache's bottom-right positions, nk - S + slot, are
     theirs: nk - nq_b + i), attention_with_kvcache over the same cache (its split-KV decode with
-    GQA packing), and the filled slots' rows of o and lse (`outputs(q)`) scattered back to the
-    packed layout. The other slots read some row of q and are dropped."""
+    GQA packing), and each packed row's o and lse gathered back from its (sequence, slot); rows
+    past the last sequence keep `outputs(q)`'s. The other slots read some row of q and are
+    never read. Gathers both ways: a boolean-mask scatter waits on the device for its count."""
     from .serving import attention_with_kvcache
     xp = np if kind == "numpy" else gpu.torch_module()
 
     def run(q, k_cache, v_cache, cu_q, lengths, table):
-        o, lse = outputs(q)
         B = cu_q.shape[0] - 1
-        if B and total_q:
-            slot = xp.arange(S)
-            if kind != "numpy":
-                slot, cu = slot.to(q.device), cu_q.long()
-            else:
-                cu = cu_q.astype(np.int64)
-            rows = (cu[1:] - S)[:, None] + slot[None, :]          # [B, S], right-aligned
-            filled = rows >= cu[:-1, None]
-            picked = rows.clip(0, total_q - 1)
-            o_s, lse_s = attention_with_kvcache(q[picked], k_cache, v_cache, lengths,
-                                                block_table=table, return_lse=True, **options)
-            o[rows[filled]] = o_s[filled]
-            lse_h = lse_s.transpose(1, 0, 2) if kind == "numpy" else lse_s.transpose(0, 1)
-            lse[:, rows[filled]] = lse_h[:, filled]
+        if not (B and total_q):
+            return outputs(q) if return_lse else outputs(q)[0]
+        slot, r = xp.arange(S), xp.arange(total_q)
+        if kind == "numpy":
+            ends = cu_q[1:].astype(np.int64)
+            seq = np.searchsorted(ends, r, side="right")
+        else:
+            slot, r, ends = slot.to(q.device), r.to(q.device), cu_q[1:].long().contiguous()
+            seq = xp.searchsorted(ends, r, right=True)
+        rows = (ends - S)[:, None] + slot[None, :]                # [B, S], right-aligned
+        o_s, lse_s = attention_with_kvcache(q[rows.clip(0, total_q - 1)], k_cache, v_cache,
+                                            lengths, block_table=table, return_lse=True,
+                                            **options)
+        inside = seq < B                                          # rows past the last: kept
+        seq = seq.clip(0, B - 1)
+        at = (S - (ends[seq] - r)).clip(0, S - 1)                 # each packed row's slot
+        o, lse = outputs(q)
+        o = xp.where(inside[:, None, None], o_s[seq, at], o)
+        lse_h = lse_s.transpose(1, 0, 2) if kind == "numpy" else lse_s.transpose(0, 1)
+        lse = xp.where(inside[None, :], lse_h[:, seq, at], lse)
         return (o, lse) if return_lse else o
     return run
 
