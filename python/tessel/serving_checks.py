@@ -187,6 +187,48 @@ VARLEN_VALUE_HEAD_DIM_KERNEL = True
 VARLEN_BLOCKS = {"sm_90a": {128: (128, 128), 256: (128, 64)}}
 
 
+# The varlen kernels' compact grid (varlen_program's TILES): the batch's query blocks, about
+# total_q / BLOCK_M + B programs a head, each program's sequence from a map made per call
+# (varlen_tiles), instead of B times the longest sequence's blocks — a chunk of 2k queries beside
+# 255 decode steps launched 32 x 256 programs a head for 32 + 255 that do anything, and each
+# empty one still pays a CTA's start. Taken where it launches fewer programs. On the
+# interpreter; CUDA calls keep the full grid until the GPU check (VARLEN_TILES_CUDA).
+VARLEN_TILES = True
+VARLEN_TILES_CUDA = False
+_ARANGES = {}
+
+
+def varlen_tiles(kind, cu_q, B, total_q, max_nq, BM):
+    """(tiles, n_tiles) of a varlen launch over sequences cu_q with the compact grid
+    (varlen_tile_map), or None where it would not launch fewer programs than the full one, or
+    is off."""
+    on = VARLEN_TILES_CUDA if kind == "cuda" else VARLEN_TILES
+    n = total_q // BM + B
+    if not on or B == 0 or n >= -(-max_nq // BM) * B:
+        return None
+    return varlen_tile_map(kind, cu_q, B, BM, n), n
+
+
+def varlen_tile_map(kind, cu_q, B, BM, n):
+    """The compact grid's map, int32 [n] on cu_q's device: sequence b owns tiles
+    cu_q[b] // BM + b to cu_q[b + 1] // BM + b (at least its ceil(nq_b / BM) blocks; n =
+    total_q // BM + B covers the last), tiles[p] counts the sequences owning p or less (their
+    starts are sorted). varlen_program reads it."""
+    if kind == "numpy":
+        starts = cu_q[:-1].astype(np.int64) // BM + np.arange(B)
+        return np.searchsorted(starts, np.arange(n), side="right").astype(np.int32)
+    torch = gpu.torch_module()
+    size = 1 << (max(n, B) - 1).bit_length()
+    ar = _ARANGES.get((cu_q.device, size))
+    if ar is None:
+        if len(_ARANGES) > 64:
+            _ARANGES.clear()
+        ar = _ARANGES[cu_q.device, size] = torch.arange(size, dtype=torch.int32,
+                                                        device=cu_q.device)
+    starts = cu_q[:-1] // BM + ar[:B]
+    return torch.searchsorted(starts, ar[:n], right=True, out_int32=True)
+
+
 def varlen_blocks(chip, W, fast):
     """attention_varlen's fast-path blocks for blocks W wide on `chip`: VARLEN_BLOCKS' entry,
     else `fast` (64x64)."""

@@ -15,7 +15,10 @@ outside the tensors: a page number outside [0, num_pages) reads zeros.
 Causal masks are bottom-right aligned (FlashAttention's convention): query i of a sequence of
 nq queries and nk keys sees key j when i + nk - nq >= j.
 
-Grid: (query blocks of the longest sequence, B·H), folded by grid.fold_grid past 65,535 rows.
+Grid: (query blocks of the longest sequence, B·H), folded by grid.fold_grid past 65,535 rows;
+or, TILES, (the batch's query blocks, H): program p of a head takes the sequence tiles[p] - 1
+names (grid.varlen_tiles), so a batch of a long and many short sequences launches about
+total_q / BLOCK_M + B programs a head, not B times the longest one's blocks.
 
 Decoding (few queries against a long cache) has two more programs, splitkv_kernel and
 splitkv_combine (docs/dev/serving.md, "Split-KV decoding"): one program per (query block, key
@@ -38,20 +41,40 @@ def sequence_span(cu, b, B, total):
 
 
 @jit
+def varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M: tl.constexpr,
+                   TILES: tl.constexpr):
+    """(b, h, pid_m): this program's sequence, query head and query block. TILES: sequence b
+    owns programs cu_q[b] // BLOCK_M + b onwards (one more than its blocks at most), tiles[p]
+    counts the sequences owning p or less; a block index the map does not give (bad
+    cu_seqlens) is moved past every sequence, to a block that computes and stores nothing."""
+    if TILES:
+        p, h = block_and_row(n_tiles)
+        td = tl.make_desc(tiles, shape=(n_tiles,), strides=(1,))
+        b = tl.minimum(tl.maximum(tl.load_scalar(td, (p,)) - 1, 0), B - 1)
+        cd = tl.make_desc(cu_q, shape=(B + 1,), strides=(1,))
+        pid_m = p - tl.maximum(tl.load_scalar(cd, (b,)), 0) // BLOCK_M - b
+        pid_m = tl.where(pid_m < 0, n_tiles, pid_m)
+    else:
+        pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
+        b = bh // H
+        h = bh % H
+    return b, h, pid_m
+
+
+@jit
 def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, max_nq, scale,
-                  q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
+                  tiles, n_tiles, q_rs: tl.constexpr, q_hs: tl.constexpr, k_rs: tl.constexpr,
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
-                  MASK_MOD: tl.constexpr = None, DV: tl.constexpr = 0, DB: tl.constexpr = 0):
+                  MASK_MOD: tl.constexpr = None, DV: tl.constexpr = 0, DB: tl.constexpr = 0,
+                  TILES: tl.constexpr = False):
     # DV: v's and o's head dim where it is not D (0: D), as attention_tile's. DB: the blocks'
     # head dim where it is not D (0: D), as kvcache_kernel's: columns past D read as 0, o
-    # stored D wide (padding without copying q, k and v; with DV 0).
+    # stored D wide (padding without copying q, k and v; with DV 0). TILES: varlen_program's.
     DO = D if DV == 0 else DV
     W = D if DB == 0 else DB
     WO = DO if DB == 0 else DB
-    pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
-    b = bh // H
-    h = bh % H
+    b, h, pid_m = varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M, TILES)
     kv_h = h // (H // HKV)
     q0, q_end = sequence_span(cu_q, b, B, total_q)
     k0, k_end = sequence_span(cu_k, b, B, total_k)
@@ -248,13 +271,14 @@ def kvcache_kernel(q, k_cache, v_cache, o, lse_out, seqlens, table, B, nq, cache
 
 @jit
 def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B, total_q,
-                        max_nq, cache_rows, H, HKV, max_pages, scale, q_rs: tl.constexpr,
+                        max_nq, cache_rows, H, HKV, max_pages, scale, tiles, n_tiles,
+                        q_rs: tl.constexpr,
                         q_hs: tl.constexpr, k_rs: tl.constexpr, k_hs: tl.constexpr,
                         v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                         CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
                         MASK_MOD: tl.constexpr = None, DB: tl.constexpr = 0,
-                        SKIP_SINGLE: tl.constexpr = False):
+                        SKIP_SINGLE: tl.constexpr = False, TILES: tl.constexpr = False):
     """Packed queries of sequences of mixed lengths against a KV cache (FlashAttention's
     flash_attn_varlen_func with block_table: prefill chunks beside decode steps in one launch).
 
@@ -264,11 +288,10 @@ def varlen_cache_kernel(q, k_cache, v_cache, o, lse_out, cu_q, seqlens, table, B
     (query blocks of the longest sequence, max_nq rows, B·H): a block past its sequence's
     queries runs no key loop and stores nothing. DB as kvcache_kernel's. SKIP_SINGLE: sequences
     of exactly one query (decode steps) are left alone, as if they had none — splitkv_kernel's
-    VARLEN_Q launch computes them (the mixed batch's two launches, varlen_cache.py)."""
+    VARLEN_Q launch computes them (the mixed batch's two launches, varlen_cache.py). TILES:
+    varlen_program's."""
     W = D if DB == 0 else DB
-    pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
-    b = bh // H
-    h = bh % H
+    b, h, pid_m = varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M, TILES)
     kv_h = h // (H // HKV)
     nk, k0 = cache_keys(seqlens, b, B, cache_rows, max_pages, PAGE)
     q0, q_end = sequence_span(cu_q, b, B, total_q)

@@ -170,11 +170,16 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
         cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
                   BLOCK_M=BM, BLOCK_N=BN, PAGE=page, CAUSAL=bool(causal), **mods,
                   **({"DB": DB} if DB else {}), **({"SKIP_SINGLE": True} if mixed else {}))
-        grid = fold_grid(-(-int(max_seqlen_q) // BM), B * H)
         scalars = (B, total_q, int(max_seqlen_q), num_pages * page, H, Hkv, max_pages, scale)
-        launches.append(lambda q, k_cache, v_cache, o, lse, cu_q, lengths, table: _launch(
-            varlen_cache_kernel, grid,
-            (q, k_cache, v_cache, o, lse, cu_q, lengths, table) + scalars, cx))
+
+        def launch(q, k_cache, v_cache, o, lse, cu_q, lengths, table):
+            tiles = serving_checks.varlen_tiles(kind, cu_q, B, total_q, int(max_seqlen_q), BM)
+            grid = fold_grid(tiles[1], H) if tiles else \
+                fold_grid(-(-int(max_seqlen_q) // BM), B * H)
+            _launch(varlen_cache_kernel, grid,
+                    (q, k_cache, v_cache, o, lse, cu_q, lengths, table, *scalars,
+                     *(tiles or (cu_q, 0))), dict(cx, TILES=True) if tiles else cx)
+        launches.append(launch)
 
     def run(q, k_cache, v_cache, cu_q, lengths, table):
         o, lse = outputs(q)

@@ -31,6 +31,9 @@ width inside the kernel).
 block_n; the default is 64×64 on the fast paths), each printed beside the default as TFLOP/s
 and its ratio to it — the A/B of larger blocks for the varlen kernel in one process.
 
+`--tiles`: tessel also timed on the other grid (serving_checks.VARLEN_TILES_CUDA flipped: the
+compact grid of the batch's query blocks against B times the longest sequence's).
+
 `--padded`: --d padded where tessel runs it as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS
 emptied: on sm_90a d192 padded to 256, as before the forty-second session).
 
@@ -63,6 +66,9 @@ def main():
                          "emptied)")
     ap.add_argument("--blocks", nargs="*", default=[],
                     help="also time tessel with these MxN blocks (e.g. 128x128)")
+    ap.add_argument("--tiles", action="store_true",
+                    help="also time tessel on the other grid (serving_checks.VARLEN_TILES_CUDA "
+                         "flipped)")
     args = ap.parse_args()
     blocks = [tuple(int(n) for n in b.split("x")) for b in args.blocks]
     torch = cuda_torch("bench_varlen")
@@ -190,6 +196,17 @@ def main():
             diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
             row[f"tessel_{bm}x{bn}_ms"] = ms
             print(f"{'':>6} tessel {bm}x{bn}: {flops / ms / 1e9:.1f} TFLOP/s, "
+                  f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
+        if args.tiles:
+            from tessel import serving_checks
+            was = serving_checks.VARLEN_TILES_CUDA
+            serving_checks.VARLEN_TILES_CUDA = not was
+            got = ours().detach()
+            ms = timed(ours)
+            serving_checks.VARLEN_TILES_CUDA = was
+            diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
+            row["tessel_tiles_" + ("off" if was else "on") + "_ms"] = ms
+            print(f"{'':>6} tessel VARLEN_TILES_CUDA={not was}: {flops / ms / 1e9:.1f} TFLOP/s, "
                   f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
     save_report(args.json, report)
     return 0

@@ -7,7 +7,8 @@ the prefill chunks' packed keys — one process, fp16.
 
 Cases (H 32, Hkv 8, d128, pages of 16; K keys a sequence): `decode` 64 sequences of one query;
 `mixed` 60 decode steps and 4 prefill chunks of 512 queries; `prefill` 8 chunks of 1024; `spec`
-64 sequences of 5 queries (speculative decoding). Timed per call (output allocation and the
+64 sequences of 5 queries (speculative decoding); `chunk` one chunk of 2048 beside 127 decode
+steps (chunked prefill). Timed per call (output allocation and the
 Python launch path included): ms of the one call in varlen_cache_kernel, ms of the call with
 decode steps or a few queries a sequence by the split-KV program
 (varlen_cache.PACK_DECODE_ROWS_CUDA, FEW_QUERIES_PACKED_CUDA), ms of the
@@ -15,8 +16,9 @@ split calls (the decode rows' attention_with_kvcache, then the chunks' own varle
 index copies that split them are made before timing), and the bandwidth of the cache read once
 (bytes of K and V of every sequence / time) for the decode rows. `--blocks 128x32 ...`: the one
 call also timed with those blocks (block_m, block_n: varlen_cache_kernel's, for the chunks),
-printed as its ratio to the default and the largest difference of its output. Without torch or
-CUDA it prints why and exits 0.
+printed as its ratio to the default and the largest difference of its output; `--tiles` the
+default call on the other varlen grid (serving_checks.VARLEN_TILES_CUDA flipped). Without torch
+or CUDA it prints why and exits 0.
 """
 import argparse
 
@@ -45,16 +47,19 @@ def main():
     ap.add_argument("--cases", nargs="+", default=["decode", "mixed", "prefill", "spec"])
     ap.add_argument("--blocks", nargs="*", default=[],
                     help="also time the one call with these MxN blocks (e.g. 128x32)")
+    ap.add_argument("--tiles", action="store_true",
+                    help="also time the default call on the other varlen grid "
+                         "(serving_checks.VARLEN_TILES_CUDA flipped)")
     args = ap.parse_args()
     blocks = [tuple(int(n) for n in b.split("x")) for b in args.blocks]
     torch = cuda_torch("bench_varlen_paged")
     if torch is None:
         return
     import tessel
-    from tessel import varlen_cache
+    from tessel import serving_checks, varlen_cache
     timed, how = make_timer(torch)
     cases = {"decode": [1] * 64, "mixed": [1] * 60 + [512] * 4, "prefill": [1024] * 8,
-             "spec": [5] * 64}
+             "spec": [5] * 64, "chunk": [2048] + [1] * 127}
     cases = {name: cases[name] for name in args.cases}
     rows = []
     print(f"timing: {how}")
@@ -107,6 +112,16 @@ def main():
             print(f"{name:8} {K:6} {t_varlen:10.3f} {t_packed:10.3f} {t_split:9.3f} "
                   f"{t_split / t_varlen:12.2f} {t_varlen / t_packed:13.2f}", flush=True)
             mine = one()
+            if args.tiles:
+                was = serving_checks.VARLEN_TILES_CUDA
+                serving_checks.VARLEN_TILES_CUDA = not was
+                diff = ((one().float() - mine.float()).abs().max()
+                        / mine.float().abs().max()).item()
+                ms = timed(one)
+                serving_checks.VARLEN_TILES_CUDA = was
+                rows[-1]["ms_tiles_" + ("off" if was else "on")] = ms
+                print(f"{'':8} VARLEN_TILES_CUDA={not was}: {ms:.3f} ms, "
+                      f"{t_packed / ms:.3f}x the default, diff {diff:.2e}", flush=True)
             for bm, bn in blocks:
                 other = lambda: tessel.attention_varlen(  # noqa: E731
                     q, kc, vc, cu_q, None, max(nq), K, causal=True, block_table=table,

@@ -107,6 +107,23 @@ def test_varlen(dtype, case, causal, blocks):
     check_varlen(DTYPES[dtype], *VARLEN[case], causal, 0, block_m=bm, block_n=bn)
 
 
+@pytest.mark.parametrize("blocks", ["default", "wide", "tall"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", ["mixed-gqa", "mqa-d64", "gqa-d96"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_compact_grid(monkeypatch, dtype, case, causal, blocks):
+    # The compact grid (forty-ninth session, serving_checks.VARLEN_TILES_CUDA): each program's
+    # sequence from a map of the batch's query blocks, not B times the longest one's blocks.
+    from tessel import serving, serving_checks
+    monkeypatch.setattr(serving_checks, "VARLEN_TILES_CUDA", True)
+    seen, launch = [], serving._launch
+    monkeypatch.setattr(serving, "_launch", lambda f, grid, args, cx: seen.append(
+        cx.get("TILES")) or launch(f, grid, args, cx))
+    bm, bn = BLOCKS[blocks]
+    check_varlen(DTYPES[dtype], *VARLEN[case], causal, 1, block_m=bm, block_n=bn)
+    assert seen == [True]
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("D", [256, 192])
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -700,7 +717,8 @@ def test_kvcache_batch_index_leftpad(monkeypatch, D, Sq, splits):
     assert err <= 5e-3 * max(1.0, float(np.abs(ref1).max())), err
 
 
-@pytest.mark.parametrize("batch", ["mixed", "decode", "mixed_packed", "spec", "spec_packed"])
+@pytest.mark.parametrize("batch", ["mixed", "decode", "mixed_packed", "spec", "spec_packed",
+                                   "mixed_packed_tiles", "mixed_tiles"])
 @pytest.mark.parametrize("page", [16, 64])
 @pytest.mark.parametrize("D", [128, 64, 96, 256])
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -710,7 +728,10 @@ def test_varlen_paged(monkeypatch, dtype, D, page, batch):
     # against float64 over each sequence's keys gathered from its pages; seqused_k given.
     # mixed_packed (forty-eighth session): the mixed batch's decode steps by the split-KV
     # program beside varlen_cache_kernel's SKIP_SINGLE launch (PACK_DECODE_ROWS_CUDA).
-    from tessel import varlen_cache
+    # _tiles: the compact grid (serving_checks.VARLEN_TILES_CUDA, forty-ninth session).
+    from tessel import serving_checks, varlen_cache
+    monkeypatch.setattr(serving_checks, "VARLEN_TILES_CUDA", batch.endswith("_tiles"))
+    batch = batch.replace("_tiles", "")
     monkeypatch.setattr(varlen_cache, "CUDA_CHECKED", True)
     monkeypatch.setattr(varlen_cache, "PACK_DECODE_ROWS_CUDA", batch == "mixed_packed")
     # spec: a few queries a sequence (speculative decoding), one launch or gathered for

@@ -55,6 +55,70 @@ def test_varlen_other_blocks(blocks):
     run_varlen([3, 50, 33], [40, 17, 65], 2, 1, 16, True, seed=9, blocks=blocks)
 
 
+def _tile_of(tiles, cu_q, p, BM):
+    """The (sequence, block) varlen_program gives program p of the compact grid."""
+    B = len(cu_q) - 1
+    b = min(max(int(tiles[p]) - 1, 0), B - 1)
+    j = p - max(int(cu_q[b]), 0) // BM - b
+    return b, (j if j >= 0 else len(tiles))
+
+
+@pytest.mark.parametrize("BM", [1, 16, 64])
+def test_varlen_tiles_cover_every_block_once(BM):
+    # The compact grid's map: each sequence's blocks [0, ceil(nq / BM)) come from exactly one
+    # program each; the other programs (at most one a sequence) fall past their sequence.
+    rng = np.random.default_rng(BM)
+    for _ in range(20):
+        lq = rng.integers(0, 3 * BM + 2, size=rng.integers(1, 12))
+        lq[rng.integers(0, len(lq))] = 5 * BM + 1             # one long sequence
+        cq = cu(lq)
+        n = int(cq[-1]) // BM + len(lq)
+        tiles = tessel.serving_checks.varlen_tile_map("numpy", cq, len(lq), BM, n)
+        assert tiles.shape == (n,) and tiles.dtype == np.int32
+        got = [_tile_of(tiles, cq, p, BM) for p in range(n)]
+        real = [(b, j) for b, j in got if j * BM < lq[b]]
+        assert sorted(real) == [(b, j) for b in range(len(lq))
+                                for j in range(-(-int(lq[b]) // BM))]
+        assert n - len(real) <= len(lq)
+
+
+def test_varlen_tile_map_on_torch_tensors():
+    # The map CUDA calls build with torch ops (here on CPU tensors) equals numpy's.
+    torch = pytest.importorskip("torch")
+    for lq, BM in (([0, 5, 300, 1, 1, 64, 0], 64), ([7], 16), ([3, 0, 0, 129], 128)):
+        cq = cu(lq)
+        n = int(cq[-1]) // BM + len(lq)
+        got = tessel.serving_checks.varlen_tile_map("cuda", torch.from_numpy(cq), len(lq), BM, n)
+        assert got.dtype == torch.int32
+        assert np.array_equal(got.numpy(),
+                              tessel.serving_checks.varlen_tile_map("numpy", cq, len(lq), BM, n))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_compact_grid(causal, monkeypatch):
+    # A long sequence beside short ones and empty ones: the compact grid (TILES) launches
+    # total_q // BM + B programs a head instead of B times the long one's blocks, with the
+    # same bits as the full grid.
+    from tessel import serving
+    lq, lk = [150, 1, 3, 0, 17, 1, 32, 33], [160, 9, 3, 4, 17, 40, 32, 1]
+    rng = np.random.default_rng(3)
+    q = packed(rng, sum(lq), 4, 16)
+    k, v = packed(rng, sum(lk), 2, 16), packed(rng, sum(lk), 2, 16)
+    launched, launch = [], serving._launch
+    monkeypatch.setattr(serving, "_launch", lambda f, grid, args, cx: launched.append(
+        (grid, cx.get("TILES"))) or launch(f, grid, args, cx))
+    outs = []
+    for on in (True, False):
+        monkeypatch.setattr(tessel.serving_checks, "VARLEN_TILES", on)
+        outs.append(tessel.attention_varlen(q, k, v, cu(lq), cu(lk), max(lq), max(lk),
+                                            causal=causal, return_lse=True, block_m=16,
+                                            block_n=16))
+    assert launched == [((sum(lq) // 16 + 8, 4, 1), True), ((10, 32, 1), None)], launched
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)
+    assert_matches(*outs[0], *reference_varlen(q, k, v, cu(lq), cu(lk), causal=causal))
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_varlen_blocks_wider_than_the_head_dim(causal, monkeypatch):
     # The varlen kernel's DB on the interpreter: head dim 24 read in blocks 32 wide (what a CUDA

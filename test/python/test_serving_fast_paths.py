@@ -23,8 +23,8 @@ STRIDES = dict(q_rs=4 * D, q_hs=D, k_rs=2 * D, k_hs=D, v_rs=2 * D, v_hs=D)
 
 def varlen(causal, d=D, **db):
     x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros(3, np.int32), np.zeros(1, np.float32)
-    return varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, **strides(d),
-                                D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, **db)
+    return varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, i32, 0,
+                                **strides(d), D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, **db)
 
 
 def strides(d):
@@ -113,8 +113,8 @@ def test_varlen_against_a_paged_cache_takes_the_fast_paths(d, page, chip, codege
     x, i32, f32 = np.zeros((10, 4, d), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
     k = varlen_cache_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], i32, 2, 10, 8, 300, 4, 2, 3,
-                                   0.1, **strides(d), D=d, BLOCK_M=64, BLOCK_N=64, PAGE=page,
-                                   CAUSAL=True)
+                                   0.1, i32[0], 0, **strides(d), D=d, BLOCK_M=64, BLOCK_N=64,
+                                   PAGE=page, CAUSAL=True)
     b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     known = KVCACHE_256_SPILL.get((chip, page), 0) if d == 256 else 0
     assert b.cubin and b.manifest["spill_bytes"] <= known, b.manifest["spill_bytes"]
@@ -130,8 +130,8 @@ def test_mixed_batch_without_its_decode_steps_takes_the_fast_paths(page, chip, c
     x, i32, f32 = np.zeros((10, 4, D), np.float16), np.zeros((3, 3), np.int32), \
         np.zeros(1, np.float32)
     k = varlen_cache_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], i32, 2, 10, 8, 300, 4, 2, 3,
-                                   0.1, **strides(D), D=D, BLOCK_M=64, BLOCK_N=64, PAGE=page,
-                                   CAUSAL=True, SKIP_SINGLE=True)
+                                   0.1, i32[0], 0, **strides(D), D=D, BLOCK_M=64, BLOCK_N=64,
+                                   PAGE=page, CAUSAL=True, SKIP_SINGLE=True)
     b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     assert b.cubin and b.manifest["spill_bytes"] == 0
 
@@ -162,6 +162,7 @@ def test_fast_paths_take_alibi(kernel, per_batch, chip, codegen, tmp_path, monke
                                   **mods)
     else:
         k = varlen_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], 2, 10, 10, 4, 2, 8, 0.1,
+                                 i32[0], 0,
                                  **STRIDES, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, **mods)
     b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     assert b.cubin and b.manifest["spill_bytes"] == 0
@@ -178,7 +179,7 @@ def test_varlen_at_head_dims_256_and_192_compile_clean(chip, codegen, d, causal,
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
     x, i32, lse = np.zeros((10, 4, d), np.float16), np.zeros(3, np.int32), \
         np.zeros(1, np.float32)
-    kernel = varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1,
+    kernel = varlen_kernel.warmup(x, x, x, x, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, i32, 0,
                                   **strides(d), D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal)
     b = kernel.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
     assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
@@ -265,8 +266,38 @@ def test_varlen_value_head_dim_kernel_compiles_clean(E, Ev, causal, tmp_path, mo
         np.zeros(1, np.float32)
     kv, vv = np.zeros((10, 2, E), np.float16), np.zeros((10, 2, Ev), np.float16)
     o = np.zeros((10, 4, Ev), np.float16)
-    kernel = varlen_kernel.warmup(x, kv, vv, o, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1,
+    kernel = varlen_kernel.warmup(x, kv, vv, o, lse, i32, i32, 2, 10, 10, 4, 2, 8, 0.1, i32, 0,
                                   q_rs=4 * E, q_hs=E, k_rs=2 * E, k_hs=E, v_rs=2 * Ev, v_hs=Ev,
                                   D=E, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, DV=Ev)
     b = kernel.binary(tessel.cache.GpuOptions(chip="sm_90a", codegen="wgmma"))
     assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
+
+
+COMPACT_CASES = {  # (chip, codegen, head dim, BLOCK_M, page: 0 for varlen_kernel)
+    "varlen-128x128": ("sm_90a", "wgmma", 128, 128, 0),
+    "varlen-d256": ("sm_90a", "wgmma", 256, 128, 0),
+    "varlen-d64": ("sm_90a", "wgmma", 64, 64, 0), "varlen-sm80": ("sm_80", "mma", 128, 64, 0),
+    "cache-p16": ("sm_90a", "wgmma", 128, 64, 16), "cache-p16-sm80": ("sm_80", "mma", 128, 64, 16)}
+
+
+@pytest.mark.parametrize("case", COMPACT_CASES.values(), ids=COMPACT_CASES.keys())
+def test_compact_grid_compiles_clean(case, tmp_path, monkeypatch):
+    # The varlen kernels' compact grid (TILES: each program's sequence from the map) at the
+    # blocks their calls take (serving_checks.VARLEN_BLOCKS on sm_90a, 64x64 else; the mixed
+    # batch's cache kernel over pages of 16): nothing spilled or given up.
+    chip, codegen, d, bm, page = case
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    x, i32, f32 = np.zeros((10, 4, d), np.float16), np.zeros((3, 3), np.int32), \
+        np.zeros(1, np.float32)
+    if page:
+        k = varlen_cache_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], i32, 2, 10, 8, 300, 4, 2,
+                                       3, 0.1, i32[0], 7, **strides(d), D=d, BLOCK_M=64,
+                                       BLOCK_N=64, PAGE=page, CAUSAL=True, SKIP_SINGLE=True,
+                                       TILES=True)
+    else:
+        k = varlen_kernel.warmup(x, x, x, x, f32, i32[0], i32[0], 2, 10, 10, 4, 2, 8, 0.1,
+                                 i32[0], 7, **strides(d), D=d, BLOCK_M=bm,
+                                 BLOCK_N=64 if d == 256 else bm, CAUSAL=False, TILES=True)
+    b = k.binary(tessel.cache.GpuOptions(chip=chip, codegen=codegen))
+    assert b.cubin and b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), \
+        b.manifest

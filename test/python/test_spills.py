@@ -508,7 +508,7 @@ def test_serving_forward_spills(tmp_path, chip, D):
         cx = dict(strides, D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, **mods)
         cu = np.zeros(3, np.int32)
         varlen = varlen_kernel.warmup(q, kv, kv, q, np.zeros((H, T), np.float32), cu, cu, 2, T,
-                                      T, H, HKV, 2048, 0.1, **cx)
+                                      T, H, HKV, 2048, 0.1, cu, 0, **cx)
         qd, rows = np.zeros((2, 64, H, D), np.float16), np.zeros((2, 2048, HKV, D), np.float16)
         paged = kvcache_kernel.warmup(qd, rows, rows, qd, np.zeros((2, H, 64), np.float32),
                                       np.zeros(2, np.int32), np.zeros((2, 128), np.int32), 2,

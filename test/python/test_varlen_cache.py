@@ -192,3 +192,37 @@ def test_bad_calls_are_refused():
         call(q[:3], kc, vc, cu_q[:2], cu_k[:2], 3, 50, block_table=table)
     with pytest.raises(NotImplementedError, match="seqused_k is taken with block_table"):
         call(q, k, v, cu_q, cu_k, 3, 50, seqused_k=np.array([20, 50], np.int32))
+
+
+@pytest.mark.parametrize("pack", [True, False], ids=["packed", "one_launch"])
+def test_compact_grid_against_the_paged_cache(pack, monkeypatch):
+    # A chunk of 150 queries beside decode steps, an empty sequence and short chunks, with a row
+    # of q past the last sequence: the compact grid (TILES) launches total_q // 16 + B programs
+    # a head, computes what the full grid does bit for bit and leaves that row alone.
+    from tessel import serving_checks, varlen_cache
+    monkeypatch.setattr(varlen_cache, "PACK_DECODE_ROWS", pack)
+    monkeypatch.setattr(varlen_cache, "FEW_QUERIES_PACKED", False)
+    monkeypatch.setattr(varlen_cache, "_out", lambda kind, q, shape, dtype=None: np.full(
+        shape, np.nan, dtype or q.dtype))
+    rng = np.random.default_rng(11)
+    nq = [1, 150, 1, 0, 3, 1, 17]
+    nk = [60, 170, 9, 5, 3, 33, 40]
+    q, kc, vc, cu_q, cu_k, table, k, v = _batch(rng, nq, nk, 16)
+    q = np.concatenate([q, _rows(rng, 1, H, D)])
+    grids, launch = [], varlen_cache._launch
+    monkeypatch.setattr(varlen_cache, "_launch", lambda f, grid, args, cx: grids.append(
+        (grid, cx.get("TILES"))) or launch(f, grid, args, cx))
+    outs = []
+    for on in (True, False):
+        monkeypatch.setattr(serving_checks, "VARLEN_TILES", on)
+        outs.append(tessel.attention_varlen(q, kc, vc, cu_q, cu_k, max(nq), max(nk),
+                                            causal=True, return_lse=True, block_table=table,
+                                            block_m=16, block_n=16))
+    assert grids == [((q.shape[0] // 16 + 7, H, 1), True), ((10, 7 * H, 1), None)], grids
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b, equal_nan=True)
+    o, lse = outs[0]
+    assert np.isnan(o[-1]).all() and np.isnan(lse[:, -1]).all()
+    ro, rl = reference_varlen(q[:-1], k, v, cu_q, cu_k, causal=True)
+    assert max_rel_error(o[:-1], ro) < 2e-2
+    assert np.allclose(lse[:, :-1], rl, atol=2e-3)
