@@ -192,9 +192,13 @@ VARLEN_BLOCKS = {"sm_90a": {128: (128, 128), 256: (128, 64)}}
 # (varlen_tiles), instead of B times the longest sequence's blocks — a chunk of 2k queries beside
 # 255 decode steps launched 32 x 256 programs a head for 32 + 255 that do anything, and each
 # empty one still pays a CTA's start. Taken where it launches fewer programs. On the
-# interpreter; CUDA calls keep the full grid until the GPU check (VARLEN_TILES_CUDA).
+# interpreter, and on CUDA since its GPU check (H100, forty-ninth session: test_serving_gpu.py
+# compact_grid 36/36 and varlen_paged *_tiles, the varlen cases 272/272 and the CUDA fuzzer's
+# serving cases with it on): a chunk of 2048 beside 127 decode steps 1.71x at 4k keys, 1.16x at
+# 16k; the mixed batch 1.06x / 1.02x; 64 sequences of 1-8k 0.98-1.02x
+# (docs/bench/2026-12-07-h100-s49.md).
 VARLEN_TILES = True
-VARLEN_TILES_CUDA = False
+VARLEN_TILES_CUDA = True
 _ARANGES = {}
 
 

@@ -43,11 +43,13 @@ PACK_DECODE_ROWS_CUDA = True
 # decoding's draft tokens, a verification step) runs as attention_with_kvcache's decode does —
 # each sequence's queries gathered right-aligned into [B, max_seqlen_q, H, D] (bottom-right
 # causal holds for them; the slots before a shorter sequence's are computed and dropped), the
-# split-KV program with the heads of a KV group packed as rows, the rows scattered back — instead
-# of one program per query head in a 64-row block. On the interpreter; on CUDA after its GPU
-# check and timing (FEW_QUERIES_PACKED_CUDA; docs/dev/serving.md).
+# split-KV program with the heads of a KV group packed as rows, each row's output gathered back —
+# instead of one program per query head in a 64-row block. On the interpreter, and on CUDA since
+# its GPU check (H100, forty-ninth session: `test_varlen_paged` spec_packed 16/16, the CUDA
+# fuzzer's serving cases; 64 sequences of 5 queries, H32 Hkv8 d128, 1.14x the one launch at 4k
+# keys, 1.41x at 16k: docs/bench/2026-12-07-h100-s49.md).
 FEW_QUERIES_PACKED = True
-FEW_QUERIES_PACKED_CUDA = False
+FEW_QUERIES_PACKED_CUDA = True
 MAX_FEW_QUERIES = 16
 
 

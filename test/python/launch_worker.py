@@ -19,6 +19,12 @@ torch._C._cuda_getCurrentRawStream = lambda device: state["stream"] + device
 import tessel  # noqa: E402
 from tessel import language as tl  # noqa: E402
 from launch_kernels import scale_shift, with_defaults  # noqa: E402
+from tessel import serving_checks, varlen_cache  # noqa: E402
+
+# The routes that build index tensors with torch ops (the varlen kernels' compact grid's map, the
+# few-queries gather) need a real torch, which the fake one is not: the scenarios take the
+# launches without them (those routes' launches are checked on the GPU, test_serving_gpu.py).
+serving_checks.VARLEN_TILES_CUDA = varlen_cache.FEW_QUERIES_PACKED_CUDA = False
 
 T = torch.Tensor
 
