@@ -202,11 +202,12 @@ VARLEN_TILES_CUDA = True
 _ARANGES = {}
 
 
-def varlen_tiles(kind, cu_q, B, total_q, max_nq, BM):
+def varlen_tiles(kind, cu_q, B, total_q, max_nq, BM, on=None):
     """(tiles, n_tiles) of a varlen launch over sequences cu_q with the compact grid
     (varlen_tile_map), or None where it would not launch fewer programs than the full one, or
-    is off."""
-    on = VARLEN_TILES_CUDA if kind == "cuda" else VARLEN_TILES
+    is off (`on`, else VARLEN_TILES_CUDA / VARLEN_TILES)."""
+    if on is None:
+        on = VARLEN_TILES_CUDA if kind == "cuda" else VARLEN_TILES
     n = total_q // BM + B
     if not on or B == 0 or n >= -(-max_nq // BM) * B:
         return None

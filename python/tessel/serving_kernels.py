@@ -41,24 +41,30 @@ def sequence_span(cu, b, B, total):
 
 
 @jit
-def varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M: tl.constexpr,
-                   TILES: tl.constexpr):
-    """(b, h, pid_m): this program's sequence, query head and query block. TILES: sequence b
-    owns programs cu_q[b] // BLOCK_M + b onwards (one more than its blocks at most), tiles[p]
-    counts the sequences owning p or less; a block index the map does not give (bad
-    cu_seqlens) is moved past every sequence, to a block that computes and stores nothing."""
+def varlen_program(cu, tiles, B, H, max_n, n_tiles, BLOCK: tl.constexpr, TILES: tl.constexpr,
+                   LAST_FIRST: tl.constexpr = False):
+    """(b, h, pid): this program's sequence, head and block of BLOCK rows of the sequences
+    `cu` spans (queries, or keys for the backward's key blocks). TILES: sequence b owns programs
+    cu[b] // BLOCK + b onwards (one more than its blocks at most), tiles[p] counts the
+    sequences owning p or less; a block number the map does not give (bad cu_seqlens) is moved
+    past every sequence, to a block that computes and stores nothing. LAST_FIRST: the programs
+    launched first take the last blocks (causal dQ's longest)."""
     if TILES:
         p, h = block_and_row(n_tiles)
+        if LAST_FIRST:
+            p = n_tiles - 1 - p
         td = tl.make_desc(tiles, shape=(n_tiles,), strides=(1,))
         b = tl.minimum(tl.maximum(tl.load_scalar(td, (p,)) - 1, 0), B - 1)
-        cd = tl.make_desc(cu_q, shape=(B + 1,), strides=(1,))
-        pid_m = p - tl.maximum(tl.load_scalar(cd, (b,)), 0) // BLOCK_M - b
-        pid_m = tl.where(pid_m < 0, n_tiles, pid_m)
+        cd = tl.make_desc(cu, shape=(B + 1,), strides=(1,))
+        pid = p - tl.maximum(tl.load_scalar(cd, (b,)), 0) // BLOCK - b
+        pid = tl.where(pid < 0, n_tiles, pid)
     else:
-        pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
+        pid, bh = block_and_row(tl.cdiv(max_n, BLOCK))
+        if LAST_FIRST:
+            pid = tl.cdiv(max_n, BLOCK) - 1 - pid
         b = bh // H
         h = bh % H
-    return b, h, pid_m
+    return b, h, pid
 
 
 @jit

@@ -21,11 +21,12 @@ import numpy as np
 from . import cpu_tensors
 from . import gpu
 from . import language as tl
+from . import serving_checks
 from .backward import dq_key_loop, dq_query_block, keyrows_key_block, keyrows_query_loop
-from .grid import block_and_row
+from .grid import fold_grid
 from .jit import jit
 from .layouts import seq_rows_desc
-from .serving_kernels import sequence_span
+from .serving_kernels import sequence_span, varlen_program
 
 _function = None
 
@@ -56,25 +57,26 @@ def sequence_views(q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, 
 
 @jit
 def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, total_k, H,
-                    HKV, OUT_HEADS, max_nk, scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
-                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr,
-                    MASK_MOD: tl.constexpr, Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0,
-                    K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0, V_RS: tl.constexpr = 0,
-                    V_HS: tl.constexpr = 0, DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
-                    DK_RS: tl.constexpr = 0, DK_HS: tl.constexpr = 0, DV_RS: tl.constexpr = 0,
-                    DV_HS: tl.constexpr = 0, PART: tl.constexpr = 0, DB: tl.constexpr = 0):
+                    HKV, OUT_HEADS, max_nk, scale, tiles, n_tiles, D: tl.constexpr,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                    SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr, Q_RS: tl.constexpr = 0,
+                    Q_HS: tl.constexpr = 0, K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
+                    V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0, DO_RS: tl.constexpr = 0,
+                    DO_HS: tl.constexpr = 0, DK_RS: tl.constexpr = 0, DK_HS: tl.constexpr = 0,
+                    DV_RS: tl.constexpr = 0, DV_HS: tl.constexpr = 0, PART: tl.constexpr = 0,
+                    DB: tl.constexpr = 0, TILES: tl.constexpr = False):
     """dK and dV of one key block of packed sequence b for one query head: the key-rows
     program (backward.attention_bwd_dkdv_keyrows) over the sequence's own rows — q, k, v, dO,
     dk and dv seen as [1, heads, total, D] (layouts.seq_rows_desc), the LSE and Δ [1, H,
     total] — with the queries' indices bottom-right aligned (i + nk − nq, as varlen_kernel's)
     for causal and the mods, which see b as the sequence. Grid (⌈max_nk/BLOCK_N⌉, B·H); a key
     block past its sequence's keys runs no query block. OUT_HEADS, PART, DB: the key-rows
-    program's."""
+    program's. TILES: the grid of the batch's key blocks (serving_kernels.varlen_program)."""
     W = D if DB == 0 else DB
-    pid_n, bh = block_and_row(tl.cdiv(max_nk, BLOCK_N))
+    b, h, pid_n = varlen_program(cu_k, tiles, B, H, max_nk, n_tiles, BLOCK_N, TILES)
     b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
-        q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh, D, Q_RS, Q_HS,
-        K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
+        q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, b * H + h, D, Q_RS,
+        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
     out_h = h * OUT_HEADS // H
     dkd = seq_rows_desc(dk, nk, D, k0, total_k, out_h, DK_RS, DK_HS)
     dvd = seq_rows_desc(dv, nk, D, k0, total_k, out_h, DV_RS, DV_HS)
@@ -91,22 +93,21 @@ def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, 
 
 @jit
 def varlen_bwd_dq(q, k, v, do, lse_in, delta, dq, cu_q, cu_k, B, total_q, total_k, H, HKV,
-                  max_nq, scale, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
+                  max_nq, scale, tiles, n_tiles, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
                   Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0, K_RS: tl.constexpr = 0,
                   K_HS: tl.constexpr = 0, V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                   DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0, DQ_RS: tl.constexpr = 0,
-                  DQ_HS: tl.constexpr = 0, DB: tl.constexpr = 0):
+                  DQ_HS: tl.constexpr = 0, DB: tl.constexpr = 0, TILES: tl.constexpr = False):
     """dQ of one query block of packed sequence b: the dQ program (backward.attention_bwd_dq)
     over the sequence's rows, as varlen_bwd_dkdv. Grid (⌈max_nq/BLOCK_M⌉, B·H), causal from
-    the last query block; a query block past its sequence's queries runs no key block."""
+    the last query block; a query block past its sequence's queries runs no key block. TILES:
+    the grid of the batch's query blocks (serving_kernels.varlen_program)."""
     W = D if DB == 0 else DB
-    pid_m, bh = block_and_row(tl.cdiv(max_nq, BLOCK_M))
-    if CAUSAL:
-        pid_m = tl.cdiv(max_nq, BLOCK_M) - 1 - pid_m
+    b, h, pid_m = varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M, TILES, CAUSAL)
     b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
-        q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh, D, Q_RS, Q_HS,
-        K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
+        q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, b * H + h, D, Q_RS,
+        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
     dqd = seq_rows_desc(dq, nq, D, q0, total_q, h, DQ_RS, DQ_HS)
     m0 = pid_m * BLOCK_M
     qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N)
@@ -211,6 +212,12 @@ NATIVE_CHIPS = ("sm_90a",)
 # scale fold given up), as the dense route's block-sparse dK/dV program did (564-1,252).
 NATIVE_FLASH_MODS = True
 
+# The varlen programs' compact grid (the batch's blocks, each program's sequence from a map:
+# serving_checks.VARLEN_TILES, the forward's), where it launches fewer programs: on the
+# interpreter; on CUDA after its GPU check (TILES_CUDA).
+TILES = True
+TILES_CUDA = False
+
 # The varlen programs' blocks on the interpreter: small, so that tests of short sequences
 # cross blocks.
 _HOST_BLOCKS = (16, 16)
@@ -273,24 +280,37 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
         dlse.float().expand(H, total_q).contiguous().unsqueeze(0)
     lay = bw.layout_constexprs(Q=qv, K=kv_, V=vv, DO=dov)
     seq = (cu_q, cu_k, B, total_q, total_k, H, Hkv)
+    dq_grid = _grid("cuda", cu_q, B, total_q, max_q, dq_cx["BLOCK_M"], H)
+    kr_grids = [_grid("cuda", cu_k, B, total_k, max_k, c["BLOCK_N"], H) for _, c in parts]
 
     def programs(launch, side=None):
         delta = bw.delta_cuda(ov, dov, dlse3, launch=launch, block_dim=cx.get("DB", 0))
-        launch(varlen_bwd_dq, bw.fold_grid(-(-max_q // dq_cx["BLOCK_M"]), B * H),
-               qv, kv_, vv, dov, lse3, delta, dqv, *seq, max_q, scale, **dq_cx, **lay,
-               **bw.layout_constexprs(DQ=dqv))
-        for part, c in parts:
-            launch(_keyrows_program(chip, W), bw.fold_grid(-(-max_k // c["BLOCK_N"]), B * H),
-                   qv, kv_, vv, dov, lse3, delta, dk_h, dv_h, *seq, dk_h.shape[1], max_k, scale,
-                   **c, **lay, **bw.layout_constexprs(DK=dk_h, DV=dv_h),
-                   **({"PART": part} if part else {}))
+        launch(varlen_bwd_dq, dq_grid[0], qv, kv_, vv, dov, lse3, delta, dqv, *seq, max_q, scale,
+               *dq_grid[1], **dq_cx, **lay, **bw.layout_constexprs(DQ=dqv), **dq_grid[2])
+        for (part, c), (grid, tiles, tx) in zip(parts, kr_grids):
+            launch(_keyrows_program(chip, W), grid, qv, kv_, vv, dov, lse3, delta, dk_h, dv_h,
+                   *seq, dk_h.shape[1], max_k, scale, *tiles, **c, **lay,
+                   **bw.layout_constexprs(DK=dk_h, DV=dv_h), **({"PART": part} if part else {}),
+                   **tx)
     bw._compile_programs(chip, programs, ("varlen", q.dtype, bw._hashable(cx), tuple(lay.items()),
-                                          bw._hashable(parts), gqa))
+                                          bw._hashable(parts), gqa, bool(dq_grid[2]),
+                                          tuple(bool(g[2]) for g in kr_grids)))
     programs(bw._launch)
     if gqa:
         for full, part in ((dk, dk_h), (dv, dv_h)):
             full.copy_(part[0].view(Hkv, H // Hkv, total_k, D).sum(1).transpose(0, 1))
     return dq, dk, dv
+
+
+def _grid(kind, cu, B, total, max_n, block, H):
+    """(grid, (tiles, n_tiles), constexprs) of a varlen program over blocks of `block` rows of
+    the sequences `cu` spans: the compact grid where it is smaller and TILES / TILES_CUDA
+    (serving_checks.varlen_tiles), else B × the longest sequence's blocks (tiles unread)."""
+    t = serving_checks.varlen_tiles(kind, cu, B, total, max_n, block,
+                                    on=TILES_CUDA if kind == "cuda" else TILES)
+    if t:
+        return fold_grid(t[1], H), t, {"TILES": True}
+    return fold_grid(-(-max_n // block), B * H), (cu, 0), {}
 
 
 def _keyrows_program(chip, D):
@@ -305,7 +325,6 @@ def _keyrows_program(chip, D):
 def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, cx):
     """_native_backward on torch CPU tensors: the programs on the interpreter over contiguous
     [1, heads, total, D] numpy copies."""
-    from .grid import fold_grid
     total_q, H, D = q.shape
     total_k, Hkv = k.shape[:2]
     B = cu_q.shape[0] - 1
@@ -319,10 +338,11 @@ def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, c
     dq = np.zeros_like(qn)
     dk, dv = (np.zeros((1, H, total_k, D), qn.dtype) for _ in range(2))
     seq = (cpu_tensors.to_numpy(cu_q), cpu_tensors.to_numpy(cu_k), B, total_q, total_k, H, Hkv)
-    varlen_bwd_dq[fold_grid(-(-max_q // cx["BLOCK_M"]), B * H)](
-        qn, kn, vn, don, lse3, delta, dq, *seq, max_q, scale, **cx)
-    varlen_bwd_dkdv[fold_grid(-(-max_k // cx["BLOCK_N"]), B * H)](
-        qn, kn, vn, don, lse3, delta, dk, dv, *seq, H, max_k, scale, **cx)
+    grid, tiles, tx = _grid("numpy", seq[0], B, total_q, max_q, cx["BLOCK_M"], H)
+    varlen_bwd_dq[grid](qn, kn, vn, don, lse3, delta, dq, *seq, max_q, scale, *tiles, **cx, **tx)
+    grid, tiles, tx = _grid("numpy", seq[1], B, total_k, max_k, cx["BLOCK_N"], H)
+    varlen_bwd_dkdv[grid](qn, kn, vn, don, lse3, delta, dk, dv, *seq, H, max_k, scale, *tiles,
+                          **cx, **tx)
     back = lambda x: cpu_tensors.to_torch(x)[0].transpose(0, 1)  # noqa: E731
     dk, dv = (cpu_tensors.to_torch(x)[0].view(Hkv, H // Hkv, total_k, D).float().sum(1)
               .transpose(0, 1).to(k.dtype) for x in (dk, dv))

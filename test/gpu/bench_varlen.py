@@ -31,8 +31,10 @@ width inside the kernel).
 block_n; the default is 64×64 on the fast paths), each printed beside the default as TFLOP/s
 and its ratio to it — the A/B of larger blocks for the varlen kernel in one process.
 
-`--tiles`: tessel also timed on the other grid (serving_checks.VARLEN_TILES_CUDA flipped: the
-compact grid of the batch's query blocks against B times the longest sequence's).
+`--tiles`: tessel also timed on the other grid (serving_checks.VARLEN_TILES_CUDA flipped, or
+with --backward varlen_backward.TILES_CUDA: the compact grid of the batch's blocks against B
+times the longest sequence's). `--short-max S`: every sequence but the first (max-len long)
+drawn from 1 to S (a batch of one long document and many short ones).
 
 `--padded`: --d padded where tessel runs it as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS
 emptied: on sm_90a d192 padded to 256, as before the forty-second session).
@@ -66,6 +68,7 @@ def main():
                          "emptied)")
     ap.add_argument("--blocks", nargs="*", default=[],
                     help="also time tessel with these MxN blocks (e.g. 128x128)")
+    ap.add_argument("--short-max", type=int, default=0)
     ap.add_argument("--tiles", action="store_true",
                     help="also time tessel on the other grid (serving_checks.VARLEN_TILES_CUDA "
                          "flipped)")
@@ -87,7 +90,8 @@ def main():
     H, Hkv, D = args.h, args.hkv, args.d
     timed, timer = make_timer(torch)
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
-    lengths = torch.randint(1, args.max_len + 1, (args.seqs,), generator=gen)
+    lengths = torch.randint(1, (args.short_max or args.max_len) + 1, (args.seqs,),
+                            generator=gen)
     lengths[0] = args.max_len                       # the longest present: max_len is real
     cu = torch.zeros(args.seqs + 1, dtype=torch.int32)
     cu[1:] = torch.cumsum(lengths, 0)
@@ -198,15 +202,17 @@ def main():
             print(f"{'':>6} tessel {bm}x{bn}: {flops / ms / 1e9:.1f} TFLOP/s, "
                   f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
         if args.tiles:
-            from tessel import serving_checks
-            was = serving_checks.VARLEN_TILES_CUDA
-            serving_checks.VARLEN_TILES_CUDA = not was
+            from tessel import serving_checks, varlen_backward
+            module, name = (varlen_backward, "TILES_CUDA") if args.backward else \
+                (serving_checks, "VARLEN_TILES_CUDA")
+            was = getattr(module, name)
+            setattr(module, name, not was)
             got = ours().detach()
             ms = timed(ours)
-            serving_checks.VARLEN_TILES_CUDA = was
+            setattr(module, name, was)
             diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
             row["tessel_tiles_" + ("off" if was else "on") + "_ms"] = ms
-            print(f"{'':>6} tessel VARLEN_TILES_CUDA={not was}: {flops / ms / 1e9:.1f} TFLOP/s, "
+            print(f"{'':>6} tessel {name}={not was}: {flops / ms / 1e9:.1f} TFLOP/s, "
                   f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
     save_report(args.json, report)
     return 0

@@ -556,17 +556,20 @@ def test_varlen_block_head_dim_gradients(monkeypatch, dtype, causal, D):
     check_varlen_backward(dtype, causal, D)
 
 
+@pytest.mark.parametrize("grid", ["full", "compact"])
 @pytest.mark.parametrize("D", [64, 128, 96, 192, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_varlen_programs_backward(monkeypatch, dtype, causal, D):
+def test_varlen_programs_backward(monkeypatch, dtype, causal, D, grid):
     # varlen_backward.NATIVE_CHIPS: attention_varlen's gradients by the varlen programs (each
-    # sequence's own blocks, forty-sixth session), not the dense backward over the packed rows.
+    # sequence's own blocks, forty-sixth session), not the dense backward over the packed rows;
+    # on the full grid and the compact one (varlen_backward.TILES_CUDA, forty-ninth session).
     from tessel import varlen_backward as vb
     chip = tessel.gpu.chip_of(torch.cuda.current_device())
     if D in (192, 256) and chip != "sm_90a":
         pytest.skip("the fast backward takes head dims 192 and 256 on sm_90a only")
     monkeypatch.setattr(vb, "NATIVE_CHIPS", (chip,))
+    monkeypatch.setattr(vb, "TILES_CUDA", grid == "compact")
     monkeypatch.setattr(vb, "packed_block_mask",
                         lambda *a, **kw: pytest.fail("took the dense backward"))
     check_varlen_backward(dtype, causal, D)

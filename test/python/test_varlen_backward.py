@@ -165,3 +165,29 @@ def test_the_fast_configuration_takes_the_forward_mods():
     _, _, cx = backward._config(x, x, x, True, None, mods["SCORE_MOD"], mods["MASK_MOD"], False,
                                 16, 16)
     assert cx["SCORE_MOD"] is mods["SCORE_MOD"] and cx["MASK_MOD"] is mods["MASK_MOD"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_compact_grid_gradients(causal, monkeypatch):
+    # A long sequence beside short and empty ones: the dQ and dK/dV programs on the compact
+    # grid (TILES: the batch's blocks, causal dQ from the last program) give the full grid's
+    # gradients bit for bit, and the float64 reference's.
+    from tessel import varlen_backward as vb
+    lq, lk = [70, 3, 0, 17, 1, 9], [90, 2, 5, 17, 33, 1]
+    grids, grid = [], vb._grid
+    monkeypatch.setattr(vb, "_grid", lambda *a: grids.append(grid(*a)) or grids[-1])
+    got = []
+    for on in (True, False):
+        monkeypatch.setattr(vb, "TILES", on)
+        q, k, v, cq, ck = _packed(lq, lk, seed=5)
+        o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+        o.backward(torch.ones_like(o))
+        got.append((q.grad, k.grad, v.grad))
+    # dQ over 16-row query blocks, dK/dV over 16-row key blocks (q and k have 3 and 2 rows
+    # past the last sequence): total // 16 + B programs a head, then B x the longest's.
+    assert [(g[0], bool(g[2])) for g in grids] == [
+        (((sum(lq) + 3) // 16 + 6, H, 1), True), (((sum(lk) + 2) // 16 + 6, H, 1), True),
+        ((5, 6 * H, 1), False), ((6, 6 * H, 1), False)], grids
+    for a, b in zip(*got):
+        assert torch.equal(a, b)
+    _run(lq, lk, causal)
