@@ -17,7 +17,7 @@ nq queries and nk keys sees key j when i + nk - nq >= j.
 
 Grid: (query blocks of the longest sequence, B·H), folded by grid.fold_grid past 65,535 rows;
 or, TILES, (the batch's query blocks, H): program p of a head takes the sequence tiles[p] - 1
-names (grid.varlen_tiles), so a batch of a long and many short sequences launches about
+names (serving_checks.varlen_tile_map), so a batch of a long and many short sequences launches about
 total_q / BLOCK_M + B programs a head, not B times the longest one's blocks.
 
 Decoding (few queries against a long cache) has two more programs, splitkv_kernel and
