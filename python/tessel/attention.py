@@ -591,6 +591,36 @@ def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
     return dv_kernel_takes(q, k, v, FAST_HEAD_DIMS, NATIVE_HEAD_DIMS)
 
 
+# Whether tessel.attention with gradients runs a v narrower than q (DeepSeek's MLA training:
+# 192/128) with the DV kernel's forward (P·V and o at v's width) and the backward on v, o and
+# dO padded with zero columns to q's head dim (the same programs and bits as the padded call's
+# backward), where value_head_dim_kernel would take the call without gradients; elsewhere the
+# whole call pads v (call_with_value_head_dim). Off on CUDA until its GPU check
+# (test_python_gpu.py `test_value_head_dim_of_its_own` dv cases).
+VALUE_HEAD_DIM_GRAD = False
+
+
+def value_head_dim_grad(q, k, v, mask_mod, block_mask, window_size):
+    """Whether this call takes VALUE_HEAD_DIM_GRAD's route: CUDA tensors that want gradients,
+    v's head dim below q's, both ones the DV kernel takes (value_head_dim_kernel's rules),
+    within the kernels' 32-bit offsets."""
+    if not VALUE_HEAD_DIM_GRAD or not VALUE_HEAD_DIM_KERNEL or mask_mod is not None or \
+            block_mask is not None or window_size is not None:
+        return False
+    if not (getattr(q, "is_cuda", False) and _grad_enabled() and
+            any(getattr(x, "requires_grad", False) for x in (q, k, v))):
+        return False
+    if v.shape[-1] >= q.shape[-1] or _past_i32(q, k, v) or \
+            getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
+        return False
+    if not NATIVE_STRIDED and not all(x.is_contiguous() for x in (q, k, v)):
+        return False
+    chip = _chip_for_blocks(q)
+    dims = FAST_HEAD_DIMS + NATIVE_HEAD_DIMS.get(chip, ())
+    return chip == "sm_90a" and gpu.torch_dtype_name(q) in _FAST_DTYPES and \
+        q.shape[-1] in dims and v.shape[-1] in dims
+
+
 def dv_kernel_takes(q, k, v, fast_dims, native_dims):
     """Whether a kernel with a DV constexpr takes this call with v of its own head dim (the
     rules tessel.attention's and attention_varlen's switches share): not FP8; numpy arrays and
@@ -932,6 +962,14 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     """
     if block_m is not None or block_n is not None:
         block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
+    if value_head_dim_differs(q, k, v) and value_head_dim_grad(q, k, v, mask_mod, block_mask,
+                                                                window_size):
+        if softcap is not None or alibi_slopes is not None:
+            score_mod, mask_mod = _flash_arguments(q, causal, None, softcap, alibi_slopes,
+                                                   score_mod, None, None)
+        from .backward import attention_with_grad
+        return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                   return_lse, block_m, block_n, deterministic=deterministic)
     if value_head_dim_differs(q, k, v) and not value_head_dim_kernel(q, k, v, mask_mod,
                                                                      block_mask, window_size):
         return call_with_value_head_dim(

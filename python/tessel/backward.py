@@ -1079,10 +1079,18 @@ def _autograd_function():
                 return dq, dk, dv, None
             # The forward's block sizes are not the backward's (gpu_backward_blocks); a forward
             # with blocks wider than D (block_dim) meets a backward that takes them too
-            # (backward_block_dim).
+            # (backward_block_dim). A v narrower than q (attention.VALUE_HEAD_DIM_GRAD): v, o
+            # and dO padded with zero columns to q's head dim (Δ and dP unchanged, dV's extra
+            # columns zero), dv cut back.
+            Ev = v.shape[-1]
+            if Ev != q.shape[-1]:
+                from .attention import _pad_columns
+                v, o, do = (_pad_columns(x, q.shape[-1]) for x in (v, o, do))
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
                                                   mask_mod, enable_gqa, dlse, None, None,
                                                   deterministic)
+            if Ev != q.shape[-1]:
+                dv = dv[..., :Ev].contiguous()
             return dq, dk, dv, None
 
     _function = TesselAttention

@@ -7,7 +7,12 @@ dim 192 as it is (attention.NATIVE_HEAD_DIMS) and v padded, and with the DV kern
     python3 test/gpu/bench_value_head_dim.py [--dims 192x128 128x64] [--lengths 4096 16384]
 
 b·n = 16k tokens, h·E = 2048 (h = 10 at 192). TFLOP/s count 2·b·h·n²·(E + Ev) (half causal),
-the work of the unpadded call; do_bench median, each call with its output allocation."""
+the work of the unpadded call; do_bench median, each call with its output allocation.
+
+`--backward`: each call the forward and the backward (`o.backward(do)`, MLA training), tessel
+padded (v to E for the whole call) beside its DV route with gradients
+(attention.VALUE_HEAD_DIM_GRAD: the DV forward, the backward on v, o and dO padded), and SDPA's
+cuDNN where it takes the call; TFLOP/s count 3.5× the forward's work."""
 import argparse
 import importlib
 import math
@@ -20,6 +25,7 @@ def main():
     ap.add_argument("--dims", nargs="+", default=["192x128", "128x64"])
     ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    ap.add_argument("--backward", action="store_true")
     args = ap.parse_args()
     torch = cuda_torch("bench_value_head_dim")
     if torch is None:
@@ -32,6 +38,8 @@ def main():
     gen = torch.Generator(device="cuda").manual_seed(0)
     variants = [("padded", {}), ("native192", {"NATIVE_HEAD_DIMS": {"sm_90a": (192,)}}),
                 ("DV", {"NATIVE_HEAD_DIMS": {"sm_90a": (192,)}, "VALUE_HEAD_DIM_KERNEL": True})]
+    if args.backward:
+        return training(torch, tessel, attn, args, timed, timer, dt, gen)
     print(f"{args.dtype}; TFLOP/s of the unpadded work; {timer}")
     print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} " +
           " ".join(f"{name:>10}" for name, _ in variants) + f" {'cuDNN':>8} {'FA2':>8}  diff")
@@ -70,6 +78,55 @@ def main():
                     print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} {' '.join(cells)}  "
                           f"{diff:.1e}", flush=True)
     print(f"scale 1/sqrt(E) = {1 / math.sqrt(E):.4f} everywhere")
+    return 0
+
+
+def training(torch, tessel, attn, args, timed, timer, dt, gen):
+    """--backward: forward + backward, padded against VALUE_HEAD_DIM_GRAD, beside cuDNN."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    print(f"{args.dtype}; forward + backward; TFLOP/s of the unpadded work (3.5x the forward's); "
+          f"{timer}")
+    print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} {'padded':>8} {'DV':>8} {'DV/pad':>7} "
+          f"{'cuDNN':>8}  grad diff")
+    for dims in args.dims:
+        E, Ev = (int(x) for x in dims.split("x"))
+        H = max(1, 2048 // E)
+        for n in args.lengths:
+            B = max(1, 16384 // n)
+            for causal in (False, True):
+                q, k = (torch.randn(B, H, n, E, device="cuda", dtype=dt, generator=gen)
+                        .requires_grad_() for _ in range(2))
+                v = torch.randn(B, H, n, Ev, device="cuda", dtype=dt,
+                                generator=gen).requires_grad_()
+                do = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen)
+                flops = 3.5 * 2 * B * H * n * n * (E + Ev) / (2 if causal else 1)
+
+                def step(f):
+                    def call():
+                        q.grad = k.grad = v.grad = None
+                        f().backward(do)
+                    return call
+                cells, grads = [], []
+                for on in (False, True):
+                    attn.VALUE_HEAD_DIM_GRAD = on
+                    one = step(lambda: tessel.attention(q, k, v, causal=causal))
+                    one()
+                    grads.append([x.grad.float() for x in (q, k, v)])
+                    cells.append(timed(one))
+                attn.VALUE_HEAD_DIM_GRAD = False
+                try:
+                    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                        sd = step(lambda: torch.nn.functional.scaled_dot_product_attention(
+                            q, k, v, is_causal=causal))
+                        sd()
+                        cudnn = f"{flops / timed(sd) / 1e9:>8.1f}"
+                except Exception:                      # noqa: BLE001 (cuDNN refuses)
+                    cudnn = f"{'-':>8}"
+                diff = max(((a - b).abs().max() / b.abs().max()).item()
+                           for a, b in zip(*grads))
+                print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} "
+                      f"{flops / cells[0] / 1e9:>8.1f} {flops / cells[1] / 1e9:>8.1f} "
+                      f"{cells[0] / cells[1]:>7.3f} {cudnn}  {diff:.1e}", flush=True)
     return 0
 
 

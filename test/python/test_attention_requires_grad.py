@@ -50,3 +50,17 @@ def test_numpy_inputs_are_unaffected():
     q = rng.standard_normal((1, 1, 5, 16)).astype(np.float32)
     o = tessel.attention(q, q, q)
     assert o.shape == q.shape and np.all(np.isfinite(o))
+
+
+def test_value_head_dim_grad_route_is_for_cuda_tensors_only(monkeypatch):
+    # attention.VALUE_HEAD_DIM_GRAD (the DV forward with gradients) takes CUDA tensors only:
+    # stand-ins that require grad, numpy arrays and the switch off all keep the padded call.
+    monkeypatch.setattr(attention_module, "VALUE_HEAD_DIM_GRAD", True)
+    q = np.zeros((1, 2, 8, 32), np.float32)
+    v = np.zeros((1, 2, 8, 16), np.float32)
+    assert not attention_module.value_head_dim_grad(q, q, v, None, None, None)
+    stand_in = types.SimpleNamespace(requires_grad=True, is_cuda=False, shape=(1, 2, 8, 32))
+    assert not attention_module.value_head_dim_grad(stand_in, stand_in, v, None, None, None)
+    monkeypatch.setattr(attention_module, "VALUE_HEAD_DIM_GRAD", False)
+    cuda_like = types.SimpleNamespace(requires_grad=True, is_cuda=True, shape=(1, 2, 8, 32))
+    assert not attention_module.value_head_dim_grad(cuda_like, cuda_like, v, None, None, None)
