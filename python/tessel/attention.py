@@ -595,8 +595,12 @@ def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
 # 192/128) with the DV kernel's forward (P·V and o at v's width) and the backward on v, o and
 # dO padded with zero columns to q's head dim (the same programs and bits as the padded call's
 # backward), where value_head_dim_kernel would take the call without gradients; elsewhere the
-# whole call pads v (call_with_value_head_dim). Off on CUDA until its GPU check
-# (test_python_gpu.py `test_value_head_dim_of_its_own` dv cases).
+# whole call pads v (call_with_value_head_dim). GPU check passed (H100, forty-ninth session:
+# test_python_gpu.py `test_value_head_dim_of_its_own` dv cases 8/8, gradients bit for bit the
+# padded call's) but off: forward + backward measured 0.98-1.03x the padded call at 192/128 and
+# 128/64 (the forward's fifth less work is a sixth of the step; the backward's padded copies
+# take part of it back: docs/bench/2026-12-07-h100-s49.md). The gain waits on backward
+# programs with v's own head dim.
 VALUE_HEAD_DIM_GRAD = False
 
 
