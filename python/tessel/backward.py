@@ -146,16 +146,19 @@ def masked(s, b, h, q_idx, kv_idx, visible, CAUSAL: tl.constexpr, MASK_MOD: tl.c
 
 @jit
 def keyrows_key_block(kd, vd, n0, D: tl.constexpr, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr, PART: tl.constexpr = 0):
+                      BLOCK_N: tl.constexpr, PART: tl.constexpr = 0, WV: tl.constexpr = 0):
     """What a key-rows dK/dV program holds for its key block: K, V, the key index tile (keys as
     rows) and the zero dK and dV accumulators. PART 1 (dV alone) does not read V (K stands in
-    for it, unread); the accumulator a part does not use is dead code, removed."""
+    for it, unread); the accumulator a part does not use is dead code, removed. WV: V's and
+    dV's width where it is not D (v of its own head dim, DV)."""
+    WVV = D if WV == 0 else WV
     kt = tl.load(kd, (n0, 0), shape=(BLOCK_N, D))
     vt = kt
     if PART != 1:
-        vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, D))
+        vt = tl.load(vd, (n0, 0), shape=(BLOCK_N, WVV))
     kv_idx = tl.broadcast_to((n0 + tl.arange(0, BLOCK_N))[:, None], (BLOCK_N, BLOCK_M))
-    return kt, vt, kv_idx, tl.zeros((BLOCK_N, D), tl.float32), tl.zeros((BLOCK_N, D), tl.float32)
+    return kt, vt, kv_idx, tl.zeros((BLOCK_N, D), tl.float32), \
+        tl.zeros((BLOCK_N, WVV), tl.float32)
 
 
 @jit
@@ -168,7 +171,8 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
                                V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                                DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
                                PART: tl.constexpr = 0, FUSED_DQ: tl.constexpr = 0,
-                               EVEN: tl.constexpr = False, DB: tl.constexpr = 0):
+                               EVEN: tl.constexpr = False, DB: tl.constexpr = 0,
+                               DV: tl.constexpr = 0):
     """dK and dV of one key block for one query head, with the keys as the rows of every tile
     (FlashAttention-2's GPU form): Sᵀ = K·Qᵀ, so Pᵀ and dSᵀ are accumulator tiles whose rows
     are keys and feed dV += Pᵀ·dO and dK += dSᵀ·Q as A operands from registers, and the LSE and
@@ -193,8 +197,12 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     DB: the blocks' head dim where it is not D (0: D; not with FUSED_DQ): q, k, v and dO read
     DB columns wide, those past D as 0, so dK and dV get zero columns there, which the stores
     of D columns drop — a head dim the fast paths do not take, padded inside the program
-    (BLOCK_HEAD_DIM_CHIPS). The scale is the caller's (1/sqrt(D))."""
+    (BLOCK_HEAD_DIM_CHIPS). The scale is the caller's (1/sqrt(D)).
+
+    DV: v's, dO's and dv's head dim where it is not D (0: D; not with DB or FUSED_DQ): dP and
+    dV at that width (DeepSeek's MLA: 192 and 128)."""
     W = D if DB == 0 else DB
+    DVV = D if DV == 0 else DV
     pid_n, bh = block_and_row(tl.cdiv(nk, BLOCK_N))  # grid.fold_grid's (key block, b·h)
     b = bh // H
     h = bh % H
@@ -203,11 +211,11 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     out_rows = (b * OUT_HEADS + h * OUT_HEADS // H) * nk
     q_rows = bh * nq
     kd = rows_desc(k, nk, D, kv_rows, b, kv_h, K_RS, K_HS)
-    vd = rows_desc(v, nk, D, kv_rows, b, kv_h, V_RS, V_HS)
+    vd = rows_desc(v, nk, DVV, kv_rows, b, kv_h, V_RS, V_HS)
     dkd = tl.make_desc(dk, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
-    dvd = tl.make_desc(dv, shape=(nk, D), strides=(D, 1), offset=out_rows * D)
+    dvd = tl.make_desc(dv, shape=(nk, DVV), strides=(DVV, 1), offset=out_rows * DVV)
     qd = rows_desc(q, nq, D, q_rows, b, h, Q_RS, Q_HS)
-    dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
+    dod = rows_desc(do, nq, DVV, q_rows, b, h, DO_RS, DO_HS)
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     # dQᵀ's view of dq: [D, Nq], a query's D values one apart. The fast paths' accumulators
@@ -218,7 +226,8 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
     dqtd2 = tl.make_desc(dq, shape=(DH, nq), strides=(1, D), offset=q_rows * D + DH)
     BOUNDS_FREE = not CAUSAL and SCORE_MOD is None and MASK_MOD is None and not FUSED_DQ
     n0 = pid_n * BLOCK_N
-    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART,
+                                                       DV)
     k1 = kt
     k2 = kt
     if FUSED_DQ and D > BLOCK_N:
@@ -226,7 +235,7 @@ def attention_bwd_dkdv_keyrows(q, k, v, do, lse_in, delta, dk, dv, dq, nq, nk, H
         k2 = tl.load(kd, (n0, DH), shape=(BLOCK_N, DH))
     keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, dqtd, dqtd2, kt, vt, k1, k2, kv_idx, dk_acc,
                        dv_acc, n0, nq, nq, nk, 0, b, h, scale, D, W, BLOCK_M, BLOCK_N, CAUSAL,
-                       SCORE_MOD, MASK_MOD, PART, FUSED_DQ, EVEN or BOUNDS_FREE)
+                       SCORE_MOD, MASK_MOD, PART, FUSED_DQ, EVEN or BOUNDS_FREE, DV)
 
 
 @jit
@@ -234,15 +243,17 @@ def keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, dqtd, dqtd2, kt, vt, k1, k2, k
                        dv_acc, n0, q_stop, q_end, nk, shift, b, h, scale, D: tl.constexpr,
                        W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                       PART: tl.constexpr, FUSED_DQ: tl.constexpr, NO_BOUNDS: tl.constexpr):
+                       PART: tl.constexpr, FUSED_DQ: tl.constexpr, NO_BOUNDS: tl.constexpr,
+                       WV: tl.constexpr = 0):
     """The key-rows program's loop over the query blocks [0, q_stop) of its key block n0 (K, V
     and the accumulators from keyrows_key_block), then its stores of dK and dV. A query's
     index is its row plus `shift` (a packed sequence's bottom-right alignment: 0 for
     attention_backward), the rows inside the bounds those below q_end and the keys below nk
-    (NO_BOUNDS: no bounds mask, attention_bwd_dkdv_keyrows' docstring says where)."""
+    (NO_BOUNDS: no bounds mask, attention_bwd_dkdv_keyrows' docstring says where). WV: dO's
+    width where it is not W (keyrows_key_block's)."""
     for i in range(0, q_stop, BLOCK_M):
         qt = tl.load(qd, (i, 0), shape=(BLOCK_M, W))
-        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, W))
+        dot_ = tl.load(dod, (i, 0), shape=(BLOCK_M, W if WV == 0 else WV))
         q_idx = tl.broadcast_to((i + shift + tl.arange(0, BLOCK_M))[None, :], (BLOCK_N, BLOCK_M))
         st = tl.dot(kt, qt.T)
         if W == 128 and PART != 1 and not FUSED_DQ:
@@ -279,11 +290,11 @@ def keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, dqtd, dqtd2, kt, vt, k1, k2, k
 
 @jit
 def dq_query_block(qd, dod, ld, dd, m0, D: tl.constexpr, BLOCK_M: tl.constexpr,
-                   BLOCK_N: tl.constexpr):
-    """What a dQ program holds for its query block: Q, dO, the LSE in log2 units (0 where the
-    row sees no key, so that P = 0 there), Δ, and the query index tile."""
+                   BLOCK_N: tl.constexpr, WV: tl.constexpr = 0):
+    """What a dQ program holds for its query block: Q, dO (WV wide where not D), the LSE in log2
+    units (0 where the row sees no key, so that P = 0 there), Δ, and the query index tile."""
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, D))
-    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D))
+    dot_ = tl.load(dod, (m0, 0), shape=(BLOCK_M, D if WV == 0 else WV))
     lse = tl.load(ld, (m0,), shape=(BLOCK_M,))
     lse2 = tl.where(lse == float("-inf"), 0.0, lse) * 1.4426950408889634
     dlt = tl.load(dd, (m0,), shape=(BLOCK_M,))
@@ -299,11 +310,12 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
                      K_RS: tl.constexpr = 0, K_HS: tl.constexpr = 0,
                      V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                      DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0,
-                     EVEN: tl.constexpr = False, DB: tl.constexpr = 0):
+                     EVEN: tl.constexpr = False, DB: tl.constexpr = 0, DV: tl.constexpr = 0):
     """dQ of one query block: a key-block loop like the forward's; q, k, v and dO in the
     layouts of layouts.py. EVEN: nk is a multiple of BLOCK_N, no key-tail mask (even_blocks).
-    DB: the blocks' head dim where it is not D, as the key-rows program's."""
+    DB, DV: the blocks' head dim and v's, as the key-rows program's."""
     W = D if DB == 0 else DB
+    DVV = D if DV == 0 else DV
     pid_m, bh = block_and_row(tl.cdiv(nq, BLOCK_M))  # grid.fold_grid's (query block, b·h)
     if CAUSAL:
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m      # the longest rows first, as the forward
@@ -314,29 +326,29 @@ def attention_bwd_dq(q, k, v, do, lse_in, delta, dq, nq, nk, H, HKV, scale,
     kv_rows = (b * HKV + kv_h) * nk
     qd = rows_desc(q, nq, D, q_rows, b, h, Q_RS, Q_HS)
     kd = rows_desc(k, nk, D, kv_rows, b, kv_h, K_RS, K_HS)
-    vd = rows_desc(v, nk, D, kv_rows, b, kv_h, V_RS, V_HS)
-    dod = rows_desc(do, nq, D, q_rows, b, h, DO_RS, DO_HS)
+    vd = rows_desc(v, nk, DVV, kv_rows, b, kv_h, V_RS, V_HS)
+    dod = rows_desc(do, nq, DVV, q_rows, b, h, DO_RS, DO_HS)
     dqd = tl.make_desc(dq, shape=(nq, D), strides=(D, 1), offset=q_rows * D)
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=q_rows)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=q_rows)
     m0 = pid_m * BLOCK_M
-    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N)
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N, DV)
     dq_key_loop(qt, dot_, lse2, dlt, q_idx, kd, vd, dqd, m0, nk, nk, b, h, scale, W, BLOCK_M,
-                BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, EVEN)
+                BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, EVEN, DV)
 
 
 @jit
 def dq_key_loop(qt, dot_, lse2, dlt, q_idx, kd, vd, dqd, m0, k_stop, nk, b, h, scale,
                 W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                 CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr, MASK_MOD: tl.constexpr,
-                EVEN: tl.constexpr):
+                EVEN: tl.constexpr, WV: tl.constexpr = 0):
     """The dQ program's loop over the key blocks [0, k_stop) for its query block m0 (what
     dq_query_block read; q_idx the queries' indices as the masks see them), keys below nk
-    inside the bounds, then its store of dQ."""
+    inside the bounds, then its store of dQ. WV: V's width where it is not W."""
     dq_acc = tl.zeros((BLOCK_M, W), tl.float32)
     for j in range(0, k_stop, BLOCK_N):
         kt = tl.load(kd, (j, 0), shape=(BLOCK_N, W))
-        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, W))
+        vt = tl.load(vd, (j, 0), shape=(BLOCK_N, W if WV == 0 else WV))
         kv_idx = tl.broadcast_to((j + tl.arange(0, BLOCK_N))[None, :], (BLOCK_M, BLOCK_N))
         s2, s_mod, s_raw = log2_scores(tl.dot(qt, kt.T), scale, b, h, q_idx, kv_idx, SCORE_MOD)
         inside = tl.full((BLOCK_M, BLOCK_N), True, tl.int1) if EVEN else kv_idx < nk
@@ -350,15 +362,19 @@ def dq_key_loop(qt, dot_, lse2, dlt, q_idx, kd, vd, dqd, m0, k_stop, nk, b, h, s
     tl.store(dqd, (m0, 0), (dq_acc * scale).to(qt.dtype))
 
 
-def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n):
+def _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, block_n,
+            value_dim=False):
+    """((B, H, Nq, D, Hkv, Nk), scale, the programs' constexprs); `value_dim`: v may have a
+    head dim of its own, the key-rows and dQ programs' DV."""
     from .attention import _as_jit, _block, _check_shapes, softmax_scale
-    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa)
+    B, H, Nq, D, Hkv, Nk = _check_shapes(q.shape, k.shape, v.shape, enable_gqa, value_dim)
     scale = softmax_scale(scale, D)
     BM = block_m or _block(Nq)
     BN = block_n or _block(Nk)
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
-                      MASK_MOD=_as_jit(mask_mod, "mask_mod"))
+                      MASK_MOD=_as_jit(mask_mod, "mask_mod"),
+                      **({"DV": int(v.shape[3])} if v.shape[3] != D else {}))
     return (B, H, Nq, D, Hkv, Nk), scale, constexprs
 
 
@@ -473,7 +489,7 @@ def _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx, keyrow
     dq_even = even_blocks(shapes, cx, dq_cx)[1]
     if B * H and Nq and not delta_ready:
         launch(attention_bwd_delta, fold_grid(-(-Nq // BM), B * H), o, do, dlse, delta, Nq, H,
-               D=D, BLOCK_M=BM, **({"DB": cx["DB"]} if "DB" in cx else {}))
+               D=o.shape[3], BLOCK_M=BM, **({"DB": cx["DB"]} if "DB" in cx else {}))
 
     def dq_program():
         if B * H and Nq and dq32 is None:
@@ -617,6 +633,10 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
             f"tessel.attention_backward: the tensors span {max(_span(x) for x in (q, k, v, o))} "
             "elements, past the 2^31 the kernels' 32-bit offsets reach: call it per chunk of "
             "batches (tessel.attention's autograd does so by itself)")
+    if block_mask is not None and v.shape[-1] != q.shape[-1]:
+        return _value_dim_padded(attention_backward, q, k, v, o, lse, do, causal, scale,
+                                 score_mod, mask_mod, enable_gqa, dlse, block_m, block_n,
+                                 block_mask, deterministic)
     if block_mask is not None:
         from . import blocksparse, blocksparse_backward
         B, H, Nq, D = q.shape
@@ -645,6 +665,22 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
                                     enable_gqa, dlse, block_m, block_n)
 
 
+def _value_dim_padded(fn, q, k, v, o, lse, do, causal, scale, *args):
+    """fn's gradients where v (o, dO) has a head dim of its own that fn's programs do not take
+    as it is: v, o and dO with zero columns up to q's head dim (o's extra columns are P·0 = 0,
+    so Δ and dP do not change), dv cut back to v's columns. Ev > D is refused: the callers pad
+    q and k for it (attention.call_with_value_head_dim)."""
+    from .attention import _pad_columns, softmax_scale
+    D, Ev = q.shape[-1], v.shape[-1]
+    if Ev > D:
+        raise ValueError(f"tessel.attention_backward: v's head dim {Ev} is wider than q's {D}: "
+                         "pad q and k to it (tessel.attention does so)")
+    dq, dk, dv = fn(q, k, *(_pad_columns(x, D) for x in (v, o)), lse, _pad_columns(do, D),
+                    causal, softmax_scale(scale, D), *args)
+    dv = dv[..., :Ev]
+    return dq, dk, (dv.contiguous() if gpu.is_torch_tensor(dv) else np.ascontiguousarray(dv))
+
+
 def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                              enable_gqa, dlse, block_m, block_n, keyrows=False, fused_dq=False,
                              block_dim=0):
@@ -660,14 +696,20 @@ def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask
     if not (q.dtype == k.dtype == v.dtype == o.dtype == do.dtype):
         raise TypeError(f"q, k, v, o and do differ in dtype: "
                         f"{', '.join(str(x.dtype) for x in (q, k, v, o, do))}")
+    if v.shape[-1] != q.shape[-1] and not (keyrows and not fused_dq and not block_dim):
+        return _value_dim_padded(_attention_backward_host, q, k, v, o, lse, do, causal, scale,
+                                 score_mod, mask_mod, enable_gqa, dlse, block_m, block_n,
+                                 keyrows, fused_dq, block_dim)
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                block_m, block_n)
+                                block_m, block_n, value_dim=True)
     if block_dim:
         cx = dict(cx, DB=block_dim)
     B, H, Nq, D, Hkv, Nk = shapes
-    if o.shape != q.shape or do.shape != q.shape or lse.shape != (B, H, Nq):
-        raise ValueError(f"o and do must have q's shape {tuple(q.shape)} and lse {(B, H, Nq)}; "
-                         f"got {tuple(o.shape)}, {tuple(do.shape)}, {tuple(lse.shape)}")
+    Ev = v.shape[3]
+    if o.shape != (B, H, Nq, Ev) or do.shape != o.shape or lse.shape != (B, H, Nq):
+        raise ValueError(f"o and do must have shape {(B, H, Nq, Ev)} (q's, at v's head dim) and "
+                         f"lse {(B, H, Nq)}; got {tuple(o.shape)}, {tuple(do.shape)}, "
+                         f"{tuple(lse.shape)}")
     q, k, v, o, do = (np.ascontiguousarray(x) for x in (q, k, v, o, do))
     lse = np.ascontiguousarray(lse, dtype=np.float32)
     dlse = np.zeros((B, H, Nq), np.float32) if dlse is None else \
@@ -688,13 +730,13 @@ def _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask
         raise NotImplementedError("the key-rows program's GQA sum on host arrays takes float16 "
                                   "or float32, not bf16 bits")
     dk_h = np.zeros((B, H, Nk, D), k.dtype)
-    dv_h = np.zeros((B, H, Nk, D), v.dtype)
+    dv_h = np.zeros((B, H, Nk, Ev), v.dtype)
     _run(q, k, v, o, lse, do, dlse, delta, dq, dk_h, dv_h, shapes, scale, cx, keyrows,
          dq32=dq32)
-    group = (B, Hkv, H // Hkv, Nk, D)
+    group = (B, Hkv, H // Hkv, Nk)
     dq = dq if dq32 is None else dq32.astype(q.dtype)
-    return (dq, dk_h.reshape(group).astype(np.float32).sum(2).astype(k.dtype),
-            dv_h.reshape(group).astype(np.float32).sum(2).astype(v.dtype))
+    return (dq, dk_h.reshape(group + (D,)).astype(np.float32).sum(2).astype(k.dtype),
+            dv_h.reshape(group + (Ev,)).astype(np.float32).sum(2).astype(v.dtype))
 
 
 def compile_attention_backward(q, k, v, causal=False, scale=None, score_mod=None,
@@ -771,7 +813,7 @@ def _with_blocks(cx, blocks):
 
 
 def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                          block_m=None, block_n=None, block_dim=0):
+                          block_m=None, block_n=None, block_dim=0, value_dim=False):
     """The fast paths' configuration (shapes, scale, constexprs) for these CUDA tensors, or None
     where the backward takes the reference lowering: fp32, head dims other than 64, 128 and 256
     (256 on sm_90a only; 192 without a mask_mod where NATIVE_BACKWARD_HEAD_DIMS lists it), or
@@ -796,7 +838,7 @@ def _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gq
     # Mods that read captured tensors gather into registers on the fast paths, as in the
     # forward (since 2026-12-02; before, they took the reference lowering).
     shapes, scale, cx = _config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                *blocks)
+                                *blocks, value_dim=value_dim)
     return shapes, scale, (dict(cx, DB=block_dim) if block_dim else cx)
 
 
@@ -866,19 +908,50 @@ def _backward_padded(q, k, v, o, lse, do, Dp, scale, *args):
     return tuple(g[..., :D].contiguous() for g in grads)
 
 
+# Chips whose fast backward takes a v narrower than q as it is (the key-rows and dQ programs'
+# DV: dP and dV at v's width, DeepSeek's MLA training at 192/128), instead of v, o and dO padded
+# to q's head dim. Empty until its GPU check (bench/results/2026-12-07-s49/run8.sh).
+VALUE_HEAD_DIM_BACKWARD_CHIPS = ()
+# The head dims v may have there: widths the fast paths' tiles take.
+VALUE_HEAD_DIMS = (64, 128)
+
+
+def value_dim_backward(q, v, block_m, block_n):
+    """Whether the CUDA backward runs v's own head dim through the programs' DV
+    (VALUE_HEAD_DIM_BACKWARD_CHIPS): v narrower than q, one of VALUE_HEAD_DIMS, q's head dim
+    one the fast programs take as it is, the default blocks."""
+    from .attention import _chip_for_blocks
+    D, Ev = q.shape[-1], v.shape[-1]
+    chip = _chip_for_blocks(q)
+    return chip in VALUE_HEAD_DIM_BACKWARD_CHIPS and Ev < D and Ev in VALUE_HEAD_DIMS and \
+        (D in (64, 128, 256) or native_backward(D, chip)) and block_m is None and \
+        block_n is None
+
+
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                              enable_gqa, dlse, block_m, block_n, deterministic=False):
     """The backward on CUDA tensors. fp16/bf16 at head dims 64 and 128 take the fast paths
     (codegen auto: wgmma on sm_90a, mma.sync on sm_80): the dQ program and the key-rows dK/dV
     program, Δ by attention_bwd_delta (delta_cuda). The rest runs the three programs of
-    the interpreter on the reference lowering, with the small blocks it needs."""
+    the interpreter on the reference lowering, with the small blocks it needs. A v (o, dO) of
+    its own head dim takes the programs' DV where value_dim_backward allows, else is padded
+    to q's (_value_dim_padded)."""
     torch = gpu.torch_module()
+    value_dim = v.shape[-1] != q.shape[-1]
+    if value_dim and not value_dim_backward(q, v, block_m, block_n):
+        return _value_dim_padded(_attention_backward_cuda, q, k, v, o, lse, do, causal, scale,
+                                 score_mod, mask_mod, enable_gqa, dlse, block_m, block_n,
+                                 deterministic)
     padded = backward_block_dim(q, k, v, o, do, mask_mod)
     # At a head dim the forward pads, the fast programs at the padded one (inside them, or on
     # padded copies); where they do not take it either, the reference lowering at D.
     block_dim = padded[0] if padded else 0
     fast = _fast_backward_config(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
-                                 block_m, block_n, block_dim)
+                                 block_m, block_n, block_dim, value_dim)
+    if value_dim and fast is None:
+        return _value_dim_padded(_attention_backward_cuda, q, k, v, o, lse, do, causal, scale,
+                                 score_mod, mask_mod, enable_gqa, dlse, block_m, block_n,
+                                 deterministic)
     if fast is not None and padded and not padded[1]:
         return _backward_padded(q, k, v, o, lse, do, padded[0], scale, causal, score_mod,
                                 mask_mod, enable_gqa, dlse, block_m, block_n, deterministic)
@@ -915,11 +988,12 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         _run(q, k, v, o, lse, do, dlse, delta, dq, dk, dv, shapes, scale, cx)
         return dq, dk, dv
     # GQA: one dK/dV block per query head, summed over each group after (FA2's way).
-    dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, D))
+    Ev = v.shape[3]
+    dk_h, dv_h = (dk, dv) if H == Hkv else (k.new_empty(B, H, Nk, D), v.new_empty(B, H, Nk, Ev))
     side = _side_stream(q.device) if CONCURRENT_DQ else None
     dq32 = None
     # dQᵀ's rows are the head dim: one accumulator of BLOCK_N rows, or two halves.
-    if not block_dim and kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and \
+    if not block_dim and not value_dim and kr_cx["BLOCK_N"] <= D <= 2 * kr_cx["BLOCK_N"] and \
             _fused_dq(q, D, deterministic):
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         side = None
@@ -939,7 +1013,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
         dq.copy_(dq32)
     if H != Hkv:
         torch.sum(dk_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dk)
-        torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, D), dim=2, out=dv)
+        torch.sum(dv_h.view(B, Hkv, H // Hkv, Nk, Ev), dim=2, out=dv)
     return dq, dk, dv
 
 
@@ -1079,18 +1153,11 @@ def _autograd_function():
                 return dq, dk, dv, None
             # The forward's block sizes are not the backward's (gpu_backward_blocks); a forward
             # with blocks wider than D (block_dim) meets a backward that takes them too
-            # (backward_block_dim). A v narrower than q (attention.VALUE_HEAD_DIM_GRAD): v, o
-            # and dO padded with zero columns to q's head dim (Δ and dP unchanged, dV's extra
-            # columns zero), dv cut back.
-            Ev = v.shape[-1]
-            if Ev != q.shape[-1]:
-                from .attention import _pad_columns
-                v, o, do = (_pad_columns(x, q.shape[-1]) for x in (v, o, do))
+            # (backward_block_dim). A v narrower than q (attention.VALUE_HEAD_DIM_GRAD): the
+            # programs' DV, or v, o and dO padded (_attention_backward_cuda decides).
             dq, dk, dv = _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod,
                                                   mask_mod, enable_gqa, dlse, None, None,
                                                   deterministic)
-            if Ev != q.shape[-1]:
-                dv = dv[..., :Ev].contiguous()
             return dq, dk, dv, None
 
     _function = TesselAttention

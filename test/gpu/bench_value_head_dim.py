@@ -10,8 +10,9 @@ b·n = 16k tokens, h·E = 2048 (h = 10 at 192). TFLOP/s count 2·b·h·n²·(E +
 the work of the unpadded call; do_bench median, each call with its output allocation.
 
 `--backward`: each call the forward and the backward (`o.backward(do)`, MLA training), tessel
-padded (v to E for the whole call) beside its DV route with gradients
-(attention.VALUE_HEAD_DIM_GRAD: the DV forward, the backward on v, o and dO padded), and SDPA's
+padded (v to E for the whole call) beside its DV routes with gradients
+(attention.VALUE_HEAD_DIM_GRAD: the DV forward, the backward on v, o and dO padded; with
+backward.VALUE_HEAD_DIM_BACKWARD_CHIPS the backward's programs at v's width too), and SDPA's
 cuDNN where it takes the call; TFLOP/s count 3.5× the forward's work."""
 import argparse
 import importlib
@@ -86,8 +87,11 @@ def training(torch, tessel, attn, args, timed, timer, dt, gen):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     print(f"{args.dtype}; forward + backward; TFLOP/s of the unpadded work (3.5x the forward's); "
           f"{timer}")
-    print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} {'padded':>8} {'DV':>8} {'DV/pad':>7} "
-          f"{'cuDNN':>8}  grad diff")
+    bw = importlib.import_module("tessel.backward")
+    routes = [("padded", False, ()), ("DV fwd", True, ()), ("DV both", True, ("sm_90a",))]
+    print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} " +
+          " ".join(f"{name:>8}" for name, _, _ in routes) + f" {'both/pad':>8} {'cuDNN':>8}"
+          "  grad diff")
     for dims in args.dims:
         E, Ev = (int(x) for x in dims.split("x"))
         H = max(1, 2048 // E)
@@ -107,13 +111,13 @@ def training(torch, tessel, attn, args, timed, timer, dt, gen):
                         f().backward(do)
                     return call
                 cells, grads = [], []
-                for on in (False, True):
-                    attn.VALUE_HEAD_DIM_GRAD = on
+                for _, fwd, chips in routes:
+                    attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS = fwd, chips
                     one = step(lambda: tessel.attention(q, k, v, causal=causal))
                     one()
                     grads.append([x.grad.float() for x in (q, k, v)])
                     cells.append(timed(one))
-                attn.VALUE_HEAD_DIM_GRAD = False
+                attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS = False, ()
                 try:
                     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
                         sd = step(lambda: torch.nn.functional.scaled_dot_product_attention(
@@ -123,10 +127,10 @@ def training(torch, tessel, attn, args, timed, timer, dt, gen):
                 except Exception:                      # noqa: BLE001 (cuDNN refuses)
                     cudnn = f"{'-':>8}"
                 diff = max(((a - b).abs().max() / b.abs().max()).item()
-                           for a, b in zip(*grads))
-                print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} "
-                      f"{flops / cells[0] / 1e9:>8.1f} {flops / cells[1] / 1e9:>8.1f} "
-                      f"{cells[0] / cells[1]:>7.3f} {cudnn}  {diff:.1e}", flush=True)
+                           for got in grads[1:] for a, b in zip(got, grads[0]))
+                print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} " +
+                      " ".join(f"{flops / ms / 1e9:>8.1f}" for ms in cells) +
+                      f" {cells[0] / cells[2]:>8.3f} {cudnn}  {diff:.1e}", flush=True)
     return 0
 
 

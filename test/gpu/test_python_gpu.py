@@ -378,7 +378,7 @@ def test_block_head_dim(monkeypatch, dtype, causal, case, D):
     check_softcapped(q, k, v, causal, cap, dtype)
 
 
-@pytest.mark.parametrize("route", ["padded", "dv"])
+@pytest.mark.parametrize("route", ["padded", "dv", "dv_programs"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("E,Ev", [(192, 128), (64, 128), (128, 64)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -386,11 +386,17 @@ def test_value_head_dim_of_its_own(monkeypatch, dtype, E, Ev, causal, route):
     """v with its own head dim (SDPA's Ev; DeepSeek's MLA prefill: 192/128) on CUDA: the
     output against float32, the gradients against float64 within twice torch's own error.
     route dv (forty-ninth session, attention.VALUE_HEAD_DIM_GRAD): a v narrower than q through
-    the DV kernel's forward and the backward on padded v, o and dO, not the padded call."""
+    the DV kernel's forward and the backward on padded v, o and dO, not the padded call;
+    dv_programs: the backward's programs at v's width as well."""
     from grad_check import assert_within_twice_torch
     attn = importlib.import_module("tessel.attention")
-    monkeypatch.setattr(attn, "VALUE_HEAD_DIM_GRAD", route == "dv")
-    if route == "dv":
+    monkeypatch.setattr(attn, "VALUE_HEAD_DIM_GRAD", route != "padded")
+    # dv_programs: the backward's own programs at v's width too (backward.
+    # VALUE_HEAD_DIM_BACKWARD_CHIPS), not on v, o and dO padded.
+    monkeypatch.setattr(importlib.import_module("tessel.backward"),
+                        "VALUE_HEAD_DIM_BACKWARD_CHIPS",
+                        ("sm_90a",) if route == "dv_programs" else ())
+    if route != "padded":
         if Ev > E or tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
             pytest.skip("the DV route with gradients: v narrower than q, on sm_90a")
         monkeypatch.setattr(attn, "call_with_value_head_dim",

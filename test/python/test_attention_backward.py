@@ -98,19 +98,19 @@ CASES = {
 }
 
 
-def inputs(B, H, Hkv, Nq, Nk, D, seed):
+def inputs(B, H, Hkv, Nq, Nk, D, seed, Ev=None):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((B, H, Nq, D)).astype(np.float32)
     k = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
-    v = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
-    do = rng.standard_normal((B, H, Nq, D)).astype(np.float32)
+    v = rng.standard_normal((B, Hkv, Nk, Ev or D)).astype(np.float32)
+    do = rng.standard_normal((B, H, Nq, Ev or D)).astype(np.float32)
     return q, k, v, do
 
 
 def run_case(name, B, H, Hkv, Nq, Nk, D, seed, block=None, dlse=None, keyrows=False,
-             fused_dq=False, block_dim=0):
+             fused_dq=False, block_dim=0, Ev=None):
     score_mod, mask_mod, causal, score, score_grad, allowed = CASES[name]
-    q, k, v, do = inputs(B, H, Hkv, Nq, Nk, D, seed)
+    q, k, v, do = inputs(B, H, Hkv, Nq, Nk, D, seed, Ev)
     gqa = H != Hkv
     kw = dict(causal=causal, score_mod=score_mod, mask_mod=mask_mod, enable_gqa=gqa)
     blocks = dict(block_m=block, block_n=block) if block else {}
@@ -261,6 +261,31 @@ def test_split_dk_program_with_query_blocks_of_its_own(name, monkeypatch):
     run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=8, seed=7, block=16, keyrows=True)
     run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=40, D=16, seed=40, block=16, keyrows=True)
     assert set(launched) == {(1, 16), (2, 8)}
+
+
+@pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "softcap", "window"])
+@pytest.mark.parametrize("split", [False, True], ids=["one", "two_parts"])
+def test_value_head_dim_of_its_own(name, split, monkeypatch):
+    """v (o, dO) narrower than q: the key-rows and dQ programs' DV (dP and dV at v's width;
+    two parts as SPLIT_KEYROWS runs them at 192), GQA and ragged lengths; the public
+    attention_backward, whose reference programs pad v, o and dO instead."""
+    from tessel import backward as bw
+    if split:
+        monkeypatch.setattr(bw, "SPLIT_KEYROWS", (16,))
+    padded = bw._value_dim_padded
+    monkeypatch.setattr(bw, "_value_dim_padded", lambda *a: pytest.fail("padded"))
+    run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=16, seed=7, block=16, keyrows=True, Ev=8)
+    run_case(name, B=1, H=2, Hkv=2, Nq=40, Nk=33, D=16, seed=4, block=16, keyrows=True, Ev=8)
+    monkeypatch.setattr(bw, "_value_dim_padded", padded)
+    if not split:
+        run_case(name, B=2, H=4, Hkv=2, Nq=23, Nk=19, D=16, seed=9, block=16, Ev=8)
+
+
+def test_value_head_dim_wider_than_q_is_refused():
+    q, k, v, do = inputs(1, 1, 1, 8, 8, 8, 0, Ev=16)
+    o, lse = tessel.attention(q, k, v, return_lse=True)
+    with pytest.raises(ValueError, match="wider than q's"):
+        tessel.attention_backward(q, k, v, o, lse, do)
 
 
 @pytest.mark.parametrize("name", ["none", "causal", "alibi_causal", "softcap", "window"])

@@ -761,3 +761,25 @@ def test_spill_fallbacks_run_ahead_with_the_same_result(tmp_path, monkeypatch):
     started, taken = map(int, re.fullmatch(r"compiles ahead: (\d+) started, (\d+) taken",
                                            ahead[0]).groups())
     assert taken == len(again(three)) and started >= taken
+
+
+@needs_ptxas()
+@pytest.mark.parametrize("D,Dv", [(192, 128), (128, 64)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_value_head_dim_backward_programs(tmp_path, D, Dv, causal):
+    # backward.VALUE_HEAD_DIM_BACKWARD_CHIPS: the sm_90a dQ and key-rows programs with v, dO and
+    # dv Dv wide (DV; MLA's 192/128) as _run launches them, split at 192: no more spill than at
+    # v of q's head dim (test_native_192_backward_programs_spill_little; d128 none non-causal).
+    from tessel.backward import SPLIT_KEYROWS, _keyrows_program, attention_bwd_dq
+    x, xv = np.zeros((1, 2, 256, D), np.float16), np.zeros((1, 2, 256, Dv), np.float16)
+    row = np.zeros((1, 2, 256), np.float32)
+    cx = dict(D=D, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DV=Dv)
+    dq = attention_bwd_dq.warmup(x, x, xv, xv, row, row, x, 256, 256, 2, 2, 0.088, **cx)
+    spilled = {"dq": _spills(tmp_path, dq, "sm_90a")}
+    for part in ((1, 2) if D in SPLIT_KEYROWS else (0,)):
+        program = _keyrows_program("sm_90a", D, part, dict(cx, PART=part), False)
+        k = program.warmup(x, x, xv, xv, row, row, x, xv, x, 256, 256, 2, 2, 2, 0.088,
+                           **({"PART": part} if part else {}), **cx)
+        spilled[part] = _spills(tmp_path, k, "sm_90a")
+    assert spilled["dq"] == 0 and all(n <= (20 if causal else 0) for n in spilled.values()), \
+        spilled
