@@ -12,7 +12,7 @@ cd test/gpu
 timeout 200 python3 -m pytest -q test_python_gpu.py -k "value_head_dim_of_its_own" \
   > $r/cases.log 2>&1
 tail -3 $r/cases.log
-for dt in fp16 bf16; do
+for dt in fp16; do
   timeout 150 python3 bench_value_head_dim.py --backward --dtype $dt --dims 192x128 128x64 \
     --lengths 4096 16384 2>&1 | grep -v W12 | tail -10 | tee $r/train_$dt.log
 done
