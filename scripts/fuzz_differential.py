@@ -227,7 +227,7 @@ def _switched(c, module="tessel.attention", name="VALUE_HEAD_DIM_KERNEL", key="d
     varlen)."""
     mod = importlib.import_module(module)
     saved = getattr(mod, name)
-    setattr(mod, name, c.get(key, False))
+    setattr(mod, name, c.get(key, () if name.endswith("_CHIPS") else False))
     try:
         yield
     finally:
@@ -291,8 +291,14 @@ def backward_case(rng):
     c = _dense_case(rng, shorter=True)
     autograd = BACKEND.torch is not None and rng.random() < 0.5
     c["autograd"] = autograd
-    if autograd:                       # attention_backward's programs keep one head dim
+    if autograd:
         _value_head_dim(rng, c)
+        # A v narrower than q through the DV forward with gradients, and the backward's own
+        # programs at v's width (CUDA; both drawn, whatever their defaults).
+        c["dv_grad"] = bool(rng.integers(0, 2))
+        c["dv_programs"] = ("sm_90a",) if rng.integers(0, 2) else ()
+    else:                              # attention_backward takes a v narrower than q
+        _value_head_dim(rng, c, [d for d in BACKEND.head_dims if d < c["D"]] or [c["D"]])
     _draw_dense_block_dim(rng, c)
     (q, k, v), ref = _inputs(rng, c)
     do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape[:3] + ref[2].shape[3:]),
@@ -304,7 +310,8 @@ def backward_case(rng):
     options = dict(_call_options(c), score_mod=score_mod, mask_mod=mask_mod)
     for x in (q, k, v) if autograd else ():
         x.requires_grad_()
-    with _dense_block_dim(c):
+    with _dense_block_dim(c), _switched(c, name="VALUE_HEAD_DIM_GRAD", key="dv_grad"), \
+            _switched(c, "tessel.backward", "VALUE_HEAD_DIM_BACKWARD_CHIPS", key="dv_programs"):
         o, lse = tessel.attention(q, k, v, return_lse=True, **options)
         if autograd:
             loss = (o.float() * do.float()).sum()
