@@ -592,16 +592,16 @@ def value_head_dim_kernel(q, k, v, mask_mod, block_mask, window_size):
 
 
 # Whether tessel.attention with gradients runs a v narrower than q (DeepSeek's MLA training:
-# 192/128) with the DV kernel's forward (P·V and o at v's width) and the backward on v, o and
-# dO padded with zero columns to q's head dim (the same programs and bits as the padded call's
-# backward), where value_head_dim_kernel would take the call without gradients; elsewhere the
-# whole call pads v (call_with_value_head_dim). GPU check passed (H100, forty-ninth session:
-# test_python_gpu.py `test_value_head_dim_of_its_own` dv cases 8/8, gradients bit for bit the
-# padded call's) but off: forward + backward measured 0.98-1.03x the padded call at 192/128 and
-# 128/64 (the forward's fifth less work is a sixth of the step; the backward's padded copies
-# take part of it back: docs/bench/2026-12-07-h100-s49.md). The gain waits on backward
-# programs with v's own head dim.
-VALUE_HEAD_DIM_GRAD = False
+# 192/128) with the DV kernel's forward (P·V and o at v's width) and hands the backward v, o and
+# dO as they are (the backward's programs at v's width where backward.
+# VALUE_HEAD_DIM_BACKWARD_CHIPS lists the chip, else on them padded to q's head dim), where
+# value_head_dim_kernel would take the call without gradients; elsewhere the whole call pads v
+# (call_with_value_head_dim). On since its GPU check (H100, forty-ninth session:
+# test_python_gpu.py `test_value_head_dim_of_its_own` dv and dv_programs 16/16 against float64
+# autograd). Forward + backward fp16 against the padded call: 192/128 1.08-1.45x, 128/64
+# 1.17-1.27x with the backward's DV programs; the DV forward alone 0.98-1.03x (its fifth less
+# work is a sixth of the step): docs/bench/2026-12-07-h100-s49.md.
+VALUE_HEAD_DIM_GRAD = True
 
 
 def value_head_dim_grad(q, k, v, mask_mod, block_mask, window_size):

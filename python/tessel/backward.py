@@ -910,8 +910,12 @@ def _backward_padded(q, k, v, o, lse, do, Dp, scale, *args):
 
 # Chips whose fast backward takes a v narrower than q as it is (the key-rows and dQ programs'
 # DV: dP and dV at v's width, DeepSeek's MLA training at 192/128), instead of v, o and dO padded
-# to q's head dim. Empty until its GPU check (bench/results/2026-12-07-s49/run8.sh).
-VALUE_HEAD_DIM_BACKWARD_CHIPS = ()
+# to q's head dim. sm_90a since its GPU check (H100, forty-ninth session: test_python_gpu.py
+# `test_value_head_dim_of_its_own` dv_programs 8/8 against float64 autograd; forward + backward
+# fp16 with attention.VALUE_HEAD_DIM_GRAD, against the padded call: 192/128 1.28x / 1.45x at
+# 4k non-causal / causal, 1.08x / 1.28x at 16k; 128/64 1.17-1.27x;
+# docs/bench/2026-12-07-h100-s49.md). sm_80's programs have not run.
+VALUE_HEAD_DIM_BACKWARD_CHIPS = ("sm_90a",)
 # The head dims v may have there: widths the fast paths' tiles take.
 VALUE_HEAD_DIMS = (64, 128)
 
