@@ -588,8 +588,8 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
     Args:
         q: queries, ``[B, H, Nq, D]``.
         k: keys, ``[B, Hkv, Nk, D]``.
-        v: values, like k.
-        o: the output of the forward.
+        v: values, like k, or of a head dim of its own at most D (``[B, Hkv, Nk, Dv]``).
+        o: the output of the forward (v's head dim).
         lse: its log-sum-exp, float32 ``[B, H, Nq]`` (``return_lse=True``).
         do: the gradient of the loss with respect to o.
         causal: as in :func:`attention`.
@@ -615,7 +615,8 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
 
     Raises:
         TypeError: inputs of mixed kinds or dtypes.
-        ValueError: shapes that do not fit together, or a block_mask that does not fit.
+        ValueError: shapes that do not fit together, a v wider than q, or a block_mask that
+            does not fit.
     """
     from .attention import _flash_arguments, _past_i32, _span, check_block_sizes, softmax_scale
     block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention_backward")
