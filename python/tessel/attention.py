@@ -607,7 +607,8 @@ VALUE_HEAD_DIM_GRAD = True
 def value_head_dim_grad(q, k, v, mask_mod, block_mask, window_size):
     """Whether this call takes VALUE_HEAD_DIM_GRAD's route: CUDA tensors that want gradients,
     v's head dim below q's, both ones the DV kernel takes (value_head_dim_kernel's rules),
-    within the kernels' 32-bit offsets."""
+    within the kernels' 32-bit offsets. (tessel.attention also keeps calls with a score_mod,
+    softcap or ALiBi on the padded route: their DV backward has not run on a GPU.)"""
     if not VALUE_HEAD_DIM_GRAD or not VALUE_HEAD_DIM_KERNEL or mask_mod is not None or \
             block_mask is not None or window_size is not None:
         return False
@@ -966,11 +967,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
     """
     if block_m is not None or block_n is not None:
         block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
-    if value_head_dim_differs(q, k, v) and value_head_dim_grad(q, k, v, mask_mod, block_mask,
-                                                                window_size):
-        if softcap is not None or alibi_slopes is not None:
-            score_mod, mask_mod = _flash_arguments(q, causal, None, softcap, alibi_slopes,
-                                                   score_mod, None, None)
+    if value_head_dim_differs(q, k, v) and score_mod is None and softcap is None and \
+            alibi_slopes is None and value_head_dim_grad(q, k, v, mask_mod, block_mask,
+                                                         window_size):
         from .backward import attention_with_grad
         return attention_with_grad(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                    return_lse, block_m, block_n, deterministic=deterministic)

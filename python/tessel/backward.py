@@ -921,16 +921,17 @@ VALUE_HEAD_DIM_BACKWARD_CHIPS = ("sm_90a",)
 VALUE_HEAD_DIMS = (64, 128)
 
 
-def value_dim_backward(q, v, block_m, block_n):
+def value_dim_backward(q, v, score_mod, mask_mod, block_m, block_n):
     """Whether the CUDA backward runs v's own head dim through the programs' DV
     (VALUE_HEAD_DIM_BACKWARD_CHIPS): v narrower than q, one of VALUE_HEAD_DIMS, q's head dim
-    one the fast programs take as it is, the default blocks."""
+    one the fast programs take as it is, the default blocks, no mods (their DV programs have
+    run on the interpreter only)."""
     from .attention import _chip_for_blocks
     D, Ev = q.shape[-1], v.shape[-1]
     chip = _chip_for_blocks(q)
     return chip in VALUE_HEAD_DIM_BACKWARD_CHIPS and Ev < D and Ev in VALUE_HEAD_DIMS and \
         (D in (64, 128, 256) or native_backward(D, chip)) and block_m is None and \
-        block_n is None
+        block_n is None and score_mod is None and mask_mod is None
 
 
 def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
@@ -943,7 +944,7 @@ def _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask
     to q's (_value_dim_padded)."""
     torch = gpu.torch_module()
     value_dim = v.shape[-1] != q.shape[-1]
-    if value_dim and not value_dim_backward(q, v, block_m, block_n):
+    if value_dim and not value_dim_backward(q, v, score_mod, mask_mod, block_m, block_n):
         return _value_dim_padded(_attention_backward_cuda, q, k, v, o, lse, do, causal, scale,
                                  score_mod, mask_mod, enable_gqa, dlse, block_m, block_n,
                                  deterministic)
