@@ -45,41 +45,45 @@ def main():
     print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} " +
           " ".join(f"{name:>10}" for name, _ in variants) + f" {'cuDNN':>8} {'FA2':>8}  diff")
     with torch.no_grad():
-        for dims in args.dims:
-            E, Ev = (int(x) for x in dims.split("x"))
-            H = max(1, 2048 // E)
-            for n in args.lengths:
-                B = max(1, 16384 // n)
-                for causal in (False, True):
-                    q, k = (torch.randn(B, H, n, E, device="cuda", dtype=dt, generator=gen)
-                            for _ in range(2))
-                    v = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen)
-                    flops = 2 * B * H * n * n * (E + Ev) / (2 if causal else 1)
-                    cells, outs = [], []
-                    for _, switches in variants:
-                        saved = {name: getattr(attn, name) for name in switches}
-                        for name, value in switches.items():
-                            setattr(attn, name, value)
-                        try:
-                            outs.append(tessel.attention(q, k, v, causal=causal))
-                            ms = timed(lambda: tessel.attention(q, k, v, causal=causal))
-                            cells.append(f"{flops / ms / 1e9:>10.1f}")
-                        finally:
-                            for name, value in saved.items():
-                                setattr(attn, name, value)
-                    row = {}
-                    theirs = time_sdpa(torch, row, timed, q, k, v, causal,
-                                       (("cudnn", SDPBackend.CUDNN_ATTENTION),
-                                        ("fa2", SDPBackend.FLASH_ATTENTION)))
-                    for name in ("cudnn", "fa2"):
-                        ms = row.get(f"{name}_ms")
-                        cells.append(f"{flops / ms / 1e9:>8.1f}" if ms else f"{'-':>8}")
-                    base = theirs.get("cudnn", outs[0])
-                    diff = max(max_rel_diff(o, base) for o in outs)
-                    print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} {' '.join(cells)}  "
-                          f"{diff:.1e}", flush=True)
+        for E, Ev, H, n, B, causal in shapes(args):
+            q, k = (torch.randn(B, H, n, E, device="cuda", dtype=dt, generator=gen)
+                    for _ in range(2))
+            v = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen)
+            flops = 2 * B * H * n * n * (E + Ev) / (2 if causal else 1)
+            cells, outs = [], []
+            for _, switches in variants:
+                saved = {name: getattr(attn, name) for name in switches}
+                for name, value in switches.items():
+                    setattr(attn, name, value)
+                try:
+                    outs.append(tessel.attention(q, k, v, causal=causal))
+                    ms = timed(lambda: tessel.attention(q, k, v, causal=causal))
+                    cells.append(f"{flops / ms / 1e9:>10.1f}")
+                finally:
+                    for name, value in saved.items():
+                        setattr(attn, name, value)
+            row = {}
+            theirs = time_sdpa(torch, row, timed, q, k, v, causal,
+                               (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                                ("fa2", SDPBackend.FLASH_ATTENTION)))
+            for name in ("cudnn", "fa2"):
+                ms = row.get(f"{name}_ms")
+                cells.append(f"{flops / ms / 1e9:>8.1f}" if ms else f"{'-':>8}")
+            base = theirs.get("cudnn", outs[0])
+            diff = max(max_rel_diff(o, base) for o in outs)
+            print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} {' '.join(cells)}  "
+                  f"{diff:.1e}", flush=True)
     print(f"scale 1/sqrt(E) = {1 / math.sqrt(E):.4f} everywhere")
     return 0
+
+
+def shapes(args):
+    """(E, Ev, H, n, B, causal) of each case: b·n = 16k tokens, h·E = 2048."""
+    for dims in args.dims:
+        E, Ev = (int(x) for x in dims.split("x"))
+        for n in args.lengths:
+            for causal in (False, True):
+                yield E, Ev, max(1, 2048 // E), n, max(1, 16384 // n), causal
 
 
 def training(torch, tessel, attn, args, timed, timer, dt, gen):
@@ -89,48 +93,43 @@ def training(torch, tessel, attn, args, timed, timer, dt, gen):
           f"{timer}")
     bw = importlib.import_module("tessel.backward")
     routes = [("padded", False, ()), ("DV fwd", True, ()), ("DV both", True, ("sm_90a",))]
+    defaults = attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS
     print(f"{'E':>4} {'Ev':>4} {'n':>6} {'causal':>6} " +
           " ".join(f"{name:>8}" for name, _, _ in routes) + f" {'both/pad':>8} {'cuDNN':>8}"
           "  grad diff")
-    for dims in args.dims:
-        E, Ev = (int(x) for x in dims.split("x"))
-        H = max(1, 2048 // E)
-        for n in args.lengths:
-            B = max(1, 16384 // n)
-            for causal in (False, True):
-                q, k = (torch.randn(B, H, n, E, device="cuda", dtype=dt, generator=gen)
-                        .requires_grad_() for _ in range(2))
-                v = torch.randn(B, H, n, Ev, device="cuda", dtype=dt,
-                                generator=gen).requires_grad_()
-                do = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen)
-                flops = 3.5 * 2 * B * H * n * n * (E + Ev) / (2 if causal else 1)
+    for E, Ev, H, n, B, causal in shapes(args):
+        q, k = (torch.randn(B, H, n, E, device="cuda", dtype=dt, generator=gen)
+                .requires_grad_() for _ in range(2))
+        v = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen).requires_grad_()
+        do = torch.randn(B, H, n, Ev, device="cuda", dtype=dt, generator=gen)
+        flops = 3.5 * 2 * B * H * n * n * (E + Ev) / (2 if causal else 1)
 
-                def step(f):
-                    def call():
-                        q.grad = k.grad = v.grad = None
-                        f().backward(do)
-                    return call
-                cells, grads = [], []
-                for _, fwd, chips in routes:
-                    attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS = fwd, chips
-                    one = step(lambda: tessel.attention(q, k, v, causal=causal))
-                    one()
-                    grads.append([x.grad.float() for x in (q, k, v)])
-                    cells.append(timed(one))
-                attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS = False, ()
-                try:
-                    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                        sd = step(lambda: torch.nn.functional.scaled_dot_product_attention(
-                            q, k, v, is_causal=causal))
-                        sd()
-                        cudnn = f"{flops / timed(sd) / 1e9:>8.1f}"
-                except Exception:                      # noqa: BLE001 (cuDNN refuses)
-                    cudnn = f"{'-':>8}"
-                diff = max(((a - b).abs().max() / b.abs().max()).item()
-                           for got in grads[1:] for a, b in zip(got, grads[0]))
-                print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} " +
-                      " ".join(f"{flops / ms / 1e9:>8.1f}" for ms in cells) +
-                      f" {cells[0] / cells[2]:>8.3f} {cudnn}  {diff:.1e}", flush=True)
+        def step(f):
+            def call():
+                q.grad = k.grad = v.grad = None
+                f().backward(do)
+            return call
+        cells, grads = [], []
+        for _, fwd, chips in routes:
+            attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS = fwd, chips
+            one = step(lambda: tessel.attention(q, k, v, causal=causal))
+            one()
+            grads.append([x.grad.float() for x in (q, k, v)])
+            cells.append(timed(one))
+        attn.VALUE_HEAD_DIM_GRAD, bw.VALUE_HEAD_DIM_BACKWARD_CHIPS = defaults
+        try:
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                sd = step(lambda: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal))
+                sd()
+                cudnn = f"{flops / timed(sd) / 1e9:>8.1f}"
+        except Exception:                      # noqa: BLE001 (cuDNN refuses)
+            cudnn = f"{'-':>8}"
+        diff = max(((a - b).abs().max() / b.abs().max()).item()
+                   for got in grads[1:] for a, b in zip(got, grads[0]))
+        print(f"{E:>4} {Ev:>4} {n:>6} {str(causal):>6} " +
+              " ".join(f"{flops / ms / 1e9:>8.1f}" for ms in cells) +
+              f" {cells[0] / cells[2]:>8.3f} {cudnn}  {diff:.1e}", flush=True)
     return 0
 
 
