@@ -66,6 +66,15 @@ def _varlen_dv(q, k, v):
         q, k, v, serving_checks.VARLEN_FAST_HEAD_DIMS, serving_checks.VARLEN_NATIVE_HEAD_DIMS)
 
 
+def _varlen_dv_grad(q, k, v, window_size, softcap, alibi_slopes):
+    """Whether an attention_varlen call that wants gradients keeps its narrower v at its own
+    width, forward and backward (varlen_backward.takes_value_dim), instead of padding."""
+    if not (gpu.is_torch_tensor(q) and cpu_tensors.needs_grad(q, k, v)):
+        return False
+    from .varlen_backward import takes_value_dim
+    return takes_value_dim(q, k, v, window_size, softcap, alibi_slopes)
+
+
 def _varlen_native(q):
     """Whether a CUDA attention_varlen call runs q's head dim as it is on the fast paths where
     it would be padded (serving_checks.VARLEN_NATIVE_HEAD_DIMS, q's chip)."""
@@ -149,7 +158,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             f"tessel.{fn}: seqused_k is taken with block_table (a paged cache); packed k and "
             "v are read as cu_seqlens_k spans them")
     dv = value_head_dim_differs(q, k, v, rank=3)
-    if dv and not _varlen_dv(q, k, v):
+    if dv and not _varlen_dv(q, k, v) and not _varlen_dv_grad(q, k, v, window_size, softcap,
+                                                              alibi_slopes):
         return call_with_value_head_dim(
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m, block_n=block_n,

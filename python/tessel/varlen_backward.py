@@ -35,10 +35,11 @@ _function = None
 def sequence_views(q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh,
                    D: tl.constexpr, Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
-                   DO_RS: tl.constexpr, DO_HS: tl.constexpr):
+                   DO_RS: tl.constexpr, DO_HS: tl.constexpr, DV: tl.constexpr = 0):
     """What the varlen programs read for grid row bh (sequence b, query head h): (b, h, its
     first query row q0, nq, k0, nk, and the descriptors of the sequence's rows of q, k, v, dO,
-    the LSE and Δ)."""
+    the LSE and Δ). DV: v's and dO's head dim where it is not D."""
+    DVV = D if DV == 0 else DV
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
@@ -48,8 +49,8 @@ def sequence_views(q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, 
     nk = tl.maximum(k_end - k0, 0)
     qd = seq_rows_desc(q, nq, D, q0, total_q, h, Q_RS, Q_HS)
     kd = seq_rows_desc(k, nk, D, k0, total_k, kv_h, K_RS, K_HS)
-    vd = seq_rows_desc(v, nk, D, k0, total_k, kv_h, V_RS, V_HS)
-    dod = seq_rows_desc(do, nq, D, q0, total_q, h, DO_RS, DO_HS)
+    vd = seq_rows_desc(v, nk, DVV, k0, total_k, kv_h, V_RS, V_HS)
+    dod = seq_rows_desc(do, nq, DVV, q0, total_q, h, DO_RS, DO_HS)
     ld = tl.make_desc(lse_in, shape=(nq,), strides=(1,), offset=h * total_q + q0)
     dd = tl.make_desc(delta, shape=(nq,), strides=(1,), offset=h * total_q + q0)
     return b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd
@@ -64,31 +65,33 @@ def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, 
                     V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0, DO_RS: tl.constexpr = 0,
                     DO_HS: tl.constexpr = 0, DK_RS: tl.constexpr = 0, DK_HS: tl.constexpr = 0,
                     DV_RS: tl.constexpr = 0, DV_HS: tl.constexpr = 0, PART: tl.constexpr = 0,
-                    DB: tl.constexpr = 0, TILES: tl.constexpr = False):
+                    DB: tl.constexpr = 0, TILES: tl.constexpr = False, DV: tl.constexpr = 0):
     """dK and dV of one key block of packed sequence b for one query head: the key-rows
     program (backward.attention_bwd_dkdv_keyrows) over the sequence's own rows — q, k, v, dO,
     dk and dv seen as [1, heads, total, D] (layouts.seq_rows_desc), the LSE and Δ [1, H,
     total] — with the queries' indices bottom-right aligned (i + nk − nq, as varlen_kernel's)
     for causal and the mods, which see b as the sequence. Grid (⌈max_nk/BLOCK_N⌉, B·H); a key
     block past its sequence's keys runs no query block. OUT_HEADS, PART, DB: the key-rows
-    program's. TILES: the grid of the batch's key blocks (serving_kernels.varlen_program)."""
+    program's. TILES: the grid of the batch's key blocks (serving_kernels.varlen_program). DV:
+    v's, dO's and dv's head dim where it is not D (the key-rows program's)."""
     W = D if DB == 0 else DB
     b, h, pid_n = varlen_program(cu_k, tiles, B, H, max_nk, n_tiles, BLOCK_N, TILES)
     b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
         q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, b * H + h, D, Q_RS,
-        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
+        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS, DV)
     out_h = h * OUT_HEADS // H
     dkd = seq_rows_desc(dk, nk, D, k0, total_k, out_h, DK_RS, DK_HS)
-    dvd = seq_rows_desc(dv, nk, D, k0, total_k, out_h, DV_RS, DV_HS)
+    dvd = seq_rows_desc(dv, nk, D if DV == 0 else DV, k0, total_k, out_h, DV_RS, DV_HS)
     n0 = pid_n * BLOCK_N
-    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART)
+    kt, vt, kv_idx, dk_acc, dv_acc = keyrows_key_block(kd, vd, n0, W, BLOCK_M, BLOCK_N, PART,
+                                                       DV)
     q_stop = nq * tl.minimum(tl.maximum(nk - n0, 0), 1)
     # Without causal and mods no bounds mask: rows past the sequence read as zeros (Q, dO,
     # LSE, Δ) and add exact zeros, as in the key-rows program.
     keyrows_query_loop(qd, dod, ld, dd, dkd, dvd, None, None, kt, vt, kt, kt, kv_idx, dk_acc,
                        dv_acc, n0, q_stop, nk, nk, nk - nq, b, h, scale, D, W, BLOCK_M, BLOCK_N,
                        CAUSAL, SCORE_MOD, MASK_MOD, PART, 0,
-                       not CAUSAL and SCORE_MOD is None and MASK_MOD is None)
+                       not CAUSAL and SCORE_MOD is None and MASK_MOD is None, DV)
 
 
 @jit
@@ -99,22 +102,24 @@ def varlen_bwd_dq(q, k, v, do, lse_in, delta, dq, cu_q, cu_k, B, total_q, total_
                   Q_RS: tl.constexpr = 0, Q_HS: tl.constexpr = 0, K_RS: tl.constexpr = 0,
                   K_HS: tl.constexpr = 0, V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                   DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0, DQ_RS: tl.constexpr = 0,
-                  DQ_HS: tl.constexpr = 0, DB: tl.constexpr = 0, TILES: tl.constexpr = False):
+                  DQ_HS: tl.constexpr = 0, DB: tl.constexpr = 0, TILES: tl.constexpr = False,
+                  DV: tl.constexpr = 0):
     """dQ of one query block of packed sequence b: the dQ program (backward.attention_bwd_dq)
     over the sequence's rows, as varlen_bwd_dkdv. Grid (⌈max_nq/BLOCK_M⌉, B·H), causal from
     the last query block; a query block past its sequence's queries runs no key block. TILES:
-    the grid of the batch's query blocks (serving_kernels.varlen_program)."""
+    the grid of the batch's query blocks (serving_kernels.varlen_program). DV: as
+    varlen_bwd_dkdv's."""
     W = D if DB == 0 else DB
     b, h, pid_m = varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M, TILES, CAUSAL)
     b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
         q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, b * H + h, D, Q_RS,
-        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS)
+        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS, DV)
     dqd = seq_rows_desc(dq, nq, D, q0, total_q, h, DQ_RS, DQ_HS)
     m0 = pid_m * BLOCK_M
-    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N)
+    qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N, DV)
     k_stop = nk * tl.minimum(tl.maximum(nq - m0, 0), 1)
     dq_key_loop(qt, dot_, lse2, dlt, q_idx + (nk - nq), kd, vd, dqd, m0, k_stop, nk, b, h, scale,
-                W, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, False)
+                W, BLOCK_M, BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, False, DV)
 
 
 def attention_varlen_with_grad(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -222,6 +227,36 @@ NATIVE_FLASH_MODS = True
 TILES = True
 TILES_CUDA = True
 
+# Whether attention_varlen with gradients runs a v narrower than q at its own width (the varlen
+# kernel's DV forward, the varlen programs' DV: dP and dV at v's width; MLA training on packed
+# sequences) instead of padding v for the whole call: on the interpreter (torch CPU tensors);
+# on CUDA after its GPU check (VALUE_HEAD_DIM_CUDA; test_serving_gpu.py
+# `test_varlen_value_head_dim_gradients`).
+VALUE_HEAD_DIM = True
+VALUE_HEAD_DIM_CUDA = False
+
+
+def takes_value_dim(q, k, v, window_size, softcap, alibi_slopes):
+    """Whether attention_varlen with gradients keeps this v narrower than q at its own width
+    (VALUE_HEAD_DIM, VALUE_HEAD_DIM_CUDA): CPU tensors, or CUDA fp16/bf16 on a NATIVE_CHIPS
+    chip with v's head dim one of backward.VALUE_HEAD_DIMS and q's one the varlen kernel
+    takes as it is, without FlashAttention's mods (their DV programs have run on the
+    interpreter only)."""
+    D, Ev = q.shape[-1], v.shape[-1]
+    if Ev >= D:
+        return False
+    if cpu_tensors.is_cpu_tensor(q):
+        return VALUE_HEAD_DIM
+    from .attention import _chip_for_blocks
+    from .backward import VALUE_HEAD_DIMS
+    chip = _chip_for_blocks(q)
+    dims = serving_checks.VARLEN_FAST_HEAD_DIMS + \
+        serving_checks.VARLEN_NATIVE_HEAD_DIMS.get(chip, ())
+    return VALUE_HEAD_DIM_CUDA and chip in NATIVE_CHIPS and Ev in VALUE_HEAD_DIMS and \
+        D in dims and gpu.torch_dtype_name(q) in ("f16", "bf16") and window_size is None and \
+        softcap is None and alibi_slopes is None
+
+
 # The varlen programs' blocks on the interpreter: small, so that tests of short sequences
 # cross blocks.
 _HOST_BLOCKS = (16, 16)
@@ -231,12 +266,15 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
                      window_size, softcap, alibi_slopes):
     """(dq, dk, dv) by the varlen programs, or None where they do not take the call: CUDA on a
     chip outside NATIVE_CHIPS, a head dim or dtype the fast backward does not take (or pads
-    by copies), v of its own head dim, tensors past 2³¹ elements (i32 offsets)."""
+    by copies), v of its own head dim but where takes_value_dim keeps it, tensors past 2³¹
+    elements (i32 offsets)."""
     torch = gpu.torch_module()
     total_q, H, D = q.shape
     total_k, Hkv = k.shape[:2]
     B = cu_q.shape[0] - 1
-    if v.shape[-1] != D or min(total_q, total_k, B, H) == 0:
+    Ev = v.shape[-1]
+    if (Ev != D and not takes_value_dim(q, k, v, window_size, softcap, alibi_slopes)) or \
+            min(total_q, total_k, B, H) == 0:
         return None
     from .attention import softmax_scale
     from .serving import _position_mods
@@ -246,7 +284,8 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
                           cpu_tensors.to_numpy(alibi_slopes) if cpu else alibi_slopes,
                           cpu_tensors.to_numpy(q) if cpu else q, (B, H))
     cx = dict(D=D, BLOCK_M=_HOST_BLOCKS[0], BLOCK_N=_HOST_BLOCKS[1], CAUSAL=bool(causal),
-              SCORE_MOD=mods.get("SCORE_MOD"), MASK_MOD=mods.get("MASK_MOD"))
+              SCORE_MOD=mods.get("SCORE_MOD"), MASK_MOD=mods.get("MASK_MOD"),
+              **({"DV": Ev} if Ev != D else {}))
     if cpu:
         return _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, cx)
     from . import backward as bw
@@ -260,7 +299,8 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
     if padded and not padded[1]:
         return None
     fast = bw._fast_backward_config(*views[:3], causal, scale, cx["SCORE_MOD"], cx["MASK_MOD"],
-                                    H != Hkv, None, None, padded[0] if padded else 0)
+                                    H != Hkv, None, None, padded[0] if padded else 0,
+                                    value_dim=Ev != D)
     if fast is None:
         return None
     shapes, _, cx = fast
@@ -276,7 +316,7 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
     dq = torch.zeros_like(q)
     dk, dv = ((torch.empty_like if gqa else torch.zeros_like)(x) for x in (k, v))
     # GQA: one dK/dV block per query head, summed over each group after.
-    dk_h, dv_h = ((q.new_zeros(1, H, total_k, D) for _ in range(2)) if gqa else
+    dk_h, dv_h = ((q.new_zeros(1, H, total_k, w) for w in (D, Ev)) if gqa else
                   (x.transpose(0, 1).unsqueeze(0) for x in (dk, dv)))
     dqv = dq.transpose(0, 1).unsqueeze(0)
     lse3 = lse.float().contiguous().unsqueeze(0)
@@ -302,7 +342,7 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
     programs(bw._launch)
     if gqa:
         for full, part in ((dk, dk_h), (dv, dv_h)):
-            full.copy_(part[0].view(Hkv, H // Hkv, total_k, D).sum(1).transpose(0, 1))
+            full.copy_(part[0].view(Hkv, H // Hkv, total_k, -1).sum(1).transpose(0, 1))
     return dq, dk, dv
 
 
@@ -340,7 +380,7 @@ def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, c
     delta = delta.contiguous().unsqueeze(0).numpy()
     lse3 = lse.detach().float().contiguous().unsqueeze(0).numpy()
     dq = np.zeros_like(qn)
-    dk, dv = (np.zeros((1, H, total_k, D), qn.dtype) for _ in range(2))
+    dk, dv = (np.zeros((1, H, total_k, w), qn.dtype) for w in (D, v.shape[-1]))
     seq = (cpu_tensors.to_numpy(cu_q), cpu_tensors.to_numpy(cu_k), B, total_q, total_k, H, Hkv)
     grid, tiles, tx = _grid("numpy", seq[0], B, total_q, max_q, cx["BLOCK_M"], H)
     varlen_bwd_dq[grid](qn, kn, vn, don, lse3, delta, dq, *seq, max_q, scale, *tiles, **cx, **tx)
@@ -348,7 +388,7 @@ def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, c
     varlen_bwd_dkdv[grid](qn, kn, vn, don, lse3, delta, dk, dv, *seq, H, max_k, scale, *tiles,
                           **cx, **tx)
     back = lambda x: cpu_tensors.to_torch(x)[0].transpose(0, 1)  # noqa: E731
-    dk, dv = (cpu_tensors.to_torch(x)[0].view(Hkv, H // Hkv, total_k, D).float().sum(1)
+    dk, dv = (cpu_tensors.to_torch(x)[0].view(Hkv, H // Hkv, total_k, -1).float().sum(1)
               .transpose(0, 1).to(k.dtype) for x in (dk, dv))
     return back(dq).contiguous(), dk.contiguous(), dv.contiguous()
 

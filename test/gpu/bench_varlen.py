@@ -36,6 +36,9 @@ with --backward varlen_backward.TILES_CUDA: the compact grid of the batch's bloc
 times the longest sequence's). `--short-max S`: every sequence but the first (max-len long)
 drawn from 1 to S (a batch of one long document and many short ones).
 
+`--dv N`: v (and o) of head dim N, not --d (MLA's 192/128). `--flip MODULE.NAME ...`: tessel
+also timed with each boolean switch flipped (e.g. tessel.varlen_backward.VALUE_HEAD_DIM_CUDA).
+
 `--padded`: --d padded where tessel runs it as it is (serving_checks.VARLEN_NATIVE_HEAD_DIMS
 emptied: on sm_90a d192 padded to 256, as before the forty-second session).
 
@@ -45,6 +48,7 @@ test/gpu/test_serving_gpu.py). Timing: bench_decode.make_timer. Without torch or
 why and exits 0.
 """
 import argparse
+import importlib
 
 from bench_decode import cuda_torch, make_timer, save_report
 
@@ -69,6 +73,10 @@ def main():
     ap.add_argument("--blocks", nargs="*", default=[],
                     help="also time tessel with these MxN blocks (e.g. 128x128)")
     ap.add_argument("--short-max", type=int, default=0)
+    ap.add_argument("--dv", type=int, default=0, help="v's head dim where it is not --d")
+    ap.add_argument("--flip", nargs="*", default=[],
+                    help="also time tessel with these boolean switches flipped "
+                         "(e.g. tessel.varlen_backward.VALUE_HEAD_DIM_CUDA)")
     ap.add_argument("--tiles", action="store_true",
                     help="also time tessel on the other grid (serving_checks.VARLEN_TILES_CUDA "
                          "flipped)")
@@ -88,6 +96,7 @@ def main():
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     H, Hkv, D = args.h, args.hkv, args.d
+    Dv = args.dv or D
     timed, timer = make_timer(torch)
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     lengths = torch.randint(1, (args.short_max or args.max_len) + 1, (args.seqs,),
@@ -99,15 +108,16 @@ def main():
     cu_d = cu.cuda()
     grad = dict(requires_grad=True) if args.backward else {}
     q = torch.randn(total, H, D, device="cuda", dtype=dt, **grad)
-    k, v = (torch.randn(total, Hkv, D, device="cuda", dtype=dt, **grad) for _ in range(2))
-    dout = torch.randn(total, H, D, device="cuda", dtype=dt)
+    k, v = (torch.randn(total, Hkv, d, device="cuda", dtype=dt, **grad) for d in (D, Dv))
+    dout = torch.randn(total, H, Dv, device="cuda", dtype=dt)
     pairs = float((lengths.double() ** 2).sum())
     F = torch.nn.functional.scaled_dot_product_attention
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
                   dtype=args.dtype, seqs=args.seqs, max_len=args.max_len, h=H, hkv=Hkv, d=D,
                   total=total, lengths=lengths.tolist(), backward=args.backward, rows=[])
     print(f"{'forward + backward: ' if args.backward else ''}{args.seqs} sequences of "
-          f"1..{args.max_len} tokens ({total} in all), H{H} Hkv{Hkv} D{D} {args.dtype}; "
+          f"1..{args.max_len} tokens ({total} in all), H{H} Hkv{Hkv} D{D}"
+          f"{f' Dv{Dv}' if Dv != D else ''} {args.dtype}; "
           f"TFLOP/s on real pairs; {timer}")
     print(f"{'causal':>6} {'tessel':>8} {'nested':>8} {'pad cuDNN':>9} {'pad FA2':>8} "
           f"{'/best':>6} {'diff':>8}")
@@ -119,7 +129,7 @@ def main():
         return t.transpose(1, 2)                    # [B, heads, j, D]
 
     def padded(x):
-        out = x.new_zeros(args.seqs, longest, x.shape[1], D)
+        out = x.new_zeros(args.seqs, longest, x.shape[1], x.shape[2])
         for b in range(args.seqs):
             out[b, :lengths[b]] = x[cu[b]:cu[b + 1]]
         return out.transpose(1, 2).contiguous()     # [B, heads, max_len, D]
@@ -140,7 +150,8 @@ def main():
     doutp = padded(dout)
     gqa = dict(enable_gqa=True) if Hkv != H else {}
     for causal in (False, True):
-        flops = 4.0 * D * H * pairs / (2 if causal else 1) * (3.5 if args.backward else 1)
+        flops = 2.0 * (D + Dv) * H * pairs / (2 if causal else 1) * \
+            (3.5 if args.backward else 1)
         row = dict(causal=causal)
 
         ours = with_backward(lambda: tessel.attention_varlen(q, k, v, cu_d, cu_d, longest,
@@ -200,6 +211,17 @@ def main():
             diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
             row[f"tessel_{bm}x{bn}_ms"] = ms
             print(f"{'':>6} tessel {bm}x{bn}: {flops / ms / 1e9:.1f} TFLOP/s, "
+                  f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
+        for flip in args.flip:
+            module, name = importlib.import_module(flip.rsplit(".", 1)[0]), flip.rsplit(".", 1)[1]
+            was = getattr(module, name)
+            setattr(module, name, not was)
+            got = ours().detach()
+            ms = timed(ours)
+            setattr(module, name, was)
+            diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
+            row[f"tessel_{name}_{not was}_ms"] = ms
+            print(f"{'':>6} tessel {name}={not was}: {flops / ms / 1e9:.1f} TFLOP/s, "
                   f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
         if args.tiles:
             from tessel import serving_checks, varlen_backward

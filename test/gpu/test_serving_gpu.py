@@ -575,6 +575,25 @@ def test_varlen_programs_backward(monkeypatch, dtype, causal, D, grid):
     check_varlen_backward(dtype, causal, D)
 
 
+@pytest.mark.parametrize("E,Ev", [(192, 128), (128, 64)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_value_head_dim_gradients(monkeypatch, dtype, causal, E, Ev):
+    # varlen_backward.VALUE_HEAD_DIM_CUDA (forty-ninth session, off until this passes): a v
+    # narrower than q with gradients (MLA on packed sequences) at its own width, the varlen
+    # kernel's DV forward and the varlen programs' DV, not padded.
+    from tessel import serving
+    from tessel import varlen_backward as vb
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("the varlen programs' DV runs on sm_90a")
+    monkeypatch.setattr(vb, "VALUE_HEAD_DIM_CUDA", True)
+    monkeypatch.setattr(serving, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("padded"))
+    monkeypatch.setattr(vb, "packed_block_mask",
+                        lambda *a, **kw: pytest.fail("took the dense backward"))
+    check_varlen_backward(dtype, causal, E, Ev=Ev)
+
+
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_programs_backward_with_flash_arguments(monkeypatch, dtype):
     # The varlen programs with FlashAttention's window, soft cap and ALiBi (per sequence and
@@ -589,14 +608,14 @@ def test_varlen_programs_backward_with_flash_arguments(monkeypatch, dtype):
     check_varlen_backward(dtype, True, 128, window=(200, 0), softcap=20.0, slopes=slopes)
 
 
-def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=None):
+def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=None, Ev=None):
     gen = torch.Generator(device="cuda").manual_seed(7 + D)
     dt = DTYPES[dtype]
     lq, lk = [1, 300, 0, 1500], [5, 300, 7, 1700]
     H, Hkv = 8, 2
     q = torch.randn(sum(lq) + 5, H, D, device="cuda", generator=gen).to(dt).requires_grad_()
-    k, v = (torch.randn(sum(lk) + 3, Hkv, D, device="cuda", generator=gen).to(dt)
-            .requires_grad_() for _ in range(2))
+    k, v = (torch.randn(sum(lk) + 3, Hkv, d, device="cuda", generator=gen).to(dt)
+            .requires_grad_() for d in (D, Ev or D))
     o = tessel.attention_varlen(q, k, v, cu(lq, "cuda"), cu(lk, "cuda"), max(lq), max(lk),
                                 causal=causal, window_size=window, softcap=softcap,
                                 alibi_slopes=slopes)

@@ -13,18 +13,19 @@ import tessel  # noqa: E402
 H, HKV, D = 4, 2, 32
 
 
-def _packed(lq, lk, dtype=torch.float32, extra=(3, 2), seed=0):
+def _packed(lq, lk, dtype=torch.float32, extra=(3, 2), seed=0, Ev=D):
     g = torch.Generator().manual_seed(seed)
-    make = lambda n, h: torch.randn(n, h, D, generator=g, dtype=torch.float64).to(dtype)  # noqa
+    make = lambda n, h, d=D: torch.randn(n, h, d, generator=g,  # noqa: E731
+                                         dtype=torch.float64).to(dtype)
     q = make(sum(lq) + extra[0], H).requires_grad_()
-    k, v = (make(sum(lk) + extra[1], HKV).requires_grad_() for _ in range(2))
+    k, v = (make(sum(lk) + extra[1], HKV, d).requires_grad_() for d in (D, Ev))
     cu = lambda ls: torch.tensor(np.cumsum([0] + ls), dtype=torch.int32)  # noqa: E731
     return q, k, v, cu(lq), cu(lk)
 
 
 def _reference(q, k, v, cq, ck, causal, window=None, softcap=None, slopes=None):
     """float64 o and lse per sequence (bottom-right aligned), rows outside sequences 0 / 0."""
-    o = torch.zeros(q.shape, dtype=torch.float64)
+    o = torch.zeros(q.shape[:2] + v.shape[2:], dtype=torch.float64)
     lse = torch.zeros(q.shape[1], q.shape[0], dtype=torch.float64)
     for b in range(len(cq) - 1):
         qs, ks = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
@@ -89,12 +90,12 @@ def test_bf16_gradients():
     _run([16, 40], [16, 40], True, dtype=torch.bfloat16, tol=0.05)
 
 
-def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, **flash):
+def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, Ev=D, **flash):
     if flash.get("alibi_slopes") == "per-head":
         flash["alibi_slopes"] = torch.tensor([0.3, 0.2, 0.1, 0.05])
     elif flash.get("alibi_slopes") == "per-sequence":
         flash["alibi_slopes"] = torch.rand(len(lq), H, generator=torch.Generator().manual_seed(3))
-    q, k, v, cq, ck = _packed(lq, lk, dtype)
+    q, k, v, cq, ck = _packed(lq, lk, dtype, Ev=Ev)
     o, lse = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
                                      return_lse=True, **flash)
     assert o.grad_fn is not None and lse.grad_fn is not None
@@ -191,3 +192,26 @@ def test_compact_grid_gradients(causal, monkeypatch):
     for a, b in zip(*got):
         assert torch.equal(a, b)
     _run(lq, lk, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_value_head_dim_of_its_own(causal, monkeypatch):
+    # v narrower than q (MLA on packed sequences): the varlen kernel's DV forward and the varlen
+    # programs at v's width (varlen_backward.VALUE_HEAD_DIM), GQA, an empty sequence, rows past
+    # the last; the dense route; then the same call with it off (v padded for the whole call).
+    from tessel import serving
+    from tessel import varlen_backward as vb
+    padded = serving.call_with_value_head_dim
+    monkeypatch.setattr(serving, "call_with_value_head_dim",
+                        lambda *a, **kw: pytest.fail("padded"))
+    block_mask = vb.packed_block_mask
+    monkeypatch.setattr(vb, "packed_block_mask", lambda *a, **kw: pytest.fail("dense route"))
+    _run([5, 17, 0, 30, 6], [9, 17, 4, 25, 3], causal, Ev=16)
+    # The dense route (CUDA calls the varlen programs do not take) with the same v: the dense
+    # backward pads v, o and dO itself.
+    monkeypatch.setattr(vb, "packed_block_mask", block_mask)
+    monkeypatch.setattr(vb, "_native_backward", lambda *a: None)
+    _run([5, 17, 0, 30], [9, 17, 4, 25], causal, Ev=16)
+    monkeypatch.setattr(vb, "VALUE_HEAD_DIM", False)
+    monkeypatch.setattr(serving, "call_with_value_head_dim", padded)
+    _run([5, 17, 0, 30], [9, 17, 4, 25], causal, Ev=16)
