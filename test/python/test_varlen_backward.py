@@ -207,6 +207,8 @@ def test_value_head_dim_of_its_own(causal, monkeypatch):
     block_mask = vb.packed_block_mask
     monkeypatch.setattr(vb, "packed_block_mask", lambda *a, **kw: pytest.fail("dense route"))
     _run([5, 17, 0, 30, 6], [9, 17, 4, 25, 3], causal, Ev=16)
+    _run([5, 17, 30], [9, 17, 25], causal, Ev=16, window_size=(6, 0), softcap=5.0,
+         alibi_slopes="per-sequence")
     # The dense route (CUDA calls the varlen programs do not take) with the same v: the dense
     # backward pads v, o and dO itself.
     monkeypatch.setattr(vb, "packed_block_mask", block_mask)
