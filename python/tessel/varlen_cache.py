@@ -224,12 +224,12 @@ def _few_queries_run(kind, S, total_q, outputs, return_lse, options):
         B = cu_q.shape[0] - 1
         if not (B and total_q):
             return outputs(q) if return_lse else outputs(q)[0]
-        slot, r = xp.arange(S), xp.arange(total_q)
         if kind == "numpy":
-            ends = cu_q[1:].astype(np.int64)
+            slot, r, ends = np.arange(S), np.arange(total_q), cu_q[1:].astype(np.int64)
             seq = np.searchsorted(ends, r, side="right")
-        else:
-            slot, r, ends = slot.to(q.device), r.to(q.device), cu_q[1:].long().contiguous()
+        else:                   # made on the device: a host copy would wait for the stream
+            slot, r = (xp.arange(n, device=q.device) for n in (S, total_q))
+            ends = cu_q[1:].long().contiguous()
             seq = xp.searchsorted(ends, r, right=True)
         rows = (ends - S)[:, None] + slot[None, :]                # [B, S], right-aligned
         o_s, lse_s = attention_with_kvcache(q[rows.clip(0, total_q - 1)], k_cache, v_cache,
