@@ -241,15 +241,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     BM, BN = _block_arg(fn, "block_m", block_m, BM), _block_arg(fn, "block_n", block_n, BN)
     o = _out(kind, q, (total_q, H, Dv))
     lse = _out(kind, q, (H, total_q), np.float32)
-    tiles = serving_checks.varlen_tiles(kind, cu_q, B, total_q, int(max_seqlen_q), BM)
+    grid, tiles, tx = serving_checks.varlen_grid(kind, cu_q, B, total_q, int(max_seqlen_q), BM,
+                                                 H)
     args = (q, k, v, o, lse, cu_q, cu_k, B, total_q, total_k, H, Hkv, int(max_seqlen_q), scale,
-            *(tiles or (cu_q, 0)))
+            *tiles)
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
               BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
               **_position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H)),
-              **({"DV": Dv} if Dv != D else {}), **({"DB": DB} if DB else {}),
-              **({"TILES": True} if tiles else {}))
-    grid = fold_grid(tiles[1], H) if tiles else fold_grid(-(-int(max_seqlen_q) // BM), B * H)
+              **({"DV": Dv} if Dv != D else {}), **({"DB": DB} if DB else {}), **tx)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o
 

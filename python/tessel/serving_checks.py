@@ -7,6 +7,7 @@ import numpy as np
 
 from . import gpu
 from .attention import _block, _grad_enabled
+from .grid import fold_grid
 from .layouts import contiguous_aligned
 
 _I32_MAX = 2**31 - 1
@@ -189,7 +190,7 @@ VARLEN_BLOCKS = {"sm_90a": {128: (128, 128), 256: (128, 64)}}
 
 # The varlen kernels' compact grid (varlen_program's TILES): the batch's query blocks, about
 # total_q / BLOCK_M + B programs a head, each program's sequence from a map made per call
-# (varlen_tiles), instead of B times the longest sequence's blocks — a chunk of 2k queries beside
+# (varlen_grid), instead of B times the longest sequence's blocks — a chunk of 2k queries beside
 # 255 decode steps launched 32 x 256 programs a head for 32 + 255 that do anything, and each
 # empty one still pays a CTA's start. Taken where it launches fewer programs. On the
 # interpreter, and on CUDA since its GPU check (H100, forty-ninth session: test_serving_gpu.py
@@ -202,16 +203,18 @@ VARLEN_TILES_CUDA = True
 _ARANGES = {}
 
 
-def varlen_tiles(kind, cu_q, B, total_q, max_nq, BM, on=None):
-    """(tiles, n_tiles) of a varlen launch over sequences cu_q with the compact grid
-    (varlen_tile_map), or None where it would not launch fewer programs than the full one, or
-    is off (`on`, else VARLEN_TILES_CUDA / VARLEN_TILES)."""
+def varlen_grid(kind, cu, B, total, max_n, block, H, on=None):
+    """(grid, (tiles, n_tiles), constexprs) of a varlen launch over blocks of `block` rows of
+    the sequences `cu` spans, H programs' rows: the compact grid (varlen_tile_map; the
+    constexprs {"TILES": True}) where it launches fewer programs than the full one and is on
+    (`on`, else VARLEN_TILES_CUDA / VARLEN_TILES), else B × the longest sequence's `max_n`
+    rows in blocks (tiles = (cu, 0), unread; no constexprs)."""
     if on is None:
         on = VARLEN_TILES_CUDA if kind == "cuda" else VARLEN_TILES
-    n = total_q // BM + B
-    if not on or B == 0 or n >= -(-max_nq // BM) * B:
-        return None
-    return varlen_tile_map(kind, cu_q, B, BM, n), n
+    n = total // block + B
+    if not on or B == 0 or n >= -(-max_n // block) * B:
+        return fold_grid(-(-max_n // block), B * H), (cu, 0), {}
+    return fold_grid(n, H), (varlen_tile_map(kind, cu, B, block, n), n), {"TILES": True}
 
 
 def varlen_tile_map(kind, cu_q, B, BM, n):

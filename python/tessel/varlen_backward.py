@@ -23,7 +23,6 @@ from . import gpu
 from . import language as tl
 from . import serving_checks
 from .backward import dq_key_loop, dq_query_block, keyrows_key_block, keyrows_query_loop
-from .grid import fold_grid
 from .jit import jit
 from .layouts import seq_rows_desc
 from .serving_kernels import sequence_span, varlen_program
@@ -347,14 +346,9 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
 
 
 def _grid(kind, cu, B, total, max_n, block, H):
-    """(grid, (tiles, n_tiles), constexprs) of a varlen program over blocks of `block` rows of
-    the sequences `cu` spans: the compact grid where it is smaller and TILES / TILES_CUDA
-    (serving_checks.varlen_tiles), else B × the longest sequence's blocks (tiles unread)."""
-    t = serving_checks.varlen_tiles(kind, cu, B, total, max_n, block,
-                                    on=TILES_CUDA if kind == "cuda" else TILES)
-    if t:
-        return fold_grid(t[1], H), t, {"TILES": True}
-    return fold_grid(-(-max_n // block), B * H), (cu, 0), {}
+    """serving_checks.varlen_grid with the backward's switch (TILES / TILES_CUDA)."""
+    return serving_checks.varlen_grid(kind, cu, B, total, max_n, block, H,
+                                      on=TILES_CUDA if kind == "cuda" else TILES)
 
 
 def _keyrows_program(chip, D):

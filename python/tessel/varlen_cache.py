@@ -18,7 +18,6 @@ from . import gpu
 from . import serving_checks
 from . import serving_decode
 from .attention import softmax_scale
-from .grid import fold_grid
 from .serving_checks import (_I32_MAX, _block_arg, _blocks, _check_heads, _check_index,
                              _check_same_dtype, _dtype_name, _fast_blocks, _kind, _launch, _out,
                              _refuse_grad, _strided)
@@ -175,12 +174,11 @@ def attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_
         scalars = (B, total_q, int(max_seqlen_q), num_pages * page, H, Hkv, max_pages, scale)
 
         def launch(q, k_cache, v_cache, o, lse, cu_q, lengths, table):
-            tiles = serving_checks.varlen_tiles(kind, cu_q, B, total_q, int(max_seqlen_q), BM)
-            grid = fold_grid(tiles[1], H) if tiles else \
-                fold_grid(-(-int(max_seqlen_q) // BM), B * H)
+            grid, tiles, tx = serving_checks.varlen_grid(kind, cu_q, B, total_q,
+                                                         int(max_seqlen_q), BM, H)
             _launch(varlen_cache_kernel, grid,
-                    (q, k_cache, v_cache, o, lse, cu_q, lengths, table, *scalars,
-                     *(tiles or (cu_q, 0))), dict(cx, TILES=True) if tiles else cx)
+                    (q, k_cache, v_cache, o, lse, cu_q, lengths, table, *scalars, *tiles),
+                    dict(cx, **tx))
         launches.append(launch)
 
     def run(q, k_cache, v_cache, cu_q, lengths, table):

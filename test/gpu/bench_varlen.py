@@ -97,6 +97,9 @@ def main():
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     H, Hkv, D = args.h, args.hkv, args.d
     Dv = args.dv or D
+    # --tiles: the compact grid's switch of what is timed (the forward's, or the backward's).
+    flips = args.flip + (["tessel.varlen_backward.TILES_CUDA" if args.backward else
+                          "tessel.serving_checks.VARLEN_TILES_CUDA"] if args.tiles else [])
     timed, timer = make_timer(torch)
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     lengths = torch.randint(1, (args.short_max or args.max_len) + 1, (args.seqs,),
@@ -212,7 +215,7 @@ def main():
             row[f"tessel_{bm}x{bn}_ms"] = ms
             print(f"{'':>6} tessel {bm}x{bn}: {flops / ms / 1e9:.1f} TFLOP/s, "
                   f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
-        for flip in args.flip:
+        for flip in flips:
             module, name = importlib.import_module(flip.rsplit(".", 1)[0]), flip.rsplit(".", 1)[1]
             was = getattr(module, name)
             setattr(module, name, not was)
@@ -221,19 +224,6 @@ def main():
             setattr(module, name, was)
             diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
             row[f"tessel_{name}_{not was}_ms"] = ms
-            print(f"{'':>6} tessel {name}={not was}: {flops / ms / 1e9:.1f} TFLOP/s, "
-                  f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
-        if args.tiles:
-            from tessel import serving_checks, varlen_backward
-            module, name = (varlen_backward, "TILES_CUDA") if args.backward else \
-                (serving_checks, "VARLEN_TILES_CUDA")
-            was = getattr(module, name)
-            setattr(module, name, not was)
-            got = ours().detach()
-            ms = timed(ours)
-            setattr(module, name, was)
-            diff = ((got.float() - mine.float()).abs().max() / mine.float().abs().max()).item()
-            row["tessel_tiles_" + ("off" if was else "on") + "_ms"] = ms
             print(f"{'':>6} tessel {name}={not was}: {flops / ms / 1e9:.1f} TFLOP/s, "
                   f"{row['tessel_ms'] / ms:.3f}x the default, diff {diff:.2e}", flush=True)
     save_report(args.json, report)
