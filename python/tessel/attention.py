@@ -615,27 +615,25 @@ def value_head_dim_grad(q, k, v, mask_mod, block_mask, window_size):
     if not (getattr(q, "is_cuda", False) and _grad_enabled() and
             any(getattr(x, "requires_grad", False) for x in (q, k, v))):
         return False
-    if v.shape[-1] >= q.shape[-1] or _past_i32(q, k, v) or \
-            getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
+    if v.shape[-1] >= q.shape[-1] or _past_i32(q, k, v):
         return False
     if not NATIVE_STRIDED and not all(x.is_contiguous() for x in (q, k, v)):
         return False
-    chip = _chip_for_blocks(q)
-    dims = FAST_HEAD_DIMS + NATIVE_HEAD_DIMS.get(chip, ())
-    return chip == "sm_90a" and gpu.torch_dtype_name(q) in _FAST_DTYPES and \
-        q.shape[-1] in dims and v.shape[-1] in dims
+    return dv_kernel_takes(q, k, v, FAST_HEAD_DIMS, NATIVE_HEAD_DIMS, with_grad=True)
 
 
-def dv_kernel_takes(q, k, v, fast_dims, native_dims):
+def dv_kernel_takes(q, k, v, fast_dims, native_dims, with_grad=False):
     """Whether a kernel with a DV constexpr takes this call with v of its own head dim (the
     rules tessel.attention's and attention_varlen's switches share): not FP8; numpy arrays and
-    CPU tensors (the interpreter) unless gradients are wanted; on CUDA fp16/bf16 on sm_90a with
-    both head dims among `fast_dims` and the chip's `native_dims`."""
+    CPU tensors (the interpreter) unless gradients are wanted (`with_grad`: whether or not);
+    on CUDA fp16/bf16 on sm_90a with both head dims among `fast_dims` and the chip's
+    `native_dims`."""
     if getattr(getattr(q, "dtype", None), "itemsize", 0) == 1:
         return False
     if not gpu.is_torch_tensor(q):
         return True
-    if _grad_enabled() and any(getattr(x, "requires_grad", False) for x in (q, k, v)):
+    if not with_grad and _grad_enabled() and \
+            any(getattr(x, "requires_grad", False) for x in (q, k, v)):
         return False
     if not q.is_cuda:
         return True

@@ -237,23 +237,21 @@ VALUE_HEAD_DIM_CUDA = False
 
 def takes_value_dim(q, k, v, window_size, softcap, alibi_slopes):
     """Whether attention_varlen with gradients keeps this v narrower than q at its own width
-    (VALUE_HEAD_DIM, VALUE_HEAD_DIM_CUDA): CPU tensors, or CUDA fp16/bf16 on a NATIVE_CHIPS
-    chip with v's head dim one of backward.VALUE_HEAD_DIMS and q's one the varlen kernel
-    takes as it is, without FlashAttention's mods (their DV programs have run on the
-    interpreter only)."""
-    D, Ev = q.shape[-1], v.shape[-1]
-    if Ev >= D:
+    (VALUE_HEAD_DIM, VALUE_HEAD_DIM_CUDA): CPU tensors, or CUDA on a NATIVE_CHIPS chip with
+    v's head dim one of backward.VALUE_HEAD_DIMS where the varlen kernel's DV takes the call
+    (attention.dv_kernel_takes), without FlashAttention's mods (their DV programs have run on
+    the interpreter only)."""
+    if v.shape[-1] >= q.shape[-1]:
         return False
     if cpu_tensors.is_cpu_tensor(q):
         return VALUE_HEAD_DIM
-    from .attention import _chip_for_blocks
+    from .attention import _chip_for_blocks, dv_kernel_takes
     from .backward import VALUE_HEAD_DIMS
-    chip = _chip_for_blocks(q)
-    dims = serving_checks.VARLEN_FAST_HEAD_DIMS + \
-        serving_checks.VARLEN_NATIVE_HEAD_DIMS.get(chip, ())
-    return VALUE_HEAD_DIM_CUDA and chip in NATIVE_CHIPS and Ev in VALUE_HEAD_DIMS and \
-        D in dims and gpu.torch_dtype_name(q) in ("f16", "bf16") and window_size is None and \
-        softcap is None and alibi_slopes is None
+    return VALUE_HEAD_DIM_CUDA and _chip_for_blocks(q) in NATIVE_CHIPS and \
+        v.shape[-1] in VALUE_HEAD_DIMS and window_size is None and softcap is None and \
+        alibi_slopes is None and dv_kernel_takes(q, k, v, serving_checks.VARLEN_FAST_HEAD_DIMS,
+                                                 serving_checks.VARLEN_NATIVE_HEAD_DIMS,
+                                                 with_grad=True)
 
 
 # The varlen programs' blocks on the interpreter: small, so that tests of short sequences
