@@ -37,6 +37,8 @@ from .autotune import Autotuner, Config, autotune
 from . import gpu
 from . import timing
 
+from . import torch_ops as _torch_ops
+_torch_ops.register_when_torch_imports()        # torch.compile's ops
 timing.import_seconds = _time.perf_counter() - _import_started
 del _time, _import_started
 

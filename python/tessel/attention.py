@@ -26,6 +26,7 @@ from . import capture
 from . import cpu_tensors
 from . import gpu
 from . import language as tl
+from . import torch_ops
 from .grid import MAX_GRID_Y, block_and_row, dense_tiles, fold_grid, greedy_schedule, \
     persistent_programs, schedule_switches, short_tiles, tile_block, with_switches
 from .frontend import ModFunction
@@ -963,6 +964,11 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             block_n that is not an int.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if torch_ops.compiling(q):          # under torch.compile: one node of the graph
+        return torch_ops.attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
+                                   return_lse, block_m, block_n, block_mask, deterministic,
+                                   descale_q, descale_k, descale_v, out_dtype, window_size,
+                                   softcap, alibi_slopes)
     if block_m is not None or block_n is not None:
         block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention")
     if value_head_dim_differs(q, k, v) and score_mod is None and softcap is None and \

@@ -33,6 +33,7 @@ import numpy as np
 from . import cpu_tensors
 from . import gpu
 from . import language as tl
+from . import torch_ops
 from .grid import block_and_row, fold_grid
 from .jit import jit
 from .layouts import contiguous_aligned, in_place, layout_constexprs, rows_desc
@@ -618,6 +619,10 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         ValueError: shapes that do not fit together, a v wider than q, or a block_mask that
             does not fit.
     """
+    if torch_ops.compiling(q):          # under torch.compile: one node of the graph
+        return torch_ops.attention_backward(
+            q, k, v, o, lse, do, causal, scale, score_mod, mask_mod, enable_gqa, dlse, block_m,
+            block_n, block_mask, deterministic, window_size, softcap, alibi_slopes)
     from .attention import _flash_arguments, _past_i32, _span, check_block_sizes, softmax_scale
     block_m, block_n = check_block_sizes(block_m, block_n, "tessel.attention_backward")
     if cpu_tensors.is_cpu_tensor(q):

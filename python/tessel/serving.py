@@ -18,6 +18,7 @@ from . import cpu_tensors
 from . import gpu
 from . import kvcache_append
 from . import serving_checks
+from . import torch_ops
 from . import serving_decode
 from .attention import _first_columns, _pad_columns, call_with_value_head_dim, dv_kernel_takes, \
     pads_in_kernel, padded_head_dim, softmax_scale, value_head_dim_differs
@@ -147,6 +148,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         NotImplementedError: numpy inputs that require grad.
     """
     fn = "attention_varlen"
+    if torch_ops.compiling(q):          # under torch.compile: one node of the graph
+        return torch_ops.attention_varlen(
+            q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
+            return_lse, block_m, block_n, window_size, softcap, alibi_slopes, block_table,
+            seqused_k)
     if block_table is not None:
         from .varlen_cache import attention_varlen_paged
         return attention_varlen_paged(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -345,6 +351,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table=None,
         NotImplementedError: inputs that require grad.
     """
     fn = "attention_with_kvcache"
+    if torch_ops.compiling(q):          # under torch.compile: one node of the graph
+        return torch_ops.attention_with_kvcache(
+            q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse, block_m,
+            block_n, num_splits, window_size, softcap, alibi_slopes, k, v, rotary_cos,
+            rotary_sin, rotary_interleaved, cache_batch_idx, cache_leftpad)
     cache_seqlens = seqlens_of_int(cache_seqlens, q)
     if cpu_tensors.is_cpu_tensor(q):
         named = (("q", q), ("k_cache", k_cache), ("v_cache", v_cache))

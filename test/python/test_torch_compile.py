@@ -1,0 +1,294 @@
+"""tessel's entry points under torch.compile (python/tessel/torch_ops.py): one custom op each in
+the graph (fullgraph=True), the same results and gradients as the eager calls and float64
+attention, symbolic shapes, the strides the fake implementation promises, calls with mods
+outside the graph. torch CPU tensors on the interpreter."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dsl_helpers  # noqa: F401,E402 (puts the build's package on the path)
+import tessel  # noqa: E402
+from tessel import torch_ops  # noqa: E402
+
+
+def _rand(*shape, seed=0, grad=True):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).requires_grad_(grad)
+
+
+def _reference(q, k, v, causal=False, window=None, softcap=None, alibi=None):
+    """float64 attention and its LSE (GQA by repetition; v of its own head dim)."""
+    q, k, v = (x.double() for x in (q, k, v))
+    rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+    s = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(q.shape[2])[:, None]
+    j = torch.arange(k.shape[2])[None, :]
+    if alibi is not None:
+        s = s - alibi.double()[None, :, None, None] * (i - j).abs()
+    keep = torch.ones(s.shape[-2:], dtype=torch.bool)
+    if causal:
+        keep &= i >= j
+    if window is not None:
+        keep &= (j >= i - window[0]) & (j <= i + window[1])
+    s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
+
+
+def _grads(fn, inputs):
+    for x in inputs:
+        x.grad = None
+    out = fn(*inputs)
+    o, lse = out if isinstance(out, tuple) else (out, None)
+    g = torch.Generator().manual_seed(7)
+    loss = (o * torch.randn(o.shape, generator=g)).sum()
+    if lse is not None:
+        loss = loss + (lse * torch.randn(lse.shape, generator=g)).sum()
+    loss.backward()
+    return out, [x.grad.clone() for x in inputs]
+
+
+CASES = {
+    "plain": dict(),
+    "causal": dict(causal=True),
+    "gqa": dict(causal=True, heads=(4, 2)),
+    "narrow_v": dict(dv=8),
+    "wide_v": dict(dv=24, causal=True),
+    "flash_mods": dict(window=(6, 3), softcap=5.0, alibi=True),
+    "lse": dict(lse=True, causal=True),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fullgraph_matches_eager_and_float64(case):
+    c = CASES[case]
+    H, Hkv = c.get("heads", (2, 2))
+    D, Dv, N = 16, c.get("dv", 16), 40
+    q, k, v = _rand(1, H, N, D, seed=1), _rand(1, Hkv, N, D, seed=2), _rand(1, Hkv, N, Dv, seed=3)
+    alibi = torch.rand(H) if c.get("alibi") else None
+    kw = dict(causal=c.get("causal", False), enable_gqa=H != Hkv,
+              window_size=c.get("window"), softcap=c.get("softcap"), alibi_slopes=alibi,
+              return_lse=c.get("lse", False))
+
+    def f(q, k, v):
+        return tessel.attention(q, k, v, **kw)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    out_c, grads_c = _grads(compiled, (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip(grads_c + [out_c if torch.is_tensor(out_c) else out_c[0]],
+                    grads_e + [out_e if torch.is_tensor(out_e) else out_e[0]]):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+    # Against float64 autograd (the same loss weights: _grads' generator).
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+
+    def ref(q, k, v):
+        o, lse = _reference(q, k, v, kw["causal"], c.get("window"), c.get("softcap"), alibi)
+        return (o, lse) if kw["return_lse"] else o
+    out_r, grads_r = _grads(ref, (q64, k64, v64))
+    for a, b in zip(out_c if isinstance(out_c, tuple) else (out_c,),
+                    out_r if isinstance(out_r, tuple) else (out_r,)):
+        torch.testing.assert_close(a.double(), b, atol=2e-5, rtol=2e-5)
+    for a, b in zip(grads_c, grads_r):
+        torch.testing.assert_close(a.double(), b, atol=1e-4, rtol=1e-4)
+
+
+def test_one_node_and_symbolic_lengths():
+    # dynamic=True: one graph for every length (the fake implementation's symbolic sizes), and
+    # the graph holds the op itself, not a break around tessel's host code.
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return gm
+
+    def f(q, k, v):
+        return tessel.attention(q, k, v, causal=True) * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=backend, fullgraph=True, dynamic=True)
+    for n in (40, 72, 33):
+        q, k, v = (_rand(2, 2, n, 16, seed=s, grad=False) for s in range(3))
+        torch.testing.assert_close(compiled(q, k, v), f(q, k, v), atol=0, rtol=0)
+    assert len(seen) == 1, seen
+    assert torch.ops.tessel.attention.default in seen[0]
+
+
+def test_output_strides_as_promised():
+    # q of FlashAttention's [B, N, H, D] seen as [B, H, N, D]: the op's o has the layout its
+    # fake implementation gave the graph (and eager tessel gives), contiguous q a contiguous o.
+    qb, kb, vb = (_rand(1, 24, 2, 16, seed=s, grad=False) for s in range(3))
+    q, k, v = (x.transpose(1, 2) for x in (qb, kb, vb))
+    ops = torch_ops.register()
+    o, lse = ops.attention(q, k, v, False, None, False, None, None, False, None, None, None)
+    with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
+        fo, flse = ops.attention(*(mode.from_tensor(x) for x in (q, k, v)), False, None, False,
+                                 None, None, False, None, None, None)
+    assert o.stride() == fo.stride() == (24 * 2 * 16, 16, 2 * 16, 1)
+    assert lse.stride() == flse.stride()
+    torch.testing.assert_close(o, tessel.attention(q, k, v), atol=0, rtol=0)
+    o2, _ = ops.attention(qb.contiguous(), kb, vb, False, None, False, None, None, False, None,
+                          None, None)
+    assert o2.is_contiguous()
+
+
+def test_opcheck():
+    # torch's own check of a custom op: schema, fake against real, autograd registration.
+    ops = torch_ops.register()
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    opts = (True, None, False, None, None, False, None, None, None)
+    torch.library.opcheck(ops.attention, (q, k, v, *opts))
+    torch.library.opcheck(ops.attention, tuple(x.detach() for x in (q, k, v)) + opts)
+    o, lse = ops.attention(q.detach(), k.detach(), v.detach(), *opts)
+    do = _rand(*o.shape, seed=5, grad=False)
+    torch.library.opcheck(ops.attention_backward,
+                          (q.detach(), k.detach(), v.detach(), o, lse, do, None, True, None,
+                           False, False, None, None, None))
+
+
+def test_mods_run_outside_the_graph():
+    # A score_mod is a Python function an op cannot carry: the call runs eagerly (a graph
+    # break), gradients included; fullgraph=True refuses it.
+    def bias(score, b, h, q_idx, kv_idx):
+        return score - 0.1 * (q_idx - kv_idx)
+
+    def f(q, k, v):
+        return tessel.attention(q, k, v, score_mod=bias, causal=True)
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    out_c, grads_c = _grads(torch.compile(f, backend="aot_eager"), (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="(?i)skip|disable"):
+        torch.compile(f, backend="aot_eager", fullgraph=True)(q, k, v)
+
+
+def test_inductor_around_the_op():
+    # Inductor compiles the projections around the op into its own kernels and calls tessel's
+    # op in between, on the strides the fake implementation gave.
+    torch.manual_seed(0)
+    proj = torch.nn.Linear(32, 3 * 32)
+
+    def f(x):
+        q, k, v = proj(x).view(1, 40, 3, 2, 16).unbind(2)
+        o = tessel.attention(*(t.transpose(1, 2) for t in (q, k, v)), causal=True)
+        return o.transpose(1, 2).reshape(1, 40, 32).relu()
+
+    x = torch.randn(1, 40, 32)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True)
+    torch.testing.assert_close(compiled(x), f(x), atol=1e-5, rtol=1e-5)
+
+
+def test_import_order_and_no_torch_import():
+    # tessel imported before torch registers its ops when torch arrives (a traced first call
+    # could not); tessel alone still does not import torch.
+    code = ("import sys, tessel; assert 'torch' not in sys.modules; import torch; "
+            "q = torch.randn(1, 2, 8, 16); "
+            "f = torch.compile(lambda q: tessel.attention(q, q, q), backend='aot_eager', "
+            "fullgraph=True); "
+            "torch.testing.assert_close(f(q), tessel.attention(q, q, q)); print('ok')")
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def _packed(lengths, H, D, seed, grad=True):
+    total = sum(lengths)
+    return _rand(total, H, D, seed=seed, grad=grad)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dv", [16, 8])
+def test_varlen_fullgraph_with_gradients(causal, dv):
+    lq, lk = [5, 17, 9], [7, 17, 12]
+    cu_q = torch.tensor([0, 5, 22, 31], dtype=torch.int32)
+    cu_k = torch.tensor([0, 7, 24, 36], dtype=torch.int32)
+    q, k = _packed(lq, 4, 16, 1), _packed(lk, 2, 16, 2)
+    v = _packed(lk, 2, dv, 3)
+
+    def f(q, k, v):
+        return tessel.attention_varlen(q, k, v, cu_q, cu_k, 17, 17, causal=causal,
+                                       return_lse=True)
+
+    torch._dynamo.reset()
+    out_c, grads_c = _grads(torch.compile(f, backend="aot_eager", fullgraph=True), (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip(list(out_c) + grads_c, list(out_e) + grads_e):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+    # Each sequence against float64 (bottom-right causal: FlashAttention's).
+    for b in range(3):
+        qs, ks, vs = (x[c[b]:c[b + 1]].transpose(0, 1)[None].double()
+                      for x, c in ((q, cu_q), (k, cu_k), (v, cu_k)))
+        ks, vs = ks.repeat_interleave(2, 1), vs.repeat_interleave(2, 1)
+        s = qs @ ks.transpose(-1, -2) / 4.0
+        if causal:
+            i = torch.arange(lq[b])[:, None] + lk[b] - lq[b]
+            s = s.masked_fill(i < torch.arange(lk[b])[None, :], float("-inf"))
+        o_r = torch.softmax(s, -1) @ vs
+        torch.testing.assert_close(out_c[0][cu_q[b]:cu_q[b + 1]].transpose(0, 1).double(),
+                                   o_r[0], atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("append", [False, True])
+def test_kvcache_fullgraph(append):
+    # A decode step: with k and v the caches are written in place (the append op, declared as
+    # mutating them), and the compiled call leaves them as the eager call does.
+    B, S, H, Hkv, D = 2, 32, 4, 2, 16
+    kc, vc = (_rand(B, S, Hkv, D, seed=s, grad=False) for s in (1, 2))
+    seqlens = torch.tensor([10, 20], dtype=torch.int32)
+    q = _rand(B, 2, H, D, seed=3, grad=False)
+    kn, vn = ((_rand(B, 2, Hkv, D, seed=s, grad=False) for s in (4, 5)) if append
+              else (None, None))
+
+    def f(q, kc, vc):
+        return tessel.attention_with_kvcache(q, kc, vc, seqlens, causal=True, k=kn, v=vn,
+                                             return_lse=True)
+
+    torch._dynamo.reset()
+    caches_c = (kc.clone(), vc.clone())
+    o_c, lse_c = torch.compile(f, backend="aot_eager", fullgraph=True)(q, *caches_c)
+    caches_e = (kc.clone(), vc.clone())
+    o_e, lse_e = f(q, *caches_e)
+    torch.testing.assert_close(o_c, o_e, atol=0, rtol=0)
+    torch.testing.assert_close(lse_c, lse_e, atol=0, rtol=0)
+    for a, b, orig in zip(caches_c, caches_e, (kc, vc)):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+        assert append == (not torch.equal(a, orig))
+
+
+def test_kvcache_int_lengths_under_inductor():
+    B, S, H, D = 2, 24, 2, 16
+    kc, vc = (_rand(B, S, H, D, seed=s, grad=False) for s in (1, 2))
+    q = _rand(B, 1, H, D, seed=3, grad=False)
+
+    def f(q):
+        return tessel.attention_with_kvcache(q * 2, kc, vc, 17).sum(-1)
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(f, fullgraph=True)(q), f(q), atol=1e-5, rtol=1e-5)
+
+
+def test_attention_backward_called_in_compiled_code():
+    q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
+    o, lse = tessel.attention(q, k, v, causal=True, return_lse=True)
+    do = _rand(*o.shape, seed=9, grad=False)
+
+    def f(q, k, v, o, lse, do):
+        return tessel.attention_backward(q, k, v, o, lse, do, causal=True)
+
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="aot_eager", fullgraph=True)(q, k, v, o, lse, do)
+    for a, b in zip(got, f(q, k, v, o, lse, do)):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
