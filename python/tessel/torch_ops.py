@@ -333,11 +333,10 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     """tessel.attention while Dynamo traces: the op where its arguments fit one, else the eager
     call outside the graph."""
     from .attention import attention as eager
-    fp8 = q.element_size() == 1
     ops = register()
-    if ops is None or score_mod is not None or mask_mod is not None or block_mask is not None or fp8 or \
-            descale_q is not None or descale_k is not None or descale_v is not None or \
-            out_dtype is not None:
+    if ops is None or any(x is not None for x in (score_mod, mask_mod, block_mask, descale_q,
+                                                  descale_k, descale_v, out_dtype)) or \
+            q.element_size() == 1:      # (FP8: its descales and output dtype)
         return outside_graph(eager, q, k, v, causal=causal, scale=scale,
                              score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
                              return_lse=return_lse, block_m=block_m, block_n=block_n,

@@ -1,0 +1,100 @@
+"""tessel under torch.compile on the GPU (python/tessel/torch_ops.py): fullgraph compiles with
+inductor of attention forward + backward, attention_varlen with gradients and a decode step
+that appends to the KV cache, each against the eager call (the op runs the same kernels: equal
+bits) and the forward against float32 SDPA; and CUDA graphs (mode="reduce-overhead"), which
+capture the op's launches.
+
+    TESSEL_CACHE_DIR=$(mktemp -d) python3 -m pytest -q test/gpu/test_torch_compile_gpu.py
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tessel  # noqa: E402
+
+F = torch.nn.functional
+
+
+def _rand(*shape, dtype=torch.float16, seed=0, grad=False):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+    return x.requires_grad_(grad)
+
+
+def _step(fn, inputs):
+    for x in inputs:
+        x.grad = None
+    o = fn(*inputs)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    (o.float() * torch.randn(o.shape, device="cuda", generator=g)).sum().backward()
+    return o.detach(), [x.grad.clone() for x in inputs]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128])
+def test_attention_inductor_fullgraph(dtype, causal, D):
+    q, k, v = (_rand(2, 4, 1000, D, dtype=dtype, seed=s, grad=True) for s in range(3))
+
+    def f(q, k, v):
+        return tessel.attention(q * 1.0, k, v, causal=causal)
+
+    torch._dynamo.reset()
+    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
+    o_e, g_e = _step(f, (q, k, v))
+    for a, b in zip([o_c] + g_c, [o_e] + g_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    torch.testing.assert_close(o_c.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+def test_varlen_inductor_fullgraph():
+    lengths = [300, 1, 777, 64]
+    cu = torch.tensor([0, 300, 301, 1078, 1142], dtype=torch.int32, device="cuda")
+    q, k, v = (_rand(1142, 8, 128, seed=s, grad=True) for s in range(3))
+
+    def f(q, k, v):
+        return tessel.attention_varlen(q, k, v, cu, cu, max(lengths), max(lengths), causal=True)
+
+    torch._dynamo.reset()
+    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
+    o_e, g_e = _step(f, (q, k, v))
+    for a, b in zip([o_c] + g_c, [o_e] + g_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_kvcache_append_inductor_fullgraph():
+    B, S, H, Hkv, D = 4, 4096, 32, 8, 128
+    kc, vc = (_rand(B, S, Hkv, D, seed=s) for s in (1, 2))
+    seqlens = torch.tensor([100, 4000, 1, 2048], dtype=torch.int32, device="cuda")
+    q = _rand(B, 1, H, D, seed=3)
+    kn, vn = (_rand(B, 1, Hkv, D, seed=s) for s in (4, 5))
+
+    def f(q, kc, vc):
+        return tessel.attention_with_kvcache(q, kc, vc, seqlens, k=kn, v=vn, causal=True)
+
+    torch._dynamo.reset()
+    caches_c = (kc.clone(), vc.clone())
+    o_c = torch.compile(f, fullgraph=True)(q, *caches_c)
+    caches_e = (kc.clone(), vc.clone())
+    o_e = f(q, *caches_e)
+    torch.testing.assert_close(o_c, o_e, atol=0, rtol=0)
+    for a, b in zip(caches_c, caches_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_cuda_graphs_reduce_overhead():
+    # mode="reduce-overhead" captures the compiled function in a CUDA graph: tessel's launches
+    # go into it (torch's current stream) and replay with new inputs copied in.
+    q, k, v = (_rand(1, 8, 512, 128, seed=s) for s in range(3))
+
+    def f(q, k, v):
+        return tessel.attention(q, k, v, causal=True) + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
+    for seed in range(4):                   # warm-up runs, the recording, replays
+        q, k, v = (_rand(1, 8, 512, 128, seed=10 * seed + s) for s in range(3))
+        torch.testing.assert_close(compiled(q, k, v).clone(), f(q, k, v), atol=0, rtol=0)
