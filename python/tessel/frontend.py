@@ -134,7 +134,9 @@ class FunctionSource:
     def __init__(self, fn):
         self.fn = fn
         self.filename = inspect.getsourcefile(fn) or "<unknown>"
-        if fn.__name__ == "<lambda>":
+        # (its code's name: a function rebuilt from the code, as TorchDynamo rebuilds a
+        # lambda made in a compiled function, may carry another __name__)
+        if fn.__code__.co_name == "<lambda>":
             self.tree = _lambda_tree(fn, self.filename)
             self.line_offset = 0
             self.col_offset = 0

@@ -22,6 +22,14 @@ import sys
 
 _ops = None             # the registered ops (a namespace), once torch is there
 _is_compiling = None    # torch.compiler.is_compiling, bound once (the eager path's only cost)
+_mods_key = None        # mods_key as Dynamo runs it at trace time (assume_constant_result)
+
+# The ops carry a call's score_mod and mask_mod as an int: (score_mod, mask_mod) by key, 0 for
+# none. A traced call's pair is entered at trace time and the graph holds its key; an entry
+# lives as long as the process (one per distinct pair of functions: their code and closure
+# values, as tessel.attention's own kernel cache keys them).
+_MODS = {0: (None, None)}
+_MOD_KEYS = {}
 
 
 def compiling(x):
@@ -66,6 +74,102 @@ def register_when_torch_imports():
         sys.meta_path.insert(0, _AfterTorchImport())
 
 
+def mods_key(score_mod, mask_mod):
+    """The ops' key of a call's mods (each a function, a @tessel.jit function, None, or a
+    function's parts: `_function_parts`), or -1 where they stay outside the graph: mods that
+    read a tensor (a closure, global or module attribute: a kernel argument the graph would not
+    know it depends on) or whose code cannot be looked at."""
+    if score_mod is None and mask_mod is None:
+        return 0
+    from .attention import _fn_key
+    score_mod, mask_mod = _rebuilt(score_mod), _rebuilt(mask_mod)
+    if any(fn is not None and (fn is _UNKNOWN or _reads_tensors(fn))
+           for fn in (score_mod, mask_mod)):
+        return -1
+    try:
+        ident = (_fn_key(score_mod), _fn_key(mask_mod))
+        key = _MOD_KEYS.get(ident)
+    except TypeError:
+        return -1
+    if key is None:
+        key = _MOD_KEYS[ident] = len(_MODS)
+        _MODS[key] = (score_mod, mask_mod)
+    return key
+
+
+_UNKNOWN = object()
+
+
+def _function_parts(fn):
+    """A mod as a traced call hands it to mods_key: a plain function as its code, module,
+    defaults and closure values (Dynamo converts those to constants; a closure value it has made
+    symbolic is a graph break there, not an error), else itself; None where it must stay
+    outside the graph (a closure over a tensor, keyword defaults, not a function)."""
+    import types
+    from .jit import JITFunction
+    if fn is None or isinstance(fn, JITFunction):
+        return fn
+    if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__ is not None:
+        return None
+    cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+    if any(isinstance(v, sys.modules["torch"].Tensor) for v in cells):
+        return None
+    return ("function", fn.__code__, fn.__module__, fn.__defaults__, cells)
+
+
+def _rebuilt(part):
+    """The function _function_parts took apart (in its module's globals), or `part` itself."""
+    if not (isinstance(part, tuple) and part and part[0] == "function"):
+        return part
+    import types
+    _, code, module, defaults, cells = part
+    scope = getattr(sys.modules.get(module), "__dict__", None)
+    if scope is None:
+        return _UNKNOWN
+    return types.FunctionType(code, scope, code.co_name, defaults,
+                              tuple(types.CellType(v) for v in cells) or None)
+
+
+_LIBRARIES = ("tessel", "torch", "numpy", "math")     # functions not looked into
+
+
+def _reads_tensors(fn, depth=4):
+    """Whether fn (a mod, a @tessel.jit function or one it calls, up to `depth` calls deep)
+    names a tensor in its closure, its globals or a module it reads an attribute of; True
+    where that cannot be told."""
+    import types
+    from . import capture
+    fn = getattr(fn, "fn", fn)                  # a JITFunction's Python function
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    try:
+        values = [c.cell_contents for c in fn.__closure__ or ()]
+    except ValueError:                          # an empty cell
+        return True
+    scope = getattr(fn, "__globals__", {})
+    values += [scope[n] for n in code.co_names if n in scope]
+    for v in values:
+        if capture.is_tensor(v):
+            return True
+        if isinstance(v, types.ModuleType) and any(
+                capture.is_tensor(getattr(v, n, None)) for n in code.co_names):
+            return True
+        if callable(v) and hasattr(getattr(v, "fn", v), "__code__") and \
+                (getattr(v, "__module__", None) or "").split(".")[0] not in _LIBRARIES and \
+                (depth == 0 or _reads_tensors(v, depth - 1)):
+            return True
+    return False
+
+
+def _traced_mods_key(score_mod, mask_mod):
+    """mods_key as a traced call asks it (Dynamo runs mods_key at trace time on constants)."""
+    parts = (_function_parts(score_mod), _function_parts(mask_mod))
+    if any(p is None and fn is not None for p, fn in zip(parts, (score_mod, mask_mod))):
+        return -1
+    return _mods_key(*parts)
+
+
 def outside_graph(fn, *args, **kwargs):
     """fn(*args, **kwargs) run eagerly, outside the compiled graph (a graph break)."""
     torch = sys.modules["torch"]
@@ -104,10 +208,11 @@ def register():
     """The ops' namespace, defined on the first call; None where this torch cannot define them
     (torch.library.custom_op came with torch 2.4): the entry points then run outside the
     graph, and one warning says why."""
-    global _ops
+    global _ops, _mods_key
     if _ops is None:
         try:
             _ops = _define()
+            _mods_key = sys.modules["torch"]._dynamo.assume_constant_result(mods_key)
         except Exception as e:
             _ops = False
             if hasattr(sys.modules["torch"], "library"):   # (not a stand-in torch of tests)
@@ -127,19 +232,21 @@ def _define():
     def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float | None,
                      enable_gqa: bool, block_m: int | None, block_n: int | None,
                      deterministic: bool, window_size: list[int] | None,
-                     softcap: float | None, alibi_slopes: Tensor | None
+                     softcap: float | None, alibi_slopes: Tensor | None, mods: int
                      ) -> tuple[Tensor, Tensor]:
         from .attention import attention
+        score_mod, mask_mod = _MODS[mods]
         with torch.no_grad():
-            o, lse = attention(q, k, v, causal=causal, scale=scale, enable_gqa=enable_gqa,
-                               return_lse=True, block_m=block_m, block_n=block_n,
-                               deterministic=deterministic, window_size=window_size,
-                               softcap=softcap, alibi_slopes=alibi_slopes)
+            o, lse = attention(q, k, v, causal=causal, scale=scale, score_mod=score_mod,
+                               mask_mod=mask_mod, enable_gqa=enable_gqa, return_lse=True,
+                               block_m=block_m, block_n=block_n, deterministic=deterministic,
+                               window_size=window_size, softcap=softcap,
+                               alibi_slopes=alibi_slopes)
         return _laid_out(o, _output_strides(q, o.shape)), lse.contiguous()
 
     @attention_op.register_fake
     def _(q, k, v, causal, scale, enable_gqa, block_m, block_n, deterministic, window_size,
-          softcap, alibi_slopes):
+          softcap, alibi_slopes, mods):
         from .attention import _check_shapes
         B, H, Nq, _, _, _ = _check_shapes(q.shape, k.shape, v.shape, enable_gqa, True)
         shape = (B, H, Nq, v.shape[-1])
@@ -152,42 +259,46 @@ def _define():
                               do: Tensor, dlse: Tensor | None, causal: bool,
                               scale: float | None, enable_gqa: bool, deterministic: bool,
                               window_size: list[int] | None, softcap: float | None,
-                              alibi_slopes: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+                              alibi_slopes: Tensor | None, mods: int
+                              ) -> tuple[Tensor, Tensor, Tensor]:
         from .attention import _pad_columns, softmax_scale
         from .backward import attention_backward
+        score_mod, mask_mod = _MODS[mods]
         D, Ev = q.shape[-1], v.shape[-1]
         qp, kp = q, k
         if Ev > D:      # the forward padded q and k to v's width (call_with_value_head_dim)
             qp, kp, scale = _pad_columns(q, Ev), _pad_columns(k, Ev), softmax_scale(scale, D)
         with torch.no_grad():
             dq, dk, dv = attention_backward(
-                qp, kp, v, o, lse, do, causal=causal, scale=scale, enable_gqa=enable_gqa,
-                dlse=dlse, deterministic=deterministic, window_size=window_size,
-                softcap=softcap, alibi_slopes=alibi_slopes)
+                qp, kp, v, o, lse, do, causal=causal, scale=scale, score_mod=score_mod,
+                mask_mod=mask_mod, enable_gqa=enable_gqa, dlse=dlse,
+                deterministic=deterministic, window_size=window_size, softcap=softcap,
+                alibi_slopes=alibi_slopes)
         return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
 
     @attention_backward_op.register_fake
     def _(q, k, v, o, lse, do, dlse, causal, scale, enable_gqa, deterministic, window_size,
-          softcap, alibi_slopes):
+          softcap, alibi_slopes, mods):
         return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
 
     def setup_context(ctx, inputs, output):
         q, k, v, causal, scale, enable_gqa, _, _, deterministic, window_size, softcap, \
-            alibi_slopes = inputs
+            alibi_slopes, mods = inputs
         o, lse = output
         ctx.save_for_backward(q, k, v, o, lse, alibi_slopes)
-        ctx.options = (causal, scale, enable_gqa, deterministic, window_size, softcap)
+        ctx.options = (causal, scale, enable_gqa, deterministic, window_size, softcap, mods)
         # The LSE's gradient, mostly never asked for, comes as None, not as zeros made per call.
         ctx.set_materialize_grads(False)
 
     def backward(ctx, do, dlse):
         q, k, v, o, lse, alibi_slopes = ctx.saved_tensors
-        causal, scale, enable_gqa, deterministic, window_size, softcap = ctx.options
+        causal, scale, enable_gqa, deterministic, window_size, softcap, mods = ctx.options
         if do is None:                      # only the LSE has a gradient
             do = torch.zeros_like(o)
         dq, dk, dv = attention_backward_op(q, k, v, o, lse, do, dlse, causal, scale, enable_gqa,
-                                           deterministic, window_size, softcap, alibi_slopes)
-        return dq, dk, dv, None, None, None, None, None, None, None, None, None
+                                           deterministic, window_size, softcap, alibi_slopes,
+                                           mods)
+        return (dq, dk, dv) + (None,) * 10
 
     attention_op.register_autograd(backward, setup_context=setup_context)
     varlen = _register_varlen(torch, Tensor)
@@ -334,8 +445,9 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     call outside the graph."""
     from .attention import attention as eager
     ops = register()
-    if ops is None or any(x is not None for x in (score_mod, mask_mod, block_mask, descale_q,
-                                                  descale_k, descale_v, out_dtype)) or \
+    mods = _traced_mods_key(score_mod, mask_mod) if ops is not None else -1
+    if mods < 0 or any(x is not None for x in (block_mask, descale_q, descale_k, descale_v,
+                                               out_dtype)) or \
             q.element_size() == 1:      # (FP8: its descales and output dtype)
         return outside_graph(eager, q, k, v, causal=causal, scale=scale,
                              score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -344,9 +456,9 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                              descale_q=descale_q, descale_k=descale_k, descale_v=descale_v,
                              out_dtype=out_dtype, window_size=window_size, softcap=softcap,
                              alibi_slopes=alibi_slopes)
-    o, lse = ops.attention(q, k, v, bool(causal), scale, bool(enable_gqa), block_m,
-                                  block_n, bool(deterministic), _window(window_size), softcap,
-                                  alibi_slopes)
+    o, lse = ops.attention(q, k, v, bool(causal), scale, bool(enable_gqa), block_m, block_n,
+                           bool(deterministic), _window(window_size), softcap, alibi_slopes,
+                           mods)
     return (o, lse) if return_lse else o
 
 
@@ -356,8 +468,8 @@ def attention_backward(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod, 
     """tessel.attention_backward while Dynamo traces (the backward's own blocks: block_m and
     block_n are taken outside the graph, as the mods)."""
     ops = register()
-    if ops is None or score_mod is not None or mask_mod is not None or \
-            block_mask is not None or block_m is not None or block_n is not None:
+    mods = _traced_mods_key(score_mod, mask_mod) if ops is not None else -1
+    if mods < 0 or block_mask is not None or block_m is not None or block_n is not None:
         from .backward import attention_backward as eager
         return outside_graph(eager, q, k, v, o, lse, do, causal=causal, scale=scale,
                              score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -367,7 +479,7 @@ def attention_backward(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod, 
                              alibi_slopes=alibi_slopes)
     return ops.attention_backward(q, k, v, o, lse, do, dlse, bool(causal), scale,
                                   bool(enable_gqa), bool(deterministic), _window(window_size),
-                                  softcap, alibi_slopes)
+                                  softcap, alibi_slopes, mods)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,

@@ -127,15 +127,14 @@ def test_output_strides_as_promised():
     qb, kb, vb = (_rand(1, 24, 2, 16, seed=s, grad=False) for s in range(3))
     q, k, v = (x.transpose(1, 2) for x in (qb, kb, vb))
     ops = torch_ops.register()
-    o, lse = ops.attention(q, k, v, False, None, False, None, None, False, None, None, None)
+    opts = (False, None, False, None, None, False, None, None, None, 0)
+    o, lse = ops.attention(q, k, v, *opts)
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
-        fo, flse = ops.attention(*(mode.from_tensor(x) for x in (q, k, v)), False, None, False,
-                                 None, None, False, None, None, None)
+        fo, flse = ops.attention(*(mode.from_tensor(x) for x in (q, k, v)), *opts)
     assert o.stride() == fo.stride() == (24 * 2 * 16, 16, 2 * 16, 1)
     assert lse.stride() == flse.stride()
     torch.testing.assert_close(o, tessel.attention(q, k, v), atol=0, rtol=0)
-    o2, _ = ops.attention(qb.contiguous(), kb, vb, False, None, False, None, None, False, None,
-                          None, None)
+    o2, _ = ops.attention(qb.contiguous(), kb, vb, *opts)
     assert o2.is_contiguous()
 
 
@@ -143,25 +142,80 @@ def test_opcheck():
     # torch's own check of a custom op: schema, fake against real, autograd registration.
     ops = torch_ops.register()
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
-    opts = (True, None, False, None, None, False, None, None, None)
+    opts = (True, None, False, None, None, False, None, None, None, 0)
     torch.library.opcheck(ops.attention, (q, k, v, *opts))
     torch.library.opcheck(ops.attention, tuple(x.detach() for x in (q, k, v)) + opts)
     o, lse = ops.attention(q.detach(), k.detach(), v.detach(), *opts)
     do = _rand(*o.shape, seed=5, grad=False)
     torch.library.opcheck(ops.attention_backward,
                           (q.detach(), k.detach(), v.detach(), o, lse, do, None, True, None,
-                           False, False, None, None, None))
+                           False, False, None, None, None, 0))
 
 
-def test_mods_run_outside_the_graph():
-    # A score_mod is a Python function an op cannot carry: the call runs eagerly (a graph
-    # break), gradients included; fullgraph=True refuses it.
-    def bias(score, b, h, q_idx, kv_idx):
-        return score - 0.1 * (q_idx - kv_idx)
+WINDOW = 5
+
+
+def _bias(score, b, h, q_idx, kv_idx):
+    return score - 0.1 * (q_idx - kv_idx)
+
+
+def _near(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx <= WINDOW
+
+
+def test_mods_in_the_graph():
+    # score_mod and mask_mod that read no tensor ride in the op as a key (registered at trace
+    # time): one graph with fullgraph=True, the eager results and gradients — module functions
+    # and a lambda made inside the compiled function (a new object each call) alike.
+    def f(q, k, v):
+        half = 0.5
+        return tessel.attention(q, k, v, score_mod=_bias, mask_mod=_near, causal=True) + \
+            tessel.attention(q, k, v, score_mod=lambda s, b, h, i, j: s * half)
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    for _ in range(2):
+        out_c, grads_c = _grads(compiled, (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_mods_over_changing_numbers():
+    # A closure over a number argument: each value its own kernel, as in eager (torch.compile
+    # makes the number symbolic after it changes: that call breaks the graph at the key).
+    def f(q, k, v, w):
+        return tessel.attention(q, k, v, score_mod=lambda s, b, h, i, j: s * w)
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="aot_eager")
+    for w in (0.5, 0.25, 2.0):
+        out_c, grads_c = _grads(lambda *a: compiled(*a, w), (q, k, v))
+        out_e, grads_e = _grads(lambda *a: f(*a, w), (q, k, v))
+        for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+DOC = torch.tensor([0] * 10 + [1] * 14)
+
+
+def _same_doc(b, h, q_idx, kv_idx):
+    return DOC[q_idx] == DOC[kv_idx]
+
+
+def test_mods_that_read_tensors_run_outside_the_graph():
+    # A mask reading a tensor (a kernel argument the graph would not see): the call runs
+    # eagerly (a graph break), gradients included; fullgraph=True refuses it.
+    doc = torch.tensor([0] * 10 + [1] * 14)
 
     def f(q, k, v):
-        return tessel.attention(q, k, v, score_mod=bias, causal=True)
+        return tessel.attention(q, k, v, mask_mod=lambda b, h, i, j: doc[i] == doc[j])
 
+    assert torch_ops.mods_key(None, lambda b, h, i, j: doc[i] == doc[j]) == -1
+    assert torch_ops.mods_key(None, _same_doc) == -1          # a global tensor
+    assert torch_ops.mods_key(_bias, _near) > 0
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
     torch._dynamo.reset()
     out_c, grads_c = _grads(torch.compile(f, backend="aot_eager"), (q, k, v))
@@ -169,7 +223,7 @@ def test_mods_run_outside_the_graph():
     for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
     torch._dynamo.reset()
-    with pytest.raises(Exception, match="(?i)skip|disable"):
+    with pytest.raises(torch._dynamo.exc.Unsupported):
         torch.compile(f, backend="aot_eager", fullgraph=True)(q, k, v)
 
 
