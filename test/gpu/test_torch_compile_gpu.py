@@ -13,6 +13,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tessel  # noqa: E402
+from tessel import language as tl  # noqa: E402
 
 F = torch.nn.functional
 
@@ -98,3 +99,22 @@ def test_cuda_graphs_reduce_overhead():
     for seed in range(4):                   # warm-up runs, the recording, replays
         q, k, v = (_rand(1, 8, 512, 128, seed=10 * seed + s) for s in range(3))
         torch.testing.assert_close(compiled(q, k, v).clone(), f(q, k, v), atol=0, rtol=0)
+
+
+def _alibi_like(score, b, h, q_idx, kv_idx):
+    return score - 0.01 * (h + 1) * (q_idx - kv_idx)
+
+
+def test_mods_in_the_graph_inductor():
+    q, k, v = (_rand(2, 8, 1024, 128, seed=s, grad=True) for s in range(3))
+
+    def f(q, k, v):
+        cap = 20.0
+        return tessel.attention(q, k, v, score_mod=_alibi_like, causal=True) + \
+            tessel.attention(q, k, v, score_mod=lambda s, b, h, i, j: cap * tl.tanh(s / cap))
+
+    torch._dynamo.reset()
+    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
+    o_e, g_e = _step(f, (q, k, v))
+    for a, b in zip([o_c] + g_c, [o_e] + g_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
