@@ -1,14 +1,17 @@
 """Training with tessel's backward: a small GPT trained twice, with tessel.attention and with SDPA.
 
     python3 examples/python/train_gpt.py [--steps 200] [--seq 1024] [--batch 8] [--layers 4]
-                                         [--dim 512] [--heads 8] [--dtype bf16] [--json OUT]
+                                         [--dim 512] [--heads 8] [--dtype bf16] [--compile]
+                                         [--json OUT]
 
 Needs torch and a CUDA GPU (without them it says so and exits 0). Both runs start from the same
 weights and see the same batches: a character-level corpus generated here (no download), a
 sequence of arithmetic facts like "17+25=42;" whose answers a model can learn. The attention is
 causal, its q, k and v in --dtype (the rest of the model in float32); the tessel run calls
 tessel.attention (forward and the backward derived by the compiler, through torch.autograd), the
-other torch's scaled_dot_product_attention. Printed: both loss curves every 20 steps, the largest
+other torch's scaled_dot_product_attention. With --compile both models run under
+torch.compile(fullgraph=True): tessel.attention is one op of the graph (docs/torch-compile.md).
+Printed: both loss curves every 20 steps, the largest
 gap between them, the median step time and the peak memory of each. Exits 1 when the curves
 disagree by more than --tolerance (mean over the last 20 steps).
 """
@@ -76,6 +79,8 @@ def build(torch, args, attention):
 def train(torch, args, attention, data, name):
     t_start = time.perf_counter()
     model = build(torch, args, attention)
+    if args.compile:
+        model = torch.compile(model, fullgraph=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
     losses, times = [], []
@@ -114,6 +119,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tolerance", type=float, default=0.05)
+    ap.add_argument("--compile", action="store_true", help="both models under torch.compile")
     ap.add_argument("--json")
     args = ap.parse_args()
     try:
