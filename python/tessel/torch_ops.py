@@ -8,10 +8,11 @@ implementation that gives the outputs' shapes, dtypes and strides to FakeTensor 
 (symbolic sizes included), and autograd through the matching backward op. The real
 implementations are the eager entry points, so a compiled call computes what an eager one does.
 
-Calls whose arguments an op cannot carry (score_mod and mask_mod functions, block masks, FP8
-inputs) run outside the graph: `outside_graph` calls the eager function through
-torch.compiler.disable (one graph break, autograd as in eager; ``fullgraph=True`` refuses
-them). docs/torch-compile.md is the user's page.
+score_mod and mask_mod ride in the dense ops as an int key (`mods_key`, entered at trace
+time). Calls an op cannot carry (mods that read tensors, block masks, FP8 inputs) run outside
+the graph: `outside_graph` calls the eager function through torch.compiler.disable (one graph
+break, autograd as in eager; ``fullgraph=True`` refuses them). docs/torch-compile.md is the
+user's page.
 
 The ops are registered when tessel is imported after torch, else right after `import torch`
 (a meta path finder): tessel never imports torch itself, and Dynamo cannot trace a
