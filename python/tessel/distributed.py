@@ -651,6 +651,14 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None, *, layout="con
     tessel.attention's (FlashAttention's), at global positions (alibi_slopes float32 [H] or
     [B, H], where q is; no gradient flows into it, as in FlashAttention).
     """
+    from . import torch_ops
+    if torch_ops.compiling(q):
+        # Under torch.compile: the ring's sends and receives are not ops Dynamo traces, so
+        # the whole call runs eagerly (one graph break) rather than the graph breaking at each.
+        return torch_ops.outside_graph(
+            ring_attention, q, k, v, causal, scale, group, layout=layout, score_mod=score_mod,
+            mask_mod=mask_mod, enable_gqa=enable_gqa, return_lse=return_lse,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
     import torch
     import torch.distributed as dist
     for name, x in (("q", q), ("k", k), ("v", v)):
