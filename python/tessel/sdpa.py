@@ -1,0 +1,100 @@
+"""tessel.scaled_dot_product_attention: torch.nn.functional.scaled_dot_product_attention's
+signature and semantics on tessel's kernels, a drop-in for code written against SDPA.
+
+`attn_mask` is what SDPA takes: a boolean tensor (True: the key takes part) or a float tensor
+added to the scaled scores, broadcastable to [..., L, S]. It becomes a mask_mod or a score_mod
+that reads the tensor (docs/dsl.md, "Captured tensors"): broadcast dimensions are expanded with
+stride 0 (no copy), and on CUDA a boolean mask gets its block mask built, so blocks it hides
+are skipped. Leading dimensions beyond [B, H] are folded into the batch; 3-D inputs are one
+head.
+"""
+from . import gpu
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention on tessel.
+
+    Args:
+        query: ``[..., L, E]`` (torch tensors: CPU on the interpreter, CUDA on the GPU).
+        key: ``[..., S, E]``; with ``enable_gqa`` its head dimension (the one before S) may
+            divide query's.
+        value: ``[..., S, Ev]``.
+        attn_mask: a boolean or float tensor broadcastable to ``[..., L, S]``; True / the
+            value added where a query attends to a key. Not with ``is_causal`` (as SDPA).
+        dropout_p: must be 0 (tessel has no attention dropout; ``nn.MultiheadAttention`` in
+            eval mode and most LLM training pass 0).
+        is_causal: the causal mask, top-left aligned (SDPA's ``is_causal``).
+        scale: the scores' factor, ``1/sqrt(E)`` by default.
+        enable_gqa: grouped-query attention, as SDPA's.
+
+    Returns:
+        ``[..., L, Ev]`` in query's dtype. Unlike SDPA's math backend, a query row that every
+        key is masked from gives 0, not NaN.
+
+    Raises:
+        NotImplementedError: ``dropout_p`` other than 0, or an ``attn_mask`` that requires
+            grad.
+        ValueError: ``attn_mask`` with ``is_causal``, shapes that do not broadcast.
+        TypeError: inputs that are not torch tensors, a mask of another dtype.
+    """
+    from .attention import attention
+    torch = gpu.torch_module()
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        if torch is None or not isinstance(x, torch.Tensor):
+            raise TypeError(f"tessel.scaled_dot_product_attention: {name} must be a torch "
+                            f"tensor, got {type(x).__name__}")
+        if x.dim() < 3:
+            raise ValueError(f"tessel.scaled_dot_product_attention: {name} must have at least "
+                             f"3 dimensions ([..., N, E]), got {tuple(x.shape)}")
+    if dropout_p:
+        raise NotImplementedError(
+            f"tessel.scaled_dot_product_attention: dropout_p={dropout_p}: tessel has no "
+            "attention dropout; pass 0 (eval mode) or use torch's SDPA for it")
+    if attn_mask is not None and is_causal:
+        raise ValueError("tessel.scaled_dot_product_attention: attn_mask and is_causal=True "
+                         "together (SDPA refuses them too): fold the causal mask into attn_mask")
+    lead = query.shape[:-2]
+    if query.dim() != key.dim() or key.dim() != value.dim():
+        raise ValueError("tessel.scaled_dot_product_attention: query, key and value differ in "
+                         f"rank: {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+    q, k, v = (_four_dims(x) for x in (query, key, value))
+    score_mod = mask_mod = None
+    if attn_mask is not None:
+        score_mod, mask_mod = _mask_mods(torch, attn_mask, lead, q.shape[2], k.shape[2])
+    o = attention(q, k, v, causal=is_causal, scale=scale, score_mod=score_mod,
+                  mask_mod=mask_mod, enable_gqa=enable_gqa)
+    return o.reshape(*lead, *o.shape[-2:])
+
+
+def _four_dims(x):
+    """x as [B, H, N, E]: 3-D as one head, leading dimensions past two folded into B."""
+    if x.dim() == 3:
+        return x.unsqueeze(1)
+    if x.dim() == 4:
+        return x
+    return x.reshape(-1, *x.shape[-3:])
+
+
+def _mask_mods(torch, attn_mask, lead, L, S):
+    """(score_mod, mask_mod) reading attn_mask broadcast to the scores [*lead, L, S] and seen
+    as _four_dims sees q (stride 0 where it broadcasts: nothing copied up to four dims)."""
+    if not isinstance(attn_mask, torch.Tensor):
+        raise TypeError("tessel.scaled_dot_product_attention: attn_mask must be a torch tensor, "
+                        f"got {type(attn_mask).__name__}")
+    if attn_mask.requires_grad and torch.is_grad_enabled():
+        raise NotImplementedError(
+            "tessel.scaled_dot_product_attention: attn_mask requires grad; tessel computes no "
+            "gradient for a mask (detach it, or use torch's SDPA for a learned bias)")
+    try:
+        m = _four_dims(attn_mask.expand(*lead, L, S))
+    except RuntimeError:
+        raise ValueError(f"tessel.scaled_dot_product_attention: attn_mask "
+                         f"{tuple(attn_mask.shape)} does not broadcast to the scores' "
+                         f"{[*lead, L, S]}") from None
+    if m.dtype == torch.bool:
+        return None, lambda b, h, q_idx, kv_idx: m[b, h, q_idx, kv_idx]
+    if not m.is_floating_point():
+        raise TypeError("tessel.scaled_dot_product_attention: attn_mask must be bool or "
+                        f"floating point, got {m.dtype}")
+    return lambda score, b, h, q_idx, kv_idx: score + m[b, h, q_idx, kv_idx], None

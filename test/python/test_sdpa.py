@@ -1,0 +1,96 @@
+"""tessel.scaled_dot_product_attention (python/tessel/sdpa.py) against torch's SDPA in float64
+on fresh random inputs: ranks 3-5, boolean and float attn_mask of every broadcast shape, GQA,
+causal, scale, v of its own head dim, gradients; and SDPA's refusals. torch CPU tensors (the
+interpreter)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import dsl_helpers  # noqa: F401,E402 (puts the build's package on the path)
+import tessel  # noqa: E402
+
+
+def _rand(*shape, seed, dtype=torch.float32, grad=False):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype).requires_grad_(grad)
+
+
+def _check(q, k, v, tol=2e-5, **kw):
+    """Output and gradients against SDPA on float64 copies of the same inputs."""
+    o = tessel.scaled_dot_product_attention(q, k, v, **kw)
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    mask = kw.pop("attn_mask", None)
+    if mask is not None and mask.is_floating_point():
+        mask = mask.double()
+    r = F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask, **kw)
+    assert o.shape == r.shape and o.dtype == q.dtype
+    torch.testing.assert_close(o.double(), r, atol=tol, rtol=tol)
+    if q.requires_grad:
+        g = _rand(*o.shape, seed=99)
+        got = torch.autograd.grad((o.double() * g.double()).sum(), (q, k, v))
+        want = torch.autograd.grad((r * g.double()).sum(), (q64, k64, v64))
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a.double(), b, atol=10 * tol, rtol=10 * tol)
+
+
+MASKS = {
+    "none": None,
+    "bool 2d": (lambda L, S: _rand(L, S, seed=5) > -0.5),
+    "bool per head": (lambda L, S: _rand(1, 3, 1, S, seed=6) > 0),
+    "float per batch": (lambda L, S: _rand(2, 1, L, S, seed=7)),
+    "float full": (lambda L, S: _rand(2, 3, L, S, seed=8)),
+    "float -inf": (lambda L, S: torch.where(_rand(L, S, seed=9) > 0.3, float("-inf"), 0.0)),
+}
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_masks_and_gradients(mask):
+    L, S = 37, 29
+    q, k = _rand(2, 3, L, 16, seed=1, grad=True), _rand(2, 3, S, 16, seed=2, grad=True)
+    v = _rand(2, 3, S, 16, seed=3, grad=True)
+    m = MASKS[mask]
+    attn_mask = None if m is None else m(L, S)
+    if mask == "float -inf":                # keep every row some key (SDPA gives NaN rows)
+        attn_mask[:, 0] = 0.0
+    _check(q, k, v, attn_mask=attn_mask)
+
+
+@pytest.mark.parametrize("shape", [(3, 20, 16), (2, 3, 20, 16), (2, 2, 3, 20, 16)])
+def test_ranks(shape):
+    q, k, v = (_rand(*shape, seed=s, grad=True) for s in range(3))
+    mask = _rand(*shape[:-2], 20, 20, seed=4) > -0.8
+    _check(q, k, v, attn_mask=mask)
+    _check(q, k, v, is_causal=True)
+
+
+def test_gqa_causal_scale_and_value_dim():
+    q = _rand(1, 4, 24, 32, seed=1, grad=True)
+    k, v = _rand(1, 2, 24, 32, seed=2, grad=True), _rand(1, 2, 24, 16, seed=3, grad=True)
+    _check(q, k, v, is_causal=True, scale=0.3, enable_gqa=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision(dtype):
+    q, k, v = (_rand(1, 2, 40, 32, seed=s, dtype=dtype) for s in range(3))
+    mask = _rand(40, 40, seed=4).to(dtype)
+    _check(q, k, v, tol=3e-3 if dtype == torch.float16 else 2e-2, attn_mask=mask)
+
+
+def test_refusals():
+    q = _rand(1, 2, 8, 16, seed=1)
+    sdpa = tessel.scaled_dot_product_attention
+    with pytest.raises(NotImplementedError, match="dropout"):
+        sdpa(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match="is_causal"):
+        sdpa(q, q, q, attn_mask=torch.ones(8, 8, dtype=torch.bool), is_causal=True)
+    with pytest.raises(ValueError, match="broadcast"):
+        sdpa(q, q, q, attn_mask=torch.ones(7, 8, dtype=torch.bool))
+    with pytest.raises(TypeError, match="bool or floating"):
+        sdpa(q, q, q, attn_mask=torch.ones(8, 8, dtype=torch.int32))
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        sdpa(q, q, q, attn_mask=torch.zeros(8, 8, requires_grad=True))
+    with pytest.raises(TypeError, match="torch tensor"):
+        sdpa(q.numpy(), q, q)
+    with pytest.raises(ValueError, match="rank"):
+        sdpa(q, q[0], q[0])
