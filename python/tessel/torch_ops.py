@@ -48,20 +48,29 @@ def compiling(x):
 
 class _AfterTorchImport:
     """A meta path finder that registers the ops once `import torch` has run (tessel imported
-    first): Dynamo cannot trace their registration, so it must not wait for a traced call."""
+    first): Dynamo cannot trace their registration, so it must not wait for a traced call. It
+    stays on sys.meta_path until torch has been executed (a find_spec that only asks whether
+    torch is installed must not use it up)."""
+
+    looking = False
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != "torch":
+        if fullname != "torch" or self.looking:
             return None
-        sys.meta_path.remove(self)
         import importlib.util
-        spec = importlib.util.find_spec("torch")
+        self.looking = True
+        try:
+            spec = importlib.util.find_spec("torch")    # the other finders' spec
+        finally:
+            self.looking = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
         def exec_module(module):
             run(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             register()                  # (never raises: a torch it cannot use warns)
         spec.loader.exec_module = exec_module
         return spec

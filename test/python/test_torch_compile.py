@@ -246,8 +246,10 @@ def test_inductor_around_the_op():
 
 def test_import_order_and_no_torch_import():
     # tessel imported before torch registers its ops when torch arrives (a traced first call
-    # could not); tessel alone still does not import torch.
-    code = ("import sys, tessel; assert 'torch' not in sys.modules; import torch; "
+    # could not), also after a find_spec that only asked whether torch is there; tessel alone
+    # still does not import torch.
+    code = ("import sys, importlib.util, tessel; assert 'torch' not in sys.modules; "
+            "assert importlib.util.find_spec('torch'); import torch; "
             "q = torch.randn(1, 2, 8, 16); "
             "f = torch.compile(lambda q: tessel.attention(q, q, q), backend='aot_eager', "
             "fullgraph=True); "
