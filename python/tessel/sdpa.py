@@ -9,6 +9,7 @@ are skipped. Leading dimensions beyond [B, H] are folded into the batch; 3-D inp
 head.
 """
 from . import gpu
+from . import torch_ops
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -59,11 +60,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise ValueError("tessel.scaled_dot_product_attention: query, key and value differ in "
                          f"rank: {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
     q, k, v = (_four_dims(x) for x in (query, key, value))
-    score_mod = mask_mod = None
-    if attn_mask is not None:
-        score_mod, mask_mod = _mask_mods(torch, attn_mask, lead, q.shape[2], k.shape[2])
-    o = attention(q, k, v, causal=is_causal, scale=scale, score_mod=score_mod,
-                  mask_mod=mask_mod, enable_gqa=enable_gqa)
+    mask = None if attn_mask is None else _four_dim_mask(torch, attn_mask, lead, q.shape[2],
+                                                         k.shape[2])
+    if torch_ops.compiling(q):          # under torch.compile: one node, the mask its input
+        o = torch_ops.sdpa(q, k, v, mask, is_causal, scale, enable_gqa)
+    else:
+        o = attention(q, k, v, causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                      **mask_mods(mask))
     return o.reshape(*lead, *o.shape[-2:])
 
 
@@ -76,9 +79,9 @@ def _four_dims(x):
     return x.reshape(-1, *x.shape[-3:])
 
 
-def _mask_mods(torch, attn_mask, lead, L, S):
-    """(score_mod, mask_mod) reading attn_mask broadcast to the scores [*lead, L, S] and seen
-    as _four_dims sees q (stride 0 where it broadcasts: nothing copied up to four dims)."""
+def _four_dim_mask(torch, attn_mask, lead, L, S):
+    """attn_mask broadcast to the scores [*lead, L, S] and seen as _four_dims sees q (stride 0
+    where it broadcasts: nothing copied up to four dimensions)."""
     if not isinstance(attn_mask, torch.Tensor):
         raise TypeError("tessel.scaled_dot_product_attention: attn_mask must be a torch tensor, "
                         f"got {type(attn_mask).__name__}")
@@ -86,15 +89,21 @@ def _mask_mods(torch, attn_mask, lead, L, S):
         raise NotImplementedError(
             "tessel.scaled_dot_product_attention: attn_mask requires grad; tessel computes no "
             "gradient for a mask (detach it, or use torch's SDPA for a learned bias)")
+    if attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
+        raise TypeError("tessel.scaled_dot_product_attention: attn_mask must be bool or "
+                        f"floating point, got {attn_mask.dtype}")
     try:
-        m = _four_dims(attn_mask.expand(*lead, L, S))
+        return _four_dims(attn_mask.expand(*lead, L, S))
     except RuntimeError:
         raise ValueError(f"tessel.scaled_dot_product_attention: attn_mask "
                          f"{tuple(attn_mask.shape)} does not broadcast to the scores' "
                          f"{[*lead, L, S]}") from None
-    if m.dtype == torch.bool:
-        return None, lambda b, h, q_idx, kv_idx: m[b, h, q_idx, kv_idx]
+
+
+def mask_mods(m):
+    """tessel.attention's score_mod / mask_mod reading the [B, H, L, S] mask m (None: none)."""
+    if m is None:
+        return {}
     if not m.is_floating_point():
-        raise TypeError("tessel.scaled_dot_product_attention: attn_mask must be bool or "
-                        f"floating point, got {m.dtype}")
-    return lambda score, b, h, q_idx, kv_idx: score + m[b, h, q_idx, kv_idx], None
+        return {"mask_mod": lambda b, h, q_idx, kv_idx: m[b, h, q_idx, kv_idx]}
+    return {"score_mod": lambda score, b, h, q_idx, kv_idx: score + m[b, h, q_idx, kv_idx]}

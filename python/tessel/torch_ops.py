@@ -313,12 +313,14 @@ def _define():
     attention_op.register_autograd(backward, setup_context=setup_context)
     varlen = _register_varlen(torch, Tensor)
     kvcache = _register_kvcache(torch, Tensor)
+    sdpa = _register_sdpa(torch, Tensor)
 
     class Ops:
         attention = attention_op
         attention_backward = attention_backward_op
         attention_varlen, attention_varlen_backward = varlen
         attention_with_kvcache, attention_with_kvcache_append = kvcache
+        sdpa_forward, sdpa_backward = sdpa
 
     return Ops
 
@@ -396,6 +398,62 @@ def _register_varlen(torch, Tensor):
 
     varlen_op.register_autograd(backward, setup_context=setup_context)
     return varlen_op, varlen_backward_op
+
+
+def _register_sdpa(torch, Tensor):
+    """tessel::sdpa_forward and tessel::sdpa_backward: tessel.scaled_dot_product_attention with
+    its attn_mask an input of the op (a mod reading it could not ride as a key: the graph must
+    know the op reads the mask), q, k, v and the mask already [B, H, N, E]."""
+
+    @torch.library.custom_op("tessel::sdpa_forward", mutates_args=())
+    def forward_op(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool,
+                   scale: float | None, enable_gqa: bool) -> tuple[Tensor, Tensor]:
+        from .attention import attention
+        from .sdpa import mask_mods
+        with torch.no_grad():
+            o, lse = attention(q, k, v, causal=causal, scale=scale, enable_gqa=enable_gqa,
+                               return_lse=True, **mask_mods(mask))
+        return _laid_out(o, _output_strides(q, o.shape)), lse.contiguous()
+
+    @forward_op.register_fake
+    def _(q, k, v, mask, causal, scale, enable_gqa):
+        B, H, L, _ = q.shape
+        shape = (B, H, L, v.shape[-1])
+        o = torch.empty_strided(shape, _output_strides(q, shape), dtype=q.dtype,
+                                device=q.device)
+        return o, q.new_empty((B, H, L), dtype=torch.float32)
+
+    @torch.library.custom_op("tessel::sdpa_backward", mutates_args=())
+    def backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor,
+                    mask: Tensor | None, causal: bool, scale: float | None, enable_gqa: bool
+                    ) -> tuple[Tensor, Tensor, Tensor]:
+        from .attention import _pad_columns, softmax_scale
+        from .backward import attention_backward
+        from .sdpa import mask_mods
+        D, Ev = q.shape[-1], v.shape[-1]
+        qp, kp = q, k
+        if Ev > D:      # the forward padded q and k to v's width (call_with_value_head_dim)
+            qp, kp, scale = _pad_columns(q, Ev), _pad_columns(k, Ev), softmax_scale(scale, D)
+        with torch.no_grad():
+            dq, dk, dv = attention_backward(qp, kp, v, o, lse, do, causal=causal, scale=scale,
+                                            enable_gqa=enable_gqa, **mask_mods(mask))
+        return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
+
+    @backward_op.register_fake
+    def _(q, k, v, o, lse, do, mask, causal, scale, enable_gqa):
+        return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, mask, causal, scale, enable_gqa = inputs
+        ctx.save_for_backward(q, k, v, *output, mask)
+        ctx.options = (causal, scale, enable_gqa)
+
+    def backward(ctx, do, _):
+        q, k, v, o, lse, mask = ctx.saved_tensors
+        return (*backward_op(q, k, v, o, lse, do, mask, *ctx.options), None, None, None, None)
+
+    forward_op.register_autograd(backward, setup_context=setup_context)
+    return forward_op, backward_op
 
 
 def _register_kvcache(torch, Tensor):
@@ -539,3 +597,15 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, caus
                 block_n, num_splits, _window(window_size), softcap, alibi_slopes, k, v,
                 rotary_cos, rotary_sin, bool(rotary_interleaved), cache_batch_idx, cache_leftpad)
     return (o, lse) if return_lse else o
+
+
+def sdpa(q, k, v, mask, causal, scale, enable_gqa):
+    """tessel.scaled_dot_product_attention while Dynamo traces ([B, H, N, E] inputs, the mask
+    [B, H, L, S] or None): its op, the mask an input."""
+    ops = register()
+    if ops is None:
+        from .attention import attention
+        from .sdpa import mask_mods
+        return outside_graph(lambda: attention(q, k, v, causal=causal, scale=scale,
+                                               enable_gqa=enable_gqa, **mask_mods(mask)))
+    return ops.sdpa_forward(q, k, v, mask, bool(causal), scale, bool(enable_gqa))[0]

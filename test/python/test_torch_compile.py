@@ -369,3 +369,33 @@ def test_ring_attention_runs_outside_the_graph(tmp_path):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("kind", ["bool", "float", "none"])
+def test_sdpa_drop_in_keeps_one_graph(kind):
+    # tessel.scaled_dot_product_attention's attn_mask is an input of its op: the graph knows the
+    # op reads it (a mask computed in the compiled function itself here).
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return gm
+
+    def f(q, k, v, lengths):
+        keep = torch.arange(29)[None, :] < lengths[:, None]          # [B, S] key padding
+        mask = {"bool": keep[:, None, None, :],
+                "float": torch.where(keep, 0.0, -1e4)[:, None, None, :] - 0.01 *
+                torch.arange(29.0)[None, None, None, :], "none": None}[kind]
+        return tessel.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                   is_causal=mask is None, enable_gqa=True)
+
+    q = _rand(2, 4, 37, 16, seed=1)
+    k, v = _rand(2, 2, 29, 16, seed=2), _rand(2, 2, 29, 8, seed=3)
+    lengths = torch.tensor([29, 11])
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    out_c, grads_c = _grads(lambda *a: compiled(*a, lengths), (q, k, v))
+    out_e, grads_e = _grads(lambda *a: f(*a, lengths), (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+    assert torch.ops.tessel.sdpa_forward.default in seen[0]
