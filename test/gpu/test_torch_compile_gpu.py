@@ -141,3 +141,18 @@ def test_cuda_graphs_decode_step():
         torch.testing.assert_close(o_c, o_e, atol=0, rtol=0)
         torch.testing.assert_close(kc, kc_e, atol=0, rtol=0)
         seqlens += 1
+
+
+def test_sdpa_drop_in_masked_inductor():
+    q, k, v = (_rand(2, 8, 1000, 128, seed=s, grad=True) for s in range(3))
+    lengths = torch.tensor([1000, 637], device="cuda")
+
+    def f(q, k, v):
+        keep = torch.arange(1000, device="cuda")[None, :] < lengths[:, None]
+        return tessel.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+
+    torch._dynamo.reset()
+    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
+    o_e, g_e = _step(f, (q, k, v))
+    for a, b in zip([o_c] + g_c, [o_e] + g_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
