@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 import dsl_helpers  # noqa: F401,E402 (puts the build's package on the path)
 import tessel  # noqa: E402
-from tessel import torch_ops  # noqa: E402
+from tessel import torch_mods, torch_ops  # noqa: E402
 
 
 def _rand(*shape, seed=0, grad=True):
@@ -213,9 +213,9 @@ def test_mods_that_read_tensors_run_outside_the_graph():
     def f(q, k, v):
         return tessel.attention(q, k, v, mask_mod=lambda b, h, i, j: doc[i] == doc[j])
 
-    assert torch_ops.mods_key(None, lambda b, h, i, j: doc[i] == doc[j]) == -1
-    assert torch_ops.mods_key(None, _same_doc) == -1          # a global tensor
-    assert torch_ops.mods_key(_bias, _near) > 0
+    assert torch_mods.mods_key(None, lambda b, h, i, j: doc[i] == doc[j]) == -1
+    assert torch_mods.mods_key(None, _same_doc) == -1          # a global tensor
+    assert torch_mods.mods_key(_bias, _near) > 0
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
     torch._dynamo.reset()
     out_c, grads_c = _grads(torch.compile(f, backend="aot_eager"), (q, k, v))

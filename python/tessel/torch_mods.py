@@ -1,0 +1,118 @@
+"""score_mod and mask_mod inside torch.compile's graph: tessel's ops carry a call's pair of mods
+as an int key (python/tessel/torch_ops.py; docs/torch-compile.md, "Mods in the graph").
+
+A traced call's pair is entered at trace time: Dynamo runs `mods_key` eagerly on constants
+(torch._dynamo.assume_constant_result), a plain function handed over as its code, module,
+defaults and closure values and rebuilt from them (a lambda made inside the compiled function
+is a new object at every call). Entries live as long as the process, one per distinct pair,
+keyed as tessel.attention's own kernel cache keys mods: code and closure values. Mods that read
+a tensor get no key (-1): the call runs outside the graph.
+"""
+import sys
+
+# (score_mod, mask_mod) by key, 0 for none.
+MODS = {0: (None, None)}
+_MOD_KEYS = {}
+_constant_key = None    # mods_key as Dynamo runs it at trace time (bound by `bind`)
+
+
+def bind(torch):
+    """mods_key wrapped for Dynamo (torch._dynamo.assume_constant_result), once torch is in."""
+    global _constant_key
+    _constant_key = torch._dynamo.assume_constant_result(mods_key)
+
+
+def traced_key(score_mod, mask_mod):
+    """mods_key as a traced call asks it: the functions taken apart first (_function_parts)."""
+    parts = (_function_parts(score_mod), _function_parts(mask_mod))
+    if any(p is None and fn is not None for p, fn in zip(parts, (score_mod, mask_mod))):
+        return -1
+    return _constant_key(*parts)
+
+
+def mods_key(score_mod, mask_mod):
+    """The ops' key of a call's mods (each a function, a @tessel.jit function, None, or a
+    function's parts: `_function_parts`), or -1 where they stay outside the graph: mods that
+    read a tensor (a closure, global or module attribute: a kernel argument the graph would not
+    know it depends on) or whose code cannot be looked at."""
+    if score_mod is None and mask_mod is None:
+        return 0
+    from .attention import _fn_key
+    score_mod, mask_mod = _rebuilt(score_mod), _rebuilt(mask_mod)
+    if any(fn is not None and (fn is _UNKNOWN or _reads_tensors(fn))
+           for fn in (score_mod, mask_mod)):
+        return -1
+    try:
+        ident = (_fn_key(score_mod), _fn_key(mask_mod))
+        key = _MOD_KEYS.get(ident)
+    except TypeError:
+        return -1
+    if key is None:
+        key = _MOD_KEYS[ident] = len(MODS)
+        MODS[key] = (score_mod, mask_mod)
+    return key
+
+
+_UNKNOWN = object()
+
+
+def _function_parts(fn):
+    """A mod as a traced call hands it to mods_key: a plain function as its code, module,
+    defaults and closure values (Dynamo converts those to constants; a closure value it has made
+    symbolic is a graph break there, not an error), else itself; None where it must stay
+    outside the graph (a closure over a tensor, keyword defaults, not a function)."""
+    import types
+    from .jit import JITFunction
+    if fn is None or isinstance(fn, JITFunction):
+        return fn
+    if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__ is not None:
+        return None
+    cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+    if any(isinstance(v, sys.modules["torch"].Tensor) for v in cells):
+        return None
+    return ("function", fn.__code__, fn.__module__, fn.__defaults__, cells)
+
+
+def _rebuilt(part):
+    """The function _function_parts took apart (in its module's globals), or `part` itself."""
+    if not (isinstance(part, tuple) and part and part[0] == "function"):
+        return part
+    import types
+    _, code, module, defaults, cells = part
+    scope = getattr(sys.modules.get(module), "__dict__", None)
+    if scope is None:
+        return _UNKNOWN
+    return types.FunctionType(code, scope, code.co_name, defaults,
+                              tuple(types.CellType(v) for v in cells) or None)
+
+
+_LIBRARIES = ("tessel", "torch", "numpy", "math")     # functions not looked into
+
+
+def _reads_tensors(fn, depth=4):
+    """Whether fn (a mod, a @tessel.jit function or one it calls, up to `depth` calls deep)
+    names a tensor in its closure, its globals or a module it reads an attribute of; True
+    where that cannot be told."""
+    import types
+    from . import capture
+    fn = getattr(fn, "fn", fn)                  # a JITFunction's Python function
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    try:
+        values = [c.cell_contents for c in fn.__closure__ or ()]
+    except ValueError:                          # an empty cell
+        return True
+    scope = getattr(fn, "__globals__", {})
+    values += [scope[n] for n in code.co_names if n in scope]
+    for v in values:
+        if capture.is_tensor(v):
+            return True
+        if isinstance(v, types.ModuleType) and any(
+                capture.is_tensor(getattr(v, n, None)) for n in code.co_names):
+            return True
+        if callable(v) and hasattr(getattr(v, "fn", v), "__code__") and \
+                (getattr(v, "__module__", None) or "").split(".")[0] not in _LIBRARIES and \
+                (depth == 0 or _reads_tensors(v, depth - 1)):
+            return True
+    return False
