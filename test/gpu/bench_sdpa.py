@@ -5,8 +5,9 @@ one process.
         [--n 4096] [--d 128] [--dtype fp16] [--backward]
 
 Cases: causal (is_causal; SDPA takes its flash or cuDNN kernel), a boolean key-padding mask
-[B, 1, 1, S] (0, 1/8, 1/4 or 3/8 of a sequence's keys padded), a document mask as a boolean [B, 1, L, S]
-tensor (four documents a sequence, causal), a float relative-position bias [1, H, L, S]. With a
+[B, 1, 1, S] (0, 1/8, 1/4 or 3/8 of a sequence's keys padded), a document mask as a boolean
+[B, 1, L, S] tensor (four documents a sequence, causal), a float relative-position bias
+[1, H, L, S]. With a
 mask SDPA runs its memory-efficient or math kernel; tessel reads the mask in a mask_mod or
 score_mod (boolean masks block-sparse through their block mask). Times: triton.testing.do_bench
 medians of one call each (its output allocation included; --backward: forward + backward);
