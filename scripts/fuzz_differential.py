@@ -8,6 +8,7 @@ exception is printed with the case. By default on numpy arrays (the CPU interpre
     python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
         [--kinds forward backward serving block_mask fp8 varlen_backward]
         [--device numpy|cpu|cuda]        (varlen_backward: torch tensors only)
+        [--compile]                      (the entry points through torch.compile)
 
 --device cpu passes torch CPU tensors (the interpreter again, through tessel's torch entry);
 --device cuda passes CUDA tensors, fp16 and bf16 (the shipped fast paths), at head dims 64, 128
@@ -624,11 +625,46 @@ KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_
 TORCH_ONLY = {"varlen_backward"}
 
 
-def run(kinds, seed, seconds=None, cases=None, device="numpy"):
+ENTRY_POINTS = ("attention", "attention_backward", "attention_varlen", "attention_with_kvcache")
+
+
+@contextlib.contextmanager
+def compiled_entry_points(torch):
+    """tessel's entry points called through torch.compile (aot_eager, a fresh compile a call:
+    no cache limit to fall back to eager at), so every case also checks the ops' fake
+    implementations, autograd and routing against float64 (docs/torch-compile.md)."""
+    saved = {name: getattr(tessel, name) for name in ENTRY_POINTS}
+
+    def compiled(eager):
+        def call(*args, **kwargs):
+            torch._dynamo.reset()
+            return torch.compile(lambda *a, **k: eager(*a, **k), backend="aot_eager")(
+                *args, **kwargs)
+        return call
+    try:
+        for name, eager in saved.items():
+            setattr(tessel, name, compiled(eager))
+        yield
+    finally:
+        for name, eager in saved.items():
+            setattr(tessel, name, eager)
+
+
+def run(kinds, seed, seconds=None, cases=None, device="numpy", compiled=False):
     """Runs cases of `kinds` in turn on `device` until `seconds` pass or `cases` ran;
-    (count, failures)."""
+    (count, failures). compiled: each entry-point call through torch.compile (torch
+    tensors)."""
     global BACKEND
     BACKEND = Backend(device)
+    if compiled:
+        if BACKEND.torch is None:
+            raise ValueError("--compile needs torch tensors: --device cpu or cuda")
+        with compiled_entry_points(BACKEND.torch):
+            return _run(kinds, seed, seconds, cases, device)
+    return _run(kinds, seed, seconds, cases, device)
+
+
+def _run(kinds, seed, seconds, cases, device):
     kinds = [k for k in kinds if device != "numpy" or k not in TORCH_ONLY]
     if not kinds:
         raise ValueError(f"no kind left to run on {device}: {sorted(TORCH_ONLY)} need torch")
@@ -654,8 +690,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
     ap.add_argument("--device", choices=["numpy", "cpu", "cuda"], default="numpy")
+    ap.add_argument("--compile", action="store_true",
+                    help="the entry points through torch.compile (torch tensors)")
     args = ap.parse_args()
-    count, failures = run(args.kinds, args.seed, seconds=args.seconds, device=args.device)
+    count, failures = run(args.kinds, args.seed, seconds=args.seconds, device=args.device,
+                          compiled=args.compile)
     print(f"{count} cases, {len(failures)} failed")
     return 1 if failures else 0
 

@@ -28,6 +28,18 @@ def test_torch_cpu_tensors_match_too():
     assert count == 30 and failures == []
 
 
+def test_compiled_entry_points_match_too():
+    # --compile: every entry-point call through torch.compile (the ops' fake implementations,
+    # autograd and routing), the entry points restored afterwards.
+    pytest.importorskip("torch")
+    import tessel
+    eager = tessel.attention
+    count, failures = fuzz_differential.run(list(fuzz_differential.KINDS), 18, cases=12,
+                                            device="cpu", compiled=True)
+    assert count == 12 and failures == []
+    assert tessel.attention is eager
+
+
 def test_a_wrong_reference_is_found(monkeypatch):
     real = fuzz_differential.reference_attention
     monkeypatch.setattr(fuzz_differential, "reference_attention",
