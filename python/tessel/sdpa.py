@@ -60,13 +60,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise ValueError("tessel.scaled_dot_product_attention: query, key and value differ in "
                          f"rank: {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
     q, k, v = (_four_dims(x) for x in (query, key, value))
-    mask = None if attn_mask is None else _four_dim_mask(torch, attn_mask, lead, q.shape[2],
-                                                         k.shape[2])
+    L, S = q.shape[2], k.shape[2]
     if torch_ops.compiling(q):          # under torch.compile: one node, the mask its input
+        mask = None if attn_mask is None else _four_dim_mask(torch, attn_mask, lead, L, S)
         o = torch_ops.sdpa(q, k, v, mask, is_causal, scale, enable_gqa)
     else:
-        o = attention(q, k, v, causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                      **mask_mods(mask))
+        mods = {} if attn_mask is None else _mods_of(torch, attn_mask, lead, L, S)
+        o = attention(q, k, v, causal=is_causal, scale=scale, enable_gqa=enable_gqa, **mods)
     return o.reshape(*lead, *o.shape[-2:])
 
 
@@ -101,9 +101,59 @@ def _four_dim_mask(torch, attn_mask, lead, L, S):
 
 
 def mask_mods(m):
-    """tessel.attention's score_mod / mask_mod reading the [B, H, L, S] mask m (None: none)."""
+    """tessel.attention's score_mod / mask_mod reading the [B, H, L, S] mask m (None: none).
+    Only the dimensions along which m varies are indexed (a dimension of stride 0 or size 1 is
+    read at 0): fewer index registers in the kernel, and a mod that does not name `b` or `h`
+    gets a block mask shared by every batch or head (blocksparse.auto_block_mask)."""
     if m is None:
         return {}
-    if not m.is_floating_point():
-        return {"mask_mod": lambda b, h, q_idx, kv_idx: m[b, h, q_idx, kv_idx]}
-    return {"score_mod": lambda score, b, h, q_idx, kv_idx: score + m[b, h, q_idx, kv_idx]}
+    vary = tuple(int(m.shape[d] > 1 and m.stride(d) != 0) for d in range(3))
+    view = m[tuple(slice(None) if v else 0 for v in vary)]
+    if m.is_floating_point():
+        return {"score_mod": _ADD[vary](view)}
+    return {"mask_mod": _READ[vary](view)}
+
+
+# (b, h, q) varying -> a mod factory over the view that keeps those dimensions and S.
+_READ = {
+    (0, 0, 0): lambda m: lambda b, h, q_idx, kv_idx: m[kv_idx],
+    (0, 0, 1): lambda m: lambda b, h, q_idx, kv_idx: m[q_idx, kv_idx],
+    (0, 1, 0): lambda m: lambda b, h, q_idx, kv_idx: m[h, kv_idx],
+    (0, 1, 1): lambda m: lambda b, h, q_idx, kv_idx: m[h, q_idx, kv_idx],
+    (1, 0, 0): lambda m: lambda b, h, q_idx, kv_idx: m[b, kv_idx],
+    (1, 0, 1): lambda m: lambda b, h, q_idx, kv_idx: m[b, q_idx, kv_idx],
+    (1, 1, 0): lambda m: lambda b, h, q_idx, kv_idx: m[b, h, kv_idx],
+    (1, 1, 1): lambda m: lambda b, h, q_idx, kv_idx: m[b, h, q_idx, kv_idx],
+}
+_ADD = {
+    (0, 0, 0): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[kv_idx],
+    (0, 0, 1): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[q_idx, kv_idx],
+    (0, 1, 0): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[h, kv_idx],
+    (0, 1, 1): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[h, q_idx, kv_idx],
+    (1, 0, 0): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[b, kv_idx],
+    (1, 0, 1): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[b, q_idx, kv_idx],
+    (1, 1, 0): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[b, h, kv_idx],
+    (1, 1, 1): lambda m: lambda score, b, h, q_idx, kv_idx: score + m[b, h, q_idx, kv_idx],
+}
+
+# The mods made for recent attn_mask tensors: (weak reference, version, call shape, mods) by
+# id. A model's layers pass one mask object; its mods (the same function and captured view)
+# then hit tessel.attention's kernel cache and, on CUDA, its block-mask cache: the block mask
+# is built once a mask, not once a layer.
+_RECENT = {}
+_RECENT_MAX = 8
+
+
+def _mods_of(torch, attn_mask, lead, L, S):
+    """mask_mods of attn_mask for a call of scores [*lead, L, S], made once per mask tensor
+    (and version)."""
+    import weakref
+    key = (id(attn_mask), tuple(lead), L, S)
+    hit = _RECENT.get(key)
+    if hit is not None and hit[0]() is attn_mask and hit[1] == attn_mask._version:
+        return hit[2]
+    mods = mask_mods(_four_dim_mask(torch, attn_mask, lead, L, S))
+    while len(_RECENT) >= _RECENT_MAX:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[key] = (weakref.ref(attn_mask), attn_mask._version, mods)
+    return mods

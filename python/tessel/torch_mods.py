@@ -65,7 +65,7 @@ def _function_parts(fn):
     from .jit import JITFunction
     if fn is None or isinstance(fn, JITFunction):
         return fn
-    if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__ is not None:
+    if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__:
         return None
     cells = tuple(c.cell_contents for c in fn.__closure__ or ())
     if any(isinstance(v, sys.modules["torch"].Tensor) for v in cells):
@@ -80,6 +80,9 @@ def _rebuilt(part):
     import types
     _, code, module, defaults, cells = part
     scope = getattr(sys.modules.get(module), "__dict__", None)
+    if scope is None:                   # (a module imported under another name: its file)
+        scope = next((getattr(m, "__dict__", None) for m in list(sys.modules.values())
+                      if getattr(m, "__file__", None) == code.co_filename), None)
     if scope is None:
         return _UNKNOWN
     return types.FunctionType(code, scope, code.co_name, defaults,
