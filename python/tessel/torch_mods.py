@@ -4,13 +4,14 @@ as an int key (python/tessel/torch_ops.py; docs/torch-compile.md, "Mods in the g
 A traced call's pair is entered at trace time: Dynamo runs `mods_key` eagerly on constants
 (torch._dynamo.assume_constant_result), a plain function handed over as its code, module,
 defaults and closure values and rebuilt from them (a lambda made inside the compiled function
-is a new object at every call). Entries live as long as the process, one per distinct pair,
-keyed as tessel.attention's own kernel cache keys mods: code and closure values. Mods that read
-a tensor get no key (-1): the call runs outside the graph.
+is a new object at every call). Entries live as long as the process, one per distinct pair
+(told apart as tessel.attention's own kernel cache tells mods apart: code and closure values),
+under a key hashed from their contents, the same in every process. Mods that read a tensor get
+no key (-1): the call runs outside the graph.
 """
 import sys
 
-# (score_mod, mask_mod) by key, 0 for none.
+# (score_mod, mask_mod) by key (_content_key), 0 for none.
 MODS = {0: (None, None)}
 _MOD_KEYS = {}
 _constant_key = None    # mods_key as Dynamo runs it at trace time (bound by `bind`)
@@ -48,9 +49,41 @@ def mods_key(score_mod, mask_mod):
     except TypeError:
         return -1
     if key is None:
-        key = _MOD_KEYS[ident] = len(MODS)
+        key = _MOD_KEYS[ident] = _content_key(score_mod, mask_mod)
         MODS[key] = (score_mod, mask_mod)
     return key
+
+
+def _content_key(*fns):
+    """A key from the mods' contents (code, defaults, closure values), the same in every
+    process: a graph compiled elsewhere (a cache, an export) names the pair it was traced with,
+    and one whose pair this process never entered fails at the lookup (`lookup`) instead of
+    running another pair that took its number."""
+    import hashlib
+    parts = []
+    for fn in fns:
+        fn = getattr(fn, "fn", fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            parts.append(repr(fn))
+            continue
+        cells = [c.cell_contents for c in fn.__closure__ or ()]
+        parts.append(repr((code.co_filename, code.co_firstlineno, code.co_name, code.co_code,
+                           code.co_consts, fn.__defaults__,
+                           [_content_key(v) if callable(v) else v for v in cells])))
+    return 1 + int.from_bytes(hashlib.sha1("|".join(parts).encode()).digest()[:7], "little")
+
+
+def lookup(key):
+    """The (score_mod, mask_mod) of an op's key, or the error of a graph traced in another
+    process with mods never entered in this one."""
+    pair = MODS.get(key)
+    if pair is None:
+        raise RuntimeError(
+            f"tessel: this compiled graph carries mods (key {key}) that were not traced in this "
+            "process; compile the model here, so that tessel.attention is traced "
+            "(docs/torch-compile.md)")
+    return pair
 
 
 _UNKNOWN = object()

@@ -5,7 +5,7 @@ docs/torch-compile.md.
 """
 import sys
 
-from .torch_mods import MODS
+from .torch_mods import lookup
 
 
 def _output_strides(q, shape):
@@ -44,7 +44,7 @@ def define():
                      softcap: float | None, alibi_slopes: Tensor | None, mods: int
                      ) -> tuple[Tensor, Tensor]:
         from .attention import attention
-        score_mod, mask_mod = MODS[mods]
+        score_mod, mask_mod = lookup(mods)
         with torch.no_grad():
             o, lse = attention(q, k, v, causal=causal, scale=scale, score_mod=score_mod,
                                mask_mod=mask_mod, enable_gqa=enable_gqa, return_lse=True,
@@ -72,7 +72,7 @@ def define():
                               ) -> tuple[Tensor, Tensor, Tensor]:
         from .attention import _pad_columns, softmax_scale
         from .backward import attention_backward
-        score_mod, mask_mod = MODS[mods]
+        score_mod, mask_mod = lookup(mods)
         D, Ev = q.shape[-1], v.shape[-1]
         qp, kp = q, k
         if Ev > D:      # the forward padded q and k to v's width (call_with_value_head_dim)

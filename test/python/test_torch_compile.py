@@ -399,3 +399,19 @@ def test_sdpa_drop_in_keeps_one_graph(kind):
     for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
     assert torch.ops.tessel.sdpa_forward.default in seen[0]
+
+
+def test_mod_keys_are_the_same_in_every_process():
+    # A graph compiled in another process (a cache, an export) carries the key its process
+    # gave: the same pair gets the same key here, and a key never entered is an error, not
+    # another pair's kernel.
+    here = torch_mods.mods_key(_bias, _near)
+    code = ("import sys; sys.path.insert(0, %r); import test_torch_compile as t; "
+            "print(t.torch_mods.mods_key(t._bias, t._near))" % os.path.dirname(__file__))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(r.stdout.split()[-1]) == here
+    assert torch_mods.mods_key(_near, None) != here
+    with pytest.raises(RuntimeError, match="not traced in this process"):
+        torch_mods.lookup(here + 1)
