@@ -18,11 +18,11 @@ print("python", sys.version.split()[0], "eager key", torch_mods.mods_key(None, N
       "kwdefaults", f.__kwdefaults__, "module", f.__module__)
 PY
 cat $r/diag.log
-timeout 150 python3 -m pytest -q -p no:logging test_torch_compile_gpu.py test_sdpa_gpu.py \
+timeout 120 python3 -m pytest -q -p no:logging test_torch_compile_gpu.py test_sdpa_gpu.py \
   -k "mods_in_the_graph or sdpa_drop_in or document or padding" > $r/tests.log 2>&1
 grep -v DEBUG $r/tests.log | grep -E "^E  .*(Error|Unsupported)|passed|failed" | head -8
-for bw in "" --backward; do timeout 70 python3 bench_sdpa.py $bw --json $r/sdpa${bw:+_bwd}.json \
+for bw in "" --backward; do timeout 50 python3 bench_sdpa.py $bw --json $r/sdpa${bw:+_bwd}.json \
   2>&1 | grep -v W12 | tail -7 | tee $r/sdpa${bw:+_bwd}.log; done
 cd ../..
-timeout 80 python3 examples/python/train_gpt.py --steps 100 --compile 2>&1 \
+timeout 45 python3 examples/python/train_gpt.py --steps 60 --compile 2>&1 \
   | grep -E "step time|OK|FAILED" | tee $r/train_compiled.log
