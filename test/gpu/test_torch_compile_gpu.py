@@ -33,6 +33,17 @@ def _step(fn, inputs):
     return o.detach(), [x.grad.clone() for x in inputs]
 
 
+def _same_as_eager(fn, inputs, fullgraph=True):
+    """fn compiled (inductor) against fn eager: output and gradients bit for bit (the op runs
+    the eager kernels); returns the compiled output."""
+    torch._dynamo.reset()
+    o_c, g_c = _step(torch.compile(fn, fullgraph=fullgraph), inputs)
+    o_e, g_e = _step(fn, inputs)
+    for a, b in zip([o_c] + g_c, [o_e] + g_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    return o_c
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("D", [64, 128])
@@ -42,11 +53,7 @@ def test_attention_inductor_fullgraph(dtype, causal, D):
     def f(q, k, v):
         return tessel.attention(q * 1.0, k, v, causal=causal)
 
-    torch._dynamo.reset()
-    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
-    o_e, g_e = _step(f, (q, k, v))
-    for a, b in zip([o_c] + g_c, [o_e] + g_e):
-        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    o_c = _same_as_eager(f, (q, k, v))
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     torch.testing.assert_close(o_c.float(), ref, atol=2e-2, rtol=2e-2)
 
@@ -59,11 +66,7 @@ def test_varlen_inductor_fullgraph():
     def f(q, k, v):
         return tessel.attention_varlen(q, k, v, cu, cu, max(lengths), max(lengths), causal=True)
 
-    torch._dynamo.reset()
-    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
-    o_e, g_e = _step(f, (q, k, v))
-    for a, b in zip([o_c] + g_c, [o_e] + g_e):
-        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    _same_as_eager(f, (q, k, v))
 
 
 def test_kvcache_append_inductor_fullgraph():
@@ -124,12 +127,8 @@ def test_mods_in_the_graph_inductor():
         cap = 20.0
         return tessel.attention(q, k, v, score_mod=lambda s, b, h, i, j: cap * tl.tanh(s / cap))
 
-    for fn, fullgraph in ((f, True), (g, False)):
-        torch._dynamo.reset()
-        o_c, g_c = _step(torch.compile(fn, fullgraph=fullgraph), (q, k, v))
-        o_e, g_e = _step(fn, (q, k, v))
-        for a, b in zip([o_c] + g_c, [o_e] + g_e):
-            torch.testing.assert_close(a, b, atol=0, rtol=0)
+    _same_as_eager(f, (q, k, v))
+    _same_as_eager(g, (q, k, v), fullgraph=False)
 
 
 def test_sdpa_drop_in_masked_inductor():
@@ -140,8 +139,4 @@ def test_sdpa_drop_in_masked_inductor():
         keep = torch.arange(1000, device="cuda")[None, :] < lengths[:, None]
         return tessel.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
 
-    torch._dynamo.reset()
-    o_c, g_c = _step(torch.compile(f, fullgraph=True), (q, k, v))
-    o_e, g_e = _step(f, (q, k, v))
-    for a, b in zip([o_c] + g_c, [o_e] + g_e):
-        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    _same_as_eager(f, (q, k, v))
