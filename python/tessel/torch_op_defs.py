@@ -31,6 +31,26 @@ def _laid_out(x, strides):
     return out
 
 
+def _fake_outputs(torch, q, v, B, H, Nq):
+    """The fake o and lse of a [B, H, Nq] attention: o laid out as _output_strides says."""
+    shape = (B, H, Nq, v.shape[-1])
+    o = torch.empty_strided(shape, _output_strides(q, shape), dtype=q.dtype, device=q.device)
+    return o, q.new_empty((B, H, Nq), dtype=torch.float32)
+
+
+def _gradients(run, q, k, v, scale):
+    """run(q, k, scale) -> (dq, dk, dv), with q and k padded to v's head dim where v is wider
+    (as the forward padded them: attention.call_with_value_head_dim; the scale q's own), under
+    no_grad; the gradients cut back to q's and v's widths, contiguous."""
+    from .attention import _pad_columns, softmax_scale
+    D, Ev = q.shape[-1], v.shape[-1]
+    if Ev > D:
+        q, k, scale = _pad_columns(q, Ev), _pad_columns(k, Ev), softmax_scale(scale, D)
+    with sys.modules["torch"].no_grad():
+        dq, dk, dv = run(q, k, scale)
+    return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
+
+
 def define():
     """Defines the ops (torch.library.custom_op) with their fake implementations and
     autograd."""
@@ -58,10 +78,7 @@ def define():
           softcap, alibi_slopes, mods):
         from .attention import _check_shapes
         B, H, Nq, _, _, _ = _check_shapes(q.shape, k.shape, v.shape, enable_gqa, True)
-        shape = (B, H, Nq, v.shape[-1])
-        o = torch.empty_strided(shape, _output_strides(q, shape), dtype=q.dtype,
-                                device=q.device)
-        return o, q.new_empty((B, H, Nq), dtype=torch.float32)
+        return _fake_outputs(torch, q, v, B, H, Nq)
 
     @torch.library.custom_op("tessel::attention_backward", mutates_args=())
     def attention_backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor,
@@ -70,20 +87,12 @@ def define():
                               window_size: list[int] | None, softcap: float | None,
                               alibi_slopes: Tensor | None, mods: int
                               ) -> tuple[Tensor, Tensor, Tensor]:
-        from .attention import _pad_columns, softmax_scale
         from .backward import attention_backward
         score_mod, mask_mod = lookup(mods)
-        D, Ev = q.shape[-1], v.shape[-1]
-        qp, kp = q, k
-        if Ev > D:      # the forward padded q and k to v's width (call_with_value_head_dim)
-            qp, kp, scale = _pad_columns(q, Ev), _pad_columns(k, Ev), softmax_scale(scale, D)
-        with torch.no_grad():
-            dq, dk, dv = attention_backward(
-                qp, kp, v, o, lse, do, causal=causal, scale=scale, score_mod=score_mod,
-                mask_mod=mask_mod, enable_gqa=enable_gqa, dlse=dlse,
-                deterministic=deterministic, window_size=window_size, softcap=softcap,
-                alibi_slopes=alibi_slopes)
-        return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
+        return _gradients(lambda q, k, scale: attention_backward(
+            q, k, v, o, lse, do, causal=causal, scale=scale, score_mod=score_mod,
+            mask_mod=mask_mod, enable_gqa=enable_gqa, dlse=dlse, deterministic=deterministic,
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes), q, k, v, scale)
 
     @attention_backward_op.register_fake
     def _(q, k, v, o, lse, do, dlse, causal, scale, enable_gqa, deterministic, window_size,
@@ -158,20 +167,16 @@ def _register_varlen(torch, Tensor):
                            scale: float | None, window_size: list[int] | None,
                            softcap: float | None, alibi_slopes: Tensor | None
                            ) -> tuple[Tensor, Tensor, Tensor]:
-        from .attention import _pad_columns, softmax_scale
+        from .attention import _pad_columns
         from .varlen_backward import packed_backward, takes_value_dim
-        D, Ev = q.shape[-1], v.shape[-1]
-        qp, kp, vp, op, dop = q, k, v, o, do
-        if Ev > D:      # the forward padded q and k to v's width (call_with_value_head_dim)
-            qp, kp, scale = _pad_columns(q, Ev), _pad_columns(k, Ev), softmax_scale(scale, D)
-        elif Ev < D and not takes_value_dim(q, k, v, window_size, softcap, alibi_slopes):
-            vp, op, dop = (_pad_columns(x, D) for x in (v, o, do))
-        with torch.no_grad():
-            dq, dk, dv = packed_backward(qp, kp, vp, op, lse, dop, dlse, cu_seqlens_q,
-                                         cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
-                                         scale=scale, window_size=window_size, softcap=softcap,
-                                         alibi_slopes=alibi_slopes)
-        return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
+        vp, op, dop = v, o, do
+        D = q.shape[-1]
+        if v.shape[-1] < D and not takes_value_dim(q, k, v, window_size, softcap, alibi_slopes):
+            vp, op, dop = (_pad_columns(x, D) for x in (v, o, do))   # (dv cut back below)
+        return _gradients(lambda q, k, scale: packed_backward(
+            q, k, vp, op, lse, dop, dlse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+            max_seqlen_k, causal=causal, scale=scale, window_size=window_size, softcap=softcap,
+            alibi_slopes=alibi_slopes), q, k, v, scale)
 
     @varlen_backward_op.register_fake
     def _(q, k, v, o, lse, do, dlse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -217,26 +222,17 @@ def _register_sdpa(torch, Tensor):
     @forward_op.register_fake
     def _(q, k, v, mask, causal, scale, enable_gqa):
         B, H, L, _ = q.shape
-        shape = (B, H, L, v.shape[-1])
-        o = torch.empty_strided(shape, _output_strides(q, shape), dtype=q.dtype,
-                                device=q.device)
-        return o, q.new_empty((B, H, L), dtype=torch.float32)
+        return _fake_outputs(torch, q, v, B, H, L)
 
     @torch.library.custom_op("tessel::sdpa_backward", mutates_args=())
     def backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor,
                     mask: Tensor | None, causal: bool, scale: float | None, enable_gqa: bool
                     ) -> tuple[Tensor, Tensor, Tensor]:
-        from .attention import _pad_columns, softmax_scale
         from .backward import attention_backward
         from .sdpa import mask_mods
-        D, Ev = q.shape[-1], v.shape[-1]
-        qp, kp = q, k
-        if Ev > D:      # the forward padded q and k to v's width (call_with_value_head_dim)
-            qp, kp, scale = _pad_columns(q, Ev), _pad_columns(k, Ev), softmax_scale(scale, D)
-        with torch.no_grad():
-            dq, dk, dv = attention_backward(qp, kp, v, o, lse, do, causal=causal, scale=scale,
-                                            enable_gqa=enable_gqa, **mask_mods(mask))
-        return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
+        return _gradients(lambda q, k, scale: attention_backward(
+            q, k, v, o, lse, do, causal=causal, scale=scale, enable_gqa=enable_gqa,
+            **mask_mods(mask)), q, k, v, scale)
 
     @backward_op.register_fake
     def _(q, k, v, o, lse, do, mask, causal, scale, enable_gqa):
