@@ -122,33 +122,8 @@ def _rebuilt(part):
                               tuple(types.CellType(v) for v in cells) or None)
 
 
-_LIBRARIES = ("tessel", "torch", "numpy", "math")     # functions not looked into
-
-
-def _reads_tensors(fn, depth=4):
-    """Whether fn (a mod, a @tessel.jit function or one it calls, up to `depth` calls deep)
-    names a tensor in its closure, its globals or a module it reads an attribute of; True
-    where that cannot be told."""
-    import types
-    from . import capture
-    fn = getattr(fn, "fn", fn)                  # a JITFunction's Python function
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return True
-    try:
-        values = [c.cell_contents for c in fn.__closure__ or ()]
-    except ValueError:                          # an empty cell
-        return True
-    scope = getattr(fn, "__globals__", {})
-    values += [scope[n] for n in code.co_names if n in scope]
-    for v in values:
-        if capture.is_tensor(v):
-            return True
-        if isinstance(v, types.ModuleType) and any(
-                capture.is_tensor(getattr(v, n, None)) for n in code.co_names):
-            return True
-        if callable(v) and hasattr(getattr(v, "fn", v), "__code__") and \
-                (getattr(v, "__module__", None) or "").split(".")[0] not in _LIBRARIES and \
-                (depth == 0 or _reads_tensors(v, depth - 1)):
-            return True
-    return False
+def _reads_tensors(fn):
+    """Whether fn (a mod or a @tessel.jit function) reads a captured tensor: the block masks'
+    own test (closure, globals, module attributes, the functions it calls); yes in doubt."""
+    from .blocksparse import mask_reads_tensors
+    return mask_reads_tensors(getattr(fn, "fn", fn))       # (a JITFunction's Python function)
