@@ -268,6 +268,7 @@ class BlockMask:
         # weak references to its tensors, not the tensors.
         state = _capture_state(mask_mod)
         self._made_from = state and state[:2]
+        _LIVE[_lists_key(lists_of(self))] = self
 
     @property
     def is_causal(self):
@@ -332,6 +333,29 @@ class BlockMask:
         B, H, Nq, Nk = self.shape
         return (f"BlockMask(B={B}, H={H}, Nq={Nq}, Nk={Nk}, BLOCK_M={self.BLOCK_M}, "
                 f"BLOCK_N={self.BLOCK_N}, sparsity={self.sparsity():.2f})")
+
+
+# Block masks alive, by the addresses and shapes of their lists: a compiled graph hands tessel's
+# op the lists, not the BlockMask (torch_op_defs), and the op finds the mask again here, with its
+# checks and what it keeps (schedules, is_causal).
+_LIVE = weakref.WeakValueDictionary()
+
+
+def lists_of(bm):
+    """A BlockMask's lists as a compiled graph passes them: the four, then off_causal if known."""
+    return [bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices] + \
+        ([] if bm.off_causal is None else [bm.off_causal])
+
+
+def _lists_key(lists):
+    return tuple((x.ctypes.data if isinstance(x, np.ndarray) else x.data_ptr(), tuple(x.shape))
+                 for x in lists)
+
+
+def live_block_mask(lists):
+    """The BlockMask alive whose lists these are (the same memory and shapes: numpy arrays or
+    the tensors a graph made of them), or None."""
+    return _LIVE.get(_lists_key(lists))
 
 
 # The pairs block_state_kernel looks at a time on the GPU: 8 a thread in registers, and a

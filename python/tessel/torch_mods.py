@@ -6,8 +6,13 @@ A traced call's pair is entered at trace time: Dynamo runs `mods_key` eagerly on
 defaults and closure values and rebuilt from them (a lambda made inside the compiled function
 is a new object at every call). Entries live as long as the process, one per distinct pair
 (told apart as tessel.attention's own kernel cache tells mods apart: code and closure values),
-under a key hashed from their contents, the same in every process. Mods that read a tensor get
-no key (-1): the call runs outside the graph.
+under a key hashed from their contents, the same in every process.
+
+A tensor in a mod's closure (FlexAttention's document ids) is an input of the op, so the graph
+knows the op reads it: the entry holds a stand-in (`_slot`) in its place, and the op's real
+implementation makes the function again around the tensors it was handed (`lookup`). Mods that
+read a tensor any other way (a global, a module attribute, another function) get no key (-1):
+the call runs outside the graph.
 """
 import sys
 
@@ -24,18 +29,21 @@ def bind(torch):
 
 
 def traced_key(score_mod, mask_mod):
-    """mods_key as a traced call asks it: the functions taken apart first (_function_parts)."""
-    parts = (_function_parts(score_mod), _function_parts(mask_mod))
+    """(key, captured) as a traced call asks mods_key: the functions taken apart first
+    (_function_parts), the tensors of their closures the op's `captured` input."""
+    captured = []
+    parts = (_function_parts(score_mod, captured), _function_parts(mask_mod, captured))
     if any(p is None and fn is not None for p, fn in zip(parts, (score_mod, mask_mod))):
-        return -1
-    return _constant_key(*parts)
+        return -1, []
+    return _constant_key(*parts), captured
 
 
 def mods_key(score_mod, mask_mod):
     """The ops' key of a call's mods (each a function, a @tessel.jit function, None, or a
     function's parts: `_function_parts`), or -1 where they stay outside the graph: mods that
-    read a tensor (a closure, global or module attribute: a kernel argument the graph would not
-    know it depends on) or whose code cannot be looked at."""
+    read a tensor other than through their own closure (a global, a module attribute, a
+    function they call: a kernel argument the graph would not know it depends on) or whose code
+    cannot be looked at."""
     if score_mod is None and mask_mod is None:
         return 0
     from .attention import _fn_key
@@ -74,36 +82,66 @@ def _content_key(*fns):
     return 1 + int.from_bytes(hashlib.sha1("|".join(parts).encode()).digest()[:7], "little")
 
 
-def lookup(key):
-    """The (score_mod, mask_mod) of an op's key, or the error of a graph traced in another
-    process with mods never entered in this one."""
+def lookup(key, captured=()):
+    """The (score_mod, mask_mod) of an op's key, their closures' tensors those the op was handed
+    (`captured`), or the error of a graph traced in another process with mods never entered in
+    this one."""
     pair = MODS.get(key)
     if pair is None:
         raise RuntimeError(
             f"tessel: this compiled graph carries mods (key {key}) that were not traced in this "
             "process; compile the model here, so that tessel.attention is traced "
             "(docs/torch-compile.md)")
-    return pair
+    return tuple(_with_tensors(fn, captured) for fn in pair)
+
+
+def _slot(i):
+    """The stand-in an entry's closure holds for the op's i-th captured tensor: a plain tuple,
+    which Dynamo hands to mods_key as a constant and the content key hashes."""
+    return ("tessel.captured", i)
+
+
+def _is_slot(v):
+    return type(v) is tuple and len(v) == 2 and v[0] == "tessel.captured"
+
+
+def _with_tensors(fn, captured):
+    """fn, or where its closure holds stand-ins (_slot) the same function around `captured`:
+    a new function object per call, which tessel's caches tell apart by code and closure values
+    (tensors by their signature), as eager closures made per call."""
+    import types
+    cells = [c.cell_contents for c in getattr(fn, "__closure__", None) or ()]
+    if not any(_is_slot(v) for v in cells):
+        return fn
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              tuple(types.CellType(captured[v[1]] if _is_slot(v) else v)
+                                    for v in cells))
 
 
 _UNKNOWN = object()
 
 
-def _function_parts(fn):
+def _function_parts(fn, captured):
     """A mod as a traced call hands it to mods_key: a plain function as its code, module,
     defaults and closure values (Dynamo converts those to constants; a closure value it has made
-    symbolic is a graph break there, not an error), else itself; None where it must stay
-    outside the graph (a closure over a tensor, keyword defaults, not a function)."""
+    symbolic is a graph break there, not an error), its tensors appended to `captured` and a
+    stand-in (_slot) in their place; else itself; None where it must stay outside the graph
+    (keyword defaults, not a function)."""
     import types
     from .jit import JITFunction
     if fn is None or isinstance(fn, JITFunction):
         return fn
     if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__:
         return None
-    cells = tuple(c.cell_contents for c in fn.__closure__ or ())
-    if any(isinstance(v, sys.modules["torch"].Tensor) for v in cells):
-        return None
-    return ("function", fn.__code__, fn.__module__, fn.__defaults__, cells)
+    cells = []
+    for c in fn.__closure__ or ():
+        v = c.cell_contents
+        if isinstance(v, sys.modules["torch"].Tensor):
+            cells.append(_slot(len(captured)))
+            captured.append(v)
+        else:
+            cells.append(v)
+    return ("function", fn.__code__, fn.__module__, fn.__defaults__, tuple(cells))
 
 
 def _rebuilt(part):

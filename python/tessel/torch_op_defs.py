@@ -51,6 +51,22 @@ def _gradients(run, q, k, v, scale):
     return tuple(g[..., :n].contiguous() for g, n in ((dq, D), (dk, D), (dv, Ev)))
 
 
+def _block_mask(lists, meta, mask_mod):
+    """The BlockMask of an op's block-mask inputs (torch_ops.block_inputs), or None: the live
+    one whose lists they are, else one made around them for this call (lists the graph made or
+    copied: nothing of it is kept, since their contents may change at the same addresses)."""
+    if not lists:
+        return None
+    from .blocksparse import BlockMask, live_block_mask
+    bm = live_block_mask(lists)
+    if bm is None:
+        arrays = [x if x.is_cuda else x.numpy() for x in lists]   # (the interpreter's numpy)
+        B, H, Nq, Nk, BM, BN = meta
+        bm = BlockMask(*arrays[:4], (None if B < 0 else B, None if H < 0 else H, Nq, Nk), BM,
+                       BN, mask_mod, off_causal=arrays[4] if len(arrays) > 4 else None)
+    return bm
+
+
 def define():
     """Defines the ops (torch.library.custom_op) with their fake implementations and
     autograd."""
@@ -61,21 +77,23 @@ def define():
     def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float | None,
                      enable_gqa: bool, block_m: int | None, block_n: int | None,
                      deterministic: bool, window_size: list[int] | None,
-                     softcap: float | None, alibi_slopes: Tensor | None, mods: int
+                     softcap: float | None, alibi_slopes: Tensor | None, mods: int,
+                     captured: list[Tensor], block_lists: list[Tensor], block_meta: list[int]
                      ) -> tuple[Tensor, Tensor]:
         from .attention import attention
-        score_mod, mask_mod = lookup(mods)
+        score_mod, mask_mod = lookup(mods, captured)
         with torch.no_grad():
             o, lse = attention(q, k, v, causal=causal, scale=scale, score_mod=score_mod,
                                mask_mod=mask_mod, enable_gqa=enable_gqa, return_lse=True,
-                               block_m=block_m, block_n=block_n, deterministic=deterministic,
-                               window_size=window_size, softcap=softcap,
-                               alibi_slopes=alibi_slopes)
+                               block_m=block_m, block_n=block_n,
+                               block_mask=_block_mask(block_lists, block_meta, mask_mod),
+                               deterministic=deterministic, window_size=window_size,
+                               softcap=softcap, alibi_slopes=alibi_slopes)
         return _laid_out(o, _output_strides(q, o.shape)), lse.contiguous()
 
     @attention_op.register_fake
     def _(q, k, v, causal, scale, enable_gqa, block_m, block_n, deterministic, window_size,
-          softcap, alibi_slopes, mods):
+          softcap, alibi_slopes, mods, captured, block_lists, block_meta):
         from .attention import _check_shapes
         B, H, Nq, _, _, _ = _check_shapes(q.shape, k.shape, v.shape, enable_gqa, True)
         return _fake_outputs(torch, q, v, B, H, Nq)
@@ -85,38 +103,46 @@ def define():
                               do: Tensor, dlse: Tensor | None, causal: bool,
                               scale: float | None, enable_gqa: bool, deterministic: bool,
                               window_size: list[int] | None, softcap: float | None,
-                              alibi_slopes: Tensor | None, mods: int
-                              ) -> tuple[Tensor, Tensor, Tensor]:
+                              alibi_slopes: Tensor | None, mods: int,
+                              captured: list[Tensor], block_lists: list[Tensor],
+                              block_meta: list[int]) -> tuple[Tensor, Tensor, Tensor]:
         from .backward import attention_backward
-        score_mod, mask_mod = lookup(mods)
+        score_mod, mask_mod = lookup(mods, captured)
+        bm = _block_mask(block_lists, block_meta, mask_mod)
         return _gradients(lambda q, k, scale: attention_backward(
             q, k, v, o, lse, do, causal=causal, scale=scale, score_mod=score_mod,
-            mask_mod=mask_mod, enable_gqa=enable_gqa, dlse=dlse, deterministic=deterministic,
-            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes), q, k, v, scale)
+            mask_mod=mask_mod, enable_gqa=enable_gqa, dlse=dlse, block_mask=bm,
+            deterministic=deterministic, window_size=window_size, softcap=softcap,
+            alibi_slopes=alibi_slopes), q, k, v, scale)
 
     @attention_backward_op.register_fake
     def _(q, k, v, o, lse, do, dlse, causal, scale, enable_gqa, deterministic, window_size,
-          softcap, alibi_slopes, mods):
+          softcap, alibi_slopes, mods, captured, block_lists, block_meta):
         return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
 
     def setup_context(ctx, inputs, output):
         q, k, v, causal, scale, enable_gqa, _, _, deterministic, window_size, softcap, \
-            alibi_slopes, mods = inputs
+            alibi_slopes, mods, captured, block_lists, block_meta = inputs
         o, lse = output
-        ctx.save_for_backward(q, k, v, o, lse, alibi_slopes)
-        ctx.options = (causal, scale, enable_gqa, deterministic, window_size, softcap, mods)
+        ctx.save_for_backward(q, k, v, o, lse, alibi_slopes, *captured, *block_lists)
+        ctx.options = (causal, scale, enable_gqa, deterministic, window_size, softcap, mods,
+                       len(captured), block_meta)
         # The LSE's gradient, mostly never asked for, comes as None, not as zeros made per call.
         ctx.set_materialize_grads(False)
 
     def backward(ctx, do, dlse):
-        q, k, v, o, lse, alibi_slopes = ctx.saved_tensors
-        causal, scale, enable_gqa, deterministic, window_size, softcap, mods = ctx.options
+        q, k, v, o, lse, alibi_slopes, *tensors = ctx.saved_tensors
+        causal, scale, enable_gqa, deterministic, window_size, softcap, mods, n, block_meta = \
+            ctx.options
         if do is None:                      # only the LSE has a gradient
             do = torch.zeros_like(o)
         dq, dk, dv = attention_backward_op(q, k, v, o, lse, do, dlse, causal, scale, enable_gqa,
                                            deterministic, window_size, softcap, alibi_slopes,
-                                           mods)
-        return (dq, dk, dv) + (None,) * 10
+                                           mods, tensors[:n], tensors[n:], block_meta)
+        # A list input takes a list of gradients; torch's structure check sees a list of ints
+        # as one leaf, an empty one as an empty list.
+        return (dq, dk, dv) + (None,) * 10 + ([None] * n, [None] * (len(tensors) - n),
+                                               None if block_meta else [])
 
     attention_op.register_autograd(backward, setup_context=setup_context)
     varlen = _register_varlen(torch, Tensor)

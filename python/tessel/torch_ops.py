@@ -10,8 +10,8 @@ op. The real implementations are the eager entry points, so a compiled call comp
 eager one does.
 
 score_mod and mask_mod ride in the dense ops as an int key (torch_mods.py, entered at trace
-time). Calls an op cannot carry (mods that read tensors, block masks, FP8 inputs) run outside
-the graph: `outside_graph` calls the eager function through torch.compiler.disable (one graph
+time), the tensors of their closures and a block_mask's lists as op inputs. Calls an op cannot
+carry (mods that read tensors otherwise, FP8 inputs) run outside the graph: `outside_graph` calls the eager function through torch.compiler.disable (one graph
 break, autograd as in eager; ``fullgraph=True`` refuses them). docs/torch-compile.md is the
 user's page.
 
@@ -108,6 +108,24 @@ def register():
     return _ops or None
 
 
+def block_inputs(bm):
+    """(lists, meta) of a block_mask as the ops take it ([] and [] for none): its lists as
+    tensors (numpy arrays, the interpreter's, seen as tensors of the same memory, by which the
+    op finds the BlockMask again: blocksparse.live_block_mask) and [B, H, Nq, Nk, BLOCK_M,
+    BLOCK_N] (-1 for a broadcast B or H); (None, None) for anything else (the eager call's
+    error, outside the graph)."""
+    from .blocksparse import BlockMask, lists_of
+    if bm is None:
+        return [], []
+    if not isinstance(bm, BlockMask):
+        return None, None
+    torch = sys.modules["torch"]
+    lists = [x if isinstance(x, torch.Tensor) else torch.as_tensor(x) for x in lists_of(bm)]
+    B, H, Nq, Nk = bm.shape
+    return lists, [-1 if B is None else B, -1 if H is None else H, Nq, Nk, bm.BLOCK_M,
+                   bm.BLOCK_N]
+
+
 def _needs_grad(*tensors):
     return any(t is not None and t.requires_grad for t in tensors) and \
         sys.modules["torch"].is_grad_enabled()
@@ -120,9 +138,10 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
     call outside the graph."""
     from .attention import attention as eager
     ops = register()
-    mods = torch_mods.traced_key(score_mod, mask_mod) if ops is not None else -1
-    if mods < 0 or any(x is not None for x in (block_mask, descale_q, descale_k, descale_v,
-                                               out_dtype)) or \
+    mods, captured = torch_mods.traced_key(score_mod, mask_mod) if ops is not None else (-1, [])
+    lists, meta = block_inputs(block_mask)
+    if mods < 0 or lists is None or _needs_grad(*captured) or \
+            any(x is not None for x in (descale_q, descale_k, descale_v, out_dtype)) or \
             q.element_size() == 1:      # (FP8: its descales and output dtype)
         return outside_graph(eager, q, k, v, causal=causal, scale=scale,
                              score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -133,7 +152,7 @@ def attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, return_ls
                              alibi_slopes=alibi_slopes)
     o, lse = ops.attention(q, k, v, bool(causal), scale, bool(enable_gqa), block_m, block_n,
                            bool(deterministic), _window(window_size), softcap, alibi_slopes,
-                           mods)
+                           mods, captured, lists, meta)
     return (o, lse) if return_lse else o
 
 
@@ -143,8 +162,10 @@ def attention_backward(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod, 
     """tessel.attention_backward while Dynamo traces (the backward's own blocks: block_m and
     block_n are taken outside the graph, as the mods)."""
     ops = register()
-    mods = torch_mods.traced_key(score_mod, mask_mod) if ops is not None else -1
-    if mods < 0 or block_mask is not None or block_m is not None or block_n is not None:
+    mods, captured = torch_mods.traced_key(score_mod, mask_mod) if ops is not None else (-1, [])
+    lists, meta = block_inputs(block_mask)
+    if mods < 0 or lists is None or _needs_grad(*captured) or block_m is not None or \
+            block_n is not None:
         from .backward import attention_backward as eager
         return outside_graph(eager, q, k, v, o, lse, do, causal=causal, scale=scale,
                              score_mod=score_mod, mask_mod=mask_mod, enable_gqa=enable_gqa,
@@ -154,7 +175,7 @@ def attention_backward(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod, 
                              alibi_slopes=alibi_slopes)
     return ops.attention_backward(q, k, v, o, lse, do, dlse, bool(causal), scale,
                                   bool(enable_gqa), bool(deterministic), _window(window_size),
-                                  softcap, alibi_slopes, mods)
+                                  softcap, alibi_slopes, mods, captured, lists, meta)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,

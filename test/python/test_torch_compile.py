@@ -127,7 +127,7 @@ def test_output_strides_as_promised():
     qb, kb, vb = (_rand(1, 24, 2, 16, seed=s, grad=False) for s in range(3))
     q, k, v = (x.transpose(1, 2) for x in (qb, kb, vb))
     ops = torch_ops.register()
-    opts = (False, None, False, None, None, False, None, None, None, 0)
+    opts = (False, None, False, None, None, False, None, None, None, 0, [], [], [])
     o, lse = ops.attention(q, k, v, *opts)
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
         fo, flse = ops.attention(*(mode.from_tensor(x) for x in (q, k, v)), *opts)
@@ -142,14 +142,21 @@ def test_opcheck():
     # torch's own check of a custom op: schema, fake against real, autograd registration.
     ops = torch_ops.register()
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
-    opts = (True, None, False, None, None, False, None, None, None, 0)
+    opts = (True, None, False, None, None, False, None, None, None, 0, [], [], [])
     torch.library.opcheck(ops.attention, (q, k, v, *opts))
     torch.library.opcheck(ops.attention, tuple(x.detach() for x in (q, k, v)) + opts)
     o, lse = ops.attention(q.detach(), k.detach(), v.detach(), *opts)
     do = _rand(*o.shape, seed=5, grad=False)
     torch.library.opcheck(ops.attention_backward,
                           (q.detach(), k.detach(), v.detach(), o, lse, do, None, True, None,
-                           False, False, None, None, None, 0))
+                           False, False, None, None, None, 0, [], [], []))
+    # With a closure's tensor and a block mask's lists as inputs.
+    doc = torch.tensor([0] * 10 + [1] * 14)
+    key, captured = torch_mods.traced_key(None, _doc_mask(doc))
+    bm = tessel.block_mask(_doc_mask(doc), None, None, 24, 24, BLOCK_M=16, BLOCK_N=16, like=q)
+    lists, meta = torch_ops.block_inputs(bm)
+    opts = (False, None, False, None, None, False, None, None, None, key, captured, lists, meta)
+    torch.library.opcheck(ops.attention, (q, k, v, *opts))
 
 
 WINDOW = 5
@@ -205,15 +212,113 @@ def _same_doc(b, h, q_idx, kv_idx):
     return DOC[q_idx] == DOC[kv_idx]
 
 
-def test_mods_that_read_tensors_run_outside_the_graph():
-    # A mask reading a tensor (a kernel argument the graph would not see): the call runs
-    # eagerly (a graph break), gradients included; fullgraph=True refuses it.
+def _doc_mask(doc):
+    def same_doc(b, h, q_idx, kv_idx):
+        return doc[q_idx] == doc[kv_idx]
+    return same_doc
+
+
+def _doc_reference(q, k, v, doc):
+    s = q.double() @ k.double().transpose(-1, -2) * q.shape[-1] ** -0.5
+    s = s.masked_fill(doc[:, None] != doc[None, :], float("-inf"))
+    return torch.softmax(s, -1) @ v.double()
+
+
+@pytest.mark.parametrize("with_block_mask", [False, True])
+def test_closure_tensors_and_block_masks_in_the_graph(with_block_mask):
+    # FlexAttention's document mask: a mask_mod over a closure's tensor, with or without its
+    # block mask. The tensor and the block mask's lists are inputs of the op: one graph with
+    # fullgraph=True, the eager results and gradients, float64's; the block mask is found again
+    # (none made per call), and new document ids written in place are read by the next call.
     doc = torch.tensor([0] * 10 + [1] * 14)
+    mask = _doc_mask(doc)
+    bm = tessel.block_mask(mask, None, None, 24, 24, BLOCK_M=16, BLOCK_N=16,
+                           like=torch.empty(0)) if with_block_mask else None
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return torch._dynamo.backends.debugging.aot_eager(gm, example_inputs)
 
     def f(q, k, v):
-        return tessel.attention(q, k, v, mask_mod=lambda b, h, i, j: doc[i] == doc[j])
+        return tessel.attention(q, k, v, mask_mod=mask, block_mask=bm)
 
-    assert torch_mods.mods_key(None, lambda b, h, i, j: doc[i] == doc[j]) == -1
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    made = []
+    init = tessel.BlockMask.__init__
+    try:
+        tessel.BlockMask.__init__ = lambda self, *a, **kw: made.append(1) or init(self, *a, **kw)
+        out_c, grads_c = _grads(compiled, (q, k, v))
+    finally:
+        tessel.BlockMask.__init__ = init
+    assert not made
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    torch.testing.assert_close(out_c.double(), _doc_reference(q, k, v, doc), atol=1e-5,
+                               rtol=1e-5)
+    assert len(seen) == 1 and torch.ops.tessel.attention.default in seen[0]
+    doc[:] = torch.tensor([0] * 4 + [1] * 20)
+    if with_block_mask:         # the block mask was made from the old ids: eager's refusal
+        with pytest.raises(ValueError, match="not those the block_mask was made from"):
+            compiled(q, k, v)
+    else:
+        torch.testing.assert_close(compiled(q, k, v).double(), _doc_reference(q, k, v, doc),
+                                   atol=1e-5, rtol=1e-5)
+    assert len(seen) == 1
+
+
+def test_block_mask_under_inductor():
+    # Inductor passes the graph's inputs to the op as they are: the live block mask is found.
+    mask = _doc_mask(torch.tensor([0] * 10 + [1] * 14))
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    bm = tessel.block_mask(mask, None, None, 24, 24, BLOCK_M=16, BLOCK_N=16, like=q)
+
+    def f(q, k, v):
+        return (tessel.attention(q, k, v, mask_mod=mask, block_mask=bm) * 2).relu()
+
+    torch._dynamo.reset()
+    out_c, grads_c = _grads(torch.compile(f, fullgraph=True), (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_block_mask_lists_made_in_the_graph():
+    # Lists the graph itself made (here: cloned) are not a live BlockMask's: the op makes one
+    # around them for the call.
+    mask = _doc_mask(torch.tensor([0] * 10 + [1] * 14))
+    q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
+    bm = tessel.block_mask(mask, None, None, 24, 24, BLOCK_M=16, BLOCK_N=16, like=q)
+    lists, meta = torch_ops.block_inputs(bm)
+    key, captured = torch_mods.traced_key(None, mask)
+    o, _ = torch_ops.register().attention(q, k, v, False, None, False, None, None, False, None,
+                                          None, None, key, captured,
+                                          [x.clone() for x in lists], meta)
+    torch.testing.assert_close(o, tessel.attention(q, k, v, mask_mod=mask, block_mask=bm),
+                               atol=0, rtol=0)
+
+
+def test_captured_tensor_requiring_grad_is_refused_as_in_eager():
+    bias = torch.zeros(24, requires_grad=True)
+
+    def f(q, k, v):
+        return tessel.attention(q, k, v, score_mod=lambda s, b, h, i, j: s + bias[j])
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    with pytest.raises(TypeError, match="requires grad"):
+        torch.compile(f, backend="aot_eager")(q, k, v)
+
+
+def test_mods_that_read_tensors_run_outside_the_graph():
+    # A mask reading a global tensor (a kernel argument the graph would not see): the call runs
+    # eagerly (a graph break), gradients included; fullgraph=True refuses it.
+    def f(q, k, v):
+        return tessel.attention(q, k, v, mask_mod=_same_doc)
+
     assert torch_mods.mods_key(None, _same_doc) == -1          # a global tensor
     assert torch_mods.mods_key(_bias, _near) > 0
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
