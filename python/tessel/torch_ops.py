@@ -31,14 +31,18 @@ _is_compiling = None    # torch.compiler.is_compiling, bound once (the eager pat
 def compiling(x):
     """Whether Dynamo is tracing a call whose first tensor is x: the entry points then go
     through the ops. Eager calls pay one bound call (~0.1 us)."""
-    global _is_compiling
     if _is_compiling is None:
         torch = sys.modules.get("torch")
         if torch is None or not isinstance(x, torch.Tensor):
             return False
-        _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or \
-            (lambda: False)             # (a torch without torch.compiler compiles nothing)
+        _bind_is_compiling(torch)
     return _is_compiling()
+
+
+def _bind_is_compiling(torch):
+    global _is_compiling
+    _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or \
+        (lambda: False)                 # (a torch without torch.compiler compiles nothing)
 
 
 class _AfterTorchImport:
@@ -96,6 +100,9 @@ def register():
     graph, and one warning says why."""
     global _ops
     if _ops is None:
+        # Bound before any trace: a trace that bound it would leave a guard on the global being
+        # None, and the next call would compile the function again.
+        _bind_is_compiling(sys.modules["torch"])
         try:
             _ops = torch_op_defs.define()
             torch_mods.bind(sys.modules["torch"])

@@ -270,6 +270,32 @@ def test_closure_tensors_and_block_masks_in_the_graph(with_block_mask):
     assert len(seen) == 1
 
 
+def test_new_ids_and_block_mask_each_step():
+    # A training loop's batches: new document ids, mask_mod and block mask each step, passed to
+    # the compiled function. Their tensors are inputs, not constants of the graph: the results
+    # follow the new ids, and the steps do not each compile a graph.
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return gm
+
+    def f(q, k, v, mask, bm):
+        return tessel.attention(q, k, v, mask_mod=mask, block_mask=bm)
+
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
+    g = torch.Generator().manual_seed(3)
+    torch._dynamo.reset()
+    for _ in range(4):
+        doc = torch.randint(0, 3, (24,), generator=g).sort().values
+        mask = _doc_mask(doc)
+        bm = tessel.block_mask(mask, None, None, 24, 24, BLOCK_M=16, BLOCK_N=16, like=q)
+        torch.testing.assert_close(compiled(q, k, v, mask, bm).double(),
+                                   _doc_reference(q, k, v, doc), atol=1e-5, rtol=1e-5)
+    assert len(seen) == 1
+
+
 def test_block_mask_under_inductor():
     # Inductor passes the graph's inputs to the op as they are: the live block mask is found.
     mask = _doc_mask(torch.tensor([0] * 10 + [1] * 14))
@@ -347,6 +373,18 @@ def test_inductor_around_the_op():
     torch._dynamo.reset()
     compiled = torch.compile(f, fullgraph=True)
     torch.testing.assert_close(compiled(x), f(x), atol=1e-5, rtol=1e-5)
+
+
+def test_first_call_traced_compiles_once():
+    # A process whose first tessel call is traced: a second call reuses the graph (the check
+    # for a trace was bound at registration, not by the trace, which left a guard behind).
+    code = ("import torch, tessel; seen = []; "
+            "f = torch.compile(lambda q: tessel.attention(q, q, q), fullgraph=True, "
+            "backend=lambda gm, ex: seen.append(gm) or gm); "
+            "q = torch.randn(1, 2, 8, 16); f(q); f(q); print(len(seen))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ), timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "1", (r.stdout, r.stderr[-2000:])
 
 
 def test_import_order_and_no_torch_import():
