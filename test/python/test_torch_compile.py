@@ -327,6 +327,26 @@ def test_block_mask_lists_made_in_the_graph():
                                atol=0, rtol=0)
 
 
+def test_score_mod_over_a_closure_tensor():
+    # A bias table in a score_mod's closure (T5/ALiBi-style per-head tables): one graph, eager's
+    # results and gradients for q, k, v, and float64's.
+    table = torch.randn(2, 24)
+    bias = lambda s, b, h, i, j: s + table[h, j]    # noqa: E731 (made outside the compiled f)
+
+    def f(q, k, v):
+        return tessel.attention(q, k, v, score_mod=bias)
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    out_c, grads_c = _grads(torch.compile(f, backend="aot_eager", fullgraph=True), (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    s = q.double() @ k.double().transpose(-1, -2) / 4 + table.double()[None, :, None, :]
+    torch.testing.assert_close(out_c.double(), torch.softmax(s, -1) @ v.double(), atol=1e-5,
+                               rtol=1e-5)
+
+
 def test_captured_tensor_requiring_grad_is_refused_as_in_eager():
     bias = torch.zeros(24, requires_grad=True)
 
