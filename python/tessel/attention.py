@@ -24,6 +24,7 @@ import numpy as np
 
 from . import capture
 from . import cpu_tensors
+from . import flex
 from . import gpu
 from . import language as tl
 from . import torch_ops
@@ -923,7 +924,8 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         block_n: the key block size, likewise.
         block_mask: a :class:`tessel.BlockMask` made by :func:`tessel.block_mask` from the same
             ``mask_mod`` (and shapes): the key loop then visits only its non-empty blocks, the
-            full ones without mask arithmetic. ``block_m`` / ``block_n``, if given, are the
+            full ones without mask arithmetic. FlexAttention's BlockMask (create_block_mask)
+            is taken over; its own mask_mod is the default there. ``block_m`` / ``block_n``, if given, are the
             kernel's blocks and must divide the mask's; ``causal`` must then be False (put
             ``q_idx >= kv_idx`` in the mask_mod). Differentiable on CUDA (the backward
             visits the same blocks). Without it, CUDA calls whose mask_mod reads a captured
@@ -964,6 +966,8 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             block_n that is not an int.
         NotImplementedError: numpy inputs while autograd would want gradients.
     """
+    if block_mask is not None and flex.is_flex_block_mask(block_mask):
+        mask_mod, block_mask = flex.taken_over(block_mask, mask_mod, torch_ops.compiling(q))
     if torch_ops.compiling(q):          # under torch.compile: one node of the graph
         return torch_ops.attention(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa,
                                    return_lse, block_m, block_n, block_mask, deterministic,

@@ -106,6 +106,21 @@ _UNSUPPORTED = {
 }
 _PY_FUNCS = {builtins.min, builtins.max, builtins.abs, builtins.float, builtins.int,
              builtins.len, builtins.round, builtins.bool, builtins.pow}
+# torch functions that FlexAttention's mods call and that mean what their tl namesakes mean:
+# a mod written for flex_attention compiles as it is (docs/dsl.md).
+_TORCH_TWINS = ("where", "exp", "exp2", "log", "log2", "sqrt", "tanh", "abs", "maximum",
+                "minimum")
+
+
+def _torch_twin(fn):
+    """The tl name of a torch function in _TORCH_TWINS, else None."""
+    name = getattr(fn, "__name__", None)
+    torch = sys.modules.get("torch")
+    if name in _TORCH_TWINS and torch is not None and getattr(torch, name, None) is fn:
+        return name
+    return None
+
+
 _FLOATS = ("f16", "bf16", "f32")
 # FP8 (e4m3fn) tiles are loaded, stored, converted and multiplied by tl.dot, not computed on.
 _FP8 = "f8e4m3fn"
@@ -809,6 +824,10 @@ class CodeGenerator:
                 raise self.error(node, f"tl.{fn.name} can only be the iterable of a for loop")
             handler = getattr(self, "tl_" + fn.name)
             return self.call_builtin(node, "tl." + fn.name, handler, args, kwargs)
+        twin = _torch_twin(fn)
+        if twin is not None:
+            handler = getattr(self, "tl_" + twin)
+            return self.call_builtin(node, "torch." + twin, handler, args, kwargs)
         from .jit import JITFunction
         if isinstance(fn, JITFunction):
             return self.inline_call(node, fn, args, kwargs)

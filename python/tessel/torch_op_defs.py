@@ -53,18 +53,14 @@ def _gradients(run, q, k, v, scale):
 
 def _block_mask(lists, meta, mask_mod):
     """The BlockMask of an op's block-mask inputs (torch_ops.block_inputs), or None: the live
-    one whose lists they are, else one made around them for this call (lists the graph made or
-    copied: nothing of it is kept, since their contents may change at the same addresses)."""
+    one whose lists they are, else one made around them (lists the graph made or copied, or
+    FlexAttention's) and kept for these very tensors unchanged (flex.block_mask_of)."""
     if not lists:
         return None
-    from .blocksparse import BlockMask, live_block_mask
-    bm = live_block_mask(lists)
-    if bm is None:
-        arrays = [x if x.is_cuda else x.numpy() for x in lists]   # (the interpreter's numpy)
-        B, H, Nq, Nk, BM, BN = meta
-        bm = BlockMask(*arrays[:4], (None if B < 0 else B, None if H < 0 else H, Nq, Nk), BM,
-                       BN, mask_mod, off_causal=arrays[4] if len(arrays) > 4 else None)
-    return bm
+    from .blocksparse import live_block_mask
+    from .flex import block_mask_of
+    return (live_block_mask(lists) if meta[6] == 0 else None) or \
+        block_mask_of(lists, meta, mask_mod)
 
 
 def define():

@@ -119,18 +119,22 @@ def block_inputs(bm):
     """(lists, meta) of a block_mask as the ops take it ([] and [] for none): its lists as
     tensors (numpy arrays, the interpreter's, seen as tensors of the same memory, by which the
     op finds the BlockMask again: blocksparse.live_block_mask) and [B, H, Nq, Nk, BLOCK_M,
-    BLOCK_N] (-1 for a broadcast B or H); (None, None) for anything else (the eager call's
-    error, outside the graph)."""
+    BLOCK_N, layout] (-1 for a broadcast B or H; layout 1: FlexAttention's BlockMask, taken
+    over in the op); (None, None) for anything else (the eager call's error, outside the
+    graph)."""
     from .blocksparse import BlockMask, lists_of
+    from .flex import flex_lists, is_flex_block_mask
     if bm is None:
         return [], []
+    if is_flex_block_mask(bm):
+        return flex_lists(bm)
     if not isinstance(bm, BlockMask):
         return None, None
     torch = sys.modules["torch"]
     lists = [x if isinstance(x, torch.Tensor) else torch.as_tensor(x) for x in lists_of(bm)]
     B, H, Nq, Nk = bm.shape
     return lists, [-1 if B is None else B, -1 if H is None else H, Nq, Nk, bm.BLOCK_M,
-                   bm.BLOCK_N]
+                   bm.BLOCK_N, 0]
 
 
 def _needs_grad(*tensors):

@@ -1,0 +1,162 @@
+"""tessel.flex_attention: FlexAttention's call (torch.nn.attention.flex_attention) on tessel's
+kernels, with FlexAttention's own BlockMask (create_block_mask) or tessel's.
+
+A FlexAttention BlockMask is taken over as a tessel BlockMask: the same compact lists, made
+canonical once (ascending, 0 past the counts, a padded last key block never full, since
+tessel's full blocks skip the key-length check) and kept, keyed by the very list tensors and
+their versions (`block_mask_of`). Under torch.compile the lists travel into tessel's op as they
+are and are taken over there, by the same function (torch_ops.block_inputs). docs/dsl.md,
+"FlexAttention's call".
+"""
+import sys
+import weakref
+
+from . import gpu
+
+# (tensors' weak references, their versions, BlockMask) by the lists' ids; oldest first.
+_TAKEN = {}
+_TAKEN_MAX = 16
+
+
+def is_flex_block_mask(x):
+    """Whether x is torch.nn.attention.flex_attention.BlockMask."""
+    t = type(x)
+    return t.__name__ == "BlockMask" and t.__module__.startswith("torch.nn.attention")
+
+
+def flex_lists(fbm):
+    """(lists, meta) of a FlexAttention BlockMask as tessel's ops take them (layout 1)."""
+    Nq, Nk = fbm.seq_lengths
+    BM, BN = fbm.BLOCK_SIZE
+    lists = [fbm.kv_num_blocks, fbm.kv_indices]
+    if fbm.full_kv_num_blocks is not None:
+        lists += [fbm.full_kv_num_blocks, fbm.full_kv_indices]
+    B, H = fbm.kv_num_blocks.shape[:2]
+    return lists, [B if B > 1 else -1, H if H > 1 else -1, Nq, Nk, BM, BN, 1]
+
+
+def _everything(b, h, q_idx, kv_idx):
+    return q_idx >= 0
+
+
+def mask_mod_of(fbm):
+    """The mask_mod to call with a FlexAttention BlockMask: its own, or for FlexAttention's
+    noop_mask (block sparsity alone) one that keeps every pair."""
+    fn = fbm.mask_mod
+    if getattr(fn, "__name__", None) == "noop_mask" and \
+            getattr(fn, "__module__", "").startswith("torch.nn.attention"):
+        return _everything
+    return fn
+
+
+def taken_over(fbm, mask_mod, traced):
+    """(mask_mod, block_mask) of a tessel.attention call given FlexAttention's BlockMask: its
+    own mask_mod (or the one given, which must be it), and tessel's BlockMask of it, or the
+    FlexAttention one itself where the call is traced (the op takes its lists as they are)."""
+    own = mask_mod_of(fbm)
+    if mask_mod is not None and mask_mod is not own:
+        from .blocksparse import _same_mod
+        if traced or not _same_mod(own, mask_mod):
+            raise ValueError("tessel.attention: the FlexAttention block_mask was made from "
+                             f"another mask_mod ({getattr(own, '__name__', own)!r}) than the "
+                             f"one passed ({getattr(mask_mod, '__name__', mask_mod)!r})")
+    mask_mod = own
+    return mask_mod, fbm if traced else block_mask_of(*flex_lists(fbm), mask_mod)
+
+
+def block_mask_of(lists, meta, mask_mod):
+    """The tessel BlockMask of an op's block-mask inputs (torch_ops.block_inputs) that are no
+    live mask's lists: kept per list tensors and versions (the same tensors unchanged are the
+    same mask, with what it computed once), taken over from FlexAttention's layout where meta
+    says so (meta[6] == 1)."""
+    key = tuple(id(x) for x in lists)
+    versions = tuple(x._version for x in lists)
+    hit = _TAKEN.pop(key, None)
+    if hit is None or hit[1] != versions or any(r() is not x for r, x in zip(hit[0], lists)):
+        hit = (tuple(weakref.ref(x) for x in lists), versions, _made(lists, meta, mask_mod))
+        while len(_TAKEN) >= _TAKEN_MAX:
+            _TAKEN.pop(next(iter(_TAKEN)))
+    _TAKEN[key] = hit
+    return hit[2]
+
+
+def _made(lists, meta, mask_mod):
+    from .blocksparse import BlockMask
+    B, H, Nq, Nk, BM, BN = meta[:6]
+    for name, x in (("BLOCK_SIZE[0]", BM), ("BLOCK_SIZE[1]", BN)):
+        if x < 16 or x & (x - 1):
+            raise ValueError(f"tessel.flex_attention: the block mask's {name} is {x}; tessel "
+                             "takes powers of two >= 16")
+    if len(meta) > 6 and meta[6] == 1:
+        lists = _canonical(lists, Nk, BN)
+    if not lists[0].is_cuda:
+        lists = [x.numpy() for x in lists]      # (the interpreter's numpy)
+    return BlockMask(*lists[:4], (None if B < 0 else B, None if H < 0 else H, Nq, Nk), BM, BN,
+                     mask_mod, off_causal=lists[4] if len(lists) > 4 else None)
+
+
+def _canonical(lists, Nk, BN):
+    """FlexAttention's lists as tessel's: ascending, 0 past the counts, and a last key block
+    that the key length cuts never among the full ones (tessel's full blocks do not check it)."""
+    from .blocksparse import block_lists
+    torch = gpu.torch_module()
+    num, idx = lists[0], lists[1]
+    slot = torch.arange(idx.shape[-1], device=idx.device)
+
+    def blocks(n, i):                       # bool [..., NQB, NKB] of a (counts, indices) pair
+        valid = slot < n[..., None]
+        marks = torch.zeros(i.shape, dtype=torch.int32, device=i.device)
+        return marks.scatter_add_(-1, torch.where(valid, i, 0).long(), valid.int()) > 0
+
+    full = blocks(lists[2], lists[3]) if len(lists) > 2 else \
+        torch.zeros(idx.shape, dtype=torch.bool, device=idx.device)
+    partial = blocks(num, idx) & ~full
+    if Nk % BN:
+        partial[..., -1] |= full[..., -1]
+        full[..., -1] = False
+    return [*block_lists(partial), *block_lists(full)]
+
+
+def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
+                   enable_gqa=False, return_lse=False, kernel_options=None, *, return_aux=None):
+    """FlexAttention's call on tessel's kernels: ``torch.nn.attention.flex_attention``'s
+    signature and results.
+
+    Args:
+        query, key, value: ``[B, H, Nq, E]``, ``[B, Hkv, Nk, E]``, ``[B, Hkv, Nk, Ev]`` torch
+            tensors (CUDA: the GPU; CPU: the interpreter), as for :func:`tessel.attention`.
+        score_mod: ``(score, b, h, q_idx, kv_idx) -> score``, written as for FlexAttention;
+            torch.where, torch.tanh, torch.exp, torch.exp2, torch.log, torch.log2,
+            torch.sqrt, torch.abs, torch.maximum and torch.minimum compile as their tl
+            namesakes.
+        block_mask: a BlockMask of FlexAttention (``create_block_mask``) or of tessel
+            (:func:`tessel.block_mask`), or None; its mask_mod is applied in its partial
+            blocks. FlexAttention's block sizes must be powers of two >= 16.
+        scale: the softmax scale; default ``1 / sqrt(E)``.
+        enable_gqa: query heads share key/value heads (H a multiple of Hkv).
+        return_lse: also return the log-sum-exp ``[B, H, Nq]`` (float32, natural log).
+        kernel_options: FlexAttention's Triton tuning (block sizes, warps, stages); tessel
+            picks its own kernels and ignores them.
+        return_aux: FlexAttention's AuxRequest: ``lse=True`` returns ``(out, AuxOutput)``
+            with the LSE; ``max_scores`` is not computed (NotImplementedError).
+
+    Returns:
+        out, or ``(out, lse)``, or ``(out, AuxOutput)``, as flex_attention.
+    """
+    from .attention import attention
+    if return_aux is not None and getattr(return_aux, "max_scores", False):
+        raise NotImplementedError("tessel.flex_attention: return_aux max_scores is not "
+                                  "computed; ask for lse only")
+    if return_aux is not None and return_lse:
+        raise ValueError("tessel.flex_attention: pass return_lse or return_aux, not both")
+    mask_mod = None if block_mask is None or is_flex_block_mask(block_mask) else \
+        getattr(block_mask, "mask_mod", None)      # (FlexAttention's: attention takes it over)
+    want_lse = return_lse or bool(return_aux is not None and getattr(return_aux, "lse", False))
+    out = attention(query, key, value, score_mod=score_mod, mask_mod=mask_mod,
+                    block_mask=block_mask, scale=scale, enable_gqa=enable_gqa,
+                    return_lse=want_lse)
+    if return_aux is None:
+        return out
+    o, lse = out if want_lse else (out, None)
+    aux = getattr(sys.modules.get("torch.nn.attention.flex_attention"), "AuxOutput", None)
+    return (o, aux(lse=lse, max_scores=None)) if aux is not None else (o, lse)
