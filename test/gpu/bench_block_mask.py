@@ -7,7 +7,8 @@ Each case is one mask_mod (and score_mod) written once and given to both: tessel
 `tessel.block_mask(...)` and FlexAttention (`torch.compile(flex_attention)`) with
 `create_block_mask(...)`, both at 128x128 mask blocks, built once before timing. Timed per call:
 `tessel.attention(q, k, v, score_mod=..., mask_mod=..., block_mask=bm)` and the compiled
-`flex_attention(q, k, v, score_mod=..., block_mask=fbm)` (each allocates its output). TFLOP/s
+`flex_attention(q, k, v, score_mod=..., block_mask=fbm)` (each allocates its output), and the
+drop-in `tessel.flex_attention` with FlexAttention's own block mask and mods (`drop-in`). TFLOP/s
 count only the allowed (query, key) pairs, 4·d flops each. "no bm": the same call without a
 block_mask (tessel builds and caches one itself for masks that read tensors; other masks run the
 dense kernel with the compile-time mask analysis). Also per case: the time to build the
@@ -143,7 +144,7 @@ def main():
           f"blocks {args.blocks or 'default'}{', overlap' if args.overlap else ''}; persistent "
           f"{'on' if persistent else 'off'}")
     print(f"{'case':>13} {'density':>7} {'tessel':>8} {'no bm':>8} {'flex':>8} {'/flex':>6} "
-          f"{'bm ms':>7} {'cbm ms':>7} {'diff':>8}")
+          f"{'bm ms':>7} {'cbm ms':>7} {'diff':>8} {'drop-in':>8}")
     for name in args.cases:
         mask_mod, score_t, score_f, per_batch = cases[name]
         pairs = allowed_pairs(torch, mask_mod, B, N, per_batch)
@@ -177,6 +178,14 @@ def main():
         plain()
         row["tessel_no_bm_ms"] = timed(plain)
         if fbm is not None:
+            def drop_in():    # FlexAttention's call as it is: its block mask and its mods
+                return tessel.flex_attention(q, k, v, score_mod=score_f, block_mask=fbm)
+            try:
+                drop_in()
+                row["drop_in_ms"] = timed(drop_in)
+            except Exception as e:                   # noqa: BLE001
+                row["drop_in_why"] = f"{type(e).__name__}: {str(e)[:200]}"
+
             def theirs():
                 return flex(q, k, v, score_mod=score_f, block_mask=fbm)
             try:
@@ -186,7 +195,7 @@ def main():
                                                / want.float().abs().max()).item()
             except Exception as e:                   # noqa: BLE001
                 row["flex_why"] = f"{type(e).__name__}: {str(e)[:200]}"
-        for key in ("tessel", "tessel_no_bm", "flex", "tessel_other_persistent"):
+        for key in ("tessel", "tessel_no_bm", "flex", "tessel_other_persistent", "drop_in"):
             ms = row.get(f"{key}_ms")
             row[f"{key}_tflops"] = flops / ms / 1e9 if ms else None
         report["rows"].append(row)
@@ -200,12 +209,14 @@ def main():
               f"{num(row.get('flex_tflops'), '.1f'):>8} {num(ratio, '.2f'):>6} "
               f"{num(row['tessel_block_mask_ms'], '.3f'):>7} "
               f"{num(row.get('flex_block_mask_ms'), '.3f'):>7} "
-              f"{num(row.get('max_rel_diff_vs_flex'), '.2e'):>8}"
+              f"{num(row.get('max_rel_diff_vs_flex'), '.2e'):>8} "
+              f"{num(row.get('drop_in_tflops'), '.1f'):>8}"
               + (f"  [{'one a tile' if persistent else 'persistent'} "
                  f"{num(row['tessel_other_persistent_tflops'], '.1f')}]"
                  if args.ab_persistent else ""), flush=True)
-        if row.get("flex_why"):
-            print(f"{'':>13} flex: {row['flex_why']}")
+        for why in ("flex_why", "drop_in_why"):
+            if row.get(why):
+                print(f"{'':>13} {why[:-4]}: {row[why]}")
     save_report(args.json, report)
     return 0
 
