@@ -3,8 +3,9 @@ kernels, with FlexAttention's own BlockMask (create_block_mask) or tessel's.
 
 A FlexAttention BlockMask is taken over as a tessel BlockMask: the same compact lists, made
 canonical once (ascending, 0 past the counts, a padded last key block never full, since
-tessel's full blocks skip the key-length check) and kept, keyed by the very list tensors and
-their versions (`block_mask_of`). Under torch.compile the lists travel into tessel's op as they
+tessel's full blocks skip the key-length check), or tessel's own classification of its
+mask_mod where that has the same blocks (it also knows whether the mask is causal's), kept
+per list tensors and versions (`block_mask_of`). Under torch.compile the lists travel into tessel's op as they
 are and are taken over there, by the same function (torch_ops.block_inputs). docs/dsl.md,
 "FlexAttention's call".
 """
@@ -87,12 +88,33 @@ def _made(lists, meta, mask_mod):
         if x < 16 or x & (x - 1):
             raise ValueError(f"tessel.flex_attention: the block mask's {name} is {x}; tessel "
                              "takes powers of two >= 16")
+    shape = (None if B < 0 else B, None if H < 0 else H, Nq, Nk)
     if len(meta) > 6 and meta[6] == 1:
         lists = _canonical(lists, Nk, BN)
+        own = _own_if_same(lists, shape, BM, BN, mask_mod)
+        if own is not None:
+            return own
     if not lists[0].is_cuda:
         lists = [x.numpy() for x in lists]      # (the interpreter's numpy)
-    return BlockMask(*lists[:4], (None if B < 0 else B, None if H < 0 else H, Nq, Nk), BM, BN,
-                     mask_mod, off_causal=lists[4] if len(lists) > 4 else None)
+    return BlockMask(*lists[:4], shape, BM, BN, mask_mod,
+                     off_causal=lists[4] if len(lists) > 4 else None)
+
+
+def _own_if_same(lists, shape, BM, BN, mask_mod):
+    """tessel's own classification of mask_mod (tessel.block_mask) where it has exactly these
+    blocks, else None. It knows where the mask is causal's (BlockMask.is_causal: the dense
+    causal kernel then runs); a FlexAttention mask whose blocks say otherwise (made from lists,
+    or cut by the length differently) keeps its own blocks."""
+    from .blocksparse import _classified, _placement
+    if mask_mod is _everything:
+        return None
+    torch = gpu.torch_module()
+    own = _classified(mask_mod, *shape, BM, BN, _placement(None, lists[0]))
+    theirs = [torch.as_tensor(x) for x in (own.kv_num_blocks, own.kv_indices,
+                                            own.full_kv_num_blocks, own.full_kv_indices)]
+    same = all(a.shape == b.shape and torch.equal(a.to(b.device), b)
+               for a, b in zip(theirs, lists))
+    return own if same else None
 
 
 def _canonical(lists, Nk, BN):

@@ -108,6 +108,11 @@ def test_block_mask_taken_over_once_and_checked():
     # A padded last key block is never full (tessel's full blocks skip the length check).
     full = first.full_kv_indices[0, 0][:first.full_kv_num_blocks[0, 0, -1]]
     assert 2 not in full.tolist()
+    # Where tessel's own classification has the same blocks it is taken (a causal mask then
+    # runs the dense causal kernel); at 300 FlexAttention's cut blocks differ from it.
+    assert not first.is_causal
+    bm256 = fa.create_block_mask(_causal, None, None, 256, 256, device="cpu")
+    assert flex.block_mask_of(*flex.flex_lists(bm256), _causal).is_causal
     with pytest.raises(ValueError, match="another mask_mod"):
         tessel.attention(q, k, v, mask_mod=lambda b, h, i, j: i >= j + 1, block_mask=bm)
 
