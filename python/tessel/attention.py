@@ -925,8 +925,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
         block_mask: a :class:`tessel.BlockMask` made by :func:`tessel.block_mask` from the same
             ``mask_mod`` (and shapes): the key loop then visits only its non-empty blocks, the
             full ones without mask arithmetic. FlexAttention's BlockMask (create_block_mask)
-            is taken over; its own mask_mod is the default there. ``block_m`` / ``block_n``, if given, are the
-            kernel's blocks and must divide the mask's; ``causal`` must then be False (put
+            is taken over; its own mask_mod is the default there. ``block_m`` /
+            ``block_n``, if given, are the kernel's blocks and must divide the mask's;
+            ``causal`` must then be False (put
             ``q_idx >= kv_idx`` in the mask_mod). Differentiable on CUDA (the backward
             visits the same blocks). Without it, CUDA calls whose mask_mod reads a captured
             tensor build one themselves (docs/dsl.md, "Block masks").

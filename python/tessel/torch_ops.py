@@ -11,9 +11,9 @@ eager one does.
 
 score_mod and mask_mod ride in the dense ops as an int key (torch_mods.py, entered at trace
 time), the tensors of their closures and a block_mask's lists as op inputs. Calls an op cannot
-carry (mods that read tensors otherwise, FP8 inputs) run outside the graph: `outside_graph` calls the eager function through torch.compiler.disable (one graph
-break, autograd as in eager; ``fullgraph=True`` refuses them). docs/torch-compile.md is the
-user's page.
+carry (mods that read tensors otherwise, FP8 inputs) run outside the graph: `outside_graph`
+calls the eager function through torch.compiler.disable (one graph break, autograd as in eager;
+``fullgraph=True`` refuses them). docs/torch-compile.md is the user's page.
 
 The ops are registered when tessel is imported after torch, else right after `import torch`
 (a meta path finder): tessel never imports torch itself, and Dynamo cannot trace a
