@@ -11,6 +11,7 @@ import builtins
 import inspect
 import math
 import sys
+import weakref
 
 from . import capture
 from . import language as tl
@@ -119,6 +120,28 @@ def _torch_twin(fn):
     if name in _TORCH_TWINS and torch is not None and getattr(torch, name, None) is fn:
         return name
     return None
+
+
+# Plain Python functions a kernel calls, as @tessel.jit functions (_plain_jit).
+_PLAIN_JIT = weakref.WeakKeyDictionary()
+
+
+def _plain_jit(fn):
+    """A plain function of the user's (not the standard library's, torch's, numpy's or
+    tessel's) called in a kernel, as the @tessel.jit function it is inlined as: FlexAttention's
+    mods call helpers and each other (and_masks, or_masks) without decorating them. None for
+    anything else."""
+    import types
+    if not isinstance(fn, types.FunctionType):
+        return None
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is not None and not _user_module(module):
+        return None
+    jitted = _PLAIN_JIT.get(fn)
+    if jitted is None:
+        from .jit import jit
+        jitted = _PLAIN_JIT[fn] = jit(fn)
+    return jitted
 
 
 _FLOATS = ("f16", "bf16", "f32")
@@ -462,6 +485,21 @@ class CodeGenerator:
             self.assign(node.target, x, node)
             self.run_body(node.body)
 
+    def new_constant(self, node, name, args, kwargs):
+        """`x.new_ones(())` / `x.new_zeros(())`, as FlexAttention's and_masks / or_masks start
+        their fold: a 0-dim tensor is a compile-time constant here (True / False for
+        torch.bool, 1 / 0 otherwise), which broadcasts as torch's does."""
+        size = args[0] if args else kwargs.get("size")
+        if len(args) > 1 or set(kwargs) - {"size", "dtype", "device"} or \
+                not isinstance(size, (tuple, list)) or len(size):
+            raise self.error(node, f"{name} takes only a 0-dim size here: x.{name}((), "
+                                   "dtype=...)")
+        dtype = str(kwargs.get("dtype"))     # torch.bool, tl.int1, torch.float16, ...
+        one = name == "new_ones"
+        if "bool" in dtype or "int1" in dtype:
+            return one
+        return 1.0 * one if "float" in dtype else int(one)
+
     def emit_loop(self, node, bounds, kind):
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable must be a plain name")
@@ -659,8 +697,8 @@ class CodeGenerator:
                 return base.shape
             if node.attr == "dtype":
                 return tl.DTYPES.get(base.dtype)
-            if node.attr == "to":
-                return _Method(base, "to")
+            if node.attr in ("to", "new_ones", "new_zeros"):
+                return _Method(base, node.attr)
             raise self.error(node, f"a {base.type_str()} has no attribute '{node.attr}'")
         try:
             value = getattr(base, node.attr)
@@ -819,6 +857,7 @@ class CodeGenerator:
         if isinstance(fn, _Method):
             if fn.name == "to":
                 return self.call_builtin(node, "to", self.tl_cast, (fn.value, *args), kwargs)
+            return self.new_constant(node, fn.name, args, kwargs)
         if isinstance(fn, tl._Builtin):
             if fn.name in ("stream", "static_range"):
                 raise self.error(node, f"tl.{fn.name} can only be the iterable of a for loop")
@@ -831,6 +870,9 @@ class CodeGenerator:
         from .jit import JITFunction
         if isinstance(fn, JITFunction):
             return self.inline_call(node, fn, args, kwargs)
+        plain = _plain_jit(fn)
+        if plain is not None:
+            return self.inline_call(node, plain, args, kwargs)
         if isinstance(fn, ModFunction):
             return self.inline_call(node, fn.jit, args, kwargs, role=fn.role, owner=fn)
         if fn is builtins.range:

@@ -72,6 +72,43 @@ def test_against_float64_and_flex(mask, score_mod):
     torch.testing.assert_close(o, fo, atol=1e-5, rtol=1e-5)
 
 
+def _near(q_idx, kv_idx):
+    return torch.abs(q_idx - kv_idx) < 40
+
+
+def _local(b, h, q_idx, kv_idx):        # calls a plain helper, as FlexAttention's mods may
+    return _near(q_idx, kv_idx)
+
+
+DOC = torch.tensor([[0] * 100 + [1] * 200])
+
+
+def _same_doc(b, h, q_idx, kv_idx):
+    return DOC[b, q_idx] == DOC[b, kv_idx]
+
+
+@pytest.mark.parametrize("combine", ["and", "or"])
+def test_and_or_masks(combine):
+    # FlexAttention's and_masks / or_masks (a fold over a tuple of mods from x.new_ones(())),
+    # over a mod reading a tensor and one calling a plain helper function.
+    q, k, v = (_rand(1, 2, 300, 16, seed=s) for s in range(3))
+    mods = (_causal, _same_doc, _local)
+    mask = (fa.and_masks if combine == "and" else fa.or_masks)(*mods)
+    bm = fa.create_block_mask(mask, 1, None, 300, 300, device="cpu")
+    fold = (lambda a, b: a & b) if combine == "and" else (lambda a, b: a | b)
+
+    def keep(b, h, i, j):
+        out = mods[0](b, h, i, j)
+        for m in mods[1:]:
+            out = fold(out, m(b, h, i, j))
+        return out
+    o = tessel.flex_attention(q, k, v, block_mask=bm)
+    torch.testing.assert_close(o.double(), _reference(q, k, v, keep=keep)[0], atol=1e-5,
+                               rtol=1e-5)
+    torch.testing.assert_close(o, fa.flex_attention(q, k, v, block_mask=bm), atol=1e-5,
+                               rtol=1e-5)
+
+
 def test_gqa_scale_aux_and_gradients():
     q = _rand(1, 4, 64, 16, seed=1, grad=True)
     k, v = (_rand(1, 2, 64, 16, seed=s, grad=True) for s in (2, 3))
