@@ -97,3 +97,17 @@ def test_flex_drop_in_inductor_fullgraph():
         outs.append([o, *torch.autograd.grad(o.float().sum(), (q, k, v))])
     for a, b in zip(*outs):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_the_drop_in_example_on_cuda():
+    # examples/python/flex_drop_in.py --cuda --compile checks itself against float64.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "flex_drop_in.py"),
+                        "--cuda", "--compile"], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("max error vs float64") == 4

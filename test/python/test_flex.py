@@ -193,3 +193,18 @@ def test_under_torch_compile(backend):
         torch.testing.assert_close(c, e, atol=1e-6, rtol=1e-6)
     if backend == "aot_eager":
         assert len(seen) == 1
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_drop_in_example_runs(compiled):
+    # examples/python/flex_drop_in.py checks its output and gradients against float64 itself.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "flex_drop_in.py")]
+                       + (["--compile"] if compiled else []), capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, TESSEL_BUILD_DIR=str(dsl_helpers.BUILD)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("max error vs float64") == 4
