@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Differential fuzzing of the attention entry points: random shapes and options (GQA, causal,
 scale, block sizes, FlashAttention's window / softcap / ALiBi, fp16, ragged varlen batches,
-paged caches, split-KV, block masks over a captured tensor, FP8), each result against
+paged caches, split-KV, block masks over a captured tensor, FP8, tessel.flex_attention with
+FlexAttention's own block masks and mods), each result against
 tessel.reference's float64 attention (and its hand-written backward). A mismatch or an
 exception is printed with the case. By default on numpy arrays (the CPU interpreter).
 
     python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
-        [--kinds forward backward serving block_mask fp8 varlen_backward]
-        [--device numpy|cpu|cuda]        (varlen_backward: torch tensors only)
+        [--kinds forward backward serving block_mask fp8 varlen_backward flex]
+        [--device numpy|cpu|cuda]        (varlen_backward, flex: torch tensors only)
         [--compile]                      (the entry points through torch.compile)
 
 --device cpu passes torch CPU tensors (the interpreter again, through tessel's torch entry);
@@ -572,6 +573,90 @@ def block_mask_case(rng):
     return None
 
 
+def _flex_mods(rng, torch, fa, B, Nq, Nk):
+    """(score_mod, its float64 score and score_grad, mask_mod, its allowed, per-batch) for
+    flex_case, written as FlexAttention users write them (torch functions, and_masks /
+    or_masks, ids in a closure)."""
+    cap = float(rng.choice([5.0, 20.0]))
+    scores = [
+        (None, None, None),
+        (lambda s, b, h, i, j: cap * torch.tanh(s / cap),
+         lambda s, b, h, i, j: cap * np.tanh(s / cap),
+         lambda s, b, h, i, j: 1 - np.tanh(s / cap) ** 2),
+        (lambda s, b, h, i, j: torch.where(i >= j, s, s - 1.0),
+         lambda s, b, h, i, j: np.where(i >= j, s, s - 1.0),
+         lambda s, b, h, i, j: np.ones_like(s)),
+    ]
+    score_mod, score, score_grad = scores[int(rng.integers(0, len(scores)))]
+    W = int(rng.integers(1, 40))
+    docs = np.sort(rng.integers(0, int(rng.integers(1, 5)), size=(B, max(Nq, Nk))), axis=1)
+    ids = BACKEND.index(docs)
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    def window(b, h, q_idx, kv_idx):
+        return torch.abs(q_idx - kv_idx) < W
+
+    def document(b, h, q_idx, kv_idx):
+        return ids[b, q_idx] == ids[b, kv_idx]
+    masks = [
+        (causal, lambda b, h, i, j: i >= j, False),
+        (window, lambda b, h, i, j: np.abs(i - j) < W, False),
+        (document, lambda b, h, i, j: docs[b, i] == docs[b, j], True),
+        (fa.and_masks(causal, document), lambda b, h, i, j: (i >= j) & (docs[b, i] ==
+                                                                      docs[b, j]), True),
+        (fa.or_masks(window, causal), lambda b, h, i, j: (np.abs(i - j) < W) | (i >= j),
+         False),
+    ]
+    mask_mod, allowed, per_batch = masks[int(rng.integers(0, len(masks)))]
+    return score_mod, score, score_grad, mask_mod, allowed, per_batch
+
+
+def flex_case(rng):
+    """tessel.flex_attention with FlexAttention's own create_block_mask (block sizes and
+    lengths the blocks do not divide), its mask combinators and torch-function mods, GQA, a
+    scale; o and the LSE against float64, half the time dq, dk, dv through autograd."""
+    torch = BACKEND.torch
+    fa = importlib.import_module("torch.nn.attention.flex_attention")
+    c = _dense_case(rng, shorter=True)
+    for name in ("causal", "block_m", "block_n", "window_size", "softcap", "alibi_slopes"):
+        del c[name]                     # (flex_attention's call has none of them)
+    grad = rng.random() < 0.5
+    c.update(grad=grad, block=int(_pick(rng, [64, 128] if BACKEND.device == "cuda" else
+                                        [16, 32, 64, 128])))
+    (q, k, v), ref = _inputs(rng, c)
+    score_mod, score, score_grad, mask_mod, allowed, per_batch = _flex_mods(
+        rng, torch, fa, c["B"], c["Nq"], c["Nk"])
+    c["mods"] = (getattr(score_mod, "__name__", None), getattr(mask_mod, "__name__", None))
+    bm = fa.create_block_mask(mask_mod, c["B"] if per_batch else None, None, c["Nq"], c["Nk"],
+                              device=BACKEND.device, BLOCK_SIZE=c["block"])
+    for x in (q, k, v) if grad else ():
+        x.requires_grad_()
+    o, lse = tessel.flex_attention(q, k, v, score_mod=score_mod, block_mask=bm,
+                                   scale=c["scale"], enable_gqa=c["H"] != c["Hkv"],
+                                   return_lse=True)
+    scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
+    ro, rlse = reference_attention(*ref, scale=scale, score=score, allowed=allowed,
+                                   enable_gqa=c["H"] != c["Hkv"])
+    live = np.isfinite(rlse)             # rows that see no key: 0 and -inf in both
+    got = BACKEND.numpy(lse)[live]
+    errs = [_rel(o, ro), float(np.abs(got - rlse[live]).max(initial=0.0)
+                               / max(1.0, np.abs(rlse[live]).max(initial=0.0)))]
+    if max(errs) > BACKEND.tol[c["dtype"]]:
+        return f"flex {c}: o, lse {errs}"
+    if grad:
+        do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
+        grads = torch.autograd.grad(o, (q, k, v), do)
+        want = reference_attention_backward(*ref, do64, scale=scale, score=score,
+                                            score_grad=score_grad, allowed=allowed,
+                                            enable_gqa=c["H"] != c["Hkv"])
+        errs = [_rel(g, w) for g, w in zip(grads, want)]
+        if max(errs) > BACKEND.grad_tol[c["dtype"]]:
+            return f"flex backward {c}: dq, dk, dv {errs}"
+    return None
+
+
 def fp8_case(rng):
     """FP8 (e4m3) q, k, v at head dims 128 and 256 with per-tensor or per-(batch, kv head)
     descales, bf16 or fp16 out, causal or not, GQA; o against float64 attention of the
@@ -619,10 +704,11 @@ def fp8_case(rng):
 
 
 KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case,
-         "block_mask": block_mask_case, "fp8": fp8_case, "varlen_backward": varlen_backward_case}
-# Kinds that need torch tensors (attention_varlen's gradients come through torch's autograd):
-# left out on numpy.
-TORCH_ONLY = {"varlen_backward"}
+         "block_mask": block_mask_case, "fp8": fp8_case, "varlen_backward": varlen_backward_case,
+         "flex": flex_case}
+# Kinds that need torch tensors (attention_varlen's gradients come through torch's autograd;
+# FlexAttention's BlockMask): left out on numpy.
+TORCH_ONLY = {"varlen_backward", "flex"}
 
 
 ENTRY_POINTS = ("attention", "attention_backward", "attention_varlen", "attention_with_kvcache")

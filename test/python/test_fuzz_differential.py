@@ -28,6 +28,13 @@ def test_torch_cpu_tensors_match_too():
     assert count == 30 and failures == []
 
 
+def test_flex_drop_in_matches_too():
+    # tessel.flex_attention with FlexAttention's own block masks and mods (torch tensors).
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    count, failures = fuzz_differential.run(["flex"], 19, cases=40, device="cpu")
+    assert count == 40 and failures == []
+
+
 def test_compiled_entry_points_match_too():
     # --compile: every entry-point call through torch.compile (the ops' fake implementations,
     # autograd and routing), the entry points restored afterwards.
