@@ -665,10 +665,29 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
                 block_m or min(fast[0], block_mask.BLOCK_M),
                 block_n or min(fast[1], block_mask.BLOCK_N), dlse, block_dim)
     if gpu.is_torch_tensor(q):
+        if AUTO_BLOCK_MASK and mask_mod is not None and block_mask is None and \
+                block_m is None and block_n is None:
+            # A mask read from tensors: the block mask the forward made for it
+            # (blocksparse.auto_block_mask, kept per tensors), as the autograd backward does.
+            from . import blocksparse
+            auto = blocksparse.auto_block_mask(q, k, causal, mask_mod, enable_gqa)
+            if auto is not None:
+                return attention_backward(q, k, v, o, lse, do, False, scale, score_mod, auto[1],
+                                          enable_gqa, dlse, block_mask=auto[0],
+                                          deterministic=deterministic)
         return _attention_backward_cuda(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                                         enable_gqa, dlse, block_m, block_n, deterministic)
     return _attention_backward_host(q, k, v, o, lse, do, causal, scale, score_mod, mask_mod,
                                     enable_gqa, dlse, block_m, block_n)
+
+
+# Whether attention_backward's CUDA calls with a mask_mod that reads tensors (and no block_mask)
+# visit the blocks of the block mask the forward made (blocksparse.auto_block_mask), as
+# tessel.attention's autograd does, instead of every block with the mask evaluated: the same
+# programs as autograd's (a compiled graph's backward op equals eager bit for bit) and fewer
+# blocks. test/gpu/test_torch_compile_gpu.py::test_document_mask_inductor_fullgraph and
+# test_block_mask_gpu.py check it (bench/results/2026-12-07-s51/run3.sh).
+AUTO_BLOCK_MASK = True
 
 
 def _value_dim_padded(fn, q, k, v, o, lse, do, causal, scale, *args):
@@ -1160,7 +1179,8 @@ def _autograd_function():
                 # The block mask's mask_mod has any causality folded in.
                 dq, dk, dv = attention_backward(q, k, v, o, lse, do, False, scale, score_mod,
                                                 sparse[1], enable_gqa, dlse,
-                                                block_mask=sparse[0])
+                                                block_mask=sparse[0],
+                                                deterministic=deterministic)
                 return dq, dk, dv, None
             # The forward's block sizes are not the backward's (gpu_backward_blocks); a forward
             # with blocks wider than D (block_dim) meets a backward that takes them too
