@@ -228,11 +228,13 @@ TILES_CUDA = True
 
 # Whether attention_varlen with gradients runs a v narrower than q at its own width (the varlen
 # kernel's DV forward, the varlen programs' DV: dP and dV at v's width; MLA training on packed
-# sequences) instead of padding v for the whole call: on the interpreter (torch CPU tensors);
-# on CUDA after its GPU check (VALUE_HEAD_DIM_CUDA; test_serving_gpu.py
-# `test_varlen_value_head_dim_gradients`).
+# sequences) instead of padding v for the whole call: on the interpreter (torch CPU tensors),
+# and on CUDA since its GPU check (H100, fifty-first session: test_serving_gpu.py
+# `test_varlen_value_head_dim_gradients` 8/8; forward + backward of 64 packed sequences of
+# 0.1-8k beside the padded call, 192/128 1.34x / 1.14x, 128/64 1.27x / 1.14x non-causal /
+# causal: docs/bench/2026-12-07-h100-s51.md).
 VALUE_HEAD_DIM = True
-VALUE_HEAD_DIM_CUDA = False
+VALUE_HEAD_DIM_CUDA = True
 
 
 def takes_value_dim(q, k, v, window_size, softcap, alibi_slopes):

@@ -579,8 +579,8 @@ def test_varlen_programs_backward(monkeypatch, dtype, causal, D, grid):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_varlen_value_head_dim_gradients(monkeypatch, dtype, causal, E, Ev):
-    # varlen_backward.VALUE_HEAD_DIM_CUDA (forty-ninth session, off until this passes): a v
-    # narrower than q with gradients (MLA on packed sequences) at its own width, the varlen
+    # varlen_backward.VALUE_HEAD_DIM_CUDA (forty-ninth session; on since this passed in the
+    # fifty-first): a v narrower than q with gradients (MLA on packed sequences) at its own width, the varlen
     # kernel's DV forward and the varlen programs' DV, not padded.
     from tessel import serving
     from tessel import varlen_backward as vb

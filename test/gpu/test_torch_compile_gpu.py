@@ -149,10 +149,14 @@ def _doc_mask(doc):
 
 
 @pytest.mark.parametrize("with_block_mask", [False, True])
-def test_document_mask_inductor_fullgraph(with_block_mask):
+def test_document_mask_inductor_fullgraph(with_block_mask, monkeypatch):
     # FlexAttention's document mask over a closure's tensor, with its block mask or the one
-    # tessel makes per call: the tensor and the lists are op inputs (one graph). Deterministic:
-    # the block-sparse backward otherwise adds dq up by atomics, in an order that varies.
+    # tessel makes per call: the tensor and the lists are op inputs (one graph). Without a
+    # block mask the backward op's attention_backward takes the forward's automatic block mask
+    # as eager autograd does (backward.AUTO_BLOCK_MASK, checked here): the same programs, so
+    # the same bits.
+    from tessel import backward
+    monkeypatch.setattr(backward, "AUTO_BLOCK_MASK", True)
     N = 2048
     doc = torch.cat([torch.arange(N, device="cuda")[None] // 300,
                      torch.arange(N, device="cuda")[None] // 1000]).int()
