@@ -4,8 +4,8 @@ kernels, with FlexAttention's own BlockMask (create_block_mask) or tessel's.
 A FlexAttention BlockMask is taken over as a tessel BlockMask: the same compact lists, made
 canonical once (ascending, 0 past the counts, a padded last key block never full, since
 tessel's full blocks skip the key-length check), or tessel's own classification of its
-mask_mod where that has the same blocks (it also knows whether the mask is causal's), kept
-per list tensors and versions (`block_mask_of`). Under torch.compile the lists travel into
+mask_mod where that visits no block the lists leave out (it also knows whether the mask is
+causal's), kept per list tensors and versions (`block_mask_of`). Under torch.compile the lists travel into
 tessel's op as they are (torch_ops.block_inputs) and are taken over there by the same function.
 docs/dsl.md, "Code written against FlexAttention".
 """
@@ -90,49 +90,52 @@ def _made(lists, meta, mask_mod):
                              "takes powers of two >= 16")
     shape = (None if B < 0 else B, None if H < 0 else H, Nq, Nk)
     if len(meta) > 6 and meta[6] == 1:
-        lists = _canonical(lists, Nk, BN)
-        own = _own_if_same(lists, shape, BM, BN, mask_mod)
+        visited = _blocks(lists[0], lists[1])
+        if len(lists) > 2:
+            visited |= _blocks(lists[2], lists[3])
+        own = _own_within(visited, shape, BM, BN, mask_mod, lists[0])
         if own is not None:
             return own
+        lists = _canonical(lists, Nk, BN)
     if not lists[0].is_cuda:
         lists = [x.numpy() for x in lists]      # (the interpreter's numpy)
     return BlockMask(*lists[:4], shape, BM, BN, mask_mod,
                      off_causal=lists[4] if len(lists) > 4 else None)
 
 
-def _own_if_same(lists, shape, BM, BN, mask_mod):
-    """tessel's own classification of mask_mod (tessel.block_mask) where it has exactly these
-    blocks, else None. It knows where the mask is causal's (BlockMask.is_causal: the dense
-    causal kernel then runs); a FlexAttention mask whose blocks say otherwise (made from lists,
-    or cut by the length differently) keeps its own blocks."""
+def _blocks(num, idx):
+    """bool [..., NQB, NKB]: the key blocks a (counts, indices) pair of lists names, torch
+    tensors (FlexAttention's or tessel's layout: the tail past the count is not read)."""
+    torch = gpu.torch_module()
+    num, idx = torch.as_tensor(num), torch.as_tensor(idx)
+    valid = torch.arange(idx.shape[-1], device=idx.device) < num[..., None]
+    marks = torch.zeros(idx.shape, dtype=torch.int32, device=idx.device)
+    return marks.scatter_add_(-1, torch.where(valid, idx, 0).long(), valid.int()) > 0
+
+
+def _own_within(visited, shape, BM, BN, mask_mod, like):
+    """tessel's own classification of mask_mod (tessel.block_mask) where it visits no block
+    that FlexAttention's lists leave out (`visited`), else None. Blocks FlexAttention visits
+    and tessel finds empty hold no allowed pair, so skipping them changes nothing; tessel's own
+    knows where the mask is causal's (BlockMask.is_causal: the dense causal kernel then runs)
+    and cuts the last blocks by the lengths. A BlockMask sparser than its mask_mod (made from
+    lists) keeps its own blocks."""
     from .blocksparse import _classified, _placement
     if mask_mod is _everything:
         return None
-    torch = gpu.torch_module()
-    own = _classified(mask_mod, *shape, BM, BN, _placement(None, lists[0]))
-    theirs = [torch.as_tensor(x) for x in (own.kv_num_blocks, own.kv_indices,
-                                            own.full_kv_num_blocks, own.full_kv_indices)]
-    same = all(a.shape == b.shape and torch.equal(a.to(b.device), b)
-               for a, b in zip(theirs, lists))
-    return own if same else None
+    own = _classified(mask_mod, *shape, BM, BN, _placement(None, like))
+    mine = _blocks(own.kv_num_blocks, own.kv_indices) | \
+        _blocks(own.full_kv_num_blocks, own.full_kv_indices)
+    return None if bool((mine.to(visited.device) & ~visited).any()) else own
 
 
 def _canonical(lists, Nk, BN):
     """FlexAttention's lists as tessel's: ascending, 0 past the counts, and a last key block
     that the key length cuts never among the full ones (tessel's full blocks do not check it)."""
     from .blocksparse import block_lists
-    torch = gpu.torch_module()
-    num, idx = lists[0], lists[1]
-    slot = torch.arange(idx.shape[-1], device=idx.device)
-
-    def blocks(n, i):                       # bool [..., NQB, NKB] of a (counts, indices) pair
-        valid = slot < n[..., None]
-        marks = torch.zeros(i.shape, dtype=torch.int32, device=i.device)
-        return marks.scatter_add_(-1, torch.where(valid, i, 0).long(), valid.int()) > 0
-
-    full = blocks(lists[2], lists[3]) if len(lists) > 2 else \
-        torch.zeros(idx.shape, dtype=torch.bool, device=idx.device)
-    partial = blocks(num, idx) & ~full
+    full = _blocks(lists[2], lists[3]) if len(lists) > 2 else \
+        gpu.torch_module().zeros(lists[1].shape, dtype=bool, device=lists[1].device)
+    partial = _blocks(lists[0], lists[1]) & ~full
     if Nk % BN:
         partial[..., -1] |= full[..., -1]
         full[..., -1] = False

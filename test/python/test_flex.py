@@ -143,15 +143,29 @@ def test_block_mask_taken_over_once_and_checked():
     bm.kv_num_blocks.add_(0)
     assert flex.block_mask_of(*flex.flex_lists(bm), _causal) is not first
     # A padded last key block is never full (tessel's full blocks skip the length check).
-    full = first.full_kv_indices[0, 0][:first.full_kv_num_blocks[0, 0, -1]]
+    made = flex._made(*flex.flex_lists(bm), flex._everything)
+    full = made.full_kv_indices[0, 0][:made.full_kv_num_blocks[0, 0, -1]]
     assert 2 not in full.tolist()
-    # Where tessel's own classification has the same blocks it is taken (a causal mask then
-    # runs the dense causal kernel); at 300 FlexAttention's cut blocks differ from it.
-    assert not first.is_causal
-    bm256 = fa.create_block_mask(_causal, None, None, 256, 256, device="cpu")
-    assert flex.block_mask_of(*flex.flex_lists(bm256), _causal).is_causal
+    # tessel's own classification is taken where it visits no block FlexAttention's lists
+    # leave out: a causal mask then runs the dense causal kernel, also where the length cuts
+    # the last blocks (FlexAttention counts the last query block's all partial).
+    assert first.is_causal
     with pytest.raises(ValueError, match="another mask_mod"):
         tessel.attention(q, k, v, mask_mod=lambda b, h, i, j: i >= j + 1, block_mask=bm)
+
+
+def test_block_mask_sparser_than_its_mask_mod():
+    # Lists that leave out blocks the mask_mod allows (from_kv_blocks with causal as its
+    # mask_mod, diagonal blocks only): FlexAttention's blocks are kept, not tessel's own, as
+    # FlexAttention's compiled kernel visits only them (its eager CPU path applies the mask_mod
+    # to every pair instead: not compared).
+    q, k, v = (_rand(1, 1, 256, 16, seed=s) for s in range(3))
+    num = torch.tensor([[[1, 1]]], dtype=torch.int32)
+    idx = torch.tensor([[[[0, 0], [1, 0]]]], dtype=torch.int32)
+    bm = fa.BlockMask.from_kv_blocks(num, idx, BLOCK_SIZE=128, mask_mod=_causal)
+    keep = lambda b, h, i, j: ((i // 128) == (j // 128)) & (i >= j)    # noqa: E731
+    torch.testing.assert_close(tessel.flex_attention(q, k, v, block_mask=bm).double(),
+                               _reference(q, k, v, keep=keep)[0], atol=1e-5, rtol=1e-5)
 
 
 def test_noop_mask_block_sparsity():
