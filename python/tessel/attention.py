@@ -928,8 +928,9 @@ def attention(q, k, v, causal=False, scale=None, score_mod=None, mask_mod=None,
             is taken over; its own mask_mod is the default there. ``block_m`` /
             ``block_n``, if given, are the kernel's blocks and must divide the mask's;
             ``causal`` must then be False (put ``q_idx >= kv_idx`` in the mask_mod).
-            Differentiable on CUDA (the backward visits the same blocks). Without it, CUDA calls whose mask_mod reads a captured
-            tensor build one themselves (docs/dsl.md, "Block masks").
+            Differentiable on CUDA (the backward visits the same blocks). Without it, CUDA
+            calls whose mask_mod reads a captured tensor build one themselves (docs/dsl.md,
+            "Block masks").
         deterministic: a backward whose gradients are the same bit for bit from run to run.
             By default (as FlashAttention's ``deterministic=False``) the sm_90a backward may
             add dq up from its key blocks with float32 atomics, in an order that varies;

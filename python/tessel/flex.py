@@ -5,9 +5,9 @@ A FlexAttention BlockMask is taken over as a tessel BlockMask: the same compact 
 canonical once (ascending, 0 past the counts, a padded last key block never full, since
 tessel's full blocks skip the key-length check), or tessel's own classification of its
 mask_mod where that visits no block the lists leave out (it also knows whether the mask is
-causal's), kept per list tensors and versions (`block_mask_of`). Under torch.compile the lists travel into
-tessel's op as they are (torch_ops.block_inputs) and are taken over there by the same function.
-docs/dsl.md, "Code written against FlexAttention".
+causal's), kept per list tensors and versions (`block_mask_of`). Under torch.compile the
+lists travel into tessel's op as they are (torch_ops.block_inputs) and are taken over there by
+the same function. docs/dsl.md, "Code written against FlexAttention".
 """
 import sys
 import weakref
