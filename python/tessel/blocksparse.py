@@ -354,7 +354,10 @@ def _lists_key(lists):
 
 def live_block_mask(lists):
     """The BlockMask alive whose lists these are (the same memory and shapes: numpy arrays or
-    the tensors a graph made of them), or None."""
+    the tensors a graph made of them), or None; None for empty lists (no memory to tell them
+    apart by)."""
+    if any(x.size == 0 if isinstance(x, np.ndarray) else x.numel() == 0 for x in lists):
+        return None
     return _LIVE.get(_lists_key(lists))
 
 
