@@ -31,6 +31,7 @@ A gradient flowing into the returned lse (return_lse=True with lse used in the l
 import numpy as np
 
 from . import cpu_tensors
+from . import flex
 from . import gpu
 from . import language as tl
 from . import torch_ops
@@ -603,7 +604,8 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         block_m: the query block size of the backward programs.
         block_n: the key block size.
         block_mask: the :class:`tessel.BlockMask` of the forward (with its mask_mod; causal
-            False): on the interpreter the programs visit only its blocks
+            False), or FlexAttention's BlockMask as tessel.attention takes it: on the
+            interpreter the programs visit only its blocks
             (python/tessel/blocksparse_backward.py), on CUDA too where the fast paths take
             the programs (``backward.SPARSE_BACKWARD_ON_GPU``; docs/dev/backward.md).
         deterministic: as in :func:`attention`: dq by its own program, never by atomics.
@@ -619,6 +621,8 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
         ValueError: shapes that do not fit together, a v wider than q, or a block_mask that
             does not fit.
     """
+    if block_mask is not None and flex.is_flex_block_mask(block_mask):
+        mask_mod, block_mask = flex.taken_over(block_mask, mask_mod, torch_ops.compiling(q))
     if torch_ops.compiling(q):          # under torch.compile: one node of the graph
         return torch_ops.attention_backward(
             q, k, v, o, lse, do, causal, scale, score_mod, mask_mod, enable_gqa, dlse, block_m,

@@ -133,6 +133,18 @@ def test_gqa_scale_aux_and_gradients():
         tessel.flex_attention(q, k, v, return_aux=fa.AuxRequest(max_scores=True))
 
 
+def test_attention_backward_takes_a_flex_block_mask():
+    q, k, v = (_rand(1, 2, 300, 16, seed=s) for s in range(3))
+    bm = fa.create_block_mask(MASKS["document"], 1, None, 300, 300, device="cpu")
+    o, lse = tessel.flex_attention(q, k, v, block_mask=bm, return_lse=True)
+    do = _rand(*o.shape, seed=4)
+    ours = tessel.attention_backward(q, k, v, o, lse, do, block_mask=bm)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    want = torch.autograd.grad(tessel.flex_attention(*leaves, block_mask=bm), leaves, do)
+    for a, b in zip(ours, want):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
 def test_block_mask_taken_over_once_and_checked():
     # The same FlexAttention BlockMask is one tessel BlockMask (kept); lists written in place
     # (a new version) are taken over again; a mask_mod other than the block mask's is refused.
