@@ -10,7 +10,6 @@ lists travel into tessel's op as they are (torch_ops.block_inputs) and are taken
 the same function. docs/dsl.md, "Code written against FlexAttention".
 """
 import sys
-import weakref
 
 from . import gpu
 
@@ -70,11 +69,12 @@ def block_mask_of(lists, meta, mask_mod):
     live mask's lists: kept per list tensors and versions (the same tensors unchanged are the
     same mask, with what it computed once), taken over from FlexAttention's layout where meta
     says so (meta[6] == 1)."""
+    from .blocksparse import _reference, _same_tensors
     key = tuple(id(x) for x in lists)
     versions = tuple(x._version for x in lists)
     hit = _TAKEN.pop(key, None)
-    if hit is None or hit[1] != versions or any(r() is not x for r, x in zip(hit[0], lists)):
-        hit = (tuple(weakref.ref(x) for x in lists), versions, _made(lists, meta, mask_mod))
+    if hit is None or hit[1] != versions or not _same_tensors(hit[0], lists):
+        hit = (tuple(_reference(x) for x in lists), versions, _made(lists, meta, mask_mod))
         while len(_TAKEN) >= _TAKEN_MAX:
             _TAKEN.pop(next(iter(_TAKEN)))
     _TAKEN[key] = hit
