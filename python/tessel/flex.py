@@ -142,6 +142,32 @@ def _canonical(lists, Nk, BN):
     return [*block_lists(partial), *block_lists(full)]
 
 
+def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None, BLOCK_SIZE=128, _compile=False,
+                      **_options):
+    """FlexAttention's ``create_block_mask`` signature, tessel's block mask
+    (:func:`tessel.block_mask`: 3–12× faster than FlexAttention's on an H100, B4 H16 N8192).
+
+    Args:
+        mask_mod: ``(b, h, q_idx, kv_idx) -> bool``, as for FlexAttention.
+        B: the batch size, or None (the mask does not depend on ``b``).
+        H: the number of query heads, or None.
+        Q_LEN: the number of queries.
+        KV_LEN: the number of keys.
+        device: ``"cuda"`` (or a CUDA device) for CUDA tensors; None or ``"cpu"`` for the
+            interpreter's (CPU tensors of ``query`` run there).
+        BLOCK_SIZE: an int or ``(BLOCK_M, BLOCK_N)``, powers of two >= 16; FlexAttention's
+            128 by default.
+        _compile: FlexAttention's (compiles its builder); ignored, as its other tuning
+            options are.
+
+    Returns:
+        tessel.BlockMask, for :func:`flex_attention` or :func:`tessel.attention`.
+    """
+    from .blocksparse import block_mask
+    BM, BN = (BLOCK_SIZE, BLOCK_SIZE) if isinstance(BLOCK_SIZE, int) else BLOCK_SIZE
+    return block_mask(mask_mod, B, H, Q_LEN, KV_LEN, BLOCK_M=BM, BLOCK_N=BN, device=device)
+
+
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
                    enable_gqa=False, return_lse=False, kernel_options=None, *, return_aux=None):
     """FlexAttention's call on tessel's kernels: ``torch.nn.attention.flex_attention``'s

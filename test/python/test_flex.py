@@ -234,3 +234,18 @@ def test_the_drop_in_example_runs(compiled):
                        timeout=600, env=dict(os.environ, TESSEL_BUILD_DIR=str(dsl_helpers.BUILD)))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("max error vs float64") == 4
+
+
+def test_create_block_mask_drop_in():
+    # tessel.create_block_mask: FlexAttention's signature, tessel's classifier; its mask gives
+    # tessel.flex_attention the same result as FlexAttention's own.
+    q, k, v = (_rand(2, 2, 300, 16, seed=s) for s in range(3))
+    mask = MASKS["document"]
+    ours = tessel.create_block_mask(mask, 2, None, 300, 300, device="cpu", BLOCK_SIZE=(64, 32))
+    assert isinstance(ours, tessel.BlockMask) and (ours.BLOCK_M, ours.BLOCK_N) == (64, 32)
+    theirs = fa.create_block_mask(mask, 2, None, 300, 300, device="cpu")
+    torch.testing.assert_close(tessel.flex_attention(q, k, v, block_mask=ours),
+                               tessel.flex_attention(q, k, v, block_mask=theirs), atol=1e-6,
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="power of two"):
+        tessel.create_block_mask(mask, 2, None, 300, 300, BLOCK_SIZE=100)
