@@ -446,11 +446,16 @@ def block_mask(mask_mod, B, H, Nq, Nk, BLOCK_M=None, BLOCK_N=None, device=None, 
     BM = default if BLOCK_M is None else BLOCK_M
     BN = default if BLOCK_N is None else BLOCK_N
     for name, x in (("BLOCK_M", BM), ("BLOCK_N", BN)):
-        if not isinstance(x, int) or x < 16 or x & (x - 1):
+        if not is_mask_block(x):
             raise ValueError(f"tessel.block_mask: {name} must be a power of two >= 16, got {x!r}")
     if mask_mod is None or not callable(mask_mod):
         raise TypeError("tessel.block_mask: mask_mod must be a function (b, h, q_idx, kv_idx)")
     return _classified(mask_mod, B_, H_, Nq, Nk, BM, BN, place)
+
+
+def is_mask_block(x):
+    """Whether x is a block size a BlockMask takes: a power of two >= 16."""
+    return isinstance(x, int) and x >= 16 and not x & (x - 1)
 
 
 def _classified(mask_mod, B_, H_, Nq, Nk, BM, BN, place, causal=False):

@@ -82,14 +82,14 @@ def block_mask_of(lists, meta, mask_mod):
 
 
 def _made(lists, meta, mask_mod):
-    from .blocksparse import BlockMask
-    B, H, Nq, Nk, BM, BN = meta[:6]
+    from .blocksparse import BlockMask, is_mask_block
+    B, H, Nq, Nk, BM, BN, layout = meta
     for name, x in (("BLOCK_SIZE[0]", BM), ("BLOCK_SIZE[1]", BN)):
-        if x < 16 or x & (x - 1):
+        if not is_mask_block(x):
             raise ValueError(f"tessel.flex_attention: the block mask's {name} is {x}; tessel "
                              "takes powers of two >= 16")
     shape = (None if B < 0 else B, None if H < 0 else H, Nq, Nk)
-    if len(meta) > 6 and meta[6] == 1:
+    if layout == 1:
         visited = _blocks(lists[0], lists[1])
         if len(lists) > 2:
             visited |= _blocks(lists[2], lists[3])
