@@ -136,15 +136,18 @@ def _sequence(q, k, v, scale, causal, window=None, softcap=None, alibi=None):
 
 
 def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, scale=None, causal=False,
-                     window=None, softcap=None, alibi=None):
+                     window=None, softcap=None, alibi=None, seqused_k=None):
     """float64 tessel.attention_varlen, one sequence at a time: o [total_q, H, Dv] (v's head
-    dim) and lse [H, total_q]; alibi: slopes [H] or [B, H]."""
+    dim) and lse [H, total_q]; alibi: slopes [H] or [B, H]; seqused_k: each sequence's keys
+    are the first that many rows of its span."""
     H = q.shape[1]
     o = np.zeros(q.shape[:2] + v.shape[2:])
     lse = np.full((H, q.shape[0]), -np.inf)
     for b in range(len(cu_seqlens_q) - 1):
         qs = slice(int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1]))
-        ks = slice(int(cu_seqlens_k[b]), int(cu_seqlens_k[b + 1]))
+        k0 = int(cu_seqlens_k[b])
+        ks = slice(k0, int(cu_seqlens_k[b + 1]) if seqused_k is None else
+                   k0 + int(seqused_k[b]))
         o[qs], lse[:, qs] = _sequence(q[qs], k[ks], v[ks], scale, causal, window, softcap,
                                       _slopes_of(alibi, b))
     return o, lse

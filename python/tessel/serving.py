@@ -125,9 +125,13 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             FlashAttention's flash_attn_varlen_func with block_table, a serving engine's batch
             of prefill chunks and decode steps in one call. No backward (inputs that require
             grad are refused).
-        seqused_k: int32 ``[B]``, with block_table: n_b, each sequence's key count
-            (FlashAttention-3's and vLLM's); without it n_b = cu_seqlens_k[b + 1] -
-            cu_seqlens_k[b] (FlashAttention-2's), and cu_seqlens_k may be None when it is given.
+        seqused_k: int32 ``[B]``, each sequence's key count n_b (FlashAttention-3's and
+            vLLM's). With block_table: its keys are positions 0 .. n_b - 1 of its pages, and
+            cu_seqlens_k may be None. Without: its keys are the first n_b rows of its span
+            cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1 (at most the span: more is a ValueError
+            on numpy input, clamped to the span on the GPU); the rows after them are not read
+            and get no gradient. Causal and the window are aligned to n_b. Without seqused_k,
+            n_b = cu_seqlens_k[b + 1] - cu_seqlens_k[b] (FlashAttention-2's).
 
     numpy arrays (float32, float16, bf16 as uint16) and torch CPU tensors run on the CPU
     interpreter, CUDA torch tensors (fp16, bf16, fp32) on the GPU. q, k and v are read in place
@@ -159,17 +163,20 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                                       max_seqlen_k, block_table, seqused_k, causal, scale,
                                       return_lse, block_m, block_n, window_size, softcap,
                                       alibi_slopes)
-    if seqused_k is not None:
+    if seqused_k is not None and gpu.is_torch_tensor(q) and q.is_cuda and \
+            not serving_checks.PACKED_SEQUSED_CUDA:
         raise NotImplementedError(
-            f"tessel.{fn}: seqused_k is taken with block_table (a paged cache); packed k and "
-            "v are read as cu_seqlens_k spans them")
+            f"tessel.{fn}: seqused_k without block_table on CUDA tensors waits for its GPU "
+            "check (serving_checks.PACKED_SEQUSED_CUDA); give cu_seqlens_k the used keys, or a "
+            "paged cache with block_table, meanwhile")
     dv = value_head_dim_differs(q, k, v, rank=3)
     if dv and not _varlen_dv(q, k, v) and not _varlen_dv_grad(q, k, v, window_size, softcap,
                                                               alibi_slopes):
         return call_with_value_head_dim(
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m, block_n=block_n,
-            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
+            window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes,
+            seqused_k=seqused_k)
     Dp = _varlen_padded_dim(q, k, v)
     DB = 0
     if _varlen_block_dim(q, k, v, Dp):
@@ -179,7 +186,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             *(_pad_columns(x, Dp) for x in (q, k, v)), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             max_seqlen_k, causal=causal, scale=softmax_scale(scale, q.shape[-1]),
             return_lse=return_lse, block_m=block_m, block_n=block_n, window_size=window_size,
-            softcap=softcap, alibi_slopes=alibi_slopes)
+            softcap=softcap, alibi_slopes=alibi_slopes, seqused_k=seqused_k)
         return _first_columns(res, q.shape[-1], return_lse)
     named = (("q", q), ("k", k), ("v", v))
     if gpu.is_torch_tensor(q) and cpu_tensors.needs_grad(q, k, v):
@@ -187,13 +194,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         return attention_varlen_with_grad(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, return_lse,
             dict(causal=causal, scale=scale, block_m=block_m, block_n=block_n,
-                 window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes))
+                 window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes),
+            seqused_k)
     if cpu_tensors.is_cpu_tensor(q):
         cpu_tensors.check_dtypes(fn, named)
         return cpu_tensors.call(
             attention_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal=causal, scale=scale, return_lse=return_lse, block_m=block_m,
-            block_n=block_n, window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes)
+            block_n=block_n, window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes,
+            seqused_k=seqused_k)
     kind = _kind(fn, named)
     _refuse_grad(fn, named)
     _check_same_dtype(fn, named)
@@ -230,6 +239,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                 raise ValueError(f"tessel.{fn}: sequence {int(lengths.argmax())} has "
                                  f"{int(lengths.max())} rows, more than "
                                  f"max_seqlen_{name[-1]} = {mx}")
+    if seqused_k is not None:
+        cu_k = serving_checks.key_bounds(fn, kind, q, cu_k, seqused_k)
     if H * max(total_q, 1) > _I32_MAX or max(total_q, total_k) * H * D > 2**40:
         raise ValueError(f"tessel.{fn}: {total_q} query rows x {H} heads are too many for "
                          "32-bit row indices")
@@ -254,7 +265,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     cx = dict(q_rs=q_rs, q_hs=q_hs, k_rs=k_rs, k_hs=k_hs, v_rs=v_rs, v_hs=v_hs, D=D,
               BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
               **_position_mods(fn, causal, window_size, softcap, alibi_slopes, q, (B, H)),
-              **({"DV": Dv} if Dv != D else {}), **({"DB": DB} if DB else {}), **tx)
+              **({"DV": Dv} if Dv != D else {}), **({"DB": DB} if DB else {}),
+              **({"USED_K": True} if seqused_k is not None else {}), **tx)
     _launch(varlen_kernel, grid, args, cx)
     return (o, lse) if return_lse else o
 

@@ -202,6 +202,31 @@ VARLEN_TILES = True
 VARLEN_TILES_CUDA = True
 _ARANGES = {}
 
+# Whether CUDA attention_varlen calls take seqused_k without block_table (the key counts inside
+# packed spans: key_bounds, the kernels' USED_K); the interpreter always does. Off until
+# test_serving_gpu.py `test_varlen_seqused_k` passes.
+PACKED_SEQUSED_CUDA = False
+
+
+def key_bounds(fn, kind, q, cu_k, seqused_k):
+    """cu_k (checked, B + 1 entries) followed by seqused_k (int32 [B]), the table the varlen
+    kernels read with USED_K (serving_kernels.key_span). numpy: counts outside [0, the span]
+    are a ValueError (the GPU clamps them to the span)."""
+    B = cu_k.shape[0] - 1
+    used = _check_index(fn, "seqused_k", seqused_k, 1, kind, q)
+    if used.shape[0] != B:
+        raise ValueError(f"tessel.{fn}: seqused_k has {used.shape[0]} entries for {B} "
+                         "sequences")
+    if kind == "numpy":
+        bad = (used < 0) | (used > np.diff(cu_k))
+        if bad.any():
+            b = int(np.argmax(bad))
+            raise ValueError(f"tessel.{fn}: seqused_k[{b}] = {int(used[b])} keys, but sequence "
+                             f"{b} spans {int(cu_k[b + 1] - cu_k[b])} rows of k "
+                             "(cu_seqlens_k)")
+        return np.concatenate([cu_k, used])
+    return gpu.torch_module().cat([cu_k, used])
+
 
 def varlen_grid(kind, cu, B, total, max_n, block, H, on=None):
     """(grid, (tiles, n_tiles), constexprs) of a varlen launch over blocks of `block` rows of

@@ -41,6 +41,18 @@ def sequence_span(cu, b, B, total):
 
 
 @jit
+def key_span(cu, b, B, total, USED: tl.constexpr):
+    """sequence_span of sequence b's keys. USED: cu holds the B + 1 cumulative lengths and then
+    B key counts (FlashAttention-3's seqused_k: serving_checks.key_bounds), and the sequence's
+    keys are the first that many rows of its span."""
+    k0, k_end = sequence_span(cu, b, B, total)
+    if USED:
+        ud = tl.make_desc(cu, shape=(2 * B + 1,), strides=(1,))
+        k_end = tl.minimum(k_end, k0 + tl.maximum(tl.load_scalar(ud, (B + 1 + b,)), 0))
+    return k0, k_end
+
+
+@jit
 def varlen_program(cu, tiles, B, H, max_n, n_tiles, BLOCK: tl.constexpr, TILES: tl.constexpr,
                    LAST_FIRST: tl.constexpr = False):
     """(b, h, pid): this program's sequence, head and block of BLOCK rows of the sequences
@@ -73,17 +85,18 @@ def varlen_kernel(q, k, v, o, lse_out, cu_q, cu_k, B, total_q, total_k, H, HKV, 
                   k_hs: tl.constexpr, v_rs: tl.constexpr, v_hs: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None,
                   MASK_MOD: tl.constexpr = None, DV: tl.constexpr = 0, DB: tl.constexpr = 0,
-                  TILES: tl.constexpr = False):
+                  TILES: tl.constexpr = False, USED_K: tl.constexpr = False):
     # DV: v's and o's head dim where it is not D (0: D), as attention_tile's. DB: the blocks'
     # head dim where it is not D (0: D), as kvcache_kernel's: columns past D read as 0, o
     # stored D wide (padding without copying q, k and v; with DV 0). TILES: varlen_program's.
+    # USED_K: cu_k ends with seqused_k (key_span).
     DO = D if DV == 0 else DV
     W = D if DB == 0 else DB
     WO = DO if DB == 0 else DB
     b, h, pid_m = varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M, TILES)
     kv_h = h // (H // HKV)
     q0, q_end = sequence_span(cu_q, b, B, total_q)
-    k0, k_end = sequence_span(cu_k, b, B, total_k)
+    k0, k_end = key_span(cu_k, b, B, total_k, USED_K)
     nq = q_end - q0
     nk = k_end - k0
     qd = tl.make_desc(q, shape=(q_end, D), strides=(q_rs, 1), offset=h * q_hs)

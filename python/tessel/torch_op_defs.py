@@ -187,8 +187,8 @@ def _register_varlen(torch, Tensor):
                            dlse: Tensor | None, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                            max_seqlen_q: int, max_seqlen_k: int, causal: bool,
                            scale: float | None, window_size: list[int] | None,
-                           softcap: float | None, alibi_slopes: Tensor | None
-                           ) -> tuple[Tensor, Tensor, Tensor]:
+                           softcap: float | None, alibi_slopes: Tensor | None,
+                           seqused_k: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
         from .attention import _pad_columns
         from .varlen_backward import packed_backward, takes_value_dim
         vp, op, dop = v, o, do
@@ -198,28 +198,29 @@ def _register_varlen(torch, Tensor):
         return _gradients(lambda q, k, scale: packed_backward(
             q, k, vp, op, lse, dop, dlse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             max_seqlen_k, causal=causal, scale=scale, window_size=window_size, softcap=softcap,
-            alibi_slopes=alibi_slopes), q, k, v, scale)
+            alibi_slopes=alibi_slopes, seqused_k=seqused_k), q, k, v, scale)
 
     @varlen_backward_op.register_fake
     def _(q, k, v, o, lse, do, dlse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-          causal, scale, window_size, softcap, alibi_slopes):
+          causal, scale, window_size, softcap, alibi_slopes, seqused_k):
         return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
 
     def setup_context(ctx, inputs, output):
         q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, _, _, window_size, softcap, \
-            alibi_slopes, _, _ = inputs
+            alibi_slopes, _, seqused_k = inputs
         o, lse = output
-        ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k, alibi_slopes)
+        ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k, alibi_slopes, seqused_k)
         ctx.options = (max_q, max_k, causal, scale, window_size, softcap)
         ctx.set_materialize_grads(False)
 
     def backward(ctx, do, dlse):
-        q, k, v, o, lse, cu_q, cu_k, alibi_slopes = ctx.saved_tensors
+        q, k, v, o, lse, cu_q, cu_k, alibi_slopes, seqused_k = ctx.saved_tensors
         max_q, max_k, causal, scale, window_size, softcap = ctx.options
         if do is None:
             do = torch.zeros_like(o)
         dq, dk, dv = varlen_backward_op(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k,
-                                        causal, scale, window_size, softcap, alibi_slopes)
+                                        causal, scale, window_size, softcap, alibi_slopes,
+                                        seqused_k)
         return (dq, dk, dv) + (None,) * 13
 
     varlen_op.register_autograd(backward, setup_context=setup_context)

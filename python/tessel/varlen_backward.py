@@ -25,7 +25,7 @@ from . import serving_checks
 from .backward import dq_key_loop, dq_query_block, keyrows_key_block, keyrows_query_loop
 from .jit import jit
 from .layouts import seq_rows_desc
-from .serving_kernels import sequence_span, varlen_program
+from .serving_kernels import key_span, sequence_span, varlen_program
 
 _function = None
 
@@ -34,16 +34,18 @@ _function = None
 def sequence_views(q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, bh,
                    D: tl.constexpr, Q_RS: tl.constexpr, Q_HS: tl.constexpr, K_RS: tl.constexpr,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
-                   DO_RS: tl.constexpr, DO_HS: tl.constexpr, DV: tl.constexpr = 0):
+                   DO_RS: tl.constexpr, DO_HS: tl.constexpr, DV: tl.constexpr = 0,
+                   USED_K: tl.constexpr = False):
     """What the varlen programs read for grid row bh (sequence b, query head h): (b, h, its
     first query row q0, nq, k0, nk, and the descriptors of the sequence's rows of q, k, v, dO,
-    the LSE and Δ). DV: v's and dO's head dim where it is not D."""
+    the LSE and Δ). DV: v's and dO's head dim where it is not D. USED_K: cu_k ends with
+    seqused_k (serving_kernels.key_span)."""
     DVV = D if DV == 0 else DV
     b = bh // H
     h = bh % H
     kv_h = h // (H // HKV)
     q0, q_end = sequence_span(cu_q, b, B, total_q)
-    k0, k_end = sequence_span(cu_k, b, B, total_k)
+    k0, k_end = key_span(cu_k, b, B, total_k, USED_K)
     nq = tl.maximum(q_end - q0, 0)
     nk = tl.maximum(k_end - k0, 0)
     qd = seq_rows_desc(q, nq, D, q0, total_q, h, Q_RS, Q_HS)
@@ -64,7 +66,8 @@ def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, 
                     V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0, DO_RS: tl.constexpr = 0,
                     DO_HS: tl.constexpr = 0, DK_RS: tl.constexpr = 0, DK_HS: tl.constexpr = 0,
                     DV_RS: tl.constexpr = 0, DV_HS: tl.constexpr = 0, PART: tl.constexpr = 0,
-                    DB: tl.constexpr = 0, TILES: tl.constexpr = False, DV: tl.constexpr = 0):
+                    DB: tl.constexpr = 0, TILES: tl.constexpr = False, DV: tl.constexpr = 0,
+                    USED_K: tl.constexpr = False):
     """dK and dV of one key block of packed sequence b for one query head: the key-rows
     program (backward.attention_bwd_dkdv_keyrows) over the sequence's own rows — q, k, v, dO,
     dk and dv seen as [1, heads, total, D] (layouts.seq_rows_desc), the LSE and Δ [1, H,
@@ -72,12 +75,13 @@ def varlen_bwd_dkdv(q, k, v, do, lse_in, delta, dk, dv, cu_q, cu_k, B, total_q, 
     for causal and the mods, which see b as the sequence. Grid (⌈max_nk/BLOCK_N⌉, B·H); a key
     block past its sequence's keys runs no query block. OUT_HEADS, PART, DB: the key-rows
     program's. TILES: the grid of the batch's key blocks (serving_kernels.varlen_program). DV:
-    v's, dO's and dv's head dim where it is not D (the key-rows program's)."""
+    v's, dO's and dv's head dim where it is not D (the key-rows program's). USED_K: cu_k ends
+    with seqused_k (serving_kernels.key_span): keys past a sequence's count get no gradient."""
     W = D if DB == 0 else DB
     b, h, pid_n = varlen_program(cu_k, tiles, B, H, max_nk, n_tiles, BLOCK_N, TILES)
     b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
         q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, b * H + h, D, Q_RS,
-        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS, DV)
+        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS, DV, USED_K)
     out_h = h * OUT_HEADS // H
     dkd = seq_rows_desc(dk, nk, D, k0, total_k, out_h, DK_RS, DK_HS)
     dvd = seq_rows_desc(dv, nk, D if DV == 0 else DV, k0, total_k, out_h, DV_RS, DV_HS)
@@ -102,17 +106,17 @@ def varlen_bwd_dq(q, k, v, do, lse_in, delta, dq, cu_q, cu_k, B, total_q, total_
                   K_HS: tl.constexpr = 0, V_RS: tl.constexpr = 0, V_HS: tl.constexpr = 0,
                   DO_RS: tl.constexpr = 0, DO_HS: tl.constexpr = 0, DQ_RS: tl.constexpr = 0,
                   DQ_HS: tl.constexpr = 0, DB: tl.constexpr = 0, TILES: tl.constexpr = False,
-                  DV: tl.constexpr = 0):
+                  DV: tl.constexpr = 0, USED_K: tl.constexpr = False):
     """dQ of one query block of packed sequence b: the dQ program (backward.attention_bwd_dq)
     over the sequence's rows, as varlen_bwd_dkdv. Grid (⌈max_nq/BLOCK_M⌉, B·H), causal from
     the last query block; a query block past its sequence's queries runs no key block. TILES:
-    the grid of the batch's query blocks (serving_kernels.varlen_program). DV: as
+    the grid of the batch's query blocks (serving_kernels.varlen_program). DV, USED_K: as
     varlen_bwd_dkdv's."""
     W = D if DB == 0 else DB
     b, h, pid_m = varlen_program(cu_q, tiles, B, H, max_nq, n_tiles, BLOCK_M, TILES, CAUSAL)
     b, h, q0, nq, k0, nk, qd, kd, vd, dod, ld, dd = sequence_views(
         q, k, v, do, lse_in, delta, cu_q, cu_k, B, total_q, total_k, H, HKV, b * H + h, D, Q_RS,
-        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS, DV)
+        Q_HS, K_RS, K_HS, V_RS, V_HS, DO_RS, DO_HS, DV, USED_K)
     dqd = seq_rows_desc(dq, nq, D, q0, total_q, h, DQ_RS, DQ_HS)
     m0 = pid_m * BLOCK_M
     qt, dot_, lse2, dlt, q_idx = dq_query_block(qd, dod, ld, dd, m0, W, BLOCK_M, BLOCK_N, DV)
@@ -122,10 +126,10 @@ def varlen_bwd_dq(q, k, v, do, lse_in, delta, dq, cu_q, cu_k, B, total_q, total_
 
 
 def attention_varlen_with_grad(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                               return_lse, options):
+                               return_lse, options, seqused_k=None):
     """attention_varlen on torch tensors (CPU or CUDA) that require grad: o (and lse) with a
-    grad_fn. options: attention_varlen's keyword arguments but return_lse."""
-    o, lse = _autograd_function().apply(q, k, v, cu_seqlens_q, cu_seqlens_k,
+    grad_fn. options: attention_varlen's keyword arguments but return_lse and seqused_k."""
+    o, lse = _autograd_function().apply(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
                                         (max_seqlen_q, max_seqlen_k, options))
     return (o, lse) if return_lse else o
 
@@ -138,12 +142,12 @@ def _autograd_function():
 
     class TesselVarlen(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, cu_q, cu_k, config):
+        def forward(ctx, q, k, v, cu_q, cu_k, used, config):
             from .serving import attention_varlen
             max_q, max_k, options = config
             o, lse = attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, return_lse=True,
-                                      **options)
-            ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k)
+                                      seqused_k=used, **options)
+            ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k, used)
             ctx.options = options
             ctx.max_lens = (max_q, max_k)
             ctx.set_materialize_grads(False)
@@ -151,10 +155,10 @@ def _autograd_function():
 
         @staticmethod
         def backward(ctx, do, dlse):
-            q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
+            q, k, v, o, lse, cu_q, cu_k, used = ctx.saved_tensors
             dq, dk, dv = packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, *ctx.max_lens,
-                                         **ctx.options)
-            return dq, dk, dv, None, None, None
+                                         seqused_k=used, **ctx.options)
+            return dq, dk, dv, None, None, None, None
 
     _function = TesselVarlen
     return _function
@@ -162,17 +166,19 @@ def _autograd_function():
 
 def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal=False,
                     scale=None, window_size=None, softcap=None, alibi_slopes=None, block_m=None,
-                    block_n=None):
+                    block_n=None, seqused_k=None):
     """(dq, dk, dv) of attention_varlen's o and lse (torch tensors, CPU or CUDA), packed like
     q, k and v: by the varlen programs where _native_backward takes the call, else by the
     dense backward over the packed rows. max_q, max_k: attention_varlen's max_seqlen_q and
     max_seqlen_k. block_m and block_n are the forward's blocks, not the backward programs'
-    (theirs are their own defaults)."""
+    (theirs are their own defaults). seqused_k: attention_varlen's (the keys after a
+    sequence's count get zero gradients)."""
     torch = gpu.torch_module()
     if do is None:                                 # only the LSE has a gradient
         do = torch.zeros_like(o)
     native = _native_backward(q.detach(), k.detach(), v.detach(), o, lse, do, dlse, cu_q, cu_k,
-                              max_q, max_k, causal, scale, window_size, softcap, alibi_slopes)
+                              max_q, max_k, causal, scale, window_size, softcap, alibi_slopes,
+                              seqused_k)
     if native is not None:
         return native
     from .backward import attention_backward
@@ -183,7 +189,7 @@ def packed_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal=
 
     def rows(x, n):                                # [n, heads, D] -> [1, heads, n, D], a view
         return x[:n].transpose(0, 1).unsqueeze(0)
-    tables = _row_tables(cu_q, cu_k, nq, nk)
+    tables = _row_tables(cu_q, cu_k, nq, nk, seqused_k)
     score_mod, mask_mod = packed_mods(tables, causal, window_size, softcap, alibi_slopes)
     qd = rows(q.detach(), nq)
     bm = packed_block_mask(mask_mod, tables, nq, nk, causal, window_size,
@@ -262,7 +268,7 @@ _HOST_BLOCKS = (16, 16)
 
 
 def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal, scale,
-                     window_size, softcap, alibi_slopes):
+                     window_size, softcap, alibi_slopes, seqused_k=None):
     """(dq, dk, dv) by the varlen programs, or None where they do not take the call: CUDA on a
     chip outside NATIVE_CHIPS, a head dim or dtype the fast backward does not take (or pads
     by copies), v of its own head dim but where takes_value_dim keeps it, tensors past 2³¹
@@ -285,8 +291,12 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
     cx = dict(D=D, BLOCK_M=_HOST_BLOCKS[0], BLOCK_N=_HOST_BLOCKS[1], CAUSAL=bool(causal),
               SCORE_MOD=mods.get("SCORE_MOD"), MASK_MOD=mods.get("MASK_MOD"),
               **({"DV": Ev} if Ev != D else {}))
+    # The programs read cu_k followed by the key counts (USED_K); the grids read cu_k alone.
+    bounds = cu_k if seqused_k is None else torch.cat([cu_k, seqused_k])
+    used = {} if seqused_k is None else {"USED_K": True}
     if cpu:
-        return _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, cx)
+        return _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, bounds, max_q, max_k,
+                              scale, dict(cx, **used))
     from . import backward as bw
     from .attention import _chip_for_blocks
     chip = _chip_for_blocks(q)
@@ -322,22 +332,22 @@ def _native_backward(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, causal
     dlse3 = bw.zeros_scratch(lse, H * total_q) if dlse is None else \
         dlse.float().expand(H, total_q).contiguous().unsqueeze(0)
     lay = bw.layout_constexprs(Q=qv, K=kv_, V=vv, DO=dov)
-    seq = (cu_q, cu_k, B, total_q, total_k, H, Hkv)
+    seq = (cu_q, bounds, B, total_q, total_k, H, Hkv)
     dq_grid = _grid("cuda", cu_q, B, total_q, max_q, dq_cx["BLOCK_M"], H)
     kr_grids = [_grid("cuda", cu_k, B, total_k, max_k, c["BLOCK_N"], H) for _, c in parts]
 
     def programs(launch, side=None):
         delta = bw.delta_cuda(ov, dov, dlse3, launch=launch, block_dim=cx.get("DB", 0))
         launch(varlen_bwd_dq, dq_grid[0], qv, kv_, vv, dov, lse3, delta, dqv, *seq, max_q, scale,
-               *dq_grid[1], **dq_cx, **lay, **bw.layout_constexprs(DQ=dqv), **dq_grid[2])
+               *dq_grid[1], **dq_cx, **lay, **bw.layout_constexprs(DQ=dqv), **dq_grid[2], **used)
         for (part, c), (grid, tiles, tx) in zip(parts, kr_grids):
             launch(_keyrows_program(chip, W), grid, qv, kv_, vv, dov, lse3, delta, dk_h, dv_h,
                    *seq, dk_h.shape[1], max_k, scale, *tiles, **c, **lay,
                    **bw.layout_constexprs(DK=dk_h, DV=dv_h), **({"PART": part} if part else {}),
-                   **tx)
+                   **tx, **used)
     bw._compile_programs(chip, programs, ("varlen", q.dtype, bw._hashable(cx), tuple(lay.items()),
                                           bw._hashable(parts), gqa, bool(dq_grid[2]),
-                                          tuple(bool(g[2]) for g in kr_grids)))
+                                          tuple(bool(g[2]) for g in kr_grids), bool(used)))
     programs(bw._launch)
     if gqa:
         for full, part in ((dk, dk_h), (dv, dv_h)):
@@ -360,9 +370,10 @@ def _keyrows_program(chip, D):
         varlen_bwd_dkdv
 
 
-def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, cx):
+def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, bounds, max_q, max_k, scale, cx):
     """_native_backward on torch CPU tensors: the programs on the interpreter over contiguous
-    [1, heads, total, D] numpy copies."""
+    [1, heads, total, D] numpy copies; bounds: what the programs read as cu_k (its own, or with
+    the key counts after it)."""
     total_q, H, D = q.shape
     total_k, Hkv = k.shape[:2]
     B = cu_q.shape[0] - 1
@@ -375,10 +386,12 @@ def _host_programs(q, k, v, o, lse, do, dlse, cu_q, cu_k, max_q, max_k, scale, c
     lse3 = lse.detach().float().contiguous().unsqueeze(0).numpy()
     dq = np.zeros_like(qn)
     dk, dv = (np.zeros((1, H, total_k, w), qn.dtype) for w in (D, v.shape[-1]))
-    seq = (cpu_tensors.to_numpy(cu_q), cpu_tensors.to_numpy(cu_k), B, total_q, total_k, H, Hkv)
+    seq = (cpu_tensors.to_numpy(cu_q), cpu_tensors.to_numpy(bounds), B, total_q, total_k, H,
+           Hkv)
     grid, tiles, tx = _grid("numpy", seq[0], B, total_q, max_q, cx["BLOCK_M"], H)
     varlen_bwd_dq[grid](qn, kn, vn, don, lse3, delta, dq, *seq, max_q, scale, *tiles, **cx, **tx)
-    grid, tiles, tx = _grid("numpy", seq[1], B, total_k, max_k, cx["BLOCK_N"], H)
+    grid, tiles, tx = _grid("numpy", cpu_tensors.to_numpy(cu_k), B, total_k, max_k,
+                            cx["BLOCK_N"], H)
     varlen_bwd_dkdv[grid](qn, kn, vn, don, lse3, delta, dk, dv, *seq, H, max_k, scale, *tiles,
                           **cx, **tx)
     back = lambda x: cpu_tensors.to_torch(x)[0].transpose(0, 1)  # noqa: E731
@@ -459,10 +472,11 @@ def packed_block_mask(mask_mod, tables, nq, nk, causal, window_size, block):
     return BlockMask(*lists[0], *lists[1], (None, None, nq, nk), block, block, mask_mod)
 
 
-def _row_tables(cu_q, cu_k, nq, nk):
+def _row_tables(cu_q, cu_k, nq, nk, seqused_k=None):
     """int32 sequence ids and positions of the packed rows, torch tensors where the cumulative
     lengths are: query rows bottom-right aligned (position + the sequence's keys − its queries),
-    key rows from 0."""
+    key rows from 0. seqused_k: each sequence's keys are the first that many of its span (the
+    query rows aligned to them); the rest get sequence id -1, which no query row has."""
     torch = gpu.torch_module()
     out = []
     for cu, n in ((cu_q, nq), (cu_k, nk)):
@@ -471,7 +485,10 @@ def _row_tables(cu_q, cu_k, nq, nk):
         seq = torch.searchsorted(cu[1:].contiguous(), r, right=True)
         out.append((seq, r - cu[seq]))
     (seq_q, pos_q), (seq_k, pos_k) = out
-    lengths = torch.diff(cu_k.to(torch.int64)) - torch.diff(cu_q.to(torch.int64))
-    pos_q = pos_q + lengths[seq_q]
+    keys = torch.diff(cu_k.to(torch.int64))
+    if seqused_k is not None:
+        keys = torch.minimum(keys, seqused_k.to(torch.int64).clamp(min=0))
+        seq_k = torch.where(pos_k < keys[seq_k], seq_k, -1)
+    pos_q = pos_q + (keys - torch.diff(cu_q.to(torch.int64)))[seq_q]
     return [x.to(torch.int32) for x in (seq_q, pos_q, seq_k, pos_k)]
 

@@ -78,22 +78,27 @@ BLOCKS = {"default": (None, None), "reference": (32, 32), "wide": (128, 128),
           "tall": (128, 64)}
 
 
-def check_varlen(dt, lq, lk, H, Hkv, D, causal, seed, **blocks):
+def check_varlen(dt, lq, lk, H, Hkv, D, causal, seed, used=None, **blocks):
     """attention_varlen on random packed sequences against float64, within twice the error of
-    the same attention in the inputs' dtype (torch SDPA, one sequence at a time)."""
+    the same attention in the inputs' dtype (torch SDPA, one sequence at a time). used:
+    seqused_k (each sequence's keys the first that many of its span)."""
     torch.manual_seed(seed)
     q = torch.randn(sum(lq), H, D, device="cuda", dtype=dt)
     k = torch.randn(sum(lk), Hkv, D, device="cuda", dtype=dt)
     v = torch.randn(sum(lk), Hkv, D, device="cuda", dtype=dt)
     cq, ck = cu(lq, "cuda"), cu(lk, "cuda")
-    o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal, **blocks)
+    seqused = None if used is None else torch.tensor(used, dtype=torch.int32, device="cuda")
+    o = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
+                                seqused_k=seqused, **blocks)
     torch.cuda.synchronize()
     assert o.shape == q.shape and o.dtype == dt
     qn, kn, vn = (x.double().cpu().numpy() for x in (q, k, v))
-    ref, _ = reference_varlen(qn, kn, vn, cq.cpu().numpy(), ck.cpu().numpy(), causal=causal)
+    ref, _ = reference_varlen(qn, kn, vn, cq.cpu().numpy(), ck.cpu().numpy(), causal=causal,
+                              seqused_k=used)
+    ends = ck[1:].tolist() if used is None else [c + n for c, n in zip(ck.tolist(), used)]
     lowp = torch.cat([lowp_sequence(q[a:b], k[c:d], v[c:d], causal)
                       for a, b, c, d in zip(cq[:-1].tolist(), cq[1:].tolist(),
-                                            ck[:-1].tolist(), ck[1:].tolist())])
+                                            ck[:-1].tolist(), ends)])
     lowp_err = float((lowp.double().cpu().numpy() - ref).__abs__().max())
     check(o, ref, lowp_err)
 
@@ -122,6 +127,37 @@ def test_varlen_compact_grid(monkeypatch, dtype, case, causal, blocks):
     bm, bn = BLOCKS[blocks]
     check_varlen(DTYPES[dtype], *VARLEN[case], causal, 1, block_m=bm, block_n=bn)
     assert seen == [True]
+
+
+@pytest.mark.parametrize("blocks", ["default", "reference"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", ["mixed-gqa", "mqa-d64", "gqa-d96", "d256"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_seqused_k(monkeypatch, dtype, case, causal, blocks):
+    # FlashAttention-3's seqused_k over packed k and v (serving_checks.PACKED_SEQUSED_CUDA,
+    # fifty-second session): sequence b's keys are the first used[b] rows of its span; causal
+    # aligned to them; counts of 0, of part and of the whole span.
+    from tessel import serving_checks
+    monkeypatch.setattr(serving_checks, "PACKED_SEQUSED_CUDA", True)
+    lq, lk, H, Hkv, D = VARLEN[case] if case != "d256" else \
+        ([3, 400, 129], [3, 700, 300], 4, 2, 256)
+    if case == "d256" and blocks == "reference":
+        pytest.skip("d256 runs the fast paths' blocks")
+    used = [0 if i == 0 else n if i % 2 else n * 2 // 3 for i, n in enumerate(lk)]
+    bm, bn = BLOCKS[blocks]
+    check_varlen(DTYPES[dtype], lq, lk, H, Hkv, D, causal, 2, used=used, block_m=bm,
+                 block_n=bn)
+
+
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_seqused_k_gradients(monkeypatch, dtype, causal, D):
+    # seqused_k with gradients: the varlen programs read the counts (USED_K); keys past them
+    # get zero gradients.
+    from tessel import serving_checks
+    monkeypatch.setattr(serving_checks, "PACKED_SEQUSED_CUDA", True)
+    check_varlen_backward(dtype, causal, D, used=[4, 300, 0, 1600])
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -608,7 +644,8 @@ def test_varlen_programs_backward_with_flash_arguments(monkeypatch, dtype):
     check_varlen_backward(dtype, True, 128, window=(200, 0), softcap=20.0, slopes=slopes)
 
 
-def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=None, Ev=None):
+def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=None, Ev=None,
+                          used=None):
     gen = torch.Generator(device="cuda").manual_seed(7 + D)
     dt = DTYPES[dtype]
     lq, lk = [1, 300, 0, 1500], [5, 300, 7, 1700]
@@ -618,7 +655,9 @@ def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=No
             .requires_grad_() for d in (D, Ev or D))
     o = tessel.attention_varlen(q, k, v, cu(lq, "cuda"), cu(lk, "cuda"), max(lq), max(lk),
                                 causal=causal, window_size=window, softcap=softcap,
-                                alibi_slopes=slopes)
+                                alibi_slopes=slopes, seqused_k=None if used is None else
+                                torch.tensor(used, dtype=torch.int32, device="cuda"))
+    nk = lk if used is None else used
     g = torch.randn(o.shape, device="cuda", generator=gen, dtype=torch.float32)
     g[sum(lq):] = 0
     (o.float() * g).sum().backward()
@@ -628,11 +667,11 @@ def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=No
         if lq[b] == 0:
             continue
         Q = refs[0][cq[b]:cq[b + 1]].transpose(0, 1)
-        K, V = (r[ck[b]:ck[b + 1]].transpose(0, 1).repeat_interleave(H // Hkv, 0)
+        K, V = (r[ck[b]:ck[b] + nk[b]].transpose(0, 1).repeat_interleave(H // Hkv, 0)
                 for r in refs[1:])
         s = Q @ K.transpose(-1, -2) / math.sqrt(D)
-        i = torch.arange(lq[b], device="cuda")[:, None] + lk[b] - lq[b]
-        j = torch.arange(lk[b], device="cuda")[None, :]
+        i = torch.arange(lq[b], device="cuda")[:, None] + nk[b] - lq[b]
+        j = torch.arange(nk[b], device="cuda")[None, :]
         if softcap:
             s = softcap * torch.tanh(s / softcap)
         if slopes is not None:
@@ -649,6 +688,9 @@ def check_varlen_backward(dtype, causal, D, window=None, softcap=None, slopes=No
         err = float((got.grad.double() - ref.grad).abs().max())
         assert err <= tol * max(1.0, float(ref.grad.abs().max())), err
     assert not q.grad[sum(lq):].any() and not k.grad[sum(lk):].any()
+    for b in range(len(lk) if used else 0):      # keys past the counts: no gradient
+        assert not k.grad[ck[b] + nk[b]:ck[b + 1]].any() and \
+            not v.grad[ck[b] + nk[b]:ck[b + 1]].any()
 
 
 @pytest.mark.parametrize("Sq", [1, 7])

@@ -95,6 +95,47 @@ def test_varlen_tile_map_on_torch_tensors():
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("window", [None, (7, 0)], ids=["", "window"])
+def test_varlen_seqused_k(causal, window):
+    # FlashAttention-3's seqused_k over packed k and v: each sequence's first n_b rows of its
+    # span are its keys (causal and the window aligned to them); none, some or all of the span,
+    # GQA, rows of k past the last span, both grids (the compact one for the long sequence).
+    lq, lk, used = [5, 17, 0, 30, 90], [9, 20, 4, 33, 70], [7, 20, 2, 0, 41]
+    rng = np.random.default_rng(5)
+    q = packed(rng, sum(lq) + 2, 4, 16)
+    k, v = packed(rng, sum(lk) + 3, 2, 16), packed(rng, sum(lk) + 3, 2, 16)
+    u = np.array(used, np.int32)
+    o, lse = tessel.attention_varlen(q, k, v, cu(lq), cu(lk), max(lq), max(lk), causal=causal,
+                                     window_size=window, return_lse=True, seqused_k=u,
+                                     block_m=16, block_n=16)
+    ro, rl = reference_varlen(q, k, v, cu(lq), cu(lk), causal=causal, window=window,
+                              seqused_k=u)
+    n = sum(lq)
+    assert_matches(o[:n], lse[:, :n], ro[:n], rl[:, :n])
+    # Keys past a sequence's count are not read: changing them changes nothing.
+    k2, v2 = k.copy(), v.copy()
+    for b, (a, m) in enumerate(zip(cu(lk)[:-1], used)):
+        k2[a + m:cu(lk)[b + 1]] = 1e4
+        v2[a + m:cu(lk)[b + 1]] = -1e4
+    o2 = tessel.attention_varlen(q, k2, v2, cu(lq), cu(lk), max(lq), max(lk), causal=causal,
+                                 window_size=window, seqused_k=u, block_m=16, block_n=16)
+    assert np.array_equal(o2[:n], o[:n])
+
+
+def test_varlen_seqused_k_is_checked():
+    q, k, v, cq, ck = varlen_inputs()
+    call = tessel.attention_varlen
+    with pytest.raises(ValueError, match=r"seqused_k\[1\] = 8 keys, but sequence 1 spans 7"):
+        call(q, k, v, cq, ck, 6, 7, seqused_k=np.array([5, 8], np.int32))
+    with pytest.raises(ValueError, match=r"seqused_k\[0\] = -1 keys"):
+        call(q, k, v, cq, ck, 6, 7, seqused_k=np.array([-1, 2], np.int32))
+    with pytest.raises(ValueError, match="seqused_k has 3 entries for 2 sequences"):
+        call(q, k, v, cq, ck, 6, 7, seqused_k=np.array([1, 2, 3], np.int32))
+    with pytest.raises(TypeError, match="seqused_k must be int32, got int64"):
+        call(q, k, v, cq, ck, 6, 7, seqused_k=np.array([1, 2]))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_varlen_compact_grid(causal, monkeypatch):
     # A long sequence beside short ones and empty ones: the compact grid (TILES) launches
     # total_q // BM + B programs a head instead of B times the long one's blocks, with the

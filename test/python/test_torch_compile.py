@@ -429,32 +429,38 @@ def _packed(lengths, H, D, seed, grad=True):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("dv", [16, 8])
-def test_varlen_fullgraph_with_gradients(causal, dv):
+@pytest.mark.parametrize("dv,used", [(16, None), (8, None), (16, [5, 17, 10])],
+                         ids=["d16", "dv8", "seqused_k"])
+def test_varlen_fullgraph_with_gradients(causal, dv, used):
     lq, lk = [5, 17, 9], [7, 17, 12]
     cu_q = torch.tensor([0, 5, 22, 31], dtype=torch.int32)
     cu_k = torch.tensor([0, 7, 24, 36], dtype=torch.int32)
     q, k = _packed(lq, 4, 16, 1), _packed(lk, 2, 16, 2)
     v = _packed(lk, 2, dv, 3)
+    seqused = None if used is None else torch.tensor(used, dtype=torch.int32)
 
     def f(q, k, v):
         return tessel.attention_varlen(q, k, v, cu_q, cu_k, 17, 17, causal=causal,
-                                       return_lse=True)
+                                       return_lse=True, seqused_k=seqused)
 
     torch._dynamo.reset()
     out_c, grads_c = _grads(torch.compile(f, backend="aot_eager", fullgraph=True), (q, k, v))
     out_e, grads_e = _grads(f, (q, k, v))
     for a, b in zip(list(out_c) + grads_c, list(out_e) + grads_e):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
-    # Each sequence against float64 (bottom-right causal: FlashAttention's).
+    for b in range(3 if used else 0):          # keys past the counts: no gradient
+        assert not grads_c[1][cu_k[b] + used[b]:cu_k[b + 1]].any()
+    # Each sequence against float64 (bottom-right causal: FlashAttention's); with seqused_k
+    # its keys are the first used[b] of its span.
+    nk = lk if used is None else used
     for b in range(3):
-        qs, ks, vs = (x[c[b]:c[b + 1]].transpose(0, 1)[None].double()
-                      for x, c in ((q, cu_q), (k, cu_k), (v, cu_k)))
+        qs = q[cu_q[b]:cu_q[b + 1]].transpose(0, 1)[None].double()
+        ks, vs = (x[cu_k[b]:cu_k[b] + nk[b]].transpose(0, 1)[None].double() for x in (k, v))
         ks, vs = ks.repeat_interleave(2, 1), vs.repeat_interleave(2, 1)
         s = qs @ ks.transpose(-1, -2) / 4.0
         if causal:
-            i = torch.arange(lq[b])[:, None] + lk[b] - lq[b]
-            s = s.masked_fill(i < torch.arange(lk[b])[None, :], float("-inf"))
+            i = torch.arange(lq[b])[:, None] + nk[b] - lq[b]
+            s = s.masked_fill(i < torch.arange(nk[b])[None, :], float("-inf"))
         o_r = torch.softmax(s, -1) @ vs
         torch.testing.assert_close(out_c[0][cu_q[b]:cu_q[b + 1]].transpose(0, 1).double(),
                                    o_r[0], atol=2e-5, rtol=2e-5)

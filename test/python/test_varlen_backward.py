@@ -1,7 +1,7 @@
 """attention_varlen's gradients (python/tessel/varlen_backward.py) on torch CPU tensors, on the
 interpreter, against float64 torch autograd run one sequence at a time: causal and not, GQA,
 empty sequences, rows past the last sequence, sequences with more queries than keys, window,
-soft cap and ALiBi, a loss on the LSE alone, bf16."""
+soft cap and ALiBi, a loss on the LSE alone, bf16, seqused_k."""
 import numpy as np
 import pytest
 
@@ -23,12 +23,14 @@ def _packed(lq, lk, dtype=torch.float32, extra=(3, 2), seed=0, Ev=D):
     return q, k, v, cu(lq), cu(lk)
 
 
-def _reference(q, k, v, cq, ck, causal, window=None, softcap=None, slopes=None):
-    """float64 o and lse per sequence (bottom-right aligned), rows outside sequences 0 / 0."""
+def _reference(q, k, v, cq, ck, causal, window=None, softcap=None, slopes=None, used=None):
+    """float64 o and lse per sequence (bottom-right aligned), rows outside sequences 0 / 0;
+    used: seqused_k (the first that many keys of each span)."""
     o = torch.zeros(q.shape[:2] + v.shape[2:], dtype=torch.float64)
     lse = torch.zeros(q.shape[1], q.shape[0], dtype=torch.float64)
     for b in range(len(cq) - 1):
-        qs, ks = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
+        k_end = int(ck[b + 1]) if used is None else int(ck[b]) + int(used[b])
+        qs, ks = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), k_end)
         Q = q[qs].transpose(0, 1)
         K, V = (x[ks].transpose(0, 1).repeat_interleave(H // HKV, 0) for x in (k, v))
         nq, nk = Q.shape[1], K.shape[1]
@@ -90,14 +92,28 @@ def test_bf16_gradients():
     _run([16, 40], [16, 40], True, dtype=torch.bfloat16, tol=0.05)
 
 
-def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, Ev=D, **flash):
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("route", ["programs", "dense"])
+def test_seqused_k_gradients(causal, route, monkeypatch):
+    # FlashAttention-3's seqused_k: the keys past each sequence's count (in its span) are not
+    # attended and get zero gradients, on the varlen programs and the dense route; causal
+    # aligned to the counts; a count of 0, one of the whole span, an empty sequence.
+    if route == "dense":
+        from tessel import varlen_backward as vb
+        monkeypatch.setattr(vb, "_native_backward", lambda *a: None)
+    _run([5, 17, 0, 30, 6], [9, 20, 4, 33, 3], causal, used=[7, 20, 2, 0, 3])
+
+
+def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, Ev=D, used=None,
+         **flash):
     if flash.get("alibi_slopes") == "per-head":
         flash["alibi_slopes"] = torch.tensor([0.3, 0.2, 0.1, 0.05])
     elif flash.get("alibi_slopes") == "per-sequence":
         flash["alibi_slopes"] = torch.rand(len(lq), H, generator=torch.Generator().manual_seed(3))
     q, k, v, cq, ck = _packed(lq, lk, dtype, Ev=Ev)
+    seqused = None if used is None else torch.tensor(used, dtype=torch.int32)
     o, lse = tessel.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
-                                     return_lse=True, **flash)
+                                     return_lse=True, seqused_k=seqused, **flash)
     assert o.grad_fn is not None and lse.grad_fn is not None
     g = torch.Generator().manual_seed(9)
     go = torch.randn(o.shape, generator=g, dtype=torch.float64)
@@ -106,7 +122,7 @@ def _run(lq, lk, causal, dtype=torch.float32, tol=5e-5, lse_only=False, Ev=D, **
     go[n:], gl[:, n:] = 0, 0
     refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
     ro, rl = _reference(*refs, cq, ck, causal, flash.get("window_size"), flash.get("softcap"),
-                        flash.get("alibi_slopes"))
+                        flash.get("alibi_slopes"), used)
     seen = torch.isfinite(lse.detach()).double()
     loss = (torch.nan_to_num(lse.double(), neginf=0.0) * seen * gl).sum()
     want = (rl * seen * gl).sum()

@@ -190,8 +190,6 @@ def test_bad_calls_are_refused():
         call(q, k, v, cu_q, cu_k, 3, 50, block_table=table)
     with pytest.raises(ValueError, match="block_table has 2 rows for 1 sequences"):
         call(q[:3], kc, vc, cu_q[:2], cu_k[:2], 3, 50, block_table=table)
-    with pytest.raises(NotImplementedError, match="seqused_k is taken with block_table"):
-        call(q, k, v, cu_q, cu_k, 3, 50, seqused_k=np.array([20, 50], np.int32))
 
 
 @pytest.mark.parametrize("pack", [True, False], ids=["packed", "one_launch"])
