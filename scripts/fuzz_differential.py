@@ -368,6 +368,16 @@ def _paged_keys(rng, lk, ck, k64, v64, dtype):
     return caches[0], caches[1], given
 
 
+def _seqused(rng, lk):
+    """At times FlashAttention-3's seqused_k over packed keys (each sequence's first n of its
+    span; serving_checks.PACKED_SEQUSED_CUDA on CUDA): the counts, or None."""
+    from tessel import serving_checks
+    if rng.random() >= 0.3 or (BACKEND.device == "cuda" and
+                               not serving_checks.PACKED_SEQUSED_CUDA):
+        return None
+    return np.array([int(rng.integers(0, n + 1)) for n in lk], np.int32)
+
+
 def serving_case(rng):
     """tessel.attention_varlen or attention_with_kvcache (contiguous or paged, split-KV, new
     keys and values appended at times)."""
@@ -402,18 +412,24 @@ def serving_case(rng):
             # A mixed batch's decode steps by the split-KV program, or not (PACK_DECODE_ROWS);
             # a few queries a sequence gathered for attention_with_kvcache, or not.
             c["pack"], c["few"] = (bool(x) for x in rng.random(2) < 0.5)
+        used = None if paged else _seqused(rng, lk)
+        if used is not None:
+            paged = {"seqused_k": used}
+            c["used"] = used.tolist()
         cuda = "_CUDA" if BACKEND.device == "cuda" else ""
         with _switched(c, "tessel.serving_checks", "VARLEN_VALUE_HEAD_DIM_KERNEL"), \
                 _switched(c, "tessel.varlen_cache", "PACK_DECODE_ROWS" + cuda, key="pack"), \
                 _switched(c, "tessel.varlen_cache", "FEW_QUERIES_PACKED" + cuda, key="few"), \
                 _block_dim_forced(c):
-            o = tessel.attention_varlen(q, k, v, BACKEND.index(cq),
-                                        None if "seqused_k" in paged else BACKEND.index(ck),
-                                        max(lq + [1]), max(lk + [1]), **flash,
-                                        **{n: BACKEND.index(x) for n, x in paged.items()})
-        ro, _ = reference_varlen(q64, k64, v64, cq, ck, **refs)
+            o = tessel.attention_varlen(
+                q, k, v, BACKEND.index(cq),
+                None if "block_table" in paged and "seqused_k" in paged else BACKEND.index(ck),
+                max(lq + [1]), max(lk + [1]), **flash,
+                **{n: BACKEND.index(x) for n, x in paged.items()})
+        ro, _ = reference_varlen(q64, k64, v64, cq, ck, seqused_k=used, **refs)
         err = _rel(o[:int(cq[-1])], ro[:cq[-1]])
-        return f"varlen {dtype} {refs} {lq} {lk} H={H} Hkv={Hkv} D={D} Dv={c.get('Dv')} " \
+        return f"varlen {dtype} {refs} {lq} {lk} used={c.get('used')} H={H} Hkv={Hkv} D={D} " \
+            f"Dv={c.get('Dv')} " \
             f"page={c.get('page')} pack={c.get('pack')} few={c.get('few')} " \
             f"dv_kernel={c.get('dv_kernel')} DB={c.get('DB')}: {err:.2e}" \
             if err > BACKEND.tol[dtype] else None
@@ -502,20 +518,22 @@ def varlen_backward_case(rng):
     lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype)
     for x in (q, k, v):
         x.requires_grad_()
+    used = _seqused(rng, lk)
     o = tessel.attention_varlen(q, k, v, BACKEND.index(cq), BACKEND.index(ck),
                                 max(lq + [1]), max(lk + [1]), causal=causal,
                                 window_size=window, softcap=softcap,
-                                alibi_slopes=BACKEND.alibi(alibi))
+                                alibi_slopes=BACKEND.alibi(alibi),
+                                seqused_k=None if used is None else BACKEND.index(used))
     g = rng.standard_normal(tuple(o.shape))
     g[int(cq[-1]):] = 0
     (o.float() * torch.from_numpy(g).float().to(o.device)).sum().backward()
     want = [np.zeros(x.shape) for x in (q64, k64, v64)]
     t = lambda x: np.ascontiguousarray(x.transpose(1, 0, 2))[None]   # noqa: E731
     for b in range(B):
-        nq, nk = lq[b], lk[b]
+        nq, nk = lq[b], lk[b] if used is None else int(used[b])
         if nq == 0 or nk == 0:
             continue
-        rows, keys = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
+        rows, keys = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b]) + nk)
         score, score_grad, allowed = position_mods(nk - nq, causal, window, softcap, alibi)
         grads = reference_attention_backward(
             t(q64[rows]), t(k64[keys]), t(v64[keys]), t(g[rows]), scale=1 / math.sqrt(D),
@@ -525,7 +543,7 @@ def varlen_backward_case(rng):
     errs = [_rel(x.grad, w) for x, w in zip((q, k, v), want)]
     if max(errs) > BACKEND.grad_tol[dtype]:
         return f"varlen backward {dtype} causal={causal} window={window} softcap={softcap} " \
-               f"alibi={alibi is not None} {lq} {lk} H={H} Hkv={Hkv} D={D}: {errs}"
+               f"alibi={alibi is not None} {lq} {lk} used={used} H={H} Hkv={Hkv} D={D}: {errs}"
     return None
 
 
