@@ -4,7 +4,7 @@
     PYTHONPATH=build/python python3 test/gpu/bench_head_dims.py [--json OUT.json]
         [--dims 64 96 128 192 256] [--lengths 4096 16384] [--dtype fp16] [--no-occupancy-hints]
         [--no-sink-waits] [--no-warp-specialize] [--no-overlap-consumers] [--no-tma-producer]
-        [--no-vector-stores] [--ab-block-head-dim]
+        [--no-vector-stores] [--ab-block-head-dim] [--rounds N]
 
 The anchors' shapes (../shared/bench/anchors.md): b·n = 16384 tokens, h·d = 2048 (h rounded
 down). Timed per call: `tessel.attention(q, k, v, causal=...)` (its output allocation and the
@@ -14,6 +14,11 @@ Also per row: the largest |tessel − cuDNN| relative to cuDNN's largest value (
 float32 checks are test/gpu/test_python_gpu.py). Timing: bench_decode.make_timer. Without torch
 or CUDA it prints why and exits 0.
 
+`--rounds N`: tessel, FA2 and cuDNN timed in turn N times a row; the row reports each one's
+median over the rounds (each round's times kept in the JSON as `rounds`), so a clock or
+thermal drift during one timing moves one round, not the ratio (d256's ratio moved 0.86-1.07
+between single runs on an H100).
+
 `--ab-block-head-dim`: a cell for the head dims tessel pads (96, 80, ...) on the route the
 default does not take — copied padded (`copies`) where attention.BLOCK_HEAD_DIM_CHIPS lists the
 chip, else the kernels at the padded head dim over q, k and v as they are (`DB`) — and its
@@ -21,6 +26,7 @@ difference to cuDNN; `--ab-native` likewise for head dim 192 (`padded` or `nativ
 """
 import argparse
 import importlib
+import statistics
 
 from bench_decode import compile_with, cuda_torch, make_timer, max_rel_diff, save_report, \
     sdpa_cells, set_persistent, time_sdpa
@@ -32,6 +38,8 @@ def main():
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 96, 128, 192, 256])
     ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time tessel, FA2 and cuDNN in turn N times a row; report medians")
     ap.add_argument("--sweep", type=lambda t: tuple(int(x) for x in t.split("x")), nargs="*",
                     default=[], help="tessel blocks BMxBN timed too (block_m=, block_n=)")
     ap.add_argument("--overlap", action="store_true",
@@ -103,7 +111,7 @@ def main():
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     timed, timer = make_timer(torch)
     report = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, timer=timer,
-                  dtype=args.dtype, overlap=args.overlap, stages=args.stages,
+                  dtype=args.dtype, rounds=args.rounds, overlap=args.overlap, stages=args.stages,
                   occupancy_hints=not args.no_occupancy_hints,
                   sink_waits=not args.no_sink_waits, warp_specialize=not args.no_warp_specialize,
                   overlap_consumers=not args.no_overlap_consumers, persistent=persistent,
@@ -132,10 +140,18 @@ def main():
                 def ours():
                     return tessel.attention(q, k, v, causal=causal)
                 mine = ours()
-                row["tessel_ms"] = timed(ours)
-                theirs = time_sdpa(torch, row, timed, q, k, v, causal,
-                                   (("fa2", SDPBackend.FLASH_ATTENTION),
-                                    ("cudnn", SDPBackend.CUDNN_ATTENTION)))
+                rounds = []
+                for _ in range(max(1, args.rounds)):
+                    row["tessel_ms"] = timed(ours)
+                    theirs = time_sdpa(torch, row, timed, q, k, v, causal,
+                                       (("fa2", SDPBackend.FLASH_ATTENTION),
+                                        ("cudnn", SDPBackend.CUDNN_ATTENTION)))
+                    rounds.append({x: row.get(f"{x}_ms") for x in ("tessel", "fa2", "cudnn")})
+                if args.rounds > 1:
+                    row["rounds"] = rounds
+                    for x in ("tessel", "fa2", "cudnn"):
+                        times = [r[x] for r in rounds if r[x] is not None]
+                        row[f"{x}_ms"] = statistics.median(times) if times else None
                 if "cudnn" in theirs:
                     row["max_rel_diff_vs_cudnn"] = max_rel_diff(mine, theirs["cudnn"])
                 cells = []

@@ -13,11 +13,11 @@ export TESSEL_CACHE_DIR=$(mktemp -d)
 cd test/gpu
 if grep -q H200 $r/gpu.txt; then
   for dt in fp16 bf16; do
-    timeout 120 python3 bench_head_dims.py --dims 64 128 256 --lengths 4096 16384 \
+    timeout 165 python3 bench_head_dims.py --dims 64 128 256 --lengths 4096 16384 --rounds 3 \
       --dtype $dt --json $r/dims_$dt.json 2>&1 | tail -10 | tee $r/dims_$dt.log
   done
 fi
-timeout 200 python3 -m pytest -q -p no:logging -n 8 test_serving_gpu.py -k seqused \
+timeout 180 python3 -m pytest -q -p no:logging -n 8 test_serving_gpu.py -k seqused \
   --junitxml $r/seqused.xml > $r/seqused.log 2>&1; tail -3 $r/seqused.log
 python3 ../../scripts/junit_summary.py $r/seqused.xml 2>&1 | tail -5
 grep -q H200 $r/gpu.txt && exit 0
