@@ -10,8 +10,10 @@ under a key hashed from their contents, the same in every process.
 
 A tensor in a mod's closure (FlexAttention's document ids) is an input of the op, so the graph
 knows the op reads it: the entry holds a stand-in (`_slot`) in its place, and the op's real
-implementation makes the function again around the tensors it was handed (`lookup`). Mods that
-read a tensor any other way (a global, a module attribute, another function) get no key (-1):
+implementation makes the function again around the tensors it was handed (`lookup`). The
+closure's functions, alone or in tuples (FlexAttention's `and_masks(causal, document)` holds
+its mods so), are taken apart the same way, their tensors inputs too. Mods that read a tensor
+any other way (a global, a module attribute, a function they call by name) get no key (-1):
 the call runs outside the graph.
 """
 import sys
@@ -77,9 +79,16 @@ def _content_key(*fns):
             continue
         cells = [c.cell_contents for c in fn.__closure__ or ()]
         parts.append(repr((code.co_filename, code.co_firstlineno, code.co_name, code.co_code,
-                           code.co_consts, fn.__defaults__,
-                           [_content_key(v) if callable(v) else v for v in cells])))
+                           code.co_consts, fn.__defaults__, [_cell_key(v) for v in cells])))
     return 1 + int.from_bytes(hashlib.sha1("|".join(parts).encode()).digest()[:7], "little")
+
+
+def _cell_key(v):
+    """A closure value as _content_key hashes it: functions by their contents, also in tuples
+    (a function's repr holds its address, which differs between processes)."""
+    if callable(v):
+        return _content_key(v)
+    return tuple(_cell_key(x) for x in v) if type(v) is tuple else v
 
 
 def lookup(key, captured=()):
@@ -106,16 +115,30 @@ def _is_slot(v):
 
 
 def _with_tensors(fn, captured):
-    """fn, or where its closure holds stand-ins (_slot) the same function around `captured`:
-    a new function object per call, which tessel's caches tell apart by code and closure values
-    (tensors by their signature), as eager closures made per call."""
+    """fn, or where its closure holds stand-ins (_slot), itself or in the functions it holds,
+    the same function around `captured`: a new function object per call, which tessel's caches
+    tell apart by code and closure values (tensors by their signature), as eager closures made
+    per call."""
     import types
-    cells = [c.cell_contents for c in getattr(fn, "__closure__", None) or ()]
-    if not any(_is_slot(v) for v in cells):
+    if not isinstance(fn, types.FunctionType) or not fn.__closure__:
+        return fn
+    cells = [c.cell_contents for c in fn.__closure__]
+    filled = [_filled(v, captured) for v in cells]
+    if all(a is b for a, b in zip(filled, cells)):
         return fn
     return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              tuple(types.CellType(captured[v[1]] if _is_slot(v) else v)
-                                    for v in cells))
+                              tuple(types.CellType(v) for v in filled))
+
+
+def _filled(v, captured):
+    """A closure value with its stand-ins replaced by `captured`'s tensors (_with_tensors);
+    the very same object where it holds none."""
+    if _is_slot(v):
+        return captured[v[1]]
+    if type(v) is tuple:
+        items = tuple(_filled(x, captured) for x in v)
+        return v if all(a is b for a, b in zip(items, v)) else items
+    return _with_tensors(v, captured)
 
 
 _UNKNOWN = object()
@@ -135,21 +158,46 @@ def _function_parts(fn, captured):
         return None
     cells = []
     for c in fn.__closure__ or ():
-        v = c.cell_contents
-        if isinstance(v, sys.modules["torch"].Tensor):
-            cells.append(_slot(len(captured)))
-            captured.append(v)
-        else:
-            cells.append(v)
-    return ("function", fn.__code__, fn.__module__, fn.__defaults__, tuple(cells))
+        v = _value_parts(c.cell_contents, captured)
+        if v is _UNKNOWN:
+            return None
+        cells.append(v)
+    return (_FUNCTION, fn.__code__, fn.__module__, fn.__defaults__, tuple(cells))
+
+
+def _value_parts(v, captured):
+    """A closure value as _function_parts hands it over: a tensor as a stand-in (appended to
+    `captured`), a function as its parts, a tuple item by item, else itself; _UNKNOWN for a
+    function that must stay outside the graph."""
+    import types
+    if isinstance(v, sys.modules["torch"].Tensor):
+        captured.append(v)
+        return _slot(len(captured) - 1)
+    if isinstance(v, types.FunctionType):
+        part = _function_parts(v, captured)
+        return _UNKNOWN if part is None else part
+    if type(v) is tuple:
+        items = tuple(_value_parts(x, captured) for x in v)
+        return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
+    return v
+
+
+_FUNCTION = "tessel.function"
 
 
 def _rebuilt(part):
-    """The function _function_parts took apart (in its module's globals), or `part` itself."""
-    if not (isinstance(part, tuple) and part and part[0] == "function"):
+    """The function _function_parts took apart (in its module's globals), the functions in its
+    closure too, or `part` itself; _UNKNOWN where a module cannot be found."""
+    if type(part) is not tuple:
         return part
+    if not (part and isinstance(part[0], str) and part[0] == _FUNCTION):
+        items = tuple(_rebuilt(x) for x in part)
+        return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
     import types
     _, code, module, defaults, cells = part
+    cells = _rebuilt(cells)
+    if cells is _UNKNOWN:
+        return _UNKNOWN
     scope = getattr(sys.modules.get(module), "__dict__", None)
     if scope is None:                   # (a module imported under another name: its file)
         scope = next((getattr(m, "__dict__", None) for m in list(sys.modules.values())

@@ -270,6 +270,65 @@ def test_closure_tensors_and_block_masks_in_the_graph(with_block_mask):
     assert len(seen) == 1
 
 
+def _causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+@pytest.mark.parametrize("entry", ["attention", "flex_attention"])
+def test_and_masks_over_a_document_mask_in_the_graph(entry):
+    # FlexAttention's and_masks(causal, document): the document mask's tensor sits in a
+    # function inside and_masks' closure tuple. It is an input of the op all the same: one graph
+    # with fullgraph=True, the eager results and gradients, float64's, and ids written in place
+    # are read by the next call.
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    doc = torch.tensor([0] * 10 + [1] * 14)
+    mask = fa.and_masks(_causal, _doc_mask(doc))
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return torch._dynamo.backends.debugging.aot_eager(gm, example_inputs)
+
+    bm = tessel.create_block_mask(mask, None, None, 24, 24, device="cpu")
+
+    def f(q, k, v):
+        if entry == "attention":
+            return tessel.attention(q, k, v, mask_mod=mask)
+        return tessel.flex_attention(q, k, v, block_mask=bm)
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    out_c, grads_c = _grads(compiled, (q, k, v))
+    out_e, grads_e = _grads(f, (q, k, v))
+    for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+    def reference(doc):
+        tril = torch.ones(24, 24, dtype=torch.bool).tril()
+        s = q.double() @ k.double().transpose(-1, -2) * 0.25
+        s = s.masked_fill(~((doc[:, None] == doc[None, :]) & tril), float("-inf"))
+        return torch.softmax(s, -1) @ v.double()
+    torch.testing.assert_close(out_c.double(), reference(doc), atol=1e-5, rtol=1e-5)
+    assert len(seen) == 1 and torch.ops.tessel.attention.default in seen[0]
+    if entry == "attention":
+        doc[:] = torch.tensor([0] * 4 + [1] * 20)
+        torch.testing.assert_close(compiled(q, k, v).double(), reference(doc), atol=1e-5,
+                                   rtol=1e-5)
+        assert len(seen) == 1
+
+
+def test_and_masks_over_a_global_tensor_stay_outside():
+    # and_masks over a mod reading a global tensor: the graph would not know the op reads it.
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    mask = fa.and_masks(_causal, _same_doc)
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(lambda q: tessel.attention(q, k, v, mask_mod=mask), backend="aot_eager",
+                      fullgraph=True)(q)
+
+
 def test_new_ids_and_block_mask_each_step():
     # A training loop's batches: new document ids, mask_mod and block mask each step, passed to
     # the compiled function. Their tensors are inputs, not constants of the graph: the results
