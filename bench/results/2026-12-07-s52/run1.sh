@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Fifty-second session, first call. On an H200 first: issue 16's sweep beside cuDNN and FA2
 # (fp16 + bf16). Then attention_varlen's seqused_k over packed k and v (forward and gradients,
-# serving_checks.PACKED_SEQUSED_CUDA turned on by the tests). On an H100 also s51's run3
-# (backward.AUTO_BLOCK_MASK's check), which on an H200 is run2.sh.
+# serving_checks.PACKED_SEQUSED_CUDA turned on by the tests). run2.sh next.
 set -u
 cd "$(dirname "$0")/../../.."
 source scripts/bundle-env.sh
@@ -20,5 +19,3 @@ fi
 timeout 180 python3 -m pytest -q -p no:logging -n 8 test_serving_gpu.py -k seqused \
   --junitxml $r/seqused.xml > $r/seqused.log 2>&1; tail -3 $r/seqused.log
 python3 ../../scripts/junit_summary.py $r/seqused.xml 2>&1 | tail -5
-grep -q H200 $r/gpu.txt && exit 0
-cd ../.. && bash bench/results/2026-12-07-s52/run2.sh
