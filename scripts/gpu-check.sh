@@ -141,6 +141,7 @@ suite tile_programs test_tile_programs_gpu.py
 suite torch_compile_gpu test_torch_compile_gpu.py
 suite sdpa_gpu test_sdpa_gpu.py
 suite flex_gpu test_flex_gpu.py
+suite flash_gpu test_flash_gpu.py
 step sweep python3 "$root/test/gpu/check_sweep.py" --tessel-run "$work/bin/tessel-run" \
   --json "$out/sweep.json"
 speed_tables() {  # speed_tables SUFFIX TESSEL_RUN: the mma.sync and wgmma tables of one

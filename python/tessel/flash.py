@@ -1,0 +1,194 @@
+"""tessel.flash: FlashAttention's Python API (the `flash_attn` package's functions) on tessel's
+kernels, so that code written against FlashAttention runs with one import changed:
+
+    from tessel.flash import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
+
+Same arguments, layouts ([B, S, H, D]; packed [total, H, D]), defaults and results as
+flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call. Causal, the window and
+ALiBi are bottom-right aligned when the query and key lengths differ, as FlashAttention has them
+(tessel.attention's own are top-left, SDPA's). What differs, by design (docs/dsl.md, "Code
+written against FlashAttention"):
+
+- `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
+- `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
+- `deterministic` is honoured by the dense backward; the varlen programs are deterministic.
+
+Gradients flow as through the entry points these call (tessel.attention, attention_varlen);
+flash_attn_with_kvcache has none, as FlashAttention's.
+"""
+import numpy as np
+
+from . import gpu
+
+_NAME = "tessel.flash"
+
+
+def _is_torch(x):
+    return gpu.is_torch_tensor(x)
+
+
+def _flash_options(fn, dropout_p, window_size, softcap):
+    """(window_size, softcap) as tessel's entry points take them (None for FlashAttention's
+    (-1, -1) and 0.0); dropout refused."""
+    if dropout_p:
+        raise NotImplementedError(
+            f"{_NAME}.{fn}: dropout_p={dropout_p}: tessel has no attention dropout; pass 0.0 "
+            "(FlashAttention's value in eval mode)")
+    window = None
+    if window_size is not None and tuple(int(w) for w in window_size) != (-1, -1):
+        window = tuple(int(w) for w in window_size)
+    return window, (softcap or None)
+
+
+def _rank(fn, name, x, n, shape):
+    if len(x.shape) != n:
+        raise ValueError(f"{_NAME}.{fn}: {name} must have shape {shape}, got {tuple(x.shape)}")
+
+
+def _swap(x):
+    """[B, S, H, D] <-> [B, H, S, D]: a view of a torch tensor (read in place on CUDA)."""
+    return x.transpose(1, 2) if _is_torch(x) else np.swapaxes(x, 1, 2)
+
+
+def _uniform_cu(x, B, S):
+    """int32 cumulative lengths of B sequences of S rows, where x is (device)."""
+    if _is_torch(x):
+        torch = gpu.torch_module()
+        return torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device=x.device)[:B + 1]
+    return np.arange(B + 1, dtype=np.int32) * S
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
+                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
+                    return_attn_probs=False):
+    """FlashAttention's ``flash_attn_func``: q ``[B, Sq, H, D]``, k and v ``[B, Sk, Hkv, D]``
+    (Hkv dividing H: GQA / MQA); returns out ``[B, Sq, H, Dv]``, or ``(out, softmax_lse
+    [B, H, Sq] float32, None)`` with return_attn_probs.
+
+    Equal lengths run tessel.attention on [B, H, S, D] views; where they differ and causal,
+    a window or ALiBi place queries (bottom-right aligned, FlashAttention's rule), the batch
+    runs as B packed sequences of tessel.attention_varlen.
+    """
+    fn = "flash_attn_func"
+    window, cap = _flash_options(fn, dropout_p, window_size, softcap)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _rank(fn, name, x, 4, "[batch, seqlen, heads, head_dim]")
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    if Sq != Sk and (causal or window is not None or alibi_slopes is not None):
+        from .serving import attention_varlen
+        o, lse = attention_varlen(
+            q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
+            v.reshape(B * Sk, Hkv, v.shape[3]), _uniform_cu(q, B, Sq), _uniform_cu(q, B, Sk),
+            Sq, Sk, causal=causal, scale=softmax_scale, return_lse=True, window_size=window,
+            softcap=cap, alibi_slopes=alibi_slopes)
+        out = o.reshape(B, Sq, H, o.shape[-1])
+        if not return_attn_probs:
+            return out
+        lse = lse.reshape(H, B, Sq)
+        return out, (lse.permute(1, 0, 2) if _is_torch(lse) else lse.transpose(1, 0, 2)), None
+    from .attention import attention
+    res = attention(_swap(q), _swap(k), _swap(v), causal=causal, scale=softmax_scale,
+                    enable_gqa=H != Hkv, return_lse=return_attn_probs,
+                    deterministic=deterministic, window_size=window, softcap=cap,
+                    alibi_slopes=alibi_slopes)
+    if not return_attn_probs:
+        return _swap(res)
+    return _swap(res[0]), res[1], None
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,
+                              window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                              deterministic=False, return_attn_probs=False):
+    """FlashAttention's ``flash_attn_qkvpacked_func``: qkv ``[B, S, 3, H, D]`` (its three
+    parts read in place where the layout allows); as flash_attn_func."""
+    _rank("flash_attn_qkvpacked_func", "qkv", qkv, 5, "[batch, seqlen, 3, heads, head_dim]")
+    return flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale,
+                           causal, window_size, softcap, alibi_slopes, deterministic,
+                           return_attn_probs)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False,
+                             window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                             deterministic=False, return_attn_probs=False):
+    """FlashAttention's ``flash_attn_kvpacked_func``: kv ``[B, Sk, 2, Hkv, D]``; as
+    flash_attn_func."""
+    _rank("flash_attn_kvpacked_func", "kv", kv, 5, "[batch, seqlen, 2, heads_k, head_dim]")
+    return flash_attn_func(q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal,
+                           window_size, softcap, alibi_slopes, deterministic, return_attn_probs)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           dropout_p=0.0, softmax_scale=None, causal=False,
+                           window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                           deterministic=False, return_attn_probs=False, block_table=None,
+                           seqused_k=None):
+    """FlashAttention's ``flash_attn_varlen_func``: tessel.attention_varlen (q ``[total_q, H,
+    D]``, k and v ``[total_k, Hkv, D]``, or a paged cache with block_table; FlashAttention-3's
+    seqused_k); returns out, or ``(out, softmax_lse [H, total_q], None)``."""
+    from .serving import attention_varlen
+    window, cap = _flash_options("flash_attn_varlen_func", dropout_p, window_size, softcap)
+    res = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           causal=causal, scale=softmax_scale, return_lse=return_attn_probs,
+                           window_size=window, softcap=cap, alibi_slopes=alibi_slopes,
+                           block_table=block_table, seqused_k=seqused_k)
+    return (res[0], res[1], None) if return_attn_probs else res
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
+                                     softmax_scale=None, causal=False, window_size=(-1, -1),
+                                     softcap=0.0, alibi_slopes=None, deterministic=False,
+                                     return_attn_probs=False):
+    """FlashAttention's ``flash_attn_varlen_qkvpacked_func``: qkv ``[total, 3, H, D]``, one
+    set of cumulative lengths; as flash_attn_varlen_func."""
+    _rank("flash_attn_varlen_qkvpacked_func", "qkv", qkv, 4, "[total, 3, heads, head_dim]")
+    return flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens,
+                                  max_seqlen, max_seqlen, dropout_p, softmax_scale, causal,
+                                  window_size, softcap, alibi_slopes, deterministic,
+                                  return_attn_probs)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                    max_seqlen_k, dropout_p=0.0, softmax_scale=None,
+                                    causal=False, window_size=(-1, -1), softcap=0.0,
+                                    alibi_slopes=None, deterministic=False,
+                                    return_attn_probs=False):
+    """FlashAttention's ``flash_attn_varlen_kvpacked_func``: kv ``[total_k, 2, Hkv, D]``; as
+    flash_attn_varlen_func."""
+    _rank("flash_attn_varlen_kvpacked_func", "kv", kv, 4, "[total_k, 2, heads_k, head_dim]")
+    return flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k,
+                                  max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, causal,
+                                  window_size, softcap, alibi_slopes, deterministic,
+                                  return_attn_probs)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
+                            rotary_sin=None, cache_seqlens=None, cache_batch_idx=None,
+                            cache_leftpad=None, block_table=None, softmax_scale=None,
+                            causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0,
+                            return_softmax_lse=False):
+    """FlashAttention's ``flash_attn_with_kvcache``: tessel.attention_with_kvcache (k, v
+    appended into the cache in place, rotary, paged caches, split-KV decoding). cache_seqlens
+    None: the whole contiguous cache (FlashAttention's); num_splits 0: tessel's heuristic.
+    Returns out, or ``(out, softmax_lse [B, H, Sq])``."""
+    from .serving import attention_with_kvcache
+    fn = "flash_attn_with_kvcache"
+    window, cap = _flash_options(fn, 0.0, window_size, softcap)
+    if cache_seqlens is None:
+        if block_table is not None:
+            raise ValueError(f"{_NAME}.{fn}: a paged cache (block_table) needs cache_seqlens: "
+                             "its sequences' key counts")
+        cache_seqlens = int(k_cache.shape[1])
+    return attention_with_kvcache(
+        q, k_cache, v_cache, cache_seqlens, block_table=block_table, causal=causal,
+        scale=softmax_scale, return_lse=return_softmax_lse,
+        num_splits=None if not num_splits else int(num_splits), window_size=window,
+        softcap=cap, alibi_slopes=alibi_slopes, k=k, v=v, rotary_cos=rotary_cos,
+        rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved,
+        cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad)
+
+
+__all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
+           "flash_attn_varlen_func", "flash_attn_varlen_qkvpacked_func",
+           "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache"]

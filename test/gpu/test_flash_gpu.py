@@ -1,0 +1,83 @@
+"""tessel.flash (FlashAttention's API) on CUDA tensors, fp16 and bf16: outputs and gradients
+against float64 with FlashAttention's rules (bottom-right causal where the lengths differ),
+within twice the error of the same attention computed in the input dtype plus a floor.
+
+    TESSEL_CACHE_DIR=$(mktemp -d) python3 -m pytest -q test/gpu/test_flash_gpu.py
+"""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+from tessel import flash  # noqa: E402
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _reference(q, k, v, causal, dtype=torch.float64):
+    """out [B, Sq, H, Dv] of flash_attn_func in `dtype` (bottom-right causal)."""
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    Q = q.to(dtype).transpose(1, 2)
+    K, V = (x.to(dtype).transpose(1, 2).repeat_interleave(H // Hkv, 1) for x in (k, v))
+    s = (Q @ K.transpose(-1, -2)).float() / math.sqrt(D)
+    if causal:
+        i = torch.arange(Sq, device=q.device)[:, None] + Sk - Sq
+        s = s.masked_fill(i < torch.arange(Sk, device=q.device)[None, :], float("-inf"))
+    return (torch.softmax(s.to(torch.float64), -1).to(dtype) @ V).transpose(1, 2)
+
+
+def _check(got, want, lowp):
+    err = (got.double() - want).abs().max().item()
+    assert err <= 2 * (lowp.double() - want).abs().max().item() + 2e-3, err
+
+
+@pytest.mark.parametrize("lengths", [(1024, 1024), (300, 1024)], ids=["equal", "fewer_q"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_flash_attn_func(dtype, D, causal, lengths):
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(D + causal)
+    Sq, Sk = lengths
+    q = torch.randn(2, Sq, 8, D, device="cuda", generator=gen).to(dt).requires_grad_()
+    k, v = (torch.randn(2, Sk, 2, D, device="cuda", generator=gen).to(dt).requires_grad_()
+            for _ in range(2))
+    out = flash.flash_attn_func(q, k, v, causal=causal)
+    assert out.shape == q.shape and out.dtype == dt
+    _check(out, _reference(q, k, v, causal), _reference(q, k, v, causal, dt))
+    g = torch.randn(out.shape, device="cuda", generator=gen).to(dt)
+    got = torch.autograd.grad(out, (q, k, v), g)
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    want = torch.autograd.grad(_reference(*refs, causal), refs, g.double())
+    tol = {"f16": 1e-2, "bf16": 5e-2}[dtype]
+    for a, b in zip(got, want):
+        assert (a.double() - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_packed_varlen_and_cache(dtype):
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    qkv = torch.randn(2, 512, 3, 8, 128, device="cuda", generator=gen).to(dt)
+    out = flash.flash_attn_qkvpacked_func(qkv, causal=True)
+    q, k, v = qkv.unbind(2)
+    _check(out, _reference(q, k, v, True), _reference(q, k, v, True, dt))
+    # The same batch as two packed sequences of 512.
+    cu = torch.tensor([0, 512, 1024], dtype=torch.int32, device="cuda")
+    o2 = flash.flash_attn_varlen_qkvpacked_func(qkv.reshape(1024, 3, 8, 128), cu, 512,
+                                                causal=True)
+    _check(o2.view(2, 512, 8, 128), _reference(q, k, v, True), _reference(q, k, v, True, dt))
+    # Decode steps against a cache of 512 keys, the last key appended by the call.
+    kc, vc = k.contiguous().clone(), v.contiguous().clone()
+    q1 = torch.randn(2, 1, 8, 128, device="cuda", generator=gen).to(dt)
+    seqlens = torch.tensor([300, 511], dtype=torch.int32, device="cuda")
+    o3 = flash.flash_attn_with_kvcache(q1, kc, vc, k=k[:, -1:], v=v[:, -1:],
+                                       cache_seqlens=seqlens, causal=True)
+    for b, n in enumerate((301, 512)):
+        ref = _reference(q1[b:b + 1], kc[b:b + 1, :n], vc[b:b + 1, :n], True)
+        _check(o3[b:b + 1], ref, _reference(q1[b:b + 1], kc[b:b + 1, :n], vc[b:b + 1, :n],
+                                            True, dt))

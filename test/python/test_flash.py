@@ -1,0 +1,165 @@
+"""tessel.flash: FlashAttention's API (flash_attn_func and its packed, varlen and KV-cache forms)
+on torch CPU tensors (the interpreter), against float64 attention with FlashAttention's rules —
+[B, S, H, D] layouts, bottom-right causal, window and ALiBi where the lengths differ, GQA —
+outputs, LSEs and gradients; dropout refused."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dsl_helpers  # noqa: F401,E402 (puts the build's package on the path)
+from tessel import flash  # noqa: E402
+
+
+def _rand(*shape, seed, grad=True):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=torch.float64).float()
+    return x.requires_grad_() if grad else x
+
+
+def _reference(q, k, v, causal=False, window=None, softcap=None, slopes=None, scale=None):
+    """float64 out [B, Sq, H, Dv] and lse [B, H, Sq] of FlashAttention's flash_attn_func."""
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    Q = q.double().transpose(1, 2)
+    K, V = (x.double().transpose(1, 2).repeat_interleave(H // Hkv, 1) for x in (k, v))
+    s = Q @ K.transpose(-1, -2) * (scale or 1 / math.sqrt(D))
+    i = torch.arange(Sq)[:, None] + Sk - Sq
+    j = torch.arange(Sk)[None, :]
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    if slopes is not None:
+        s = s - slopes.double()[..., None, None] * (i - j).abs()
+    keep = torch.ones(Sq, Sk, dtype=torch.bool)
+    if causal:
+        keep &= i >= j
+    if window is not None:
+        keep &= (j >= i - window[0]) & (j <= i + window[1])
+    s = s.masked_fill(~keep, float("-inf"))
+    seen = keep.any(-1)[:, None]                  # rows that see no key: 0, as FlashAttention
+    p = torch.where(seen, torch.softmax(torch.where(seen, s, 0.0), -1), 0.0)
+    return (p @ V).transpose(1, 2), torch.logsumexp(s, -1)
+
+
+def _close(a, b, tol=2e-5):
+    torch.testing.assert_close(a.double(), b, atol=tol, rtol=tol)
+
+
+CASES = {
+    "plain": dict(),
+    "causal": dict(causal=True),
+    "gqa-window": dict(causal=True, window=(5, 0), Hkv=1),
+    "softcap-alibi": dict(softcap=4.0, slopes=True),
+    "scale": dict(scale=0.3),
+}
+
+
+@pytest.mark.parametrize("lengths", [(24, 24), (9, 24), (24, 9)], ids=["equal", "fewer_q",
+                                                                        "more_q"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_flash_attn_func(case, lengths):
+    c = dict(CASES[case])
+    Sq, Sk = lengths
+    Hkv = c.pop("Hkv", 2)
+    if lengths[0] > lengths[1] and c.get("causal"):
+        Sq = Sk + 3                       # the first rows see no key: FlashAttention gives 0
+    q, k, v = _rand(2, Sq, 2, 16, seed=0), _rand(2, Sk, Hkv, 16, seed=1), \
+        _rand(2, Sk, Hkv, 16, seed=2)
+    slopes = torch.tensor([0.3, 0.1]) if c.pop("slopes", False) else None
+    window = c.get("window")
+    out, lse, none = flash.flash_attn_func(
+        q, k, v, softmax_scale=c.get("scale"), causal=c.get("causal", False),
+        window_size=window or (-1, -1), softcap=c.get("softcap", 0.0), alibi_slopes=slopes,
+        return_attn_probs=True)
+    assert none is None and out.shape == (2, Sq, 2, 16) and lse.shape == (2, 2, Sq)
+    ro, rl = _reference(q, k, v, c.get("causal", False), window, c.get("softcap"), slopes,
+                        c.get("scale"))
+    seen = torch.isfinite(rl)
+    _close(out, ro)
+    _close(lse[seen], rl[seen])
+    # Gradients against float64 autograd (rows that see no key left out).
+    g = _rand(*out.shape, seed=3, grad=False) * seen.transpose(1, 2)[..., None]
+    got = torch.autograd.grad((out * g).sum(), (q, k, v))
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    ro, _ = _reference(*refs, c.get("causal", False), window, c.get("softcap"), slopes,
+                       c.get("scale"))
+    want = torch.autograd.grad((ro * g.double()).sum(), refs)
+    for a, b in zip(got, want):
+        _close(a, b, 5e-5)
+
+
+def test_packed_forms_match_the_plain_call():
+    qkv = _rand(2, 20, 3, 4, 16, seed=4)
+    out = flash.flash_attn_qkvpacked_func(qkv, causal=True)
+    _close(out, _reference(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], causal=True)[0])
+    q, kv = _rand(2, 7, 4, 16, seed=5), _rand(2, 20, 2, 2, 16, seed=6)
+    out = flash.flash_attn_kvpacked_func(q, kv, causal=True)
+    _close(out, _reference(q, kv[:, :, 0], kv[:, :, 1], causal=True)[0])
+    (out.sum() + 0).backward()
+    assert kv.grad is not None and kv.grad.shape == kv.shape
+
+
+def _varlen_reference(q, k, v, cu_q, cu_k, causal):
+    out = torch.zeros(q.shape[:2] + v.shape[2:], dtype=torch.float64)
+    for b in range(len(cu_q) - 1):
+        qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        out[qs] = _reference(q[None, qs], k[None, ks], v[None, ks], causal)[0][0]
+    return out
+
+
+def test_varlen_forms():
+    lengths = [5, 17, 9]
+    cu = torch.tensor(np.cumsum([0] + lengths), dtype=torch.int32)
+    qkv = _rand(sum(lengths), 3, 4, 16, seed=7)
+    out, lse, none = flash.flash_attn_varlen_qkvpacked_func(qkv, cu, 17, causal=True,
+                                                            return_attn_probs=True)
+    assert none is None and lse.shape == (4, sum(lengths))
+    _close(out, _varlen_reference(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu.tolist(), cu.tolist(),
+                                  True))
+    out.sum().backward()
+    assert qkv.grad.abs().sum() > 0
+    q, kv = _rand(sum(lengths), 4, 16, seed=8), _rand(40, 2, 2, 16, seed=9)
+    cu_k = torch.tensor([0, 10, 30, 40], dtype=torch.int32)
+    out = flash.flash_attn_varlen_kvpacked_func(q, kv, cu, cu_k, 17, 20, causal=True)
+    _close(out, _varlen_reference(q, kv[:, 0], kv[:, 1], cu.tolist(), cu_k.tolist(), True))
+    # FlashAttention-3's seqused_k: the first n keys of each span.
+    used = torch.tensor([6, 20, 9], dtype=torch.int32)
+    out = flash.flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu, cu_k, 17, 20, causal=True,
+                                       seqused_k=used)
+    ends = [int(a) + int(n) for a, n in zip(cu_k[:-1], used)]
+    idx = torch.cat([torch.arange(int(a), e) for a, e in zip(cu_k[:-1], ends)])
+    cu_used = [0] + np.cumsum(used.tolist()).tolist()
+    _close(out, _varlen_reference(q, kv[idx, 0], kv[idx, 1], cu.tolist(), cu_used, True))
+
+
+def test_with_kvcache():
+    # A decode step with new keys appended in place; cache_seqlens None reads the whole cache.
+    B, S, H, Hkv, D = 2, 32, 4, 2, 16
+    kc, vc = (_rand(B, S, Hkv, D, seed=s, grad=False) for s in (10, 11))
+    q = _rand(B, 1, H, D, seed=12, grad=False)
+    kn, vn = (_rand(B, 1, Hkv, D, seed=s, grad=False) for s in (13, 14))
+    seqlens = torch.tensor([10, 20], dtype=torch.int32)
+    out, lse = flash.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cache_seqlens=seqlens,
+                                             causal=True, return_softmax_lse=True)
+    assert lse.shape == (B, H, 1)
+    for b, n in enumerate(seqlens.tolist()):
+        assert torch.equal(kc[b, n], kn[b, 0]) and torch.equal(vc[b, n], vn[b, 0])
+        ro, rl = _reference(q[b:b + 1], kc[b:b + 1, :n + 1], vc[b:b + 1, :n + 1], True)
+        _close(out[b:b + 1], ro)
+        _close(lse[b:b + 1], rl)
+    whole = flash.flash_attn_with_kvcache(q, kc, vc, num_splits=1)
+    _close(whole, _reference(q, kc, vc)[0])
+
+
+def test_refusals_name_the_call():
+    q = _rand(1, 8, 2, 16, seed=0, grad=False)
+    with pytest.raises(NotImplementedError, match=r"flash_attn_func: dropout_p=0.1: tessel "
+                                                  "has no attention dropout"):
+        flash.flash_attn_func(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match=r"flash_attn_func: q must have shape \[batch, "
+                                         r"seqlen, heads, head_dim\]"):
+        flash.flash_attn_func(q[0], q, q)
+    with pytest.raises(ValueError, match="paged cache .block_table. needs cache_seqlens"):
+        flash.flash_attn_with_kvcache(q, q, q, block_table=torch.zeros(1, 1, dtype=torch.int32))
