@@ -60,10 +60,13 @@ def _uniform_cu(x, B, S):
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
-                    return_attn_probs=False):
+                    return_attn_probs=False, *, q_descale=None, k_descale=None,
+                    v_descale=None):
     """FlashAttention's ``flash_attn_func``: q ``[B, Sq, H, D]``, k and v ``[B, Sk, Hkv, D]``
     (Hkv dividing H: GQA / MQA); returns out ``[B, Sq, H, Dv]``, or ``(out, softmax_lse
-    [B, H, Sq] float32, None)`` with return_attn_probs.
+    [B, H, Sq] float32, None)`` with return_attn_probs. q_descale, k_descale, v_descale
+    (keywords, FlashAttention-3's): FP8 inputs (float8_e4m3fn) with their descale factors
+    (``[B, Hkv]`` or numbers), out in bfloat16, as tessel.attention's FP8 call.
 
     Equal lengths run tessel.attention on [B, H, S, D] views; where they differ and causal,
     a window or ALiBi place queries (bottom-right aligned, FlashAttention's rule), the batch
@@ -75,7 +78,14 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         _rank(fn, name, x, 4, "[batch, seqlen, heads, head_dim]")
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
+    fp8 = {n: x for n, x in (("descale_q", q_descale), ("descale_k", k_descale),
+                             ("descale_v", v_descale)) if x is not None}
     if Sq != Sk and (causal or window is not None or alibi_slopes is not None):
+        if fp8:
+            raise NotImplementedError(
+                f"{_NAME}.{fn}: FP8 (q_descale, ...) with query and key lengths that differ "
+                "under causal, a window or ALiBi: tessel's FP8 kernels align them top-left; "
+                "pad the queries to the keys' length")
         from .serving import attention_varlen
         o, lse = attention_varlen(
             q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
@@ -91,7 +101,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     res = attention(_swap(q), _swap(k), _swap(v), causal=causal, scale=softmax_scale,
                     enable_gqa=H != Hkv, return_lse=return_attn_probs,
                     deterministic=deterministic, window_size=window, softcap=cap,
-                    alibi_slopes=alibi_slopes)
+                    alibi_slopes=alibi_slopes, **fp8)
     if not return_attn_probs:
         return _swap(res)
     return _swap(res[0]), res[1], None

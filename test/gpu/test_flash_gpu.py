@@ -81,3 +81,21 @@ def test_packed_varlen_and_cache(dtype):
         ref = _reference(q1[b:b + 1], kc[b:b + 1, :n], vc[b:b + 1, :n], True)
         _check(o3[b:b + 1], ref, _reference(q1[b:b + 1], kc[b:b + 1, :n], vc[b:b + 1, :n],
                                             True, dt))
+
+
+def test_fp8_descales():
+    # FlashAttention-3's q_descale / k_descale / v_descale on FP8 inputs (sm_90a's FP8
+    # kernels): out in bfloat16 within tessel's FP8 bound (P rounded to e4m3, docs/dev/fp8.md).
+    import tessel
+    if tessel.gpu.chip_of(torch.cuda.current_device()) != "sm_90a":
+        pytest.skip("FP8 runs on sm_90a")
+    gen = torch.Generator(device="cuda").manual_seed(8)
+    q, k, v = (torch.randn(2, 1024, 8, 128, device="cuda", generator=gen)
+               .to(torch.float8_e4m3fn) for _ in range(3))
+    ds = [torch.rand(2, 8, device="cuda", generator=gen) + 0.5 for _ in range(3)]
+    out = flash.flash_attn_func(q, k, v, causal=True, q_descale=ds[0], k_descale=ds[1],
+                                v_descale=ds[2])
+    assert out.dtype == torch.bfloat16
+    deq = [x.double() * d.double()[:, None, :, None] for x, d in zip((q, k, v), ds)]
+    want = _reference(*deq, True)
+    assert (out.double() - want).abs().max() <= 0.04 * want.abs().max()

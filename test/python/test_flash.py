@@ -174,3 +174,20 @@ def test_numpy_inputs():
         ro, rl = _reference(q, k, v, causal)
         _close(torch.from_numpy(out), ro)
         _close(torch.from_numpy(lse), rl)
+
+
+def test_fp8_with_descales():
+    # FlashAttention-3's q_descale / k_descale / v_descale: FP8 inputs, out in bfloat16.
+    f8 = getattr(torch, "float8_e4m3fn", None)
+    if f8 is None:
+        pytest.skip("this torch has no float8_e4m3fn")
+    q, k, v = (_rand(1, 16, 2, 16, seed=s, grad=False).to(f8) for s in range(3))
+    dq, dk, dv = torch.tensor([[0.5, 2.0]]), torch.tensor([[1.5, 0.25]]), 0.75
+    out = flash.flash_attn_func(q, k, v, causal=True, q_descale=dq, k_descale=dk, v_descale=dv)
+    assert out.dtype == torch.bfloat16
+    deq = [x.float() * (s[:, None, :, None] if torch.is_tensor(s) else s)   # [B, Hkv]
+           for x, s in ((q, dq), (k, dk), (v, dv))]
+    want = _reference(*deq, causal=True)[0]      # P is rounded to FP8 as FlashAttention-3's
+    assert (out.double() - want).abs().max() <= 0.04 * want.abs().max()
+    with pytest.raises(NotImplementedError, match="FP8 .q_descale, .... with query and key"):
+        flash.flash_attn_func(q[:, :8], k, v, causal=True, q_descale=dq)
