@@ -99,3 +99,17 @@ def test_fp8_descales():
     deq = [x.double() * d.double()[:, None, :, None] for x, d in zip((q, k, v), ds)]
     want = _reference(*deq, True)
     assert (out.double() - want).abs().max() <= 0.04 * want.abs().max()
+
+
+def test_the_drop_in_example_on_cuda():
+    # examples/python/flash_drop_in.py --cuda checks itself against float64.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "flash_drop_in.py"),
+                        "--cuda"], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("max error vs float64") == 4

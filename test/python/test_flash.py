@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import dsl_helpers  # noqa: F401,E402 (puts the build's package on the path)
+import dsl_helpers  # noqa: E402 (puts the build's package on the path)
 from tessel import flash  # noqa: E402
 
 
@@ -191,3 +191,17 @@ def test_fp8_with_descales():
     assert (out.double() - want).abs().max() <= 0.04 * want.abs().max()
     with pytest.raises(NotImplementedError, match="FP8 .q_descale, .... with query and key"):
         flash.flash_attn_func(q[:, :8], k, v, causal=True, q_descale=dq)
+
+
+def test_the_drop_in_example_runs():
+    # examples/python/flash_drop_in.py checks its results against float64 itself.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "flash_drop_in.py")],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, TESSEL_BUILD_DIR=str(dsl_helpers.BUILD)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("max error vs float64") == 4
