@@ -12,20 +12,20 @@ export TESSEL_CACHE_DIR=$(mktemp -d)
 cd test/gpu
 if grep -q H200 $r/gpu.txt; then
   for dt in fp16 bf16; do
-    timeout 130 python3 bench_head_dims.py --dims 64 128 256 --lengths 4096 16384 --rounds 2 \
+    timeout 115 python3 bench_head_dims.py --dims 64 128 256 --lengths 4096 16384 --rounds 2 \
       --dtype $dt --json $r/dims_$dt.json 2>&1 | tail -14 | tee $r/dims_$dt.log
   done
 fi
-timeout 160 python3 -m pytest -q -p no:logging -n 8 test_serving_gpu.py -k seqused \
+timeout 140 python3 -m pytest -q -p no:logging -n 8 test_serving_gpu.py -k seqused \
   --junitxml $r/seqused.xml > $r/seqused.log 2>&1; tail -2 $r/seqused.log
 python3 ../../scripts/junit_summary.py $r/seqused.xml 2>&1 | tail -3
-timeout 120 python3 -m pytest -q -p no:logging -n 8 test_flash_gpu.py test_flex_gpu.py \
+timeout 110 python3 -m pytest -q -p no:logging -n 8 test_flash_gpu.py test_flex_gpu.py \
   --junitxml $r/flash.xml > $r/flash.log 2>&1; tail -2 $r/flash.log
 python3 ../../scripts/junit_summary.py $r/flash.xml 2>&1 | tail -3
 grep -q H200 $r/gpu.txt && exit 0
-timeout 70 python3 -m pytest -q -p no:logging test_torch_compile_gpu.py -k document \
+timeout 60 python3 -m pytest -q -p no:logging test_torch_compile_gpu.py -k document \
   > $r/compile.log 2>&1; grep -v DEBUG $r/compile.log | tail -2
-timeout 170 python3 -c "import tessel.backward as b; b.AUTO_BLOCK_MASK = True; import pytest; \
+timeout 160 python3 -c "import tessel.backward as b; b.AUTO_BLOCK_MASK = True; import pytest; \
 pytest.main(['-q', '-p', 'no:logging', '-n', '8', 'test_block_mask_gpu.py', \
 '--junitxml', '$r/masks.xml'])" > $r/masks.log 2>&1; tail -2 $r/masks.log
 python3 ../../scripts/junit_summary.py $r/masks.xml 2>&1 | tail -3
