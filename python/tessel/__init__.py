@@ -33,7 +33,7 @@ from .attention import attention, compile_attention
 from .blocksparse import BlockMask, block_mask
 from .backward import attention_backward, compile_attention_backward
 from .serving import attention_varlen, attention_with_kvcache
-from .sdpa import scaled_dot_product_attention
+from .sdpa import patch_sdpa, scaled_dot_product_attention
 from .flex import create_block_mask, flex_attention
 from . import flash                   # FlashAttention's API: from tessel.flash import ...
 from .autotune import Autotuner, Config, autotune
@@ -58,7 +58,8 @@ def __getattr__(name):
 __all__ = ["jit", "language", "tl", "CompilationError", "KernelRuntimeError", "CompileOptions",
            "GpuOptions", "cache", "CompiledKernel", "JITFunction", "attention", "compile_attention", "block_mask", "BlockMask",
            "attention_backward", "compile_attention_backward", "attention_varlen",
-           "attention_with_kvcache", "scaled_dot_product_attention", "flex_attention",
+           "attention_with_kvcache", "scaled_dot_product_attention", "patch_sdpa",
+           "flex_attention",
            "create_block_mask", "flash", "to_bf16",
            "from_bf16", "to_fp8", "from_fp8", "DevicePointer", "GpuUnavailableError", "gpu", "autotune", "Autotuner",
            "Config"]

@@ -157,3 +157,109 @@ def _mods_of(torch, attn_mask, lead, L, S):
         _RECENT.pop(next(iter(_RECENT)))
     _RECENT[key] = (weakref.ref(attn_mask), attn_mask._version, mods)
     return mods
+
+
+class SdpaPatch:
+    """The handle patch_sdpa returns: a context manager (the patch is undone on leaving it, or
+    by `undo()`), with counts of the calls tessel ran (`tessel_calls`) and of those it handed
+    to torch's own SDPA (`torch_calls`, by reason in `reasons`)."""
+
+    def __init__(self):
+        self.tessel_calls = 0
+        self.torch_calls = 0
+        self.reasons = {}
+        self._undone = False
+
+    def undo(self):
+        if not self._undone:
+            self._undone = True
+            _unpatch(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.undo()
+        return False
+
+
+_PATCHES = []          # the live handles, oldest first
+_ORIGINAL = None       # torch's own function while a patch is live
+
+
+def patch_sdpa():
+    """Routes torch.nn.functional.scaled_dot_product_attention to tessel's: code that calls
+    SDPA (Hugging Face models' "sdpa" attention, nn.MultiheadAttention with
+    need_weights=False) runs tessel's kernels, unchanged.
+
+        with tessel.patch_sdpa() as p:
+            model(batch)
+        print(p.tessel_calls, p.torch_calls, p.reasons)
+
+    Calls tessel does not take run torch's own SDPA, counted by reason, with one warning per
+    reason: dropout_p > 0 (a model in training mode with attention dropout), an attn_mask that
+    requires grad (a learned bias), dtypes other than float16, bfloat16 and float32, tensors
+    that are neither CPU nor CUDA, nested tensors. Everything else is tessel's call, with its
+    errors. Returns the SdpaPatch (also a context manager); patches nest.
+    """
+    global _ORIGINAL
+    torch = gpu.torch_module()
+    if torch is None:
+        raise RuntimeError("tessel.patch_sdpa: torch is not importable")
+    F = torch.nn.functional
+    if _ORIGINAL is None:
+        _ORIGINAL = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = _patched
+    handle = SdpaPatch()
+    _PATCHES.append(handle)
+    return handle
+
+
+def _unpatch(handle):
+    global _ORIGINAL
+    if handle in _PATCHES:
+        _PATCHES.remove(handle)
+    if not _PATCHES and _ORIGINAL is not None:
+        gpu.torch_module().nn.functional.scaled_dot_product_attention = _ORIGINAL
+        _ORIGINAL = None
+
+
+def _torch_reason(torch, query, key, value, attn_mask, dropout_p):
+    """Why a call goes to torch's own SDPA (patch_sdpa), or None for tessel's."""
+    if dropout_p:
+        return "dropout_p > 0"
+    for x in (query, key, value):
+        if not isinstance(x, torch.Tensor):
+            return "inputs that are not tensors"
+        if getattr(x, "is_nested", False):
+            return "nested tensors"
+        if x.device.type not in ("cpu", "cuda"):
+            return f"{x.device.type} tensors"
+        if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            return f"{x.dtype} inputs"
+    if isinstance(attn_mask, torch.Tensor) and attn_mask.requires_grad and \
+            torch.is_grad_enabled():
+        return "an attn_mask that requires grad"
+    return None
+
+
+def _patched(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False):
+    torch = gpu.torch_module()
+    reason = _torch_reason(torch, query, key, value, attn_mask, dropout_p)
+    handle = _PATCHES[-1] if _PATCHES else None
+    if reason is None:
+        if handle is not None:
+            handle.tessel_calls += 1
+        return scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                            scale, enable_gqa)
+    if handle is not None:
+        handle.torch_calls += 1
+        if reason not in handle.reasons:
+            import warnings
+            warnings.warn(f"tessel.patch_sdpa: {reason}: this call runs torch's own SDPA",
+                          stacklevel=2)
+        handle.reasons[reason] = handle.reasons.get(reason, 0) + 1
+    gqa = {"enable_gqa": True} if enable_gqa else {}     # (torch < 2.5 has no such argument)
+    return _ORIGINAL(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                     is_causal=is_causal, scale=scale, **gqa)

@@ -94,3 +94,63 @@ def test_refusals():
         sdpa(q.numpy(), q, q)
     with pytest.raises(ValueError, match="rank"):
         sdpa(q, q[0], q[0])
+
+
+class _Block(torch.nn.Module):
+    """A model's attention the way Hugging Face's "sdpa" layers call it."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 48)
+
+    def forward(self, x, mask=None, dropout=0.0):
+        q, k, v = self.proj(x).view(x.shape[0], x.shape[1], 3, 2, 8).permute(2, 0, 3, 1, 4)
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=mask is None)
+
+
+def test_patch_sdpa_routes_torch_calls_to_tessel(monkeypatch):
+    # Code calling torch's SDPA, unchanged, runs tessel inside the patch (tessel's own entry
+    # seen called), with torch's results and gradients; nn.MultiheadAttention too.
+    torch.manual_seed(0)
+    block = _Block()
+    x = torch.randn(2, 12, 16)
+    mask = torch.rand(12, 12) > 0.3
+    mask[:, 0] = True
+    original = torch.nn.functional.scaled_dot_product_attention
+    want = [block(x), block(x, mask)]
+    want_grad = torch.autograd.grad(want[0].sum(), block.proj.weight)[0]
+    called = []
+    run = tessel.sdpa.scaled_dot_product_attention
+    monkeypatch.setattr(tessel.sdpa, "scaled_dot_product_attention",
+                        lambda *a: called.append(1) or run(*a))
+    mha = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+    mha_want = mha(x, x, x, need_weights=False)[0]
+    with tessel.patch_sdpa() as p:
+        assert torch.nn.functional.scaled_dot_product_attention is not original
+        got = [block(x), block(x, mask)]
+        got_grad = torch.autograd.grad(got[0].sum(), block.proj.weight)[0]
+        mha_got = mha(x, x, x, need_weights=False)[0]
+    assert torch.nn.functional.scaled_dot_product_attention is original
+    for a, b in zip(got + [got_grad, mha_got], want + [want_grad, mha_want]):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=2e-5)
+    assert p.tessel_calls == len(called) == 3 and p.torch_calls == 0
+
+
+def test_patch_sdpa_hands_what_tessel_does_not_take_to_torch():
+    # Attention dropout (a model in training mode) and float64 run torch's SDPA, counted and
+    # warned once a reason; patches nest and the last one out restores torch's function.
+    block = _Block()
+    x = torch.randn(2, 12, 16)
+    original = torch.nn.functional.scaled_dot_product_attention
+    with tessel.patch_sdpa() as outer:
+        with tessel.patch_sdpa() as p:
+            with pytest.warns(UserWarning, match="dropout_p > 0: this call runs torch's own"):
+                block(x, dropout=0.1)
+            block(x, dropout=0.1)
+            block.double()(x.double())
+        assert torch.nn.functional.scaled_dot_product_attention is not original
+        block.float()(x)
+    assert torch.nn.functional.scaled_dot_product_attention is original
+    assert p.reasons == {"dropout_p > 0": 2, "torch.float64 inputs": 1}
+    assert p.tessel_calls == 0 and outer.tessel_calls == 1
