@@ -54,3 +54,30 @@ def test_sdpa_against_torch(dtype, mask, D):
     (want_o, want), (low_o, low) = runs[torch.float64], runs[dtype]
     assert_within_twice_torch((o,), (want_o,), (low_o,), names=("o",))
     assert_within_twice_torch(got, want, low)
+
+
+def test_patch_sdpa_on_cuda():
+    # nn.MultiheadAttention and a causal SDPA call inside tessel.patch_sdpa run tessel's kernels
+    # (counted) within FlashAttention's rule of float64; dropout goes to torch's SDPA.
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(1024, 8, batch_first=True, device="cuda",
+                                      dtype=torch.float16)
+    x = torch.randn(2, 512, 1024, device="cuda", dtype=torch.float16)
+    q, k, v = (torch.randn(2, 8, 512, 128, device="cuda", dtype=torch.float16)
+               for _ in range(3))
+    F = torch.nn.functional
+    with tessel.patch_sdpa() as p:
+        got = [mha(x, x, x, need_weights=False)[0], F.scaled_dot_product_attention(
+            q, k, v, is_causal=True)]
+        with pytest.warns(UserWarning, match="dropout_p"):
+            F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    assert p.tessel_calls == 2 and p.reasons == {"dropout_p > 0": 1}
+    x64 = x.double()
+    want = [mha.double()(x64, x64, x64, need_weights=False)[0],
+            F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)]
+    mha.half()
+    lowp = [mha(x, x, x, need_weights=False)[0], F.scaled_dot_product_attention(
+        q, k, v, is_causal=True)]
+    for g, w, lo in zip(got, want, lowp):
+        err, ref_err = ((a.double() - w).abs().max().item() for a in (g, lo))
+        assert err <= 2 * ref_err + 1e-3, (err, ref_err)

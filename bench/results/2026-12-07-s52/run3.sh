@@ -19,7 +19,7 @@ fi
 timeout 140 python3 -m pytest -q -p no:logging -n 8 test_serving_gpu.py -k seqused \
   --junitxml $r/seqused.xml > $r/seqused.log 2>&1; tail -2 $r/seqused.log
 python3 ../../scripts/junit_summary.py $r/seqused.xml 2>&1 | tail -3
-timeout 110 python3 -m pytest -q -p no:logging -n 8 test_flash_gpu.py test_flex_gpu.py \
+timeout 110 python3 -m pytest -q -p no:logging -n 8 test_flash_gpu.py test_flex_gpu.py test_sdpa_gpu.py \
   --junitxml $r/flash.xml > $r/flash.log 2>&1; tail -2 $r/flash.log
 python3 ../../scripts/junit_summary.py $r/flash.xml 2>&1 | tail -3
 grep -q H200 $r/gpu.txt && exit 0
