@@ -154,3 +154,24 @@ def test_patch_sdpa_hands_what_tessel_does_not_take_to_torch():
     assert torch.nn.functional.scaled_dot_product_attention is original
     assert p.reasons == {"dropout_p > 0": 2, "torch.float64 inputs": 1}
     assert p.tessel_calls == 0 and outer.tessel_calls == 1
+
+
+def test_patch_sdpa_under_torch_compile():
+    # A function compiled inside the patch holds tessel's op in its one graph (fullgraph).
+    F = torch.nn.functional
+    q, k, v = (torch.randn(1, 2, 16, 16) for _ in range(3))
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    want = f(q, k, v)
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return gm
+    torch._dynamo.reset()
+    with tessel.patch_sdpa() as p:
+        got = torch.compile(f, backend=backend, fullgraph=True)(q, k, v)
+    torch.testing.assert_close(got, want, atol=2e-6, rtol=2e-6)
+    assert p.tessel_calls == 1 and len(seen) == 1
+    assert torch.ops.tessel.sdpa_forward.default in seen[0]
