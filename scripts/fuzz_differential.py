@@ -7,7 +7,7 @@ tessel.reference's float64 attention (and its hand-written backward). A mismatch
 exception is printed with the case. By default on numpy arrays (the CPU interpreter).
 
     python3 scripts/fuzz_differential.py [--seconds 300] [--seed 0]
-        [--kinds forward backward serving block_mask fp8 varlen_backward flex]
+        [--kinds forward backward serving block_mask fp8 varlen_backward flex flash]
         [--device numpy|cpu|cuda]        (varlen_backward, flex: torch tensors only)
         [--compile]                      (the entry points through torch.compile)
 
@@ -721,9 +721,56 @@ def fp8_case(rng):
     return None
 
 
+def flash_case(rng):
+    """tessel.flash.flash_attn_func (FlashAttention's API): [B, S, H, D] inputs, query and key
+    lengths that differ (causal, the window and ALiBi then bottom-right aligned, the varlen
+    route), GQA, softcap, a scale; o and the LSE against float64, on torch tensors half the
+    time dq, dk, dv through autograd."""
+    from tessel import flash
+    c = _dense_case(rng)
+    torch = BACKEND.torch
+    grad = torch is not None and rng.random() < 0.5
+    c.update(grad=grad)
+    (q, k, v), ref = _inputs(rng, c)
+
+    def bshd(x):                               # FlashAttention's layout, contiguous
+        return x.transpose(1, 2).contiguous() if torch is not None else \
+            np.ascontiguousarray(np.swapaxes(x, 1, 2))
+    q, k, v = (bshd(x) for x in (q, k, v))
+    for x in (q, k, v) if grad else ():
+        x.requires_grad_()
+    o, lse, _ = flash.flash_attn_func(
+        q, k, v, softmax_scale=c["scale"], causal=c["causal"],
+        window_size=c["window_size"] or (-1, -1), softcap=c["softcap"] or 0.0,
+        alibi_slopes=BACKEND.alibi(c["alibi_slopes"]), return_attn_probs=True)
+    score, score_grad, allowed = position_mods(c["Nk"] - c["Nq"], c["causal"],
+                                               c["window_size"], c["softcap"],
+                                               c["alibi_slopes"])
+    scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
+    gqa = c["H"] != c["Hkv"]
+    ro, rlse = reference_attention(*ref, scale=scale, score=score, allowed=allowed,
+                                   enable_gqa=gqa)
+    live = np.isfinite(rlse)
+    got = BACKEND.numpy(lse)[live]
+    errs = [_rel(bshd(o), ro), float(np.abs(got - rlse[live]).max(initial=0.0)
+                                     / max(1.0, np.abs(rlse[live]).max(initial=0.0)))]
+    if max(errs) > BACKEND.tol[c["dtype"]]:
+        return f"flash {c}: o, lse {errs}"
+    if grad:
+        do, do64 = BACKEND.tensor(rng.standard_normal(ref[0].shape), c["dtype"])
+        grads = torch.autograd.grad(o, (q, k, v), bshd(do))
+        want = reference_attention_backward(*ref, do64, scale=scale, score=score,
+                                            score_grad=score_grad, allowed=allowed,
+                                            enable_gqa=gqa)
+        errs = [_rel(bshd(g), w) for g, w in zip(grads, want)]
+        if max(errs) > BACKEND.grad_tol[c["dtype"]]:
+            return f"flash backward {c}: dq, dk, dv {errs}"
+    return None
+
+
 KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case,
          "block_mask": block_mask_case, "fp8": fp8_case, "varlen_backward": varlen_backward_case,
-         "flex": flex_case}
+         "flex": flex_case, "flash": flash_case}
 # Kinds that need torch tensors (attention_varlen's gradients come through torch's autograd;
 # FlexAttention's BlockMask): left out on numpy.
 TORCH_ONLY = {"varlen_backward", "flex"}

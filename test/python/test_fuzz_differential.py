@@ -35,6 +35,15 @@ def test_flex_drop_in_matches_too():
     assert count == 40 and failures == []
 
 
+def test_flash_api_matches_too():
+    # tessel.flash.flash_attn_func with FlashAttention's rules (bottom-right where the lengths
+    # differ), torch tensors with gradients and numpy arrays.
+    pytest.importorskip("torch")
+    for device, seed in (("cpu", 20), ("numpy", 21)):
+        count, failures = fuzz_differential.run(["flash"], seed, cases=40, device=device)
+        assert count == 40 and failures == []
+
+
 def test_compiled_entry_points_match_too():
     # --compile: every entry-point call through torch.compile (the ops' fake implementations,
     # autograd and routing), the entry points restored afterwards.
