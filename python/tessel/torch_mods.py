@@ -22,6 +22,10 @@ import sys
 MODS = {0: (None, None)}
 _MOD_KEYS = {}
 _constant_key = None    # mods_key as Dynamo runs it at trace time (bound by `bind`)
+# How deep closures are followed into the functions they hold (and_masks over a closure is 2):
+# a function whose closure holds itself must not recurse without end (deeper: outside the
+# graph).
+_MAX_DEPTH = 8
 
 
 def bind(torch):
@@ -59,17 +63,23 @@ def mods_key(score_mod, mask_mod):
     except TypeError:
         return -1
     if key is None:
-        key = _MOD_KEYS[ident] = _content_key(score_mod, mask_mod)
+        try:
+            key = _content_key(score_mod, mask_mod)
+        except RecursionError:              # (a closure deeper than _MAX_DEPTH)
+            return -1
+        _MOD_KEYS[ident] = key
         MODS[key] = (score_mod, mask_mod)
     return key
 
 
-def _content_key(*fns):
+def _content_key(*fns, depth=0):
     """A key from the mods' contents (code, defaults, closure values), the same in every
     process: a graph compiled elsewhere (a cache, an export) names the pair it was traced with,
     and one whose pair this process never entered fails at the lookup (`lookup`) instead of
     running another pair that took its number."""
     import hashlib
+    if depth > _MAX_DEPTH:
+        raise RecursionError("tessel: a mod's closure nests functions too deep")
     parts = []
     for fn in fns:
         fn = getattr(fn, "fn", fn)
@@ -79,16 +89,17 @@ def _content_key(*fns):
             continue
         cells = [c.cell_contents for c in fn.__closure__ or ()]
         parts.append(repr((code.co_filename, code.co_firstlineno, code.co_name, code.co_code,
-                           code.co_consts, fn.__defaults__, [_cell_key(v) for v in cells])))
+                           code.co_consts, fn.__defaults__,
+                           [_cell_key(v, depth) for v in cells])))
     return 1 + int.from_bytes(hashlib.sha1("|".join(parts).encode()).digest()[:7], "little")
 
 
-def _cell_key(v):
+def _cell_key(v, depth):
     """A closure value as _content_key hashes it: functions by their contents, also in tuples
     (a function's repr holds its address, which differs between processes)."""
     if callable(v):
-        return _content_key(v)
-    return tuple(_cell_key(x) for x in v) if type(v) is tuple else v
+        return _content_key(v, depth=depth + 1)
+    return tuple(_cell_key(x, depth) for x in v) if type(v) is tuple else v
 
 
 def lookup(key, captured=()):
@@ -114,37 +125,37 @@ def _is_slot(v):
     return type(v) is tuple and len(v) == 2 and v[0] == "tessel.captured"
 
 
-def _with_tensors(fn, captured):
+def _with_tensors(fn, captured, depth=0):
     """fn, or where its closure holds stand-ins (_slot), itself or in the functions it holds,
     the same function around `captured`: a new function object per call, which tessel's caches
     tell apart by code and closure values (tensors by their signature), as eager closures made
     per call."""
     import types
-    if not isinstance(fn, types.FunctionType) or not fn.__closure__:
+    if not isinstance(fn, types.FunctionType) or not fn.__closure__ or depth > _MAX_DEPTH:
         return fn
     cells = [c.cell_contents for c in fn.__closure__]
-    filled = [_filled(v, captured) for v in cells]
+    filled = [_filled(v, captured, depth + 1) for v in cells]
     if all(a is b for a, b in zip(filled, cells)):
         return fn
     return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                               tuple(types.CellType(v) for v in filled))
 
 
-def _filled(v, captured):
+def _filled(v, captured, depth):
     """A closure value with its stand-ins replaced by `captured`'s tensors (_with_tensors);
     the very same object where it holds none."""
     if _is_slot(v):
         return captured[v[1]]
     if type(v) is tuple:
-        items = tuple(_filled(x, captured) for x in v)
+        items = tuple(_filled(x, captured, depth) for x in v)
         return v if all(a is b for a, b in zip(items, v)) else items
-    return _with_tensors(v, captured)
+    return _with_tensors(v, captured, depth)
 
 
 _UNKNOWN = object()
 
 
-def _function_parts(fn, captured):
+def _function_parts(fn, captured, depth=0):
     """A mod as a traced call hands it to mods_key: a plain function as its code, module,
     defaults and closure values (Dynamo converts those to constants; a closure value it has made
     symbolic is a graph break there, not an error), its tensors appended to `captured` and a
@@ -154,18 +165,18 @@ def _function_parts(fn, captured):
     from .jit import JITFunction
     if fn is None or isinstance(fn, JITFunction):
         return fn
-    if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__:
+    if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__ or depth > _MAX_DEPTH:
         return None
     cells = []
     for c in fn.__closure__ or ():
-        v = _value_parts(c.cell_contents, captured)
+        v = _value_parts(c.cell_contents, captured, depth + 1)
         if v is _UNKNOWN:
             return None
         cells.append(v)
     return (_FUNCTION, fn.__code__, fn.__module__, fn.__defaults__, tuple(cells))
 
 
-def _value_parts(v, captured):
+def _value_parts(v, captured, depth):
     """A closure value as _function_parts hands it over: a tensor as a stand-in (appended to
     `captured`), a function as its parts, a tuple item by item, else itself; _UNKNOWN for a
     function that must stay outside the graph."""
@@ -174,10 +185,10 @@ def _value_parts(v, captured):
         captured.append(v)
         return _slot(len(captured) - 1)
     if isinstance(v, types.FunctionType):
-        part = _function_parts(v, captured)
+        part = _function_parts(v, captured, depth)
         return _UNKNOWN if part is None else part
     if type(v) is tuple:
-        items = tuple(_value_parts(x, captured) for x in v)
+        items = tuple(_value_parts(x, captured, depth) for x in v)
         return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
     return v
 

@@ -329,6 +329,18 @@ def test_and_masks_over_a_global_tensor_stay_outside():
                       fullgraph=True)(q)
 
 
+def test_a_closure_that_holds_itself_is_no_crash():
+    # Closures are followed into the functions they hold, to a bounded depth: a mask whose
+    # closure holds itself gets no key (it would run outside the graph), not a RecursionError.
+    def make():
+        def mask(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx if mask is not None else q_idx < kv_idx
+        return mask
+    mask = make()
+    assert torch_mods._function_parts(mask, []) is None
+    assert torch_mods.mods_key(None, mask) == -1
+
+
 def test_new_ids_and_block_mask_each_step():
     # A training loop's batches: new document ids, mask_mod and block mask each step, passed to
     # the compiled function. Their tensors are inputs, not constants of the graph: the results
