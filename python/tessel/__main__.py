@@ -1,4 +1,5 @@
-"""The `tessel` command: `python -m tessel cache ...` and `python -m tessel aot ...`.
+"""The `tessel` command: `python -m tessel cache ...`, `python -m tessel aot ...` and
+`python -m tessel env`.
 
     tessel cache list                  entries: key, kernel, chip, size, age (and bad ones)
     tessel cache verify [--fix]        checks every entry; --fix removes the bad ones
@@ -6,6 +7,7 @@
     tessel cache explain FILE.py SPEC  would this specialisation hit? if not, which ingredient
                                        of the key differs from the nearest entry
     tessel aot FILE.py --spec SPEC ... -o DIR   cubins + PTX + C header/source + manifest
+    tessel env [--json]                versions, devices, cache and switches for a bug report
 
 The cache directory is $TESSEL_CACHE_DIR (default ~/.cache/tessel), or --dir. SPEC is
 `dtype=f16,head_dim=64,causal=1,mask=none,chip=sm_90a` (docs/aot.md).
@@ -140,8 +142,15 @@ def main(argv=None):
                    help="file name and prefix of the launch functions")
     a.add_argument("--kernel", default="attention_kernel", help="the @tessel.jit kernel")
 
+    en = sub.add_parser("env", help="versions, devices, cache and switches for a bug report")
+    en.add_argument("--json", action="store_true", help="as JSON")
+
     args = parser.parse_args(argv)
     try:
+        if args.command == "env":
+            from .env_report import print_report
+            print_report(args.json)
+            return 0
         if args.command == "aot":
             return cmd_aot(args)
         from . import cache as tcache
