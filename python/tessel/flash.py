@@ -4,7 +4,8 @@ kernels, so that code written against FlashAttention runs with one import change
     from tessel.flash import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
 
 Same arguments, layouts ([B, S, H, D]; packed [total, H, D]), defaults and results as
-flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call. Causal, the window and
+flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call and its FP8 descales
+(`q_descale`, `k_descale`, `v_descale`) for flash_attn_func. Causal, the window and
 ALiBi are bottom-right aligned when the query and key lengths differ, as FlashAttention has them
 (tessel.attention's own are top-left, SDPA's). What differs, by design (docs/dsl.md, "Code
 written against FlashAttention"):
@@ -54,7 +55,7 @@ def _uniform_cu(x, B, S):
     """int32 cumulative lengths of B sequences of S rows, where x is (device)."""
     if _is_torch(x):
         torch = gpu.torch_module()
-        return torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device=x.device)[:B + 1]
+        return torch.arange(B + 1, dtype=torch.int32, device=x.device) * S
     return np.arange(B + 1, dtype=np.int32) * S
 
 

@@ -225,3 +225,10 @@ def test_under_torch_compile(lengths):
         outs.append([o] + list(torch.autograd.grad(o.sum(), (q, k, v))))
     for a, b in zip(*outs):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_no_queries():
+    # Zero query rows on the bottom-right route: an empty result, not an error.
+    q, k = _rand(2, 0, 2, 16, seed=0, grad=False), _rand(2, 8, 2, 16, seed=1, grad=False)
+    out = flash.flash_attn_func(q, k, k, causal=True)
+    assert out.shape == (2, 0, 2, 16)
