@@ -190,7 +190,7 @@ _ORIGINAL = None       # torch's own function while a patch is live
 def patch_sdpa():
     """Routes torch.nn.functional.scaled_dot_product_attention to tessel's: code that calls
     SDPA (Hugging Face models' "sdpa" attention, nn.MultiheadAttention with
-    need_weights=False) runs tessel's kernels, unchanged.
+    need_weights=False) runs tessel's kernels, unchanged::
 
         with tessel.patch_sdpa() as p:
             model(batch)
