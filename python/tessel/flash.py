@@ -24,10 +24,6 @@ from . import gpu
 _NAME = "tessel.flash"
 
 
-def _is_torch(x):
-    return gpu.is_torch_tensor(x)
-
-
 def _flash_options(fn, dropout_p, window_size, softcap):
     """(window_size, softcap) as tessel's entry points take them (None for FlashAttention's
     (-1, -1) and 0.0); dropout refused."""
@@ -46,14 +42,15 @@ def _rank(fn, name, x, n, shape):
         raise ValueError(f"{_NAME}.{fn}: {name} must have shape {shape}, got {tuple(x.shape)}")
 
 
-def _swap(x):
-    """[B, S, H, D] <-> [B, H, S, D]: a view of a torch tensor (read in place on CUDA)."""
-    return x.transpose(1, 2) if _is_torch(x) else np.swapaxes(x, 1, 2)
+def _swap(x, a=1, b=2):
+    """x with axes a and b swapped ([B, S, H, D] <-> [B, H, S, D] by default): a view of a
+    torch tensor (read in place on CUDA) or numpy array."""
+    return x.transpose(a, b) if gpu.is_torch_tensor(x) else np.swapaxes(x, a, b)
 
 
 def _uniform_cu(x, B, S):
     """int32 cumulative lengths of B sequences of S rows, where x is (device)."""
-    if _is_torch(x):
+    if gpu.is_torch_tensor(x):
         torch = gpu.torch_module()
         return torch.arange(B + 1, dtype=torch.int32, device=x.device) * S
     return np.arange(B + 1, dtype=np.int32) * S
@@ -96,8 +93,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         out = o.reshape(B, Sq, H, o.shape[-1])
         if not return_attn_probs:
             return out
-        lse = lse.reshape(H, B, Sq)
-        return out, (lse.permute(1, 0, 2) if _is_torch(lse) else lse.transpose(1, 0, 2)), None
+        return out, _swap(lse.reshape(H, B, Sq), 0, 1), None
     from .attention import attention
     res = attention(_swap(q), _swap(k), _swap(v), causal=causal, scale=softmax_scale,
                     enable_gqa=H != Hkv, return_lse=return_attn_probs,
