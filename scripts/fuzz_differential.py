@@ -616,8 +616,13 @@ def _flex_mods(rng, torch, fa, B, Nq, Nk):
     def window(b, h, q_idx, kv_idx):
         return torch.abs(q_idx - kv_idx) < W
 
-    def document(b, h, q_idx, kv_idx):
-        return ids[b, q_idx] == ids[b, kv_idx]
+    def same(table):                    # one function, two closures (two id tables)
+        def document(b, h, q_idx, kv_idx):
+            return table[b, q_idx] == table[b, kv_idx]
+        return document
+    document = same(ids)
+    halves = np.arange(max(Nq, Nk))[None, :] >= rng.integers(0, max(Nq, Nk) + 1, size=(B, 1))
+    ids2 = BACKEND.index(halves.astype(np.int64))
     masks = [
         (causal, lambda b, h, i, j: i >= j, False),
         (window, lambda b, h, i, j: np.abs(i - j) < W, False),
@@ -626,6 +631,10 @@ def _flex_mods(rng, torch, fa, B, Nq, Nk):
                                                                       docs[b, j]), True),
         (fa.or_masks(window, causal), lambda b, h, i, j: (np.abs(i - j) < W) | (i >= j),
          False),
+        (fa.or_masks(fa.and_masks(causal, document), window),
+         lambda b, h, i, j: ((i >= j) & (docs[b, i] == docs[b, j])) | (np.abs(i - j) < W), True),
+        (fa.and_masks(document, same(ids2)),
+         lambda b, h, i, j: (docs[b, i] == docs[b, j]) & (halves[b, i] == halves[b, j]), True),
     ]
     mask_mod, allowed, per_batch = masks[int(rng.integers(0, len(masks)))]
     return score_mod, score, score_grad, mask_mod, allowed, per_batch

@@ -18,11 +18,9 @@ to a per-device scratch buffer reused across calls (gpu.scratch_f32: one allocat
 """
 import math
 import numbers
-import types
 
 import numpy as np
 
-from . import capture
 from . import cpu_tensors
 from . import flex
 from . import gpu
@@ -30,8 +28,8 @@ from . import language as tl
 from . import torch_ops
 from .grid import MAX_GRID_Y, block_and_row, dense_tiles, fold_grid, greedy_schedule, \
     persistent_programs, schedule_switches, short_tiles, tile_block, with_switches
-from .frontend import ModFunction
-from .jit import JITFunction, jit
+from .jit import jit
+from .mod_functions import as_jit as _as_jit
 from .layouts import ALIGNED_INPUTS, ATTENTION_LAYOUT, in_place, layout_constexprs, lean_layout, \
     output_like, rows_desc
 
@@ -253,83 +251,6 @@ def even_keys(nk, block_n, allowed):
 
 def _block(n, cap=64, floor=16):
     return max(floor, min(cap, 1 << max(0, (n - 1).bit_length())))
-
-
-# (function, role) -> its ModFunction, so a repeated call hits the same kernel. Plain functions
-# and lambdas key by their code and closure values: a lambda written in a function called in a
-# loop (the FlexAttention habit) is a new object each time but the same kernel.
-_jitted = {}
-
-
-def _cells(fn):
-    """The closure values of fn, tensors replaced by their signatures (capture.Slot): a tensor
-    is a kernel argument, not part of the kernel's identity (tessel/capture.py). A mod held in
-    the closure (a mod that calls another) is kept unbound: the one bound to this call's
-    function holds that call's tensors, which are read from it at launch (capture.Capture)."""
-    values = []
-    for c in fn.__closure__ or ():
-        v = c.cell_contents
-        if capture.is_tensor(v):
-            v = capture.Slot(v)
-        elif isinstance(v, ModFunction) and v.user_fn is not None:
-            v = v.bound_to(None)
-        values.append(v)
-    return tuple(values)
-
-
-def _fn_key(fn):
-    if isinstance(fn, JITFunction) or not hasattr(fn, "__code__"):
-        return fn
-    try:
-        key = (fn.__code__, _cells(fn), id(fn.__globals__))
-        hash(key)
-        return key
-    except (ValueError, TypeError):
-        return fn
-
-
-def _without_tensors(fn):
-    """fn itself, or for a closure over tensors a copy whose cells hold their capture.Slot: what
-    is traced and cached, so the cache does not keep the first call's tensors alive (they are
-    read from the function of each call, ModFunction.user_fn)."""
-    if not _captures_by_closure(fn):
-        return fn
-    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              tuple(types.CellType(v) for v in _cells(fn)))
-    copy.__kwdefaults__ = fn.__kwdefaults__
-    return copy
-
-
-def _captures_by_closure(fn):
-    """Whether fn's closure holds a tensor, or a mod bound to a function that does (a mod that
-    calls another: its tensors are read through this very function)."""
-    try:
-        return any(capture.is_tensor(v) or (isinstance(v, ModFunction) and v.user_fn is not None)
-                   for v in (c.cell_contents for c in fn.__closure__ or ()))
-    except (AttributeError, ValueError):
-        return False
-
-
-def _as_jit(fn, what):
-    """score_mod / mask_mod as the kernel's constexpr: a ModFunction (the @tessel.jit function
-    and its role, whose contract the front end checks at the user's code), or None. A closure
-    over tensors gets a ModFunction bound to this very function: its tensors are read from it."""
-    if fn is None or isinstance(fn, ModFunction):    # (one made already: serving's mods)
-        return fn
-    if not callable(fn):
-        raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
-    try:
-        key = (_fn_key(fn), what)
-        m = _jitted.get(key)
-    except (TypeError, ValueError):
-        key, m = None, None
-    if m is None:
-        m = ModFunction(fn if isinstance(fn, JITFunction) else jit(_without_tensors(fn)), what)
-        if key is not None:
-            _jitted[key] = m
-    if not isinstance(fn, JITFunction) and _captures_by_closure(fn):
-        return m.bound_to(fn)
-    return m
 
 
 # (chip, head dim, dtype name) -> (BLOCK_M, BLOCK_N) on the GPU. Both fast paths take 64 or 128

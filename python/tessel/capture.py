@@ -14,6 +14,8 @@ Supported dtypes (docs/dsl-decisions.md): float32, float16, bfloat16 and int32 a
 are; float64 is rounded to float32; bool, int8, uint8 and int16 are widened to int32; int64 is
 narrowed to int32 after a check that every value fits. Conversions copy the tensor at each launch.
 """
+import types
+
 import numpy as np
 
 from . import cpu_tensors
@@ -124,24 +126,27 @@ class Capture:
     def _function(self, constexprs):
         from .frontend import ModFunction
         owner = self.owner
-        if isinstance(owner, ModFunction):
-            bound = next((v for v in constexprs if v is owner), None) or \
-                next((v for v in constexprs if isinstance(v, ModFunction) and v == owner), None)
-            if bound is None or bound.user_fn is None:
-                # A mod called by the call's mod, held in its closure (tessel.distributed's
-                # global-position wrappers call the user's): the one bound to this call's
-                # function is found there.
-                bound = next((v for v in _called_mods(constexprs) if v == owner), bound or owner)
-            fn = bound.user_fn if bound.user_fn is not None else bound.jit
-        else:
-            fn = owner
-        return getattr(fn, "fn", fn)      # a JITFunction's Python function
+        if not isinstance(owner, ModFunction):
+            return getattr(owner, "fn", owner)      # a JITFunction's Python function
+        # A function held in the call's mod: found from the mod by its path (mod_functions.py).
+        root = owner.root or owner
+        bound = next((v for v in constexprs if v is root), None) or \
+            next((v for v in constexprs if isinstance(v, ModFunction) and v == root), root)
+        fn = bound
+        for i in owner.path:
+            fn = _function_of(fn)
+            fn = fn.__closure__[i].cell_contents if isinstance(fn, types.FunctionType) \
+                else fn[i]
+        return _function_of(fn)
 
     def read(self, constexprs):
         """The value now, for a call whose constexpr values are `constexprs`; KeyError if gone."""
         if self.kind == "dict":
             return self.container[self.name]
-        fn = self._function(constexprs)
+        try:
+            fn = self._function(constexprs)
+        except (IndexError, TypeError, ValueError):        # (not the structure traced)
+            raise KeyError(self.name) from None
         if self.kind == "global":
             return fn.__globals__[self.name]
         try:
@@ -210,25 +215,13 @@ class Capture:
         return sizes
 
 
-def _called_mods(constexprs, depth=4):
-    """The bound ModFunctions held in the closures of the bound ModFunctions among `constexprs`
-    (and in theirs, `depth` levels down), outermost first."""
+def _function_of(v):
+    """The Python function of a mod (the call's function where bound, else the traced one), of
+    a @tessel.jit function, or v."""
     from .frontend import ModFunction
-    level = [v for v in constexprs if isinstance(v, ModFunction) and v.user_fn is not None]
-    for _ in range(depth):
-        inner = []
-        for m in level:
-            for cell in getattr(m.user_fn, "__closure__", None) or ():
-                try:
-                    v = cell.cell_contents
-                except ValueError:
-                    continue
-                if isinstance(v, ModFunction) and v.user_fn is not None:
-                    inner.append(v)
-        yield from inner
-        level = inner
-        if not level:
-            return
+    if isinstance(v, ModFunction):
+        v = v.user_fn if v.user_fn is not None else v.jit
+    return getattr(v, "fn", v)
 
 
 def resolve(captures, constexprs):

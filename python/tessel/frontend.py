@@ -131,17 +131,23 @@ def _plain_jit(fn):
     tessel's) called in a kernel, as the @tessel.jit function it is inlined as: FlexAttention's
     mods call helpers and each other (and_masks, or_masks) without decorating them. None for
     anything else."""
-    import types
-    if not isinstance(fn, types.FunctionType):
-        return None
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    if module is not None and not _user_module(module):
+    if not is_user_function(fn):
         return None
     jitted = _PLAIN_JIT.get(fn)
     if jitted is None:
         from .jit import jit
         jitted = _PLAIN_JIT[fn] = jit(fn)
     return jitted
+
+
+def is_user_function(fn):
+    """Whether fn is a plain Python function of the user's: not the standard library's, torch's,
+    numpy's or tessel's."""
+    import types
+    if not isinstance(fn, types.FunctionType):
+        return False
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    return module is None or _user_module(module)
 
 
 _FLOATS = ("f16", "bf16", "f32")
@@ -235,30 +241,52 @@ class ModFunction:
     """A score_mod or mask_mod as tessel.attention passes it to its kernel (a constexpr): the
     @tessel.jit function and its role. Calling it in a kernel inlines the function and checks
     the contract of the role at the user's code: the number of arguments (at its `def` or
-    lambda) and the type of the result (at its `return`)."""
+    lambda) and the type of the result (at its `return`).
+
+    A function held in a mod's closure is one too (tessel/mod_functions.py), of role None (no
+    contract) or of its own, at its place there: `path`, the cell index, then indices into
+    tuples, and so on into the closures of the functions held. Where the trace calls it, it is
+    placed under the mod that holds it (`under`): `root` is then the call's mod, and `path`
+    leads from it, so that a launch reads its captured tensors from the call's function."""
 
     ROLES = {"mask_mod": ("b, h, q_idx, kv_idx", "a boolean tile"),
              "score_mod": ("score, b, h, q_idx, kv_idx", "a floating-point tile")}
 
-    def __init__(self, jit_fn, role, user_fn=None):
+    def __init__(self, jit_fn, role, user_fn=None, path=(), root=None):
         self.jit = jit_fn
         self.role = role
         # The function passed with this call, when it differs from the one traced (a closure
         # over tensors: tessel.attention traces a copy without them, capture.Slot); captured
         # tensors are read from it at launch. Not part of equality: the kernel is the same.
         self.user_fn = user_fn
+        self.path, self.root = path, root
 
     def bound_to(self, user_fn):
-        return ModFunction(self.jit, self.role, user_fn)
+        return ModFunction(self.jit, self.role, user_fn, self.path, self.root)
+
+    def placed(self, path):
+        """This mod's function held at `path` in another's closure (unbound)."""
+        return ModFunction(self.jit, self.role, None, path)
+
+    def under(self, owner):
+        """This held function as the trace of `owner` (the function whose closure holds it)
+        calls it: placed from owner's root."""
+        if not self.path or not isinstance(owner, ModFunction):
+            return self
+        root = owner.root or owner.bound_to(None)
+        return ModFunction(self.jit, self.role, None, owner.path + self.path, root)
+
+    def _key(self):
+        return (self.jit, self.role, self.path, self.root)
 
     def __eq__(self, other):
-        return isinstance(other, ModFunction) and (self.jit, self.role) == (other.jit, other.role)
+        return isinstance(other, ModFunction) and self._key() == other._key()
 
     def __hash__(self):
-        return hash((ModFunction, id(self.jit), self.role))
+        return hash((ModFunction, id(self.jit), self.role, self.path, self.root))
 
     def __repr__(self):
-        return f"<{self.role} {self.jit.__name__}>"
+        return f"<{self.role or 'function'} {self.jit.__name__}>"
 
 
 # The deepest nesting of sub-expressions the front end traces (inlined calls included). The walk
@@ -874,7 +902,8 @@ class CodeGenerator:
         if plain is not None:
             return self.inline_call(node, plain, args, kwargs)
         if isinstance(fn, ModFunction):
-            return self.inline_call(node, fn.jit, args, kwargs, role=fn.role, owner=fn)
+            return self.inline_call(node, fn.jit, args, kwargs, role=fn.role,
+                                    owner=fn.under(self.owner))
         if fn is builtins.range:
             raise self.error(node, "range can only be the iterable of a for loop")
         if fn in _PY_FUNCS or getattr(fn, "__module__", None) == "math":

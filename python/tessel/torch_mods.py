@@ -52,13 +52,13 @@ def mods_key(score_mod, mask_mod):
     cannot be looked at."""
     if score_mod is None and mask_mod is None:
         return 0
-    from .attention import _fn_key
+    from .mod_functions import fn_key
     score_mod, mask_mod = _rebuilt(score_mod), _rebuilt(mask_mod)
     if any(fn is not None and (fn is _UNKNOWN or _reads_tensors(fn))
            for fn in (score_mod, mask_mod)):
         return -1
     try:
-        ident = (_fn_key(score_mod), _fn_key(mask_mod))
+        ident = (fn_key(score_mod), fn_key(mask_mod))
         key = _MOD_KEYS.get(ident)
     except TypeError:
         return -1

@@ -15,7 +15,7 @@ import pytest
 import tessel
 from tessel import _tessel
 from tessel import language as tl
-from tessel import gpu, runtime
+from tessel import gpu, mod_functions, runtime
 
 NO_GPU = _tessel.cuda_status()[0] == 0
 needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="a CUDA device is present")
@@ -686,7 +686,7 @@ def test_lambdas_made_per_call_do_not_grow_the_cuda_configs(fake_torch):
         with pytest.raises(tessel.GpuUnavailableError):
             tessel.attention(q, q, q, mask_mod=lambda b, h, q_idx, kv_idx: q_idx >= kv_idx)
     assert len(att._cuda_configs) <= att._CUDA_CONFIGS_MAX
-    assert len(att._jitted) < 3 * att._CUDA_CONFIGS_MAX   # one kernel, not one per lambda
+    assert len(mod_functions._jitted) < 3 * att._CUDA_CONFIGS_MAX   # one kernel, not one per lambda
 
 
 def test_serving_checks_torch_inputs(fake_torch):

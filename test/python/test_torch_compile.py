@@ -367,6 +367,38 @@ def test_new_ids_and_block_mask_each_step():
     assert len(seen) == 1
 
 
+def test_new_and_masks_each_step_one_graph_one_trace():
+    # and_masks(causal, document_mask(ids)) made anew each step and passed in: one graph, and
+    # one kernel trace for all steps (the op rebuilds the mod around each step's ids: its
+    # kernel is found by content, the ids read from the step's own functions).
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    from tessel.attention import attention_kernel
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return gm
+
+    def f(q, k, v, mask):
+        return tessel.attention(q, k, v, mask_mod=mask)
+
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
+    g = torch.Generator().manual_seed(4)
+    torch._dynamo.reset()
+    traces = []
+    for _ in range(3):
+        doc = torch.randint(0, 3, (24,), generator=g).sort().values
+        mask = fa.and_masks(_causal, _doc_mask(doc))
+        tril = torch.ones(24, 24, dtype=torch.bool).tril()
+        s = q.double() @ k.double().transpose(-1, -2) * 0.25
+        s = s.masked_fill(~((doc[:, None] == doc[None, :]) & tril), float("-inf"))
+        torch.testing.assert_close(compiled(q, k, v, mask).double(),
+                                   torch.softmax(s, -1) @ v.double(), atol=1e-5, rtol=1e-5)
+        traces.append(sum(len(t) for t in attention_kernel.cache.values()))
+    assert len(seen) == 1 and traces[0] == traces[-1]
+
+
 def test_block_mask_under_inductor():
     # Inductor passes the graph's inputs to the op as they are: the live block mask is found.
     mask = _doc_mask(torch.tensor([0] * 10 + [1] * 14))
