@@ -102,8 +102,9 @@ class Capture:
 
     `owner` is the function whose scope holds it: a JITFunction (its `fn`), or a ModFunction (the
     score_mod/mask_mod of the call: the user's function passed with this very call, found among
-    the call's constexprs). `kind` is "cell" or "global" (by `name` in the owner's function) or
-    "dict" (`container[name]`, a module's attribute)."""
+    the call's constexprs). `kind` is "cell", "global" or "default" (by `name` in the owner's
+    function: a closure variable, a global, a parameter's default) or "dict"
+    (`container[name]`, a module's attribute)."""
 
     def __init__(self, owner, kind, name, container, sig, position):
         if getattr(owner, "user_fn", None) is not None:
@@ -149,6 +150,8 @@ class Capture:
             raise KeyError(self.name) from None
         if self.kind == "global":
             return fn.__globals__[self.name]
+        if self.kind == "default":
+            return _default(fn, self.name)
         try:
             return fn.__closure__[fn.__code__.co_freevars.index(self.name)].cell_contents
         except (ValueError, TypeError, IndexError):
@@ -213,6 +216,16 @@ class Capture:
             raise self.error(f"has sizes or strides {sizes} of 2^31 elements or more; kernels "
                              "address captured tensors with int32 sizes and strides")
         return sizes
+
+
+def _default(fn, name):
+    """The default value of fn's parameter `name`; KeyError if it has none."""
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount]
+    defaults = fn.__defaults__ or ()
+    if name in names[len(names) - len(defaults):]:
+        return defaults[names.index(name) - (len(names) - len(defaults))]
+    return (fn.__kwdefaults__ or {})[name]
 
 
 def _function_of(v):

@@ -961,6 +961,10 @@ class CodeGenerator:
                 raise self.error(node, f"{fn.__name__}(): parameter '{pname}' is tl.constexpr but "
                                        "receives a run-time value")
         callee.env = dict(bound.arguments)
+        for pname, value in callee.env.items():
+            if capture.is_tensor(value):        # a default's tensor (`doc=doc`): read per call
+                callee.env[pname] = callee.capture_tensor(source.tree, "default", pname, None,
+                                                          value)
         try:
             callee.run_body(source.tree.body)
         except _Return:

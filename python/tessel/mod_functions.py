@@ -47,8 +47,9 @@ def fn_key(fn, depth=0):
     if isinstance(fn, JITFunction) or not hasattr(fn, "__code__"):
         return fn
     try:
-        kw = tuple(sorted((fn.__kwdefaults__ or {}).items()))
-        key = (fn.__code__, _cells(fn, depth), id(fn.__globals__), fn.__defaults__, kw)
+        defaults, kw = _defaults(fn)
+        key = (fn.__code__, _cells(fn, depth), id(fn.__globals__), defaults,
+               tuple(sorted((kw or {}).items())))
         hash(key)
         return key
     except (ValueError, TypeError):
@@ -59,9 +60,24 @@ def holds_tensors(fn, depth=0):
     """Whether fn's closure holds a tensor, a mod bound to a function that does, or a function
     that does (in tuples too): what a launch reads from the call's function."""
     try:
-        return any(_value_holds(c.cell_contents, depth) for c in fn.__closure__ or ())
+        return any(_value_holds(c.cell_contents, depth) for c in fn.__closure__ or ()) or \
+            any(capture.is_tensor(v) for v in _default_values(fn))
     except (AttributeError, ValueError):
         return False
+
+
+def _default_values(fn):
+    return (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
+
+
+def _defaults(fn):
+    """fn's defaults and keyword defaults, tensors as their signatures (capture.Slot): a
+    default's tensor (`doc=doc`) is read from the call's function at launch, as a closure's."""
+    def slot(v):
+        return capture.Slot(v) if capture.is_tensor(v) else v
+    kw = fn.__kwdefaults__
+    return (None if fn.__defaults__ is None else tuple(slot(v) for v in fn.__defaults__),
+            None if kw is None else {k: slot(v) for k, v in kw.items()})
 
 
 def _value_holds(v, depth):
@@ -119,16 +135,19 @@ def _cells(fn, depth):
 
 
 def _traced(fn, depth):
-    """fn itself, or where its closure holds tensors or functions a copy whose cells hold
-    their stand-ins (_closure_value): what is traced and cached, so that the cache keeps no
-    call's tensors alive (they are read from the function of each call, ModFunction.user_fn)."""
+    """fn itself, or where its closure holds tensors or functions (or its defaults tensors) a
+    copy with their stand-ins (_closure_value, _defaults): what is traced and cached, so that
+    the cache keeps no call's tensors alive (they are read from the function of each call,
+    ModFunction.user_fn)."""
     try:
         cells = _cells(fn, depth)
-        if all(a is c.cell_contents for a, c in zip(cells, fn.__closure__ or ())):
+        if all(a is c.cell_contents for a, c in zip(cells, fn.__closure__ or ())) and \
+                not any(capture.is_tensor(v) for v in _default_values(fn)):
             return fn
     except ValueError:                              # (an empty cell: the trace says where)
         return fn
-    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              tuple(types.CellType(v) for v in cells))
-    copy.__kwdefaults__ = fn.__kwdefaults__
+    defaults, kw = _defaults(fn)
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, defaults,
+                              tuple(types.CellType(v) for v in cells) or None)
+    copy.__kwdefaults__ = kw
     return copy

@@ -8,10 +8,10 @@ is a new object at every call). Entries live as long as the process, one per dis
 (told apart as tessel.attention's own kernel cache tells mods apart: code and closure values),
 under a key hashed from their contents, the same in every process.
 
-A tensor in a mod's closure (FlexAttention's document ids) is an input of the op, so the graph
-knows the op reads it: the entry holds a stand-in (`_slot`) in its place, and the op's real
-implementation makes the function again around the tensors it was handed (`lookup`). The
-closure's functions, alone or in tuples (FlexAttention's `and_masks(causal, document)` holds
+A tensor in a mod's closure (FlexAttention's document ids) or defaults (`doc=doc`) is an input
+of the op, so the graph knows the op reads it: the entry holds a stand-in (`_slot`) in its
+place, and the op's real implementation makes the function again around the tensors it was
+handed (`lookup`). The closure's functions, alone or in tuples (FlexAttention's `and_masks(causal, document)` holds
 its mods so), are taken apart the same way, their tensors inputs too. Mods that read a tensor
 any other way (a global, a module attribute, a function they call by name) get no key (-1):
 the call runs outside the graph.
@@ -131,14 +131,15 @@ def _with_tensors(fn, captured, depth=0):
     tell apart by code and closure values (tensors by their signature), as eager closures made
     per call."""
     import types
-    if not isinstance(fn, types.FunctionType) or not fn.__closure__ or depth > _MAX_DEPTH:
+    if not isinstance(fn, types.FunctionType) or depth > _MAX_DEPTH:
         return fn
-    cells = [c.cell_contents for c in fn.__closure__]
+    cells = [c.cell_contents for c in fn.__closure__ or ()]
     filled = [_filled(v, captured, depth + 1) for v in cells]
-    if all(a is b for a, b in zip(filled, cells)):
+    defaults = fn.__defaults__ and _filled(fn.__defaults__, captured, depth + 1)
+    if all(a is b for a, b in zip(filled, cells)) and defaults is fn.__defaults__:
         return fn
-    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              tuple(types.CellType(v) for v in filled))
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, defaults,
+                              tuple(types.CellType(v) for v in filled) or None)
 
 
 def _filled(v, captured, depth):
@@ -158,7 +159,7 @@ _UNKNOWN = object()
 def _function_parts(fn, captured, depth=0):
     """A mod as a traced call hands it to mods_key: a plain function as its code, module,
     defaults and closure values (Dynamo converts those to constants; a closure value it has made
-    symbolic is a graph break there, not an error), its tensors appended to `captured` and a
+    symbolic is a graph break there, not an error), their tensors appended to `captured` and a
     stand-in (_slot) in their place; else itself; None where it must stay outside the graph
     (keyword defaults, not a function)."""
     import types
@@ -173,7 +174,10 @@ def _function_parts(fn, captured, depth=0):
         if v is _UNKNOWN:
             return None
         cells.append(v)
-    return (_FUNCTION, fn.__code__, fn.__module__, fn.__defaults__, tuple(cells))
+    defaults = fn.__defaults__ and _value_parts(fn.__defaults__, captured, depth + 1)
+    if defaults is _UNKNOWN:
+        return None
+    return (_FUNCTION, fn.__code__, fn.__module__, defaults, tuple(cells))
 
 
 def _value_parts(v, captured, depth):
@@ -206,8 +210,8 @@ def _rebuilt(part):
         return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
     import types
     _, code, module, defaults, cells = part
-    cells = _rebuilt(cells)
-    if cells is _UNKNOWN:
+    cells, defaults = _rebuilt(cells), _rebuilt(defaults)
+    if cells is _UNKNOWN or defaults is _UNKNOWN:
         return _UNKNOWN
     scope = getattr(sys.modules.get(module), "__dict__", None)
     if scope is None:                   # (a module imported under another name: its file)

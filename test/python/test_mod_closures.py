@@ -129,3 +129,19 @@ def test_defaults_tell_mods_apart():
         out = tessel.attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx, w=w:
                                (q_idx - kv_idx < w) & (q_idx >= kv_idx))
         _check(out, q, k, v, lambda b, h, i, j: (i - j < w) & (i >= j))
+
+
+def test_a_default_argument_tensor_is_read_per_call():
+    # `lambda ..., doc=doc:` (ids bound as a default): read at each launch like a closure's,
+    # one trace for new ids of one signature.
+    rng = np.random.default_rng(5)
+    q, k, v = _inputs()
+    counts = []
+    for _ in range(3):
+        doc = _docs(rng)
+        out = tessel.attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx, doc=doc:
+                               doc[q_idx] == doc[kv_idx])
+        d = doc.numpy()
+        _check(out, q, k, v, lambda b, h, i, j: d[i] == d[j])
+        counts.append(_traces())
+    assert counts[0] == counts[-1]

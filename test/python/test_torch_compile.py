@@ -399,6 +399,30 @@ def test_new_and_masks_each_step_one_graph_one_trace():
     assert len(seen) == 1 and traces[0] == traces[-1]
 
 
+def test_a_default_argument_tensor_in_the_graph():
+    # A mod's default-argument tensor (`doc=doc`) is an input of the op as a closure's is: one
+    # graph with fullgraph=True, each step's ids read.
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return gm
+
+    def f(q, k, v, mask):
+        return tessel.attention(q, k, v, mask_mod=mask)
+
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
+    g = torch.Generator().manual_seed(5)
+    torch._dynamo.reset()
+    for _ in range(3):
+        doc = torch.randint(0, 3, (24,), generator=g).sort().values
+        out = compiled(q, k, v, lambda b, h, q_idx, kv_idx, doc=doc: doc[q_idx] == doc[kv_idx])
+        torch.testing.assert_close(out.double(), _doc_reference(q, k, v, doc), atol=1e-5,
+                                   rtol=1e-5)
+    assert len(seen) == 1
+
+
 def test_block_mask_under_inductor():
     # Inductor passes the graph's inputs to the op as they are: the live block mask is found.
     mask = _doc_mask(torch.tensor([0] * 10 + [1] * 14))
