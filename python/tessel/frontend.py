@@ -737,8 +737,11 @@ class CodeGenerator:
                                        f"{type(base).__name__} object: tessel captures tensors "
                                        "from global or closure variables and module attributes "
                                        "only; assign it to a variable the function reads")
-            if inspect.ismodule(base) and _user_module(base) and node.attr in vars(base):
-                self.guard(vars(base), node.attr, value)
+            if inspect.ismodule(base):
+                if _user_module(base) and node.attr in vars(base):
+                    self.guard(vars(base), node.attr, value)
+            elif type(getattr(base, "__dict__", None)) is dict and node.attr in base.__dict__:
+                self.guard(base.__dict__, node.attr, value)     # (an object's own attribute)
             return value
         except AttributeError:
             what = getattr(base, "__name__", type(base).__name__)

@@ -216,6 +216,9 @@ class CompiledKernel:
         self.options = options
         self.timings = []             # [(step, seconds)] of the front end (tessel/timing.py)
         self.guards = ()              # [(globals dict | cell, name | None, value)] it read
+        # [(container, name, copy)] of the guarded values that change in place (lists, dicts,
+        # sets): compared by contents at each call, which therefore goes the slow way.
+        self.contents = ()
         self.captures = ()            # [capture.Capture] of the tensors it captured, in order
 
     def key_ingredients(self, gpu=None):
@@ -408,9 +411,10 @@ class JITFunction(_tessel.Dispatcher):
             if name not in self.constexprs and runtime.is_array(value):
                 runtime.add_array_type(type(value))
         kernel, runtime_args = self.specialize(*args, **kwargs)
-        if kernel.captures:
+        if kernel.captures or kernel.contents:
             # Captured tensors are read anew at every call (from the function passed with this
-            # call, for a score_mod/mask_mod): never a C table entry, always this way.
+            # call, for a score_mod/mask_mod), and a list the trace read is compared by its
+            # contents (the C table checks identity): never a C table entry, always this way.
             return self._launch(kernel, grid, bound, runtime_args)
         where = runtime.placement(kernel.params, runtime_args)
         backend = self.options.backend
@@ -486,7 +490,7 @@ class JITFunction(_tessel.Dispatcher):
         kernels = self.cache.setdefault(key, [])
         kernel, values = None, None
         for k in kernels:
-            if _guards_hold(k.guards):
+            if _guards_hold(k.guards) and _contents_hold(k.contents):
                 values = capture.resolve(k.captures, constexprs) if k.captures else []
                 if values is not None:
                     kernel = k
@@ -558,6 +562,8 @@ class JITFunction(_tessel.Dispatcher):
             for severity, message, filename, line, col in kernel.warnings:
                 print(f"{filename}:{line}:{col}: {severity}: {message}", file=sys.stderr)
         kernel.guards = tuple(gen.guards.values())
+        kernel.contents = tuple((c, n, copy) for c, n, v in kernel.guards
+                                for copy in [_contents(v)] if copy is not _IMMUTABLE)
         kernel.timings = clock.steps
         return kernel
 
@@ -597,6 +603,38 @@ def _guards_hold(guards):
             return False
         try:
             if not bool(now == value):
+                return False
+        except Exception:
+            return False
+    return True
+
+
+_IMMUTABLE = object()
+_MUTABLE = (list, dict, set, bytearray)
+
+
+def _contents(value):
+    """A copy of a guarded value that can change in place (a list, dict, set or bytearray, or a
+    tuple holding one), to compare the value with at later calls; _IMMUTABLE for others (their
+    identity or equality is the guard). A trace reads such a value as a constant, so a write
+    into it must retrace, not run the old kernel."""
+    def mutable(v, depth=0):
+        return isinstance(v, _MUTABLE) or (type(v) is tuple and depth < 8 and
+                                           any(mutable(x, depth + 1) for x in v))
+    if not mutable(value):
+        return _IMMUTABLE
+    import copy
+    try:
+        return copy.deepcopy(value)
+    except Exception:                   # (contents that cannot be copied: never equal)
+        return object()
+
+
+def _contents_hold(contents):
+    """Whether every in-place-changeable value a trace read holds what it held then."""
+    for container, name, was in contents:
+        try:
+            if not bool(_current(container, name) == was):
                 return False
         except Exception:
             return False
