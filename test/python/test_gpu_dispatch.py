@@ -682,11 +682,12 @@ def test_lambdas_made_per_call_do_not_grow_the_cuda_configs(fake_torch):
     T = fake_torch.Tensor
     q = T((1, 2, 100, 64), fake_torch.float16)
     att._cuda_configs.clear()
+    entries = len(mod_functions._jitted)
     for w in range(3 * att._CUDA_CONFIGS_MAX):
         with pytest.raises(tessel.GpuUnavailableError):
             tessel.attention(q, q, q, mask_mod=lambda b, h, q_idx, kv_idx: q_idx >= kv_idx)
     assert len(att._cuda_configs) <= att._CUDA_CONFIGS_MAX
-    assert len(mod_functions._jitted) < 3 * att._CUDA_CONFIGS_MAX   # one kernel, not one per lambda
+    assert len(mod_functions._jitted) <= entries + 1   # one kernel, not one per lambda
 
 
 def test_serving_checks_torch_inputs(fake_torch):
