@@ -198,10 +198,11 @@ DIAGONAL_BLOCK_FIRST = True
 TAIL_BLOCK_FIRST = False
 
 # (head dim, BLOCK_M, BLOCK_N) of the kernels whose overlapped consumers peel the key loop's
-# first iteration, so that a masked block run first is the peel (sm_90a d128 128x128);
+# first iteration, so that a masked block run first is the peel (sm_90a d128 128x128; d64
+# 128x128, which calls take with block_m=/block_n= only: 24 wgmma instead of 36, 0 spill);
 # elsewhere the loop would test for its first block at every block (d64's 64x128 and 192x128,
 # where ptxas then spills 32 bytes) or give the overlap up (d256 128x64).
-PEELED_BLOCKS = {(128, 128, 128)}
+PEELED_BLOCKS = {(128, 128, 128), (64, 128, 128)}
 
 
 def _peeled(D, block_m, block_n, chip):

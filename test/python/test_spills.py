@@ -129,6 +129,26 @@ def test_dense_forward_spills(tmp_path, chip, D, causal):
         assert given_up[0] <= GIVEN_UP.get((chip, case), set()), (BM, BN, given_up[0])
 
 
+def test_d64_diagonal_first_at_128x128_spills_nothing(tmp_path):
+    # d64 at 128x128 (PEELED_BLOCKS: block_m=/block_n= calls, the candidate for 4k causal):
+    # the diagonal block first as the peel — a third fewer wgmma than the split, 0 spill,
+    # nothing given up.
+    n = 4096
+    x = np.zeros((1, 2, n, 64), np.float16)
+    lse = np.zeros((1, 2, n), np.float32)
+    loops = key_loop_constexprs(n, n, 64, 128, 128, True, None, "sm_90a")
+    assert loops["DIAGONAL_FIRST"]
+    counts = []
+    for diagonal in (True, False):
+        cx = dict(D=64, BLOCK_M=128, BLOCK_N=128, CAUSAL=True, SCORE_MOD=None, MASK_MOD=None,
+                  **dict(loops, DIAGONAL_FIRST=diagonal))
+        k = launched_kernel("sm_90a", x, x, x, lse, n, cx)
+        b = cache.get_binary(k, _gpu(k, "sm_90a"), directory=str(tmp_path))
+        assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
+        counts.append(b.ptx.count("wgmma.mma_async"))
+    assert counts[0] < counts[1], counts
+
+
 def launched_kernel(chip, q, v, o, lse, n, cx):
     """The kernel tessel.attention launches for constexprs `cx` on `chip` (q as k), warmed up
     on n queries and keys: persistent where grid's tables say, else one program a tile."""
