@@ -147,21 +147,25 @@ def test_even_keys(monkeypatch, general_keys, dtype, B, H, Hkv, N, D, mod):
     assert (o.float() - want).abs().max().item() < TOL[dtype] * max(1.0, want.abs().max().item())
 
 
-def _block_first(monkeypatch, switch, causal, dtype, B, H, Hkv, Nq, Nk, mod):
-    """tessel.attention at d128 with attention's `switch` (DIAGONAL_BLOCK_FIRST or
-    TAIL_BLOCK_FIRST) off, then on: against float32 attention, and the kernel without it within
-    the same tolerance (the blocks' order differs, so the bits may); a second call with it on
-    (the lean path) bit for bit the first. Returns the kernel compiled with it on."""
+def _block_first(monkeypatch, switch, causal, dtype, B, H, Hkv, Nq, Nk, mod, D=128,
+                 blocks=None):
+    """tessel.attention at head dim D (and `blocks`, else the default's) with attention's
+    `switch` (DIAGONAL_BLOCK_FIRST or TAIL_BLOCK_FIRST) off, then on: against float32
+    attention, and the kernel without it within the same tolerance (the blocks' order differs,
+    so the bits may); a second call with it on (the lean path) bit for bit the first. Returns
+    the kernel compiled with it on."""
     hopper()
     gen = torch.Generator(device="cuda").manual_seed(Nq + Nk + H)
-    q = torch.randn(B, H, Nq, 128, device="cuda", generator=gen).to(dtype)
-    k, v = (torch.randn(B, Hkv, Nk, 128, device="cuda", generator=gen).to(dtype)
+    q = torch.randn(B, H, Nq, D, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, Nk, D, device="cuda", generator=gen).to(dtype)
             for _ in range(2))
     score_mod = None
     if mod == "softcap":
         def score_mod(score, b, h, q_idx, kv_idx):
             return 20.0 * tessel.language.tanh(score / 20.0)
     args = dict(causal=causal, enable_gqa=Hkv != H, score_mod=score_mod)
+    if blocks:
+        args.update(block_m=blocks[0], block_n=blocks[1])
     monkeypatch.setattr(attention_module, switch, False)
     attention_module._cuda_configs.clear()
     default = tessel.attention(q, k, v, **args)
@@ -173,7 +177,7 @@ def _block_first(monkeypatch, switch, causal, dtype, B, H, Hkv, Nq, Nk, mod):
     attention_module._cuda_configs.clear()
     qf = q.float()
     kf, vf = (x.float().repeat_interleave(H // Hkv, 1) for x in (k, v))
-    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / 128 ** 0.5
+    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) / D ** 0.5
     if mod == "softcap":
         s = 20.0 * torch.tanh(s / 20.0)
     if causal:
@@ -196,6 +200,17 @@ def test_diagonal_block_first(monkeypatch, dtype, B, H, Hkv, Nq, Nk, mod):
     kernel = _block_first(monkeypatch, "DIAGONAL_BLOCK_FIRST", True, dtype, B, H, Hkv, Nq, Nk,
                           mod)
     assert ("DIAGONAL_FIRST", "constexpr", "bool", Nq <= Nk) in kernel.specialization
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 16, 16, 4096, 4096), (1, 8, 2, 4000, 4000),
+                                           (1, 4, 4, 2100, 4096)])
+def test_diagonal_block_first_d64(monkeypatch, dtype, B, H, Hkv, Nq, Nk):
+    # d64 at 128x128 (block_m=/block_n=; attention.PEELED_BLOCKS): the diagonal block first,
+    # the candidate beside the default 192x128 for d64 4k causal.
+    kernel = _block_first(monkeypatch, "DIAGONAL_BLOCK_FIRST", True, dtype, B, H, Hkv, Nq, Nk,
+                          None, D=64, blocks=(128, 128))
+    assert ("DIAGONAL_FIRST", "constexpr", "bool", True) in kernel.specialization
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
