@@ -367,12 +367,9 @@ def test_new_ids_and_block_mask_each_step():
     assert len(seen) == 1
 
 
-def test_new_and_masks_each_step_one_graph_one_trace():
-    # and_masks(causal, document_mask(ids)) made anew each step and passed in: one graph, and
-    # one kernel trace for all steps (the op rebuilds the mod around each step's ids: its
-    # kernel is found by content, the ids read from the step's own functions).
-    fa = pytest.importorskip("torch.nn.attention.flex_attention")
-    from tessel.attention import attention_kernel
+def _compiled_with_mask():
+    """tessel.attention(q, k, v, mask_mod=mask) compiled with fullgraph=True (Dynamo reset),
+    and the list of the graphs its backend is handed."""
     seen = []
 
     def backend(gm, example_inputs):
@@ -381,11 +378,19 @@ def test_new_and_masks_each_step_one_graph_one_trace():
 
     def f(q, k, v, mask):
         return tessel.attention(q, k, v, mask_mod=mask)
+    torch._dynamo.reset()
+    return torch.compile(f, backend=backend, fullgraph=True), seen
 
-    compiled = torch.compile(f, backend=backend, fullgraph=True)
+
+def test_new_and_masks_each_step_one_graph_one_trace():
+    # and_masks(causal, document_mask(ids)) made anew each step and passed in: one graph, and
+    # one kernel trace for all steps (the op rebuilds the mod around each step's ids: its
+    # kernel is found by content, the ids read from the step's own functions).
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    from tessel.attention import attention_kernel
+    compiled, seen = _compiled_with_mask()
     q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
     g = torch.Generator().manual_seed(4)
-    torch._dynamo.reset()
     traces = []
     for _ in range(3):
         doc = torch.randint(0, 3, (24,), generator=g).sort().values
@@ -402,19 +407,9 @@ def test_new_and_masks_each_step_one_graph_one_trace():
 def test_a_default_argument_tensor_in_the_graph():
     # A mod's default-argument tensor (`doc=doc`) is an input of the op as a closure's is: one
     # graph with fullgraph=True, each step's ids read.
-    seen = []
-
-    def backend(gm, example_inputs):
-        seen.append(gm)
-        return gm
-
-    def f(q, k, v, mask):
-        return tessel.attention(q, k, v, mask_mod=mask)
-
-    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    compiled, seen = _compiled_with_mask()
     q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
     g = torch.Generator().manual_seed(5)
-    torch._dynamo.reset()
     for _ in range(3):
         doc = torch.randint(0, 3, (24,), generator=g).sort().values
         out = compiled(q, k, v, lambda b, h, q_idx, kv_idx, doc=doc: doc[q_idx] == doc[kv_idx])
