@@ -488,7 +488,8 @@ def _classified(mask_mod, B_, H_, Nq, Nk, BM, BN, place, causal=False):
 def _same_mod(a, b):
     """Whether two mask_mods are the same function: the same object, or the same code and
     globals with identical closure values (a tensor must be the very same object: a block mask
-    made from other document ids does not fit)."""
+    made from other document ids does not fit); a mod bound to its function is that function."""
+    a, b = (getattr(x, "user_fn", None) or x for x in (a, b))
     if a is b:
         return True
     try:
@@ -696,11 +697,11 @@ _AUTO_MAX = 16
 _auto_masks = {}
 
 
-def _value_key(v, depth=0, tensors=None):
+def _value_key(v, depth=0, tensors=None, handed=False):
     """What identifies a captured value for the cache: tensors by identity, version, address and
     shape (each appended to `tensors` where given); functions by their code and their own
     captures; lists, tuples and dicts by their items (one written in place is another key);
-    other values by value or identity."""
+    other values by value or identity. `handed`: _captures_key's."""
     if capture.is_tensor(v):
         if tensors is not None:
             tensors.append(v)
@@ -712,13 +713,13 @@ def _value_key(v, depth=0, tensors=None):
     fn = getattr(v, "user_fn", None) or v
     code = getattr(fn, "__code__", None)
     if code is not None:
-        return ("fn", code, _captures_key(fn, depth + 1, tensors)) if depth < 4 else \
+        return ("fn", code, _captures_key(fn, depth + 1, tensors, handed)) if depth < 4 else \
             ("fn", id(fn))
     if isinstance(v, (list, tuple)) and depth < 4 and len(v) <= 256:
-        return ("items", type(v), tuple(_value_key(x, depth + 1, tensors) for x in v))
+        return ("items", type(v), tuple(_value_key(x, depth + 1, tensors, handed) for x in v))
     if isinstance(v, dict) and depth < 4 and len(v) <= 256:
-        return ("dict", tuple((_value_key(n, depth + 1), _value_key(x, depth + 1, tensors))
-                              for n, x in v.items()))
+        return ("dict", tuple((_value_key(n, depth + 1),
+                               _value_key(x, depth + 1, tensors, handed)) for n, x in v.items()))
     try:
         hash(v)
         return ("value", v)
@@ -726,14 +727,18 @@ def _value_key(v, depth=0, tensors=None):
         return ("id", id(v))
 
 
-def _captures_key(fn, depth=0, tensors=None):
+def _captures_key(fn, depth=0, tensors=None, handed=False):
     """The values `fn` reads from its closure and its module's globals, as _value_key sees them
     (globals only where they are tensors or functions: a module's other names do not matter);
-    the tensors among them appended to `tensors` where given."""
-    cells = tuple(_value_key(c.cell_contents, depth, tensors) for c in (fn.__closure__ or ()))
+    the tensors among them appended to `tensors` where given. `handed`: without the global
+    tensors torch.compile's op hands the kernels as inputs (torch_mods._global_tensors)."""
+    cells = tuple(_value_key(c.cell_contents, depth, tensors, handed)
+                  for c in (fn.__closure__ or ()))
     glob = getattr(fn, "__globals__", {})
-    named = tuple((n, _value_key(glob[n], depth, tensors)) for n in fn.__code__.co_names
-                  if n in glob and (capture.is_tensor(glob[n]) or callable(glob[n]))
+    skip = {n for n, _ in getattr(fn, "_tessel_globals", ())} if handed else ()
+    named = tuple((n, _value_key(glob[n], depth, tensors, handed)) for n in fn.__code__.co_names
+                  if n in glob and n not in skip and
+                  (capture.is_tensor(glob[n]) or callable(glob[n]))
                   and not isinstance(glob[n], type) and not hasattr(glob[n], "__path__"))
     return cells, named
 
@@ -780,14 +785,14 @@ def _reads_tensors(key):
     return False
 
 
-def mask_reads_tensors(mask_mod):
+def mask_reads_tensors(mask_mod, handed=False):
     """Whether a mask_mod (a function or a ModFunction) reads a captured tensor, which would
     make tessel.attention's CUDA call block-sparse (auto_block_mask); when in doubt (no code to
-    look at), yes."""
+    look at), yes. `handed`: other than the global tensors torch.compile's op hands it."""
     fn = getattr(mask_mod, "user_fn", None) or mask_mod
     if getattr(fn, "__code__", None) is None:
         return True
-    return _reads_tensors(_captures_key(fn))
+    return _reads_tensors(_captures_key(fn, handed=handed))
 
 
 def _uses_param(fn, index):

@@ -125,31 +125,36 @@ class Capture:
         return CapturedTensorError(f"captured tensor '{self.name}' {message}", *self.position)
 
     def _function(self, constexprs):
+        """(the function whose scope holds the tensor for this call, the global tensors the
+        call's mods read in place of their modules': ModFunction.overrides)."""
         from .frontend import ModFunction
         owner = self.owner
         if not isinstance(owner, ModFunction):
-            return getattr(owner, "fn", owner)      # a JITFunction's Python function
+            return getattr(owner, "fn", owner), {}  # a JITFunction's Python function
         # A function held in the call's mod: found from the mod by its path (mod_functions.py).
         root = owner.root or owner
         bound = next((v for v in constexprs if v is root), None) or \
             next((v for v in constexprs if isinstance(v, ModFunction) and v == root), root)
-        fn = bound
+        fn, overrides = bound, dict(bound.overrides or {})
         for i in owner.path:
             fn = _function_of(fn)
             fn = fn.__closure__[i].cell_contents if isinstance(fn, types.FunctionType) \
                 else fn[i]
-        return _function_of(fn)
+            if isinstance(fn, ModFunction) and fn.overrides:
+                overrides.update(fn.overrides)
+        return _function_of(fn), overrides
 
     def read(self, constexprs):
         """The value now, for a call whose constexpr values are `constexprs`; KeyError if gone."""
         if self.kind == "dict":
             return self.container[self.name]
         try:
-            fn = self._function(constexprs)
+            fn, overrides = self._function(constexprs)
         except (IndexError, TypeError, ValueError):        # (not the structure traced)
             raise KeyError(self.name) from None
         if self.kind == "global":
-            return fn.__globals__[self.name]
+            key = (id(fn.__globals__), self.name)
+            return overrides[key] if key in overrides else fn.__globals__[self.name]
         if self.kind == "default":
             return _default(fn, self.name)
         try:

@@ -252,7 +252,7 @@ class ModFunction:
     ROLES = {"mask_mod": ("b, h, q_idx, kv_idx", "a boolean tile"),
              "score_mod": ("score, b, h, q_idx, kv_idx", "a floating-point tile")}
 
-    def __init__(self, jit_fn, role, user_fn=None, path=(), root=None):
+    def __init__(self, jit_fn, role, user_fn=None, path=(), root=None, overrides=None):
         self.jit = jit_fn
         self.role = role
         # The function passed with this call, when it differs from the one traced (a closure
@@ -260,9 +260,12 @@ class ModFunction:
         # tensors are read from it at launch. Not part of equality: the kernel is the same.
         self.user_fn = user_fn
         self.path, self.root = path, root
+        # {(id(globals dict), name): tensor}: global tensors this call reads in place of the
+        # module's (torch.compile's op hands the graph's inputs so: torch_mods.lookup).
+        self.overrides = overrides
 
-    def bound_to(self, user_fn):
-        return ModFunction(self.jit, self.role, user_fn, self.path, self.root)
+    def bound_to(self, user_fn, overrides=None):
+        return ModFunction(self.jit, self.role, user_fn, self.path, self.root, overrides)
 
     def placed(self, path):
         """This mod's function held at `path` in another's closure (unbound)."""

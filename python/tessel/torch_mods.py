@@ -8,13 +8,14 @@ is a new object at every call). Entries live as long as the process, one per dis
 (told apart as tessel.attention's own kernel cache tells mods apart: code and closure values),
 under a key hashed from their contents, the same in every process.
 
-A tensor in a mod's closure (FlexAttention's document ids) or defaults (`doc=doc`) is an input
-of the op, so the graph knows the op reads it: the entry holds a stand-in (`_slot`) in its
-place, and the op's real implementation makes the function again around the tensors it was
-handed (`lookup`). The closure's functions, alone or in tuples (FlexAttention's `and_masks(causal, document)` holds
-its mods so), are taken apart the same way, their tensors inputs too. Mods that read a tensor
-any other way (a global, a module attribute, a function they call by name) get no key (-1):
-the call runs outside the graph.
+A tensor in a mod's closure (FlexAttention's document ids), defaults (`doc=doc`) or module
+globals read by name is an input of the op, so the graph knows the op reads it: the entry
+holds a stand-in (`_slot`) in its place, and the op's real implementation makes the function
+again around the tensors it was handed (`lookup`; a global tensor is read at launch from the
+op's input: ModFunction.overrides). The closure's functions, alone or in tuples
+(FlexAttention's `and_masks(causal, document)` holds its mods so), are taken apart the same
+way, their tensors inputs too. Mods that read a tensor any other way (a module attribute, a
+function they call by name) get no key (-1): the call runs outside the graph.
 """
 import sys
 
@@ -22,6 +23,7 @@ import sys
 MODS = {0: (None, None)}
 _MOD_KEYS = {}
 _constant_key = None    # mods_key as Dynamo runs it at trace time (bound by `bind`)
+_constant_names = None  # global_tensor_names so
 # How deep closures are followed into the functions they hold (and_masks over a closure is 2):
 # a function whose closure holds itself must not recurse without end (deeper: outside the
 # graph).
@@ -29,9 +31,11 @@ _MAX_DEPTH = 8
 
 
 def bind(torch):
-    """mods_key wrapped for Dynamo (torch._dynamo.assume_constant_result), once torch is in."""
-    global _constant_key
+    """mods_key and global_tensor_names wrapped for Dynamo (torch._dynamo.
+    assume_constant_result), once torch is in."""
+    global _constant_key, _constant_names
     _constant_key = torch._dynamo.assume_constant_result(mods_key)
+    _constant_names = torch._dynamo.assume_constant_result(global_tensor_names)
 
 
 def traced_key(score_mod, mask_mod):
@@ -90,7 +94,8 @@ def _content_key(*fns, depth=0):
         cells = [c.cell_contents for c in fn.__closure__ or ()]
         parts.append(repr((code.co_filename, code.co_firstlineno, code.co_name, code.co_code,
                            code.co_consts, fn.__defaults__,
-                           [_cell_key(v, depth) for v in cells])))
+                           [_cell_key(v, depth) for v in cells],
+                           getattr(fn, "_tessel_globals", ()))))
     return 1 + int.from_bytes(hashlib.sha1("|".join(parts).encode()).digest()[:7], "little")
 
 
@@ -112,7 +117,33 @@ def lookup(key, captured=()):
             f"tessel: this compiled graph carries mods (key {key}) that were not traced in this "
             "process; compile the model here, so that tessel.attention is traced "
             "(docs/torch-compile.md)")
-    return tuple(_with_tensors(fn, captured) for fn in pair)
+    mods = []
+    for fn, role in zip(pair, ("score_mod", "mask_mod")):
+        filled, overrides = _with_tensors(fn, captured), {}
+        _overrides(fn, captured, overrides)
+        if overrides:                   # (the module's global tensors: the op's inputs instead)
+            from .mod_functions import as_jit
+            filled = as_jit(filled, role).bound_to(filled, overrides)
+        mods.append(filled)
+    return tuple(mods)
+
+
+def _overrides(v, captured, found, depth=0):
+    """{(id(globals), name): tensor} of the global tensors an entry's functions read
+    (`_global_tensors`), from the op's `captured` inputs."""
+    import types
+    if depth > _MAX_DEPTH:
+        return
+    if type(v) is tuple:
+        for x in v:
+            _overrides(x, captured, found, depth)
+        return
+    if not isinstance(v, types.FunctionType):
+        return
+    for name, slot in getattr(v, "_tessel_globals", ()):
+        found[(id(v.__globals__), name)] = captured[slot[1]]
+    for x in [c.cell_contents for c in v.__closure__ or ()] + list(v.__defaults__ or ()):
+        _overrides(x, captured, found, depth + 1)
 
 
 def _slot(i):
@@ -177,7 +208,27 @@ def _function_parts(fn, captured, depth=0):
     defaults = fn.__defaults__ and _value_parts(fn.__defaults__, captured, depth + 1)
     if defaults is _UNKNOWN:
         return None
-    return (_FUNCTION, fn.__code__, fn.__module__, defaults, tuple(cells))
+    return (_FUNCTION, fn.__code__, fn.__module__, defaults, tuple(cells),
+            _global_tensors(fn, captured))
+
+
+def _global_tensors(fn, captured):
+    """The tensors fn reads from its module's globals by name, appended to `captured`, as
+    ((name, stand-in), ...): inputs of the op as a closure's are (FlexAttention's document ids
+    as a global), read at launch from the op's inputs (`lookup`: ModFunction.overrides)."""
+    names = (_constant_names or global_tensor_names)(fn.__code__, fn.__module__)
+    found = []
+    for name in names:              # (fn.__globals__ only where there are some: Dynamo cannot
+        captured.append(fn.__globals__[name])       # look at a lambda's made in its graph)
+        found.append((name, _slot(len(captured) - 1)))
+    return tuple(found)
+
+
+def global_tensor_names(code, module):
+    """The names `code` reads that are tensors among `module`'s globals (run eagerly: a
+    constant to Dynamo, `bind`)."""
+    scope = getattr(sys.modules.get(module), "__dict__", {})
+    return tuple(n for n in code.co_names if isinstance(scope.get(n), sys.modules["torch"].Tensor))
 
 
 def _value_parts(v, captured, depth):
@@ -209,7 +260,7 @@ def _rebuilt(part):
         items = tuple(_rebuilt(x) for x in part)
         return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
     import types
-    _, code, module, defaults, cells = part
+    _, code, module, defaults, cells, global_tensors = part
     cells, defaults = _rebuilt(cells), _rebuilt(defaults)
     if cells is _UNKNOWN or defaults is _UNKNOWN:
         return _UNKNOWN
@@ -219,12 +270,16 @@ def _rebuilt(part):
                       if getattr(m, "__file__", None) == code.co_filename), None)
     if scope is None:
         return _UNKNOWN
-    return types.FunctionType(code, scope, code.co_name, defaults,
-                              tuple(types.CellType(v) for v in cells) or None)
+    fn = types.FunctionType(code, scope, code.co_name, defaults,
+                            tuple(types.CellType(v) for v in cells) or None)
+    if global_tensors:
+        fn._tessel_globals = global_tensors     # (read by lookup and _reads_tensors)
+    return fn
 
 
 def _reads_tensors(fn):
-    """Whether fn (a mod or a @tessel.jit function) reads a captured tensor: the block masks'
-    own test (closure, globals, module attributes, the functions it calls); yes in doubt."""
+    """Whether fn (a mod or a @tessel.jit function) reads a captured tensor the op is not
+    handed: the block masks' own test (closure, globals, module attributes, the functions it
+    calls), less the global tensors the op takes as inputs; yes in doubt."""
     from .blocksparse import mask_reads_tensors
-    return mask_reads_tensors(getattr(fn, "fn", fn))       # (a JITFunction's Python function)
+    return mask_reads_tensors(getattr(fn, "fn", fn), handed=True)   # (a JITFunction: its fn)

@@ -457,8 +457,8 @@ def test_automatic_block_masks_follow_new_tensors_in_freed_places(monkeypatch):
     monkeypatch.setattr(bs, "_auto_masks", {})
     real_key = bs._value_key
 
-    def reused_key(v, depth=0, tensors=None):
-        key = real_key(v, depth, tensors)
+    def reused_key(v, depth=0, tensors=None, handed=False):
+        key = real_key(v, depth, tensors, handed)
         return ("tensor", key[2], tuple(v.shape)) if key[0] == "tensor" else key
     monkeypatch.setattr(bs, "_value_key", reused_key)
     q = torch.zeros(1, 2, 256, 64, dtype=torch.float16)

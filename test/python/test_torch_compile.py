@@ -318,10 +318,11 @@ def test_and_masks_over_a_document_mask_in_the_graph(entry):
         assert len(seen) == 1
 
 
-def test_and_masks_over_a_global_tensor_stay_outside():
-    # and_masks over a mod reading a global tensor: the graph would not know the op reads it.
+def test_and_masks_over_a_helper_reading_a_global_tensor_stay_outside():
+    # and_masks over a mod that reads a global tensor through a helper it calls by name: the
+    # graph would not know the op reads it.
     fa = pytest.importorskip("torch.nn.attention.flex_attention")
-    mask = fa.and_masks(_causal, _same_doc)
+    mask = fa.and_masks(_causal, _same_doc_by_helper)
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
     torch._dynamo.reset()
     with pytest.raises(torch._dynamo.exc.Unsupported):
@@ -365,6 +366,86 @@ def test_new_ids_and_block_mask_each_step():
         torch.testing.assert_close(compiled(q, k, v, mask, bm).double(),
                                    _doc_reference(q, k, v, doc), atol=1e-5, rtol=1e-5)
     assert len(seen) == 1
+
+
+GDOC = torch.tensor([0] * 10 + [1] * 14)
+
+
+def _same_gdoc(b, h, q_idx, kv_idx):
+    return GDOC[q_idx] == GDOC[kv_idx]
+
+
+@pytest.mark.parametrize("entry", ["attention", "and_masks", "flex_attention"])
+def test_global_tensors_in_the_graph(entry):
+    # FlexAttention's document ids as a module global, read by the mask by name (alone, inside
+    # and_masks, or through a BlockMask made from it): an input of the op, one graph with
+    # fullgraph=True, the eager results and gradients, float64's; ids written in place are
+    # read by the next call.
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    saved = GDOC.clone()
+    mask = fa.and_masks(_causal, _same_gdoc) if entry == "and_masks" else _same_gdoc
+    causal = entry == "and_masks"
+    bm = fa.create_block_mask(mask, None, None, 24, 24, device="cpu", BLOCK_SIZE=16) \
+        if entry == "flex_attention" else None
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return torch._dynamo.backends.debugging.aot_eager(gm, example_inputs)
+
+    def f(q, k, v):
+        if bm is not None:
+            return tessel.flex_attention(q, k, v, block_mask=bm)
+        return tessel.attention(q, k, v, mask_mod=mask)
+
+    def reference(q, k, v):
+        allowed = GDOC[:, None] == GDOC[None, :]
+        if causal:
+            allowed = allowed & torch.ones(24, 24, dtype=torch.bool).tril()
+        s = (q.double() @ k.double().transpose(-1, -2) * 0.25).masked_fill(~allowed,
+                                                                             float("-inf"))
+        return torch.softmax(s, -1) @ v.double()
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    try:
+        out_c, grads_c = _grads(compiled, (q, k, v))
+        out_e, grads_e = _grads(f, (q, k, v))
+        for a, b in zip([out_c] + grads_c, [out_e] + grads_e):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
+        torch.testing.assert_close(out_c.double(), reference(q, k, v), atol=1e-5, rtol=1e-5)
+        assert len(seen) == 1 and torch.ops.tessel.attention.default in seen[0]
+        if bm is None:
+            GDOC[:] = torch.tensor([0] * 4 + [1] * 20)
+            torch.testing.assert_close(compiled(q, k, v).double(), reference(q, k, v),
+                                       atol=1e-5, rtol=1e-5)
+            assert len(seen) == 1
+    finally:
+        GDOC[:] = saved
+
+
+def test_a_global_written_in_the_graph_is_read_by_the_op():
+    # The compiled function writes the global ids, then attends: functionalization hands the
+    # op the written values before they reach the module's tensor, and the op reads what it is
+    # handed (ModFunction.overrides), as eager reads the written tensor.
+    saved = GDOC.clone()
+
+    def f(q, k, v, ids):
+        GDOC.copy_(ids)
+        return tessel.attention(q, k, v, mask_mod=_same_gdoc)
+
+    q, k, v = (_rand(1, 2, 24, 16, seed=s, grad=False) for s in range(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    try:
+        for ids in (torch.tensor([0] * 4 + [1] * 20), torch.tensor([0] * 16 + [1] * 8)):
+            out = compiled(q, k, v, ids)
+            torch.testing.assert_close(out.double(), _doc_reference(q, k, v, ids), atol=1e-5,
+                                       rtol=1e-5)
+            assert torch.equal(GDOC, ids)
+    finally:
+        GDOC[:] = saved
 
 
 def _compiled_with_mask():
@@ -481,13 +562,22 @@ def test_captured_tensor_requiring_grad_is_refused_as_in_eager():
         torch.compile(f, backend="aot_eager")(q, k, v)
 
 
-def test_mods_that_read_tensors_run_outside_the_graph():
-    # A mask reading a global tensor (a kernel argument the graph would not see): the call runs
-    # eagerly (a graph break), gradients included; fullgraph=True refuses it.
-    def f(q, k, v):
-        return tessel.attention(q, k, v, mask_mod=_same_doc)
+def _doc_of(i):
+    return DOC[i]
 
-    assert torch_mods.mods_key(None, _same_doc) == -1          # a global tensor
+
+def _same_doc_by_helper(b, h, q_idx, kv_idx):
+    return _doc_of(q_idx) == _doc_of(kv_idx)
+
+
+def test_mods_that_read_tensors_run_outside_the_graph():
+    # A mask that reads a global tensor through a function it calls by name (a kernel argument
+    # the graph would not see): the call runs eagerly (a graph break), gradients included;
+    # fullgraph=True refuses it.
+    def f(q, k, v):
+        return tessel.attention(q, k, v, mask_mod=_same_doc_by_helper)
+
+    assert torch_mods.mods_key(None, _same_doc) == -1          # a global tensor, not handed
     assert torch_mods.mods_key(_bias, _near) > 0
     q, k, v = (_rand(1, 2, 24, 16, seed=s) for s in range(3))
     torch._dynamo.reset()
