@@ -17,7 +17,7 @@ from .frontend import ModFunction
 from .jit import JITFunction, jit
 
 # (key of a function, role) -> its ModFunction, so that a repeated call hits the same kernel.
-# Plain functions and lambdas key by their contents (_key): a lambda written in a function
+# Plain functions and lambdas key by their contents (fn_key): a lambda written in a function
 # called in a loop (the FlexAttention habit) is a new object each time but the same kernel.
 # Functions held in a mod's closure are entered with role None.
 _jitted = {}

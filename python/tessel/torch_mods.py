@@ -23,7 +23,7 @@ import sys
 MODS = {0: (None, None)}
 _MOD_KEYS = {}
 _constant_key = None    # mods_key as Dynamo runs it at trace time (bound by `bind`)
-_constant_names = None  # global_tensor_names so
+_constant_names = None  # global_tensor_names as Dynamo runs it (bound by `bind`)
 # How deep closures are followed into the functions they hold (and_masks over a closure is 2):
 # a function whose closure holds itself must not recurse without end (deeper: outside the
 # graph).
@@ -219,8 +219,10 @@ def _global_tensors(fn, captured):
     names = (_constant_names or global_tensor_names)(fn.__code__, fn.__module__)
     found = []
     for name in names:              # (fn.__globals__ only where there are some: Dynamo cannot
-        captured.append(fn.__globals__[name])       # look at a lambda's made in its graph)
-        found.append((name, _slot(len(captured) - 1)))
+        v = fn.__globals__.get(name)                # look at a lambda's made in its graph)
+        if isinstance(v, sys.modules["torch"].Tensor):  # (else not handed: outside the graph)
+            captured.append(v)
+            found.append((name, _slot(len(captured) - 1)))
     return tuple(found)
 
 
