@@ -591,10 +591,17 @@ def block_mask_case(rng):
     return None
 
 
+_GLOBAL_IDS = None      # flex_case's document ids as a module global (set per case)
+
+
+def _global_document(b, h, q_idx, kv_idx):
+    return _GLOBAL_IDS[b, q_idx] == _GLOBAL_IDS[b, kv_idx]
+
+
 def _flex_mods(rng, torch, fa, B, Nq, Nk):
     """(score_mod, its float64 score and score_grad, mask_mod, its allowed, per-batch) for
     flex_case, written as FlexAttention users write them (torch functions, and_masks /
-    or_masks, ids in a closure)."""
+    or_masks, nested; ids in a closure or a module global)."""
     cap = float(rng.choice([5.0, 20.0]))
     scores = [
         (None, None, None),
@@ -621,6 +628,8 @@ def _flex_mods(rng, torch, fa, B, Nq, Nk):
             return table[b, q_idx] == table[b, kv_idx]
         return document
     document = same(ids)
+    global _GLOBAL_IDS
+    _GLOBAL_IDS = ids
     halves = np.arange(max(Nq, Nk))[None, :] >= rng.integers(0, max(Nq, Nk) + 1, size=(B, 1))
     ids2 = BACKEND.index(halves.astype(np.int64))
     masks = [
@@ -635,6 +644,8 @@ def _flex_mods(rng, torch, fa, B, Nq, Nk):
          lambda b, h, i, j: ((i >= j) & (docs[b, i] == docs[b, j])) | (np.abs(i - j) < W), True),
         (fa.and_masks(document, same(ids2)),
          lambda b, h, i, j: (docs[b, i] == docs[b, j]) & (halves[b, i] == halves[b, j]), True),
+        (fa.and_masks(causal, _global_document),
+         lambda b, h, i, j: (i >= j) & (docs[b, i] == docs[b, j]), True),
     ]
     mask_mod, allowed, per_batch = masks[int(rng.integers(0, len(masks)))]
     return score_mod, score, score_grad, mask_mod, allowed, per_batch

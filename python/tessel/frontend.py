@@ -185,10 +185,16 @@ class FunctionSource:
             self.line_offset = 0
             self.col_offset = 0
         else:
-            lines, first = inspect.getsourcelines(fn)
-            indent = len(lines[0]) - len(lines[0].lstrip())
-            src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
-            self.tree = ast.parse(src).body[0]
+            import tokenize
+            try:
+                lines, first = inspect.getsourcelines(fn)
+                indent = len(lines[0]) - len(lines[0].lstrip())
+                src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
+                self.tree = ast.parse(src).body[0]
+            except (SyntaxError, tokenize.TokenError) as e:     # (not what Python loaded)
+                raise OSError(f"line {fn.__code__.co_firstlineno} of {self.filename} does not "
+                              f"parse ({e}): was the file changed after it was imported?") \
+                    from None
             self.line_offset = first - 1
             self.col_offset = indent
         self.globals = fn.__globals__
@@ -219,7 +225,8 @@ def _lambda_tree(fn, filename):
     try:
         tree = ast.parse("".join(linecache.getlines(filename)) or open(filename).read())
     except (OSError, SyntaxError) as e:
-        raise OSError(f"cannot parse {filename}: {e}") from None
+        raise OSError(f"cannot parse {filename}: {e} (was the file changed after it was "
+                      "imported?)") from None
     params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
              and n.lineno == code.co_firstlineno

@@ -145,3 +145,17 @@ def test_a_default_argument_tensor_is_read_per_call():
         _check(out, q, k, v, lambda b, h, i, j: d[i] == d[j])
         counts.append(_traces())
     assert counts[0] == counts[-1]
+
+
+def test_a_source_file_changed_after_import_is_a_clear_error(tmp_path, monkeypatch):
+    # The trace reads the mod's source from its file: a file edited since the import (a script
+    # rewritten while it runs) is a CompilationError that says so, not a bare SyntaxError.
+    import importlib
+    path = tmp_path / "edited_mods.py"
+    path.write_text("def mask(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("edited_mods")
+    path.write_text("x = 1\n\n\n    )\n")
+    q, k, v = _inputs()
+    with pytest.raises(tessel.CompilationError, match="changed after it was imported"):
+        tessel.attention(q, k, v, mask_mod=mod.mask)
