@@ -4,8 +4,9 @@ kernels, so that code written against FlashAttention runs with one import change
     from tessel.flash import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
 
 Same arguments, layouts ([B, S, H, D]; packed [total, H, D]), defaults and results as
-flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call and its FP8 descales
-(`q_descale`, `k_descale`, `v_descale`) for flash_attn_func. Causal, the window and
+flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call, its FP8 descales
+(`q_descale`, `k_descale`, `v_descale`) for flash_attn_func, and its scheduling keywords
+(`num_splits`, `pack_gqa`, `sm_margin`: taken, tessel schedules its own way). Causal, the window and
 ALiBi are bottom-right aligned when the query and key lengths differ, as FlashAttention has them
 (tessel.attention's own are top-left, SDPA's). What differs, by design (docs/dsl.md, "Code
 written against FlashAttention"):
@@ -13,6 +14,8 @@ written against FlashAttention"):
 - `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
 - `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
 - `deterministic` is honoured by the dense backward; the varlen programs are deterministic.
+- FlashAttention-3's `seqused_q`, `qv` and `attention_chunk` are refused (NotImplementedError
+  saying what to do instead).
 
 Gradients flow as through the entry points these call (tessel.attention, attention_varlen);
 flash_attn_with_kvcache has none, as FlashAttention's.
@@ -37,6 +40,31 @@ def _flash_options(fn, dropout_p, window_size, softcap):
     return window, (softcap or None)
 
 
+# FlashAttention-3's keywords tessel does not compute: what each is, what to do instead.
+_FA3_REFUSED = {
+    "seqused_q": ("per-sequence query counts", "pack only the used queries (cu_seqlens_q)"),
+    "qv": ("MLA's query-value input", "concatenate q with qv and k with v along the head dim"),
+    "attention_chunk": ("chunked local attention",
+                        "write `q_idx // C == kv_idx // C` as a mask_mod for tessel.attention"),
+}
+
+
+def _fa3_options(fn, seqused_q=None, qv=None, attention_chunk=0, num_splits=None,
+                 pack_gqa=None, sm_margin=0):
+    """FlashAttention-3's keywords: its scheduling hints (num_splits, pack_gqa, sm_margin)
+    taken and left to tessel's own choices (the results do not depend on them); what tessel
+    does not compute refused (_FA3_REFUSED)."""
+    for name, value in (("seqused_q", seqused_q is not None), ("qv", qv is not None),
+                        ("attention_chunk", bool(attention_chunk))):
+        if value:
+            what, instead = _FA3_REFUSED[name]
+            raise NotImplementedError(f"{_NAME}.{fn}: {name} ({what}) is not supported by "
+                                      f"tessel; {instead}")
+    if num_splits is not None and int(num_splits) < 0:
+        raise ValueError(f"{_NAME}.{fn}: num_splits must be >= 0, got {num_splits}")
+    del pack_gqa, sm_margin             # (tessel packs GQA heads and uses every SM its way)
+
+
 def _rank(fn, name, x, n, shape):
     if len(x.shape) != n:
         raise ValueError(f"{_NAME}.{fn}: {name} must have shape {shape}, got {tuple(x.shape)}")
@@ -59,7 +87,8 @@ def _uniform_cu(x, B, S):
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
                     return_attn_probs=False, *, q_descale=None, k_descale=None,
-                    v_descale=None):
+                    v_descale=None, qv=None, attention_chunk=0, num_splits=1, pack_gqa=None,
+                    sm_margin=0):
     """FlashAttention's ``flash_attn_func``: q ``[B, Sq, H, D]``, k and v ``[B, Sk, Hkv, D]``
     (Hkv dividing H: GQA / MQA); returns out ``[B, Sq, H, Dv]``, or ``(out, softmax_lse
     [B, H, Sq] float32, None)`` with return_attn_probs. q_descale, k_descale, v_descale
@@ -68,10 +97,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
 
     Equal lengths run tessel.attention on [B, H, S, D] views; where they differ and causal,
     a window or ALiBi place queries (bottom-right aligned, FlashAttention's rule), the batch
-    runs as B packed sequences of tessel.attention_varlen.
+    runs as B packed sequences of tessel.attention_varlen. FlashAttention-3's num_splits,
+    pack_gqa and sm_margin are taken and left to tessel; qv and attention_chunk are refused.
     """
     fn = "flash_attn_func"
     window, cap = _flash_options(fn, dropout_p, window_size, softcap)
+    _fa3_options(fn, qv=qv, attention_chunk=attention_chunk, num_splits=num_splits,
+                 pack_gqa=pack_gqa, sm_margin=sm_margin)
     for name, x in (("q", q), ("k", k), ("v", v)):
         _rank(fn, name, x, 4, "[batch, seqlen, heads, head_dim]")
     B, Sq, H, D = q.shape
@@ -129,12 +161,18 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            dropout_p=0.0, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                            deterministic=False, return_attn_probs=False, block_table=None,
-                           seqused_k=None):
+                           seqused_k=None, *, seqused_q=None, qv=None, attention_chunk=0,
+                           num_splits=1, pack_gqa=None, sm_margin=0):
     """FlashAttention's ``flash_attn_varlen_func``: tessel.attention_varlen (q ``[total_q, H,
     D]``, k and v ``[total_k, Hkv, D]``, or a paged cache with block_table; FlashAttention-3's
-    seqused_k); returns out, or ``(out, softmax_lse [H, total_q], None)``."""
+    seqused_k); returns out, or ``(out, softmax_lse [H, total_q], None)``. FlashAttention-3's
+    num_splits, pack_gqa and sm_margin are taken and left to tessel; seqused_q, qv and
+    attention_chunk are refused."""
     from .serving import attention_varlen
-    window, cap = _flash_options("flash_attn_varlen_func", dropout_p, window_size, softcap)
+    fn = "flash_attn_varlen_func"
+    window, cap = _flash_options(fn, dropout_p, window_size, softcap)
+    _fa3_options(fn, seqused_q=seqused_q, qv=qv, attention_chunk=attention_chunk,
+                 num_splits=num_splits, pack_gqa=pack_gqa, sm_margin=sm_margin)
     res = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            causal=causal, scale=softmax_scale, return_lse=return_attn_probs,
                            window_size=window, softcap=cap, alibi_slopes=alibi_slopes,
@@ -174,7 +212,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             cache_leftpad=None, block_table=None, softmax_scale=None,
                             causal=False, window_size=(-1, -1), softcap=0.0,
                             rotary_interleaved=True, alibi_slopes=None, num_splits=0,
-                            return_softmax_lse=False):
+                            return_softmax_lse=False, *, qv=None, attention_chunk=0,
+                            pack_gqa=None, sm_margin=0):
     """FlashAttention's ``flash_attn_with_kvcache``: tessel.attention_with_kvcache (k, v
     appended into the cache in place, rotary, paged caches, split-KV decoding). cache_seqlens
     None: the whole contiguous cache (FlashAttention's); num_splits 0: tessel's heuristic.
@@ -182,6 +221,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     from .serving import attention_with_kvcache
     fn = "flash_attn_with_kvcache"
     window, cap = _flash_options(fn, 0.0, window_size, softcap)
+    _fa3_options(fn, qv=qv, attention_chunk=attention_chunk, num_splits=num_splits,
+                 pack_gqa=pack_gqa, sm_margin=sm_margin)
     if cache_seqlens is None:
         if block_table is not None:
             raise ValueError(f"{_NAME}.{fn}: a paged cache (block_table) needs cache_seqlens: "

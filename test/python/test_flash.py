@@ -165,6 +165,32 @@ def test_refusals_name_the_call():
         flash.flash_attn_with_kvcache(q, q, q, block_table=torch.zeros(1, 1, dtype=torch.int32))
 
 
+def test_flash_attention_3_keywords():
+    # FlashAttention-3's scheduling keywords are taken (the results do not depend on them);
+    # what tessel does not compute is refused by name, with what to do instead.
+    q, k, v = (_rand(2, 24, 4, 16, seed=s, grad=False) for s in range(3))
+    plain = flash.flash_attn_func(q, k, v, causal=True)
+    hinted = flash.flash_attn_func(q, k, v, causal=True, num_splits=3, pack_gqa=True,
+                                   sm_margin=8)
+    assert torch.equal(plain, hinted)
+    cu = torch.tensor([0, 24, 48], dtype=torch.int32)
+    flat = [x.reshape(48, 4, 16) for x in (q, k, v)]
+    assert torch.equal(flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, causal=True,
+                                                    num_splits=0, pack_gqa=False),
+                       plain.reshape(48, 4, 16))
+    for call, kw, what in [
+            (lambda **kw: flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, **kw),
+             dict(seqused_q=torch.tensor([3, 4], dtype=torch.int32)), "pack only the used"),
+            (lambda **kw: flash.flash_attn_func(q, k, v, **kw), dict(qv=q), "concatenate q"),
+            (lambda **kw: flash.flash_attn_func(q, k, v, causal=True, **kw),
+             dict(attention_chunk=8), "q_idx // C == kv_idx // C"),
+            (lambda **kw: flash.flash_attn_with_kvcache(q, k, v, **kw),
+             dict(attention_chunk=8), "chunked local attention")]:
+        with pytest.raises(NotImplementedError, match=next(iter(kw))) as info:
+            call(**kw)
+        assert what in str(info.value)
+
+
 def test_numpy_inputs():
     # tessel's entry points take numpy arrays too; so does tessel.flash.
     q, k, v = (_rand(2, n, 2, 16, seed=s, grad=False) for s, n in ((0, 9), (1, 24), (2, 24)))
