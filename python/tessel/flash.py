@@ -14,8 +14,8 @@ written against FlashAttention"):
 - `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
 - `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
 - `deterministic` is honoured by the dense backward; the varlen programs are deterministic.
-- FlashAttention-3's `seqused_q`, `qv` and `attention_chunk` are refused (NotImplementedError
-  saying what to do instead).
+- FlashAttention-3's `seqused_q`, `qv`, and `attention_chunk` outside flash_attn_func, are
+  refused (NotImplementedError saying what to do instead).
 
 Gradients flow as through the entry points these call (tessel.attention, attention_varlen);
 flash_attn_with_kvcache has none, as FlashAttention's.
@@ -44,8 +44,9 @@ def _flash_options(fn, dropout_p, window_size, softcap):
 _FA3_REFUSED = {
     "seqused_q": ("per-sequence query counts", "pack only the used queries (cu_seqlens_q)"),
     "qv": ("MLA's query-value input", "concatenate q with qv and k with v along the head dim"),
-    "attention_chunk": ("chunked local attention",
-                        "write `q_idx // C == kv_idx // C` as a mask_mod for tessel.attention"),
+    "attention_chunk": ("chunked local attention, built for flash_attn_func only",
+                        "call flash_attn_func, or write `q_idx // C == kv_idx // C` as a "
+                        "mask_mod for tessel.attention"),
 }
 
 
@@ -97,19 +98,31 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
 
     Equal lengths run tessel.attention on [B, H, S, D] views; where they differ and causal,
     a window or ALiBi place queries (bottom-right aligned, FlashAttention's rule), the batch
-    runs as B packed sequences of tessel.attention_varlen. FlashAttention-3's num_splits,
-    pack_gqa and sm_margin are taken and left to tessel; qv and attention_chunk are refused.
+    runs as B packed sequences of tessel.attention_varlen. FlashAttention-3's
+    attention_chunk=C (Llama 4's chunked local attention: a query sees only the keys of its
+    own chunk of C key positions) runs each (batch, chunk) as a packed sequence of
+    attention_varlen; its num_splits, pack_gqa and sm_margin are taken and left to tessel; qv
+    is refused.
     """
     fn = "flash_attn_func"
     window, cap = _flash_options(fn, dropout_p, window_size, softcap)
-    _fa3_options(fn, qv=qv, attention_chunk=attention_chunk, num_splits=num_splits,
-                 pack_gqa=pack_gqa, sm_margin=sm_margin)
+    _fa3_options(fn, qv=qv, num_splits=num_splits, pack_gqa=pack_gqa, sm_margin=sm_margin)
     for name, x in (("q", q), ("k", k), ("v", v)):
         _rank(fn, name, x, 4, "[batch, seqlen, heads, head_dim]")
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     fp8 = {n: x for n, x in (("descale_q", q_descale), ("descale_k", k_descale),
                              ("descale_v", v_descale)) if x is not None}
+    chunk = int(attention_chunk or 0)
+    if chunk < 0 or (chunk and fp8):
+        raise (ValueError if chunk < 0 else NotImplementedError)(
+            f"{_NAME}.{fn}: attention_chunk={attention_chunk}: "
+            + ("must be >= 0" if chunk < 0 else "FP8 inputs take no attention_chunk"))
+    if chunk and chunk < Sk:
+        o, lse = _chunked(q, k, v, chunk, causal, softmax_scale, window, cap, alibi_slopes)
+        if not return_attn_probs:
+            return o
+        return o, _swap(lse.reshape(H, B, Sq), 0, 1), None
     if Sq != Sk and (causal or window is not None or alibi_slopes is not None):
         if fp8:
             raise NotImplementedError(
@@ -134,6 +147,51 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     if not return_attn_probs:
         return _swap(res)
     return _swap(res[0]), res[1], None
+
+
+def _chunks(B, Sq, Sk, C):
+    """(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) of attention_chunk's groups:
+    per batch, the queries placed before the first key (FlashAttention's bottom-right rule,
+    Sq > Sk: they see no key) with no keys, then each chunk of C keys with the queries placed
+    in it (query i at key position i + Sk - Sq)."""
+    off = Sk - Sq
+    cu_q, cu_k = [0], [0]
+    for b in range(B):
+        if off < 0:
+            cu_q.append(b * Sq - off)
+            cu_k.append(b * Sk)
+        for k0 in range(0, Sk, C):
+            k1 = min(k0 + C, Sk)
+            cu_q.append(b * Sq + min(max(k1 - off, 0), Sq))
+            cu_k.append(b * Sk + k1)
+    nq = np.diff(cu_q)
+    return (np.array(cu_q, np.int32), np.array(cu_k, np.int32), int(nq.max(initial=0)),
+            min(C, Sk))
+
+
+def _chunked(q, k, v, C, causal, scale, window, cap, alibi_slopes):
+    """flash_attn_func with FlashAttention-3's attention_chunk=C: a query sees the keys of its
+    own chunk of C key positions only. Each (batch, chunk) is a packed sequence of
+    tessel.attention_varlen — exact, and each chunk costs what it attends (a mask_mod over
+    `q_idx // C` would stream every key block): out [B, Sq, H, Dv], lse [H, B·Sq]."""
+    from .serving import attention_varlen
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    cu_q, cu_k, max_q, max_k = _chunks(B, Sq, Sk, C)
+    groups = (len(cu_q) - 1) // B if B else 0       # (sequences a batch row is cut into)
+    if gpu.is_torch_tensor(q):
+        torch = gpu.torch_module()
+        cu_q, cu_k = (torch.from_numpy(x).to(q.device) for x in (cu_q, cu_k))
+        if alibi_slopes is not None and len(alibi_slopes.shape) == 2:   # [B, H]: per sequence
+            alibi_slopes = alibi_slopes.repeat_interleave(groups, 0)
+    elif alibi_slopes is not None and len(np.shape(alibi_slopes)) == 2:
+        alibi_slopes = np.repeat(alibi_slopes, groups, axis=0)
+    o, lse = attention_varlen(
+        q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
+        v.reshape(B * Sk, Hkv, v.shape[3]), cu_q, cu_k, max_q, max_k, causal=causal,
+        scale=scale, return_lse=True, window_size=window, softcap=cap,
+        alibi_slopes=alibi_slopes)
+    return o.reshape(B, Sq, H, o.shape[-1]), lse
 
 
 def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,

@@ -19,8 +19,10 @@ def _rand(*shape, seed, grad=True):
     return x.requires_grad_() if grad else x
 
 
-def _reference(q, k, v, causal=False, window=None, softcap=None, slopes=None, scale=None):
-    """float64 out [B, Sq, H, Dv] and lse [B, H, Sq] of FlashAttention's flash_attn_func."""
+def _reference(q, k, v, causal=False, window=None, softcap=None, slopes=None, scale=None,
+               chunk=0):
+    """float64 out [B, Sq, H, Dv] and lse [B, H, Sq] of FlashAttention's flash_attn_func
+    (FlashAttention-3's attention_chunk: keys of the query's own chunk of key positions)."""
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     Q = q.double().transpose(1, 2)
@@ -37,6 +39,8 @@ def _reference(q, k, v, causal=False, window=None, softcap=None, slopes=None, sc
         keep &= i >= j
     if window is not None:
         keep &= (j >= i - window[0]) & (j <= i + window[1])
+    if chunk:
+        keep &= torch.div(i, chunk, rounding_mode="floor") == j // chunk
     s = s.masked_fill(~keep, float("-inf"))
     seen = keep.any(-1)[:, None]                  # rows that see no key: 0, as FlashAttention
     p = torch.where(seen, torch.softmax(torch.where(seen, s, 0.0), -1), 0.0)
@@ -85,6 +89,36 @@ def test_flash_attn_func(case, lengths):
     refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
     ro, _ = _reference(*refs, c.get("causal", False), window, c.get("softcap"), slopes,
                        c.get("scale"))
+    want = torch.autograd.grad((ro * g.double()).sum(), refs)
+    for a, b in zip(got, want):
+        _close(a, b, 5e-5)
+
+
+@pytest.mark.parametrize("lengths,C", [((24, 24), 8), ((24, 24), 7), ((9, 24), 10),
+                                       ((27, 24), 8), ((24, 24), 40)],
+                         ids=["equal", "ragged_chunks", "fewer_q", "more_q", "one_chunk"])
+@pytest.mark.parametrize("case", ["causal", "plain", "window-alibi"])
+def test_attention_chunk(lengths, C, case):
+    # FlashAttention-3's attention_chunk (Llama 4's chunked local attention): each query sees
+    # the keys of its own chunk of C key positions (bottom-right placed), with causal, the
+    # window and per-batch ALiBi on top; out, LSE and gradients against float64.
+    Sq, Sk = lengths
+    causal = case != "plain"
+    window = (3, 0) if case == "window-alibi" else None
+    slopes = torch.tensor([[0.3, 0.1], [0.2, 0.05]]) if case == "window-alibi" else None
+    q, k, v = _rand(2, Sq, 2, 16, seed=0), _rand(2, Sk, 1, 16, seed=1), \
+        _rand(2, Sk, 1, 16, seed=2)
+    out, lse, _ = flash.flash_attn_func(q, k, v, causal=causal, window_size=window or (-1, -1),
+                                        alibi_slopes=slopes, attention_chunk=C,
+                                        return_attn_probs=True)
+    ro, rl = _reference(q, k, v, causal, window, None, slopes, chunk=C)
+    seen = torch.isfinite(rl)
+    _close(out, ro)
+    _close(lse[seen], rl[seen])
+    g = _rand(*out.shape, seed=3, grad=False) * seen.transpose(1, 2)[..., None]
+    got = torch.autograd.grad((out * g).sum(), (q, k, v))
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    ro, _ = _reference(*refs, causal, window, None, slopes, chunk=C)
     want = torch.autograd.grad((ro * g.double()).sum(), refs)
     for a, b in zip(got, want):
         _close(a, b, 5e-5)
@@ -182,8 +216,8 @@ def test_flash_attention_3_keywords():
             (lambda **kw: flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, **kw),
              dict(seqused_q=torch.tensor([3, 4], dtype=torch.int32)), "pack only the used"),
             (lambda **kw: flash.flash_attn_func(q, k, v, **kw), dict(qv=q), "concatenate q"),
-            (lambda **kw: flash.flash_attn_func(q, k, v, causal=True, **kw),
-             dict(attention_chunk=8), "q_idx // C == kv_idx // C"),
+            (lambda **kw: flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, **kw),
+             dict(attention_chunk=8), "call flash_attn_func"),
             (lambda **kw: flash.flash_attn_with_kvcache(q, k, v, **kw),
              dict(attention_chunk=8), "chunked local attention")]:
         with pytest.raises(NotImplementedError, match=next(iter(kw))) as info:
