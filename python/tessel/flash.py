@@ -164,9 +164,8 @@ def _chunks(B, Sq, Sk, C):
             k1 = min(k0 + C, Sk)
             cu_q.append(b * Sq + min(max(k1 - off, 0), Sq))
             cu_k.append(b * Sk + k1)
-    nq = np.diff(cu_q)
-    return (np.array(cu_q, np.int32), np.array(cu_k, np.int32), int(nq.max(initial=0)),
-            min(C, Sk))
+    # (plain ints: under torch.compile they are constants, where numpy would be traced)
+    return cu_q, cu_k, max((b - a for a, b in zip(cu_q, cu_q[1:])), default=0), min(C, Sk)
 
 
 def _chunked(q, k, v, C, causal, scale, window, cap, alibi_slopes):
@@ -181,11 +180,13 @@ def _chunked(q, k, v, C, causal, scale, window, cap, alibi_slopes):
     groups = (len(cu_q) - 1) // B if B else 0       # (sequences a batch row is cut into)
     if gpu.is_torch_tensor(q):
         torch = gpu.torch_module()
-        cu_q, cu_k = (torch.from_numpy(x).to(q.device) for x in (cu_q, cu_k))
+        cu_q, cu_k = (torch.tensor(x, dtype=torch.int32, device=q.device) for x in (cu_q, cu_k))
         if alibi_slopes is not None and len(alibi_slopes.shape) == 2:   # [B, H]: per sequence
             alibi_slopes = alibi_slopes.repeat_interleave(groups, 0)
-    elif alibi_slopes is not None and len(np.shape(alibi_slopes)) == 2:
-        alibi_slopes = np.repeat(alibi_slopes, groups, axis=0)
+    else:
+        cu_q, cu_k = (np.array(x, np.int32) for x in (cu_q, cu_k))
+        if alibi_slopes is not None and len(np.shape(alibi_slopes)) == 2:
+            alibi_slopes = np.repeat(alibi_slopes, groups, axis=0)
     o, lse = attention_varlen(
         q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
         v.reshape(B * Sk, Hkv, v.shape[3]), cu_q, cu_k, max_q, max_k, causal=causal,

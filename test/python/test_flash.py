@@ -267,16 +267,18 @@ def test_the_drop_in_example_runs():
     assert r.stdout.count("max error vs float64") == 4
 
 
-@pytest.mark.parametrize("lengths", [(16, 16), (7, 16)], ids=["equal", "fewer_q"])
-def test_under_torch_compile(lengths):
-    # Both routes (tessel.attention on views; attention_varlen for bottom-right causal) are
-    # tessel's ops in the graph: fullgraph, the eager results and gradients.
+@pytest.mark.parametrize("lengths,chunk", [((16, 16), 0), ((7, 16), 0), ((16, 16), 6)],
+                         ids=["equal", "fewer_q", "chunk"])
+def test_under_torch_compile(lengths, chunk):
+    # Both routes (tessel.attention on views; attention_varlen for bottom-right causal and for
+    # attention_chunk's sequences) are tessel's ops in the graph: fullgraph, the eager results
+    # and gradients.
     Sq, Sk = lengths
     q = _rand(2, Sq, 2, 16, seed=0)
     k, v = _rand(2, Sk, 1, 16, seed=1), _rand(2, Sk, 1, 16, seed=2)
 
     def f(q, k, v):
-        return flash.flash_attn_func(q, k, v, causal=True)
+        return flash.flash_attn_func(q, k, v, causal=True, attention_chunk=chunk)
 
     torch._dynamo.reset()
     outs = []
