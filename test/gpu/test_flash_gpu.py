@@ -17,16 +17,21 @@ from tessel import flash  # noqa: E402
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
 
-def _reference(q, k, v, causal, dtype=torch.float64):
-    """out [B, Sq, H, Dv] of flash_attn_func in `dtype` (bottom-right causal)."""
+def _reference(q, k, v, causal, dtype=torch.float64, chunk=0):
+    """out [B, Sq, H, Dv] of flash_attn_func in `dtype` (bottom-right causal; attention_chunk:
+    the keys of the query's own chunk of key positions)."""
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     Q = q.to(dtype).transpose(1, 2)
     K, V = (x.to(dtype).transpose(1, 2).repeat_interleave(H // Hkv, 1) for x in (k, v))
     s = (Q @ K.transpose(-1, -2)).float() / math.sqrt(D)
+    i = torch.arange(Sq, device=q.device)[:, None] + Sk - Sq
+    j = torch.arange(Sk, device=q.device)[None, :]
     if causal:
-        i = torch.arange(Sq, device=q.device)[:, None] + Sk - Sq
-        s = s.masked_fill(i < torch.arange(Sk, device=q.device)[None, :], float("-inf"))
+        s = s.masked_fill(i < j, float("-inf"))
+    if chunk:
+        s = s.masked_fill(torch.div(i, chunk, rounding_mode="floor") != j // chunk,
+                          float("-inf"))
     return (torch.softmax(s.to(torch.float64), -1).to(dtype) @ V).transpose(1, 2)
 
 
@@ -113,3 +118,28 @@ def test_the_drop_in_example_on_cuda():
                        env=dict(os.environ))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("max error vs float64") == 4
+
+
+@pytest.mark.parametrize("lengths,chunk", [((2048, 2048), 512), ((2048, 2048), 300),
+                                           ((700, 2048), 512)],
+                         ids=["equal", "ragged_chunks", "fewer_q"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_attention_chunk(dtype, lengths, chunk):
+    # FlashAttention-3's attention_chunk (causal): one packed varlen sequence per (batch,
+    # chunk); out and gradients against float64.
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(chunk)
+    Sq, Sk = lengths
+    q = torch.randn(2, Sq, 8, 128, device="cuda", generator=gen).to(dt).requires_grad_()
+    k, v = (torch.randn(2, Sk, 2, 128, device="cuda", generator=gen).to(dt).requires_grad_()
+            for _ in range(2))
+    out = flash.flash_attn_func(q, k, v, causal=True, attention_chunk=chunk)
+    _check(out, _reference(q, k, v, True, chunk=chunk),
+           _reference(q, k, v, True, dt, chunk=chunk))
+    g = torch.randn(out.shape, device="cuda", generator=gen).to(dt)
+    got = torch.autograd.grad(out, (q, k, v), g)
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    want = torch.autograd.grad(_reference(*refs, True, chunk=chunk), refs, g.double())
+    tol = {"f16": 1e-2, "bf16": 5e-2}[dtype]
+    for a, b in zip(got, want):
+        assert (a.double() - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
