@@ -744,8 +744,8 @@ def fp8_case(rng):
 def flash_case(rng):
     """tessel.flash.flash_attn_func (FlashAttention's API): [B, S, H, D] inputs, query and key
     lengths that differ (causal, the window and ALiBi then bottom-right aligned, the varlen
-    route), GQA, softcap, a scale; o and the LSE against float64, on torch tensors half the
-    time dq, dk, dv through autograd."""
+    route), GQA, softcap, a scale, FlashAttention-3's attention_chunk; o and the LSE against
+    float64, on torch tensors half the time dq, dk, dv through autograd."""
     from tessel import flash
     c = _dense_case(rng)
     torch = BACKEND.torch
@@ -759,13 +759,22 @@ def flash_case(rng):
     q, k, v = (bshd(x) for x in (q, k, v))
     for x in (q, k, v) if grad else ():
         x.requires_grad_()
+    # FlashAttention-3's attention_chunk a quarter of the time (chunks of any size)
+    chunk = int(rng.integers(1, max(1, c["Nk"]) + 1)) if rng.random() < 0.25 else 0
+    c.update(attention_chunk=chunk)
     o, lse, _ = flash.flash_attn_func(
         q, k, v, softmax_scale=c["scale"], causal=c["causal"],
         window_size=c["window_size"] or (-1, -1), softcap=c["softcap"] or 0.0,
-        alibi_slopes=BACKEND.alibi(c["alibi_slopes"]), return_attn_probs=True)
+        alibi_slopes=BACKEND.alibi(c["alibi_slopes"]), return_attn_probs=True,
+        attention_chunk=chunk)
     score, score_grad, allowed = position_mods(c["Nk"] - c["Nq"], c["causal"],
                                                c["window_size"], c["softcap"],
                                                c["alibi_slopes"])
+    if chunk:
+        positioned, off = allowed, c["Nk"] - c["Nq"]
+
+        def allowed(b, h, qi, ki):             # the query's chunk of key positions only
+            return positioned(b, h, qi, ki) & ((qi + off) // chunk == ki // chunk)
     scale = 1 / math.sqrt(c["D"]) if c["scale"] is None else c["scale"]
     gqa = c["H"] != c["Hkv"]
     ro, rlse = reference_attention(*ref, scale=scale, score=score, allowed=allowed,

@@ -118,7 +118,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise (ValueError if chunk < 0 else NotImplementedError)(
             f"{_NAME}.{fn}: attention_chunk={attention_chunk}: "
             + ("must be >= 0" if chunk < 0 else "FP8 inputs take no attention_chunk"))
-    if chunk and chunk < Sk:
+    if chunk and (chunk < Sk or Sq > Sk):   # (one chunk and no query before it: no effect)
         o, lse = _chunked(q, k, v, chunk, causal, softmax_scale, window, cap, alibi_slopes)
         if not return_attn_probs:
             return o
@@ -170,7 +170,8 @@ def _chunks(B, Sq, Sk, C):
 
 def _chunked(q, k, v, C, causal, scale, window, cap, alibi_slopes):
     """flash_attn_func with FlashAttention-3's attention_chunk=C: a query sees the keys of its
-    own chunk of C key positions only. Each (batch, chunk) is a packed sequence of
+    own chunk of C key positions only (a query placed before the first key, where Sq > Sk, is
+    in none: it sees no key, causal or not). Each (batch, chunk) is a packed sequence of
     tessel.attention_varlen — exact, and each chunk costs what it attends (a mask_mod over
     `q_idx // C` would stream every key block): out [B, Sq, H, Dv], lse [H, B·Sq]."""
     from .serving import attention_varlen

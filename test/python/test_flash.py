@@ -95,8 +95,9 @@ def test_flash_attn_func(case, lengths):
 
 
 @pytest.mark.parametrize("lengths,C", [((24, 24), 8), ((24, 24), 7), ((9, 24), 10),
-                                       ((27, 24), 8), ((24, 24), 40)],
-                         ids=["equal", "ragged_chunks", "fewer_q", "more_q", "one_chunk"])
+                                       ((27, 24), 8), ((24, 24), 40), ((27, 24), 40)],
+                         ids=["equal", "ragged_chunks", "fewer_q", "more_q", "one_chunk",
+                              "more_q_one_chunk"])
 @pytest.mark.parametrize("case", ["causal", "plain", "window-alibi"])
 def test_attention_chunk(lengths, C, case):
     # FlashAttention-3's attention_chunk (Llama 4's chunked local attention): each query sees
