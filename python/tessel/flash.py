@@ -5,11 +5,11 @@ kernels, so that code written against FlashAttention runs with one import change
 
 Same arguments, layouts ([B, S, H, D]; packed [total, H, D]), defaults and results as
 flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call, its FP8 descales
-(`q_descale`, `k_descale`, `v_descale`) for flash_attn_func, and its scheduling keywords
-(`num_splits`, `pack_gqa`, `sm_margin`: taken, tessel schedules its own way). Causal, the window and
-ALiBi are bottom-right aligned when the query and key lengths differ, as FlashAttention has them
-(tessel.attention's own are top-left, SDPA's). What differs, by design (docs/dsl.md, "Code
-written against FlashAttention"):
+(`q_descale`, `k_descale`, `v_descale`) and `attention_chunk` for flash_attn_func, and its
+scheduling keywords (`num_splits`, `pack_gqa`, `sm_margin`: taken, tessel schedules its own
+way). Causal, the window and ALiBi are bottom-right aligned when the query and key lengths
+differ, as FlashAttention has them (tessel.attention's own are top-left, SDPA's). What
+differs, by design (docs/dsl.md, "Code written against FlashAttention"):
 
 - `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
 - `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
@@ -114,10 +114,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     fp8 = {n: x for n, x in (("descale_q", q_descale), ("descale_k", k_descale),
                              ("descale_v", v_descale)) if x is not None}
     chunk = int(attention_chunk or 0)
-    if chunk < 0 or (chunk and fp8):
-        raise (ValueError if chunk < 0 else NotImplementedError)(
-            f"{_NAME}.{fn}: attention_chunk={attention_chunk}: "
-            + ("must be >= 0" if chunk < 0 else "FP8 inputs take no attention_chunk"))
+    if chunk < 0:
+        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    if chunk and fp8:
+        raise NotImplementedError(f"{_NAME}.{fn}: FP8 inputs (q_descale, ...) take no "
+                                  "attention_chunk")
     if chunk and (chunk < Sk or Sq > Sk):   # (one chunk and no query before it: no effect)
         o, lse = _chunked(q, k, v, chunk, causal, softmax_scale, window, cap, alibi_slopes)
         if not return_attn_probs:
