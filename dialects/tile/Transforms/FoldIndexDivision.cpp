@@ -37,42 +37,15 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(arith::SelectOp op, PatternRewriter &rewriter) const override {
-    auto type = dyn_cast<RankedTensorType>(op.getType());
-    auto cmp = op.getCondition().getDefiningOp<arith::CmpIOp>();
-    auto quotient = op.getFalseValue().getDefiningOp<arith::DivSIOp>();
-    auto minusOne = op.getTrueValue().getDefiningOp<arith::SubIOp>();
-    if (!type || !cmp || !quotient || !minusOne ||
-        cmp.getPredicate() != arith::CmpIPredicate::slt || splatConstantInt(cmp.getRhs()) != 0 ||
-        minusOne.getLhs() != quotient.getResult() || splatConstantInt(minusOne.getRhs()) != 1)
+    std::optional<FloorDivision> div = matchFloorDivision(op.getResult());
+    if (!div)
       return failure();
-    // The quotient and the remainder of the same x by the same c > 0.
-    auto remainder = cmp.getLhs().getDefiningOp<arith::RemSIOp>();
-    std::optional<int64_t> divisor = splatConstantInt(quotient.getRhs());
-    if (!remainder || remainder.getLhs() != quotient.getLhs() || !divisor || *divisor <= 0 ||
-        splatConstantInt(remainder.getRhs()) != divisor)
+    auto type = cast<RankedTensorType>(op.getType());
+    std::optional<Value> scalar = emitUniformFloorQuotient(
+        rewriter, op.getLoc(), div->dividend, div->divisor, type.getElementType());
+    if (!scalar)
       return failure();
-    int64_t c = *divisor;
-    std::optional<IndexTile> x = analyseIndexTile(quotient.getLhs());
-    if (!x)
-      return failure();
-    SmallVector<int64_t> coefficients;
-    for (auto [symbol, coefficient] : x->base.terms)
-      coefficients.push_back(coefficient);
-    std::optional<UniformQuotient> q = uniformFloorQuotient(coefficients, x->base.constant,
-                                                            x->minOffset(), x->maxOffset(), c);
-    if (!q)
-      return failure();
-    LinearExpr l;
-    for (auto [symbol, coefficient] : x->base.terms)
-      l.terms[symbol] = coefficient / q->g;
-    l.constant = q->constant;
-    Value scalar = emitLinear(rewriter, op.getLoc(), l, type.getElementType());
-    if (q->g != c) {
-      Value divisor = arith::ConstantOp::create(
-          rewriter, op.getLoc(), rewriter.getIntegerAttr(scalar.getType(), c / q->g));
-      scalar = arith::FloorDivSIOp::create(rewriter, op.getLoc(), scalar, divisor);
-    }
-    rewriter.replaceOpWithNewOp<SplatOp>(op, type, scalar);
+    rewriter.replaceOpWithNewOp<SplatOp>(op, type, *scalar);
     return success();
   }
 };

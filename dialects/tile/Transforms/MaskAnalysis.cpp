@@ -309,3 +309,61 @@ tessel::tile::uniformFloorQuotient(llvm::ArrayRef<int64_t> coefficients, int64_t
     return std::nullopt;
   return UniformQuotient{g, kq + m};
 }
+
+std::optional<FloorDivision> tessel::tile::matchFloorDivision(Value v) {
+  auto op = v.getDefiningOp<arith::SelectOp>();
+  if (!op || !isa<RankedTensorType>(op.getType()))
+    return std::nullopt;
+  auto cmp = op.getCondition().getDefiningOp<arith::CmpIOp>();
+  auto quotient = op.getFalseValue().getDefiningOp<arith::DivSIOp>();
+  auto minusOne = op.getTrueValue().getDefiningOp<arith::SubIOp>();
+  if (!cmp || !quotient || !minusOne || cmp.getPredicate() != arith::CmpIPredicate::slt ||
+      splatConstantInt(cmp.getRhs()) != 0 || minusOne.getLhs() != quotient.getResult() ||
+      splatConstantInt(minusOne.getRhs()) != 1)
+    return std::nullopt;
+  // The quotient and the remainder of the same x by the same c > 0.
+  auto remainder = cmp.getLhs().getDefiningOp<arith::RemSIOp>();
+  std::optional<int64_t> divisor = splatConstantInt(quotient.getRhs());
+  if (!remainder || remainder.getLhs() != quotient.getLhs() || !divisor || *divisor <= 0 ||
+      splatConstantInt(remainder.getRhs()) != divisor)
+    return std::nullopt;
+  return FloorDivision{quotient.getLhs(), *divisor};
+}
+
+namespace {
+// x's IndexTile and the quotient x // c where it is the same over the tile.
+std::optional<std::pair<IndexTile, UniformQuotient>> uniformQuotientOf(Value x, int64_t c) {
+  std::optional<IndexTile> tile = analyseIndexTile(x);
+  if (!tile)
+    return std::nullopt;
+  SmallVector<int64_t> coefficients;
+  for (auto [symbol, coefficient] : tile->base.terms)
+    coefficients.push_back(coefficient);
+  std::optional<UniformQuotient> q = uniformFloorQuotient(
+      coefficients, tile->base.constant, tile->minOffset(), tile->maxOffset(), c);
+  if (!q)
+    return std::nullopt;
+  return std::make_pair(*tile, *q);
+}
+} // namespace
+
+bool tessel::tile::hasUniformFloorQuotient(Value x, int64_t c) {
+  return uniformQuotientOf(x, c).has_value();
+}
+
+std::optional<Value> tessel::tile::emitUniformFloorQuotient(OpBuilder &b, Location loc, Value x,
+                                                            int64_t c, Type type) {
+  auto found = uniformQuotientOf(x, c);
+  if (!found)
+    return std::nullopt;
+  auto &[tile, q] = *found;
+  LinearExpr l;
+  for (auto [symbol, coefficient] : tile.base.terms)
+    l.terms[symbol] = coefficient / q.g;
+  l.constant = q.constant;
+  Value scalar = emitLinear(b, loc, l, type);
+  if (q.g != c)
+    scalar = arith::FloorDivSIOp::create(
+        b, loc, scalar, arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, c / q.g)));
+  return scalar;
+}

@@ -88,6 +88,24 @@ std::optional<UniformQuotient> uniformFloorQuotient(llvm::ArrayRef<int64_t> coef
                                                     int64_t minOffset, int64_t maxOffset,
                                                     int64_t c);
 
+/// Python's `x // c` for a constant c > 0 as the DSL builds it (frontend.floor_divmod):
+/// `select(remsi(x, c) < 0, divsi(x, c) − 1, divsi(x, c))`; {x, c}, or nullopt for another
+/// value.
+struct FloorDivision {
+  mlir::Value dividend;
+  int64_t divisor;
+};
+std::optional<FloorDivision> matchFloorDivision(mlir::Value v);
+
+/// Whether `x // c` is the same over the tile (uniformFloorQuotient of x's IndexTile).
+bool hasUniformFloorQuotient(mlir::Value x, int64_t c);
+
+/// The scalar every element of `x // c` equals (uniformFloorQuotient), emitted at `b`'s
+/// insertion point in the element type `type`; nullopt where the quotient differs across the
+/// tile or x is no IndexTile.
+std::optional<mlir::Value> emitUniformFloorQuotient(mlir::OpBuilder &b, mlir::Location loc,
+                                                    mlir::Value x, int64_t c, mlir::Type type);
+
 /// Decomposes a scalar integer into a linear expression; what cannot be decomposed is a symbol.
 LinearExpr analyseScalar(mlir::Value scalar);
 /// `e` as scalar arithmetic of `type` at `b`'s insertion point (symbols sign-extended, truncated

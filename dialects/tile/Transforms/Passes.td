@@ -86,6 +86,21 @@ def TileSeparateBias : Pass<"tile-separate-bias", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def TileFloorQuotientRanges : Pass<"tile-floor-quotient-ranges", "::mlir::func::FuncOp"> {
+  let summary = "Compares of floor quotients of index tiles as ranges of the dividend.";
+  let description = [{
+    `x // c pred y` (Python's floor division by a constant c > 0, as the DSL builds it), where
+    y is an index tile or a floor quotient that is the same over the tile (the uniform
+    quotient of tile-fold-index-division, made a splat here), becomes a comparison of x
+    itself: `x // c == y` is `c·y <= x < c·y + c`, `!=` its complement, `x // c < y` is
+    `x < c·y`, `<=` `x < c·y + c`, `>` `x >= c·y + c`, `>=` `x >= c·y`. Chunked local
+    attention's `q_idx // C == kv_idx // C` is then two affine atoms on kv_idx, which
+    tile-split-masked-loops classifies per key block: a row visits its chunk's key blocks
+    only. Exact for integers; the index arithmetic is assumed not to wrap.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def TileFoldIndexDivision : Pass<"tile-fold-index-division", "::mlir::func::FuncOp"> {
   let summary = "Floor divisions of index tiles that are the same over the tile become scalars.";
   let description = [{

@@ -22,6 +22,8 @@ void tessel::tile::buildTileOptimizationPipeline(OpPassManager &pm) {
   fn.addPass(createTileOnlineSoftmax());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createTileFoldSoftmaxScale());
+  // Chunked masks (`q_idx // C == kv_idx // C`) as index ranges the split classifies.
+  fn.addPass(createTileFloorQuotientRanges());
   fn.addPass(createTileSplitMaskedLoops());
   fn.addPass(createCanonicalizerPass());
   // Proves split bounds equal where they are (e.g. min(x, 0) with x >= 0), so empty loops fold.
