@@ -173,8 +173,9 @@ def _chunked(q, k, v, C, causal, scale, window, cap, alibi_slopes):
     """flash_attn_func with FlashAttention-3's attention_chunk=C: a query sees the keys of its
     own chunk of C key positions only (a query placed before the first key, where Sq > Sk, is
     in none: it sees no key, causal or not). Each (batch, chunk) is a packed sequence of
-    tessel.attention_varlen — exact, and each chunk costs what it attends (a mask_mod over
-    `q_idx // C` would stream every key block): out [B, Sq, H, Dv], lse [H, B·Sq]."""
+    tessel.attention_varlen — exact, and each chunk costs what it attends, whether or not C
+    is a multiple of the kernels' blocks (a mask_mod over `q_idx // C` is classified per block
+    only where it is: tile-floor-quotient-ranges): out [B, Sq, H, Dv], lse [H, B·Sq]."""
     from .serving import attention_varlen
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
