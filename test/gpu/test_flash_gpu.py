@@ -143,3 +143,34 @@ def test_attention_chunk(dtype, lengths, chunk):
     tol = {"f16": 1e-2, "bf16": 5e-2}[dtype]
     for a, b in zip(got, want):
         assert (a.double() - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
+
+
+@pytest.mark.parametrize("C", [1024, 300])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_chunk_mask_mod_matches_attention_chunk(dtype, C):
+    # The same chunked attention as a mask_mod through tessel.attention (classified per key
+    # block where C is a multiple of the query block: tile-floor-quotient-ranges; element-wise
+    # otherwise) and through flash_attn_func's attention_chunk (packed varlen sequences): both
+    # against float64, forward and gradients.
+    import tessel
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(C)
+    q = torch.randn(2, 4096, 8, 128, device="cuda", generator=gen).to(dt).requires_grad_()
+    k, v = (torch.randn(2, 4096, 2, 128, device="cuda", generator=gen).to(dt).requires_grad_()
+            for _ in range(2))
+
+    def same_chunk(b, h, q_idx, kv_idx):
+        return q_idx // C == kv_idx // C
+    out = tessel.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                           causal=True, mask_mod=same_chunk, enable_gqa=True).transpose(1, 2)
+    want = _reference(q, k, v, True, chunk=C)
+    _check(out, want, _reference(q, k, v, True, dt, chunk=C))
+    flash_out = flash.flash_attn_func(q, k, v, causal=True, attention_chunk=C)
+    _check(flash_out, want, _reference(q, k, v, True, dt, chunk=C))
+    g = torch.randn(out.shape, device="cuda", generator=gen).to(dt)
+    got = torch.autograd.grad(out, (q, k, v), g)
+    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    grads = torch.autograd.grad(_reference(*refs, True, chunk=C), refs, g.double())
+    tol = {"f16": 1e-2, "bf16": 5e-2}[dtype]
+    for a, b in zip(got, grads):
+        assert (a.double() - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
