@@ -78,18 +78,21 @@ def test_flash_attn_func(case, lengths):
         window_size=window or (-1, -1), softcap=c.get("softcap", 0.0), alibi_slopes=slopes,
         return_attn_probs=True)
     assert none is None and out.shape == (2, Sq, 2, 16) and lse.shape == (2, 2, Sq)
-    ro, rl = _reference(q, k, v, c.get("causal", False), window, c.get("softcap"), slopes,
-                        c.get("scale"))
+    _check_with_gradients(out, lse, (q, k, v), causal=c.get("causal", False), window=window,
+                          softcap=c.get("softcap"), slopes=slopes, scale=c.get("scale"))
+
+
+def _check_with_gradients(out, lse, qkv, **ref):
+    """out and lse against _reference(*qkv, **ref), then the gradients against float64
+    autograd's (rows that see no key left out)."""
+    ro, rl = _reference(*qkv, **ref)
     seen = torch.isfinite(rl)
     _close(out, ro)
     _close(lse[seen], rl[seen])
-    # Gradients against float64 autograd (rows that see no key left out).
     g = _rand(*out.shape, seed=3, grad=False) * seen.transpose(1, 2)[..., None]
-    got = torch.autograd.grad((out * g).sum(), (q, k, v))
-    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
-    ro, _ = _reference(*refs, c.get("causal", False), window, c.get("softcap"), slopes,
-                       c.get("scale"))
-    want = torch.autograd.grad((ro * g.double()).sum(), refs)
+    got = torch.autograd.grad((out * g).sum(), qkv)
+    refs = [x.detach().double().requires_grad_() for x in qkv]
+    want = torch.autograd.grad((_reference(*refs, **ref)[0] * g.double()).sum(), refs)
     for a, b in zip(got, want):
         _close(a, b, 5e-5)
 
@@ -112,17 +115,8 @@ def test_attention_chunk(lengths, C, case):
     out, lse, _ = flash.flash_attn_func(q, k, v, causal=causal, window_size=window or (-1, -1),
                                         alibi_slopes=slopes, attention_chunk=C,
                                         return_attn_probs=True)
-    ro, rl = _reference(q, k, v, causal, window, None, slopes, chunk=C)
-    seen = torch.isfinite(rl)
-    _close(out, ro)
-    _close(lse[seen], rl[seen])
-    g = _rand(*out.shape, seed=3, grad=False) * seen.transpose(1, 2)[..., None]
-    got = torch.autograd.grad((out * g).sum(), (q, k, v))
-    refs = [x.detach().double().requires_grad_() for x in (q, k, v)]
-    ro, _ = _reference(*refs, causal, window, None, slopes, chunk=C)
-    want = torch.autograd.grad((ro * g.double()).sum(), refs)
-    for a, b in zip(got, want):
-        _close(a, b, 5e-5)
+    _check_with_gradients(out, lse, (q, k, v), causal=causal, window=window, slopes=slopes,
+                          chunk=C)
 
 
 def test_packed_forms_match_the_plain_call():
