@@ -5,7 +5,7 @@ kernels, so that code written against FlashAttention runs with one import change
 
 Same arguments, layouts ([B, S, H, D]; packed [total, H, D]), defaults and results as
 flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call, its FP8 descales
-(`q_descale`, `k_descale`, `v_descale`) and `attention_chunk` for flash_attn_func, and its
+(`q_descale`, `k_descale`, `v_descale`) for flash_attn_func, `attention_chunk`, and its
 scheduling keywords (`num_splits`, `pack_gqa`, `sm_margin`: taken, tessel schedules its own
 way). Causal, the window and ALiBi are bottom-right aligned when the query and key lengths
 differ, as FlashAttention has them (tessel.attention's own are top-left, SDPA's). What
@@ -14,8 +14,8 @@ differs, by design (docs/dsl.md, "Code written against FlashAttention"):
 - `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
 - `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
 - `deterministic` is honoured by the dense backward; the varlen programs are deterministic.
-- FlashAttention-3's `seqused_q`, `qv`, and `attention_chunk` outside flash_attn_func, are
-  refused (NotImplementedError saying what to do instead).
+- FlashAttention-3's `seqused_q`, `qv`, and `attention_chunk` on the KV-cache call or with a
+  paged cache, are refused (NotImplementedError saying what to do instead).
 
 Gradients flow as through the entry points these call (tessel.attention, attention_varlen);
 flash_attn_with_kvcache has none, as FlashAttention's.
@@ -44,9 +44,9 @@ def _flash_options(fn, dropout_p, window_size, softcap):
 _FA3_REFUSED = {
     "seqused_q": ("per-sequence query counts", "pack only the used queries (cu_seqlens_q)"),
     "qv": ("MLA's query-value input", "concatenate q with qv and k with v along the head dim"),
-    "attention_chunk": ("chunked local attention, built for flash_attn_func only",
-                        "call flash_attn_func, or write `q_idx // C == kv_idx // C` as a "
-                        "mask_mod for tessel.attention"),
+    "attention_chunk": ("chunked local attention, built for flash_attn_func and "
+                        "flash_attn_varlen_func", "call one of those, or write "
+                        "`q_idx // C == kv_idx // C` as a mask_mod for tessel.attention"),
 }
 
 
@@ -64,6 +64,12 @@ def _fa3_options(fn, seqused_q=None, qv=None, attention_chunk=0, num_splits=None
     if num_splits is not None and int(num_splits) < 0:
         raise ValueError(f"{_NAME}.{fn}: num_splits must be >= 0, got {num_splits}")
     del pack_gqa, sm_margin             # (tessel packs GQA heads and uses every SM its way)
+
+
+def _host_ints(x):
+    """A 1-D int tensor or array as a list of Python ints (a CUDA tensor waits for the
+    device)."""
+    return [int(v) for v in (x.tolist() if hasattr(x, "tolist") else x)]
 
 
 def _rank(fn, name, x, n, shape):
@@ -120,7 +126,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise NotImplementedError(f"{_NAME}.{fn}: FP8 inputs (q_descale, ...) take no "
                                   "attention_chunk")
     if chunk and (chunk < Sk or Sq > Sk):   # (one chunk and no query before it: no effect)
-        o, lse = _chunked(q, k, v, chunk, causal, softmax_scale, window, cap, alibi_slopes)
+        o, lse = _chunked(q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
+                          v.reshape(B * Sk, Hkv, v.shape[3]), chunk,
+                          [b * Sq for b in range(B + 1)], [b * Sk for b in range(B + 1)],
+                          causal, softmax_scale, window, cap, alibi_slopes)
+        o = o.reshape(B, Sq, H, o.shape[-1])
         if not return_attn_probs:
             return o
         return o, _swap(lse.reshape(H, B, Sq), 0, 1), None
@@ -150,52 +160,63 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     return _swap(res[0]), res[1], None
 
 
-def _chunks(B, Sq, Sk, C):
-    """(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) of attention_chunk's groups:
-    per batch, the queries placed before the first key (FlashAttention's bottom-right rule,
-    Sq > Sk: they see no key) with no keys, then each chunk of C keys with the queries placed
-    in it (query i at key position i + Sk - Sq)."""
-    off = Sk - Sq
-    cu_q, cu_k = [0], [0]
-    for b in range(B):
+def _chunk_groups(cu_q, cu_k, C, used=None):
+    """attention_chunk's packed sequences for sequences whose rows are cu_q / cu_k (cumulative
+    lengths, plain ints; `used`: FlashAttention-3's seqused_k, the first n keys of each span):
+    per sequence, the queries placed before its first key (more queries than keys:
+    FlashAttention's bottom-right rule, they see no key) with no keys, then each chunk of C
+    keys with the queries placed in it (query i at key position i + nk - nq), then the span's
+    unused keys with no queries. Returns (cu_q', cu_k', max_seqlen_q', max_seqlen_k', groups a
+    sequence)."""
+    out_q, out_k, groups = [cu_q[0]], [cu_k[0]], []
+    for b, (q0, q1, k0, k1) in enumerate(zip(cu_q, cu_q[1:], cu_k, cu_k[1:])):
+        nq = q1 - q0
+        nk = k1 - k0 if used is None else min(max(used[b], 0), k1 - k0)
+        off, n = nk - nq, 0
         if off < 0:
-            cu_q.append(b * Sq - off)
-            cu_k.append(b * Sk)
-        for k0 in range(0, Sk, C):
-            k1 = min(k0 + C, Sk)
-            cu_q.append(b * Sq + min(max(k1 - off, 0), Sq))
-            cu_k.append(b * Sk + k1)
+            out_q.append(q0 - off)
+            out_k.append(k0)
+            n += 1
+        for c0 in range(0, nk, C):
+            c1 = min(c0 + C, nk)
+            out_q.append(q0 + min(max(c1 - off, 0), nq))
+            out_k.append(k0 + c1)
+            n += 1
+        if k0 + nk < k1 or out_q[-1] < q1:      # (unused keys; or no keys, no chunk at all)
+            out_q.append(q1)
+            out_k.append(k1)
+            n += 1
+        groups.append(n)
     # (plain ints: under torch.compile they are constants, where numpy would be traced)
-    return cu_q, cu_k, max((b - a for a, b in zip(cu_q, cu_q[1:])), default=0), min(C, Sk)
+    spans = [(b - a, d - c) for a, b, c, d in zip(out_q, out_q[1:], out_k, out_k[1:])]
+    return (out_q, out_k, max((s[0] for s in spans), default=0),
+            max((s[1] for s in spans), default=0), groups)
 
 
-def _chunked(q, k, v, C, causal, scale, window, cap, alibi_slopes):
-    """flash_attn_func with FlashAttention-3's attention_chunk=C: a query sees the keys of its
-    own chunk of C key positions only (a query placed before the first key, where Sq > Sk, is
-    in none: it sees no key, causal or not). Each (batch, chunk) is a packed sequence of
-    tessel.attention_varlen — exact, and each chunk costs what it attends, whether or not C
-    is a multiple of the kernels' blocks (a mask_mod over `q_idx // C` is classified per block
-    only where it is: tile-floor-quotient-ranges): out [B, Sq, H, Dv], lse [H, B·Sq]."""
+def _chunked(q, k, v, C, cu_q, cu_k, causal, scale, window, cap, alibi_slopes, used=None):
+    """attention_varlen over packed q [total_q, H, D], k and v [total_k, Hkv, D] with
+    FlashAttention-3's attention_chunk=C: a query sees the keys of its own chunk of C key
+    positions only (a query placed before the first key, where a sequence has more queries
+    than keys, is in none: it sees no key, causal or not). Each (sequence, chunk) is a packed
+    sequence of tessel.attention_varlen — exact, and each chunk costs what it attends, whether
+    or not C is a multiple of the kernels' blocks (a mask_mod over `q_idx // C` is classified
+    per block only where it is: tile-floor-quotient-ranges). cu_q, cu_k, used (seqused_k):
+    lists of ints. Returns (o, lse [H, total_q])."""
     from .serving import attention_varlen
-    B, Sq, H, D = q.shape
-    Sk, Hkv = k.shape[1], k.shape[2]
-    cu_q, cu_k, max_q, max_k = _chunks(B, Sq, Sk, C)
-    groups = (len(cu_q) - 1) // B if B else 0       # (sequences a batch row is cut into)
+    cq, ck, max_q, max_k, groups = _chunk_groups(cu_q, cu_k, C, used)
     if gpu.is_torch_tensor(q):
         torch = gpu.torch_module()
-        cu_q, cu_k = (torch.tensor(x, dtype=torch.int32, device=q.device) for x in (cu_q, cu_k))
-        if alibi_slopes is not None and len(alibi_slopes.shape) == 2:   # [B, H]: per sequence
-            alibi_slopes = alibi_slopes.repeat_interleave(groups, 0)
+        cq, ck = (torch.tensor(x, dtype=torch.int32, device=q.device) for x in (cq, ck))
+        if alibi_slopes is not None and len(alibi_slopes.shape) == 2:  # [B, H]: a sequence's
+            alibi_slopes = alibi_slopes.repeat_interleave(                  # for its chunks
+                torch.tensor(groups, device=alibi_slopes.device), 0)
     else:
-        cu_q, cu_k = (np.array(x, np.int32) for x in (cu_q, cu_k))
+        cq, ck = (np.array(x, np.int32) for x in (cq, ck))
         if alibi_slopes is not None and len(np.shape(alibi_slopes)) == 2:
             alibi_slopes = np.repeat(alibi_slopes, groups, axis=0)
-    o, lse = attention_varlen(
-        q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
-        v.reshape(B * Sk, Hkv, v.shape[3]), cu_q, cu_k, max_q, max_k, causal=causal,
-        scale=scale, return_lse=True, window_size=window, softcap=cap,
-        alibi_slopes=alibi_slopes)
-    return o.reshape(B, Sq, H, o.shape[-1]), lse
+    return attention_varlen(q, k, v, cq, ck, max_q, max_k, causal=causal, scale=scale,
+                            return_lse=True, window_size=window, softcap=cap,
+                            alibi_slopes=alibi_slopes)
 
 
 def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -228,13 +249,28 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """FlashAttention's ``flash_attn_varlen_func``: tessel.attention_varlen (q ``[total_q, H,
     D]``, k and v ``[total_k, Hkv, D]``, or a paged cache with block_table; FlashAttention-3's
     seqused_k); returns out, or ``(out, softmax_lse [H, total_q], None)``. FlashAttention-3's
-    num_splits, pack_gqa and sm_margin are taken and left to tessel; seqused_q, qv and
-    attention_chunk are refused."""
+    attention_chunk as flash_attn_func's (the chunks' bounds read on the host: a CUDA
+    cu_seqlens waits for the device), not with block_table; num_splits, pack_gqa and
+    sm_margin are taken and left to tessel; seqused_q and qv are refused."""
     from .serving import attention_varlen
     fn = "flash_attn_varlen_func"
     window, cap = _flash_options(fn, dropout_p, window_size, softcap)
-    _fa3_options(fn, seqused_q=seqused_q, qv=qv, attention_chunk=attention_chunk,
-                 num_splits=num_splits, pack_gqa=pack_gqa, sm_margin=sm_margin)
+    _fa3_options(fn, seqused_q=seqused_q, qv=qv, num_splits=num_splits, pack_gqa=pack_gqa,
+                 sm_margin=sm_margin)
+    chunk = int(attention_chunk or 0)
+    if chunk < 0:
+        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    if chunk:
+        if block_table is not None:
+            raise NotImplementedError(f"{_NAME}.{fn}: attention_chunk with a paged cache "
+                                      "(block_table) is not supported by tessel")
+        # The chunks' bounds from the sequences' lengths: read on the host (a CUDA
+        # cu_seqlens waits for the device here).
+        cu_q, cu_k = (_host_ints(x) for x in (cu_seqlens_q, cu_seqlens_k))
+        used = None if seqused_k is None else _host_ints(seqused_k)
+        o, lse = _chunked(q, k, v, chunk, cu_q, cu_k, causal, softmax_scale, window, cap,
+                          alibi_slopes, used)
+        return (o, lse, None) if return_attn_probs else o
     res = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            causal=causal, scale=softmax_scale, return_lse=return_attn_probs,
                            window_size=window, softcap=cap, alibi_slopes=alibi_slopes,

@@ -130,12 +130,36 @@ def test_packed_forms_match_the_plain_call():
     assert kv.grad is not None and kv.grad.shape == kv.shape
 
 
-def _varlen_reference(q, k, v, cu_q, cu_k, causal):
+def _varlen_reference(q, k, v, cu_q, cu_k, causal, **ref):
     out = torch.zeros(q.shape[:2] + v.shape[2:], dtype=torch.float64)
     for b in range(len(cu_q) - 1):
         qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
-        out[qs] = _reference(q[None, qs], k[None, ks], v[None, ks], causal)[0][0]
+        out[qs] = _reference(q[None, qs], k[None, ks], v[None, ks], causal, **ref)[0][0]
     return out
+
+
+@pytest.mark.parametrize("C", [4, 7, 64])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_varlen_attention_chunk(C, causal):
+    # attention_chunk on packed sequences (one with more queries than keys), with seqused_k:
+    # each sequence chunked on its own keys, as flash_attn_func's batch rows; gradients flow.
+    q_lens, k_lens, used = [5, 17, 9, 0], [10, 20, 4, 3], [6, 20, 4, 0]
+    cu_q = torch.tensor(np.cumsum([0] + q_lens), dtype=torch.int32)
+    cu_k = torch.tensor(np.cumsum([0] + k_lens), dtype=torch.int32)
+    q, k, v = _rand(sum(q_lens), 4, 16, seed=1), _rand(sum(k_lens), 2, 16, seed=2), \
+        _rand(sum(k_lens), 2, 16, seed=3)
+    out = flash.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 17, 20, causal=causal,
+                                       attention_chunk=C)
+    _close(out, _varlen_reference(q, k, v, cu_q.tolist(), cu_k.tolist(), causal, chunk=C))
+    out.sum().backward()
+    assert q.grad.abs().sum() > 0 and k.grad.abs().sum() > 0
+    ends = [int(a) + n for a, n in zip(cu_k[:-1], used)]
+    idx = torch.cat([torch.arange(int(a), e) for a, e in zip(cu_k[:-1], ends)])
+    out = flash.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 17, 20, causal=causal,
+                                       attention_chunk=C,
+                                       seqused_k=torch.tensor(used, dtype=torch.int32))
+    cu_used = [0] + np.cumsum(used).tolist()
+    _close(out, _varlen_reference(q, k[idx], v[idx], cu_q.tolist(), cu_used, causal, chunk=C))
 
 
 def test_varlen_forms():
@@ -211,8 +235,9 @@ def test_flash_attention_3_keywords():
             (lambda **kw: flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, **kw),
              dict(seqused_q=torch.tensor([3, 4], dtype=torch.int32)), "pack only the used"),
             (lambda **kw: flash.flash_attn_func(q, k, v, **kw), dict(qv=q), "concatenate q"),
-            (lambda **kw: flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, **kw),
-             dict(attention_chunk=8), "call flash_attn_func"),
+            (lambda **kw: flash.flash_attn_varlen_func(
+                *flat, cu, cu, 24, 24, block_table=torch.zeros(2, 1, dtype=torch.int32), **kw),
+             dict(attention_chunk=8), "paged cache"),
             (lambda **kw: flash.flash_attn_with_kvcache(q, k, v, **kw),
              dict(attention_chunk=8), "chunked local attention")]:
         with pytest.raises(NotImplementedError, match=next(iter(kw))) as info:
