@@ -72,8 +72,8 @@ struct FloorQuotientCompare : OpRewritePattern<arith::CmpIOp> {
       return failure();
     }
     auto constant = [&](int64_t v) {
-      return arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(
-                                                          type, rewriter.getIntegerAttr(element, v)));
+      return arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(type, rewriter.getIntegerAttr(element, v)));
     };
     Value x = div->dividend;
     Value low = arith::MulIOp::create(rewriter, loc, s, constant(div->divisor)); // c·s
@@ -110,7 +110,8 @@ struct FloorQuotientCompare : OpRewritePattern<arith::CmpIOp> {
     Operation *at = op;
     for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
          loop = loop->getParentOfType<scf::ForOp>()) {
-      if (!llvm::all_of(e.terms, [&](auto term) { return loop.isDefinedOutsideOfLoop(term.first); }))
+      if (!llvm::all_of(e.terms,
+                        [&](auto term) { return loop.isDefinedOutsideOfLoop(term.first); }))
         break;
       at = loop;
     }

@@ -41,8 +41,8 @@ struct UniformFloorDivision : OpRewritePattern<arith::SelectOp> {
     if (!div)
       return failure();
     auto type = cast<RankedTensorType>(op.getType());
-    std::optional<Value> scalar = emitUniformFloorQuotient(
-        rewriter, op.getLoc(), div->dividend, div->divisor, type.getElementType());
+    std::optional<Value> scalar = emitUniformFloorQuotient(rewriter, op.getLoc(), div->dividend,
+                                                           div->divisor, type.getElementType());
     if (!scalar)
       return failure();
     rewriter.replaceOpWithNewOp<SplatOp>(op, type, *scalar);

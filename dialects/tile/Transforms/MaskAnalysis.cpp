@@ -339,8 +339,8 @@ std::optional<std::pair<IndexTile, UniformQuotient>> uniformQuotientOf(Value x, 
   SmallVector<int64_t> coefficients;
   for (auto [symbol, coefficient] : tile->base.terms)
     coefficients.push_back(coefficient);
-  std::optional<UniformQuotient> q = uniformFloorQuotient(
-      coefficients, tile->base.constant, tile->minOffset(), tile->maxOffset(), c);
+  std::optional<UniformQuotient> q = uniformFloorQuotient(coefficients, tile->base.constant,
+                                                          tile->minOffset(), tile->maxOffset(), c);
   if (!q)
     return std::nullopt;
   return std::make_pair(*tile, *q);
