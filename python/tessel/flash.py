@@ -187,10 +187,12 @@ def _chunk_groups(cu_q, cu_k, C, used=None):
             out_k.append(k1)
             n += 1
         groups.append(n)
-    # (plain ints: under torch.compile they are constants, where numpy would be traced)
-    spans = [(b - a, d - c) for a, b, c, d in zip(out_q, out_q[1:], out_k, out_k[1:])]
-    return (out_q, out_k, max((s[0] for s in spans), default=0),
-            max((s[1] for s in spans), default=0), groups)
+    # (plain ints and loops: under torch.compile they are constants, where numpy would be
+    # traced; torch 2.11's Dynamo takes no max(..., default=))
+    max_q = max_k = 0
+    for a, b, c, d in zip(out_q, out_q[1:], out_k, out_k[1:]):
+        max_q, max_k = max(max_q, b - a), max(max_k, d - c)
+    return out_q, out_k, max_q, max_k, groups
 
 
 def _chunked(q, k, v, C, cu_q, cu_k, causal, scale, window, cap, alibi_slopes, used=None):

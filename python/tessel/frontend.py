@@ -191,10 +191,12 @@ class FunctionSource:
                 indent = len(lines[0]) - len(lines[0].lstrip())
                 src = "".join(l[indent:] if l.strip() else "\n" for l in lines)
                 self.tree = ast.parse(src).body[0]
+                if getattr(self.tree, "name", None) != fn.__code__.co_name:
+                    raise SyntaxError(f"no def {fn.__code__.co_name} there")
             except (SyntaxError, tokenize.TokenError) as e:     # (not what Python loaded)
                 raise OSError(f"line {fn.__code__.co_firstlineno} of {self.filename} does not "
-                              f"parse ({e}): was the file changed after it was imported?") \
-                    from None
+                              f"parse as {fn.__code__.co_name} ({e}): was the file changed "
+                              "after it was imported?") from None
             self.line_offset = first - 1
             self.col_offset = indent
         self.globals = fn.__globals__

@@ -58,7 +58,7 @@ def mods_key(score_mod, mask_mod):
         return 0
     from .mod_functions import fn_key
     score_mod, mask_mod = _rebuilt(score_mod), _rebuilt(mask_mod)
-    if any(fn is not None and (fn is _UNKNOWN or _reads_tensors(fn))
+    if any(fn is not None and (_unknown(fn) or _reads_tensors(fn))
            for fn in (score_mod, mask_mod)):
         return -1
     try:
@@ -184,7 +184,17 @@ def _filled(v, captured, depth):
     return _with_tensors(v, captured, depth)
 
 
-_UNKNOWN = object()
+class _Unknown:
+    """What stays outside the graph (_value_parts, _rebuilt). Told apart by isinstance, not
+    `is`: a closure value Dynamo made symbolic (a number that changed between calls) cannot be
+    compared by identity under torch 2.11's Dynamo (an internal error, not a graph break)."""
+
+
+_UNKNOWN = _Unknown()
+
+
+def _unknown(x):
+    return isinstance(x, _Unknown)
 
 
 def _function_parts(fn, captured, depth=0):
@@ -202,11 +212,11 @@ def _function_parts(fn, captured, depth=0):
     cells = []
     for c in fn.__closure__ or ():
         v = _value_parts(c.cell_contents, captured, depth + 1)
-        if v is _UNKNOWN:
+        if _unknown(v):
             return None
         cells.append(v)
     defaults = fn.__defaults__ and _value_parts(fn.__defaults__, captured, depth + 1)
-    if defaults is _UNKNOWN:
+    if _unknown(defaults):
         return None
     return (_FUNCTION, fn.__code__, fn.__module__, defaults, tuple(cells),
             _global_tensors(fn, captured))
@@ -246,7 +256,7 @@ def _value_parts(v, captured, depth):
         return _UNKNOWN if part is None else part
     if type(v) is tuple:
         items = tuple(_value_parts(x, captured, depth) for x in v)
-        return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
+        return _UNKNOWN if any(_unknown(x) for x in items) else items
     return v
 
 
@@ -260,11 +270,11 @@ def _rebuilt(part):
         return part
     if not (part and isinstance(part[0], str) and part[0] == _FUNCTION):
         items = tuple(_rebuilt(x) for x in part)
-        return _UNKNOWN if any(x is _UNKNOWN for x in items) else items
+        return _UNKNOWN if any(_unknown(x) for x in items) else items
     import types
     _, code, module, defaults, cells, global_tensors = part
     cells, defaults = _rebuilt(cells), _rebuilt(defaults)
-    if cells is _UNKNOWN or defaults is _UNKNOWN:
+    if _unknown(cells) or _unknown(defaults):
         return _UNKNOWN
     scope = getattr(sys.modules.get(module), "__dict__", None)
     if scope is None:                   # (a module imported under another name: its file)
