@@ -689,10 +689,10 @@ def attention_backward(q, k, v, o, lse, do, causal=False, scale=None, score_mod=
 # visit the blocks of the block mask the forward made (blocksparse.auto_block_mask), as
 # tessel.attention's autograd does, instead of every block with the mask evaluated: the same
 # programs as autograd's (a compiled graph's backward op equals eager bit for bit) and fewer
-# blocks. Off until its GPU check: test/gpu/test_torch_compile_gpu.py::
-# test_document_mask_inductor_fullgraph (which turns it on) and test_block_mask_gpu.py with it on
-# (bench/results/2026-12-07-s51/run3.sh); no device time was left in the session that built it.
-AUTO_BLOCK_MASK = False
+# blocks. On since its GPU check (2026-12-07, an H100, torch 2.11): test_block_mask_gpu.py with
+# it on 71/71, test_torch_compile_gpu.py (its test_document_mask_inductor_fullgraph turns it
+# on) with test_captured_gpu.py 27/27 (bench/results/2026-12-07-s53/out).
+AUTO_BLOCK_MASK = True
 
 
 def _value_dim_padded(fn, q, k, v, o, lse, do, causal, scale, *args):

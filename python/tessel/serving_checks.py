@@ -203,9 +203,10 @@ VARLEN_TILES_CUDA = True
 _ARANGES = {}
 
 # Whether CUDA attention_varlen calls take seqused_k without block_table (the key counts inside
-# packed spans: key_bounds, the kernels' USED_K); the interpreter always does. Off until
-# test_serving_gpu.py `test_varlen_seqused_k` passes.
-PACKED_SEQUSED_CUDA = False
+# packed spans: key_bounds, the kernels' USED_K); the interpreter always does. On since
+# test_serving_gpu.py -k seqused passed (2026-12-07, an H100: 40 passed, 4 skipped;
+# bench/results/2026-12-07-s53/out/run1).
+PACKED_SEQUSED_CUDA = True
 
 
 def key_bounds(fn, kind, q, cu_k, seqused_k):
