@@ -126,14 +126,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise NotImplementedError(f"{_NAME}.{fn}: FP8 inputs (q_descale, ...) take no "
                                   "attention_chunk")
     if chunk and (chunk < Sk or Sq > Sk):   # (one chunk and no query before it: no effect)
-        o, lse = _chunked(q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
-                          v.reshape(B * Sk, Hkv, v.shape[3]), chunk,
-                          [b * Sq for b in range(B + 1)], [b * Sk for b in range(B + 1)],
-                          causal, softmax_scale, window, cap, alibi_slopes)
-        o = o.reshape(B, Sq, H, o.shape[-1])
-        if not return_attn_probs:
-            return o
-        return o, _swap(lse.reshape(H, B, Sq), 0, 1), None
+        return _packed(q, k, v, return_attn_probs, lambda qp, kp, vp: _chunked(
+            qp, kp, vp, chunk, [b * Sq for b in range(B + 1)], [b * Sk for b in range(B + 1)],
+            causal, softmax_scale, window, cap, alibi_slopes))
     if Sq != Sk and (causal or window is not None or alibi_slopes is not None):
         if fp8:
             raise NotImplementedError(
@@ -141,15 +136,10 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                 "under causal, a window or ALiBi: tessel's FP8 kernels align them top-left; "
                 "pad the queries to the keys' length")
         from .serving import attention_varlen
-        o, lse = attention_varlen(
-            q.reshape(B * Sq, H, D), k.reshape(B * Sk, Hkv, k.shape[3]),
-            v.reshape(B * Sk, Hkv, v.shape[3]), _uniform_cu(q, B, Sq), _uniform_cu(q, B, Sk),
-            Sq, Sk, causal=causal, scale=softmax_scale, return_lse=True, window_size=window,
-            softcap=cap, alibi_slopes=alibi_slopes)
-        out = o.reshape(B, Sq, H, o.shape[-1])
-        if not return_attn_probs:
-            return out
-        return out, _swap(lse.reshape(H, B, Sq), 0, 1), None
+        return _packed(q, k, v, return_attn_probs, lambda qp, kp, vp: attention_varlen(
+            qp, kp, vp, _uniform_cu(q, B, Sq), _uniform_cu(q, B, Sk), Sq, Sk, causal=causal,
+            scale=softmax_scale, return_lse=True, window_size=window, softcap=cap,
+            alibi_slopes=alibi_slopes))
     from .attention import attention
     res = attention(_swap(q), _swap(k), _swap(v), causal=causal, scale=softmax_scale,
                     enable_gqa=H != Hkv, return_lse=return_attn_probs,
@@ -158,6 +148,17 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     if not return_attn_probs:
         return _swap(res)
     return _swap(res[0]), res[1], None
+
+
+def _packed(q, k, v, return_attn_probs, run):
+    """flash_attn_func's [B, S, H, D] batch through a packed-sequence call `run(q, k, v)` (on
+    [B·S, H, D] views of the rows; returns o and the LSE [H, B·Sq]): out [B, Sq, H, Dv], and
+    with return_attn_probs the LSE [B, H, Sq] too."""
+    B, Sq, H, D = q.shape
+    o, lse = run(q.reshape(B * Sq, H, D), k.reshape(-1, *k.shape[2:]),
+                 v.reshape(-1, *v.shape[2:]))
+    out = o.reshape(B, Sq, H, o.shape[-1])
+    return (out, _swap(lse.reshape(H, B, Sq), 0, 1), None) if return_attn_probs else out
 
 
 def _chunk_groups(cu_q, cu_k, C, used=None):

@@ -19,15 +19,16 @@ function they call by name) get no key (-1): the call runs outside the graph.
 """
 import sys
 
+# How deep closures are followed into the functions they hold, as tessel.attention's own keys
+# follow them (a function whose closure holds itself must not recurse without end; deeper:
+# outside the graph).
+from .mod_functions import _MAX_DEPTH
+
 # (score_mod, mask_mod) by key (_content_key), 0 for none.
 MODS = {0: (None, None)}
 _MOD_KEYS = {}
 _constant_key = None    # mods_key as Dynamo runs it at trace time (bound by `bind`)
 _constant_names = None  # global_tensor_names as Dynamo runs it (bound by `bind`)
-# How deep closures are followed into the functions they hold (and_masks over a closure is 2):
-# a function whose closure holds itself must not recurse without end (deeper: outside the
-# graph).
-_MAX_DEPTH = 8
 
 
 def bind(torch):
