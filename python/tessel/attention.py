@@ -44,7 +44,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
                      O_RS: tl.constexpr = 0, O_HS: tl.constexpr = 0,
                      EVEN_N: tl.constexpr = False, DIAGONAL_FIRST: tl.constexpr = False,
                      TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0,
-                     DB: tl.constexpr = 0):
+                     DB: tl.constexpr = 0, ALIGN_END: tl.constexpr = False):
     # The layout of each of q, k, v, o (layouts.py): X_RS = 0, contiguous [B, heads, N, D];
     # else rows X_RS elements apart and heads X_HS apart with batch b's rows after b·N rows
     # (a [B, N, heads, D] tensor seen as [B, heads, N, D], or q of a packed qkv).
@@ -56,7 +56,7 @@ def attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale,
         pid_m = tl.cdiv(nq, BLOCK_M) - 1 - pid_m
     attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M, BLOCK_N,
                    CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS, O_RS, O_HS,
-                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV, DB)
+                   EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV, DB, ALIGN_END)
 
 
 @jit(options=ALIGNED_INPUTS)
@@ -71,7 +71,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
                                 EVEN_N: tl.constexpr = False,
                                 DIAGONAL_FIRST: tl.constexpr = False,
                                 TAIL_FIRST: tl.constexpr = False, DV: tl.constexpr = 0,
-                                DB: tl.constexpr = 0):
+                                DB: tl.constexpr = 0, ALIGN_END: tl.constexpr = False):
     """attention_kernel launched on grid.persistent_programs: program p computes the tiles
     tiles[starts[p]:starts[p + 1]] (grid.greedy_schedule), tile bh · n_blocks + i being
     attention_kernel's program (i, bh) (causal: query block n_blocks − 1 − i). Not causal,
@@ -83,7 +83,7 @@ def persistent_attention_kernel(q, k, v, o, lse_out, nq, nk, H, HKV, scale, n_bh
         pid_m, bh = tile_block(td, t, n_blocks, CAUSAL)
         attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh, D, BLOCK_M,
                        BLOCK_N, CAUSAL, SCORE_MOD, MASK_MOD, Q_RS, Q_HS, K_RS, K_HS, V_RS, V_HS,
-                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV, DB)
+                       O_RS, O_HS, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV, DB, ALIGN_END)
 
 
 @jit
@@ -94,11 +94,14 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
                    K_HS: tl.constexpr, V_RS: tl.constexpr, V_HS: tl.constexpr,
                    O_RS: tl.constexpr, O_HS: tl.constexpr, EVEN_N: tl.constexpr = False,
                    DIAGONAL_FIRST: tl.constexpr = False, TAIL_FIRST: tl.constexpr = False,
-                   DV: tl.constexpr = 0, DB: tl.constexpr = 0):
+                   DV: tl.constexpr = 0, DB: tl.constexpr = 0, ALIGN_END: tl.constexpr = False):
     """Query block `pid_m` of batch·head row `bh`: its output and LSE. DV: v's and o's head dim
     where it is not D (0: D). DB: the blocks' head dim where it is not D (0: D; with DV 0): q,
     k and v read DB columns wide, those past D as 0, o stored D wide — a head dim the fast
-    paths do not take, padded inside the kernel instead of copied (BLOCK_HEAD_DIM_CHIPS)."""
+    paths do not take, padded inside the kernel instead of copied (BLOCK_HEAD_DIM_CHIPS).
+    ALIGN_END (align_end): the blocks end at the last query row, so that the block cut short
+    is the first, whose causal rows see the fewest keys (its rows before 0 are neither read
+    nor stored: the loads and stores are bounded below as above)."""
     DO = D if DV == 0 else DV
     W = D if DB == 0 else DB
     b = bh // H
@@ -113,6 +116,8 @@ def attention_tile(q, k, v, o, lse_out, nq, nk, H, HKV, scale, pid_m, bh,
     ld = tl.make_desc(lse_out, shape=(nq,), strides=(1,), offset=q_rows)
 
     m0 = pid_m * BLOCK_M
+    if ALIGN_END:
+        m0 -= tl.cdiv(nq, BLOCK_M) * BLOCK_M - nq
     qt = tl.load(qd, (m0, 0), shape=(BLOCK_M, W))
     acc, lse = attention_rows(qt, kd, vd, m0, nk, b, h, scale, W, BLOCK_M, BLOCK_N, CAUSAL,
                               SCORE_MOD, MASK_MOD, EVEN_N, DIAGONAL_FIRST, TAIL_FIRST, DV)
@@ -232,15 +237,39 @@ def tail_first(causal, mask_mod, D, block_m, block_n, chip):
         _peeled(D, block_m, block_n, chip)
 
 
-def key_loop_constexprs(nq, nk, D, block_m, block_n, causal, mask_mod, chip):
-    """attention_rows' EVEN_N, DIAGONAL_FIRST and TAIL_FIRST for a call (chip None: the
-    interpreter)."""
+def key_loop_constexprs(nq, nk, D, block_m, block_n, causal, score_mod, mask_mod, chip):
+    """attention_rows' EVEN_N, DIAGONAL_FIRST and TAIL_FIRST, attention_tile's ALIGN_END, for a
+    call (chip None: the interpreter)."""
     tail = tail_first(causal, mask_mod, D, block_m, block_n, chip)
+    diagonal = diagonal_first_allowed(causal, mask_mod, D, block_m, block_n, chip)
     return dict(
         EVEN_N=not tail and even_keys(nk, block_n, even_keys_allowed(causal, mask_mod)),
-        DIAGONAL_FIRST=diagonal_first(nq, nk, diagonal_first_allowed(causal, mask_mod, D,
-                                                                     block_m, block_n, chip)),
-        TAIL_FIRST=tail)
+        DIAGONAL_FIRST=diagonal_first(nq, nk, diagonal),
+        TAIL_FIRST=tail,
+        ALIGN_END=align_end(nq, block_m, align_end_allowed(causal, score_mod, mask_mod,
+                                                           diagonal)))
+
+
+# Whether causal calls whose query length is not a multiple of the query block align their
+# blocks to the last row where they may (align_end; False: blocks from row 0, a switch for
+# comparisons; set it before the first call).
+ALIGN_QUERY_BLOCKS_TO_END = True
+
+
+def align_end_allowed(causal, score_mod, mask_mod, diagonal):
+    """Whether a call may run attention_tile's ALIGN_END where its query length asks: causal
+    (the block cut short then sees the fewest keys instead of the most: d64's 192-row blocks
+    at 4096 queries ran a last block of 64 rows over every key, 1/16 of the causal work), no
+    score_mod or mask_mod (they would see the rows before 0), and not the diagonal-first loop
+    (it needs blocks on the key blocks' grid)."""
+    return ALIGN_QUERY_BLOCKS_TO_END and causal and score_mod is None and mask_mod is None \
+        and not diagonal
+
+
+def align_end(nq, block_m, allowed):
+    """attention_tile's ALIGN_END: the last query block is cut short (nq not a multiple of
+    block_m), where `allowed` (align_end_allowed)."""
+    return allowed and nq % block_m != 0
 
 
 def even_keys(nk, block_n, allowed):
@@ -732,7 +761,8 @@ def _prepare(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block_m, b
     constexprs = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=bool(causal),
                       SCORE_MOD=_as_jit(score_mod, "score_mod"),
                       MASK_MOD=_as_jit(mask_mod, "mask_mod"),
-                      **key_loop_constexprs(Nq, Nk, D, BM, BN, causal, mask_mod, None),
+                      **key_loop_constexprs(Nq, Nk, D, BM, BN, causal, score_mod, mask_mod,
+                                            None),
                       **_value_dim(D, v))
     grid = fold_grid(-(-Nq // BM), B * H)
     return args, constexprs, grid, o, lse
@@ -1157,10 +1187,12 @@ def _prepare_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, block
         # registers at their own blocks).
         BM, BN = gather_blocks(Dk)
         constexprs.update(BLOCK_M=BM, BLOCK_N=BN)
-    constexprs.update(key_loop_constexprs(Nq, Nk, Dk, BM, BN, causal, mask_mod, chip))
+    constexprs.update(key_loop_constexprs(Nq, Nk, Dk, BM, BN, causal, score_mod, mask_mod,
+                                          chip))
     programs = persistent_programs(q, chip, BM, BN, -(-Nq // BM) * B * H, causal)
     if programs:
-        tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs)
+        tiles, starts = dense_schedule(q, Nq, Nk, B * H, BM, BN, causal, programs,
+                                       constexprs["ALIGN_END"])
         args += (B * H, tiles, starts)
         return args, constexprs, (programs, 1, 1), o, lse, cuda_kernel(args, constexprs, chip)
     grid = fold_grid(-(-Nq // BM), B * H)
@@ -1206,20 +1238,16 @@ def cuda_kernel(args, constexprs, chip):
 _schedules = {}
 
 
-def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs):
+def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs, align=False):
     """The persistent kernel's (tiles, starts) on q's device (grid.greedy_schedule), kept per
     shape: a tile costs the key blocks its query block visits and one more (its prologue and
-    epilogue); causal rows visit the keys up to their last query. Kernels that are not causal
-    deal the same round-robin schedule themselves (grid.dense_tiles) and do not read it."""
-    key = (q.get_device(), Nq, Nk, rows, BM, BN, causal, programs)
+    epilogue); causal rows visit the keys up to their last query (`align`: the blocks aligned
+    to the last row, attention_tile's ALIGN_END). Kernels that are not causal deal the same
+    round-robin schedule themselves (grid.dense_tiles) and do not read it."""
+    key = (q.get_device(), Nq, Nk, rows, BM, BN, causal, programs, align)
     hit = _schedules.get(key)
     if hit is None:
-        nb = -(-Nq // BM)
-        if causal:
-            last = np.minimum(Nk, (nb - np.arange(nb)) * BM)      # i-th tile: block nb − 1 − i
-            per_row = -(-last // BN) + 1
-        else:
-            per_row = np.full(nb, -(-Nk // BN) + 1)
+        per_row = dense_tile_costs(Nq, Nk, BM, BN, causal, align)
         tiles, starts = greedy_schedule(np.tile(per_row, rows), programs)
         torch = gpu.torch_module()
         if len(_schedules) >= _CUDA_CONFIGS_MAX:
@@ -1227,6 +1255,16 @@ def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs):
         hit = _schedules[key] = (torch.from_numpy(tiles).to(q.device),
                                  torch.from_numpy(starts).to(q.device))
     return hit
+
+
+def dense_tile_costs(Nq, Nk, BM, BN, causal, align):
+    """dense_schedule's cost of each tile of a b·h row, in the persistent kernel's order (causal:
+    query block nb − 1 − i first): the key blocks it visits and one more."""
+    nb = -(-Nq // BM)
+    if not causal:
+        return np.full(nb, -(-Nk // BN) + 1)
+    end = (nb - np.arange(nb)) * BM - (nb * BM - Nq if align else 0)   # past its last row
+    return -(-np.minimum(Nk, end) // BN) + 1
 
 
 # (dtype, D, causal, SCORE_MOD, MASK_MOD) -> whether the kernel reads captured tensors: a closure
@@ -1316,18 +1354,18 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             tail = tail_first(causal, mask_mod, Db, consts[1], consts[2], chip)
             even = not tail and even_keys_allowed(causal, mask_mod)
             diagonal = diagonal_first_allowed(causal, mask_mod, Db, consts[1], consts[2], chip)
-            # (DV 0 and DB after TAIL_FIRST where the blocks are wider than D)
-            extra = (0, block_dim) if block_dim else ()
+            align = align_end_allowed(causal, score_mod, mask_mod, diagonal)
+            # (DV 0, then DB: the blocks' head dim where they are wider than D, else 0)
+            extra = (0, block_dim)
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
-                                  even, diagonal, tail, extra)
+                                  even, diagonal, tail, extra, align)
         if grid[0] and grid[1]:
             # (DV, v's own head dim, and DB, the blocks' head dim, only where they are given:
             # calls with DV never take the lean path, those with DB pass `extra` there)
             kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"],
-                           cx["TAIL_FIRST"], *((cx.get("DV", 0), cx["DB"]) if "DB" in cx else
-                                               (cx["DV"],) if "DV" in cx else ()))
+                           cx["TAIL_FIRST"], cx.get("DV", 0), cx.get("DB", 0), cx["ALIGN_END"])
         return (o, lse) if return_lse else o
-    consts, default_scale, sms, plain, even, diagonal, tail, extra = c
+    consts, default_scale, sms, plain, even, diagonal, tail, extra, align = c
     # (a finite Python float as it is: the launch path's common case; the rest checked)
     scale = default_scale if scale is None else scale if type(scale) is float and \
         scale - scale == 0.0 else softmax_scale(scale, D)
@@ -1338,16 +1376,17 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
         nb, rows = -(-Nq // consts[1]), B * H
         even = even and Nk % consts[2] == 0          # even_keys, inline on the lean path
         diagonal = diagonal and Nq <= Nk             # diagonal_first
+        align = align and Nq % consts[1] != 0        # align_end
         if sms:
             programs = min(nb * rows, sms)
             tiles, starts = dense_schedule(q, Nq, Nk, rows, consts[1], consts[2], consts[3],
-                                           programs)
-            kernel = persistent_kernel(Nq, Nk, extra[1] if extra else consts[0], consts[1],
-                                       consts[2], consts[3])
+                                           programs, align)
+            kernel = persistent_kernel(Nq, Nk, extra[1] or consts[0], consts[1], consts[2],
+                                       consts[3])
             kernel._runner((programs, 1, 1), q, k, v, o, lse, Nq, Nk, H, Hkv, scale, rows, tiles,
-                           starts, *consts, even, diagonal, tail, *extra)
+                           starts, *consts, even, diagonal, tail, *extra, align)
         else:
             grid = (nb, rows) if rows <= MAX_GRID_Y else fold_grid(nb, rows)
             plain._runner(grid, q, k, v, o, lse, Nq, Nk, H, Hkv, scale, *consts, even,
-                          diagonal, tail, *extra)
+                          diagonal, tail, *extra, align)
     return (o, lse) if return_lse else o

@@ -126,6 +126,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise NotImplementedError(f"{_NAME}.{fn}: FP8 inputs (q_descale, ...) take no "
                                   "attention_chunk")
     if chunk and (chunk < Sk or Sq > Sk):   # (one chunk and no query before it: no effect)
+        if _chunk_by_mask(q, Sq, Sk, chunk):
+            from .attention import attention
+            res = attention(_swap(q), _swap(k), _swap(v), causal=causal, scale=softmax_scale,
+                            mask_mod=_chunk_mask(chunk), enable_gqa=H != Hkv,
+                            return_lse=return_attn_probs, deterministic=deterministic,
+                            window_size=window, softcap=cap, alibi_slopes=alibi_slopes)
+            return (_swap(res[0]), res[1], None) if return_attn_probs else _swap(res)
         return _packed(q, k, v, return_attn_probs, lambda qp, kp, vp: _chunked(
             qp, kp, vp, chunk, [b * Sq for b in range(B + 1)], [b * Sk for b in range(B + 1)],
             causal, softmax_scale, window, cap, alibi_slopes))
@@ -159,6 +166,35 @@ def _packed(q, k, v, return_attn_probs, run):
                  v.reshape(-1, *v.shape[2:]))
     out = o.reshape(B, Sq, H, o.shape[-1])
     return (out, _swap(lse.reshape(H, B, Sq), 0, 1), None) if return_attn_probs else out
+
+
+#: attention_chunk C runs as a `q_idx // C == kv_idx // C` mask_mod where C is a multiple of
+#: this (the largest query block of the kernels that take a mask_mod, so that
+#: tile-floor-quotient-ranges classifies every key block) and at most CHUNK_MASK_MAX: there the
+#: mask's kernel skips other chunks' blocks at no packing cost (H100, 16k keys: 1.4-1.7x the
+#: packed route at C <= 2048); larger chunks run as packed sequences, the dense kernel's speed.
+CHUNK_MASK_MULTIPLE = 128
+CHUNK_MASK_MAX = 4096
+_CHUNK_MASKS = {}
+
+
+def _chunk_by_mask(q, Sq, Sk, C):
+    """Whether flash_attn_func's attention_chunk=C takes the mask_mod route: equal lengths
+    (no query placed before the keys), C a multiple of CHUNK_MASK_MULTIPLE up to
+    CHUNK_MASK_MAX, outside torch.compile (its graph keeps the packed route: a closure over a
+    number made in the compiled function breaks torch 2.11's graph)."""
+    from . import torch_ops
+    return (Sq == Sk and C % CHUNK_MASK_MULTIPLE == 0 and C <= CHUNK_MASK_MAX
+            and not torch_ops.compiling(q))
+
+
+def _chunk_mask(C):
+    """The mask_mod of attention_chunk=C, one function a chunk size (its kernels keyed once)."""
+    if C not in _CHUNK_MASKS:
+        def same_chunk(b, h, q_idx, kv_idx):
+            return q_idx // C == kv_idx // C
+        _CHUNK_MASKS[C] = same_chunk
+    return _CHUNK_MASKS[C]
 
 
 def _chunk_groups(cu_q, cu_k, C, used=None):

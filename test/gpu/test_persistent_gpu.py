@@ -214,6 +214,21 @@ def test_diagonal_block_first_d64(monkeypatch, dtype, B, H, Hkv, Nq, Nk):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("D,B,H,Hkv,Nq,Nk", [(64, 4, 8, 8, 4096, 4096), (64, 1, 8, 2, 4000, 4000),
+                                             (64, 2, 4, 4, 2100, 4096), (64, 2, 4, 4, 5000, 3000),
+                                             (64, 3, 4, 4, 1000, 1000), (256, 1, 8, 2, 4000, 4000),
+                                             (128, 2, 8, 8, 1000, 1000)])
+def test_align_query_blocks_to_end(monkeypatch, dtype, D, B, H, Hkv, Nq, Nk):
+    # attention.ALIGN_QUERY_BLOCKS_TO_END: causal query blocks end at the last row (the block
+    # cut short first, seeing the fewest keys: d64's 192-row blocks at 4096 rows); rows before
+    # 0 neither read nor written (several heads: a write there would land in another head).
+    kernel = _block_first(monkeypatch, "ALIGN_QUERY_BLOCKS_TO_END", True, dtype, B, H, Hkv, Nq,
+                          Nk, None, D=D)
+    bm = next(x[3] for x in kernel.specialization if x[0] == "BLOCK_M")
+    assert ("ALIGN_END", "constexpr", "bool", Nq % bm != 0) in kernel.specialization
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("B,H,Hkv,Nq,Nk", [(2, 16, 16, 1000, 1000), (1, 8, 2, 4000, 4000),
                                            (2, 4, 4, 4096, 4096), (1, 4, 4, 300, 2100),
                                            (3, 4, 4, 2048, 77)])

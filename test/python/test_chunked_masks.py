@@ -87,7 +87,7 @@ def test_sm90a_chunk_kernel_compiles_without_spill(tmp_path):
     BM, BN = gpu_blocks(D, "f16", n, n, "sm_90a", unmasked=False, causal=True, mods=True)
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=True, SCORE_MOD=None,
               MASK_MOD=as_jit(mask, "mask_mod"),
-              **key_loop_constexprs(n, n, D, BM, BN, True, mask, "sm_90a"))
+              **key_loop_constexprs(n, n, D, BM, BN, True, None, mask, "sm_90a"))
     kern = attention_kernel.warmup(x, x, x, x, lse, n, n, 2, 2, 0.1, **cx)
     b = cache.get_binary(kern, kern.options.gpu_options("sm_90a"), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0, b.manifest

@@ -102,10 +102,14 @@ def _check_with_gradients(out, lse, qkv, **ref):
                          ids=["equal", "ragged_chunks", "fewer_q", "more_q", "one_chunk",
                               "more_q_one_chunk"])
 @pytest.mark.parametrize("case", ["causal", "plain", "window-alibi"])
-def test_attention_chunk(lengths, C, case):
+@pytest.mark.parametrize("route", ["packed", "mask"])
+def test_attention_chunk(lengths, C, case, route, monkeypatch):
     # FlashAttention-3's attention_chunk (Llama 4's chunked local attention): each query sees
     # the keys of its own chunk of C key positions (bottom-right placed), with causal, the
-    # window and per-batch ALiBi on top; out, LSE and gradients against float64.
+    # window and per-batch ALiBi on top; out, LSE and gradients against float64. Both routes:
+    # packed sequences, and (equal lengths, C a multiple of the query block: here any) the
+    # mask_mod.
+    monkeypatch.setattr(flash, "CHUNK_MASK_MULTIPLE", 1 if route == "mask" else 10**9)
     Sq, Sk = lengths
     causal = case != "plain"
     window = (3, 0) if case == "window-alibi" else None
@@ -117,6 +121,20 @@ def test_attention_chunk(lengths, C, case):
                                         return_attn_probs=True)
     _check_with_gradients(out, lse, (q, k, v), causal=causal, window=window, slopes=slopes,
                           chunk=C)
+
+
+def test_attention_chunk_routes():
+    # The mask_mod route takes equal lengths with C a multiple of CHUNK_MASK_MULTIPLE up to
+    # CHUNK_MASK_MAX; everything else the packed sequences. One mask function a chunk size.
+    q = torch.zeros(1)
+    m, top = flash.CHUNK_MASK_MULTIPLE, flash.CHUNK_MASK_MAX
+    assert flash._chunk_by_mask(q, 4 * m, 4 * m, m)
+    assert flash._chunk_by_mask(q, 2 * top, 2 * top, top)
+    assert not flash._chunk_by_mask(q, 4 * m, 4 * m, m + 8)
+    assert not flash._chunk_by_mask(q, 2 * m, 4 * m, m)
+    assert not flash._chunk_by_mask(q, 4 * top, 4 * top, top + m)
+    assert flash._chunk_mask(m) is flash._chunk_mask(m)
+    assert flash._chunk_mask(m) is not flash._chunk_mask(2 * m)
 
 
 def test_packed_forms_match_the_plain_call():

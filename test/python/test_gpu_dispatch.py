@@ -382,6 +382,51 @@ def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch
     assert [(got["D"], got["DB"], got["DV"]) for got in launched] == [(96, 128, 0)] * 4
 
 
+@needs_no_gpu
+def test_causal_calls_launch_with_align_end(fake_torch, monkeypatch):
+    """attention.ALIGN_QUERY_BLOCKS_TO_END: a causal call whose queries end in a short block
+    launches with ALIGN_END on the first call and on the lean path's, persistent (d64's 192-row
+    blocks, whose schedule then counts the shifted rows) or not (d128's 64x64 below 1024 keys);
+    whole blocks, calls that are not causal and calls with a score_mod launch without it."""
+    attn = importlib.import_module("tessel.attention")
+    monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
+    monkeypatch.setattr(attn, "_cuda_configs", {})
+    monkeypatch.setattr(attn, "_schedules", {})
+    launched = []
+
+    class Recorder:
+        def __init__(self, kernel):
+            self.fn = kernel.fn
+            self.params = [p.name for p in inspect.signature(kernel.fn).parameters.values()]
+
+        def _runner(self, grid, *args):
+            launched.append(dict(zip(self.params, args)))
+    real_cuda, real_persistent = attn.cuda_kernel, attn.persistent_kernel
+    monkeypatch.setattr(attn, "cuda_kernel", lambda *a: Recorder(real_cuda(*a)))
+    monkeypatch.setattr(attn, "persistent_kernel", lambda *a: Recorder(real_persistent(*a)))
+    from tessel import serving_decode
+    monkeypatch.setitem(serving_decode._num_sms_cache, 0, 132)     # an H100's SMs
+    T = fake_torch.Tensor
+    monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
+        to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
+    cases = [(64, 4096, True, None, True), (64, 4224, True, None, False),
+             (64, 4096, False, None, False), (128, 1000, True, None, True),
+             (128, 1000, True, "softcap", False)]
+    for D, N, causal, mod, align in cases:
+        launched.clear()
+        q = T((1, 2, N, D), fake_torch.float16)
+        for _ in range(2):              # _prepare_cuda's launch, then the lean path's
+            tessel.attention(q, q, q, causal=causal, softcap=20.0 if mod else None)
+        assert [got["ALIGN_END"] for got in launched] == [align, align], (D, N, causal, mod)
+    assert (0, 4096, 4096, 2, 192, 128, True, 44, True) in attn._schedules
+    # d64 4096 causal: 22 blocks of 192 rows, the longest (4,096 keys: 32 blocks and the
+    # prologue) first; aligned, the last is 64 rows over 64 keys, else 192 rows over 192.
+    aligned = attn.dense_tile_costs(4096, 4096, 192, 128, True, True)
+    assert (aligned[0], aligned[-1], len(aligned)) == (33, 2, 22)
+    assert attn.dense_tile_costs(4096, 4096, 192, 128, True, False)[-1] == 3
+    assert (attn.dense_tile_costs(4096, 4096, 192, 128, False, False) == 33).all()
+
+
 def test_block_head_dim_route(fake_torch, monkeypatch):
     """attention.BLOCK_HEAD_DIM_CHIPS (sm_90a since its GPU check): a forward call that would be
     padded runs the dense kernels with DB, the padded head dim, on q, k and v as they are —

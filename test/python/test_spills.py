@@ -77,7 +77,8 @@ def _key_loops(D, BM, BN, causal, mask_mod, chip, n=N):
     """The key loops (attention.key_loop_constexprs) calls take at n keys, a multiple of the
     key block, and at n - 8; the general kernel (all off) first."""
     general = dict(EVEN_N=False, DIAGONAL_FIRST=False, TAIL_FIRST=False)
-    taken = {tuple(sorted(key_loop_constexprs(m, m, D, BM, BN, causal, mask_mod, chip).items()))
+    taken = {tuple(sorted(key_loop_constexprs(m, m, D, BM, BN, causal, None, mask_mod,
+                                              chip).items()))
              for m in (n, n - 8)}
     return [general] + [dict(c) for c in sorted(taken) if dict(c) != general]
 
@@ -136,7 +137,7 @@ def test_d64_diagonal_first_at_128x128_spills_nothing(tmp_path):
     n = 4096
     x = np.zeros((1, 2, n, 64), np.float16)
     lse = np.zeros((1, 2, n), np.float32)
-    loops = key_loop_constexprs(n, n, 64, 128, 128, True, None, "sm_90a")
+    loops = key_loop_constexprs(n, n, 64, 128, 128, True, None, None, "sm_90a")
     assert loops["DIAGONAL_FIRST"]
     counts = []
     for diagonal in (True, False):
@@ -176,7 +177,7 @@ def test_value_head_dim_kernels_spill_nothing(tmp_path, E, Ev, causal):
     BM, BN = gpu_blocks(max(E, Ev), "f16", n, n, chip, unmasked=not causal, causal=causal,
                         mods=False)
     cx = dict(D=E, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DV=Ev,
-              **key_loop_constexprs(n, n, E, BM, BN, causal, None, chip))
+              **key_loop_constexprs(n, n, E, BM, BN, causal, None, None, chip))
     k = launched_kernel(chip, q, v, o, lse, n, cx)
     b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
@@ -197,7 +198,7 @@ def test_block_head_dim_kernels_compile(tmp_path, chip, D, DB, causal, n):
     lse = np.zeros((1, 2, n), np.float32)
     BM, BN = gpu_blocks(DB, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False)
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None, DB=DB,
-              **key_loop_constexprs(n, n, DB, BM, BN, causal, None, chip))
+              **key_loop_constexprs(n, n, DB, BM, BN, causal, None, None, chip))
     k = launched_kernel(chip, x, x, x, lse, n, cx)
     b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0, b.manifest
@@ -229,7 +230,7 @@ def test_block_head_dim_with_a_window_compiles(tmp_path, chip):
         BM, BN = gpu_blocks(128, "f16", n, n, chip, unmasked=False, causal=False, mods=True)
         cx = dict(D=96, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None,
                   MASK_MOD=_as_jit(mask, "mask_mod"), DB=128,
-                  **key_loop_constexprs(n, n, 128, BM, BN, False, mask, chip))
+                  **key_loop_constexprs(n, n, 128, BM, BN, False, None, mask, chip))
         k = launched_kernel(chip, x, x, x, lse, n, cx)
         b = cache.get_binary(k, _gpu(k, chip), directory=str(tmp_path))
         assert b.manifest["spill_bytes"] == 0 and not b.manifest.get("given_up"), b.manifest
@@ -249,7 +250,7 @@ def test_trim_output_columns_narrows_the_dots_of_v(tmp_path, chip):
     lse = np.zeros((1, 2, n), np.float32)
     BM, BN = gpu_blocks(128, "f16", n, n, chip, unmasked=True, causal=False, mods=False)
     cx = dict(D=96, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None, DB=128,
-              **key_loop_constexprs(n, n, 128, BM, BN, False, None, chip))
+              **key_loop_constexprs(n, n, 128, BM, BN, False, None, None, chip))
     forward = launched_kernel(chip, x, x, x, lse, n, cx)
     for k, _ in [(forward, None)] + _backward_programs(chip, 96, n, True):
         g = _gpu(k, chip)
@@ -276,7 +277,7 @@ def test_trim_zero_columns_leaves_whole_blocks_alone(tmp_path):
         x = np.zeros((1, 2, n, D), np.float16)
         lse = np.zeros((1, 2, n), np.float32)
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=False, SCORE_MOD=None, MASK_MOD=None,
-                  **key_loop_constexprs(n, n, D, BM, BN, False, None, "sm_90a"))
+                  **key_loop_constexprs(n, n, D, BM, BN, False, None, None, "sm_90a"))
         k = launched_kernel("sm_90a", x, x, x, lse, n, cx)
         g = _gpu(k, "sm_90a")
         assert g.trim_zero_columns                    # (on by default)
@@ -323,7 +324,7 @@ def test_rescale_under_s_spills_nothing(tmp_path, D, causal, n):
     lse = np.zeros((1, 2, n), np.float32)
     BM, BN = gpu_blocks(D, "f16", n, n, chip, unmasked=not causal, causal=causal, mods=False)
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
-              **key_loop_constexprs(n, n, D, BM, BN, causal, None, chip))
+              **key_loop_constexprs(n, n, D, BM, BN, causal, None, None, chip))
     if (chip, BM, BN) in grid.PERSISTENT_BLOCKS or (
             causal and (chip, BM, BN) in grid.PERSISTENT_CAUSAL_BLOCKS):
         ids = np.zeros(8, np.int32)
@@ -352,7 +353,7 @@ def test_bf16_rows_of_bshd_tensors_spill_nothing(tmp_path, D, causal):
         BM, BN = gpu_blocks(D, "bf16", n, n, chip, unmasked=not causal, causal=causal,
                             mods=False)
         cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, SCORE_MOD=None, MASK_MOD=None,
-                  **key_loop_constexprs(n, n, D, BM, BN, causal, None, chip), **rows)
+                  **key_loop_constexprs(n, n, D, BM, BN, causal, None, None, chip), **rows)
         if (chip, BM, BN) in grid.PERSISTENT_BLOCKS:
             ids = np.zeros(8, np.int32)
             k = persistent_attention_kernel.warmup(x, x, x, x, lse, n, n, H, H, 0.1, 1, ids,
@@ -473,7 +474,7 @@ def test_dense_forward_with_mods_spills(tmp_path, chip, D, name):
     mask_mod = tessel.jit(window) if name == "window" else None
     cx = dict(D=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
               SCORE_MOD=None if name == "window" else tessel.jit(softcap), MASK_MOD=mask_mod,
-              **key_loop_constexprs(N, N, D, BM, BN, causal, mask_mod, chip))
+              **key_loop_constexprs(N, N, D, BM, BN, causal, None, mask_mod, chip))
     k = attention_kernel.warmup(x, x, x, x, lse, N, N, 2, 2, 0.1, **cx)
     _check(chip, f"d{D} {name}", _spills(tmp_path, k, chip))
 
