@@ -759,9 +759,12 @@ def flash_case(rng):
     q, k, v = (bshd(x) for x in (q, k, v))
     for x in (q, k, v) if grad else ():
         x.requires_grad_()
-    # FlashAttention-3's attention_chunk a quarter of the time (chunks of any size)
+    # FlashAttention-3's attention_chunk a quarter of the time (chunks of any size), by either
+    # route: the mask_mod's (equal lengths, C a multiple of CHUNK_MASK_MULTIPLE, shrunk here
+    # at times so that small cases take it) or packed sequences.
     chunk = int(rng.integers(1, max(1, c["Nk"]) + 1)) if rng.random() < 0.25 else 0
-    c.update(attention_chunk=chunk)
+    flash.CHUNK_MASK_MULTIPLE = int(rng.choice([128, 1, 4]))
+    c.update(attention_chunk=chunk, chunk_mask_multiple=flash.CHUNK_MASK_MULTIPLE)
     o, lse, _ = flash.flash_attn_func(
         q, k, v, softmax_scale=c["scale"], causal=c["causal"],
         window_size=c["window_size"] or (-1, -1), softcap=c["softcap"] or 0.0,

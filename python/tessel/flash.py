@@ -4,18 +4,18 @@ kernels, so that code written against FlashAttention runs with one import change
     from tessel.flash import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
 
 Same arguments, layouts ([B, S, H, D]; packed [total, H, D]), defaults and results as
-flash_attn 2.x, plus FlashAttention-3's `seqused_k` for the varlen call, its FP8 descales
-(`q_descale`, `k_descale`, `v_descale`) for flash_attn_func, `attention_chunk`, and its
-scheduling keywords (`num_splits`, `pack_gqa`, `sm_margin`: taken, tessel schedules its own
-way). Causal, the window and ALiBi are bottom-right aligned when the query and key lengths
+flash_attn 2.x, plus FlashAttention-3's `seqused_k` and `seqused_q` for the varlen call, its
+FP8 descales (`q_descale`, `k_descale`, `v_descale`) for flash_attn_func, `attention_chunk`,
+and its scheduling keywords (`num_splits`, `pack_gqa`, `sm_margin`: taken, tessel schedules
+its own way). Causal, the window and ALiBi are bottom-right aligned when the query and key lengths
 differ, as FlashAttention has them (tessel.attention's own are top-left, SDPA's). What
 differs, by design (docs/dsl.md, "Code written against FlashAttention"):
 
 - `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
 - `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
 - `deterministic` is honoured by the dense backward; the varlen programs are deterministic.
-- FlashAttention-3's `seqused_q`, `qv`, and `attention_chunk` on the KV-cache call or with a
-  paged cache, are refused (NotImplementedError saying what to do instead).
+- FlashAttention-3's `qv`, and `attention_chunk` or `seqused_q` on the KV-cache call or with
+  a paged cache, are refused (NotImplementedError saying what to do instead).
 
 Gradients flow as through the entry points these call (tessel.attention, attention_varlen);
 flash_attn_with_kvcache has none, as FlashAttention's.
@@ -42,7 +42,6 @@ def _flash_options(fn, dropout_p, window_size, softcap):
 
 # FlashAttention-3's keywords tessel does not compute: what each is, what to do instead.
 _FA3_REFUSED = {
-    "seqused_q": ("per-sequence query counts", "pack only the used queries (cu_seqlens_q)"),
     "qv": ("MLA's query-value input", "concatenate q with qv and k with v along the head dim"),
     "attention_chunk": ("chunked local attention, built for flash_attn_func and "
                         "flash_attn_varlen_func", "call one of those, or write "
@@ -50,13 +49,11 @@ _FA3_REFUSED = {
 }
 
 
-def _fa3_options(fn, seqused_q=None, qv=None, attention_chunk=0, num_splits=None,
-                 pack_gqa=None, sm_margin=0):
+def _fa3_options(fn, qv=None, attention_chunk=0, num_splits=None, pack_gqa=None, sm_margin=0):
     """FlashAttention-3's keywords: its scheduling hints (num_splits, pack_gqa, sm_margin)
     taken and left to tessel's own choices (the results do not depend on them); what tessel
     does not compute refused (_FA3_REFUSED)."""
-    for name, value in (("seqused_q", seqused_q is not None), ("qv", qv is not None),
-                        ("attention_chunk", bool(attention_chunk))):
+    for name, value in (("qv", qv is not None), ("attention_chunk", bool(attention_chunk))):
         if value:
             what, instead = _FA3_REFUSED[name]
             raise NotImplementedError(f"{_NAME}.{fn}: {name} ({what}) is not supported by "
@@ -197,29 +194,36 @@ def _chunk_mask(C):
     return _CHUNK_MASKS[C]
 
 
-def _chunk_groups(cu_q, cu_k, C, used=None):
+def _chunk_groups(cu_q, cu_k, C, used=None, used_q=None):
     """attention_chunk's packed sequences for sequences whose rows are cu_q / cu_k (cumulative
-    lengths, plain ints; `used`: FlashAttention-3's seqused_k, the first n keys of each span):
-    per sequence, the queries placed before its first key (more queries than keys:
-    FlashAttention's bottom-right rule, they see no key) with no keys, then each chunk of C
-    keys with the queries placed in it (query i at key position i + nk - nq), then the span's
-    unused keys with no queries. Returns (cu_q', cu_k', max_seqlen_q', max_seqlen_k', groups a
-    sequence)."""
+    lengths, plain ints; `used`, `used_q`: FlashAttention-3's seqused_k and seqused_q, the
+    first n keys / queries of each span; C None: one chunk of every key): per sequence, the
+    queries placed before its first key (more queries than keys: FlashAttention's
+    bottom-right rule, they see no key) with no keys, then each chunk of C keys with the
+    queries placed in it (query i at key position i + nk - nq), then the span's unused queries
+    with no keys, then its unused keys with no queries. Returns (cu_q', cu_k',
+    max_seqlen_q', max_seqlen_k', groups a sequence). Without chunks (C None) the used
+    queries and keys are one sequence, and the kernels place the queries."""
     out_q, out_k, groups = [cu_q[0]], [cu_k[0]], []
     for b, (q0, q1, k0, k1) in enumerate(zip(cu_q, cu_q[1:], cu_k, cu_k[1:])):
-        nq = q1 - q0
+        nq = q1 - q0 if used_q is None else min(max(used_q[b], 0), q1 - q0)
         nk = k1 - k0 if used is None else min(max(used[b], 0), k1 - k0)
         off, n = nk - nq, 0
-        if off < 0:
+        if off < 0 and C:       # (without chunks the kernels place them: causal or not)
             out_q.append(q0 - off)
             out_k.append(k0)
             n += 1
-        for c0 in range(0, nk, C):
-            c1 = min(c0 + C, nk)
+        step = C or max(nk, 1)
+        for c0 in range(0, nk, step):
+            c1 = min(c0 + step, nk)
             out_q.append(q0 + min(max(c1 - off, 0), nq))
             out_k.append(k0 + c1)
             n += 1
-        if k0 + nk < k1 or out_q[-1] < q1:      # (unused keys; or no keys, no chunk at all)
+        if out_q[-1] < q1:                      # (unused queries; or no keys, no chunk at all)
+            out_q.append(q1)
+            out_k.append(k0 + nk)
+            n += 1
+        if k0 + nk < k1:                        # (unused keys)
             out_q.append(q1)
             out_k.append(k1)
             n += 1
@@ -232,7 +236,8 @@ def _chunk_groups(cu_q, cu_k, C, used=None):
     return out_q, out_k, max_q, max_k, groups
 
 
-def _chunked(q, k, v, C, cu_q, cu_k, causal, scale, window, cap, alibi_slopes, used=None):
+def _chunked(q, k, v, C, cu_q, cu_k, causal, scale, window, cap, alibi_slopes, used=None,
+             used_q=None):
     """attention_varlen over packed q [total_q, H, D], k and v [total_k, Hkv, D] with
     FlashAttention-3's attention_chunk=C: a query sees the keys of its own chunk of C key
     positions only (a query placed before the first key, where a sequence has more queries
@@ -240,9 +245,10 @@ def _chunked(q, k, v, C, cu_q, cu_k, causal, scale, window, cap, alibi_slopes, u
     sequence of tessel.attention_varlen — exact, and each chunk costs what it attends, whether
     or not C is a multiple of the kernels' blocks (a mask_mod over `q_idx // C` is classified
     per block only where it is: tile-floor-quotient-ranges). cu_q, cu_k, used (seqused_k):
-    lists of ints. Returns (o, lse [H, total_q])."""
+    lists of ints; used_q (seqused_q): the queries past it see no key (out 0, LSE -inf); C
+    None: no chunks (seqused_q alone). Returns (o, lse [H, total_q])."""
     from .serving import attention_varlen
-    cq, ck, max_q, max_k, groups = _chunk_groups(cu_q, cu_k, C, used)
+    cq, ck, max_q, max_k, groups = _chunk_groups(cu_q, cu_k, C, used, used_q)
     if gpu.is_torch_tensor(q):
         torch = gpu.torch_module()
         cq, ck = (torch.tensor(x, dtype=torch.int32, device=q.device) for x in (cq, ck))
@@ -288,27 +294,29 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """FlashAttention's ``flash_attn_varlen_func``: tessel.attention_varlen (q ``[total_q, H,
     D]``, k and v ``[total_k, Hkv, D]``, or a paged cache with block_table; FlashAttention-3's
     seqused_k); returns out, or ``(out, softmax_lse [H, total_q], None)``. FlashAttention-3's
-    attention_chunk as flash_attn_func's (the chunks' bounds read on the host: a CUDA
-    cu_seqlens waits for the device), not with block_table; num_splits, pack_gqa and
-    sm_margin are taken and left to tessel; seqused_q and qv are refused."""
+    attention_chunk as flash_attn_func's, and its seqused_q (each sequence's first seqused_q
+    queries attend, placed against its used keys; the others get 0 and LSE -inf, and no
+    gradient) — both read the sequences' bounds on the host (a CUDA cu_seqlens waits for the
+    device), not with block_table; num_splits, pack_gqa and sm_margin are taken and left to
+    tessel; qv is refused."""
     from .serving import attention_varlen
     fn = "flash_attn_varlen_func"
     window, cap = _flash_options(fn, dropout_p, window_size, softcap)
-    _fa3_options(fn, seqused_q=seqused_q, qv=qv, num_splits=num_splits, pack_gqa=pack_gqa,
-                 sm_margin=sm_margin)
+    _fa3_options(fn, qv=qv, num_splits=num_splits, pack_gqa=pack_gqa, sm_margin=sm_margin)
     chunk = int(attention_chunk or 0)
     if chunk < 0:
         raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
-    if chunk:
+    if chunk or seqused_q is not None:
         if block_table is not None:
-            raise NotImplementedError(f"{_NAME}.{fn}: attention_chunk with a paged cache "
-                                      "(block_table) is not supported by tessel")
-        # The chunks' bounds from the sequences' lengths: read on the host (a CUDA
+            raise NotImplementedError(
+                f"{_NAME}.{fn}: {'attention_chunk' if chunk else 'seqused_q'} with a paged "
+                "cache (block_table) is not supported by tessel")
+        # The packed sequences' bounds from the sequences' lengths: read on the host (a CUDA
         # cu_seqlens waits for the device here).
         cu_q, cu_k = (_host_ints(x) for x in (cu_seqlens_q, cu_seqlens_k))
-        used = None if seqused_k is None else _host_ints(seqused_k)
-        o, lse = _chunked(q, k, v, chunk, cu_q, cu_k, causal, softmax_scale, window, cap,
-                          alibi_slopes, used)
+        used, used_q = (None if x is None else _host_ints(x) for x in (seqused_k, seqused_q))
+        o, lse = _chunked(q, k, v, chunk or None, cu_q, cu_k, causal, softmax_scale, window,
+                          cap, alibi_slopes, used, used_q)
         return (o, lse, None) if return_attn_probs else o
     res = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            causal=causal, scale=softmax_scale, return_lse=return_attn_probs,

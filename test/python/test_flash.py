@@ -180,6 +180,51 @@ def test_varlen_attention_chunk(C, causal):
     _close(out, _varlen_reference(q, k[idx], v[idx], cu_q.tolist(), cu_used, causal, chunk=C))
 
 
+@pytest.mark.parametrize("C", [0, 4])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("with_used_k", [False, True])
+def test_varlen_seqused_q(C, causal, with_used_k):
+    # FlashAttention-3's seqused_q: each sequence's first seqused_q[b] queries attend (placed
+    # bottom-right against its used keys), the rest see no key: out 0, LSE -inf, and no
+    # gradient through them (their upstream gradient is not 0 here). With attention_chunk and
+    # seqused_k too; against float64 on the used rows alone.
+    q_lens, k_lens = [5, 17, 9, 4], [10, 20, 4, 3]
+    used_q, used_k = [3, 17, 0, 4], ([6, 20, 4, 0] if with_used_k else k_lens)
+    cu_q = torch.tensor(np.cumsum([0] + q_lens), dtype=torch.int32)
+    cu_k = torch.tensor(np.cumsum([0] + k_lens), dtype=torch.int32)
+    q, k, v = _rand(sum(q_lens), 4, 16, seed=4), _rand(sum(k_lens), 2, 16, seed=5), \
+        _rand(sum(k_lens), 2, 16, seed=6)
+    out, lse, _ = flash.flash_attn_varlen_func(
+        q, k, v, cu_q, cu_k, 17, 20, causal=causal, attention_chunk=C, return_attn_probs=True,
+        seqused_q=torch.tensor(used_q, dtype=torch.int32),
+        seqused_k=torch.tensor(used_k, dtype=torch.int32) if with_used_k else None)
+    rows = lambda cu, n: torch.cat([torch.arange(int(a), int(a) + m)  # noqa: E731
+                                    for a, m in zip(cu[:-1], n)])
+    qi, ki = rows(cu_q, used_q), rows(cu_k, used_k)
+    cus = [[0] + np.cumsum(n).tolist() for n in (used_q, used_k)]
+    refs = [x.detach().double().requires_grad_() for x in (q[qi], k[ki], v[ki])]
+    want = _varlen_reference(*refs, *cus, causal, chunk=C)
+    unused = torch.ones(len(q), dtype=torch.bool)
+    unused[qi] = False
+    _close(out[qi], want)
+    assert torch.equal(out[unused], torch.zeros_like(out[unused]))
+    assert torch.isneginf(lse[:, unused]).all()
+    _, lse_used, _ = flash.flash_attn_varlen_func(
+        q[qi], k[ki], v[ki], *(torch.tensor(c, dtype=torch.int32) for c in cus), 17, 20,
+        causal=causal, attention_chunk=C, return_attn_probs=True)
+    assert torch.equal(lse[:, qi], lse_used)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(7))
+    got = torch.autograd.grad(out, (q, k, v), g)
+    wq, wk, wv = torch.autograd.grad(want, refs, g[qi].double())
+    _close(got[0][qi], wq, 5e-5)
+    assert torch.equal(got[0][unused], torch.zeros_like(got[0][unused]))
+    unused_k = torch.ones(len(k), dtype=torch.bool)
+    unused_k[ki] = False
+    for a, b in ((got[1], wk), (got[2], wv)):
+        _close(a[ki], b, 5e-5)
+        assert torch.equal(a[unused_k], torch.zeros_like(a[unused_k]))
+
+
 def test_varlen_forms():
     lengths = [5, 17, 9]
     cu = torch.tensor(np.cumsum([0] + lengths), dtype=torch.int32)
@@ -250,8 +295,9 @@ def test_flash_attention_3_keywords():
                                                     num_splits=0, pack_gqa=False),
                        plain.reshape(48, 4, 16))
     for call, kw, what in [
-            (lambda **kw: flash.flash_attn_varlen_func(*flat, cu, cu, 24, 24, **kw),
-             dict(seqused_q=torch.tensor([3, 4], dtype=torch.int32)), "pack only the used"),
+            (lambda **kw: flash.flash_attn_varlen_func(
+                *flat, cu, cu, 24, 24, block_table=torch.zeros(2, 1, dtype=torch.int32), **kw),
+             dict(seqused_q=torch.tensor([3, 4], dtype=torch.int32)), "paged cache"),
             (lambda **kw: flash.flash_attn_func(q, k, v, **kw), dict(qv=q), "concatenate q"),
             (lambda **kw: flash.flash_attn_varlen_func(
                 *flat, cu, cu, 24, 24, block_table=torch.zeros(2, 1, dtype=torch.int32), **kw),
