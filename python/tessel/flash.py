@@ -14,8 +14,9 @@ differs, by design (docs/dsl.md, "Code written against FlashAttention"):
 - `dropout_p` must be 0: tessel has no attention dropout (a clear error, not a silent no-op).
 - `return_attn_probs=True` returns `(out, softmax_lse, None)`: no dropout mask exists.
 - `deterministic` is honoured by the dense backward; the varlen programs are deterministic.
-- FlashAttention-3's `qv`, and `attention_chunk` or `seqused_q` on the KV-cache call or with
-  a paged cache, are refused (NotImplementedError saying what to do instead).
+- FlashAttention-3's `qv`; `attention_chunk` or `seqused_q` with a varlen paged cache;
+  attention_chunk on the KV-cache call with cache_leftpad or with queries in two chunks: are
+  refused (NotImplementedError saying what to do instead).
 
 Gradients flow as through the entry points these call (tessel.attention, attention_varlen);
 flash_attn_with_kvcache has none, as FlashAttention's.
@@ -43,17 +44,14 @@ def _flash_options(fn, dropout_p, window_size, softcap):
 # FlashAttention-3's keywords tessel does not compute: what each is, what to do instead.
 _FA3_REFUSED = {
     "qv": ("MLA's query-value input", "concatenate q with qv and k with v along the head dim"),
-    "attention_chunk": ("chunked local attention, built for flash_attn_func and "
-                        "flash_attn_varlen_func", "call one of those, or write "
-                        "`q_idx // C == kv_idx // C` as a mask_mod for tessel.attention"),
 }
 
 
-def _fa3_options(fn, qv=None, attention_chunk=0, num_splits=None, pack_gqa=None, sm_margin=0):
+def _fa3_options(fn, qv=None, num_splits=None, pack_gqa=None, sm_margin=0):
     """FlashAttention-3's keywords: its scheduling hints (num_splits, pack_gqa, sm_margin)
     taken and left to tessel's own choices (the results do not depend on them); what tessel
     does not compute refused (_FA3_REFUSED)."""
-    for name, value in (("qv", qv is not None), ("attention_chunk", bool(attention_chunk))):
+    for name, value in (("qv", qv is not None),):
         if value:
             what, instead = _FA3_REFUSED[name]
             raise NotImplementedError(f"{_NAME}.{fn}: {name} ({what}) is not supported by "
@@ -362,17 +360,28 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """FlashAttention's ``flash_attn_with_kvcache``: tessel.attention_with_kvcache (k, v
     appended into the cache in place, rotary, paged caches, split-KV decoding). cache_seqlens
     None: the whole contiguous cache (FlashAttention's); num_splits 0: tessel's heuristic.
-    Returns out, or ``(out, softmax_lse [B, H, Sq])``."""
+    FlashAttention-3's attention_chunk=C: the queries see the keys of their chunk of C key
+    positions only — the cache rows before the chunk are skipped as cache_leftpad skips rows
+    (no copy, no host sync for a decode step: one query, at most one new key); several
+    queries must lie in one chunk (checked on the host). Returns out, or ``(out,
+    softmax_lse [B, H, Sq])``."""
     from .serving import attention_with_kvcache
     fn = "flash_attn_with_kvcache"
     window, cap = _flash_options(fn, 0.0, window_size, softcap)
-    _fa3_options(fn, qv=qv, attention_chunk=attention_chunk, num_splits=num_splits,
-                 pack_gqa=pack_gqa, sm_margin=sm_margin)
+    _fa3_options(fn, qv=qv, num_splits=num_splits, pack_gqa=pack_gqa, sm_margin=sm_margin)
     if cache_seqlens is None:
         if block_table is not None:
             raise ValueError(f"{_NAME}.{fn}: a paged cache (block_table) needs cache_seqlens: "
                              "its sequences' key counts")
         cache_seqlens = int(k_cache.shape[1])
+    chunk = int(attention_chunk or 0)
+    if chunk < 0:
+        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    if chunk:
+        if cache_leftpad is not None:
+            raise NotImplementedError(f"{_NAME}.{fn}: attention_chunk with cache_leftpad is not "
+                                      "supported by tessel (both say where the keys start)")
+        cache_leftpad = _chunk_start(fn, q, cache_seqlens, k, chunk)
     return attention_with_kvcache(
         q, k_cache, v_cache, cache_seqlens, block_table=block_table, causal=causal,
         scale=softmax_scale, return_lse=return_softmax_lse,
@@ -380,6 +389,34 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         softcap=cap, alibi_slopes=alibi_slopes, k=k, v=v, rotary_cos=rotary_cos,
         rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved,
         cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad)
+
+
+def _chunk_start(fn, q, cache_seqlens, k, C):
+    """flash_attn_with_kvcache's attention_chunk=C as the row each sequence's keys start at
+    (cache_leftpad, int32 [B] where q is): the first row of the last query's chunk, the last
+    query at key position cache_seqlens + new keys − 1 (bottom-right). One query and at most
+    one new key need no check (the chunk starts at or before the cache's end); otherwise every
+    query must lie in that chunk, at or after the first key, and the chunk must not start
+    among the new keys — checked on the host (a CUDA cache_seqlens waits for the device)."""
+    from .serving_checks import seqlens_of_int
+    lens = seqlens_of_int(cache_seqlens, q)
+    Sq, new = int(q.shape[1]), 0 if k is None else int(k.shape[1])
+    last = lens + (new - 1)
+    if gpu.is_torch_tensor(lens):
+        start = (last.clamp(min=0) // C * C).to(lens.dtype)
+    else:
+        lens = np.asarray(lens)
+        start = (np.maximum(last, 0) // C * C).astype(np.int32)
+    if Sq > 1 or new > 1:
+        first = lens + (new - Sq)
+        ok = (first >= 0) & (first // C == last // C) & (start <= lens)
+        if not bool(ok.all()):
+            raise NotImplementedError(
+                f"{_NAME}.{fn}: attention_chunk={C} with queries in more than one chunk (or "
+                "before the first key, or a chunk starting among the new keys) is not "
+                "supported by tessel's KV-cache call: split the call at the chunk boundary, "
+                "or run the chunk through flash_attn_varlen_func")
+    return start
 
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",

@@ -269,6 +269,54 @@ def test_with_kvcache():
     _close(whole, _reference(q, kc, vc)[0])
 
 
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_with_kvcache_attention_chunk(paged, causal):
+    # attention_chunk on the KV-cache call: a decode step (one query, one new key appended)
+    # sees the keys of its chunk only, the chunk starting at, before and right at the cache's
+    # end; several queries in one chunk likewise; queries in two chunks, or a chunk with
+    # cache_leftpad, refused.
+    B, S, H, Hkv, D, C = 4, 32, 4, 2, 16, 8
+    kc, vc = (_rand(B, S, Hkv, D, seed=s, grad=False) for s in (20, 21))
+    seqlens = torch.tensor([7, 8, 17, 23], dtype=torch.int32)
+    table = None
+    if paged:       # pages of 8 rows, shuffled: sequence b's page p is page perm[4 b + p]
+        perm = torch.randperm(B * S // 8, generator=torch.Generator().manual_seed(0))
+        table = perm.reshape(B, S // 8).to(torch.int32)
+
+    def cache(x):
+        return x.reshape(-1, 8, Hkv, D)[torch.argsort(perm)] if paged else x
+
+    for Sq, new in ((1, 1), (1, 0), (3, 3)):
+        q = _rand(B, Sq, H, D, seed=22 + Sq, grad=False)
+        kn, vn = ((_rand(B, new, Hkv, D, seed=s, grad=False) for s in (25, 26)) if new else
+                  (None, None))
+        lens = seqlens if Sq == 1 else torch.tensor([5, 8, 16, 21], dtype=torch.int32)
+        kcc, vcc = cache(kc.clone()), cache(vc.clone())
+        out = flash.flash_attn_with_kvcache(q, kcc, vcc, k=kn, v=vn, cache_seqlens=lens,
+                                            block_table=table, causal=causal,
+                                            attention_chunk=C)
+        full_k = kc.clone()
+        full_v = vc.clone()
+        for b, n in enumerate(lens.tolist()):
+            if new:
+                full_k[b, n:n + new], full_v[b, n:n + new] = kn[b], vn[b]
+            end = n + new
+            start = (end - 1) // C * C
+            ro, _ = _reference(q[b:b + 1], full_k[b:b + 1, start:end],
+                               full_v[b:b + 1, start:end], causal)
+            _close(out[b:b + 1], ro)
+    q = _rand(B, 3, H, D, seed=30, grad=False)
+    with pytest.raises(NotImplementedError, match="more than one chunk"):
+        flash.flash_attn_with_kvcache(q, cache(kc.clone()), cache(vc.clone()),
+                                      cache_seqlens=torch.tensor([9, 9, 9, 9], dtype=torch.int32),
+                                      block_table=table, attention_chunk=C)
+    with pytest.raises(NotImplementedError, match="cache_leftpad"):
+        flash.flash_attn_with_kvcache(q[:, :1], kc, vc, cache_seqlens=seqlens,
+                                      cache_leftpad=torch.zeros(B, dtype=torch.int32),
+                                      attention_chunk=C)
+
+
 def test_refusals_name_the_call():
     q = _rand(1, 8, 2, 16, seed=0, grad=False)
     with pytest.raises(NotImplementedError, match=r"flash_attn_func: dropout_p=0.1: tessel "
@@ -303,7 +351,7 @@ def test_flash_attention_3_keywords():
                 *flat, cu, cu, 24, 24, block_table=torch.zeros(2, 1, dtype=torch.int32), **kw),
              dict(attention_chunk=8), "paged cache"),
             (lambda **kw: flash.flash_attn_with_kvcache(q, k, v, **kw),
-             dict(attention_chunk=8), "chunked local attention")]:
+             dict(attention_chunk=8), "split the call at the chunk boundary")]:
         with pytest.raises(NotImplementedError, match=next(iter(kw))) as info:
             call(**kw)
         assert what in str(info.value)
