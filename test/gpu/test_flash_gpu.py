@@ -88,6 +88,61 @@ def test_packed_varlen_and_cache(dtype):
                                             True, dt))
 
 
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_kvcache_attention_chunk(dtype, paged):
+    # attention_chunk on decode steps (one query, its key appended by the call): the rows
+    # before the query's chunk skipped as cache_leftpad's (the split-KV program included: 8k
+    # keys); the chunk starting before and at the cache's end; paged caches of 64-row pages.
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    B, S, H, Hkv, D, C = 4, 8192, 16, 4, 128, 1024
+    kc, vc = (torch.randn(B, S, Hkv, D, device="cuda", generator=gen).to(dt) for _ in range(2))
+    q = torch.randn(B, 1, H, D, device="cuda", generator=gen).to(dt)
+    kn, vn = (torch.randn(B, 1, Hkv, D, device="cuda", generator=gen).to(dt) for _ in range(2))
+    lens = [100, 1023, 1024, 8000]
+    table = None
+    k_in, v_in = kc.clone(), vc.clone()
+    if paged:
+        perm = torch.randperm(B * S // 64, generator=torch.Generator().manual_seed(1))
+        table = perm.reshape(B, S // 64).to(torch.int32).cuda()
+        inv = torch.argsort(perm).cuda()
+        k_in, v_in = (x.reshape(-1, 64, Hkv, D)[inv].contiguous() for x in (k_in, v_in))
+    out = flash.flash_attn_with_kvcache(
+        q, k_in, v_in, k=kn, v=vn, block_table=table, causal=True, attention_chunk=C,
+        cache_seqlens=torch.tensor(lens, dtype=torch.int32, device="cuda"))
+    for b, n in enumerate(lens):
+        kk, vv = (torch.cat([x[b:b + 1, :n], y[b:b + 1]], 1) for x, y in ((kc, kn), (vc, vn)))
+        start = n // C * C                          # the new key's chunk (position n)
+        args = (q[b:b + 1], kk[:, start:], vv[:, start:], True)
+        _check(out[b:b + 1], _reference(*args), _reference(*args, dt))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_varlen_seqused_q(dtype):
+    # FlashAttention-3's seqused_q: the used queries of each packed sequence attend (bottom-
+    # right against its keys), the rest give 0; gradients flow to the used rows only.
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    q_lens, k_lens, used = [700, 1024, 64], [1024, 1024, 300], [500, 1024, 0]
+    cu_q, cu_k = ([0] + torch.tensor(n).cumsum(0).tolist() for n in (q_lens, k_lens))
+    q = torch.randn(sum(q_lens), 8, 128, device="cuda", generator=gen).to(dt).requires_grad_()
+    k, v = (torch.randn(sum(k_lens), 2, 128, device="cuda", generator=gen).to(dt)
+            .requires_grad_() for _ in range(2))
+    out = flash.flash_attn_varlen_func(
+        q, k, v, *(torch.tensor(c, dtype=torch.int32, device="cuda") for c in (cu_q, cu_k)),
+        1024, 1024, causal=True, seqused_q=torch.tensor(used, dtype=torch.int32, device="cuda"))
+    out.float().sum().backward()
+    for b, n in enumerate(used):
+        rows = slice(cu_q[b], cu_q[b] + n)
+        keys = slice(cu_k[b], cu_k[b + 1])
+        args = (q[None, rows], k[None, keys], v[None, keys], True)
+        if n:
+            _check(out[None, rows], _reference(*args), _reference(*args, dt))
+        assert not out[cu_q[b] + n:cu_q[b + 1]].any()
+        assert not q.grad[cu_q[b] + n:cu_q[b + 1]].any()
+
+
 def test_fp8_descales():
     # FlashAttention-3's q_descale / k_descale / v_descale on FP8 inputs (sm_90a's FP8
     # kernels): out in bfloat16 within tessel's FP8 bound (P rounded to e4m3, docs/dev/fp8.md).

@@ -19,7 +19,7 @@ if grep -q H200 $r/gpu.txt; then
   done
 fi
 timeout 150 python3 -m pytest -q -p no:logging -n 8 test_persistent_gpu.py test_flash_gpu.py \
-  -k "align or chunk" --junitxml $r/checks.xml > $r/checks.log 2>&1; tail -2 $r/checks.log
+  -k "align or chunk or seqused" --junitxml $r/checks.xml > $r/checks.log 2>&1; tail -2 $r/checks.log
 junit $r/checks.xml
 timeout 120 python3 $s/align_bench.py --rounds 2 2>&1 | tee $r/align.log
 timeout 120 python3 $s/chunk_routes.py 16384 2>&1 | tee $r/chunk.log
