@@ -121,7 +121,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise NotImplementedError(f"{_NAME}.{fn}: FP8 inputs (q_descale, ...) take no "
                                   "attention_chunk")
     if chunk and (chunk < Sk or Sq > Sk):   # (one chunk and no query before it: no effect)
-        if _chunk_by_mask(q, Sq, Sk, chunk):
+        if _chunk_by_mask(q, Sq, Sk, chunk, causal):
             from .attention import attention
             res = attention(_swap(q), _swap(k), _swap(v), causal=causal, scale=softmax_scale,
                             mask_mod=_chunk_mask(chunk), enable_gqa=H != Hkv,
@@ -165,21 +165,27 @@ def _packed(q, k, v, return_attn_probs, run):
 
 #: attention_chunk C runs as a `q_idx // C == kv_idx // C` mask_mod where C is a multiple of
 #: this (the largest query block of the kernels that take a mask_mod, so that
-#: tile-floor-quotient-ranges classifies every key block) and at most CHUNK_MASK_MAX: there the
-#: mask's kernel skips other chunks' blocks at no packing cost (H100, 16k keys: 1.4-1.7x the
-#: packed route at C <= 2048); larger chunks run as packed sequences, the dense kernel's speed.
+#: tile-floor-quotient-ranges classifies every key block) and at most CHUNK_MASK_MAX (causal;
+#: half of it not causal): there the mask's kernel skips other chunks' blocks at no packing
+#: cost. Larger chunks run as packed sequences, at the dense kernels' speed. H100, fp16 d128
+#: 16k keys, mask / packed (docs/bench/2026-12-07-h100-s54.md): causal forward 2.11 / 1.84 /
+#: 1.24 / 1.09 / 1.07x at C = 512 ... 8192, with the backward 1.60 / 1.44 / 1.11 / 1.04 /
+#: 0.97x; not causal 1.88 / 1.36 / 1.13 / 0.96 / 0.85x, with the backward 1.28 / 1.24 / 1.00 /
+#: 0.97 / 0.94x.
 CHUNK_MASK_MULTIPLE = 128
 CHUNK_MASK_MAX = 4096
 _CHUNK_MASKS = {}
 
 
-def _chunk_by_mask(q, Sq, Sk, C):
+def _chunk_by_mask(q, Sq, Sk, C, causal):
     """Whether flash_attn_func's attention_chunk=C takes the mask_mod route: equal lengths
     (no query placed before the keys), C a multiple of CHUNK_MASK_MULTIPLE up to
-    CHUNK_MASK_MAX, outside torch.compile (its graph keeps the packed route: a closure over a
-    number made in the compiled function breaks torch 2.11's graph)."""
+    CHUNK_MASK_MAX (causal; half of it not), outside torch.compile (its graph keeps the
+    packed route: a closure over a number made in the compiled function breaks torch 2.11's
+    graph)."""
     from . import torch_ops
-    return (Sq == Sk and C % CHUNK_MASK_MULTIPLE == 0 and C <= CHUNK_MASK_MAX
+    top = CHUNK_MASK_MAX if causal else CHUNK_MASK_MAX // 2
+    return (Sq == Sk and C % CHUNK_MASK_MULTIPLE == 0 and C <= top
             and not torch_ops.compiling(q))
 
 

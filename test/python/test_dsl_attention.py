@@ -125,35 +125,40 @@ def test_tail_block_first(monkeypatch, Nq, Nk, bm, bn, mod):
     assert ("EVEN_N", "constexpr", "bool", Nk % bn == 0) in off.specialization
 
 
-@pytest.mark.parametrize("Nq,Nk,bm,bn,taken", [(100, 100, 64, 32, True), (40, 200, 32, 64, True),
-                                               (70, 17, 32, 16, True), (96, 96, 32, 32, False),
-                                               (33, 5, 16, 16, True)])
+@pytest.mark.parametrize("Nq,Nk,bm,bn,taken", [(80, 80, 64, 16, True), (80, 200, 64, 16, True),
+                                               (150, 150, 64, 16, True), (100, 100, 64, 32, False),
+                                               (96, 96, 32, 32, False), (33, 5, 16, 16, False)])
 @pytest.mark.parametrize("gqa", [False, True])
 def test_align_query_blocks_to_end(monkeypatch, Nq, Nk, bm, bn, taken, gqa):
     # attention.ALIGN_QUERY_BLOCKS_TO_END: causal query blocks end at the last row, so the
     # block cut short is the first (its rows before 0 neither read nor written: the other
-    # heads' rows stay right). Against float64, output and LSE, and the same call with the
-    # switch off; not taken where the blocks are whole.
+    # heads' rows stay right). Taken where the tiles then visit fewer key blocks
+    # (causal_block_cost), not where the blocks are whole or the shift off the key blocks'
+    # grid masks more than it saves; forced on in every case with a short block, against
+    # float64 (output and LSE) and the call with the switch off.
     mod = importlib.import_module("tessel.attention")
     H, Hkv = (4, 2) if gqa else (3, 3)
     q, k, v = inputs(Nq=Nq, Nk=Nk, H=H, Hkv=Hkv, D=32, seed=Nq + 3 * Nk)
     args = dict(causal=True, block_m=bm, block_n=bn, enable_gqa=gqa)
     kernel = tessel.compile_attention(q, k, v, **args)
     assert ("ALIGN_END", "constexpr", "bool", taken) in kernel.specialization
+    monkeypatch.setattr(mod, "causal_block_cost", lambda nq, nk, m, n, aligned: -aligned)
+    forced = Nq % bm != 0
+    kernel = tessel.compile_attention(q, k, v, **args)
+    assert ("ALIGN_END", "constexpr", "bool", forced) in kernel.specialization
     o, lse = tessel.attention(q, k, v, return_lse=True, **args)
     ref_o, ref_lse = reference_attention(q, k, v, causal=True, enable_gqa=gqa)
     assert max_rel_error(o, ref_o) < 1e-5
     finite = np.isfinite(ref_lse)
     assert np.array_equal(np.isfinite(lse), finite)
     assert np.abs(lse - ref_lse)[finite].max() < 1e-5 * max(1.0, np.abs(ref_lse[finite]).max())
+    # A score_mod sees every row index: the blocks then start at row 0.
+    with_mod = tessel.compile_attention(q, k, v, score_mod=lambda s, b, h, qi, ki: s, **args)
+    assert ("ALIGN_END", "constexpr", "bool", False) in with_mod.specialization
     monkeypatch.setattr(mod, "ALIGN_QUERY_BLOCKS_TO_END", False)
     off = tessel.compile_attention(q, k, v, **args)
     assert ("ALIGN_END", "constexpr", "bool", False) in off.specialization
     assert max_rel_error(tessel.attention(q, k, v, **args), o) < 1e-5
-    # A score_mod sees every row index: the blocks then start at row 0.
-    monkeypatch.setattr(mod, "ALIGN_QUERY_BLOCKS_TO_END", True)
-    with_mod = tessel.compile_attention(q, k, v, score_mod=lambda s, b, h, qi, ki: s, **args)
-    assert ("ALIGN_END", "constexpr", "bool", False) in with_mod.specialization
 
 
 def test_different_query_and_key_lengths_and_scale():

@@ -125,14 +125,17 @@ def test_attention_chunk(lengths, C, case, route, monkeypatch):
 
 def test_attention_chunk_routes():
     # The mask_mod route takes equal lengths with C a multiple of CHUNK_MASK_MULTIPLE up to
-    # CHUNK_MASK_MAX; everything else the packed sequences. One mask function a chunk size.
+    # CHUNK_MASK_MAX (causal; half of it not); everything else the packed sequences. One mask
+    # function a chunk size.
     q = torch.zeros(1)
     m, top = flash.CHUNK_MASK_MULTIPLE, flash.CHUNK_MASK_MAX
-    assert flash._chunk_by_mask(q, 4 * m, 4 * m, m)
-    assert flash._chunk_by_mask(q, 2 * top, 2 * top, top)
-    assert not flash._chunk_by_mask(q, 4 * m, 4 * m, m + 8)
-    assert not flash._chunk_by_mask(q, 2 * m, 4 * m, m)
-    assert not flash._chunk_by_mask(q, 4 * top, 4 * top, top + m)
+    assert flash._chunk_by_mask(q, 4 * m, 4 * m, m, True)
+    assert flash._chunk_by_mask(q, 2 * top, 2 * top, top, True)
+    assert not flash._chunk_by_mask(q, 2 * top, 2 * top, top, False)
+    assert flash._chunk_by_mask(q, 2 * top, 2 * top, top // 2, False)
+    assert not flash._chunk_by_mask(q, 4 * m, 4 * m, m + 8, True)
+    assert not flash._chunk_by_mask(q, 2 * m, 4 * m, m, True)
+    assert not flash._chunk_by_mask(q, 4 * top, 4 * top, top + m, True)
     assert flash._chunk_mask(m) is flash._chunk_mask(m)
     assert flash._chunk_mask(m) is not flash._chunk_mask(2 * m)
 

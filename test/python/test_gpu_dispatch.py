@@ -385,9 +385,11 @@ def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch
 @needs_no_gpu
 def test_causal_calls_launch_with_align_end(fake_torch, monkeypatch):
     """attention.ALIGN_QUERY_BLOCKS_TO_END: a causal call whose queries end in a short block
-    launches with ALIGN_END on the first call and on the lean path's, persistent (d64's 192-row
-    blocks, whose schedule then counts the shifted rows) or not (d128's 64x64 below 1024 keys);
-    whole blocks, calls that are not causal and calls with a score_mod launch without it."""
+    launches with ALIGN_END on the first call and on the lean path's where its tiles then
+    visit fewer key blocks (d64's 192-row blocks at 4096, whose schedule counts the shifted
+    rows; d256's 128x64 at 1088), not at 64x64 (d128 below 1024 keys: more blocks masked than
+    saved); whole blocks, calls that are not causal and calls with a score_mod launch without
+    it."""
     attn = importlib.import_module("tessel.attention")
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
     monkeypatch.setattr(attn, "_cuda_configs", {})
@@ -410,8 +412,8 @@ def test_causal_calls_launch_with_align_end(fake_torch, monkeypatch):
     monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
         to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
     cases = [(64, 4096, True, None, True), (64, 4224, True, None, False),
-             (64, 4096, False, None, False), (128, 1000, True, None, True),
-             (128, 1000, True, "softcap", False)]
+             (64, 4096, False, None, False), (128, 1000, True, None, False),
+             (256, 1088, True, None, True), (256, 1088, True, "softcap", False)]
     for D, N, causal, mod, align in cases:
         launched.clear()
         q = T((1, 2, N, D), fake_torch.float16)
