@@ -345,6 +345,30 @@ def test_first_launch_passes_every_constexpr(fake_torch, monkeypatch, E, Ev, mod
         assert got.get("DB", 0) == {96: 128, 40: 64}.get(E, 0)       # (DV 0 passed before it)
 
 
+def _record_launches(attn, fake_torch, monkeypatch):
+    """tessel.attention's CUDA launches on an H100's SM count with the fake torch: each as the
+    dict of the kernel's parameters it passed, appended to the list returned (the kernels of
+    cuda_kernel and persistent_kernel wrapped; the persistent schedule's tensors faked)."""
+    launched = []
+
+    class Recorder:
+        def __init__(self, kernel):
+            self.fn = kernel.fn
+            self.params = [p.name for p in inspect.signature(kernel.fn).parameters.values()]
+
+        def _runner(self, grid, *args):
+            launched.append(dict(zip(self.params, args)))
+    real_cuda, real_persistent = attn.cuda_kernel, attn.persistent_kernel
+    monkeypatch.setattr(attn, "cuda_kernel", lambda *a: Recorder(real_cuda(*a)))
+    monkeypatch.setattr(attn, "persistent_kernel", lambda *a: Recorder(real_persistent(*a)))
+    from tessel import serving_decode
+    monkeypatch.setitem(serving_decode._num_sms_cache, 0, 132)     # an H100's SMs
+    T = fake_torch.Tensor
+    monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
+        to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
+    return launched
+
+
 @needs_no_gpu
 def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch):
     """A DB call's signature is remembered as others are: its second call takes the lean path
@@ -355,25 +379,10 @@ def test_block_head_dim_calls_take_the_lean_path_with_db(fake_torch, monkeypatch
     monkeypatch.setattr(attn, "_attention_padded",
                         lambda *a, **kw: pytest.fail("took the padded path"))
     monkeypatch.setattr(attn, "_cuda_configs", {})
-    launched, prepared = [], []
-
-    class Recorder:
-        def __init__(self, kernel):
-            self.fn = kernel.fn
-            self.params = [p.name for p in inspect.signature(kernel.fn).parameters.values()]
-
-        def _runner(self, grid, *args):
-            launched.append(dict(zip(self.params, args)))
-    real_cuda, real_persistent, prepare = attn.cuda_kernel, attn.persistent_kernel, \
-        attn._prepare_cuda
-    monkeypatch.setattr(attn, "cuda_kernel", lambda *a: Recorder(real_cuda(*a)))
-    monkeypatch.setattr(attn, "persistent_kernel", lambda *a: Recorder(real_persistent(*a)))
+    prepared, prepare = [], attn._prepare_cuda
+    launched = _record_launches(attn, fake_torch, monkeypatch)
     monkeypatch.setattr(attn, "_prepare_cuda", lambda *a: prepared.append(1) or prepare(*a))
-    from tessel import serving_decode
-    monkeypatch.setitem(serving_decode._num_sms_cache, 0, 132)     # an H100's SMs
     T = fake_torch.Tensor
-    monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
-        to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
     q = T((1, 2, 300, 96), fake_torch.float16)
     for causal in (False, True):
         for _ in range(2):
@@ -394,23 +403,8 @@ def test_causal_calls_launch_with_align_end(fake_torch, monkeypatch):
     monkeypatch.setattr(attn, "_chip_for_blocks", lambda q: "sm_90a")
     monkeypatch.setattr(attn, "_cuda_configs", {})
     monkeypatch.setattr(attn, "_schedules", {})
-    launched = []
-
-    class Recorder:
-        def __init__(self, kernel):
-            self.fn = kernel.fn
-            self.params = [p.name for p in inspect.signature(kernel.fn).parameters.values()]
-
-        def _runner(self, grid, *args):
-            launched.append(dict(zip(self.params, args)))
-    real_cuda, real_persistent = attn.cuda_kernel, attn.persistent_kernel
-    monkeypatch.setattr(attn, "cuda_kernel", lambda *a: Recorder(real_cuda(*a)))
-    monkeypatch.setattr(attn, "persistent_kernel", lambda *a: Recorder(real_persistent(*a)))
-    from tessel import serving_decode
-    monkeypatch.setitem(serving_decode._num_sms_cache, 0, 132)     # an H100's SMs
+    launched = _record_launches(attn, fake_torch, monkeypatch)
     T = fake_torch.Tensor
-    monkeypatch.setattr(fake_torch, "from_numpy", lambda a: types.SimpleNamespace(
-        to=lambda device: T(a.shape, fake_torch.int32)), raising=False)   # the tile schedule
     cases = [(64, 4096, True, None, True), (64, 4224, True, None, False),
              (64, 4096, False, None, False), (128, 1000, True, None, False),
              (256, 1088, True, None, True), (256, 1088, True, "softcap", False)]
