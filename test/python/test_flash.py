@@ -424,6 +424,22 @@ def test_under_torch_compile(lengths, chunk):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
 
 
+def test_kvcache_attention_chunk_under_torch_compile():
+    # A decode step with attention_chunk: its chunk start made by torch ops on cache_seqlens,
+    # in the graph with the cache call (fullgraph), as eager.
+    B, S, Hkv, D, C = 2, 32, 2, 16, 8
+    kc, vc = (_rand(B, S, Hkv, D, seed=s, grad=False) for s in (40, 41))
+    q = _rand(B, 1, 4, D, seed=42, grad=False)
+    lens = torch.tensor([9, 24], dtype=torch.int32)
+
+    def f(q, kc, vc, lens):
+        return flash.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=True,
+                                             attention_chunk=C)
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="aot_eager", fullgraph=True)(q, kc, vc, lens)
+    torch.testing.assert_close(got, f(q, kc, vc, lens), atol=0, rtol=0)
+
+
 def test_no_queries():
     # Zero query rows on the bottom-right route: an empty result, not an error.
     q, k = _rand(2, 0, 2, 16, seed=0, grad=False), _rand(2, 8, 2, 16, seed=1, grad=False)
