@@ -185,8 +185,9 @@ def test_varlen_attention_chunk(C, causal):
 
 @pytest.mark.parametrize("C", [0, 4])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
-@pytest.mark.parametrize("with_used_k", [False, True])
-def test_varlen_seqused_q(C, causal, with_used_k):
+@pytest.mark.parametrize("with_used_k,window", [(False, None), (True, None), (True, (3, 2))],
+                         ids=["keys", "used_keys", "used_keys-window"])
+def test_varlen_seqused_q(C, causal, with_used_k, window):
     # FlashAttention-3's seqused_q: each sequence's first seqused_q[b] queries attend (placed
     # bottom-right against its used keys), the rest see no key: out 0, LSE -inf, and no
     # gradient through them (their upstream gradient is not 0 here). With attention_chunk and
@@ -199,14 +200,14 @@ def test_varlen_seqused_q(C, causal, with_used_k):
         _rand(sum(k_lens), 2, 16, seed=6)
     out, lse, _ = flash.flash_attn_varlen_func(
         q, k, v, cu_q, cu_k, 17, 20, causal=causal, attention_chunk=C, return_attn_probs=True,
-        seqused_q=torch.tensor(used_q, dtype=torch.int32),
+        window_size=window or (-1, -1), seqused_q=torch.tensor(used_q, dtype=torch.int32),
         seqused_k=torch.tensor(used_k, dtype=torch.int32) if with_used_k else None)
     rows = lambda cu, n: torch.cat([torch.arange(int(a), int(a) + m)  # noqa: E731
                                     for a, m in zip(cu[:-1], n)])
     qi, ki = rows(cu_q, used_q), rows(cu_k, used_k)
     cus = [[0] + np.cumsum(n).tolist() for n in (used_q, used_k)]
     refs = [x.detach().double().requires_grad_() for x in (q[qi], k[ki], v[ki])]
-    want = _varlen_reference(*refs, *cus, causal, chunk=C)
+    want = _varlen_reference(*refs, *cus, causal, chunk=C, window=window)
     unused = torch.ones(len(q), dtype=torch.bool)
     unused[qi] = False
     _close(out[qi], want)
@@ -214,7 +215,8 @@ def test_varlen_seqused_q(C, causal, with_used_k):
     assert torch.isneginf(lse[:, unused]).all()
     _, lse_used, _ = flash.flash_attn_varlen_func(
         q[qi], k[ki], v[ki], *(torch.tensor(c, dtype=torch.int32) for c in cus), 17, 20,
-        causal=causal, attention_chunk=C, return_attn_probs=True)
+        causal=causal, attention_chunk=C, return_attn_probs=True,
+        window_size=window or (-1, -1))
     assert torch.equal(lse[:, qi], lse_used)
     g = torch.randn(out.shape, generator=torch.Generator().manual_seed(7))
     got = torch.autograd.grad(out, (q, k, v), g)
