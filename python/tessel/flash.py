@@ -61,6 +61,14 @@ def _fa3_options(fn, qv=None, num_splits=None, pack_gqa=None, sm_margin=0):
     del pack_gqa, sm_margin             # (tessel packs GQA heads and uses every SM its way)
 
 
+def _chunk_size(fn, attention_chunk):
+    """FlashAttention-3's attention_chunk as an int >= 0 (0 or None: no chunks)."""
+    chunk = int(attention_chunk or 0)
+    if chunk < 0:
+        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    return chunk
+
+
 def _host_ints(x):
     """A 1-D int tensor or array as a list of Python ints (a CUDA tensor waits for the
     device)."""
@@ -114,9 +122,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     Sk, Hkv = k.shape[1], k.shape[2]
     fp8 = {n: x for n, x in (("descale_q", q_descale), ("descale_k", k_descale),
                              ("descale_v", v_descale)) if x is not None}
-    chunk = int(attention_chunk or 0)
-    if chunk < 0:
-        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    chunk = _chunk_size(fn, attention_chunk)
     if chunk and fp8:
         raise NotImplementedError(f"{_NAME}.{fn}: FP8 inputs (q_descale, ...) take no "
                                   "attention_chunk")
@@ -307,9 +313,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     fn = "flash_attn_varlen_func"
     window, cap = _flash_options(fn, dropout_p, window_size, softcap)
     _fa3_options(fn, qv=qv, num_splits=num_splits, pack_gqa=pack_gqa, sm_margin=sm_margin)
-    chunk = int(attention_chunk or 0)
-    if chunk < 0:
-        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    chunk = _chunk_size(fn, attention_chunk)
     if chunk or seqused_q is not None:
         if block_table is not None:
             raise NotImplementedError(
@@ -380,9 +384,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             raise ValueError(f"{_NAME}.{fn}: a paged cache (block_table) needs cache_seqlens: "
                              "its sequences' key counts")
         cache_seqlens = int(k_cache.shape[1])
-    chunk = int(attention_chunk or 0)
-    if chunk < 0:
-        raise ValueError(f"{_NAME}.{fn}: attention_chunk must be >= 0, got {attention_chunk}")
+    chunk = _chunk_size(fn, attention_chunk)
     if chunk:
         if cache_leftpad is not None:
             raise NotImplementedError(f"{_NAME}.{fn}: attention_chunk with cache_leftpad is not "
