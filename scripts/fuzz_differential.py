@@ -800,9 +800,64 @@ def flash_case(rng):
     return None
 
 
+def flash_varlen_case(rng):
+    """tessel.flash.flash_attn_varlen_func with FlashAttention-3's seqused_q, seqused_k and
+    attention_chunk drawn over packed sequences of any lengths (some empty), causal, the
+    window, softcap, ALiBi and a scale: o and the LSE against float64 on each sequence's used
+    rows (bottom-right placed against its used keys), 0 and -inf on the others."""
+    from tessel import flash
+    Hkv, G = int(rng.integers(1, 3)), int(rng.choice([1, 2]))
+    H, D, dtype = Hkv * G, _pick(rng, BACKEND.varlen_head_dims), _pick(rng, BACKEND.dtypes)
+    causal = bool(rng.integers(0, 2))
+    window, softcap, alibi = _flash_options(rng, H)
+    scale = None if rng.random() < 0.7 else 0.2
+    B = int(rng.integers(1, 4))
+    lq, lk, cq, ck, (q, k, v), (q64, k64, v64) = _varlen_batch(rng, B, H, Hkv, D, dtype, None)
+
+    def counts(lengths, p):             # at times the first n rows of each span only
+        return [int(rng.integers(0, n + 1)) for n in lengths] if rng.random() < p else None
+    used_q, used_k = counts(lq, 0.5), counts(lk, 0.3)
+    chunk = int(rng.integers(1, max(lk + [1]) + 1)) if rng.random() < 0.4 else 0
+    o, lse, _ = flash.flash_attn_varlen_func(
+        q, k, v, BACKEND.index(cq), BACKEND.index(ck), max(lq + [1]), max(lk + [1]),
+        softmax_scale=scale, causal=causal, window_size=window or (-1, -1),
+        softcap=softcap or 0.0, alibi_slopes=BACKEND.alibi(alibi), return_attn_probs=True,
+        attention_chunk=chunk,
+        seqused_q=None if used_q is None else BACKEND.index(np.array(used_q, np.int32)),
+        seqused_k=None if used_k is None else BACKEND.index(np.array(used_k, np.int32)))
+    total = int(cq[-1])
+    ro, rlse = np.zeros((total, H, D)), np.full((H, total), -np.inf)
+    for b in range(B):
+        nq, nk = (lq[b] if used_q is None else used_q[b]), (lk[b] if used_k is None else
+                                                              used_k[b])
+        if nq == 0 or nk == 0:
+            continue
+        score, _, placed = position_mods(nk - nq, causal, window, softcap, alibi)
+
+        def allowed(bb, h, qi, ki, placed=placed, off=nk - nq):
+            ok = placed(bb, h, qi, ki)          # and the query's chunk of key positions
+            return ok & (qi + off >= 0) & ((qi + off) // chunk == ki // chunk) if chunk else ok
+        t = lambda x: np.ascontiguousarray(x.transpose(1, 0, 2))[None]  # noqa: E731
+        qs, ks = slice(int(cq[b]), int(cq[b]) + nq), slice(int(ck[b]), int(ck[b]) + nk)
+        ob, lb = reference_attention(t(q64[qs]), t(k64[ks]), t(v64[ks]), scale=scale,
+                                     score=score, allowed=allowed, enable_gqa=True)
+        ro[qs], rlse[:, qs] = ob[0].transpose(1, 0, 2), lb[0]
+    got = BACKEND.numpy(lse)[:, :total]
+    live = np.isfinite(rlse)
+    errs = [_rel(o[:total], ro), float(np.abs(got[live] - rlse[live]).max(initial=0.0)
+                                       / max(1.0, np.abs(rlse[live]).max(initial=0.0)))]
+    dead = not np.isfinite(got[~live]).any()
+    if max(errs) > BACKEND.tol[dtype] or not dead:
+        return (f"flash_varlen {dtype} causal={causal} window={window} softcap={softcap} "
+                f"alibi={alibi is not None} scale={scale} {lq} {lk} used_q={used_q} "
+                f"used_k={used_k} chunk={chunk} H={H} Hkv={Hkv} D={D}: o, lse {errs}, "
+                f"unused rows -inf {dead}")
+    return None
+
+
 KINDS = {"forward": forward_case, "backward": backward_case, "serving": serving_case,
          "block_mask": block_mask_case, "fp8": fp8_case, "varlen_backward": varlen_backward_case,
-         "flex": flex_case, "flash": flash_case}
+         "flex": flex_case, "flash": flash_case, "flash_varlen": flash_varlen_case}
 # Kinds that need torch tensors (attention_varlen's gradients come through torch's autograd;
 # FlexAttention's BlockMask): left out on numpy.
 TORCH_ONLY = {"varlen_backward", "flex"}

@@ -44,6 +44,16 @@ def test_flash_api_matches_too():
         assert count == 40 and failures == []
 
 
+def test_flash_varlen_api_matches_too():
+    # tessel.flash.flash_attn_varlen_func with FlashAttention-3's seqused_q, seqused_k and
+    # attention_chunk drawn (numpy arrays and torch tensors).
+    for device, seed in (("numpy", 22), ("cpu", 23)):
+        if device == "cpu":
+            pytest.importorskip("torch")
+        count, failures = fuzz_differential.run(["flash_varlen"], seed, cases=40, device=device)
+        assert count == 40 and failures == []
+
+
 def test_compiled_entry_points_match_too():
     # --compile: every entry-point call through torch.compile (the ops' fake implementations,
     # autograd and routing), the entry points restored afterwards.
