@@ -1,8 +1,9 @@
 """Code written against FlashAttention moved to tessel by changing one import:
 `from flash_attn import ...` -> `from tessel.flash import ...`. The calls are FlashAttention's:
 a causal self-attention layer on a packed qkv projection ([B, S, 3, H, D]) with gradients, the
-same batch as packed variable-length sequences, and a decode step that appends its key and
-value to a KV cache. Each result is checked against float64 attention.
+same batch as packed variable-length sequences, a decode step that appends its key and
+value to a KV cache, and Llama 4's chunked local attention (FlashAttention-3's
+`attention_chunk`) in prefill and decode. Each result is checked against float64 attention.
 
     python3 examples/python/flash_drop_in.py            # CPU tensors: the interpreter
     python3 examples/python/flash_drop_in.py --cuda     # CUDA tensors (fp16)
@@ -12,17 +13,21 @@ import argparse
 import _common  # noqa: F401 (finds tessel)
 import torch
 
-from tessel.flash import (flash_attn_qkvpacked_func, flash_attn_varlen_func,  # was flash_attn
-                          flash_attn_with_kvcache)
+from tessel.flash import (flash_attn_func, flash_attn_qkvpacked_func,  # was flash_attn
+                          flash_attn_varlen_func, flash_attn_with_kvcache)
 
 
-def reference(q, k, v, causal):
-    """float64 attention of [B, Sq, H, D] against [B, Sk, H, D], bottom-right causal."""
+def reference(q, k, v, causal, chunk=0):
+    """float64 attention of [B, Sq, H, D] against [B, Sk, H, D], bottom-right causal; chunk:
+    each query sees the keys of its own chunk of that many key positions only."""
     Sq, Sk = q.shape[1], k.shape[1]
     s = torch.einsum("bqhd,bkhd->bhqk", q.double(), k.double()) * q.shape[-1] ** -0.5
+    i = torch.arange(Sq, device=q.device)[:, None] + Sk - Sq
+    j = torch.arange(Sk, device=q.device)[None, :]
     if causal:
-        i = torch.arange(Sq, device=q.device)[:, None] + Sk - Sq
-        s = s.masked_fill(i < torch.arange(Sk, device=q.device)[None, :], float("-inf"))
+        s = s.masked_fill(i < j, float("-inf"))
+    if chunk:
+        s = s.masked_fill(i // chunk != j // chunk, float("-inf"))
     return torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, -1), v.double())
 
 
@@ -66,6 +71,18 @@ def main():
     step = flash_attn_with_kvcache(q1, k_cache, v_cache, k=k1, v=v1, cache_seqlens=seqlens,
                                    causal=True)
     check("decode o", step, reference(q1, k_cache, v_cache, causal=True), tol)
+
+    # Chunked local attention (Llama 4's local layers): a query sees only the keys of its own
+    # chunk of C positions, in the prompt and in the decode step after it.
+    C = S // 4
+    q, k, v = (x.detach() for x in qkv.unbind(2))
+    local = flash_attn_func(q, k, v, causal=True, attention_chunk=C)
+    check("chunked o", local, reference(q, k, v, causal=True, chunk=C), tol)
+    n = S - S // 8                          # a decode step inside a chunk: its rows before n
+    step = flash_attn_with_kvcache(q1, k_cache, v_cache, cache_seqlens=torch.full_like(
+        seqlens, n), causal=True, attention_chunk=C)
+    check("chunked decode o", step,
+          reference(q1, k_cache[:, :n], v_cache[:, :n], causal=True, chunk=C), tol)
 
 
 if __name__ == "__main__":

@@ -401,7 +401,7 @@ def test_the_drop_in_example_runs():
                        capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, TESSEL_BUILD_DIR=str(dsl_helpers.BUILD)))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.count("max error vs float64") == 4
+    assert r.stdout.count("max error vs float64") == 6
 
 
 @pytest.mark.parametrize("lengths,chunk", [((16, 16), 0), ((7, 16), 0), ((16, 16), 6)],
