@@ -285,14 +285,19 @@ def causal_block_cost(nq, nk, block_m, block_n, aligned):
     192x128 at 2k / 4k / 8k / 16k 1.043 / 1.052 / 1.014 / 1.015 predicted, 1.043 / 1.057 /
     1.014 / 1.011 measured; d256 128x64 at 4000 1.000 (0.979), d128 64x64 at 1000 0.910
     (0.980)."""
+    first, end = query_block_rows(nq, block_m, aligned)
+    visited = -(-np.minimum(np.minimum(end, nq), nk) // block_n)
+    masked = np.maximum(visited - np.maximum(first, 0) // block_n, 0)
+    return int((visited + masked).sum())
+
+
+def query_block_rows(nq, block_m, aligned):
+    """The rows [first, end) of the query blocks of nq queries, in row order, as
+    attention_tile's m0 places them: from row 0 (the last block may end past nq), or
+    `aligned` (ALIGN_END) ending at nq (the first may start before 0)."""
     nb = -(-nq // block_m)
-    shift = nb * block_m - nq if aligned else 0
-    cost = 0
-    for p in range(nb):
-        first = max(p * block_m - shift, 0)
-        visited = -(-min((p + 1) * block_m - shift, nq, nk) // block_n)
-        cost += visited + max(visited - first // block_n, 0)       # visited, masked
-    return cost
+    first = np.arange(nb) * block_m - (nb * block_m - nq if aligned else 0)
+    return first, first + block_m
 
 
 def even_keys(nk, block_n, allowed):
@@ -1283,10 +1288,9 @@ def dense_schedule(q, Nq, Nk, rows, BM, BN, causal, programs, align=False):
 def dense_tile_costs(Nq, Nk, BM, BN, causal, align):
     """dense_schedule's cost of each tile of a b·h row, in the persistent kernel's order (causal:
     query block nb − 1 − i first): the key blocks it visits and one more."""
-    nb = -(-Nq // BM)
     if not causal:
-        return np.full(nb, -(-Nk // BN) + 1)
-    end = (nb - np.arange(nb)) * BM - (nb * BM - Nq if align else 0)   # past its last row
+        return np.full(-(-Nq // BM), -(-Nk // BN) + 1)
+    end = query_block_rows(Nq, BM, align)[1][::-1]
     return -(-np.minimum(Nk, end) // BN) + 1
 
 
@@ -1383,8 +1387,7 @@ def _attention_cuda(q, k, v, causal, scale, score_mod, mask_mod, enable_gqa, ret
             _cuda_configs[key] = (consts, 1.0 / math.sqrt(D), sms, None if sms else kernel,
                                   even, diagonal, tail, extra, align)
         if grid[0] and grid[1]:
-            # (DV, v's own head dim, and DB, the blocks' head dim, only where they are given:
-            # calls with DV never take the lean path, those with DB pass `extra` there)
+            # (every constexpr after TAIL_FIRST passed, DV and DB as 0 where not given)
             kernel._runner(grid, *args, *consts, cx["EVEN_N"], cx["DIAGONAL_FIRST"],
                            cx["TAIL_FIRST"], cx.get("DV", 0), cx.get("DB", 0), cx["ALIGN_END"])
         return (o, lse) if return_lse else o

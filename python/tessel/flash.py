@@ -389,7 +389,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if cache_leftpad is not None:
             raise NotImplementedError(f"{_NAME}.{fn}: attention_chunk with cache_leftpad is not "
                                       "supported by tessel (both say where the keys start)")
-        cache_leftpad = _chunk_start(fn, q, cache_seqlens, k, chunk)
+        cache_seqlens, cache_leftpad = _chunk_start(fn, q, cache_seqlens, k, chunk)
     return attention_with_kvcache(
         q, k_cache, v_cache, cache_seqlens, block_table=block_table, causal=causal,
         scale=softmax_scale, return_lse=return_softmax_lse,
@@ -400,9 +400,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
 
 def _chunk_start(fn, q, cache_seqlens, k, C):
-    """flash_attn_with_kvcache's attention_chunk=C as the row each sequence's keys start at
-    (cache_leftpad, int32 [B] where q is): the first row of the last query's chunk, the last
-    query at key position cache_seqlens + new keys − 1 (bottom-right). One query and at most
+    """flash_attn_with_kvcache's attention_chunk=C as (cache_seqlens, an int32 [B] array or
+    tensor where q is, made once here from an int; cache_leftpad, the row each sequence's keys
+    start at): the first row of the last query's chunk, the last query at key position
+    cache_seqlens + new keys − 1 (bottom-right). One query and at most
     one new key need no check (the chunk starts at or before the cache's end); otherwise every
     query must lie in that chunk, at or after the first key, and the chunk must not start
     among the new keys — checked on the host (a CUDA cache_seqlens waits for the device)."""
@@ -424,7 +425,7 @@ def _chunk_start(fn, q, cache_seqlens, k, C):
                 "before the first key, or a chunk starting among the new keys) is not "
                 "supported by tessel's KV-cache call: split the call at the chunk boundary, "
                 "or run the chunk through flash_attn_varlen_func")
-    return start
+    return lens, start
 
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
