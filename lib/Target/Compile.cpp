@@ -98,6 +98,7 @@ std::string tessel::codeOptionsKey(const TargetOptions &options) {
          (options.fp8Overlap ? ";fp8-overlap" : "") +
          (options.fuseMaskedLoops ? ";fuse-masked-loops" : "") +
          (options.syncMaskedLoops ? "" : ";no-sync-masked-loops") +
+         (options.skipMaskedWarpgroups ? ";skip-masked-warpgroups" : "") +
          (options.tmaProducer ? "" : ";no-tma-producer") + (options.tmaOnly ? ";tma-only" : "") +
          (options.vectorStores ? "" : ";no-vector-stores") +
          (options.trimZeroColumns ? "" : ";no-trim-zero-columns") +

@@ -129,6 +129,11 @@ struct TileToNVVMOptions : public PassPipelineOptions<TileToNVVMOptions> {
                                llvm::cl::desc("The split's masked loops left synchronous "
                                               "(tilegpu-overlap-consumers masked-synchronous)."),
                                llvm::cl::init(true)};
+  Option<bool> skipMaskedWarpgroups{
+      *this, "skip-masked-warpgroups",
+      llvm::cl::desc("Each consumer warpgroup skips the masked loop's blocks its rows cannot "
+                     "see (tilegpu-skip-masked-warpgroups)."),
+      llvm::cl::init(false)};
   Option<bool> tmaProducer{*this, "tma-producer",
                            llvm::cl::desc("The producer's block copies through TMA "
                                           "(tilegpu-tma-producer)."),
@@ -195,6 +200,7 @@ void tessel::buildTileToLLVMPipeline(OpPassManager &pm, const TargetOptions &opt
     mmaOptions.fp8Overlap = options.fp8Overlap;
     mmaOptions.fuseMaskedLoops = options.fuseMaskedLoops;
     mmaOptions.syncMaskedLoops = options.syncMaskedLoops;
+    mmaOptions.skipMaskedWarpgroups = options.skipMaskedWarpgroups;
     mmaOptions.tmaProducer = options.tmaProducer;
     mmaOptions.tmaOnly = options.tmaOnly;
     mmaOptions.vectorStores = options.vectorStores;
@@ -315,6 +321,7 @@ void tessel::registerTargetPasses() {
           options.fp8Overlap = o.fp8Overlap;
           options.fuseMaskedLoops = o.fuseMaskedLoops;
           options.syncMaskedLoops = o.syncMaskedLoops;
+          options.skipMaskedWarpgroups = o.skipMaskedWarpgroups;
           options.tmaProducer = o.tmaProducer;
           options.tmaOnly = o.tmaOnly;
           options.vectorStores = o.vectorStores;

@@ -121,6 +121,9 @@ struct SpillFallback {
 // (a gathered relative bias needs the overlap given up, not the scale fold dropped before it). The
 // order is what each is worth against what it costs in registers, the least worth first (H200;
 // docs/bench/2026-12-04-h200-epilogue-tma.md):
+// 0. a warpgroup's branch around the masked blocks its rows cannot see
+//    (skip-masked-warpgroups, off by default, not yet measured): the branch joins O's
+//    registers, which d256's 128×64 kernel spilled 392 bytes over (none without);
 // 0. the next tile's first S issued early (pipeline-tiles, off by default, not yet measured):
 //    its accumulator is live across the epilogue (32 bytes of spill on the d128 window +
 //    softcap block-mask kernel with it, none without);
@@ -140,6 +143,9 @@ struct SpillFallback {
 //    no faster than the plain schedule (docs/bench/2026-12-03-h200-overlap-consumers.md). The
 //    plain schedule as measured has no turns around the softmax: pingpong goes with it.
 static const SpillFallback kSpillFallbacks[] = {
+    {"skip-masked-warpgroups", nullptr,
+     [](const Variant &v) { return v.options.skipMaskedWarpgroups; },
+     [](Variant &v, bool on) { v.options.skipMaskedWarpgroups = on; }},
     {"pipeline-tiles", nullptr, [](const Variant &v) { return v.options.pipelineTiles; },
      [](Variant &v, bool on) { v.options.pipelineTiles = on; }},
     {"tma-producer", "cp.async.bulk.tensor", [](const Variant &v) { return v.options.tmaProducer; },

@@ -66,6 +66,7 @@ tessel::TargetOptions targetOptions(const py::kwargs &fields) {
       {"fp8_overlap", &T::fp8Overlap},
       {"fuse_masked_loops", &T::fuseMaskedLoops},
       {"sync_masked_loops", &T::syncMaskedLoops},
+      {"skip_masked_warpgroups", &T::skipMaskedWarpgroups},
       {"spill_fallbacks", &T::spillFallbacks}};
   T options;
   auto set = [&](const auto &table, const std::string &name, py::handle value) {

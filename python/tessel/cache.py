@@ -71,8 +71,8 @@ class GpuOptions:
         TypeError: a wgmma_overlap, wgmma_async_dots, occupancy_hints, sink_waits,
             warp_specialize, overlap_consumers, pingpong, producer_once, tma_producer,
             tma_only, vector_stores, pipeline_tiles, late_p, rescale_under_s, drop_tma_fences,
-            fp8_overlap, fuse_masked_loops, sync_masked_loops, spill_fallbacks or
-            trim_zero_columns that is not a bool.
+            fp8_overlap, fuse_masked_loops, sync_masked_loops, skip_masked_warpgroups,
+            spill_fallbacks or trim_zero_columns that is not a bool.
     """
 
     #: The target, "sm_80" (A100 and later) or "sm_90a" (H100/H200).
@@ -222,6 +222,10 @@ class GpuOptions:
     #: quarter less code at d128 128×128, first call 1.07–1.18 → 0.84–0.88 s here, as fast on
     #: an H100 (docs/bench/2026-12-05-h100-sync-masked-loops.md). On; off to compare.
     sync_masked_loops: bool = dataclasses.field(default=True, metadata={"code": True})
+    #: Whether, in those synchronous masked loops, each consumer warpgroup branches around the
+    #: key blocks its own 64 rows cannot see (tilegpu-skip-masked-warpgroups): d64's 192-row
+    #: causal tiles hide a whole block from their first warpgroups. Off until measured.
+    skip_masked_warpgroups: bool = dataclasses.field(default=False, metadata={"code": True})
     #: Where ptxas spills, compile again with the register-hungry switches given up in turn
     #: (the TMA producer, the scale fold, the vector stores, the overlap) and given back where
     #: they were not needed; ``manifest["given_up"]`` says what went. On by default; off for a
@@ -243,8 +247,8 @@ class GpuOptions:
                      "warp_specialize", "overlap_consumers", "pingpong", "producer_once",
                      "tma_producer", "tma_only", "vector_stores", "pipeline_tiles", "late_p",
                      "rescale_under_s", "drop_tma_fences", "fp8_overlap", "fuse_masked_loops",
-                     "sync_masked_loops", "spill_fallbacks", "trim_zero_columns",
-                     "trim_output_columns"):
+                     "sync_masked_loops", "skip_masked_warpgroups", "spill_fallbacks",
+                     "trim_zero_columns", "trim_output_columns"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not 1 <= int(self.num_threads) <= 1024:

@@ -414,7 +414,8 @@ D64_SCHEDULES = {"once+pipeline": dict(producer_once=True, pipeline_tiles=True),
                                               producer_once=True, pipeline_tiles=True),
                  "late-p+rescale-under-s": dict(late_p=True, tma_producer=False,
                                                 rescale_under_s=True),
-                 "fused": dict(fuse_masked_loops=True)}
+                 "fused": dict(fuse_masked_loops=True),
+                 "skip-masked": dict(skip_masked_warpgroups=True)}
 
 
 @pytest.mark.parametrize("schedule", list(D64_SCHEDULES))
@@ -436,6 +437,34 @@ def test_d64_schedules(persistent, schedule, causal, N):
     assert_schedule_output(o, lse, want, want_lse, D64_SCHEDULES[schedule])
     torch.testing.assert_close(o.float(), reference(q, k, v, causal=causal), atol=TOL[q.dtype],
                                rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("D,Nq,Nk,H,Hkv", [(64, 4096, 4096, 8, 8), (64, 4000, 4000, 8, 2),
+                                           (64, 1500, 3000, 4, 4), (64, 3000, 1700, 4, 4),
+                                           (128, 2500, 2500, 4, 4), (128, 1000, 3000, 4, 2),
+                                           (256, 4000, 4000, 2, 2), (256, 700, 2000, 2, 2)])
+def test_skip_masked_warpgroups(dtype, D, Nq, Nk, H, Hkv):
+    # GpuOptions.skip_masked_warpgroups (tilegpu-skip-masked-warpgroups): in the masked loop a
+    # consumer warpgroup branches around the blocks its own 64 rows cannot see. Causal (top
+    # left, as SDPA's, where Nq != Nk; rows shifted by ALIGN_END where the cost model takes
+    # it), d64's 192-row blocks (three warpgroups), d128 and d256 (two, with the turns of the
+    # ping-pong; d256 gives the switch up where ptxas spills), GQA. A skipped step changes
+    # nothing (its scores are all -inf), so the default's bits; and the float32 reference.
+    hopper()
+    from tessel.attention import _prepare_cuda, attention_kernel, persistent_attention_kernel
+    B = 2
+    gen = torch.Generator(device="cuda").manual_seed(D + Nq + Nk)
+    q = torch.randn(B, H, Nq, D, device="cuda", generator=gen).to(dtype)
+    k, v = (torch.randn(B, Hkv, Nk, D, device="cuda", generator=gen).to(dtype) for _ in range(2))
+    want, want_lse = tessel.attention(q, k, v, causal=True, enable_gqa=True, return_lse=True)
+    args, cx, grid_, o, lse, _ = _prepare_cuda(q, k, v, True, None, None, None, True, None, None)
+    kernel = persistent_attention_kernel if len(args) == 13 else attention_kernel
+    _launch_with(kernel, grid_, args, cx, skip_masked_warpgroups=True)
+    torch.testing.assert_close(o, want, atol=0, rtol=0)
+    torch.testing.assert_close(lse, want_lse, atol=0, rtol=0)
+    allowed = torch.ones(Nq, Nk, dtype=torch.bool, device="cuda").tril()
+    torch.testing.assert_close(o.float(), reference(q, k, v, allowed), atol=TOL[dtype], rtol=0)
 
 
 @pytest.mark.parametrize("layout", ["bhnd", "bnhd"])

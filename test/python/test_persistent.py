@@ -400,6 +400,27 @@ def test_sync_masked_loops_compiles(tmp_path, D, BM, BN, causal):
         cache.GpuOptions(sync_masked_loops=1)
 
 
+@pytest.mark.parametrize("D,BM,BN,align,given_up", [(64, 192, 128, False, []),
+                                                    (64, 192, 128, True, []),
+                                                    (128, 128, 128, False, []),
+                                                    (256, 128, 64, False,
+                                                     ["skip-masked-warpgroups"])])
+def test_skip_masked_warpgroups_compiles(tmp_path, D, BM, BN, align, given_up):
+    # GpuOptions(skip_masked_warpgroups) (off by default; tilegpu-skip-masked-warpgroups): the
+    # causal masked loop's step under a branch on the warpgroup's rows — the same dots (no
+    # wgmma more or less), a kernel of its own, no spill. d256's O (128 registers a thread)
+    # spilled across the branch's join, so the spill fallbacks give the switch up there.
+    k = _dense_kernel(True, N=4096, D=D, BM=BM, BN=BN, ALIGN_END=align)
+    plain, skip = _ptx(tmp_path, k), _ptx(tmp_path, k, skip_masked_warpgroups=True)
+    assert skip.manifest["spill_bytes"] == 0 and skip.manifest["given_up"] == given_up
+    assert skip.ptx.count("wgmma.mma_async") == plain.ptx.count("wgmma.mma_async")
+    assert (skip.ptx != plain.ptx) == (not given_up) and skip.key != plain.key
+    assert k.key_ingredients(cache.GpuOptions(chip="sm_90a", skip_masked_warpgroups=True))[
+        "options"]["target"].endswith(";skip-masked-warpgroups")
+    with pytest.raises(TypeError, match="skip_masked_warpgroups must be a bool"):
+        cache.GpuOptions(skip_masked_warpgroups=1)
+
+
 @pytest.mark.parametrize("causal,once", [(False, False), (True, False), (False, True)])
 def test_drop_tma_fences_compiles(tmp_path, causal, once):
     # GpuOptions(drop_tma_fences) (on by default; tilegpu-drop-tma-fences): with tma_only,

@@ -116,6 +116,12 @@ static cl::opt<bool> noSyncMaskedLoops(
     cl::desc("Overlapped consumers overlap the split's masked loops (the boundary blocks) too, "
              "as before tilegpu-overlap-consumers masked-synchronous (to compare)"),
     cl::init(false), cl::cat(tesselcCategory));
+static cl::opt<bool> skipMaskedWarpgroups(
+    "skip-masked-warpgroups",
+    cl::desc("In the synchronous masked loops, each consumer warpgroup branches around the "
+             "blocks its own rows cannot see (tilegpu-skip-masked-warpgroups); off until "
+             "measured"),
+    cl::init(false), cl::cat(tesselcCategory));
 static cl::opt<bool> pipelineTiles(
     "pipeline-tiles",
     cl::desc("With --producer-once in a persistent kernel: the next tile's first S issued "
@@ -316,6 +322,7 @@ int main(int argc, char **argv) {
   options.fp8Overlap = fp8Overlap;
   options.fuseMaskedLoops = fuseMaskedLoops;
   options.syncMaskedLoops = !noSyncMaskedLoops;
+  options.skipMaskedWarpgroups = skipMaskedWarpgroups;
   options.tmaProducer = !noTmaProducer;
   options.tmaOnly = tmaOnly;
   options.vectorStores = !noVectorStores;

@@ -397,6 +397,22 @@ def TileGPU_TurnPassOp : TileGPU_Op<"turn_pass", [MemoryEffects<[MemRead, MemWri
   let assemblyFormat = "attr-dict";
 }
 
+def TileGPU_WarpgroupRowOp : TileGPU_Op<"warpgroup_row", [Pure]> {
+  let summary = "The first row of the executing warpgroup's rows in the program's row block.";
+  let description = [{
+    In a program of wgmma layouts (`#tilegpu.mma<wgmma, …>`: 64 rows a warpgroup), the index,
+    within the block's rows, of the first row the executing warpgroup owns: 0, 64, 128, …; the
+    same for every thread of the warpgroup. tilegpu-skip-masked-warpgroups builds conditions
+    on it that a warpgroup branches on as a whole.
+
+    ```mlir
+    %r = tilegpu.warpgroup_row : i32
+    ```
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 def TileGPU_WarpSpecializeOp : TileGPU_Op<"warp_specialize",
     [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
   let summary = "The rest of the kernel as two warp roles: consumers and a producer.";

@@ -180,6 +180,11 @@ bool fuseMaskedLoops(mlir::func::FuncOp program);
 /// loops issue a pair of wgmma groups (tilegpu-pingpong); whether it changed anything.
 bool pingPong(mlir::func::FuncOp program);
 
+/// In the synchronous masked key loops of a warp-specialized `program` of two consumer
+/// warpgroups or more, each warpgroup branches around the blocks its own rows cannot see
+/// (tilegpu-skip-masked-warpgroups); the number of loops changed.
+int64_t skipMaskedWarpgroups(mlir::func::FuncOp program);
+
 /// The first S = Q·K₀ᵀ of each tile of a persistent `program` in tilegpu-overlap-consumers'
 /// form, with Q from the producer, issued at the end of the previous tile (after its last P·V,
 /// before its epilogue) and waited for by the tile's peeled first iteration

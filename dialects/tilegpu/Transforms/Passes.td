@@ -282,6 +282,28 @@ def TileGPUFuseMaskedLoops : Pass<"tilegpu-fuse-masked-loops", "::mlir::func::Fu
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def TileGPUSkipMaskedWarpgroups : Pass<"tilegpu-skip-masked-warpgroups", "::mlir::func::FuncOp"> {
+  let summary = "A consumer warpgroup skips the masked loop's blocks its own rows cannot see.";
+  let description = [{
+    tile-split-masked-loops leaves the blocks the mask's boundary crosses in a masked copy of
+    the key loop, decided for the block's rows as a whole. A warpgroup owns 64 of them: with
+    192-row blocks (d64) or 128 rows over 64-key blocks (d256) the causal diagonal hides whole
+    blocks from the first warpgroups' rows. In the consumers of a warp-specialized program of
+    two consumer warpgroups or more, for each synchronous masked loop whose body is the
+    online-softmax step (m' = max(m, rowmax(X)), α = exp2(m − m̂), P = exp2(X − m̂),
+    l' = l·α + rowsum(P), O' = O·α + P·V, X = select(mask, T, −inf), m, l and O starting at
+    −inf, 0 and 0), the mask analysis restricted to the rows [r, r + 64) of
+    `tilegpu.warpgroup_row` r gives a scalar "hidden" condition; the ops from K's read to P·V
+    go under `scf.if` on its negation, the other side yielding m, l and O unchanged — exact,
+    since a step whose scores are all −inf changes nothing. The ring's waits and the
+    ping-pong's turns in that span are repeated on the skipping side, so the phases and turns
+    stay in step; the arrivals that free the stages stay after the branch. Loops of another
+    shape are left as they are.
+  }];
+  let dependentDialects = ["::tessel::tilegpu::TileGPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def TileGPUPingPong : Pass<"tilegpu-pingpong", "::mlir::func::FuncOp"> {
   let summary = "The two consumer warpgroups take turns issuing their dots (FA3's ping-pong).";
   let description = [{

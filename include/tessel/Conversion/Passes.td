@@ -140,6 +140,10 @@ def ConvertTileToMMA : Pass<"convert-tile-to-mma", "::mlir::ModuleOp"> {
            "The masked and unmasked copies of a key loop run as one loop whose mask is skipped "
            "under a uniform branch where the split proved it all true "
            "(tilegpu-fuse-masked-loops): half the code of an attention kernel.">,
+    Option<"skipMaskedWarpgroups", "skip-masked-warpgroups", "bool", /*default=*/"false",
+           "With warp-specialize: in the synchronous masked loops, each consumer warpgroup "
+           "branches around the blocks its own rows cannot see (tilegpu-skip-masked-warpgroups). "
+           "Off until measured.">,
     Option<"syncMaskedLoops", "sync-masked-loops", "bool", /*default=*/"true",
            "With overlap-consumers, the split's masked loops (the boundary blocks, one or two a "
            "tile) left synchronous (tilegpu-overlap-consumers masked-synchronous): a quarter "

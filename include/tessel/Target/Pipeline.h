@@ -89,6 +89,10 @@ struct TargetOptions {
   /// masked-synchronous): a quarter less code at d128, as fast (docs/dev/cold-compile.md).
   /// Off to compare.
   bool syncMaskedLoops = true;
+  /// In the synchronous masked loops of a warp-specialized kernel, each consumer warpgroup
+  /// branches around the blocks its own rows cannot see (convert-tile-to-mma
+  /// skip-masked-warpgroups; tilegpu-skip-masked-warpgroups). Off until measured.
+  bool skipMaskedWarpgroups = false;
   /// The producer's block copies go through TMA, with tensor maps built in the kernel
   /// (convert-tile-to-mma tma-producer; tilegpu-tma-producer; PTX ISA 8.3). +2 to +5 % on
   /// the d128 forward with one 3-D map a tensor (docs/bench/2026-12-04-h200-epilogue-tma.md).

@@ -129,6 +129,17 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     return emitReduce(red);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
     return emitFor(forOp);
+  if (auto ifOp = dyn_cast<scf::IfOp>(op))
+    return emitIf(ifOp);
+  if (auto row = dyn_cast<tilegpu::WarpgroupRowOp>(op)) {
+    // The warp's first row (uniform: from the shuffled warp index) rounded down to its
+    // warpgroup's four warps.
+    if (!wgmma)
+      return op->emitOpError("needs wgmma layouts: a warpgroup's rows are a wgmma tile's");
+    scalars.map(row.getResult(),
+                arith::AndIOp::create(b, op->getLoc(), rowBase, ci32(~(4 * warpRows - 1))));
+    return success();
+  }
   if (auto wgmmaOp = dyn_cast<tilegpu::WgmmaOp>(op))
     return emitWgmma(wgmmaOp);
   if (auto wait = dyn_cast<tilegpu::WgmmaWaitOp>(op))
@@ -333,6 +344,9 @@ struct ConvertTileToMMA : tessel::impl::ConvertTileToMMABase<ConvertTileToMMA> {
         // softmax, cuDNN's schedule; not yet measured on the H200.
         tessel::tilegpu::pingPong(work);
       }
+      // After the turns are in place: a warpgroup that skips a block still takes its turn.
+      if (placed && skipMaskedWarpgroups)
+        tessel::tilegpu::skipMaskedWarpgroups(work);
       if (placed && pipelineTiles)
         tessel::tilegpu::pipelineTiles(work);
       // Every TMA-marked copy goes through TMA (no cp.async path beside it): wgmma reads what

@@ -1,8 +1,8 @@
 //===- Loops.cpp - loops and stores -----------------------------------------------------------===//
 //
-// scf.for with its iter_args in registers (tokens of copies in flight are dropped), and tile.store
-// from registers (pairs along accumulator rows, or one lane per quad for row vectors) under row
-// and column bounds predicates.
+// scf.for with its iter_args in registers (tokens of copies in flight are dropped), scf.if with
+// its results in registers, and tile.store from registers (pairs along accumulator rows, or one
+// lane per quad for row vectors) under row and column bounds predicates.
 //
 //===------------------------------------------------------------------------------------------===//
 
@@ -368,6 +368,84 @@ LogicalResult MmaKernelBuilder::emitFor(scf::ForOp op) {
   });
   lazy.pop_back();
   return result;
+}
+
+LogicalResult MmaKernelBuilder::emitIf(scf::IfOp op) {
+  // Results: register tiles (2-D in the Acc layout, 1-D in the Row layout) or scalars.
+  for (Type t : op.getResultTypes()) {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if (rt &&
+        (rt.getRank() > 2 || isa_and_nonnull<tilegpu::DotOperandEncodingAttr>(rt.getEncoding())))
+      return op.emitOpError("yields a tile convert-tile-to-mma does not carry in registers");
+  }
+  if (op.getNumResults() && op.getElseRegion().empty())
+    return op.emitOpError("has results but no else branch");
+  auto layoutOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank() == 2 ? Layout::Acc : Layout::Row;
+  };
+  Location loc = op.getLoc();
+  Value cond = scalars.lookup(op.getCondition());
+  // The branches are emitted into an scf.if without results first: the registers they yield
+  // give the final op's result types.
+  auto draft = scf::IfOp::create(b, loc, TypeRange{}, cond, /*withElseRegion=*/true);
+  auto emitBranch = [&](Region &region, Block *into) -> FailureOr<SmallVector<Value>> {
+    OpBuilder::InsertionGuard guard(b);
+    into->getTerminator()->erase();
+    b.setInsertionPointToEnd(into);
+    SmallVector<Value> flat;
+    lazy.emplace_back();
+    LogicalResult emitted = region.empty() ? success() : emitBlock(region.front());
+    if (succeeded(emitted) && !region.empty()) {
+      auto yield = cast<scf::YieldOp>(region.front().getTerminator());
+      for (Value v : yield.getOperands()) {
+        if (!isTensor(v.getType())) {
+          flat.push_back(scalars.lookup(v));
+          continue;
+        }
+        FailureOr<SmallVector<Value>> regs = materialize(v, layoutOf(v), yield);
+        if (failed(regs)) {
+          emitted = failure();
+          break;
+        }
+        flat.append(regs->begin(), regs->end());
+      }
+    }
+    lazy.pop_back();
+    scf::YieldOp::create(b, loc, succeeded(emitted) ? ValueRange(flat) : ValueRange());
+    if (failed(emitted))
+      return failure();
+    return flat;
+  };
+  FailureOr<SmallVector<Value>> thenRegs = emitBranch(op.getThenRegion(), draft.thenBlock());
+  FailureOr<SmallVector<Value>> elseRegs = failure();
+  if (succeeded(thenRegs))
+    elseRegs = emitBranch(op.getElseRegion(), draft.elseBlock());
+  if (failed(thenRegs) || failed(elseRegs) ||
+      TypeRange(ValueRange(*thenRegs)) != TypeRange(ValueRange(*elseRegs))) {
+    draft.erase();
+    if (succeeded(thenRegs) && succeeded(elseRegs))
+      return op.emitOpError("yields registers of other types from its two branches");
+    return failure();
+  }
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange(ValueRange(*thenRegs)), cond,
+                                /*withElseRegion=*/true);
+  ifOp.getThenRegion().takeBody(draft.getThenRegion());
+  ifOp.getElseRegion().takeBody(draft.getElseRegion());
+  draft.erase();
+  size_t pos = 0;
+  for (Value result : op.getResults()) {
+    if (!isTensor(result.getType())) {
+      scalars.map(result, ifOp.getResult(pos++));
+      continue;
+    }
+    FailureOr<int64_t> n = regCount(cast<RankedTensorType>(result.getType()), layoutOf(result), op);
+    if (failed(n))
+      return failure();
+    SmallVector<Value> regs(ifOp.getResults().begin() + pos, ifOp.getResults().begin() + pos + *n);
+    pos += *n;
+    eager[result] = {layoutOf(result), regs};
+  }
+  return success();
 }
 
 } // namespace tessel::mma

@@ -248,6 +248,9 @@ private:
   void fenceSharedForAsyncProxy(Location loc);
   LogicalResult emitReduce(tile::ReduceOp op);
   LogicalResult emitFor(scf::ForOp op);
+  /// scf.if on a scalar condition whose results are register tiles (Acc or Row) or scalars,
+  /// each branch emitted in its own scope (tilegpu-skip-masked-warpgroups' branch).
+  LogicalResult emitIf(scf::IfOp op);
   /// tilegpu.warp_specialize: the consumers' region for tid < numThreads(), the producer's for
   /// the warps after them (WarpRoles.cpp).
   LogicalResult emitWarpSpecialize(tilegpu::WarpSpecializeOp op);
