@@ -278,6 +278,7 @@ LogicalResult Interpreter::runOp(Frame &fr, Operation *op) {
       .Case([&](tile::AtomicAddOp o) { return atomicAdd(fr, o); })
       .Case([&](tile::DotOp o) { return dot(fr, o); })
       .Case([&](tile::ReduceOp o) { return reduce(fr, o); })
+      .Case([&](tile::ScanOp o) { return scan(fr, o); })
       .Case([&](tile::SplatOp o) -> LogicalResult {
         FailureOr<const Tile *> s = tile(fr, op, o.getValue());
         FailureOr<Tile> r = newTile(op, o.getType());
@@ -627,6 +628,50 @@ LogicalResult Interpreter::reduce(Frame &fr, tile::ReduceOp op) {
             acc = kind == tile::ReduceKind::Max ? std::max(acc, v) : std::min(acc, v);
         }
         r->i[o * a.inner + n] = acc;
+      }
+    }
+  set(fr, op.getResult(), std::move(*r));
+  return success();
+}
+
+LogicalResult Interpreter::scan(Frame &fr, tile::ScanOp op) {
+  FailureOr<const Tile *> in = tile(fr, op, op.getInput());
+  FailureOr<Tile> r = newTile(op, op.getType());
+  if (failed(in) || failed(r))
+    return failure();
+  const Tile &s = **in;
+  if (failed(step(op, s.size())))
+    return failure();
+  AxisSplit a = splitAt(s.shape, op.getAxis());
+  tile::ReduceKind kind = op.getKind();
+  Type f32 = Float32Type::get(op.getContext());
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t n = 0; n < a.inner; ++n) {
+      double carry = 0.0;
+      for (int64_t t = 0; t < a.size; ++t) {
+        int64_t k = op.getReverse() ? a.size - 1 - t : t;
+        int64_t at = (o * a.size + k) * a.inner + n;
+        int64_t prev = op.getReverse() ? at + a.inner : at - a.inner;
+        if (s.isFloat()) {
+          // The running value in f32 (16-bit tiles too), each element rounded to the tile's type.
+          double v = s.f[at], acc = t == 0 ? v : carry;
+          if (t > 0)
+            acc = kind == tile::ReduceKind::Sum   ? roundFloat(f32, acc + v)
+                  : kind == tile::ReduceKind::Max ? maximumF(acc, v)
+                                                  : minimumF(acc, v);
+          carry = acc;
+          r->f[at] = roundFloat(r->elementType, acc);
+        } else {
+          int64_t v = s.i[at];
+          if (t > 0) {
+            int64_t p = r->i[prev];
+            v = kind == tile::ReduceKind::Sum
+                    ? wrapInt(r->elementType, static_cast<int64_t>(uint64_t(p) + uint64_t(v)))
+                : kind == tile::ReduceKind::Max ? std::max(p, v)
+                                                : std::min(p, v);
+          }
+          r->i[at] = v;
+        }
       }
     }
   set(fr, op.getResult(), std::move(*r));

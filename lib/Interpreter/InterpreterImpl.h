@@ -165,6 +165,7 @@ private:
   LogicalResult write(Frame &fr, WriteOp op, bool add);
   LogicalResult dot(Frame &fr, tile::DotOp op);
   LogicalResult reduce(Frame &fr, tile::ReduceOp op);
+  LogicalResult scan(Frame &fr, tile::ScanOp op);
   LogicalResult reshape(Frame &fr, Operation *op, bool transpose);
   LogicalResult softmax(Frame &fr, tile::SoftmaxOp op);
 

@@ -573,25 +573,37 @@ std::optional<Value> KernelBuilder::fuseDotAdd(Value product, Value addend) {
   return fused;
 }
 
+static ::tessel::tile::ReduceKind reduceKind(const std::string &kind) {
+  if (kind == "sum")
+    return ::tessel::tile::ReduceKind::Sum;
+  if (kind == "max")
+    return ::tessel::tile::ReduceKind::Max;
+  if (kind != "min")
+    fail("unknown reduction '" + kind + "'");
+  return ::tessel::tile::ReduceKind::Min;
+}
+
 Value KernelBuilder::reduce(const std::string &kind, Value value, int axis) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || type.getRank() < 2)
     fail("reductions need a tile of rank 2 or more (tiles cannot hold a scalar)");
   if (axis < 0 || axis >= type.getRank())
     fail("reduction axis out of range");
-  tile::ReduceKind k;
-  if (kind == "sum")
-    k = tile::ReduceKind::Sum;
-  else if (kind == "max")
-    k = tile::ReduceKind::Max;
-  else if (kind == "min")
-    k = tile::ReduceKind::Min;
-  else
-    fail("unknown reduction '" + kind + "'");
+  tile::ReduceKind k = reduceKind(kind);
   SmallVector<int64_t> shape(type.getShape());
   shape.erase(shape.begin() + axis);
   auto result = RankedTensorType::get(shape, type.getElementType());
   return tile::ReduceOp::create(builder, loc(), result, k, value, uint32_t(axis));
+}
+
+Value KernelBuilder::scan(const std::string &kind, Value value, int axis, bool reverse) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    fail("scans need a tile");
+  if (axis < 0 || axis >= type.getRank())
+    fail("scan axis out of range");
+  return tile::ScanOp::create(builder, loc(), type, reduceKind(kind), value, uint32_t(axis),
+                              reverse);
 }
 
 Value KernelBuilder::splat(Value scalar, const std::vector<int64_t> &shape) {

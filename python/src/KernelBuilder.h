@@ -121,6 +121,8 @@ public:
   /// `tile.dot(a, b, addend)` (so `acc + dot(a, b)` accumulates in place) and returns it.
   std::optional<mlir::Value> fuseDotAdd(mlir::Value product, mlir::Value addend);
   mlir::Value reduce(const std::string &kind, mlir::Value value, int axis);
+  /// Inclusive prefix sums, maxima or minima along `axis` (tile.scan).
+  mlir::Value scan(const std::string &kind, mlir::Value value, int axis, bool reverse);
   mlir::Value splat(mlir::Value scalar, const std::vector<int64_t> &shape);
   mlir::Value iota(int64_t size);
   mlir::Value expandDims(mlir::Value value, int axis);

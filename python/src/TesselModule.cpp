@@ -198,6 +198,7 @@ PYBIND11_MODULE(_tessel, m) {
           "dot", [](KernelBuilder &kb, V a, V b, OptV acc) { return kb.dot(a, b, acc); }, keep)
       .def("fuse_dot_add", &KernelBuilder::fuseDotAdd, keep)
       .def("reduce", &KernelBuilder::reduce, keep)
+      .def("scan", &KernelBuilder::scan, keep)
       .def("splat", &KernelBuilder::splat, keep)
       .def("iota", &KernelBuilder::iota, keep)
       .def("expand_dims", &KernelBuilder::expandDims, keep)

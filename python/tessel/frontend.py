@@ -1401,6 +1401,27 @@ class CodeGenerator:
     def tl_min(self, node, x, axis):
         return self.reduction(node, "min", x, axis)
 
+    def scan(self, node, kind, name, x, axis, reverse):
+        x = self.tile_arg(x, node, f"tl.{name}'s operand")
+        axis = self.axis_arg(axis, len(x.shape), node)
+        if not isinstance(reverse, bool):
+            raise self.error(node, f"tl.{name}: reverse must be a compile-time bool, not "
+                                   f"{reverse.type_str() if isinstance(reverse, TVal) else reverse!r}")
+        if x.dtype == "i1":                  # a running count of a mask
+            x = self.cast(x, "i32", node)
+        elif x.dtype == "f8e4m3fn":
+            raise self.error(node, f"tl.{name} of an FP8 tile: convert it with .to() first")
+        return self.wrap(self.build("scan", kind, x.v, axis, reverse))
+
+    def tl_cumsum(self, node, x, axis=0, reverse=False):
+        return self.scan(node, "sum", "cumsum", x, axis, reverse)
+
+    def tl_cummax(self, node, x, axis=0, reverse=False):
+        return self.scan(node, "max", "cummax", x, axis, reverse)
+
+    def tl_cummin(self, node, x, axis=0, reverse=False):
+        return self.scan(node, "min", "cummin", x, axis, reverse)
+
     def tl_softmax(self, node, x, axis, streamed=None, return_lse=False):
         x = self.tile_arg(x, node, "tl.softmax's operand")
         if x.dtype not in _FLOATS or len(x.shape) < 2:

@@ -269,6 +269,37 @@ def min(x, axis):
 
 
 @_builtin
+def cumsum(x, axis=0, reverse=False):
+    """Inclusive prefix sums along an axis (Triton's ``tl.cumsum``, torch's ``cumsum``).
+
+    Element ``i`` along ``axis`` is ``x[0] + … + x[i]`` (with ``reverse``, ``x[i] + … +
+    x[n-1]``); the other axes are independent. Floats accumulate in float32 from the first
+    element on (16-bit tiles too), each result rounded to the tile's type; integers wrap; a
+    mask (``i1``) is counted as int32.
+
+    Args:
+        x: a tile of any rank, 1-D included.
+        axis: the axis (a compile-time integer; negative counts from the end).
+        reverse: a compile-time bool: sums from the end of the axis.
+
+    Returns:
+        A tile of ``x``'s shape and type (int32 for a mask).
+    """
+
+
+@_builtin
+def cummax(x, axis=0, reverse=False):
+    """Inclusive running maxima along an axis (torch's ``cummax`` values); a NaN propagates.
+    Arguments as :func:`cumsum`'s."""
+
+
+@_builtin
+def cummin(x, axis=0, reverse=False):
+    """Inclusive running minima along an axis (torch's ``cummin`` values); a NaN propagates.
+    Arguments as :func:`cumsum`'s."""
+
+
+@_builtin
 def softmax(x, axis, streamed=None, return_lse=False):
     """The softmax along an axis.
 

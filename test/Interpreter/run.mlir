@@ -3,6 +3,7 @@
 // RUN: tessel-run %s --kernel=scale_bf16 --arg=rand:6:7 --arg=zeros:6 --arg=3 --print-args | FileCheck %s --check-prefix=BF16
 // RUN: tessel-run %s --kernel=loop_if --arg=zeros:5 --arg=5 --print-args | FileCheck %s --check-prefix=LOOP
 // RUN: tessel-run %s --kernel=shapes --arg=zeros:6 --print-args | FileCheck %s --check-prefix=SHAPES
+// RUN: tessel-run %s --kernel=scans --arg=zeros:8 --arg=zeros:8 --print-args | FileCheck %s --check-prefix=SCANS
 
 // Each program writes pid_y * 10 + pid_x at pid_y * 2 + pid_x.
 // GRID: arg #0 (i32, 6 elements): 0 1 10 11 20 21
@@ -85,5 +86,27 @@ func.func @shapes(%out: !tile.ptr<f32>) {
   %d2 = tile.make_desc %out[%c3], shape [%c1, %c3], strides [%c3, %c1] : !tile.ptr<f32> -> !tile.desc<2, f32>
   tile.store %d[%c0], %s : !tile.desc<1, f32>, tensor<3xf32>
   tile.store %d2[%c0, %c0], %b : !tile.desc<2, f32>, tensor<3x2xf32>
+  return
+}
+
+// Prefix sums of 0..7, and the running maximum from the end of 3 - i·(i - 5) (int32).
+// SCANS: arg #0 (i32, 8 elements): 0 1 3 6 10 15 21 28
+// SCANS: arg #1 (i32, 8 elements): 9 9 9 9 7 3 -3 -11
+func.func @scans(%a: !tile.ptr<i32>, %b: !tile.ptr<i32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c8 = arith.constant 8 : i32
+  %da = tile.make_desc %a, shape [%c8], strides [%c1] : !tile.ptr<i32> -> !tile.desc<1, i32>
+  %db = tile.make_desc %b, shape [%c8], strides [%c1] : !tile.ptr<i32> -> !tile.desc<1, i32>
+  %i = tile.iota : tensor<8xi32>
+  %s = tile.scan sum %i axis 0 : tensor<8xi32>
+  tile.store %da[%c0], %s : !tile.desc<1, i32>, tensor<8xi32>
+  %three = arith.constant dense<3> : tensor<8xi32>
+  %five = arith.constant dense<5> : tensor<8xi32>
+  %d = arith.subi %i, %five : tensor<8xi32>
+  %p = arith.muli %i, %d : tensor<8xi32>
+  %v = arith.subi %three, %p : tensor<8xi32>
+  %m = tile.scan max %v axis 0 reverse : tensor<8xi32>
+  tile.store %db[%c0], %m : !tile.desc<1, i32>, tensor<8xi32>
   return
 }

@@ -52,6 +52,17 @@ def test_builtin_on_dtype_gpu(kind, case, dtype, codegen):
                                err_msg=f"{kind} {case} on {dtype} ({codegen})")
 
 
+def test_scans_of_a_length_map_gpu():
+    # tl.cumsum over 512 lengths (exclusive starts, a running count of a mask) and a reversed
+    # f16 cumsum along rows, on the reference lowering (codegen auto lands there).
+    (lens, x), out, want = bc.scan_inputs(np.random.default_rng(7))
+    dev = [torch.from_numpy(a).cuda() for a in (lens, out[0], out[1], x, out[2])]
+    bc.scan_kernel[(1,)](*dev, N=lens.size, M=x.shape[0])
+    np.testing.assert_array_equal(dev[1].cpu().numpy(), want[0])
+    np.testing.assert_array_equal(dev[2].cpu().numpy(), want[1])
+    np.testing.assert_allclose(dev[4].cpu().numpy(), want[2], rtol=4e-3, atol=4e-3)
+
+
 # ---- tessel.attention on the GPU with the issue-14 semantics ---------------------------------
 
 def attention_reference(q, k, v, allowed):

@@ -20,6 +20,7 @@ UNARY = ("exp", "exp2", "log", "log2", "sqrt", "tanh", "abs")
 BINARY = ("maximum", "minimum", "where", "add", "sub", "mul", "floordiv", "mod", "truediv",
           "cdiv")
 REDUCE = ("sum", "max", "min")
+SCAN = ("cumsum", "cummax", "cummin")
 MATRIX = ("dot", "softmax", "trans", "expand_dims", "broadcast_to")
 
 # (builtin, dtype) pairs the docs refuse, with a piece of the message.
@@ -83,6 +84,12 @@ def matrix_kernel(x, z, y, OP: tl.constexpr, DT: tl.constexpr):
         r = tl.broadcast_to(tl.max(a, axis=0)[None, :], (4, 4))
     elif OP == "min":
         r = tl.broadcast_to(tl.min(a, axis=1)[:, None], (4, 4))
+    elif OP == "cumsum":
+        r = tl.cumsum(a, axis=1)
+    elif OP == "cummax":
+        r = tl.cummax(a, axis=0)
+    elif OP == "cummin":
+        r = tl.cummin(a, axis=-1, reverse=True)
     elif OP == "dot":
         r = tl.dot(a, b)
     elif OP == "softmax":
@@ -179,6 +186,12 @@ def _matrix_reference(case, dtype, x, y):
     if case in ("min", "expand_dims"):
         f = np.min if case == "min" else np.max
         return np.broadcast_to(f(x, axis=1)[:, None], (4, 4)).ravel()
+    if case == "cumsum":     # float32 running sums, each rounded to the dtype
+        return _out(np.cumsum(x.astype(np.float32), axis=1), dtype).ravel()
+    if case == "cummax":
+        return np.maximum.accumulate(x, axis=0).ravel()
+    if case == "cummin":
+        return np.flip(np.minimum.accumulate(np.flip(x, 1), axis=1), 1).ravel()
     if case == "dot":
         return (x @ y).ravel()
     if case == "softmax":
@@ -197,7 +210,7 @@ def all_cases():
     """(kind, case, dtype) of the matrix."""
     out = [("unary", c, d) for c in UNARY for d in DTYPES]
     out += [("binary", c, d) for c in BINARY for d in DTYPES]
-    out += [("matrix", c, d) for c in REDUCE + MATRIX for d in DTYPES]
+    out += [("matrix", c, d) for c in REDUCE + SCAN + MATRIX for d in DTYPES]
     out += [("cast", to, d) for to in DTYPES for d in DTYPES]
     return out
 
@@ -212,3 +225,29 @@ def run_case(kind, case, dtype, a, b, out, launch):
         launch(cast_kernel, a, out, FROM=DTYPES[dtype], TO=DTYPES[case])
     else:
         launch(matrix_kernel, a, b, out, OP=case, DT=DTYPES[dtype])
+
+
+# ---- scans longer than a row of threads: what a map of sequence starts needs -----------------
+
+@tessel.jit
+def scan_kernel(lens, starts, counts, x, y, N: tl.constexpr, M: tl.constexpr):
+    """starts = exclusive prefix sums of N int32 lengths, counts = the running number of
+    lengths > 4, and y = the reversed cumsum along the rows of an [M, N] f16 tile (f32 out)."""
+    dl = tl.make_desc(lens, shape=(N,), strides=(1,))
+    n = tl.load(dl, (0,), shape=(N,))
+    tl.store(tl.make_desc(starts, shape=(N,), strides=(1,)), (0,), tl.cumsum(n) - n)
+    tl.store(tl.make_desc(counts, shape=(N,), strides=(1,)), (0,), tl.cumsum(n > 4, axis=-1))
+    t = tl.load(tl.make_desc(x, shape=(M, N), strides=(N, 1)), (0, 0), shape=(M, N))
+    r = tl.cumsum(t.to(tl.float16), axis=1, reverse=True).to(tl.float32)
+    tl.store(tl.make_desc(y, shape=(M, N), strides=(N, 1)), (0, 0), r)
+
+
+def scan_inputs(rng, N=512, M=4):
+    """scan_kernel's inputs, its output buffers and the references (f16 values rounded)."""
+    lens = rng.integers(0, 9, N).astype(np.int32)
+    x = rng.uniform(-1.0, 1.0, (M, N)).astype(np.float32)
+    out = (np.zeros(N, np.int32), np.zeros(N, np.int32), np.zeros((M, N), np.float32))
+    xr = _round(x, "f16")
+    rev = np.flip(np.cumsum(np.flip(xr, 1).astype(np.float32), axis=1), 1)
+    want = (np.cumsum(lens) - lens, np.cumsum(lens > 4), _round(rev, "f16"))
+    return (lens, x), out, want

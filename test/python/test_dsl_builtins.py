@@ -36,7 +36,7 @@ def test_builtin_on_dtype(kind, case, dtype):
 def test_the_matrix_covers_every_documented_builtin():
     from tessel import language as tl
     covered = set(bc.UNARY) | {"maximum", "minimum", "where", "cdiv"} | set(bc.REDUCE) | \
-        set(bc.MATRIX) | {"cast", "program_id", "num_programs", "make_desc", "load", "store",
+        set(bc.SCAN) | set(bc.MATRIX) | {"cast", "program_id", "num_programs", "make_desc", "load", "store",
                           "zeros", "full", "arange", "stream", "static_range"}
     # Not an element-wise builtin but a compile-time derivative: test_attention_backward.py and
     # test/Transforms/elementwise-grad*.mlir check it on every op it differentiates or refuses.

@@ -163,6 +163,15 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+LogicalResult ScanOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  if (in.getElementType().isInteger(1))
+    return emitOpError() << "cannot scan a mask (i1) tile";
+  return success();
+}
+
 LogicalResult ExpandDimsOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());

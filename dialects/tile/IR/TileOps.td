@@ -278,6 +278,26 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_ScanOp : Tile_Op<"scan", [Pure, SameOperandsAndResultType]> {
+  let summary = "Inclusive prefix sums, maxima or minima along one axis.";
+  let description = [{
+    Element i along `axis` combines the elements 0…i (with `reverse`, i…n−1) with sum, max or
+    min; the other axes are independent. Floats accumulate in the element type's order of
+    operations, left to right (right to left with `reverse`); integers wrap.
+
+    ```mlir
+    %starts = tile.scan sum %lens axis 0 : tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_Tile:$input,
+                       ConfinedAttr<I32Attr, [IntNonNegative]>:$axis, UnitAttr:$reverse);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $kind $input `axis` $axis (`reverse` $reverse^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//

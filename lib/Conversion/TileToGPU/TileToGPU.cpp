@@ -75,6 +75,7 @@ private:
   LogicalResult emitStore(WriteOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitReduce(tile::ReduceOp op);
+  LogicalResult emitScan(tile::ScanOp op);
   LogicalResult emitSoftmax(tile::SoftmaxOp op);
   LogicalResult emitShapeOp(Operation *op);
 
@@ -263,6 +264,8 @@ LogicalResult KernelBuilder::emitOp(Operation *op) {
     return emitDot(dot);
   if (auto red = dyn_cast<tile::ReduceOp>(op))
     return emitReduce(red);
+  if (auto scan = dyn_cast<tile::ScanOp>(op))
+    return emitScan(scan);
   if (auto sm = dyn_cast<tile::SoftmaxOp>(op))
     return emitSoftmax(sm);
   if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp>(op))
@@ -540,6 +543,49 @@ LogicalResult KernelBuilder::emitReduce(tile::ReduceOp op) {
           scf::YieldOp::create(ib, il, combine(ib, il, kind, acc[0], x));
         });
     memref::StoreOp::create(ob, l, loop.getResult(0), out, idx);
+  });
+  return success();
+}
+
+LogicalResult KernelBuilder::emitScan(tile::ScanOp op) {
+  // One thread a line along the axis, the running value carried (floats in f32).
+  Location loc = op.getLoc();
+  FailureOr<Value> in = bufferOf(op.getInput(), op);
+  if (failed(in))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getResult().getType());
+  unsigned axis = op.getAxis();
+  int64_t n = type.getShape()[axis];
+  Value out = newBuffer(type, loc);
+  tiles[op.getResult()] = out;
+  Type elementType = type.getElementType();
+  bool isFloat = isa<FloatType>(elementType);
+  SmallVector<int64_t> lines(type.getShape());
+  lines.erase(lines.begin() + axis);
+  forEachElement(loc, lines, [&](OpBuilder &ob, Location l, ValueRange idx) {
+    auto at = [&](OpBuilder &ib, Location il, Value t) {
+      if (!op.getReverse())
+        return insertAt(idx, axis, t);
+      return insertAt(idx, axis,
+                      arith::SubIOp::create(ib, il, constIndex(ib, il, n - 1), t).getResult());
+    };
+    auto load = [&](OpBuilder &ib, Location il, Value t) {
+      Value x = memref::LoadOp::create(ib, il, *in, at(ib, il, t));
+      return isFloat ? toF32(ib, il, x) : x;
+    };
+    auto store = [&](OpBuilder &ib, Location il, Value acc, Value t) {
+      memref::StoreOp::create(ib, il, isFloat ? fromF32(ib, il, acc, elementType) : acc, out,
+                              at(ib, il, t));
+    };
+    Value c0 = constIndex(ob, l, 0);
+    Value first = load(ob, l, c0);
+    store(ob, l, first, c0);
+    scf::ForOp::create(ob, l, constIndex(ob, l, 1), constIndex(ob, l, n), constIndex(ob, l, 1),
+                       ValueRange{first}, [&](OpBuilder &ib, Location il, Value t, ValueRange acc) {
+                         Value next = combine(ib, il, op.getKind(), acc[0], load(ib, il, t));
+                         store(ib, il, next, t);
+                         scf::YieldOp::create(ib, il, next);
+                       });
   });
   return success();
 }

@@ -156,6 +156,22 @@ func.func @reduce_axis_out_of_range(%x: tensor<64x16xf32>) {
 
 // -----
 
+func.func @scan_axis_out_of_range(%x: tensor<64xf32>) {
+  // expected-error @+1 {{axis 1 is out of range for a tile of rank 1}}
+  %r = tile.scan sum %x axis 1 : tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @scan_mask(%x: tensor<64xi1>) {
+  // expected-error @+1 {{cannot scan a mask (i1) tile}}
+  %r = tile.scan sum %x axis 0 : tensor<64xi1>
+  return
+}
+
+// -----
+
 func.func @reduce_wrong_shape(%x: tensor<64x16xf32>) {
   // expected-error @+1 {{reducing 64x16 along axis 1 gives 64, not 16}}
   %r = tile.reduce max %x axis 1 : tensor<64x16xf32> -> tensor<16xf32>

@@ -48,6 +48,17 @@ func.func @compute(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %c: tensor<64x1
   return %d, %m, %s : tensor<64x16xf32>, tensor<64xf32>, tensor<16xf32>
 }
 
+// CHECK-LABEL: func.func @scans
+func.func @scans(%x: tensor<64x16xf32>, %n: tensor<8xi32>) -> (tensor<64x16xf32>, tensor<8xi32>) {
+  // CHECK: tile.scan sum %{{.*}} axis 1 : tensor<64x16xf32>
+  %s = tile.scan sum %x axis 1 : tensor<64x16xf32>
+  // CHECK: tile.scan max %{{.*}} axis 0 reverse : tensor<64x16xf32>
+  %m = tile.scan max %s axis 0 reverse : tensor<64x16xf32>
+  // CHECK: tile.scan min %{{.*}} axis 0 : tensor<8xi32>
+  %c = tile.scan min %n axis 0 : tensor<8xi32>
+  return %m, %c : tensor<64x16xf32>, tensor<8xi32>
+}
+
 // CHECK-LABEL: func.func @shapes
 func.func @shapes(%x: i32, %r: tensor<64xf32>, %k: tensor<16x128xf16>)
     -> (tensor<64xi32>, tensor<64x16xf32>, tensor<128x16xf16>, tensor<1x64xf32>) {
