@@ -84,3 +84,42 @@ def test_scans_compile_for_the_gpu(tmp_path, chip):
     b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0
     assert "add.rn.f32" in b.ptx or "add.f32" in b.ptx
+
+
+@tessel.jit
+def scan3(x, y, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, AX: tl.constexpr,
+          REV: tl.constexpr, OP: tl.constexpr, DT: tl.constexpr):
+    d = tl.make_desc(x, shape=(A, B, C), strides=(B * C, C, 1))
+    t = tl.load(d, (0, 0, 0), shape=(A, B, C)).to(DT)
+    if OP == "sum":
+        r = tl.cumsum(t, AX, reverse=REV)
+    elif OP == "max":
+        r = tl.cummax(t, AX, reverse=REV)
+    else:
+        r = tl.cummin(t, AX, reverse=REV)
+    tl.store(tl.make_desc(y, shape=(A, B, C), strides=(B * C, C, 1)), (0, 0, 0),
+             r.to(tl.float32))
+
+
+@needs_interpreter
+@pytest.mark.parametrize("seed", range(12))
+def test_random_scans_of_rank_three(seed):
+    # Any axis of a 3-D tile, either direction, each kind and dtype, against numpy: integers
+    # exactly, floats carried in float32 and rounded to the dtype at each element.
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(s) for s in rng.choice([1, 2, 3, 4, 8], 3))
+    ax, rev = int(rng.integers(-3, 3)), bool(rng.integers(2))
+    op, dt = rng.choice(["sum", "max", "min"]), rng.choice(["i32", "f32", "f16"])
+    x = rng.integers(-20, 20, shape).astype(np.float32)
+    if dt != "i32":
+        x += rng.uniform(-1, 1, shape).astype(np.float32)
+    y = np.zeros_like(x)
+    scan3[(1,)](x, y, A=shape[0], B=shape[1], C=shape[2], AX=ax, REV=rev, OP=op,
+                DT=bc.DTYPES[dt])
+    xr = bc._round(x, dt).astype(np.float32)
+    f = {"sum": np.cumsum, "max": np.maximum.accumulate, "min": np.minimum.accumulate}[op]
+    v = np.flip(xr, ax) if rev else xr
+    want = f(v, axis=ax)
+    want = np.flip(want, ax) if rev else want
+    np.testing.assert_allclose(y, bc._round(want, "f16" if dt == "f16" else "f32"),
+                               rtol=1e-6, atol=1e-6, err_msg=f"{op} {dt} axis {ax} rev {rev}")
