@@ -1405,8 +1405,8 @@ class CodeGenerator:
         x = self.tile_arg(x, node, f"tl.{name}'s operand")
         axis = self.axis_arg(axis, len(x.shape), node)
         if not isinstance(reverse, bool):
-            raise self.error(node, f"tl.{name}: reverse must be a compile-time bool, not "
-                                   f"{reverse.type_str() if isinstance(reverse, TVal) else reverse!r}")
+            got = reverse.type_str() if isinstance(reverse, TVal) else repr(reverse)
+            raise self.error(node, f"tl.{name}: reverse must be a compile-time bool, not {got}")
         if x.dtype == "i1":                  # a running count of a mask
             x = self.cast(x, "i32", node)
         elif x.dtype == "f8e4m3fn":

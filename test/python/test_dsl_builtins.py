@@ -36,8 +36,9 @@ def test_builtin_on_dtype(kind, case, dtype):
 def test_the_matrix_covers_every_documented_builtin():
     from tessel import language as tl
     covered = set(bc.UNARY) | {"maximum", "minimum", "where", "cdiv"} | set(bc.REDUCE) | \
-        set(bc.SCAN) | set(bc.MATRIX) | {"cast", "program_id", "num_programs", "make_desc", "load", "store",
-                          "zeros", "full", "arange", "stream", "static_range"}
+        set(bc.SCAN) | set(bc.MATRIX) | {"cast", "program_id", "num_programs", "make_desc",
+                                         "load", "store", "zeros", "full", "arange", "stream",
+                                         "static_range"}
     # Not an element-wise builtin but a compile-time derivative: test_attention_backward.py and
     # test/Transforms/elementwise-grad*.mlir check it on every op it differentiates or refuses.
     covered |= {"elementwise_grad"}
