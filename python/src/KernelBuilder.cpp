@@ -606,6 +606,51 @@ Value KernelBuilder::scan(const std::string &kind, Value value, int axis, bool r
                               reverse);
 }
 
+std::vector<Value> KernelBuilder::philox(Value seed, std::optional<Value> seedHi, Value offset,
+                                         int rounds) {
+  auto type = dyn_cast<RankedTensorType>(offset.getType());
+  if (!type || !type.getElementType().isInteger(32))
+    fail("random offsets must be an int32 tile");
+  if (!seed.getType().isInteger(32) || (seedHi && !seedHi->getType().isInteger(32)))
+    fail("a random seed must be an int32 scalar");
+  if (rounds < 1 || rounds > 64)
+    fail("Philox takes 1 to 64 rounds (10 is the standard)");
+  Location l = loc();
+  auto scalar = [&](uint32_t v) {
+    return arith::ConstantIntOp::create(builder, l, builder.getI32Type(),
+                                        static_cast<int32_t>(v))
+        .getResult();
+  };
+  auto tileOf = [&](Value s) { return tile::SplatOp::create(builder, l, type, s).getResult(); };
+  auto cst = [&](uint32_t v) { return tileOf(scalar(v)); };
+  auto andI = [&](Value x, uint32_t m) { return arith::AndIOp::create(builder, l, x, cst(m)); };
+  auto shr = [&](Value x, uint32_t n) { return arith::ShRUIOp::create(builder, l, x, cst(n)); };
+  auto add = [&](Value x, Value y) { return arith::AddIOp::create(builder, l, x, y).getResult(); };
+  auto mul = [&](Value x, uint32_t m) { return arith::MulIOp::create(builder, l, x, cst(m)); };
+  auto xorI = [&](Value x, Value y) { return arith::XOrIOp::create(builder, l, x, y); };
+  // The high word of the 64-bit product m·x in 32-bit arithmetic (tiles hold no i64): 16-bit
+  // halves, each partial product exact, the carries summed below 2^18.
+  auto umulhi = [&](uint32_t m, Value x) {
+    Value x0 = andI(x, 0xFFFF), x1 = shr(x, 16);
+    Value t = mul(x0, m & 0xFFFF), a = mul(x1, m & 0xFFFF), b = mul(x0, m >> 16);
+    Value s = add(add(shr(t, 16), andI(a, 0xFFFF)), andI(b, 0xFFFF));
+    return add(add(add(mul(x1, m >> 16), shr(a, 16)), shr(b, 16)), shr(s, 16));
+  };
+  constexpr uint32_t kRoundA = 0xD2511F53, kRoundB = 0xCD9E8D57;
+  constexpr uint32_t kKeyA = 0x9E3779B9, kKeyB = 0xBB67AE85;
+  Value k0 = seed, k1 = seedHi ? *seedHi : arith::ShRSIOp::create(builder, l, seed, scalar(31));
+  Value c0 = offset, c1 = cst(0), c2 = cst(0), c3 = cst(0);
+  for (int r = 0; r < rounds; ++r) {
+    Value n0 = xorI(xorI(umulhi(kRoundB, c2), c1), tileOf(k0));
+    Value n2 = xorI(xorI(umulhi(kRoundA, c0), c3), tileOf(k1));
+    Value n1 = mul(c2, kRoundB), n3 = mul(c0, kRoundA);
+    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+    k0 = add(k0, scalar(kKeyA));
+    k1 = add(k1, scalar(kKeyB));
+  }
+  return {c0, c1, c2, c3};
+}
+
 Value KernelBuilder::splat(Value scalar, const std::vector<int64_t> &shape) {
   if (isa<ShapedType>(scalar.getType()) || !scalar.getType().isIntOrFloat())
     fail("splat needs a scalar");

@@ -121,6 +121,12 @@ public:
   /// `tile.dot(a, b, addend)` (so `acc + dot(a, b)` accumulates in place) and returns it.
   std::optional<mlir::Value> fuseDotAdd(mlir::Value product, mlir::Value addend);
   mlir::Value reduce(const std::string &kind, mlir::Value value, int axis);
+  /// Philox4x32 (Salmon et al., SC'11; Triton's tl.randint4x) of the int32 counters `offset`
+  /// (a tile, the first counter word; the others 0) under the key (`seedLo`, `seedHi`), int32
+  /// scalars (no `seedHi`: seedLo >> 31, a sign-extended 64-bit seed): four int32 tiles of
+  /// random bits after `rounds` rounds (10: the standard), in tile arithmetic.
+  std::vector<mlir::Value> philox(mlir::Value seedLo, std::optional<mlir::Value> seedHi,
+                                  mlir::Value offset, int rounds);
   /// Inclusive prefix sums, maxima or minima along `axis` (tile.scan).
   mlir::Value scan(const std::string &kind, mlir::Value value, int axis, bool reverse);
   mlir::Value splat(mlir::Value scalar, const std::vector<int64_t> &shape);

@@ -1422,6 +1422,56 @@ class CodeGenerator:
     def tl_cummin(self, node, x, axis=0, reverse=False):
         return self.scan(node, "min", "cummin", x, axis, reverse)
 
+    def philox(self, node, name, seed, offset, n_rounds):
+        """The four int32 tiles of Philox4x32 at counters `offset` under `seed` (Triton's
+        randint4x): a Python int seed is 64 bits (the key's two words), an int32 scalar is
+        sign-extended."""
+        signed = lambda w: w - 2**32 if w >= 2**31 else w       # noqa: E731
+        if isinstance(seed, TVal):
+            if seed.kind != "scalar" or seed.dtype != "i32":
+                raise self.error(node, f"tl.{name}: the seed must be an int32 scalar, not a "
+                                       f"{seed.type_str()}")
+            lo, hi = seed, None
+        elif isinstance(seed, bool) or not isinstance(seed, int) or \
+                not -2**63 <= seed < 2**64:
+            raise self.error(node, f"tl.{name}: the seed must be an integer of 64 bits or an "
+                                   f"int32 scalar, not {seed!r}")
+        else:
+            lo = self.materialize(signed(seed & 0xFFFFFFFF), None, node, "i32")
+            hi = self.materialize(signed((seed >> 32) & 0xFFFFFFFF), None, node, "i32")
+        offset = self.tile_arg(offset, node, f"tl.{name}'s offsets")
+        if offset.dtype not in ("i32", "i1"):
+            raise self.error(node, f"tl.{name}: the offsets must be an int32 tile, not "
+                                   f"{offset.type_str()}")
+        if offset.dtype == "i1":
+            offset = self.cast(offset, "i32", node)
+        rounds = self.constexpr_int(n_rounds, node, "n_rounds")
+        if not 1 <= rounds <= 64:
+            raise self.error(node, f"tl.{name}: n_rounds must lie in [1, 64] (10 is the "
+                                   f"standard), not {rounds}")
+        return [self.wrap(v) for v in self.build("philox", lo.v, None if hi is None else hi.v,
+                                                 offset.v, rounds)]
+
+    def tl_randint4x(self, node, seed, offset, n_rounds=10):
+        return tuple(self.philox(node, "randint4x", seed, offset, n_rounds))
+
+    def tl_randint(self, node, seed, offset, n_rounds=10):
+        return self.philox(node, "randint", seed, offset, n_rounds)[0]
+
+    def tl_rand(self, node, seed, offset, n_rounds=10):
+        # Triton's uint_to_uniform_float: the bits as int32 x, x < 0 folded to -x - 1, times
+        # 2^-31 in float32; the few values that round to 1.0 there are kept below it.
+        x = self.philox(node, "rand", seed, offset, n_rounds)[0]
+        zero, one = (self.materialize(c, x, node) for c in (0, 1))
+        neg = self.wrap(self.build("compare", "lt", x.v, zero.v))
+        flipped = self.wrap(self.build("binary", "sub",
+                                       self.wrap(self.build("binary", "sub", zero.v, x.v)).v,
+                                       one.v))
+        folded = self.cast(self.wrap(self.build("select", neg.v, flipped.v, x.v)), "f32", node)
+        u = self.binary("mul", folded, self.materialize(2.0 ** -31, folded, node), node)
+        below_one = self.materialize(1.0 - 2.0 ** -24, u, node)   # float32 just below 1
+        return self.binary("min", u, below_one, node)
+
     def tl_softmax(self, node, x, axis, streamed=None, return_lse=False):
         x = self.tile_arg(x, node, "tl.softmax's operand")
         if x.dtype not in _FLOATS or len(x.shape) < 2:

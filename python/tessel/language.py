@@ -300,6 +300,45 @@ def cummin(x, axis=0, reverse=False):
 
 
 @_builtin
+def randint4x(seed, offset, n_rounds=10):
+    """Four tiles of random bits: Philox4x32 (Salmon et al., SC'11), as Triton's
+    ``tl.randint4x``, the same bits.
+
+    Counter-based: the same (seed, offset) always gives the same bits, on the interpreter and
+    on the GPU, so a kernel's backward can draw again what its forward drew (dropout).
+
+    Args:
+        seed: a Python integer of up to 64 bits (the key's two 32-bit words), or an int32
+            scalar (sign-extended to 64 bits, as Triton does).
+        offset: an int32 tile, each element its own counter (the counter's first word; the
+            other three are 0). Give every element of every program a distinct offset.
+        n_rounds: compile-time rounds, 1 to 64; 10 is the standard.
+
+    Returns:
+        A tuple of four int32 tiles of ``offset``'s shape (the bits as two's complement).
+    """
+
+
+@_builtin
+def randint(seed, offset, n_rounds=10):
+    """The first of :func:`randint4x`'s four tiles: 32 random bits an element."""
+
+
+@_builtin
+def rand(seed, offset, n_rounds=10):
+    """Uniform float32 samples in [0, 1), as Triton's ``tl.rand``: :func:`randint`'s bits
+    as int32 ``x``, negative ``x`` folded to ``-x - 1``, times 2^-31. Where that product
+    rounds to 1.0 (Triton returns it) the result is the float32 just below 1.
+
+    Args:
+        seed, offset, n_rounds: as :func:`randint4x`.
+
+    Returns:
+        A float32 tile of ``offset``'s shape.
+    """
+
+
+@_builtin
 def softmax(x, axis, streamed=None, return_lse=False):
     """The softmax along an axis.
 

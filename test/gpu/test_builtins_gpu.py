@@ -63,6 +63,26 @@ def test_scans_of_a_length_map_gpu():
     np.testing.assert_allclose(dev[4].cpu().numpy(), want[2], rtol=4e-3, atol=4e-3)
 
 
+def test_random_numbers_gpu():
+    # tl.randint4x with a Python and a run-time seed, and tl.rand over 8 programs, on the
+    # row-blocked lowering: the bits of the numpy Philox (test_dsl_random.py), floats included.
+    import test_dsl_random as tr
+    n = 256
+    for seed_arg, seed_const, key in [(0, 2**40 + 3, (3, 256)), (-3, None, (2**32 - 3, 2**32 - 1))]:
+        out = torch.zeros((4, n), dtype=torch.int32, device="cuda")
+        tr.bits[(1,)](out, seed_arg, 1 << 20, N=n, SEED=seed_const, ROUNDS=10)
+        ctr = [np.arange(1 << 20, (1 << 20) + n)] + [np.zeros(n)] * 3
+        want = np.stack(tr.philox_reference(ctr, key))
+        np.testing.assert_array_equal(out.cpu().numpy().view(np.uint32), want)
+    u = torch.zeros(8 * 1024, dtype=torch.float32, device="cuda")
+    tr.uniform[(8,)](u, 2024, N=1024)
+    x = tr.philox_reference([np.arange(u.numel())] + [np.zeros(u.numel())] * 3, (2024, 0))[0]
+    s = x.view(np.int32).astype(np.int64)
+    s = np.where(s < 0, -s - 1, s).astype(np.float32)
+    want = np.minimum(s * np.float32(2.0 ** -31), np.float32(1 - 2.0 ** -24))
+    np.testing.assert_array_equal(u.cpu().numpy(), want)
+
+
 # ---- tessel.attention on the GPU with the issue-14 semantics ---------------------------------
 
 def attention_reference(q, k, v, allowed):

@@ -14,7 +14,7 @@ export TESSEL_CACHE_DIR=$(mktemp -d)
 cd test/gpu
 junit() { python3 ../../scripts/junit_summary.py $1 2>&1 | tail -3; }
 timeout 170 python3 -m pytest -q -p no:logging -n 4 test_persistent_gpu.py test_builtins_gpu.py \
-  -k "skip_masked or (d64_schedules and skip) or cumsum or cummax or cummin or scans" --junitxml $r/checks.xml \
+  -k "skip_masked or (d64_schedules and skip) or cumsum or cummax or cummin or scans or random" --junitxml $r/checks.xml \
   > $r/checks.log 2>&1
 tail -2 $r/checks.log; junit $r/checks.xml
 timeout 330 python3 ab_gpu_options.py $r/ab --set skip_masked_warpgroups=True --cases d64 dense \
