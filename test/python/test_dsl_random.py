@@ -148,3 +148,27 @@ def test_random_kernels_compile_for_the_gpu(tmp_path, chip):
     b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0
     assert "mul.lo.s32" in b.ptx or "mul.lo.u32" in b.ptx
+
+
+@tessel.jit
+def dropout(x, y, seed, p, n_cols, BM: tl.constexpr, BN: tl.constexpr):
+    # docs/dsl.md's example: a mask over a block of a matrix, one offset an element.
+    r0, c0 = tl.program_id(0) * BM, tl.program_id(1) * BN
+    d = tl.make_desc(x, shape=(BM * tl.num_programs(0), n_cols), strides=(n_cols, 1))
+    e = tl.make_desc(y, shape=(BM * tl.num_programs(0), n_cols), strides=(n_cols, 1))
+    t = tl.load(d, (r0, c0), shape=(BM, BN))
+    offs = (r0 + tl.arange(0, BM))[:, None] * n_cols + (c0 + tl.arange(0, BN))[None, :]
+    keep = tl.rand(seed, offs) >= p
+    tl.store(e, (r0, c0), tl.where(keep, t / (1 - p), 0.0))
+
+
+@needs_interpreter
+def test_the_documented_dropout_draws_one_mask_per_seed():
+    x = np.ones((64, 96), np.float32)
+    y1, y2, y3 = (np.zeros_like(x) for _ in range(3))
+    for y, seed in ((y1, 11), (y2, 11), (y3, 12)):
+        dropout[(2, 3)](x, y, seed, 0.25, 96, BM=32, BN=32)
+    np.testing.assert_array_equal(y1, y2)                  # the same seed, the same mask
+    assert (y1 != y3).any()
+    assert set(np.unique(y1)) <= {0.0, np.float32(1 / 0.75)}
+    assert abs((y1 == 0).mean() - 0.25) < 5 * np.sqrt(0.25 * 0.75 / y1.size)
