@@ -180,6 +180,21 @@ SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands
     return inlinePtx(b, loc, b.getF32Type(), operands, "tanh.approx.f32 $0, $1;", "=f,f",
                      /*sideEffects=*/false);
   }
+  if (isa<math::SinOp, math::CosOp>(op) &&
+      isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
+    // sin.approx / cos.approx (one MUFU op, absolute error about 2^-20.5 for |x| up to 100·pi),
+    // as CUDA's __sinf: no libdevice in the kernels. 16-bit operands through f32.
+    Value x = operands[0];
+    if (!x.getType().isF32())
+      x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    std::string text = std::string(isa<math::SinOp>(op) ? "sin" : "cos") + ".approx" +
+                       (ftz ? ".ftz" : "") + ".f32 $0, $1;";
+    Value r = inlinePtx(b, loc, b.getF32Type(), ValueRange{x}, text, "=f,f",
+                        /*sideEffects=*/false)[0];
+    if (!resultTypes[0].isF32())
+      r = arith::TruncFOp::create(b, loc, resultTypes[0], r);
+    return {r};
+  }
   if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op>(op) &&
       isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
     Value x = operands[0];

@@ -174,6 +174,8 @@ std::optional<LogicalResult> Interpreter::runElementwise(Frame &fr, Operation *o
         return floatUnary(fr, op, [](double a) { return 1.0 / std::sqrt(a); });
       })
       .Case([&](math::TanhOp) { return floatUnary(fr, op, [](double a) { return std::tanh(a); }); })
+      .Case([&](math::SinOp) { return floatUnary(fr, op, [](double a) { return std::sin(a); }); })
+      .Case([&](math::CosOp) { return floatUnary(fr, op, [](double a) { return std::cos(a); }); })
       .Case([&](math::AbsFOp) { return floatUnary(fr, op, [](double a) { return std::fabs(a); }); })
       .Default([](Operation *) { return std::nullopt; });
 }

@@ -366,6 +366,10 @@ Value KernelBuilder::unary(const std::string &fn, Value value) {
     return math::SqrtOp::create(builder, l, value);
   if (fn == "tanh")
     return math::TanhOp::create(builder, l, value);
+  if (fn == "sin")
+    return math::SinOp::create(builder, l, value);
+  if (fn == "cos")
+    return math::CosOp::create(builder, l, value);
   fail("unknown function '" + fn + "'");
 }
 
@@ -617,8 +621,7 @@ std::vector<Value> KernelBuilder::philox(Value seed, std::optional<Value> seedHi
     fail("Philox takes 1 to 64 rounds (10 is the standard)");
   Location l = loc();
   auto scalar = [&](uint32_t v) {
-    return arith::ConstantIntOp::create(builder, l, builder.getI32Type(),
-                                        static_cast<int32_t>(v))
+    return arith::ConstantIntOp::create(builder, l, builder.getI32Type(), static_cast<int32_t>(v))
         .getResult();
   };
   auto tileOf = [&](Value s) { return tile::SplatOp::create(builder, l, type, s).getResult(); };

@@ -109,7 +109,8 @@ _PY_FUNCS = {builtins.min, builtins.max, builtins.abs, builtins.float, builtins.
              builtins.len, builtins.round, builtins.bool, builtins.pow}
 # torch functions that FlexAttention's mods call and that mean what their tl namesakes mean:
 # a mod written for flex_attention compiles as it is (docs/dsl.md).
-_TORCH_TWINS = ("where", "exp", "exp2", "log", "log2", "sqrt", "tanh", "abs", "maximum",
+_TORCH_TWINS = ("where", "exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "abs",
+                "maximum",
                 "minimum")
 
 
@@ -1458,10 +1459,9 @@ class CodeGenerator:
     def tl_randint(self, node, seed, offset, n_rounds=10):
         return self.philox(node, "randint", seed, offset, n_rounds)[0]
 
-    def tl_rand(self, node, seed, offset, n_rounds=10):
+    def uniform(self, node, x):
         # Triton's uint_to_uniform_float: the bits as int32 x, x < 0 folded to -x - 1, times
         # 2^-31 in float32; the few values that round to 1.0 there are kept below it.
-        x = self.philox(node, "rand", seed, offset, n_rounds)[0]
         zero, one = (self.materialize(c, x, node) for c in (0, 1))
         neg = self.wrap(self.build("compare", "lt", x.v, zero.v))
         flipped = self.wrap(self.build("binary", "sub",
@@ -1471,6 +1471,17 @@ class CodeGenerator:
         u = self.binary("mul", folded, self.materialize(2.0 ** -31, folded, node), node)
         below_one = self.materialize(1.0 - 2.0 ** -24, u, node)   # float32 just below 1
         return self.binary("min", u, below_one, node)
+
+    def tl_rand(self, node, seed, offset, n_rounds=10):
+        return self.uniform(node, self.philox(node, "rand", seed, offset, n_rounds)[0])
+
+    def tl_randn(self, node, seed, offset, n_rounds=10):
+        # Triton's pair_uniform_to_normal (Box-Muller) of the first two words' uniforms.
+        i1, i2 = self.philox(node, "randn", seed, offset, n_rounds)[:2]
+        u1 = self.binary("max", self.uniform(node, i1), 1.0e-7, node)
+        th = self.binary("mul", self.uniform(node, i2), 6.283185307179586, node)
+        r = self.math1(node, "sqrt", self.binary("mul", self.math1(node, "log", u1), -2.0, node))
+        return self.binary("mul", r, self.math1(node, "cos", th), node)
 
     def tl_softmax(self, node, x, axis, streamed=None, return_lse=False):
         x = self.tile_arg(x, node, "tl.softmax's operand")
@@ -1573,7 +1584,8 @@ class CodeGenerator:
             if not _is_number(x):
                 raise self.error(node, f"tl.{fn} needs a number or a tile")
             f = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "log": math.log, "log2": math.log2,
-                 "sqrt": math.sqrt, "tanh": math.tanh, "abs": abs}[fn]
+                 "sqrt": math.sqrt, "tanh": math.tanh, "sin": math.sin, "cos": math.cos,
+                 "abs": abs}[fn]
             try:
                 return f(x)
             except Exception as e:
@@ -1606,6 +1618,12 @@ class CodeGenerator:
 
     def tl_tanh(self, node, x):
         return self.math1(node, "tanh", x)
+
+    def tl_sin(self, node, x):
+        return self.math1(node, "sin", x)
+
+    def tl_cos(self, node, x):
+        return self.math1(node, "cos", x)
 
     def tl_abs(self, node, x):
         return self.math1(node, "abs", x)

@@ -300,6 +300,19 @@ def cummin(x, axis=0, reverse=False):
 
 
 @_builtin
+def randn(seed, offset, n_rounds=10):
+    """Standard normal float32 samples, as Triton's ``tl.randn``: Box–Muller of the uniforms
+    of :func:`randint4x`'s first two words, ``sqrt(-2 log max(u1, 1e-7)) · cos(2π u2)``.
+
+    Args:
+        seed, offset, n_rounds: as :func:`randint4x`.
+
+    Returns:
+        A float32 tile of ``offset``'s shape.
+    """
+
+
+@_builtin
 def randint4x(seed, offset, n_rounds=10):
     """Four tiles of random bits: Philox4x32 (Salmon et al., SC'11), as Triton's
     ``tl.randint4x``, the same bits.
@@ -488,6 +501,18 @@ def sqrt(x):
 @_builtin
 def tanh(x):
     """The hyperbolic tangent element-wise (integers are computed in f32)."""
+
+
+@_builtin
+def sin(x):
+    """Sine, element-wise (radians). On the GPU ``sin.approx.f32`` (CUDA's ``__sinf``:
+    absolute error about 2^-20.5 for ``|x|`` up to 100π), 16-bit tiles through float32;
+    integers are computed in f32."""
+
+
+@_builtin
+def cos(x):
+    """Cosine, element-wise (radians); as :func:`sin` (``cos.approx.f32`` on the GPU)."""
 
 
 @_builtin

@@ -98,3 +98,20 @@ func.func @constant(%s: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32>
   %y = math.tanh %b : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// sin and cos: cos(a)·a' and −sin(a)·a': cos(sin s) gives −sin(sin s)·cos(s).
+// CHECK-LABEL: func.func @sin_cos
+// CHECK:       %[[S:.*]] = math.sin %[[X:[^ ]*]] :
+// CHECK:       %[[C:.*]] = math.cos %[[S]] :
+// CHECK:       %[[DS:.*]] = math.cos %[[X]] :
+// CHECK:       %[[SS:.*]] = math.sin %[[S]] :
+// CHECK:       %[[N:.*]] = arith.negf %[[SS]] :
+// CHECK:       %[[D:.*]] = arith.mulf %{{.*}}, %[[N]] :
+// CHECK:       return %[[C]], %[[D]]
+func.func @sin_cos(%s: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {tile.test_elementwise_grad} {
+  %a = math.sin %s : tensor<4x8xf32>
+  %b = math.cos %a : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}

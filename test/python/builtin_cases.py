@@ -16,7 +16,7 @@ DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16, "f32": tl.float32, "i32": tl.i
           "i1": tl.int1}
 FLOATS = ("f16", "bf16", "f32")
 N = 16          # 1-D cases: 16 elements; 2-D cases: 4 x 4
-UNARY = ("exp", "exp2", "log", "log2", "sqrt", "tanh", "abs")
+UNARY = ("exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "abs")
 BINARY = ("maximum", "minimum", "where", "add", "sub", "mul", "floordiv", "mod", "truediv",
           "cdiv")
 REDUCE = ("sum", "max", "min")
@@ -156,7 +156,7 @@ def reference(kind, case, dtype, a, b):
         if case == "abs":
             return _out(np.abs(x), dtype) if dtype != "i1" else x
         f = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
-             "tanh": np.tanh}[case]
+             "tanh": np.tanh, "sin": np.sin, "cos": np.cos}[case]
         with np.errstate(divide="ignore"):
             return _out(f(x), dtype if dtype in FLOATS else "f32")
     if kind == "binary":

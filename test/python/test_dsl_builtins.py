@@ -46,7 +46,7 @@ def test_the_matrix_covers_every_documented_builtin():
     covered |= {"load_scalar"}
     # Random numbers: test_dsl_random.py checks them against Philox's published vectors and a
     # numpy Philox; they take an int32 counter tile only.
-    covered |= {"randint4x", "randint", "rand"}
+    covered |= {"randint4x", "randint", "rand", "randn"}
     # Adds into memory: test_dsl_atomic_add.py runs it on f32 and i32, the dtypes it takes, and
     # checks the located refusal of f16 and bf16.
     covered |= {"atomic_add"}

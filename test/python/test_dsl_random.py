@@ -105,6 +105,29 @@ def test_rand_is_tritons_mapping_and_uniform():
 
 
 @tessel.jit
+def normal(out, seed, N: tl.constexpr):
+    od = tl.make_desc(out, shape=(N,), strides=(1,))
+    tl.store(od, (0,), tl.randn(seed, tl.arange(0, N)))
+
+
+@needs_interpreter
+def test_randn_is_tritons_box_muller_and_normal():
+    n = 16384
+    out = np.zeros(n, np.float32)
+    normal[(1,)](out, 99, N=n)
+    w = philox_reference([np.arange(n), np.zeros(n), np.zeros(n), np.zeros(n)], (99, 0))
+
+    def uniform(x):
+        s = x.view(np.int32).astype(np.int64)
+        s = np.where(s < 0, -s - 1, s).astype(np.float32)
+        return np.minimum(s * np.float32(2.0 ** -31), np.float32(1 - 2.0 ** -24))
+    u1 = np.maximum(uniform(w[0]), np.float32(1e-7)).astype(np.float64)
+    want = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * uniform(w[1]).astype(np.float64))
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=2e-6)
+    assert abs(out.mean()) < 5 / np.sqrt(n) and abs(out.std() - 1) < 5 / np.sqrt(2 * n)
+
+
+@tessel.jit
 def bad_random(out, x, CASE: tl.constexpr):
     offs = tl.arange(0, 8)
     if CASE == "float seed":
@@ -148,6 +171,10 @@ def test_random_kernels_compile_for_the_gpu(tmp_path, chip):
     b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0
     assert "mul.lo.s32" in b.ptx or "mul.lo.u32" in b.ptx
+    # randn's cosine: one cos.approx.f32 (no libdevice in the kernels).
+    k = normal.warmup(np.zeros(1024, np.float32), 5, N=1024)
+    b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
+    assert b.manifest["spill_bytes"] == 0 and "cos.approx" in b.ptx
 
 
 @tessel.jit

@@ -179,9 +179,10 @@ FailureOr<Value> TangentBuilder::derive(Operation *op, Value y) {
   }
 
   if (op->getNumOperands() != 1)
-    return refuse(op, "not supported (supported: arith addf subf mulf divf negf maximumf minimumf "
-                      "maxnumf minnumf select extf truncf; math exp exp2 log log2 sqrt rsqrt tanh "
-                      "absf powf)");
+    return refuse(
+        op, "not supported (supported: arith addf subf mulf divf negf maximumf minimumf "
+            "maxnumf minnumf select extf truncf; math exp exp2 log log2 sqrt rsqrt tanh sin cos "
+            "absf powf)");
   Value a = op->getOperand(0);
   FailureOr<Value> ta = operand(0);
   if (failed(ta))
@@ -213,15 +214,20 @@ FailureOr<Value> TangentBuilder::derive(Operation *op, Value y) {
     Value square = arith::MulFOp::create(b, loc, y, y);
     return mul(*ta, arith::SubFOp::create(b, loc, one, square));
   }
+  if (isa<math::SinOp>(op)) // cos(a)·a'
+    return mul(*ta, math::CosOp::create(b, loc, a));
+  if (isa<math::CosOp>(op)) // −sin(a)·a'
+    return mul(*ta, arith::NegFOp::create(b, loc, math::SinOp::create(b, loc, a)));
   if (isa<math::AbsFOp>(op)) { // sign(a)·a'
     Value negative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a,
                                            constant(type, 0.0));
     return Value(
         arith::SelectOp::create(b, loc, negative, arith::NegFOp::create(b, loc, *ta), *ta));
   }
-  return refuse(op, "not supported (supported: arith addf subf mulf divf negf maximumf minimumf "
-                    "maxnumf minnumf select extf truncf; math exp exp2 log log2 sqrt rsqrt tanh "
-                    "absf powf)");
+  return refuse(
+      op, "not supported (supported: arith addf subf mulf divf negf maximumf minimumf "
+          "maxnumf minnumf select extf truncf; math exp exp2 log log2 sqrt rsqrt tanh sin cos "
+          "absf powf)");
 }
 } // namespace
 
