@@ -180,6 +180,14 @@ SmallVector<Value> emitScalarOp(OpBuilder &b, Operation *op, ValueRange operands
     return inlinePtx(b, loc, b.getF32Type(), operands, "tanh.approx.f32 $0, $1;", "=f,f",
                      /*sideEffects=*/false);
   }
+  if (isa<tile::MulHiUIOp>(op)) {
+    // The high word of the 64-bit product: NVPTX selects mul.hi.u32.
+    auto wide = [&](Value v) { return arith::ExtUIOp::create(b, loc, b.getI64Type(), v); };
+    Value product = arith::MulIOp::create(b, loc, wide(operands[0]), wide(operands[1]));
+    Value high = arith::ShRUIOp::create(b, loc, product,
+                                        arith::ConstantIntOp::create(b, loc, b.getI64Type(), 32));
+    return {arith::TruncIOp::create(b, loc, b.getI32Type(), high)};
+  }
   if (isa<math::SinOp, math::CosOp>(op) &&
       isa<Float16Type, BFloat16Type, Float32Type>(resultTypes[0])) {
     // sin.approx / cos.approx (one MUFU op, absolute error about 2^-20.5 for |x| up to 100·pi),

@@ -157,6 +157,11 @@ std::optional<LogicalResult> Interpreter::runElementwise(Frame &fr, Operation *o
       .Case([&](arith::ShLIOp) { return intBinary(fr, op, IntFn(shiftLeft)); })
       .Case([&](arith::ShRSIOp) { return intBinary(fr, op, IntFn(shiftRightS)); })
       .Case([&](arith::ShRUIOp) { return intBinary(fr, op, IntFn(shiftRightU)); })
+      .Case([&](tile::MulHiUIOp) {
+        return intBinary(fr, op, IntFn([](int64_t a, int64_t b, unsigned, const char *&) {
+                           return static_cast<int64_t>((uint64_t(uint32_t(a)) * uint32_t(b)) >> 32);
+                         }));
+      })
       .Case([&](arith::CmpIOp o) { return cmpI(fr, o); })
       .Case([&](arith::CmpFOp o) { return cmpF(fr, o); })
       .Case([&](arith::SelectOp o) { return select(fr, o); })

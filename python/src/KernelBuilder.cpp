@@ -626,18 +626,11 @@ std::vector<Value> KernelBuilder::philox(Value seed, std::optional<Value> seedHi
   };
   auto tileOf = [&](Value s) { return tile::SplatOp::create(builder, l, type, s).getResult(); };
   auto cst = [&](uint32_t v) { return tileOf(scalar(v)); };
-  auto andI = [&](Value x, uint32_t m) { return arith::AndIOp::create(builder, l, x, cst(m)); };
-  auto shr = [&](Value x, uint32_t n) { return arith::ShRUIOp::create(builder, l, x, cst(n)); };
   auto add = [&](Value x, Value y) { return arith::AddIOp::create(builder, l, x, y).getResult(); };
   auto mul = [&](Value x, uint32_t m) { return arith::MulIOp::create(builder, l, x, cst(m)); };
   auto xorI = [&](Value x, Value y) { return arith::XOrIOp::create(builder, l, x, y); };
-  // The high word of the 64-bit product m·x in 32-bit arithmetic (tiles hold no i64): 16-bit
-  // halves, each partial product exact, the carries summed below 2^18.
   auto umulhi = [&](uint32_t m, Value x) {
-    Value x0 = andI(x, 0xFFFF), x1 = shr(x, 16);
-    Value t = mul(x0, m & 0xFFFF), a = mul(x1, m & 0xFFFF), b = mul(x0, m >> 16);
-    Value s = add(add(shr(t, 16), andI(a, 0xFFFF)), andI(b, 0xFFFF));
-    return add(add(add(mul(x1, m >> 16), shr(a, 16)), shr(b, 16)), shr(s, 16));
+    return tile::MulHiUIOp::create(builder, l, x, cst(m)).getResult();
   };
   constexpr uint32_t kRoundA = 0xD2511F53, kRoundB = 0xCD9E8D57;
   constexpr uint32_t kKeyA = 0x9E3779B9, kKeyB = 0xBB67AE85;
@@ -652,6 +645,13 @@ std::vector<Value> KernelBuilder::philox(Value seed, std::optional<Value> seedHi
     k1 = add(k1, scalar(kKeyB));
   }
   return {c0, c1, c2, c3};
+}
+
+Value KernelBuilder::umulhi(Value lhs, Value rhs) {
+  auto type = dyn_cast<RankedTensorType>(lhs.getType());
+  if (!type || type != rhs.getType() || !type.getElementType().isInteger(32))
+    fail("umulhi needs two int32 tiles of one shape");
+  return tile::MulHiUIOp::create(builder, loc(), lhs, rhs);
 }
 
 Value KernelBuilder::splat(Value scalar, const std::vector<int64_t> &shape) {

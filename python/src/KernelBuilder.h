@@ -127,6 +127,8 @@ public:
   /// random bits after `rounds` rounds (10: the standard), in tile arithmetic.
   std::vector<mlir::Value> philox(mlir::Value seedLo, std::optional<mlir::Value> seedHi,
                                   mlir::Value offset, int rounds);
+  /// The high words of the unsigned 64-bit products of two int32 tiles (tile.mulhiui).
+  mlir::Value umulhi(mlir::Value lhs, mlir::Value rhs);
   /// Inclusive prefix sums, maxima or minima along `axis` (tile.scan).
   mlir::Value scan(const std::string &kind, mlir::Value value, int axis, bool reverse);
   mlir::Value splat(mlir::Value scalar, const std::vector<int64_t> &shape);

@@ -199,6 +199,7 @@ PYBIND11_MODULE(_tessel, m) {
       .def("fuse_dot_add", &KernelBuilder::fuseDotAdd, keep)
       .def("reduce", &KernelBuilder::reduce, keep)
       .def("scan", &KernelBuilder::scan, keep)
+      .def("umulhi", &KernelBuilder::umulhi, keep)
       .def("philox", &KernelBuilder::philox)
       .def("splat", &KernelBuilder::splat, keep)
       .def("iota", &KernelBuilder::iota, keep)

@@ -1453,6 +1453,18 @@ class CodeGenerator:
         return [self.wrap(v) for v in self.build("philox", lo.v, None if hi is None else hi.v,
                                                  offset.v, rounds)]
 
+    def tl_umulhi(self, node, x, y):
+        a, b = (self.materialize(v, None, node, "i32") if not isinstance(v, TVal) else v
+                for v in (x, y))
+        for v in (a, b):
+            if v.dtype != "i32":
+                raise self.error(node, f"tl.umulhi takes int32 operands, not {v.type_str()}")
+        shape = self.broadcast_shape(a.shape, b.shape, node)
+        if not shape:
+            raise self.error(node, "tl.umulhi needs a tile operand (tiles hold what it computes)")
+        a, b = self.broadcast(a, shape, node), self.broadcast(b, shape, node)
+        return self.wrap(self.build("umulhi", a.v, b.v))
+
     def tl_randint4x(self, node, seed, offset, n_rounds=10):
         return tuple(self.philox(node, "randint4x", seed, offset, n_rounds))
 

@@ -531,6 +531,12 @@ def minimum(x, y):
 
 
 @_builtin
+def umulhi(x, y):
+    """The high 32 bits of the unsigned 64-bit product of int32 ``x`` and ``y`` element-wise
+    (Triton's ``tl.umulhi``; PTX ``mul.hi.u32``), as int32 bits; at least one a tile."""
+
+
+@_builtin
 def cdiv(a, b):
     """``ceil(a / b)`` for integers of any sign (``-((-a) // b)``)."""
 

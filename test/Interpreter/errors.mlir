@@ -28,9 +28,9 @@ func.func @oob(%x: !tile.ptr<f32>, %n: i32) {
 // MISSING: error: --arg #0 ({{.*}}missing.npy') for parameter #0 of type '!tile.ptr<f32>': {{.*}}missing.npy: cannot read file: No such file or directory
 // GRID: tessel-run: error: --grid: '0' is not a grid size in [1, 2^20]
 
-// NOTSUPPORTED: errors.mlir:[[@LINE+2]]:8: error: the interpreter does not support 'math.sin'
+// NOTSUPPORTED: errors.mlir:[[@LINE+2]]:8: error: the interpreter does not support 'math.atan'
 func.func @unsupported(%x: f32) {
-  %s = math.sin %x : f32
+  %s = math.atan %x : f32
   return
 }
 

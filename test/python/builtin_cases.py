@@ -18,7 +18,7 @@ FLOATS = ("f16", "bf16", "f32")
 N = 16          # 1-D cases: 16 elements; 2-D cases: 4 x 4
 UNARY = ("exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "abs")
 BINARY = ("maximum", "minimum", "where", "add", "sub", "mul", "floordiv", "mod", "truediv",
-          "cdiv")
+          "cdiv", "umulhi")
 REDUCE = ("sum", "max", "min")
 SCAN = ("cumsum", "cummax", "cummin")
 MATRIX = ("dot", "softmax", "trans", "expand_dims", "broadcast_to")
@@ -30,6 +30,7 @@ EXPECTED_ERRORS = {
     **{("floordiv", d): "'//' on floats is not supported" for d in FLOATS},
     **{("mod", d): "'%' on floats is not supported" for d in FLOATS},
     **{("cdiv", d): "'//' on floats" for d in FLOATS},
+    **{("umulhi", d): "tl.umulhi takes int32 operands" for d in FLOATS},
 }
 
 
@@ -66,6 +67,8 @@ def binary_kernel(x, z, y, OP: tl.constexpr, DT: tl.constexpr):
         r = a % b
     elif OP == "truediv":
         r = a / b
+    elif OP == "umulhi":
+        r = tl.umulhi(a * 123457, b * -70001)   # products past 2^32, negative bits
     else:
         r = tl.cdiv(a, b)
     tl.store(e, (0,), r.to(tl.float32))
@@ -172,6 +175,10 @@ def _binary_reference(case, dtype, x, y):
         return np.maximum(x, y) if case == "maximum" else np.minimum(x, y)
     if case == "truediv":
         return _out(x / y, dtype if dtype in FLOATS else "f32")
+    if case == "umulhi":
+        u = (x.astype(np.int64) * 123457).astype(np.uint32).astype(np.uint64)
+        v = (y.astype(np.int64) * -70001).astype(np.uint32).astype(np.uint64)
+        return ((u * v) >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.float64)
     r = {"add": x + y, "sub": x - y, "mul": x * y, "floordiv": x // y, "mod": np.mod(x, y),
          "cdiv": -(-x // y)}[case]
     return _out(r, dtype)

@@ -163,11 +163,12 @@ def test_refusals_are_located(case, message):
 @dsl_helpers.needs_ptxas()
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
 def test_random_kernels_compile_for_the_gpu(tmp_path, chip):
-    # Integer tile arithmetic: the row-blocked lowering takes it (codegen auto), no spill.
+    # Integer tile arithmetic and tile.mulhiui: the row-blocked lowering takes them (codegen
+    # auto), no spill.
     k = uniform.warmup(np.zeros(1024, np.float32), 5, N=1024)
     b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
     assert b.manifest["spill_bytes"] == 0
-    assert "mul.lo.s32" in b.ptx or "mul.lo.u32" in b.ptx
+    assert "mul.hi.u32" in b.ptx          # tile.mulhiui, one instruction
     # randn's cosine: one cos.approx.f32 (no libdevice in the kernels).
     k = normal.warmup(np.zeros(1024, np.float32), 5, N=1024)
     b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
@@ -196,3 +197,19 @@ def test_the_documented_dropout_draws_one_mask_per_seed():
     assert (y1 != y3).any()
     assert set(np.unique(y1)) <= {0.0, np.float32(1 / 0.75)}
     assert abs((y1 == 0).mean() - 0.25) < 5 * np.sqrt(0.25 * 0.75 / y1.size)
+
+
+@dsl_helpers.needs_ptxas()
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
+def test_a_random_mask_mod_takes_the_fast_paths(tmp_path, chip):
+    # tl.rand inside a mask_mod: its Philox rounds in registers beside the tensor-core dots
+    # (mma.sync / wgmma), one mul.hi.u32 per product, no spill.
+    from tessel.attention import compile_attention
+
+    def drop(b, h, q_idx, kv_idx):
+        return tl.rand(7, q_idx * 4096 + kv_idx) >= 0.1
+    x = np.zeros((1, 2, 1024, 128), np.float16)
+    k = compile_attention(x, x, x, mask_mod=drop)
+    b = cache.get_binary(k, cache.GpuOptions(chip=chip), directory=str(tmp_path))
+    assert b.manifest["spill_bytes"] == 0 and "mul.hi.u32" in b.ptx
+    assert ("wgmma.mma_async" if chip == "sm_90a" else "mma.sync") in b.ptx

@@ -24,4 +24,11 @@
 #define GET_OP_CLASSES
 #include "tile/IR/TileOps.h.inc"
 
+namespace tessel::tile {
+/// Whether `op` computes each element from its operands' elements alone, so that a lowering
+/// emits it once a register or element (emitScalarOp): an arith or math op without regions, or
+/// tile.mulhiui.
+bool isElementwiseOp(mlir::Operation *op);
+} // namespace tessel::tile
+
 #endif // TESSEL_TILE_IR_TILEDIALECT_H

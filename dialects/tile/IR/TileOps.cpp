@@ -163,6 +163,14 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+bool tessel::tile::isElementwiseOp(Operation *op) {
+  if (isa<MulHiUIOp>(op))
+    return true;
+  Dialect *dialect = op->getDialect();
+  return dialect && (dialect->getNamespace() == "arith" || dialect->getNamespace() == "math") &&
+         op->getNumRegions() == 0;
+}
+
 LogicalResult ScanOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   if (failed(verifyAxis(*this, getAxis(), in.getRank())))

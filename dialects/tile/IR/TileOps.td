@@ -278,6 +278,22 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_MulHiUIOp : Tile_Op<"mulhiui", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "The high 32 bits of the unsigned 64-bit products of two i32 tiles.";
+  let description = [{
+    Element-wise `(zext(a) · zext(b)) >> 32` (Triton's `tl.umulhi`; PTX `mul.hi.u32`): what
+    Philox's rounds need, which tiles (no i64) cannot compute from `arith` ops but in 16-bit
+    halves. Lowered with the element-wise ops (tile::isElementwiseOp).
+
+    ```mlir
+    %hi = tile.mulhiui %a, %b : tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[I32]>:$lhs, TensorOf<[I32]>:$rhs);
+  let results = (outs TensorOf<[I32]>:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
 def Tile_ScanOp : Tile_Op<"scan", [Pure, SameOperandsAndResultType]> {
   let summary = "Inclusive prefix sums, maxima or minima along one axis.";
   let description = [{

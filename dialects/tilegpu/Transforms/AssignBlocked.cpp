@@ -391,9 +391,7 @@ LogicalResult tessel::tilegpu::assignBlocked(func::FuncOp program, int64_t threa
 }
 
 bool tessel::tilegpu::isBlockedElementwise(Operation *op) {
-  Dialect *dialect = op->getDialect();
-  return dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
-         op->getNumRegions() == 0 && !isa<arith::ConstantOp>(op);
+  return tessel::tile::isElementwiseOp(op) && !isa<arith::ConstantOp>(op);
 }
 
 std::optional<BlockedKind> tessel::tilegpu::blockedKind(Type type) {

@@ -189,9 +189,7 @@ LogicalResult LayoutAssigner::demandValue(Value v, Attribute layout, Operation *
     return def->emitOpError("is a broadcast convert-tile-to-mma cannot place in registers");
   }
   // A gather reads an element per register: its index tiles are needed where its result is.
-  if (isa<tile::GatherOp>(def) ||
-      (def->getDialect() && isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
-       def->getNumRegions() == 0)) {
+  if (isa<tile::GatherOp>(def) || tile::isElementwiseOp(def)) {
     if (def->getNumResults() != 1)
       return def->emitOpError("has several results (convert-tile-to-mma)");
     for (OpOperand &o : def->getOpOperands())

@@ -228,8 +228,7 @@ LogicalResult BlockedKernelBuilder::emitOp(Operation *op) {
   }
   if (llvm::any_of(op->getResultTypes(), isTensor) || llvm::any_of(op->getOperandTypes(), isTensor))
     return op->emitOpError("is not supported by convert-tile-to-blocked");
-  Dialect *dialect = op->getDialect();
-  if (!dialect || !isa<arith::ArithDialect, math::MathDialect>(dialect) || op->getNumRegions())
+  if (!tile::isElementwiseOp(op))
     return op->emitOpError("is not supported by convert-tile-to-blocked");
   emitScalar(op, /*ftz=*/true);
   return success();

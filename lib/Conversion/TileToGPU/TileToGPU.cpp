@@ -277,10 +277,7 @@ LogicalResult KernelBuilder::emitOp(Operation *op) {
   if (auto cst = dyn_cast<arith::ConstantOp>(op))
     return emitConstant(cst);
 
-  Dialect *dialect = op->getDialect();
-  bool elementwise = dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
-                     op->getNumRegions() == 0;
-  if (!elementwise)
+  if (!tile::isElementwiseOp(op))
     return op->emitOpError("is not supported by convert-tile-to-gpu");
   if (llvm::any_of(op->getResultTypes(), isTile))
     return emitElementwise(op);

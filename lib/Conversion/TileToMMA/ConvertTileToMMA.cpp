@@ -157,15 +157,11 @@ LogicalResult MmaKernelBuilder::emitOp(Operation *op) {
     if (isa<tile::SplatOp, tile::IotaOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::TransOp,
             tile::GatherOp, arith::ConstantOp, tilegpu::ConvertLayoutOp>(op))
       return success();
-    Dialect *dialect = op->getDialect();
-    if (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) && op->getNumRegions() == 0)
+    if (tile::isElementwiseOp(op))
       return success();
     return op->emitOpError("is not supported by convert-tile-to-mma");
   }
-  Dialect *dialect = op->getDialect();
-  bool scalarOp = dialect && isa<arith::ArithDialect, math::MathDialect>(dialect) &&
-                  op->getNumRegions() == 0 && !llvm::any_of(op->getOperandTypes(), isTensor);
-  if (!scalarOp)
+  if (!tile::isElementwiseOp(op) || llvm::any_of(op->getOperandTypes(), isTensor))
     return op->emitOpError("is not supported by convert-tile-to-mma");
   emitScalar(op, /*ftz=*/true);
   return success();

@@ -296,8 +296,7 @@ FailureOr<SmallVector<Value>> MmaKernelBuilder::materialize(Value v, Layout layo
     Value k = scaleFactor.lookup(v);
     for (Value x : *t)
       regs.push_back(arith::MulFOp::create(b, loc, x, k));
-  } else if (def->getDialect() && isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
-             def->getNumRegions() == 0) {
+  } else if (tile::isElementwiseOp(def)) {
     SmallVector<SmallVector<Value>> ins;
     for (Value o : def->getOperands()) {
       if (isTensor(o.getType())) {

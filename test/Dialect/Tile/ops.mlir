@@ -48,6 +48,13 @@ func.func @compute(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %c: tensor<64x1
   return %d, %m, %s : tensor<64x16xf32>, tensor<64xf32>, tensor<16xf32>
 }
 
+// CHECK-LABEL: func.func @mulhiui
+func.func @mulhiui(%a: tensor<8xi32>, %b: tensor<8xi32>) -> tensor<8xi32> {
+  // CHECK: tile.mulhiui %{{.*}}, %{{.*}} : tensor<8xi32>
+  %h = tile.mulhiui %a, %b : tensor<8xi32>
+  return %h : tensor<8xi32>
+}
+
 // CHECK-LABEL: func.func @scans
 func.func @scans(%x: tensor<64x16xf32>, %n: tensor<8xi32>) -> (tensor<64x16xf32>, tensor<8xi32>) {
   // CHECK: tile.scan sum %{{.*}} axis 1 : tensor<64x16xf32>
