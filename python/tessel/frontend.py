@@ -1474,15 +1474,10 @@ class CodeGenerator:
     def uniform(self, node, x):
         # Triton's uint_to_uniform_float: the bits as int32 x, x < 0 folded to -x - 1, times
         # 2^-31 in float32; the few values that round to 1.0 there are kept below it.
-        zero, one = (self.materialize(c, x, node) for c in (0, 1))
-        neg = self.wrap(self.build("compare", "lt", x.v, zero.v))
-        flipped = self.wrap(self.build("binary", "sub",
-                                       self.wrap(self.build("binary", "sub", zero.v, x.v)).v,
-                                       one.v))
-        folded = self.cast(self.wrap(self.build("select", neg.v, flipped.v, x.v)), "f32", node)
-        u = self.binary("mul", folded, self.materialize(2.0 ** -31, folded, node), node)
-        below_one = self.materialize(1.0 - 2.0 ** -24, u, node)   # float32 just below 1
-        return self.binary("min", u, below_one, node)
+        folded = self.tl_where(node, self.compare("lt", x, 0, node),
+                               self.binary("sub", -1, x, node), x)
+        u = self.binary("mul", self.cast(folded, "f32", node), 2.0 ** -31, node)
+        return self.binary("min", u, 1.0 - 2.0 ** -24, node)     # float32 just below 1
 
     def tl_rand(self, node, seed, offset, n_rounds=10):
         return self.uniform(node, self.philox(node, "rand", seed, offset, n_rounds)[0])

@@ -26,6 +26,14 @@ def philox_reference(counters, key, rounds=10):
     return [x.astype(np.uint32) for x in c]
 
 
+def uniform_reference(bits):
+    """tl.rand's floats of Philox words `bits` (uint32): Triton's mapping (int32 bits,
+    negatives folded to -x - 1, times 2^-31), kept below 1.0."""
+    s = bits.view(np.int32).astype(np.int64)
+    s = np.where(s < 0, -s - 1, s).astype(np.float32)
+    return np.minimum(s * np.float32(2.0 ** -31), np.float32(1 - 2.0 ** -24))
+
+
 def test_the_reference_meets_the_published_vectors():
     # Random123's known-answer vectors for philox4x32-10 (counter words, key words -> output).
     for ctr, key, want in [
@@ -93,10 +101,7 @@ def test_rand_is_tritons_mapping_and_uniform():
     uniform[(programs,)](out, 2024, N=n)
     x = philox_reference([np.arange(n * programs), np.zeros(n * programs),
                           np.zeros(n * programs), np.zeros(n * programs)], (2024, 0))[0]
-    s = x.view(np.int32).astype(np.int64)
-    s = np.where(s < 0, -s - 1, s).astype(np.float32)
-    want = np.minimum(s * np.float32(2.0 ** -31), np.float32(1 - 2.0 ** -24))
-    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out, uniform_reference(x))
     assert out.min() >= 0.0 and out.max() < 1.0
     # 8192 samples: each decile within 5 sigma of 819.2, the mean within 5 sigma of 1/2.
     counts = np.histogram(out, bins=10, range=(0.0, 1.0))[0]
@@ -116,13 +121,9 @@ def test_randn_is_tritons_box_muller_and_normal():
     out = np.zeros(n, np.float32)
     normal[(1,)](out, 99, N=n)
     w = philox_reference([np.arange(n), np.zeros(n), np.zeros(n), np.zeros(n)], (99, 0))
-
-    def uniform(x):
-        s = x.view(np.int32).astype(np.int64)
-        s = np.where(s < 0, -s - 1, s).astype(np.float32)
-        return np.minimum(s * np.float32(2.0 ** -31), np.float32(1 - 2.0 ** -24))
-    u1 = np.maximum(uniform(w[0]), np.float32(1e-7)).astype(np.float64)
-    want = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * uniform(w[1]).astype(np.float64))
+    u1 = np.maximum(uniform_reference(w[0]), np.float32(1e-7)).astype(np.float64)
+    u2 = uniform_reference(w[1]).astype(np.float64)
+    want = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=2e-6)
     assert abs(out.mean()) < 5 / np.sqrt(n) and abs(out.std() - 1) < 5 / np.sqrt(2 * n)
 

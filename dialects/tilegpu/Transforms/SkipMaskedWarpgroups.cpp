@@ -23,8 +23,6 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include <limits>
-
 namespace tessel::tilegpu {
 #define GEN_PASS_DEF_TILEGPUSKIPMASKEDWARPGROUPS
 #include "tilegpu/Transforms/Passes.h.inc"
@@ -44,13 +42,6 @@ struct SoftmaxStep {
   arith::SelectOp masked;
   unsigned mIndex, lIndex, accIndex;
 };
-
-/// Whether `v` is a constant splat of `value`.
-bool isSplatOf(Value v, double value) {
-  auto cst = v.getDefiningOp<arith::ConstantOp>();
-  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
-  return dense && dense.isSplat() && dense.getSplatValue<APFloat>().convertToDouble() == value;
-}
 
 /// `v` as broadcast(expand_dims(row, axis 1)): the row vector, or null.
 Value rowOf(Value v) {
@@ -108,9 +99,8 @@ std::optional<SoftmaxStep> matchSoftmaxStep(scf::ForOp loop, AttentionDots dots)
   if (auto sel = mSafe.getDefiningOp<arith::SelectOp>()) {
     auto cmp = sel.getCondition().getDefiningOp<arith::CmpFOp>();
     if (!cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ ||
-        cmp.getLhs() != sel.getFalseValue() ||
-        !isSplatOf(cmp.getRhs(), -std::numeric_limits<double>::infinity()) ||
-        !isSplatOf(sel.getTrueValue(), 0.0))
+        cmp.getLhs() != sel.getFalseValue() || !tile::isNegInfSplat(cmp.getRhs()) ||
+        !isZeroSplat(sel.getTrueValue()))
       return std::nullopt;
     mNext = sel.getFalseValue();
   }
@@ -144,13 +134,13 @@ std::optional<SoftmaxStep> matchSoftmaxStep(scf::ForOp loop, AttentionDots dots)
   return std::nullopt;
 }
 
-/// Whether the loop's iter_arg `index` starts as the splat `value`: a constant, or the result
-/// of the loop before it (the split's copies of one key loop) that starts so.
-bool startsAs(scf::ForOp loop, unsigned index, double value) {
+/// Whether the loop's iter_arg `index` starts as a splat `isValue` accepts: a constant, or
+/// the result of the loop before it (the split's copies of one key loop) that starts so.
+bool startsAs(scf::ForOp loop, unsigned index, bool (*isValue)(Value)) {
   Value init = loop.getInitArgs()[index];
   while (auto prev = init.getDefiningOp<scf::ForOp>())
     init = prev.getInitArgs()[cast<OpResult>(init).getResultNumber()];
-  return isSplatOf(init, value);
+  return isValue(init);
 }
 
 /// The top-level conjuncts of an i1 tile (`a & b & …`).
@@ -240,8 +230,8 @@ bool skipHidden(scf::ForOp loop) {
     return false;
   // While m = −inf the identity needs l = 0 and O = 0: the start of every softmax.
   std::optional<SoftmaxStep> step = matchSoftmaxStep(loop, *dots);
-  if (!step || !startsAs(loop, step->mIndex, -std::numeric_limits<double>::infinity()) ||
-      !startsAs(loop, step->lIndex, 0.0) || !startsAs(loop, step->accIndex, 0.0))
+  if (!step || !startsAs(loop, step->mIndex, tile::isNegInfSplat) ||
+      !startsAs(loop, step->lIndex, isZeroSplat) || !startsAs(loop, step->accIndex, isZeroSplat))
     return false;
   auto maskType = dyn_cast<RankedTensorType>(step->masked.getCondition().getType());
   if (!maskType || maskType.getRank() != 2 || maskType.getShape()[0] <= kWarpgroupRows)
